@@ -1,0 +1,59 @@
+"""The product of a compilation: everything a launch needs, and nothing that needs the compiler.
+
+A cache hit on disk rebuilds a KernelArtifact from JSON + binary blobs, so every launch fact
+(cooperative launch, shared memory, parameter layout) must live here, never in compiler state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceUsage:
+    """Per-kernel resources as reported by ptxas / the driver (CUDA) or computed (CPU)."""
+
+    registers: int = 0
+    shared_bytes: int = 0  # static shared memory per block
+    local_bytes: int = 0
+    const_bytes: int = 0
+    max_threads_per_block: int = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class KernelArtifact:
+    """A compiled kernel for one target and one argument signature."""
+
+    name: str  # the Python function's name
+    symbol: str  # the entry symbol in the binary
+    target: str  # "cuda" or "cpu"
+    arch: str  # "sm_90" or the host CPU name
+    signature: str  # e.g. "void(float32[::1], float32)"
+    param_slots: tuple  # see compiler/abi.py
+    binary: bytes  # cubin (cuda) or host object file (cpu)
+    ptx: str = ""  # PTX text (cuda; on cpu the PTX the cuda target would produce, if asked)
+    llvm_ir: str = ""  # optimised LLVM IR
+    asm: str = ""  # host assembly (cpu)
+    cooperative: bool = False  # needs cuLaunchCooperativeKernel (grid sync)
+    uses_barriers: bool = False  # cpu: threads run as coroutines
+    uses_dynamic_shared: bool = False
+    resources: ResourceUsage = field(default_factory=ResourceUsage)
+    line_map: tuple = ()  # ((source_line, (ptx_line, ...)), ...) from .loc directives
+    source_file: str = ""
+    first_line: int = 0
+    printf_formats: tuple = ()  # cpu printf: format strings by id
+
+    def to_json_dict(self) -> dict:
+        """Everything but the binary, as JSON-ready data (the cache stores the binary apart)."""
+        data = asdict(self)
+        data.pop("binary")
+        return data
+
+    @classmethod
+    def from_json_dict(cls, data: dict, binary: bytes) -> KernelArtifact:
+        data = dict(data)
+        data["resources"] = ResourceUsage(**data["resources"])
+        data["param_slots"] = tuple(data["param_slots"])
+        data["line_map"] = tuple((line, tuple(ptx)) for line, ptx in data["line_map"])
+        data["printf_formats"] = tuple(data.get("printf_formats", ()))
+        return cls(binary=binary, **data)

@@ -1,0 +1,88 @@
+"""Source text -> parsed, located Python AST for one GPU function (files and notebook cells alike).
+
+`inspect.getsource` reads through `linecache`, where IPython registers every cell's text, so the same
+code serves `.py` files and notebook cells. Line numbers in the tree are the file's (or cell's) own.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass
+
+from gpunb.errors import CompileError, SourceLocation
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSource:
+    """The located AST of one Python function that will become GPU code."""
+
+    name: str
+    qualname: str
+    filename: str
+    first_line: int
+    tree: ast.FunctionDef  # decorators removed; lines/cols are those of the file or cell
+    module: str  # the defining module's __name__ ("__main__" for notebooks)
+
+    def loc(self, node: ast.AST) -> SourceLocation:
+        return SourceLocation(self.filename, getattr(node, "lineno", self.first_line),
+                              getattr(node, "col_offset", 0), getattr(node, "end_col_offset", None))
+
+
+_source_cache: dict = {}
+
+
+def load_source(py_func) -> KernelSource:
+    """Parse `py_func`'s source; cached per code object (a redefinition has a new code object)."""
+    code = py_func.__code__
+    cached = _source_cache.get(code)
+    if cached is not None:
+        return cached
+    filename = code.co_filename
+    try:
+        lines, first_line = inspect.getsourcelines(py_func)
+    except (OSError, TypeError) as exc:
+        raise CompileError(
+            f"cannot read the source of {py_func.__qualname__!r} ({exc})",
+            hint="GPU functions must be defined in a file or a notebook cell, not in exec() "
+                 "strings or the plain interactive prompt; in a notebook use %%gpukernel",
+        ) from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    indent = _indent_of(lines, dedented)
+    try:
+        module = ast.parse(dedented)
+    except SyntaxError as exc:
+        raise CompileError(f"syntax error: {exc.msg}",
+                           SourceLocation(filename, first_line + (exc.lineno or 1) - 1,
+                                          (exc.offset or 1) - 1 + indent)) from None
+    tree = next((n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
+                None)
+    if tree is None:
+        raise CompileError(f"the source of {py_func.__qualname__!r} is not a def",
+                           SourceLocation(filename, first_line, 0),
+                           hint="lambdas cannot be GPU functions; write a def")
+    if isinstance(tree, ast.AsyncFunctionDef):
+        raise CompileError("async functions cannot be GPU functions",
+                           SourceLocation(filename, first_line, 0))
+    ast.increment_lineno(tree, first_line - 1)
+    if indent:
+        for node in ast.walk(tree):
+            if hasattr(node, "col_offset"):
+                node.col_offset += indent
+                if getattr(node, "end_col_offset", None) is not None:
+                    node.end_col_offset += indent
+    tree.decorator_list = []
+    source = KernelSource(py_func.__name__, py_func.__qualname__, filename, first_line, tree,
+                          getattr(py_func, "__module__", None) or "__main__")
+    if len(_source_cache) > 4096:
+        _source_cache.clear()
+    _source_cache[code] = source
+    return source
+
+
+def _indent_of(lines: list[str], dedented: str) -> int:
+    first = next((ln for ln in lines if ln.strip()), "")
+    first_dedented = next((ln for ln in dedented.splitlines() if ln.strip()), "")
+    return len(first) - len(first.lstrip()) - (len(first_dedented) - len(first_dedented.lstrip()))

@@ -1,0 +1,325 @@
+"""The type lattice of the kernel language, with numba-compatible names and promotion rules.
+
+Types are frozen, hashable values. Scalar types can be indexed to make array types the way numba
+users write them (`float32[:, ::1]`) and called to make signatures (`void(float32[:], int32)`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class Type:
+    """Base of every kernel-language type."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+    def __call__(self, *args: Type) -> Signature:
+        return Signature(self, tuple(args))
+
+    def __getitem__(self, item) -> Array:
+        return array_type_from_slices(self, item)
+
+
+@dataclass(frozen=True, slots=True)
+class NoneType(Type):
+    def __str__(self) -> str:
+        return "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Boolean(Type):
+    def __str__(self) -> str:
+        return "bool"
+
+
+@dataclass(frozen=True, slots=True)
+class Integer(Type):
+    bitwidth: int
+    signed: bool = True
+
+    def __str__(self) -> str:
+        return f"{'int' if self.signed else 'uint'}{self.bitwidth}"
+
+
+@dataclass(frozen=True, slots=True)
+class Float(Type):
+    bitwidth: int
+
+    def __str__(self) -> str:
+        return f"float{self.bitwidth}"
+
+
+@dataclass(frozen=True, slots=True)
+class Complex(Type):
+    bitwidth: int  # of the whole number: complex64 holds two float32
+
+    @property
+    def component(self) -> Float:
+        return Float(self.bitwidth // 2)
+
+    def __str__(self) -> str:
+        return f"complex{self.bitwidth}"
+
+
+@dataclass(frozen=True, slots=True)
+class Array(Type):
+    """An array view: element type, dimensions and layout (`C`, `F` or `A` for any strides)."""
+
+    dtype: Type
+    ndim: int
+    layout: str = "A"
+
+    def __str__(self) -> str:
+        if self.ndim == 0:
+            return f"array({self.dtype}, 0d)"
+        dims = [":"] * self.ndim
+        if self.layout == "C":
+            dims[-1] = "::1"
+        elif self.layout == "F":
+            dims[0] = "::1"
+        return f"{self.dtype}[{', '.join(dims)}]"
+
+    def with_layout(self, layout: str) -> Array:
+        return Array(self.dtype, self.ndim, layout)
+
+
+@dataclass(frozen=True, slots=True)
+class Tuple(Type):
+    items: tuple
+
+    def __str__(self) -> str:
+        inner = ", ".join(str(t) for t in self.items)
+        return f"({inner},)" if len(self.items) == 1 else f"({inner})"
+
+
+@dataclass(frozen=True, slots=True)
+class Record(Type):
+    """A numpy structured dtype: named fields at byte offsets."""
+
+    fields: tuple  # ((name, Type, offset), ...)
+    size: int
+    align: int = 1
+
+    def field(self, name: str):
+        for fname, ftype, offset in self.fields:
+            if fname == name:
+                return ftype, offset
+        return None
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{n}: {t}" for n, t, _ in self.fields)
+        return f"Record({inner})"
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """A function signature; `return_type` None means "infer it"."""
+
+    return_type: Type | None
+    args: tuple
+
+    def __str__(self) -> str:
+        ret = "?" if self.return_type is None else str(self.return_type)
+        return f"{ret}({', '.join(str(a) for a in self.args)})"
+
+
+ScalarTypes = (Boolean, Integer, Float, Complex)
+
+none = void = NoneType()
+boolean = bool_ = b1 = Boolean()
+int8 = i1 = Integer(8)
+int16 = i2 = Integer(16)
+int32 = i4 = Integer(32)
+int64 = i8 = Integer(64)
+uint8 = u1 = Integer(8, False)
+uint16 = u2 = Integer(16, False)
+uint32 = u4 = Integer(32, False)
+uint64 = u8 = Integer(64, False)
+float16 = f2 = Float(16)
+float32 = f4 = Float(32)
+float64 = f8 = Float(64)
+complex64 = c8 = Complex(64)
+complex128 = c16 = Complex(128)
+intp = int64
+uintp = uint64
+
+TYPE_NAMES: dict[str, Type] = {
+    "void": void, "none": none, "boolean": boolean, "bool_": boolean, "b1": boolean,
+    "int8": int8, "int16": int16, "int32": int32, "int64": int64,
+    "uint8": uint8, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+    "float16": float16, "float32": float32, "float64": float64,
+    "complex64": complex64, "complex128": complex128,
+    "i1": int8, "i2": int16, "i4": int32, "i8": int64,
+    "u1": uint8, "u2": uint16, "u4": uint32, "u8": uint64,
+    "f2": float16, "f4": float32, "f8": float64, "c8": complex64, "c16": complex128,
+    "intp": intp, "uintp": uintp, "int_": int64, "float_": float64, "double": float64,
+}
+
+
+def array_type_from_slices(dtype: Type, item) -> Array:
+    """`float32[:, ::1]` -> Array(float32, 2, 'C'); `float32[::1, :]` -> 'F'; else 'A'."""
+    if not isinstance(dtype, (Boolean, Integer, Float, Complex, Record)):
+        raise TypeError(f"cannot make an array of {dtype}")
+    dims = item if isinstance(item, tuple) else (item,)
+    for d in dims:
+        if not isinstance(d, slice) or d.start is not None or d.stop is not None:
+            raise TypeError("array types are written with ':' and '::1' only, e.g. float32[:, ::1]")
+        if d.step not in (None, 1):
+            raise TypeError("array types are written with ':' and '::1' only, e.g. float32[:, ::1]")
+    ones = [d.step == 1 for d in dims]
+    layout = "A"
+    if len(dims) == 1 and ones[0]:
+        layout = "C"
+    elif ones[-1] and not any(ones[:-1]):
+        layout = "C"
+    elif ones[0] and not any(ones[1:]):
+        layout = "F"
+    return Array(dtype, len(dims), layout)
+
+
+def parse_signature(text: str) -> Signature:
+    """Parse numba's string signatures: `void(float32[:], int32)`, `float32(float32, float32)`."""
+    namespace = dict(TYPE_NAMES)
+    try:
+        value = eval(text, {"__builtins__": {}}, namespace)  # noqa: S307 - names are types only
+    except Exception as exc:
+        raise TypeError(f"cannot parse signature {text!r}: {exc}") from None
+    if isinstance(value, Signature):
+        return value
+    if isinstance(value, tuple) and all(isinstance(v, Type) for v in value):
+        return Signature(None, value)
+    if isinstance(value, Type):
+        return Signature(None, (value,))
+    raise TypeError(f"cannot parse signature {text!r}: expected e.g. 'void(float32[:], int32)'")
+
+
+# ---- numpy dtypes -------------------------------------------------------------------------------
+
+_DTYPE_TO_TYPE = {
+    np.dtype(np.bool_): boolean,
+    np.dtype(np.int8): int8, np.dtype(np.int16): int16,
+    np.dtype(np.int32): int32, np.dtype(np.int64): int64,
+    np.dtype(np.uint8): uint8, np.dtype(np.uint16): uint16,
+    np.dtype(np.uint32): uint32, np.dtype(np.uint64): uint64,
+    np.dtype(np.float16): float16, np.dtype(np.float32): float32, np.dtype(np.float64): float64,
+    np.dtype(np.complex64): complex64, np.dtype(np.complex128): complex128,
+}
+_TYPE_TO_DTYPE = {v: k for k, v in _DTYPE_TO_TYPE.items()}
+
+
+def from_dtype(dtype) -> Type:
+    """The kernel type of a numpy dtype (structured dtypes become Records)."""
+    dtype = np.dtype(dtype)
+    found = _DTYPE_TO_TYPE.get(dtype)
+    if found is not None:
+        return found
+    if dtype.fields:
+        fields = tuple(
+            (name, from_dtype(dtype.fields[name][0]), dtype.fields[name][1]) for name in dtype.names
+        )
+        return Record(fields, dtype.itemsize, dtype.alignment)
+    raise TypeError(f"numpy dtype {dtype} is not supported in GPU kernels")
+
+
+def to_dtype(t: Type) -> np.dtype:
+    if isinstance(t, Record):
+        return np.dtype({"names": [f[0] for f in t.fields],
+                         "formats": [to_dtype(f[1]) for f in t.fields],
+                         "offsets": [f[2] for f in t.fields], "itemsize": t.size})
+    try:
+        return _TYPE_TO_DTYPE[t]
+    except KeyError:
+        raise TypeError(f"{t} has no numpy dtype") from None
+
+
+def sizeof(t: Type) -> int:
+    if isinstance(t, Boolean):
+        return 1
+    if isinstance(t, (Integer, Float, Complex)):
+        return t.bitwidth // 8
+    if isinstance(t, Record):
+        return t.size
+    raise TypeError(f"{t} has no fixed size")
+
+
+# ---- promotion ----------------------------------------------------------------------------------
+
+
+def is_int(t: Type) -> bool:
+    return isinstance(t, (Integer, Boolean))
+
+
+def is_number(t: Type) -> bool:
+    return isinstance(t, (Integer, Boolean, Float, Complex))
+
+
+def integer_result(a: Type, b: Type) -> Type:
+    """numba's integer promotion: at least 64 bits; mixed signedness of 64 bits -> float64."""
+    a = int64 if isinstance(a, Boolean) else a
+    b = int64 if isinstance(b, Boolean) else b
+    if a.signed == b.signed:
+        return Integer(max(a.bitwidth, b.bitwidth, 64), a.signed)
+    unsigned, signed = (a, b) if not a.signed else (b, a)
+    if unsigned.bitwidth < 64:
+        return int64
+    return float64 if signed.bitwidth <= 64 else signed
+
+
+def unify_numbers(a: Type, b: Type) -> Type:
+    """The type both operands of arithmetic are converted to (numpy/numba rules)."""
+    if a == b and not isinstance(a, (Boolean,)) and not (isinstance(a, Integer) and a.bitwidth < 64):
+        return a
+    if isinstance(a, Complex) or isinstance(b, Complex):
+        width = max(_complex_width(a), _complex_width(b))
+        return Complex(width)
+    if isinstance(a, Float) or isinstance(b, Float):
+        fa = a.bitwidth if isinstance(a, Float) else _int_as_float_width(a)
+        fb = b.bitwidth if isinstance(b, Float) else _int_as_float_width(b)
+        return Float(max(fa, fb))
+    return integer_result(a, b)
+
+
+def _complex_width(t: Type) -> int:
+    if isinstance(t, Complex):
+        return t.bitwidth
+    if isinstance(t, Float):
+        return 128 if t.bitwidth == 64 else 64
+    return 128
+
+
+def _int_as_float_width(t: Type) -> int:
+    # numpy: int8/uint8 + float16 -> float16; int16 + float32 -> float32; int32/int64 -> float64
+    if isinstance(t, Boolean):
+        return 16
+    if t.bitwidth <= 8:
+        return 16
+    if t.bitwidth <= 16:
+        return 32
+    return 64
+
+
+def unify(a: Type, b: Type) -> Type | None:
+    """The least type that holds values of both (for variables assigned in several places)."""
+    if a == b:
+        return a
+    if is_number(a) and is_number(b):
+        if isinstance(a, Integer) and isinstance(b, Integer) and a.signed == b.signed:
+            return Integer(max(a.bitwidth, b.bitwidth), a.signed)
+        if isinstance(a, Boolean):
+            return b
+        if isinstance(b, Boolean):
+            return a
+        return unify_numbers(a, b)
+    if isinstance(a, Tuple) and isinstance(b, Tuple) and len(a.items) == len(b.items):
+        items = tuple(unify(x, y) for x, y in zip(a.items, b.items))
+        return None if None in items else Tuple(items)
+    if isinstance(a, Array) and isinstance(b, Array) and a.dtype == b.dtype and a.ndim == b.ndim:
+        return Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A")
+    return None

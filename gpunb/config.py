@@ -1,0 +1,84 @@
+"""Every environment variable gpunb reads, read and documented here and nowhere else.
+
+Values are read when asked for (not frozen at import), so tests and notebooks can change them.
+
+| variable              | meaning                                                          | default        |
+|-----------------------|------------------------------------------------------------------|----------------|
+| GPUNB_TARGET          | `cuda`, `cpu` or `auto` (cuda when a usable GPU exists, else cpu) | auto           |
+| GPUNB_CACHE           | `0` disables the compiled-kernel cache (memory and disk)         | 1              |
+| GPUNB_CACHE_DIR       | directory of the disk cache                                      | platformdirs   |
+| GPUNB_CACHE_MAX_BYTES | size cap of the disk cache; least recently used entries pruned   | 1 GiB          |
+| GPUNB_BOUNDSCHECK     | `1` checks every array access on the CPU target (as debug=True)  | 0              |
+| GPUNB_ARCH            | default compute capability for PTX when no GPU is present, sm_XX | sm_90          |
+| GPUNB_CPU_THREADS     | host threads that run blocks in parallel on the CPU target        | os.cpu_count() |
+| GPUNB_NOTICES         | `0` silences one-line notices (target fallback, host copies)     | 1              |
+"""
+
+from __future__ import annotations
+
+import os
+
+_process_target: str | None = None
+
+
+def _flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+def requested_target() -> str:
+    """The target the user asked for: the process-wide setter first, then GPUNB_TARGET."""
+    if _process_target is not None:
+        return _process_target
+    value = os.environ.get("GPUNB_TARGET", "auto").strip().lower() or "auto"
+    if value not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"GPUNB_TARGET={value!r}: expected one of auto, cpu, cuda")
+    return value
+
+
+def set_process_target(target: str | None) -> None:
+    """Set (or clear with None) the target for the whole process; overrides GPUNB_TARGET."""
+    global _process_target
+    if target is not None and target not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"target {target!r}: expected one of auto, cpu, cuda")
+    _process_target = target
+
+
+def cache_enabled() -> bool:
+    return _flag("GPUNB_CACHE", True)
+
+
+def cache_dir() -> str:
+    explicit = os.environ.get("GPUNB_CACHE_DIR")
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    import platformdirs
+
+    return platformdirs.user_cache_dir("gpunb", appauthor=False)
+
+
+def cache_max_bytes() -> int:
+    value = os.environ.get("GPUNB_CACHE_MAX_BYTES")
+    return int(value) if value else 1 << 30
+
+
+def boundscheck() -> bool:
+    return _flag("GPUNB_BOUNDSCHECK", False)
+
+
+def default_arch() -> tuple[int, int]:
+    value = os.environ.get("GPUNB_ARCH", "sm_90").strip().lower().removeprefix("sm_")
+    if not value.isdigit() or len(value) < 2:
+        raise ValueError(f"GPUNB_ARCH={value!r}: expected sm_XX, e.g. sm_90")
+    return int(value[:-1]), int(value[-1])
+
+
+def cpu_threads() -> int:
+    value = os.environ.get("GPUNB_CPU_THREADS")
+    return max(1, int(value)) if value else max(1, os.cpu_count() or 1)
+
+
+def notices_enabled() -> bool:
+    return _flag("GPUNB_NOTICES", True)

@@ -1,0 +1,109 @@
+"""The typed errors gpunb raises, each able to point at the user's source line with a caret.
+
+Every error a user can cause in kernel code or at a launch ends up here, so that messages look the
+same everywhere: what was found, where (file or notebook cell, line, column), and what to do.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from dataclasses import dataclass
+
+_IPYTHON_CELL = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")
+_IPYKERNEL_CELL = re.compile(r".*/ipykernel_\d+/(\d+)\.py$")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """Where a piece of kernel source came from: file (or cell) name, 1-based line, 0-based col."""
+
+    filename: str
+    line: int
+    col: int = 0
+    end_col: int | None = None
+
+    def describe(self) -> str:
+        """`Cell In[7], line 3` for notebook cells, `File "x.py", line 3` for files."""
+        return f"{describe_filename(self.filename)}, line {self.line}"
+
+    def source_line(self) -> str:
+        return linecache.getline(self.filename, self.line).rstrip("\n")
+
+
+def describe_filename(filename: str) -> str:
+    """Name a file the way IPython names cells, so users recognise where an error points."""
+    from gpunb.sources import cell_label  # local: sources is tiny and has no heavy imports
+
+    label = cell_label(filename)
+    if label is not None:
+        return label
+    m = _IPYTHON_CELL.match(filename)
+    if m:
+        return f"Cell In[{m.group(1)}]"
+    return f'File "{filename}"'
+
+
+def render_caret(loc: SourceLocation) -> str:
+    """The offending line and a caret under the column (or a tilde run under the span)."""
+    text = loc.source_line()
+    if not text:
+        return ""
+    stripped = text.lstrip()
+    indent = len(text) - len(stripped)
+    col = max(loc.col - indent, 0)
+    width = 1
+    if loc.end_col is not None and loc.end_col > loc.col:
+        width = min(loc.end_col - loc.col, max(len(stripped) - col, 1))
+    marker = "^" + "~" * (width - 1)
+    return f"    {stripped}\n    {' ' * col}{marker}"
+
+
+class GpunbError(Exception):
+    """Base of all gpunb errors."""
+
+
+class LocatedError(GpunbError):
+    """An error with an optional source location, a message and a hint, rendered together."""
+
+    def __init__(self, message: str, loc: SourceLocation | None = None, hint: str | None = None,
+                 function: str | None = None):
+        self.message = message
+        self.loc = loc
+        self.hint = hint
+        self.function = function
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        parts = []
+        head = self.message
+        if self.function:
+            head = f"in GPU function '{self.function}': {head}"
+        parts.append(head)
+        if self.loc is not None:
+            parts.append(f"  {self.loc.describe()}, column {self.loc.col + 1}:")
+            caret = render_caret(self.loc)
+            if caret:
+                parts.append(caret)
+        if self.hint:
+            parts.append(f"  hint: {self.hint}")
+        return "\n".join(parts)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class CompileError(LocatedError):
+    """Kernel source that gpunb cannot compile: unsupported syntax, unknown names, type errors."""
+
+
+class LaunchError(LocatedError):
+    """A launch that cannot run: bad grid/block, wrong arguments, driver failures, deadlocks."""
+
+
+class ToolchainError(GpunbError):
+    """A required NVIDIA tool or library (libdevice, ptxas, nvdisasm, the driver) is missing."""
+
+
+class CudaUnavailableError(ToolchainError):
+    """No usable CUDA driver or device; the CPU target can run the same kernels."""
