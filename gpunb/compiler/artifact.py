@@ -42,6 +42,8 @@ class KernelArtifact:
     source_file: str = ""
     first_line: int = 0
     printf_formats: tuple = ()  # cpu printf: format strings by id
+    error_sites: tuple = ()  # cpu bounds checks: (file, line, col, what) by site id
+    barrier_sites: tuple = ()  # cpu barriers: (file, line, col, what) by site id
 
     def to_json_dict(self) -> dict:
         """Everything but the binary, as JSON-ready data (the cache stores the binary apart)."""
@@ -55,5 +57,7 @@ class KernelArtifact:
         data["resources"] = ResourceUsage(**data["resources"])
         data["param_slots"] = tuple(data["param_slots"])
         data["line_map"] = tuple((line, tuple(ptx)) for line, ptx in data["line_map"])
-        data["printf_formats"] = tuple(data.get("printf_formats", ()))
+        for name in ("printf_formats", "error_sites", "barrier_sites"):
+            data[name] = tuple(tuple(x) if isinstance(x, list) else x
+                               for x in data.get(name, ()))
         return cls(binary=binary, **data)

@@ -1,0 +1,160 @@
+"""Lowering of array values: element addresses (C, F, strided), views, slices and attributes.
+
+Negative indices wrap around as in numba; with bounds checking on (CPU target, debug) every index
+is checked by the target, which reports kernel, array, index, thread and line.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import types as t
+
+
+def make_array(b: ir.IRBuilder, ty: t.Array, data, shape: list, strides: list):
+    value = ir.Constant(dm.value_type(ty), ir.Undefined)
+    value = b.insert_value(value, data, 0)
+    for k, s in enumerate(shape):
+        value = b.insert_value(value, s, [1, k])
+    for k, s in enumerate(strides):
+        value = b.insert_value(value, s, [2, k])
+    return value
+
+
+def parts(b: ir.IRBuilder, value, ndim: int):
+    data = b.extract_value(value, 0)
+    shape = [b.extract_value(value, [1, k]) for k in range(ndim)]
+    strides = [b.extract_value(value, [2, k]) for k in range(ndim)]
+    return data, shape, strides
+
+
+def contiguous_strides(shape_consts: list[int], itemsize: int, order: str = "C") -> list[int]:
+    strides = [0] * len(shape_consts)
+    acc = itemsize
+    dims = range(len(shape_consts) - 1, -1, -1) if order == "C" else range(len(shape_consts))
+    for k in dims:
+        strides[k] = acc
+        acc *= shape_consts[k]
+    return strides
+
+
+def normalise_index(b: ir.IRBuilder, index, index_type: t.Type, extent):
+    """Widen to i64 and wrap negative indices (numba's wraparound)."""
+    if isinstance(index_type, t.Boolean):
+        return b.zext(index, dm.i64)
+    if index_type.bitwidth < 64:
+        index = (b.sext if index_type.signed else b.zext)(index, dm.i64)
+    elif index_type.bitwidth > 64:
+        index = b.trunc(index, dm.i64)
+    if not index_type.signed:
+        return index
+    if isinstance(index, ir.Constant) and index.constant >= 0:
+        return index
+    negative = b.icmp_signed("<", index, ir.Constant(dm.i64, 0))
+    return b.select(negative, b.add(index, extent), index)
+
+
+def element_pointer(b: ir.IRBuilder, arr: t.Array, data, shape, strides, indices: list):
+    """Address of arr[indices] where len(indices) == arr.ndim and indices are wrapped i64s."""
+    elem = dm.memory_type(arr.dtype)
+    if arr.layout == "C":
+        linear = indices[0]
+        for k in range(1, arr.ndim):
+            linear = b.add(b.mul(linear, shape[k]), indices[k])
+        return b.gep(data, [linear], source_etype=elem)
+    if arr.layout == "F":
+        linear = indices[-1]
+        for k in range(arr.ndim - 2, -1, -1):
+            linear = b.add(b.mul(linear, shape[k]), indices[k])
+        return b.gep(data, [linear], source_etype=elem)
+    offset = ir.Constant(dm.i64, 0)
+    for k in range(arr.ndim):
+        offset = b.add(offset, b.mul(indices[k], strides[k]))
+    return b.gep(data, [offset], source_etype=dm.i8)
+
+
+def load_element(b: ir.IRBuilder, dtype: t.Type, pointer):
+    if isinstance(dtype, t.Record):
+        return pointer
+    value = b.load(pointer, typ=dm.memory_type(dtype))
+    if isinstance(dtype, t.Boolean):
+        return b.trunc(value, dm.i1)
+    return value
+
+
+def store_element(b: ir.IRBuilder, dtype: t.Type, pointer, value):
+    if isinstance(dtype, t.Boolean):
+        value = b.zext(value, dm.i8)
+    b.store(value, pointer)
+
+
+def slice_bounds(b: ir.IRBuilder, extent, start, stop, step):
+    """Python slice semantics -> (start, length, step) as i64 values; step defaults to 1."""
+    i64 = dm.i64
+    zero = ir.Constant(i64, 0)
+    one = ir.Constant(i64, 1)
+    step = step if step is not None else one
+    step_negative = b.icmp_signed("<", step, zero)
+    minus_one = ir.Constant(i64, -1)
+
+    def clamp(value, default_pos, default_neg):
+        if value is None:
+            return b.select(step_negative, default_neg, default_pos)
+        wrapped = b.select(b.icmp_signed("<", value, zero), b.add(value, extent), value)
+        low = b.select(step_negative, minus_one, zero)
+        high = b.select(step_negative, b.sub(extent, one), extent)
+        wrapped = b.select(b.icmp_signed("<", wrapped, low), low, wrapped)
+        return b.select(b.icmp_signed(">", wrapped, high), high, wrapped)
+
+    start_v = clamp(start, zero, b.sub(extent, one))
+    stop_v = clamp(stop, extent, minus_one)
+    # length = max(0, ceil((stop - start) / step))
+    span = b.sub(stop_v, start_v)
+    adj = b.select(step_negative, b.add(span, one), b.sub(span, one))
+    length = b.sdiv(b.add(adj, step), step)
+    length = b.select(b.icmp_signed("<", length, zero), zero, length)
+    return start_v, length, step
+
+
+def view(b: ir.IRBuilder, arr: t.Array, value, index_parts: list, result: t.Array):
+    """arr[...] that yields an array: index_parts are ("int", i64) or ("slice", lo, hi, step)."""
+    data, shape, strides = parts(b, value, arr.ndim)
+    offset = ir.Constant(dm.i64, 0)
+    new_shape, new_strides = [], []
+    for k in range(arr.ndim):
+        part = index_parts[k] if k < len(index_parts) else ("slice", None, None, None)
+        if part[0] == "int":
+            offset = b.add(offset, b.mul(part[1], strides[k]))
+            continue
+        start, length, step = slice_bounds(b, shape[k], part[1], part[2], part[3])
+        offset = b.add(offset, b.mul(start, strides[k]))
+        new_shape.append(length)
+        new_strides.append(b.mul(strides[k], step))
+    new_data = b.gep(data, [offset], source_etype=dm.i8)
+    return make_array(b, result, new_data, new_shape, new_strides)
+
+
+def attribute(b: ir.IRBuilder, arr: t.Array, value, attr: str, result: t.Type):
+    if attr == "shape" or attr == "strides":
+        field = 1 if attr == "shape" else 2
+        out = ir.Constant(dm.value_type(result), ir.Undefined)
+        for k in range(arr.ndim):
+            out = b.insert_value(out, b.extract_value(value, [field, k]), k)
+        return out
+    if attr == "ndim":
+        return ir.Constant(dm.i64, arr.ndim)
+    itemsize = ir.Constant(dm.i64, t.sizeof(arr.dtype))
+    if attr == "itemsize":
+        return itemsize
+    size = ir.Constant(dm.i64, 1)
+    for k in range(arr.ndim):
+        size = b.mul(size, b.extract_value(value, [1, k]))
+    if attr == "size":
+        return size
+    if attr == "nbytes":
+        return b.mul(size, itemsize)
+    if attr == "T":
+        data, shape, strides = parts(b, value, arr.ndim)
+        return make_array(b, result, data, shape[::-1], strides[::-1])
+    raise TypeError(attr)

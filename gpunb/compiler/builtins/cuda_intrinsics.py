@@ -1,0 +1,265 @@
+"""Thread indexing, barriers, fences and shared/local/const arrays: typing and lowering."""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from gpunb.compiler import arrays
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import types as t
+from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.values import dtype_to_type
+
+_SREGS = {"cuda.threadIdx": "tid", "cuda.blockIdx": "ctaid", "cuda.blockDim": "ntid",
+          "cuda.gridDim": "nctaid"}
+
+
+class SpecialRegister(Builtin):
+    """cuda.threadIdx.x and friends: int32 values read from special registers."""
+
+    is_value = True
+
+    def __init__(self, name: str, kind: str, axis: str):
+        self.name, self.kind, self.axis = name, kind, axis
+
+    def type_value(self, inf, node):
+        return t.int32
+
+    def lower_value(self, low, node, ty):
+        return low.target.sreg(low, self.kind, self.axis)
+
+
+class LaneId(Builtin):
+    is_value = True
+    name = "cuda.laneid"
+
+    def type_value(self, inf, node):
+        return t.int32
+
+    def lower_value(self, low, node, ty):
+        return low.target.laneid(low)
+
+
+class WarpSize(Builtin):
+    is_value = True
+    name = "cuda.warpsize"
+
+    def type_value(self, inf, node):
+        return t.int32
+
+    def lower_value(self, low, node, ty):
+        return ir.Constant(dm.i32, 32)
+
+
+def _wide(low, kind: str, axis: str):
+    return low.builder.zext(low.target.sreg(low, kind, axis), dm.i64)
+
+
+class Grid(Builtin):
+    """cuda.grid(ndim): absolute thread position(s), int64 (a tuple for ndim 2 and 3)."""
+
+    def __init__(self, name: str, size: bool):
+        self.name, self.size = name, size
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if len(node.args) != 1 or node.keywords:
+            raise inf.error(node, f"{self.name}() takes one argument, the number of dimensions")
+        ndim = inf.const(node.args[0], f"the argument of {self.name}()")
+        if ndim not in (1, 2, 3):
+            raise inf.error(node.args[0], f"{self.name}() takes 1, 2 or 3, not {ndim!r}")
+        return t.int64 if ndim == 1 else t.Tuple((t.int64,) * ndim)
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        ndim = low.typed.constants[id(node.args[0])]
+        values = []
+        for axis in "xyz"[:ndim]:
+            if self.size:
+                values.append(b.mul(_wide(low, "ntid", axis), _wide(low, "nctaid", axis)))
+            else:
+                values.append(b.add(_wide(low, "tid", axis),
+                                    b.mul(_wide(low, "ctaid", axis), _wide(low, "ntid", axis))))
+        if ndim == 1:
+            return values[0]
+        out = ir.Constant(dm.value_type(call.result), ir.Undefined)
+        for i, v in enumerate(values):
+            out = b.insert_value(out, v, i)
+        return out
+
+
+class Barrier(Builtin):
+    """cuda.syncthreads() and its _count/_and/_or reductions."""
+
+    def __init__(self, name: str, kind: str):
+        self.name, self.kind = name, kind
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        inf.features.add("barrier")
+        if self.kind == "sync":
+            if argtypes:
+                raise inf.error(node, "syncthreads() takes no arguments")
+            return t.none
+        if len(argtypes) != 1 or not t.is_number(argtypes[0]):
+            raise inf.error(node, f"{self.name}() takes one predicate")
+        return t.int32
+
+    def lower_call(self, low, node, call):
+        from gpunb.compiler import operators as ops
+
+        pred = None
+        if self.kind != "sync":
+            value = low.expr(node.args[0])
+            pred = ops.truth(low.builder, value, low.type_of(node.args[0]))
+        return low.target.barrier(low, node, self.kind, pred)
+
+
+class Fence(Builtin):
+    def __init__(self, name: str, scope: str):
+        self.name, self.scope = name, scope
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if argtypes:
+            raise inf.error(node, f"{self.name}() takes no arguments")
+        return t.none
+
+    def lower_call(self, low, node, call):
+        low.target.threadfence(low, self.scope)
+
+
+class SyncWarp(Builtin):
+    name = "cuda.syncwarp"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if len(argtypes) > 1:
+            raise inf.error(node, "syncwarp() takes an optional mask")
+        inf.features.add("warp_barrier")
+        return t.none
+
+    def lower_call(self, low, node, call):
+        from gpunb.compiler import operators as ops
+
+        if node.args:
+            mask = ops.cast(low.builder, low.expr(node.args[0]), low.type_of(node.args[0]),
+                            t.uint32)
+        else:
+            mask = ir.Constant(dm.i32, 0xFFFFFFFF)
+        low.target.syncwarp(low, node, mask)
+
+
+def _shape_and_dtype(inf, node, what: str):
+    args = list(node.args)
+    kws = {kw.arg: kw.value for kw in node.keywords}
+    shape_node = args[0] if args else kws.get("shape")
+    dtype_node = args[1] if len(args) > 1 else kws.get("dtype")
+    if shape_node is None or dtype_node is None:
+        raise inf.error(node, f"{what}(shape, dtype) needs a shape and a dtype")
+    shape = inf.const(shape_node, f"the shape of {what}")
+    dtype = inf.const(dtype_node, f"the dtype of {what}")
+    shape = shape if isinstance(shape, tuple) else (shape,)
+    if not all(isinstance(s, (int, np.integer)) and s >= 0 for s in shape):
+        raise inf.error(shape_node, f"the shape of {what} must be non-negative integers, "
+                        f"got {shape!r}")
+    elem = dtype_to_type(dtype)
+    if elem is None:
+        raise inf.error(dtype_node, f"{dtype!r} is not a dtype",
+                        "use e.g. float32, numba-style types, or numpy dtypes like np.float32")
+    return tuple(int(s) for s in shape), elem, shape_node, dtype_node
+
+
+class SharedArray(Builtin):
+    """cuda.shared.array(shape, dtype): per-block memory; shape 0 means dynamic shared memory."""
+
+    name = "cuda.shared.array"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        shape, elem, shape_node, dtype_node = _shape_and_dtype(inf, node, self.name)
+        inf.features.add("dynamic_shared" if 0 in shape else "shared")
+        inf.constants[id(node)] = (shape, elem)
+        return t.Array(elem, len(shape), "C")
+
+    def lower_call(self, low, node, call):
+        shape, elem = low.typed.constants[id(node)]
+        dynamic = 0 in shape
+        count = 1
+        for s in shape:
+            count *= s
+        pointer = low.target.shared_array(low, elem, count, dynamic)
+        return _contiguous(low, call.result, pointer, shape, elem, dynamic)
+
+
+class LocalArray(Builtin):
+    name = "cuda.local.array"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        shape, elem, shape_node, _ = _shape_and_dtype(inf, node, self.name)
+        if 0 in shape:
+            raise inf.error(shape_node, "a local array needs a non-zero shape")
+        inf.constants[id(node)] = (shape, elem)
+        return t.Array(elem, len(shape), "C")
+
+    def lower_call(self, low, node, call):
+        shape, elem = low.typed.constants[id(node)]
+        count = 1
+        for s in shape:
+            count *= s
+        storage = low.alloca(ir.ArrayType(dm.memory_type(elem), count), "local.array")
+        return _contiguous(low, call.result, storage, shape, elem, False)
+
+
+class ConstArrayLike(Builtin):
+    name = "cuda.const.array_like"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if len(node.args) != 1:
+            raise inf.error(node, "const.array_like(ary) takes one module-level numpy array")
+        value = inf.const(node.args[0], "the argument of const.array_like")
+        if not isinstance(value, np.ndarray):
+            raise inf.error(node.args[0], "const.array_like needs a module-level numpy array")
+        inf.constants[id(node)] = np.ascontiguousarray(value)
+        return t.Array(t.from_dtype(value.dtype), value.ndim, "C")
+
+    def lower_call(self, low, node, call):
+        value = low.typed.constants[id(node)]
+        pointer = low.mb.const_array(low.builder, value)
+        return _contiguous(low, call.result, pointer, value.shape, call.result.dtype, False)
+
+
+def _contiguous(low, ty: t.Array, pointer, shape, elem: t.Type, dynamic: bool):
+    b = low.builder
+    itemsize = t.sizeof(elem)
+    if dynamic:
+        # the whole dynamic allocation, seen as a 1-d array of `elem`
+        total = low.target.dynamic_shared_bytes(low)
+        shape_values = [b.udiv(total, ir.Constant(dm.i64, itemsize))]
+        strides = [ir.Constant(dm.i64, itemsize)]
+        shape_values += [ir.Constant(dm.i64, 1)] * (ty.ndim - 1)
+        strides += [ir.Constant(dm.i64, itemsize)] * (ty.ndim - 1)
+    else:
+        shape_values = [ir.Constant(dm.i64, s) for s in shape]
+        strides = [ir.Constant(dm.i64, s)
+                   for s in arrays.contiguous_strides(list(shape), itemsize)]
+    return arrays.make_array(b, ty, pointer, shape_values, strides)
+
+
+BUILTINS: dict = {}
+for _qual, _kind in _SREGS.items():
+    for _axis in "xyz":
+        BUILTINS[f"{_qual}.{_axis}"] = SpecialRegister(f"{_qual}.{_axis}", _kind, _axis)
+BUILTINS.update({
+    "cuda.laneid": LaneId(),
+    "cuda.warpsize": WarpSize(),
+    "cuda.grid": Grid("cuda.grid", size=False),
+    "cuda.gridsize": Grid("cuda.gridsize", size=True),
+    "cuda.syncthreads": Barrier("cuda.syncthreads", "sync"),
+    "cuda.syncthreads_count": Barrier("cuda.syncthreads_count", "count"),
+    "cuda.syncthreads_and": Barrier("cuda.syncthreads_and", "and"),
+    "cuda.syncthreads_or": Barrier("cuda.syncthreads_or", "or"),
+    "cuda.threadfence": Fence("cuda.threadfence", "device"),
+    "cuda.threadfence_block": Fence("cuda.threadfence_block", "block"),
+    "cuda.threadfence_system": Fence("cuda.threadfence_system", "system"),
+    "cuda.syncwarp": SyncWarp(),
+    "cuda.shared.array": SharedArray(),
+    "cuda.local.array": LocalArray(),
+    "cuda.const.array_like": ConstArrayLike(),
+})

@@ -1,0 +1,213 @@
+"""Python builtins in kernels: len, abs, min, max, round, divmod, pow (int/float/bool casts are
+handled as conversions by inference)."""
+
+from __future__ import annotations
+
+import ast
+
+from llvmlite import ir
+
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import operators as ops
+from gpunb.compiler import types as t
+from gpunb.compiler.builtins import Builtin
+
+
+class Len(Builtin):
+    name = "len"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if len(argtypes) != 1 or not isinstance(argtypes[0], (t.Array, t.Tuple)):
+            raise inf.error(node, "len() takes one array or tuple")
+        return t.int64
+
+    def lower_call(self, low, node, call):
+        at = call.argtypes[0]
+        value = low.expr(node.args[0])
+        if isinstance(at, t.Tuple):
+            return ir.Constant(dm.i64, len(at.items))
+        if at.ndim == 0:
+            raise low.error(node, "len() of a 0-d array")
+        return low.builder.extract_value(value, [1, 0])
+
+
+class Abs(Builtin):
+    name = "abs"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if len(argtypes) != 1 or not t.is_number(argtypes[0]):
+            raise inf.error(node, "abs() takes one number")
+        a = argtypes[0]
+        if isinstance(a, t.Complex):
+            return a.component
+        return t.int64 if isinstance(a, t.Boolean) else a
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        a = call.argtypes[0]
+        x = low.expr(node.args[0])
+        if isinstance(a, t.Float):
+            return low.math_call("fabs", [x], [a], a)
+        if isinstance(a, t.Complex):
+            re, im = b.extract_value(x, 0), b.extract_value(x, 1)
+            return low.math_call("hypot", [re, im], [a.component] * 2, a.component)
+        if isinstance(a, t.Boolean):
+            return b.zext(x, dm.i64)
+        if not a.signed:
+            return x
+        return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
+
+
+class MinMax(Builtin):
+    def __init__(self, name: str):
+        self.name = name
+
+    def operands(self, argtypes, nodes):
+        if len(argtypes) == 1 and isinstance(argtypes[0], t.Tuple):
+            return list(argtypes[0].items), None
+        return list(argtypes), nodes
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if kwtypes or not argtypes:
+            raise inf.error(node, f"{self.name}() takes numbers or one tuple")
+        types, nodes = self.operands(argtypes, node.args)
+        if len(types) < 1 or not all(t.is_number(a) and not isinstance(a, t.Complex)
+                                     for a in types):
+            raise inf.error(node, f"{self.name}() needs real numbers, got "
+                            f"{', '.join(map(str, types))}")
+        weak = [nodes is not None and id(n) in inf.weak for n in (nodes or [None] * len(types))]
+        return _common(types, weak)
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        result = call.result
+        if len(call.argtypes) == 1 and isinstance(call.argtypes[0], t.Tuple):
+            tup = low.expr(node.args[0])
+            values = [ops.cast(b, b.extract_value(tup, k), it, result)
+                      for k, it in enumerate(call.argtypes[0].items)]
+        else:
+            values = [ops.cast(b, low.expr(n), low.type_of(n), result) for n in node.args]
+        op = ast.Lt() if self.name == "min" else ast.Gt()
+        acc = values[0]
+        for v in values[1:]:
+            if isinstance(result, t.Float):
+                # Python: min(a, b) keeps a unless b < a; NaN in b is ignored like Python's
+                better = ops.compare(b, op, v, acc, result)
+            else:
+                better = ops.compare(b, op, v, acc, result)
+            acc = b.select(better, v, acc)
+        return acc
+
+
+def _common(types, weak) -> t.Type:
+    strong = [a for a, w in zip(types, weak) if not w]
+    floats = [a for a in strong if isinstance(a, t.Float)]
+    result = strong[0] if strong else types[0]
+    for a in (strong or types)[1:]:
+        result = t.unify_numbers(result, a) if result != a else result
+    if any(weak) and not floats and not isinstance(result, t.Float):
+        result = t.float64 if strong else types[0]
+    return result
+
+
+class Round(Builtin):
+    name = "round"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if kwtypes or len(argtypes) not in (1, 2) or not t.is_number(argtypes[0]):
+            raise inf.error(node, "round() takes a number and optional ndigits")
+        a = argtypes[0]
+        if len(argtypes) == 1:
+            return t.int64
+        if not isinstance(argtypes[1], t.Integer):
+            raise inf.error(node.args[1], "ndigits must be an integer")
+        return a if isinstance(a, t.Float) else t.float64
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        a = call.argtypes[0]
+        x = low.expr(node.args[0])
+        if isinstance(a, (t.Integer, t.Boolean)) and len(node.args) == 1:
+            return ops.cast(b, x, a, t.int64)
+        ft = a if isinstance(a, t.Float) else t.float64
+        x = ops.cast(b, x, a, ft)
+        if len(node.args) == 1:
+            return ops.cast(b, low.math_call("rint", [x], [ft], ft), ft, t.int64)
+        nd = ops.cast(b, low.expr(node.args[1]), call.argtypes[1], ft)
+        scale = low.math_call("pow", [ir.Constant(x.type, 10.0), nd], [ft, ft], ft)
+        scaled = low.math_call("rint", [b.fmul(x, scale)], [ft], ft)
+        return b.fdiv(scaled, scale)
+
+
+class DivMod(Builtin):
+    name = "divmod"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if len(argtypes) != 2 or not all(t.is_number(a) and not isinstance(a, t.Complex)
+                                         for a in argtypes):
+            raise inf.error(node, "divmod() takes two real numbers")
+        ty = inf.binop_type(node, ast.FloorDiv(), argtypes[0], argtypes[1],
+                            id(node.args[0]) in inf.weak, id(node.args[1]) in inf.weak)
+        return t.Tuple((ty, ty))
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        ty = call.result.items[0]
+        x = ops.cast(b, low.expr(node.args[0]), call.argtypes[0], ty)
+        y = ops.cast(b, low.expr(node.args[1]), call.argtypes[1], ty)
+        q = ops.binary(b, ast.FloorDiv(), x, y, ty, low.math_call)
+        r = ops.binary(b, ast.Mod(), x, y, ty, low.math_call)
+        out = ir.Constant(dm.value_type(call.result), ir.Undefined)
+        return b.insert_value(b.insert_value(out, q, 0), r, 1)
+
+
+class Pow(Builtin):
+    name = "pow"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if len(argtypes) != 2:
+            raise inf.error(node, "pow() takes two arguments in GPU code")
+        return inf.binop_type(node, ast.Pow(), argtypes[0], argtypes[1],
+                              id(node.args[0]) in inf.weak, id(node.args[1]) in inf.weak)
+
+    def lower_call(self, low, node, call):
+        return low.arith(ast.Pow(), low.expr(node.args[0]), call.argtypes[0],
+                         low.expr(node.args[1]), call.argtypes[1], call.result, node.args[1])
+
+
+class Conjugate(Builtin):
+    name = "complex.conjugate"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        return inf.expr_types[id(node.func.value)]
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        value = low.expr(node.func.value)
+        return b.insert_value(value, b.fneg(b.extract_value(value, 1)), 1)
+
+
+class NotInKernels(Builtin):
+    def __init__(self, name: str, hint: str):
+        self.name, self.hint = name, hint
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        raise inf.error(node, f"{self.name}() cannot be used here in GPU code", self.hint)
+
+
+
+CONJUGATE = Conjugate()
+
+BUILTINS = {
+    "builtins.len": Len(),
+    "builtins.abs": Abs(),
+    "builtins.min": MinMax("min"),
+    "builtins.max": MinMax("max"),
+    "builtins.round": Round(),
+    "builtins.divmod": DivMod(),
+    "builtins.pow": Pow(),
+    "builtins.range": NotInKernels("range", "range() can only be used in `for i in range(...)`"),
+    "numpy.abs": Abs(),
+    "numpy.minimum": MinMax("min"),
+    "numpy.maximum": MinMax("max"),
+}

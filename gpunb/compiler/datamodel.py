@@ -1,0 +1,67 @@
+"""How kernel-language types are represented in LLVM IR (the same on every target).
+
+Scalars are LLVM scalars (bool is i1 in registers and i8 in memory); complex numbers and tuples are
+literal structs; an array value is {data ptr, [ndim x i64] shape, [ndim x i64] strides in bytes}.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from gpunb.compiler import types as t
+
+i1 = ir.IntType(1)
+i8 = ir.IntType(8)
+i32 = ir.IntType(32)
+i64 = ir.IntType(64)
+ptr = ir.PointerType()
+void = ir.VoidType()
+
+_FLOATS = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
+
+
+def value_type(ty: t.Type) -> ir.Type:
+    """The LLVM type of a value of `ty` held in a register."""
+    if isinstance(ty, t.Boolean):
+        return i1
+    if isinstance(ty, t.Integer):
+        return ir.IntType(ty.bitwidth)
+    if isinstance(ty, t.Float):
+        return _FLOATS[ty.bitwidth]
+    if isinstance(ty, t.Complex):
+        comp = _FLOATS[ty.bitwidth // 2]
+        return ir.LiteralStructType([comp, comp])
+    if isinstance(ty, t.Array):
+        return ir.LiteralStructType([ptr, ir.ArrayType(i64, ty.ndim), ir.ArrayType(i64, ty.ndim)])
+    if isinstance(ty, t.Tuple):
+        return ir.LiteralStructType([value_type(x) for x in ty.items])
+    if isinstance(ty, t.NoneType):
+        return ir.LiteralStructType([])
+    if isinstance(ty, t.Record):
+        return ptr
+    raise TypeError(f"{ty} has no LLVM representation")
+
+
+def memory_type(ty: t.Type) -> ir.Type:
+    """The LLVM type of an array element of `ty` in memory."""
+    if isinstance(ty, t.Boolean):
+        return i8
+    if isinstance(ty, t.Record):
+        return ir.ArrayType(i8, ty.size)
+    return value_type(ty)
+
+
+def slot_type(slot: str) -> ir.Type:
+    if slot == "ptr":
+        return ptr
+    if slot.startswith("i"):
+        return ir.IntType(int(slot[1:]))
+    return _FLOATS[int(slot[1:])]
+
+
+def alignment(ty: t.Type) -> int:
+    if isinstance(ty, t.Record):
+        return ty.align
+    if isinstance(ty, t.Complex):
+        return ty.bitwidth // 16
+    return max(1, t.sizeof(ty))

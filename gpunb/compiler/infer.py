@@ -1,0 +1,813 @@
+"""Type inference: a located Python AST plus argument types -> a TypedFunction.
+
+Local and per specialisation: every variable gets one type, the unification of everything assigned
+to it (iterated to a fixed point so loop-carried values settle); every expression node gets a type;
+every call is resolved - GPU functions through globals at compile time, with defaults and keyword
+arguments bound here (seed 001). Python float literals are weak: `x * 2.0` stays float32.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass, field
+
+from gpunb.compiler import types as t
+from gpunb.compiler.builtins import Builtin, find_builtin
+from gpunb.compiler.frontend import KernelSource, load_source
+from gpunb.compiler.values import (
+    NotConstant,
+    PyValue,
+    const_eval,
+    constant_type,
+    dtype_to_type,
+    is_gpu_function,
+    lookup_global,
+    missing,
+)
+from gpunb.errors import CompileError
+
+
+@dataclass(eq=False)
+class CallInfo:
+    """How one ast.Call was resolved."""
+
+    kind: str  # "gpufunc" | "builtin" | "cast"
+    target: object  # callee TypedFunction (gpufunc), Builtin, or the Type cast to
+    args: list  # per parameter: an ast node, or ("const", python value) for a bound default
+    argtypes: tuple
+    result: t.Type
+
+
+@dataclass(eq=False)
+class TypedFunction:
+    """The result of inference for one function and one tuple of argument types."""
+
+    source: KernelSource
+    py_func: object
+    argnames: tuple
+    argtypes: tuple
+    return_type: t.Type
+    var_types: dict
+    expr_types: dict  # id(node) -> Type
+    calls: dict  # id(ast.Call) -> CallInfo
+    constants: dict  # id(node) -> python value frozen at compile time
+    callees: list = field(default_factory=list)  # TypedFunctions of GPU functions called
+    features: set = field(default_factory=set)  # "barrier", "grid_sync", "dynamic_shared", ...
+    is_kernel: bool = False
+    weak: set = field(default_factory=set)  # id(node) of weak (untyped) float literal expressions
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    def type_of(self, node: ast.AST) -> t.Type:
+        return self.expr_types[id(node)]
+
+    def all_features(self) -> set:
+        out = set(self.features)
+        for callee in self.callees:
+            out |= callee.all_features()
+        return out
+
+
+class InferenceSession:
+    """Shared by one compilation: memoises device-function specialisations, detects recursion."""
+
+    def __init__(self, options: dict | None = None):
+        self.options = options or {}
+        self.done: dict = {}
+        self.in_progress: set = set()
+
+    def infer(self, py_func, argtypes: tuple, is_kernel: bool = False, call_node=None,
+              caller: Inferer | None = None) -> TypedFunction:
+        key = (py_func.__code__, id(py_func.__globals__), argtypes, is_kernel,
+               _closure_key(py_func))
+        found = self.done.get(key)
+        if found is not None:
+            return found
+        if key in self.in_progress:
+            raise caller.error(call_node, f"recursive call of GPU function '{py_func.__name__}'",
+                               "recursion is not supported in GPU functions; use a loop")
+        self.in_progress.add(key)
+        try:
+            typed = Inferer(load_source(py_func), py_func, argtypes, self, is_kernel).run()
+        finally:
+            self.in_progress.discard(key)
+        self.done[key] = typed
+        return typed
+
+
+def _closure_key(py_func):
+    if not py_func.__closure__:
+        return ()
+    out = []
+    for cell in py_func.__closure__:
+        try:
+            out.append(id(cell.cell_contents))
+        except ValueError:
+            out.append(None)
+    return tuple(out)
+
+
+_UNKNOWN = object()
+
+
+class Inferer(ast.NodeVisitor):
+    """One visitor method per statement kind; `expr()` dispatches on expression kinds."""
+
+    MAX_PASSES = 12
+
+    def __init__(self, source: KernelSource, py_func, argtypes: tuple,
+                 session: InferenceSession, is_kernel: bool):
+        self.source = source
+        self.py_func = py_func
+        self.session = session
+        self.is_kernel = is_kernel
+        args = source.tree.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise self.error(source.tree, "GPU functions take plain positional parameters only",
+                             "remove *args, **kwargs and keyword-only parameters")
+        self.argnames = tuple(a.arg for a in args.args)
+        if len(argtypes) != len(self.argnames):
+            raise self.error(source.tree, f"'{source.name}' takes {len(self.argnames)} "
+                             f"arguments but {len(argtypes)} were given")
+        self.argtypes = tuple(argtypes)
+        self.var_types: dict = dict(zip(self.argnames, self.argtypes))
+        self.locals = _assigned_names(source.tree) | set(self.argnames)
+        self.expr_types: dict = {}
+        self.calls: dict = {}
+        self.constants: dict = {}
+        self.weak: set = set()
+        self.callees: dict = {}
+        self.features: set = set()
+        self.return_types: list = []
+        self.changed = False
+
+    # ---- driver --------------------------------------------------------------------------------
+
+    def run(self) -> TypedFunction:
+        for _ in range(self.MAX_PASSES):
+            self.changed = False
+            self.return_types = []
+            self.visit_body(self.source.tree.body)
+            if not self.changed:
+                break
+        else:
+            raise self.error(self.source.tree, "types of local variables did not settle",
+                             "give variables one type, e.g. initialise with 0.0 not 0")
+        ret = t.none
+        for node, rt in self.return_types:
+            merged = t.unify(ret, rt) if ret != t.none else rt
+            if merged is None:
+                raise self.error(node, f"this function returns both {ret} and {rt}",
+                                 "return values of one type from every return statement")
+            ret = merged
+        if self.is_kernel and ret != t.none:
+            node = self.return_types[0][0]
+            raise self.error(node, "a kernel cannot return a value",
+                             "write results into an output array; only device functions return")
+        return TypedFunction(self.source, self.py_func, self.argnames, self.argtypes, ret,
+                             self.var_types, self.expr_types, self.calls, self.constants,
+                             list(self.callees.values()), self.features, self.is_kernel,
+                             self.weak)
+
+    def error(self, node, message: str, hint: str | None = None) -> CompileError:
+        return CompileError(message, self.source.loc(node), hint, function=self.source.name)
+
+    def visit_body(self, body: list) -> None:
+        for stmt in body:
+            self.visit(stmt)
+
+    def set_var(self, node, name: str, ty: t.Type) -> None:
+        if isinstance(ty, PyValue):
+            raise self.error(node, f"cannot assign {ty} to a variable",
+                             "functions, modules and types cannot be stored in variables in GPU code")
+        old = self.var_types.get(name)
+        if old is None:
+            self.var_types[name] = ty
+            self.changed = True
+            return
+        new = t.unify(old, ty)
+        if new is None:
+            raise self.error(node, f"variable '{name}' holds {old} and is assigned {ty}",
+                             "use a new variable name for a value of another type")
+        if new != old:
+            self.var_types[name] = new
+            self.changed = True
+
+    # ---- statements ----------------------------------------------------------------------------
+
+    def generic_visit(self, node):
+        kind = type(node).__name__
+        hints = {
+            "Raise": "raising exceptions is not supported in GPU code",
+            "Try": "try/except is not supported in GPU code",
+            "With": "with-blocks are not supported in GPU code",
+            "FunctionDef": "define helpers at top level (or in the cell) and call them",
+            "ClassDef": "classes cannot be defined in GPU code",
+            "Global": "GPU code cannot rebind globals; pass values as arguments",
+            "Nonlocal": "GPU code cannot rebind closure variables",
+            "Delete": "del is not supported in GPU code",
+            "Import": "import modules at top level, outside GPU functions",
+            "ImportFrom": "import modules at top level, outside GPU functions",
+            "Assert": "assert is not supported in GPU code; use if + early return",
+        }
+        raise self.error(node, f"unsupported statement: {kind}",
+                         hints.get(kind, "this Python statement has no GPU meaning in gpunb"))
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # a docstring
+        self.expr(node.value)
+
+    def visit_Pass(self, node) -> None:
+        return
+
+    def visit_Break(self, node) -> None:
+        return
+
+    def visit_Continue(self, node) -> None:
+        return
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        vt = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, vt, node.value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            return
+        vt = self.expr(node.value)
+        if isinstance(node.target, ast.Name):
+            declared = self.resolve_type_annotation(node.annotation)
+            if declared is not None:
+                self.set_var(node, node.target.id, declared)
+                return
+        self.assign(node.target, vt, node.value)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        current = self.expr(node.target) if not isinstance(node.target, ast.Name) else \
+            self.name_type(node.target)
+        value = self.expr(node.value)
+        result = self.binop_type(node, node.op, current, value, False, id(node.value) in self.weak)
+        self.expr_types[id(node)] = result
+        if isinstance(node.target, ast.Name):
+            self.set_var(node, node.target.id, result)
+        else:
+            self.check_store(node.target, result, node.value)
+
+    def assign(self, target, vt: t.Type, value_node) -> None:
+        if isinstance(target, ast.Name):
+            if id(value_node) in self.weak and isinstance(self.var_types.get(target.id), t.Float):
+                vt = self.var_types[target.id]
+            self.set_var(target, target.id, vt)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            items = self.unpack_types(target, vt, len(target.elts))
+            for elt, it in zip(target.elts, items):
+                self.assign(elt, it, None)
+        elif isinstance(target, ast.Subscript):
+            self.expr(target)
+            self.check_store(target, vt, value_node)
+        elif isinstance(target, ast.Attribute):
+            self.expr(target)
+            self.check_store(target, vt, value_node)
+        else:
+            raise self.error(target, f"cannot assign to {type(target).__name__}")
+
+    def unpack_types(self, node, vt: t.Type, n: int) -> tuple:
+        if isinstance(vt, t.Tuple):
+            if len(vt.items) != n:
+                raise self.error(node, f"cannot unpack a tuple of {len(vt.items)} into {n} names")
+            return vt.items
+        if isinstance(vt, t.Complex):
+            raise self.error(node, "cannot unpack a complex number")
+        raise self.error(node, f"cannot unpack {vt}", "only tuples can be unpacked in GPU code")
+
+    def check_store(self, target, vt: t.Type, value_node) -> None:
+        slot = self.expr_types[id(target)]
+        if isinstance(target, ast.Subscript):
+            base = self.expr_types[id(target.value)]
+            if isinstance(base, t.Tuple):
+                raise self.error(target, "tuples are immutable", "build a new tuple instead")
+            if isinstance(slot, t.Array):
+                raise self.error(target, "cannot assign to a slice of an array",
+                                 "assign element by element in a loop")
+        if not _convertible(vt, slot):
+            raise self.error(value_node or target, f"cannot store {vt} into an element of {slot}")
+
+    def visit_If(self, node: ast.If) -> None:
+        self.condition(node.test)
+        self.visit_body(node.body)
+        self.visit_body(node.orelse)
+
+    def visit_While(self, node: ast.While) -> None:
+        self.condition(node.test)
+        self.visit_body(node.body)
+        self.visit_body(node.orelse)
+
+    def visit_For(self, node: ast.For) -> None:
+        it = node.iter
+        if isinstance(it, ast.Call) and self.callee_object(it.func) is range:
+            if it.keywords or not 1 <= len(it.args) <= 3:
+                raise self.error(it, "range() takes 1 to 3 positional arguments")
+            types = [self.expr(a) for a in it.args]
+            for a, ty in zip(it.args, types):
+                if not isinstance(ty, (t.Integer, t.Boolean)):
+                    raise self.error(a, f"range() needs integers, got {ty}",
+                                     "convert with int(...)")
+            loop_t = types[0] if isinstance(types[0], t.Integer) else t.int64
+            for ty in types[1:]:
+                loop_t = t.unify(loop_t, ty) if isinstance(ty, t.Integer) else loop_t
+            if not isinstance(loop_t, t.Integer):
+                loop_t = t.int64
+            self.expr_types[id(it)] = t.Tuple((loop_t,))
+            if not isinstance(node.target, ast.Name):
+                raise self.error(node.target, "a range loop needs one variable name")
+            self.set_var(node.target, node.target.id, loop_t)
+        else:
+            seq = self.expr(it)
+            if isinstance(seq, t.Tuple):
+                if not seq.items:
+                    raise self.error(it, "cannot iterate over an empty tuple")
+                item = seq.items[0]
+                for other in seq.items[1:]:
+                    item = t.unify(item, other)
+                    if item is None:
+                        raise self.error(it, "loop over a tuple of mixed types",
+                                         "only tuples of one type can be looped over")
+                self.assign(node.target, item, None)
+            elif isinstance(seq, t.Array) and seq.ndim == 1:
+                self.assign(node.target, seq.dtype, None)
+            else:
+                raise self.error(it, f"cannot loop over {seq}",
+                                 "loop over range(...), a tuple or a 1-d array")
+        self.visit_body(node.body)
+        self.visit_body(node.orelse)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        rt = t.none if node.value is None else self.expr(node.value)
+        if isinstance(rt, t.Array):
+            raise self.error(node, "GPU functions cannot return arrays",
+                             "write into an array argument instead")
+        if isinstance(rt, PyValue):
+            raise self.error(node, f"cannot return {rt}")
+        self.return_types.append((node, rt))
+
+    def condition(self, node) -> None:
+        ty = self.expr(node)
+        if not isinstance(ty, (t.Boolean, t.Integer, t.Float, t.Complex, t.NoneType)):
+            raise self.error(node, f"{ty} cannot be used as a condition",
+                             "compare explicitly, e.g. `if x > 0:`")
+
+    # ---- expressions ---------------------------------------------------------------------------
+
+    def expr(self, node) -> t.Type:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"unsupported expression: {type(node).__name__}",
+                             _EXPR_HINTS.get(type(node).__name__))
+        ty = method(node)
+        self.expr_types[id(node)] = ty
+        return ty
+
+    def expr_Constant(self, node: ast.Constant) -> t.Type:
+        value = node.value
+        if isinstance(value, bool):
+            return t.boolean
+        if isinstance(value, float):
+            self.weak.add(id(node))
+            return t.float64
+        if value is None:
+            return t.none
+        ty = constant_type(value)
+        if ty is None:
+            raise self.error(node, f"constant {value!r} has no GPU type",
+                             "strings can only be used in print()")
+        return ty
+
+    def expr_Name(self, node: ast.Name) -> t.Type:
+        return self.name_type(node)
+
+    def name_type(self, node: ast.Name) -> t.Type:
+        name = node.id
+        if name in self.locals:
+            ty = self.var_types.get(name)
+            if ty is None:
+                raise self.error(node, f"local variable '{name}' is used before it is assigned")
+            return ty
+        value = lookup_global(self.py_func, name)
+        if missing(value):
+            raise self.error(node, f"name '{name}' is not defined",
+                             "define it before the GPU function is compiled, or pass it in")
+        builtin = find_builtin(value) if not isinstance(value, (int, float)) else None
+        if builtin is not None and builtin.is_value:
+            return self.builtin_value(node, builtin)
+        return self.global_value_type(node, value)
+
+    def builtin_value(self, node, builtin: Builtin) -> t.Type:
+        ty = builtin.type_value(self, node)
+        self.calls[id(node)] = CallInfo("value", builtin, [], (), ty)
+        return ty
+
+    def global_value_type(self, node, value) -> t.Type:
+        ty = constant_type(value)
+        if ty is not None:
+            self.constants[id(node)] = value
+            if isinstance(value, float):
+                self.weak.add(id(node))
+            return ty
+        return PyValue(value)
+
+    def expr_Attribute(self, node: ast.Attribute) -> t.Type:
+        base = self.expr(node.value)
+        attr = node.attr
+        if isinstance(base, PyValue):
+            obj = base.obj
+            if not hasattr(obj, attr):
+                raise self.error(node, f"{base} has no attribute '{attr}'")
+            value = getattr(obj, attr)
+            builtin = find_builtin(value) if not isinstance(value, (int, float)) else None
+            if builtin is not None and builtin.is_value:
+                return self.builtin_value(node, builtin)
+            return self.global_value_type(node, value)
+        return self.attribute_of_value(node, base, attr)
+
+    def attribute_of_value(self, node, base: t.Type, attr: str) -> t.Type:
+        if isinstance(base, t.Array):
+            if attr in ("shape", "strides"):
+                return t.Tuple((t.int64,) * base.ndim)
+            if attr in ("size", "ndim", "itemsize", "nbytes"):
+                return t.int64
+            if attr == "T" and base.ndim <= 2:
+                layout = {"C": "F", "F": "C"}.get(base.layout, "A") if base.ndim == 2 else base.layout
+                return t.Array(base.dtype, base.ndim, layout)
+        if isinstance(base, t.Complex) and attr in ("real", "imag"):
+            return base.component
+        if isinstance(base, (t.Integer, t.Float, t.Boolean)) and attr in ("real", "imag"):
+            return base
+        if isinstance(base, t.Record):
+            found = base.field(attr)
+            if found is not None:
+                return found[0]
+        raise self.error(node, f"{base} has no attribute '{attr}' in GPU code")
+
+    def expr_Tuple(self, node: ast.Tuple) -> t.Type:
+        return t.Tuple(tuple(self.expr(e) for e in node.elts))
+
+    def expr_BinOp(self, node: ast.BinOp) -> t.Type:
+        left, right = self.expr(node.left), self.expr(node.right)
+        return self.binop_type(node, node.op, left, right,
+                               id(node.left) in self.weak, id(node.right) in self.weak)
+
+    def binop_type(self, node, op, a: t.Type, b: t.Type, weak_a: bool, weak_b: bool) -> t.Type:
+        if isinstance(a, t.Tuple) and isinstance(b, t.Tuple) and isinstance(op, ast.Add):
+            return t.Tuple(a.items + b.items)
+        if not (t.is_number(a) and t.is_number(b)):
+            raise self.error(node, f"unsupported operand types for {_OP_SYMBOLS[type(op)]}: "
+                             f"{a} and {b}", _array_hint(a, b))
+        if weak_a and weak_b:
+            self.weak.add(id(node))
+        if weak_a and isinstance(b, (t.Float, t.Complex)):
+            a = b if isinstance(b, t.Float) else b.component
+        if weak_b and isinstance(a, (t.Float, t.Complex)):
+            b = a if isinstance(a, t.Float) else a.component
+        if isinstance(op, (ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)):
+            if not (t.is_int(a) and t.is_int(b)):
+                raise self.error(node, f"bit operations need integers, got {a} and {b}")
+            if isinstance(a, t.Boolean) and isinstance(b, t.Boolean) and not isinstance(
+                    op, (ast.LShift, ast.RShift)):
+                return t.boolean
+            return t.integer_result(a, b) if not isinstance(op, (ast.LShift, ast.RShift)) else \
+                t.integer_result(a, b)
+        if isinstance(op, ast.Div):
+            result = t.unify_numbers(a, b)
+            return t.float64 if isinstance(result, t.Integer) else result
+        if isinstance(op, ast.Pow):
+            if t.is_int(a) and t.is_int(b):
+                return t.integer_result(a, b)
+            if isinstance(a, t.Float) and t.is_int(b):
+                return a
+            return t.unify_numbers(a, b)
+        if isinstance(op, (ast.FloorDiv, ast.Mod)) and (isinstance(a, t.Complex) or
+                                                        isinstance(b, t.Complex)):
+            raise self.error(node, "// and % are not defined for complex numbers")
+        if isinstance(op, ast.MatMult):
+            raise self.error(node, "the @ operator is not supported in GPU code")
+        return t.unify_numbers(a, b)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> t.Type:
+        ty = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            return t.boolean
+        if not t.is_number(ty):
+            raise self.error(node, f"unsupported operand type for unary operator: {ty}")
+        if id(node.operand) in self.weak:
+            self.weak.add(id(node))
+        if isinstance(node.op, ast.Invert):
+            if isinstance(ty, t.Boolean):
+                return t.int64
+            if not isinstance(ty, t.Integer):
+                raise self.error(node, f"~ needs an integer, got {ty}")
+            return ty
+        if isinstance(ty, t.Boolean):
+            return t.int64
+        return ty
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> t.Type:
+        types = [self.expr(v) for v in node.values]
+        result = types[0]
+        for v, ty in zip(node.values[1:], types[1:]):
+            merged = t.unify(result, ty)
+            if merged is None:
+                raise self.error(v, f"operands of and/or have types {result} and {ty}")
+            result = merged
+        return result
+
+    def expr_Compare(self, node: ast.Compare) -> t.Type:
+        left = node.left
+        lt = self.expr(left)
+        for op, right in zip(node.ops, node.comparators):
+            rt = self.expr(right)
+            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                raise self.error(node, f"'{_CMP_SYMBOLS[type(op)]}' is not supported in GPU code",
+                                 "compare values with == and !=")
+            if not (t.is_number(lt) and t.is_number(rt)):
+                raise self.error(node, f"cannot compare {lt} with {rt}")
+            if isinstance(lt, t.Complex) or isinstance(rt, t.Complex):
+                if not isinstance(op, (ast.Eq, ast.NotEq)):
+                    raise self.error(node, "complex numbers can only be compared with == and !=")
+            left, lt = right, rt
+        return t.boolean
+
+    def expr_IfExp(self, node: ast.IfExp) -> t.Type:
+        self.condition(node.test)
+        a, b = self.expr(node.body), self.expr(node.orelse)
+        weak_a, weak_b = id(node.body) in self.weak, id(node.orelse) in self.weak
+        if weak_a and isinstance(b, t.Float):
+            a = b
+        if weak_b and isinstance(a, t.Float):
+            b = a
+        merged = t.unify(a, b)
+        if merged is None:
+            raise self.error(node, f"the branches of this conditional expression have types "
+                             f"{a} and {b}", "make both branches the same type")
+        return merged
+
+    def expr_Subscript(self, node: ast.Subscript) -> t.Type:
+        base = self.expr(node.value)
+        index = node.slice
+        if isinstance(base, t.Array):
+            return self.array_index_type(node, base, index)
+        if isinstance(base, t.Tuple):
+            try:
+                i = const_eval(index, self.resolve_constant)
+            except NotConstant:
+                it = self.expr(index)
+                items = set(base.items)
+                if not isinstance(it, t.Integer) or len(items) != 1:
+                    raise self.error(index, "a tuple of mixed types needs a constant index") \
+                        from None
+                return base.items[0]
+            self.expr_types[id(index)] = t.int64
+            if isinstance(i, int):
+                try:
+                    return base.items[i]
+                except IndexError:
+                    raise self.error(index, f"tuple index {i} out of range for {base}") from None
+            raise self.error(index, "tuple slicing is not supported in GPU code")
+        if isinstance(base, PyValue) and isinstance(base.obj, t.Type):
+            raise self.error(node, "array types cannot be built inside GPU code")
+        raise self.error(node, f"{base} cannot be indexed")
+
+    def array_index_type(self, node, base: t.Array, index) -> t.Type:
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        n_int, sliced, layout_kept = 0, 0, True
+        for i, p in enumerate(parts):
+            if isinstance(p, ast.Slice):
+                for s in (p.lower, p.upper, p.step):
+                    if s is not None and not isinstance(self.expr(s), (t.Integer, t.Boolean)):
+                        raise self.error(s, "slice bounds must be integers")
+                sliced += 1
+                if p.step is not None or p.lower is not None or p.upper is not None:
+                    layout_kept = layout_kept and (i == 0 and p.step is None)
+                continue
+            ty = self.expr(p)
+            if isinstance(ty, t.Tuple):
+                raise self.error(p, "index with a tuple of integers directly: a[i, j]")
+            if not isinstance(ty, (t.Integer, t.Boolean)):
+                raise self.error(p, f"array index must be an integer, got {ty}",
+                                 "convert with int(...)")
+            if sliced:
+                layout_kept = False
+            n_int += 1
+        if isinstance(index, ast.Tuple):
+            self.expr_types[id(index)] = t.Tuple(tuple(self.expr_types.get(id(p), t.none)
+                                                       for p in parts))
+        if len(parts) > base.ndim:
+            raise self.error(node, f"too many indices: {len(parts)} for a {base.ndim}-d array")
+        if n_int == base.ndim:
+            return base.dtype
+        ndim = base.ndim - n_int
+        layout = base.layout if base.layout == "C" and layout_kept else "A"
+        return t.Array(base.dtype, ndim, layout)
+
+    def expr_Call(self, node: ast.Call) -> t.Type:
+        callee = self.callee_object(node.func)
+        if callee is None:
+            ftype = self.expr(node.func)
+            raise self.error(node.func, f"{ftype} is not callable in GPU code")
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise self.error(kw, "**kwargs is not supported in GPU code")
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error(node, "*args is not supported in GPU code")
+        if is_gpu_function(callee):
+            return self.call_gpu_function(node, callee)
+        builtin = find_builtin(callee)
+        if builtin is not None:
+            argtypes = [self.expr(a) for a in node.args]
+            kwtypes = {kw.arg: self.expr(kw.value) for kw in node.keywords}
+            result = builtin.type_call(self, node, argtypes, kwtypes)
+            self.calls[id(node)] = CallInfo("builtin", builtin, list(node.args),
+                                            tuple(argtypes), result)
+            return result
+        target_type = dtype_to_type(callee)
+        if target_type is not None:
+            if len(node.args) != 1 or node.keywords:
+                raise self.error(node, f"{callee.__name__ if hasattr(callee, '__name__') else callee}"
+                                 "() takes exactly one argument in GPU code")
+            at = self.expr(node.args[0])
+            if not t.is_number(at):
+                raise self.error(node.args[0], f"cannot convert {at} to {target_type}")
+            self.calls[id(node)] = CallInfo("cast", target_type, list(node.args), (at,),
+                                            target_type)
+            return target_type
+        name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
+        hint = "decorate it with @cuda.jit (or define it in a %%gpukernel cell)"
+        if getattr(callee, "__module__", None) in ("numpy", "math", "cmath"):
+            hint = "this function is not supported in GPU code"
+        raise self.error(node.func, f"cannot call {name} from GPU code", hint)
+
+    def callee_object(self, func):
+        """The compile-time object a call's func expression names, or None if it is a value."""
+        if isinstance(func, ast.Name):
+            if func.id in self.locals:
+                return None
+            value = lookup_global(self.py_func, func.id)
+            if missing(value):
+                raise self.error(func, f"name '{func.id}' is not defined",
+                                 "define it before the GPU function is compiled")
+            self.expr_types[id(func)] = PyValue(value)
+            return value
+        if isinstance(func, ast.Attribute):
+            base = self.expr(func.value)
+            if isinstance(base, PyValue):
+                if not hasattr(base.obj, func.attr):
+                    raise self.error(func, f"{base} has no attribute '{func.attr}'")
+                value = getattr(base.obj, func.attr)
+                self.expr_types[id(func)] = PyValue(value)
+                return value
+            if isinstance(base, t.Complex) and func.attr == "conjugate":
+                from gpunb.compiler.builtins.pybuiltins import CONJUGATE
+
+                return CONJUGATE
+            return None
+        return None
+
+    def call_gpu_function(self, node: ast.Call, dispatcher) -> t.Type:
+        py_func = dispatcher.py_func
+        sig = inspect.signature(py_func)
+        try:
+            bound = sig.bind(*node.args, **{kw.arg: kw.value for kw in node.keywords})
+        except TypeError as exc:
+            raise self.error(node, f"bad call of '{py_func.__name__}': {exc}",
+                             f"its parameters are {sig}") from None
+        args, argtypes = [], []
+        for name, param in sig.parameters.items():
+            if name in bound.arguments:
+                arg = bound.arguments[name]
+                args.append(arg)
+                ty = self.expr(arg)
+                if id(arg) in self.weak and param.annotation is not inspect.Parameter.empty:
+                    pass
+                argtypes.append(ty)
+            else:
+                default = param.default
+                ty = constant_type(default)
+                if ty is None:
+                    raise self.error(node, f"default value {default!r} of parameter '{name}' of "
+                                     f"'{py_func.__name__}' has no GPU type")
+                args.append(("const", default))
+                argtypes.append(ty)
+        for arg, ty in zip(args, argtypes):
+            if isinstance(ty, PyValue):
+                raise self.error(arg if isinstance(arg, ast.AST) else node,
+                                 f"cannot pass {ty} to a GPU function")
+        argtypes = self.apply_declared_signature(node, dispatcher, tuple(argtypes))
+        callee = self.session.infer(py_func, argtypes, call_node=node, caller=self)
+        self.callees[(py_func.__code__, argtypes)] = callee
+        self.calls[id(node)] = CallInfo("gpufunc", callee, args, argtypes, callee.return_type)
+        return callee.return_type
+
+    def apply_declared_signature(self, node, dispatcher, argtypes: tuple) -> tuple:
+        """Device functions declared with signatures convert their arguments to those types."""
+        for declared in getattr(dispatcher, "declared_signatures", ()):
+            if len(declared.args) == len(argtypes) and all(
+                    _convertible(a, d) for a, d in zip(argtypes, declared.args)):
+                return tuple(declared.args)
+        if getattr(dispatcher, "declared_signatures", ()):
+            sigs = ", ".join(str(s) for s in dispatcher.declared_signatures)
+            raise self.error(node, f"no declared signature of '{dispatcher.__name__}' accepts "
+                             f"({', '.join(map(str, argtypes))})", f"declared: {sigs}")
+        return tuple(_canonical_arg(a) for a in argtypes)
+
+    # ---- helpers for builtins ------------------------------------------------------------------
+
+    def resolve_constant(self, node):
+        """Compile-time value of a Name/Attribute (raises NotConstant)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.locals:
+                raise NotConstant
+            value = lookup_global(self.py_func, node.id)
+            if missing(value):
+                raise NotConstant
+            return value
+        if isinstance(node, ast.Attribute):
+            base = self.resolve_constant(node.value)
+            if not hasattr(base, node.attr):
+                raise NotConstant
+            return getattr(base, node.attr)
+        raise NotConstant
+
+    def const(self, node, what: str):
+        """A compile-time constant argument of a builtin, with a clear error otherwise."""
+        try:
+            value = const_eval(node, self.resolve_constant)
+        except NotConstant:
+            raise self.error(node, f"{what} must be a compile-time constant",
+                             "use a literal or a module-level constant") from None
+        self.constants[id(node)] = value
+        return value
+
+    def resolve_type_annotation(self, node) -> t.Type | None:
+        try:
+            value = const_eval(node, self.resolve_constant)
+        except NotConstant:
+            return None
+        return dtype_to_type(value)
+
+
+def _canonical_arg(ty: t.Type) -> t.Type:
+    return ty
+
+
+def _convertible(src: t.Type, dst: t.Type) -> bool:
+    if src == dst:
+        return True
+    if t.is_number(src) and t.is_number(dst):
+        return not (isinstance(src, t.Complex) and not isinstance(dst, t.Complex))
+    if isinstance(src, t.Array) and isinstance(dst, t.Array):
+        return src.dtype == dst.dtype and src.ndim == dst.ndim and dst.layout in ("A", src.layout)
+    if isinstance(src, t.Tuple) and isinstance(dst, t.Tuple):
+        return len(src.items) == len(dst.items) and all(
+            _convertible(a, b) for a, b in zip(src.items, dst.items))
+    return False
+
+
+def _assigned_names(tree: ast.FunctionDef) -> set:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
+def _array_hint(a, b) -> str | None:
+    if isinstance(a, t.Array) or isinstance(b, t.Array):
+        return "whole-array arithmetic is not available inside kernels; index elements " \
+               "(x[i] * 2), or use gpunb.fuse for elementwise expressions"
+    return None
+
+
+_OP_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+               ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|",
+               ast.BitXor: "^", ast.BitAnd: "&", ast.MatMult: "@"}
+_CMP_SYMBOLS = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+_EXPR_HINTS = {
+    "List": "lists are not available in GPU code; use a tuple or cuda.local.array",
+    "Dict": "dicts are not available in GPU code",
+    "Set": "sets are not available in GPU code",
+    "ListComp": "comprehensions are not available in GPU code; write a loop",
+    "GeneratorExp": "generators are not available in GPU code; write a loop",
+    "Lambda": "lambdas are not available in GPU code; define a GPU function",
+    "JoinedStr": "f-strings are not available in GPU code; print(\"x =\", x) works",
+    "NamedExpr": "the walrus operator is not supported in GPU code",
+    "Await": "await is not available in GPU code",
+    "Yield": "generators are not available in GPU code",
+    "Starred": "*args is not supported in GPU code",
+    "Slice": "slices can only be used to index arrays",
+}
+
+
+__all__ = ["Builtin", "CallInfo", "InferenceSession", "Inferer", "TypedFunction"]

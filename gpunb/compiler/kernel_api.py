@@ -1,0 +1,91 @@
+"""The names of the kernel language (`cuda.threadIdx`, `cuda.shared.array`, `cuda.atomic.add`, ...).
+
+Each is a marker object that carries its qualified name; the compiler recognises markers by that
+name (tables in compiler/builtins/), so nothing is registered as a side effect of an import and a
+cache hit needs none of this. Called on the host, a marker says it only works inside a kernel.
+"""
+
+from __future__ import annotations
+
+
+class KernelOnly:
+    """A function or value that exists only inside GPU code."""
+
+    __slots__ = ("_gpunb_intrinsic",)
+
+    def __init__(self, qualname: str):
+        self._gpunb_intrinsic = qualname
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            f"cuda.{self._gpunb_intrinsic.removeprefix('cuda.')} can only be used inside a GPU "
+            "function (@cuda.jit or %%gpukernel)"
+        )
+
+    def __repr__(self) -> str:
+        return f"<gpunb kernel intrinsic {self._gpunb_intrinsic}>"
+
+
+class Dim3(KernelOnly):
+    """threadIdx / blockIdx / blockDim / gridDim: `.x`, `.y`, `.z` inside kernels."""
+
+    __slots__ = ("x", "y", "z")
+
+    def __init__(self, qualname: str):
+        super().__init__(qualname)
+        self.x = KernelOnly(qualname + ".x")
+        self.y = KernelOnly(qualname + ".y")
+        self.z = KernelOnly(qualname + ".z")
+
+
+class Namespace:
+    """A group of intrinsics (`cuda.shared`, `cuda.atomic`, ...), itself a marker."""
+
+    def __init__(self, qualname: str, names: list[str]):
+        self._gpunb_intrinsic = qualname
+        for name in names:
+            setattr(self, name, KernelOnly(f"{qualname}.{name}"))
+
+    def __repr__(self) -> str:
+        return f"<gpunb kernel namespace {self._gpunb_intrinsic}>"
+
+
+threadIdx = Dim3("cuda.threadIdx")
+blockIdx = Dim3("cuda.blockIdx")
+blockDim = Dim3("cuda.blockDim")
+gridDim = Dim3("cuda.gridDim")
+laneid = KernelOnly("cuda.laneid")
+warpsize = KernelOnly("cuda.warpsize")
+
+grid = KernelOnly("cuda.grid")
+gridsize = KernelOnly("cuda.gridsize")
+syncthreads = KernelOnly("cuda.syncthreads")
+syncthreads_count = KernelOnly("cuda.syncthreads_count")
+syncthreads_and = KernelOnly("cuda.syncthreads_and")
+syncthreads_or = KernelOnly("cuda.syncthreads_or")
+threadfence = KernelOnly("cuda.threadfence")
+threadfence_block = KernelOnly("cuda.threadfence_block")
+threadfence_system = KernelOnly("cuda.threadfence_system")
+syncwarp = KernelOnly("cuda.syncwarp")
+
+shared = Namespace("cuda.shared", ["array"])
+local = Namespace("cuda.local", ["array"])
+const = Namespace("cuda.const", ["array_like"])
+atomic = Namespace("cuda.atomic", ["add", "sub", "max", "min", "exch", "cas", "inc", "dec",
+                                   "and_", "or_", "xor", "compare_and_swap"])
+
+KERNEL_NAMES = {
+    "threadIdx": threadIdx, "blockIdx": blockIdx, "blockDim": blockDim, "gridDim": gridDim,
+    "laneid": laneid, "warpsize": warpsize, "grid": grid, "gridsize": gridsize,
+    "syncthreads": syncthreads, "syncthreads_count": syncthreads_count,
+    "syncthreads_and": syncthreads_and, "syncthreads_or": syncthreads_or,
+    "threadfence": threadfence, "threadfence_block": threadfence_block,
+    "threadfence_system": threadfence_system, "syncwarp": syncwarp,
+    "shared": shared, "local": local, "const": const, "atomic": atomic,
+}
+
+
+def intrinsic_name(obj) -> str | None:
+    """The qualified kernel-language name of a marker object, or None."""
+    name = getattr(obj, "_gpunb_intrinsic", None)
+    return name if isinstance(name, str) else None

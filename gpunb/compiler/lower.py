@@ -1,0 +1,729 @@
+"""Typed AST -> llvmlite IR, target-neutral: everything target-specific goes through a Target.
+
+One visitor method per statement and expression kind. Every variable lives in an alloca in the
+entry block (mem2reg promotes it). Targets that cannot call across suspend points (the CPU target's
+coroutine threads) lower GPU-function calls inline; the CUDA target emits real device functions.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from llvmlite import ir
+
+from gpunb.compiler import arrays
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import operators as ops
+from gpunb.compiler import types as t
+from gpunb.compiler.abi import signature_slots
+from gpunb.compiler.debuginfo import DebugInfo
+from gpunb.compiler.infer import TypedFunction
+from gpunb.compiler.values import PyValue
+from gpunb.errors import CompileError
+
+
+class ModuleBuilder:
+    """Owns one ir.Module: the kernel, its device functions, globals for shared/const arrays."""
+
+    def __init__(self, target, options: dict, name: str):
+        self.target = target
+        self.options = options
+        self.module = ir.Module(name=name)
+        self.module.triple = target.triple
+        self.module.data_layout = target.data_layout
+        self.device_functions: dict = {}
+        self.const_arrays: dict = {}
+        self.counter = 0
+        self.debug = DebugInfo(self.module) if target.emits_line_info else None
+        self.features: set = set()
+        self.shared_static_bytes = 0
+
+    def unique(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}.{self.counter}"
+
+    def lower_kernel(self, typed: TypedFunction, symbol: str):
+        slots = signature_slots(typed.argtypes)
+        self.features = typed.all_features()
+        fn, slot_values = self.target.define_kernel(self, symbol, [dm.slot_type(s) for s in slots])
+        low = FunctionLowerer(self, typed, fn)
+        low.begin(kernel=True)
+        self.target.kernel_prologue(low)
+        args, pos = [], 0
+        for ty in typed.argtypes:
+            n = len(signature_slots((ty,)))
+            args.append(low.assemble_argument(ty, slot_values[pos:pos + n]))
+            pos += n
+        low.bind_arguments(args)
+        low.lower_body()
+        low.finish()
+        return fn
+
+    def device_function(self, typed: TypedFunction) -> ir.Function:
+        key = id(typed)
+        fn = self.device_functions.get(key)
+        if fn is not None:
+            return fn
+        extra = self.target.extra_params()
+        ret = dm.void if isinstance(typed.return_type, t.NoneType) else \
+            dm.value_type(typed.return_type)
+        fnty = ir.FunctionType(ret, extra + [dm.value_type(a) for a in typed.argtypes])
+        fn = ir.Function(self.module, fnty, self.unique(f"{typed.name}"))
+        fn.linkage = "internal"
+        self.device_functions[key] = fn
+        low = FunctionLowerer(self, typed, fn)
+        low.begin(kernel=False)
+        low.bind_arguments(list(fn.args[len(extra):]))
+        low.lower_body()
+        low.finish()
+        return fn
+
+    def const_array(self, builder: ir.IRBuilder, array):
+        """A global numpy array frozen into constant memory (numba's semantics)."""
+        return self.target.constant_data(self, builder, array)
+
+
+class FunctionLowerer(ast.NodeVisitor):
+    """Lowers one TypedFunction into an ir.Function (or inline into a caller's function)."""
+
+    def __init__(self, mb: ModuleBuilder, typed: TypedFunction, fn: ir.Function,
+                 builder: ir.IRBuilder | None = None, alloca_block=None, ctx=None):
+        self.mb = mb
+        self.target = mb.target
+        self.typed = typed
+        self.fn = fn
+        self.builder = builder
+        self.alloca_block = alloca_block
+        self.ctx = ctx
+        self.vars: dict = {}
+        self.loops: list = []
+        self.exit_block = None
+        self.return_slot = None
+        self.subprogram = None
+
+    # ---- setup ---------------------------------------------------------------------------------
+
+    def begin(self, kernel: bool) -> None:
+        self.is_kernel = kernel
+        self.alloca_block = self.fn.append_basic_block("entry")
+        body = self.fn.append_basic_block("body")
+        self.builder = ir.IRBuilder(body)
+        self.exit_block = self.fn.append_basic_block("exit")
+        n_extra = len(self.target.extra_params())
+        self.ctx = self.fn.args[0] if n_extra else None
+        if self.mb.debug is not None:
+            self.subprogram = self.mb.debug.subprogram(self.fn, self.typed.source)
+            self.builder.debug_metadata = self.mb.debug.location(self.typed.source.first_line,
+                                                                 0, self.subprogram)
+        if not isinstance(self.typed.return_type, t.NoneType):
+            self.return_slot = self.alloca(dm.value_type(self.typed.return_type), "retval")
+        self.declare_variables()
+
+    def declare_variables(self) -> None:
+        for name, ty in self.typed.var_types.items():
+            if isinstance(ty, PyValue):
+                continue
+            self.vars[name] = self.alloca(dm.value_type(ty), name)
+
+    def alloca(self, ty: ir.Type, name: str = ""):
+        b = ir.IRBuilder(self.alloca_block)
+        if self.alloca_block.instructions:
+            b.position_after(self.alloca_block.instructions[-1])
+        if self.alloca_block.is_terminated:
+            b.position_before(self.alloca_block.terminator)
+        return b.alloca(ty, name=name)
+
+    def assemble_argument(self, ty: t.Type, slots: list):
+        b = self.builder
+        if isinstance(ty, t.Array):
+            n = ty.ndim
+            return arrays.make_array(b, ty, slots[0], slots[1:1 + n], slots[1 + n:1 + 2 * n])
+        if isinstance(ty, t.Complex):
+            return ops.make_complex(b, slots[0], slots[1], ty)
+        if isinstance(ty, t.Boolean):
+            return b.trunc(slots[0], dm.i1)
+        if isinstance(ty, t.Tuple):
+            out = ir.Constant(dm.value_type(ty), ir.Undefined)
+            pos = 0
+            for i, item in enumerate(ty.items):
+                n = len(signature_slots((item,)))
+                out = b.insert_value(out, self.assemble_argument(item, slots[pos:pos + n]), i)
+                pos += n
+            return out
+        return slots[0]
+
+    def bind_arguments(self, values: list) -> None:
+        for name, ty, value in zip(self.typed.argnames, self.typed.argtypes, values):
+            declared = self.typed.var_types[name]
+            self.builder.store(ops.cast(self.builder, value, ty, declared), self.vars[name])
+
+    def lower_body(self) -> None:
+        self.statements(self.typed.source.tree.body)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(self.exit_block)
+
+    def finish(self) -> None:
+        ir.IRBuilder(self.alloca_block).branch(self.fn.blocks[1])
+        self.builder.position_at_end(self.exit_block)
+        if self.is_kernel:
+            self.target.kernel_epilogue(self)
+        elif self.return_slot is not None:
+            self.builder.ret(self.builder.load(self.return_slot))
+        else:
+            self.builder.ret_void()
+
+    # ---- helpers -------------------------------------------------------------------------------
+
+    def error(self, node, message: str, hint: str | None = None) -> CompileError:
+        return CompileError(message, self.typed.source.loc(node), hint,
+                            function=self.typed.name)
+
+    def type_of(self, node) -> t.Type:
+        return self.typed.expr_types[id(node)]
+
+    def statements(self, body: list) -> None:
+        for stmt in body:
+            if self.builder.block.is_terminated:
+                self.builder.position_at_end(self.fn.append_basic_block("dead"))
+            if self.mb.debug is not None:
+                self.builder.debug_metadata = self.mb.debug.location(
+                    stmt.lineno, stmt.col_offset, self.subprogram)
+            self.current_line = stmt.lineno
+            self.visit(stmt)
+
+    def math_call(self, name: str, args: list, argtypes: list, result: t.Type):
+        return self.target.math(self, name, args, argtypes, result)
+
+    def new_block(self, name: str):
+        return self.fn.append_basic_block(name)
+
+    # ---- statements ----------------------------------------------------------------------------
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return
+        self.expr(node.value)
+
+    def visit_Pass(self, node) -> None:
+        return
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = self.expr(node.value)
+        vt = self.type_of(node.value)
+        for target in node.targets:
+            self.store_target(target, value, vt)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.store_target(node.target, self.expr(node.value), self.type_of(node.value))
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        result_t = self.typed.expr_types[id(node)]
+        if isinstance(node.target, ast.Name):
+            current = self.builder.load(self.vars[node.target.id])
+            current_t = self.typed.var_types[node.target.id]
+            new = self.arith(node.op, current, current_t, self.expr(node.value),
+                             self.type_of(node.value), result_t, node.value)
+            self.store_target(node.target, new, result_t)
+            return
+        if isinstance(node.target, ast.Subscript):
+            pointer, dtype = self.element_address(node.target)
+            current = arrays.load_element(self.builder, dtype, pointer)
+            new = self.arith(node.op, current, dtype, self.expr(node.value),
+                             self.type_of(node.value), result_t, node.value)
+            arrays.store_element(self.builder, dtype, pointer,
+                                 ops.cast(self.builder, new, result_t, dtype))
+            return
+        current = self.expr(node.target)
+        current_t = self.type_of(node.target)
+        new = self.arith(node.op, current, current_t, self.expr(node.value),
+                         self.type_of(node.value), result_t, node.value)
+        self.store_target(node.target, new, result_t)
+
+    def store_target(self, target, value, vt: t.Type) -> None:
+        b = self.builder
+        if isinstance(target, ast.Name):
+            declared = self.typed.var_types[target.id]
+            b.store(ops.cast(b, value, vt, declared), self.vars[target.id])
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for i, elt in enumerate(target.elts):
+                self.store_target(elt, b.extract_value(value, i), vt.items[i])
+        elif isinstance(target, ast.Subscript):
+            pointer, dtype = self.element_address(target)
+            arrays.store_element(b, dtype, pointer, ops.cast(b, value, vt, dtype))
+        elif isinstance(target, ast.Attribute):
+            record = self.type_of(target.value)
+            base = self.expr(target.value)
+            ftype, offset = record.field(target.attr)
+            pointer = b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
+            arrays.store_element(b, ftype, pointer, ops.cast(b, value, vt, ftype))
+        else:
+            raise self.error(target, "unsupported assignment target")
+
+    def visit_If(self, node: ast.If) -> None:
+        cond = self.condition(node.test)
+        then_bb = self.new_block("if.then")
+        else_bb = self.new_block("if.else") if node.orelse else None
+        end_bb = self.new_block("if.end")
+        self.builder.cbranch(cond, then_bb, else_bb or end_bb)
+        self.builder.position_at_end(then_bb)
+        self.statements(node.body)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(end_bb)
+        if else_bb is not None:
+            self.builder.position_at_end(else_bb)
+            self.statements(node.orelse)
+            if not self.builder.block.is_terminated:
+                self.builder.branch(end_bb)
+        self.builder.position_at_end(end_bb)
+
+    def visit_While(self, node: ast.While) -> None:
+        cond_bb = self.new_block("while.cond")
+        body_bb = self.new_block("while.body")
+        else_bb = self.new_block("while.else")
+        end_bb = self.new_block("while.end")
+        self.builder.branch(cond_bb)
+        self.builder.position_at_end(cond_bb)
+        self.builder.cbranch(self.condition(node.test), body_bb, else_bb)
+        self.builder.position_at_end(body_bb)
+        self.loops.append((cond_bb, end_bb))
+        self.statements(node.body)
+        self.loops.pop()
+        if not self.builder.block.is_terminated:
+            self.builder.branch(cond_bb)
+        self.builder.position_at_end(else_bb)
+        self.statements(node.orelse)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(end_bb)
+        self.builder.position_at_end(end_bb)
+
+    def visit_For(self, node: ast.For) -> None:
+        it = node.iter
+        info = self.typed.expr_types.get(id(it))
+        if isinstance(it, ast.Call) and isinstance(info, t.Tuple) and len(info.items) == 1 \
+                and id(it) not in self.typed.calls:
+            self.range_loop(node, info.items[0])
+        else:
+            self.sequence_loop(node)
+
+    def range_loop(self, node: ast.For, loop_t: t.Integer) -> None:
+        b = self.builder
+        args = [ops.cast(b, self.expr(a), self.type_of(a), loop_t) for a in node.iter.args]
+        lty = dm.value_type(loop_t)
+        start, stop, step = ir.Constant(lty, 0), None, ir.Constant(lty, 1)
+        if len(args) == 1:
+            stop = args[0]
+        elif len(args) == 2:
+            start, stop = args
+        else:
+            start, stop, step = args
+        step_const = None
+        if len(node.iter.args) == 3:
+            step_const = self.typed.constants.get(id(node.iter.args[2]))
+            arg = node.iter.args[2]
+            if isinstance(arg, ast.Constant):
+                step_const = arg.value
+            elif isinstance(arg, ast.UnaryOp) and isinstance(arg.operand, ast.Constant):
+                step_const = -arg.operand.value if isinstance(arg.op, ast.USub) else None
+        if step_const == 0:
+            raise self.error(node.iter, "range() step must not be zero")
+        counter = self.alloca(lty, "range.i")
+        b.store(start, counter)
+        cond_bb, body_bb = self.new_block("for.cond"), self.new_block("for.body")
+        inc_bb, else_bb, end_bb = self.new_block("for.inc"), self.new_block("for.else"), \
+            self.new_block("for.end")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(counter)
+        cmp = b.icmp_signed if loop_t.signed else b.icmp_unsigned
+        if step_const is not None:
+            cond = cmp("<", i, stop) if step_const > 0 else cmp(">", i, stop)
+        else:
+            positive = b.icmp_signed(">", step, ir.Constant(lty, 0))
+            cond = b.select(positive, cmp("<", i, stop), cmp(">", i, stop))
+        b.cbranch(cond, body_bb, else_bb)
+        b.position_at_end(body_bb)
+        declared = self.typed.var_types[node.target.id]
+        b.store(ops.cast(b, i, loop_t, declared), self.vars[node.target.id])
+        self.loops.append((inc_bb, end_bb))
+        self.statements(node.body)
+        self.loops.pop()
+        if not self.builder.block.is_terminated:
+            self.builder.branch(inc_bb)
+        b.position_at_end(inc_bb)
+        b.store(b.add(b.load(counter), step), counter)
+        b.branch(cond_bb)
+        b.position_at_end(else_bb)
+        self.statements(node.orelse)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(end_bb)
+        b.position_at_end(end_bb)
+
+    def sequence_loop(self, node: ast.For) -> None:
+        seq_t = self.type_of(node.iter)
+        seq = self.expr(node.iter)
+        b = self.builder
+        if isinstance(seq_t, t.Tuple):
+            # unrolled: tuples are small and may be heterogeneous only in width
+            end_bb = self.new_block("tuple.end")
+            for k, item_t in enumerate(seq_t.items):
+                cont = self.new_block("tuple.next")
+                self.store_loop_item(node.target, b.extract_value(seq, k), item_t)
+                self.loops.append((cont, end_bb))
+                self.statements(node.body)
+                self.loops.pop()
+                if not self.builder.block.is_terminated:
+                    self.builder.branch(cont)
+                b.position_at_end(cont)
+            self.statements(node.orelse)
+            if not self.builder.block.is_terminated:
+                b.branch(end_bb)
+            b.position_at_end(end_bb)
+            return
+        data, shape, strides = arrays.parts(b, seq, 1)
+        counter = self.alloca(dm.i64, "iter.i")
+        b.store(ir.Constant(dm.i64, 0), counter)
+        cond_bb, body_bb = self.new_block("iter.cond"), self.new_block("iter.body")
+        inc_bb, else_bb, end_bb = self.new_block("iter.inc"), self.new_block("iter.else"), \
+            self.new_block("iter.end")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(counter)
+        b.cbranch(b.icmp_signed("<", i, shape[0]), body_bb, else_bb)
+        b.position_at_end(body_bb)
+        pointer = arrays.element_pointer(b, seq_t, data, shape, strides, [i])
+        self.store_loop_item(node.target, arrays.load_element(b, seq_t.dtype, pointer),
+                             seq_t.dtype)
+        self.loops.append((inc_bb, end_bb))
+        self.statements(node.body)
+        self.loops.pop()
+        if not self.builder.block.is_terminated:
+            self.builder.branch(inc_bb)
+        b.position_at_end(inc_bb)
+        b.store(b.add(b.load(counter), ir.Constant(dm.i64, 1)), counter)
+        b.branch(cond_bb)
+        b.position_at_end(else_bb)
+        self.statements(node.orelse)
+        if not self.builder.block.is_terminated:
+            b.branch(end_bb)
+        b.position_at_end(end_bb)
+
+    def store_loop_item(self, target, value, item_t: t.Type) -> None:
+        self.store_target(target, value, item_t)
+
+    def visit_Break(self, node) -> None:
+        if not self.loops:
+            raise self.error(node, "'break' outside a loop")
+        self.builder.branch(self.loops[-1][1])
+
+    def visit_Continue(self, node) -> None:
+        if not self.loops:
+            raise self.error(node, "'continue' outside a loop")
+        self.builder.branch(self.loops[-1][0])
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None and self.return_slot is not None:
+            value = self.expr(node.value)
+            self.builder.store(ops.cast(self.builder, value, self.type_of(node.value),
+                                        self.typed.return_type), self.return_slot)
+        elif node.value is not None:
+            self.expr(node.value)
+        self.builder.branch(self.exit_block)
+
+    def generic_visit(self, node):
+        raise self.error(node, f"unsupported statement: {type(node).__name__}")
+
+    # ---- expressions ---------------------------------------------------------------------------
+
+    def expr(self, node):
+        if id(node) in self.typed.constants and not isinstance(node, (ast.Constant, ast.Call)):
+            return self.frozen_constant(node, self.typed.constants[id(node)])
+        return getattr(self, "expr_" + type(node).__name__)(node)
+
+    def frozen_constant(self, node, value):
+        ty = self.type_of(node)
+        if isinstance(ty, t.Array):
+            data = self.mb.const_array(self.builder, value)
+            shape = [ir.Constant(dm.i64, s) for s in value.shape]
+            strides = [ir.Constant(dm.i64, s) for s in arrays.contiguous_strides(
+                list(value.shape), value.itemsize)]
+            return arrays.make_array(self.builder, ty, data, shape, strides)
+        if isinstance(ty, PyValue):
+            return None
+        return ops.constant(ty, value)
+
+    def condition(self, node):
+        return ops.truth(self.builder, self.expr(node), self.type_of(node))
+
+    def expr_Constant(self, node: ast.Constant):
+        ty = self.type_of(node)
+        if isinstance(ty, t.NoneType):
+            return None
+        return ops.constant(ty, node.value)
+
+    def expr_Name(self, node: ast.Name):
+        call = self.typed.calls.get(id(node))
+        if call is not None:
+            return call.target.lower_value(self, node, call.result)
+        if node.id in self.vars:
+            return self.builder.load(self.vars[node.id])
+        return None  # a compile-time object (module, function, type)
+
+    def expr_Tuple(self, node: ast.Tuple):
+        ty = self.type_of(node)
+        out = ir.Constant(dm.value_type(ty), ir.Undefined)
+        for i, elt in enumerate(node.elts):
+            out = self.builder.insert_value(out, self.expr(elt), i)
+        return out
+
+    def expr_BinOp(self, node: ast.BinOp):
+        left = self.expr(node.left)
+        right = self.expr(node.right)
+        return self.arith(node.op, left, self.type_of(node.left), right,
+                          self.type_of(node.right), self.type_of(node), node.right)
+
+    def arith(self, op, x, xt: t.Type, y, yt: t.Type, result: t.Type, rhs_node):
+        b = self.builder
+        if isinstance(result, t.Tuple):
+            out = ir.Constant(dm.value_type(result), ir.Undefined)
+            items = [b.extract_value(x, i) for i in range(len(xt.items))] + \
+                [b.extract_value(y, i) for i in range(len(yt.items))]
+            for i, v in enumerate(items):
+                out = b.insert_value(out, v, i)
+            return out
+        rhs_const = self.typed.constants.get(id(rhs_node))
+        if isinstance(rhs_node, ast.Constant):
+            rhs_const = rhs_node.value
+        if isinstance(op, ast.Pow) and isinstance(result, t.Float) and t.is_int(yt):
+            return ops.binary(b, op, ops.cast(b, x, xt, result), y, result, self.math_call,
+                              yt, rhs_const)
+        operand_t = result
+        if isinstance(op, ast.Div) and isinstance(result, t.Float):
+            operand_t = result
+        return ops.binary(b, op, ops.cast(b, x, xt, operand_t), ops.cast(b, y, yt, operand_t),
+                          operand_t, self.math_call, yt, rhs_const)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp):
+        b = self.builder
+        value = self.expr(node.operand)
+        vt = self.type_of(node.operand)
+        result = self.type_of(node)
+        if isinstance(node.op, ast.Not):
+            return b.not_(ops.truth(b, value, vt))
+        value = ops.cast(b, value, vt, result)
+        if isinstance(node.op, ast.USub):
+            return ops.negate(b, value, result)
+        if isinstance(node.op, ast.Invert):
+            return b.not_(value)
+        return value
+
+    def expr_BoolOp(self, node: ast.BoolOp):
+        b = self.builder
+        result_t = self.type_of(node)
+        end_bb = self.new_block("boolop.end")
+        incoming = []
+        is_and = isinstance(node.op, ast.And)
+        for i, v in enumerate(node.values):
+            value = ops.cast(b, self.expr(v), self.type_of(v), result_t)
+            if i == len(node.values) - 1:
+                incoming.append((value, b.block))
+                b.branch(end_bb)
+                break
+            truth = ops.truth(b, value, result_t)
+            next_bb = self.new_block("boolop.next")
+            incoming.append((value, b.block))
+            if is_and:
+                b.cbranch(truth, next_bb, end_bb)
+            else:
+                b.cbranch(truth, end_bb, next_bb)
+            b.position_at_end(next_bb)
+        b.position_at_end(end_bb)
+        phi = b.phi(dm.value_type(result_t))
+        for value, block in incoming:
+            phi.add_incoming(value, block)
+        return phi
+
+    def expr_Compare(self, node: ast.Compare):
+        b = self.builder
+        left_node = node.left
+        left = self.expr(left_node)
+        end_bb = self.new_block("cmp.end") if len(node.ops) > 1 else None
+        incoming = []
+        for k, (op, right_node) in enumerate(zip(node.ops, node.comparators)):
+            right = self.expr(right_node)
+            lt, rt = self.type_of(left_node), self.type_of(right_node)
+            ct = ops.comparison_type(lt, rt, id(left_node) in self.typed.weak,
+                                     id(right_node) in self.typed.weak)
+            result = ops.compare(b, op, ops.cast(b, left, lt, ct), ops.cast(b, right, rt, ct), ct)
+            if end_bb is None:
+                return result
+            incoming.append((result, b.block))
+            if k == len(node.ops) - 1:
+                b.branch(end_bb)
+            else:
+                next_bb = self.new_block("cmp.next")
+                b.cbranch(result, next_bb, end_bb)
+                b.position_at_end(next_bb)
+            left_node, left = right_node, right
+        b.position_at_end(end_bb)
+        phi = b.phi(dm.i1)
+        for value, block in incoming:
+            phi.add_incoming(value, block)
+        return phi
+
+    def expr_IfExp(self, node: ast.IfExp):
+        b = self.builder
+        result_t = self.type_of(node)
+        cond = self.condition(node.test)
+        then_bb, else_bb, end_bb = self.new_block("ifexp.then"), self.new_block("ifexp.else"), \
+            self.new_block("ifexp.end")
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        a = ops.cast(b, self.expr(node.body), self.type_of(node.body), result_t)
+        then_end = b.block
+        b.branch(end_bb)
+        b.position_at_end(else_bb)
+        c = ops.cast(b, self.expr(node.orelse), self.type_of(node.orelse), result_t)
+        else_end = b.block
+        b.branch(end_bb)
+        b.position_at_end(end_bb)
+        phi = b.phi(dm.value_type(result_t))
+        phi.add_incoming(a, then_end)
+        phi.add_incoming(c, else_end)
+        return phi
+
+    def expr_Attribute(self, node: ast.Attribute):
+        ty = self.type_of(node)
+        call = self.typed.calls.get(id(node))
+        if call is not None:  # a builtin value such as cuda.threadIdx.x
+            return call.target.lower_value(self, node, ty)
+        if isinstance(ty, PyValue):
+            return None
+        base_t = self.type_of(node.value)
+        base = self.expr(node.value)
+        b = self.builder
+        if isinstance(base_t, t.Array):
+            return arrays.attribute(b, base_t, base, node.attr, ty)
+        if isinstance(base_t, t.Complex):
+            return b.extract_value(base, 0 if node.attr == "real" else 1)
+        if isinstance(base_t, t.Record):
+            ftype, offset = base_t.field(node.attr)
+            pointer = b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
+            return arrays.load_element(b, ftype, pointer)
+        if node.attr == "real":
+            return base
+        if node.attr == "imag":
+            return ops.constant(base_t, 0)
+        raise self.error(node, f"unsupported attribute {node.attr}")
+
+    def expr_Subscript(self, node: ast.Subscript):
+        base_t = self.type_of(node.value)
+        b = self.builder
+        if isinstance(base_t, t.Tuple):
+            base = self.expr(node.value)
+            index = self.typed.constants.get(id(node.slice))
+            if index is None and isinstance(node.slice, ast.Constant):
+                index = node.slice.value
+            if isinstance(index, int):
+                return b.extract_value(base, index % len(base_t.items))
+            return self.dynamic_tuple_index(node, base, base_t)
+        result = self.type_of(node)
+        if isinstance(result, t.Array):
+            base = self.expr(node.value)
+            parts = self.index_parts(node, base_t, base)
+            return arrays.view(b, base_t, base, parts, result)
+        pointer, dtype = self.element_address(node)
+        return arrays.load_element(b, dtype, pointer)
+
+    def dynamic_tuple_index(self, node, base, base_t: t.Tuple):
+        b = self.builder
+        item = dm.value_type(base_t.items[0])
+        n = len(base_t.items)
+        storage = self.alloca(ir.ArrayType(item, n), "tuple.items")
+        for k in range(n):
+            b.store(b.extract_value(base, k),
+                    b.gep(storage, [ir.Constant(dm.i32, 0), ir.Constant(dm.i32, k)]))
+        index = self.expr(node.slice)
+        index = arrays.normalise_index(b, index, self.type_of(node.slice),
+                                       ir.Constant(dm.i64, n))
+        return b.load(b.gep(storage, [ir.Constant(dm.i32, 0), index]))
+
+    def index_parts(self, node, base_t: t.Array, base):
+        b = self.builder
+        index = node.slice
+        items = index.elts if isinstance(index, ast.Tuple) else [index]
+        shape = [b.extract_value(base, [1, k]) for k in range(base_t.ndim)]
+        out = []
+        for k, item in enumerate(items):
+            if isinstance(item, ast.Slice):
+                vals = []
+                for s in (item.lower, item.upper, item.step):
+                    if s is None:
+                        vals.append(None)
+                    else:
+                        vals.append(ops.cast(b, self.expr(s), self.type_of(s), t.int64))
+                out.append(("slice", *vals))
+            else:
+                value = self.expr(item)
+                idx = arrays.normalise_index(b, value, self.type_of(item), shape[k])
+                self.target.check_bounds(self, node, base_t, k, idx, shape[k])
+                out.append(("int", idx))
+        return out
+
+    def element_address(self, node: ast.Subscript):
+        """(pointer, dtype) of an element access arr[i, j, ...] (also arr[i][j])."""
+        base_t = self.type_of(node.value)
+        base = self.expr(node.value)
+        b = self.builder
+        data, shape, strides = arrays.parts(b, base, base_t.ndim)
+        parts = self.index_parts(node, base_t, base)
+        indices = [p[1] for p in parts]
+        return arrays.element_pointer(b, base_t, data, shape, strides, indices), base_t.dtype
+
+    def expr_Call(self, node: ast.Call):
+        call = self.typed.calls[id(node)]
+        b = self.builder
+        if call.kind == "cast":
+            arg = node.args[0]
+            return ops.cast(b, self.expr(arg), self.type_of(arg), call.target)
+        if call.kind == "builtin":
+            return call.target.lower_call(self, node, call)
+        return self.call_gpu_function(node, call)
+
+    def call_gpu_function(self, node, call):
+        b = self.builder
+        callee: TypedFunction = call.target
+        values = []
+        for arg, declared in zip(call.args, call.argtypes):
+            if isinstance(arg, tuple) and arg and arg[0] == "const":
+                values.append(ops.constant(declared, arg[1]))
+            else:
+                values.append(ops.cast(b, self.expr(arg), self.type_of(arg), declared))
+        if self.target.inline_calls:
+            return self.inline_call(callee, values)
+        fn = self.mb.device_function(callee)
+        extra = [self.ctx] if self.ctx is not None else []
+        result = b.call(fn, extra + values)
+        return None if isinstance(callee.return_type, t.NoneType) else result
+
+    def inline_call(self, callee: TypedFunction, values: list):
+        """Lower the callee's body here (CPU target: suspend points must be in the kernel)."""
+        inner = FunctionLowerer(self.mb, callee, self.fn, self.builder, self.alloca_block,
+                                self.ctx)
+        inner.is_kernel = False
+        inner.exit_block = self.new_block(f"{callee.name}.return")
+        if not isinstance(callee.return_type, t.NoneType):
+            inner.return_slot = self.alloca(dm.value_type(callee.return_type),
+                                            f"{callee.name}.ret")
+        inner.declare_variables()
+        inner.bind_arguments(values)
+        inner.statements(callee.source.tree.body)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(inner.exit_block)
+        self.builder.position_at_end(inner.exit_block)
+        if inner.return_slot is not None:
+            return self.builder.load(inner.return_slot)
+        return None
+
+    def generic_expr(self, node):
+        raise self.error(node, f"unsupported expression {type(node).__name__}")

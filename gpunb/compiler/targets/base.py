@@ -1,0 +1,104 @@
+"""The Target interface: everything lowering needs that differs between GPU and host code.
+
+Lowering (compiler/lower.py) is written once against these methods; targets/cuda.py emits NVPTX
+intrinsics and address spaces, targets/cpu.py emits host code where threads are coroutines.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import types as t
+
+
+class Target:
+    name = "?"
+    triple = ""
+    data_layout = ""
+    emits_line_info = False
+    inline_calls = False
+
+    # ---- functions -----------------------------------------------------------------------------
+
+    def extra_params(self) -> list:
+        """Hidden leading parameters of every GPU function (the CPU target's thread context)."""
+        return []
+
+    def define_kernel(self, mb, symbol: str, slot_types: list):
+        raise NotImplementedError
+
+    def kernel_prologue(self, low) -> None:
+        return
+
+    def kernel_epilogue(self, low) -> None:
+        low.builder.ret_void()
+
+    # ---- threads, barriers, memory -------------------------------------------------------------
+
+    def sreg(self, low, kind: str, axis: str):
+        raise NotImplementedError
+
+    def laneid(self, low):
+        raise NotImplementedError
+
+    def barrier(self, low, node, kind: str, pred):
+        raise NotImplementedError
+
+    def syncwarp(self, low, node, mask) -> None:
+        raise NotImplementedError
+
+    def threadfence(self, low, scope: str) -> None:
+        low.builder.fence("seq_cst")
+
+    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool):
+        raise NotImplementedError
+
+    def dynamic_shared_bytes(self, low):
+        raise NotImplementedError
+
+    def constant_data(self, mb, builder, array):
+        raise NotImplementedError
+
+    def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent) -> None:
+        """Bounds checking hook; targets without it do nothing."""
+        return
+
+    # ---- arithmetic ----------------------------------------------------------------------------
+
+    def math(self, low, name: str, args: list, argtypes: list, result: t.Type):
+        raise NotImplementedError
+
+    def atomic(self, low, op: str, pointer, value, dtype: t.Type):
+        return low.builder.atomic_rmw(op, pointer, value, "monotonic")
+
+    def atomic_cas(self, low, pointer, expected, value, dtype: t.Type):
+        b = low.builder
+        if isinstance(dtype, t.Float):
+            int_t = ir.IntType(dtype.bitwidth)
+            pair = b.cmpxchg(pointer, b.bitcast(expected, int_t), b.bitcast(value, int_t),
+                             "monotonic", "monotonic")
+            return b.bitcast(b.extract_value(pair, 0), dm.value_type(dtype))
+        pair = b.cmpxchg(pointer, expected, value, "monotonic", "monotonic")
+        return b.extract_value(pair, 0)
+
+    # ---- helpers shared by targets -------------------------------------------------------------
+
+    @staticmethod
+    def intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list) -> ir.Function:
+        fn = module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(module, ir.FunctionType(ret, args), name)
+        return fn
+
+
+LLVM_MATH_INTRINSICS = {"sqrt", "fabs", "floor", "ceil", "trunc", "copysign", "rint", "fma"}
+
+
+def llvm_math(low, name: str, args: list, ft: t.Float):
+    """Math that every LLVM target lowers natively: llvm.sqrt.f32 and friends."""
+    suffix = "f32" if ft.bitwidth == 32 else ("f64" if ft.bitwidth == 64 else "f16")
+    lname = {"fabs": "fabs"}.get(name, name)
+    fn = Target.intrinsic(low.mb.module, f"llvm.{lname}.{suffix}", args[0].type,
+                          [a.type for a in args])
+    return low.builder.call(fn, args)

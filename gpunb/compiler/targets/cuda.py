@@ -1,0 +1,246 @@
+"""NVPTX target: address spaces, special registers, barriers, atomics, libdevice math -> PTX.
+
+Address spaces: 1 global, 3 shared, 4 const, 5 local; arrays are generic pointers (the backend
+infers global/shared from addrspacecasts). Math comes from libdevice, parsed and linked only when a
+kernel calls into it. llvmlite's NVPTX backend writes the PTX.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import numpy as np
+from llvmlite import ir
+
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import types as t
+from gpunb.compiler.targets.base import LLVM_MATH_INTRINSICS, Target, llvm_math
+
+TRIPLE = "nvptx64-nvidia-cuda"
+# the lowest PTX ISA LLVM accepts for each architecture (what we ask the backend to write)
+_PTX_VERSION = {50: 40, 52: 40, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 70,
+                86: 71, 87: 74, 89: 78, 90: 78, 100: 86, 101: 86, 120: 87}
+_SREG_NAMES = {"tid": "tid", "ctaid": "ctaid", "ntid": "ntid", "nctaid": "nctaid"}
+_LIBDEVICE_NAMES = {"gamma": "tgamma"}
+_FAST_VARIANTS = {"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "pow"}
+
+
+def arch_string(cc: tuple) -> str:
+    return f"sm_{cc[0]}{cc[1]}"
+
+
+@functools.cache
+def _llvm():
+    import llvmlite.binding as llvm
+
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    return llvm
+
+
+@functools.cache
+def target_machine(cc: tuple, opt: int = 3):
+    llvm = _llvm()
+    ptx = _PTX_VERSION.get(cc[0] * 10 + cc[1])
+    if ptx is None:
+        ptx = max(v for k, v in _PTX_VERSION.items() if k <= cc[0] * 10 + cc[1])
+    target = llvm.Target.from_triple(TRIPLE)
+    return target.create_target_machine(cpu=arch_string(cc), features=f"+ptx{ptx}", opt=opt)
+
+
+class CudaTarget(Target):
+    name = "cuda"
+    triple = TRIPLE
+    emits_line_info = True
+
+    def __init__(self, cc: tuple = (9, 0), fastmath: bool = False):
+        self.cc = tuple(cc)
+        self.fastmath = fastmath
+        self.data_layout = str(target_machine(self.cc).target_data)
+
+    # ---- functions -----------------------------------------------------------------------------
+
+    def define_kernel(self, mb, symbol: str, slot_types: list):
+        fn = ir.Function(mb.module, ir.FunctionType(dm.void, slot_types), symbol)
+        fn.calling_convention = "ptx_kernel"
+        return fn, list(fn.args)
+
+    # ---- threads -------------------------------------------------------------------------------
+
+    def sreg(self, low, kind: str, axis: str):
+        name = f"llvm.nvvm.read.ptx.sreg.{_SREG_NAMES[kind]}.{axis}"
+        return low.builder.call(self.intrinsic(low.mb.module, name, dm.i32, []), [])
+
+    def laneid(self, low):
+        fn = self.intrinsic(low.mb.module, "llvm.nvvm.read.ptx.sreg.laneid", dm.i32, [])
+        return low.builder.call(fn, [])
+
+    def barrier(self, low, node, kind: str, pred):
+        m, b = low.mb.module, low.builder
+        if kind == "sync":
+            b.call(self.intrinsic(m, "llvm.nvvm.barrier0", dm.void, []), [])
+            return None
+        name = {"count": "llvm.nvvm.barrier0.popc", "and": "llvm.nvvm.barrier0.and",
+                "or": "llvm.nvvm.barrier0.or"}[kind]
+        return b.call(self.intrinsic(m, name, dm.i32, [dm.i32]), [b.zext(pred, dm.i32)])
+
+    def syncwarp(self, low, node, mask) -> None:
+        fn = self.intrinsic(low.mb.module, "llvm.nvvm.bar.warp.sync", dm.void, [dm.i32])
+        low.builder.call(fn, [mask])
+
+    def threadfence(self, low, scope: str) -> None:
+        name = {"block": "llvm.nvvm.membar.cta", "device": "llvm.nvvm.membar.gl",
+                "system": "llvm.nvvm.membar.sys"}[scope]
+        low.builder.call(self.intrinsic(low.mb.module, name, dm.void, []), [])
+
+    # ---- memory --------------------------------------------------------------------------------
+
+    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool):
+        m = low.mb.module
+        shared_ptr = ir.PointerType(addrspace=3)
+        if dynamic:
+            gv = m.globals.get("_gpunb_dynamic_shared")
+            if gv is None:
+                gv = ir.GlobalVariable(m, ir.ArrayType(dm.i8, 0), "_gpunb_dynamic_shared",
+                                       addrspace=3)
+                gv.linkage = "external"
+                gv.align = 16
+        else:
+            gv = ir.GlobalVariable(m, ir.ArrayType(dm.memory_type(elem), count),
+                                   low.mb.unique("_gpunb_shared"), addrspace=3)
+            gv.linkage = "internal"
+            gv.initializer = ir.Constant(gv.value_type, ir.Undefined)
+            gv.align = 16
+            low.mb.shared_static_bytes += count * t.sizeof(elem)
+        return low.builder.addrspacecast(gv.bitcast(shared_ptr) if gv.type != shared_ptr else gv,
+                                         dm.ptr)
+
+    def dynamic_shared_bytes(self, low):
+        fn = self.intrinsic(low.mb.module, "llvm.nvvm.read.ptx.sreg.dynamic_smem_size", dm.i32, [])
+        return low.builder.zext(low.builder.call(fn, []), dm.i64)
+
+    def constant_data(self, mb, builder, array):
+        data = np.ascontiguousarray(array).tobytes()
+        gv = ir.GlobalVariable(mb.module, ir.ArrayType(dm.i8, len(data)),
+                               mb.unique("_gpunb_const"), addrspace=4)
+        gv.linkage = "internal"
+        gv.global_constant = True
+        gv.initializer = ir.Constant(gv.value_type, bytearray(data))
+        gv.align = 16
+        return builder.addrspacecast(gv, dm.ptr)
+
+    # ---- arithmetic ----------------------------------------------------------------------------
+
+    def math(self, low, name: str, args: list, argtypes: list, result: t.Type):
+        ft = argtypes[0] if isinstance(argtypes[0], t.Float) else result
+        if name in LLVM_MATH_INTRINSICS and ft.bitwidth in (32, 64) and not (
+                name == "sqrt" and self.fastmath):
+            return llvm_math(low, name, args, ft)
+        b = low.builder
+        if isinstance(ft, t.Float) and ft.bitwidth == 16:
+            widened = [b.fpext(a, ir.FloatType()) if a.type == ir.HalfType() else a for a in args]
+            out = self.math(low, name, widened, [t.float32] * len(args), t.float32)
+            return b.fptrunc(out, ir.HalfType()) if isinstance(result, t.Float) else out
+        base = _LIBDEVICE_NAMES.get(name, name)
+        f32 = ft.bitwidth == 32
+        if name == "frexp":
+            slot = low.alloca(dm.i32, "frexp.exp")
+            fname = "__nv_frexpf" if f32 else "__nv_frexp"
+            fn = self.intrinsic(low.mb.module, fname, args[0].type, [args[0].type, dm.ptr])
+            mant = b.call(fn, [args[0], slot])
+            out = ir.Constant(dm.value_type(result), ir.Undefined)
+            return b.insert_value(b.insert_value(out, mant, 0), b.load(slot), 1)
+        if name == "ldexp":
+            fname = "__nv_ldexpf" if f32 else "__nv_ldexp"
+            fn = self.intrinsic(low.mb.module, fname, args[0].type, [args[0].type, dm.i32])
+            return b.call(fn, args)
+        if self.fastmath and f32 and base in _FAST_VARIANTS:
+            fname = f"__nv_fast_{base}f"
+        else:
+            fname = f"__nv_{base}f" if f32 else f"__nv_{base}"
+        fn = self.intrinsic(low.mb.module, fname, args[0].type, [a.type for a in args])
+        return b.call(fn, args)
+
+
+# ---- build: LLVM IR -> optimised IR -> PTX ---------------------------------------------------
+
+
+@functools.cache
+def _libdevice_bytes() -> bytes:
+    from gpunb.compiler.toolchain import libdevice_path
+
+    with open(libdevice_path(), "rb") as f:
+        return f.read()
+
+
+def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = False,
+             kernel_symbols: tuple = ()) -> tuple[str, str]:
+    """Parse, link libdevice when used, optimise, emit PTX. Returns (ptx, optimised_ir)."""
+    llvm = _llvm()
+    if fastmath:
+        module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
+    mod = llvm.parse_assembly(module_text)
+    uses_libdevice = "__nv_" in module_text
+    if uses_libdevice:
+        lib = llvm.parse_bitcode(_libdevice_bytes())
+        lib.triple = TRIPLE
+        lib.data_layout = mod.data_layout
+        mod.link_in(lib)
+    _set_reflect_flags(mod, fastmath)
+    tm = target_machine(tuple(cc))
+    _optimise(mod, tm, 3 if opt else 0, keep=kernel_symbols)
+    return strip_debug_sections(tm.emit_assembly(mod)), str(mod)
+
+
+_DEBUG_SECTION = re.compile(r"^\s*\.section\s+\.debug_\w+\s*\{.*?^\s*\}\s*$\n?",
+                            re.MULTILINE | re.DOTALL)
+
+
+def strip_debug_sections(ptx: str) -> str:
+    """Drop DWARF sections: `.loc` lines stay (line info for profilers and our line map)."""
+    return _DEBUG_SECTION.sub("", ptx)
+
+
+def _set_reflect_flags(mod, fastmath: bool) -> None:
+    # libdevice reads __nvvm_reflect("__CUDA_FTZ"); the NVPTX backend answers it from this flag
+    pass
+
+
+def _optimise(mod, tm, level: int, keep: tuple = ()) -> None:
+    llvm = _llvm()
+    if keep:
+        for fn in mod.functions:
+            if not fn.is_declaration and fn.name not in keep and fn.linkage == \
+                    llvm.Linkage.external:
+                fn.linkage = llvm.Linkage.internal
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
+
+
+def ptx_line_map(ptx: str, filename_suffix: str = "") -> tuple:
+    """((source_line, (ptx_line, ...)), ...) from the PTX `.loc` directives (1-based lines)."""
+    files = {}
+    mapping: dict = {}
+    current = None
+    for number, line in enumerate(ptx.splitlines(), start=1):
+        m = _FILE.match(line)
+        if m:
+            files[m.group(1)] = m.group(2)
+            continue
+        m = _LOC.match(line)
+        if m:
+            file_ok = not filename_suffix or files.get(m.group(1), "").endswith(filename_suffix)
+            current = int(m.group(2)) if file_ok else None
+            continue
+        stripped = line.strip()
+        if current is not None and stripped and not stripped.startswith(("//", "$L", "}", "{")):
+            mapping.setdefault(current, []).append(number)
+        if stripped == "}":
+            current = None
+    return tuple((k, tuple(v)) for k, v in sorted(mapping.items()))

@@ -1,0 +1,152 @@
+"""Compile-time values: what a global name in kernel code resolves to, and constant folding.
+
+Kernel code reads module globals, closure variables and builtins. Numbers, tuples and numpy arrays
+are frozen at compile time (as numba does); modules, GPU functions, intrinsics and types are
+compile-time objects that only make sense as callees or attribute bases.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpunb.compiler import types as t
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PyValue(t.Type):
+    """A compile-time Python object (module, GPU function, intrinsic, type, builtin function)."""
+
+    obj: object
+
+    def __str__(self) -> str:
+        name = getattr(self.obj, "__qualname__", None) or getattr(self.obj, "__name__", None)
+        return f"<{name or type(self.obj).__name__}>"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, PyValue) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+class NotConstant(Exception):
+    """The expression is not a compile-time constant."""
+
+
+_MISSING = object()
+
+
+def is_gpu_function(obj) -> bool:
+    return getattr(obj, "__gpunb_function__", False) is True
+
+
+def lookup_global(py_func, name: str):
+    """Resolve a free name the way Python would: closure, then globals, then builtins."""
+    code = py_func.__code__
+    if py_func.__closure__ and name in code.co_freevars:
+        cell = py_func.__closure__[code.co_freevars.index(name)]
+        try:
+            return cell.cell_contents
+        except ValueError:
+            return _MISSING
+    value = py_func.__globals__.get(name, _MISSING)
+    if value is _MISSING:
+        value = getattr(builtins, name, _MISSING)
+    return value
+
+
+def missing(value) -> bool:
+    return value is _MISSING
+
+
+def constant_type(value) -> t.Type | None:
+    """The kernel type of a Python constant frozen into code, or None if it is not a constant."""
+    if isinstance(value, (bool, np.bool_)):
+        return t.boolean
+    if isinstance(value, int):
+        return t.int64 if -(2**63) <= value < 2**63 else t.uint64
+    if isinstance(value, float):
+        return t.float64
+    if isinstance(value, complex):
+        return t.complex128
+    if isinstance(value, np.generic) and not isinstance(value, np.void):
+        try:
+            return t.from_dtype(value.dtype)
+        except TypeError:
+            return None
+    if isinstance(value, np.ndarray):
+        try:
+            return t.Array(t.from_dtype(value.dtype), value.ndim, "C")
+        except TypeError:
+            return None
+    if isinstance(value, tuple):
+        items = tuple(constant_type(v) for v in value)
+        return None if any(i is None for i in items) else t.Tuple(items)
+    return None
+
+
+_BINOPS = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b, ast.Pow: lambda a, b: a**b,
+    ast.Div: lambda a, b: a / b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
+    ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b,
+}
+
+
+def const_eval(node: ast.AST, resolve) -> object:
+    """Fold an expression of literals and frozen globals; raise NotConstant otherwise.
+
+    `resolve(node)` returns the compile-time value of a Name/Attribute or raises NotConstant.
+    """
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, (int, float, complex, bool, str)) or node.value is None:
+            return node.value
+        raise NotConstant
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return resolve(node)
+    if isinstance(node, ast.Tuple):
+        return tuple(const_eval(e, resolve) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
+        v = const_eval(node.operand, resolve)
+        if isinstance(node.op, ast.USub):
+            return -v
+        return +v if isinstance(node.op, ast.UAdd) else ~v
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        a, b = const_eval(node.left, resolve), const_eval(node.right, resolve)
+        if not all(isinstance(v, (int, float)) for v in (a, b)):
+            raise NotConstant
+        try:
+            return _BINOPS[type(node.op)](a, b)
+        except (ZeroDivisionError, OverflowError, ValueError):
+            raise NotConstant from None
+    raise NotConstant
+
+
+def dtype_to_type(value) -> t.Type | None:
+    """A dtype given in kernel code: gpunb type, numpy scalar type, np.dtype, or a dtype string."""
+    if isinstance(value, t.Type) and not isinstance(value, (t.Array, PyValue)):
+        return value
+    try:
+        if isinstance(value, type) and issubclass(value, np.generic):
+            return t.from_dtype(value)
+        if isinstance(value, (np.dtype, str)):
+            return t.from_dtype(np.dtype(value))
+        if value is float:
+            return t.float64
+        if value is int:
+            return t.int64
+        if value is bool:
+            return t.boolean
+        if value is complex:
+            return t.complex128
+    except TypeError:
+        return None
+    return None
+
+
+MATH_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf, "nan": math.nan}
