@@ -1,0 +1,325 @@
+"""Host target: the same lowered kernels compiled for the CPU, with GPU semantics.
+
+Each GPU thread is a call of the kernel body with its own thread context. Kernels that use
+barriers are LLVM switch-resumed coroutines: `syncthreads` is a suspend point and a block
+scheduler (cpu_runtime.py) resumes all threads of a block round-robin, so barriers, shared memory
+and warp-level waits keep their GPU meaning. Kernels without barriers run as plain loops.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from llvmlite import ir
+
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import types as t
+from gpunb.compiler.targets import cpu_abi as abi
+from gpunb.compiler.targets.base import LLVM_MATH_INTRINSICS, Target, llvm_math
+
+_LIBM_NAMES = {"gamma": "tgamma"}
+
+
+@functools.cache
+def _llvm():
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm
+
+
+@functools.cache
+def host_target_machine(opt: int = 3):
+    llvm = _llvm()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                        features=llvm.get_host_cpu_features().flatten(),
+                                        opt=opt, reloc="pic", codemodel="default")
+
+
+class TokenType(ir.Type):
+    """LLVM's `token` type (coroutine ids and saves), which llvmlite.ir does not provide."""
+
+    def _to_string(self) -> str:
+        return "token"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TokenType)
+
+    def __hash__(self) -> int:
+        return hash("token")
+
+
+class TokenNone(ir.Constant):
+    def __init__(self):
+        super().__init__(TokenType(), None)
+
+    def get_reference(self) -> str:
+        return "none"
+
+    def _to_string(self) -> str:
+        return "token none"
+
+
+def _field(b: ir.IRBuilder, base, offset: int, ty: ir.Type = dm.i32):
+    return b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
+
+
+class CpuTarget(Target):
+    name = "cpu"
+    inline_calls = True
+
+    def __init__(self, coroutine: bool = False, boundscheck: bool = False):
+        self.coroutine = coroutine
+        self.boundscheck = boundscheck
+        tm = host_target_machine()
+        self.triple = tm.triple
+        self.data_layout = str(tm.target_data)
+        self.barrier_sites: list = []
+        self.error_sites: list = []
+        self.static_shared = 0
+
+    def extra_params(self) -> list:
+        return [dm.ptr]
+
+    # ---- kernel function -----------------------------------------------------------------------
+
+    def define_kernel(self, mb, symbol: str, slot_types: list):
+        ret = dm.ptr if self.coroutine else dm.void
+        fn = ir.Function(mb.module, ir.FunctionType(ret, [dm.ptr] + slot_types), symbol + ".body")
+        fn.linkage = "internal"
+        if not self.coroutine:
+            fn.attributes.add("alwaysinline")
+        self.symbol = symbol
+        self.body = fn
+        self.slot_types = slot_types
+        return fn, list(fn.args[1:])
+
+    def kernel_prologue(self, low) -> None:
+        low.mb.kernel_exit = low.exit_block
+        if not self.coroutine:
+            return
+        m, b = low.mb.module, low.builder
+        token = TokenType()
+        coro_id = b.call(self.intrinsic(m, "llvm.coro.id", token, [dm.i32, dm.ptr, dm.ptr,
+                                                                   dm.ptr]),
+                         [ir.Constant(dm.i32, 0), ir.Constant(dm.ptr, None),
+                          ir.Constant(dm.ptr, None), ir.Constant(dm.ptr, None)])
+        size = b.call(self.intrinsic(m, "llvm.coro.size.i64", dm.i64, []), [])
+        mem = b.call(self.intrinsic(m, "malloc", dm.ptr, [dm.i64]), [size])
+        handle = b.call(self.intrinsic(m, "llvm.coro.begin", dm.ptr, [token, dm.ptr]),
+                        [coro_id, mem])
+        self.coro_id, self.handle = coro_id, handle
+        self.cleanup = low.fn.append_basic_block("coro.cleanup")
+        self.suspend_ret = low.fn.append_basic_block("coro.suspend")
+        cb = ir.IRBuilder(self.cleanup)
+        freed = cb.call(self.intrinsic(m, "llvm.coro.free", dm.ptr, [token, dm.ptr]),
+                        [coro_id, handle])
+        cb.call(self.intrinsic(m, "free", dm.void, [dm.ptr]), [freed])
+        cb.branch(self.suspend_ret)
+        sb = ir.IRBuilder(self.suspend_ret)
+        sb.call(self.intrinsic(m, "llvm.coro.end", dm.void, [dm.ptr, dm.i1, token]),
+                [handle, ir.Constant(dm.i1, 0), TokenNone()])
+        sb.ret(handle)
+
+    def kernel_epilogue(self, low) -> None:
+        if not self.coroutine:
+            low.builder.ret_void()
+            return
+        b = low.builder
+        state = self._suspend(low, final=True)
+        trap = low.fn.append_basic_block("coro.final.resumed")
+        switch = b.switch(state, self.suspend_ret)
+        switch.add_case(ir.Constant(dm.i8, 0), trap)
+        switch.add_case(ir.Constant(dm.i8, 1), self.cleanup)
+        ir.IRBuilder(trap).unreachable()
+
+    def _suspend(self, low, final: bool):
+        fn = self.intrinsic(low.mb.module, "llvm.coro.suspend", dm.i8, [TokenType(), dm.i1])
+        return low.builder.call(fn, [TokenNone(), ir.Constant(dm.i1, int(final))])
+
+    # ---- threads -------------------------------------------------------------------------------
+
+    def sreg(self, low, kind: str, axis: str):
+        base = {"tid": abi.CTX_TID, "ctaid": abi.CTX_CTAID, "ntid": abi.CTX_NTID,
+                "nctaid": abi.CTX_NCTAID}[kind]
+        offset = base + 4 * "xyz".index(axis)
+        return low.builder.load(_field(low.builder, low.ctx, offset), typ=dm.i32)
+
+    def laneid(self, low):
+        return low.builder.load(_field(low.builder, low.ctx, abi.CTX_LANE), typ=dm.i32)
+
+    def _wait(self, low, node, kind: int, what: str, pred=None):
+        b = low.builder
+        site = len(self.barrier_sites)
+        src = low.typed.source
+        self.barrier_sites.append((src.filename, node.lineno, node.col_offset, what))
+        b.store(ir.Constant(dm.i32, kind), _field(b, low.ctx, abi.CTX_WAIT_KIND))
+        b.store(ir.Constant(dm.i32, site), _field(b, low.ctx, abi.CTX_SITE))
+        if pred is not None:
+            b.store(b.zext(pred, dm.i32), _field(b, low.ctx, abi.CTX_PRED))
+        state = self._suspend(low, final=False)
+        resume = low.fn.append_basic_block("barrier.resume")
+        switch = b.switch(state, self.suspend_ret)
+        switch.add_case(ir.Constant(dm.i8, 0), resume)
+        switch.add_case(ir.Constant(dm.i8, 1), self.cleanup)
+        b.position_at_end(resume)
+
+    def barrier(self, low, node, kind: str, pred):
+        self._wait(low, node, abi.WAIT_BLOCK, f"cuda.syncthreads{'' if kind == 'sync' else '_' + kind}",
+                   pred)
+        if kind == "sync":
+            return None
+        b = low.builder
+        count = b.load(_field(b, low.ctx, abi.CTX_RESULT), typ=dm.i32)
+        if kind == "count":
+            return count
+        if kind == "or":
+            return b.zext(b.icmp_signed("!=", count, ir.Constant(dm.i32, 0)), dm.i32)
+        waiting = b.load(_field(b, low.ctx, abi.CTX_WAITING), typ=dm.i32)
+        return b.zext(b.icmp_signed("==", count, waiting), dm.i32)
+
+    def syncwarp(self, low, node, mask) -> None:
+        self._wait(low, node, abi.WAIT_WARP, "cuda.syncwarp")
+
+    # ---- memory --------------------------------------------------------------------------------
+
+    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool):
+        b = low.builder
+        base = b.load(_field(b, low.ctx, abi.CTX_SHARED), typ=dm.ptr)
+        if dynamic:
+            return base
+        offset = (self.static_shared + 15) // 16 * 16
+        self.static_shared = offset + count * t.sizeof(elem)
+        low.mb.shared_static_bytes = self.static_shared
+        dyn = b.load(_field(b, low.ctx, abi.CTX_DYN_SHARED), typ=dm.i64)
+        dyn = b.and_(b.add(dyn, ir.Constant(dm.i64, 15)), ir.Constant(dm.i64, ~15))
+        return b.gep(base, [b.add(dyn, ir.Constant(dm.i64, offset))], source_etype=dm.i8)
+
+    def dynamic_shared_bytes(self, low):
+        return low.builder.load(_field(low.builder, low.ctx, abi.CTX_DYN_SHARED), typ=dm.i64)
+
+    def constant_data(self, mb, builder, array):
+        data = np.ascontiguousarray(array).tobytes()
+        gv = ir.GlobalVariable(mb.module, ir.ArrayType(dm.i8, len(data)),
+                               mb.unique("_gpunb_const"))
+        gv.linkage = "internal"
+        gv.global_constant = True
+        gv.initializer = ir.Constant(gv.value_type, bytearray(data))
+        gv.align = 16
+        return gv
+
+    def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent) -> None:
+        if not self.boundscheck:
+            return
+        import ast
+
+        b = low.builder
+        site = len(self.error_sites)
+        src = low.typed.source
+        what = ast.unparse(node.value) if hasattr(node, "value") else "array"
+        if isinstance(node, ast.Call):
+            what = ast.unparse(node.args[0])
+        self.error_sites.append((src.filename, node.lineno, node.col_offset, what, low.typed.name))
+        ok = b.icmp_unsigned("<", index, extent)
+        fail = low.fn.append_basic_block("bounds.fail")
+        cont = low.fn.append_basic_block("bounds.ok")
+        b.cbranch(ok, cont, fail)
+        b.position_at_end(fail)
+        reporter = _index_error_function(low.mb.module)
+        b.call(reporter, [low.ctx, ir.Constant(dm.i32, site), ir.Constant(dm.i32, axis), index,
+                          extent])
+        b.branch(low.mb.kernel_exit)
+        b.position_at_end(cont)
+
+    # ---- arithmetic ----------------------------------------------------------------------------
+
+    def math(self, low, name: str, args: list, argtypes: list, result: t.Type):
+        ft = argtypes[0] if isinstance(argtypes[0], t.Float) else result
+        b = low.builder
+        if isinstance(ft, t.Float) and ft.bitwidth == 16:
+            widened = [b.fpext(a, ir.FloatType()) if a.type == ir.HalfType() else a for a in args]
+            out = self.math(low, name, widened, [t.float32] * len(args), t.float32)
+            return b.fptrunc(out, ir.HalfType()) if isinstance(result, t.Float) else out
+        if name in LLVM_MATH_INTRINSICS:
+            return llvm_math(low, name, args, ft)
+        f32 = ft.bitwidth == 32
+        base = _LIBM_NAMES.get(name, name)
+        fname = base + ("f" if f32 else "")
+        m = low.mb.module
+        if name == "frexp":
+            slot = low.alloca(dm.i32, "frexp.exp")
+            fn = self.intrinsic(m, fname, args[0].type, [args[0].type, dm.ptr])
+            mant = b.call(fn, [args[0], slot])
+            out = ir.Constant(dm.value_type(result), ir.Undefined)
+            return b.insert_value(b.insert_value(out, mant, 0), b.load(slot), 1)
+        if name == "ldexp":
+            fn = self.intrinsic(m, fname, args[0].type, [args[0].type, dm.i32])
+            return b.call(fn, args)
+        fn = self.intrinsic(m, fname, args[0].type, [a.type for a in args])
+        return b.call(fn, args)
+
+    def atomic(self, low, op: str, pointer, value, dtype: t.Type):
+        return low.builder.atomic_rmw(op, pointer, value, "seq_cst")
+
+
+def _index_error_function(module: ir.Module) -> ir.Function:
+    """void gpunb_index_error(ctx, site, axis, index, extent): first error of a launch wins."""
+    name = "gpunb_index_error"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, dm.i32, dm.i64, dm.i64]),
+                     name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("cold")
+    ctx, site, axis, index, extent = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
+    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, abi.ERROR_INDEX),
+                     "seq_cst", "seq_cst")
+    won = b.extract_value(pair, 1)
+    record = fn.append_basic_block("record")
+    done = fn.append_basic_block("done")
+    b.cbranch(won, record, done)
+    b.position_at_end(record)
+    so = abi.STATUS_OFFSETS
+    b.store(site, _field(b, status, so["site"]))
+    b.store(axis, _field(b, status, so["axis"]))
+    b.store(index, _field(b, status, so["index"]))
+    b.store(extent, _field(b, status, so["extent"]))
+    for k in range(3):
+        b.store(b.load(_field(b, ctx, abi.CTX_TID + 4 * k), typ=dm.i32),
+                _field(b, status, so["tid"] + 4 * k))
+        b.store(b.load(_field(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32),
+                _field(b, status, so["ctaid"] + 4 * k))
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+# ---- build: LLVM IR -> optimised host object ------------------------------------------------
+
+
+def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: bool = True,
+                fastmath: bool = False) -> tuple[bytes, str, str]:
+    """Optimise and compile for the host. Returns (object file, optimised IR, assembly)."""
+    import re
+
+    llvm = _llvm()
+    if coroutine:
+        pattern = re.compile(r'(define internal ptr @"' + re.escape(body_symbol) + r'"\([^\n]*\))')
+        module_text = pattern.sub(r"\1 presplitcoroutine", module_text, count=1)
+    if fastmath:
+        module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
+    mod = llvm.parse_assembly(module_text)
+    mod.verify()
+    tm = host_target_machine()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3 if opt else (1 if coroutine else 0))
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return tm.emit_object(mod), str(mod), tm.emit_assembly(mod)

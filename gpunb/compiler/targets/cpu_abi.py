@@ -1,0 +1,69 @@
+"""Memory layouts shared by the CPU target's generated code and its Python launcher.
+
+Thread context (one per simulated GPU thread), launch descriptor (one per host worker) and error
+status (one per launch). Offsets are in bytes; everything is naturally aligned.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+# ---- thread context ----
+CTX_TID = 0  # i32[3]
+CTX_CTAID = 12  # i32[3]
+CTX_NTID = 24  # i32[3]
+CTX_NCTAID = 36  # i32[3]
+CTX_WAIT_KIND = 48  # i32: 0 running/none, 1 block barrier, 2 warp barrier
+CTX_SITE = 52  # i32: barrier site id
+CTX_PRED = 56  # i32: predicate for syncthreads_count/and/or
+CTX_RESULT = 60  # i32: count of true predicates after a barrier
+CTX_SHARED = 64  # ptr: the block's shared memory
+CTX_STATUS = 72  # ptr: the launch's Status
+CTX_DYN_SHARED = 80  # i64: dynamic shared bytes (the static area starts after it, 16-aligned)
+CTX_LANE = 88  # i32
+CTX_WARP = 92  # i32
+CTX_LINEAR = 96  # i32
+CTX_WAITING = 100  # i32: threads that reached the last barrier (for syncthreads_and)
+CTX_SIZE = 128
+
+WAIT_NONE, WAIT_BLOCK, WAIT_WARP = 0, 1, 2
+
+ERROR_NONE, ERROR_INDEX, ERROR_BARRIER = 0, 1, 2
+
+
+class Status(ctypes.Structure):
+    """Written by generated code when something goes wrong; read by the launcher."""
+
+    _fields_ = [
+        ("code", ctypes.c_int32),
+        ("site", ctypes.c_int32),
+        ("index", ctypes.c_int64),
+        ("extent", ctypes.c_int64),
+        ("axis", ctypes.c_int32),
+        ("tid", ctypes.c_int32 * 3),
+        ("ctaid", ctypes.c_int32 * 3),
+        ("site2", ctypes.c_int32),
+        ("count", ctypes.c_int32),
+        ("total", ctypes.c_int32),
+    ]
+
+
+STATUS_OFFSETS = {name: getattr(Status, name).offset for name, _ in Status._fields_}
+
+
+class Launch(ctypes.Structure):
+    """One host worker's share of a launch: a range of blocks."""
+
+    _fields_ = [
+        ("grid", ctypes.c_int32 * 3),
+        ("block", ctypes.c_int32 * 3),
+        ("block_begin", ctypes.c_int64),
+        ("block_end", ctypes.c_int64),
+        ("shared_bytes", ctypes.c_int64),
+        ("dyn_shared", ctypes.c_int64),
+        ("status", ctypes.c_void_p),
+        ("params", ctypes.c_void_p),
+    ]
+
+
+LAUNCH_OFFSETS = {name: getattr(Launch, name).offset for name, _ in Launch._fields_}

@@ -1,0 +1,118 @@
+"""Runs CPU-target kernels: loads host objects into MCJIT, splits blocks over host threads.
+
+The generated runner (compiler/targets/cpu_runner.py) executes a range of blocks per call; ctypes
+releases the GIL for the call, so blocks run in parallel on the host's cores. Errors recorded by
+generated code (bounds checks, divergent barriers) come back in a Status and are raised here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from gpunb import config
+from gpunb.compiler.artifact import KernelArtifact
+from gpunb.compiler.targets import cpu_abi as abi
+from gpunb.errors import LaunchError, SourceLocation
+
+_RUNNER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+class KernelIndexError(LaunchError, IndexError):
+    """An out-of-bounds array access found by the CPU target's bounds checking."""
+
+
+class LoadedCpuKernel:
+    """A CPU-target kernel loaded into this process, ready to launch."""
+
+    def __init__(self, artifact: KernelArtifact):
+        import llvmlite.binding as llvm
+
+        from gpunb.compiler.targets.cpu import host_target_machine
+
+        self.artifact = artifact
+        tm = host_target_machine()
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        self.engine.add_object_file(llvm.ObjectFileRef.from_data(artifact.binary))
+        self.engine.finalize_object()
+        address = self.engine.get_function_address(artifact.symbol)
+        if not address:
+            raise LaunchError(f"CPU kernel '{artifact.name}': entry {artifact.symbol} not found")
+        self.runner = _RUNNER(address)
+
+    def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int) -> None:
+        n_blocks = grid[0] * grid[1] * grid[2]
+        status = abi.Status()
+        shared = _align16(dynamic_shared) + self.artifact.resources.shared_bytes
+        chunks = _chunks(n_blocks, config.cpu_threads())
+        launches = []
+        for begin, end in chunks:
+            launch = abi.Launch()
+            launch.grid[:] = grid
+            launch.block[:] = block
+            launch.block_begin, launch.block_end = begin, end
+            launch.shared_bytes = shared
+            launch.dyn_shared = dynamic_shared
+            launch.status = ctypes.addressof(status)
+            launch.params = params_address
+            launches.append(launch)
+        if len(launches) == 1:
+            self.runner(ctypes.addressof(launches[0]))
+        else:
+            pool = _executor()
+            futures = [pool.submit(self.runner, ctypes.addressof(lc)) for lc in launches]
+            for f in futures:
+                f.result()
+        if status.code != abi.ERROR_NONE:
+            raise self.error_from_status(status)
+
+    def error_from_status(self, status: abi.Status) -> LaunchError:
+        art = self.artifact
+        if status.code == abi.ERROR_INDEX:
+            filename, line, col, what, func = art.error_sites[status.site]
+            axis = f" along axis {status.axis}" if status.axis else ""
+            return KernelIndexError(
+                f"index {status.index} is out of bounds for '{what}' with extent "
+                f"{status.extent}{axis} (thread {tuple(status.tid)}, block {tuple(status.ctaid)})",
+                SourceLocation(filename, line, col), function=func if func else art.name,
+                hint="check the index against the array's shape before the access")
+        if status.code == abi.ERROR_BARRIER:
+            first = art.barrier_sites[status.site] if status.site >= 0 else None
+            second = art.barrier_sites[status.site2] if status.site2 >= 0 else None
+            where = f"{first[3]} at line {first[1]}" if first else "a barrier"
+            if second is not None:
+                msg = (f"threads of one block wait at different barriers: {where} and "
+                       f"{second[3]} at line {second[1]}; on a GPU this deadlocks or is undefined")
+            else:
+                msg = (f"{where} is not reached by all threads of the block "
+                       f"({status.count} of {status.total} live threads wait there); "
+                       "on a GPU this deadlocks")
+            loc = SourceLocation(first[0], first[1], first[2]) if first else None
+            return LaunchError(msg, loc, function=art.name,
+                               hint="every thread of a block must reach the same barriers; "
+                                    "move the barrier out of the divergent branch")
+        return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
+
+
+def _align16(n: int) -> int:
+    return (n + 15) // 16 * 16
+
+
+def _chunks(n_blocks: int, workers: int) -> list:
+    if workers <= 1 or n_blocks <= 1:
+        return [(0, n_blocks)]
+    pieces = min(n_blocks, workers * 4)
+    size = -(-n_blocks // pieces)
+    return [(b, min(b + size, n_blocks)) for b in range(0, n_blocks, size)]
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=config.cpu_threads(),
+                                       thread_name_prefix="gpunb-cpu")
+        return _pool
