@@ -3,8 +3,55 @@
 Importing gpunb is cheap and touches no CUDA driver; the compiler and runtime load on first use.
 """
 
+from __future__ import annotations
+
 from gpunb.errors import CompileError, GpunbError, LaunchError, ToolchainError
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "GpunbError", "LaunchError", "ToolchainError", "__version__"]
+__all__ = ["CompileError", "GpunbError", "LaunchError", "ToolchainError", "__version__", "cuda",
+           "jit", "set_target", "load_ipython_extension"]
+
+
+def set_target(target: str | None) -> None:
+    """Run kernels on "cuda", "cpu" or "auto" for the whole process (None: back to GPUNB_TARGET)."""
+    from gpunb import config
+
+    config.set_process_target(target)
+
+
+def load_ipython_extension(ipython) -> None:
+    from gpunb.notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython) -> None:
+    from gpunb.notebook import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
+_TYPE_NAMES = {"void", "boolean", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+               "uint64", "float16", "float32", "float64", "complex64", "complex128", "intp",
+               "uintp", "bool_"}
+
+
+def __getattr__(name: str):
+    if name == "cuda":
+        from gpunb import cuda
+
+        return cuda
+    if name == "jit":
+        from gpunb.cuda import jit
+
+        return jit
+    if name == "fuse":
+        from gpunb.fuse import fuse
+
+        return fuse
+    if name in _TYPE_NAMES or name == "types":
+        from gpunb.compiler import types
+
+        return types if name == "types" else getattr(types, name)
+    raise AttributeError(f"module 'gpunb' has no attribute {name!r}")

@@ -1,0 +1,68 @@
+"""ptxas and nvdisasm on PTX we produced: SASS text and resource usage, when the tools are found."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+
+from gpunb.compiler.artifact import KernelArtifact, ResourceUsage
+from gpunb.compiler.toolchain import find_tool, require_tool
+from gpunb.errors import ToolchainError
+
+
+def assemble(ptx: str, arch: str, extra: tuple = ()) -> tuple[bytes, str]:
+    """PTX -> cubin with ptxas; returns (cubin, ptxas -v output). Raises ToolchainError."""
+    ptxas = require_tool("ptxas")
+    with tempfile.TemporaryDirectory(prefix="gpunb-") as tmp:
+        src, out = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        proc = subprocess.run([ptxas, f"-arch={arch}", "-v", *extra, src, "-o", out],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ToolchainError(f"ptxas rejected the PTX for {arch}:\n{proc.stderr.strip()}")
+        with open(out, "rb") as f:
+            return f.read(), proc.stderr
+
+
+_REGS = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_LMEM = re.compile(r"(\d+) bytes stack frame")
+_CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
+
+
+def ptxas_resources(artifact: KernelArtifact) -> ResourceUsage:
+    """Registers and memory per thread/block as ptxas reports them for the artifact's PTX."""
+    if find_tool("ptxas") is None:
+        return artifact.resources
+    _, log = assemble(artifact.ptx, artifact.arch)
+
+    def first(rx, default=0):
+        m = rx.search(log)
+        return int(m.group(1)) if m else default
+
+    return ResourceUsage(registers=first(_REGS), shared_bytes=first(_SMEM),
+                         local_bytes=first(_LMEM), const_bytes=first(_CMEM),
+                         max_threads_per_block=1024)
+
+
+def disassemble(artifact: KernelArtifact) -> str:
+    """SASS of the artifact (its cubin, or ptxas on its PTX), via nvdisasm."""
+    nvdisasm = find_tool("nvdisasm")
+    if nvdisasm is None:
+        raise ToolchainError("nvdisasm was not found; pip install nvidia-cuda-nvdisasm "
+                             "(or gpunb[cuda]) to see SASS")
+    cubin = artifact.binary if artifact.target == "cuda" and artifact.binary else \
+        assemble(artifact.ptx, artifact.arch, ("-lineinfo",))[0]
+    with tempfile.TemporaryDirectory(prefix="gpunb-") as tmp:
+        path = os.path.join(tmp, "k.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        proc = subprocess.run([nvdisasm, "-g", "-c", path], capture_output=True, text=True)
+        if proc.returncode != 0:
+            proc = subprocess.run([nvdisasm, "-c", path], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise ToolchainError(f"nvdisasm failed: {proc.stderr.strip()}")
+        return proc.stdout

@@ -1,0 +1,137 @@
+"""The numba.cuda dialect: `from gpunb import cuda` and numba-cuda programs run unchanged.
+
+Host API (jit, to_device, streams, events, devices) and the kernel-language names (threadIdx,
+shared.array, atomic.add, ...) in one namespace, as numba.cuda has them.
+"""
+
+from __future__ import annotations
+
+from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel language
+    atomic,
+    blockDim,
+    blockIdx,
+    const,
+    grid,
+    gridDim,
+    gridsize,
+    laneid,
+    local,
+    shared,
+    syncthreads,
+    syncthreads_and,
+    syncthreads_count,
+    syncthreads_or,
+    syncwarp,
+    threadfence,
+    threadfence_block,
+    threadfence_system,
+    threadIdx,
+    warpsize,
+)
+from gpunb.compiler.types import Signature
+
+
+def jit(func_or_sig=None, device: bool = False, target: str | None = None, **options):
+    """Make a GPU function, as numba.cuda.jit does.
+
+    `@cuda.jit`, `@cuda.jit()`, `@cuda.jit("void(float32[:], float32)")`, `@cuda.jit(device=True)`;
+    options: fastmath, lineinfo, debug, opt, max_registers, cache, boundscheck; target: "cuda",
+    "cpu" or "auto" (default: GPUNB_TARGET / gpunb.set_target). Compilation happens at the first
+    launch (or first call from another GPU function) for the argument types seen.
+    """
+    from gpunb.dispatcher import Dispatcher
+
+    if callable(func_or_sig) and not isinstance(func_or_sig, (str, Signature)):
+        return Dispatcher(func_or_sig, device=device, target=target, **options)
+    signatures = func_or_sig
+
+    def decorate(func):
+        return Dispatcher(func, device=device, signatures=signatures, target=target, **options)
+
+    return decorate
+
+
+def compile_ptx(pyfunc, sig, device: bool = False, abi: str = "numba", lineinfo: bool = False,
+                debug: bool = False, fastmath: bool = False, cc: tuple | None = None,
+                opt: bool = True) -> tuple:
+    """PTX for `pyfunc` with signature `sig`, without a GPU: returns (ptx, return_type)."""
+    from gpunb import config
+    from gpunb.compiler import types as t
+    from gpunb.compiler.build import build_ptx
+    from gpunb.compiler.pipeline import infer_kernel, lower_device_function
+    from gpunb.compiler.targets.cuda import CudaTarget, emit_ptx
+
+    sig = t.parse_signature(sig) if isinstance(sig, str) else sig
+    if isinstance(sig, tuple):
+        sig = t.Signature(None, sig)
+    func = getattr(pyfunc, "py_func", pyfunc)
+    cc = tuple(cc) if cc else config.default_arch()
+    options = {"lineinfo": lineinfo, "debug": debug, "fastmath": fastmath, "opt": opt}
+    typed = infer_kernel(func, tuple(sig.args), options, device=device)
+    if not device:
+        return build_ptx(typed, options, cc).ptx, typed.return_type
+    mb = lower_device_function(typed, CudaTarget(cc, fastmath), options, func.__name__)
+    ptx, _ = emit_ptx(str(mb.module), cc, opt=opt, fastmath=fastmath,
+                      kernel_symbols=(func.__name__,))
+    return ptx, typed.return_type
+
+
+def compile_ptx_for_current_device(pyfunc, sig, device: bool = False, **kwargs) -> tuple:
+    from gpunb.runtime import driver
+
+    cc = driver.current_device().compute_capability if driver.is_available() else None
+    return compile_ptx(pyfunc, sig, device=device, cc=cc, **kwargs)
+
+
+# ---- host API: devices, memory, streams, events (the runtime layer) ----------------------------
+
+
+def is_available() -> bool:
+    from gpunb.runtime import driver
+
+    return driver.is_available()
+
+
+def detect() -> bool:
+    """Print the devices found, as numba.cuda.detect does; True when at least one is usable."""
+    from gpunb.runtime import driver
+
+    if not driver.is_available():
+        print("gpunb: no CUDA GPU found (kernels run on the CPU target)")
+        return False
+    print(f"Found {driver.device_count()} CUDA device(s)")
+    for i in range(driver.device_count()):
+        d = driver.device_info(i) if hasattr(driver, "device_info") else driver.current_device()
+        cc = ".".join(map(str, d.compute_capability))
+        print(f"id {i}    {d.name}    [SUPPORTED] compute capability: {cc}")
+    return True
+
+
+def get_current_device():
+    from gpunb.runtime import driver
+
+    return driver.current_device()
+
+
+def select_device(device_id: int):
+    from gpunb.runtime import driver
+
+    return driver.select_device(device_id)
+
+
+def synchronize() -> None:
+    from gpunb.runtime.target import active_target
+
+    if active_target() == "cuda":
+        from gpunb.runtime import driver
+
+        driver.synchronize()
+
+
+def __getattr__(name: str):
+    # memory and stream helpers come from the runtime layer, imported on first use
+    from gpunb.runtime import memory
+
+    if hasattr(memory, name):
+        return getattr(memory, name)
+    raise AttributeError(f"module 'gpunb.cuda' has no attribute {name!r}")

@@ -1,0 +1,352 @@
+"""@cuda.jit objects: specialise per argument types, `kernel[grid, block](...)`, the launch fast path.
+
+A launch on the fast path: one type key per argument, one dict lookup, a validity check of the
+cached specialisation (identity checks of the globals its code reads), argument packing into a
+persistent buffer, one driver (or CPU runner) call. Everything else - inference, compilation,
+cache lookups - happens on the slow path, once per new argument types or changed dependency.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+
+from gpunb.compiler import types as t
+from gpunb.errors import CompileError, LaunchError
+
+_OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
+                 "inline")
+
+
+class Specialization:
+    """One compiled kernel for one target and argument types, ready to launch."""
+
+    __slots__ = ("argtypes", "artifact", "target", "packer", "launcher", "watch", "typed",
+                 "cache_event", "compile_ms", "key", "fingerprint")
+
+    def __init__(self, argtypes, artifact, target, packer, launcher, typed=None):
+        self.argtypes = argtypes
+        self.artifact = artifact
+        self.target = target
+        self.packer = packer
+        self.launcher = launcher
+        self.watch = ()
+        self.typed = typed
+        self.cache_event = None
+        self.compile_ms = 0.0
+        self.key = None
+        self.fingerprint = None
+
+
+class Dispatcher:
+    """A GPU function: a kernel when launched, a device function when called from GPU code."""
+
+    __gpunb_function__ = True
+
+    def __init__(self, py_func, *, device: bool = False, signatures=(), target: str | None = None,
+                 **options):
+        unknown = set(options) - set(_OPTION_NAMES)
+        if unknown:
+            raise TypeError(f"unknown option(s) for cuda.jit: {', '.join(sorted(unknown))}; "
+                            f"known: {', '.join(_OPTION_NAMES)}")
+        if target not in (None, "cpu", "cuda", "auto"):
+            raise ValueError(f"target={target!r}: expected 'cpu', 'cuda' or 'auto'")
+        self.py_func = py_func
+        self.__name__ = py_func.__name__
+        self.__qualname__ = getattr(py_func, "__qualname__", py_func.__name__)
+        self.__doc__ = py_func.__doc__
+        self.__module__ = getattr(py_func, "__module__", None)
+        self.__wrapped__ = py_func
+        self.device = device
+        self.requested_target = target
+        self.options = {k: v for k, v in options.items() if v is not None}
+        self.declared_signatures = tuple(_parse_signatures(signatures, py_func))
+        self._fast: dict = {}
+        self._fast_target = None
+        self._lock = threading.RLock()
+        self.specializations: dict = {}  # (target, argtypes) -> Specialization
+
+    def __repr__(self) -> str:
+        kind = "device function" if self.device else "kernel"
+        return f"<gpunb {kind} {self.__qualname__}>"
+
+    # ---- launch syntax -------------------------------------------------------------------------
+
+    def __getitem__(self, config) -> _LaunchConfig:
+        if self.device:
+            raise LaunchError(f"'{self.__name__}' is a device function and cannot be launched",
+                              hint="call it from a kernel, or drop device=True")
+        if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            raise LaunchError(f"launch configuration of '{self.__name__}' must be "
+                              "[grid, block] or [grid, block, stream, dynamic_shared_bytes]",
+                              hint="e.g. kernel[blocks, 256](args...)")
+        griddim, blockdim = config[0], config[1]
+        stream = config[2] if len(config) > 2 else 0
+        shared = config[3] if len(config) > 3 else 0
+        return _LaunchConfig(self, griddim, blockdim, stream, shared)
+
+    def __call__(self, *args, **kwargs):
+        raise LaunchError(
+            f"'{self.__name__}' is a GPU function: launch it as {self.__name__}[grid, block](...) "
+            "or call it from another GPU function",
+            hint="Python code cannot call GPU functions directly")
+
+    def forall(self, ntasks: int, tpb: int = 0, stream=0, sharedmem: int = 0) -> _LaunchConfig:
+        """A 1-d launch covering `ntasks` threads (block size from occupancy when tpb == 0)."""
+        if ntasks < 0:
+            raise LaunchError(f"forall({ntasks}): the task count must not be negative")
+        block = tpb or 256
+        grid = max(1, -(-ntasks // block))
+        return _LaunchConfig(self, grid, block, stream, sharedmem)
+
+    # ---- the fast path -------------------------------------------------------------------------
+
+    def launch(self, griddim, blockdim, stream, sharedmem: int, args: tuple) -> None:
+        from gpunb.runtime.typeof import type_key
+
+        try:
+            key = tuple([type_key(a) for a in args])
+        except TypeError:
+            key = None
+        spec = self._fast.get(key) if key is not None else None
+        if spec is None or (spec.watch and not _still_valid(spec.watch)):
+            spec = self._specialize_for_args(args, key)
+        params, writeback = spec.packer.pack(args, spec.argtypes)
+        spec.launcher(griddim, blockdim, sharedmem, stream, params)
+        if writeback:
+            for fn in writeback:
+                fn()
+
+    # ---- the slow path -------------------------------------------------------------------------
+
+    def _specialize_for_args(self, args: tuple, key) -> Specialization:
+        from gpunb.runtime.target import active_target
+        from gpunb.runtime.typeof import typeof
+
+        target = active_target(self.requested_target)
+        if self._fast_target != target:
+            self._fast.clear()
+            self._fast_target = target
+        if len(args) != len(inspect.signature(self.py_func).parameters):
+            n = len(inspect.signature(self.py_func).parameters)
+            raise LaunchError(f"'{self.__name__}' takes {n} arguments but {len(args)} were given")
+        try:
+            argtypes = tuple(typeof(a) for a in args)
+        except TypeError as exc:
+            raise LaunchError(f"cannot pass this argument to '{self.__name__}': {exc}",
+                              hint="kernels take numbers, tuples and arrays (numpy, device "
+                                   "arrays, or anything with __cuda_array_interface__)") from None
+        argtypes = self._match_declared(argtypes)
+        spec = self.specialize(argtypes, target)
+        if key is not None:
+            self._fast[key] = spec
+        return spec
+
+    def _match_declared(self, argtypes: tuple) -> tuple:
+        if not self.declared_signatures:
+            return tuple(_launch_type(a) for a in argtypes)
+        for sig in self.declared_signatures:
+            if len(sig.args) == len(argtypes) and all(
+                    _accepts(d, a) for d, a in zip(sig.args, argtypes)):
+                return tuple(sig.args)
+        sigs = ", ".join(str(s) for s in self.declared_signatures)
+        raise LaunchError(f"no declared signature of '{self.__name__}' accepts "
+                          f"({', '.join(map(str, argtypes))})", hint=f"declared: {sigs}")
+
+    def specialize(self, argtypes: tuple, target: str | None = None) -> Specialization:
+        """Compile (or fetch) the specialisation for these kernel-language argument types."""
+        from gpunb.runtime.target import active_target
+
+        target = target or active_target(self.requested_target)
+        with self._lock:
+            found = self.specializations.get((target, argtypes))
+            if found is not None and (not found.watch or _still_valid(found.watch)):
+                return found
+            from gpunb import specialize as spz
+
+            spec = spz.build_specialization(self, argtypes, target, previous=found)
+            self.specializations[(target, argtypes)] = spec
+            return spec
+
+    # ---- compile-time API (numba.cuda compatible) ----------------------------------------------
+
+    def compile(self, sig) -> Specialization:
+        sig = _parse_signatures([sig], self.py_func)[0]
+        return self.specialize(tuple(sig.args))
+
+    def _any_spec(self, signature=None) -> Specialization:
+        if signature is not None:
+            sig = _parse_signatures([signature], self.py_func)[0]
+            return self.specialize(tuple(sig.args))
+        if not self.specializations and self.declared_signatures:
+            self.specialize(tuple(self.declared_signatures[0].args))
+        if not self.specializations:
+            raise CompileError(f"'{self.__name__}' has not been compiled yet",
+                               hint="launch it once, or pass a signature, e.g. "
+                                    "inspect_asm('void(float32[:])')")
+        return next(reversed(self.specializations.values()))
+
+    def inspect_llvm(self, signature=None):
+        """Optimised LLVM IR: one string for a signature, else {signature: ir} for every one."""
+        if signature is not None:
+            return self._any_spec(signature).artifact.llvm_ir
+        self._any_spec()
+        return {str(k[1]): s.artifact.llvm_ir for k, s in self.specializations.items()}
+
+    def inspect_asm(self, signature=None):
+        """PTX on the CUDA target (host assembly on the CPU target)."""
+        def text(spec):
+            return spec.artifact.ptx if spec.target == "cuda" else spec.artifact.asm
+
+        if signature is not None:
+            return text(self._any_spec(signature))
+        self._any_spec()
+        return {str(k[1]): text(s) for k, s in self.specializations.items()}
+
+    def inspect_ptx(self, signature=None) -> str:
+        """PTX for these argument types, on any target (compiled for the CUDA target if needed)."""
+        from gpunb import specialize as spz
+
+        spec = self._any_spec(signature)
+        return spz.ptx_for(self, spec.argtypes).ptx
+
+    def inspect_sass(self, signature=None) -> str:
+        from gpunb import specialize as spz
+
+        spec = self._any_spec(signature)
+        return spz.sass_for(self, spec)
+
+    def inspect_types(self, signature=None, file=None) -> str:
+        from gpunb import specialize as spz
+
+        spec = self._any_spec(signature)
+        text = spz.describe_types(spec.typed)
+        if file is not None:
+            print(text, file=file)
+            return None
+        return text
+
+    def resource_usage(self, signature=None) -> dict:
+        from gpunb import specialize as spz
+
+        spec = self._any_spec(signature)
+        return spz.resources_for(self, spec)
+
+    def line_map(self, signature=None) -> dict:
+        """{python source line: [ptx line, ...]} from the PTX `.loc` directives."""
+        from gpunb import specialize as spz
+
+        spec = self._any_spec(signature)
+        return {line: list(ptx) for line, ptx in spz.ptx_for(self, spec.argtypes).line_map}
+
+    def suggest_launch(self, n: int, signature=None) -> dict:
+        from gpunb import specialize as spz
+
+        return spz.suggest_launch(self, self._any_spec(signature), n)
+
+    def cache_info(self) -> list:
+        """Cache events of every specialisation of this function (structured records)."""
+        out = []
+        for (target, argtypes), spec in self.specializations.items():
+            out.append({"function": self.__name__, "target": target,
+                        "signature": str(t.Signature(t.none, argtypes)),
+                        "event": spec.cache_event, "compile_ms": spec.compile_ms,
+                        "key": spec.key})
+        return out
+
+    def inspect(self, signature=None):
+        """The inspector widget (Source | Types | LLVM | PTX | SASS) for this kernel."""
+        from gpunb.notebook.inspector import inspector_for
+
+        return inspector_for(self, signature)
+
+    @property
+    def signatures(self) -> list:
+        return [k[1] for k in self.specializations]
+
+
+class _LaunchConfig:
+    """`kernel[grid, block, stream, shared]`: call it with the kernel's arguments."""
+
+    __slots__ = ("dispatcher", "griddim", "blockdim", "stream", "sharedmem")
+
+    def __init__(self, dispatcher, griddim, blockdim, stream, sharedmem):
+        self.dispatcher = dispatcher
+        self.griddim = griddim
+        self.blockdim = blockdim
+        self.stream = stream
+        self.sharedmem = sharedmem
+
+    def __call__(self, *args) -> None:
+        self.dispatcher.launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
+
+
+def _still_valid(watch) -> bool:
+    for namespace, name, obj in watch:
+        if namespace.get(name, _MISSING) is not obj:
+            return False
+    return True
+
+
+_MISSING = object()
+
+
+def _launch_type(ty: t.Type) -> t.Type:
+    return ty
+
+
+def _accepts(declared: t.Type, actual: t.Type) -> bool:
+    if declared == actual:
+        return True
+    if isinstance(declared, t.Array) and isinstance(actual, t.Array):
+        return declared.dtype == actual.dtype and declared.ndim == actual.ndim and (
+            declared.layout == "A" or declared.layout == actual.layout or
+            (actual.ndim == 1 and actual.layout in "CF" and declared.layout in "CF"))
+    if t.is_number(declared) and t.is_number(actual):
+        return not (isinstance(actual, t.Complex) and not isinstance(declared, t.Complex))
+    return False
+
+
+def _parse_signatures(signatures, py_func) -> list:
+    if signatures is None:
+        signatures = ()
+    if isinstance(signatures, (str, t.Signature)):
+        signatures = [signatures]
+    out = []
+    for sig in signatures:
+        if isinstance(sig, str):
+            sig = t.parse_signature(sig)
+        elif isinstance(sig, tuple):
+            sig = t.Signature(None, sig)
+        if not isinstance(sig, t.Signature):
+            raise TypeError(f"cannot use {sig!r} as a signature; write e.g. 'void(float32[:])'")
+        out.append(sig)
+    if not out:
+        annotated = _annotation_signature(py_func)
+        if annotated is not None:
+            out.append(annotated)
+    return out
+
+
+def _annotation_signature(py_func):
+    """`def f(x: float32[:], n: int32)` declares a signature when every parameter is annotated."""
+    try:
+        params = inspect.signature(py_func).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    types = []
+    for p in params:
+        ann = p.annotation
+        if isinstance(ann, str) and ann in t.TYPE_NAMES:
+            ann = t.TYPE_NAMES[ann]
+        if not isinstance(ann, t.Type):
+            return None
+        types.append(ann)
+    if not types:
+        return None
+    return t.Signature(None, tuple(types))
+
+
+def now_ms() -> float:
+    return time.perf_counter() * 1000.0

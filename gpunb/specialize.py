@@ -1,0 +1,204 @@
+"""The dispatcher's slow path: argument types -> a launchable Specialization, through the cache.
+
+Stages are plain functions: infer (compiler/infer) -> build (compiler/build: PTX or host object)
+-> load (runtime: driver module or MCJIT) -> a launcher closure over the loaded kernel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from gpunb.compiler import types as t
+from gpunb.compiler.artifact import KernelArtifact, ResourceUsage
+from gpunb.errors import LaunchError
+
+CPU_LIMITS = {"max_threads_per_block": 1024, "max_block_dim": (1024, 1024, 64),
+              "max_grid_dim": (2**31 - 1, 65535, 65535), "max_shared_memory_per_block": 227 * 1024}
+
+
+def build_specialization(dispatcher, argtypes: tuple, target: str, previous=None):
+    from gpunb.dispatcher import Specialization
+    from gpunb.runtime.launch import ArgPacker
+
+    options = dict(dispatcher.options)
+    started = time.perf_counter()
+    typed = infer(dispatcher, argtypes, options)
+    if target == "cpu":
+        artifact = _build_cpu(typed, options)
+        launcher = _cpu_launcher(dispatcher, artifact)
+    else:
+        artifact, launcher = _build_cuda(dispatcher, typed, options)
+    spec = Specialization(argtypes, artifact, target, ArgPacker(artifact.param_slots), launcher,
+                          typed)
+    spec.compile_ms = (time.perf_counter() - started) * 1000.0
+    return spec
+
+
+def infer(dispatcher, argtypes: tuple, options: dict):
+    from gpunb.compiler.pipeline import infer_kernel
+
+    return infer_kernel(dispatcher.py_func, argtypes, options, device=dispatcher.device)
+
+
+def _build_cpu(typed, options: dict) -> KernelArtifact:
+    from gpunb.compiler.build import build_cpu
+
+    return build_cpu(typed, options)
+
+
+def _cpu_launcher(dispatcher, artifact: KernelArtifact):
+    from gpunb.runtime.cpu_executor import LoadedCpuKernel
+    from gpunb.runtime.launch import validate_config
+
+    loaded = LoadedCpuKernel(artifact)
+    name = dispatcher.__name__
+    static_shared = artifact.resources.shared_bytes
+
+    def launch(griddim, blockdim, sharedmem, stream, params):
+        grid, block = validate_config(griddim, blockdim, CPU_LIMITS, sharedmem + static_shared,
+                                      name)
+        if grid[0] * grid[1] * grid[2] == 0:
+            return
+        loaded.launch(grid, block, int(sharedmem), params)
+
+    launch.loaded = loaded
+    return launch
+
+
+def _build_cuda(dispatcher, typed, options: dict):
+    from gpunb.compiler.build import build_ptx
+    from gpunb.runtime import driver
+    from gpunb.runtime.launch import launch_cuda, validate_config
+
+    device = driver.current_device()
+    cc = tuple(device.compute_capability)
+    artifact = build_ptx(typed, options, cc)
+    cubin, _log = driver.link_ptx(artifact.ptx, cc, max_registers=options.get("max_registers"),
+                                  lineinfo=bool(options.get("lineinfo")),
+                                  debug=bool(options.get("debug")),
+                                  opt=options.get("opt", True) is not False)
+    module = driver.load_module(cubin)
+    function = module.get_function(artifact.symbol)
+    attrs = function.attributes()
+    artifact = dataclasses.replace(
+        artifact, binary=cubin,
+        resources=ResourceUsage(registers=attrs["num_regs"],
+                                shared_bytes=attrs["shared_size_bytes"],
+                                local_bytes=attrs["local_size_bytes"],
+                                const_bytes=attrs.get("const_size_bytes", 0),
+                                max_threads_per_block=attrs["max_threads_per_block"]))
+    return artifact, _cuda_launcher(dispatcher.__name__, artifact, module, function, device)
+
+
+def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device):
+    from gpunb.runtime.launch import launch_cuda, validate_config
+
+    limits = {
+        "max_threads_per_block": min(device.max_threads_per_block,
+                                     artifact.resources.max_threads_per_block),
+        "max_block_dim": tuple(device.max_block_dim),
+        "max_grid_dim": tuple(device.max_grid_dim),
+        "max_shared_memory_per_block": device.max_shared_memory_per_block_optin,
+    }
+    static_shared = artifact.resources.shared_bytes
+    cooperative = artifact.cooperative
+    state = {"dyn_limit": 48 * 1024 - static_shared}
+
+    def launch(griddim, blockdim, sharedmem, stream, params):
+        grid, block = validate_config(griddim, blockdim, limits, sharedmem + static_shared, name)
+        if sharedmem > state["dyn_limit"]:
+            function.set_max_dynamic_shared(int(sharedmem))
+            state["dyn_limit"] = int(sharedmem)
+        handle = stream if isinstance(stream, int) else getattr(stream, "handle", 0)
+        launch_cuda(function, grid, block, int(sharedmem), handle, params, cooperative)
+
+    launch.module = module
+    launch.function = function
+    return launch
+
+
+# ---- inspection -------------------------------------------------------------------------------
+
+_ptx_cache: dict = {}
+
+
+def ptx_for(dispatcher, argtypes: tuple) -> KernelArtifact:
+    """PTX for these argument types, whatever the active target (no GPU needed)."""
+    from gpunb import config
+    from gpunb.compiler.build import build_ptx
+
+    for (target, types), spec in dispatcher.specializations.items():
+        if target == "cuda" and types == argtypes:
+            return spec.artifact
+    key = (id(dispatcher), dispatcher.py_func.__code__, argtypes)
+    found = _ptx_cache.get(key)
+    if found is None:
+        typed = infer(dispatcher, argtypes, dict(dispatcher.options))
+        found = build_ptx(typed, dict(dispatcher.options), _inspection_cc())
+        _ptx_cache[key] = found
+    return found
+
+
+def _inspection_cc() -> tuple:
+    from gpunb import config
+    from gpunb.runtime import driver
+
+    if driver.is_available():
+        return tuple(driver.current_device().compute_capability)
+    return config.default_arch()
+
+
+def sass_for(dispatcher, spec) -> str:
+    from gpunb.compiler import sass
+
+    artifact = ptx_for(dispatcher, spec.argtypes)
+    return sass.disassemble(artifact)
+
+
+def resources_for(dispatcher, spec) -> dict:
+    if spec.target == "cuda":
+        return dataclasses.asdict(spec.artifact.resources)
+    from gpunb.compiler import sass
+
+    artifact = ptx_for(dispatcher, spec.argtypes)
+    return dataclasses.asdict(sass.ptxas_resources(artifact))
+
+
+def describe_types(typed) -> str:
+    """Every variable and its type, then the source annotated with each line's expression types."""
+    import linecache
+
+    lines = [f"{typed.name} {t.Signature(typed.return_type, typed.argtypes)}", ""]
+    lines.append("variables:")
+    for name, ty in typed.var_types.items():
+        lines.append(f"    {name}: {ty}")
+    lines.append("")
+    src = typed.source
+    last = max((getattr(n, "end_lineno", src.first_line) or src.first_line)
+               for n in [src.tree])
+    for lineno in range(src.first_line, last + 1):
+        text = linecache.getline(src.filename, lineno).rstrip("\n")
+        lines.append(f"{lineno:5d}  {text}")
+    for callee in typed.callees:
+        lines.append("")
+        lines.append(describe_types(callee))
+    return "\n".join(lines)
+
+
+def suggest_launch(dispatcher, spec, n: int) -> dict:
+    """Block size with the best occupancy for this kernel, and the grid that covers n threads."""
+    from gpunb.runtime import occupancy
+
+    usage = resources_for(dispatcher, spec)
+    arch = _inspection_cc()
+    best = occupancy.suggest_block_size(f"sm_{arch[0]}{arch[1]}", usage.get("registers") or 32,
+                                        usage.get("shared_bytes") or 0)
+    block = best["block_size"] if isinstance(best, dict) else int(best)
+    grid = max(1, -(-int(n) // block))
+    result = {"grid": grid, "block": block, "n": int(n)}
+    if isinstance(best, dict):
+        result.update({k: v for k, v in best.items() if k != "block_size"})
+    return result
+
+

@@ -1,0 +1,66 @@
+"""Shared test setup: the `gpu` marker, the target under test, ptxas for PTX validation."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+os.environ.setdefault("GPUNB_NOTICES", "0")
+
+
+def _gpu_available() -> bool:
+    try:
+        from gpunb.runtime import driver
+
+        return driver.is_available()
+    except Exception:  # noqa: BLE001 - any failure to reach a driver means no GPU here
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (run on the device machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def targets_under_test() -> list[str]:
+    """CPU always; CUDA too when a GPU is present (the same tests must agree on both)."""
+    return ["cpu", "cuda"] if _gpu_available() else ["cpu"]
+
+
+@pytest.fixture(params=targets_under_test())
+def target(request):
+    """Runs a kernel test once per available target, with that target active."""
+    import gpunb
+
+    gpunb.set_target(request.param)
+    yield request.param
+    gpunb.set_target(None)
+
+
+@pytest.fixture(scope="session")
+def ptxas():
+    """A callable validating PTX with ptxas for an arch; skips visibly when ptxas is missing."""
+    from gpunb.compiler.toolchain import find_tool
+
+    path = find_tool("ptxas")
+    if path is None:
+        pytest.skip("ptxas not found: pip install nvidia-cuda-nvcc to validate PTX")
+
+    def check(ptx: str, arch: str = "sm_90") -> str:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "k.ptx")
+            with open(src, "w") as f:
+                f.write(ptx)
+            proc = subprocess.run([path, f"-arch={arch}", "-v", src, "-o",
+                                   os.path.join(tmp, "k.cubin")], capture_output=True, text=True)
+            assert proc.returncode == 0, f"ptxas rejected the PTX:\n{proc.stderr}\n{ptx[:4000]}"
+            return proc.stderr
+
+    return check
