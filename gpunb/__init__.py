@@ -39,9 +39,9 @@ _TYPE_NAMES = {"void", "boolean", "int8", "int16", "int32", "int64", "uint8", "u
 
 def __getattr__(name: str):
     if name == "cuda":
-        from gpunb import cuda
+        import importlib
 
-        return cuda
+        return importlib.import_module("gpunb.cuda")
     if name == "jit":
         from gpunb.cuda import jit
 

@@ -15,7 +15,8 @@ def build_ptx(typed: TypedFunction, options: dict, cc: tuple) -> KernelArtifact:
     target = CudaTarget(cc, fastmath=bool(options.get("fastmath")))
     mb = lower_kernel(typed, target, options, symbol)
     ptx, llvm_ir = emit_ptx(str(mb.module), cc, opt=options.get("opt", True) is not False,
-                            fastmath=bool(options.get("fastmath")), kernel_symbols=(symbol,))
+                            fastmath=bool(options.get("fastmath")), kernel_symbols=(symbol,),
+                            lineinfo=bool(options.get("lineinfo")))
     features = mb.features
     return KernelArtifact(
         name=typed.name, symbol=symbol, target="cuda", arch=arch_string(cc),

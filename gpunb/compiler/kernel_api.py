@@ -68,6 +68,13 @@ threadfence_block = KernelOnly("cuda.threadfence_block")
 threadfence_system = KernelOnly("cuda.threadfence_system")
 syncwarp = KernelOnly("cuda.syncwarp")
 
+_WARP_AND_BITS = ["shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "all_sync",
+                  "any_sync", "eq_sync", "ballot_sync", "match_any_sync", "match_all_sync",
+                  "activemask", "lanemask_lt", "popc", "brev", "clz", "ffs", "fma", "cbrt", "selp",
+                  "nanosleep"]
+for _name in _WARP_AND_BITS:
+    globals()[_name] = KernelOnly(f"cuda.{_name}")
+
 shared = Namespace("cuda.shared", ["array"])
 local = Namespace("cuda.local", ["array"])
 const = Namespace("cuda.const", ["array_like"])
@@ -83,6 +90,7 @@ KERNEL_NAMES = {
     "threadfence_system": threadfence_system, "syncwarp": syncwarp,
     "shared": shared, "local": local, "const": const, "atomic": atomic,
 }
+KERNEL_NAMES.update({name: globals()[name] for name in _WARP_AND_BITS})
 
 
 def intrinsic_name(obj) -> str | None:

@@ -38,11 +38,17 @@ _TABLE: dict | None = None
 def _table() -> dict:
     global _TABLE
     if _TABLE is None:
-        from gpunb.compiler.builtins import atomics, cuda_intrinsics, mathfuncs, pybuiltins
+        from gpunb.compiler.builtins import (
+            atomics,
+            cuda_intrinsics,
+            mathfuncs,
+            pybuiltins,
+            warp,
+        )
 
         table: dict = {}
         for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
-                     pybuiltins.BUILTINS):
+                     pybuiltins.BUILTINS, warp.BUILTINS):
             table.update(part)
         _TABLE = table
     return _TABLE

@@ -24,6 +24,8 @@ CTX_LANE = 88  # i32
 CTX_WARP = 92  # i32
 CTX_LINEAR = 96  # i32
 CTX_WAITING = 100  # i32: threads that reached the last barrier (for syncthreads_and)
+CTX_XCHG = 104  # i64: this lane's contribution to a warp collective (shuffle value, vote)
+CTX_SNAPSHOT = 112  # i64: CTX_XCHG copied by the scheduler when the warp collective completes
 CTX_SIZE = 128
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP = 0, 1, 2

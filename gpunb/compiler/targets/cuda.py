@@ -94,6 +94,54 @@ class CudaTarget(Target):
                 "system": "llvm.nvvm.membar.sys"}[scope]
         low.builder.call(self.intrinsic(low.mb.module, name, dm.void, []), [])
 
+    def warp_shuffle(self, low, node, mode: str, mask, value, ty: t.Type, operand):
+        b, m = low.builder, low.mb.module
+        c = ir.Constant(dm.i32, 0 if mode == "up" else 0x1F)
+        fn = self.intrinsic(m, f"llvm.nvvm.shfl.sync.{mode}.i32", dm.i32,
+                            [dm.i32, dm.i32, dm.i32, dm.i32])
+        if isinstance(ty, t.Boolean):
+            out = b.call(fn, [mask, b.zext(value, dm.i32), operand, c])
+            return b.trunc(out, dm.i1)
+        width = t.sizeof(ty) * 8
+        bits = b.bitcast(value, ir.IntType(width)) if isinstance(ty, t.Float) else value
+        if width == 32:
+            out = b.call(fn, [mask, bits, operand, c])
+        else:
+            lo = b.call(fn, [mask, b.trunc(bits, dm.i32), operand, c])
+            hi = b.call(fn, [mask, b.trunc(b.lshr(bits, ir.Constant(dm.i64, 32)), dm.i32),
+                             operand, c])
+            out = b.or_(b.zext(lo, dm.i64), b.shl(b.zext(hi, dm.i64), ir.Constant(dm.i64, 32)))
+        return b.bitcast(out, dm.value_type(ty)) if isinstance(ty, t.Float) else out
+
+    def warp_vote(self, low, node, mode: str, mask, pred):
+        b, m = low.builder, low.mb.module
+        if mode == "ballot":
+            fn = self.intrinsic(m, "llvm.nvvm.vote.ballot.sync", dm.i32, [dm.i32, dm.i1])
+            return b.call(fn, [mask, pred])
+        fn = self.intrinsic(m, f"llvm.nvvm.vote.{mode}.sync", dm.i1, [dm.i32, dm.i1])
+        return b.call(fn, [mask, pred])
+
+    def warp_match(self, low, node, mode: str, mask, value, ty: t.Type):
+        b, m = low.builder, low.mb.module
+        width = t.sizeof(ty) * 8
+        it = ir.IntType(width)
+        bits = b.bitcast(value, it) if isinstance(ty, t.Float) else value
+        if mode == "any":
+            fn = self.intrinsic(m, f"llvm.nvvm.match.any.sync.i{width}", dm.i32, [dm.i32, it])
+            return b.call(fn, [mask, bits])
+        pair_t = ir.LiteralStructType([dm.i32, dm.i1])
+        fn = self.intrinsic(m, f"llvm.nvvm.match.all.sync.i{width}p", pair_t, [dm.i32, it])
+        return b.call(fn, [mask, bits])
+
+    def lane_mask(self, low, mode: str):
+        name = "llvm.nvvm.activemask" if mode == "active" else \
+            "llvm.nvvm.read.ptx.sreg.lanemask.lt"
+        return low.builder.call(self.intrinsic(low.mb.module, name, dm.i32, []), [])
+
+    def nanosleep(self, low, ns) -> None:
+        fn = self.intrinsic(low.mb.module, "llvm.nvvm.nanosleep", dm.void, [dm.i32])
+        low.builder.call(fn, [ns])
+
     # ---- memory --------------------------------------------------------------------------------
 
     def shared_array(self, low, elem: t.Type, count: int, dynamic: bool):
@@ -175,7 +223,7 @@ def _libdevice_bytes() -> bytes:
 
 
 def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = False,
-             kernel_symbols: tuple = ()) -> tuple[str, str]:
+             kernel_symbols: tuple = (), lineinfo: bool = False) -> tuple[str, str]:
     """Parse, link libdevice when used, optimise, emit PTX. Returns (ptx, optimised_ir)."""
     llvm = _llvm()
     if fastmath:
@@ -190,7 +238,9 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
     _set_reflect_flags(mod, fastmath)
     tm = target_machine(tuple(cc))
     _optimise(mod, tm, 3 if opt else 0, keep=kernel_symbols)
-    return strip_debug_sections(tm.emit_assembly(mod)), str(mod)
+    ptx = tm.emit_assembly(mod)
+    # `.loc` lines stay either way (the inspector's line map); DWARF sections only for lineinfo
+    return (ptx if lineinfo else strip_debug_sections(ptx)), str(mod)
 
 
 _DEBUG_SECTION = re.compile(r"^\s*\.section\s+\.debug_\w+\s*\{.*?^\s*\}\s*$\n?",
