@@ -13,6 +13,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     ballot_sync,
     brev,
     cbrt,
+    cg,
     clz,
     eq_sync,
     ffs,
@@ -150,6 +151,8 @@ def synchronize() -> None:
 
 def __getattr__(name: str):
     # memory and stream helpers come from the runtime layer, imported on first use
+    if name.startswith("__"):
+        raise AttributeError(name)
     from gpunb.runtime import memory
 
     if hasattr(memory, name):

@@ -40,7 +40,8 @@ def build_cpu(typed: TypedFunction, options: dict) -> KernelArtifact:
         config.boundscheck()
     target = cpu.CpuTarget(coroutine=coroutine, boundscheck=boundscheck)
     mb = lower_kernel(typed, target, options, symbol)
-    cpu_runner.emit_runner(mb.module, symbol, target.body, target.slot_types, coroutine)
+    cpu_runner.emit_runner(mb.module, symbol, target.body, target.slot_types, coroutine,
+                           cooperative="grid_sync" in features)
     obj, llvm_ir, asm = cpu.emit_object(str(mb.module), target.body.name, coroutine,
                                         opt=options.get("opt", True) is not False,
                                         fastmath=bool(options.get("fastmath")))

@@ -35,7 +35,7 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.LiteralStructType([ptr, ir.ArrayType(i64, ty.ndim), ir.ArrayType(i64, ty.ndim)])
     if isinstance(ty, t.Tuple):
         return ir.LiteralStructType([value_type(x) for x in ty.items])
-    if isinstance(ty, t.NoneType):
+    if isinstance(ty, (t.NoneType, t.Group)):
         return ir.LiteralStructType([])
     if isinstance(ty, t.Record):
         return ptr

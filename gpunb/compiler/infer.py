@@ -450,6 +450,8 @@ class Inferer(ast.NodeVisitor):
             found = base.field(attr)
             if found is not None:
                 return found[0]
+        if isinstance(base, t.Group) and attr == "size":
+            return t.int64
         raise self.error(node, f"{base} has no attribute '{attr}' in GPU code")
 
     def expr_Tuple(self, node: ast.Tuple) -> t.Type:
@@ -672,6 +674,14 @@ class Inferer(ast.NodeVisitor):
                 from gpunb.compiler.builtins.pybuiltins import CONJUGATE
 
                 return CONJUGATE
+            if isinstance(base, t.Group):
+                from gpunb.compiler.builtins.groups import group_method
+
+                method = group_method(base, func.attr)
+                if method is None:
+                    raise self.error(func, f"{base} has no method '{func.attr}'",
+                                     "groups have sync(), thread_rank() and size")
+                return method
             return None
         return None
 

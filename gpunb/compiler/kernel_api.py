@@ -76,6 +76,7 @@ for _name in _WARP_AND_BITS:
     globals()[_name] = KernelOnly(f"cuda.{_name}")
 
 shared = Namespace("cuda.shared", ["array"])
+cg = Namespace("cuda.cg", ["this_grid", "this_thread_block"])
 local = Namespace("cuda.local", ["array"])
 const = Namespace("cuda.const", ["array_like"])
 atomic = Namespace("cuda.atomic", ["add", "sub", "max", "min", "exch", "cas", "inc", "dec",
@@ -88,7 +89,7 @@ KERNEL_NAMES = {
     "syncthreads_and": syncthreads_and, "syncthreads_or": syncthreads_or,
     "threadfence": threadfence, "threadfence_block": threadfence_block,
     "threadfence_system": threadfence_system, "syncwarp": syncwarp,
-    "shared": shared, "local": local, "const": const, "atomic": atomic,
+    "shared": shared, "local": local, "const": const, "atomic": atomic, "cg": cg,
 }
 KERNEL_NAMES.update({name: globals()[name] for name in _WARP_AND_BITS})
 

@@ -610,6 +610,10 @@ class FunctionLowerer(ast.NodeVisitor):
             ftype, offset = base_t.field(node.attr)
             pointer = b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
             return arrays.load_element(b, ftype, pointer)
+        if isinstance(base_t, t.Group):
+            from gpunb.compiler.builtins.groups import group_size
+
+            return group_size(self, base_t)
         if node.attr == "real":
             return base
         if node.attr == "imag":

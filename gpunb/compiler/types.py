@@ -119,6 +119,16 @@ class Record(Type):
 
 
 @dataclass(frozen=True, slots=True)
+class Group(Type):
+    """A cooperative group handle: `cuda.cg.this_grid()` or `cuda.cg.this_thread_block()`."""
+
+    kind: str  # "grid" | "block"
+
+    def __str__(self) -> str:
+        return "GridGroup" if self.kind == "grid" else "ThreadBlockGroup"
+
+
+@dataclass(frozen=True, slots=True)
 class Signature:
     """A function signature; `return_type` None means "infer it"."""
 

@@ -17,6 +17,8 @@ from gpunb.compiler.targets import cpu_abi as abi
 from gpunb.errors import LaunchError, SourceLocation
 
 _RUNNER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+# like a large GPU (132 SMs x 2048 threads): the most threads a grid-sync kernel may have here
+MAX_COOPERATIVE_THREADS = 1 << 18
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -47,7 +49,18 @@ class LoadedCpuKernel:
         n_blocks = grid[0] * grid[1] * grid[2]
         status = abi.Status()
         shared = _align16(dynamic_shared) + self.artifact.resources.shared_bytes
-        chunks = _chunks(n_blocks, config.cpu_threads())
+        if self.artifact.cooperative:
+            threads = n_blocks * block[0] * block[1] * block[2]
+            if threads > MAX_COOPERATIVE_THREADS:
+                raise LaunchError(
+                    f"cooperative kernel '{self.artifact.name}': a grid of {n_blocks} blocks "
+                    f"({threads} threads) cannot be co-resident on the CPU target",
+                    function=self.artifact.name,
+                    hint=f"use at most kernel.max_cooperative_grid_blocks(blockdim) blocks "
+                         f"({MAX_COOPERATIVE_THREADS} threads in all) and a grid-stride loop")
+            chunks = [(0, n_blocks)]  # grid sync: every block of the grid is scheduled together
+        else:
+            chunks = _chunks(n_blocks, config.cpu_threads())
         launches = []
         for begin, end in chunks:
             launch = abi.Launch()

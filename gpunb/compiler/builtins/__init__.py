@@ -41,6 +41,7 @@ def _table() -> dict:
         from gpunb.compiler.builtins import (
             atomics,
             cuda_intrinsics,
+            groups,
             mathfuncs,
             pybuiltins,
             warp,
@@ -48,7 +49,7 @@ def _table() -> dict:
 
         table: dict = {}
         for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
-                     pybuiltins.BUILTINS, warp.BUILTINS):
+                     pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS):
             table.update(part)
         _TABLE = table
     return _TABLE

@@ -181,6 +181,9 @@ class CpuTarget(Target):
         waiting = b.load(_field(b, low.ctx, abi.CTX_WAITING), typ=dm.i32)
         return b.zext(b.icmp_signed("==", count, waiting), dm.i32)
 
+    def grid_sync(self, low, node) -> None:
+        self._wait(low, node, abi.WAIT_GRID, "grid.sync()")
+
     def syncwarp(self, low, node, mask) -> None:
         self._wait(low, node, abi.WAIT_WARP, "cuda.syncwarp")
 

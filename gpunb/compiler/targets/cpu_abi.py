@@ -13,7 +13,7 @@ CTX_TID = 0  # i32[3]
 CTX_CTAID = 12  # i32[3]
 CTX_NTID = 24  # i32[3]
 CTX_NCTAID = 36  # i32[3]
-CTX_WAIT_KIND = 48  # i32: 0 running/none, 1 block barrier, 2 warp barrier
+CTX_WAIT_KIND = 48  # i32: 0 running/none, 1 block barrier, 2 warp barrier, 3 grid barrier
 CTX_SITE = 52  # i32: barrier site id
 CTX_PRED = 56  # i32: predicate for syncthreads_count/and/or
 CTX_RESULT = 60  # i32: count of true predicates after a barrier
@@ -28,7 +28,7 @@ CTX_XCHG = 104  # i64: this lane's contribution to a warp collective (shuffle va
 CTX_SNAPSHOT = 112  # i64: CTX_XCHG copied by the scheduler when the warp collective completes
 CTX_SIZE = 128
 
-WAIT_NONE, WAIT_BLOCK, WAIT_WARP = 0, 1, 2
+WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
 
 ERROR_NONE, ERROR_INDEX, ERROR_BARRIER = 0, 1, 2
 

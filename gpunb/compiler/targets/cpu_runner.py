@@ -32,8 +32,8 @@ def _i64(v):
 
 
 @contextmanager
-def _loop(b: ir.IRBuilder, start, stop, name: str):
-    """for i in range(start, stop): ... ; yields (i, break_block)."""
+def _loop(b: ir.IRBuilder, start, stop, name: str, step=None):
+    """for i in range(start, stop, step): ... ; yields (i, break_block)."""
     fn = b.function
     pre = b.block
     head = fn.append_basic_block(f"{name}.head")
@@ -47,7 +47,7 @@ def _loop(b: ir.IRBuilder, start, stop, name: str):
     b.position_at_end(body)
     yield i, done
     if not b.block.is_terminated:
-        nxt = b.add(i, ir.Constant(i.type, 1))
+        nxt = b.add(i, step if step is not None else ir.Constant(i.type, 1))
         i.add_incoming(nxt, b.block)
         b.branch(head)
     b.position_at_end(done)
@@ -61,7 +61,7 @@ def _declare(module, name, ret, args):
 
 
 def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: list,
-                coroutine: bool) -> ir.Function:
+                coroutine: bool, cooperative: bool = False) -> ir.Function:
     fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), symbol)
     launch = fn.args[0]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -71,6 +71,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     begin = b.load(_at(b, launch, lo["block_begin"]), typ=dm.i64)
     end = b.load(_at(b, launch, lo["block_end"]), typ=dm.i64)
     shared_bytes = b.load(_at(b, launch, lo["shared_bytes"]), typ=dm.i64)
+    shared_stride = b.and_(b.add(shared_bytes, _i64(15)), _i64(~15))
     dyn_shared = b.load(_at(b, launch, lo["dyn_shared"]), typ=dm.i64)
     status = b.load(_at(b, launch, lo["status"]), typ=dm.ptr)
     params = b.load(_at(b, launch, lo["params"]), typ=dm.ptr)
@@ -79,53 +80,59 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         slot_ptr = b.load(b.gep(params, [_i64(k)], source_etype=dm.ptr), typ=dm.ptr)
         slots.append(b.load(slot_ptr, typ=st))
     nthreads = b.mul(b.mul(block[0], block[1]), block[2])
+    # blocks scheduled together: one, or (grid sync) every block of the range
+    per_group = b.sub(end, begin) if cooperative else _i64(1)
     malloc = _declare(module, "malloc", dm.ptr, [dm.i64])
     free = _declare(module, "free", dm.void, [dm.ptr])
     memset = _declare(module, "llvm.memset.p0.i64", dm.void, [dm.ptr, dm.i8, dm.i64, dm.i1])
-    alloc_shared = b.icmp_signed(">", shared_bytes, _i64(0))
-    shared = b.call(malloc, [b.select(alloc_shared, shared_bytes, _i64(16))])
-    n_ctx = nthreads if coroutine else _i32(1)
-    ctxs = b.call(malloc, [b.mul(b.zext(n_ctx, dm.i64), _i64(abi.CTX_SIZE))])
-    b.call(memset, [ctxs, ir.Constant(dm.i8, 0), b.mul(b.zext(n_ctx, dm.i64),
-                                                        _i64(abi.CTX_SIZE)),
-                    ir.Constant(dm.i1, 0)])
-    handles = b.call(malloc, [b.mul(b.zext(nthreads, dm.i64), _i64(8))]) if coroutine else None
+    shared_total = b.mul(shared_stride, per_group)
+    shared = b.call(malloc, [b.add(shared_total, _i64(16))])
+    group_threads = b.mul(b.zext(nthreads, dm.i64), per_group)
+    n_ctx = group_threads if coroutine else _i64(1)
+    ctx_bytes = b.mul(n_ctx, _i64(abi.CTX_SIZE))
+    ctxs = b.call(malloc, [ctx_bytes])
+    b.call(memset, [ctxs, ir.Constant(dm.i8, 0), ctx_bytes, ir.Constant(dm.i1, 0)])
+    handles = b.call(malloc, [b.mul(group_threads, _i64(8))]) if coroutine else None
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
-    with _loop(b, begin, end, "block") as (blk, _):
-        cx = b.trunc(b.urem(blk, gx), dm.i32)
-        cy = b.trunc(b.urem(b.udiv(blk, gx), b.zext(grid[1], dm.i64)), dm.i32)
-        cz = b.trunc(b.udiv(blk, gxy), dm.i32)
-        b.call(memset, [shared, ir.Constant(dm.i8, 0), shared_bytes, ir.Constant(dm.i1, 0)])
-        with _loop(b, _i32(0), nthreads, "thread") as (tid, _):
-            ctx = b.gep(ctxs, [b.mul(b.zext(tid, dm.i64), _i64(abi.CTX_SIZE))] if coroutine
-                        else [_i64(0)], source_etype=dm.i8)
-            tx = b.urem(tid, block[0])
-            ty = b.urem(b.udiv(tid, block[0]), block[1])
-            tz = b.udiv(tid, b.mul(block[0], block[1]))
-            for k, v in enumerate((tx, ty, tz)):
-                b.store(v, _at(b, ctx, abi.CTX_TID + 4 * k))
-            for k, v in enumerate((cx, cy, cz)):
-                b.store(v, _at(b, ctx, abi.CTX_CTAID + 4 * k))
-            for k in range(3):
-                b.store(block[k], _at(b, ctx, abi.CTX_NTID + 4 * k))
-                b.store(grid[k], _at(b, ctx, abi.CTX_NCTAID + 4 * k))
-            b.store(shared, _at(b, ctx, abi.CTX_SHARED))
-            b.store(status, _at(b, ctx, abi.CTX_STATUS))
-            b.store(dyn_shared, _at(b, ctx, abi.CTX_DYN_SHARED))
-            b.store(b.urem(tid, _i32(32)), _at(b, ctx, abi.CTX_LANE))
-            b.store(b.udiv(tid, _i32(32)), _at(b, ctx, abi.CTX_WARP))
-            b.store(tid, _at(b, ctx, abi.CTX_LINEAR))
-            b.store(_i32(abi.WAIT_NONE), _at(b, ctx, abi.CTX_WAIT_KIND))
-            result = b.call(body, [ctx] + slots)
-            if coroutine:
-                b.store(result, b.gep(handles, [b.zext(tid, dm.i64)], source_etype=dm.ptr))
+    with _loop(b, begin, end, "group", step=per_group) as (first, _):
+        b.call(memset, [shared, ir.Constant(dm.i8, 0), shared_total, ir.Constant(dm.i1, 0)])
+        with _loop(b, _i64(0), per_group, "block") as (local, _):
+            blk = b.add(first, local)
+            cx = b.trunc(b.urem(blk, gx), dm.i32)
+            cy = b.trunc(b.urem(b.udiv(blk, gx), b.zext(grid[1], dm.i64)), dm.i32)
+            cz = b.trunc(b.udiv(blk, gxy), dm.i32)
+            block_shared = b.gep(shared, [b.mul(local, shared_stride)], source_etype=dm.i8)
+            with _loop(b, _i32(0), nthreads, "thread") as (tid, _):
+                index = b.add(b.mul(local, b.zext(nthreads, dm.i64)), b.zext(tid, dm.i64))
+                ctx = b.gep(ctxs, [b.mul(index, _i64(abi.CTX_SIZE))] if coroutine
+                            else [_i64(0)], source_etype=dm.i8)
+                tx = b.urem(tid, block[0])
+                ty = b.urem(b.udiv(tid, block[0]), block[1])
+                tz = b.udiv(tid, b.mul(block[0], block[1]))
+                for k, v in enumerate((tx, ty, tz)):
+                    b.store(v, _at(b, ctx, abi.CTX_TID + 4 * k))
+                for k, v in enumerate((cx, cy, cz)):
+                    b.store(v, _at(b, ctx, abi.CTX_CTAID + 4 * k))
+                for k in range(3):
+                    b.store(block[k], _at(b, ctx, abi.CTX_NTID + 4 * k))
+                    b.store(grid[k], _at(b, ctx, abi.CTX_NCTAID + 4 * k))
+                b.store(block_shared, _at(b, ctx, abi.CTX_SHARED))
+                b.store(status, _at(b, ctx, abi.CTX_STATUS))
+                b.store(dyn_shared, _at(b, ctx, abi.CTX_DYN_SHARED))
+                b.store(b.urem(tid, _i32(32)), _at(b, ctx, abi.CTX_LANE))
+                b.store(b.udiv(tid, _i32(32)), _at(b, ctx, abi.CTX_WARP))
+                b.store(tid, _at(b, ctx, abi.CTX_LINEAR))
+                b.store(_i32(abi.WAIT_NONE), _at(b, ctx, abi.CTX_WAIT_KIND))
+                result = b.call(body, [ctx] + slots)
+                if coroutine:
+                    b.store(result, b.gep(handles, [index], source_etype=dm.ptr))
         if coroutine:
             scheduler = emit_scheduler(module)
-            b.call(scheduler, [handles, ctxs, nthreads, status])
+            b.call(scheduler, [handles, ctxs, b.trunc(group_threads, dm.i32), nthreads, status])
         code = b.load(status, typ=dm.i32)
         stop = b.icmp_signed("!=", code, _i32(0))
-        cont = fn.append_basic_block("block.continue")
-        early = fn.append_basic_block("block.error")
+        cont = fn.append_basic_block("group.continue")
+        early = fn.append_basic_block("group.error")
         b.cbranch(stop, early, cont)
         b.position_at_end(early)
         _free_all(b, free, shared, ctxs, handles)
@@ -143,156 +150,222 @@ def _free_all(b, free, shared, ctxs, handles):
         b.call(free, [handles])
 
 
+class _Scheduler:
+    """Builds gpunb_schedule: resumes warps, blocks and the grid as their barriers complete."""
+
+    def __init__(self, module: ir.Module, fn: ir.Function):
+        self.module, self.fn = module, fn
+        self.handles, self.ctxs, self.n, self.per_block, self.status = fn.args
+        self.done_fn = _declare(module, "llvm.coro.done", dm.i1, [dm.ptr])
+        self.resume_fn = _declare(module, "llvm.coro.resume", dm.void, [dm.ptr])
+        self.destroy_fn = _declare(module, "llvm.coro.destroy", dm.void, [dm.ptr])
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b = self.b
+        self.slots = {name: b.alloca(dm.i32, name=name) for name in
+                      ("progressed", "ready", "any", "lanes", "live", "waiting", "count", "site",
+                       "site2")}
+
+    def handle(self, i):
+        b = self.b
+        return b.load(b.gep(self.handles, [b.zext(i, dm.i64)], source_etype=dm.ptr), typ=dm.ptr)
+
+    def ctx(self, i):
+        b = self.b
+        return b.gep(self.ctxs, [b.mul(b.zext(i, dm.i64), _i64(abi.CTX_SIZE))],
+                     source_etype=dm.i8)
+
+    def get(self, name):
+        return self.b.load(self.slots[name])
+
+    def put(self, name, value):
+        if value.type == dm.i1:
+            value = self.b.zext(value, dm.i32)
+        self.b.store(value, self.slots[name])
+
+    def for_live(self, lo, hi, name, body):
+        """for i in [lo, hi) with a live (not finished) coroutine: body(i)."""
+        b = self.b
+        with _loop(b, lo, hi, name) as (i, _):
+            live_bb = self.fn.append_basic_block(f"{name}.live")
+            next_bb = self.fn.append_basic_block(f"{name}.next")
+            b.cbranch(b.call(self.done_fn, [self.handle(i)]), next_bb, live_bb)
+            b.position_at_end(live_bb)
+            body(i)
+            b.branch(next_bb)
+            b.position_at_end(next_bb)
+
+    def scan(self, lo, hi, kind: int, name: str):
+        """Count live threads in [lo, hi), those waiting at `kind`, their true predicates and
+        whether they wait at one barrier site (site2 == -1)."""
+        b = self.b
+        for slot, v in (("live", 0), ("waiting", 0), ("count", 0), ("site", -1), ("site2", -1)):
+            self.put(slot, _i32(v))
+
+        def visit(i):
+            c = self.ctx(i)
+            self.put("live", b.add(self.get("live"), _i32(1)))
+            at = b.icmp_signed("==", b.load(_at(b, c, abi.CTX_WAIT_KIND), typ=dm.i32),
+                               _i32(kind))
+            self.put("waiting", b.add(self.get("waiting"), b.zext(at, dm.i32)))
+            pred = b.icmp_signed("!=", b.load(_at(b, c, abi.CTX_PRED), typ=dm.i32), _i32(0))
+            self.put("count", b.add(self.get("count"), b.zext(b.and_(at, pred), dm.i32)))
+            s = b.load(_at(b, c, abi.CTX_SITE), typ=dm.i32)
+            first = self.get("site")
+            unset = b.icmp_signed("==", first, _i32(-1))
+            self.put("site", b.select(unset, s, first))
+            differs = b.and_(b.not_(unset), b.icmp_signed("!=", s, first))
+            self.put("site2", b.select(differs, s, self.get("site2")))
+
+        self.for_live(lo, hi, name, visit)
+        live = self.get("live")
+        return b.and_(b.and_(b.icmp_signed(">", live, _i32(0)),
+                             b.icmp_signed("==", self.get("waiting"), live)),
+                      b.icmp_signed("==", self.get("site2"), _i32(-1)))
+
+    def release(self, lo, hi, name: str):
+        b = self.b
+        count, live = self.get("count"), self.get("live")
+
+        def wake(i):
+            c = self.ctx(i)
+            b.store(count, _at(b, c, abi.CTX_RESULT))
+            b.store(live, _at(b, c, abi.CTX_WAITING))
+            b.store(_i32(abi.WAIT_NONE), _at(b, c, abi.CTX_WAIT_KIND))
+
+        self.for_live(lo, hi, name + ".wake", wake)
+        self.for_live(lo, hi, name + ".resume", lambda i: b.call(self.resume_fn, [self.handle(i)]))
+        self.put("progressed", _i32(1))
+
+    def warps(self, n_blocks):
+        b = self.b
+        warps_per_block = b.udiv(b.add(self.per_block, _i32(31)), _i32(32))
+        with _loop(b, _i32(0), b.mul(n_blocks, warps_per_block), "warp") as (w, _):
+            blk = b.udiv(w, warps_per_block)
+            block_end = b.mul(b.add(blk, _i32(1)), self.per_block)
+            lo = b.add(b.mul(blk, self.per_block), b.mul(b.urem(w, warps_per_block), _i32(32)))
+            hi = b.add(lo, _i32(32))
+            hi = b.select(b.icmp_signed("<", hi, block_end), hi, block_end)
+            self.put("ready", _i32(1))
+            self.put("any", _i32(0))
+
+            def visit(i):
+                kind = b.load(_at(b, self.ctx(i), abi.CTX_WAIT_KIND), typ=dm.i32)
+                at = b.icmp_signed("==", kind, _i32(abi.WAIT_WARP))
+                self.put("ready", b.and_(self.get("ready"), b.zext(at, dm.i32)))
+                self.put("any", _i32(1))
+
+            self.for_live(lo, hi, "lane", visit)
+            go = b.icmp_signed("!=", b.and_(self.get("ready"), self.get("any")), _i32(0))
+            run_bb = self.fn.append_basic_block("warp.run")
+            skip_bb = self.fn.append_basic_block("warp.skip")
+            b.cbranch(go, run_bb, skip_bb)
+            b.position_at_end(run_bb)
+            # snapshot every contribution first, so lanes that run ahead to the next collective
+            # cannot overwrite what the others still read
+            self.put("lanes", _i32(0))
+
+            def snapshot(i):
+                c = self.ctx(i)
+                bit = b.shl(_i32(1), b.sub(i, lo))
+                self.put("lanes", b.or_(self.get("lanes"), bit))
+                b.store(b.load(_at(b, c, abi.CTX_XCHG), typ=dm.i64), _at(b, c, abi.CTX_SNAPSHOT))
+
+            self.for_live(lo, hi, "wsnap", snapshot)
+            lanes = self.get("lanes")
+
+            def wake(i):
+                c = self.ctx(i)
+                b.store(lanes, _at(b, c, abi.CTX_RESULT))
+                b.store(_i32(abi.WAIT_NONE), _at(b, c, abi.CTX_WAIT_KIND))
+
+            self.for_live(lo, hi, "wwake", wake)
+            self.for_live(lo, hi, "wresume", lambda i: b.call(self.resume_fn, [self.handle(i)]))
+            self.put("progressed", _i32(1))
+            b.branch(skip_bb)
+            b.position_at_end(skip_bb)
+
+    def blocks(self, n_blocks):
+        b = self.b
+        with _loop(b, _i32(0), n_blocks, "blk") as (blk, _):
+            lo = b.mul(blk, self.per_block)
+            hi = b.add(lo, self.per_block)
+            ok = self.scan(lo, hi, abi.WAIT_BLOCK, "bscan")
+            run_bb = self.fn.append_basic_block("blk.run")
+            skip_bb = self.fn.append_basic_block("blk.skip")
+            b.cbranch(ok, run_bb, skip_bb)
+            b.position_at_end(run_bb)
+            self.release(lo, hi, "brel")
+            b.branch(skip_bb)
+            b.position_at_end(skip_bb)
+
+    def grid(self):
+        b = self.b
+        ok = self.scan(_i32(0), self.n, abi.WAIT_GRID, "gscan")
+        run_bb = self.fn.append_basic_block("grid.run")
+        skip_bb = self.fn.append_basic_block("grid.skip")
+        b.cbranch(ok, run_bb, skip_bb)
+        b.position_at_end(run_bb)
+        self.release(_i32(0), self.n, "grel")
+        b.branch(skip_bb)
+        b.position_at_end(skip_bb)
+
+    def deadlock(self, finish_bb):
+        """Nothing can run and something is still waiting: report the barrier sites."""
+        b = self.b
+        so = abi.STATUS_OFFSETS
+        # diagnose with the waiting kind of the first live thread
+        self.scan(_i32(0), self.n, abi.WAIT_BLOCK, "dscan")
+        pair = b.cmpxchg(self.status, _i32(0), _i32(abi.ERROR_BARRIER), "seq_cst", "seq_cst")
+        record_bb = self.fn.append_basic_block("deadlock.record")
+        b.cbranch(b.extract_value(pair, 1), record_bb, finish_bb)
+        b.position_at_end(record_bb)
+        b.store(self.get("site"), _at(b, self.status, so["site"]))
+        b.store(self.get("site2"), _at(b, self.status, so["site2"]))
+        b.store(self.get("waiting"), _at(b, self.status, so["count"]))
+        b.store(self.get("live"), _at(b, self.status, so["total"]))
+        b.branch(finish_bb)
+
+
 def emit_scheduler(module: ir.Module) -> ir.Function:
-    """void gpunb_schedule(ptr handles, ptr ctxs, i32 n, ptr status): run one block to the end."""
+    """void gpunb_schedule(handles, ctxs, i32 n, i32 per_block, status): run threads to the end.
+
+    Each round resumes, in order: warps whose live lanes all wait at a warp collective; blocks
+    whose live threads all wait at the same block barrier; the grid when every live thread waits
+    at the same grid barrier. A round without progress while threads still wait is a deadlock.
+    """
     name = "gpunb_schedule"
     fn = module.globals.get(name)
     if fn is not None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i32, dm.ptr]), name)
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i32, dm.i32, dm.ptr]),
+                     name)
     fn.linkage = "internal"
-    handles, ctxs, n, status = fn.args
-    done_fn = _declare(module, "llvm.coro.done", dm.i1, [dm.ptr])
-    resume_fn = _declare(module, "llvm.coro.resume", dm.void, [dm.ptr])
-    destroy_fn = _declare(module, "llvm.coro.destroy", dm.void, [dm.ptr])
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    progressed, ready, anyw = b.alloca(dm.i1), b.alloca(dm.i1), b.alloca(dm.i1)
-    live_n, block_n, count = b.alloca(dm.i32), b.alloca(dm.i32), b.alloca(dm.i32)
-    site, site2, lanes = b.alloca(dm.i32), b.alloca(dm.i32), b.alloca(dm.i32)
+    sched = _Scheduler(module, fn)
+    b = sched.b
     round_bb = fn.append_basic_block("round")
     finish_bb = fn.append_basic_block("finish")
     b.branch(round_bb)
     b.position_at_end(round_bb)
-
-    def handle(i):
-        return b.load(b.gep(handles, [b.zext(i, dm.i64)], source_etype=dm.ptr), typ=dm.ptr)
-
-    def ctx_of(i):
-        return b.gep(ctxs, [b.mul(b.zext(i, dm.i64), _i64(abi.CTX_SIZE))], source_etype=dm.i8)
-
-    # pass 1: warps whose live lanes all wait at a warp barrier run on
-    n_warps = b.udiv(b.add(n, _i32(31)), _i32(32))
-    b.store(ir.Constant(dm.i1, 0), progressed)
-    with _loop(b, _i32(0), n_warps, "warp") as (w, _):
-        lo = b.mul(w, _i32(32))
-        hi = b.add(lo, _i32(32))
-        hi = b.select(b.icmp_signed("<", hi, n), hi, n)
-        b.store(ir.Constant(dm.i1, 1), ready)
-        b.store(ir.Constant(dm.i1, 0), anyw)
-        with _loop(b, lo, hi, "lane") as (i, _):
-            live = b.not_(b.call(done_fn, [handle(i)]))
-            kind = b.load(_at(b, ctx_of(i), abi.CTX_WAIT_KIND), typ=dm.i32)
-            at_warp = b.icmp_signed("==", kind, _i32(abi.WAIT_WARP))
-            b.store(b.and_(b.load(ready), b.or_(b.not_(live), at_warp)), ready)
-            b.store(b.or_(b.load(anyw), b.and_(live, at_warp)), anyw)
-        go = b.and_(b.load(ready), b.load(anyw))
-        run_bb = fn.append_basic_block("warp.run")
-        skip_bb = fn.append_basic_block("warp.skip")
-        b.cbranch(go, run_bb, skip_bb)
-        b.position_at_end(run_bb)
-        # participants: live lanes (all of them wait here); snapshot every contribution first,
-        # so lanes that run ahead to the next collective cannot overwrite what others read
-        b.store(_i32(0), lanes)
-        with _loop(b, lo, hi, "wmask") as (i, _):
-            live = b.not_(b.call(done_fn, [handle(i)]))
-            bit = b.shl(_i32(1), b.sub(i, lo))
-            b.store(b.or_(b.load(lanes), b.select(live, bit, _i32(0))), lanes)
-            c = ctx_of(i)
-            b.store(b.load(_at(b, c, abi.CTX_XCHG), typ=dm.i64), _at(b, c, abi.CTX_SNAPSHOT))
-        with _loop(b, lo, hi, "wlane") as (i, _):
-            h = handle(i)
-            live_bb = fn.append_basic_block("wlane.live")
-            next_bb = fn.append_basic_block("wlane.next")
-            b.cbranch(b.call(done_fn, [h]), next_bb, live_bb)
-            b.position_at_end(live_bb)
-            c = ctx_of(i)
-            b.store(b.load(lanes), _at(b, c, abi.CTX_RESULT))
-            b.store(_i32(abi.WAIT_NONE), _at(b, c, abi.CTX_WAIT_KIND))
-            b.branch(next_bb)
-            b.position_at_end(next_bb)
-        with _loop(b, lo, hi, "wresume") as (i, _):
-            h = handle(i)
-            live_bb = fn.append_basic_block("wresume.live")
-            next_bb = fn.append_basic_block("wresume.next")
-            b.cbranch(b.call(done_fn, [h]), next_bb, live_bb)
-            b.position_at_end(live_bb)
-            b.call(resume_fn, [h])
-            b.branch(next_bb)
-            b.position_at_end(next_bb)
-        b.store(ir.Constant(dm.i1, 1), progressed)
-        b.branch(skip_bb)
-        b.position_at_end(skip_bb)
+    sched.put("progressed", _i32(0))
+    n_blocks = b.udiv(sched.n, sched.per_block)
+    sched.warps(n_blocks)
+    sched.blocks(n_blocks)
+    sched.grid()
     again_bb = fn.append_basic_block("round.again")
-    block_bb = fn.append_basic_block("round.block")
-    b.cbranch(b.load(progressed), again_bb, block_bb)
+    idle_bb = fn.append_basic_block("round.idle")
+    b.cbranch(b.icmp_signed("!=", sched.get("progressed"), _i32(0)), again_bb, idle_bb)
     b.position_at_end(again_bb)
     b.branch(round_bb)
-
-    # pass 2: classify live threads for the block barrier
-    b.position_at_end(block_bb)
-    for slot, v in ((live_n, 0), (block_n, 0), (count, 0), (site, -1), (site2, -1)):
-        b.store(_i32(v), slot)
-    with _loop(b, _i32(0), n, "scan") as (i, _):
-        live_bb = fn.append_basic_block("scan.live")
-        next_bb = fn.append_basic_block("scan.next")
-        b.cbranch(b.call(done_fn, [handle(i)]), next_bb, live_bb)
-        b.position_at_end(live_bb)
-        c = ctx_of(i)
-        b.store(b.add(b.load(live_n), _i32(1)), live_n)
-        kind = b.load(_at(b, c, abi.CTX_WAIT_KIND), typ=dm.i32)
-        s = b.load(_at(b, c, abi.CTX_SITE), typ=dm.i32)
-        at_block = b.icmp_signed("==", kind, _i32(abi.WAIT_BLOCK))
-        b.store(b.add(b.load(block_n), b.zext(at_block, dm.i32)), block_n)
-        pred = b.load(_at(b, c, abi.CTX_PRED), typ=dm.i32)
-        nonzero = b.icmp_signed("!=", pred, _i32(0))
-        b.store(b.add(b.load(count), b.zext(b.and_(at_block, nonzero), dm.i32)), count)
-        first = b.load(site)
-        unset = b.icmp_signed("==", first, _i32(-1))
-        b.store(b.select(unset, s, first), site)
-        differs = b.and_(b.not_(unset), b.icmp_signed("!=", s, first))
-        b.store(b.select(differs, s, b.load(site2)), site2)
-        b.branch(next_bb)
-        b.position_at_end(next_bb)
-    all_done = b.icmp_signed("==", b.load(live_n), _i32(0))
-    check_bb = fn.append_basic_block("check")
-    b.cbranch(all_done, finish_bb, check_bb)
-    b.position_at_end(check_bb)
-    ok = b.and_(b.icmp_signed("==", b.load(block_n), b.load(live_n)),
-                b.icmp_signed("==", b.load(site2), _i32(-1)))
-    release_bb = fn.append_basic_block("release")
-    deadlock_bb = fn.append_basic_block("deadlock")
-    b.cbranch(ok, release_bb, deadlock_bb)
-
-    b.position_at_end(release_bb)
-    with _loop(b, _i32(0), n, "release") as (i, _):
-        h = handle(i)
-        live_bb = fn.append_basic_block("release.live")
-        next_bb = fn.append_basic_block("release.next")
-        b.cbranch(b.call(done_fn, [h]), next_bb, live_bb)
-        b.position_at_end(live_bb)
-        c = ctx_of(i)
-        b.store(b.load(count), _at(b, c, abi.CTX_RESULT))
-        b.store(b.load(live_n), _at(b, c, abi.CTX_WAITING))
-        b.store(_i32(abi.WAIT_NONE), _at(b, c, abi.CTX_WAIT_KIND))
-        b.call(resume_fn, [h])
-        b.branch(next_bb)
-        b.position_at_end(next_bb)
-    b.branch(round_bb)
-
-    b.position_at_end(deadlock_bb)
-    so = abi.STATUS_OFFSETS
-    pair = b.cmpxchg(status, _i32(0), _i32(abi.ERROR_BARRIER), "seq_cst", "seq_cst")
-    record_bb = fn.append_basic_block("deadlock.record")
-    b.cbranch(b.extract_value(pair, 1), record_bb, finish_bb)
-    b.position_at_end(record_bb)
-    b.store(b.load(site), _at(b, status, so["site"]))
-    b.store(b.load(site2), _at(b, status, so["site2"]))
-    b.store(b.load(block_n), _at(b, status, so["count"]))
-    b.store(b.load(live_n), _at(b, status, so["total"]))
-    b.branch(finish_bb)
-
+    b.position_at_end(idle_bb)
+    sched.put("live", _i32(0))
+    sched.for_live(_i32(0), sched.n, "alive",
+                   lambda i: sched.put("live", b.add(sched.get("live"), _i32(1))))
+    stuck_bb = fn.append_basic_block("stuck")
+    b.cbranch(b.icmp_signed("==", sched.get("live"), _i32(0)), finish_bb, stuck_bb)
+    b.position_at_end(stuck_bb)
+    sched.deadlock(finish_bb)
     b.position_at_end(finish_bb)
-    with _loop(b, _i32(0), n, "destroy") as (i, _):
-        b.call(destroy_fn, [handle(i)])
+    with _loop(b, _i32(0), sched.n, "destroy") as (i, _):
+        b.call(sched.destroy_fn, [sched.handle(i)])
     b.ret_void()
     return fn

@@ -85,6 +85,48 @@ class CudaTarget(Target):
                 "or": "llvm.nvvm.barrier0.or"}[kind]
         return b.call(self.intrinsic(m, name, dm.i32, [dm.i32]), [b.zext(pred, dm.i32)])
 
+    def grid_sync(self, low, node) -> None:
+        """Cooperative groups' grid barrier: one arrival counter whose top bit flips per round."""
+        m, b = low.mb.module, low.builder
+        counter = m.globals.get("_gpunb_grid_barrier")
+        if counter is None:
+            counter = ir.GlobalVariable(m, dm.i32, "_gpunb_grid_barrier", addrspace=1)
+            counter.linkage = "internal"
+            counter.initializer = ir.Constant(dm.i32, 0)
+            counter.align = 4
+        self.barrier(low, node, "sync", None)
+        tid = [self.sreg(low, "tid", a) for a in "xyz"]
+        cta = [self.sreg(low, "ctaid", a) for a in "xyz"]
+        n = [self.sreg(low, "nctaid", a) for a in "xyz"]
+        is_cta_master = b.icmp_unsigned("==", b.or_(b.or_(tid[0], tid[1]), tid[2]),
+                                        ir.Constant(dm.i32, 0))
+        master_bb = low.fn.append_basic_block("gridsync.master")
+        wait_bb = low.fn.append_basic_block("gridsync.wait")
+        done_bb = low.fn.append_basic_block("gridsync.done")
+        b.cbranch(is_cta_master, master_bb, done_bb)
+        b.position_at_end(master_bb)
+        blocks = b.mul(b.mul(n[0], n[1]), n[2])
+        is_gpu_master = b.icmp_unsigned("==", b.or_(b.or_(cta[0], cta[1]), cta[2]),
+                                        ir.Constant(dm.i32, 0))
+        add = b.select(is_gpu_master,
+                       b.sub(ir.Constant(dm.i32, 0x80000000), b.sub(blocks, ir.Constant(dm.i32, 1))),
+                       ir.Constant(dm.i32, 1))
+        self.threadfence(low, "device")
+        old = b.atomic_rmw("add", counter, add, "monotonic")
+        b.branch(wait_bb)
+        b.position_at_end(wait_bb)
+        current = b.load_atomic(counter, "monotonic", 4)
+        flipped = b.icmp_unsigned("!=", b.and_(b.xor(old, current),
+                                               ir.Constant(dm.i32, 0x80000000)),
+                                  ir.Constant(dm.i32, 0))
+        after_bb = low.fn.append_basic_block("gridsync.after")
+        b.cbranch(flipped, after_bb, wait_bb)
+        b.position_at_end(after_bb)
+        self.threadfence(low, "device")
+        b.branch(done_bb)
+        b.position_at_end(done_bb)
+        self.barrier(low, node, "sync", None)
+
     def syncwarp(self, low, node, mask) -> None:
         fn = self.intrinsic(low.mb.module, "llvm.nvvm.bar.warp.sync", dm.void, [dm.i32])
         low.builder.call(fn, [mask])

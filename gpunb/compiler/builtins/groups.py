@@ -1,0 +1,103 @@
+"""Cooperative groups: cuda.cg.this_grid() / this_thread_block(), .sync(), .thread_rank(), .size.
+
+A kernel that calls grid.sync() is cooperative: the artifact says so, the CUDA launch goes through
+cuLaunchCooperativeKernel, and the CPU target schedules the whole grid together. The flag lives
+in the artifact, so a kernel loaded from the disk cache launches the same way (seed 000).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import types as t
+from gpunb.compiler.builtins import Builtin
+
+
+class ThisGroup(Builtin):
+    def __init__(self, name: str, kind: str):
+        self.name, self.kind = name, kind
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if argtypes or kwtypes:
+            raise inf.error(node, f"{self.name}() takes no arguments")
+        return t.Group(self.kind)
+
+    def lower_call(self, low, node, call):
+        return ir.Constant(ir.LiteralStructType([]), None)
+
+
+class GroupSync(Builtin):
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.name = f"{'GridGroup' if kind == 'grid' else 'ThreadBlockGroup'}.sync"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if argtypes or kwtypes:
+            raise inf.error(node, "sync() takes no arguments")
+        inf.features.add("grid_sync" if self.kind == "grid" else "barrier")
+        return t.none
+
+    def lower_call(self, low, node, call):
+        if self.kind == "grid":
+            low.target.grid_sync(low, node)
+        else:
+            low.target.barrier(low, node, "sync", None)
+
+
+class ThreadRank(Builtin):
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.name = "thread_rank"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if argtypes or kwtypes:
+            raise inf.error(node, "thread_rank() takes no arguments")
+        return t.int64
+
+    def lower_call(self, low, node, call):
+        return thread_rank(low, self.kind)
+
+
+def _linear(low, kind: str, dims: str):
+    b = low.builder
+    idx = [b.zext(low.target.sreg(low, kind, a), dm.i64) for a in "xyz"]
+    ext = [b.zext(low.target.sreg(low, dims, a), dm.i64) for a in "xyz"]
+    return b.add(idx[0], b.mul(ext[0], b.add(idx[1], b.mul(ext[1], idx[2]))))
+
+
+def _count(low, dims: str):
+    b = low.builder
+    ext = [b.zext(low.target.sreg(low, dims, a), dm.i64) for a in "xyz"]
+    return b.mul(b.mul(ext[0], ext[1]), ext[2])
+
+
+def thread_rank(low, kind: str):
+    b = low.builder
+    in_block = _linear(low, "tid", "ntid")
+    if kind == "block":
+        return in_block
+    block = _linear(low, "ctaid", "nctaid")
+    return b.add(b.mul(block, _count(low, "ntid")), in_block)
+
+
+def group_size(low, group: t.Group):
+    if group.kind == "block":
+        return _count(low, "ntid")
+    return low.builder.mul(_count(low, "ntid"), _count(low, "nctaid"))
+
+
+_METHODS = {
+    ("grid", "sync"): GroupSync("grid"), ("block", "sync"): GroupSync("block"),
+    ("grid", "thread_rank"): ThreadRank("grid"), ("block", "thread_rank"): ThreadRank("block"),
+}
+
+
+def group_method(group: t.Group, name: str):
+    return _METHODS.get((group.kind, name))
+
+
+BUILTINS = {
+    "cuda.cg.this_grid": ThisGroup("cuda.cg.this_grid", "grid"),
+    "cuda.cg.this_thread_block": ThisGroup("cuda.cg.this_thread_block", "block"),
+}
