@@ -42,6 +42,7 @@ class KernelArtifact:
     source_file: str = ""
     first_line: int = 0
     printf_formats: tuple = ()  # cpu printf: format strings by id
+    prints: bool = False  # the kernel calls print()
     error_sites: tuple = ()  # cpu bounds checks: (file, line, col, what) by site id
     barrier_sites: tuple = ()  # cpu barriers: (file, line, col, what) by site id
 

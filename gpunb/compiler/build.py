@@ -52,4 +52,5 @@ def build_cpu(typed: TypedFunction, options: dict) -> KernelArtifact:
         uses_barriers=coroutine, uses_dynamic_shared="dynamic_shared" in features,
         resources=ResourceUsage(shared_bytes=target.static_shared),
         source_file=typed.source.filename, first_line=typed.source.first_line,
-        error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites))
+        error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
+        prints="print" in features)

@@ -180,6 +180,9 @@ class Inferer(ast.NodeVisitor):
             self.visit(stmt)
 
     def set_var(self, node, name: str, ty: t.Type) -> None:
+        if isinstance(ty, t.StringLiteral):
+            raise self.error(node, "strings cannot be stored in variables in GPU code",
+                             "string literals can only be passed to print()")
         if isinstance(ty, PyValue):
             raise self.error(node, f"cannot assign {ty} to a variable",
                              "functions, modules and types cannot be stored in variables in GPU code")
@@ -380,6 +383,8 @@ class Inferer(ast.NodeVisitor):
             return t.float64
         if value is None:
             return t.none
+        if isinstance(value, str):
+            return t.StringLiteral()
         ty = constant_type(value)
         if ty is None:
             raise self.error(node, f"constant {value!r} has no GPU type",

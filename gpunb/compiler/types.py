@@ -34,6 +34,14 @@ class NoneType(Type):
 
 
 @dataclass(frozen=True, slots=True)
+class StringLiteral(Type):
+    """A string constant: only print() accepts it."""
+
+    def __str__(self) -> str:
+        return "str"
+
+
+@dataclass(frozen=True, slots=True)
 class Boolean(Type):
     def __str__(self) -> str:
         return "bool"

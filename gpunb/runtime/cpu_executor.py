@@ -19,6 +19,7 @@ from gpunb.errors import LaunchError, SourceLocation
 _RUNNER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 # like a large GPU (132 SMs x 2048 threads): the most threads a grid-sync kernel may have here
 MAX_COOPERATIVE_THREADS = 1 << 18
+PRINT_BUFFER_BYTES = 4 << 20
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -48,6 +49,11 @@ class LoadedCpuKernel:
     def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int) -> None:
         n_blocks = grid[0] * grid[1] * grid[2]
         status = abi.Status()
+        prints = None
+        if self.artifact.prints:
+            prints = ctypes.create_string_buffer(PRINT_BUFFER_BYTES)
+            status.print_buf = ctypes.addressof(prints)
+            status.print_cap = PRINT_BUFFER_BYTES
         shared = _align16(dynamic_shared) + self.artifact.resources.shared_bytes
         if self.artifact.cooperative:
             threads = n_blocks * block[0] * block[1] * block[2]
@@ -79,6 +85,9 @@ class LoadedCpuKernel:
             futures = [pool.submit(self.runner, ctypes.addressof(lc)) for lc in launches]
             for f in futures:
                 f.result()
+        if prints is not None:
+            _flush_prints(prints, min(status.print_len, PRINT_BUFFER_BYTES),
+                          status.print_len > PRINT_BUFFER_BYTES)
         if status.code != abi.ERROR_NONE:
             raise self.error_from_status(status)
 
@@ -108,6 +117,25 @@ class LoadedCpuKernel:
                                hint="every thread of a block must reach the same barriers; "
                                     "move the barrier out of the divergent branch")
         return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
+
+
+def _flush_prints(buffer, used: int, truncated: bool) -> None:
+    """Write kernel print() records to sys.stdout in (block, thread) order, like a log per thread."""
+    import struct
+    import sys
+
+    raw = buffer.raw[:used]
+    records = []
+    pos = 0
+    while pos + 12 <= len(raw):
+        block, thread, n = struct.unpack_from("<iii", raw, pos)
+        records.append((block, thread, len(records), raw[pos + 12:pos + 12 + n]))
+        pos += 12 + n
+    records.sort()
+    sys.stdout.write(b"".join(r[3] for r in records).decode("utf-8", "replace"))
+    if truncated:
+        sys.stdout.write(f"[gpunb: kernel print output truncated at {PRINT_BUFFER_BYTES} bytes]\n")
+    sys.stdout.flush()
 
 
 def _align16(n: int) -> int:

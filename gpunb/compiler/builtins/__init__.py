@@ -43,6 +43,7 @@ def _table() -> dict:
             cuda_intrinsics,
             groups,
             mathfuncs,
+            printing,
             pybuiltins,
             warp,
         )
@@ -51,6 +52,7 @@ def _table() -> dict:
         for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                      pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS):
             table.update(part)
+        table["builtins.print"] = printing.Print()
         _TABLE = table
     return _TABLE
 

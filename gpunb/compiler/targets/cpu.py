@@ -181,6 +181,20 @@ class CpuTarget(Target):
         waiting = b.load(_field(b, low.ctx, abi.CTX_WAITING), typ=dm.i32)
         return b.zext(b.icmp_signed("==", count, waiting), dm.i32)
 
+    def printf(self, low, node, fmt: str, values: list) -> None:
+        """Format with snprintf into the launch's print buffer, tagged with block and thread."""
+        m, b = low.mb.module, low.builder
+        data = bytearray(fmt.encode("utf-8") + b"\0")
+        gv = ir.GlobalVariable(m, ir.ArrayType(dm.i8, len(data)), low.mb.unique("_gpunb_fmt"))
+        gv.linkage = "internal"
+        gv.global_constant = True
+        gv.initializer = ir.Constant(gv.value_type, data)
+        text = low.alloca(ir.ArrayType(dm.i8, 512), "print.text")
+        snprintf = m.globals.get("snprintf") or ir.Function(
+            m, ir.FunctionType(dm.i32, [dm.ptr, dm.i64, dm.ptr], var_arg=True), "snprintf")
+        length = b.call(snprintf, [text, ir.Constant(dm.i64, 512), gv] + [v for v, _ in values])
+        b.call(_print_record_function(m), [low.ctx, text, length])
+
     def grid_sync(self, low, node) -> None:
         self._wait(low, node, abi.WAIT_GRID, "grid.sync()")
 
@@ -395,6 +409,49 @@ class CpuTarget(Target):
 
     def atomic(self, low, op: str, pointer, value, dtype: t.Type):
         return low.builder.atomic_rmw(op, pointer, value, "seq_cst")
+
+
+def _print_record_function(module: ir.Module) -> ir.Function:
+    """void gpunb_print_record(ctx, text, len): append [block][thread][len][text] atomically."""
+    name = "gpunb_print_record"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i32]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    ctx, text, length = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
+    so = abi.STATUS_OFFSETS
+    buf = b.load(_field(b, status, so["print_buf"]), typ=dm.ptr)
+    cap = b.load(_field(b, status, so["print_cap"]), typ=dm.i64)
+    n = b.select(b.icmp_signed(">", length, ir.Constant(dm.i32, 511)), ir.Constant(dm.i32, 511),
+                 b.select(b.icmp_signed("<", length, ir.Constant(dm.i32, 0)),
+                          ir.Constant(dm.i32, 0), length))
+    size = b.add(b.zext(n, dm.i64), ir.Constant(dm.i64, 12))
+    start = b.atomic_rmw("add", _field(b, status, so["print_len"]), size, "seq_cst")
+    fits = b.icmp_signed("<=", b.add(start, size), cap)
+    write = fn.append_basic_block("write")
+    done = fn.append_basic_block("done")
+    b.cbranch(fits, write, done)
+    b.position_at_end(write)
+    rec = b.gep(buf, [start], source_etype=dm.i8)
+    ctaid = [b.zext(b.load(_field(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32), dm.i64)
+             for k in range(3)]
+    nctaid = [b.zext(b.load(_field(b, ctx, abi.CTX_NCTAID + 4 * k), typ=dm.i32), dm.i64)
+              for k in range(3)]
+    block = b.add(ctaid[0], b.mul(nctaid[0], b.add(ctaid[1], b.mul(nctaid[1], ctaid[2]))))
+    b.store(b.trunc(block, dm.i32), rec)
+    b.store(b.load(_field(b, ctx, abi.CTX_LINEAR), typ=dm.i32), _field(b, rec, 4))
+    b.store(n, _field(b, rec, 8))
+    memcpy = module.globals.get("llvm.memcpy.p0.p0.i64") or ir.Function(
+        module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i64, dm.i1]), "llvm.memcpy.p0.p0.i64")
+    b.call(memcpy, [_field(b, rec, 12), text, b.zext(n, dm.i64), ir.Constant(dm.i1, 0)])
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
 
 
 def _index_error_function(module: ir.Module) -> ir.Function:

@@ -47,6 +47,9 @@ class Status(ctypes.Structure):
         ("site2", ctypes.c_int32),
         ("count", ctypes.c_int32),
         ("total", ctypes.c_int32),
+        ("print_buf", ctypes.c_void_p),  # kernel print(): records [i32 block][i32 thread][i32 n]
+        ("print_cap", ctypes.c_int64),  # followed by n bytes of text
+        ("print_len", ctypes.c_int64),
     ]
 
 

@@ -85,6 +85,26 @@ class CudaTarget(Target):
                 "or": "llvm.nvvm.barrier0.or"}[kind]
         return b.call(self.intrinsic(m, name, dm.i32, [dm.i32]), [b.zext(pred, dm.i32)])
 
+    def printf(self, low, node, fmt: str, values: list) -> None:
+        """vprintf(format, packed 8-byte-aligned arguments), as CUDA's printf lowers."""
+        m, b = low.mb.module, low.builder
+        data = bytearray(fmt.encode("utf-8") + b"\0")
+        gv = ir.GlobalVariable(m, ir.ArrayType(dm.i8, len(data)), low.mb.unique("_gpunb_fmt"),
+                               addrspace=4)
+        gv.linkage = "internal"
+        gv.global_constant = True
+        gv.initializer = ir.Constant(gv.value_type, data)
+        fmt_ptr = b.addrspacecast(gv, dm.ptr)
+        vprintf = self.intrinsic(m, "vprintf", dm.i32, [dm.ptr, dm.ptr])
+        if not values:
+            b.call(vprintf, [fmt_ptr, ir.Constant(dm.ptr, None)])
+            return
+        struct = ir.LiteralStructType([v.type for v, _ in values])
+        buf = low.alloca(struct, "printf.args")
+        for k, (v, _) in enumerate(values):
+            b.store(v, b.gep(buf, [ir.Constant(dm.i32, 0), ir.Constant(dm.i32, k)]))
+        b.call(vprintf, [fmt_ptr, buf])
+
     def grid_sync(self, low, node) -> None:
         """Cooperative groups' grid barrier: one arrival counter whose top bit flips per round."""
         m, b = low.mb.module, low.builder
