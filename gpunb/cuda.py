@@ -18,6 +18,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     eq_sync,
     ffs,
     fma,
+    fp16,
     lanemask_lt,
     match_all_sync,
     match_any_sync,

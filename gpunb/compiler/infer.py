@@ -56,6 +56,7 @@ class TypedFunction:
     features: set = field(default_factory=set)  # "barrier", "grid_sync", "dynamic_shared", ...
     is_kernel: bool = False
     weak: set = field(default_factory=set)  # id(node) of weak (untyped) float literal expressions
+    loops: dict = field(default_factory=dict)  # id(ast.For) -> (kind, item type)
 
     @property
     def name(self) -> str:
@@ -142,6 +143,7 @@ class Inferer(ast.NodeVisitor):
         self.callees: dict = {}
         self.features: set = set()
         self.return_types: list = []
+        self.loops: dict = {}
         self.changed = False
 
     # ---- driver --------------------------------------------------------------------------------
@@ -170,7 +172,7 @@ class Inferer(ast.NodeVisitor):
         return TypedFunction(self.source, self.py_func, self.argnames, self.argtypes, ret,
                              self.var_types, self.expr_types, self.calls, self.constants,
                              list(self.callees.values()), self.features, self.is_kernel,
-                             self.weak)
+                             self.weak, self.loops)
 
     def error(self, node, message: str, hint: str | None = None) -> CompileError:
         return CompileError(message, self.source.loc(node), hint, function=self.source.name)
@@ -311,23 +313,34 @@ class Inferer(ast.NodeVisitor):
 
     def visit_For(self, node: ast.For) -> None:
         it = node.iter
-        if isinstance(it, ast.Call) and self.callee_object(it.func) is range:
-            if it.keywords or not 1 <= len(it.args) <= 3:
-                raise self.error(it, "range() takes 1 to 3 positional arguments")
-            types = [self.expr(a) for a in it.args]
-            for a, ty in zip(it.args, types):
-                if not isinstance(ty, (t.Integer, t.Boolean)):
-                    raise self.error(a, f"range() needs integers, got {ty}",
-                                     "convert with int(...)")
-            loop_t = types[0] if isinstance(types[0], t.Integer) else t.int64
-            for ty in types[1:]:
-                loop_t = t.unify(loop_t, ty) if isinstance(ty, t.Integer) else loop_t
-            if not isinstance(loop_t, t.Integer):
-                loop_t = t.int64
-            self.expr_types[id(it)] = t.Tuple((loop_t,))
+        callee = self.callee_object(it.func) if isinstance(it, ast.Call) else None
+        inner = it.args[0] if callee is enumerate and it.args else None
+        inner_callee = self.callee_object(inner.func) if isinstance(inner, ast.Call) else None
+        if callee is range:
+            loop_t = self.range_type(it)
             if not isinstance(node.target, ast.Name):
                 raise self.error(node.target, "a range loop needs one variable name")
+            self.loops[id(node)] = ("range", loop_t)
             self.set_var(node.target, node.target.id, loop_t)
+        elif callee is enumerate and (inner_callee is range or (
+                inner is not None and isinstance(self.expr(inner), t.Array))):
+            start_node = it.args[1] if len(it.args) > 1 else next(
+                (k.value for k in it.keywords if k.arg == "start"), None)
+            if start_node is not None and not isinstance(self.expr(start_node), t.Integer):
+                raise self.error(start_node, "enumerate's start must be an integer")
+            if not (isinstance(node.target, ast.Tuple) and len(node.target.elts) == 2):
+                raise self.error(node.target, "write `for i, x in enumerate(...)`")
+            if inner_callee is range:
+                item_t = self.range_type(inner)
+                self.loops[id(node)] = ("enumerate_range", item_t)
+            else:
+                arr = self.expr_types[id(inner)]
+                if arr.ndim != 1:
+                    raise self.error(inner, "enumerate() over arrays needs a 1-d array")
+                item_t = arr.dtype
+                self.loops[id(node)] = ("enumerate_array", item_t)
+            self.assign(node.target.elts[0], t.int64, None)
+            self.assign(node.target.elts[1], item_t, None)
         else:
             seq = self.expr(it)
             if isinstance(seq, t.Tuple):
@@ -339,14 +352,31 @@ class Inferer(ast.NodeVisitor):
                     if item is None:
                         raise self.error(it, "loop over a tuple of mixed types",
                                          "only tuples of one type can be looped over")
+                self.loops[id(node)] = ("tuple", item)
                 self.assign(node.target, item, None)
             elif isinstance(seq, t.Array) and seq.ndim == 1:
+                self.loops[id(node)] = ("array", seq.dtype)
                 self.assign(node.target, seq.dtype, None)
             else:
                 raise self.error(it, f"cannot loop over {seq}",
-                                 "loop over range(...), a tuple or a 1-d array")
+                                 "loop over range(...), enumerate/zip, a tuple or a 1-d array")
         self.visit_body(node.body)
         self.visit_body(node.orelse)
+
+    def range_type(self, it: ast.Call) -> t.Integer:
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error(it, "range() takes 1 to 3 positional arguments")
+        types = [self.expr(a) for a in it.args]
+        for a, ty in zip(it.args, types):
+            if not isinstance(ty, (t.Integer, t.Boolean)):
+                raise self.error(a, f"range() needs integers, got {ty}", "convert with int(...)")
+        loop_t = types[0] if isinstance(types[0], t.Integer) else t.int64
+        for ty in types[1:]:
+            loop_t = t.unify(loop_t, ty) if isinstance(ty, t.Integer) else loop_t
+        if not isinstance(loop_t, t.Integer):
+            loop_t = t.int64
+        self.expr_types[id(it)] = t.Tuple((loop_t,))
+        return loop_t
 
     def visit_Return(self, node: ast.Return) -> None:
         rt = t.none if node.value is None else self.expr(node.value)

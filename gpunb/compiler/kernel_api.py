@@ -77,6 +77,10 @@ for _name in _WARP_AND_BITS:
 
 shared = Namespace("cuda.shared", ["array"])
 cg = Namespace("cuda.cg", ["this_grid", "this_thread_block"])
+fp16 = Namespace("cuda.fp16", ["hadd", "hsub", "hmul", "hdiv", "heq", "hne", "hgt", "hge", "hlt",
+                               "hle", "hsin", "hcos", "hlog", "hlog10", "hlog2", "hexp", "hexp2",
+                               "hsqrt", "hceil", "hfloor", "htrunc", "hrint", "habs", "hneg",
+                               "hmax", "hmin", "hfma", "hrcp", "hrsqrt", "hexp10"])
 local = Namespace("cuda.local", ["array"])
 const = Namespace("cuda.const", ["array_like"])
 atomic = Namespace("cuda.atomic", ["add", "sub", "max", "min", "exch", "cas", "inc", "dec",
@@ -89,7 +93,7 @@ KERNEL_NAMES = {
     "syncthreads_and": syncthreads_and, "syncthreads_or": syncthreads_or,
     "threadfence": threadfence, "threadfence_block": threadfence_block,
     "threadfence_system": threadfence_system, "syncwarp": syncwarp,
-    "shared": shared, "local": local, "const": const, "atomic": atomic, "cg": cg,
+    "shared": shared, "local": local, "const": const, "atomic": atomic, "cg": cg, "fp16": fp16,
 }
 KERNEL_NAMES.update({name: globals()[name] for name in _WARP_AND_BITS})
 

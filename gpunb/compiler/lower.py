@@ -298,17 +298,44 @@ class FunctionLowerer(ast.NodeVisitor):
         self.builder.position_at_end(end_bb)
 
     def visit_For(self, node: ast.For) -> None:
-        it = node.iter
-        info = self.typed.expr_types.get(id(it))
-        if isinstance(it, ast.Call) and isinstance(info, t.Tuple) and len(info.items) == 1 \
-                and id(it) not in self.typed.calls:
-            self.range_loop(node, info.items[0])
+        kind, item_t = self.typed.loops[id(node)]
+        if kind == "range":
+            self.range_loop(node, node.iter, item_t, None)
+        elif kind == "enumerate_range":
+            self.range_loop(node, node.iter.args[0], item_t, self.enumerate_counter(node))
+        elif kind == "enumerate_array":
+            self.array_loop(node, node.iter.args[0], self.enumerate_counter(node))
+        elif kind == "array":
+            self.array_loop(node, node.iter, None)
         else:
             self.sequence_loop(node)
 
-    def range_loop(self, node: ast.For, loop_t: t.Integer) -> None:
+    def enumerate_counter(self, node: ast.For):
+        """(alloca, start) for `for i, x in enumerate(..., start)`; the counter is int64."""
+        it = node.iter
+        start_node = it.args[1] if len(it.args) > 1 else next(
+            (k.value for k in it.keywords if k.arg == "start"), None)
+        start = ir.Constant(dm.i64, 0) if start_node is None else ops.cast(
+            self.builder, self.expr(start_node), self.type_of(start_node), t.int64)
+        counter = self.alloca(dm.i64, "enumerate.i")
+        self.builder.store(start, counter)
+        return counter
+
+    def bind_loop_item(self, node: ast.For, value, item_t: t.Type, counter) -> None:
+        if counter is None:
+            self.store_target(node.target, value, item_t)
+            return
+        self.store_target(node.target.elts[0], self.builder.load(counter), t.int64)
+        self.store_target(node.target.elts[1], value, item_t)
+
+    def advance_counter(self, counter) -> None:
+        if counter is not None:
+            b = self.builder
+            b.store(b.add(b.load(counter), ir.Constant(dm.i64, 1)), counter)
+
+    def range_loop(self, node: ast.For, range_call, loop_t: t.Integer, counter) -> None:
         b = self.builder
-        args = [ops.cast(b, self.expr(a), self.type_of(a), loop_t) for a in node.iter.args]
+        args = [ops.cast(b, self.expr(a), self.type_of(a), loop_t) for a in range_call.args]
         lty = dm.value_type(loop_t)
         start, stop, step = ir.Constant(lty, 0), None, ir.Constant(lty, 1)
         if len(args) == 1:
@@ -318,23 +345,23 @@ class FunctionLowerer(ast.NodeVisitor):
         else:
             start, stop, step = args
         step_const = None
-        if len(node.iter.args) == 3:
-            step_const = self.typed.constants.get(id(node.iter.args[2]))
-            arg = node.iter.args[2]
+        if len(range_call.args) == 3:
+            arg = range_call.args[2]
+            step_const = self.typed.constants.get(id(arg))
             if isinstance(arg, ast.Constant):
                 step_const = arg.value
             elif isinstance(arg, ast.UnaryOp) and isinstance(arg.operand, ast.Constant):
                 step_const = -arg.operand.value if isinstance(arg.op, ast.USub) else None
         if step_const == 0:
-            raise self.error(node.iter, "range() step must not be zero")
-        counter = self.alloca(lty, "range.i")
-        b.store(start, counter)
+            raise self.error(range_call, "range() step must not be zero")
+        index = self.alloca(lty, "range.i")
+        b.store(start, index)
         cond_bb, body_bb = self.new_block("for.cond"), self.new_block("for.body")
         inc_bb, else_bb, end_bb = self.new_block("for.inc"), self.new_block("for.else"), \
             self.new_block("for.end")
         b.branch(cond_bb)
         b.position_at_end(cond_bb)
-        i = b.load(counter)
+        i = b.load(index)
         cmp = b.icmp_signed if loop_t.signed else b.icmp_unsigned
         if step_const is not None:
             cond = cmp("<", i, stop) if step_const > 0 else cmp(">", i, stop)
@@ -343,68 +370,67 @@ class FunctionLowerer(ast.NodeVisitor):
             cond = b.select(positive, cmp("<", i, stop), cmp(">", i, stop))
         b.cbranch(cond, body_bb, else_bb)
         b.position_at_end(body_bb)
-        declared = self.typed.var_types[node.target.id]
-        b.store(ops.cast(b, i, loop_t, declared), self.vars[node.target.id])
-        self.loops.append((inc_bb, end_bb))
+        self.bind_loop_item(node, i, loop_t, counter)
+        self.loop_body(node, inc_bb, end_bb)
+        b.position_at_end(inc_bb)
+        b.store(b.add(b.load(index), step), index)
+        self.advance_counter(counter)
+        b.branch(cond_bb)
+        self.loop_else(node, else_bb, end_bb)
+
+    def loop_body(self, node: ast.For, continue_bb, end_bb) -> None:
+        self.loops.append((continue_bb, end_bb))
         self.statements(node.body)
         self.loops.pop()
         if not self.builder.block.is_terminated:
-            self.builder.branch(inc_bb)
-        b.position_at_end(inc_bb)
-        b.store(b.add(b.load(counter), step), counter)
-        b.branch(cond_bb)
+            self.builder.branch(continue_bb)
+
+    def loop_else(self, node: ast.For, else_bb, end_bb) -> None:
+        b = self.builder
         b.position_at_end(else_bb)
         self.statements(node.orelse)
-        if not self.builder.block.is_terminated:
-            self.builder.branch(end_bb)
+        if not b.block.is_terminated:
+            b.branch(end_bb)
         b.position_at_end(end_bb)
 
-    def sequence_loop(self, node: ast.For) -> None:
-        seq_t = self.type_of(node.iter)
-        seq = self.expr(node.iter)
+    def array_loop(self, node: ast.For, seq_node, counter) -> None:
+        seq_t = self.type_of(seq_node)
+        seq = self.expr(seq_node)
         b = self.builder
-        if isinstance(seq_t, t.Tuple):
-            # unrolled: tuples are small and may be heterogeneous only in width
-            end_bb = self.new_block("tuple.end")
-            for k, item_t in enumerate(seq_t.items):
-                cont = self.new_block("tuple.next")
-                self.store_loop_item(node.target, b.extract_value(seq, k), item_t)
-                self.loops.append((cont, end_bb))
-                self.statements(node.body)
-                self.loops.pop()
-                if not self.builder.block.is_terminated:
-                    self.builder.branch(cont)
-                b.position_at_end(cont)
-            self.statements(node.orelse)
-            if not self.builder.block.is_terminated:
-                b.branch(end_bb)
-            b.position_at_end(end_bb)
-            return
         data, shape, strides = arrays.parts(b, seq, 1)
-        counter = self.alloca(dm.i64, "iter.i")
-        b.store(ir.Constant(dm.i64, 0), counter)
+        index = self.alloca(dm.i64, "iter.i")
+        b.store(ir.Constant(dm.i64, 0), index)
         cond_bb, body_bb = self.new_block("iter.cond"), self.new_block("iter.body")
         inc_bb, else_bb, end_bb = self.new_block("iter.inc"), self.new_block("iter.else"), \
             self.new_block("iter.end")
         b.branch(cond_bb)
         b.position_at_end(cond_bb)
-        i = b.load(counter)
+        i = b.load(index)
         b.cbranch(b.icmp_signed("<", i, shape[0]), body_bb, else_bb)
         b.position_at_end(body_bb)
         pointer = arrays.element_pointer(b, seq_t, data, shape, strides, [i])
-        self.store_loop_item(node.target, arrays.load_element(b, seq_t.dtype, pointer),
-                             seq_t.dtype)
-        self.loops.append((inc_bb, end_bb))
-        self.statements(node.body)
-        self.loops.pop()
-        if not self.builder.block.is_terminated:
-            self.builder.branch(inc_bb)
+        self.bind_loop_item(node, arrays.load_element(b, seq_t.dtype, pointer), seq_t.dtype,
+                            counter)
+        self.loop_body(node, inc_bb, end_bb)
         b.position_at_end(inc_bb)
-        b.store(b.add(b.load(counter), ir.Constant(dm.i64, 1)), counter)
+        b.store(b.add(b.load(index), ir.Constant(dm.i64, 1)), index)
+        self.advance_counter(counter)
         b.branch(cond_bb)
-        b.position_at_end(else_bb)
+        self.loop_else(node, else_bb, end_bb)
+
+    def sequence_loop(self, node: ast.For) -> None:
+        """A loop over a tuple, unrolled: tuples are small and their items may differ in width."""
+        seq_t = self.type_of(node.iter)
+        seq = self.expr(node.iter)
+        b = self.builder
+        end_bb = self.new_block("tuple.end")
+        for k, item_t in enumerate(seq_t.items):
+            cont = self.new_block("tuple.next")
+            self.store_loop_item(node.target, b.extract_value(seq, k), item_t)
+            self.loop_body(node, cont, end_bb)
+            b.position_at_end(cont)
         self.statements(node.orelse)
-        if not self.builder.block.is_terminated:
+        if not b.block.is_terminated:
             b.branch(end_bb)
         b.position_at_end(end_bb)
 

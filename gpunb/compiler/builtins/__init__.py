@@ -40,6 +40,7 @@ def _table() -> dict:
     if _TABLE is None:
         from gpunb.compiler.builtins import (
             atomics,
+            complexfuncs,
             cuda_intrinsics,
             groups,
             mathfuncs,
@@ -50,7 +51,8 @@ def _table() -> dict:
 
         table: dict = {}
         for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
-                     pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS):
+                     pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS,
+                     complexfuncs.BUILTINS):
             table.update(part)
         table["builtins.print"] = printing.Print()
         _TABLE = table
@@ -59,7 +61,7 @@ def _table() -> dict:
 
 _PY_BUILTIN_IDS = {id(getattr(_py_builtins, n)): n for n in
                    ("len", "abs", "min", "max", "round", "print", "range", "divmod", "pow",
-                    "enumerate", "zip", "sum")}
+                    "enumerate", "zip", "sum", "complex")}
 
 
 def builtin_key(obj) -> str | None:

@@ -211,3 +211,82 @@ BUILTINS = {
     "numpy.minimum": MinMax("min"),
     "numpy.maximum": MinMax("max"),
 }
+
+
+class EnumerateTuple(Builtin):
+    """enumerate(tuple[, start]) and zip(tuple, ...) build tuples at compile time; a loop over
+    them is unrolled. (enumerate over range() or a 1-d array is a real loop: see lower.visit_For.)"""
+
+    name = "enumerate"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if not argtypes or not isinstance(argtypes[0], t.Tuple):
+            raise inf.error(node, "enumerate() in GPU code takes a tuple, a range() or a 1-d "
+                            "array, and is used in a for loop")
+        return t.Tuple(tuple(t.Tuple((t.int64, item)) for item in argtypes[0].items))
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        tup = low.expr(node.args[0])
+        start_node = node.args[1] if len(node.args) > 1 else next(
+            (k.value for k in node.keywords if k.arg == "start"), None)
+        start = ir.Constant(dm.i64, 0) if start_node is None else ops.cast(
+            b, low.expr(start_node), low.type_of(start_node), t.int64)
+        out = ir.Constant(dm.value_type(call.result), ir.Undefined)
+        for k, pair_t in enumerate(call.result.items):
+            pair = ir.Constant(dm.value_type(pair_t), ir.Undefined)
+            pair = b.insert_value(pair, b.add(start, ir.Constant(dm.i64, k)), 0)
+            pair = b.insert_value(pair, b.extract_value(tup, k), 1)
+            out = b.insert_value(out, pair, k)
+        return out
+
+
+class ZipTuples(Builtin):
+    name = "zip"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if kwtypes or not argtypes or not all(isinstance(a, t.Tuple) for a in argtypes):
+            raise inf.error(node, "zip() in GPU code takes tuples")
+        n = min(len(a.items) for a in argtypes)
+        return t.Tuple(tuple(t.Tuple(tuple(a.items[k] for a in argtypes)) for k in range(n)))
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        tuples = [low.expr(n) for n in node.args]
+        out = ir.Constant(dm.value_type(call.result), ir.Undefined)
+        for k, row_t in enumerate(call.result.items):
+            row = ir.Constant(dm.value_type(row_t), ir.Undefined)
+            for j, tup in enumerate(tuples):
+                row = b.insert_value(row, b.extract_value(tup, k), j)
+            out = b.insert_value(out, row, k)
+        return out
+
+
+class SumTuple(Builtin):
+    name = "sum"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if kwtypes or len(argtypes) != 1 or not isinstance(argtypes[0], t.Tuple) or not all(
+                t.is_number(i) for i in argtypes[0].items) or not argtypes[0].items:
+            raise inf.error(node, "sum() in GPU code takes a non-empty tuple of numbers")
+        result = argtypes[0].items[0]
+        for item in argtypes[0].items[1:]:
+            result = t.unify_numbers(result, item)
+        return t.int64 if isinstance(result, t.Boolean) else result
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        tup = low.expr(node.args[0])
+        items = call.argtypes[0].items
+        acc = ops.cast(b, b.extract_value(tup, 0), items[0], call.result)
+        for k in range(1, len(items)):
+            value = ops.cast(b, b.extract_value(tup, k), items[k], call.result)
+            acc = ops.binary(b, ast.Add(), acc, value, call.result, low.math_call)
+        return acc
+
+
+BUILTINS.update({
+    "builtins.enumerate": EnumerateTuple(),
+    "builtins.zip": ZipTuples(),
+    "builtins.sum": SumTuple(),
+})

@@ -1,0 +1,197 @@
+"""cmath in kernels, complex(re, im), and numba.cuda's fp16 helpers (cuda.fp16.*).
+
+Complex functions are written with real math functions of the component type, so they lower the
+same way on every target (libdevice on CUDA, libm on the host).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import operators as ops
+from gpunb.compiler import types as t
+from gpunb.compiler.builtins import Builtin
+
+
+def _as_complex(ty: t.Type) -> t.Complex:
+    if isinstance(ty, t.Complex):
+        return ty
+    if isinstance(ty, t.Float) and ty.bitwidth <= 32:
+        return t.complex64
+    return t.complex128
+
+
+class ComplexFunction(Builtin):
+    def __init__(self, name: str, op: str, result: str = "complex"):
+        self.name, self.op, self.result = name, op, result
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        arity = 2 if self.op == "rect" else 1
+        if kwtypes or len(argtypes) != arity or not all(t.is_number(a) for a in argtypes):
+            raise inf.error(node, f"{self.name}() takes {arity} number(s)")
+        if self.op == "rect":
+            ft = t.unify_numbers(argtypes[0], argtypes[1])
+            return _as_complex(ft if isinstance(ft, t.Float) else t.float64)
+        ct = _as_complex(argtypes[0])
+        if self.result == "real":
+            return ct.component
+        if self.result == "bool":
+            return t.boolean
+        if self.result == "polar":
+            return t.Tuple((ct.component, ct.component))
+        return ct
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        if self.op == "rect":
+            ct = call.result
+            ft = ct.component
+            r = ops.cast(b, low.expr(node.args[0]), call.argtypes[0], ft)
+            phi = ops.cast(b, low.expr(node.args[1]), call.argtypes[1], ft)
+            m = low.math_call
+            return ops.make_complex(b, b.fmul(r, m("cos", [phi], [ft], ft)),
+                                    b.fmul(r, m("sin", [phi], [ft], ft)), ct)
+        ct = _as_complex(call.argtypes[0])
+        ft = ct.component
+        z = ops.cast(b, low.expr(node.args[0]), call.argtypes[0], ct)
+        a, y = b.extract_value(z, 0), b.extract_value(z, 1)
+        m = low.math_call
+
+        def f(name, *xs):
+            return m(name, list(xs), [ft] * len(xs), ft)
+
+        op = self.op
+        if op == "phase":
+            return f("atan2", y, a)
+        if op == "abs":
+            return f("hypot", a, y)
+        if op == "polar":
+            out = ir.Constant(dm.value_type(call.result), ir.Undefined)
+            out = b.insert_value(out, f("hypot", a, y), 0)
+            return b.insert_value(out, f("atan2", y, a), 1)
+        if op in ("isnan", "isinf", "isfinite"):
+            def test(x):
+                if op == "isnan":
+                    return b.fcmp_unordered("uno", x, x)
+                inf = ir.Constant(x.type, float("inf"))
+                absx = f("fabs", x)
+                return b.fcmp_ordered("==" if op == "isinf" else "<", absx, inf)
+            if op == "isfinite":
+                return b.and_(test(a), test(y))
+            return b.or_(test(a), test(y))
+        if op == "exp":
+            e = f("exp", a)
+            return ops.make_complex(b, b.fmul(e, f("cos", y)), b.fmul(e, f("sin", y)), ct)
+        if op == "log":
+            return ops.make_complex(b, f("log", f("hypot", a, y)), f("atan2", y, a), ct)
+        if op == "log10":
+            scale = ir.Constant(a.type, 0.4342944819032518)
+            return ops.make_complex(b, b.fmul(f("log", f("hypot", a, y)), scale),
+                                    b.fmul(f("atan2", y, a), scale), ct)
+        if op == "sqrt":
+            r = f("hypot", a, y)
+            half = ir.Constant(a.type, 0.5)
+            re = f("sqrt", b.fmul(b.fadd(r, a), half))
+            im = f("copysign", f("sqrt", b.fmul(b.fsub(r, a), half)), y)
+            return ops.make_complex(b, re, im, ct)
+        if op == "sin":
+            return ops.make_complex(b, b.fmul(f("sin", a), f("cosh", y)),
+                                    b.fmul(f("cos", a), f("sinh", y)), ct)
+        if op == "cos":
+            return ops.make_complex(b, b.fmul(f("cos", a), f("cosh", y)),
+                                    b.fneg(b.fmul(f("sin", a), f("sinh", y))), ct)
+        if op == "sinh":
+            return ops.make_complex(b, b.fmul(f("sinh", a), f("cos", y)),
+                                    b.fmul(f("cosh", a), f("sin", y)), ct)
+        if op == "cosh":
+            return ops.make_complex(b, b.fmul(f("cosh", a), f("cos", y)),
+                                    b.fmul(f("sinh", a), f("sin", y)), ct)
+        raise low.error(node, f"{self.name} is not supported")
+
+
+class MakeComplex(Builtin):
+    name = "complex"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if kwtypes or len(argtypes) not in (1, 2) or not all(t.is_number(a) for a in argtypes):
+            raise inf.error(node, "complex(real, imag) takes one or two numbers")
+        return t.complex128
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        re = ops.cast(b, low.expr(node.args[0]), call.argtypes[0], t.complex128)
+        if len(node.args) == 1:
+            return re
+        im = ops.cast(b, low.expr(node.args[1]), call.argtypes[1], t.float64)
+        return b.insert_value(re, b.fadd(b.extract_value(re, 1), im), 1)
+
+
+class Fp16(Builtin):
+    """cuda.fp16.h*: half-precision arithmetic, comparisons and math (math via float32)."""
+
+    _ARITH = {"hadd": "+", "hsub": "-", "hmul": "*", "hdiv": "/"}
+    _CMP = {"heq": "==", "hne": "!=", "hgt": ">", "hge": ">=", "hlt": "<", "hle": "<="}
+    _MATH = {"hsin": "sin", "hcos": "cos", "hlog": "log", "hlog10": "log10", "hlog2": "log2",
+             "hexp": "exp", "hexp2": "exp2", "hsqrt": "sqrt", "hceil": "ceil", "hfloor": "floor",
+             "htrunc": "trunc", "hrint": "rint", "habs": "fabs"}
+
+    def __init__(self, op: str):
+        self.op = op
+        self.name = f"cuda.fp16.{op}"
+
+    def arity(self) -> int:
+        if self.op in self._ARITH or self.op in self._CMP or self.op in ("hmax", "hmin"):
+            return 2
+        return 3 if self.op == "hfma" else 1
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if kwtypes or len(argtypes) != self.arity() or not all(t.is_number(a) for a in argtypes):
+            raise inf.error(node, f"{self.name}() takes {self.arity()} float16 value(s)")
+        return t.boolean if self.op in self._CMP else t.float16
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        xs = [ops.cast(b, low.expr(n), at, t.float16) for n, at in zip(node.args, call.argtypes)]
+        if self.op in self._ARITH:
+            fn = {"+": b.fadd, "-": b.fsub, "*": b.fmul, "/": b.fdiv}[self._ARITH[self.op]]
+            return fn(xs[0], xs[1])
+        if self.op in self._CMP:
+            sym = self._CMP[self.op]
+            return b.fcmp_unordered(sym, xs[0], xs[1]) if sym == "!=" else \
+                b.fcmp_ordered(sym, xs[0], xs[1])
+        if self.op == "hneg":
+            return b.fneg(xs[0])
+        if self.op in ("hmax", "hmin"):
+            better = b.fcmp_ordered(">" if self.op == "hmax" else "<", xs[1], xs[0])
+            return b.select(better, xs[1], xs[0])
+        if self.op == "hfma":
+            return b.fadd(b.fmul(xs[0], xs[1]), xs[2])
+        if self.op == "hrcp":
+            return b.fdiv(ir.Constant(xs[0].type, 1.0), xs[0])
+        if self.op == "hrsqrt":
+            s = low.math_call("sqrt", [xs[0]], [t.float16], t.float16)
+            return b.fdiv(ir.Constant(xs[0].type, 1.0), s)
+        if self.op == "hexp10":
+            wide = b.fpext(xs[0], ir.FloatType())
+            p = low.math_call("pow", [ir.Constant(ir.FloatType(), 10.0), wide],
+                              [t.float32, t.float32], t.float32)
+            return b.fptrunc(p, ir.HalfType())
+        return low.math_call(self._MATH[self.op], xs, [t.float16], t.float16)
+
+
+FP16_OPS = list(Fp16._ARITH) + list(Fp16._CMP) + list(Fp16._MATH) + [
+    "hneg", "hmax", "hmin", "hfma", "hrcp", "hrsqrt", "hexp10"]
+
+BUILTINS: dict = {f"cmath.{name}": ComplexFunction(f"cmath.{name}", name) for name in
+                  ("exp", "log", "log10", "sqrt", "sin", "cos", "sinh", "cosh")}
+BUILTINS.update({
+    "cmath.phase": ComplexFunction("cmath.phase", "phase", "real"),
+    "cmath.polar": ComplexFunction("cmath.polar", "polar", "polar"),
+    "cmath.rect": ComplexFunction("cmath.rect", "rect"),
+    "cmath.isnan": ComplexFunction("cmath.isnan", "isnan", "bool"),
+    "cmath.isinf": ComplexFunction("cmath.isinf", "isinf", "bool"),
+    "cmath.isfinite": ComplexFunction("cmath.isfinite", "isfinite", "bool"),
+    "builtins.complex": MakeComplex(),
+})
+BUILTINS.update({f"cuda.fp16.{op}": Fp16(op) for op in FP16_OPS})
