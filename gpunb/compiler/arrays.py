@@ -84,6 +84,13 @@ def load_element(b: ir.IRBuilder, dtype: t.Type, pointer):
 
 
 def store_element(b: ir.IRBuilder, dtype: t.Type, pointer, value):
+    if isinstance(dtype, t.Record):  # a record value is a pointer to its bytes: copy them
+        module = b.module
+        memcpy = module.globals.get("llvm.memcpy.p0.p0.i64") or ir.Function(
+            module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i64, dm.i1]),
+            "llvm.memcpy.p0.p0.i64")
+        b.call(memcpy, [pointer, value, ir.Constant(dm.i64, dtype.size), ir.Constant(dm.i1, 0)])
+        return
     if isinstance(dtype, t.Boolean):
         value = b.zext(value, dm.i8)
     b.store(value, pointer)

@@ -144,6 +144,7 @@ class Inferer(ast.NodeVisitor):
         self.features: set = set()
         self.return_types: list = []
         self.loops: dict = {}
+        self.literal_vars: set = set()
         self.changed = False
 
     # ---- driver --------------------------------------------------------------------------------
@@ -258,15 +259,31 @@ class Inferer(ast.NodeVisitor):
         result = self.binop_type(node, node.op, current, value, False, id(node.value) in self.weak)
         self.expr_types[id(node)] = result
         if isinstance(node.target, ast.Name):
-            self.set_var(node, node.target.id, result)
+            self.assign(node.target, result, node)
         else:
             self.check_store(node.target, result, node.value)
 
     def assign(self, target, vt: t.Type, value_node) -> None:
         if isinstance(target, ast.Name):
-            if id(value_node) in self.weak and isinstance(self.var_types.get(target.id), t.Float):
-                vt = self.var_types[target.id]
-            self.set_var(target, target.id, vt)
+            name = target.id
+            existing = self.var_types.get(name)
+            if id(value_node) in self.weak and isinstance(existing, t.Float):
+                vt = existing
+            # integer literals are weak too (numba's Literal[int]): `s = 0` then `s ^= u64`
+            # makes s a uint64, not a float64
+            if _is_int_literal(value_node):
+                if isinstance(existing, t.Integer) and name not in self.literal_vars:
+                    vt = existing
+                elif existing is None:
+                    self.literal_vars.add(name)
+            elif name in self.literal_vars and isinstance(vt, t.Integer) and \
+                    isinstance(existing, t.Integer):
+                self.literal_vars.discard(name)
+                if existing != vt:
+                    self.var_types[name] = vt
+                    self.changed = True
+                return
+            self.set_var(target, name, vt)
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = self.unpack_types(target, vt, len(target.elts))
             for elt, it in zip(target.elts, items):
@@ -515,8 +532,11 @@ class Inferer(ast.NodeVisitor):
             if isinstance(a, t.Boolean) and isinstance(b, t.Boolean) and not isinstance(
                     op, (ast.LShift, ast.RShift)):
                 return t.boolean
-            return t.integer_result(a, b) if not isinstance(op, (ast.LShift, ast.RShift)) else \
-                t.integer_result(a, b)
+            if isinstance(op, (ast.LShift, ast.RShift)):
+                # the result has the left operand's signedness (at least 64 bits, as numba)
+                left = t.int64 if isinstance(a, t.Boolean) else a
+                return t.Integer(max(left.bitwidth, 64), left.signed)
+            return _bitwise_result(a, b)
         if isinstance(op, ast.Div):
             result = t.unify_numbers(a, b)
             return t.float64 if isinstance(result, t.Integer) else result
@@ -596,6 +616,17 @@ class Inferer(ast.NodeVisitor):
         index = node.slice
         if isinstance(base, t.Array):
             return self.array_index_type(node, base, index)
+        if isinstance(base, t.Record):
+            if not (isinstance(index, ast.Constant) and isinstance(index.value, str)):
+                raise self.error(index, "a record field is selected with a string constant, "
+                                 "e.g. rec['x'] or rec.x")
+            found = base.field(index.value)
+            if found is None:
+                names = ", ".join(f[0] for f in base.fields)
+                raise self.error(index, f"record has no field {index.value!r}",
+                                 f"fields: {names}")
+            self.expr_types[id(index)] = t.StringLiteral()
+            return found[0]
         if isinstance(base, t.Tuple):
             try:
                 i = const_eval(index, self.resolve_constant)
@@ -801,6 +832,22 @@ class Inferer(ast.NodeVisitor):
         except NotConstant:
             return None
         return dtype_to_type(value)
+
+
+def _bitwise_result(a: t.Type, b: t.Type) -> t.Integer:
+    """& | ^ keep integers integers: mixed signedness gives uint64 when an operand is uint64."""
+    a = t.int64 if isinstance(a, t.Boolean) else a
+    b = t.int64 if isinstance(b, t.Boolean) else b
+    if a.signed == b.signed:
+        return t.Integer(max(a.bitwidth, b.bitwidth, 64), a.signed)
+    unsigned = a if not a.signed else b
+    return t.uint64 if unsigned.bitwidth >= 64 else t.int64
+
+
+def _is_int_literal(node) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _canonical_arg(ty: t.Type) -> t.Type:

@@ -658,6 +658,9 @@ class FunctionLowerer(ast.NodeVisitor):
                 return b.extract_value(base, index % len(base_t.items))
             return self.dynamic_tuple_index(node, base, base_t)
         result = self.type_of(node)
+        if isinstance(base_t, t.Record):
+            pointer, dtype = self.element_address(node)
+            return arrays.load_element(b, dtype, pointer)
         if isinstance(result, t.Array):
             base = self.expr(node.value)
             parts = self.index_parts(node, base_t, base)
@@ -705,6 +708,9 @@ class FunctionLowerer(ast.NodeVisitor):
         base_t = self.type_of(node.value)
         base = self.expr(node.value)
         b = self.builder
+        if isinstance(base_t, t.Record):
+            ftype, offset = base_t.field(node.slice.value)
+            return b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8), ftype
         data, shape, strides = arrays.parts(b, base, base_t.ndim)
         parts = self.index_parts(node, base_t, base)
         indices = [p[1] for p in parts]
