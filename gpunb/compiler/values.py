@@ -131,6 +131,9 @@ def dtype_to_type(value) -> t.Type | None:
     """A dtype given in kernel code: gpunb type, numpy scalar type, np.dtype, or a dtype string."""
     if isinstance(value, t.Type) and not isinstance(value, (t.Array, PyValue)):
         return value
+    if type(value).__module__.startswith("numba"):
+        # numba's own type objects (`from numba import float32`) name the same types
+        return t.TYPE_NAMES.get(str(value))
     try:
         if isinstance(value, type) and issubclass(value, np.generic):
             return t.from_dtype(value)
