@@ -86,15 +86,18 @@ def compile_ptx(pyfunc, sig, device: bool = False, abi: str = "numba", lineinfo:
     sig = t.parse_signature(sig) if isinstance(sig, str) else sig
     if isinstance(sig, tuple):
         sig = t.Signature(None, sig)
+    from gpunb.compiler.guard import compile_guard
+
     func = getattr(pyfunc, "py_func", pyfunc)
     cc = tuple(cc) if cc else config.default_arch()
     options = {"lineinfo": lineinfo, "debug": debug, "fastmath": fastmath, "opt": opt}
-    typed = infer_kernel(func, tuple(sig.args), options, device=device)
-    if not device:
-        return build_ptx(typed, options, cc).ptx, typed.return_type
-    mb = lower_device_function(typed, CudaTarget(cc, fastmath), options, func.__name__)
-    ptx, _ = emit_ptx(str(mb.module), cc, opt=opt, fastmath=fastmath,
-                      kernel_symbols=(func.__name__,))
+    with compile_guard(func):
+        typed = infer_kernel(func, tuple(sig.args), options, device=device)
+        if not device:
+            return build_ptx(typed, options, cc).ptx, typed.return_type
+        mb = lower_device_function(typed, CudaTarget(cc, fastmath), options, func.__name__)
+        ptx, _ = emit_ptx(str(mb.module), cc, opt=opt, fastmath=fastmath,
+                          kernel_symbols=(func.__name__,), lineinfo=lineinfo)
     return ptx, typed.return_type
 
 

@@ -21,11 +21,17 @@ def build_specialization(dispatcher, argtypes: tuple, target: str, previous=None
     from gpunb.dispatcher import Specialization
     from gpunb.runtime.launch import ArgPacker
 
+    from gpunb.compiler.guard import compile_guard
+
     options = dict(dispatcher.options)
     started = time.perf_counter()
-    typed = infer(dispatcher, argtypes, options)
+    with compile_guard(dispatcher.py_func):
+        typed = infer(dispatcher, argtypes, options)
+        if target == "cpu":
+            artifact = _build_cpu(typed, options)
+        else:
+            artifact = None
     if target == "cpu":
-        artifact = _build_cpu(typed, options)
         launcher = _cpu_launcher(dispatcher, artifact)
     else:
         artifact, launcher = _build_cuda(dispatcher, typed, options)
@@ -71,9 +77,12 @@ def _build_cuda(dispatcher, typed, options: dict):
     from gpunb.runtime import driver
     from gpunb.runtime.launch import launch_cuda, validate_config
 
+    from gpunb.compiler.guard import compile_guard
+
     device = driver.current_device()
     cc = tuple(device.compute_capability)
-    artifact = build_ptx(typed, options, cc)
+    with compile_guard(dispatcher.py_func):
+        artifact = build_ptx(typed, options, cc)
     cubin, _log = driver.link_ptx(artifact.ptx, cc, max_registers=options.get("max_registers"),
                                   lineinfo=bool(options.get("lineinfo")),
                                   debug=bool(options.get("debug")),
@@ -134,8 +143,11 @@ def ptx_for(dispatcher, argtypes: tuple) -> KernelArtifact:
     key = (id(dispatcher), dispatcher.py_func.__code__, argtypes)
     found = _ptx_cache.get(key)
     if found is None:
-        typed = infer(dispatcher, argtypes, dict(dispatcher.options))
-        found = build_ptx(typed, dict(dispatcher.options), _inspection_cc())
+        from gpunb.compiler.guard import compile_guard
+
+        with compile_guard(dispatcher.py_func):
+            typed = infer(dispatcher, argtypes, dict(dispatcher.options))
+            found = build_ptx(typed, dict(dispatcher.options), _inspection_cc())
         _ptx_cache[key] = found
     return found
 
