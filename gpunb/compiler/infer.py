@@ -566,9 +566,11 @@ class Inferer(ast.NodeVisitor):
                 return t.int64
             if not isinstance(ty, t.Integer):
                 raise self.error(node, f"~ needs an integer, got {ty}")
-            return ty
         if isinstance(ty, t.Boolean):
             return t.int64
+        if isinstance(ty, t.Integer):
+            # numba: unary -, + and ~ on integers give at least 64 bits (-int32(-2**31) == 2**31)
+            return t.Integer(max(ty.bitwidth, 64), ty.signed)
         return ty
 
     def expr_BoolOp(self, node: ast.BoolOp) -> t.Type:

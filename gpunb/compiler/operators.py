@@ -164,9 +164,13 @@ def int_binary(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None):
         is_zero = b.icmp_unsigned("==", y, zero)
         safe_y = b.select(is_zero, ir.Constant(x.type, 1), y)
         if signed:
-            # avoid INT_MIN // -1 overflow (undefined in LLVM): treat as x * -1 wrap
-            q = b.sdiv(x, safe_y)
-            r = b.srem(x, safe_y)
+            # INT_MIN // -1 overflows (undefined in LLVM, a trap on x86): divide by -1 as a
+            # wrapping negation, remainder 0
+            minus_one = b.icmp_signed("==", y, ir.Constant(x.type, -1))
+            safe_y = b.select(minus_one, ir.Constant(x.type, 1), safe_y)
+            q = b.select(minus_one, b.neg(x), b.sdiv(x, safe_y))
+            r = b.select(minus_one, zero, b.srem(x, safe_y))
+            safe_y = b.select(minus_one, y, safe_y)
             nonzero_r = b.icmp_signed("!=", r, zero)
             signs_differ = b.icmp_signed("<", b.xor(r, safe_y), zero)
             adjust = b.and_(nonzero_r, signs_differ)
