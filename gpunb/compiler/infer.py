@@ -641,6 +641,7 @@ class Inferer(ast.NodeVisitor):
                 return base.items[0]
             self.expr_types[id(index)] = t.int64
             if isinstance(i, int):
+                self.constants[id(index)] = i  # lowering needs it for t[-1], t[N - 1]
                 try:
                     return base.items[i]
                 except IndexError:
