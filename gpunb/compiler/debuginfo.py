@@ -36,7 +36,7 @@ class DebugInfo:
                     "producer": "gpunb",
                     "runtimeVersion": 0,
                     "isOptimized": True,
-                    "emissionKind": ir.DIToken("LineTablesOnly"),
+                    "emissionKind": ir.DIToken("DebugDirectivesOnly"),
                 }, is_distinct=True)
                 self.module.add_named_metadata("llvm.dbg.cu", self.unit)
         return found
