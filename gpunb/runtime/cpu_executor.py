@@ -37,7 +37,9 @@ class LoadedCpuKernel:
         from gpunb.compiler.targets.cpu import host_target_machine
 
         self.artifact = artifact
-        tm = host_target_machine()
+        # MCJIT takes ownership of its target machine and frees it with the engine: never hand
+        # it the shared, cached one (a later compile would use a freed machine and crash)
+        tm = host_target_machine.__wrapped__()
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
         self.engine.add_object_file(llvm.ObjectFileRef.from_data(artifact.binary))
         self.engine.finalize_object()
