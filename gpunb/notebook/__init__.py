@@ -1,0 +1,47 @@
+"""gpunb's IPython extension: magics, cell hooks, inspector widgets and the labextension comm.
+
+`%load_ext gpunb` must stay fast (no CUDA, no llvmlite, no ipywidgets): this module imports only
+the magics and hooks, which import nothing heavy at module level. Widgets load on first display.
+"""
+
+from __future__ import annotations
+
+_loaded: dict = {}
+
+
+def load_ipython_extension(ipython) -> None:
+    """Register %%gpukernel, %gpucache, %gpuinfo, %%gpuprofile and the cell hooks on `ipython`."""
+    from gpunb.notebook.hooks import CellHooks
+    from gpunb.notebook.magics import GpuMagics
+
+    if id(ipython) in _loaded:
+        return
+    hooks = CellHooks(ipython)
+    hooks.register()
+    ipython.register_magics(GpuMagics(ipython, hooks))
+    _ensure_cuda_name(ipython)
+    _loaded[id(ipython)] = hooks
+
+
+def unload_ipython_extension(ipython) -> None:
+    """Remove the hooks (magics stay registered, as IPython offers no way to drop them)."""
+    hooks = _loaded.pop(id(ipython), None)
+    if hooks is not None:
+        hooks.unregister()
+
+
+def hooks_for(ipython):
+    """The CellHooks of a shell that loaded the extension, or None."""
+    return _loaded.get(id(ipython))
+
+
+def _ensure_cuda_name(ipython) -> None:
+    """Kernel code says `cuda.grid(1)`; bind `cuda` to gpunb's module unless the user has one.
+
+    The module object is created lazily by `gpunb.__getattr__`, and importing gpunb.cuda imports
+    no driver, so this keeps `%load_ext` cheap.
+    """
+    if "cuda" not in ipython.user_ns:
+        import importlib
+
+        ipython.user_ns["cuda"] = importlib.import_module("gpunb.cuda")

@@ -1,0 +1,173 @@
+"""Cache provenance views: the `%gpucache status` table and `%gpucache explain NAME`.
+
+Rows come from the kernels in the user's namespace (their specialisations and the cache decision
+recorded on each) so the table says, per function and signature, hit or miss and why, compile
+time, entry size and the cell that defined the function. A live panel re-renders after each cell.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from gpunb.notebook import render
+
+HEADERS = ("function", "signature", "target", "last event", "why", "compile ms", "entry size",
+           "defined in")
+
+
+def find_kernels(namespace: dict) -> dict:
+    """name -> Dispatcher for every GPU function bound in a namespace (the user's, usually)."""
+    return {name: value for name, value in list(namespace.items())
+            if getattr(type(value), "__gpunb_function__", False) and not name.startswith("_")}
+
+
+def defined_in(dispatcher) -> str:
+    from gpunb.errors import describe_filename
+
+    code = getattr(dispatcher.py_func, "__code__", None)
+    if code is None:
+        return "?"
+    return f"{describe_filename(code.co_filename)}, line {code.co_firstlineno}"
+
+
+def _field(event: Any, *names: str, default=None):
+    for name in names:
+        if isinstance(event, dict) and name in event:
+            return event[name]
+        if hasattr(event, name):
+            return getattr(event, name)
+    return default
+
+
+def describe_event(event: Any) -> tuple[str, str, str]:
+    """(outcome, why, entry size) of one cache event, whatever its concrete type."""
+    if event is None:
+        return "—", "not looked up (cache off or not compiled through the cache)", ""
+    if isinstance(event, str):
+        outcome, _, why = event.partition(":")
+        return outcome.strip(), why.strip(), ""
+    kind = _field(event, "kind", "outcome", "event", "result", default="")
+    where = _field(event, "where", "source", "tier", default="")
+    outcome = f"{kind}({where})" if kind and where and str(kind).startswith("hit") else str(kind)
+    why = _field(event, "reason", "why", "detail", default="") or ""
+    size = _field(event, "size", "entry_size", "nbytes", "bytes", default="")
+    return outcome or str(event), str(why), _size(size)
+
+
+def _size(value) -> str:
+    if value in (None, ""):
+        return ""
+    value = int(value)
+    for unit in ("B", "KiB", "MiB"):
+        if value < 1024 or unit == "MiB":
+            return f"{value} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return str(value)
+
+
+def status_rows(namespace: dict) -> list[list[str]]:
+    rows = []
+    for name, dispatcher in find_kernels(namespace).items():
+        infos = dispatcher.cache_info()
+        if not infos:
+            rows.append([name, "(not compiled yet)", "", "", "", "", "", defined_in(dispatcher)])
+        for info in infos:
+            outcome, why, size = describe_event(info.get("event"))
+            rows.append([name, info.get("signature", ""), info.get("target", ""), outcome, why,
+                         f"{float(info.get('compile_ms') or 0.0):.1f}", size,
+                         defined_in(dispatcher)])
+    return rows
+
+
+class CacheStatus:
+    """A snapshot of `%gpucache status`: table as HTML (with hit/miss colour) and as text."""
+
+    def __init__(self, namespace: dict, cache_dir: str = "", enabled: bool = True):
+        self.rows = status_rows(namespace)
+        self.cache_dir = cache_dir
+        self.enabled = enabled
+
+    def footer(self) -> str:
+        state = "on" if self.enabled else "off"
+        return f"cache {state}; directory: {self.cache_dir or '?'}"
+
+    def text(self) -> str:
+        if not self.rows:
+            return "no GPU functions in this namespace yet\n" + self.footer()
+        return render.text_table(HEADERS, self.rows) + "\n" + self.footer()
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for row in self.rows:
+            cells = [render.esc(c) for c in row]
+            css = "hit" if row[3].startswith("hit") else "miss" if row[3].startswith("miss") else ""
+            if css:
+                cells[3] = f'<span class="{css}">{cells[3]}</span>'
+            rows.append(cells)
+        body = render.table(HEADERS, rows, raw_html=True) if rows else \
+            '<div class="muted">no GPU functions in this namespace yet</div>'
+        return render.wrap(body + f'<div class="muted">{render.esc(self.footer())}</div>')
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(self.text())
+
+
+class Explanation:
+    """`%gpucache explain NAME`: the cache's account of a kernel, shown as text or HTML."""
+
+    def __init__(self, name: str, explained: Any):
+        self.name = name
+        self.explained = explained
+
+    def text(self) -> str:
+        e = self.explained
+        if isinstance(e, str):
+            return e
+        if hasattr(e, "text") and callable(e.text):
+            return e.text()
+        if dataclasses.is_dataclass(e) or isinstance(e, (dict, list)):
+            import json
+
+            from gpunb.notebook.comm import to_json
+
+            return json.dumps(to_json(e), indent=2)
+        return str(e)
+
+    def _repr_html_(self) -> str:
+        if hasattr(self.explained, "_repr_html_"):
+            return self.explained._repr_html_()
+        return render.wrap(f"<div><b>why {render.esc(self.name)} was (re)compiled</b></div>"
+                           f'<pre class="gpunb-code">{render.esc(self.text())}</pre>')
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(self.text())
+
+
+class LiveCachePanel:
+    """An HTML widget holding the status table, refreshed after every cell (while displayed)."""
+
+    def __init__(self, shell, status_factory):
+        import ipywidgets as w
+
+        self.status_factory = status_factory
+        self.html = w.HTML(status_factory()._repr_html_())
+        shell_hooks = _hooks(shell)
+        if shell_hooks is not None:
+            shell_hooks.after_cell.append(self.refresh)
+
+    def refresh(self) -> bool:
+        self.html.value = self.status_factory()._repr_html_()
+        return True  # keep refreshing after later cells
+
+
+def _hooks(shell):
+    from gpunb.notebook import hooks_for
+
+    return hooks_for(shell)

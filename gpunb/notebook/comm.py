@@ -1,0 +1,95 @@
+"""The channel to the JupyterLab side panel: a comm with target 'gpunb' carrying JSON messages.
+
+Messages: {"type": "cache_events", "events": [...]} after each cell (new cache decisions only) and
+{"type": "launches", "launches": [...]} from %%gpuprofile. The comm is opened lazily, only inside
+a kernel; without the labextension the frontend closes it and sends become no-ops.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+TARGET = "gpunb"
+
+_state: dict = {"comm": None, "sent_events": 0, "closed": False}
+sent: list[dict] = []  # every message published in this process (tests and the panel read it)
+
+
+def _open():
+    if _state["comm"] is not None or _state["closed"]:
+        return _state["comm"]
+    from gpunb.notebook.widgets import in_kernel
+
+    if not in_kernel():
+        return None
+    try:
+        import comm as comm_pkg
+    except ImportError:
+        return None
+    channel = comm_pkg.create_comm(target_name=TARGET, data={"type": "hello", "version": 1})
+
+    def on_close(_msg):
+        _state["closed"] = True
+        _state["comm"] = None
+
+    channel.on_close(on_close)
+    _state["comm"] = channel
+    return channel
+
+
+def publish(message: dict) -> None:
+    """Send one JSON message to the side panel (when there is a frontend to receive it)."""
+    message = to_json(message)
+    sent.append(message)
+    if len(sent) > 1000:
+        del sent[:500]
+    channel = _open()
+    if channel is not None:
+        channel.send(data=message)
+
+
+def publish_new_events() -> None:
+    """Send the cache events recorded since the last call (called after every cell)."""
+    events = cache_events()
+    new = events[_state["sent_events"]:] if len(events) >= _state["sent_events"] else events
+    _state["sent_events"] = len(events)
+    if new:
+        publish({"type": "cache_events", "events": [event_record(e) for e in new]})
+
+
+def cache_events() -> list:
+    """The cache layer's event log, or [] while that layer is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("gpunb.cache") is None:
+        return []
+    import gpunb.cache as cache
+
+    events = getattr(cache, "events", None)
+    return list(events()) if callable(events) else []
+
+
+def event_record(event: Any) -> dict:
+    """A cache event (dataclass, dict or object) as a flat JSON-ready dict."""
+    if dataclasses.is_dataclass(event) and not isinstance(event, type):
+        data = dataclasses.asdict(event)
+    elif isinstance(event, dict):
+        data = dict(event)
+    else:
+        data = {k: v for k, v in vars(event).items() if not k.startswith("_")} \
+            if hasattr(event, "__dict__") else {"event": str(event)}
+    return to_json(data)
+
+
+def to_json(value: Any) -> Any:
+    """Make a value JSON-safe: tuples -> lists, unknown objects -> str."""
+    if isinstance(value, dict):
+        return {str(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_json(dataclasses.asdict(value))
+    return str(value)

@@ -1,0 +1,127 @@
+"""IPython cell hooks: name cells for errors, bump the cache epoch, show errors without internals.
+
+After every cell the cache epoch is bumped, so the next launch of any kernel re-checks its
+dependencies (a helper redefined in this cell is noticed). Errors raised by gpunb render as
+`message / Cell In[7], line 3 / source / caret / hint`, without compiler frames.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from gpunb.errors import CompileError, LaunchError
+
+
+class CellHooks:
+    """Everything the extension attaches to one shell; `unregister` undoes it all."""
+
+    def __init__(self, shell):
+        self.shell = shell
+        self.epochs_bumped = 0
+        self.after_cell: list[Callable[[], None]] = []  # pending --show displays, live panels
+        self.progress = None
+        self._previous_exc = None
+
+    def register(self) -> None:
+        self.shell.events.register("pre_run_cell", self.pre_run_cell)
+        self.shell.events.register("post_run_cell", self.post_run_cell)
+        self._previous_exc = (getattr(self.shell, "custom_exceptions", ()),
+                              getattr(self.shell, "CustomTB", None))
+        self.shell.set_custom_exc((CompileError, LaunchError), show_gpunb_error)
+
+    def unregister(self) -> None:
+        for name, fn in (("pre_run_cell", self.pre_run_cell),
+                         ("post_run_cell", self.post_run_cell)):
+            try:
+                self.shell.events.unregister(name, fn)
+            except ValueError:
+                pass
+        if self._previous_exc is not None:
+            excs, handler = self._previous_exc
+            self.shell.custom_exceptions = excs
+            if handler is not None:
+                self.shell.CustomTB = handler
+        if self.progress is not None:
+            self.progress.stop()
+
+    # ---- the two events -----------------------------------------------------------------------
+
+    def pre_run_cell(self, info) -> None:
+        register_ipython_cell(self.shell, getattr(info, "raw_cell", None))
+        from gpunb.notebook.progress import CompileWatcher
+
+        if self.progress is None:
+            self.progress = CompileWatcher()
+        self.progress.start()
+
+    def post_run_cell(self, result) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+        self.epochs_bumped += bump_cache_epoch()
+        pending, self.after_cell = self.after_cell, []
+        for action in pending:
+            try:
+                keep = action()
+            except Exception as exc:  # noqa: BLE001 - a broken panel must not break the cell
+                print(f"gpunb: {exc}", file=sys.stderr)
+                keep = False
+            if keep:
+                self.after_cell.append(action)
+        from gpunb.notebook import comm
+
+        comm.publish_new_events()
+
+
+def bump_cache_epoch() -> int:
+    """Tell the cache a cell ran (its names may have changed); 1 if bumped, 0 if no cache yet."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("gpunb.cache") is None or \
+            importlib.util.find_spec("gpunb.cache.epoch") is None:
+        return 0  # the cache layer is not installed in this build
+    importlib.import_module("gpunb.cache.epoch").bump()
+    return 1
+
+
+def register_ipython_cell(shell, raw_cell: str | None) -> None:
+    """Record which execution count IPython's synthetic filename for this cell belongs to."""
+    if raw_cell is None:
+        return
+    from gpunb.sources import register_cell
+
+    try:
+        transformed = shell.transform_cell(raw_cell)
+        name = shell.compile.get_code_name(raw_cell, transformed, shell.execution_count)
+    except Exception:  # noqa: BLE001 - a cell IPython cannot transform shows IPython's own error
+        return
+    register_cell(name, shell.execution_count)
+
+
+def user_frames(tb) -> list[str]:
+    """`launched from Cell In[8], line 3: ...` lines for the user's own frames in a traceback."""
+    import linecache
+
+    from gpunb.errors import describe_filename
+    from gpunb.sources import is_cell
+
+    out = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        name = code.co_filename
+        text = linecache.getline(name, tb.tb_lineno).strip()
+        if is_cell(name) and not text.startswith("get_ipython()"):  # not a magic's call line
+            out.append(f"  from {describe_filename(name)}, line {tb.tb_lineno}: {text}")
+        tb = tb.tb_next
+    return out
+
+
+def show_gpunb_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
+    """IPython custom-exception handler: the rendered error, the user's frames, nothing else."""
+    red, reset = ("\x1b[0;31m", "\x1b[0m") if shell.colors.lower() != "nocolor" else ("", "")
+    rendered = value.render() if hasattr(value, "render") else str(value)
+    lines = [f"{red}{etype.__name__}{reset}: {rendered}"]
+    lines.extend(user_frames(tb))
+    shell._showtraceback(etype, value, lines)
+    return lines

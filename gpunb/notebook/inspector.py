@@ -1,0 +1,170 @@
+"""The kernel inspector: Source | Types | LLVM | PTX | SASS tabs, line linking, a resources strip.
+
+`Inspector` holds a KernelReport and a selection (a Python source line); the ipywidgets view, the
+static HTML (nbconvert, GitHub) and the plain text (terminal IPython) all render from that state,
+so what a test reads from the model is what a person sees.
+"""
+
+from __future__ import annotations
+
+from gpunb.notebook import codeviews, render
+from gpunb.notebook.report import KernelReport, build_report
+
+TABS = ("source", "types", "llvm", "ptx", "sass")
+TAB_TITLES = {"source": "Source", "types": "Types", "llvm": "LLVM", "ptx": "PTX", "sass": "SASS"}
+
+
+def inspector_for(dispatcher, signature=None, arch: str | None = None,
+                  tab: str = "ptx") -> Inspector:
+    """The inspector for a kernel (what `kernel.inspect()` returns); compiles it if needed."""
+    if arch is None:
+        arch = getattr(dispatcher, "inspection_arch", None)
+    return Inspector(build_report(dispatcher, signature, arch), tab=tab)
+
+
+class Inspector:
+    """One kernel specialisation, viewable as a widget, static HTML or text."""
+
+    def __init__(self, report: KernelReport, tab: str = "ptx"):
+        self.report = report
+        self.tab = tab if tab in TABS else "ptx"
+        self.selected_line: int | None = None
+        self.text_tabs: tuple = ()  # tabs printed in full by the plain-text form (--show)
+        self._widget = None
+        self._uid = render.new_id("gpunb-insp")
+
+    # ---- the selection model ------------------------------------------------------------------
+
+    @property
+    def mapped_lines(self) -> list[int]:
+        """Source lines of this kernel that produced PTX (the ones that can be selected)."""
+        own = set(self.report.source_lines)
+        return sorted(line for line in self.report.line_map if line in own)
+
+    def select_line(self, line: int | None) -> list[int]:
+        """Pin a source line; returns the PTX lines it produced (highlighted in every view)."""
+        self.selected_line = line
+        if self._widget is not None and (line is None or line in self.mapped_lines):
+            self._widget.link.value = line
+        self._refresh()
+        return self.highlighted_ptx
+
+    def select_ptx_line(self, ptx_line: int) -> int | None:
+        """Pin the source line that produced a PTX line (the reverse link); returns it."""
+        line = self.report.ptx_to_source().get(ptx_line)
+        self.select_line(line)
+        return line
+
+    @property
+    def highlighted_ptx(self) -> list[int]:
+        return list(self.report.line_map.get(self.selected_line, [])) \
+            if self.selected_line is not None else []
+
+    @property
+    def highlighted_sass(self) -> list[int]:
+        return list(self.report.sass_map.get(self.selected_line, [])) \
+            if self.selected_line is not None else []
+
+    # ---- rendering ----------------------------------------------------------------------------
+
+    def header_html(self) -> str:
+        r = self.report
+        where = f"runs on {r.target}" + (f", PTX/SASS for {r.arch}" if r.arch else "")
+        return (f"<div><b>{render.esc(r.name)}</b> <code>{render.esc(r.signature)}</code> "
+                f'<span class="muted">({render.esc(where)})</span></div>'
+                + resources_strip(r.resources))
+
+    def tab_html(self, tab: str) -> str:
+        r = self.report
+        if tab in r.problems and not _tab_text(r, tab):
+            return f'<pre class="gpunb-code">{render.esc(r.problems[tab])}</pre>'
+        if tab == "source":
+            return render.code_block(r.source, "python", first_line=r.first_line,
+                                     line_attrs={n: "" for n in self.mapped_lines},
+                                     selected=[self.selected_line] if self.selected_line else [])
+        if tab == "types":
+            return render.code_block(r.types, "text")
+        if tab == "llvm":
+            return render.code_block(r.llvm_ir, "llvm")
+        if tab == "ptx":
+            return codeviews.split_view(f"{self._uid}-ptx", r.source, r.first_line, r.ptx, "ptx",
+                                        _own(r.line_map, r.source_lines), self.selected_line)
+        return codeviews.split_view(f"{self._uid}-sass", r.source, r.first_line, r.sass, "sass",
+                                    _own(r.sass_map, r.source_lines), self.selected_line)
+
+    def link_summary_html(self) -> str:
+        if self.selected_line is None:
+            return ('<span class="muted">pick a source line (or hover one in the PTX/SASS tabs) '
+                    "to see the code it produced</span>")
+        ptx = self.highlighted_ptx
+        return (f"line {self.selected_line} → {len(ptx)} PTX line(s), "
+                f"{len(self.highlighted_sass)} SASS line(s)"
+                + codeviews.excerpt(self.report.ptx, ptx, "ptx"))
+
+    def _repr_html_(self) -> str:
+        """Static HTML: every tab as an open/closed section; hover linking still works."""
+        sections = []
+        for tab in TABS:
+            opened = " open" if tab == self.tab else ""
+            sections.append(f"<details{opened}><summary>{TAB_TITLES[tab]}</summary>"
+                            f"{self.tab_html(tab)}</details>")
+        return render.wrap(self.header_html() + "".join(sections), self._uid)
+
+    def text(self, tabs: tuple | None = None) -> str:
+        r = self.report
+        tabs = self.text_tabs if tabs is None else tabs
+        res = ", ".join(f"{k}={v}" for k, v in r.resources.items())
+        out = [f"{r.name} {r.signature}  [runs on {r.target}; PTX for {r.arch or '?'}]",
+               f"resources: {res or 'unknown'}",
+               f"line map: {len(self.mapped_lines)} source line(s) -> "
+               f"{sum(len(v) for v in r.line_map.values())} PTX line(s)"]
+        for tab in tabs:
+            body = _tab_text(r, tab) or r.problems.get(tab, "")
+            out.append(f"---- {TAB_TITLES[tab]} ----\n{body.rstrip()}")
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(self.text())
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        bundle = {"text/plain": self.text(), "text/html": self._repr_html_()}
+        from gpunb.notebook.widgets import widget_bundle
+
+        bundle.update(widget_bundle(self.widget))
+        return bundle
+
+    # ---- the live widget ----------------------------------------------------------------------
+
+    def widget(self):
+        """The ipywidgets view (built once); None when ipywidgets is not installed."""
+        if self._widget is None:
+            from gpunb.notebook.inspector_widget import build_inspector_widget
+
+            self._widget = build_inspector_widget(self)
+        return self._widget
+
+    def _refresh(self) -> None:
+        if self._widget is not None:
+            self._widget.refresh()
+
+
+def resources_strip(resources: dict) -> str:
+    labels = (("registers", "registers/thread", ""), ("shared_bytes", "shared", " B"),
+              ("local_bytes", "local", " B"), ("const_bytes", "const", " B"),
+              ("max_threads_per_block", "max threads/block", ""))
+    items = [(f"{label}: {resources[key]}{unit}", key == "registers")
+             for key, label, unit in labels if key in resources]
+    return render.pills(items) if items else ""
+
+
+def _own(mapping: dict, lines: range) -> dict:
+    """Only the mappings of this kernel's own lines (inlined callees from other cells drop out)."""
+    return {line: targets for line, targets in mapping.items() if line in lines}
+
+
+def _tab_text(report: KernelReport, tab: str) -> str:
+    return {"source": report.source, "types": report.types, "llvm": report.llvm_ir,
+            "ptx": report.ptx, "sass": report.sass}[tab]

@@ -1,0 +1,67 @@
+"""The inspector as ipywidgets: a Tab of HTML views plus a linked source-line / PTX-line picker.
+
+The picker widgets are the selection model: choosing a source line highlights its PTX and SASS
+lines; typing a PTX line selects the source line that produced it. Their values live in the
+widget state, so a saved notebook (and a test) can read which lines are linked.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as w
+
+from gpunb.notebook import render
+
+
+class InspectorWidget(w.VBox):
+    """Header, link controls, tabs; every HTML child re-renders from the Inspector's state."""
+
+    def __init__(self, inspector, **kwargs):
+        from gpunb.notebook.inspector import TAB_TITLES, TABS
+
+        self.inspector = inspector
+        r = inspector.report
+        self.header = w.HTML(render.wrap(inspector.header_html()))
+        self.views = {tab: w.HTML() for tab in TABS}
+        self.tabs = w.Tab(children=[self.views[t] for t in TABS],
+                          titles=[TAB_TITLES[t] for t in TABS],
+                          selected_index=TABS.index(inspector.tab))
+        lines = r.source.splitlines()
+        options = [("—", None)] + [
+            (f"{n}: {lines[n - r.first_line].strip()[:48]}", n) for n in inspector.mapped_lines]
+        self.link = w.Dropdown(options=options, value=None, description="source line")
+        self.ptx_line = w.BoundedIntText(value=0, min=0, max=max(len(r.ptx.splitlines()), 1),
+                                         description="PTX line")
+        self.summary = w.HTML()
+        self.line_map = w.Textarea(value=_map_text(r.line_map), disabled=True,
+                                   description="line map", layout=w.Layout(display="none"))
+        self.link.observe(self._on_link, names="value")
+        self.ptx_line.observe(self._on_ptx_line, names="value")
+        controls = w.HBox([self.link, self.ptx_line])
+        super().__init__([self.header, controls, self.summary, self.tabs, self.line_map],
+                         **kwargs)
+        self.add_class("gpunb-inspector")
+        self.refresh()
+
+    def refresh(self) -> None:
+        for tab, view in self.views.items():
+            view.value = render.wrap(self.inspector.tab_html(tab))
+        self.summary.value = render.wrap(self.inspector.link_summary_html())
+
+    def _on_link(self, change) -> None:
+        if self.inspector.selected_line != change["new"]:
+            self.inspector.select_line(change["new"])
+
+    def _on_ptx_line(self, change) -> None:
+        if change["new"]:
+            line = self.inspector.select_ptx_line(change["new"])
+            if line is not None and self.tabs.selected_index == 0:
+                self.tabs.selected_index = 3
+
+
+def _map_text(line_map: dict) -> str:
+    """The line map as `python_line: ptx lines` rows, kept in the model for saved notebooks."""
+    return "\n".join(f"{src}: {' '.join(map(str, ptx))}" for src, ptx in sorted(line_map.items()))
+
+
+def build_inspector_widget(inspector) -> InspectorWidget:
+    return InspectorWidget(inspector)

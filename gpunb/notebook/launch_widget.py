@@ -1,0 +1,60 @@
+"""The launch-config explorer as ipywidgets: slider, inputs, live occupancy, Apply and Suggest.
+
+Every control writes into the LaunchExplorer and re-renders from it, so the widget state (slider
+value, result text) always matches `explorer.row()`.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as w
+
+from gpunb.notebook import render
+
+ARCHS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+
+
+class LaunchExplorerWidget(w.VBox):
+    def __init__(self, explorer, **kwargs):
+        self.explorer = explorer
+        limit = int(explorer.resources.get("max_threads_per_block") or 1024)
+        self.block = w.IntSlider(value=explorer.block, min=32, max=limit, step=32,
+                                 description="block size", continuous_update=True)
+        self.shared = w.BoundedIntText(value=explorer.shared, min=0, max=228 * 1024, step=1024,
+                                       description="dyn. smem (B)")
+        self.n = w.BoundedIntText(value=explorer.n, min=1, max=2**40, description="n")
+        archs = ARCHS if explorer.arch in ARCHS else (explorer.arch, *ARCHS)
+        self.arch = w.Dropdown(options=archs, value=explorer.arch, description="arch")
+        self.result = w.HTML()
+        self.occupancy = w.FloatProgress(value=0, min=0, max=100, description="occupancy")
+        self.apply_button = w.Button(description="Apply", button_style="primary",
+                                     tooltip="store as kernel.launch_config")
+        self.suggest_button = w.Button(description="Suggest")
+        self.applied = w.HTML()
+        for control in (self.block, self.shared, self.n, self.arch):
+            control.observe(self._on_change, names="value")
+        self.apply_button.on_click(lambda _: explorer.apply())
+        self.suggest_button.on_click(self._on_suggest)
+        super().__init__([w.HBox([self.block, self.arch]), w.HBox([self.shared, self.n]),
+                          self.occupancy, self.result,
+                          w.HBox([self.apply_button, self.suggest_button]), self.applied],
+                         **kwargs)
+        self.add_class("gpunb-launch-explorer")
+        self.refresh()
+
+    def _on_change(self, _change) -> None:
+        e = self.explorer
+        e.block, e.shared, e.n, e.arch = (self.block.value, self.shared.value, self.n.value,
+                                          self.arch.value)
+        self.refresh()
+
+    def _on_suggest(self, _button) -> None:
+        self.block.value = self.explorer.suggested_block
+
+    def refresh(self) -> None:
+        e = self.explorer
+        row = e.row()
+        self.occupancy.value = row.occupancy_pct
+        self.result.value = render.wrap(e.summary_html())
+        self.applied.value = (render.wrap(f"applied: <code>kernel.launch_config = "
+                                          f"{render.esc(tuple(e.applied))}</code>")
+                              if e.applied else "")

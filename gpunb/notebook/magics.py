@@ -1,0 +1,146 @@
+"""The magics: %%gpukernel, %gpucache, %gpuinfo and %%gpuprofile.
+
+Each magic parses its line, calls the layer below (dispatcher, cache, runtime) through public
+functions, and displays a view object that renders as widget, HTML or text as the frontend allows.
+"""
+
+from __future__ import annotations
+
+import os
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.display import display
+
+GPUCACHE_USAGE = ("usage: %gpucache status [--live] | explain NAME | clear [NAME] | dir | on | off")
+
+
+@magics_class
+class GpuMagics(Magics):
+    """Magics bound to one shell and to that shell's CellHooks."""
+
+    def __init__(self, shell, hooks):
+        super().__init__(shell)
+        self.hooks = hooks
+
+    # ---- %%gpukernel --------------------------------------------------------------------------
+
+    @cell_magic
+    def gpukernel(self, line: str, cell: str):
+        """Every top-level def becomes a GPU function; other statements run as host Python.
+
+        %%gpukernel [--target cpu|cuda|auto] [--arch sm_XX] [--show ptx|llvm|sass|types|all]
+                    [--lineinfo] [--fastmath] [--no-cache] [--debug] [--max-registers N]
+        """
+        from gpunb.notebook.cellexec import run_cell
+        from gpunb.notebook.options import OptionError, parse_kernel_options
+
+        try:
+            options = parse_kernel_options(line)
+        except OptionError as exc:
+            raise UsageError(str(exc)) from None
+        wrap = make_wrapper(options)
+        result = run_cell(cell, line, self.shell.user_ns, wrap, self.shell.execution_count)
+        if options.show:
+            for dispatcher in result.functions.values():
+                self.hooks.after_cell.append(ShowWhenCompiled(self.shell, dispatcher,
+                                                              options.show))
+        return result.value
+
+    # ---- %gpucache ----------------------------------------------------------------------------
+
+    @line_magic
+    def gpucache(self, line: str):
+        """%gpucache status [--live] | explain NAME | clear [NAME] | dir | on | off"""
+        from gpunb.notebook import cachecmd
+
+        words = line.split()
+        command, args = (words[0], words[1:]) if words else ("status", [])
+        handler = getattr(cachecmd, f"cmd_{command}", None)
+        if handler is None:
+            raise UsageError(f"%gpucache {command}: unknown command\n{GPUCACHE_USAGE}")
+        try:
+            shown = handler(self.shell, args)
+        except cachecmd.CacheCommandError as exc:
+            raise UsageError(f"%gpucache {command}: {exc}\n{GPUCACHE_USAGE}") from None
+        if shown is not None:
+            display(shown)
+
+    # ---- %gpuinfo -----------------------------------------------------------------------------
+
+    @line_magic
+    def gpuinfo(self, line: str = ""):
+        """Devices, arch, SMs, memory, driver and toolchain versions, and the target in use."""
+        from gpunb.notebook.info import gather
+
+        display(gather())
+
+    # ---- %%gpuprofile -------------------------------------------------------------------------
+
+    @cell_magic
+    def gpuprofile(self, line: str, cell: str):
+        """Run the cell and time every kernel launch in it (synchronised on the GPU)."""
+        from gpunb.notebook import comm
+        from gpunb.notebook.cellexec import run_cell
+        from gpunb.notebook.profile import LaunchRecorder
+
+        body = self.shell.transform_cell(cell)  # line magics inside the cell still work
+        with LaunchRecorder() as recorder:
+            try:
+                result = run_cell(body, line, self.shell.user_ns, None,
+                                  self.shell.execution_count, magic="gpuprofile")
+            finally:
+                comm.publish({"type": "launches", "launches": recorder.records_json()})
+                display(recorder.report())
+        return result.value
+
+
+def make_wrapper(options):
+    """The function that turns each def of a %%gpukernel cell into a GPU function."""
+    from gpunb import cuda
+
+    jit_options = options.jit_options()
+
+    def wrap(func):
+        if getattr(type(func), "__gpunb_function__", False):
+            dispatcher = func  # already @cuda.jit: keep the user's own options
+        else:
+            dispatcher = cuda.jit(func, **jit_options)
+        if options.arch:
+            dispatcher.inspection_arch = options.arch
+        return dispatcher
+
+    return wrap
+
+
+class ShowWhenCompiled:
+    """After-cell action: display the inspector once the kernel has been compiled."""
+
+    def __init__(self, shell, dispatcher, tabs: tuple):
+        self.shell = shell
+        self.dispatcher = dispatcher
+        self.tabs = tabs
+
+    def __call__(self) -> bool:
+        name = self.dispatcher.__name__
+        if self.shell.user_ns.get(name) is not self.dispatcher:
+            return False  # redefined or deleted: a newer cell owns this name now
+        if not self.dispatcher.specializations:
+            return True  # not launched yet: keep waiting
+        from gpunb.notebook.inspector import inspector_for
+
+        inspector = inspector_for(self.dispatcher, tab=self.tabs[0])
+        inspector.text_tabs = self.tabs
+        display(inspector)
+        return False
+
+
+def cache_enabled() -> bool:
+    from gpunb import config
+
+    return config.cache_enabled()
+
+
+def set_cache_enabled(on: bool) -> None:
+    """%gpucache on|off: GPUNB_CACHE is read on every lookup, so this takes effect at once."""
+    os.environ["GPUNB_CACHE"] = "1" if on else "0"

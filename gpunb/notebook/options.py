@@ -1,0 +1,115 @@
+"""`%%gpukernel` option line -> frozen KernelCellOptions; bad options become a UsageError.
+
+Kept apart from the magics so the parsing rules (and their error messages) are testable alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from dataclasses import dataclass
+
+SHOW_CHOICES = ("ptx", "llvm", "sass", "types", "source", "all")
+_ARCH = re.compile(r"^sm_(\d)(\d{1,2})[a-z]?$")  # sm_90, sm_90a, sm_100
+
+
+class OptionError(ValueError):
+    """An unusable option line; the magic turns it into IPython's UsageError (no traceback)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCellOptions:
+    """What a `%%gpukernel` line asked for."""
+
+    target: str | None = None  # None: the process default (GPUNB_TARGET / gpunb.set_target)
+    arch: str | None = None  # PTX arch used by the inspector, e.g. "sm_80"
+    show: tuple = ()  # inspector tabs to open after the first compile
+    lineinfo: bool = False
+    fastmath: bool = False
+    no_cache: bool = False
+    debug: bool = False
+    max_registers: int | None = None
+
+    def jit_options(self) -> dict:
+        """Keyword arguments for `gpunb.cuda.jit`: only what was asked for, so defaults stay."""
+        options: dict = {}
+        if self.target is not None:
+            options["target"] = self.target
+        if self.lineinfo:
+            options["lineinfo"] = True
+        if self.fastmath:
+            options["fastmath"] = True
+        if self.debug:
+            options["debug"] = True
+        if self.no_cache:
+            options["cache"] = False
+        if self.max_registers is not None:
+            options["max_registers"] = self.max_registers
+        return options
+
+    @property
+    def arch_cc(self) -> tuple[int, int] | None:
+        return parse_arch(self.arch) if self.arch else None
+
+
+def parse_arch(arch: str) -> tuple[int, int]:
+    """"sm_80" -> (8, 0); "sm_100" -> (10, 0); raises OptionError otherwise."""
+    m = _ARCH.match(arch.strip().lower())
+    if m is None:
+        raise OptionError(f"arch {arch!r}: expected sm_XX, e.g. sm_80 or sm_90")
+    digits = m.group(1) + m.group(2)
+    return int(digits[:-1]), int(digits[-1])
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print usage and sys.exit(2)
+        raise OptionError(f"%%gpukernel: {message}\n{self.format_usage().strip()}")
+
+    def exit(self, status: int = 0, message: str | None = None):
+        raise OptionError(message or self.format_help())
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="%%gpukernel", add_help=True,
+                description="Every top-level def in the cell becomes a GPU function.")
+    p.add_argument("--target", choices=("cpu", "cuda", "auto"))
+    p.add_argument("--arch", help="PTX architecture for the inspector, e.g. sm_80")
+    p.add_argument("--show", action="append", default=[],
+                   help="open the inspector after the first compile: "
+                        + "|".join(SHOW_CHOICES) + " (comma-separated or repeated)")
+    p.add_argument("--lineinfo", action="store_true")
+    p.add_argument("--fastmath", action="store_true")
+    p.add_argument("--no-cache", dest="no_cache", action="store_true")
+    p.add_argument("--debug", action="store_true")
+    p.add_argument("--max-registers", dest="max_registers", type=int)
+    return p
+
+
+def parse_kernel_options(line: str) -> KernelCellOptions:
+    """Parse a `%%gpukernel` option line; raises OptionError with the usage on any mistake."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise OptionError(f"%%gpukernel: {exc}") from None
+    ns = _parser().parse_args(argv)
+    show: list[str] = []
+    for item in ns.show:
+        for name in filter(None, (s.strip().lower() for s in item.split(","))):
+            if name not in SHOW_CHOICES:
+                raise OptionError(f"%%gpukernel: --show {name}: expected one of "
+                                  f"{', '.join(SHOW_CHOICES)}")
+            show.append(name)
+    if "all" in show:
+        show = ["source", "types", "llvm", "ptx", "sass"]
+    arch = ns.arch.strip().lower() if ns.arch else None
+    if arch is not None:
+        try:
+            parse_arch(arch)
+        except OptionError as exc:
+            raise OptionError(f"%%gpukernel: --{exc}") from None
+    if ns.max_registers is not None and not 16 <= ns.max_registers <= 255:
+        raise OptionError(f"%%gpukernel: --max-registers {ns.max_registers}: expected 16..255")
+    return KernelCellOptions(target=ns.target, arch=arch, show=tuple(dict.fromkeys(show)),
+                             lineinfo=ns.lineinfo, fastmath=ns.fastmath, no_cache=ns.no_cache,
+                             debug=ns.debug, max_registers=ns.max_registers)
