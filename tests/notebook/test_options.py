@@ -1,0 +1,46 @@
+"""%%gpukernel option parsing: every documented option, and clear errors for wrong ones."""
+
+import pytest
+
+from gpunb.notebook.options import OptionError, parse_arch, parse_kernel_options
+
+
+def test_defaults_pass_no_jit_options():
+    opts = parse_kernel_options("")
+    assert opts.jit_options() == {}
+    assert opts.show == () and opts.arch is None
+
+
+def test_every_option():
+    opts = parse_kernel_options("--target cpu --arch sm_80 --show ptx,sass --lineinfo "
+                                "--fastmath --no-cache --debug --max-registers 64")
+    assert opts.jit_options() == {"target": "cpu", "lineinfo": True, "fastmath": True,
+                                  "debug": True, "cache": False, "max_registers": 64}
+    assert opts.arch == "sm_80" and opts.arch_cc == (8, 0)
+    assert opts.show == ("ptx", "sass")
+
+
+def test_show_all_expands_to_every_tab():
+    assert parse_kernel_options("--show all").show == ("source", "types", "llvm", "ptx", "sass")
+    assert parse_kernel_options("--show ptx --show types").show == ("ptx", "types")
+
+
+@pytest.mark.parametrize("line, words", [
+    ("--target gpu", "invalid choice"),
+    ("--show asm", "--show asm"),
+    ("--arch 80", "expected sm_XX"),
+    ("--max-registers 4", "16..255"),
+    ("--bogus", "unrecognized arguments"),
+    ("--show 'ptx", "No closing quotation"),
+])
+def test_bad_options_say_what_is_wrong(line, words):
+    with pytest.raises(OptionError) as info:
+        parse_kernel_options(line)
+    assert words in str(info.value)
+    assert str(info.value).startswith("%%gpukernel")
+
+
+@pytest.mark.parametrize("arch, cc", [("sm_90", (9, 0)), ("sm_86", (8, 6)), ("SM_75", (7, 5)),
+                                      ("sm_90a", (9, 0)), ("sm_100", (10, 0))])
+def test_parse_arch(arch, cc):
+    assert parse_arch(arch) == cc

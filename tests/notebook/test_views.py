@@ -1,0 +1,70 @@
+"""Static renderings: code listings, Source<->PTX split views, tables, the SASS line map."""
+
+import re
+
+from gpunb.notebook import codeviews, render
+from gpunb.notebook.report import sass_line_map
+
+SOURCE = "def k(out):\n    i = 1\n    out[i] = 2\n"
+PTX = "\n".join(f"instr{n}" for n in range(1, 11))
+MAPPING = {2: [3, 4], 3: [6, 7, 8]}
+
+
+def test_split_view_links_lines_both_ways():
+    html = codeviews.split_view("v1", SOURCE, 1, PTX, "ptx", MAPPING, selected_source=3)
+    # source lines 2 and 3 and their PTX lines carry the shared data-l key
+    assert re.search(r'class="gl mapped s" data-l="2"', html)
+    assert len(re.findall(r'class="gl mapped t(?: sel)?" data-l="3"', html)) == 3
+    # the pinned selection highlights line 3 and exactly its PTX lines
+    assert len(re.findall(r'class="gl mapped t sel"', html)) == 3
+    assert 'class="gl mapped s sel" data-l="3"' in html
+    # hover rules, scoped to this view's id, one pair per mapped line
+    assert '#v1:has(.s[data-l="2"]:hover) .t[data-l="2"]' in html
+    assert '#v1:has(.t[data-l="3"]:hover) .s[data-l="3"]' in html
+
+
+def test_excerpt_shows_only_the_mapped_lines():
+    html = codeviews.excerpt(PTX, [7, 6, 8, 99], "ptx")
+    assert html.count('class="gl sel"') == 3
+    assert "instr6" in html and "instr8" in html and "instr5" not in html
+
+
+def test_code_is_escaped_without_pygments(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pygments(name, *args, **kwargs):
+        if name.startswith("pygments"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pygments)
+    lines = render.highlight_lines("a < b\nx & y", "python")
+    assert lines == ["a &lt; b", "x &amp; y"]
+
+
+def test_highlighting_keeps_one_html_line_per_line():
+    code = 'def f(x):\n    """doc\n    string"""\n    return x\n'
+    assert len(render.highlight_lines(code, "python")) == len(code.splitlines())
+    assert len(render.highlight_lines(PTX, "ptx")) == 10
+
+
+def test_text_table_aligns_columns():
+    text = render.text_table(("a", "long header"), [["xyz", 1], ["q", 22]])
+    lines = text.splitlines()
+    assert lines[0].index("long header") == lines[2].index("1")
+
+
+def test_sass_line_map_reads_nvdisasm_markers():
+    sass = "\n".join([
+        "header",
+        '\t//## File "<cell-1>", line 5',
+        "        /*0000*/                   LDC R1, c[0x0][0x28] ;",
+        "        /*0010*/                   S2R R0, SR_TID.X ;",
+        '\t//## File "other.py", line 9',
+        "        /*0020*/                   IMAD R0, R0, 2 ;",
+        '\t//## File "<cell-1>", line 6',
+        "        /*0030*/                   EXIT ;",
+    ])
+    assert sass_line_map(sass, "<cell-1>") == {5: [3, 4], 6: [8]}
