@@ -45,3 +45,16 @@ def _ensure_cuda_name(ipython) -> None:
         import importlib
 
         ipython.user_ns["cuda"] = importlib.import_module("gpunb.cuda")
+
+
+def __getattr__(name: str):
+    """Lazy public helpers, so `%load_ext gpunb` never imports the widget modules."""
+    if name == "inspector_for":
+        from gpunb.notebook.inspector import inspector_for
+
+        return inspector_for
+    if name == "launch_explorer":
+        from gpunb.notebook.launch_explorer import launch_explorer
+
+        return launch_explorer
+    raise AttributeError(f"module 'gpunb.notebook' has no attribute {name!r}")

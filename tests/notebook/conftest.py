@@ -59,25 +59,3 @@ def execute_notebook(cpu_env):
         return nb
 
     return run
-
-
-def outputs_text(cell) -> str:
-    """All text a cell showed: streams, text/plain, text/html and error tracebacks."""
-    parts = []
-    for out in cell.get("outputs", []):
-        if out["output_type"] == "stream":
-            parts.append(out["text"])
-        elif out["output_type"] == "error":
-            parts.append("\n".join(out["traceback"]))
-        else:
-            data = out.get("data", {})
-            parts.append(data.get("text/plain", ""))
-            parts.append(data.get("text/html", ""))
-    return "\n".join(parts)
-
-
-def widget_states(nb) -> dict:
-    """model_id -> state of every widget the executed notebook saved."""
-    state = nb.metadata.get("widgets", {}).get(
-        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
-    return {model_id: entry["state"] for model_id, entry in state.items()}

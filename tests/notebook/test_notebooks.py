@@ -1,0 +1,162 @@
+"""Real notebooks on a real ipykernel (nbclient), CPU target: magics, errors, cache, widgets."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from nbhelpers import REPO, outputs_text, widget_states
+
+pytestmark = pytest.mark.slow
+
+SAXPY = """%%gpukernel --show ptx
+def scale(x, a):
+    return x * a
+
+def saxpy(out, x, y, a):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = scale(x[i], a) + y[i]
+
+n = 1000
+x = np.arange(n, dtype=np.float32)
+y = np.ones(n, dtype=np.float32)
+out = np.zeros_like(x)
+saxpy[(n + 255) // 256, 256](out, x, y, 2.0)
+print("saxpy:", out[:3].tolist())
+"""
+
+REDEFINE = """%%gpukernel
+def scale(x, a):
+    return x * a * 2.0
+
+saxpy[(n + 255) // 256, 256](out, x, y, 2.0)
+print("redefined:", out[:3].tolist())
+"""
+
+BAD = """%%gpukernel
+def bad(out):
+    out[0] = undefined_name + 1
+
+bad[1, 1](out)
+"""
+
+
+def _models(nb, model_name: str) -> list[dict]:
+    return [s for s in widget_states(nb).values() if s.get("_model_name") == model_name]
+
+
+@pytest.fixture(scope="module")
+def saxpy_notebook(tmp_path_factory):
+    """One executed notebook shared by the assertions below (kernels start slowly)."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    tmp = tmp_path_factory.mktemp("nb")
+    env = {"GPUNB_TARGET": "cpu", "GPUNB_CACHE_DIR": str(tmp / "cache"), "GPUNB_NOTICES": "0",
+           "PYTHONPATH": str(REPO)}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    cells = [
+        "%load_ext gpunb\nimport numpy as np",
+        SAXPY,
+        "%gpucache status",
+        REDEFINE,
+        "%gpucache status",
+        BAD,
+        "insp = saxpy.inspect()\ninsp.widget().link.value = 8\ninsp",
+        "from gpunb.notebook import launch_explorer\n"
+        "explorer = launch_explorer(saxpy, 1_000_000)\nexplorer",
+        "explorer.widget().block.value = 1024\nexplorer.apply()\nprint(saxpy.launch_config)\n"
+        "saxpy[saxpy.launch_config](out, x, y, 1.0)\nprint('applied:', out[:2].tolist())",
+        "%gpuinfo",
+        "%%gpuprofile\nfor _ in range(3):\n    saxpy[4, 256](out, x, y, 2.0)",
+    ]
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
+    try:
+        NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                       store_widget_state=True,
+                       resources={"metadata": {"path": str(tmp)}}).execute()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return nb
+
+
+def _no_errors(nb, *indices):
+    for i in indices:
+        errors = [o for o in nb.cells[i].outputs if o["output_type"] == "error"]
+        assert not errors, f"cell {i} failed:\n" + "\n".join(errors[0]["traceback"])
+
+
+def test_gpukernel_defines_and_launches(saxpy_notebook):
+    _no_errors(saxpy_notebook, 0, 1)
+    assert "saxpy: [1.0, 3.0, 5.0]" in outputs_text(saxpy_notebook.cells[1])
+
+
+def test_show_ptx_displays_the_inspector_after_the_first_compile(saxpy_notebook):
+    text = outputs_text(saxpy_notebook.cells[1])
+    assert ".visible .entry saxpy" in text  # the static HTML carries the PTX
+    views = [o for o in saxpy_notebook.cells[1].outputs
+             if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert views, "the inspector widget was not displayed"
+
+
+def test_gpucache_status_lists_kernels_with_their_cell(saxpy_notebook):
+    _no_errors(saxpy_notebook, 2, 4)
+    first = outputs_text(saxpy_notebook.cells[2])
+    assert "saxpy" in first and "float32" in first and "Cell In[2], line 5" in first
+    second = outputs_text(saxpy_notebook.cells[4])
+    assert "scale" in second and "Cell In[4], line 2" in second  # the redefinition's cell
+
+
+def test_redefinition_in_a_later_cell_recompiles_the_caller(saxpy_notebook):
+    _no_errors(saxpy_notebook, 3)
+    assert "redefined: [1.0, 5.0, 9.0]" in outputs_text(saxpy_notebook.cells[3])
+
+
+def test_errors_point_at_the_cell_without_compiler_frames(saxpy_notebook):
+    errors = [o for o in saxpy_notebook.cells[5].outputs if o["output_type"] == "error"]
+    assert len(errors) == 1 and errors[0]["ename"] == "CompileError"
+    text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(errors[0]["traceback"]))
+    assert "Cell In[6], line 3" in text
+    assert "undefined_name" in text and "^" in text
+    assert "Traceback" not in text and "gpunb/compiler" not in text and "File " not in text
+
+
+def test_inspector_widget_state_has_ptx_and_line_map(saxpy_notebook):
+    _no_errors(saxpy_notebook, 6)
+    html = [s["value"] for s in _models(saxpy_notebook, "HTMLModel")]
+    assert any(".visible .entry saxpy" in v for v in html)
+    maps = [s["value"] for s in _models(saxpy_notebook, "TextareaModel")
+            if s.get("description") == "line map"]
+    assert maps and all(maps), "line map missing or empty"
+    assert re.search(r"^8: \d+", maps[-1], re.M)  # source line 8 produced PTX
+    # the pinned source line highlighted its PTX lines in the rendered split view
+    assert any('class="gl mapped t sel" data-l="8"' in v for v in html)
+
+
+def test_launch_explorer_state_has_occupancy(saxpy_notebook):
+    _no_errors(saxpy_notebook, 7, 8)
+    bars = [s for s in _models(saxpy_notebook, "FloatProgressModel")
+            if s.get("description") == "occupancy"]
+    assert bars and 0 < bars[-1]["value"] <= 100
+    sliders = [s for s in _models(saxpy_notebook, "IntSliderModel")
+               if s.get("description") == "block size"]
+    assert sliders and sliders[-1]["value"] == 1024
+    text = outputs_text(saxpy_notebook.cells[8])
+    assert "LaunchChoice(grid=977, block=1024, stream=0, shared=0)" in text
+    assert "applied: [1.0, 3.0]" in text
+
+
+def test_gpuinfo_and_gpuprofile(saxpy_notebook):
+    _no_errors(saxpy_notebook, 9, 10)
+    assert "target in use: cpu" in outputs_text(saxpy_notebook.cells[9])
+    profile = outputs_text(saxpy_notebook.cells[10])
+    assert "saxpy" in profile and re.search(r"saxpy\s+3\s+0", profile)
