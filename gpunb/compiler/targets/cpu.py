@@ -375,7 +375,10 @@ class CpuTarget(Target):
         b.cbranch(ok, cont, fail)
         b.position_at_end(fail)
         reporter = _index_error_function(low.mb.module)
-        b.call(reporter, [low.ctx, ir.Constant(dm.i32, site), ir.Constant(dm.i32, axis), index,
+        # report the index as written: a negative one was wrapped by adding the extent
+        written = b.select(b.icmp_signed("<", index, ir.Constant(index.type, 0)),
+                           b.sub(index, extent), index)
+        b.call(reporter, [low.ctx, ir.Constant(dm.i32, site), ir.Constant(dm.i32, axis), written,
                           extent])
         b.branch(low.mb.kernel_exit)
         b.position_at_end(cont)
