@@ -157,6 +157,10 @@ def __getattr__(name: str):
     # memory and stream helpers come from the runtime layer, imported on first use
     if name.startswith("__"):
         raise AttributeError(name)
+    from gpunb.compiler import types
+
+    if name in types.TYPE_NAMES:  # `from numba.cuda import float32` works in numba-cuda
+        return types.TYPE_NAMES[name]
     from gpunb.runtime import memory
 
     if hasattr(memory, name):
