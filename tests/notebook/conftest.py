@@ -38,11 +38,6 @@ def shell(cpu_env):
     InteractiveShell.clear_instance()
 
 
-def run_cell(ip, code: str):
-    """Run one cell as a user would (history on, so execution counts advance)."""
-    return ip.run_cell(code, store_history=True)
-
-
 @pytest.fixture
 def execute_notebook(cpu_env):
     """execute_notebook(cells, allow_errors=False) -> the executed nbformat notebook."""

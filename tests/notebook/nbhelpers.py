@@ -27,3 +27,8 @@ def widget_states(nb) -> dict:
     state = nb.metadata.get("widgets", {}).get(
         "application/vnd.jupyter.widget-state+json", {}).get("state", {})
     return {model_id: entry["state"] for model_id, entry in state.items()}
+
+
+def run_cell(ip, code: str):
+    """Run one cell as a user would (history on, so execution counts advance)."""
+    return ip.run_cell(code, store_history=True)

@@ -1,0 +1,157 @@
+"""Terminal IPython (InteractiveShell): fast %load_ext, text views, errors without internals."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from nbhelpers import run_cell
+
+SAXPY = """%%gpukernel --show ptx
+def scale(x, a):
+    return x * a
+
+def saxpy(out, x, y, a):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = scale(x[i], a) + y[i]
+"""
+
+
+def test_load_ext_is_fast_and_loads_no_compiler_or_driver():
+    code = textwrap.dedent("""
+        import sys, time
+        from IPython.core.interactiveshell import InteractiveShell
+        ip = InteractiveShell.instance()
+        import numpy  # a notebook that uses gpunb has numpy loaded already
+        before = set(sys.modules)
+        t0 = time.perf_counter()
+        ip.run_line_magic("load_ext", "gpunb")
+        elapsed = time.perf_counter() - t0
+        heavy = [m for m in set(sys.modules) - before
+                 if m.split(".")[0] in ("llvmlite", "ipywidgets", "cuda", "pygments")
+                 or m.startswith(("gpunb.compiler.lower", "gpunb.runtime.driver"))]
+        print(elapsed, heavy)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split(maxsplit=1)
+    assert float(out[0]) <= 0.25, f"%load_ext gpunb took {out[0]} s"
+    assert out[1].strip() == "[]", f"heavy modules imported by %load_ext: {out[1]}"
+
+
+def test_magics_are_registered(shell):
+    assert "gpukernel" in shell.magics_manager.magics["cell"]
+    assert "gpuprofile" in shell.magics_manager.magics["cell"]
+    assert {"gpucache", "gpuinfo"} <= set(shell.magics_manager.magics["line"])
+
+
+def test_gpukernel_show_prints_ptx_text_after_first_launch(shell, capsys):
+    run_cell(shell, SAXPY)
+    assert capsys.readouterr().out == ""  # not compiled yet: nothing to show
+    shell.user_ns.update(np=np)
+    result = run_cell(shell, "out = np.zeros(300, np.float32)\n"
+                             "x = np.arange(300, dtype=np.float32)\n"
+                             "saxpy[2, 256](out, x, x, 3.0)\nout[:3].tolist()")
+    assert result.result == [0.0, 4.0, 8.0]
+    text = capsys.readouterr().out
+    assert "saxpy" in text and "---- PTX ----" in text and ".visible .entry saxpy" in text
+    assert "<" + "div" not in text  # plain text, no HTML in a terminal
+
+
+def test_compile_error_is_rendered_without_internal_frames(shell, capsys):
+    run_cell(shell, "import numpy as np\nout = np.zeros(4, np.float32)")
+    result = run_cell(shell, "%%gpukernel\ndef bad(out):\n    out[0] = missing_name\n"
+                             "bad[1, 1](out)")
+    assert result.error_in_exec is not None
+    text = capsys.readouterr().out
+    assert "CompileError" in text and "missing_name" in text
+    assert "Cell In[2], line 3" in text and "^" in text
+    assert "Traceback" not in text and "gpunb/compiler" not in text
+
+
+def test_launch_error_names_the_user_line(shell, capsys):
+    run_cell(shell, SAXPY)
+    run_cell(shell, "import numpy as np\nout = np.zeros(4, np.float32)\n"
+                    "saxpy[1, 4](out, out)")
+    text = capsys.readouterr().out
+    assert "LaunchError" in text and "saxpy" in text
+    assert "Cell In[2], line 3" in text and "Traceback" not in text
+
+
+def test_gpucache_status_is_a_text_table(shell, capsys):
+    run_cell(shell, SAXPY)
+    run_cell(shell, "import numpy as np\nv = np.ones(64, np.float32)\nsaxpy[1, 64](v, v, v, 1.0)")
+    capsys.readouterr()
+    run_cell(shell, "%gpucache status")
+    text = capsys.readouterr().out
+    header = text.splitlines()[0]
+    assert header.split()[:3] == ["function", "signature", "target"]
+    assert "saxpy" in text and "float32" in text and "Cell In[1], line 5" in text
+    assert "cache on" in text
+
+
+def test_gpucache_usage_errors(shell, capsys):
+    run_cell(shell, "%gpucache frobnicate")
+    assert "usage: %gpucache" in capsys.readouterr().err
+    run_cell(shell, "%gpucache explain nothing_here")
+    assert "'nothing_here' is not a GPU function" in capsys.readouterr().err
+
+
+def test_gpucache_off_and_on_set_the_config(shell, capsys, monkeypatch):
+    from gpunb import config
+
+    monkeypatch.setenv("GPUNB_CACHE", "1")
+    run_cell(shell, "%gpucache off")
+    assert config.cache_enabled() is False
+    run_cell(shell, "%gpucache on")
+    assert config.cache_enabled() is True
+    run_cell(shell, "%gpucache dir")
+    assert capsys.readouterr().out.strip().splitlines()[-1] == config.cache_dir()
+
+
+def test_gpuinfo_text(shell, capsys):
+    run_cell(shell, "%gpuinfo")
+    text = capsys.readouterr().out
+    assert "target in use: cpu" in text and "llvmlite" in text and "ptxas" in text
+
+
+def test_post_run_cell_bumps_the_cache_epoch(shell):
+    from gpunb.notebook import hooks_for
+
+    hooks = hooks_for(shell)
+    before = hooks.epochs_bumped
+    run_cell(shell, "1 + 1")
+    run_cell(shell, "2 + 2")
+    try:
+        from gpunb.cache import epoch  # noqa: F401
+    except ImportError:
+        pytest.skip("the cache layer (gpunb.cache.epoch) is not in this build")
+    assert hooks.epochs_bumped == before + 2
+
+
+def test_gpuprofile_counts_launches(shell, capsys):
+    run_cell(shell, SAXPY)
+    run_cell(shell, "import numpy as np\nv = np.ones(64, np.float32)")
+    capsys.readouterr()
+    run_cell(shell, "%%gpuprofile\nfor _ in range(4):\n    saxpy[1, 64](v, v, v, 1.0)")
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if line.startswith("saxpy"))
+    assert row.split()[1:3] == ["4", "1"]  # four launches, the first one compiled
+
+
+def test_inspector_and_explorer_text(shell):
+    run_cell(shell, SAXPY)
+    run_cell(shell, "import numpy as np\nv = np.ones(64, np.float32)\nsaxpy[1, 64](v, v, v, 1.0)")
+    from gpunb.notebook import launch_explorer
+
+    insp = shell.user_ns["saxpy"].inspect()
+    text = repr(insp)
+    assert text.startswith("saxpy ") and "registers=" in text and "line map:" in text
+    assert insp.mapped_lines and insp.select_line(insp.mapped_lines[-1])
+    explorer = launch_explorer(shell.user_ns["saxpy"], 10_000)
+    table = repr(explorer)
+    assert "occupancy" in table and "limited by" in table
+    assert any(line.startswith("▶ ") for line in table.splitlines())
