@@ -54,7 +54,7 @@ def __getattr__(name: str):
 
         return inspector_for
     if name == "launch_explorer":
-        from gpunb.notebook.launch_explorer import launch_explorer
+        from gpunb.notebook.explorer import launch_explorer
 
         return launch_explorer
     raise AttributeError(f"module 'gpunb.notebook' has no attribute {name!r}")

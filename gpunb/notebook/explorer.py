@@ -154,7 +154,7 @@ class LaunchExplorer:
 
     def widget(self):
         if self._widget is None:
-            from gpunb.notebook.launch_widget import LaunchExplorerWidget
+            from gpunb.notebook.explorer_widget import LaunchExplorerWidget
 
             self._widget = LaunchExplorerWidget(self)
         return self._widget

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,3 +34,9 @@ def widget_states(nb) -> dict:
 def run_cell(ip, code: str):
     """Run one cell as a user would (history on, so execution counts advance)."""
     return ip.run_cell(code, store_history=True)
+
+
+def html_text(markup: str) -> str:
+    """The text a person reads in an HTML fragment (tags and <style> blocks dropped)."""
+    markup = re.sub(r"<style>.*?</style>", "", markup, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
