@@ -1,0 +1,153 @@
+"""Array geometry shared by the device array classes: flags, views by basic indexing, reshapes.
+
+Views are computed with numpy itself on a *fake* array (as_strided over one element) so indexing
+rules (negative steps, Ellipsis, newaxis) are exactly numpy's; the fake's memory is never read, and
+only basic indexing is allowed, because advanced indexing would make numpy copy the fake.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+
+def contiguity(shape: tuple, strides: tuple, itemsize: int) -> tuple:
+    """(c_contiguous, f_contiguous) by numpy's rules (extent-1 dimensions are ignored)."""
+    if any(n == 0 for n in shape):
+        return True, True
+    c = _contiguous(reversed(shape), reversed(strides), itemsize)
+    f = _contiguous(shape, strides, itemsize)
+    return c, f
+
+
+def _contiguous(shape, strides, itemsize: int) -> bool:
+    expected = itemsize
+    for n, s in zip(shape, strides, strict=False):
+        if n == 1:
+            continue
+        if s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def layout_of(ndim: int, c_contiguous: bool, f_contiguous: bool) -> str:
+    """The kernel-language layout: 'C', 'F' (only for ndim > 1) or 'A'."""
+    if c_contiguous:
+        return "C"
+    if f_contiguous and ndim > 1:
+        return "F"
+    return "A"
+
+
+def c_strides(shape: tuple, itemsize: int) -> tuple:
+    out = []
+    step = itemsize
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def f_strides(shape: tuple, itemsize: int) -> tuple:
+    out = []
+    step = itemsize
+    for n in shape:
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(out)
+
+
+def normalize_shape(shape) -> tuple:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(n) for n in shape)
+
+
+def normalize_index(index) -> tuple:
+    """Basic indices only (ints, slices, Ellipsis, None); anything else raises IndexError."""
+    items = index if isinstance(index, tuple) else (index,)
+    out = []
+    for item in items:
+        if item is None or item is Ellipsis or isinstance(item, slice):
+            out.append(item)
+        elif isinstance(item, (bool, np.bool_)) or isinstance(item, (list, np.ndarray)):
+            raise IndexError(
+                f"device arrays support basic indexing only (integers, slices, ..., None), not "
+                f"{type(item).__name__}; copy to the host first (ary.copy_to_host()[index])")
+        else:
+            try:
+                out.append(operator.index(item))
+            except TypeError:
+                raise IndexError(f"cannot index a device array with {item!r}") from None
+    return tuple(out)
+
+
+def view_of(shape: tuple, strides: tuple, dtype: np.dtype, index) -> tuple:
+    """(shape, strides, byte offset, is_element) of `array[index]` for basic indexing.
+
+    `is_element` is True when every dimension got an integer: the result is one element (the
+    returned shape is then ())."""
+    index = normalize_index(index)
+    base = np.zeros(1, dtype=dtype)
+    fake = as_strided(base, shape=shape, strides=strides)
+    start = _address(fake)
+    sub = fake[index]
+    is_element = not isinstance(sub, np.ndarray)
+    if is_element:
+        sub = fake[index + (Ellipsis,)]
+    return sub.shape, sub.strides, _address(sub) - start, is_element
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def reshaped(shape: tuple, strides: tuple, itemsize: int, newshape, order: str) -> tuple:
+    """(shape, strides) of a reshape that keeps the data in place; ValueError if it cannot."""
+    newshape = list(normalize_shape(newshape))
+    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    unknown = [i for i, n in enumerate(newshape) if n == -1]
+    if len(unknown) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if unknown:
+        known = int(np.prod([n for n in newshape if n != -1], dtype=np.int64))
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape array of size {size} into shape {tuple(newshape)}")
+        newshape[unknown[0]] = size // known
+    newshape = tuple(newshape)
+    newsize = int(np.prod(newshape, dtype=np.int64)) if newshape else 1
+    if newsize != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {newshape}")
+    if order not in ("C", "F"):
+        raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+    c, f = contiguity(shape, strides, itemsize)
+    if (order == "C" and not c) or (order == "F" and not f):
+        raise NotImplementedError(
+            f"reshape(order={order!r}) needs a {order}-contiguous device array; this one has "
+            f"strides {strides}: copy it to a contiguous array first")
+    new_strides = c_strides(newshape, itemsize) if order == "C" else f_strides(newshape, itemsize)
+    return newshape, new_strides
+
+
+def span(shape: tuple, strides: tuple, itemsize: int) -> tuple:
+    """(low, high) byte offsets, relative to element 0, of the memory a view touches."""
+    if any(n == 0 for n in shape):
+        return 0, 0
+    low = sum(s * (n - 1) for n, s in zip(shape, strides, strict=False) if s < 0)
+    high = sum(s * (n - 1) for n, s in zip(shape, strides, strict=False) if s > 0) + itemsize
+    return low, high
+
+
+def transposed(shape: tuple, strides: tuple, axes=None) -> tuple:
+    ndim = len(shape)
+    if axes is None or axes == ():
+        axes = tuple(reversed(range(ndim)))
+    elif len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    axes = tuple(operator.index(a) % ndim if ndim else 0 for a in axes)
+    if sorted(axes) != list(range(ndim)):
+        raise ValueError(f"axes {axes} don't match an array of {ndim} dimensions")
+    return tuple(shape[a] for a in axes), tuple(strides[a] for a in axes)

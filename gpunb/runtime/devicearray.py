@@ -1,0 +1,392 @@
+"""Device arrays: `DeviceArray` in GPU memory (CUDA target) and `HostDeviceArray` (CPU target).
+
+Both have numba's DeviceNDArray surface (shape, strides in bytes, copy_to_host, copy_to_device,
+basic slicing views, reshape, ravel, T) and the same copy semantics, so a program written for the
+GPU runs unchanged on the CPU target. DeviceArray exports __cuda_array_interface__ v3 and DLPack
+(kDLCUDA); HostDeviceArray exports __array_interface__ and DLPack through numpy (kDLCPU).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import weakref
+
+import numpy as np
+
+from gpunb.runtime import arrayview as av
+from gpunb.runtime import dlpack, driver
+from gpunb.runtime.streams import stream_handle
+
+
+class DeviceAllocation:
+    """A cuMemAlloc block, freed when the last view of it is garbage collected."""
+
+    __slots__ = ("ptr", "nbytes", "device_id", "owner", "__weakref__")
+
+    def __init__(self, nbytes: int, *, ptr: int | None = None, owner=None):
+        self.nbytes = int(nbytes)
+        self.owner = owner  # for foreign memory (DLPack imports): keeps the producer alive
+        driver.ensure_context()
+        self.device_id = driver.current_device().id
+        if ptr is not None:
+            self.ptr = int(ptr)
+            return
+        self.ptr = 0
+        if self.nbytes:
+            handle = driver.check(driver.cuda_driver().cuMemAlloc(self.nbytes),
+                                  f"cuMemAlloc({self.nbytes} bytes)")
+            self.ptr = int(handle)
+            finalizer = weakref.finalize(self, _free_device, self.ptr)
+            finalizer.atexit = False  # the driver frees everything at exit; it may be gone
+
+
+def _free_device(ptr: int) -> None:
+    try:
+        cu = driver.cuda_driver()
+        (err,) = cu.cuMemFree(ptr)
+        if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # collected in a thread without one
+            driver.ensure_context()
+            cu.cuMemFree(ptr)
+    except Exception:  # noqa: BLE001 - a destroyed or corrupt context: nothing left to free
+        pass
+
+
+class _ArrayBase:
+    """Geometry common to both array kinds; subclasses set shape, strides, dtype, _ptr."""
+
+    __array_priority__ = 10.0
+
+    def _init_geometry(self, shape: tuple, strides: tuple, dtype: np.dtype) -> None:
+        self.shape = shape
+        self.strides = strides
+        self.dtype = dtype
+        self.ndim = len(shape)
+        self.size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        self.itemsize = dtype.itemsize
+        self.nbytes = self.size * self.itemsize
+        c, f = av.contiguity(shape, strides, dtype.itemsize)
+        self._c_contiguous = c
+        self._f_contiguous = f
+        self._layout = av.layout_of(self.ndim, c, f)
+        self._key = (type(self), dtype, self.ndim, self._layout)  # see typeof.type_key
+
+    def is_c_contiguous(self) -> bool:
+        return self._c_contiguous
+
+    def is_f_contiguous(self) -> bool:
+        return self._f_contiguous
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def ravel(self, order: str = "C"):
+        """A 1-d view of a contiguous array (numba raises for non-contiguous arrays too)."""
+        return self.reshape(self.size, order=order)
+
+    def _check_host_compatible(self, host: np.ndarray, what: str) -> None:
+        if host.dtype != self.dtype:
+            raise TypeError(f"{what}: dtype {host.dtype} does not match the device array's "
+                            f"{self.dtype}; convert with .astype({str(self.dtype)!r}) first")
+        if host.shape != self.shape:
+            raise ValueError(f"{what}: shape {host.shape} does not match the device array's "
+                             f"{self.shape}")
+
+
+class DeviceArray(_ArrayBase):
+    """An n-dimensional array in GPU memory (numba: DeviceNDArray)."""
+
+    __cuda_memory__ = True
+
+    def __init__(self, shape, strides=None, dtype=np.float64, stream=0, gpu_data=None,
+                 offset: int = 0):
+        shape = av.normalize_shape(shape)
+        dtype = np.dtype(dtype)
+        strides = av.c_strides(shape, dtype.itemsize) if strides is None else tuple(
+            int(s) for s in strides)
+        if len(strides) != len(shape):
+            raise ValueError(f"strides {strides} do not match shape {shape}")
+        self._init_geometry(shape, strides, dtype)
+        if gpu_data is None:
+            low, high = av.span(shape, strides, dtype.itemsize)
+            gpu_data = DeviceAllocation(high - low)
+            offset = -low
+        self.gpu_data = gpu_data
+        self.stream = stream
+        self._ptr = gpu_data.ptr + offset if self.size else gpu_data.ptr
+        # what ArgPacker writes into the kernel's parameter slots: data, shape, strides
+        self._slots = (self._ptr,) + shape + strides
+
+    # ---- numba compatibility -------------------------------------------------------------------
+
+    @property
+    def device_ctypes_pointer(self) -> ctypes.c_void_p:
+        return ctypes.c_void_p(self._ptr)
+
+    @property
+    def alloc_size(self) -> int:
+        return self.gpu_data.nbytes
+
+    def __repr__(self) -> str:
+        return f"<gpunb DeviceArray shape={self.shape} dtype={self.dtype} ptr={self._ptr:#x}>"
+
+    # ---- copies --------------------------------------------------------------------------------
+
+    def copy_to_host(self, ary: np.ndarray | None = None, stream=0) -> np.ndarray:
+        """Copy to host memory: into `ary` if given (same shape and dtype), else a new array.
+
+        With a stream, the copy is asynchronous: synchronize the stream before reading."""
+        if ary is not None:
+            self._check_host_compatible(ary, "copy_to_host")
+        if self.size == 0:
+            return ary if ary is not None else np.empty(self.shape, self.dtype)
+        if self._c_contiguous or self._f_contiguous:
+            order = "C" if self._c_contiguous else "F"
+            direct = ary is not None and _same_layout(ary, self)
+            out = ary if direct else np.empty(self.shape, self.dtype, order=order)
+            _copy_dtoh(out, self._ptr, self.nbytes, stream)
+            if ary is not None and not direct:
+                ary[...] = out
+                return ary
+            return out
+        low, high = av.span(self.shape, self.strides, self.itemsize)
+        raw = np.empty(high - low, dtype=np.uint8)
+        _copy_dtoh(raw, self._ptr + low, high - low, stream)
+        view = np.lib.stride_tricks.as_strided(_typed_at(raw, -low, self.dtype),
+                                               shape=self.shape, strides=self.strides)
+        if ary is not None:
+            ary[...] = view
+            return ary
+        return view
+
+    def copy_to_device(self, ary, stream=0) -> None:
+        """Copy `ary` (numpy-like, or another device array) into this array."""
+        if not (self._c_contiguous or self._f_contiguous):
+            raise NotImplementedError(
+                "copy_to_device into a non-contiguous device view is not supported; copy into "
+                "the contiguous array it came from, or assign with a kernel")
+        if self.size == 0:
+            return
+        source = _device_source(ary)
+        if source is not None:
+            if source.shape != self.shape or source.dtype != self.dtype or not _same_layout(
+                    source, self):
+                raise ValueError("device-to-device copy needs the same shape, dtype and layout")
+            _copy_dtod(self._ptr, source._ptr, self.nbytes, stream)
+            return
+        host = np.asarray(ary)
+        if host.shape != self.shape and host.size == self.size and host.ndim <= 1 >= self.ndim:
+            host = host.reshape(self.shape)
+        self._check_host_compatible(host, "copy_to_device")
+        host = np.ascontiguousarray(host) if self._c_contiguous else np.asfortranarray(host)
+        _copy_htod(self._ptr, host, self.nbytes, stream)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        host = self.copy_to_host()
+        return host if dtype is None else host.astype(dtype, copy=False)
+
+    # ---- views ---------------------------------------------------------------------------------
+
+    def _view(self, shape, strides, offset: int = 0) -> DeviceArray:
+        return DeviceArray(shape, strides, self.dtype, self.stream, self.gpu_data,
+                           self._ptr - self.gpu_data.ptr + offset)
+
+    def __getitem__(self, index):
+        shape, strides, offset, is_element = av.view_of(self.shape, self.strides, self.dtype,
+                                                        index)
+        view = self._view(shape, strides, offset)
+        if is_element:
+            return view.copy_to_host()[()]
+        return view
+
+    def __setitem__(self, index, value) -> None:
+        shape, strides, offset, _ = av.view_of(self.shape, self.strides, self.dtype, index)
+        target = self._view(shape, strides, offset)
+        if _device_source(value) is not None:
+            target.copy_to_device(value)
+            return
+        host = np.broadcast_to(np.asarray(value, dtype=self.dtype), shape)
+        target.copy_to_device(np.array(host, order="F" if not target._c_contiguous else "C"))
+
+    def reshape(self, *newshape, order: str = "C") -> DeviceArray:
+        if len(newshape) == 1 and not isinstance(newshape[0], (int, np.integer)):
+            newshape = newshape[0]
+        shape, strides = av.reshaped(self.shape, self.strides, self.itemsize, newshape, order)
+        return self._view(shape, strides)
+
+    def transpose(self, *axes) -> DeviceArray:
+        shape, strides = av.transposed(self.shape, self.strides, axes)
+        return self._view(shape, strides)
+
+    def bind(self, stream=0) -> DeviceArray:
+        """The same array, associated with `stream` for its copies and interface exports."""
+        return DeviceArray(self.shape, self.strides, self.dtype, stream, self.gpu_data,
+                           self._ptr - self.gpu_data.ptr)
+
+    # ---- interoperability ----------------------------------------------------------------------
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        handle = stream_handle(self.stream)
+        interface = {
+            "shape": self.shape,
+            "strides": None if self._c_contiguous else self.strides,
+            "data": (self._ptr, False),
+            "typestr": self.dtype.str,
+            "version": 3,
+            "stream": handle if handle else None,
+        }
+        if self.dtype.fields is not None:
+            interface["descr"] = self.dtype.descr
+        return interface
+
+    def __dlpack_device__(self) -> tuple:
+        return (dlpack.kDLCUDA, self.gpu_data.device_id)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if copy:
+            raise BufferError("a gpunb DeviceArray cannot be copied by __dlpack__; "
+                              "copy it first (cuda.device_array_like + copy_to_device)")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"this array lives on {self.__dlpack_device__()}, not {dl_device}")
+        if stream != -1 and stream_handle(self.stream):
+            from gpunb.runtime.streams import Stream
+
+            Stream(stream_handle(self.stream)).synchronize()  # work on our stream is done
+        return dlpack.export_capsule(self, self._ptr, self.shape, self.strides, self.dtype,
+                                     dlpack.kDLCUDA, self.gpu_data.device_id)
+
+
+def _typed_at(raw: np.ndarray, offset: int, dtype: np.dtype) -> np.ndarray:
+    """A one-element typed array at byte `offset` of `raw` (base for a strided host view)."""
+    return np.ndarray((1,), dtype=dtype, buffer=raw, offset=offset)
+
+
+def _same_layout(a, b) -> bool:
+    return tuple(a.strides) == tuple(b.strides) or (a.size <= 1 and b.size <= 1)
+
+
+def _device_source(value):
+    """`value` as a DeviceArray if it lives in GPU memory (ours, or via CUDA array interface)."""
+    if isinstance(value, DeviceArray):
+        return value
+    if hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray):
+        from gpunb.runtime.memory import from_cuda_array_interface
+
+        return from_cuda_array_interface(value.__cuda_array_interface__, owner=value)
+    return None
+
+
+def _copy_htod(dst: int, host: np.ndarray, nbytes: int, stream) -> None:
+    cu = driver.cuda_driver()
+    handle = stream_handle(stream)
+    src = host.ctypes.data
+    if handle:
+        driver.check(cu.cuMemcpyHtoDAsync(dst, src, nbytes, handle), "cuMemcpyHtoDAsync")
+    else:
+        driver.check(cu.cuMemcpyHtoD(dst, src, nbytes), "cuMemcpyHtoD")
+
+
+def _copy_dtoh(host: np.ndarray, src: int, nbytes: int, stream) -> None:
+    cu = driver.cuda_driver()
+    handle = stream_handle(stream)
+    dst = host.ctypes.data
+    if handle:
+        driver.check(cu.cuMemcpyDtoHAsync(dst, src, nbytes, handle), "cuMemcpyDtoHAsync")
+    else:
+        driver.check(cu.cuMemcpyDtoH(dst, src, nbytes), "cuMemcpyDtoH")
+
+
+def _copy_dtod(dst: int, src: int, nbytes: int, stream) -> None:
+    cu = driver.cuda_driver()
+    handle = stream_handle(stream)
+    if handle:
+        driver.check(cu.cuMemcpyDtoDAsync(dst, src, nbytes, handle), "cuMemcpyDtoDAsync")
+    else:
+        driver.check(cu.cuMemcpyDtoD(dst, src, nbytes), "cuMemcpyDtoD")
+
+
+class HostDeviceArray(_ArrayBase):
+    """The CPU target's "device" array: numpy memory with DeviceArray's API and copy semantics."""
+
+    def __init__(self, array: np.ndarray, stream=0):
+        if not isinstance(array, np.ndarray):
+            raise TypeError("HostDeviceArray wraps a numpy array")
+        self._array = array
+        self._init_geometry(array.shape, array.strides, array.dtype)
+        self.stream = stream
+        self._ptr = array.__array_interface__["data"][0]
+        self._slots = (self._ptr,) + self.shape + self.strides
+
+    @property
+    def device_ctypes_pointer(self) -> ctypes.c_void_p:
+        return ctypes.c_void_p(self._ptr)
+
+    @property
+    def __array_interface__(self) -> dict:
+        return self._array.__array_interface__
+
+    def __repr__(self) -> str:
+        return f"<gpunb HostDeviceArray shape={self.shape} dtype={self.dtype} (CPU target)>"
+
+    def copy_to_host(self, ary: np.ndarray | None = None, stream=0) -> np.ndarray:
+        if ary is None:
+            return np.array(self._array, copy=True, order="K")
+        self._check_host_compatible(ary, "copy_to_host")
+        ary[...] = self._array
+        return ary
+
+    def copy_to_device(self, ary, stream=0) -> None:
+        host = ary._array if isinstance(ary, HostDeviceArray) else np.asarray(ary)
+        if host.shape != self.shape and host.size == self.size and host.ndim <= 1 >= self.ndim:
+            host = host.reshape(self.shape)
+        self._check_host_compatible(host, "copy_to_device")
+        self._array[...] = host
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return np.array(self._array, dtype=dtype, copy=True)
+
+    def __getitem__(self, index):
+        result = self._array[av.normalize_index(index)]
+        if isinstance(result, np.ndarray):
+            return HostDeviceArray(result, self.stream)
+        return result  # one element: a numpy scalar (a copy), as DeviceArray returns
+
+    def __setitem__(self, index, value) -> None:
+        if isinstance(value, HostDeviceArray):
+            value = value._array
+        self._array[av.normalize_index(index)] = value
+
+    def reshape(self, *newshape, order: str = "C") -> HostDeviceArray:
+        if len(newshape) == 1 and not isinstance(newshape[0], (int, np.integer)):
+            newshape = newshape[0]
+        # the same checks as DeviceArray (views only), then numpy's reshape, which is a view here
+        shape, _ = av.reshaped(self.shape, self.strides, self.itemsize, newshape, order)
+        return HostDeviceArray(self._array.reshape(shape, order=order), self.stream)
+
+    def transpose(self, *axes) -> HostDeviceArray:
+        av.transposed(self.shape, self.strides, axes)  # same validation as DeviceArray
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return HostDeviceArray(self._array.transpose(*axes), self.stream)
+
+    def bind(self, stream=0) -> HostDeviceArray:
+        return HostDeviceArray(self._array, stream)
+
+    def __dlpack_device__(self) -> tuple:
+        return (dlpack.kDLCPU, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        kwargs = {"stream": stream}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return self._array.__dlpack__(**kwargs)

@@ -1,0 +1,392 @@
+"""A thin typed wrapper over cuda.bindings.driver: lazy init, primary contexts, devices, errors.
+
+Nothing here touches CUDA at import time: `cuda.bindings` is imported and `cuInit` called on the
+first function that needs the driver, so `import gpunb` and `%load_ext gpunb` stay fast and work
+on machines without a GPU. Every driver result goes through `check`, which turns a CUresult into
+a `CudaDriverError` (a LaunchError) that names the call, the kernel and what to do about it.
+Modules, functions and PTX linking live in runtime/modules.py and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from gpunb.errors import CudaUnavailableError, LaunchError
+
+_lock = threading.RLock()
+_tls = threading.local()  # .context, .device_id: the context made current in this thread
+_cu = None  # the cuda.bindings.driver module once imported
+_init_error: BaseException | None = None
+_initialized = False
+_available: bool | None = None
+_selected_device = 0  # process-wide device used by threads that have not chosen one
+_primary_contexts: dict = {}  # device id -> retained primary CUcontext
+_devices: dict = {}  # device id -> Device
+
+
+class CudaDriverError(LaunchError):
+    """A CUDA driver call failed; `code` is the CUresult value and `name` its symbolic name."""
+
+    def __init__(self, message: str, *, code: int, name: str, hint: str | None = None,
+                 function: str | None = None):
+        self.code = code
+        self.name = name
+        super().__init__(message, hint=hint, function=function)
+
+
+# ---- lazy import and initialisation ------------------------------------------------------------
+
+
+def cuda_driver():
+    """The `cuda.bindings.driver` module, imported on first use (never at `import gpunb`)."""
+    global _cu
+    if _cu is None:
+        from cuda.bindings import driver as cu
+
+        _cu = cu
+    return _cu
+
+
+def init() -> None:
+    """Call cuInit once per process; raise CudaUnavailableError (remembered) when it fails."""
+    global _initialized, _init_error
+    if _initialized:
+        return
+    with _lock:
+        if _initialized:
+            return
+        if _init_error is not None:
+            raise CudaUnavailableError(str(_init_error))
+        try:
+            cu = cuda_driver()
+            (err,) = cu.cuInit(0)
+        except Exception as exc:  # noqa: BLE001 - no driver library, wrong bindings, ...
+            _init_error = exc
+            raise CudaUnavailableError(f"the CUDA driver could not be loaded: {exc}") from exc
+        if err:
+            _init_error = RuntimeError(f"cuInit failed: {_error_name(err)}")
+            raise CudaUnavailableError(f"cuInit failed: {_error_name(err)} "
+                                       f"({_error_string(err)})")
+        _initialized = True
+
+
+def is_available() -> bool:
+    """True when a CUDA driver and at least one device are usable. Never raises."""
+    global _available
+    if _available is None:
+        try:
+            init()
+            _available = device_count() > 0
+        except Exception:  # noqa: BLE001 - "not available" is the answer to any failure here
+            _available = False
+    return _available
+
+
+def device_count() -> int:
+    init()
+    return check(cuda_driver().cuDeviceGetCount(), "cuDeviceGetCount")
+
+
+def driver_version() -> tuple:
+    """The installed driver's CUDA version as (major, minor), e.g. (13, 0)."""
+    init()
+    version = check(cuda_driver().cuDriverGetVersion(), "cuDriverGetVersion")
+    return version // 1000, (version % 1000) // 10
+
+
+# ---- contexts ----------------------------------------------------------------------------------
+
+
+def ensure_context(force: bool = False):
+    """Make the selected device's primary context current in this thread; return it.
+
+    Cheap after the first call in a thread (`force` re-sets it, for when other code changed the
+    thread's current context). The launch fast path does not call this: a launch from a thread
+    without a current context fails with CUDA_ERROR_INVALID_CONTEXT, and launch_cuda then calls
+    this and retries once.
+    """
+    ctx = getattr(_tls, "context", None)
+    if ctx is not None and _tls.device_id == _selected_device and not force:
+        return ctx
+    return _make_current(_selected_device)
+
+
+def _make_current(device_id: int):
+    init()
+    cu = cuda_driver()
+    with _lock:
+        ctx = _primary_contexts.get(device_id)
+        if ctx is None:
+            count = device_count()
+            if not 0 <= device_id < count:
+                raise CudaUnavailableError(
+                    f"CUDA device {device_id} does not exist ({count} device(s) found)")
+            handle = check(cu.cuDeviceGet(device_id), "cuDeviceGet")
+            ctx = check(cu.cuDevicePrimaryCtxRetain(handle), "cuDevicePrimaryCtxRetain")
+            _primary_contexts[device_id] = ctx
+    check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    _tls.context = ctx
+    _tls.device_id = device_id
+    return ctx
+
+
+def select_device(device_id: int) -> Device:
+    """Use device `device_id` from now on (this thread now, other threads at their next use)."""
+    global _selected_device
+    device_id = int(device_id)
+    _make_current(device_id)
+    _selected_device = device_id
+    return get_device(device_id)
+
+
+def current_device() -> Device:
+    """The device whose context is current in this thread (initialising it if needed)."""
+    ensure_context()
+    return get_device(_tls.device_id)
+
+
+def synchronize() -> None:
+    """Wait for all work on the current device (cuCtxSynchronize); surfaces async errors."""
+    ensure_context()
+    check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+def memory_info() -> tuple:
+    """(free, total) bytes of device memory on the current device."""
+    ensure_context()
+    return check(cuda_driver().cuMemGetInfo(), "cuMemGetInfo")
+
+
+# ---- devices -----------------------------------------------------------------------------------
+
+_DEVICE_FIELDS = {  # Device field -> CU_DEVICE_ATTRIBUTE_* suffix
+    "multiprocessor_count": "MULTIPROCESSOR_COUNT",
+    "max_threads_per_block": "MAX_THREADS_PER_BLOCK",
+    "max_shared_memory_per_block": "MAX_SHARED_MEMORY_PER_BLOCK",
+    "max_shared_memory_per_block_optin": "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+    "max_shared_memory_per_multiprocessor": "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
+    "reserved_shared_memory_per_block": "RESERVED_SHARED_MEMORY_PER_BLOCK",
+    "regs_per_multiprocessor": "MAX_REGISTERS_PER_MULTIPROCESSOR",
+    "regs_per_block": "MAX_REGISTERS_PER_BLOCK",
+    "max_threads_per_multiprocessor": "MAX_THREADS_PER_MULTIPROCESSOR",
+    "max_blocks_per_multiprocessor": "MAX_BLOCKS_PER_MULTIPROCESSOR",
+    "warp_size": "WARP_SIZE",
+    "cooperative_launch": "COOPERATIVE_LAUNCH",
+    "clock_rate_khz": "CLOCK_RATE",
+    "memory_clock_rate_khz": "MEMORY_CLOCK_RATE",
+    "memory_bus_width": "GLOBAL_MEMORY_BUS_WIDTH",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """What gpunb needs to know about one GPU, read once. Names follow numba's Device.
+
+    Any other CU_DEVICE_ATTRIBUTE_* is readable numba-style as an upper-case attribute,
+    e.g. `device.MAX_PITCH` or `device.MULTIPROCESSOR_COUNT`.
+    """
+
+    id: int
+    name: str
+    compute_capability: tuple
+    total_memory: int
+    multiprocessor_count: int
+    max_threads_per_block: int
+    max_block_dim: tuple
+    max_grid_dim: tuple
+    max_shared_memory_per_block: int
+    max_shared_memory_per_block_optin: int
+    max_shared_memory_per_multiprocessor: int
+    reserved_shared_memory_per_block: int
+    regs_per_multiprocessor: int
+    regs_per_block: int
+    max_threads_per_multiprocessor: int
+    max_blocks_per_multiprocessor: int
+    warp_size: int
+    cooperative_launch: bool
+    clock_rate_khz: int
+    memory_clock_rate_khz: int
+    memory_bus_width: int
+    pci_bus_id: str
+    driver_version: tuple
+
+    @property
+    def arch(self) -> str:
+        """`sm_90` for compute capability 9.0."""
+        return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
+
+    def __getattr__(self, name: str):
+        # only reached for names that are not fields: numba's upper-case attribute access
+        if name.isupper():
+            cu = cuda_driver()
+            attr = getattr(cu.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}", None)
+            if attr is not None:
+                return _device_attribute(self.id, attr)
+        raise AttributeError(f"'Device' object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        return f"<CUDA device {self.id} '{self.name}' {self.arch}>"
+
+
+def get_device(device_id: int = 0) -> Device:
+    """Device information for `device_id` (queried once, then cached)."""
+    found = _devices.get(device_id)
+    if found is None:
+        found = _query_device(device_id)
+        _devices[device_id] = found
+    return found
+
+
+def device_info(device_id: int) -> Device:
+    return get_device(device_id)
+
+
+def _device_attribute(device_id: int, attr) -> int:
+    cu = cuda_driver()
+    handle = check(cu.cuDeviceGet(device_id), "cuDeviceGet")
+    return check(cu.cuDeviceGetAttribute(attr, handle), f"cuDeviceGetAttribute({attr.name})")
+
+
+def _query_device(device_id: int) -> Device:
+    init()
+    cu = cuda_driver()
+    handle = check(cu.cuDeviceGet(device_id), "cuDeviceGet")
+    attrs = cu.CUdevice_attribute
+
+    def attr(suffix: str) -> int:
+        return check(cu.cuDeviceGetAttribute(getattr(attrs, f"CU_DEVICE_ATTRIBUTE_{suffix}"),
+                                             handle), f"cuDeviceGetAttribute({suffix})")
+
+    raw_name = check(cu.cuDeviceGetName(256, handle), "cuDeviceGetName")
+    raw_bus = check(cu.cuDeviceGetPCIBusId(64, handle), "cuDeviceGetPCIBusId")
+    fields = {field: attr(suffix) for field, suffix in _DEVICE_FIELDS.items()}
+    fields["cooperative_launch"] = bool(fields["cooperative_launch"])
+    return Device(
+        id=device_id,
+        name=_cstr(raw_name),
+        compute_capability=(attr("COMPUTE_CAPABILITY_MAJOR"), attr("COMPUTE_CAPABILITY_MINOR")),
+        total_memory=check(cu.cuDeviceTotalMem(handle), "cuDeviceTotalMem"),
+        max_block_dim=(attr("MAX_BLOCK_DIM_X"), attr("MAX_BLOCK_DIM_Y"), attr("MAX_BLOCK_DIM_Z")),
+        max_grid_dim=(attr("MAX_GRID_DIM_X"), attr("MAX_GRID_DIM_Y"), attr("MAX_GRID_DIM_Z")),
+        pci_bus_id=_cstr(raw_bus),
+        driver_version=driver_version(),
+        **fields,
+    )
+
+
+def _cstr(raw) -> str:
+    if isinstance(raw, (bytes, bytearray)):
+        return bytes(raw).split(b"\0", 1)[0].decode("utf-8", "replace")
+    return str(raw)
+
+
+# ---- errors ------------------------------------------------------------------------------------
+
+# Errors after which the context is corrupt: every later call fails with the same code.
+STICKY_ERRORS = frozenset({
+    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+    "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC", "CUDA_ERROR_HARDWARE_STACK_ERROR",
+    "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ASSERT", "CUDA_ERROR_ECC_UNCORRECTABLE",
+    "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_TRAP",
+})
+
+_RESTART = ("the CUDA context is now unusable and every later CUDA call in this process will fail "
+            "with the same error: restart the Python process (in a notebook: restart the kernel)")
+
+HINTS = {
+    "CUDA_ERROR_OUT_OF_MEMORY":
+        "the GPU is out of memory: drop device arrays you no longer need (del them, then "
+        "gc.collect()), use smaller arrays, or check other processes with nvidia-smi",
+    "CUDA_ERROR_ILLEGAL_ADDRESS":
+        "a kernel read or wrote outside its arrays; " + _RESTART + ". To find the access, run "
+        "the kernel on the CPU target with bounds checks (GPUNB_TARGET=cpu GPUNB_BOUNDSCHECK=1)",
+    "CUDA_ERROR_MISALIGNED_ADDRESS":
+        "a kernel accessed memory at a misaligned address; " + _RESTART,
+    "CUDA_ERROR_LAUNCH_FAILED": "the kernel crashed; " + _RESTART,
+    "CUDA_ERROR_ASSERT": "a device-side assert failed; " + _RESTART,
+    "CUDA_ERROR_TRAP": "a kernel executed a trap instruction; " + _RESTART,
+    "CUDA_ERROR_LAUNCH_TIMEOUT":
+        "the kernel ran longer than the display watchdog allows; " + _RESTART,
+    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES":
+        "the block needs more registers than the SM has: launch with a smaller block, or "
+        "compile with max_registers=N (e.g. @cuda.jit(max_registers=64))",
+    "CUDA_ERROR_INVALID_VALUE":
+        "check the launch configuration (grid and block sizes, dynamic shared memory) and the "
+        "arguments",
+    "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE":
+        "a grid-synchronising kernel needs every block resident at once: use at most "
+        "kernel.max_cooperative_grid_blocks(blockdim) blocks and a grid-stride loop",
+    "CUDA_ERROR_INVALID_CONTEXT":
+        "no CUDA context is current in this thread; gpunb makes one current on first use",
+    "CUDA_ERROR_NO_BINARY_FOR_GPU":
+        "the kernel was built for another GPU architecture: clear the cache entry "
+        "(gpunb.cache.invalidate()) or set GPUNB_ARCH to this GPU's sm_XX",
+    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION":
+        "the PTX is newer than this driver understands: update the NVIDIA driver",
+    "CUDA_ERROR_INVALID_PTX": "the driver rejected the PTX; the log above says why",
+    "CUDA_ERROR_NO_DEVICE": "no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES, nvidia-smi)",
+    "CUDA_ERROR_NOT_INITIALIZED": "the CUDA driver was not initialised",
+}
+
+
+def check(result, what: str, kernel: str | None = None):
+    """Unpack a cuda.bindings result `(err, *values)`; raise CudaDriverError when err != 0.
+
+    Returns None for calls that return only an error code, the value for one value, else a tuple.
+    """
+    err = result[0]
+    if err:
+        raise driver_error(err, what, kernel)
+    n = len(result)
+    if n == 1:
+        return None
+    if n == 2:
+        return result[1]
+    return tuple(result[1:])
+
+
+def driver_error(err, what: str, kernel: str | None = None) -> CudaDriverError:
+    """The CudaDriverError for CUresult `err` from call `what` (with the kernel's name if any)."""
+    name = _error_name(err)
+    message = f"{what} failed: {name}: {_error_string(err)}"
+    hint = HINTS.get(name)
+    if name in STICKY_ERRORS and "launch" not in what.lower():
+        message += " (reported here, but most likely caused by an earlier kernel launch: " \
+                   "kernel errors surface at the next call that waits for the GPU)"
+    if hint is None and name in STICKY_ERRORS:
+        hint = _RESTART
+    return CudaDriverError(message, code=int(err), name=name, hint=hint, function=kernel)
+
+
+def _error_name(err) -> str:
+    name = getattr(err, "name", None)
+    if name:
+        return name
+    try:
+        return cuda_driver().CUresult(int(err)).name
+    except Exception:  # noqa: BLE001 - an unknown code still deserves a message
+        return f"CUresult {int(err)}"
+
+
+def _error_string(err) -> str:
+    try:
+        code, text = cuda_driver().cuGetErrorString(err)
+        if not code and text:
+            return _cstr(text)
+    except Exception:  # noqa: BLE001 - fall back to the name alone
+        pass
+    return "no description"
+
+
+_MODULE_NAMES = frozenset({"Function", "Module", "PtxLinkError", "link_ptx", "load_module"})
+
+
+def __getattr__(name: str):
+    # modules, functions and PTX linking live in runtime/modules.py (which imports this module);
+    # they are reachable as driver.load_module etc. without an import cycle
+    if name in _MODULE_NAMES:
+        from gpunb.runtime import modules
+
+        return getattr(modules, name)
+    raise AttributeError(f"module 'gpunb.runtime.driver' has no attribute {name!r}")

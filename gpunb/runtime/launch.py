@@ -1,0 +1,459 @@
+"""Launching: argument packing into a persistent buffer, launch-configuration checks, the launch.
+
+The hot path of every launch is `ArgPacker.pack` + `validate_config` + `launch_cuda`. The packer is
+built once per specialisation: one contiguous ctypes block with a slot per parameter (laid out
+like a C struct of the slots' types), a `void*[n]` array of the slots' addresses (what
+cuLaunchKernel and the CPU runner read), a precompiled `struct.Struct` that writes every slot in
+one call, and one getter per argument. A launch then allocates only the list of slot values.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+import warnings
+
+import numpy as np
+
+from gpunb.compiler import abi
+from gpunb.compiler import types as t
+from gpunb.errors import LaunchError
+from gpunb.runtime import driver
+from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
+
+
+class PerformanceWarning(UserWarning):
+    """gpunb did something slow on your behalf (e.g. copied host arrays to the GPU and back)."""
+
+
+_CTYPES = {"ptr": ctypes.c_uint64, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
+           "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f16": ctypes.c_uint16,
+           "f32": ctypes.c_float, "f64": ctypes.c_double}
+_SIGNED = {8: "b", 16: "h", 32: "i", 64: "q"}
+_UNSIGNED = {8: "B", 16: "H", 32: "I", 64: "Q"}
+_FLOAT = {16: "e", 32: "f", 64: "d"}
+_host_copy_warned = False
+
+
+class ArgPacker:
+    """Writes launch arguments into the parameter slots of one specialisation.
+
+    `target` says how arrays are passed: "cuda" (device pointers; host arrays are copied in and
+    out) or "cpu" (host pointers; device arrays are refused). None means the active target.
+    """
+
+    def __init__(self, param_slots: tuple, target: str | None = None, kernel: str | None = None):
+        if target is None:
+            from gpunb.runtime.target import active_target
+
+            target = active_target()
+        self.slots = tuple(param_slots)
+        self.target = target
+        self.kernel = kernel
+        fields = [(f"s{i}", _CTYPES[slot]) for i, slot in enumerate(self.slots)]
+        self._buffer = type("ParamSlots", (ctypes.Structure,), {"_fields_": fields})()
+        base = ctypes.addressof(self._buffer)
+        self.offsets = tuple(getattr(type(self._buffer), name).offset for name, _ in fields)
+        self._pointers = (ctypes.c_void_p * max(len(fields), 1))(
+            *[base + offset for offset in self.offsets])
+        self.params_address = ctypes.addressof(self._pointers) if fields else 0
+        self._argtypes = None
+        self._writeback = None
+        self._sync_after_copies = False
+
+    # ---- the hot path --------------------------------------------------------------------------
+
+    def pack(self, args: tuple, argtypes: tuple) -> tuple:
+        """Write `args` into the slots; return (address of the void* array, writeback callables).
+
+        The caller launches, then calls each writeback function (host arrays copied back)."""
+        if argtypes is not self._argtypes:
+            self._prepare(argtypes)
+        if len(args) != self._nargs:
+            raise self._count_error(args)
+        self._writeback = None
+        values = []
+        append, extend = values.append, values.extend
+        for get, arg in zip(self._getters, args, strict=False):
+            if get is None:
+                append(arg)
+            else:
+                extend(get(arg))
+        try:
+            self._struct.pack_into(self._buffer, 0, *values)
+        except (struct.error, OverflowError, TypeError, ValueError):
+            self._pack_converting(values)
+        if self._sync_after_copies:
+            self._sync_after_copies = False
+            driver.synchronize()  # host copies complete before a launch on any stream
+        return self.params_address, (self._writeback or ())
+
+    # ---- building the plan ---------------------------------------------------------------------
+
+    def _prepare(self, argtypes: tuple) -> None:
+        slots = abi.signature_slots(argtypes)
+        if slots != self.slots:
+            raise LaunchError(f"internal error: argument types {argtypes} give parameter slots "
+                              f"{slots}, but the kernel was built with {self.slots}",
+                              function=self.kernel)
+        formats, dtypes, owners = [], [], []
+        for index, ty in enumerate(argtypes):
+            for fmt, dtype in _slot_formats(ty):
+                formats.append(fmt)
+                dtypes.append(dtype)
+                owners.append(index)
+        layout = "<"
+        position = 0
+        for fmt, offset in zip(formats, self.offsets, strict=False):
+            if offset > position:
+                layout += f"{offset - position}x"
+            layout += fmt
+            position = offset + struct.calcsize("<" + fmt)
+        self._struct = struct.Struct(layout)
+        self._slot_dtypes = tuple(dtypes)
+        self._slot_args = tuple(owners)
+        self._getters = tuple(self._getter(ty, i) for i, ty in enumerate(argtypes))
+        self._nargs = len(argtypes)
+        self._argtypes = argtypes
+
+    def _getter(self, ty: t.Type, index: int):
+        """None for a scalar (its value goes straight into its slot), else arg -> slot values."""
+        if isinstance(ty, t.Array):
+            return self._array_getter(ty, index)
+        if isinstance(ty, t.Complex):
+            return _complex_parts
+        if isinstance(ty, t.Tuple):
+            items = [self._getter(item, index) for item in ty.items]
+            return lambda value: _flatten_tuple(items, value, index, self.kernel)
+        if isinstance(ty, t.Record):
+            return lambda value: self._record_slots(value, ty)
+        return None
+
+    def _array_getter(self, ty: t.Array, index: int):
+        expected = 1 + 2 * ty.ndim
+        if self.target == "cuda":
+            def get(value):
+                if value.__class__ is DeviceArray:
+                    return value._slots
+                return _checked(self._cuda_array_slots(value, index), expected, index, self)
+        else:
+            def get(value):
+                cls = value.__class__
+                if cls is np.ndarray:
+                    return (value.ctypes.data,) + value.shape + value.strides
+                if cls is HostDeviceArray:
+                    return value._slots
+                return _checked(self._cpu_array_slots(value, index), expected, index, self)
+        return get
+
+    # ---- arrays that are not the fast-path kind ------------------------------------------------
+
+    def _cuda_array_slots(self, value, index: int) -> tuple:
+        if isinstance(value, DeviceArray):
+            return value._slots
+        if isinstance(value, HostDeviceArray):
+            value = value._array
+        cai = getattr(value, "__cuda_array_interface__", None)
+        if cai is not None:
+            return _interface_slots(cai)
+        if isinstance(value, np.ndarray):
+            return self._copy_host_array(value, index)
+        if hasattr(value, "__dlpack__"):
+            return self._dlpack_slots(value, index, on_cpu=False)
+        raise self._arg_error(index, f"cannot pass a {type(value).__name__} as an array")
+
+    def _cpu_array_slots(self, value, index: int) -> tuple:
+        if isinstance(value, HostDeviceArray):
+            return value._slots
+        if isinstance(value, DeviceArray) or hasattr(value, "__cuda_array_interface__") and \
+                not isinstance(value, np.ndarray):
+            raise self._arg_error(
+                index, f"is a CUDA device array ({type(value).__name__}), but this kernel runs on "
+                "the CPU target", hint="copy it to the host first (d.copy_to_host(), "
+                "cupy.asnumpy(x), t.cpu()), or run on the GPU: gpunb.set_target('cuda')")
+        if isinstance(value, np.ndarray):
+            return (value.ctypes.data,) + value.shape + value.strides
+        if hasattr(value, "__dlpack__"):
+            return self._dlpack_slots(value, index, on_cpu=True)
+        raise self._arg_error(index, f"cannot pass a {type(value).__name__} as an array")
+
+    def _dlpack_slots(self, value, index: int, on_cpu: bool) -> tuple:
+        from gpunb.runtime import dlpack
+
+        device_type = value.__dlpack_device__()[0] if hasattr(value, "__dlpack_device__") else 1
+        host = device_type in (dlpack.kDLCPU, dlpack.kDLCUDAHost)
+        if host:
+            view = np.from_dlpack(value)
+            self._keep_alive(view)
+            if on_cpu:
+                return (view.ctypes.data,) + view.shape + view.strides
+            return self._copy_host_array(view, index)
+        if on_cpu:
+            raise self._arg_error(index, "is a GPU array (DLPack), but this kernel runs on the "
+                                  "CPU target", hint="copy it to the host first")
+        tensor = dlpack.import_capsule(value.__dlpack__(stream=1))
+        self._keep_alive(tensor)
+        return (tensor.data,) + tensor.shape + tensor.strides
+
+    def _copy_host_array(self, host: np.ndarray, index: int) -> tuple:
+        """numba semantics for host arrays on the GPU: copy in now, copy back after the launch."""
+        from gpunb.runtime.memory import to_device
+
+        _warn_host_copy(self.kernel)
+        device = to_device(host, target="cuda")
+        self._sync_after_copies = True
+        if host.flags.writeable:
+            def copy_back():
+                driver.synchronize()
+                device.copy_to_host(host)
+            self._add_writeback(copy_back)
+        else:
+            self._keep_alive(device)  # read-only: nothing to copy back, but alive until then
+        return device._slots
+
+    def _record_slots(self, value, ty: t.Record) -> tuple:
+        """A record travels by pointer to a copy of its bytes; the copy is written back after."""
+        host = np.array(value, dtype=t.to_dtype(ty)).reshape(1)
+        if self.target == "cuda":
+            from gpunb.runtime.memory import to_device
+
+            device = to_device(host, target="cuda")
+            self._sync_after_copies = True
+
+            def copy_back():
+                driver.synchronize()
+                _store_record(value, device.copy_to_host()[0])
+            self._add_writeback(copy_back)
+            return (device._ptr,)
+        self._add_writeback(lambda: _store_record(value, host[0]))
+        return (host.ctypes.data,)
+
+    def _keep_alive(self, obj) -> None:
+        self._add_writeback(lambda: obj)
+
+    def _add_writeback(self, fn) -> None:
+        if self._writeback is None:
+            self._writeback = []
+        self._writeback.append(fn)
+
+    # ---- errors and the converting path --------------------------------------------------------
+
+    def _pack_converting(self, values: list) -> None:
+        """numpy's conversions for values struct would not take (float -> float32 overflow gives
+        inf, a float into an int slot truncates); LaunchError for what cannot convert."""
+        converted = []
+        for value, dtype, index in zip(values, self._slot_dtypes, self._slot_args, strict=False):
+            try:
+                converted.append(_convert(value, dtype))
+            except (OverflowError, TypeError, ValueError) as exc:
+                raise self._arg_error(index, f"value {value!r} cannot be passed as {dtype}: {exc}",
+                                      hint=f"pass a value that fits {dtype}, or a numpy scalar "
+                                           f"of the type you mean (e.g. np.{dtype}(x))") from None
+        self._struct.pack_into(self._buffer, 0, *converted)
+
+    def _count_error(self, args: tuple) -> LaunchError:
+        name = f"'{self.kernel}'" if self.kernel else "the kernel"
+        return LaunchError(f"{name} takes {self._nargs} argument(s) but {len(args)} were given",
+                           function=self.kernel)
+
+    def _arg_error(self, index: int, message: str, hint: str | None = None) -> LaunchError:
+        return LaunchError(f"argument {index + 1} {message}", hint=hint, function=self.kernel)
+
+
+def _slot_formats(ty: t.Type) -> list:
+    """(struct format, numpy dtype) of each slot of a value of type `ty` (see compiler/abi.py)."""
+    if isinstance(ty, t.Array):
+        return [("Q", np.dtype(np.uint64))] + [("q", np.dtype(np.int64))] * (2 * ty.ndim)
+    if isinstance(ty, t.Tuple):
+        return [f for item in ty.items for f in _slot_formats(item)]
+    if isinstance(ty, t.Record):
+        return [("Q", np.dtype(np.uint64))]
+    if isinstance(ty, t.Complex):
+        part = ty.component
+        return [(_FLOAT[part.bitwidth], t.to_dtype(part))] * 2
+    if isinstance(ty, t.Boolean):
+        return [("?", np.dtype(np.bool_))]
+    if isinstance(ty, t.Integer):
+        table = _SIGNED if ty.signed else _UNSIGNED
+        return [(table[ty.bitwidth], t.to_dtype(ty))]
+    if isinstance(ty, t.Float):
+        return [(_FLOAT[ty.bitwidth], t.to_dtype(ty))]
+    raise LaunchError(f"cannot pass a value of type {ty} to a kernel")
+
+
+def _convert(value, dtype: np.dtype):
+    if isinstance(value, (bool, int, float, complex)):
+        converted = np.array(value, dtype=dtype)  # Python ints out of range raise here
+    else:
+        converted = np.asarray(value).astype(dtype)  # numpy scalars wrap, as numpy's astype does
+    return converted.item()
+
+
+def _complex_parts(value) -> tuple:
+    return (value.real, value.imag)
+
+
+def _flatten_tuple(getters: list, value, index: int, kernel) -> list:
+    if not isinstance(value, tuple) or len(value) != len(getters):
+        raise LaunchError(f"argument {index + 1}: expected a tuple of {len(getters)} items, got "
+                          f"{value!r}", function=kernel)
+    out = []
+    for get, item in zip(getters, value, strict=False):
+        if get is None:
+            out.append(item)
+        else:
+            out.extend(get(item))
+    return out
+
+
+def _interface_slots(desc: dict) -> tuple:
+    from gpunb.runtime import arrayview as av
+    from gpunb.runtime.memory import _cai_dtype
+    from gpunb.runtime.streams import sync_producer_stream
+
+    shape = tuple(desc["shape"])
+    strides = desc.get("strides")
+    if strides is None:
+        strides = av.c_strides(shape, _cai_dtype(desc).itemsize)
+    sync_producer_stream(desc.get("stream"))
+    return (desc["data"][0] or 0,) + shape + tuple(strides)
+
+
+def _checked(slots: tuple, expected: int, index: int, packer: ArgPacker) -> tuple:
+    if len(slots) != expected:
+        raise packer._arg_error(index, f"has {(len(slots) - 1) // 2} dimensions, but the kernel "
+                                f"was compiled for {(expected - 1) // 2}")
+    return slots
+
+
+def _store_record(target, source) -> None:
+    """Write a record's fields back into the caller's np.void (a view into their array)."""
+    if isinstance(target, np.void) and target.dtype.names:
+        for name in target.dtype.names:
+            target[name] = source[name]
+
+
+def _warn_host_copy(kernel: str | None) -> None:
+    global _host_copy_warned
+    from gpunb import config
+
+    if _host_copy_warned or not config.notices_enabled():
+        return
+    _host_copy_warned = True
+    name = f"'{kernel}'" if kernel else "a kernel"
+    warnings.warn(
+        f"host numpy arrays passed to {name} are copied to the GPU and back on every launch; "
+        "move them once with cuda.to_device(ary) and copy results back with .copy_to_host() "
+        "(this warning is shown once per process)", PerformanceWarning,
+        stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel of the first frame outside gpunb, so the warning points at user code."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("gpunb"):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+# ---- launch configuration ----------------------------------------------------------------------
+
+
+def validate_config(griddim, blockdim, device_limits: dict, shared_bytes: int,
+                    kernel_name: str | None) -> tuple:
+    """(grid, block) as 3-tuples of positive ints within the device's limits; LaunchError (before
+    any driver call) naming the kernel and what to change otherwise."""
+    grid = _dim3(griddim, "grid", kernel_name)
+    block = _dim3(blockdim, "block", kernel_name)
+    threads = block[0] * block[1] * block[2]
+    max_threads = device_limits["max_threads_per_block"]
+    if threads > max_threads:
+        kernel_max = device_limits.get("kernel_max_threads_per_block")
+        why = f"this kernel allows at most {max_threads}" if kernel_max == max_threads else \
+            f"the device allows at most {max_threads}"
+        raise LaunchError(f"a block of {block} has {threads} threads; {why}",
+                          function=kernel_name,
+                          hint=f"use a block of at most {max_threads} threads (e.g. 256) and more "
+                               "blocks; kernels with many registers allow fewer threads")
+    for axis, (n, limit) in enumerate(zip(block, device_limits["max_block_dim"], strict=False)):
+        if n > limit:
+            raise LaunchError(f"block dimension {'xyz'[axis]} is {n}; the device allows at most "
+                              f"{limit}", function=kernel_name,
+                              hint=f"the block limits are {tuple(device_limits['max_block_dim'])}")
+    for axis, (n, limit) in enumerate(zip(grid, device_limits["max_grid_dim"], strict=False)):
+        if n > limit:
+            raise LaunchError(f"grid dimension {'xyz'[axis]} is {n}; the device allows at most "
+                              f"{limit}", function=kernel_name,
+                              hint="use a larger block, a grid-stride loop, or move work to the x "
+                                   "dimension (up to 2**31 - 1 blocks)")
+    if not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
+        raise LaunchError(f"dynamic shared memory must be a non-negative number of bytes, got "
+                          f"{shared_bytes!r}", function=kernel_name)
+    limit = device_limits.get("max_shared_memory_per_block")
+    if limit is not None and shared_bytes > limit:
+        raise LaunchError(f"a block needs {shared_bytes} bytes of shared memory (static + "
+                          f"dynamic); the device allows at most {limit} per block",
+                          function=kernel_name,
+                          hint="use smaller shared arrays or a smaller dynamic size "
+                               "(the 4th launch parameter), or tile the work")
+    return grid, block
+
+
+def _dim3(dim, what: str, kernel_name) -> tuple:
+    if dim.__class__ is int and dim > 0:
+        return (dim, 1, 1)
+    items = dim if isinstance(dim, (tuple, list)) else (dim,)
+    if not 1 <= len(items) <= 3:
+        raise LaunchError(f"{what} dimensions must be 1 to 3 numbers, got {dim!r}",
+                          function=kernel_name, hint="e.g. kernel[blocks, threads] or "
+                                                     "kernel[(bx, by), (tx, ty)]")
+    out = []
+    for n in items:
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            raise LaunchError(f"{what} dimensions must be integers, got {dim!r}",
+                              function=kernel_name,
+                              hint="compute sizes with integer division, e.g. (n + 255) // 256")
+        if n <= 0:
+            raise LaunchError(f"{what} dimensions must be positive, got {dim!r}",
+                              function=kernel_name,
+                              hint="a launch of 0 blocks or threads does nothing: skip the launch "
+                                   "when there is no work" if n == 0 else None)
+        out.append(int(n))
+    while len(out) < 3:
+        out.append(1)
+    return tuple(out)
+
+
+# ---- the driver call ---------------------------------------------------------------------------
+
+
+def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream_handle: int,
+                params_address: int, cooperative: bool = False) -> None:
+    """One cuLaunchKernel (or cuLaunchCooperativeKernel for grid-synchronising kernels)."""
+    cu = driver._cu or driver.cuda_driver()
+    err = _launch_once(cu, function, grid3, block3, shared_bytes, stream_handle, params_address,
+                       cooperative)
+    if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
+        # the first launch from a thread that has no current context: make ours current, retry
+        driver.ensure_context(force=True)
+        err = _launch_once(cu, function, grid3, block3, shared_bytes, stream_handle,
+                           params_address, cooperative)
+    if err:
+        what = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"
+        raise driver.driver_error(err, f"{what}(grid={grid3}, block={block3}, "
+                                       f"shared={shared_bytes})",
+                                  getattr(function, "name", None))
+
+
+def _launch_once(cu, function, grid3, block3, shared_bytes, stream_handle, params_address,
+                 cooperative):
+    handle = getattr(function, "handle", function)
+    if cooperative:
+        return cu.cuLaunchCooperativeKernel(handle, grid3[0], grid3[1], grid3[2], block3[0],
+                                            block3[1], block3[2], shared_bytes, stream_handle,
+                                            params_address)[0]
+    return cu.cuLaunchKernel(handle, grid3[0], grid3[1], grid3[2], block3[0], block3[1],
+                             block3[2], shared_bytes, stream_handle, params_address, 0)[0]

@@ -1,0 +1,350 @@
+"""The host API for memory, streams and events (numba.cuda's names), for the active target.
+
+On the CUDA target arrays live in GPU memory (DeviceArray); on the CPU target they are
+HostDeviceArrays over numpy memory with the same copy semantics (`to_device` copies, `copy_to_host`
+copies), so code moves between targets unchanged. Each function takes `target=` ("cuda", "cpu" or
+"auto"); by default it follows gpunb.set_target / GPUNB_TARGET.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import weakref
+
+import numpy as np
+
+from gpunb.runtime import arrayview as av
+from gpunb.runtime import dlpack, driver
+from gpunb.runtime.devicearray import DeviceAllocation, DeviceArray, HostDeviceArray
+from gpunb.runtime.streams import (
+    CpuEvent,
+    CpuStream,
+    Event,
+    Stream,
+    event_elapsed_time,
+    sync_producer_stream,
+)
+
+DeviceNDArray = DeviceArray  # numba's name
+
+CU_MEMHOSTALLOC_PORTABLE = 0x01
+CU_MEMHOSTALLOC_DEVICEMAP = 0x02
+CU_MEMHOSTALLOC_WRITECOMBINED = 0x04
+CU_MEMHOSTREGISTER_DEVICEMAP = 0x02
+
+__all__ = [
+    "DeviceArray", "DeviceNDArray", "Event", "HostDeviceArray", "Stream", "as_cuda_array",
+    "default_stream", "device_array", "device_array_like", "event", "event_elapsed_time",
+    "external_stream", "from_cuda_array_interface", "from_dlpack", "is_cuda_array",
+    "legacy_default_stream", "mapped", "mapped_array", "mapped_array_like",
+    "per_thread_default_stream", "pinned", "pinned_array", "pinned_array_like", "stream",
+    "to_device",
+]
+
+
+def _target(target: str | None) -> str:
+    from gpunb.runtime.target import active_target
+
+    return active_target(target)
+
+
+# ---- arrays ------------------------------------------------------------------------------------
+
+
+def to_device(ary, stream=0, copy: bool = True, to=None, *, target: str | None = None):
+    """A device array holding a copy of `ary` (or copy into `to` and return it)."""
+    if to is not None:
+        to.copy_to_device(ary, stream=stream)
+        return to
+    if _target(target) == "cpu":
+        host = _as_host(ary)
+        return HostDeviceArray(np.array(host, copy=True, order="K") if copy else
+                               np.empty_like(host, order="K"), stream)
+    host = _as_host(ary)
+    order = "F" if host.flags.f_contiguous and not host.flags.c_contiguous else "C"
+    device = device_array(host.shape, host.dtype, order=order, stream=stream, target="cuda")
+    if copy:
+        device.copy_to_device(host, stream=stream)
+    return device
+
+
+def _as_host(ary) -> np.ndarray:
+    if isinstance(ary, HostDeviceArray):
+        return ary._array
+    if isinstance(ary, DeviceArray):
+        return ary.copy_to_host()
+    return np.asarray(ary)
+
+
+def device_array(shape, dtype=np.float64, strides=None, order: str = "C", stream=0, *,
+                 target: str | None = None):
+    """An uninitialised device array (numba: cuda.device_array)."""
+    shape = av.normalize_shape(shape)
+    dtype = np.dtype(dtype)
+    if strides is None:
+        strides = av.f_strides(shape, dtype.itemsize) if order == "F" else \
+            av.c_strides(shape, dtype.itemsize)
+    if _target(target) == "cpu":
+        return HostDeviceArray(_host_empty(shape, dtype, strides), stream)
+    return DeviceArray(shape, strides, dtype, stream)
+
+
+def _host_empty(shape: tuple, dtype: np.dtype, strides: tuple) -> np.ndarray:
+    """Uninitialised numpy memory with exactly these strides."""
+    low, high = av.span(shape, strides, dtype.itemsize)
+    raw = np.empty(high - low, dtype=np.uint8)
+    return np.ndarray(shape, dtype, buffer=raw, offset=-low, strides=strides)
+
+
+def device_array_like(ary, stream=0, *, target: str | None = None):
+    """An uninitialised device array of `ary`'s shape, dtype and (contiguous) layout."""
+    order = "F" if _is_f_only(ary) else "C"
+    return device_array(ary.shape, ary.dtype, order=order, stream=stream, target=target)
+
+
+def _is_f_only(ary) -> bool:
+    if isinstance(ary, np.ndarray):
+        return ary.flags.f_contiguous and not ary.flags.c_contiguous
+    is_f = getattr(ary, "is_f_contiguous", None)
+    is_c = getattr(ary, "is_c_contiguous", None)
+    return bool(is_f and is_c and is_f() and not is_c())
+
+
+# ---- page-locked host memory -------------------------------------------------------------------
+
+
+def pinned_array(shape, dtype=np.float64, strides=None, order: str = "C", *,
+                 target: str | None = None) -> np.ndarray:
+    """A host array in page-locked memory (fast, asynchronous copies); plain numpy on the CPU."""
+    shape = av.normalize_shape(shape)
+    dtype = np.dtype(dtype)
+    if _target(target) == "cpu":
+        return _strided_empty(shape, dtype, strides, order)
+    return _host_alloc(shape, dtype, strides, order, 0)
+
+
+def pinned_array_like(ary, *, target: str | None = None) -> np.ndarray:
+    return pinned_array(ary.shape, ary.dtype, order="F" if _is_f_only(ary) else "C",
+                        target=target)
+
+
+def mapped_array(shape, dtype=np.float64, strides=None, order: str = "C", stream=0,
+                 portable: bool = False, wc: bool = False, *, target: str | None = None):
+    """A host array the GPU can read and write directly (zero-copy); plain numpy on the CPU.
+
+    On CUDA the result is a numpy array that also has __cuda_array_interface__ (its device
+    address), so kernels use it in place."""
+    shape = av.normalize_shape(shape)
+    dtype = np.dtype(dtype)
+    if _target(target) == "cpu":
+        return _strided_empty(shape, dtype, strides, order)
+    flags = CU_MEMHOSTALLOC_DEVICEMAP
+    flags |= CU_MEMHOSTALLOC_PORTABLE if portable else 0
+    flags |= CU_MEMHOSTALLOC_WRITECOMBINED if wc else 0
+    host = _host_alloc(shape, dtype, strides, order, flags)
+    cu = driver.cuda_driver()
+    device_ptr = driver.check(cu.cuMemHostGetDevicePointer(host.ctypes.data, 0),
+                              "cuMemHostGetDevicePointer")
+    mapped = host.view(MappedArray)
+    mapped._device_ptr = int(device_ptr)
+    return mapped
+
+
+def mapped_array_like(ary, stream=0, portable: bool = False, wc: bool = False, *,
+                      target: str | None = None):
+    return mapped_array(ary.shape, ary.dtype, order="F" if _is_f_only(ary) else "C",
+                        stream=stream, portable=portable, wc=wc, target=target)
+
+
+class MappedArray(np.ndarray):
+    """Host memory mapped into the GPU's address space: numpy on the host, CAI for kernels."""
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        base = self
+        while not hasattr(base, "_device_ptr") and isinstance(base.base, np.ndarray):
+            base = base.base
+        offset = self.ctypes.data - base.ctypes.data
+        return {"shape": self.shape, "strides": None if self.flags.c_contiguous else
+                self.strides, "data": (base._device_ptr + offset, False),
+                "typestr": self.dtype.str, "version": 3, "stream": None}
+
+
+def _strided_empty(shape, dtype, strides, order) -> np.ndarray:
+    if strides is None:
+        return np.empty(shape, dtype=dtype, order=order)
+    return _host_empty(shape, dtype, tuple(strides))
+
+
+def _host_alloc(shape, dtype, strides, order, flags: int) -> np.ndarray:
+    if strides is None:
+        strides = av.f_strides(shape, dtype.itemsize) if order == "F" else \
+            av.c_strides(shape, dtype.itemsize)
+    low, high = av.span(shape, strides, dtype.itemsize)
+    nbytes = max(high - low, 1)
+    driver.ensure_context()
+    cu = driver.cuda_driver()
+    ptr = int(driver.check(cu.cuMemHostAlloc(nbytes, flags), f"cuMemHostAlloc({nbytes} bytes)"))
+    block = type("_PageLockedBlock", (ctypes.c_uint8 * nbytes,), {}).from_address(ptr)
+    finalizer = weakref.finalize(block, _free_host, ptr)
+    finalizer.atexit = False
+    raw = np.frombuffer(block, dtype=np.uint8)  # keeps `block` (and so the memory) alive
+    if high == low:
+        return np.ndarray(shape, dtype, buffer=raw, offset=0, strides=strides)
+    return np.ndarray(shape, dtype, buffer=raw, offset=-low, strides=strides)
+
+
+def _free_host(ptr: int) -> None:
+    try:
+        driver.cuda_driver().cuMemFreeHost(ptr)
+    except Exception:  # noqa: BLE001 - a destroyed context frees its host allocations itself
+        pass
+
+
+@contextlib.contextmanager
+def pinned(*arrays, target: str | None = None):
+    """`with cuda.pinned(a, b):` page-locks existing host arrays for the duration of the block."""
+    if _target(target) == "cpu":
+        yield
+        return
+    registered = _register(arrays, 0)
+    try:
+        yield
+    finally:
+        _unregister(registered)
+
+
+@contextlib.contextmanager
+def mapped(*arrays, stream=0, target: str | None = None):
+    """`with cuda.mapped(a) as d_a:` maps host arrays into the GPU's address space; yields device
+    arrays (one, or a list) that kernels use in place."""
+    if _target(target) == "cpu":
+        views = [HostDeviceArray(np.asarray(a), stream) for a in arrays]
+        yield views[0] if len(views) == 1 else views
+        return
+    registered = _register(arrays, CU_MEMHOSTREGISTER_DEVICEMAP)
+    try:
+        cu = driver.cuda_driver()
+        views = []
+        for host, start in registered:
+            device_ptr = int(driver.check(cu.cuMemHostGetDevicePointer(start, 0),
+                                          "cuMemHostGetDevicePointer"))
+            low, high = av.span(host.shape, host.strides, host.itemsize)
+            memory = DeviceAllocation(high - low, ptr=device_ptr, owner=host)
+            views.append(DeviceArray(host.shape, host.strides, host.dtype, stream, memory, -low))
+        yield views[0] if len(views) == 1 else views
+    finally:
+        _unregister(registered)
+
+
+def _register(arrays, flags: int) -> list:
+    driver.ensure_context()
+    cu = driver.cuda_driver()
+    done = []
+    try:
+        for array in arrays:
+            host = np.asarray(array)
+            low, high = av.span(host.shape, host.strides, host.itemsize)
+            if high == low:
+                continue
+            start = host.ctypes.data + low
+            driver.check(cu.cuMemHostRegister(start, high - low, flags), "cuMemHostRegister")
+            done.append((host, start))
+    except BaseException:
+        _unregister(done)
+        raise
+    return done
+
+
+def _unregister(registered: list) -> None:
+    cu = driver.cuda_driver()
+    for _, start in registered:
+        cu.cuMemHostUnregister(start)
+
+
+# ---- foreign arrays ----------------------------------------------------------------------------
+
+
+def is_cuda_array(obj) -> bool:
+    """True for objects exporting __cuda_array_interface__ (CuPy, PyTorch, numba, gpunb)."""
+    return hasattr(obj, "__cuda_array_interface__")
+
+
+def as_cuda_array(obj, sync: bool = True) -> DeviceArray:
+    """A DeviceArray view (no copy) of any object with __cuda_array_interface__."""
+    if isinstance(obj, DeviceArray):
+        return obj
+    if not is_cuda_array(obj):
+        raise TypeError(f"{type(obj).__name__} does not export __cuda_array_interface__")
+    return from_cuda_array_interface(obj.__cuda_array_interface__, owner=obj, sync=sync)
+
+
+def from_cuda_array_interface(desc: dict, owner=None, sync: bool = True) -> DeviceArray:
+    """A DeviceArray view of the memory a CUDA array interface dict describes."""
+    shape = tuple(desc["shape"])
+    dtype = _cai_dtype(desc)
+    strides = desc.get("strides")
+    strides = av.c_strides(shape, dtype.itemsize) if strides is None else tuple(strides)
+    ptr = desc["data"][0] or 0
+    if sync:
+        sync_producer_stream(desc.get("stream"))  # the producer's pending writes are done
+    low, high = av.span(shape, strides, dtype.itemsize)
+    memory = DeviceAllocation(high - low, ptr=ptr + low, owner=owner)
+    return DeviceArray(shape, strides, dtype, 0, memory, -low)
+
+
+def _cai_dtype(desc: dict) -> np.dtype:
+    descr = desc.get("descr")
+    if descr and not (len(descr) == 1 and descr[0][0] == ""):
+        return np.dtype([tuple(d) for d in descr])
+    return np.dtype(desc["typestr"])
+
+
+def from_dlpack(obj):
+    """A view (no copy) of a DLPack-exporting object: DeviceArray for GPU memory, a numpy array
+    for host memory."""
+    device_type = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else None
+    if device_type in (None, dlpack.kDLCPU, dlpack.kDLCUDAHost):
+        return np.from_dlpack(obj)
+    tensor = dlpack.import_capsule(obj.__dlpack__(stream=1))
+    if tensor.device_type not in (dlpack.kDLCUDA, dlpack.kDLCUDAManaged):
+        raise TypeError(f"DLPack device type {tensor.device_type} is not a CUDA device")
+    low, high = av.span(tensor.shape, tensor.strides, tensor.dtype.itemsize)
+    memory = DeviceAllocation(high - low, ptr=tensor.data + low, owner=tensor.owner)
+    return DeviceArray(tensor.shape, tensor.strides, tensor.dtype, 0, memory, -low)
+
+
+# ---- streams and events ------------------------------------------------------------------------
+
+
+def stream(*, target: str | None = None):
+    """A new stream (CUDA), or the synchronous CPU stream."""
+    return CpuStream() if _target(target) == "cpu" else Stream.create()
+
+
+def default_stream(*, target: str | None = None):
+    return CpuStream() if _target(target) == "cpu" else Stream(0)
+
+
+def legacy_default_stream(*, target: str | None = None):
+    from gpunb.runtime.streams import CU_STREAM_LEGACY
+
+    return CpuStream() if _target(target) == "cpu" else Stream(CU_STREAM_LEGACY)
+
+
+def per_thread_default_stream(*, target: str | None = None):
+    from gpunb.runtime.streams import CU_STREAM_PER_THREAD
+
+    return CpuStream() if _target(target) == "cpu" else Stream(CU_STREAM_PER_THREAD)
+
+
+def external_stream(ptr: int) -> Stream:
+    """Wrap a stream made elsewhere (CuPy, PyTorch) by its CUstream address; not destroyed here."""
+    return Stream(int(ptr), _external=True)
+
+
+def event(timing: bool = True, *, target: str | None = None):
+    """A new event (numba: cuda.event); on the CPU target, a perf_counter timestamp."""
+    return CpuEvent(timing) if _target(target) == "cpu" else Event(timing)
+

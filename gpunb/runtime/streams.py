@@ -1,0 +1,223 @@
+"""CUDA streams and events, and their CPU-target twins (synchronous; events read perf_counter).
+
+The API is numba.cuda's: `cuda.stream()`, `stream.synchronize()`, `with stream.auto_synchronize()`,
+`cuda.event()`, `evt.record(stream)`, `evt.elapsed_time(other)` in milliseconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import weakref
+
+from gpunb.errors import LaunchError
+from gpunb.runtime import driver
+
+CU_STREAM_LEGACY = 1
+CU_STREAM_PER_THREAD = 2
+
+
+def stream_handle(stream) -> int:
+    """The CUstream value of anything used as a stream: 0/None, an int, a gpunb, numba, CuPy or
+    PyTorch stream object."""
+    if stream is None or stream == 0:
+        return 0
+    if isinstance(stream, int):
+        return stream
+    for attr in ("handle", "ptr", "cuda_stream"):
+        value = getattr(stream, attr, None)
+        if value is not None:
+            value = getattr(value, "value", value)  # numba's handle is a ctypes c_void_p
+            return int(value or 0)
+    raise TypeError(f"cannot use {stream!r} as a CUDA stream")
+
+
+def sync_producer_stream(handle) -> None:
+    """Honour a __cuda_array_interface__ 'stream' entry before using the memory.
+
+    None, 0 and the default streams (1 legacy, 2 per-thread) need nothing: gpunb works on the
+    legacy default stream or on blocking streams, which are ordered after them. Any other stream
+    is synchronized, so the producer's pending writes are visible."""
+    if handle is None or handle in (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD):
+        return
+    Stream(int(handle)).synchronize()
+
+
+class Stream:
+    """A CUDA stream; created streams are destroyed when garbage collected."""
+
+    def __init__(self, handle: int = 0, _owned_handle=None, _external: bool = False):
+        self.handle = int(handle)
+        self.external = _external
+        self._cu_stream = _owned_handle
+        if _owned_handle is not None:
+            finalizer = weakref.finalize(self, _destroy_stream, _owned_handle)
+            finalizer.atexit = False
+
+    @classmethod
+    def create(cls, non_blocking: bool = False) -> Stream:
+        """A new stream (blocking by default: it orders with the legacy default stream)."""
+        driver.ensure_context()
+        cu = driver.cuda_driver()
+        flags = cu.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else \
+            cu.CUstream_flags.CU_STREAM_DEFAULT
+        handle = driver.check(cu.cuStreamCreate(int(flags)), "cuStreamCreate")
+        return cls(int(handle), _owned_handle=handle)
+
+    @property
+    def is_default(self) -> bool:
+        return self.handle in (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD)
+
+    def synchronize(self) -> None:
+        """Wait until all work queued on this stream has finished."""
+        driver.ensure_context()
+        driver.check(driver.cuda_driver().cuStreamSynchronize(self.handle),
+                     "cuStreamSynchronize")
+
+    def query(self) -> bool:
+        """True when all work queued on this stream has finished (does not wait)."""
+        driver.ensure_context()
+        cu = driver.cuda_driver()
+        (err,) = cu.cuStreamQuery(self.handle)
+        if err == cu.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        driver.check((err,), "cuStreamQuery")
+        return True
+
+    @contextlib.contextmanager
+    def auto_synchronize(self):
+        """`with stream.auto_synchronize():` synchronizes the stream when the block ends."""
+        yield self
+        self.synchronize()
+
+    def __int__(self) -> int:
+        return self.handle
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (Stream, int)):
+            return self.handle == int(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.handle)
+
+    def __repr__(self) -> str:
+        kind = "default " if self.handle == 0 else "external " if self.external else ""
+        return f"<CUDA {kind}stream {self.handle:#x}>"
+
+
+def _destroy_stream(handle) -> None:
+    try:
+        driver.cuda_driver().cuStreamDestroy(handle)
+    except Exception:  # noqa: BLE001 - a destroyed context has no streams left to free
+        pass
+
+
+class Event:
+    """A CUDA event: record it on a stream, wait for it, time between two of them."""
+
+    def __init__(self, timing: bool = True):
+        driver.ensure_context()
+        cu = driver.cuda_driver()
+        flags = cu.CUevent_flags.CU_EVENT_DEFAULT if timing else \
+            cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        self.handle = driver.check(cu.cuEventCreate(int(flags)), "cuEventCreate")
+        self.timing = timing
+        finalizer = weakref.finalize(self, _destroy_event, self.handle)
+        finalizer.atexit = False
+
+    def record(self, stream=0) -> None:
+        driver.check(driver.cuda_driver().cuEventRecord(self.handle, stream_handle(stream)),
+                     "cuEventRecord")
+
+    def synchronize(self) -> None:
+        driver.check(driver.cuda_driver().cuEventSynchronize(self.handle), "cuEventSynchronize")
+
+    def wait(self, stream=0) -> None:
+        """Make `stream` wait for this event (no host blocking)."""
+        driver.check(driver.cuda_driver().cuStreamWaitEvent(stream_handle(stream), self.handle,
+                                                            0), "cuStreamWaitEvent")
+
+    def query(self) -> bool:
+        """True when the work before the recorded point has finished."""
+        cu = driver.cuda_driver()
+        (err,) = cu.cuEventQuery(self.handle)
+        if err == cu.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        driver.check((err,), "cuEventQuery")
+        return True
+
+    def elapsed_time(self, other: Event) -> float:
+        """Milliseconds from this event to `other` (both recorded and completed)."""
+        if not (self.timing and other.timing):
+            raise LaunchError("elapsed_time needs events created with timing=True")
+        return float(driver.check(driver.cuda_driver().cuEventElapsedTime(self.handle,
+                                                                           other.handle),
+                                  "cuEventElapsedTime"))
+
+    def __repr__(self) -> str:
+        return f"<CUDA event {int(self.handle):#x}>"
+
+
+def _destroy_event(handle) -> None:
+    try:
+        driver.cuda_driver().cuEventDestroy(handle)
+    except Exception:  # noqa: BLE001 - see _destroy_stream
+        pass
+
+
+class CpuStream:
+    """The CPU target's stream: work runs synchronously at launch, so nothing is ever pending."""
+
+    handle = 0
+    external = False
+    is_default = True
+
+    def synchronize(self) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    @contextlib.contextmanager
+    def auto_synchronize(self):
+        yield self
+
+    def __int__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "<gpunb CPU stream (synchronous)>"
+
+
+class CpuEvent:
+    """The CPU target's event: `record` reads time.perf_counter(), which is when the work ended."""
+
+    def __init__(self, timing: bool = True):
+        self.timing = timing
+        self.time: float | None = None
+
+    def record(self, stream=0) -> None:
+        self.time = time.perf_counter()
+
+    def synchronize(self) -> None:
+        return None
+
+    def wait(self, stream=0) -> None:
+        return None
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, other: CpuEvent) -> float:
+        if self.time is None or other.time is None:
+            raise LaunchError("elapsed_time needs both events recorded (event.record())")
+        return (other.time - self.time) * 1000.0
+
+    def __repr__(self) -> str:
+        return "<gpunb CPU event>"
+
+
+def event_elapsed_time(start, end) -> float:
+    """Milliseconds between two recorded events (numba's cuda.event_elapsed_time)."""
+    return start.elapsed_time(end)

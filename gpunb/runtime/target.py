@@ -1,0 +1,62 @@
+"""Which target runs kernels: "cuda" or "cpu", from the request, GPUNB_TARGET and the hardware.
+
+`auto` means cuda when a usable GPU exists, else cpu, with a one-line notice (once per process) so a
+user on a laptop knows why their kernels run on the host. The decision for the process-wide
+request is cached and recomputed only when the request changes.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from gpunb import config
+
+_TARGETS = ("auto", "cpu", "cuda")
+_cached_request: str | None = None
+_cached_target: str | None = None
+_notice_shown = False
+
+NOTICE = "gpunb: no usable CUDA GPU found; running kernels on the CPU target"
+
+
+def active_target(requested: str | None = None) -> str:
+    """'cuda' or 'cpu' for a request of 'cuda', 'cpu', 'auto' or None (None: gpunb.set_target /
+    GPUNB_TARGET). Asking for 'cuda' explicitly never falls back: the CUDA launch path then
+    reports what is missing."""
+    global _cached_request, _cached_target
+    if requested is None:
+        requested = config.requested_target()
+        if requested == _cached_request and _cached_target is not None:
+            return _cached_target
+        target = _resolve(requested)
+        _cached_request, _cached_target = requested, target
+        return target
+    if requested not in _TARGETS:
+        raise ValueError(f"target {requested!r}: expected one of {', '.join(_TARGETS)}")
+    return _resolve(requested)
+
+
+def _resolve(requested: str) -> str:
+    if requested != "auto":
+        return requested
+    from gpunb.runtime import driver
+
+    if driver.is_available():
+        return "cuda"
+    _notify_fallback()
+    return "cpu"
+
+
+def _notify_fallback() -> None:
+    global _notice_shown
+    if _notice_shown or not config.notices_enabled():
+        return
+    _notice_shown = True
+    print(NOTICE, file=sys.stderr)
+
+
+def reset() -> None:
+    """Forget the cached decision and the notice (for tests)."""
+    global _cached_request, _cached_target, _notice_shown
+    _cached_request = _cached_target = None
+    _notice_shown = False

@@ -1,0 +1,112 @@
+"""Kernel-language types of launch arguments, and a fast key that determines them.
+
+`typeof` runs on the slow path (a new specialisation); `type_key` runs on every launch, so it
+reads only what decides the type: for a numpy array its class, dtype, ndim and contiguity flags;
+for a gpunb device array a key computed once when the array was made; for a Python number its
+class. Anything unusual falls back to a key that *is* its type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpunb.compiler import types as t
+from gpunb.runtime import arrayview as av
+from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
+
+_PYTHON_SCALARS = {bool: t.boolean, int: t.int64, float: t.float64, complex: t.complex128}
+
+
+def typeof(value) -> t.Type:
+    """The kernel-language type of a launch argument; TypeError for unsupported values."""
+    cls = value.__class__
+    scalar = _PYTHON_SCALARS.get(cls)
+    if scalar is not None:
+        return scalar
+    if isinstance(value, (DeviceArray, HostDeviceArray)):
+        return t.Array(_element_type(value.dtype), value.ndim, value._layout)
+    if isinstance(value, np.ndarray) and not hasattr(value, "__cuda_array_interface__"):
+        return _numpy_array_type(value)
+    if isinstance(value, np.generic):
+        return _element_type(value.dtype)
+    if isinstance(value, tuple):
+        return t.Tuple(tuple(typeof(item) for item in value))
+    if hasattr(value, "__cuda_array_interface__"):
+        return _interface_type(value.__cuda_array_interface__)
+    if hasattr(value, "__dlpack__"):
+        return _dlpack_type(value)
+    if isinstance(value, (bool, int, float, complex)):  # subclasses, e.g. IntEnum members
+        return _PYTHON_SCALARS[next(k for k in (bool, int, float, complex) if isinstance(value, k))]
+    raise TypeError(f"cannot pass a {cls.__name__} to a kernel")
+
+
+def _element_type(dtype: np.dtype) -> t.Type:
+    if not dtype.isnative:
+        raise TypeError(f"arrays of non-native byte order ({dtype}) are not supported; convert "
+                        f"with ary.astype(ary.dtype.newbyteorder('='))")
+    return t.from_dtype(dtype)
+
+
+def _numpy_array_type(value: np.ndarray) -> t.Array:
+    flags = value.flags
+    layout = av.layout_of(value.ndim, flags.c_contiguous, flags.f_contiguous)
+    return t.Array(_element_type(value.dtype), value.ndim, layout)
+
+
+def _geometry_type(shape: tuple, strides: tuple, dtype: np.dtype) -> t.Array:
+    c, f = av.contiguity(shape, strides, dtype.itemsize)
+    return t.Array(_element_type(dtype), len(shape), av.layout_of(len(shape), c, f))
+
+
+def _interface_type(desc: dict) -> t.Array:
+    from gpunb.runtime.memory import _cai_dtype
+
+    dtype = _cai_dtype(desc)
+    shape = tuple(desc["shape"])
+    strides = desc.get("strides")
+    strides = av.c_strides(shape, dtype.itemsize) if strides is None else tuple(strides)
+    return _geometry_type(shape, strides, dtype)
+
+
+def _dlpack_type(value) -> t.Array:
+    from gpunb.runtime import dlpack
+
+    device_type = value.__dlpack_device__()[0] if hasattr(value, "__dlpack_device__") else 1
+    if device_type in (dlpack.kDLCPU, dlpack.kDLCUDAHost):
+        return _numpy_array_type(np.from_dlpack(value))
+    tensor = dlpack.import_capsule(value.__dlpack__(stream=-1))  # released when dropped
+    return _geometry_type(tensor.shape, tensor.strides, tensor.dtype)
+
+
+# ---- the fast key ------------------------------------------------------------------------------
+
+
+def type_key(value):
+    """A small hashable that determines typeof(value): equal keys mean equal types."""
+    cls = value.__class__
+    if cls is np.ndarray:
+        flags = value.flags
+        return (cls, value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous)
+    if cls in _SCALAR_CLASSES:
+        return cls
+    if cls is DeviceArray or cls is HostDeviceArray:
+        return value._key
+    if cls is tuple:
+        return (tuple,) + tuple([type_key(item) for item in value])
+    if cls in _NUMPY_SCALAR_CLASSES:
+        return cls
+    return _slow_key(value)
+
+
+_SCALAR_CLASSES = frozenset({int, float, bool, complex})
+# numpy scalar classes whose class alone fixes the dtype (np.void records do not)
+_NUMPY_SCALAR_CLASSES = frozenset(
+    np.dtype(c).type for c in "?bBhHiIlLqQefdgFDG" if np.dtype(c).type is not np.void)
+
+
+def _slow_key(value):
+    # device array subclasses, numpy subclasses, records, CAI and DLPack objects: the key is
+    # the type itself (correct by construction, just not as cheap)
+    if isinstance(value, (DeviceArray, HostDeviceArray)):
+        return value._key
+    return ("type", typeof(value))
