@@ -35,7 +35,10 @@ def build_specialization(dispatcher, argtypes: tuple, target: str, previous=None
         launcher = _cpu_launcher(dispatcher, artifact)
     else:
         artifact, launcher = _build_cuda(dispatcher, typed, options)
-    spec = Specialization(argtypes, artifact, target, ArgPacker(artifact.param_slots), launcher,
+    # the packer passes arrays the specialisation's way (host pointers on the CPU target even
+    # when the active target is cuda, e.g. cuda.jit(target="cpu") on a GPU machine)
+    packer = ArgPacker(artifact.param_slots, target, dispatcher.__name__)
+    spec = Specialization(argtypes, artifact, target, packer, launcher,
                           typed)
     spec.compile_ms = (time.perf_counter() - started) * 1000.0
     return spec
