@@ -7,6 +7,7 @@ stores the choice on the kernel as `kernel.launch_config`, usable as `kernel[ker
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -35,6 +36,7 @@ class OccupancyRow:
     max_warps: int
     active_blocks: int
     limiter: str
+    source: str = "rules"  # "driver": blocks from cuOccupancyMaxActiveBlocksPerMultiprocessor
 
 
 def normalise(result, block: int, grid: int) -> OccupancyRow:
@@ -65,6 +67,7 @@ class LaunchExplorer:
     def __init__(self, dispatcher, n: int, signature=None, arch: str | None = None,
                  block: int | None = None, shared: int = 0):
         self.dispatcher = dispatcher
+        self.signature = signature
         self.n = int(n)
         self.resources = dispatcher.resource_usage(signature)
         self.arch = arch or getattr(dispatcher, "inspection_arch", None) or default_arch()
@@ -88,7 +91,29 @@ class LaunchExplorer:
         static = int(self.resources.get("shared_bytes") or 0)
         result = occupancy.occupancy(self.arch, block, int(self.resources.get("registers") or 0),
                                      static + shared)
-        return normalise(result, block, max(1, -(-self.n // block)))
+        row = normalise(result, block, max(1, -(-self.n // block)))
+        blocks = self._driver_blocks(block, shared)
+        if blocks is None:
+            return row
+        warps = blocks * -(-block // 32)
+        return dataclasses.replace(row, active_blocks=blocks, active_warps=warps,
+                                   occupancy_pct=round(100.0 * warps / row.max_warps, 1),
+                                   source="driver")
+
+    def _driver_blocks(self, block: int, shared: int) -> int | None:
+        """Resident blocks per SM from the driver, when the kernel is loaded on this GPU's arch."""
+        if self.arch != default_arch():
+            return None
+        for (target, _argtypes), spec in self.dispatcher.specializations.items():
+            function = getattr(spec.launcher, "function", None)
+            if target != "cuda" or function is None:
+                continue
+            if self.signature is not None and spec is not self.dispatcher.compile(self.signature):
+                continue
+            from gpunb.runtime import occupancy
+
+            return int(occupancy.max_active_blocks_per_sm(function, block, shared))
+        return None
 
     def rows(self) -> list[OccupancyRow]:
         limit = int(self.resources.get("max_threads_per_block") or 1024)
@@ -113,7 +138,8 @@ class LaunchExplorer:
                 f"{render.esc(self.arch)}, n = {self.n:,}: grid <b>{r.grid:,}</b> × block "
                 f"<b>{r.block}</b>, dynamic shared {self.shared} B → occupancy "
                 f"<b>{r.occupancy_pct:g}%</b> ({r.active_warps}/{r.max_warps} warps/SM, "
-                f"{r.active_blocks} blocks/SM), limited by <b>{render.esc(r.limiter)}</b></div>")
+                f"{r.active_blocks} blocks/SM), limited by <b>{render.esc(r.limiter)}</b> "
+                f'<span class="muted">({_source(r, self.arch)})</span></div>')
 
     def table_rows(self) -> list[list]:
         return [[("▶ " if r.block == self.block else "") + str(r.block), f"{r.grid:,}",
@@ -136,7 +162,7 @@ class LaunchExplorer:
         r = self.row()
         head = (f"{self.dispatcher.__name__} on {self.arch}, n={self.n}: grid {r.grid} x block "
                 f"{r.block}, occupancy {r.occupancy_pct:g}% ({r.active_warps}/{r.max_warps} "
-                f"warps/SM), limited by {r.limiter}")
+                f"warps/SM), limited by {r.limiter} ({_source(r, self.arch)})")
         return head + "\n" + render.text_table(self.HEADERS, self.table_rows())
 
     def __repr__(self) -> str:
@@ -158,6 +184,11 @@ class LaunchExplorer:
 
             self._widget = LaunchExplorerWidget(self)
         return self._widget
+
+
+def _source(row: OccupancyRow, arch: str) -> str:
+    return "CUDA driver occupancy API" if row.source == "driver" else \
+        f"documented occupancy rules for {arch}"
 
 
 def default_arch() -> str:

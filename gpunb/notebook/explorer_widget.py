@@ -10,7 +10,22 @@ import ipywidgets as w
 
 from gpunb.notebook import render
 
-ARCHS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+CANDIDATE_ARCHS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100",
+                   "sm_120")
+
+
+def known_archs() -> tuple:
+    """The archs the occupancy calculator has rules for (asked, not assumed)."""
+    from gpunb.runtime import occupancy
+
+    out = []
+    for arch in CANDIDATE_ARCHS:
+        try:
+            occupancy.limits_for(arch)
+        except (KeyError, ValueError):
+            continue
+        out.append(arch)
+    return tuple(out)
 
 
 class LaunchExplorerWidget(w.VBox):
@@ -19,10 +34,12 @@ class LaunchExplorerWidget(w.VBox):
         limit = int(explorer.resources.get("max_threads_per_block") or 1024)
         self.block = w.IntSlider(value=explorer.block, min=32, max=limit, step=32,
                                  description="block size", continuous_update=True)
+        wide = {"description_width": "initial"}
         self.shared = w.BoundedIntText(value=explorer.shared, min=0, max=228 * 1024, step=1024,
-                                       description="dyn. smem (B)")
+                                       description="dynamic shared (B)", style=wide)
         self.n = w.BoundedIntText(value=explorer.n, min=1, max=2**40, description="n")
-        archs = ARCHS if explorer.arch in ARCHS else (explorer.arch, *ARCHS)
+        archs = known_archs()
+        archs = archs if explorer.arch in archs else (explorer.arch, *archs)
         self.arch = w.Dropdown(options=archs, value=explorer.arch, description="arch")
         self.result = w.HTML()
         self.occupancy = w.FloatProgress(value=0, min=0, max=100, description="occupancy")
