@@ -70,9 +70,14 @@ class Inspector:
     def header_html(self) -> str:
         r = self.report
         where = f"runs on {r.target}" + (f", PTX/SASS for {r.arch}" if r.arch else "")
+        cache = ""
+        if r.cache:
+            css = "hit" if r.cache.startswith("hit") else "miss"
+            cache = (f'<div>cache: <span class="{css}">{render.esc(r.cache)}</span>'
+                     f' <span class="muted">(compiled in {r.compile_ms:.0f} ms)</span></div>')
         return (f"<div><b>{render.esc(r.name)}</b> <code>{render.esc(r.signature)}</code> "
                 f'<span class="muted">({render.esc(where)})</span></div>'
-                + resources_strip(r.resources))
+                + cache + resources_strip(r.resources))
 
     def tab_html(self, tab: str) -> str:
         r = self.report
@@ -116,6 +121,7 @@ class Inspector:
         res = ", ".join(f"{k}={v}" for k, v in r.resources.items())
         out = [f"{r.name} {r.signature}  [runs on {r.target}; PTX for {r.arch or '?'}]",
                f"resources: {res or 'unknown'}",
+               f"cache: {r.cache} (compiled in {r.compile_ms:.0f} ms)",
                f"line map: {len(self.mapped_lines)} source line(s) -> "
                f"{sum(len(v) for v in r.line_map.values())} PTX line(s)"]
         for tab in tabs:

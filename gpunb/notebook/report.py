@@ -35,6 +35,8 @@ class KernelReport:
     sass_map: dict  # python line -> [sass line, ...] (1-based)
     resources: dict
     problems: dict = field(default_factory=dict)  # section -> why it is missing
+    cache: str = ""  # the cache's decision for this specialisation, e.g. "miss: new"
+    compile_ms: float = 0.0
 
     @property
     def source_lines(self) -> range:
@@ -73,7 +75,7 @@ def build_report(dispatcher, signature=None, arch: str | None = None) -> KernelR
     `arch` (sm_XX) asks for PTX/SASS of another architecture than the default inspection arch;
     the compile for it goes through the compiler's public stages, as the dispatcher's would.
     """
-    spec = dispatcher._any_spec(signature)
+    spec = pick_specialization(dispatcher, signature)
     argtypes = spec.argtypes
     problems: dict = {}
     source, first_line, source_file = _source_of(dispatcher)
@@ -97,7 +99,29 @@ def build_report(dispatcher, signature=None, arch: str | None = None) -> KernelR
         types=types, llvm_ir=llvm_ir, ptx=ptx, sass=sass,
         line_map={int(k): list(v) for k, v in (line_map or {}).items()},
         sass_map=sass_line_map(sass, source_file), resources=dict(resources or {}),
-        problems=problems)
+        problems=problems, cache=_cache_text(spec), compile_ms=float(spec.compile_ms or 0.0))
+
+
+def _cache_text(spec) -> str:
+    from gpunb.notebook.cache_panel import describe_event
+
+    outcome, why, _size = describe_event(spec.cache_event)
+    return f"{outcome}: {why}" if why else outcome
+
+
+def pick_specialization(dispatcher, signature=None):
+    """The specialisation to show: the given signature's, else the most recently compiled one."""
+    if signature is not None:
+        return dispatcher.compile(signature)
+    if dispatcher.specializations:
+        return next(reversed(dispatcher.specializations.values()))
+    if dispatcher.declared_signatures:
+        return dispatcher.compile(dispatcher.declared_signatures[0])
+    from gpunb.errors import CompileError
+
+    raise CompileError(f"'{dispatcher.__name__}' has not been compiled yet",
+                       hint="launch it once, or pass argument types, e.g. "
+                            "kernel.inspect('void(float32[:], float32)')")
 
 
 def _source_of(dispatcher) -> tuple[str, int, str]:

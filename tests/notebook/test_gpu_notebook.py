@@ -1,0 +1,50 @@
+"""On a GPU machine: a notebook on the real device; the explorer's occupancy is the driver's."""
+
+from __future__ import annotations
+
+import pytest
+from nbhelpers import outputs_text
+
+pytestmark = [pytest.mark.gpu, pytest.mark.slow]
+
+CELLS = [
+    "%load_ext gpunb\nimport numpy as np\n%gpuinfo",
+    """%%gpukernel --target cuda --show ptx
+def saxpy(out, x, y, a):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + y[i]
+
+n = 1 << 20
+x = np.arange(n, dtype=np.float32)
+y = np.ones(n, dtype=np.float32)
+out = np.zeros_like(x)
+saxpy[n // 256, 256](out, x, y, np.float32(2.0))
+print("max error:", float(np.abs(out - (2 * x + y)).max()))""",
+    """from gpunb.notebook import launch_explorer
+from gpunb.notebook.explorer import TABLE_BLOCKS
+from gpunb.runtime import occupancy
+explorer = launch_explorer(saxpy, n)
+spec = next(s for (t, _), s in saxpy.specializations.items() if t == "cuda")
+for b in TABLE_BLOCKS:
+    row = explorer.row(b)
+    driver = occupancy.max_active_blocks_per_sm(spec.launcher.function, b, 0)
+    rules = occupancy.occupancy(explorer.arch, b, saxpy.resource_usage()["registers"], 0)
+    print("block", b, row.source, row.active_blocks, driver, rules.active_blocks_per_sm)
+explorer""",
+]
+
+
+def test_notebook_on_the_device(execute_notebook, monkeypatch):
+    monkeypatch.setenv("GPUNB_TARGET", "cuda")
+    nb = execute_notebook(CELLS)
+    info = outputs_text(nb.cells[0])
+    assert "target in use: cuda" in info and "sm_" in info
+    assert "max error: 0.0" in outputs_text(nb.cells[1])
+    assert ".visible .entry saxpy" in outputs_text(nb.cells[1])
+    rows = [line.split() for line in outputs_text(nb.cells[2]).splitlines()
+            if line.startswith("block ")]
+    assert rows, outputs_text(nb.cells[2])
+    for _, block, source, shown, driver, rules in rows:
+        assert source == "driver" and shown == driver, f"block {block}: {shown} vs {driver}"
+        assert rules == driver, f"block {block}: occupancy rules {rules} != driver {driver}"

@@ -1,0 +1,107 @@
+"""The inspector and the launch explorer on a real kernel (CPU target): data, selection, views."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from nbhelpers import html_text
+
+from gpunb import cuda
+from gpunb.notebook.explorer import LaunchChoice, launch_explorer, normalise
+from gpunb.notebook.inspector import inspector_for
+
+
+@cuda.jit
+def saxpy(out, x, y, a):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + y[i]
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    import gpunb
+
+    gpunb.set_target("cpu")
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    saxpy[1, 64](out, x, x, np.float32(2.0))
+    assert out[3] == 9.0
+    yield saxpy
+    gpunb.set_target(None)
+
+
+def _line_of(text: str) -> int:
+    first = saxpy.py_func.__code__.co_firstlineno
+    import inspect
+
+    lines = inspect.getsource(saxpy.py_func).splitlines()
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_report_has_every_stage(compiled):
+    insp = inspector_for(compiled)
+    r = insp.report
+    assert r.target == "cpu" and r.arch == "sm_90"
+    assert ".visible .entry saxpy" in r.ptx and "define" in r.llvm_ir
+    assert "a: float32" in r.types.replace("  ", " ") or "float32" in r.types
+    assert r.resources["registers"] > 0
+    assert "store_line" not in r.problems
+    assert _line_of("out[i] =") in r.line_map
+
+
+def test_selecting_a_line_highlights_its_ptx_and_back(compiled):
+    insp = inspector_for(compiled)
+    store = _line_of("out[i] =")
+    ptx_lines = insp.select_line(store)
+    assert ptx_lines and all(insp.report.ptx_to_source()[p] == store for p in ptx_lines)
+    assert insp.select_ptx_line(ptx_lines[0]) == store
+    html = insp.tab_html("ptx")
+    assert html.count(" sel\"") >= len(ptx_lines)
+    assert "st.global" in html_text(insp.link_summary_html())  # the store's PTX excerpt
+
+
+def test_widget_selection_model(compiled):
+    insp = inspector_for(compiled)
+    widget = insp.widget()
+    store = _line_of("out[i] =")
+    widget.link.value = store
+    assert insp.selected_line == store
+    assert 'class="gl mapped t sel"' in widget.views["ptx"].value
+    widget.ptx_line.value = insp.report.line_map[_line_of("i = cuda.grid")][0]
+    assert widget.link.value == _line_of("i = cuda.grid")
+    assert widget.line_map.value.startswith(str(min(insp.report.line_map)))
+
+
+def test_other_arch_and_static_forms(compiled):
+    insp = inspector_for(compiled, arch="sm_80")
+    assert insp.report.arch == "sm_80" and ".target sm_80" in insp.report.ptx
+    html = insp._repr_html_()
+    assert "<details open><summary>PTX</summary>" in html and ":hover" in html
+    insp.text_tabs = ("ptx",)
+    assert "---- PTX ----" in repr(insp) and "<" + "span" not in repr(insp)
+    bundle = insp._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}  # no widget outside a kernel
+
+
+def test_explorer_rows_apply_and_widget(compiled):
+    explorer = launch_explorer(compiled, 100_000)
+    rows = explorer.rows()
+    assert [r.block for r in rows][:3] == [32, 64, 128]
+    assert all(0 < r.occupancy_pct <= 100 for r in rows)
+    assert {r.limiter for r in rows} <= {"warps", "blocks", "registers", "shared_memory"}
+    widget = explorer.widget()
+    widget.block.value = 768
+    assert explorer.row().block == 768 and widget.occupancy.value == explorer.row().occupancy_pct
+    widget.shared.value = 120 * 1024  # dynamic shared memory now limits residency
+    assert explorer.row().limiter == "shared_memory"
+    choice = explorer.apply()
+    assert compiled.launch_config == choice == LaunchChoice(131, 768, 0, 120 * 1024)
+    assert "▶ 768" in repr(explorer)
+
+
+def test_normalise_accepts_dicts_and_percentages():
+    row = normalise({"occupancy": 0.5, "active_warps": 32, "max_warps": 64,
+                     "active_blocks": 4, "limiter": "registers"}, 256, 10)
+    assert row.occupancy_pct == 50.0 and row.limiter == "registers"
+    assert normalise({"occupancy_percent": 75.0}, 32, 1).occupancy_pct == 75.0
