@@ -36,7 +36,7 @@ def host_target_machine(opt: int = 3):
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                         features=llvm.get_host_cpu_features().flatten(),
-                                        opt=opt, reloc="pic", codemodel="default")
+                                        opt=opt, reloc="static", codemodel="large")
 
 
 class TokenType(ir.Type):
