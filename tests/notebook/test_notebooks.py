@@ -76,6 +76,9 @@ def saxpy_notebook(tmp_path_factory):
         "print('applied:', a[:2].tolist(), np.array_equal(a, b))",
         "%gpuinfo",
         "%%gpuprofile\nfor _ in range(3):\n    saxpy[4, 256](out, x, y, 2.0)",
+        "%gpucache status --live",
+        "%%gpukernel\ndef twice(v):\n    i = cuda.grid(1)\n    if i < v.size:\n"
+        "        v[i] *= 2\n\nv = np.ones(64, np.float32)\ntwice[1, 64](v)\nprint(v.sum())",
     ]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
@@ -168,3 +171,11 @@ def test_gpuinfo_and_gpuprofile(saxpy_notebook):
     assert "target in use: cpu" in outputs_text(saxpy_notebook.cells[9])
     profile = outputs_text(saxpy_notebook.cells[10])
     assert "saxpy" in profile and re.search(r"saxpy\s+3\s+0", profile)
+
+
+def test_live_cache_panel_updates_after_later_cells(saxpy_notebook):
+    _no_errors(saxpy_notebook, 11, 12)
+    assert "128.0" in outputs_text(saxpy_notebook.cells[12])
+    live = saxpy_notebook.cells[11].outputs[0]["data"]["application/vnd.jupyter.widget-view+json"]
+    state = widget_states(saxpy_notebook)[live["model_id"]]
+    assert "twice" in html_text(state["value"])  # defined and launched after the panel was shown
