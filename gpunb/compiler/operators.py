@@ -248,7 +248,10 @@ def float_binary(b: ir.IRBuilder, op, x, y, ty: t.Float, math_call, rhs_type=Non
         zero = ir.Constant(x.type, 0.0)
         nonzero = b.fcmp_ordered("!=", r, zero)
         differ = b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", y, zero))
-        return b.select(b.and_(nonzero, differ), b.fadd(r, y), r)
+        result = b.select(b.and_(nonzero, differ), b.fadd(r, y), r)
+        # Python: a zero remainder takes the divisor's sign (0.0 % -3.0 == -0.0)
+        signed_zero = math_call("copysign", [zero, y], [ty, ty], ty)
+        return b.select(b.fcmp_ordered("==", r, zero), signed_zero, result)
     if isinstance(op, ast.Pow):
         if rhs_type is not None and t.is_int(rhs_type):
             if isinstance(rhs_const, int) and 0 <= rhs_const <= 4:

@@ -366,6 +366,20 @@ def test_float_binops(target, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_mod_signed_zero(target, dtype):
+    # Python: a zero remainder has the divisor's sign; floor division of zero keeps x / y's sign
+    a = np.array([0.0, -0.0, 6.0, -6.0, 0.0], dtype)
+    b = np.array([-3.0, 3.0, -3.0, 3.0, 3.0], dtype)
+    out = np.zeros((5, 8), dtype)
+    float_binops[1, 8](out, a, b)
+    expected_mod = [float(x) % float(y) for x, y in zip(a, b, strict=True)]
+    expected_div = [float(x) // float(y) for x, y in zip(a, b, strict=True)]
+    assert out[:, 5].tolist() == expected_mod
+    assert np.signbit(out[:, 5]).tolist() == [math.copysign(1, v) < 0 for v in expected_mod]
+    assert np.signbit(out[:, 4]).tolist() == [math.copysign(1, v) < 0 for v in expected_div]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_float_pow(target, dtype):
     rng = np.random.default_rng(3)
     a = rng.uniform(0.1, 4, 100).astype(dtype)
