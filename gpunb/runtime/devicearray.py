@@ -180,8 +180,7 @@ class DeviceArray(_ArrayBase):
             _copy_dtod(self._ptr, source._ptr, self.nbytes, stream)
             return
         host = np.asarray(ary)
-        if host.shape != self.shape and host.size == self.size and host.ndim <= 1 >= self.ndim:
-            host = host.reshape(self.shape)
+        host = _squeezed_to(host, self.shape)
         self._check_host_compatible(host, "copy_to_device")
         host = np.ascontiguousarray(host) if self._c_contiguous else np.asfortranarray(host)
         _copy_htod(self._ptr, host, self.nbytes, stream)
@@ -260,6 +259,14 @@ class DeviceArray(_ArrayBase):
             Stream(stream_handle(self.stream)).synchronize()  # work on our stream is done
         return dlpack.export_capsule(self, self._ptr, self.shape, self.strides, self.dtype,
                                      dlpack.kDLCUDA, self.gpu_data.device_id)
+
+
+def _squeezed_to(host: np.ndarray, shape: tuple) -> np.ndarray:
+    """numba's rule: shapes that differ only by extent-1 dimensions are compatible."""
+    if host.shape != shape and tuple(n for n in host.shape if n != 1) == tuple(
+            n for n in shape if n != 1):
+        return host.reshape(shape)
+    return host
 
 
 def _typed_at(raw: np.ndarray, offset: int, dtype: np.dtype) -> np.ndarray:
@@ -343,8 +350,7 @@ class HostDeviceArray(_ArrayBase):
 
     def copy_to_device(self, ary, stream=0) -> None:
         host = ary._array if isinstance(ary, HostDeviceArray) else np.asarray(ary)
-        if host.shape != self.shape and host.size == self.size and host.ndim <= 1 >= self.ndim:
-            host = host.reshape(self.shape)
+        host = _squeezed_to(host, self.shape)
         self._check_host_compatible(host, "copy_to_device")
         self._array[...] = host
 

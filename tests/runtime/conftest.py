@@ -1,0 +1,38 @@
+"""Fixtures for the runtime tests: a simulated CUDA driver, and a clean target decision."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """Route gpunb.runtime.driver to FakeDriver (device memory is host memory) for one test."""
+    import threading
+
+    from fake_cuda_driver import FakeDriver
+
+    from gpunb.runtime import driver
+
+    fake = FakeDriver()
+    monkeypatch.setattr(driver, "_cu", fake)
+    monkeypatch.setattr(driver, "_initialized", False)
+    monkeypatch.setattr(driver, "_init_error", None)
+    monkeypatch.setattr(driver, "_available", None)
+    monkeypatch.setattr(driver, "_selected_device", 0)
+    monkeypatch.setattr(driver, "_primary_contexts", {})
+    monkeypatch.setattr(driver, "_devices", {})
+    monkeypatch.setattr(driver, "_tls", threading.local())
+    yield fake
+
+
+@pytest.fixture
+def fresh_target(monkeypatch):
+    """A target module with no cached decision and no notice shown yet."""
+    from gpunb import config
+    from gpunb.runtime import target
+
+    target.reset()
+    monkeypatch.setattr(config, "_process_target", None)
+    yield target
+    target.reset()

@@ -1,0 +1,181 @@
+"""A stand-in for cuda.bindings.driver whose "device memory" is host memory.
+
+It returns results shaped exactly like cuda.bindings' ((CUresult, *values) tuples, the real enum
+types), so the runtime's own logic - contexts, error translation, device arrays, copies, the
+argument packer on the CUDA target - runs on machines without a GPU. What it cannot check
+(that the real driver accepts our arguments) is covered by test_binding_signatures and the GPU
+tests.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from cuda.bindings import driver as real
+
+OK = real.CUresult.CUDA_SUCCESS
+
+H100_ATTRIBUTES = {
+    "MULTIPROCESSOR_COUNT": 132, "MAX_THREADS_PER_BLOCK": 1024,
+    "MAX_SHARED_MEMORY_PER_BLOCK": 48 * 1024, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 227 * 1024,
+    "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR": 228 * 1024,
+    "RESERVED_SHARED_MEMORY_PER_BLOCK": 1024, "MAX_REGISTERS_PER_MULTIPROCESSOR": 65536,
+    "MAX_REGISTERS_PER_BLOCK": 65536, "MAX_THREADS_PER_MULTIPROCESSOR": 2048,
+    "MAX_BLOCKS_PER_MULTIPROCESSOR": 32, "WARP_SIZE": 32, "COOPERATIVE_LAUNCH": 1,
+    "CLOCK_RATE": 1980000, "MEMORY_CLOCK_RATE": 2619000, "GLOBAL_MEMORY_BUS_WIDTH": 5120,
+    "COMPUTE_CAPABILITY_MAJOR": 9, "COMPUTE_CAPABILITY_MINOR": 0,
+    "MAX_BLOCK_DIM_X": 1024, "MAX_BLOCK_DIM_Y": 1024, "MAX_BLOCK_DIM_Z": 64,
+    "MAX_GRID_DIM_X": 2**31 - 1, "MAX_GRID_DIM_Y": 65535, "MAX_GRID_DIM_Z": 65535,
+    "MAX_PITCH": 2**31 - 1,
+}
+
+
+class FakeDriver:
+    """cuda.bindings.driver look-alike: enums come from the real module, calls are simulated."""
+
+    def __init__(self):
+        self.allocations: dict = {}  # ptr -> ctypes buffer
+        self.freed: list = []
+        self.calls: list = []  # (name, args) of every simulated call
+        self.fail_next: dict = {}  # call name -> CUresult returned (once) instead of success
+        self.launches: list = []
+        self.streams = 0
+        self.events: dict = {}
+        self._clock = 0.0
+
+    def __getattr__(self, name):
+        return getattr(real, name)  # enums and types
+
+    def _call(self, name: str, args: tuple, *values):
+        self.calls.append((name, args))
+        err = self.fail_next.pop(name, None)
+        if err is not None:
+            return (err,) + tuple(None for _ in values)
+        return (OK, *values)
+
+    # ---- init, devices, contexts ----
+    def cuInit(self, flags):
+        return self._call("cuInit", (flags,))
+
+    def cuDriverGetVersion(self):
+        return self._call("cuDriverGetVersion", (), 13000)
+
+    def cuDeviceGetCount(self):
+        return self._call("cuDeviceGetCount", (), 1)
+
+    def cuDeviceGet(self, ordinal):
+        return self._call("cuDeviceGet", (ordinal,), ordinal)
+
+    def cuDevicePrimaryCtxRetain(self, dev):
+        return self._call("cuDevicePrimaryCtxRetain", (dev,), f"ctx{dev}")
+
+    def cuCtxSetCurrent(self, ctx):
+        return self._call("cuCtxSetCurrent", (ctx,))
+
+    def cuCtxSynchronize(self):
+        return self._call("cuCtxSynchronize", ())
+
+    def cuDeviceGetAttribute(self, attr, dev):
+        key = attr.name.removeprefix("CU_DEVICE_ATTRIBUTE_")
+        return self._call("cuDeviceGetAttribute", (attr, dev), H100_ATTRIBUTES.get(key, 0))
+
+    def cuDeviceGetName(self, length, dev):
+        return self._call("cuDeviceGetName", (length, dev), b"Fake H100".ljust(length, b"\0"))
+
+    def cuDeviceGetPCIBusId(self, length, dev):
+        return self._call("cuDeviceGetPCIBusId", (length, dev), b"0000:01:00.0\0")
+
+    def cuDeviceTotalMem(self, dev):
+        return self._call("cuDeviceTotalMem", (dev,), 80 * 2**30)
+
+    def cuMemGetInfo(self):
+        return self._call("cuMemGetInfo", (), 70 * 2**30, 80 * 2**30)
+
+    def cuGetErrorString(self, err):
+        return (OK, f"fake description of {err.name}".encode())
+
+    # ---- memory ----
+    def cuMemAlloc(self, nbytes):
+        buffer = ctypes.create_string_buffer(nbytes)
+        ptr = ctypes.addressof(buffer)
+        result = self._call("cuMemAlloc", (nbytes,), real.CUdeviceptr(ptr))
+        if result[0] == OK:
+            self.allocations[ptr] = buffer
+        return result
+
+    def cuMemFree(self, ptr):
+        self.freed.append(int(ptr))
+        self.allocations.pop(int(ptr), None)
+        return self._call("cuMemFree", (ptr,))
+
+    def _copy(self, name, dst, src, nbytes, *stream):
+        result = self._call(name, (dst, src, nbytes) + stream)
+        if result[0] == OK:
+            ctypes.memmove(int(dst), int(src), nbytes)
+        return result
+
+    def cuMemcpyHtoD(self, dst, src, n):
+        return self._copy("cuMemcpyHtoD", dst, src, n)
+
+    def cuMemcpyDtoH(self, dst, src, n):
+        return self._copy("cuMemcpyDtoH", dst, src, n)
+
+    def cuMemcpyDtoD(self, dst, src, n):
+        return self._copy("cuMemcpyDtoD", dst, src, n)
+
+    def cuMemcpyHtoDAsync(self, dst, src, n, stream):
+        return self._copy("cuMemcpyHtoDAsync", dst, src, n, stream)
+
+    def cuMemcpyDtoHAsync(self, dst, src, n, stream):
+        return self._copy("cuMemcpyDtoHAsync", dst, src, n, stream)
+
+    def cuMemcpyDtoDAsync(self, dst, src, n, stream):
+        return self._copy("cuMemcpyDtoDAsync", dst, src, n, stream)
+
+    # ---- streams and events ----
+    def cuStreamCreate(self, flags):
+        self.streams += 1
+        return self._call("cuStreamCreate", (flags,), real.CUstream(0x5000 + self.streams))
+
+    def cuStreamSynchronize(self, stream):
+        return self._call("cuStreamSynchronize", (stream,))
+
+    def cuStreamQuery(self, stream):
+        return self._call("cuStreamQuery", (stream,))
+
+    def cuStreamDestroy(self, stream):
+        return self._call("cuStreamDestroy", (stream,))
+
+    def cuEventCreate(self, flags):
+        handle = real.CUevent(0x9000 + len(self.events) + 1)
+        self.events[int(handle)] = None
+        return self._call("cuEventCreate", (flags,), handle)
+
+    def cuEventRecord(self, event, stream):
+        self._clock += 1.5
+        self.events[int(event)] = self._clock
+        return self._call("cuEventRecord", (event, stream))
+
+    def cuEventSynchronize(self, event):
+        return self._call("cuEventSynchronize", (event,))
+
+    def cuEventQuery(self, event):
+        return self._call("cuEventQuery", (event,))
+
+    def cuEventElapsedTime(self, start, end):
+        ms = self.events[int(end)] - self.events[int(start)]
+        return self._call("cuEventElapsedTime", (start, end), ms)
+
+    def cuEventDestroy(self, event):
+        return self._call("cuEventDestroy", (event,))
+
+    # ---- launches ----
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        self.launches.append(("kernel", (gx, gy, gz), (bx, by, bz), shared, stream, params))
+        return self._call("cuLaunchKernel", (f, gx, gy, gz, bx, by, bz, shared, stream, params,
+                                             extra))
+
+    def cuLaunchCooperativeKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params):
+        self.launches.append(("cooperative", (gx, gy, gz), (bx, by, bz), shared, stream, params))
+        return self._call("cuLaunchCooperativeKernel", (f, gx, gy, gz, bx, by, bz, shared,
+                                                        stream, params))
