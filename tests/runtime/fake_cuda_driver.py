@@ -179,3 +179,55 @@ class FakeDriver:
         self.launches.append(("cooperative", (gx, gy, gz), (bx, by, bz), shared, stream, params))
         return self._call("cuLaunchCooperativeKernel", (f, gx, gy, gz, bx, by, bz, shared,
                                                         stream, params))
+
+    # ---- modules, linking, occupancy ----
+    def cuModuleLoadData(self, image):
+        return self._call("cuModuleLoadData", (image,), real.CUmodule(0x7000))
+
+    def cuModuleUnload(self, module):
+        return self._call("cuModuleUnload", (module,))
+
+    def cuModuleGetFunction(self, module, name):
+        return self._call("cuModuleGetFunction", (module, name), real.CUfunction(0x7100))
+
+    def cuFuncGetAttribute(self, attr, function):
+        values = {"NUM_REGS": 32, "SHARED_SIZE_BYTES": 1024, "LOCAL_SIZE_BYTES": 0,
+                  "CONST_SIZE_BYTES": 0, "MAX_THREADS_PER_BLOCK": 1024,
+                  "MAX_DYNAMIC_SHARED_SIZE_BYTES": 48 * 1024 - 1024, "PTX_VERSION": 80,
+                  "BINARY_VERSION": 90}
+        return self._call("cuFuncGetAttribute", (attr, function),
+                          values[attr.name.removeprefix("CU_FUNC_ATTRIBUTE_")])
+
+    def cuFuncSetAttribute(self, function, attr, value):
+        return self._call("cuFuncSetAttribute", (function, attr, value))
+
+    def cuLinkCreate(self, n, options, values):
+        self.link_options = dict(zip(options, values, strict=True))
+        return self._call("cuLinkCreate", (n, options, values), real.CUlinkState(0x8000))
+
+    def cuLinkAddData(self, state, kind, data, size, name, n, options, values):
+        self.linked_data = bytes(data)
+        if b"syntax error" in data:  # what ptxas does with bad PTX: an error log and a code
+            log = self.link_options[real.CUjit_option.CU_JIT_ERROR_LOG_BUFFER]
+            message = b"ptxas application ptx input, line 3; error : syntax error"
+            log[:len(message)] = message
+            return (real.CUresult.CUDA_ERROR_INVALID_PTX,)
+        return self._call("cuLinkAddData", (state, kind, data, size, name, n, options, values))
+
+    def cuLinkComplete(self, state):
+        log = self.link_options[real.CUjit_option.CU_JIT_INFO_LOG_BUFFER]
+        message = b"ptxas info    : Used 32 registers"
+        log[:len(message)] = message
+        self._cubin = ctypes.create_string_buffer(b"CUBIN:" + self.linked_data, 64)
+        return self._call("cuLinkComplete", (state,), ctypes.addressof(self._cubin), 16)
+
+    def cuLinkDestroy(self, state):
+        return self._call("cuLinkDestroy", (state,))
+
+    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, function, block, dynamic):
+        return self._call("cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                          (function, block, dynamic), 2048 // block)
+
+    def cuOccupancyMaxPotentialBlockSize(self, function, callback, dynamic, limit):
+        return self._call("cuOccupancyMaxPotentialBlockSize", (function, callback, dynamic, limit),
+                          264, 1024)
