@@ -4,7 +4,7 @@ tree reductions, tiled matrix multiply with 2-d blocks, Hillis-Steele and Blello
 import numpy as np
 import pytest
 
-from gpunb import cuda, float64, int32, int64
+from gpunb import cuda, float32, float64, int32, int64
 
 TPB = 128
 TILE = 8
@@ -156,6 +156,56 @@ def fences(out, flag):
         flag[0] = 1
 
 
+@cuda.jit
+def odd_even_sort(out, x):
+    # a block-uniform while loop driven by syncthreads_or: sort until no thread swaps
+    s = cuda.shared.array(TPB, int32)
+    tid = cuda.threadIdx.x
+    s[tid] = x[cuda.blockIdx.x * TPB + tid]
+    cuda.syncthreads()
+    rounds = 0
+    changed = True
+    while cuda.syncthreads_or(changed):
+        changed = False
+        if tid % 2 == rounds % 2 and tid + 1 < TPB:
+            a = s[tid]
+            b = s[tid + 1]
+            if a > b:
+                s[tid] = b
+                s[tid + 1] = a
+                changed = True
+        cuda.syncthreads()
+        rounds += 1
+    out[cuda.blockIdx.x * TPB + tid] = s[tid]
+
+
+@cuda.jit(device=True)
+def shift_stage(s, tid, t):
+    mine = (s[tid], tid, s[(tid + 1) % 32])  # a tuple live across the barrier
+    cuda.syncthreads()
+    s[tid] = mine[0] + mine[2] * t
+    cuda.syncthreads()
+    return mine[1]
+
+
+@cuda.jit
+def barriers_in_device_function(out, x):
+    s = cuda.shared.array(32, float32)
+    scratch = cuda.local.array(4, float32)
+    tid = cuda.threadIdx.x
+    s[tid] = x[tid]
+    for k in range(4):
+        scratch[k] = tid * k
+    cuda.syncthreads()
+    acc = 0
+    for t in range(3):
+        acc += shift_stage(s, tid, t)
+        if t == 1:
+            for k in range(4):
+                scratch[(k + tid) % 4] += 1.0
+    out[tid] = s[tid] + scratch[0] + scratch[3] + acc
+
+
 # ---- tests ----------------------------------------------------------------------------------
 
 def test_syncthreads_count_and_or(target):
@@ -224,6 +274,24 @@ def test_fences(target):
     assert flag[0] == 1
 
 
+def test_while_syncthreads_or_sort(target):
+    x = np.random.default_rng(13).integers(-1000, 1000, 3 * TPB).astype(np.int32)
+    out = np.zeros_like(x)
+    odd_even_sort[3, TPB](out, x)
+    np.testing.assert_array_equal(out.reshape(3, TPB), np.sort(x.reshape(3, TPB), axis=1))
+
+
+def test_barriers_in_device_function_with_live_locals(target):
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros_like(x)
+    barriers_in_device_function[1, 32](out, x)
+    s = x.copy()
+    for t in range(3):
+        s = s + np.roll(s, -1) * t
+    scratch = np.arange(32)[:, None] * np.arange(4)[None, :] + 1.0
+    np.testing.assert_array_equal(out, s + scratch[:, 0] + scratch[:, 3] + 3 * np.arange(32))
+
+
 PTX_CASES = [
     (sync_reductions, "void(int64[:, ::1], int64[::1])", "bar.red.popc"),
     (tree_reduce, "void(int64[::1], int64[::1])", "bar.sync"),
@@ -232,6 +300,8 @@ PTX_CASES = [
     (hillis_steele_scan, "void(int64[::1], int64[::1])", "bar.sync"),
     (blelloch_scan, "void(int32[::1], int32[::1], int32[::1])", "bar.sync"),
     (fences, "void(int64[::1], int64[::1])", "membar.sys"),
+    (odd_even_sort, "void(int32[::1], int32[::1])", "bar.red.or"),
+    (barriers_in_device_function, "void(float32[::1], float32[::1])", "bar.sync"),
 ]
 
 
