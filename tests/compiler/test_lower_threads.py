@@ -117,6 +117,13 @@ def test_launch_with_stream_and_dynamic_shared_slots(target):
     out = np.zeros_like(x)
     grid_stride[1, 32, 0, 0](out, x)  # [grid, block, stream, dynamic shared bytes]
     np.testing.assert_array_equal(out, x * 3)
+    stream = cuda.stream()
+    out2 = np.zeros_like(x)
+    grid_stride[1, 32, stream](out2, x)
+    grid_stride[2, 16, stream, 64](out, x * 2)
+    stream.synchronize()
+    np.testing.assert_array_equal(out2, x * 3)
+    np.testing.assert_array_equal(out, x * 6)
 
 
 PTX_CASES = [
