@@ -290,6 +290,11 @@ def simple(out, x):
     (1, (32, 32, 2), ["block"]),
     (1, (1, 1, 65), ["block"]),
     (-1, 32, ["grid"]),
+    (0, 32, ["grid"]),
+    ((4, 0), 32, ["grid"]),
+    (2**31, 32, ["grid"]),
+    ((1, 70000), 32, ["grid"]),
+    (1.5, 32, ["grid"]),
     ((1, 1, 1, 1), 32, ["grid"]),
     (1, "x", ["block"]),
 ])
@@ -307,6 +312,22 @@ def test_too_much_dynamic_shared_memory(target):
     with pytest.raises(gpunb.LaunchError) as info:
         simple[1, 32, 0, 1 << 30](np.zeros(4), 1.0)
     assert "shared" in str(info.value)
+
+
+@cuda.jit
+def huge_static_shared(out):
+    s = cuda.shared.array(40000, np.float64)  # 320 kB: more than any GPU gives a block
+    s[cuda.threadIdx.x] = 1
+    cuda.syncthreads()
+    out[cuda.threadIdx.x] = s[0]
+
+
+def test_too_much_static_shared_memory(target):
+    out = np.zeros(32)
+    with pytest.raises(gpunb.LaunchError) as info:
+        huge_static_shared[1, 32](out)
+    assert "shared memory" in str(info.value) and "320000" in str(info.value)
+    assert not out.any()
 
 
 @pytest.mark.parametrize("args", [(), (np.zeros(4),), (np.zeros(4), 1.0, 2.0)])
