@@ -359,3 +359,21 @@ def test_malformed_launch_syntax():
         simple[1]
     with pytest.raises(gpunb.LaunchError):
         simple[1, 2, 3, 4, 5]
+
+
+def test_error_in_an_indented_definition_points_at_the_right_column():
+    class Holder:
+        @cuda.jit
+        def nested(out):
+            out[0] = also_undefined + 1  # noqa: F821
+
+    with pytest.raises(gpunb.CompileError) as info:
+        cuda.compile_ptx(Holder.nested, "void(int64[::1])")
+    lines, first = inspect.getsourcelines(Holder.nested.py_func)
+    source = next(text for text in lines if "also_undefined" in text)
+    err = info.value
+    assert err.loc.line == first + lines.index(source)
+    assert err.loc.col == source.index("also_undefined")
+    text = str(err).splitlines()
+    k = next(i for i, ln in enumerate(text) if "also_undefined + 1" in ln)
+    assert text[k + 1].index("^") - text[k].index("out[0]") == source.strip().index("also_undef")
