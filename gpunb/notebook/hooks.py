@@ -21,16 +21,44 @@ class CellHooks:
         self.epochs_bumped = 0
         self.after_cell: list[Callable[[], None]] = []  # pending --show displays, live panels
         self.progress = None
+        self.cell_number: int | None = None  # the execution count of the running cell
         self._previous_exc = None
 
     def register(self) -> None:
+        self._wrap_compiler_cache()
         self.shell.events.register("pre_run_cell", self.pre_run_cell)
         self.shell.events.register("post_run_cell", self.post_run_cell)
         self._previous_exc = (getattr(self.shell, "custom_exceptions", ()),
                               getattr(self.shell, "CustomTB", None))
         self.shell.set_custom_exc((CompileError, LaunchError), show_gpunb_error)
 
+    def _wrap_compiler_cache(self) -> None:
+        """Learn each cell's synthetic filename and number where IPython makes them.
+
+        IPython (8 and 9 differ in when `execution_count` advances) passes the cell's own number
+        to `compile.cache`, so that call is the one reliable place to pair them.
+        """
+        compiler = self.shell.compile
+        original = compiler.cache
+
+        def cache(transformed_code, number=0, raw_code=None):
+            name = original(transformed_code, number, raw_code)
+            from gpunb.sources import register_cell
+
+            register_cell(name, number)
+            self.cell_number = number
+            return name
+
+        cache.gpunb_original = original
+        compiler.cache = cache
+
+    def _unwrap_compiler_cache(self) -> None:
+        cache = getattr(self.shell.compile, "cache", None)
+        if getattr(cache, "gpunb_original", None) is not None:
+            del self.shell.compile.cache  # the instance attribute; the class method shows again
+
     def unregister(self) -> None:
+        self._unwrap_compiler_cache()
         for name, fn in (("pre_run_cell", self.pre_run_cell),
                          ("post_run_cell", self.post_run_cell)):
             try:
@@ -48,7 +76,6 @@ class CellHooks:
     # ---- the two events -----------------------------------------------------------------------
 
     def pre_run_cell(self, info) -> None:
-        register_ipython_cell(self.shell, getattr(info, "raw_cell", None))
         from gpunb.notebook.progress import CompileWatcher
 
         if self.progress is None:
@@ -85,18 +112,14 @@ def bump_cache_epoch() -> int:
     return 1
 
 
-def register_ipython_cell(shell, raw_cell: str | None) -> None:
-    """Record which execution count IPython's synthetic filename for this cell belongs to."""
-    if raw_cell is None:
-        return
-    from gpunb.sources import register_cell
+def current_cell_number(shell) -> int | None:
+    """The execution count of the cell now running (as IPython shows it: `In [N]`)."""
+    from gpunb.notebook import hooks_for
 
-    try:
-        transformed = shell.transform_cell(raw_cell)
-        name = shell.compile.get_code_name(raw_cell, transformed, shell.execution_count)
-    except Exception:  # noqa: BLE001 - a cell IPython cannot transform shows IPython's own error
-        return
-    register_cell(name, shell.execution_count)
+    hooks = hooks_for(shell)
+    if hooks is not None and hooks.cell_number is not None:
+        return hooks.cell_number
+    return shell.execution_count
 
 
 def user_frames(tb) -> list[str]:

@@ -39,8 +39,10 @@ class GpuMagics(Magics):
             options = parse_kernel_options(line)
         except OptionError as exc:
             raise UsageError(str(exc)) from None
+        from gpunb.notebook.hooks import current_cell_number
+
         wrap = make_wrapper(options)
-        result = run_cell(cell, line, self.shell.user_ns, wrap, self.shell.execution_count)
+        result = run_cell(cell, line, self.shell.user_ns, wrap, current_cell_number(self.shell))
         if options.show:
             for dispatcher in result.functions.values():
                 self.hooks.after_cell.append(ShowWhenCompiled(self.shell, dispatcher,
@@ -82,13 +84,14 @@ class GpuMagics(Magics):
         """Run the cell and time every kernel launch in it (synchronised on the GPU)."""
         from gpunb.notebook import comm
         from gpunb.notebook.cellexec import run_cell
+        from gpunb.notebook.hooks import current_cell_number
         from gpunb.notebook.profile import LaunchRecorder
 
         body = self.shell.transform_cell(cell)  # line magics inside the cell still work
         with LaunchRecorder() as recorder:
             try:
                 result = run_cell(body, line, self.shell.user_ns, None,
-                                  self.shell.execution_count, magic="gpuprofile")
+                                  current_cell_number(self.shell), magic="gpuprofile")
             finally:
                 comm.publish({"type": "launches", "launches": recorder.records_json()})
                 display(recorder.report())

@@ -30,7 +30,7 @@ def shell(cpu_env):
     """A terminal-style InteractiveShell with `%load_ext gpunb` done; cleaned up afterwards."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    ip = InteractiveShell.instance(colors="NoColor")
+    ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "gpunb")
     yield ip
     ip.run_line_magic("unload_ext", "gpunb")

@@ -30,7 +30,7 @@ for b in TABLE_BLOCKS:
     row = explorer.row(b)
     driver = occupancy.max_active_blocks_per_sm(spec.launcher.function, b, 0)
     rules = occupancy.occupancy(explorer.arch, b, saxpy.resource_usage()["registers"], 0)
-    print("block", b, row.source, row.active_blocks, driver, rules.active_blocks_per_sm)
+    print("row", b, row.source, row.active_blocks, driver, rules.active_blocks_per_sm)
 explorer""",
 ]
 
@@ -43,7 +43,7 @@ def test_notebook_on_the_device(execute_notebook, monkeypatch):
     assert "max error: 0.0" in outputs_text(nb.cells[1])
     assert ".visible .entry saxpy" in outputs_text(nb.cells[1])
     rows = [line.split() for line in outputs_text(nb.cells[2]).splitlines()
-            if line.startswith("block ")]
+            if line.startswith("row ")]
     assert rows, outputs_text(nb.cells[2])
     for _, block, source, shown, driver, rules in rows:
         assert source == "driver" and shown == driver, f"block {block}: {shown} vs {driver}"
