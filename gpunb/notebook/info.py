@@ -74,7 +74,8 @@ def _probe_devices(info: GpuInfo) -> bool:
 
         if not driver.is_available():
             return False
-        info.driver = str(_call(driver, "driver_version", ""))
+        version = _call(driver, "driver_version", "")
+        info.driver = ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
         for index in range(int(_call(driver, "device_count", 1))):
             dev = driver.get_device(index) if hasattr(driver, "get_device") else \
                 driver.current_device()

@@ -22,8 +22,8 @@ STAGES: dict = {
     ("compiler/lower.py", "lower_kernel"): "LLVM",
     ("compiler/targets/cuda.py", "emit_ptx"): "PTX",
     ("compiler/targets/cpu.py", "emit_object"): "host code",
-    ("runtime/driver.py", "link_ptx"): "driver link",
-    ("runtime/driver.py", "load_module"): "driver link",
+    ("runtime/modules.py", "link_ptx"): "driver link",
+    ("runtime/modules.py", "load_module"): "driver link",
     ("compiler/sass.py", "assemble"): "ptxas",
     ("compiler/sass.py", "disassemble"): "SASS",
 }

@@ -59,3 +59,14 @@ def test_sample_finds_root_and_innermost_stage(monkeypatch):
     root, stage = seen["s"]
     assert stage == "types" and root.f_code.co_name == "build_specialization"
     assert progress.kernel_name(root) == "slow_kernel"
+
+
+def test_stage_tables_name_functions_that_exist():
+    """The watcher recognises stages by file and function name: catch renames in other layers."""
+    import re
+    from pathlib import Path
+
+    root = Path(progress.__file__).resolve().parents[1]
+    for suffix, name in list(progress.STAGES) + list(progress.ROOTS):
+        text = (root / suffix).read_text()
+        assert re.search(rf"def {name}\(", text), f"{suffix} has no function {name}()"
