@@ -33,16 +33,15 @@ class DeviceAllocation:
             return
         self.ptr = 0
         if self.nbytes:
-            handle = driver.check(driver.cuda_driver().cuMemAlloc(self.nbytes),
-                                  f"cuMemAlloc({self.nbytes} bytes)")
+            cu = driver.cuda_driver()
+            handle = driver.check(cu.cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes} bytes)")
             self.ptr = int(handle)
-            finalizer = weakref.finalize(self, _free_device, self.ptr)
+            finalizer = weakref.finalize(self, _free_device, cu, self.ptr)
             finalizer.atexit = False  # the driver frees everything at exit; it may be gone
 
 
-def _free_device(ptr: int) -> None:
+def _free_device(cu, ptr: int) -> None:
     try:
-        cu = driver.cuda_driver()
         (err,) = cu.cuMemFree(ptr)
         if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # collected in a thread without one
             driver.ensure_context()

@@ -187,7 +187,7 @@ def _host_alloc(shape, dtype, strides, order, flags: int) -> np.ndarray:
     cu = driver.cuda_driver()
     ptr = int(driver.check(cu.cuMemHostAlloc(nbytes, flags), f"cuMemHostAlloc({nbytes} bytes)"))
     block = type("_PageLockedBlock", (ctypes.c_uint8 * nbytes,), {}).from_address(ptr)
-    finalizer = weakref.finalize(block, _free_host, ptr)
+    finalizer = weakref.finalize(block, _free_host, cu, ptr)
     finalizer.atexit = False
     raw = np.frombuffer(block, dtype=np.uint8)  # keeps `block` (and so the memory) alive
     if high == low:
@@ -195,9 +195,9 @@ def _host_alloc(shape, dtype, strides, order, flags: int) -> np.ndarray:
     return np.ndarray(shape, dtype, buffer=raw, offset=-low, strides=strides)
 
 
-def _free_host(ptr: int) -> None:
+def _free_host(cu, ptr: int) -> None:
     try:
-        driver.cuda_driver().cuMemFreeHost(ptr)
+        cu.cuMemFreeHost(ptr)
     except Exception:  # noqa: BLE001 - a destroyed context frees its host allocations itself
         pass
 

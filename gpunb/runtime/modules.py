@@ -27,7 +27,8 @@ class Module:
         self.handle = handle
         self.image_size = len(image)
         self._functions: dict = {}
-        finalizer = weakref.finalize(self, _unload_module, handle)
+        # the finalizer keeps the driver module that made the handle (not whatever is current)
+        finalizer = weakref.finalize(self, _unload_module, driver.cuda_driver(), handle)
         finalizer.atexit = False  # the process's exit frees it; the driver may be gone by then
 
     def get_function(self, symbol: str) -> Function:
@@ -106,9 +107,9 @@ def load_module(cubin: bytes) -> Module:
     return Module(handle, image)
 
 
-def _unload_module(handle) -> None:
+def _unload_module(cu, handle) -> None:
     try:
-        driver.cuda_driver().cuModuleUnload(handle)
+        cu.cuModuleUnload(handle)
     except Exception:  # noqa: BLE001 - a destroyed context or a finished driver: nothing to free
         pass
 

@@ -51,7 +51,8 @@ class Stream:
         self.external = _external
         self._cu_stream = _owned_handle
         if _owned_handle is not None:
-            finalizer = weakref.finalize(self, _destroy_stream, _owned_handle)
+            finalizer = weakref.finalize(self, _destroy_stream, driver.cuda_driver(),
+                                         _owned_handle)
             finalizer.atexit = False
 
     @classmethod
@@ -106,9 +107,9 @@ class Stream:
         return f"<CUDA {kind}stream {self.handle:#x}>"
 
 
-def _destroy_stream(handle) -> None:
+def _destroy_stream(cu, handle) -> None:
     try:
-        driver.cuda_driver().cuStreamDestroy(handle)
+        cu.cuStreamDestroy(handle)
     except Exception:  # noqa: BLE001 - a destroyed context has no streams left to free
         pass
 
@@ -123,7 +124,7 @@ class Event:
             cu.CUevent_flags.CU_EVENT_DISABLE_TIMING
         self.handle = driver.check(cu.cuEventCreate(int(flags)), "cuEventCreate")
         self.timing = timing
-        finalizer = weakref.finalize(self, _destroy_event, self.handle)
+        finalizer = weakref.finalize(self, _destroy_event, cu, self.handle)
         finalizer.atexit = False
 
     def record(self, stream=0) -> None:
@@ -159,9 +160,9 @@ class Event:
         return f"<CUDA event {int(self.handle):#x}>"
 
 
-def _destroy_event(handle) -> None:
+def _destroy_event(cu, handle) -> None:
     try:
-        driver.cuda_driver().cuEventDestroy(handle)
+        cu.cuEventDestroy(handle)
     except Exception:  # noqa: BLE001 - see _destroy_stream
         pass
 

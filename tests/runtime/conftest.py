@@ -8,6 +8,7 @@ import pytest
 @pytest.fixture
 def fake_cuda(monkeypatch):
     """Route gpunb.runtime.driver to FakeDriver (device memory is host memory) for one test."""
+    import gc
     import threading
 
     from fake_cuda_driver import FakeDriver
@@ -24,6 +25,7 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(driver, "_devices", {})
     monkeypatch.setattr(driver, "_tls", threading.local())
     yield fake
+    gc.collect()  # simulated handles are released while the simulated driver is in place
 
 
 @pytest.fixture
