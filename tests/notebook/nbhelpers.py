@@ -40,3 +40,13 @@ def html_text(markup: str) -> str:
     """The text a person reads in an HTML fragment (tags and <style> blocks dropped)."""
     markup = re.sub(r"<style>.*?</style>", "", markup, flags=re.S)
     return html.unescape(re.sub(r"<[^>]+>", "", markup))
+
+
+def cache_layer_present() -> bool:
+    """True when gpunb.cache.epoch exists (cross-cell invalidation runs through it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("gpunb.cache.epoch") is not None
+    except ModuleNotFoundError:  # no gpunb.cache package at all
+        return False

@@ -7,7 +7,7 @@ the test with the cell's traceback.
 from __future__ import annotations
 
 import pytest
-from nbhelpers import REPO
+from nbhelpers import REPO, cache_layer_present
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ def test_notebook_runs(path, cpu_env):
     try:
         client.execute()
     except CellExecutionError:
-        if not _cache_layer_present() and _failed_in_redefinition(nb):
+        if not cache_layer_present() and _failed_in_redefinition(nb):
             pytest.xfail("a redefined helper is noticed through the cache epoch "
                          "(gpunb.cache.epoch), which is not in this build")
         raise
@@ -35,12 +35,6 @@ def test_notebook_runs(path, cpu_env):
         errors = [o for o in cell.get("outputs", []) if o["output_type"] == "error"]
         assert errors, "a cell tagged raises-exception did not fail"
         assert any("Cell In[" in line for line in errors[0]["traceback"])
-
-
-def _cache_layer_present() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("gpunb.cache.epoch") is not None
 
 
 def _failed_in_redefinition(nb) -> bool:
