@@ -157,3 +157,29 @@ def test_inspector_and_explorer_text(shell):
     table = repr(explorer)
     assert "occupancy" in table and "limited by" in table
     assert any(line.startswith("▶ ") for line in table.splitlines())
+
+
+def test_options_reach_the_gpu_functions(shell):
+    run_cell(shell, "%%gpukernel --target cpu --arch sm_80 --fastmath --lineinfo --debug "
+                    "--max-registers 32 --no-cache\ndef k(v):\n    v[0] = 1.0\n")
+    k = shell.user_ns["k"]
+    assert k.requested_target == "cpu" and k.inspection_arch == "sm_80"
+    assert k.options == {"fastmath": True, "lineinfo": True, "debug": True,
+                         "max_registers": 32, "cache": False}
+    run_cell(shell, "import numpy as np\nv = np.zeros(1, np.float32)\nk[1, 1](v)")
+    assert shell.user_ns["v"][0] == 1.0
+    insp = k.inspect()
+    assert insp.report.arch == "sm_80" and ".target sm_80" in insp.report.ptx
+
+
+def test_gpu_functions_from_earlier_cells_and_imported_modules(shell, tmp_path, monkeypatch):
+    (tmp_path / "gpu_helpers.py").write_text(
+        "from gpunb import cuda\n\n\n@cuda.jit(device=True)\ndef triple(x):\n    return 3 * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    run_cell(shell, "%%gpukernel\ndef plus_one(x):\n    return x + 1\n")
+    result = run_cell(shell, "%%gpukernel\nfrom gpu_helpers import triple\nimport numpy as np\n\n"
+                             "def apply(v):\n    i = cuda.grid(1)\n    if i < v.size:\n"
+                             "        v[i] = triple(plus_one(v[i]))\n\n"
+                             "v = np.arange(4, dtype=np.float32)\napply[1, 32](v)\nv.tolist()")
+    assert result.error_in_exec is None
+    assert result.result == [3.0, 6.0, 9.0, 12.0]
