@@ -15,6 +15,7 @@ import numpy as np
 
 from gpunb.runtime import arrayview as av
 from gpunb.runtime import dlpack, driver
+from gpunb.runtime.copies import copy_dtod, copy_dtoh, copy_htod, copy_strided
 from gpunb.runtime.streams import stream_handle
 
 
@@ -148,41 +149,36 @@ class DeviceArray(_ArrayBase):
             order = "C" if self._c_contiguous else "F"
             direct = ary is not None and _same_layout(ary, self)
             out = ary if direct else np.empty(self.shape, self.dtype, order=order)
-            _copy_dtoh(out, self._ptr, self.nbytes, stream)
-            if ary is not None and not direct:
-                ary[...] = out
-                return ary
-            return out
-        low, high = av.span(self.shape, self.strides, self.itemsize)
-        raw = np.empty(high - low, dtype=np.uint8)
-        _copy_dtoh(raw, self._ptr + low, high - low, stream)
-        view = np.lib.stride_tricks.as_strided(_typed_at(raw, -low, self.dtype),
-                                               shape=self.shape, strides=self.strides)
-        if ary is not None:
-            ary[...] = view
+            copy_dtoh(out, self._ptr, self.nbytes, stream)
+        else:  # a strided view: row by row (cuMemcpy2D), into a C-contiguous host array
+            direct = ary is not None and ary.flags.c_contiguous
+            out = ary if direct else np.empty(self.shape, self.dtype)
+            copy_strided(self, out, to_device=False, stream=stream)
+        if ary is not None and not direct:
+            ary[...] = out
             return ary
-        return view
+        return out
 
     def copy_to_device(self, ary, stream=0) -> None:
         """Copy `ary` (numpy-like, or another device array) into this array."""
-        if not (self._c_contiguous or self._f_contiguous):
-            raise NotImplementedError(
-                "copy_to_device into a non-contiguous device view is not supported; copy into "
-                "the contiguous array it came from, or assign with a kernel")
         if self.size == 0:
             return
         source = _device_source(ary)
         if source is not None:
             if source.shape != self.shape or source.dtype != self.dtype or not _same_layout(
-                    source, self):
-                raise ValueError("device-to-device copy needs the same shape, dtype and layout")
-            _copy_dtod(self._ptr, source._ptr, self.nbytes, stream)
+                    source, self) or not (self._c_contiguous or self._f_contiguous):
+                raise ValueError("device-to-device copy needs the same shape, dtype and "
+                                 "contiguous layout; copy through the host otherwise")
+            copy_dtod(self._ptr, source._ptr, self.nbytes, stream)
             return
-        host = np.asarray(ary)
-        host = _squeezed_to(host, self.shape)
+        host = _squeezed_to(np.asarray(ary), self.shape)
         self._check_host_compatible(host, "copy_to_device")
-        host = np.ascontiguousarray(host) if self._c_contiguous else np.asfortranarray(host)
-        _copy_htod(self._ptr, host, self.nbytes, stream)
+        if self._c_contiguous:
+            copy_htod(self._ptr, np.ascontiguousarray(host), self.nbytes, stream)
+        elif self._f_contiguous:
+            copy_htod(self._ptr, np.asfortranarray(host), self.nbytes, stream)
+        else:  # a strided view: only its own elements are written, row by row
+            copy_strided(self, np.ascontiguousarray(host), to_device=True, stream=stream)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         host = self.copy_to_host()
@@ -208,8 +204,7 @@ class DeviceArray(_ArrayBase):
         if _device_source(value) is not None:
             target.copy_to_device(value)
             return
-        host = np.broadcast_to(np.asarray(value, dtype=self.dtype), shape)
-        target.copy_to_device(np.array(host, order="F" if not target._c_contiguous else "C"))
+        target.copy_to_device(np.broadcast_to(np.asarray(value, dtype=self.dtype), shape))
 
     def reshape(self, *newshape, order: str = "C") -> DeviceArray:
         if len(newshape) == 1 and not isinstance(newshape[0], (int, np.integer)):
@@ -268,11 +263,6 @@ def _squeezed_to(host: np.ndarray, shape: tuple) -> np.ndarray:
     return host
 
 
-def _typed_at(raw: np.ndarray, offset: int, dtype: np.dtype) -> np.ndarray:
-    """A one-element typed array at byte `offset` of `raw` (base for a strided host view)."""
-    return np.ndarray((1,), dtype=dtype, buffer=raw, offset=offset)
-
-
 def _same_layout(a, b) -> bool:
     return tuple(a.strides) == tuple(b.strides) or (a.size <= 1 and b.size <= 1)
 
@@ -286,35 +276,6 @@ def _device_source(value):
 
         return from_cuda_array_interface(value.__cuda_array_interface__, owner=value)
     return None
-
-
-def _copy_htod(dst: int, host: np.ndarray, nbytes: int, stream) -> None:
-    cu = driver.cuda_driver()
-    handle = stream_handle(stream)
-    src = host.ctypes.data
-    if handle:
-        driver.check(cu.cuMemcpyHtoDAsync(dst, src, nbytes, handle), "cuMemcpyHtoDAsync")
-    else:
-        driver.check(cu.cuMemcpyHtoD(dst, src, nbytes), "cuMemcpyHtoD")
-
-
-def _copy_dtoh(host: np.ndarray, src: int, nbytes: int, stream) -> None:
-    cu = driver.cuda_driver()
-    handle = stream_handle(stream)
-    dst = host.ctypes.data
-    if handle:
-        driver.check(cu.cuMemcpyDtoHAsync(dst, src, nbytes, handle), "cuMemcpyDtoHAsync")
-    else:
-        driver.check(cu.cuMemcpyDtoH(dst, src, nbytes), "cuMemcpyDtoH")
-
-
-def _copy_dtod(dst: int, src: int, nbytes: int, stream) -> None:
-    cu = driver.cuda_driver()
-    handle = stream_handle(stream)
-    if handle:
-        driver.check(cu.cuMemcpyDtoDAsync(dst, src, nbytes, handle), "cuMemcpyDtoDAsync")
-    else:
-        driver.check(cu.cuMemcpyDtoD(dst, src, nbytes), "cuMemcpyDtoD")
 
 
 class HostDeviceArray(_ArrayBase):

@@ -392,6 +392,18 @@ def validate_config(griddim, blockdim, device_limits: dict, shared_bytes: int,
                     kernel_name: str | None) -> tuple:
     """(grid, block) as 3-tuples of positive ints within the device's limits; LaunchError (before
     any driver call) naming the kernel and what to change otherwise."""
+    # the common launch, kernel[int, int], checked in a few comparisons
+    if griddim.__class__ is int and blockdim.__class__ is int and shared_bytes.__class__ is int \
+            and 0 < blockdim <= device_limits["max_threads_per_block"]:
+        if 0 < griddim <= device_limits["max_grid_dim"][0] and \
+                blockdim <= device_limits["max_block_dim"][0] and 0 <= shared_bytes <= \
+                device_limits.get("max_shared_memory_per_block", shared_bytes):
+            return (griddim, 1, 1), (blockdim, 1, 1)
+    return _validate_slowly(griddim, blockdim, device_limits, shared_bytes, kernel_name)
+
+
+def _validate_slowly(griddim, blockdim, device_limits: dict, shared_bytes: int,
+                     kernel_name: str | None) -> tuple:
     grid = _dim3(griddim, "grid", kernel_name)
     block = _dim3(blockdim, "block", kernel_name)
     threads = block[0] * block[1] * block[2]
@@ -415,7 +427,8 @@ def validate_config(griddim, blockdim, device_limits: dict, shared_bytes: int,
                               f"{limit}", function=kernel_name,
                               hint="use a larger block, a grid-stride loop, or move work to the x "
                                    "dimension (up to 2**31 - 1 blocks)")
-    if not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
+    if isinstance(shared_bytes, (bool, np.bool_)) or \
+            not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
         raise LaunchError(f"dynamic shared memory must be a non-negative number of bytes, got "
                           f"{shared_bytes!r}", function=kernel_name)
     limit = device_limits.get("max_shared_memory_per_block")
@@ -460,26 +473,38 @@ def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream
                 params_address: int, cooperative: bool = False) -> None:
     """One cuLaunchKernel (or cuLaunchCooperativeKernel for grid-synchronising kernels)."""
     cu = driver._cu or driver.cuda_driver()
-    err = _launch_once(cu, function, grid3, block3, shared_bytes, stream_handle, params_address,
-                       cooperative)
+    if cooperative:
+        err = _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle,
+                                  params_address)
+    else:
+        err = cu.cuLaunchKernel(function.handle, grid3[0], grid3[1], grid3[2], block3[0],
+                                block3[1], block3[2], shared_bytes, stream_handle,
+                                params_address, 0)[0]
+    if err:
+        _launch_failed(err, cu, function, grid3, block3, shared_bytes, stream_handle,
+                       params_address, cooperative)
+
+
+def _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle, params_address):
+    return cu.cuLaunchCooperativeKernel(function.handle, grid3[0], grid3[1], grid3[2], block3[0],
+                                        block3[1], block3[2], shared_bytes, stream_handle,
+                                        params_address)[0]
+
+
+def _launch_failed(err, cu, function, grid3, block3, shared_bytes, stream_handle, params_address,
+                   cooperative) -> None:
     if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
         # the first launch from a thread that has no current context: make ours current, retry
         driver.ensure_context(force=True)
-        err = _launch_once(cu, function, grid3, block3, shared_bytes, stream_handle,
-                           params_address, cooperative)
-    if err:
-        what = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"
-        raise driver.driver_error(err, f"{what}(grid={grid3}, block={block3}, "
-                                       f"shared={shared_bytes})",
-                                  getattr(function, "name", None))
-
-
-def _launch_once(cu, function, grid3, block3, shared_bytes, stream_handle, params_address,
-                 cooperative):
-    handle = getattr(function, "handle", function)
-    if cooperative:
-        return cu.cuLaunchCooperativeKernel(handle, grid3[0], grid3[1], grid3[2], block3[0],
-                                            block3[1], block3[2], shared_bytes, stream_handle,
-                                            params_address)[0]
-    return cu.cuLaunchKernel(handle, grid3[0], grid3[1], grid3[2], block3[0], block3[1],
-                             block3[2], shared_bytes, stream_handle, params_address, 0)[0]
+        if cooperative:
+            err = _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle,
+                                      params_address)
+        else:
+            err = cu.cuLaunchKernel(function.handle, grid3[0], grid3[1], grid3[2], block3[0],
+                                    block3[1], block3[2], shared_bytes, stream_handle,
+                                    params_address, 0)[0]
+        if not err:
+            return
+    what = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"
+    raise driver.driver_error(err, f"{what}(grid={grid3}, block={block3}, shared={shared_bytes})",
+                              getattr(function, "name", None))

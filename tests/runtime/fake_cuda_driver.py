@@ -231,3 +231,19 @@ class FakeDriver:
     def cuOccupancyMaxPotentialBlockSize(self, function, callback, dynamic, limit):
         return self._call("cuOccupancyMaxPotentialBlockSize", (function, callback, dynamic, limit),
                           264, 1024)
+
+    def cuMemcpy2D(self, copy):
+        return self._copy_2d("cuMemcpy2D", copy)
+
+    def cuMemcpy2DAsync(self, copy, stream):
+        return self._copy_2d("cuMemcpy2DAsync", copy, stream)
+
+    def _copy_2d(self, name, copy, *stream):
+        result = self._call(name, (copy,) + stream)
+        host = real.CUmemorytype.CU_MEMORYTYPE_HOST
+        src = int(copy.srcHost) if copy.srcMemoryType == host else int(copy.srcDevice)
+        dst = int(copy.dstHost) if copy.dstMemoryType == host else int(copy.dstDevice)
+        for row in range(copy.Height):
+            ctypes.memmove(dst + row * copy.dstPitch, src + row * copy.srcPitch,
+                           copy.WidthInBytes)
+        return result

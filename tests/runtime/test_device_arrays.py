@@ -91,8 +91,28 @@ def test_reshape_ravel_transpose_on_device(fake_cuda):
     np.testing.assert_array_equal(d.T.ravel(order="F").copy_to_host(), np.arange(12))
     with pytest.raises(NotImplementedError):
         d[:, ::2].ravel()
-    with pytest.raises(NotImplementedError, match="non-contiguous"):
-        d[:, ::2].copy_to_device(np.zeros((2, 3), np.float32))
+
+
+
+def test_strided_views_copy_only_their_elements(fake_cuda):
+    a = host((4, 5, 6))
+    d = memory.to_device(a, target="cuda")
+    for index in [(slice(None), 1), (slice(None), slice(None), 2), (slice(None, None, 2),),
+                  (slice(None), slice(1, 4), slice(None, None, 3)), (slice(None, None, -1), 0),
+                  (0, slice(None, None, -2), slice(None, None, -1))]:
+        np.testing.assert_array_equal(d[index].copy_to_host(), a[index])
+        fresh = np.full_like(a[index], -3)
+        d[index].copy_to_device(fresh)
+        a[index] = -3
+        np.testing.assert_array_equal(d.copy_to_host(), a)  # gaps untouched
+    d[:, 2, ::2] = 7
+    a[:, 2, ::2] = 7
+    np.testing.assert_array_equal(d.copy_to_host(), a)
+    assert any(c[0] == "cuMemcpy2D" for c in fake_cuda.calls)
+    s = memory.stream(target="cuda")
+    out = d[:, :, 1].copy_to_host(stream=s)
+    np.testing.assert_array_equal(out, a[:, :, 1])
+    assert any(c[0] == "cuMemcpy2DAsync" for c in fake_cuda.calls)
 
 
 def test_fortran_and_empty_arrays(fake_cuda):

@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 
+from gpunb import cuda
 from gpunb.compiler import abi
 from gpunb.compiler import types as t
 from gpunb.errors import LaunchError
@@ -277,11 +278,12 @@ def test_cuda_array_interface_with_cupy_and_torch(on_gpu):
     if importlib.util.find_spec("torch"):
         import torch
 
-        tt = torch.as_tensor(d, device="cuda")
+        before = d.copy_to_host()
+        tt = torch.as_tensor(d, device="cuda")  # no copy: PyTorch reads our interface
         assert tt.shape == (3, 4)
         tt += 1
         torch.cuda.synchronize()
-        assert d.copy_to_host()[2, 3] == host[2, 3] + 1
+        np.testing.assert_array_equal(d.copy_to_host(), before + 1)
         td = torch.from_dlpack(d)
         assert td.data_ptr() == d._ptr
         mine = memory.from_dlpack(torch.arange(4, device="cuda", dtype=torch.int64))
@@ -300,9 +302,23 @@ def test_numba_reads_our_arrays(on_gpu):
     np.testing.assert_array_equal(view.copy_to_host(), np.arange(8))
 
 
+def _best_time_us(fn, repeat: int = 2000) -> float:
+    for _ in range(200):
+        fn()
+    driver.synchronize()
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        best = min(best, (time.perf_counter() - start) / repeat)
+        driver.synchronize()
+    return best * 1e6
+
+
 @gpu
 def test_launch_overhead(on_gpu):
-    """Prints pack + validate + launch time (an array and a scalar) beside a bare cuLaunchKernel."""
+    """Prints pack, validate and launch times (an array and a scalar) beside a bare launch."""
     function, _ = _load_add_value(on_gpu)
     cu = driver.cuda_driver()
     d = memory.to_device(np.zeros(256, np.float32))
@@ -310,27 +326,50 @@ def test_launch_overhead(on_gpu):
     params, _ = packer.pack((d, 1.0), ADD_VALUE_TYPES)
     limits = {"max_threads_per_block": 1024, "max_block_dim": on_gpu.max_block_dim,
               "max_grid_dim": on_gpu.max_grid_dim, "max_shared_memory_per_block": 48 * 1024}
+    args = (d, 1.0)
+    grid, block = (1, 1, 1), (256, 1, 1)
 
     def ours():
-        p, _ = packer.pack((d, 1.0), ADD_VALUE_TYPES)
+        p, _ = packer.pack(args, ADD_VALUE_TYPES)
         g, b = validate_config(1, 256, limits, 4, "add_value")
         launch_cuda(function, g, b, 0, 0, p)
 
-    def bare():
-        cu.cuLaunchKernel(function.handle, 1, 1, 1, 256, 1, 1, 0, 0, params, 0)
-
-    results = {}
-    for name, fn in (("bare cuLaunchKernel", bare), ("pack+validate+launch", ours)):
-        for _ in range(200):
-            fn()
-        driver.synchronize()
-        best = float("inf")
-        for _ in range(5):
-            start = time.perf_counter()
-            for _ in range(2000):
-                fn()
-            best = min(best, (time.perf_counter() - start) / 2000)
-            driver.synchronize()
-        results[name] = best * 1e6
+    results = {
+        "bare cuLaunchKernel": _best_time_us(
+            lambda: cu.cuLaunchKernel(function.handle, 1, 1, 1, 256, 1, 1, 0, 0, params, 0)),
+        "launch_cuda": _best_time_us(lambda: launch_cuda(function, grid, block, 0, 0, params)),
+        "pack": _best_time_us(lambda: packer.pack(args, ADD_VALUE_TYPES)),
+        "validate_config": _best_time_us(lambda: validate_config(1, 256, limits, 4, "k")),
+        "pack+validate+launch": _best_time_us(ours),
+    }
     print("launch overhead (us): " + ", ".join(f"{k} {v:.2f}" for k, v in results.items()))
     assert results["pack+validate+launch"] < results["bare cuLaunchKernel"] + 5
+
+
+def saxpy(out, x, y, a):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + y[i]
+
+
+@gpu
+def test_dispatcher_launch_end_to_end(on_gpu):
+    """kernel[grid, block](3 device arrays, scalar) through the dispatcher: result and timing."""
+    kernel = cuda.jit(saxpy)
+    n = 1000
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, np.float32)
+    d_out, d_x, d_y = memory.device_array(n, np.float32), memory.to_device(x), memory.to_device(y)
+    a = np.float32(2.0)
+    kernel[4, 256](d_out, d_x, d_y, a)
+    np.testing.assert_array_equal(d_out.copy_to_host(), 2 * x + y)
+    launch_us = _best_time_us(lambda: kernel[4, 256](d_out, d_x, d_y, a))
+    spec = next(iter(kernel.specializations.values()))
+    function = spec.launcher.function
+    packer = spec.packer
+    params, _ = packer.pack((d_out, d_x, d_y, a), spec.argtypes)
+    cu = driver.cuda_driver()
+    bare_us = _best_time_us(
+        lambda: cu.cuLaunchKernel(function.handle, 4, 1, 1, 256, 1, 1, 0, 0, params, 0))
+    print(f"dispatcher launch, 3 arrays + scalar: {launch_us:.2f} us; bare cuLaunchKernel "
+          f"{bare_us:.2f} us")
