@@ -79,6 +79,10 @@ def saxpy_notebook(tmp_path_factory):
         "%gpucache status --live",
         "%%gpukernel\ndef twice(v):\n    i = cuda.grid(1)\n    if i < v.size:\n"
         "        v[i] *= 2\n\nv = np.ones(64, np.float32)\ntwice[1, 64](v)\nprint(v.sum())",
+        "from gpunb.notebook import hooks_for\nfrom gpunb.notebook.progress import CompileWatcher\n"
+        "hooks_for(get_ipython()).progress = CompileWatcher(threshold_s=0.01, interval_s=0.005)",
+        "%%gpukernel\ndef thrice(v):\n    i = cuda.grid(1)\n    if i < v.size:\n"
+        "        v[i] *= 3\n\nthrice[1, 64](v)\nprint(v.sum())",
     ]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
@@ -177,3 +181,14 @@ def test_live_cache_panel_updates_after_later_cells(saxpy_notebook):
     live = saxpy_notebook.cells[11].outputs[0]["data"]["application/vnd.jupyter.widget-view+json"]
     state = widget_states(saxpy_notebook)[live["model_id"]]
     assert "twice" in html_text(state["value"])  # defined and launched after the panel was shown
+
+
+def test_compile_progress_is_shown_for_slow_compiles(saxpy_notebook):
+    _no_errors(saxpy_notebook, 13, 14)
+    # the threshold was lowered to 10 ms, so compiling `thrice` counts as slow
+    views = [o for o in saxpy_notebook.cells[14].outputs
+             if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert views, "no progress view in the compiling cell"
+    state = widget_states(saxpy_notebook)[
+        views[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]]
+    assert "gpunb: compiled thrice in" in html_text(state["value"])
