@@ -12,7 +12,7 @@ from typing import Any
 
 TARGET = "gpunb"
 
-_state: dict = {"comm": None, "sent_events": 0, "closed": False}
+_state: dict = {"comm": None, "last_event": None, "closed": False}
 sent: list[dict] = []  # every message published in this process (tests and the panel read it)
 
 
@@ -52,10 +52,22 @@ def publish(message: dict) -> None:
 def publish_new_events() -> None:
     """Send the cache events recorded since the last call (called after every cell)."""
     events = cache_events()
-    new = events[_state["sent_events"]:] if len(events) >= _state["sent_events"] else events
-    _state["sent_events"] = len(events)
+    new = events_after(events, _state["last_event"])
+    if events:
+        _state["last_event"] = events[-1]
     if new:
         publish({"type": "cache_events", "events": [event_record(e) for e in new]})
+
+
+def events_after(events: list, last) -> list:
+    """The events recorded after `last` (found by identity, so a log that drops its oldest
+    entries still yields exactly the new ones); all of them when `last` is gone or None."""
+    if last is None:
+        return list(events)
+    for index in range(len(events) - 1, -1, -1):
+        if events[index] is last:
+            return list(events[index + 1:])
+    return list(events)
 
 
 def cache_events() -> list:

@@ -23,7 +23,7 @@ def test_event_records_are_json_safe():
 def test_new_events_are_published_once(monkeypatch):
     log = [FakeEvent("a", "miss", "new", ())]
     monkeypatch.setattr(comm, "cache_events", lambda: list(log))
-    monkeypatch.setitem(comm._state, "sent_events", 0)
+    monkeypatch.setitem(comm._state, "last_event", None)
     before = len(comm.sent)
     comm.publish_new_events()
     comm.publish_new_events()  # nothing new: nothing sent
@@ -32,3 +32,11 @@ def test_new_events_are_published_once(monkeypatch):
     new = comm.sent[before:]
     assert [m["type"] for m in new] == ["cache_events", "cache_events"]
     assert [e["kind"] for e in new[1]["events"]] == ["hit"]
+
+
+def test_a_rotating_log_still_yields_only_new_events():
+    a, b, c, d = (FakeEvent(n, "miss", "new", ()) for n in "abcd")
+    assert comm.events_after([a, b, c], b) == [c]
+    assert comm.events_after([b, c, d], c) == [d]  # `a` dropped off the front
+    assert comm.events_after([c, d], a) == [c, d]  # `a` long gone: everything is new
+    assert comm.events_after([a], None) == [a]
