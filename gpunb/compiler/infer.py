@@ -555,6 +555,12 @@ class Inferer(ast.NodeVisitor):
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> t.Type:
         ty = self.expr(node.operand)
+        if isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) and \
+                type(node.operand.value) is int:
+            # a negative literal is one constant, as Python's compiler folds it (and numba sees
+            # it): -9223372036854775808 is an int64, not the negation of a uint64
+            self.constants[id(node)] = -node.operand.value
+            return constant_type(-node.operand.value)
         if isinstance(node.op, ast.Not):
             return t.boolean
         if not t.is_number(ty):
