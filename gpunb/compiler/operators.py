@@ -242,7 +242,7 @@ def float_binary(b: ir.IRBuilder, op, x, y, ty: t.Float, math_call, rhs_type=Non
     if isinstance(op, ast.Div):
         return b.fdiv(x, y)
     if isinstance(op, ast.FloorDiv):
-        return math_call("floor", [b.fdiv(x, y)], [ty], ty)
+        return float_floordiv(b, x, y, ty, math_call)
     if isinstance(op, ast.Mod):
         r = b.frem(x, y)
         zero = ir.Constant(x.type, 0.0)
@@ -264,6 +264,23 @@ def float_binary(b: ir.IRBuilder, op, x, y, ty: t.Float, math_call, rhs_type=Non
             return b.fmul(x, x)
         return math_call("pow", [x, y], [ty, ty], ty)
     raise TypeError(f"operator {type(op).__name__} on {ty}")
+
+
+def float_floordiv(b: ir.IRBuilder, x, y, ty: t.Float, math_call):
+    """CPython's float floor division (consistent with %): 1.0 // 0.1 == 9.0, not floor(10.0)."""
+    zero, one = ir.Constant(x.type, 0.0), ir.Constant(x.type, 1.0)
+    mod = b.frem(x, y)
+    div = b.fdiv(b.fsub(x, mod), y)
+    differ = b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero))
+    div = b.select(b.and_(b.fcmp_unordered("!=", mod, zero), differ), b.fsub(div, one), div)
+    floored = math_call("floor", [div], [ty], ty)
+    above_half = b.fcmp_ordered(">", b.fsub(div, floored), ir.Constant(x.type, 0.5))
+    floored = b.select(above_half, b.fadd(floored, one), floored)
+    signed_zero = math_call("copysign", [zero, b.fdiv(x, y)], [ty, ty], ty)
+    result = b.select(b.fcmp_unordered("!=", div, zero), floored, signed_zero)
+    # division by zero (an exception in Python): IEEE's x / 0, floored
+    by_zero = math_call("floor", [b.fdiv(x, y)], [ty], ty)
+    return b.select(b.fcmp_ordered("==", y, zero), by_zero, result)
 
 
 def complex_binary(b: ir.IRBuilder, op, x, y, ty: t.Complex, math_call):

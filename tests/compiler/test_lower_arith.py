@@ -356,13 +356,46 @@ def test_float_binops(target, dtype):
     np.testing.assert_array_equal(out[:, 1], a - b)
     np.testing.assert_array_equal(out[:, 2], a * b)
     np.testing.assert_array_equal(out[:, 3], a / b)
-    np.testing.assert_array_equal(out[:, 4], np.floor(a / b))
+    np.testing.assert_array_equal(out[:, 4], np.floor_divide(a, b))  # Python's algorithm
     np.testing.assert_array_equal(out[:, 5], np.mod(a, b))
     np.testing.assert_array_equal(out[:, 6], -a)
     np.testing.assert_array_equal(out[:, 7], a)
     # Python float semantics of // and % with negative operands
     assert out[:4, 4].tolist() == [7.5 // 2.0, -7.5 // 2.0, 7.5 // -2.0, -7.5 // -2.0]
     assert out[:4, 5].tolist() == [7.5 % 2.0, -7.5 % 2.0, 7.5 % -2.0, -7.5 % -2.0]
+
+
+_finite = st.floats(-1e12, 1e12, allow_nan=False, allow_infinity=False)
+_divisor = st.one_of(st.floats(-1e6, 1e6, allow_nan=False).filter(lambda v: v != 0),
+                     st.sampled_from([0.1, -0.1, 0.3, 1e-300, -7.0]))
+
+
+@HYP
+@given(pairs=st.lists(st.tuples(_finite, _divisor), min_size=1, max_size=64))
+def test_hypothesis_float64_floordiv_mod(target, pairs):
+    a = np.array([p[0] for p in pairs], np.float64)
+    b = np.array([p[1] for p in pairs], np.float64)
+    out = np.zeros((len(pairs), 8), np.float64)
+    float_binops[1, 64](out, a, b)
+    for k, (x, y) in enumerate(pairs):
+        q, r = x // y, x % y
+        assert out[k, 4] == q and math.copysign(1, out[k, 4]) == math.copysign(1, q), (x, y)
+        assert out[k, 5] == r and math.copysign(1, out[k, 5]) == math.copysign(1, r), (x, y)
+
+
+def test_float_floordiv_is_pythons(target):
+    # floor(1.0 / 0.1) would be 10.0; Python (and numba) give 9.0, consistent with 1.0 % 0.1
+    a = np.array([1.0, 0.7, -1.0, 1e308, 5.0], np.float64)
+    b = np.array([0.1, 0.1, 0.1, 1e-308, -0.3], np.float64)
+    out = np.zeros((5, 8), np.float64)
+    float_binops[1, 8](out, a, b)
+    assert out[:, 4].tolist() == [x // y for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+    assert out[:, 5].tolist() == [x % y for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+    a32, b32 = a[:3].astype(np.float32), b[:3].astype(np.float32)
+    out32 = np.zeros((3, 8), np.float32)
+    float_binops[1, 8](out32, a32, b32)
+    np.testing.assert_array_equal(out32[:, 4], np.floor_divide(a32, b32))
+    np.testing.assert_array_equal(out32[:, 5], np.mod(a32, b32))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
