@@ -72,11 +72,12 @@ def events_after(events: list, last) -> list:
 
 def cache_events() -> list:
     """The cache layer's event log, or [] while that layer is not installed."""
+    import importlib
     import importlib.util
 
     if importlib.util.find_spec("gpunb.cache") is None:
         return []
-    import gpunb.cache as cache
+    cache = importlib.import_module("gpunb.cache")
 
     events = getattr(cache, "events", None)
     return list(events()) if callable(events) else []
