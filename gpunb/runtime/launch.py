@@ -43,6 +43,9 @@ class ArgPacker:
 
     `target` says how arrays are passed: "cuda" (device pointers; host arrays are copied in and
     out) or "cpu" (host pointers; device arrays are refused). None means the active target.
+    One packer has one buffer: launches of the same specialisation from several threads at once
+    must be serialised by the caller (cuLaunchKernel copies the parameters, so once it returns
+    the buffer is free again).
     """
 
     def __init__(self, param_slots: tuple, target: str | None = None, kernel: str | None = None):

@@ -61,6 +61,11 @@ def to_device(ary, stream=0, copy: bool = True, to=None, *, target: str | None =
         host = _as_host(ary)
         return HostDeviceArray(np.array(host, copy=True, order="K") if copy else
                                np.empty_like(host, order="K"), stream)
+    if isinstance(ary, DeviceArray) and (ary.is_c_contiguous() or ary.is_f_contiguous()):
+        device = device_array_like(ary, stream=stream, target="cuda")
+        if copy:
+            device.copy_to_device(ary, stream=stream)  # device to device
+        return device
     host = _as_host(ary)
     order = "F" if host.flags.f_contiguous and not host.flags.c_contiguous else "C"
     device = device_array(host.shape, host.dtype, order=order, stream=stream, target="cuda")

@@ -107,9 +107,23 @@ def limits_for(arch) -> ArchLimits:
     key = _arch_key(arch)
     found = ARCHS.get(key)
     if found is None:
+        device = _current_device_if(key)
+        if device is not None:  # a newer GPU than the table: read its limits from the driver
+            return limits_from_device(device)
         raise ValueError(f"no occupancy table for {key}; known: {', '.join(ARCHS)} "
                          "(on a GPU, pass the Device: occupancy(driver.current_device(), ...))")
     return found
+
+
+def _current_device_if(arch: str):
+    """The current GPU when it has compute capability `arch`, else None (never initialises CUDA
+    on a machine without one)."""
+    from gpunb.runtime import driver
+
+    if not driver.is_available():
+        return None
+    device = driver.current_device()
+    return device if device.arch == arch else None
 
 
 def limits_from_device(device) -> ArchLimits:

@@ -200,3 +200,22 @@ def test_device_array_refused_by_copies_of_wrong_shape(fake_cuda):
         d.copy_to_device(np.arange(4, dtype=np.float32))
     d.copy_to_device(np.arange(4, dtype=np.float32).reshape(1, 2, 2))  # numba: squeezed shapes
     np.testing.assert_array_equal(d.copy_to_host(), [[0, 1], [2, 3]])
+
+
+def test_to_device_of_a_device_array_copies_on_the_device(fake_cuda):
+    d = memory.to_device(host(), target="cuda")
+    fake_cuda.calls.clear()
+    e = memory.to_device(d, target="cuda")
+    assert e._ptr != d._ptr
+    np.testing.assert_array_equal(e.copy_to_host(), host())
+    assert [c[0] for c in fake_cuda.calls if c[0].startswith("cuMemcpy")][0] == "cuMemcpyDtoD"
+
+
+def test_occupancy_tables_fall_back_to_the_device(fake_cuda, monkeypatch):
+    from fake_cuda_driver import H100_ATTRIBUTES
+
+    from gpunb.runtime import occupancy
+
+    monkeypatch.setitem(H100_ATTRIBUTES, "COMPUTE_CAPABILITY_MAJOR", 10)
+    occ = occupancy.occupancy("sm_100", 256, 32, 0)  # not in the table: read from the device
+    assert occ.arch == "sm_100" and occ.active_blocks_per_sm == 8
