@@ -49,7 +49,9 @@ def normalise_index(b: ir.IRBuilder, index, index_type: t.Type, extent):
         index = b.trunc(index, dm.i64)
     if not index_type.signed:
         return index
-    if isinstance(index, ir.Constant) and index.constant >= 0:
+    # constants hold two's-complement bit patterns: -1 is 2**64 - 1, which is not >= 0 here
+    if isinstance(index, ir.Constant) and isinstance(index.constant, int) and \
+            0 <= index.constant < 1 << (index.type.width - 1):
         return index
     negative = b.icmp_signed("<", index, ir.Constant(dm.i64, 0))
     return b.select(negative, b.add(index, extent), index)

@@ -71,6 +71,10 @@ def launch_copy(out, a):
         kernel[(a.shape[0] + 31) // 32, 32](out, a)
 
 
+LAST = -1
+NEG_ROW = -3
+
+
 @cuda.jit
 def negative_indices(out, a, b):
     out[0] = a[-1]
@@ -78,6 +82,10 @@ def negative_indices(out, a, b):
     out[2] = b[-1, -1]
     out[3] = b[0, -2]
     out[4] = b[-b.shape[0], 1]
+    out[5] = a[LAST]  # frozen global constants index like literals
+    out[6] = b[NEG_ROW, LAST - 1]
+    k = -2
+    out[7] = a[k]
 
 
 @cuda.jit
@@ -233,9 +241,10 @@ def test_layouts_all_dims_dtypes(target, dtype):
 def test_negative_indices(target):
     a = np.arange(5, dtype=np.int64) * 10
     b = np.arange(12, dtype=np.int64).reshape(3, 4)
-    out = np.zeros(5, np.int64)
+    out = np.zeros(8, np.int64)
     negative_indices[1, 1](out, a, b)
-    assert out.tolist() == [a[-1], a[-5], b[-1, -1], b[0, -2], b[-3, 1]]
+    assert out.tolist() == [a[-1], a[-5], b[-1, -1], b[0, -2], b[-3, 1], a[-1], b[-3, -2],
+                            a[-2]]
 
 
 @pytest.mark.parametrize("order", ["C", "F"])
