@@ -1,0 +1,118 @@
+"""gpunb's compiled-kernel cache: content keys, memory + disk store, and why each hit or miss.
+
+Public API: `events()`, `last_event(name)`, `explain(kernel)`, `invalidate()`, `clear(name)`,
+`prune()`, `cache_dir()`, and for the dispatcher `default_cache()` (a KernelCache), `collect`,
+`still_valid`, `cache_key`. Importing this package imports no submodule (and so no numpy or
+llvmlite); each loads on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["CacheEvent", "FunctionFingerprint", "KernelCache", "cache_dir", "cache_key", "clear",
+           "collect", "default_cache", "events", "explain", "host_arch", "invalidate",
+           "last_event", "prune", "still_valid"]
+
+_LAZY = {
+    "CacheEvent": "gpunb.cache.provenance",
+    "FunctionFingerprint": "gpunb.cache.fingerprint",
+    "Dependency": "gpunb.cache.fingerprint",
+    "collect": "gpunb.cache.fingerprint",
+    "still_valid": "gpunb.cache.fingerprint",
+    "cache_key": "gpunb.cache.keys",
+    "KernelCache": "gpunb.cache.kernel_cache",
+    "Lookup": "gpunb.cache.kernel_cache",
+    "host_arch": "gpunb.cache.toolchain_id",
+    "toolchain_identity": "gpunb.cache.toolchain_id",
+}
+
+_default: list = [None]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpunb.cache' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def cache_dir() -> str:
+    """The disk cache's directory ($GPUNB_CACHE_DIR, else the platformdirs user cache dir)."""
+    from gpunb import config
+
+    return config.cache_dir()
+
+
+def default_cache():
+    """The process's KernelCache for the current cache_dir() (a new one if the setting moved)."""
+    from gpunb.cache.kernel_cache import KernelCache
+
+    directory = cache_dir()
+    cache = _default[0]
+    if cache is None or cache.directory != directory:
+        cache = _default[0] = KernelCache(directory)
+    return cache
+
+
+def events(function: str | None = None) -> list:
+    """Cache events (CacheEvent records), oldest first; those of one function if named."""
+    from gpunb.cache import provenance
+
+    return provenance.events(function)
+
+
+def last_event(name: str):
+    from gpunb.cache import provenance
+
+    return provenance.last_event(name)
+
+
+def invalidate() -> int:
+    """Start a new epoch: every kernel re-checks its dependencies at its next launch."""
+    from gpunb.cache import epoch
+
+    return epoch.bump()
+
+
+def _name_of(kernel) -> str | None:
+    if kernel is None or isinstance(kernel, str):
+        return kernel
+    return getattr(kernel, "__name__", None) or str(kernel)
+
+
+def clear(name=None) -> int:
+    """Remove cached entries of one function (a name or the GPU function itself), or all."""
+    return default_cache().clear(_name_of(name))
+
+
+def prune(max_bytes: int | None = None) -> int:
+    """Prune the disk cache to its size cap (or `max_bytes`); the number of entries removed."""
+    return default_cache().disk.prune(max_bytes)
+
+
+def explain(kernel) -> str:
+    """A readable account of a kernel's cache state: key parts, dependencies, last event."""
+    from gpunb.cache import epoch, provenance
+    from gpunb.cache.fingerprint import Dependency, collect
+    from gpunb.cache.keys import explain_change
+
+    name = _name_of(kernel)
+    fingerprint, error = None, ""
+    if not isinstance(kernel, str):
+        try:
+            fingerprint = collect(kernel)
+        except Exception as exc:  # noqa: BLE001 - explain must always answer
+            error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    last = provenance.last_event(name)
+    body = default_cache().body_of(last.key) if last is not None and last.key else None
+    parts = body.get("parts") if body else None
+    pending = []
+    if fingerprint is not None and parts and parts.get("function") != fingerprint.digest:
+        now = dict(parts, function=fingerprint.digest)
+        old_deps = [Dependency.from_json(d) for d in body.get("dependencies", ())]
+        pending = explain_change(parts, old_deps, str(body.get("code_digest", "")), now,
+                                 fingerprint)
+    files = {loc[1] for loc in fingerprint.locations} if fingerprint is not None else set()
+    stale = tuple(f for f in epoch.check_module_files() if f in files)
+    return provenance.render_explanation(name, fingerprint, last, parts, pending, stale, error)

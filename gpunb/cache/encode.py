@@ -1,0 +1,173 @@
+"""Canonical, repr-free encodings of the values kernel code reads, for content keys.
+
+The compiler freezes numbers, tuples, numpy scalars and arrays into code, so those are encoded by
+value (with their type: `1`, `1.0` and `True` differ). Modules, classes, builtins, ufuncs, dtypes
+and gpunb's own intrinsics and types are compile-time names, encoded by qualified name. Any other
+object is encoded as `object:<module>.<type qualname>` - its content is not part of the key. That
+is sound because the compiler cannot freeze such an object into code: it can only serve as the base
+of an attribute chain (`cfg.N`), and every step of a chain is encoded on its own (fingerprint.py).
+GPU functions are encoded by their fingerprint, which the caller supplies (`gpu` callback).
+No encoding uses `repr` of an arbitrary object: reprs carry addresses and change between processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import types
+
+MISSING = type("Missing", (), {"__repr__": lambda self: "<missing>", "__slots__": ()})()
+"""What a name resolves to when it is bound nowhere (also the watch value for such a name)."""
+
+_SCALARS = (bool, int, float, complex, str, bytes)
+_MAX_TUPLE = 4096  # longer tuples are hashed, not spelled out, to bound key-part sizes
+
+# arrays are hashed at most once per epoch: id -> (array, epoch object, digest)
+_array_digests: dict[int, tuple] = {}
+
+
+def qualified_name(obj) -> str:
+    module = getattr(obj, "__module__", None) or "?"
+    return f"{module}.{getattr(obj, '__qualname__', None) or getattr(obj, '__name__', '?')}"
+
+
+def is_gpu_function(obj) -> bool:
+    return getattr(obj, "__gpunb_function__", False) is True
+
+
+def is_constant(value) -> bool:
+    """Values the compiler freezes into code (attribute chains stop at them)."""
+    if value is None or isinstance(value, _SCALARS + (tuple, list)):
+        return True
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, (np.ndarray, np.generic, np.dtype))
+
+
+def encode(value, gpu, epoch_marker=None) -> str:
+    """The canonical token of `value`; `gpu(obj) -> str` encodes GPU functions."""
+    cls = type(value)
+    if value is MISSING:
+        return "missing"
+    if value is None:
+        return "None"
+    if cls in _SCALARS:
+        return f"{cls.__name__}:{value!r}"
+    if cls is tuple or cls is list:
+        return _sequence(cls.__name__, value, gpu, epoch_marker)
+    if is_gpu_function(value):
+        return gpu(value)
+    if cls is types.ModuleType or isinstance(value, types.ModuleType):
+        return f"module:{value.__name__}"
+    np = sys.modules.get("numpy")
+    if np is not None and (cls.__module__ == "numpy" or isinstance(value, _numpy_types(np))):
+        return _numpy(value, np, epoch_marker)
+    if isinstance(value, _SCALARS):  # subclasses: IntEnum members, str enums, ...
+        base = next(b for b in _SCALARS if isinstance(value, b))
+        return f"{qualified_name(cls)}:{base(value)!r}"
+    if isinstance(value, tuple):  # namedtuples and other tuple subclasses
+        return qualified_name(cls) + _sequence("", value, gpu, epoch_marker)
+    if isinstance(value, type):
+        return f"class:{qualified_name(value)}"
+    if cls.__module__.startswith("gpunb."):
+        return _gpunb_object(value)
+    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+        return f"builtin:{getattr(value, '__module__', None) or '?'}.{value.__qualname__}"
+    if isinstance(value, types.FunctionType):
+        return f"pyfunc:{qualified_name(value)}:{_code_digest(value.__code__)}"
+    return f"object:{qualified_name(cls)}"
+
+
+def _sequence(name: str, items, gpu, epoch_marker) -> str:
+    if len(items) > _MAX_TUPLE:
+        text = "|".join(encode(v, gpu, epoch_marker) for v in items)
+        return f"{name}#{len(items)}:{hashlib.blake2b(text.encode(), digest_size=16).hexdigest()}"
+    return f"{name}(" + ",".join(encode(v, gpu, epoch_marker) for v in items) + ")"
+
+
+def _numpy_types(np) -> tuple:
+    if np is None:
+        return ()
+    return (np.ndarray, np.generic, np.dtype, np.ufunc)
+
+
+def _dtype_text(dtype) -> str:
+    return repr(dtype.descr) if dtype.fields is not None else dtype.str
+
+
+def _numpy(value, np, epoch_marker) -> str:
+    if isinstance(value, np.ndarray):
+        content = _array_digest(value, np, epoch_marker)
+        return f"ndarray:{_dtype_text(value.dtype)}:{value.shape}:{content}"
+    if isinstance(value, np.generic):
+        return f"np:{_dtype_text(value.dtype)}:{value.tobytes().hex()}"
+    if isinstance(value, np.dtype):
+        return f"dtype:{_dtype_text(value)}"
+    if isinstance(value, np.ufunc):
+        return f"ufunc:numpy.{value.__name__}"
+    if isinstance(value, type):
+        return f"class:{qualified_name(value)}"
+    if callable(value):
+        return f"builtin:{qualified_name(value)}"
+    return f"object:{qualified_name(type(value))}"
+
+
+def _array_digest(array, np, epoch_marker) -> str:
+    """Content digest of an array in C order; memoised per epoch (in-place edits need a bump)."""
+    found = _array_digests.get(id(array))
+    if found is not None and found[0] is array and found[1] is epoch_marker \
+            and epoch_marker is not None:
+        return found[2]
+    if array.dtype.hasobject:  # not a kernel constant, but keyed by content all the same
+        text = "|".join(encode(v, lambda f: "gpu") for v in array.flat).encode()
+    else:
+        contiguous = np.ascontiguousarray(array)
+        text = contiguous.view(np.uint8).reshape(-1) if contiguous.size else b""
+    digest = hashlib.blake2b(text, digest_size=16).hexdigest()
+    if len(_array_digests) > 1024:
+        _array_digests.clear()
+    _array_digests[id(array)] = (array, epoch_marker, digest)
+    return digest
+
+
+def _gpunb_object(value) -> str:
+    intrinsic = getattr(value, "_gpunb_intrinsic", None)
+    if isinstance(intrinsic, str):
+        return f"intrinsic:{intrinsic}"
+    if type(value).__module__ == "gpunb.compiler.types":
+        return f"gpunb-type:{value}"  # types print as their canonical numba-style names
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    return f"gpunb:{qualified_name(type(value))}" + (f":{name}" if isinstance(name, str) else "")
+
+
+def _code_digest(code) -> str:
+    """A plain Python function (not callable from GPU code) by bytecode, names and constants."""
+    h = hashlib.blake2b(digest_size=12)
+    h.update(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        h.update((_code_digest(const) if isinstance(const, types.CodeType)
+                  else encode(const, lambda f: "gpu")).encode())
+    return h.hexdigest()
+
+
+def preview(value) -> str:
+    """A short human-readable value for provenance (`N = 256`), or '' when there is none."""
+    if value is None or type(value) in (bool, int, float, complex):
+        text = repr(value)
+    elif type(value) is str:
+        text = repr(value)
+    elif isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    else:
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(value, np.generic):
+            text = f"{value.dtype.name}({value!r})" if value.dtype.fields is None else ""
+        elif np is not None and isinstance(value, np.ndarray):
+            return f"array {value.dtype} {value.shape}"
+        elif type(value) is tuple and len(value) <= 8:
+            parts = [preview(v) for v in value]
+            text = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")" \
+                if all(parts) else ""
+        else:
+            return ""
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,410 @@
+"""Content fingerprints of GPU functions: normalised AST plus every value their code reads.
+
+`collect(func)` walks the function's AST for global reads (names and attribute chains), resolves
+each the way the compiler does (closure, globals, builtins; attributes by getattr), encodes every
+value canonically (encode.py) and fingerprints called GPU functions recursively. Comments,
+formatting, docstrings, line numbers and file paths never enter a digest, so the same kernel in
+another cell, directory or machine has the same fingerprint.
+
+It also returns a *watch list*: (namespace, name, object seen) for each global read, transitively,
+headed by the epoch entry, so `still_valid(watch)` - a loop of identity checks - tells the launch
+fast path whether anything was rebound since. Work is memoised per code object (parsing, chain
+extraction) and per function object (resolved values, valid while its watch list is).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import hashlib
+import os
+import types
+from dataclasses import dataclass, field, replace
+
+from gpunb.cache import epoch
+from gpunb.cache.encode import MISSING, encode, is_constant, is_gpu_function, preview
+
+KINDS = ("gpu function", "global", "closure", "default")
+_STABLE_MODULES = frozenset({"math", "cmath", "numpy", "gpunb", "operator", "builtins"})
+
+
+@dataclass(frozen=True, slots=True)
+class Dependency:
+    """One thing a function's code depends on, where it was defined, and its content digest."""
+
+    name: str  # "N", "b.helper", "cuda.threadIdx.x"; the parameter name for kind 'default'
+    kind: str  # one of KINDS
+    defined_at: str  # 'Cell In[7], line 2', 'File "b.py", line 3', 'module __main__'
+    digest: str  # of the encoded value; for GPU functions the callee's whole fingerprint
+    via: tuple[str, ...] = ()  # GPU functions between the fingerprinted function and the reader
+    code_digest: str = ""  # GPU functions: their own normalised AST (tells "edited" from "reads")
+    value: str = ""  # a short preview of constants, for provenance ("256")
+    filename: str = ""
+    line: int = 0
+
+    def label(self) -> str:
+        """`device function `scale``, `global `N``, ... as provenance sentences name things."""
+        word = {"gpu function": "device function", "closure": "closure variable",
+                "default": "default value of"}.get(self.kind, self.kind)
+        return f"{word} `{self.name}`"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "defined_at": self.defined_at,
+                "digest": self.digest, "via": list(self.via), "code_digest": self.code_digest,
+                "value": self.value, "filename": self.filename, "line": self.line}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Dependency:
+        return cls(str(data["name"]), str(data["kind"]), str(data["defined_at"]),
+                   str(data["digest"]), tuple(data.get("via", ())),
+                   str(data.get("code_digest", "")), str(data.get("value", "")),
+                   str(data.get("filename", "")), int(data.get("line", 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionFingerprint:
+    """What a GPU function's compiled code can depend on, reduced to digests."""
+
+    name: str
+    qualname: str
+    digest: str  # own code, defaults, every value read, callees transitively
+    code_digest: str  # own normalised AST only
+    defined_at: str
+    filename: str
+    first_line: int
+    last_line: int
+    dependencies: tuple[Dependency, ...]  # transitive; a callee's entries carry `via`
+    watch: tuple  # (namespace, name, object seen), epoch entry first; see still_valid
+    epoch: int
+    locations: tuple  # ((qualname, filename, first_line, last_line), ...): self, then callees
+    py_func: object = field(default=None, compare=False, repr=False)
+    code: object = field(default=None, compare=False, repr=False)
+    defaults_seen: tuple = field(default=(), compare=False, repr=False)
+    options_seen: object = field(default=None, compare=False, repr=False)
+
+    def dependency_tree(self) -> list[tuple[int, Dependency]]:
+        """(depth, dependency) in reading order, for explain()."""
+        return [(len(d.via), d) for d in self.dependencies]
+
+
+class _CellView:
+    """A closure cell seen as a one-name namespace, so watch entries stay `ns.get(name) is obj`."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def get(self, name, default=None):
+        try:
+            return self.cell.cell_contents
+        except ValueError:  # an empty cell
+            return default
+
+
+class _AttrView:
+    """Attributes of a non-module object (`cfg.N`) seen as a namespace, for watch entries."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def get(self, name, default=None):
+        try:
+            return getattr(self.obj, name, default)
+        except Exception:  # noqa: BLE001 - a raising property reads as "not there"
+            return default
+
+
+def still_valid(watch) -> bool:
+    """True while every watched name is still bound to the object seen (and the epoch is the same).
+
+    The launch fast path calls this; it is deliberately one loop of dict lookups and identity
+    checks. `MISSING` is the object recorded for a name that was unbound.
+    """
+    for namespace, name, obj in watch:
+        if namespace.get(name, MISSING) is not obj:
+            return False
+    return True
+
+
+# ---- per code object: parse once ---------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class _CodeFacts:
+    code_digest: str
+    chains: tuple[tuple[str, ...], ...]  # sorted global reads: ("N",), ("cuda", "threadIdx", "x")
+    filename: str
+    first_line: int
+    last_line: int
+
+
+_facts_memo: dict[int, tuple] = {}  # id(code) -> (code, _CodeFacts); the code is kept alive
+
+
+def _code_facts(py_func) -> _CodeFacts:
+    code = py_func.__code__
+    found = _facts_memo.get(id(code))
+    if found is not None and found[0] is code:
+        return found[1]
+    from gpunb.compiler.frontend import load_source  # the compiler's own parse: same text, same AST
+
+    source = load_source(py_func)
+    tree = source.tree
+    facts = _CodeFacts(
+        hashlib.blake2b(normalised_dump(tree).encode(), digest_size=16).hexdigest(),
+        tuple(sorted(_GlobalReads(_local_names(code, tree)).run(tree))),
+        source.filename, code.co_firstlineno,
+        getattr(tree, "end_lineno", None) or source.first_line)
+    if os.path.isabs(facts.filename) and facts.filename.endswith(".py"):
+        # a new code object from a tracked file: the module was (re)loaded, so its current text
+        # is the imported one again
+        epoch.forget_module_file(facts.filename)
+        epoch.track_module_files([facts.filename])
+    if len(_facts_memo) > 4096:
+        _facts_memo.clear()
+    _facts_memo[id(code)] = (code, facts)
+    return facts
+
+
+def normalised_dump(tree: ast.FunctionDef) -> str:
+    """The AST with docstring, positions and field names removed: comments/format never count."""
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        tree = copy.copy(tree)  # shallow: the compiler's cached tree is never modified
+        tree.body = body[1:]
+    return ast.dump(tree, annotate_fields=False, include_attributes=False)
+
+
+def _local_names(code: types.CodeType, tree: ast.FunctionDef) -> frozenset:
+    """Names local to the function: Python's own answer (the code object), plus comprehension
+    variables (own scopes in 3.11) that the function does not also read as globals."""
+    names = set(code.co_varnames) | set(code.co_cellvars)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.comprehension):
+            for target in ast.walk(node.target):
+                if isinstance(target, ast.Name) and target.id not in code.co_names \
+                        and target.id not in code.co_freevars:
+                    names.add(target.id)
+    return frozenset(names)
+
+
+class _GlobalReads(ast.NodeVisitor):
+    """Collects the dotted chains of global reads: `N`, `b.helper`, `cuda.threadIdx.x`."""
+
+    def __init__(self, local_names: frozenset):
+        self.local_names = local_names
+        self.chains: set[tuple[str, ...]] = set()
+
+    def run(self, tree: ast.FunctionDef) -> set:
+        args = tree.args
+        for arg in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+            if arg is not None and arg.annotation is not None:
+                self.visit(arg.annotation)
+        if tree.returns is not None:
+            self.visit(tree.returns)
+        for stmt in tree.body:  # defaults are read by value from __defaults__, not here
+            self.visit(stmt)
+        return self.chains
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load) and node.id not in self.local_names:
+            self.chains.add((node.id,))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        attrs = []
+        current = node
+        while isinstance(current, ast.Attribute):
+            attrs.append(current.attr)
+            current = current.value
+        if isinstance(current, ast.Name):
+            if current.id not in self.local_names:
+                self.chains.add((current.id, *reversed(attrs)))
+        else:
+            self.visit(current)
+
+
+# ---- per function object: resolve and encode ---------------------------------------------------
+
+_fp_memo: dict[int, tuple] = {}  # id(func) -> (func, FunctionFingerprint)
+
+
+def collect(func) -> FunctionFingerprint:
+    """The fingerprint of a GPU function (or a plain Python function), memoised while valid."""
+    return _fingerprint(func, frozenset())
+
+
+def _unwrap(func) -> tuple:
+    if is_gpu_function(func):
+        options = {k: v for k, v in dict(getattr(func, "options", {}) or {}).items()
+                   if k != "cache"}
+        return func.py_func, options
+    return func, None
+
+
+def _fingerprint(func, in_progress: frozenset) -> FunctionFingerprint:
+    py_func, options = _unwrap(func)
+    found = _fp_memo.get(id(func))
+    if found is not None and found[0] is func:
+        fp = found[1]
+        if fp.py_func is py_func and fp.code is py_func.__code__ \
+                and fp.defaults_seen[0] is py_func.__defaults__ \
+                and fp.defaults_seen[1] is py_func.__kwdefaults__ \
+                and fp.options_seen == options and still_valid(fp.watch):
+            return fp
+        if fp.epoch != epoch.current():
+            epoch.check_module_files()
+    fp = _Builder(py_func, in_progress | {id(py_func)}).build(options)
+    if len(_fp_memo) > 4096:
+        _fp_memo.clear()
+    _fp_memo[id(func)] = (func, fp)
+    return fp
+
+
+def describe_namespace(namespace: dict) -> str:
+    """Where a global lives: the module's file, else `module NAME` (notebook: `module __main__`)."""
+    from gpunb.errors import describe_filename
+
+    filename = namespace.get("__file__")
+    if isinstance(filename, str) and filename:
+        return describe_filename(filename)
+    return f"module {namespace.get('__name__', '?')}"
+
+
+def _where(filename: str, line: int) -> str:
+    from gpunb.errors import describe_filename
+
+    return f"{describe_filename(filename)}, line {line}"
+
+
+def _short(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def _is_stable(value) -> bool:
+    """Library objects whose attributes never change under us (math.sqrt, np.float32, cuda.x)."""
+    if isinstance(value, types.ModuleType):
+        name = value.__name__
+    elif isinstance(value, type):
+        name = value.__module__ or ""
+    else:
+        name = type(value).__module__ or ""
+    return name.partition(".")[0] in _STABLE_MODULES
+
+
+class _Builder:
+    """Resolves one function's global reads into tokens, dependencies and watch entries."""
+
+    def __init__(self, py_func, in_progress: frozenset):
+        self.py_func = py_func
+        self.in_progress = in_progress
+        self.callees: list = []  # FunctionFingerprints met while encoding the current chain
+        self.epoch_marker = epoch._state["epoch"]
+
+    def build(self, options) -> FunctionFingerprint:
+        py_func = self.py_func
+        facts = _code_facts(py_func)
+        defined_at = _where(facts.filename, facts.first_line)
+        tokens = [f"code {facts.code_digest}"]
+        deps: dict[str, Dependency] = {}
+        nested: list[Dependency] = []
+        watch: dict = {}
+        locations = [(py_func.__qualname__, facts.filename, facts.first_line, facts.last_line)]
+        for chain in facts.chains:
+            self.callees = []
+            dep, token, entries = self._resolve(chain)
+            if dep.name in deps:
+                continue  # `arr` and `arr.shape` resolve to the same frozen value
+            deps[dep.name] = dep
+            tokens.append(token)
+            for entry in entries:
+                watch.setdefault((id(entry[0]), entry[1]), entry)
+            for callee in self.callees:
+                for entry in callee.watch[1:]:
+                    watch.setdefault((id(entry[0]), entry[1]), entry)
+                nested.extend(replace(d, via=(callee.name, *d.via)) for d in callee.dependencies)
+                locations.extend(loc for loc in callee.locations if loc not in locations)
+        for dep, token in self._defaults(defined_at, facts):
+            deps[f"default {dep.name}"] = dep
+            tokens.append(token)
+        digest = hashlib.blake2b("\n".join(tokens).encode(), digest_size=16).hexdigest()
+        return FunctionFingerprint(
+            py_func.__name__, py_func.__qualname__, digest, facts.code_digest, defined_at,
+            facts.filename, facts.first_line, facts.last_line,
+            tuple(deps.values()) + tuple(nested),
+            (epoch.watch_entry(), *watch.values()), epoch.current(), tuple(locations),
+            py_func, py_func.__code__, (py_func.__defaults__, py_func.__kwdefaults__), options)
+
+    def _gpu_token(self, func) -> str:
+        inner, options = _unwrap(func)
+        if id(inner) in self.in_progress:  # recursion: named, not expanded (compiler rejects it)
+            return f"gpu-recursive:{inner.__module__}.{inner.__qualname__}"
+        callee = _fingerprint(func, self.in_progress)
+        self.callees.append(callee)
+        return f"gpu:{callee.digest}:{sorted((k, repr(v)) for k, v in (options or {}).items())}"
+
+    def _encode(self, value) -> str:
+        return encode(value, self._gpu_token, self.epoch_marker)
+
+    def _resolve(self, chain: tuple[str, ...]) -> tuple:
+        py_func = self.py_func
+        code = py_func.__code__
+        root = chain[0]
+        entries = []
+        if root in code.co_freevars and py_func.__closure__:
+            cell = py_func.__closure__[code.co_freevars.index(root)]
+            view = _CellView(cell)
+            value = view.get(root, MISSING)
+            entries.append((view, root, value))
+            kind, where = "closure", f"closure of {py_func.__qualname__}"
+        else:
+            namespace = py_func.__globals__
+            value = namespace.get(root, MISSING)
+            entries.append((namespace, root, value))  # MISSING: a later global must shadow
+            if value is MISSING:
+                value = builtins.__dict__.get(root, MISSING)
+            kind, where = "global", describe_namespace(namespace)
+        path, encoded = [root], [self._encode(value)]
+        for attr in chain[1:]:
+            if value is MISSING or is_constant(value) or is_gpu_function(value):
+                break
+            try:
+                nxt = getattr(value, attr, MISSING)
+            except Exception:  # noqa: BLE001 - the compiler will report the failing attribute
+                nxt = MISSING
+            if isinstance(value, types.ModuleType):
+                if _is_stable(value):
+                    where = f"module {value.__name__}"
+                else:
+                    where = describe_namespace(value.__dict__)
+                    entries.append((value.__dict__, attr, nxt))
+            elif not _is_stable(value):
+                entries.append((_AttrView(value), attr, nxt))
+            value = nxt
+            path.append(attr)
+            encoded.append(self._encode(value))
+        name = ".".join(path)
+        token = f"{kind} {name} = {' | '.join(encoded)}"
+        if is_gpu_function(value) and self.callees:
+            callee = self.callees[-1]
+            dep = Dependency(name, "gpu function", callee.defined_at, callee.digest,
+                             code_digest=callee.code_digest, filename=callee.filename,
+                             line=callee.first_line)
+        else:
+            dep = Dependency(name, kind, where, _short(token), value=preview(value))
+        return dep, token, entries
+
+    def _defaults(self, defined_at: str, facts: _CodeFacts):
+        py_func = self.py_func
+        code = py_func.__code__
+        defaults = py_func.__defaults__ or ()
+        positional = code.co_varnames[:code.co_argcount]
+        named = list(zip(positional[len(positional) - len(defaults):], defaults, strict=True))
+        named += sorted((py_func.__kwdefaults__ or {}).items())
+        for name, value in named:
+            token = f"default {name} = {self._encode(value)}"
+            yield (Dependency(name, "default", defined_at, _short(token), value=preview(value),
+                              filename=facts.filename, line=facts.first_line), token)

@@ -1,0 +1,230 @@
+"""The cache the dispatcher calls: lookup (memory, then disk) before compiling, store after.
+
+Two calls so that a miss's event can carry the compile time:
+
+    artifact, pending = cache.lookup(name, fingerprint, argtypes, options, target, arch)
+    if artifact is None:
+        artifact = compile(...)                                   # timed by the caller
+        event = cache.store(pending, artifact, fingerprint, compile_ms)
+    else:
+        event = pending.event                                     # the hit, already recorded
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from gpunb.cache import provenance
+from gpunb.cache.fingerprint import Dependency, FunctionFingerprint
+from gpunb.cache.keys import explain_change, key_of, key_parts
+from gpunb.cache.provenance import CacheEvent
+from gpunb.cache.relocate import relocate
+from gpunb.cache.store import CorruptEntry, DiskStore, MemoryStore
+
+
+@dataclass(slots=True)
+class Lookup:
+    """A lookup in progress: the key and its parts, and the reason of a miss (for store())."""
+
+    key: str
+    parts: dict
+    function: str
+    signature: str
+    target: str
+    fingerprint: FunctionFingerprint
+    reason: str  # '' on a hit
+    detail: str
+    time_ms: float
+    enabled: bool
+    started: float  # time.time() of the lookup
+    event: CacheEvent | None = None  # set on hits (recorded) and by store() on misses
+
+
+def _pointer(fingerprint: FunctionFingerprint, signature: str, target: str) -> str:
+    return f"{fingerprint.qualname}\0{signature}\0{target}"
+
+
+class KernelCache:
+    """Memory tier in front of a disk tier at one directory; see the module docstring."""
+
+    def __init__(self, directory: str | None = None, max_bytes: int | None = None,
+                 memory_entries: int = 512):
+        from gpunb import config
+
+        self.directory = directory or config.cache_dir()
+        self.memory = MemoryStore(memory_entries)
+        self.disk = DiskStore(self.directory,
+                              config.cache_max_bytes() if max_bytes is None else max_bytes)
+        self.latest: dict[str, str] = {}  # pointer -> key of the last entry stored or hit
+        self.bodies: dict[str, dict] = {}  # key -> metadata body, for explanations
+        self.pending: dict[str, Lookup] = {}
+        self._lock = threading.RLock()
+
+    # ---- lookup --------------------------------------------------------------------------------
+
+    def lookup(self, func_name: str, fingerprint: FunctionFingerprint, argtypes: str,
+               options: dict | None, target: str, arch: str,
+               toolchain: dict | None = None) -> tuple:
+        """(artifact or None, Lookup). A hit is recorded at once; a miss by store()."""
+        from gpunb import config
+        from gpunb.cache.toolchain_id import toolchain_identity
+
+        started = time.perf_counter()
+        signature = str(argtypes)
+        enabled = config.cache_enabled() and (options or {}).get("cache", True) is not False
+        if toolchain is None:
+            toolchain = toolchain_identity(target, self.directory if enabled else None)
+        parts = key_parts(fingerprint, signature, options, target, arch, toolchain)
+        key = key_of(parts)
+        pending = Lookup(key, parts, func_name, signature, target, fingerprint, "", "", 0.0,
+                         enabled, time.time())
+        if not enabled:
+            pending.reason = pending.detail = "disabled"
+            return self._missed(pending, started)
+        with self._lock:
+            found = self.memory.get(key)
+        if found is not None:
+            return self._hit(pending, found[0], found[1], "memory", started), pending
+        try:
+            entry = self.disk.read(key)
+            artifact = _artifact_from(entry) if entry is not None else None
+        except CorruptEntry as exc:
+            pending.reason, pending.detail = "corrupt", f"corrupt entry {key}: {exc}"
+            return self._missed(pending, started)
+        except Exception as exc:  # noqa: BLE001 - verified JSON that is no artifact: corrupt too
+            self.disk.remove([key])
+            pending.reason, pending.detail = "corrupt", f"entry {key} is no artifact: {exc}"
+            return self._missed(pending, started)
+        if artifact is not None:
+            self.disk.touch(key)
+            with self._lock:
+                self.memory.put(key, artifact, entry.body)
+            return self._hit(pending, artifact, entry.body, "disk", started, entry.size), pending
+        reasons = self._why_missed(pending)
+        pending.reason, pending.detail = reasons[0], "; ".join(reasons)
+        return self._missed(pending, started)
+
+    def _hit(self, pending: Lookup, artifact, body: dict, source: str, started: float,
+             size: int = 0):
+        fp = pending.fingerprint
+        artifact = relocate(artifact, body.get("locations"), fp.locations)
+        with self._lock:
+            self.latest[_pointer(fp, pending.signature, pending.target)] = pending.key
+            self.bodies[pending.key] = body
+        pending.time_ms = (time.perf_counter() - started) * 1000.0
+        pending.event = provenance.record(CacheEvent(
+            pending.function, pending.signature, pending.target, "hit", source, "", "",
+            pending.time_ms, 0.0, pending.key, size or int(body.get("entry_bytes", 0)),
+            fp.defined_at, pending.started))
+        return artifact
+
+    def _missed(self, pending: Lookup, started: float) -> tuple:
+        pending.time_ms = (time.perf_counter() - started) * 1000.0
+        with self._lock:
+            self.pending[pending.key] = pending
+            while len(self.pending) > 256:
+                self.pending.pop(next(iter(self.pending)))
+        return None, pending
+
+    def _why_missed(self, pending: Lookup) -> list[str]:
+        """Diff against the previous entry of this function, signature and target."""
+        pointer = _pointer(pending.fingerprint, pending.signature, pending.target)
+        with self._lock:
+            previous = self.latest.get(pointer)
+        if previous is None:
+            previous = self.disk.read_pointer(pointer)
+        if previous is None:
+            return ["new"]
+        if previous == pending.key:
+            return ["new", "its entry was removed (cache cleared or pruned)"]
+        body = self.body_of(previous)
+        if body is None:
+            return ["new", "the previous entry was removed (cache cleared or pruned)"]
+        old_deps = [Dependency.from_json(d) for d in body.get("dependencies", ())]
+        return explain_change(body.get("parts", {}), old_deps, str(body.get("code_digest", "")),
+                              pending.parts, pending.fingerprint)
+
+    def body_of(self, key: str) -> dict | None:
+        """The metadata body of an entry (memory or disk), None if gone or unreadable."""
+        with self._lock:
+            body = self.bodies.get(key)
+            if body is None:
+                found = self.memory.get(key)
+                body = found[1] if found is not None else None
+        if body is not None:
+            return body
+        try:
+            return self.disk.read_meta(key)
+        except CorruptEntry:
+            return None
+
+    # ---- store ---------------------------------------------------------------------------------
+
+    def store(self, pending: Lookup | str, artifact, fingerprint: FunctionFingerprint | None = None,
+              compile_ms: float = 0.0) -> CacheEvent:
+        """Keep a freshly compiled artifact (memory, then disk) and record the miss event."""
+        if isinstance(pending, str):
+            with self._lock:
+                pending = self.pending.pop(pending)
+        else:
+            with self._lock:
+                self.pending.pop(pending.key, None)
+        fp = fingerprint or pending.fingerprint
+        size = 0
+        if pending.enabled:
+            body = _body(pending, fp, artifact, compile_ms)
+            pointer = _pointer(fp, pending.signature, pending.target)
+            with self._lock:
+                self.memory.put(pending.key, artifact, body)
+                self.latest[pointer] = pending.key
+                self.bodies[pending.key] = body
+            size = self.disk.write(pending.key, body, artifact.binary, artifact.ptx or "", pointer)
+        pending.event = provenance.record(CacheEvent(
+            pending.function, pending.signature, pending.target, "miss", None, pending.reason,
+            pending.detail, pending.time_ms, float(compile_ms), pending.key, size, fp.defined_at,
+            pending.started))
+        return pending.event
+
+    # ---- maintenance ---------------------------------------------------------------------------
+
+    def clear(self, name: str | None = None) -> int:
+        """Remove the entries of one function (by name or qualname), or all; the count removed."""
+        with self._lock:
+            removed = self.memory.remove_function(name)
+            if name is None:
+                self.latest.clear()
+                self.bodies.clear()
+        keys = [e.key for e in self.disk.entries()
+                if name is None or e.function == name or e.function.rpartition(".")[2] == name]
+        return max(removed, self.disk.remove(keys) if keys else 0)
+
+    def forget_memory(self) -> None:
+        """Drop the memory tier (the next lookups read the disk, as a new process would)."""
+        with self._lock:
+            self.memory.items.clear()
+            self.latest.clear()
+            self.bodies.clear()
+
+
+def _artifact_from(entry):
+    from gpunb.compiler.artifact import KernelArtifact
+
+    data = dict(entry.body["artifact"])
+    data["ptx"] = entry.ptx
+    return KernelArtifact.from_json_dict(data, entry.binary)
+
+
+def _body(pending: Lookup, fp: FunctionFingerprint, artifact, compile_ms: float) -> dict:
+    data = artifact.to_json_dict()
+    data.pop("ptx", None)  # stored as its own blob
+    return {
+        "function": pending.function, "qualname": fp.qualname, "signature": pending.signature,
+        "target": pending.target, "arch": pending.parts.get("arch"), "parts": pending.parts,
+        "code_digest": fp.code_digest, "defined_at": fp.defined_at,
+        "dependencies": [d.to_json() for d in fp.dependencies],
+        "locations": [list(loc) for loc in fp.locations],
+        "created": time.time(), "compile_ms": float(compile_ms),
+        "artifact": data,
+    }

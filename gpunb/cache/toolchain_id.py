@@ -1,0 +1,154 @@
+"""The toolchain part of cache keys: gpunb's compiler sources, LLVM, libdevice - found cheaply.
+
+Asking llvmlite for its LLVM version imports llvmlite.binding (~30 ms) and finding libdevice runs
+cuda-pathfinder (~30 ms): together twice the budget of a disk hit in a new process. So both answers
+are remembered in `<cache dir>/toolchain.json`, each beside the (path, size, mtime_ns) of the file
+it was read from; a stamp that still matches is trusted, any difference asks the tools again. Stat
+data only decides whether to ask again, never what goes into a key.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+
+_STAMP = "toolchain.json"
+
+
+@functools.cache
+def compiler_digest() -> str:
+    """Digest of gpunb's compiler sources: an edit to the compiler invalidates its artifacts.
+
+    gpunb's version string alone would keep stale artifacts across development edits; the sources
+    (compiler/ and specialize.py: everything that decides what an artifact contains) are ~300 KB
+    and hash in about a millisecond, once per process.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [os.path.join(root, "specialize.py")]
+    for folder, dirs, files in os.walk(os.path.join(root, "compiler")):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        paths.extend(os.path.join(folder, f) for f in sorted(files) if f.endswith(".py"))
+    h = hashlib.blake2b(digest_size=12)
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        h.update(os.path.relpath(path, root).encode() + b"\0" + data + b"\0")
+    return h.hexdigest()
+
+
+def _stat(path: str) -> list | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [path, st.st_size, st.st_mtime_ns]
+
+
+def _read_stamp(directory: str | None) -> dict:
+    if not directory:
+        return {}
+    try:
+        with open(os.path.join(directory, _STAMP), encoding="utf-8") as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_stamp(directory: str | None, data: dict) -> None:
+    if not directory or not os.path.isdir(directory):
+        return
+    from gpunb.cache.store import atomic_write
+
+    try:
+        atomic_write(os.path.join(directory, _STAMP), json.dumps(data, sort_keys=True).encode())
+    except OSError:
+        pass  # a read-only cache directory: ask the tools next time
+
+
+def _llvmlite_library() -> str | None:
+    spec = importlib.util.find_spec("llvmlite")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = os.path.join(list(spec.submodule_search_locations)[0], "binding")
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+        if name.startswith("libllvmlite"):
+            return os.path.join(folder, name)
+    return None
+
+
+def _remembered(stamp: dict, name: str, stat, compute) -> tuple[str, bool]:
+    """(value, recomputed?) for one stamped fact."""
+    found = stamp.get(name)
+    if isinstance(found, dict) and stat is not None and found.get("stat") == stat:
+        return str(found.get("value")), False
+    value = compute()
+    stamp[name] = {"stat": stat, "value": value}
+    return value, True
+
+
+def _libdevice_search_env() -> list:
+    return [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), sys.prefix]
+
+
+_identity_memo: dict = {}
+
+
+def toolchain_identity(target: str, directory: str | None = None) -> dict[str, str]:
+    """{gpunb, compiler, llvm[, libdevice]} for keys; memoised per process and stamped on disk."""
+    memo_key = (target, directory)
+    found = _identity_memo.get(memo_key)
+    if found is not None:
+        return dict(found)
+    import gpunb
+    from gpunb.compiler import toolchain
+
+    stamp = _read_stamp(directory)
+    changed = False
+    identity = {"gpunb": gpunb.__version__, "compiler": compiler_digest()}
+    if "llvmlite.binding" in sys.modules:
+        identity["llvm"] = toolchain.llvm_version()
+    else:
+        identity["llvm"], fresh = _remembered(stamp, "llvm", _stat(_llvmlite_library() or ""),
+                                              toolchain.llvm_version)
+        changed |= fresh
+    if target == "cuda":
+        libdevice = stamp.get("libdevice")
+        path = libdevice.get("stat", [None])[0] if isinstance(libdevice, dict) else None
+        if isinstance(libdevice, dict) and libdevice.get("env") == _libdevice_search_env() \
+                and path and libdevice.get("stat") == _stat(path):
+            identity["libdevice"] = str(libdevice.get("value"))
+        else:
+            identity["libdevice"] = toolchain.libdevice_hash()
+            try:
+                path = toolchain.libdevice_path()
+            except Exception:  # noqa: BLE001 - no libdevice: the hash says "none"
+                path = ""
+            stamp["libdevice"] = {"stat": _stat(path) if path else None,
+                                  "env": _libdevice_search_env(), "value": identity["libdevice"]}
+            changed = True
+    if changed:
+        _write_stamp(directory, stamp)
+    _identity_memo[memo_key] = identity
+    return dict(identity)
+
+
+@functools.cache
+def host_arch() -> str:
+    """The CPU target's arch: triple, CPU name and a digest of its features.
+
+    Host objects are compiled for the host CPU's features, so a cache directory shared between
+    machines (an NFS home) must not hand an AVX-512 object to a machine without AVX-512.
+    """
+    import llvmlite.binding as llvm
+
+    features = llvm.get_host_cpu_features().flatten()
+    digest = hashlib.blake2b(features.encode(), digest_size=6).hexdigest()
+    return f"{llvm.get_default_triple()}/{llvm.get_host_cpu_name()}/{digest}"
