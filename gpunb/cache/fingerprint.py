@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from gpunb.cache import epoch
 from gpunb.cache.encode import MISSING, encode, is_constant, is_gpu_function, preview
 
-KINDS = ("gpu function", "global", "closure", "default")
+KINDS = ("gpu function", "global", "closure", "default", "annotation")
 _STABLE_MODULES = frozenset({"math", "cmath", "numpy", "gpunb", "operator", "builtins"})
 
 
@@ -46,7 +46,8 @@ class Dependency:
     def label(self) -> str:
         """`device function `scale``, `global `N``, ... as provenance sentences name things."""
         word = {"gpu function": "device function", "closure": "closure variable",
-                "default": "default value of"}.get(self.kind, self.kind)
+                "default": "default value of", "annotation": "annotation of"}.get(self.kind,
+                                                                                 self.kind)
         return f"{word} `{self.name}`"
 
     def to_json(self) -> dict:
@@ -156,8 +157,11 @@ def _code_facts(py_func) -> _CodeFacts:
     facts = _CodeFacts(
         hashlib.blake2b(normalised_dump(tree).encode(), digest_size=16).hexdigest(),
         tuple(sorted(_GlobalReads(_local_names(code, tree)).run(tree))),
-        source.filename, code.co_firstlineno,
-        getattr(tree, "end_lineno", None) or source.first_line)
+        # the code object's own file and line: equal code objects from two files compare equal,
+        # so a parse cached by code object may name the other file
+        code.co_filename, code.co_firstlineno,
+        code.co_firstlineno + (getattr(tree, "end_lineno", None) or source.first_line)
+        - source.first_line)
     if os.path.isabs(facts.filename) and facts.filename.endswith(".py"):
         # a new code object from a tracked file: the module was (re)loaded, so its current text
         # is the imported one again
@@ -328,7 +332,7 @@ class _Builder:
                 nested.extend(replace(d, via=(callee.name, *d.via)) for d in callee.dependencies)
                 locations.extend(loc for loc in callee.locations if loc not in locations)
         for dep, token in self._defaults(defined_at, facts):
-            deps[f"default {dep.name}"] = dep
+            deps[f"{dep.kind} {dep.name}"] = dep
             tokens.append(token)
         digest = hashlib.blake2b("\n".join(tokens).encode(), digest_size=16).hexdigest()
         return FunctionFingerprint(
@@ -404,7 +408,12 @@ class _Builder:
         positional = code.co_varnames[:code.co_argcount]
         named = list(zip(positional[len(positional) - len(defaults):], defaults, strict=True))
         named += sorted((py_func.__kwdefaults__ or {}).items())
-        for name, value in named:
-            token = f"default {name} = {self._encode(value)}"
-            yield (Dependency(name, "default", defined_at, _short(token), value=preview(value),
+        # annotations by value too: they declare signatures, and they are evaluated outside the
+        # function's code, so two defs differing only there have equal code objects
+        annotations = getattr(py_func, "__annotations__", None) or {}
+        named = [("default", n, v) for n, v in named]
+        named += [("annotation", n, v) for n, v in sorted(annotations.items())]
+        for kind, name, value in named:
+            token = f"{kind} {name} = {self._encode(value)}"
+            yield (Dependency(name, kind, defined_at, _short(token), value=preview(value),
                               filename=facts.filename, line=facts.first_line), token)

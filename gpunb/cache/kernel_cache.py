@@ -64,6 +64,20 @@ class KernelCache:
 
     # ---- lookup --------------------------------------------------------------------------------
 
+    def key_for(self, fingerprint: FunctionFingerprint, argtypes: str, options: dict | None,
+                target: str, arch: str, toolchain: dict | None = None) -> str:
+        """The key lookup() would use, without looking anything up or recording an event.
+
+        After a watch list fails, a dispatcher compares this with its specialisation's key: equal
+        means nothing that shapes code changed (a rebinding to an equal value, a new epoch), so it
+        keeps the specialisation and just takes the new watch list.
+        """
+        from gpunb.cache.toolchain_id import toolchain_identity
+
+        if toolchain is None:
+            toolchain = toolchain_identity(target, self.directory)
+        return key_of(key_parts(fingerprint, str(argtypes), options, target, arch, toolchain))
+
     def lookup(self, func_name: str, fingerprint: FunctionFingerprint, argtypes: str,
                options: dict | None, target: str, arch: str,
                toolchain: dict | None = None) -> tuple:

@@ -108,14 +108,19 @@ def _via(dep: Dependency) -> str:
     return f" (read via {' -> '.join(dep.via)})" if dep.via else ""
 
 
+def _ident(dep: Dependency) -> tuple:
+    """Parameters (defaults, annotations) and names read live in separate name spaces."""
+    return (dep.via, dep.kind if dep.kind in ("default", "annotation") else "", dep.name)
+
+
 def _dependency_changes(old_deps: list[Dependency], old_code: str,
                         fingerprint: FunctionFingerprint) -> list[str]:
     out = []
     if old_code and old_code != fingerprint.code_digest:
         out.append(f"changed: source of `{fingerprint.qualname}` defined at "
                    f"{fingerprint.defined_at}")
-    old = {(d.via, d.kind == "default", d.name): d for d in old_deps}
-    new = {(d.via, d.kind == "default", d.name): d for d in fingerprint.dependencies}
+    old = {_ident(d): d for d in old_deps}
+    new = {_ident(d): d for d in fingerprint.dependencies}
     old_vias = {d.via for d in old_deps}
     new_vias = {d.via for d in fingerprint.dependencies}
     for ident, dep in new.items():

@@ -32,7 +32,12 @@ def relocate(artifact, old_locations, new_locations):
         return entry
 
     def line_only(line: int) -> int:
-        deltas = {delta for _, first, last, _, delta in moves if first <= line <= last}
+        # the line map has no file names; the kernel's own lines are what the source view shows,
+        # so its range wins, then a callee's when only one callee range holds the line
+        _, first, last, _, delta = moves[0]
+        if first <= line <= last:
+            return line + delta
+        deltas = {delta for _, first, last, _, delta in moves[1:] if first <= line <= last}
         return line + deltas.pop() if len(deltas) == 1 else line
 
     changes = {"error_sites": tuple(site(tuple(s)) for s in artifact.error_sites),
