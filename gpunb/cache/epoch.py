@@ -9,10 +9,11 @@ trigger and content as the decision, when a fingerprint is recomputed in a new e
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import warnings
+
+from gpunb.cache.encode import blake2b
 
 # A dict, not a global int, so that a watch entry (_state, "epoch", <int object>) is checked by the
 # same `ns.get(name) is obj` loop as every global: a bump stores a new int object, so the identity
@@ -50,7 +51,7 @@ def watch_entry() -> tuple:
 def _digest_file(path: str) -> str | None:
     try:
         with open(path, "rb") as f:
-            return hashlib.blake2b(f.read(), digest_size=16).hexdigest()
+            return blake2b(f.read(), digest_size=16).hexdigest()
     except OSError:
         return None
 

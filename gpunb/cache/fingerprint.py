@@ -17,13 +17,12 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
-import hashlib
 import os
 import types
 from dataclasses import dataclass, field, replace
 
 from gpunb.cache import epoch
-from gpunb.cache.encode import MISSING, encode, is_constant, is_gpu_function, preview
+from gpunb.cache.encode import MISSING, blake2b, encode, is_constant, is_gpu_function, preview
 
 KINDS = ("gpu function", "global", "closure", "default", "annotation")
 _STABLE_MODULES = frozenset({"math", "cmath", "numpy", "gpunb", "operator", "builtins"})
@@ -133,13 +132,18 @@ def still_valid(watch) -> bool:
 
 # ---- per code object: parse once ---------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
 class _CodeFacts:
-    code_digest: str
-    chains: tuple[tuple[str, ...], ...]  # sorted global reads: ("N",), ("cuda", "threadIdx", "x")
-    filename: str
-    first_line: int
-    last_line: int
+    """What one code object's source says (internal, so a plain class: no dataclass import cost)."""
+
+    __slots__ = ("code_digest", "chains", "filename", "first_line", "last_line")
+
+    def __init__(self, code_digest: str, chains: tuple, filename: str, first_line: int,
+                 last_line: int):
+        self.code_digest = code_digest
+        self.chains = chains  # sorted global reads: ("N",), ("cuda", "threadIdx", "x")
+        self.filename = filename
+        self.first_line = first_line
+        self.last_line = last_line
 
 
 _facts_memo: dict[int, tuple] = {}  # id(code) -> (code, _CodeFacts); the code is kept alive
@@ -155,7 +159,7 @@ def _code_facts(py_func) -> _CodeFacts:
     source = load_source(py_func)
     tree = source.tree
     facts = _CodeFacts(
-        hashlib.blake2b(normalised_dump(tree).encode(), digest_size=16).hexdigest(),
+        blake2b(normalised_dump(tree).encode(), digest_size=16).hexdigest(),
         tuple(sorted(_GlobalReads(_local_names(code, tree)).run(tree))),
         # the code object's own file and line: equal code objects from two files compare equal,
         # so a parse cached by code object may name the other file
@@ -285,7 +289,7 @@ def _where(filename: str, line: int) -> str:
 
 
 def _short(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+    return blake2b(text.encode(), digest_size=12).hexdigest()
 
 
 def _is_stable(value) -> bool:
@@ -334,7 +338,7 @@ class _Builder:
         for dep, token in self._defaults(defined_at, facts):
             deps[f"{dep.kind} {dep.name}"] = dep
             tokens.append(token)
-        digest = hashlib.blake2b("\n".join(tokens).encode(), digest_size=16).hexdigest()
+        digest = blake2b("\n".join(tokens).encode(), digest_size=16).hexdigest()
         return FunctionFingerprint(
             py_func.__name__, py_func.__qualname__, digest, facts.code_digest, defined_at,
             facts.filename, facts.first_line, facts.last_line,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 
 from gpunb.cache import provenance
 from gpunb.cache.fingerprint import Dependency, FunctionFingerprint
@@ -24,22 +23,33 @@ from gpunb.cache.relocate import relocate
 from gpunb.cache.store import CorruptEntry, DiskStore, MemoryStore
 
 
-@dataclass(slots=True)
 class Lookup:
-    """A lookup in progress: the key and its parts, and the reason of a miss (for store())."""
+    """A lookup in progress: the key and its parts, and the reason of a miss (for store()).
 
-    key: str
-    parts: dict
-    function: str
-    signature: str
-    target: str
-    fingerprint: FunctionFingerprint
-    reason: str  # '' on a hit
-    detail: str
-    time_ms: float
-    enabled: bool
-    started: float  # time.time() of the lookup
-    event: CacheEvent | None = None  # set on hits (recorded) and by store() on misses
+    `event` is set on hits (already recorded) and by store() on misses. A plain slots class, not
+    a dataclass: it is built on every lookup and imported on the disk-hit path of a new process.
+    """
+
+    __slots__ = ("key", "parts", "function", "signature", "target", "fingerprint", "reason",
+                 "detail", "time_ms", "enabled", "started", "event")
+
+    def __init__(self, key: str, parts: dict, function: str, signature: str, target: str,
+                 fingerprint: FunctionFingerprint, enabled: bool):
+        self.key = key
+        self.parts = parts
+        self.function = function
+        self.signature = signature
+        self.target = target
+        self.fingerprint = fingerprint
+        self.reason = ""  # '' on a hit
+        self.detail = ""
+        self.time_ms = 0.0
+        self.enabled = enabled
+        self.started = time.time()
+        self.event: CacheEvent | None = None
+
+    def __repr__(self) -> str:
+        return f"<Lookup {self.function} {self.signature} {self.key[:12]} {self.reason or 'hit'}>"
 
 
 def _pointer(fingerprint: FunctionFingerprint, signature: str, target: str) -> str:
@@ -92,8 +102,7 @@ class KernelCache:
             toolchain = toolchain_identity(target, self.directory if enabled else None)
         parts = key_parts(fingerprint, signature, options, target, arch, toolchain)
         key = key_of(parts)
-        pending = Lookup(key, parts, func_name, signature, target, fingerprint, "", "", 0.0,
-                         enabled, time.time())
+        pending = Lookup(key, parts, func_name, signature, target, fingerprint, enabled)
         if not enabled:
             pending.reason = pending.detail = "disabled"
             return self._missed(pending, started)

@@ -8,9 +8,9 @@ entry of the same function, signature and target.
 
 from __future__ import annotations
 
-import hashlib
 import json
 
+from gpunb.cache.encode import blake2b
 from gpunb.cache.fingerprint import Dependency, FunctionFingerprint
 
 FORMAT_VERSION = 1
@@ -64,7 +64,7 @@ def key_parts(fingerprint: FunctionFingerprint, argtypes: str, options: dict | N
 
 def key_of(parts: dict) -> str:
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.blake2b(text.encode(), digest_size=20).hexdigest()
+    return blake2b(text.encode(), digest_size=20).hexdigest()
 
 
 def cache_key(fingerprint: FunctionFingerprint, argtypes: str, options: dict | None, target: str,

@@ -10,29 +10,38 @@ data only decides whether to ask again, never what goes into a key.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import json
 import os
 import sys
 
+from gpunb.cache.encode import blake2b
+
 _STAMP = "toolchain.json"
 
 
-@functools.cache
-def compiler_digest() -> str:
-    """Digest of gpunb's compiler sources: an edit to the compiler invalidates its artifacts.
-
-    gpunb's version string alone would keep stale artifacts across development edits; the sources
-    (compiler/ and specialize.py: everything that decides what an artifact contains) are ~300 KB
-    and hash in about a millisecond, once per process.
-    """
+def _compiler_sources() -> tuple[str, list[str]]:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     paths = [os.path.join(root, "specialize.py")]
     for folder, dirs, files in os.walk(os.path.join(root, "compiler")):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         paths.extend(os.path.join(folder, f) for f in sorted(files) if f.endswith(".py"))
-    h = hashlib.blake2b(digest_size=12)
+    return root, paths
+
+
+def compiler_digest(stamp: dict | None = None) -> str:
+    """Digest of gpunb's compiler sources: an edit to the compiler invalidates its artifacts.
+
+    gpunb's version string alone would keep stale artifacts across development edits; the sources
+    (compiler/ and specialize.py: everything that decides what an artifact contains) are ~300 KB,
+    ~2 ms to hash, so a stamp whose per-file (size, mtime_ns) all still match is trusted instead.
+    """
+    root, paths = _compiler_sources()
+    stats = [_stat(p) for p in paths]
+    found = (stamp or {}).get("compiler")
+    if isinstance(found, dict) and found.get("stat") == stats:
+        return str(found.get("value"))
+    h = blake2b(digest_size=12)
     for path in paths:
         try:
             with open(path, "rb") as f:
@@ -40,7 +49,16 @@ def compiler_digest() -> str:
         except OSError:
             continue
         h.update(os.path.relpath(path, root).encode() + b"\0" + data + b"\0")
-    return h.hexdigest()
+    value = h.hexdigest()
+    if stamp is not None:
+        stamp["compiler"] = {"stat": stats, "value": value}
+    return value
+
+
+def _toolchain():
+    from gpunb.compiler import toolchain  # imported only when a stamp is stale
+
+    return toolchain
 
 
 def _stat(path: str) -> list | None:
@@ -63,11 +81,12 @@ def _read_stamp(directory: str | None) -> dict:
 
 
 def _write_stamp(directory: str | None, data: dict) -> None:
-    if not directory or not os.path.isdir(directory):
+    if not directory:
         return
     from gpunb.cache.store import atomic_write
 
     try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
         atomic_write(os.path.join(directory, _STAMP), json.dumps(data, sort_keys=True).encode())
     except OSError:
         pass  # a read-only cache directory: ask the tools next time
@@ -108,17 +127,15 @@ def toolchain_identity(target: str, directory: str | None = None) -> dict[str, s
     if found is not None:
         return dict(found)
     import gpunb
-    from gpunb.compiler import toolchain
 
     stamp = _read_stamp(directory)
-    changed = False
-    identity = {"gpunb": gpunb.__version__, "compiler": compiler_digest()}
+    before = json.dumps(stamp, sort_keys=True)
+    identity = {"gpunb": gpunb.__version__, "compiler": compiler_digest(stamp)}
     if "llvmlite.binding" in sys.modules:
-        identity["llvm"] = toolchain.llvm_version()
+        identity["llvm"] = _toolchain().llvm_version()
     else:
-        identity["llvm"], fresh = _remembered(stamp, "llvm", _stat(_llvmlite_library() or ""),
-                                              toolchain.llvm_version)
-        changed |= fresh
+        identity["llvm"], _ = _remembered(stamp, "llvm", _stat(_llvmlite_library() or ""),
+                                          lambda: _toolchain().llvm_version())
     if target == "cuda":
         libdevice = stamp.get("libdevice")
         path = libdevice.get("stat", [None])[0] if isinstance(libdevice, dict) else None
@@ -126,15 +143,14 @@ def toolchain_identity(target: str, directory: str | None = None) -> dict[str, s
                 and path and libdevice.get("stat") == _stat(path):
             identity["libdevice"] = str(libdevice.get("value"))
         else:
-            identity["libdevice"] = toolchain.libdevice_hash()
+            identity["libdevice"] = _toolchain().libdevice_hash()
             try:
-                path = toolchain.libdevice_path()
+                path = _toolchain().libdevice_path()
             except Exception:  # noqa: BLE001 - no libdevice: the hash says "none"
                 path = ""
             stamp["libdevice"] = {"stat": _stat(path) if path else None,
                                   "env": _libdevice_search_env(), "value": identity["libdevice"]}
-            changed = True
-    if changed:
+    if json.dumps(stamp, sort_keys=True) != before:
         _write_stamp(directory, stamp)
     _identity_memo[memo_key] = identity
     return dict(identity)
@@ -150,5 +166,5 @@ def host_arch() -> str:
     import llvmlite.binding as llvm
 
     features = llvm.get_host_cpu_features().flatten()
-    digest = hashlib.blake2b(features.encode(), digest_size=6).hexdigest()
+    digest = blake2b(features.encode(), digest_size=6).hexdigest()
     return f"{llvm.get_default_triple()}/{llvm.get_host_cpu_name()}/{digest}"

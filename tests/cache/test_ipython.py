@@ -1,0 +1,64 @@
+"""The cell scenarios through a real IPython shell with `%load_ext gpunb` (cells, epoch hook)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("IPython")
+
+
+@pytest.fixture
+def shell(cache_dir, monkeypatch):
+    from cache_support import MiniDispatcher, jit
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from gpunb.cache import KernelCache
+
+    monkeypatch.setenv("GPUNB_TARGET", "cpu")
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "gpunb")
+    kc = KernelCache(str(cache_dir))
+    ip.user_ns.update(jit=jit, kernel=lambda f: MiniDispatcher(f, kc))
+    yield ip
+    ip.run_line_magic("unload_ext", "gpunb")
+    InteractiveShell.clear_instance()
+
+
+def run(ip, code: str):
+    result = ip.run_cell(code, store_history=True)
+    result.raise_error()
+    return result
+
+
+def test_cells_in_a_real_shell(shell):
+    from gpunb.cache import epoch
+
+    ns = shell.user_ns
+    run(shell, "OFFSET = 1.0\nUNREAD = 0")
+    helper_cell = run(shell, "@jit\ndef helper(v):\n    return v + OFFSET").execution_count
+    run(shell, "def saxpy(out, x):\n    out[0] = helper(x[0])\nk = kernel(saxpy)\nk.launch()")
+    k = ns["k"]
+    assert k.compiles == 1 and k.event.reason == "new"
+    assert k.event.defined_at.startswith("Cell In[")
+
+    before = epoch.current()
+    run(shell, "k.launch()")
+    assert epoch.current() > before  # the notebook's post_run_cell hook bumped the epoch
+    assert k.compiles == 1
+
+    cell = run(shell, "@jit\ndef helper(v):\n    return v + 2 * OFFSET").execution_count
+    assert cell != helper_cell
+    run(shell, "k.launch()")
+    assert k.compiles == 2
+    assert k.event.reason == f"changed: device function `helper` defined at Cell In[{cell}], line 1"
+
+    run(shell, "# reformatted\n@jit\ndef helper(v):   # same\n\n    return (v + 2 * OFFSET)")
+    run(shell, "UNREAD = 1")
+    run(shell, "k.launch()")
+    assert k.compiles == 2
+
+    run(shell, "OFFSET = 3.0")
+    run(shell, "k.launch()")
+    assert k.compiles == 3
+    assert k.event.reason == "changed: global `OFFSET` defined at module __main__ (read via " \
+                             "helper): 1.0 -> 3.0"
