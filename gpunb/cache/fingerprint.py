@@ -352,7 +352,11 @@ class _Builder:
             return f"gpu-recursive:{inner.__module__}.{inner.__qualname__}"
         callee = _fingerprint(func, self.in_progress)
         self.callees.append(callee)
-        return f"gpu:{callee.digest}:{sorted((k, repr(v)) for k, v in (options or {}).items())}"
+        # a callee's own options and declared signatures (its arguments are converted to them)
+        # shape the caller's code
+        declared = [str(s) for s in getattr(func, "declared_signatures", ()) or ()]
+        options = sorted((k, repr(v)) for k, v in (options or {}).items())
+        return f"gpu:{callee.digest}:{options}:{declared}"
 
     def _encode(self, value) -> str:
         return encode(value, self._gpu_token, self.epoch_marker)

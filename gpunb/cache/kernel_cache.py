@@ -82,10 +82,11 @@ class KernelCache:
         means nothing that shapes code changed (a rebinding to an equal value, a new epoch), so it
         keeps the specialisation and just takes the new watch list.
         """
+        from gpunb import config
         from gpunb.cache.toolchain_id import toolchain_identity
 
         if toolchain is None:
-            toolchain = toolchain_identity(target, self.directory)
+            toolchain = toolchain_identity(target, self.directory, write=config.cache_enabled())
         return key_of(key_parts(fingerprint, str(argtypes), options, target, arch, toolchain))
 
     def lookup(self, func_name: str, fingerprint: FunctionFingerprint, argtypes: str,
@@ -99,7 +100,7 @@ class KernelCache:
         signature = str(argtypes)
         enabled = config.cache_enabled() and (options or {}).get("cache", True) is not False
         if toolchain is None:
-            toolchain = toolchain_identity(target, self.directory if enabled else None)
+            toolchain = toolchain_identity(target, self.directory, write=enabled)
         parts = key_parts(fingerprint, signature, options, target, arch, toolchain)
         key = key_of(parts)
         pending = Lookup(key, parts, func_name, signature, target, fingerprint, enabled)

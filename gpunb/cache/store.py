@@ -323,7 +323,7 @@ class DiskStore:
 
     def prune(self, max_bytes: int | None = None) -> int:
         """Remove least recently used entries until under 90% of the cap; the count removed."""
-        if not self._ensure_dir():
+        if not os.path.isdir(self.directory) or not self._ensure_dir():
             return 0
         with self._locked():
             return self._prune_locked(self.max_bytes if max_bytes is None else max_bytes)

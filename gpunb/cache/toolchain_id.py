@@ -120,8 +120,12 @@ def _libdevice_search_env() -> list:
 _identity_memo: dict = {}
 
 
-def toolchain_identity(target: str, directory: str | None = None) -> dict[str, str]:
-    """{gpunb, compiler, llvm[, libdevice]} for keys; memoised per process and stamped on disk."""
+def toolchain_identity(target: str, directory: str | None = None,
+                       write: bool = True) -> dict[str, str]:
+    """{gpunb, compiler, llvm[, libdevice]} for keys; memoised per process and stamped on disk.
+
+    `write=False` (the cache is disabled) still reads a stamp but never writes one.
+    """
     memo_key = (target, directory)
     found = _identity_memo.get(memo_key)
     if found is not None:
@@ -150,7 +154,7 @@ def toolchain_identity(target: str, directory: str | None = None) -> dict[str, s
                 path = ""
             stamp["libdevice"] = {"stat": _stat(path) if path else None,
                                   "env": _libdevice_search_env(), "value": identity["libdevice"]}
-    if json.dumps(stamp, sort_keys=True) != before:
+    if write and json.dumps(stamp, sort_keys=True) != before:
         _write_stamp(directory, stamp)
     _identity_memo[memo_key] = identity
     return dict(identity)

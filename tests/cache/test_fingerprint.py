@@ -505,3 +505,14 @@ def test_real_dispatcher_objects_are_gpu_functions(modules):
     fp = collect(mod.kern)
     assert any(d.kind == "gpu function" and d.name == "scale" for d in fp.dependencies)
     assert any(d.name == "cuda.grid" for d in fp.dependencies)
+
+
+def test_callee_declared_signatures_count(cells):
+    cells.run("def helper(v):\n    return v\n\ndef kern(out):\n    out[0] = helper(1.0)\n")
+    py_helper, kern = cells.ns["helper"], jit(cells.ns["kern"])
+    cells.ns["helper"] = jit(py_helper)
+    first = collect(kern).digest
+    declared = jit(py_helper)
+    declared.declared_signatures = ("float32(float32)",)
+    cells.ns["helper"] = declared
+    assert collect(kern).digest != first

@@ -212,3 +212,12 @@ def test_real_artifact_round_trips_through_disk(modules, cache_dir):
         np.testing.assert_array_equal(out, x * 3.0)
     finally:
         gpunb.set_target(None)
+
+
+def test_disabled_cache_writes_nothing_at_all(nb, cache_dir, monkeypatch):
+    monkeypatch.setenv("GPUNB_CACHE", "0")
+    fp = collect(jit(nb.ns["saxpy"]))
+    kc = KernelCache(str(cache_dir))
+    art, pending = kc.lookup("saxpy", fp, SIGNATURE, {}, "cpu", "arch")  # real toolchain
+    assert kc.store(pending, fake_artifact(fp), fp, 1.0).reason == "disabled"
+    assert not cache_dir.exists()
