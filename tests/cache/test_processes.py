@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,13 @@ def _run(cache_dir, module_dir, *kernels) -> list[dict]:
 
 
 def _write(folder: Path, name: str, text: str) -> None:
+    """Write a module file; a rewrite gets a later mtime (a .pyc is keyed on mtime seconds)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}.py").write_text(textwrap.dedent(text))
+    path = folder / f"{name}.py"
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    path.write_text(textwrap.dedent(text))
+    later = max(before + 2_000_000_000, time.time_ns())
+    os.utime(path, ns=(later, later))
 
 
 HELPER_B = """
