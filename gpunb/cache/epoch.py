@@ -15,8 +15,8 @@ import warnings
 
 from gpunb.cache.encode import blake2b
 
-# A dict, not a global int, so that a watch entry (_state, "epoch", <int object>) is checked by the
-# same `ns.get(name) is obj` loop as every global: a bump stores a new int object, so the identity
+# A dict, not a global int, so that a watch entry (_state.get, "epoch", <int object>) is checked by
+# the same `get(name) is obj` loop as every global: a bump stores a new int object, so the identity
 # check fails exactly when the epoch moved on (values only grow, so no old object ever returns).
 _state: dict = {"epoch": 0}
 _lock = threading.Lock()
@@ -45,7 +45,7 @@ def bump() -> int:
 
 def watch_entry() -> tuple:
     """The watch-list entry that stays valid while the epoch does not change."""
-    return (_state, "epoch", _state["epoch"])
+    return (_state.get, "epoch", _state["epoch"])
 
 
 def _digest_file(path: str) -> str | None:

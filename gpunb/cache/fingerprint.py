@@ -6,10 +6,10 @@ value canonically (encode.py) and fingerprints called GPU functions recursively.
 formatting, docstrings, line numbers and file paths never enter a digest, so the same kernel in
 another cell, directory or machine has the same fingerprint.
 
-It also returns a *watch list*: (namespace, name, object seen) for each global read, transitively,
-headed by the epoch entry, so `still_valid(watch)` - a loop of identity checks - tells the launch
-fast path whether anything was rebound since. Work is memoised per code object (parsing, chain
-extraction) and per function object (resolved values, valid while its watch list is).
+It also returns a *watch list*: (namespace.get, name, object seen) for each global read,
+transitively, headed by the epoch entry, so `still_valid(watch)` - identity checks - tells the
+launch fast path whether anything was rebound since. Work is memoised per code object (parsing,
+chain extraction) and per function object (resolved values, valid while its watch list is).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class FunctionFingerprint:
     first_line: int
     last_line: int
     dependencies: tuple[Dependency, ...]  # transitive; a callee's entries carry `via`
-    watch: tuple  # (namespace, name, object seen), epoch entry first; see still_valid
+    watch: tuple  # (namespace's bound get, name, object seen), epoch entry first; still_valid
     epoch: int
     locations: tuple  # ((qualname, filename, first_line, last_line), ...): self, then callees
     py_func: object = field(default=None, compare=False, repr=False)
@@ -89,7 +89,7 @@ class FunctionFingerprint:
 
 
 class _CellView:
-    """A closure cell seen as a one-name namespace, so watch entries stay `ns.get(name) is obj`."""
+    """A closure cell seen as a one-name namespace, so watch entries stay `get(name) is obj`."""
 
     __slots__ = ("cell",)
 
@@ -122,10 +122,11 @@ def still_valid(watch) -> bool:
     """True while every watched name is still bound to the object seen (and the epoch is the same).
 
     The launch fast path calls this; it is deliberately one loop of dict lookups and identity
-    checks. `MISSING` is the object recorded for a name that was unbound.
+    checks. Entries hold the namespace's bound `get` (not the namespace): no attribute lookup per
+    entry, a third faster. `MISSING` is the object recorded for a name that was unbound.
     """
-    for namespace, name, obj in watch:
-        if namespace.get(name, MISSING) is not obj:
+    for get, name, obj in watch:
+        if get(name, MISSING) is not obj:
             return False
     return True
 
@@ -328,11 +329,11 @@ class _Builder:
                 continue  # `arr` and `arr.shape` resolve to the same frozen value
             deps[dep.name] = dep
             tokens.append(token)
-            for entry in entries:
-                watch.setdefault((id(entry[0]), entry[1]), entry)
+            for namespace, name, obj in entries:
+                watch.setdefault((id(namespace), name), (namespace.get, name, obj))
             for callee in self.callees:
                 for entry in callee.watch[1:]:
-                    watch.setdefault((id(entry[0]), entry[1]), entry)
+                    watch.setdefault((id(entry[0].__self__), entry[1]), entry)
                 nested.extend(replace(d, via=(callee.name, *d.via)) for d in callee.dependencies)
                 locations.extend(loc for loc in callee.locations if loc not in locations)
         for dep, token in self._defaults(defined_at, facts):
