@@ -29,6 +29,10 @@ def _tflops(ms: float, n: int) -> float:
     return 2.0 * n ** 3 / (ms * 1e-3) / 1e12
 
 
+def _elapsed_ms(start, end) -> float:
+    return start.elapsed_time(end)  # numba.cuda's and gpunb's events both have it
+
+
 def _check(c: np.ndarray, a: np.ndarray, b: np.ndarray, who: str) -> None:
     rows = slice(0, 4)  # a few rows against float64 numpy: enough to catch a wrong kernel
     want = a[rows].astype(np.float64) @ b.astype(np.float64)
@@ -52,7 +56,7 @@ def _jit(lib: str, workdir: Path, a, b, iters: int, repeats: int) -> Cell:
     d_c = cuda.device_array((n, n), np.float32)
     grid = ((n + tpb - 1) // tpb, (n + tpb - 1) // tpb)  # as the doc example computes it
     ms = gpu_event_ms(lambda: kernels.fast_matmul[grid, (tpb, tpb)](d_a, d_b, d_c),
-                      cuda.event(), cuda.event(), cuda.event_elapsed_time, iters, repeats)
+                      cuda.event(), cuda.event(), _elapsed_ms, iters, repeats)
     _check(d_c.copy_to_host(), a, b, lib)
     return cell(_tflops(ms, n), "{:.2f} TFLOP/s", f"{ms:.2f} ms per launch")
 

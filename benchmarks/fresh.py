@@ -57,6 +57,8 @@ def _first_launch(tool: str, workdir: Path, kernel_name: str) -> dict:
 def _cache_event(lib: str, kernel) -> str:
     """What the tool says about its cache for this kernel, so a hit is never assumed."""
     if lib == "numba":
+        if not hasattr(kernel, "stats"):
+            return "numba cache: no stats on this dispatcher"
         hits = sum(kernel.stats.cache_hits.values())
         misses = sum(kernel.stats.cache_misses.values())
         return f"numba cache hits={hits} misses={misses}"

@@ -143,8 +143,9 @@ def load_kernels(tool: str, directory: Path) -> ModuleType:
     cache checks) stays put between the processes of a disk-cache measurement.
     """
     text = source_for(tool)
-    digest = hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
-    path = Path(directory) / f"bench_kernels_{tool}.py"
+    path = Path(directory).resolve() / f"bench_kernels_{tool}.py"
+    # one module per file and text: a later run in another directory gets its own module
+    digest = hashlib.blake2b(f"{path}\0{text}".encode(), digest_size=6).hexdigest()
     if not path.exists() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
