@@ -122,7 +122,7 @@ def verdict_at_most(value: float | None, target: float, unit: str) -> str:
         return "n/a"
     if value <= target:
         return f"met: {value:.3g} <= {target:g} {unit}"
-    return f"MISSED: {value / target:.1f}x the target"
+    return f"MISSED: {value / target:.2f}x the target"
 
 
 def verdict_at_least(value: float | None, target: float, unit: str) -> str:

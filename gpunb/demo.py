@@ -190,6 +190,7 @@ def show_cache() -> None:
 
     explain = getattr(gpunb.cache, "explain", None)
     if explain is not None:
+        print("gpunb.cache.explain(saxpy):")
         print(explain(saxpy))
 
 
