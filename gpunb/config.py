@@ -2,16 +2,14 @@
 
 Values are read when asked for (not frozen at import), so tests and notebooks can change them.
 
-| variable              | meaning                                                          | default        |
-|-----------------------|------------------------------------------------------------------|----------------|
-| GPUNB_TARGET          | `cuda`, `cpu` or `auto` (cuda when a usable GPU exists, else cpu) | auto           |
-| GPUNB_CACHE           | `0` disables the compiled-kernel cache (memory and disk)         | 1              |
-| GPUNB_CACHE_DIR       | directory of the disk cache                                      | platformdirs   |
-| GPUNB_CACHE_MAX_BYTES | size cap of the disk cache; least recently used entries pruned   | 1 GiB          |
-| GPUNB_BOUNDSCHECK     | `1` checks every array access on the CPU target (as debug=True)  | 0              |
-| GPUNB_ARCH            | default compute capability for PTX when no GPU is present, sm_XX | sm_90          |
-| GPUNB_CPU_THREADS     | host threads that run blocks in parallel on the CPU target        | os.cpu_count() |
-| GPUNB_NOTICES         | `0` silences one-line notices (target fallback, host copies)     | 1              |
+- GPUNB_TARGET: `cuda`, `cpu` or `auto` (cuda when a usable GPU exists, else cpu). Default auto.
+- GPUNB_CACHE: `0` disables the compiled-kernel cache (memory and disk). Default 1.
+- GPUNB_CACHE_DIR: directory of the disk cache. Default: platformdirs' user cache dir.
+- GPUNB_CACHE_MAX_BYTES: size cap of the disk cache; LRU entries pruned. Default 1 GiB.
+- GPUNB_BOUNDSCHECK: `1` checks every array access on the CPU target (as debug=True). Default 0.
+- GPUNB_ARCH: compute capability for PTX when no GPU is present, sm_XX. Default sm_90.
+- GPUNB_CPU_THREADS: host threads that run blocks in parallel on the CPU target. Default: cores.
+- GPUNB_NOTICES: `0` silences one-line notices (target fallback, host copies). Default 1.
 """
 
 from __future__ import annotations

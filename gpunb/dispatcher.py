@@ -1,4 +1,4 @@
-"""@cuda.jit objects: specialise per argument types, `kernel[grid, block](...)`, the launch fast path.
+"""@cuda.jit objects: specialise per argument types, `kernel[grid, block](...)`, the fast path.
 
 A launch on the fast path: one type key per argument, one dict lookup, a validity check of the
 cached specialisation (identity checks of the globals its code reads), argument packing into a
@@ -12,8 +12,10 @@ import inspect
 import threading
 import time
 
+from gpunb.cache.fingerprint import still_valid
 from gpunb.compiler import types as t
 from gpunb.errors import CompileError, LaunchError
+from gpunb.runtime.typeof import type_key
 
 _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
                  "inline")
@@ -64,6 +66,7 @@ class Dispatcher:
         self.declared_signatures = tuple(_parse_signatures(signatures, py_func))
         self._fast: dict = {}
         self._fast_target = None
+        self._configs: dict = {}
         self._lock = threading.RLock()
         self.specializations: dict = {}  # (target, argtypes) -> Specialization
 
@@ -74,6 +77,24 @@ class Dispatcher:
     # ---- launch syntax -------------------------------------------------------------------------
 
     def __getitem__(self, config) -> _LaunchConfig:
+        # a loop launching kernel[grid, block] reuses one config object (no validation, no
+        # allocation); unhashable configs (lists) take the long way
+        try:
+            found = self._configs.get(config)
+        except TypeError:
+            found = None
+        if found is not None:
+            return found
+        made = self._make_config(config)
+        try:
+            if len(self._configs) >= 64:
+                self._configs.clear()
+            self._configs[config] = made
+        except TypeError:
+            pass
+        return made
+
+    def _make_config(self, config) -> _LaunchConfig:
         if self.device:
             raise LaunchError(f"'{self.__name__}' is a device function and cannot be launched",
                               hint="call it from a kernel, or drop device=True")
@@ -103,14 +124,12 @@ class Dispatcher:
     # ---- the fast path -------------------------------------------------------------------------
 
     def launch(self, griddim, blockdim, stream, sharedmem: int, args: tuple) -> None:
-        from gpunb.runtime.typeof import type_key
-
         try:
             key = tuple([type_key(a) for a in args])
         except TypeError:
             key = None
         spec = self._fast.get(key) if key is not None else None
-        if spec is None or (spec.watch and not _still_valid(spec.watch)):
+        if spec is None or not still_valid(spec.watch):
             spec = self._specialize_for_args(args, key)
         params, writeback = spec.packer.pack(args, spec.argtypes)
         spec.launcher(griddim, blockdim, sharedmem, stream, params)
@@ -148,7 +167,7 @@ class Dispatcher:
             return tuple(_launch_type(a) for a in argtypes)
         for sig in self.declared_signatures:
             if len(sig.args) == len(argtypes) and all(
-                    _accepts(d, a) for d, a in zip(sig.args, argtypes)):
+                    _accepts(d, a) for d, a in zip(sig.args, argtypes, strict=False)):
                 return tuple(sig.args)
         sigs = ", ".join(str(s) for s in self.declared_signatures)
         raise LaunchError(f"no declared signature of '{self.__name__}' accepts "
@@ -161,7 +180,7 @@ class Dispatcher:
         target = target or active_target(self.requested_target)
         with self._lock:
             found = self.specializations.get((target, argtypes))
-            if found is not None and (not found.watch or _still_valid(found.watch)):
+            if found is not None and still_valid(found.watch):
                 return found
             from gpunb import specialize as spz
 
@@ -221,6 +240,8 @@ class Dispatcher:
         from gpunb import specialize as spz
 
         spec = self._any_spec(signature)
+        if spec.typed is None:  # loaded from the cache: types were not inferred in this process
+            spec.typed = spz.infer(self, spec.argtypes, dict(self.options))
         text = spz.describe_types(spec.typed)
         if file is not None:
             print(text, file=file)
@@ -250,7 +271,7 @@ class Dispatcher:
         out = []
         for (target, argtypes), spec in self.specializations.items():
             out.append({"function": self.__name__, "target": target,
-                        "signature": str(t.Signature(t.none, argtypes)),
+                        "signature": str(t.Signature(t.void, argtypes)),
                         "event": spec.cache_event, "compile_ms": spec.compile_ms,
                         "key": spec.key})
         return out
@@ -280,16 +301,6 @@ class _LaunchConfig:
 
     def __call__(self, *args) -> None:
         self.dispatcher.launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
-
-
-def _still_valid(watch) -> bool:
-    for namespace, name, obj in watch:
-        if namespace.get(name, _MISSING) is not obj:
-            return False
-    return True
-
-
-_MISSING = object()
 
 
 def _launch_type(ty: t.Type) -> t.Type:

@@ -1,4 +1,4 @@
-"""Registry-free helpers for naming notebook cells: maps a cell's synthetic filename to `Cell In[N]`.
+"""Registry-free helpers naming notebook cells: a cell's synthetic filename -> `Cell In[N]`.
 
 IPython compiles each cell under a synthetic filename (e.g. `/tmp/ipykernel_123/456.py`); the
 notebook layer records which execution count each filename belongs to so errors and provenance can

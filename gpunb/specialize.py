@@ -11,37 +11,100 @@ import time
 
 from gpunb.compiler import types as t
 from gpunb.compiler.artifact import KernelArtifact, ResourceUsage
-from gpunb.errors import LaunchError
 
 CPU_LIMITS = {"max_threads_per_block": 1024, "max_block_dim": (1024, 1024, 64),
               "max_grid_dim": (2**31 - 1, 65535, 65535), "max_shared_memory_per_block": 227 * 1024}
 
 
 def build_specialization(dispatcher, argtypes: tuple, target: str, previous=None):
-    from gpunb.dispatcher import Specialization
-    from gpunb.runtime.launch import ArgPacker
+    """The specialisation for these argument types: kept, loaded from the cache, or compiled.
 
+    Protocol with gpunb.cache: fingerprint the function (its code and everything it reads,
+    transitively); when a previous specialisation's watch list failed but the key is unchanged (a
+    rebinding to an equal value, a new notebook epoch) keep it with the new watch list; otherwise
+    look the key up (memory, then disk) and compile only on a miss, storing the result. The watch
+    list is taken even with the cache disabled: invalidation in a live process is correctness.
+    """
+    from gpunb.cache import default_cache
+    from gpunb.cache.fingerprint import collect
     from gpunb.compiler.guard import compile_guard
 
     options = dict(dispatcher.options)
-    started = time.perf_counter()
+    signature = str(t.Signature(t.void, argtypes))
     with compile_guard(dispatcher.py_func):
-        typed = infer(dispatcher, argtypes, options)
+        fingerprint = collect(dispatcher)
+    cache = default_cache()
+    arch = _cache_arch(target)
+    if previous is not None and previous.key is not None and previous.key == cache.key_for(
+            fingerprint, signature, options, target, arch):
+        previous.watch = fingerprint.watch
+        previous.fingerprint = fingerprint
+        return previous
+    started = time.perf_counter()
+    artifact, pending = cache.lookup(dispatcher.__name__, fingerprint, signature, options, target,
+                                     arch)
+    typed = None
+    if artifact is None:
+        with compile_guard(dispatcher.py_func):
+            typed = infer(dispatcher, argtypes, options)
+            artifact = _build_cpu(typed, options) if target == "cpu" else None
         if target == "cpu":
-            artifact = _build_cpu(typed, options)
+            launcher = _cpu_launcher(dispatcher, artifact)
         else:
-            artifact = None
-    if target == "cpu":
-        launcher = _cpu_launcher(dispatcher, artifact)
+            artifact, launcher = _build_cuda(dispatcher, typed, options)
+        compile_ms = (time.perf_counter() - started) * 1000.0
+        event = cache.store(pending, artifact, fingerprint, compile_ms)
     else:
-        artifact, launcher = _build_cuda(dispatcher, typed, options)
+        launcher = _load(dispatcher, artifact, target)
+        compile_ms = 0.0
+        event = pending.event
+    spec = _specialization(dispatcher, argtypes, artifact, target, launcher, typed)
+    spec.compile_ms = compile_ms
+    spec.watch = fingerprint.watch
+    spec.fingerprint = fingerprint
+    spec.key = pending.key
+    spec.cache_event = event
+    return spec
+
+
+def _specialization(dispatcher, argtypes: tuple, artifact: KernelArtifact, target: str,
+                    launcher, typed):
+    from gpunb.dispatcher import Specialization
+    from gpunb.runtime.launch import ArgPacker
+
     # the packer passes arrays the specialisation's way (host pointers on the CPU target even
     # when the active target is cuda, e.g. cuda.jit(target="cpu") on a GPU machine)
     packer = ArgPacker(artifact.param_slots, target, dispatcher.__name__)
-    spec = Specialization(argtypes, artifact, target, packer, launcher,
-                          typed)
-    spec.compile_ms = (time.perf_counter() - started) * 1000.0
-    return spec
+    return Specialization(argtypes, artifact, target, packer, launcher, typed)
+
+
+def _load(dispatcher, artifact: KernelArtifact, target: str):
+    """A launcher for an artifact from the cache: MCJIT for host objects, the driver for cubins."""
+    if target == "cpu":
+        return _cpu_launcher(dispatcher, artifact)
+    from gpunb.runtime import driver
+
+    device = driver.current_device()
+    module = driver.load_module(artifact.binary)
+    function = module.get_function(artifact.symbol)
+    return _cuda_launcher(dispatcher.__name__, artifact, module, function, device)
+
+
+_host_arch: list = []
+
+
+def _cache_arch(target: str) -> str:
+    """The arch part of a cache key: sm_XY of the current GPU, or the host CPU's identity."""
+    if target == "cpu":
+        if not _host_arch:
+            from gpunb.cache import host_arch
+
+            _host_arch.append(host_arch())
+        return _host_arch[0]
+    from gpunb.compiler.build import arch_string
+    from gpunb.runtime import driver
+
+    return arch_string(tuple(driver.current_device().compute_capability))
 
 
 def infer(dispatcher, argtypes: tuple, options: dict):
@@ -77,10 +140,8 @@ def _cpu_launcher(dispatcher, artifact: KernelArtifact):
 
 def _build_cuda(dispatcher, typed, options: dict):
     from gpunb.compiler.build import build_ptx
-    from gpunb.runtime import driver
-    from gpunb.runtime.launch import launch_cuda, validate_config
-
     from gpunb.compiler.guard import compile_guard
+    from gpunb.runtime import driver
 
     device = driver.current_device()
     cc = tuple(device.compute_capability)
@@ -136,21 +197,30 @@ _ptx_cache: dict = {}
 
 
 def ptx_for(dispatcher, argtypes: tuple) -> KernelArtifact:
-    """PTX for these argument types, whatever the active target (no GPU needed)."""
-    from gpunb import config
+    """PTX for these argument types, whatever the active target (no GPU needed).
+
+    Memoised by content (the function's fingerprint digest, options, arch), so a redefined device
+    function it calls gives new PTX, as a launch would.
+    """
+    from gpunb.cache.fingerprint import collect, still_valid
     from gpunb.compiler.build import build_ptx
+    from gpunb.compiler.guard import compile_guard
 
     for (target, types), spec in dispatcher.specializations.items():
-        if target == "cuda" and types == argtypes:
+        if target == "cuda" and types == argtypes and still_valid(spec.watch):
             return spec.artifact
-    key = (id(dispatcher), dispatcher.py_func.__code__, argtypes)
+    options = dict(dispatcher.options)
+    cc = _inspection_cc()
+    with compile_guard(dispatcher.py_func):
+        digest = collect(dispatcher).digest
+    key = (digest, repr(sorted(options.items())), argtypes, cc)
     found = _ptx_cache.get(key)
     if found is None:
-        from gpunb.compiler.guard import compile_guard
-
         with compile_guard(dispatcher.py_func):
-            typed = infer(dispatcher, argtypes, dict(dispatcher.options))
-            found = build_ptx(typed, dict(dispatcher.options), _inspection_cc())
+            typed = infer(dispatcher, argtypes, options)
+            found = build_ptx(typed, options, cc)
+        if len(_ptx_cache) > 256:
+            _ptx_cache.clear()
         _ptx_cache[key] = found
     return found
 

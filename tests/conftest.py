@@ -9,6 +9,9 @@ import tempfile
 import pytest
 
 os.environ.setdefault("GPUNB_NOTICES", "0")
+# kernels compiled by the tests never land in the user's own cache directory
+if "GPUNB_CACHE_DIR" not in os.environ:
+    os.environ["GPUNB_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpunb-test-cache-")
 
 
 def _gpu_available() -> bool:

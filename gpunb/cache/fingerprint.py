@@ -180,11 +180,16 @@ def _code_facts(py_func) -> _CodeFacts:
 
 def normalised_dump(tree: ast.FunctionDef) -> str:
     """The AST with docstring, positions and field names removed: comments/format never count."""
+    tree = copy.copy(tree)  # shallow: the compiler's cached tree is never modified
     body = tree.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             and isinstance(body[0].value.value, str):
-        tree = copy.copy(tree)  # shallow: the compiler's cached tree is never modified
         tree.body = body[1:]
+    # default values are fingerprinted by value (kind "default"), so `a=2.0` -> `a=3.0` is
+    # explained as a changed default, not as changed source
+    args = tree.args = copy.copy(tree.args)
+    args.defaults = []
+    args.kw_defaults = []
     return ast.dump(tree, annotate_fields=False, include_attributes=False)
 
 

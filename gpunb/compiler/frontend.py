@@ -1,7 +1,8 @@
 """Source text -> parsed, located Python AST for one GPU function (files and notebook cells alike).
 
-`inspect.getsource` reads through `linecache`, where IPython registers every cell's text, so the same
-code serves `.py` files and notebook cells. Line numbers in the tree are the file's (or cell's) own.
+`inspect.getsource` reads through `linecache`, where IPython registers every cell's text, so the
+same code serves `.py` files and notebook cells. Line numbers in the tree are the file's (or
+cell's) own.
 """
 
 from __future__ import annotations
@@ -30,15 +31,19 @@ class KernelSource:
                               getattr(node, "col_offset", 0), getattr(node, "end_col_offset", None))
 
 
+# id(code) -> (code, source). Not keyed by the code object itself: code objects compare equal
+# across files (co_filename is not compared), so two notebook cells with the same text at the same
+# line would share one entry and errors would name the wrong cell. The code is kept alive so that
+# its id is not reused while the entry exists.
 _source_cache: dict = {}
 
 
 def load_source(py_func) -> KernelSource:
     """Parse `py_func`'s source; cached per code object (a redefinition has a new code object)."""
     code = py_func.__code__
-    cached = _source_cache.get(code)
-    if cached is not None:
-        return cached
+    cached = _source_cache.get(id(code))
+    if cached is not None and cached[0] is code:
+        return cached[1]
     filename = code.co_filename
     try:
         lines, first_line = inspect.getsourcelines(py_func)
@@ -78,7 +83,7 @@ def load_source(py_func) -> KernelSource:
                           getattr(py_func, "__module__", None) or "__main__")
     if len(_source_cache) > 4096:
         _source_cache.clear()
-    _source_cache[code] = source
+    _source_cache[id(code)] = (code, source)
     return source
 
 

@@ -134,7 +134,7 @@ class Inferer(ast.NodeVisitor):
             raise self.error(source.tree, f"'{source.name}' takes {len(self.argnames)} "
                              f"arguments but {len(argtypes)} were given")
         self.argtypes = tuple(argtypes)
-        self.var_types: dict = dict(zip(self.argnames, self.argtypes))
+        self.var_types: dict = dict(zip(self.argnames, self.argtypes, strict=False))
         self.locals = _assigned_names(source.tree) | set(self.argnames)
         self.expr_types: dict = {}
         self.calls: dict = {}
@@ -188,7 +188,8 @@ class Inferer(ast.NodeVisitor):
                              "string literals can only be passed to print()")
         if isinstance(ty, PyValue):
             raise self.error(node, f"cannot assign {ty} to a variable",
-                             "functions, modules and types cannot be stored in variables in GPU code")
+                             "functions, modules and types cannot be stored in variables "
+                             "in GPU code")
         old = self.var_types.get(name)
         if old is None:
             self.var_types[name] = ty
@@ -286,7 +287,7 @@ class Inferer(ast.NodeVisitor):
             self.set_var(target, name, vt)
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = self.unpack_types(target, vt, len(target.elts))
-            for elt, it in zip(target.elts, items):
+            for elt, it in zip(target.elts, items, strict=False):
                 self.assign(elt, it, None)
         elif isinstance(target, ast.Subscript):
             self.expr(target)
@@ -384,7 +385,7 @@ class Inferer(ast.NodeVisitor):
         if it.keywords or not 1 <= len(it.args) <= 3:
             raise self.error(it, "range() takes 1 to 3 positional arguments")
         types = [self.expr(a) for a in it.args]
-        for a, ty in zip(it.args, types):
+        for a, ty in zip(it.args, types, strict=False):
             if not isinstance(ty, (t.Integer, t.Boolean)):
                 raise self.error(a, f"range() needs integers, got {ty}", "convert with int(...)")
         loop_t = types[0] if isinstance(types[0], t.Integer) else t.int64
@@ -492,7 +493,9 @@ class Inferer(ast.NodeVisitor):
             if attr in ("size", "ndim", "itemsize", "nbytes"):
                 return t.int64
             if attr == "T" and base.ndim <= 2:
-                layout = {"C": "F", "F": "C"}.get(base.layout, "A") if base.ndim == 2 else base.layout
+                layout = base.layout
+                if base.ndim == 2:
+                    layout = {"C": "F", "F": "C"}.get(base.layout, "A")
                 return t.Array(base.dtype, base.ndim, layout)
         if isinstance(base, t.Complex) and attr in ("real", "imag"):
             return base.component
@@ -582,7 +585,7 @@ class Inferer(ast.NodeVisitor):
     def expr_BoolOp(self, node: ast.BoolOp) -> t.Type:
         types = [self.expr(v) for v in node.values]
         result = types[0]
-        for v, ty in zip(node.values[1:], types[1:]):
+        for v, ty in zip(node.values[1:], types[1:], strict=False):
             merged = t.unify(result, ty)
             if merged is None:
                 raise self.error(v, f"operands of and/or have types {result} and {ty}")
@@ -592,7 +595,7 @@ class Inferer(ast.NodeVisitor):
     def expr_Compare(self, node: ast.Compare) -> t.Type:
         left = node.left
         lt = self.expr(left)
-        for op, right in zip(node.ops, node.comparators):
+        for op, right in zip(node.ops, node.comparators, strict=False):
             rt = self.expr(right)
             if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
                 raise self.error(node, f"'{_CMP_SYMBOLS[type(op)]}' is not supported in GPU code",
@@ -712,8 +715,8 @@ class Inferer(ast.NodeVisitor):
         target_type = dtype_to_type(callee)
         if target_type is not None:
             if len(node.args) != 1 or node.keywords:
-                raise self.error(node, f"{callee.__name__ if hasattr(callee, '__name__') else callee}"
-                                 "() takes exactly one argument in GPU code")
+                cname = getattr(callee, "__name__", callee)
+                raise self.error(node, f"{cname}() takes exactly one argument in GPU code")
             at = self.expr(node.args[0])
             if not t.is_number(at):
                 raise self.error(node.args[0], f"cannot convert {at} to {target_type}")
@@ -785,7 +788,7 @@ class Inferer(ast.NodeVisitor):
                                      f"'{py_func.__name__}' has no GPU type")
                 args.append(("const", default))
                 argtypes.append(ty)
-        for arg, ty in zip(args, argtypes):
+        for arg, ty in zip(args, argtypes, strict=False):
             if isinstance(ty, PyValue):
                 raise self.error(arg if isinstance(arg, ast.AST) else node,
                                  f"cannot pass {ty} to a GPU function")
@@ -799,7 +802,7 @@ class Inferer(ast.NodeVisitor):
         """Device functions declared with signatures convert their arguments to those types."""
         for declared in getattr(dispatcher, "declared_signatures", ()):
             if len(declared.args) == len(argtypes) and all(
-                    _convertible(a, d) for a, d in zip(argtypes, declared.args)):
+                    _convertible(a, d) for a, d in zip(argtypes, declared.args, strict=False)):
                 return tuple(declared.args)
         if getattr(dispatcher, "declared_signatures", ()):
             sigs = ", ".join(str(s) for s in dispatcher.declared_signatures)
@@ -872,7 +875,7 @@ def _convertible(src: t.Type, dst: t.Type) -> bool:
         return src.dtype == dst.dtype and src.ndim == dst.ndim and dst.layout in ("A", src.layout)
     if isinstance(src, t.Tuple) and isinstance(dst, t.Tuple):
         return len(src.items) == len(dst.items) and all(
-            _convertible(a, b) for a, b in zip(src.items, dst.items))
+            _convertible(a, b) for a, b in zip(src.items, dst.items, strict=False))
     return False
 
 

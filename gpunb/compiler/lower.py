@@ -153,7 +153,7 @@ class FunctionLowerer(ast.NodeVisitor):
         return slots[0]
 
     def bind_arguments(self, values: list) -> None:
-        for name, ty, value in zip(self.typed.argnames, self.typed.argtypes, values):
+        for name, ty, value in zip(self.typed.argnames, self.typed.argtypes, values, strict=False):
             declared = self.typed.var_types[name]
             self.builder.store(ops.cast(self.builder, value, ty, declared), self.vars[name])
 
@@ -575,7 +575,7 @@ class FunctionLowerer(ast.NodeVisitor):
         left = self.expr(left_node)
         end_bb = self.new_block("cmp.end") if len(node.ops) > 1 else None
         incoming = []
-        for k, (op, right_node) in enumerate(zip(node.ops, node.comparators)):
+        for k, (op, right_node) in enumerate(zip(node.ops, node.comparators, strict=False)):
             right = self.expr(right_node)
             lt, rt = self.type_of(left_node), self.type_of(right_node)
             ct = ops.comparison_type(lt, rt, id(left_node) in self.typed.weak,
@@ -730,7 +730,7 @@ class FunctionLowerer(ast.NodeVisitor):
         b = self.builder
         callee: TypedFunction = call.target
         values = []
-        for arg, declared in zip(call.args, call.argtypes):
+        for arg, declared in zip(call.args, call.argtypes, strict=False):
             if isinstance(arg, tuple) and arg and arg[0] == "const":
                 values.append(ops.constant(declared, arg[1]))
             else:

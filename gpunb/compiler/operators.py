@@ -57,7 +57,7 @@ def cast(b: ir.IRBuilder, value, src: t.Type, dst: t.Type):
         return make_complex(b, re, im, dst)
     if isinstance(src, t.Tuple) and isinstance(dst, t.Tuple):
         out = ir.Constant(dm.value_type(dst), ir.Undefined)
-        for i, (s_item, d_item) in enumerate(zip(src.items, dst.items)):
+        for i, (s_item, d_item) in enumerate(zip(src.items, dst.items, strict=False)):
             out = b.insert_value(out, cast(b, b.extract_value(value, i), s_item, d_item), i)
         return out
     if isinstance(src, t.Array) and isinstance(dst, t.Array):
@@ -103,9 +103,11 @@ def constant(ty: t.Type, value):
     if isinstance(ty, t.Complex):
         v = complex(value)
         comp = dm.value_type(ty.component)
-        return ir.Constant(dm.value_type(ty), [ir.Constant(comp, v.real), ir.Constant(comp, v.imag)])
+        parts = [ir.Constant(comp, v.real), ir.Constant(comp, v.imag)]
+        return ir.Constant(dm.value_type(ty), parts)
     if isinstance(ty, t.Tuple):
-        return ir.Constant(dm.value_type(ty), [constant(it, v) for it, v in zip(ty.items, value)])
+        items = [constant(it, v) for it, v in zip(ty.items, value, strict=True)]
+        return ir.Constant(dm.value_type(ty), items)
     raise TypeError(f"no constant of {ty}")
 
 

@@ -144,7 +144,12 @@ class Signature:
     args: tuple
 
     def __str__(self) -> str:
-        ret = "?" if self.return_type is None else str(self.return_type)
+        if self.return_type is None:
+            ret = "?"
+        elif isinstance(self.return_type, NoneType):
+            ret = "void"  # how signatures are declared: "void(float32[:])"
+        else:
+            ret = str(self.return_type)
         return f"{ret}({', '.join(str(a) for a in self.args)})"
 
 
@@ -292,7 +297,8 @@ def integer_result(a: Type, b: Type) -> Type:
 
 def unify_numbers(a: Type, b: Type) -> Type:
     """The type both operands of arithmetic are converted to (numpy/numba rules)."""
-    if a == b and not isinstance(a, (Boolean,)) and not (isinstance(a, Integer) and a.bitwidth < 64):
+    small_int = isinstance(a, Integer) and a.bitwidth < 64
+    if a == b and not isinstance(a, Boolean) and not small_int:
         return a
     if isinstance(a, Complex) or isinstance(b, Complex):
         width = max(_complex_width(a), _complex_width(b))
@@ -336,7 +342,7 @@ def unify(a: Type, b: Type) -> Type | None:
             return a
         return unify_numbers(a, b)
     if isinstance(a, Tuple) and isinstance(b, Tuple) and len(a.items) == len(b.items):
-        items = tuple(unify(x, y) for x, y in zip(a.items, b.items))
+        items = tuple(unify(x, y) for x, y in zip(a.items, b.items, strict=False))
         return None if None in items else Tuple(items)
     if isinstance(a, Array) and isinstance(b, Array) and a.dtype == b.dtype and a.ndim == b.ndim:
         return Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A")

@@ -20,6 +20,9 @@ _RUNNER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 # like a large GPU (132 SMs x 2048 threads): the most threads a grid-sync kernel may have here
 MAX_COOPERATIVE_THREADS = 1 << 18
 PRINT_BUFFER_BYTES = 4 << 20
+# launches of at most this many threads run on the launching thread alone (a pool round trip
+# costs tens of microseconds, more than such a launch takes)
+SMALL_LAUNCH_THREADS = 4096
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -67,6 +70,8 @@ class LoadedCpuKernel:
                     hint=f"use at most kernel.max_cooperative_grid_blocks(blockdim) blocks "
                          f"({MAX_COOPERATIVE_THREADS} threads in all) and a grid-stride loop")
             chunks = [(0, n_blocks)]  # grid sync: every block of the grid is scheduled together
+        elif n_blocks * block[0] * block[1] * block[2] <= SMALL_LAUNCH_THREADS:
+            chunks = [(0, n_blocks)]  # handing work to the pool costs more than it saves
         else:
             chunks = _chunks(n_blocks, config.cpu_threads())
         launches = []
@@ -84,7 +89,8 @@ class LoadedCpuKernel:
             self.runner(ctypes.addressof(launches[0]))
         else:
             pool = _executor()
-            futures = [pool.submit(self.runner, ctypes.addressof(lc)) for lc in launches]
+            futures = [pool.submit(self.runner, ctypes.addressof(lc)) for lc in launches[1:]]
+            self.runner(ctypes.addressof(launches[0]))  # the launching thread works too
             for f in futures:
                 f.result()
         if prints is not None:
@@ -122,7 +128,7 @@ class LoadedCpuKernel:
 
 
 def _flush_prints(buffer, used: int, truncated: bool) -> None:
-    """Write kernel print() records to sys.stdout in (block, thread) order, like a log per thread."""
+    """Write kernel print() records to sys.stdout in (block, thread) order, a log per thread."""
     import struct
     import sys
 

@@ -101,7 +101,7 @@ def test_new_process_is_a_disk_hit_and_relocates(nb, cache_dir):
     nb.run("\n\n\ndef saxpy(out, x):\n    out[0] = helper(x[0]) * SCALE\n")  # 3 lines lower
     k2 = MiniDispatcher(nb.ns["saxpy"], fresh)
     art = k2.launch()
-    assert k2.compiles == 0 and k2.event.source == "disk" and k2.event.time_ms < 50
+    assert k2.compiles == 0 and k2.event.source == "disk"
     fp = collect(k2)
     assert art.source_file == fp.filename and art.first_line == fp.first_line
     assert art.error_sites[0][:2] == (fp.filename, fp.first_line + 1)

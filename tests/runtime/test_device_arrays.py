@@ -1,7 +1,7 @@
 """DeviceArray and the driver wrapper against the simulated driver (device memory = host memory).
 
 These check gpunb's own logic - views, copies, interfaces, error translation - without a GPU; the
-same behaviours run against the real driver in test_gpu.py.
+same behaviours run against the real driver in test_runtime_gpu.py.
 """
 
 from __future__ import annotations

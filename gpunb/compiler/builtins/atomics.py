@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-
 from llvmlite import ir
 
 from gpunb.compiler import arrays
@@ -16,7 +14,7 @@ _ATOMIC_TYPES = (t.int32, t.uint32, t.int64, t.uint64, t.float32, t.float64)
 
 
 class Atomic(Builtin):
-    """`op` names the LLVM atomicrmw operation per element kind: (int signed, int unsigned, float)."""
+    """`op` names the LLVM atomicrmw operation per element kind (signed, unsigned, float)."""
 
     def __init__(self, name: str, int_op: str | None, uint_op: str | None, float_op: str | None,
                  n_values: int = 1, flat_index: bool = False):

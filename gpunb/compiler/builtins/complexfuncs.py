@@ -152,7 +152,8 @@ class Fp16(Builtin):
 
     def lower_call(self, low, node, call):
         b = low.builder
-        xs = [ops.cast(b, low.expr(n), at, t.float16) for n, at in zip(node.args, call.argtypes)]
+        xs = [ops.cast(b, low.expr(n), at, t.float16)
+              for n, at in zip(node.args, call.argtypes, strict=True)]
         if self.op in self._ARITH:
             fn = {"+": b.fadd, "-": b.fsub, "*": b.fmul, "/": b.fdiv}[self._ARITH[self.op]]
             return fn(xs[0], xs[1])

@@ -59,7 +59,7 @@ class MathFunction(Builtin):
 
     @staticmethod
     def common_float(argtypes, weak) -> t.Float:
-        strong = [a for a, w in zip(argtypes, weak) if not w] or list(argtypes)
+        strong = [a for a, w in zip(argtypes, weak, strict=False) if not w] or list(argtypes)
         ft = float_type_of(strong[0])
         for a in strong[1:]:
             other = float_type_of(a)
@@ -89,7 +89,7 @@ class MathFunction(Builtin):
             x = ops.cast(b, args[0], call.argtypes[0], ft)
             e = ops.cast(b, args[1], call.argtypes[1], t.int32)
             return low.math_call("ldexp", [x, e], [ft, t.int32], ft)
-        xs = [ops.cast(b, a, at, ft) for a, at in zip(args, call.argtypes)]
+        xs = [ops.cast(b, a, at, ft) for a, at in zip(args, call.argtypes, strict=False)]
         if self.kind == "angle":
             factor = (180.0 / 3.141592653589793) if self.base == "degrees" else \
                 (3.141592653589793 / 180.0)

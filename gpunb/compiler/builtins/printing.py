@@ -21,7 +21,7 @@ class Print(Builtin):
             raise inf.error(node, "print() in GPU code takes positional arguments only",
                             "sep= and end= are not supported")
         pieces = []
-        for arg, ty in zip(node.args, argtypes):
+        for arg, ty in zip(node.args, argtypes, strict=False):
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 pieces.append(arg.value.replace("%", "%%"))
             elif isinstance(ty, t.Boolean):
@@ -43,7 +43,7 @@ class Print(Builtin):
         b = low.builder
         fmt = low.typed.constants[id(node)]
         values = []
-        for arg, ty in zip(node.args, call.argtypes):
+        for arg, ty in zip(node.args, call.argtypes, strict=False):
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 continue
             value = low.expr(arg)

@@ -100,7 +100,7 @@ class MinMax(Builtin):
 
 
 def _common(types, weak) -> t.Type:
-    strong = [a for a, w in zip(types, weak) if not w]
+    strong = [a for a, w in zip(types, weak, strict=False) if not w]
     floats = [a for a in strong if isinstance(a, t.Float)]
     result = strong[0] if strong else types[0]
     for a in (strong or types)[1:]:
@@ -215,7 +215,8 @@ BUILTINS = {
 
 class EnumerateTuple(Builtin):
     """enumerate(tuple[, start]) and zip(tuple, ...) build tuples at compile time; a loop over
-    them is unrolled. (enumerate over range() or a 1-d array is a real loop: see lower.visit_For.)"""
+    them is unrolled. (enumerate over range() or a 1-d array is a real loop: see
+    lower.visit_For.)"""
 
     name = "enumerate"
 

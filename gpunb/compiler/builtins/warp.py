@@ -24,7 +24,8 @@ class Shuffle(Builtin):
 
     def type_call(self, inf, node, argtypes, kwtypes):
         if kwtypes or len(argtypes) != 3:
-            raise inf.error(node, f"{self.name}(mask, value, {'src_lane' if self.mode == 'idx' else 'delta'}) takes 3 arguments")
+            third = "src_lane" if self.mode == "idx" else "delta"
+            raise inf.error(node, f"{self.name}(mask, value, {third}) takes 3 arguments")
         if argtypes[1] not in _SHUFFLE_TYPES:
             raise inf.error(node.args[1], f"{self.name} cannot shuffle {argtypes[1]}",
                             "shuffle 32/64-bit integers or floats")
@@ -139,7 +140,8 @@ class Fma(Builtin):
     def lower_call(self, low, node, call):
         b = low.builder
         ft = call.result
-        args = [ops.cast(b, low.expr(n), at, ft) for n, at in zip(node.args, call.argtypes)]
+        args = [ops.cast(b, low.expr(n), at, ft)
+                for n, at in zip(node.args, call.argtypes, strict=True)]
         return low.math_call("fma", args, [ft] * 3, ft)
 
 

@@ -168,8 +168,8 @@ class CpuTarget(Target):
         b.position_at_end(resume)
 
     def barrier(self, low, node, kind: str, pred):
-        self._wait(low, node, abi.WAIT_BLOCK, f"cuda.syncthreads{'' if kind == 'sync' else '_' + kind}",
-                   pred)
+        name = "cuda.syncthreads" if kind == "sync" else f"cuda.syncthreads_{kind}"
+        self._wait(low, node, abi.WAIT_BLOCK, name, pred)
         if kind == "sync":
             return None
         b = low.builder

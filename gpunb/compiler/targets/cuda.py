@@ -129,7 +129,8 @@ class CudaTarget(Target):
         is_gpu_master = b.icmp_unsigned("==", b.or_(b.or_(cta[0], cta[1]), cta[2]),
                                         ir.Constant(dm.i32, 0))
         add = b.select(is_gpu_master,
-                       b.sub(ir.Constant(dm.i32, 0x80000000), b.sub(blocks, ir.Constant(dm.i32, 1))),
+                       b.sub(ir.Constant(dm.i32, 0x80000000),
+                             b.sub(blocks, ir.Constant(dm.i32, 1))),
                        ir.Constant(dm.i32, 1))
         self.threadfence(low, "device")
         old = b.atomic_rmw("add", counter, add, "monotonic")
