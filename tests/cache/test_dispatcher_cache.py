@@ -249,3 +249,19 @@ def test_fast_path_does_not_recompile_when_nothing_changed(nb):
         _run(k)
     assert next(iter(k.specializations.values())) is spec
     assert len([e for e in gpunb.cache.events("uses_helper") if e.kind == "miss"]) >= 1
+
+
+def test_mutated_global_array_is_frozen_until_invalidate(nb):
+    """As numba: a global array is a compile-time constant; gpunb.cache.invalidate() re-reads it."""
+    from gpunb import cache
+
+    nb.ns["np"] = np
+    nb.run("TABLE = np.array([1.0, 2.0], dtype=np.float32)\n"
+           "@cuda.jit\ndef lookup(out, x):\n    out[cuda.threadIdx.x] = TABLE[1] * x\n")
+    k = nb.ns["lookup"]
+    assert (_run(k) == 2.0).all()
+    nb.ns["TABLE"][1] = 7.0
+    assert (_run(k) == 2.0).all()  # frozen: an in-place write is not a rebinding
+    cache.invalidate()
+    assert (_run(k) == 7.0).all()
+    assert _event(k).kind == "miss" and "TABLE" in _event(k).reason
