@@ -165,7 +165,7 @@ def _build_cuda(dispatcher, typed, options: dict):
 
 
 def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device):
-    from gpunb.runtime.launch import launch_cuda, validate_config
+    from gpunb.runtime.launch import cuda_launch_function, stream_handle_of, validate_config
 
     limits = {
         "max_threads_per_block": min(device.max_threads_per_block,
@@ -175,16 +175,15 @@ def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device
         "max_shared_memory_per_block": device.max_shared_memory_per_block_optin,
     }
     static_shared = artifact.resources.shared_bytes
-    cooperative = artifact.cooperative
     state = {"dyn_limit": 48 * 1024 - static_shared}
+    raw_launch = cuda_launch_function(function, artifact.cooperative)
 
     def launch(griddim, blockdim, sharedmem, stream, params):
         grid, block = validate_config(griddim, blockdim, limits, sharedmem + static_shared, name)
         if sharedmem > state["dyn_limit"]:
             function.set_max_dynamic_shared(int(sharedmem))
             state["dyn_limit"] = int(sharedmem)
-        handle = stream if isinstance(stream, int) else getattr(stream, "handle", 0)
-        launch_cuda(function, grid, block, int(sharedmem), handle, params, cooperative)
+        raw_launch(grid, block, sharedmem, stream_handle_of(stream), params)
 
     launch.module = module
     launch.function = function

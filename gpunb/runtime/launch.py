@@ -472,6 +472,70 @@ def _dim3(dim, what: str, kernel_name) -> tuple:
 # ---- the driver call ---------------------------------------------------------------------------
 
 
+_raw_launch: list = [None]  # ctypes cuLaunchKernel, or False where it cannot be had
+
+
+def raw_cu_launch_kernel():
+    """cuLaunchKernel from libcuda itself through ctypes, or None.
+
+    The cuda.bindings wrapper converts and checks every argument in Python (about 4 us per call on
+    an H100 host); a ctypes function with declared argument types costs a fraction of that, and it
+    is the same driver entry point in the same process-wide library, so contexts, streams and
+    functions are shared with cuda.bindings. None when the driver module is a stand-in (tests) or
+    the library or symbol cannot be found; callers then use cuda.bindings.
+    """
+    found = _raw_launch[0]
+    if found is None:
+        found = False
+        cu = driver.cuda_driver()
+        if getattr(cu, "__name__", "") == "cuda.bindings.driver":
+            try:
+                lib = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+                fn = lib.cuLaunchKernel
+                fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+                fn.restype = ctypes.c_int
+                found = fn
+            except (OSError, AttributeError):
+                found = False
+        _raw_launch[0] = found
+    return found or None
+
+
+def stream_handle_of(stream) -> int:
+    """The CUstream of `stream` (0, a gpunb, numba or CuPy stream, or a raw handle) as an int."""
+    if stream.__class__ is int:
+        return stream
+    if stream is None:
+        return 0
+    handle = getattr(stream, "handle", None)  # gpunb and numba streams
+    if handle is None:
+        handle = getattr(stream, "ptr", stream)  # CuPy streams
+    if isinstance(handle, ctypes.c_void_p):  # numba's ctypes binding
+        return handle.value or 0
+    return int(handle)
+
+
+def cuda_launch_function(function, cooperative: bool):
+    """launch(grid3, block3, shared_bytes, stream_handle, params_address) for one kernel: the
+    ctypes entry point where available (not for cooperative launches), else launch_cuda."""
+    raw = None if cooperative else raw_cu_launch_kernel()
+    if raw is None:
+        def launch(grid3, block3, shared_bytes, stream_handle, params_address):
+            launch_cuda(function, grid3, block3, shared_bytes, stream_handle, params_address,
+                        cooperative)
+        return launch
+    fptr = int(function.handle)
+
+    def launch_raw(grid3, block3, shared_bytes, stream_handle, params_address):
+        err = raw(fptr, grid3[0], grid3[1], grid3[2], block3[0], block3[1], block3[2],
+                  int(shared_bytes), stream_handle, params_address, None)
+        if err:
+            cu = driver.cuda_driver()
+            _launch_failed(cu.CUresult(err), cu, function, grid3, block3, shared_bytes,
+                           stream_handle, params_address, False)
+    return launch_raw
+
+
 def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream_handle: int,
                 params_address: int, cooperative: bool = False) -> None:
     """One cuLaunchKernel (or cuLaunchCooperativeKernel for grid-synchronising kernels)."""
