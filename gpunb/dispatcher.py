@@ -15,7 +15,10 @@ import time
 from gpunb.cache.fingerprint import still_valid
 from gpunb.compiler import types as t
 from gpunb.errors import CompileError, LaunchError
+from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.typeof import type_key
+
+_DEVICE_ARRAYS = (DeviceArray, HostDeviceArray)  # their type key is precomputed: read it inline
 
 _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
                  "inline")
@@ -125,7 +128,7 @@ class Dispatcher:
 
     def launch(self, griddim, blockdim, stream, sharedmem: int, args: tuple) -> None:
         try:
-            key = tuple([type_key(a) for a in args])
+            key = tuple([a._key if a.__class__ in _DEVICE_ARRAYS else type_key(a) for a in args])
         except TypeError:
             key = None
         spec = self._fast.get(key) if key is not None else None
@@ -290,17 +293,18 @@ class Dispatcher:
 class _LaunchConfig:
     """`kernel[grid, block, stream, shared]`: call it with the kernel's arguments."""
 
-    __slots__ = ("dispatcher", "griddim", "blockdim", "stream", "sharedmem")
+    __slots__ = ("dispatcher", "griddim", "blockdim", "stream", "sharedmem", "_launch")
 
     def __init__(self, dispatcher, griddim, blockdim, stream, sharedmem):
         self.dispatcher = dispatcher
+        self._launch = dispatcher.launch
         self.griddim = griddim
         self.blockdim = blockdim
         self.stream = stream
         self.sharedmem = sharedmem
 
     def __call__(self, *args) -> None:
-        self.dispatcher.launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
+        self._launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
 
 
 def _launch_type(ty: t.Type) -> t.Type:

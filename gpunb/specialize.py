@@ -101,10 +101,11 @@ def _cache_arch(target: str) -> str:
 
             _host_arch.append(host_arch())
         return _host_arch[0]
-    from gpunb.compiler.build import arch_string
     from gpunb.runtime import driver
 
-    return arch_string(tuple(driver.current_device().compute_capability))
+    # spelled here, not imported from compiler.build: that would load LLVM on a disk hit
+    major, minor = driver.current_device().compute_capability
+    return f"sm_{major}{minor}"
 
 
 def infer(dispatcher, argtypes: tuple, options: dict):
@@ -165,7 +166,8 @@ def _build_cuda(dispatcher, typed, options: dict):
 
 
 def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device):
-    from gpunb.runtime.launch import cuda_launch_function, stream_handle_of, validate_config
+    from gpunb.runtime.launch import cuda_launch_function, validate_config
+    from gpunb.runtime.streams import stream_handle
 
     limits = {
         "max_threads_per_block": min(device.max_threads_per_block,
@@ -183,7 +185,8 @@ def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device
         if sharedmem > state["dyn_limit"]:
             function.set_max_dynamic_shared(int(sharedmem))
             state["dyn_limit"] = int(sharedmem)
-        raw_launch(grid, block, sharedmem, stream_handle_of(stream), params)
+        raw_launch(grid, block, sharedmem,
+                   stream if stream.__class__ is int else stream_handle(stream), params)
 
     launch.module = module
     launch.function = function

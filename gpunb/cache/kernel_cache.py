@@ -82,25 +82,29 @@ class KernelCache:
         means nothing that shapes code changed (a rebinding to an equal value, a new epoch), so it
         keeps the specialisation and just takes the new watch list.
         """
-        from gpunb import config
+        if toolchain is None:
+            toolchain = self._toolchain(target, _enabled(options))
+        return key_of(key_parts(fingerprint, str(argtypes), options, target, arch, toolchain))
+
+    def _toolchain(self, target: str, enabled: bool) -> dict:
+        """The toolchain part of keys. A disabled cache stores nothing, so its keys only compare
+        specialisations within this process, where the toolchain cannot change: it skips the
+        identity (hashing compiler sources and libdevice costs a new process ~60 ms unstamped)."""
+        if not enabled:
+            return {"cache": "disabled"}
         from gpunb.cache.toolchain_id import toolchain_identity
 
-        if toolchain is None:
-            toolchain = toolchain_identity(target, self.directory, write=config.cache_enabled())
-        return key_of(key_parts(fingerprint, str(argtypes), options, target, arch, toolchain))
+        return toolchain_identity(target, self.directory, write=True)
 
     def lookup(self, func_name: str, fingerprint: FunctionFingerprint, argtypes: str,
                options: dict | None, target: str, arch: str,
                toolchain: dict | None = None) -> tuple:
         """(artifact or None, Lookup). A hit is recorded at once; a miss by store()."""
-        from gpunb import config
-        from gpunb.cache.toolchain_id import toolchain_identity
-
         started = time.perf_counter()
         signature = str(argtypes)
-        enabled = config.cache_enabled() and (options or {}).get("cache", True) is not False
+        enabled = _enabled(options)
         if toolchain is None:
-            toolchain = toolchain_identity(target, self.directory, write=enabled)
+            toolchain = self._toolchain(target, enabled)
         parts = key_parts(fingerprint, signature, options, target, arch, toolchain)
         key = key_of(parts)
         pending = Lookup(key, parts, func_name, signature, target, fingerprint, enabled)
@@ -230,6 +234,12 @@ class KernelCache:
             self.memory.items.clear()
             self.latest.clear()
             self.bodies.clear()
+
+
+def _enabled(options: dict | None) -> bool:
+    from gpunb import config
+
+    return config.cache_enabled() and (options or {}).get("cache", True) is not False
 
 
 def _artifact_from(entry):

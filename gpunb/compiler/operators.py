@@ -246,7 +246,9 @@ def float_binary(b: ir.IRBuilder, op, x, y, ty: t.Float, math_call, rhs_type=Non
     if isinstance(op, ast.FloorDiv):
         return float_floordiv(b, x, y, ty, math_call)
     if isinstance(op, ast.Mod):
-        r = b.frem(x, y)
+        # fmod, not LLVM's frem: NVPTX lowers frem as x - trunc(x / y) * y, which is not exact
+        # (1.0 % 6.4e-305 came out as -1.9e-17); libdevice's and libm's fmod are
+        r = math_call("fmod", [x, y], [ty, ty], ty)
         zero = ir.Constant(x.type, 0.0)
         nonzero = b.fcmp_ordered("!=", r, zero)
         differ = b.xor(b.fcmp_ordered("<", r, zero), b.fcmp_ordered("<", y, zero))
@@ -271,7 +273,7 @@ def float_binary(b: ir.IRBuilder, op, x, y, ty: t.Float, math_call, rhs_type=Non
 def float_floordiv(b: ir.IRBuilder, x, y, ty: t.Float, math_call):
     """CPython's float floor division (consistent with %): 1.0 // 0.1 == 9.0, not floor(10.0)."""
     zero, one = ir.Constant(x.type, 0.0), ir.Constant(x.type, 1.0)
-    mod = b.frem(x, y)
+    mod = math_call("fmod", [x, y], [ty, ty], ty)  # exact on every target, unlike frem on NVPTX
     div = b.fdiv(b.fsub(x, mod), y)
     differ = b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero))
     div = b.select(b.and_(b.fcmp_unordered("!=", mod, zero), differ), b.fsub(div, one), div)

@@ -478,11 +478,12 @@ _raw_launch: list = [None]  # ctypes cuLaunchKernel, or False where it cannot be
 def raw_cu_launch_kernel():
     """cuLaunchKernel from libcuda itself through ctypes, or None.
 
-    The cuda.bindings wrapper converts and checks every argument in Python (about 4 us per call on
-    an H100 host); a ctypes function with declared argument types costs a fraction of that, and it
-    is the same driver entry point in the same process-wide library, so contexts, streams and
-    functions are shared with cuda.bindings. None when the driver module is a stand-in (tests) or
-    the library or symbol cannot be found; callers then use cuda.bindings.
+    The same driver entry point in the same process-wide library as cuda.bindings uses (contexts,
+    streams and functions are shared), called through a ctypes prototype that keeps the GIL
+    (PyDLL): cuLaunchKernel only queues work, and releasing and retaking the GIL costs more than
+    the call (benchmarks/profile_launch.py compares it with the cuda.bindings wrapper). None when
+    the driver module is a stand-in (tests) or the library or symbol cannot be found; callers
+    then use cuda.bindings.
     """
     found = _raw_launch[0]
     if found is None:
@@ -490,7 +491,7 @@ def raw_cu_launch_kernel():
         cu = driver.cuda_driver()
         if getattr(cu, "__name__", "") == "cuda.bindings.driver":
             try:
-                lib = ctypes.CDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
+                lib = ctypes.PyDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
                 fn = lib.cuLaunchKernel
                 fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
                 fn.restype = ctypes.c_int
@@ -499,20 +500,6 @@ def raw_cu_launch_kernel():
                 found = False
         _raw_launch[0] = found
     return found or None
-
-
-def stream_handle_of(stream) -> int:
-    """The CUstream of `stream` (0, a gpunb, numba or CuPy stream, or a raw handle) as an int."""
-    if stream.__class__ is int:
-        return stream
-    if stream is None:
-        return 0
-    handle = getattr(stream, "handle", None)  # gpunb and numba streams
-    if handle is None:
-        handle = getattr(stream, "ptr", stream)  # CuPy streams
-    if isinstance(handle, ctypes.c_void_p):  # numba's ctypes binding
-        return handle.value or 0
-    return int(handle)
 
 
 def cuda_launch_function(function, cooperative: bool):

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gpunb import cuda
@@ -372,6 +372,8 @@ _divisor = st.one_of(st.floats(-1e6, 1e6, allow_nan=False).filter(lambda v: v !=
 
 @HYP
 @given(pairs=st.lists(st.tuples(_finite, _divisor), min_size=1, max_size=64))
+# found on an H100: NVPTX's frem is x - trunc(x / y) * y, inexact for tiny divisors
+@example(pairs=[(1.0, 6.368749903529564e-305), (-3.5, 1e-300), (1e12, 3e-308)])
 def test_hypothesis_float64_floordiv_mod(target, pairs):
     a = np.array([p[0] for p in pairs], np.float64)
     b = np.array([p[1] for p in pairs], np.float64)

@@ -1,0 +1,103 @@
+"""Where a launch's microseconds go: the dispatcher's fast path taken apart, step by step.
+
+    python -m benchmarks.profile_launch            # on a GPU machine (CPU target: --cpu)
+
+Each figure is the best of several loops of many calls (the floor, robust to a busy host). The
+steps add up to roughly the whole launch; the bare driver calls are the anchors.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from gpunb import cuda
+
+_sync = [lambda: None]
+
+
+def best_us(fn, calls: int = 2000, loops: int = 15) -> float:
+    """Host time per call: bursts short enough that the GPU's launch queue never fills (a full
+    queue would time the GPU, not the launch), synchronised between bursts, outside the clock."""
+    best = float("inf")
+    for _ in range(loops):
+        _sync[0]()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best * 1e6
+
+
+def saxpy(out, x, y, a):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + y[i]
+
+
+def main(argv: list[str]) -> int:
+    import gpunb
+    from gpunb.cache.fingerprint import still_valid
+    from gpunb.runtime.typeof import type_key
+
+    target = "cpu" if "--cpu" in argv else "cuda"
+    gpunb.set_target(target)
+    kernel = cuda.jit(saxpy)
+    n = 1024
+    x = cuda.to_device(np.ones(n, np.float32))
+    y = cuda.to_device(np.ones(n, np.float32))
+    out = cuda.device_array(n, np.float32)
+    a = np.float32(2.0)
+    args = (out, x, y, a)
+    kernel[4, 256](*args)
+    if target == "cuda":
+        from gpunb.runtime import driver
+
+        _sync[0] = driver.synchronize
+    spec = next(iter(kernel.specializations.values()))
+    key = tuple([type_key(v) for v in args])
+    config = kernel[4, 256]
+    params, _ = spec.packer.pack(args, spec.argtypes)
+    rows = [
+        ("kernel[4, 256](out, x, y, a)", best_us(lambda: kernel[4, 256](out, x, y, a))),
+        ("config(out, x, y, a), config reused", best_us(lambda: config(out, x, y, a))),
+        ("kernel[4, 256] (config lookup)", best_us(lambda: kernel[4, 256])),
+        ("type keys (4 args)", best_us(lambda: tuple([type_key(v) for v in args]))),
+        ("specialisation lookup", best_us(lambda: kernel._fast.get(key))),
+        (f"still_valid ({len(spec.watch)} watch entries)",
+         best_us(lambda: still_valid(spec.watch))),
+        ("pack", best_us(lambda: spec.packer.pack(args, spec.argtypes))),
+        ("launcher (validate + launch)", best_us(lambda: spec.launcher(4, 256, 0, 0, params))),
+    ]
+    if target == "cuda":
+        from gpunb.runtime import driver
+        from gpunb.runtime.launch import raw_cu_launch_kernel
+
+        cu = driver.cuda_driver()
+        function = spec.launcher.function
+        import ctypes
+
+        raw = raw_cu_launch_kernel()
+        fptr = int(function.handle)
+        c_raw = ctypes.CDLL("libcuda.so.1").cuLaunchKernel  # releases the GIL per call
+        c_raw.argtypes, c_raw.restype = raw.argtypes, raw.restype
+        rows += [
+            ("bare cuLaunchKernel, cuda.bindings", best_us(
+                lambda: cu.cuLaunchKernel(function.handle, 4, 1, 1, 256, 1, 1, 0, 0, params, 0))),
+            ("bare cuLaunchKernel, ctypes CDLL", best_us(
+                lambda: c_raw(fptr, 4, 1, 1, 256, 1, 1, 0, 0, params, None))),
+            ("bare cuLaunchKernel, ctypes PyDLL (gpunb's)", best_us(
+                lambda: raw(fptr, 4, 1, 1, 256, 1, 1, 0, 0, params, None))),
+        ]
+        driver.synchronize()
+    width = max(len(name) for name, _ in rows)
+    print(f"launch profile, {target} target")
+    for name, us in rows:
+        print(f"  {name:<{width}}  {us:7.2f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
