@@ -166,7 +166,7 @@ def _build_cuda(dispatcher, typed, options: dict):
 
 
 def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device):
-    from gpunb.runtime.launch import cuda_launch_function, validate_config
+    from gpunb.runtime.launch import launch_cuda, validate_config
     from gpunb.runtime.streams import stream_handle
 
     limits = {
@@ -178,15 +178,15 @@ def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device
     }
     static_shared = artifact.resources.shared_bytes
     state = {"dyn_limit": 48 * 1024 - static_shared}
-    raw_launch = cuda_launch_function(function, artifact.cooperative)
+    cooperative = artifact.cooperative
 
     def launch(griddim, blockdim, sharedmem, stream, params):
         grid, block = validate_config(griddim, blockdim, limits, sharedmem + static_shared, name)
         if sharedmem > state["dyn_limit"]:
             function.set_max_dynamic_shared(int(sharedmem))
             state["dyn_limit"] = int(sharedmem)
-        raw_launch(grid, block, sharedmem,
-                   stream if stream.__class__ is int else stream_handle(stream), params)
+        handle = stream if stream.__class__ is int else stream_handle(stream)
+        launch_cuda(function, grid, block, sharedmem, handle, params, cooperative)
 
     launch.module = module
     launch.function = function

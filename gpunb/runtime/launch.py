@@ -472,57 +472,6 @@ def _dim3(dim, what: str, kernel_name) -> tuple:
 # ---- the driver call ---------------------------------------------------------------------------
 
 
-_raw_launch: list = [None]  # ctypes cuLaunchKernel, or False where it cannot be had
-
-
-def raw_cu_launch_kernel():
-    """cuLaunchKernel from libcuda itself through ctypes, or None.
-
-    The same driver entry point in the same process-wide library as cuda.bindings uses (contexts,
-    streams and functions are shared), called through a ctypes prototype that keeps the GIL
-    (PyDLL): cuLaunchKernel only queues work, and releasing and retaking the GIL costs more than
-    the call (benchmarks/profile_launch.py compares it with the cuda.bindings wrapper). None when
-    the driver module is a stand-in (tests) or the library or symbol cannot be found; callers
-    then use cuda.bindings.
-    """
-    found = _raw_launch[0]
-    if found is None:
-        found = False
-        cu = driver.cuda_driver()
-        if getattr(cu, "__name__", "") == "cuda.bindings.driver":
-            try:
-                lib = ctypes.PyDLL("nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1")
-                fn = lib.cuLaunchKernel
-                fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-                fn.restype = ctypes.c_int
-                found = fn
-            except (OSError, AttributeError):
-                found = False
-        _raw_launch[0] = found
-    return found or None
-
-
-def cuda_launch_function(function, cooperative: bool):
-    """launch(grid3, block3, shared_bytes, stream_handle, params_address) for one kernel: the
-    ctypes entry point where available (not for cooperative launches), else launch_cuda."""
-    raw = None if cooperative else raw_cu_launch_kernel()
-    if raw is None:
-        def launch(grid3, block3, shared_bytes, stream_handle, params_address):
-            launch_cuda(function, grid3, block3, shared_bytes, stream_handle, params_address,
-                        cooperative)
-        return launch
-    fptr = int(function.handle)
-
-    def launch_raw(grid3, block3, shared_bytes, stream_handle, params_address):
-        err = raw(fptr, grid3[0], grid3[1], grid3[2], block3[0], block3[1], block3[2],
-                  int(shared_bytes), stream_handle, params_address, None)
-        if err:
-            cu = driver.cuda_driver()
-            _launch_failed(cu.CUresult(err), cu, function, grid3, block3, shared_bytes,
-                           stream_handle, params_address, False)
-    return launch_raw
-
-
 def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream_handle: int,
                 params_address: int, cooperative: bool = False) -> None:
     """One cuLaunchKernel (or cuLaunchCooperativeKernel for grid-synchronising kernels)."""

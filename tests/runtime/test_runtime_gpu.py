@@ -211,14 +211,7 @@ def test_driver_errors_become_launch_errors(on_gpu):
     with pytest.raises(LaunchError, match="CUDA_ERROR_INVALID_VALUE") as info:
         launch_cuda(function, (1, 1, 1), (2048, 1, 1), 0, 0, params)  # past validate_config
     assert "add_value" in str(info.value)
-    from gpunb.runtime.launch import cuda_launch_function, raw_cu_launch_kernel
-
-    assert raw_cu_launch_kernel() is not None  # the ctypes entry point is what launches use
-    raw = cuda_launch_function(function, False)
-    with pytest.raises(LaunchError, match="CUDA_ERROR_INVALID_VALUE") as info:
-        raw((1, 1, 1), (2048, 1, 1), 0, 0, params)
-    assert "add_value" in str(info.value)
-    driver.synchronize()  # the context survived both errors
+    driver.synchronize()  # the context survived the error
     with pytest.raises(driver.PtxLinkError, match="could not compile"):
         driver.link_ptx(".version 8.0\n.target sm_90\n.address_size 64\nnonsense;\n", "sm_90")
 
