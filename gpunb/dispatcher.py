@@ -269,6 +269,14 @@ class Dispatcher:
 
         return spz.suggest_launch(self, self._any_spec(signature), n)
 
+    def max_cooperative_grid_blocks(self, blockdim, dynsmemsize: int = 0, signature=None) -> int:
+        """The most blocks a grid-synchronising launch of this kernel may have (all resident at
+        once), for a block shape and dynamic shared memory; numba.cuda's method of the same name.
+        On a GPU from the driver's occupancy API, on the CPU target from its co-residency limit."""
+        from gpunb import specialize as spz
+
+        return spz.max_cooperative_blocks(self._any_spec(signature), blockdim, int(dynsmemsize))
+
     def cache_info(self) -> list:
         """Cache events of every specialisation of this function (structured records)."""
         out = []

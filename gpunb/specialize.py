@@ -11,6 +11,7 @@ import time
 
 from gpunb.compiler import types as t
 from gpunb.compiler.artifact import KernelArtifact, ResourceUsage
+from gpunb.errors import LaunchError
 
 CPU_LIMITS = {"max_threads_per_block": 1024, "max_block_dim": (1024, 1024, 64),
               "max_grid_dim": (2**31 - 1, 65535, 65535), "max_shared_memory_per_block": 227 * 1024}
@@ -182,6 +183,8 @@ def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device
 
     def launch(griddim, blockdim, sharedmem, stream, params):
         grid, block = validate_config(griddim, blockdim, limits, sharedmem + static_shared, name)
+        if cooperative:
+            _check_co_resident(name, function, grid, block, sharedmem, state)
         if sharedmem > state["dyn_limit"]:
             function.set_max_dynamic_shared(int(sharedmem))
             state["dyn_limit"] = int(sharedmem)
@@ -191,6 +194,49 @@ def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device
     launch.module = module
     launch.function = function
     return launch
+
+
+def _threads_per_block(blockdim) -> int:
+    dims = tuple(blockdim) if isinstance(blockdim, (tuple, list)) else (blockdim,)
+    threads = 1
+    for d in dims:
+        threads *= int(d)
+    return threads
+
+
+def _check_co_resident(name: str, function, grid: tuple, block: tuple, sharedmem: int,
+                       state: dict) -> None:
+    """A grid-sync kernel's blocks must all be resident: say so before the driver refuses."""
+    from gpunb.runtime import occupancy
+
+    key = (block, sharedmem)
+    limit = state.get(key)
+    if limit is None:
+        limit = state[key] = occupancy.max_cooperative_grid_blocks(
+            function, block[0] * block[1] * block[2], sharedmem)
+    blocks = grid[0] * grid[1] * grid[2]
+    threads = block[0] * block[1] * block[2]
+    if blocks > limit:
+        raise LaunchError(
+            f"cooperative kernel '{name}' (it uses grid sync): a grid of {blocks} blocks of "
+            f"{block} threads cannot be resident at once; this GPU holds at most {limit}",
+            function=name,
+            hint=f"launch at most kernel.max_cooperative_grid_blocks({threads}) = {limit} blocks "
+                 "and cover the data with a grid-stride loop")
+
+
+def max_cooperative_blocks(spec, blockdim, dynamic_shared: int = 0) -> int:
+    """Blocks of `blockdim` that can be resident at once (a cooperative launch's largest grid)."""
+    threads = _threads_per_block(blockdim)
+    if threads <= 0:
+        raise LaunchError(f"a block of {blockdim} has no threads")
+    if spec.target == "cpu":
+        from gpunb.runtime.cpu_executor import MAX_COOPERATIVE_THREADS
+
+        return MAX_COOPERATIVE_THREADS // threads
+    from gpunb.runtime import occupancy
+
+    return occupancy.max_cooperative_grid_blocks(spec.launcher.function, threads, dynamic_shared)
 
 
 # ---- inspection -------------------------------------------------------------------------------
