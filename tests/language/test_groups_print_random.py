@@ -196,3 +196,38 @@ def test_seed_000_cached_grid_sync_two_processes(tmp_path, target):
                               env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip() == "ok True"
+
+
+@pytest.mark.gpu
+def test_random_streams_equal_numba_cuda_on_the_gpu():
+    """The same seed gives the same states and the same draws as numba.cuda.random itself."""
+    numba_cuda = pytest.importorskip("numba.cuda")
+    numba_random = pytest.importorskip("numba.cuda.random")
+    import gpunb
+
+    n, seed = 4096, 1234
+    ours = grandom.create_xoroshiro128p_states(n, seed=seed)
+    theirs = numba_random.create_xoroshiro128p_states(n, seed=seed)
+    ours_host, theirs_host = ours.copy_to_host(), theirs.copy_to_host()
+    assert (ours_host["s0"] == theirs_host["s0"]).all()
+    assert (ours_host["s1"] == theirs_host["s1"]).all()
+
+    @numba_cuda.jit
+    def numba_draw(states, out):
+        i = numba_cuda.grid(1)
+        if i < out.shape[0]:
+            out[i, 0] = numba_random.xoroshiro128p_uniform_float32(states, i)
+            out[i, 1] = numba_random.xoroshiro128p_normal_float32(states, i)
+
+    theirs_out = numba_cuda.device_array((n, 2), np.float32)
+    numba_draw[n // 256, 256](theirs, theirs_out)
+    gpunb.set_target("cuda")
+    try:
+        ours_out = cuda.device_array((n, 2), np.float32)
+        draw[n // 256, 256](ours, ours_out)
+        cuda.synchronize()
+    finally:
+        gpunb.set_target(None)
+    a, b = ours_out.copy_to_host(), theirs_out.copy_to_host()
+    np.testing.assert_array_equal(a[:, 0], b[:, 0])
+    np.testing.assert_allclose(a[:, 1], b[:, 1], rtol=2e-6, atol=1e-6)
