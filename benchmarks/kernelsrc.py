@@ -121,6 +121,51 @@ def fast_matmul(A, B, C):
     if y < C.shape[0] and x < C.shape[1]:
         C[y, x] = tmp
 # magictoken.ex_fast_matmul.end
+
+
+# numba-cuda's Laplace doc example (test_laplace.py), unchanged apart from the import: one
+# launch, a grid-wide barrier per time step
+@cuda.jit
+def solve_heat_equation(buf_0, buf_1, timesteps, k):
+    i = cuda.grid(1)
+
+    # Don't continue if our index is outside the domain
+    if i >= len(buf_0):
+        return
+
+    # Prepare to do a grid-wide synchronization later
+    grid = cuda.cg.this_grid()
+
+    for step in range(timesteps):
+        # Select the buffer from the previous timestep
+        if (step % 2) == 0:
+            data = buf_0
+            next_data = buf_1
+        else:
+            data = buf_1
+            next_data = buf_0
+
+        # Get the current temperature associated with this point
+        curr_temp = data[i]
+
+        # Apply formula from finite difference equation
+        if i == 0:
+            # Left wall is held at T = 0
+            next_temp = curr_temp + k * (data[i + 1] - (2 * curr_temp))
+        elif i == len(data) - 1:
+            # Right wall is held at T = 0
+            next_temp = curr_temp + k * (data[i - 1] - (2 * curr_temp))
+        else:
+            # Interior points are a weighted average of their neighbors
+            next_temp = curr_temp + k * (
+                data[i - 1] - (2 * curr_temp) + data[i + 1]
+            )
+
+        # Write new value to the next buffer
+        next_data[i] = next_temp
+
+        # Wait for every thread to write before moving on
+        grid.sync()
 '''
 
 # the CUDA C twin of scale3, for CuPy's RawKernel and the bare-driver anchor
