@@ -85,6 +85,18 @@ def test_cached_grid_sync_kernel_in_a_new_process_gpu(tmp_path):
     _scenario(tmp_path, "cuda")
 
 
+def _synced_kernel():
+    from gpunb import cuda
+
+    @cuda.jit
+    def synced(out):
+        g = cuda.cg.this_grid()
+        out[cuda.grid(1)] = 1
+        g.sync()
+
+    return synced
+
+
 @pytest.mark.gpu
 def test_too_large_cooperative_grid_is_refused_before_launch():
     import numpy as np
@@ -93,12 +105,7 @@ def test_too_large_cooperative_grid_is_refused_before_launch():
     from gpunb import cuda
     from gpunb.errors import LaunchError
 
-    @cuda.jit
-    def synced(out):
-        g = cuda.cg.this_grid()
-        out[cuda.grid(1)] = 1
-        g.sync()
-
+    synced = _synced_kernel()
     gpunb.set_target("cuda")
     try:
         out = cuda.device_array(1 << 20, np.int32)
@@ -115,22 +122,15 @@ def test_too_large_cooperative_grid_is_refused_before_launch():
 
 
 def test_max_cooperative_grid_blocks_on_the_cpu_target():
+    import numpy as np
+
     import gpunb
-    from gpunb import cuda
+    from gpunb.runtime.cpu_executor import MAX_COOPERATIVE_THREADS
 
-    @cuda.jit
-    def synced(out):
-        g = cuda.cg.this_grid()
-        out[cuda.grid(1)] = 1
-        g.sync()
-
+    synced = _synced_kernel()
     gpunb.set_target("cpu")
     try:
-        import numpy as np
-
         synced[2, 32](np.zeros(64, np.int32))
-        from gpunb.runtime.cpu_executor import MAX_COOPERATIVE_THREADS
-
         assert synced.max_cooperative_grid_blocks(256) == MAX_COOPERATIVE_THREADS // 256
         assert synced.max_cooperative_grid_blocks((16, 16)) == MAX_COOPERATIVE_THREADS // 256
     finally:
