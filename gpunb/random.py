@@ -102,9 +102,10 @@ def xoroshiro128p_normal_float32(states, index):
 
 @cuda.jit(device=True)
 def xoroshiro128p_normal_float64(states, index):
-    """A float64 standard normal."""
-    u1 = xoroshiro128p_uniform_float64(states, index)
-    u2 = xoroshiro128p_uniform_float64(states, index)
+    """A float64 standard normal. From float32 uniforms, as numba.cuda.random does (so the
+    streams stay bit-compatible with numba's for the same seed)."""
+    u1 = xoroshiro128p_uniform_float32(states, index)
+    u2 = xoroshiro128p_uniform_float32(states, index)
     z0 = math.sqrt(-float64(2.0) * math.log(u1)) * math.cos(TWO_PI_FLOAT64 * u2)
     return z0
 

@@ -467,7 +467,7 @@ class Inferer(ast.NodeVisitor):
         ty = constant_type(value)
         if ty is not None:
             self.constants[id(node)] = value
-            if isinstance(value, float):
+            if type(value) is float:  # a Python float; np.float64 (a float subclass) is typed
                 self.weak.add(id(node))
             return ty
         return PyValue(value)

@@ -291,3 +291,26 @@ def test_inspect_types_public_api(target):
     assert "inspected" in text
     assert "i: int64" in text and "v: float32" in text and "w: float64" in text
     assert "v = x[i] * 2.0" in text  # the annotated source follows the variables
+
+
+def test_numpy_float64_global_is_not_a_weak_literal(target):
+    """np.float64 subclasses float, but a global of that type is typed float64 (as in numba):
+    float32 * TWO_PI_F64 is float64. A Python float global stays weak, like a literal."""
+    import numpy as np
+
+    from gpunb import cuda
+
+    @cuda.jit
+    def scale(x, out):
+        out[0] = NP_TWO_PI * x[0]
+        out[1] = PY_TWO_PI * x[0]
+
+    x = np.array([0.3], np.float32)
+    out = np.zeros(2, np.float64)
+    scale[1, 1](x, out)
+    assert out[0] == NP_TWO_PI * np.float64(x[0])
+    assert out[1] == np.float64(np.float32(PY_TWO_PI) * x[0])
+
+
+NP_TWO_PI = __import__("numpy").float64(6.283185307179586)
+PY_TWO_PI = 6.283185307179586

@@ -68,6 +68,13 @@ def draw(states, out):
     out[i, 1] = grandom.xoroshiro128p_normal_float32(states, i)
 
 
+@cuda.jit
+def draw64(states, out):
+    i = cuda.grid(1)
+    out[i, 0] = grandom.xoroshiro128p_uniform_float64(states, i)
+    out[i, 1] = grandom.xoroshiro128p_normal_float64(states, i)
+
+
 def _reference_streams(n, seed, draws):
     """numba.cuda.random's algorithm in plain Python: splitmix64 seed, 2**64 jumps, next()."""
     m = (1 << 64) - 1
@@ -123,6 +130,21 @@ def test_random_streams_match_numba_algorithm(target):
         u2 = np.float32((ref_bits[k][2] >> 11) * (1.0 / (1 << 53)))
         z0 = math.sqrt(-2.0 * math.log(u1)) * math.cos(np.float32(2 * math.pi) * u2)
         assert out[k, 1] == pytest.approx(z0, rel=1e-5, abs=1e-6)
+
+
+def test_float64_draws_follow_numba(target):
+    """uniform_float64 uses 53 bits; normal_float64 is built from float32 uniforms, as numba's."""
+    n = 8
+    states = grandom.create_xoroshiro128p_states(n, seed=7)
+    _, ref_bits = _reference_streams(n, 7, 3)
+    out = np.zeros((n, 2), np.float64)
+    draw64[1, n](states, out)
+    for k in range(n):
+        assert out[k, 0] == (ref_bits[k][0] >> 11) * (1.0 / (1 << 53))
+        u1 = float(np.float32((ref_bits[k][1] >> 11) * (1.0 / (1 << 53))))
+        u2 = float(np.float32((ref_bits[k][2] >> 11) * (1.0 / (1 << 53))))
+        z0 = math.sqrt(-2.0 * float(np.float32(math.log(u1)))) * math.cos(2 * math.pi * u2)
+        assert out[k, 1] == pytest.approx(z0, rel=1e-12, abs=1e-12)
 
 
 @cuda.jit
@@ -219,15 +241,29 @@ def test_random_streams_equal_numba_cuda_on_the_gpu():
             out[i, 0] = numba_random.xoroshiro128p_uniform_float32(states, i)
             out[i, 1] = numba_random.xoroshiro128p_normal_float32(states, i)
 
+    @numba_cuda.jit
+    def numba_draw64(states, out):
+        i = numba_cuda.grid(1)
+        if i < out.shape[0]:
+            out[i, 0] = numba_random.xoroshiro128p_uniform_float64(states, i)
+            out[i, 1] = numba_random.xoroshiro128p_normal_float64(states, i)
+
     theirs_out = numba_cuda.device_array((n, 2), np.float32)
     numba_draw[n // 256, 256](theirs, theirs_out)
+    theirs_out64 = numba_cuda.device_array((n, 2), np.float64)
+    numba_draw64[n // 256, 256](theirs, theirs_out64)
     gpunb.set_target("cuda")
     try:
         ours_out = cuda.device_array((n, 2), np.float32)
         draw[n // 256, 256](ours, ours_out)
+        ours_out64 = cuda.device_array((n, 2), np.float64)
+        draw64[n // 256, 256](ours, ours_out64)
         cuda.synchronize()
     finally:
         gpunb.set_target(None)
     a, b = ours_out.copy_to_host(), theirs_out.copy_to_host()
     np.testing.assert_array_equal(a[:, 0], b[:, 0])
     np.testing.assert_allclose(a[:, 1], b[:, 1], rtol=2e-6, atol=1e-6)
+    a, b = ours_out64.copy_to_host(), theirs_out64.copy_to_host()
+    np.testing.assert_array_equal(a[:, 0], b[:, 0])
+    np.testing.assert_allclose(a[:, 1], b[:, 1], rtol=1e-12, atol=1e-12)
