@@ -179,6 +179,7 @@ def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device
     }
     static_shared = artifact.resources.shared_bytes
     state = {"dyn_limit": 48 * 1024 - static_shared}
+    function.name = name  # driver errors name the Python function, not the mangled symbol
     cooperative = artifact.cooperative
 
     def launch(griddim, blockdim, sharedmem, stream, params):
