@@ -240,22 +240,6 @@ def test_device_function_none_default_omitted():
     assert out.tolist() == [1.0, 3.0]
 
 
-@cuda.jit
-def _with_assert(a):
-    i = cuda.grid(1)
-    assert i < a.size
-    a[i] = 1
-
-
-def test_assert_statement_accepted():
-    """Issue 2 ('bring their kernels with one changed import'): numba.cuda accepts `assert` in
-    kernels (a no-op unless debug=True); gpunb raises CompileError 'unsupported statement:
-    Assert'."""
-    a = np.zeros(4)
-    _with_assert[1, 4](a)
-    assert (a == 1).all()
-
-
 # ---- issues 2, 3, 4: benchmark results, issue 5: browser test in CI ---------------------------
 
 

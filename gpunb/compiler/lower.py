@@ -207,6 +207,9 @@ class FunctionLowerer(ast.NodeVisitor):
     def visit_Pass(self, node) -> None:
         return
 
+    def visit_Assert(self, node: ast.Assert) -> None:
+        return  # typed, never evaluated: as numba.cuda without debug checks (python -O)
+
     def visit_Assign(self, node: ast.Assign) -> None:
         value = self.expr(node.value)
         vt = self.type_of(node.value)

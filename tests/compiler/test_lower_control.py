@@ -447,3 +447,25 @@ PTX_CASES = [
 @pytest.mark.parametrize("kernel,sig", PTX_CASES, ids=[k.__name__ for k, _ in PTX_CASES])
 def test_ptx(check_ptx, kernel, sig):
     check_ptx(kernel, sig)
+
+
+# ---- assert: accepted as numba.cuda does, compiled to nothing -----------------------------------
+
+
+@cuda.jit
+def with_asserts(a):
+    i = cuda.grid(1)
+    assert i < a.size
+    assert i >= 0, "negative thread index"
+    assert a.size > 1000, "false, but never evaluated"  # as numba.cuda without debug checks
+    a[i] = i + 1
+
+
+def test_assert_is_accepted_and_a_no_op(target):
+    a = np.zeros(4)
+    with_asserts[1, 4](a)
+    assert a.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_assert_ptx(check_ptx):
+    check_ptx(with_asserts, "void(float64[::1])")
