@@ -10,7 +10,7 @@ from gpunb.errors import CompileError, GpunbError, LaunchError, ToolchainError
 __version__ = "0.1.0"
 
 __all__ = ["CompileError", "GpunbError", "LaunchError", "ToolchainError", "__version__", "cuda",
-           "jit", "set_target", "load_ipython_extension"]
+           "fuse", "jit", "set_target", "load_ipython_extension"]
 
 
 def set_target(target: str | None) -> None:
@@ -47,7 +47,7 @@ def __getattr__(name: str):
 
         return jit
     if name == "fuse":
-        from gpunb.fuse import fuse
+        from gpunb.fusion import fuse
 
         return fuse
     if name in _TYPE_NAMES or name == "types":

@@ -25,6 +25,11 @@ PRINT_BUFFER_BYTES = 4 << 20
 SMALL_LAUNCH_THREADS = 4096
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+# helpers LLVM calls instead of emitting code on x86 hosts (float64 -> float16 has no instruction);
+# MCJIT resolves them in the process, so the library that has them must be loaded globally: an
+# unresolved one is a call to address 0 (a segfault) rather than an error
+RUNTIME_HELPERS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2", "__extendhfdf2")
+_helpers_loaded = False
 
 
 class KernelIndexError(LaunchError, IndexError):
@@ -40,6 +45,7 @@ class LoadedCpuKernel:
         from gpunb.compiler.targets.cpu import host_target_machine
 
         self.artifact = artifact
+        _check_runtime_helpers(artifact)
         # MCJIT takes ownership of its target machine and frees it with the engine: never hand
         # it the shared, cached one (a later compile would use a freed machine and crash)
         tm = host_target_machine.__wrapped__()
@@ -125,6 +131,32 @@ class LoadedCpuKernel:
                                hint="every thread of a block must reach the same barriers; "
                                     "move the barrier out of the divergent branch")
         return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
+
+
+def _check_runtime_helpers(artifact: KernelArtifact) -> None:
+    """Load libgcc_s (GCC >= 12 has the float16 conversions) once; a kernel that calls a helper
+    the process still cannot resolve gets a LaunchError instead of a crash."""
+    global _helpers_loaded
+    import llvmlite.binding as llvm
+
+    if not _helpers_loaded:
+        import ctypes.util
+
+        library = ctypes.util.find_library("gcc_s")
+        if library:
+            try:
+                llvm.load_library_permanently(library)
+            except RuntimeError:
+                pass
+        _helpers_loaded = True
+    asm = artifact.asm or ""
+    for name in RUNTIME_HELPERS:
+        if name in asm and not llvm.address_of_symbol(name):
+            raise LaunchError(f"CPU kernel '{artifact.name}' needs {name} (a float16 conversion "
+                              "helper), which this process cannot resolve",
+                              function=artifact.name,
+                              hint="install libgcc_s from GCC 12 or newer, or convert through "
+                                   "float32 (float16(float32(x)))")
 
 
 def _flush_prints(buffer, used: int, truncated: bool) -> None:

@@ -296,6 +296,33 @@ def test_freed_kernels_do_not_break_later_compiles(run_script):
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
+def test_float64_to_float16_rounds_once(run_script):
+    # LLVM lowers double -> half to a libgcc call on x86; unresolved, the kernel jumped to
+    # address 0 (a segfault). A fresh process: the conversion must work without help from an
+    # earlier import, and round like numpy (directly, not through float32: the last value is a
+    # float32 tie that rounds the other way)
+    proc = run_script("""
+        import numpy as np
+        import gpunb
+        from gpunb import cuda
+        from numpy import float16
+        gpunb.set_target("cpu")
+
+        @cuda.jit
+        def to_half(out, x):
+            i = cuda.grid(1)
+            if i < x.size:
+                out[i] = float16(x[i])
+
+        x = np.array([0.1, -2.5e-8, 7e4, 1e5, np.nan, 1 + 2.0**-11 + 2.0**-40])
+        out = np.zeros(x.size, np.float16)
+        to_half[1, 32](out, x)
+        np.testing.assert_array_equal(out, x.astype(np.float16))
+        print("ok")
+    """)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
 PTX_CASES = [
     (exit_before_barrier, "void(float32[::1], float32[::1])"),
     (block_sums, "void(float32[::1], float32[::1])"),
