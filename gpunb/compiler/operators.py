@@ -158,10 +158,8 @@ def int_binary(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None):
         return b.or_(x, y)
     if isinstance(op, ast.BitXor):
         return b.xor(x, y)
-    if isinstance(op, ast.LShift):
-        return b.shl(x, y)
-    if isinstance(op, ast.RShift):
-        return b.ashr(x, y) if signed else b.lshr(x, y)
+    if isinstance(op, (ast.LShift, ast.RShift)):
+        return shift(b, op, x, y, ty, rhs_const)
     if isinstance(op, (ast.FloorDiv, ast.Mod)):
         is_zero = b.icmp_unsigned("==", y, zero)
         safe_y = b.select(is_zero, ir.Constant(x.type, 1), y)
@@ -186,6 +184,23 @@ def int_binary(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None):
     if isinstance(op, ast.Pow):
         return int_power(b, x, y, ty, rhs_const)
     raise TypeError(f"operator {type(op).__name__} on {ty}")
+
+
+def shift(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None):
+    """x << y, x >> y as PTX's shl/shr compute them, on every target: the count is unsigned and
+    clamped to the bit width (<< gives 0, >> gives 0 or the sign fill). LLVM's shifts are
+    poison there and x86 masks the count, so the clamp is explicit."""
+    width = ty.bitwidth
+    if isinstance(rhs_const, int) and 0 <= rhs_const < width:
+        return b.shl(x, y) if isinstance(op, ast.LShift) else \
+            (b.ashr(x, y) if ty.signed else b.lshr(x, y))
+    too_far = b.icmp_unsigned(">=", y, ir.Constant(y.type, width))
+    count = b.select(too_far, ir.Constant(y.type, width - 1), y)
+    if isinstance(op, ast.LShift):
+        return b.select(too_far, ir.Constant(x.type, 0), b.shl(x, count))
+    if ty.signed:
+        return b.ashr(x, count)  # width - 1 is the sign fill
+    return b.select(too_far, ir.Constant(x.type, 0), b.lshr(x, count))
 
 
 def int_power(b: ir.IRBuilder, x, y, ty: t.Integer, rhs_const=None):

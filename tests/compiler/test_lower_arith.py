@@ -284,6 +284,49 @@ def test_unsigned_right_shift_is_logical(target):
     assert out[:, 0].tolist() == [wrap((2**64 - 1) << 1, np.uint64), 0, 12345 << 3]
 
 
+def ptx_shift(x: int, n: int, dtype, count_dtype) -> tuple[int, int]:
+    """x << n and x >> n as PTX computes them after numba's promotion to 64 bits: the count is
+    unsigned (a negative one is huge) and clamped to 64, giving 0 or the sign fill."""
+    signed = np.iinfo(dtype).min < 0
+    n = wrap(n, count_dtype) % 2**64
+    if n >= 64:
+        return 0, (-1 if signed and x < 0 else 0)
+    wide = np.int64 if signed else np.uint64
+    return wrap(x << n, wide), x >> n
+
+
+SHIFT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+@pytest.mark.parametrize("dtype", SHIFT_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("count_dtype", [np.int64, np.uint8, np.int32],
+                         ids=lambda d: np.dtype(d).name)
+def test_shift_count_at_least_the_width_clamps_like_ptx(target, dtype, count_dtype):
+    """Counts >= 64 (and negative ones) give what the H100 gives: << 0, >> 0 or -1 (sign fill),
+    the same on every target (a bare LLVM shift is poison there; x86 would mask the count)."""
+    info = np.iinfo(dtype)
+    xs = [1, info.max, info.min, -8 if info.min < 0 else 8, 0]
+    counts = [0, 1, 7, 63, 64, 65, 70, 127, 200, 255, -1, -64]
+    cinfo = np.iinfo(count_dtype)
+    counts = [c for c in counts if cinfo.min <= c <= cinfo.max]
+    pairs = [(x, c) for x in xs for c in counts]
+    a = np.array([p[0] for p in pairs], dtype)
+    s = np.array([p[1] for p in pairs], count_dtype)
+    out_dtype = np.int64 if info.min < 0 else np.uint64
+    out = np.zeros((len(pairs), 2), out_dtype)
+    shifts[1, len(pairs)](out, a, s)
+    expected = [list(ptx_shift(x, c, dtype, count_dtype)) for x, c in pairs]
+    assert [[wrap(v, out_dtype) for v in row] for row in expected] == out.tolist()
+
+
+def test_shift_audit_case_matches_h100(target):
+    a = np.array([1, -8, 1, -8], np.int64)
+    s = np.array([64, 64, 70, 70], np.int64)
+    out = np.zeros((4, 2), np.int64)
+    shifts[1, 4](out, a, s)
+    assert out.tolist() == [[0, 0], [0, -1], [0, 0], [0, -1]]
+
+
 @HYP
 @given(pairs=st.lists(st.tuples(st.integers(-(2**31), 2**31 - 1), st.integers(0, 70)),
                       min_size=1, max_size=64),
@@ -480,6 +523,7 @@ PTX_CASES = [
     (int_pow, "void(int64[::1], int64[::1], int64[::1])"),
     (int_pow_const, "void(int64[:, ::1], int64[::1])"),
     (shifts, "void(int64[:, ::1], int32[::1], int32[::1])"),
+    (shifts, "void(uint64[:, ::1], uint8[::1], int64[::1])"),
     (store_same, "void(int8[:, ::1], int8[::1], int8[::1])"),
     (float_binops, "void(float32[:, ::1], float32[::1], float32[::1])"),
     (float_binops, "void(float64[:, ::1], float64[::1], float64[::1])"),
