@@ -76,22 +76,6 @@ def test_complex_power_compiles():
 # ---- issue 6: enumerate/zip, records ----------------------------------------------------------
 
 
-@cuda.jit
-def _zip_over_ranges(out):
-    s = 0
-    for x, y in zip(range(3), range(10, 13)):  # noqa: B905 - kernel code, as users write it
-        s += x * y
-    out[0] = s
-
-
-def test_zip_over_ranges():
-    """Issue 6 (`enumerate`/`zip` over ranges and tuples): zip(range(3), range(10, 13)) fails with
-    'range() cannot be used here in GPU code' (zip over tuples and enumerate(range) work)."""
-    out = np.zeros(1, np.int64)
-    _zip_over_ranges[1, 1](out)
-    assert out[0] == 0 * 10 + 1 * 11 + 2 * 12
-
-
 NESTED = np.dtype([("v", np.float32, (3,)), ("n", np.int64)])
 
 

@@ -364,6 +364,8 @@ class Inferer(ast.NodeVisitor):
                 self.loops[id(node)] = ("enumerate_array", item_t)
             self.assign(node.target.elts[0], t.int64, None)
             self.assign(node.target.elts[1], item_t, None)
+        elif callee is zip and not self.zips_tuples(it):
+            self.zip_loop(node, it)
         else:
             seq = self.expr(it)
             if isinstance(seq, t.Tuple):
@@ -385,6 +387,36 @@ class Inferer(ast.NodeVisitor):
                                  "loop over range(...), enumerate/zip, a tuple or a 1-d array")
         self.visit_body(node.body)
         self.visit_body(node.orelse)
+
+    def zips_tuples(self, it: ast.Call) -> bool:
+        """zip() of tuples only is built at compile time (a tuple of tuples, loop unrolled)."""
+        for arg in it.args:
+            if isinstance(arg, ast.Call) and self.callee_object(arg.func) is range:
+                return False
+            if not isinstance(self.expr(arg), t.Tuple):
+                return False
+        return True
+
+    def zip_loop(self, node: ast.For, it: ast.Call) -> None:
+        """`for a, b in zip(range(...), arr, ...)`: ranges and 1-d arrays, in lock step."""
+        if it.keywords or not it.args:
+            raise self.error(it, "zip() in GPU code takes ranges and 1-d arrays, no keywords")
+        kinds, items = [], []
+        for arg in it.args:
+            inner = self.callee_object(arg.func) if isinstance(arg, ast.Call) else None
+            if inner is range:
+                kinds.append("range")
+                items.append(self.range_type(arg))
+                continue
+            ty = self.expr(arg)
+            if not (isinstance(ty, t.Array) and ty.ndim == 1):
+                raise self.error(arg, f"cannot zip over {ty}",
+                                 "zip() in GPU code takes range(...) and 1-d arrays")
+            kinds.append("array")
+            items.append(ty.dtype)
+        self.loops[id(node)] = ("zip", tuple(kinds))
+        self.expr_types[id(it)] = t.Tuple(tuple(items))
+        self.assign(node.target, t.Tuple(tuple(items)), None)
 
     def range_type(self, it: ast.Call) -> t.Integer:
         if it.keywords or not 1 <= len(it.args) <= 3:

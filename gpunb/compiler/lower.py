@@ -310,6 +310,8 @@ class FunctionLowerer(ast.NodeVisitor):
             self.array_loop(node, node.iter.args[0], self.enumerate_counter(node))
         elif kind == "array":
             self.array_loop(node, node.iter, None)
+        elif kind == "zip":
+            self.zip_loop(node, item_t)
         else:
             self.sequence_loop(node)
 
@@ -420,6 +422,74 @@ class FunctionLowerer(ast.NodeVisitor):
         self.advance_counter(counter)
         b.branch(cond_bb)
         self.loop_else(node, else_bb, end_bb)
+
+    def zip_loop(self, node: ast.For, kinds: tuple) -> None:
+        """zip over ranges and 1-d arrays: one i64 counter up to the shortest length."""
+        b = self.builder
+        items_t = self.type_of(node.iter)
+        sources, length = [], None
+        for arg, kind, item_t in zip(node.iter.args, kinds, items_t.items, strict=True):
+            if kind == "range":
+                start, step, n = self.range_start_step_length(arg, item_t)
+                sources.append((start, step))
+            else:
+                arr_t = self.type_of(arg)
+                data, shape, strides = arrays.parts(b, self.expr(arg), 1)
+                n = shape[0]
+                sources.append((arr_t, data, shape, strides))
+            length = n if length is None else b.select(b.icmp_signed("<", n, length), n, length)
+        index = self.alloca(dm.i64, "zip.i")
+        b.store(ir.Constant(dm.i64, 0), index)
+        cond_bb, body_bb = self.new_block("zip.cond"), self.new_block("zip.body")
+        inc_bb, else_bb, end_bb = self.new_block("zip.inc"), self.new_block("zip.else"), \
+            self.new_block("zip.end")
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(index)
+        b.cbranch(b.icmp_signed("<", i, length), body_bb, else_bb)
+        b.position_at_end(body_bb)
+        value = ir.Constant(dm.value_type(items_t), ir.Undefined)
+        for k, (source, item_t) in enumerate(zip(sources, items_t.items, strict=True)):
+            if len(source) == 2:
+                start, step = source
+                offset = ops.cast(b, i, t.int64, item_t)
+                item = b.add(start, b.mul(offset, step))
+            else:
+                arr_t, data, shape, strides = source
+                pointer = arrays.element_pointer(b, arr_t, data, shape, strides, [i])
+                item = arrays.load_element(b, arr_t.dtype, pointer)
+            value = b.insert_value(value, item, k)
+        self.store_target(node.target, value, items_t)
+        self.loop_body(node, inc_bb, end_bb)
+        b.position_at_end(inc_bb)
+        b.store(b.add(b.load(index), ir.Constant(dm.i64, 1)), index)
+        b.branch(cond_bb)
+        self.loop_else(node, else_bb, end_bb)
+
+    def range_start_step_length(self, range_call, loop_t: t.Integer):
+        """start and step of range(...) in its loop type, and its length as an i64 (0 for a
+        zero step, where Python raises)."""
+        b = self.builder
+        args = [ops.cast(b, self.expr(a), self.type_of(a), loop_t) for a in range_call.args]
+        lty = dm.value_type(loop_t)
+        start, step = ir.Constant(lty, 0), ir.Constant(lty, 1)
+        if len(args) == 1:
+            stop = args[0]
+        elif len(args) == 2:
+            start, stop = args
+        else:
+            start, stop, step = args
+        wide = [ops.cast(b, v, loop_t, t.Integer(64, loop_t.signed)) for v in (start, stop, step)]
+        lo, hi, st = wide
+        zero, one = ir.Constant(dm.i64, 0), ir.Constant(dm.i64, 1)
+        positive = b.icmp_signed(">", st, zero)
+        span = b.select(positive, b.sub(hi, lo), b.sub(lo, hi))
+        stride = b.select(positive, st, b.neg(st))
+        stride_is_zero = b.icmp_signed("==", stride, zero)
+        safe = b.select(stride_is_zero, one, stride)
+        n = b.sdiv(b.add(span, b.sub(safe, one)), safe)
+        n = b.select(b.or_(stride_is_zero, b.icmp_signed("<", n, zero)), zero, n)
+        return start, step, n
 
     def sequence_loop(self, node: ast.For) -> None:
         """A loop over a tuple, unrolled: tuples are small and their items may differ in width."""

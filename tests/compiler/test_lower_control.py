@@ -469,3 +469,71 @@ def test_assert_is_accepted_and_a_no_op(target):
 
 def test_assert_ptx(check_ptx):
     check_ptx(with_asserts, "void(float64[::1])")
+
+
+# ---- zip over ranges and 1-d arrays -----------------------------------------------------------
+
+
+@cuda.jit
+def zip_loops(out, a, b, n, step):
+    s = 0
+    for x, y in zip(range(3), range(10, 13)):  # noqa: B905 - kernel code, as users write it
+        s += x * y
+    out[0] = s
+    s = 0
+    for i, v in zip(range(n), a):  # noqa: B905
+        s += i * v
+    out[1] = s
+    s = 0
+    for x, v, w in zip(range(20, -20, step), a, b):  # noqa: B905
+        s += x * v - w
+    out[2] = s
+    s = 0
+    for pair in zip(b, range(100, 0, -7)):  # noqa: B905
+        s += pair[0] * pair[1]
+    out[3] = s
+    s = 0
+    for x, y in zip(range(n), range(n, 0, -1)):  # noqa: B905
+        if x == 5:
+            break
+        s += x - y
+    else:
+        s = -1000
+    out[4] = s
+    s = 0
+    for _x, _y in zip(range(0), a):  # noqa: B905
+        s += 1
+    else:
+        s += 7
+    out[5] = s
+
+
+def zip_loops_reference(a, b, n, step):
+    z = zip  # the loops below are the kernel's, read by Python
+    out = [sum(x * y for x, y in z(range(3), range(10, 13)))]
+    out.append(sum(i * int(v) for i, v in z(range(n), a)))
+    out.append(sum(x * int(v) - int(w) for x, v, w in z(range(20, -20, step), a, b)))
+    out.append(sum(int(p) * q for p, q in z(b, range(100, 0, -7))))
+    s = 0
+    for x, y in z(range(n), range(n, 0, -1)):
+        if x == 5:
+            break
+        s += x - y
+    else:
+        s = -1000
+    out.append(s)
+    out.append(7)
+    return out
+
+
+@pytest.mark.parametrize("n,step", [(4, -3), (9, -1), (0, -5), (12, 4), (3, 1)])
+def test_zip_over_ranges_and_arrays(target, n, step):
+    a = np.arange(1, 9, dtype=np.int64)
+    b = np.arange(30, 40, dtype=np.int64)
+    out = np.zeros(6, np.int64)
+    zip_loops[1, 1](out, a, b, n, step)
+    assert out.tolist() == zip_loops_reference(a, b, n, step)
+
+
+def test_zip_ptx(check_ptx):
+    check_ptx(zip_loops, "void(int64[::1], int32[:], float64[::1], int64, int64)")
