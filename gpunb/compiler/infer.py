@@ -57,6 +57,9 @@ class TypedFunction:
     is_kernel: bool = False
     weak: set = field(default_factory=set)  # id(node) of weak (untyped) float literal expressions
     loops: dict = field(default_factory=dict)  # id(ast.For) -> (kind, item type)
+    # id(ast.If / ast.IfExp) -> the branch taken, where the test is known at compile time
+    # (`x is None`): the other branch is neither typed nor lowered, as numba prunes it
+    static_branches: dict = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -145,6 +148,8 @@ class Inferer(ast.NodeVisitor):
         self.return_types: list = []
         self.loops: dict = {}
         self.literal_vars: set = set()
+        self.static_branches: dict = {}
+        self.terminated = False  # the statement just visited always leaves the block
         self.changed = False
 
     # ---- driver --------------------------------------------------------------------------------
@@ -173,14 +178,17 @@ class Inferer(ast.NodeVisitor):
         return TypedFunction(self.source, self.py_func, self.argnames, self.argtypes, ret,
                              self.var_types, self.expr_types, self.calls, self.constants,
                              list(self.callees.values()), self.features, self.is_kernel,
-                             self.weak, self.loops)
+                             self.weak, self.loops, self.static_branches)
 
     def error(self, node, message: str, hint: str | None = None) -> CompileError:
         return CompileError(message, self.source.loc(node), hint, function=self.source.name)
 
     def visit_body(self, body: list) -> None:
+        self.terminated = False
         for stmt in body:
             self.visit(stmt)
+            if self.terminated:
+                break  # after return/break/continue: unreachable, and lowering skips it too
 
     def set_var(self, node, name: str, ty: t.Type) -> None:
         if isinstance(ty, t.StringLiteral):
@@ -237,10 +245,10 @@ class Inferer(ast.NodeVisitor):
             self.expr(node.msg)
 
     def visit_Break(self, node) -> None:
-        return
+        self.terminated = True
 
     def visit_Continue(self, node) -> None:
-        return
+        self.terminated = True
 
     def visit_Assign(self, node: ast.Assign) -> None:
         vt = self.expr(node.value)
@@ -326,13 +334,31 @@ class Inferer(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         self.condition(node.test)
+        known = self.static_truth(node.test)
+        if known is not None:
+            self.static_branches[id(node)] = known
+            self.visit_body(node.body if known else node.orelse)
+            return  # terminated as the branch taken left it
         self.visit_body(node.body)
         self.visit_body(node.orelse)
+        self.terminated = False
+
+    def static_truth(self, test) -> bool | None:
+        """The truth of a condition known at compile time (`x is None`, a None value), else
+        None."""
+        ty = self.expr_types[id(test)]
+        if isinstance(ty, t.NoneType):
+            return False
+        value = self.constants.get(id(test))
+        if isinstance(test, (ast.Compare, ast.UnaryOp)) and isinstance(value, bool):
+            return value
+        return None
 
     def visit_While(self, node: ast.While) -> None:
         self.condition(node.test)
         self.visit_body(node.body)
         self.visit_body(node.orelse)
+        self.terminated = False
 
     def visit_For(self, node: ast.For) -> None:
         it = node.iter
@@ -387,6 +413,7 @@ class Inferer(ast.NodeVisitor):
                                  "loop over range(...), enumerate/zip, a tuple or a 1-d array")
         self.visit_body(node.body)
         self.visit_body(node.orelse)
+        self.terminated = False
 
     def zips_tuples(self, it: ast.Call) -> bool:
         """zip() of tuples only is built at compile time (a tuple of tuples, loop unrolled)."""
@@ -441,6 +468,7 @@ class Inferer(ast.NodeVisitor):
         if isinstance(rt, PyValue):
             raise self.error(node, f"cannot return {rt}")
         self.return_types.append((node, rt))
+        self.terminated = True
 
     def condition(self, node) -> None:
         ty = self.expr(node)
@@ -602,6 +630,9 @@ class Inferer(ast.NodeVisitor):
             self.constants[id(node)] = -node.operand.value
             return constant_type(-node.operand.value)
         if isinstance(node.op, ast.Not):
+            known = self.constants.get(id(node.operand))
+            if isinstance(node.operand, ast.Compare) and isinstance(known, bool):
+                self.constants[id(node)] = not known  # not (x is None)
             return t.boolean
         if not t.is_number(ty):
             raise self.error(node, f"unsupported operand type for unary operator: {ty}")
@@ -634,7 +665,16 @@ class Inferer(ast.NodeVisitor):
         lt = self.expr(left)
         for op, right in zip(node.ops, node.comparators, strict=False):
             rt = self.expr(right)
-            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+            if isinstance(op, (ast.Is, ast.IsNot)) and len(node.ops) == 1 and (
+                    isinstance(lt, t.NoneType) or isinstance(rt, t.NoneType)):
+                # only None has type none, so the answer is known at compile time
+                same = isinstance(lt, t.NoneType) and isinstance(rt, t.NoneType)
+                self.constants[id(node)] = same if isinstance(op, ast.Is) else not same
+                return t.boolean
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                raise self.error(node, f"'{_CMP_SYMBOLS[type(op)]}' only tests for None in GPU "
+                                 "code", "compare values with == and !=")
+            if isinstance(op, (ast.In, ast.NotIn)):
                 raise self.error(node, f"'{_CMP_SYMBOLS[type(op)]}' is not supported in GPU code",
                                  "compare values with == and !=")
             if not (t.is_number(lt) and t.is_number(rt)):
@@ -647,6 +687,14 @@ class Inferer(ast.NodeVisitor):
 
     def expr_IfExp(self, node: ast.IfExp) -> t.Type:
         self.condition(node.test)
+        known = self.static_truth(node.test)
+        if known is not None:
+            self.static_branches[id(node)] = known
+            live = node.body if known else node.orelse
+            ty = self.expr(live)
+            if id(live) in self.weak:
+                self.weak.add(id(node))
+            return ty
         a, b = self.expr(node.body), self.expr(node.orelse)
         weak_a, weak_b = id(node.body) in self.weak, id(node.orelse) in self.weak
         if weak_a and isinstance(b, t.Float):
@@ -819,7 +867,7 @@ class Inferer(ast.NodeVisitor):
                 argtypes.append(ty)
             else:
                 default = param.default
-                ty = constant_type(default)
+                ty = t.none if default is None else constant_type(default)
                 if ty is None:
                     raise self.error(node, f"default value {default!r} of parameter '{name}' of "
                                      f"'{py_func.__name__}' has no GPU type")

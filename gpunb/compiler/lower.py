@@ -154,6 +154,8 @@ class FunctionLowerer(ast.NodeVisitor):
 
     def bind_arguments(self, values: list) -> None:
         for name, ty, value in zip(self.typed.argnames, self.typed.argtypes, values, strict=False):
+            if isinstance(ty, t.NoneType):
+                continue  # None holds nothing
             declared = self.typed.var_types[name]
             self.builder.store(ops.cast(self.builder, value, ty, declared), self.vars[name])
 
@@ -184,7 +186,7 @@ class FunctionLowerer(ast.NodeVisitor):
     def statements(self, body: list) -> None:
         for stmt in body:
             if self.builder.block.is_terminated:
-                self.builder.position_at_end(self.fn.append_basic_block("dead"))
+                return  # after return/break/continue: unreachable, and not typed by infer
             if self.mb.debug is not None:
                 self.builder.debug_metadata = self.mb.debug.location(
                     stmt.lineno, stmt.col_offset, self.subprogram)
@@ -264,6 +266,10 @@ class FunctionLowerer(ast.NodeVisitor):
             raise self.error(target, "unsupported assignment target")
 
     def visit_If(self, node: ast.If) -> None:
+        known = self.typed.static_branches.get(id(node))
+        if known is not None:  # `if x is None:` with x known: only the branch taken
+            self.statements(node.body if known else node.orelse)
+            return
         cond = self.condition(node.test)
         then_bb = self.new_block("if.then")
         else_bb = self.new_block("if.else") if node.orelse else None
@@ -673,6 +679,10 @@ class FunctionLowerer(ast.NodeVisitor):
     def expr_IfExp(self, node: ast.IfExp):
         b = self.builder
         result_t = self.type_of(node)
+        known = self.typed.static_branches.get(id(node))
+        if known is not None:
+            live = node.body if known else node.orelse
+            return ops.cast(b, self.expr(live), self.type_of(live), result_t)
         cond = self.condition(node.test)
         then_bb, else_bb, end_bb = self.new_block("ifexp.then"), self.new_block("ifexp.else"), \
             self.new_block("ifexp.end")
@@ -804,7 +814,9 @@ class FunctionLowerer(ast.NodeVisitor):
         callee: TypedFunction = call.target
         values = []
         for arg, declared in zip(call.args, call.argtypes, strict=False):
-            if isinstance(arg, tuple) and arg and arg[0] == "const":
+            if isinstance(declared, t.NoneType):
+                values.append(ir.Constant(dm.value_type(declared), None))
+            elif isinstance(arg, tuple) and arg and arg[0] == "const":
                 values.append(ops.constant(declared, arg[1]))
             else:
                 values.append(ops.cast(b, self.expr(arg), self.type_of(arg), declared))

@@ -221,3 +221,74 @@ def test_ptx(check_ptx, kernel, sig):
 def test_ptx_device_functions(check_ptx):
     check_ptx(some_function, "void(int64[::1], int64)", device=True)
     check_ptx(affine, "(float64, float64, int64, boolean, float64)", device=True)
+
+
+# ---- None defaults and `is None`, resolved at compile time as numba prunes the branch ----------
+
+
+@cuda.jit(device=True)
+def optional_offset(x, offset=None):
+    if offset is None:
+        return x
+    return x + offset
+
+
+@cuda.jit(device=True)
+def optional_scale(x, scale=None, bias=None):
+    y = x if scale is None else x * scale
+    if bias is not None:
+        y += bias
+    if not (bias is None):  # noqa: E714 - the `not` form is what this tests
+        y += 100.0
+    if scale:  # None is falsy
+        y += 1000.0
+    return y
+
+
+@cuda.jit(device=True)
+def forward_none(x, extra=None):
+    given = extra is not None
+    return optional_offset(x, extra) + given
+
+
+@cuda.jit
+def call_optional(out):
+    out[0] = optional_offset(1.0)
+    out[1] = optional_offset(1.0, 2.0)
+    out[2] = optional_offset(1.0, None)
+    out[3] = optional_offset(1.0, offset=5)
+    out[4] = optional_scale(2.0)
+    out[5] = optional_scale(2.0, 3.0)
+    out[6] = optional_scale(2.0, bias=0.5)
+    out[7] = optional_scale(2.0, None, 0.25)
+    out[8] = forward_none(4.0)
+    out[9] = forward_none(4.0, 0.5)
+
+
+def test_none_defaults_and_is_none(target):
+    """As Python runs the same functions (the branch on None is decided at compile time)."""
+    out = np.zeros(10)
+    call_optional[1, 1](out)
+    py = [f.py_func for f in (optional_offset, optional_scale)]
+    expected = [py[0](1.0), py[0](1.0, 2.0), py[0](1.0, None), py[0](1.0, offset=5),
+                py[1](2.0), py[1](2.0, 3.0), py[1](2.0, bias=0.5), py[1](2.0, None, 0.25),
+                py[0](4.0) + 0, py[0](4.0, 0.5) + 1]
+    assert out.tolist() == expected
+
+
+@cuda.jit
+def is_with_values(out, a):
+    out[0] = a[0] is a[1]
+
+
+def test_is_between_values_is_a_clear_error():
+    gpunb.set_target("cpu")
+    try:
+        with pytest.raises(gpunb.CompileError, match="only tests for None"):
+            is_with_values[1, 1](np.zeros(1), np.zeros(2))
+    finally:
+        gpunb.set_target(None)
+
+
+def test_none_defaults_ptx(check_ptx):
+    check_ptx(call_optional, "void(float64[::1])")
