@@ -9,7 +9,6 @@ Every test here fails today (CPU target) and should pass once its gap is closed.
 
 from __future__ import annotations
 
-import cmath
 import math
 import re
 from pathlib import Path
@@ -31,46 +30,6 @@ def cpu_target():
 
 
 # ---- issue 6: complex numbers and cmath -------------------------------------------------------
-
-
-@cuda.jit
-def _cmath_inverse_and_hyperbolic(out, z):
-    out[0] = cmath.tan(z[0])
-    out[1] = cmath.tanh(z[0])
-    out[2] = cmath.asin(z[0])
-    out[3] = cmath.acos(z[0])
-    out[4] = cmath.atan(z[0])
-    out[5] = cmath.asinh(z[0])
-    out[6] = cmath.acosh(z[0])
-    out[7] = cmath.atanh(z[0])
-
-
-def test_cmath_functions_numba_cuda_supports():
-    """Issue 6 (types: complex64/complex128 arithmetic and `cmath`): numba.cuda's cmath also has
-    tan, tanh, asin, acos, atan, asinh, acosh, atanh; gpunb says 'cannot call tan from GPU code'."""
-    z = np.array([0.3 + 0.2j])
-    out = np.zeros(8, np.complex128)
-    _cmath_inverse_and_hyperbolic[1, 1](out, z)
-    names = ["tan", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh"]
-    expected = [getattr(cmath, n)(z[0]) for n in names]
-    np.testing.assert_allclose(out, expected, rtol=1e-12)
-
-
-@cuda.jit
-def _complex_power(out, z):
-    out[0] = z[0] ** 2
-    out[1] = z[0] ** 0.5
-    out[2] = z[0] ** z[1]
-
-
-def test_complex_power_compiles():
-    """Issue 6 (complex arithmetic) / issue 2 (no compiler-internal error for user code):
-    `z ** 2` on complex128 raises 'internal compiler error ... operator Pow is not supported
-    on complex numbers' (type inference accepts it, lowering crashes)."""
-    z = np.array([1 + 1j, 2 - 1j])
-    out = np.zeros(3, np.complex128)
-    _complex_power[1, 1](out, z)
-    np.testing.assert_allclose(out, [z[0] ** 2, z[0] ** 0.5, z[0] ** z[1]], rtol=1e-12)
 
 
 # ---- issue 6: enumerate/zip, records ----------------------------------------------------------

@@ -11,6 +11,7 @@ import ast
 
 from llvmlite import ir
 
+from gpunb.compiler import complexmath
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import types as t
 
@@ -134,7 +135,7 @@ def binary(b: ir.IRBuilder, op, x, y, ty: t.Type, math_call, rhs_type: t.Type | 
            rhs_const=None):
     """`x op y` where both are already of type `ty` (except an integer exponent of `**`)."""
     if isinstance(ty, t.Complex):
-        return complex_binary(b, op, x, y, ty, math_call)
+        return complex_binary(b, op, x, y, ty, math_call, rhs_const)
     if isinstance(ty, t.Float):
         return float_binary(b, op, x, y, ty, math_call, rhs_type, rhs_const)
     if isinstance(ty, t.Boolean):
@@ -302,9 +303,13 @@ def float_floordiv(b: ir.IRBuilder, x, y, ty: t.Float, math_call):
     return b.select(b.fcmp_ordered("==", y, zero), by_zero, result)
 
 
-def complex_binary(b: ir.IRBuilder, op, x, y, ty: t.Complex, math_call):
+def complex_binary(b: ir.IRBuilder, op, x, y, ty: t.Complex, math_call, rhs_const=None):
     a, bi = b.extract_value(x, 0), b.extract_value(x, 1)
     c, d = b.extract_value(y, 0), b.extract_value(y, 1)
+    if isinstance(op, ast.Pow):
+        f = complexmath.FloatOps(b, math_call, ty.component)
+        re, im = complexmath.power(f, (a, bi), (c, d), rhs_const)
+        return make_complex(b, re, im, ty)
     if isinstance(op, ast.Add):
         return make_complex(b, b.fadd(a, c), b.fadd(bi, d), ty)
     if isinstance(op, ast.Sub):

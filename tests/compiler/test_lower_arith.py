@@ -357,6 +357,27 @@ def test_int_pow_negative_exponent(target):
     assert out.tolist() == [1, -1, 1, 0, 0]
 
 
+@cuda.jit
+def int_pow_negative_literals(out, f, a):
+    out[0] = 2 ** -1
+    x = 2
+    out[1] = x ** -1
+    out[2] = a[0] ** -2
+    out[3] = (-1) ** -3
+    f[0] = 2.0 ** -1
+    f[1] = a[0] ** -1.0
+
+
+def test_int_pow_negative_literal_is_integer_power(target):
+    """numba keeps int ** int an integer: 2 ** -1 is 0 in a kernel (Python gives 0.5); a float
+    operand makes it a float power."""
+    out = np.zeros(4, np.int64)
+    f = np.zeros(2)
+    int_pow_negative_literals[1, 1](out, f, np.array([2], np.int64))
+    assert out.tolist() == [0, 0, 0, -1]
+    assert f.tolist() == [0.5, 0.5]
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32])
 def test_store_wraps_like_numpy(target, dtype):
     rng = np.random.default_rng(1)

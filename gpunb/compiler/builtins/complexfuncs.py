@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from gpunb.compiler import complexmath as cm
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler import types as t
@@ -83,17 +84,8 @@ class ComplexFunction(Builtin):
         if op == "exp":
             e = f("exp", a)
             return ops.make_complex(b, b.fmul(e, f("cos", y)), b.fmul(e, f("sin", y)), ct)
-        if op == "log":
-            return ops.make_complex(b, f("log", f("hypot", a, y)), f("atan2", y, a), ct)
-        if op == "log10":
-            scale = ir.Constant(a.type, 0.4342944819032518)
-            return ops.make_complex(b, b.fmul(f("log", f("hypot", a, y)), scale),
-                                    b.fmul(f("atan2", y, a), scale), ct)
-        if op == "sqrt":
-            r = f("hypot", a, y)
-            half = ir.Constant(a.type, 0.5)
-            re = f("sqrt", b.fmul(b.fadd(r, a), half))
-            im = f("copysign", f("sqrt", b.fmul(b.fsub(r, a), half)), y)
+        if op in _ALGORITHMS:
+            re, im = _ALGORITHMS[op](cm.FloatOps(b, m, ft), a, y)
             return ops.make_complex(b, re, im, ct)
         if op == "sin":
             return ops.make_complex(b, b.fmul(f("sin", a), f("cosh", y)),
@@ -108,6 +100,12 @@ class ComplexFunction(Builtin):
             return ops.make_complex(b, b.fmul(f("cosh", a), f("cos", y)),
                                     b.fmul(f("sinh", a), f("sin", y)), ct)
         raise low.error(node, f"{self.name} is not supported")
+
+
+# CPython's algorithms (numba's cmathimpl follows them), in complexmath
+_ALGORITHMS = {"log": cm.log, "log10": cm.log10, "sqrt": cm.sqrt, "tan": cm.tan, "tanh": cm.tanh,
+               "asin": cm.asin, "acos": cm.acos, "atan": cm.atan, "asinh": cm.asinh,
+               "acosh": cm.acosh, "atanh": cm.atanh}
 
 
 class MakeComplex(Builtin):
@@ -185,7 +183,8 @@ FP16_OPS = list(Fp16._ARITH) + list(Fp16._CMP) + list(Fp16._MATH) + [
     "hneg", "hmax", "hmin", "hfma", "hrcp", "hrsqrt", "hexp10"]
 
 BUILTINS: dict = {f"cmath.{name}": ComplexFunction(f"cmath.{name}", name) for name in
-                  ("exp", "log", "log10", "sqrt", "sin", "cos", "sinh", "cosh")}
+                  ("exp", "log", "log10", "sqrt", "sin", "cos", "sinh", "cosh", "tan", "tanh",
+                   "asin", "acos", "atan", "asinh", "acosh", "atanh")}
 BUILTINS.update({
     "cmath.phase": ComplexFunction("cmath.phase", "phase", "real"),
     "cmath.polar": ComplexFunction("cmath.polar", "polar", "polar"),
