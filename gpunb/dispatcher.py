@@ -301,18 +301,19 @@ class Dispatcher:
 class _LaunchConfig:
     """`kernel[grid, block, stream, shared]`: call it with the kernel's arguments."""
 
-    __slots__ = ("dispatcher", "griddim", "blockdim", "stream", "sharedmem", "_launch")
+    __slots__ = ("dispatcher", "griddim", "blockdim", "stream", "sharedmem")
 
     def __init__(self, dispatcher, griddim, blockdim, stream, sharedmem):
         self.dispatcher = dispatcher
-        self._launch = dispatcher.launch
         self.griddim = griddim
         self.blockdim = blockdim
         self.stream = stream
         self.sharedmem = sharedmem
 
     def __call__(self, *args) -> None:
-        self._launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
+        # looked up per call, not bound once: %%gpuprofile wraps Dispatcher.launch, and configs
+        # made before the profiled cell are reused from the dispatcher's config cache
+        self.dispatcher.launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
 
 
 def _launch_type(ty: t.Type) -> t.Type:
