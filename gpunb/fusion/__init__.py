@@ -20,7 +20,8 @@ import threading
 
 import numpy as np
 
-_PYTHON_SCALARS = (bool, int, float)
+from gpunb.fusion.arguments import prepare, result_kind, signature
+from gpunb.fusion.codegen import BLOCK
 
 
 class FusedFunction:
@@ -40,10 +41,9 @@ class FusedFunction:
     def __call__(self, *args, **kwargs):
         from gpunb.fusion.execute import run
 
-        values = [_normalise(v) for v in args] + [_normalise(v) for v in kwargs.values()]
-        plan = self._plan(values, len(args), tuple(kwargs))
+        plan, values = self._plan_for(args, kwargs)
         result = run(plan, values)
-        self.last_launches = tuple((s.source.name, s.grid, 256) for s in plan.steps
+        self.last_launches = tuple((s.source.name, s.grid, BLOCK) for s in plan.steps
                                    if s.grid is not None and plan.size)
         return result
 
@@ -52,44 +52,44 @@ class FusedFunction:
     def kernels(self, *args, **kwargs) -> list:
         """The gpunb kernels (Dispatchers) a call with these arguments launches, in order;
         each has inspect_ptx(), inspect_types(), resource_usage() ... once it has run."""
-        return [step.kernel for step in self._plan_for(args, kwargs).steps]
+        return [step.kernel for step in self._plan_for(args, kwargs)[0].steps]
 
     def sources(self, *args, **kwargs) -> list:
         """The generated Python source of each kernel a call with these arguments launches."""
-        return [step.source.text for step in self._plan_for(args, kwargs).steps]
-
-    def _plan_for(self, args: tuple, kwargs: dict):
-        values = [_normalise(v) for v in args] + [_normalise(v) for v in kwargs.values()]
-        return self._plan(values, len(args), tuple(kwargs))
+        return [step.source.text for step in self._plan_for(args, kwargs)[0].steps]
 
     # ---- plans ----
 
-    def _plan(self, values: list, n_positional: int, kw_names: tuple):
+    def _plan_for(self, args: tuple, kwargs: dict) -> tuple:
+        """(the plan for these arguments, the argument values as the plan takes them)."""
         from gpunb.runtime.target import active_target
 
         target = active_target()
-        key = (target, n_positional, kw_names, tuple(_signature(v) for v in values))
+        prepared = [prepare(v, target) for v in (*args, *kwargs.values())]
+        values = [v for v, _ in prepared]
+        kinds = [kind for _, kind in prepared]
+        key = (target, len(args), tuple(kwargs),
+               tuple(signature(v, kind) for v, kind in prepared))
         plan = self._plans.get(key)
         if plan is None:
             with self._lock:
                 plan = self._plans.get(key)
                 if plan is None:
-                    plan = self._build(values, n_positional, kw_names, target)
+                    plan = self._build(values, kinds, len(args), tuple(kwargs), target)
                     self._plans[key] = plan
-        return plan
+        return plan, values
 
-    def _build(self, values: list, n_positional: int, kw_names: tuple, target: str):
+    def _build(self, values: list, kinds: list, n_positional: int, kw_names: tuple,
+               target: str):
         from gpunb.fusion.execute import device_capacity
         from gpunb.fusion.plan import build_plan
         from gpunb.fusion.trace import trace
 
-        scalars = {k for k, v in enumerate(values) if _is_scalar(v)}
+        scalars = {k for k, kind in enumerate(kinds) if kind == "scalar"}
         traced = trace(self.func, tuple(values[:n_positional]),
                        dict(zip(kw_names, values[n_positional:], strict=True)), scalars)
-        kinds = [_array_kind(v) for k, v in enumerate(values) if k not in scalars]
-        result_kind = next((kind for kind in kinds if kind != "numpy"), "numpy")
         plan = build_plan(self.kernel_name, traced.root, traced.int_checks, target,
-                          device_capacity(target), result_kind)
+                          device_capacity(target), result_kind(kinds))
         plan.zero_d_array = _numpy_returns_array(traced.root, values)
         return plan
 
@@ -122,43 +122,6 @@ def _identifier(name: str) -> str:
     if name[0].isdigit() or keyword.iskeyword(name):
         name = "fused_" + name
     return name
-
-
-def _normalise(value):
-    """Arguments as the tracer takes them: scalars, or objects with shape and dtype (lists and
-    tuples become numpy arrays, as numpy's ufuncs take them)."""
-    if isinstance(value, (list, tuple)):
-        value = np.asarray(value)
-    if isinstance(value, complex) or getattr(getattr(value, "dtype", None), "kind", "") == "c":
-        raise TypeError("gpunb.fuse: complex arguments are not supported yet")
-    if isinstance(value, (*_PYTHON_SCALARS, np.generic)):
-        return value
-    if getattr(value, "shape", None) is None or getattr(value, "dtype", None) is None:
-        raise TypeError(f"gpunb.fuse: an argument of type {type(value).__name__} is neither an "
-                        "array nor a scalar")
-    return value
-
-
-def _is_scalar(value) -> bool:
-    return isinstance(value, (*_PYTHON_SCALARS, np.generic)) or len(value.shape) == 0
-
-
-def _signature(value):
-    cls = value.__class__
-    if cls in _PYTHON_SCALARS:
-        return cls
-    if isinstance(value, np.generic):
-        return value.dtype
-    return (cls, value.dtype, tuple(value.shape))
-
-
-def _array_kind(value) -> str:
-    if isinstance(value, np.ndarray):
-        return "numpy"
-    module = type(value).__module__.split(".")[0]
-    if module in ("cupy", "torch"):
-        return module
-    return "device"
 
 
 __all__ = ["FusedFunction", "fuse"]

@@ -125,11 +125,15 @@ class Expressions:
         raise AssertionError(f"no code for a {kind} node here")
 
     def array_element(self, node: g.Node) -> str:
-        """The element of an array view; its dimensions align with the iteration space's last
-        ones (broadcasting), and a dimension of extent 1 is read at 0."""
+        """The element of an array argument (or view of it). Its dimensions align with the
+        iteration space's last ones (broadcasting); a dimension of extent 1 is read at 0."""
+        leaf = node.value
         offset = self.space_ndim - node.ndim
-        index = ["0" if n == 1 else f"i{d + offset}" for d, n in enumerate(node.shape)]
-        return f"{self.params.array(node.value)}[{', '.join(index) or '0'}]"
+        index = ["0"] * len(leaf.source_shape)
+        for d, source_dim in enumerate(leaf.dims):
+            if source_dim is not None and leaf.source_shape[source_dim] != 1:
+                index[source_dim] = f"i{d + offset}"
+        return f"{self.params.array(leaf.source)}[{', '.join(index) or '0'}]"
 
 
 def ufunc_expression(node: g.Node, xs: list, compute: np.dtype) -> str:
@@ -221,7 +225,7 @@ def collect_params(nodes: list) -> Params:
     params = Params()
     for node in nodes:
         if node.kind == g.ARRAY:
-            params.array(node.value)
+            params.array(node.value.source)
         elif node.kind == g.SCALAR:
             params.scalar(node.value)
     return params

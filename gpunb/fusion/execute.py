@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunb.fusion import graph as g
+from gpunb.fusion.arguments import to_target
 from gpunb.fusion.codegen import BLOCK
 from gpunb.fusion.plan import Plan, Step
 from gpunb.fusion.trace import apply_view
@@ -25,30 +26,26 @@ def run(plan: Plan, values: list):
         info = np.iinfo(dtype)
         if not info.min <= values[index] <= info.max:
             raise OverflowError(f"Python integer {values[index]} out of bounds for {dtype}")
-    target = plan.target
-    on_target: dict = {}
-    flat_out = _empty(plan.size, plan.out_dtype, target)
     red = plan.reduction
     if red is not None and plan.red_size == 0 and not g.has_identity(red.op):
         raise ValueError(f"zero-size array to reduction operation "
                          f"{g.numpy_reduction_name(red.op)} which has no identity")
+    target = plan.target
+    out = _empty(plan.size, plan.out_dtype, target)
     if plan.size:
-        partials = None
+        on_target: dict = {}
+        partials = _empty(plan.size * plan.parts, red.acc_dtype, target) if plan.parts > 1 \
+            else None
         for step in plan.steps:
-            args = [_array_param(values, source, on_target, target)
-                    for source in step.source.arrays]
-            args += [_scalar_param(values[index]) for index in step.source.scalars]
-            sizes = [np.int64(plan.size), np.int64(plan.red_size), np.int64(plan.parts)]
-            if step.role == "map":
-                head, tail = [flat_out], [step.shape, np.int64(plan.size)]
-            elif step.role == "finish":
-                head, tail = [flat_out, partials], sizes
-            else:
-                if plan.parts > 1:
-                    partials = _empty(plan.size * plan.parts, red.acc_dtype, target)
-                head, tail = [partials if plan.parts > 1 else flat_out], [step.shape, *sizes]
-            launch(step, head + args + tail, target)
-    return wrap_result(flat_out, plan)
+            head = {"map": (out,), "reduce_thread": (out,), "finish": (out, partials),
+                    "reduce_block": (partials if plan.parts > 1 else out,)}[step.role]
+            args = [*head,
+                    *[_array_param(values, source, on_target, target)
+                      for source in step.source.arrays],
+                    *[_scalar_param(values[index]) for index in step.source.scalars],
+                    *step.tail]
+            launch(step, args, target)
+    return wrap_result(out, plan)
 
 
 def launch(step: Step, args: list, target: str) -> None:
@@ -105,30 +102,6 @@ def _array_param(values: list, source: tuple, on_target: dict, target: str):
     return array
 
 
-def to_target(value, target: str):
-    """The argument as an array the target's kernels read without copying it back."""
-    if target == "cpu":
-        from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
-
-        if isinstance(value, (np.ndarray, HostDeviceArray)):
-            return value
-        if isinstance(value, DeviceArray):
-            return value.copy_to_host()
-        return np.asarray(value)
-    from gpunb import cuda
-    from gpunb.runtime.devicearray import DeviceArray
-
-    if isinstance(value, DeviceArray):
-        return value
-    if isinstance(value, np.ndarray):
-        return cuda.to_device(value)
-    if hasattr(value, "__cuda_array_interface__"):
-        return cuda.as_cuda_array(value)
-    if hasattr(value, "__dlpack__"):
-        return cuda.from_dlpack(value)
-    return cuda.to_device(np.asarray(value))
-
-
 def _scalar_param(value):
     dtype = _WEAK_DTYPES.get(type(value))
     if dtype is not None:
@@ -140,11 +113,14 @@ def _scalar_param(value):
 
 
 def _empty(size: int, dtype: np.dtype, target: str):
+    """A flat output: numpy memory on the CPU target; on a GPU, a block from the device's memory
+    pool, so that dropping the previous result does not wait for the GPU (cuMemFree would)."""
     if target == "cpu":
         return np.empty(size, dtype)
-    from gpunb import cuda
+    from gpunb.runtime.devicearray import DeviceAllocation, DeviceArray
 
-    return cuda.device_array(size, dtype)
+    memory = DeviceAllocation(size * dtype.itemsize, stream_ordered=True)
+    return DeviceArray((size,), None, dtype, 0, memory)
 
 
 # ---- the result ---------------------------------------------------------------------------------
@@ -163,8 +139,9 @@ def wrap_result(flat_out, plan: Plan):
     if isinstance(device, np.ndarray):  # a device-array input on the CPU target
         from gpunb.runtime.devicearray import HostDeviceArray
 
-        device = HostDeviceArray(device)
-    device = device.reshape(shape)
+        device = HostDeviceArray(device.reshape(shape))
+    elif device.shape != shape:  # the same memory in the result's shape (C order)
+        device = type(device)(shape, None, device.dtype, 0, device.gpu_data)
     if kind == "cupy":
         import cupy
 
@@ -176,4 +153,4 @@ def wrap_result(flat_out, plan: Plan):
     return device
 
 
-__all__ = ["device_capacity", "run", "to_target"]
+__all__ = ["device_capacity", "run"]

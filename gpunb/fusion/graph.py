@@ -35,13 +35,31 @@ class Node:
     loop: tuple = ()        # dtypes numpy's loop computes in, one per argument (ufunc, where)
     weak: bool = False      # a Python scalar (NEP 50): the other operand's dtype wins
     value: object = None    # CONST: the value; SCALAR: the argument index; REDUCE: a Reduction;
-    #                         ARRAY: (argument index, views), the views (basic indexing,
-    #                         transposes, new axes) taken of the argument at launch time
+    #                         ARRAY: an ArrayView
     phase: int = ELEMENT_PHASE
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ArrayView:
+    """How a kernel reads an array argument. `views` are numpy view operations (basic indexing,
+    and transposes before it) taken of the argument at launch time, giving an array of
+    `source_shape` that the kernel receives; `dims[d]` is the dimension of that array which
+    dimension d of the node walks, None for a new axis. New axes and transposes alone need no
+    view: they only change which index variable reads which dimension."""
+
+    index: int
+    views: tuple
+    source_shape: tuple
+    dims: tuple
+
+    @property
+    def source(self) -> tuple:
+        """What identifies the kernel parameter: the argument and the views taken of it."""
+        return (self.index, self.views)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,6 +74,9 @@ class Reduction:
 
 def check_dtype(dtype, what: str) -> np.dtype:
     dtype = np.dtype(dtype)
+    if not dtype.isnative:
+        raise TypeError(f"gpunb.fuse: {what} has non-native byte order ({dtype}); convert with "
+                        "x.astype(x.dtype.newbyteorder('='))")
     if dtype.char not in SUPPORTED_DTYPES:
         raise TypeError(f"gpunb.fuse: {what} has dtype {dtype}, which fused kernels do not "
                         "support; use bool, (unsigned) integers, float16, float32 or float64 "
@@ -100,8 +121,14 @@ def result_type(nodes: list) -> np.dtype:
     return np.result_type(*[weak_example(n) for n in nodes])
 
 
-def reduction_dtype(op: str, dtype: np.dtype) -> tuple:
-    """(numpy's result dtype, the accumulator dtype) of a reduction over `dtype`."""
+def reduction_dtype(op: str, dtype: np.dtype, requested=None) -> tuple:
+    """(numpy's result dtype, the accumulator dtype) of a reduction over `dtype`, or with the
+    dtype= the caller asked for (the operand is converted to it first)."""
+    if requested is not None and op not in ("all", "any", "max", "min"):
+        result = np.dtype(requested)
+        if op == "mean" and result.kind != "f":
+            return result, np.dtype(np.float64)
+        return result, np.dtype(np.float64) if result.kind == "f" else result
     if op in ("all", "any"):
         return np.dtype(np.bool_), np.dtype(np.bool_)
     if op in ("max", "min"):
@@ -172,6 +199,6 @@ def walk(root: Node, stop: Node | None = None) -> list:
     return order
 
 
-__all__ = ["ARRAY", "CAST", "CONST", "REDUCE", "SCALAR", "UFUNC", "WHERE", "Node",
+__all__ = ["ARRAY", "CAST", "CONST", "REDUCE", "SCALAR", "UFUNC", "WHERE", "ArrayView", "Node",
            "Reduction", "reduction_dtype", "reduction_identity", "result_type", "ufunc_loop",
            "walk"]

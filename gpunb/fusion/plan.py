@@ -31,7 +31,7 @@ class Step:
     source: k.KernelSource
     role: str                   # "map", "reduce_thread", "reduce_block", "finish"
     work: int                   # threads (map, reduce_thread) or blocks (the others) wanted
-    shape: tuple = ()           # the iteration space's extents, typed as the index arithmetic
+    tail: tuple = ()            # the parameters after the arrays and scalars (extents, sizes)
     grid: int | None = None     # set at the first launch (occupancy needs the compiled kernel)
 
 
@@ -68,7 +68,8 @@ def build_plan(name: str, root: g.Node, int_checks: list, target: str, capacity:
         size = math.prod(root.shape)
         index_type = _index_type(root.shape)
         source = k.map_kernel(name, root, index_type)
-        step = _step(source, "map", size, root.shape, index_type)
+        shape = _extents(root.shape, index_type)
+        step = _step(source, "map", size, (shape, np.int64(size)))
         return Plan(steps=[step], size=size, **common)
     parts_of = k.ReductionParts(root, reduces[0])
     space = parts_of.space
@@ -76,18 +77,21 @@ def build_plan(name: str, root: g.Node, int_checks: list, target: str, capacity:
     red_size = math.prod(space[d] for d in parts_of.reduced_dims)
     index_type = _index_type(space)
     plan = Plan(steps=[], size=n_out, reduction=parts_of.reduction, red_size=red_size, **common)
-    if red_size <= SHORT_REDUCTION or n_out >= capacity * BLOCK:
-        source = k.reduce_thread_kernel(name, parts_of, index_type)
-        plan.steps.append(_step(source, "reduce_thread", n_out, space, index_type))
-        return plan
-    parts = 1 if n_out >= capacity else max(1, min(-(-capacity // n_out),
-                                                   -(-red_size // (4 * BLOCK))))
+    short = red_size <= SHORT_REDUCTION or n_out >= capacity * BLOCK
+    parts = 1 if short or n_out >= capacity else max(1, min(-(-capacity // n_out),
+                                                            -(-red_size // (4 * BLOCK))))
     plan.parts = parts
+    sizes = (np.int64(n_out), np.int64(red_size), np.int64(parts))
+    shape = _extents(space, index_type)
+    if short:
+        source = k.reduce_thread_kernel(name, parts_of, index_type)
+        plan.steps.append(_step(source, "reduce_thread", n_out, (shape, *sizes)))
+        return plan
     source = k.reduce_block_kernel(name, parts_of, index_type, final=parts == 1)
-    plan.steps.append(_step(source, "reduce_block", n_out * parts, space, index_type))
+    plan.steps.append(_step(source, "reduce_block", n_out * parts, (shape, *sizes)))
     if parts > 1:
         source = k.finish_kernel(f"{name}_finish", parts_of)
-        plan.steps.append(_step(source, "finish", n_out, (), index_type))
+        plan.steps.append(_step(source, "finish", n_out, sizes))
     return plan
 
 
@@ -95,9 +99,12 @@ def _index_type(shape: tuple) -> str:
     return "uint32" if math.prod(shape) < 2**31 else "uint64"
 
 
-def _step(source: k.KernelSource, role: str, work: int, space: tuple, index_type: str) -> Step:
-    shape = tuple(getattr(np, index_type)(n) for n in space)
-    return Step(compile_source(source), source, role, work, shape)
+def _extents(shape: tuple, index_type: str) -> tuple:
+    return tuple(getattr(np, index_type)(n) for n in shape)
+
+
+def _step(source: k.KernelSource, role: str, work: int, tail: tuple) -> Step:
+    return Step(compile_source(source), source, role, work, tail)
 
 
 # ---- compiling generated sources ----------------------------------------------------------------

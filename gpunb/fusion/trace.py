@@ -46,7 +46,8 @@ class Tracer:
     def array(self, index: int, array) -> g.Node:
         shape = tuple(int(n) for n in array.shape)
         dtype = g.check_dtype(array.dtype, f"argument {index}")
-        return g.Node(g.ARRAY, dtype, shape, value=(index, ()))
+        view = g.ArrayView(index, (), shape, tuple(range(len(shape))))
+        return g.Node(g.ARRAY, dtype, shape, value=view)
 
     def scalar(self, index: int, value) -> g.Node:
         """A scalar argument: Python int and float are weak (NEP 50), bool, numpy scalars and
@@ -184,12 +185,14 @@ def astype(value, dtype) -> Proxy:
 def reduce(value, op: str, axis=None, keepdims: bool = False, dtype=None) -> Proxy:
     node = node_of(value)
     if dtype is not None:
-        node = astype(Proxy(node), dtype).node
+        dtype = g.check_dtype(dtype, f"{op}'s dtype=")
+        if op != "mean":  # numpy's mean converts the sum, not the elements
+            node = astype(Proxy(node), dtype).node
     if node.phase == g.REDUCED_PHASE:
         raise unsupported("a second reduction", "fuse one reduction per function; split the "
                           "computation into two fused functions")
     axes = _normalize_axes(axis, node.ndim)
-    result, acc = g.reduction_dtype(op, node.dtype)
+    result, acc = g.reduction_dtype(op, node.dtype, dtype)
     reduction = g.Reduction(op, axes, bool(keepdims), acc)
     shape = tuple((1 if keepdims else None) if k in axes else n
                   for k, n in enumerate(node.shape))
@@ -215,10 +218,10 @@ def _normalize_axes(axis, ndim: int) -> tuple:
 
 # ---- views: basic indexing, newaxis, transposes ------------------------------------------------
 #
-# A view of an array argument is recorded as a chain of numpy view operations, ("index", key) and
-# ("axes", mapping), taken of the real array at launch time; the kernel then reads that view
-# with its own shape and strides. A computed value can be given new axes and transposed: the
-# view is pushed down to the arguments it reads.
+# Slicing or integer indexing of an array argument is recorded as numpy view operations,
+# ("index", key) and ("axes", mapping), taken of the real array at launch time; the kernel reads
+# that view with its own shape and strides. New axes and transposes of arguments and of computed
+# values only remap dimensions: they are pushed down to the arguments' ArrayView.dims.
 
 
 def index(node: g.Node, key) -> Proxy:
@@ -229,11 +232,12 @@ def index(node: g.Node, key) -> Proxy:
             raise unsupported(f"indexing with {type(item).__name__}",
                               "only basic indexing (integers, slices, np.newaxis, ...) is fused")
     expanded = _expand_ellipsis(key, node.ndim)
-    if node.kind == g.ARRAY:
+    only_axes = all(item is None or item == slice(None) for item in expanded)
+    if node.kind == g.ARRAY and not only_axes:
         hashable = tuple(("slice", i.start, i.stop, i.step) if isinstance(i, slice) else
                          None if i is None else int(i) for i in expanded)
         return Proxy(_array_view(node, ("index", hashable)))
-    if any(not (item is None or item == slice(None)) for item in expanded):
+    if not only_axes:
         raise unsupported("slicing or integer indexing of a computed value",
                           "index the function's array arguments, or only insert axes "
                           "(x[:, np.newaxis]) in computed values")
@@ -278,10 +282,24 @@ def apply_view(array, view: tuple):
 
 
 def _array_view(node: g.Node, view: tuple) -> g.Node:
-    fake = as_strided(np.zeros(1, node.dtype), node.shape, (0,) * node.ndim)
+    """An ARRAY node read through one more view operation (new axes and transposes folded into
+    dims so far are taken first, as a real view)."""
+    leaf = node.value
+    views = leaf.views
+    fake = as_strided(np.zeros(1, node.dtype), leaf.source_shape, (0,) * len(leaf.source_shape))
+    if leaf.dims != tuple(range(len(leaf.source_shape))):
+        views += (("axes", leaf.dims),)
+        fake = apply_view(fake, ("axes", leaf.dims))
     shape = tuple(apply_view(fake, view).shape)  # numpy's own rules and errors for the key
-    index, views = node.value
-    return dataclasses.replace(node, shape=shape, value=(index, views + (view,)))
+    leaf = g.ArrayView(leaf.index, views + (view,), shape, tuple(range(len(shape))))
+    return dataclasses.replace(node, shape=shape, value=leaf)
+
+
+def _fold_axes(node: g.Node, mapping: tuple) -> g.Node:
+    leaf = node.value
+    dims = tuple(None if m is None else leaf.dims[m] for m in mapping)
+    shape = tuple(1 if m is None else node.shape[m] for m in mapping)
+    return dataclasses.replace(node, shape=shape, value=dataclasses.replace(leaf, dims=dims))
 
 
 def remap(node: g.Node, mapping: tuple, memo: dict | None = None) -> g.Node:
@@ -298,7 +316,7 @@ def remap(node: g.Node, mapping: tuple, memo: dict | None = None) -> g.Node:
         shape = (1,) * len(mapping)
         result = node if not mapping else dataclasses.replace(node, shape=shape)
     elif node.kind == g.ARRAY:
-        result = _array_view(node, ("axes", mapping))
+        result = _fold_axes(node, mapping)
     else:
         args = []
         for arg in node.args:
