@@ -31,14 +31,14 @@ def unsupported(what: str, hint: str = "") -> TypeError:
 
 @dataclasses.dataclass
 class Trace:
-    """What tracing produced: the root, the array sources and scalar arguments it reads."""
+    """What tracing produced: the graph's root and the range checks of Python int arguments."""
 
     root: g.Node
     int_checks: list        # (argument index, dtype): a Python int argument must fit dtype
 
 
 class Tracer:
-    """Graph-building state for one trace: array sources and the int range checks."""
+    """One trace's leaves (array and scalar arguments) and the int range checks it collects."""
 
     def __init__(self):
         self.int_checks: list = []
@@ -68,6 +68,11 @@ _tracer: list = []  # the Tracer of the trace in progress (traces do not nest)
 
 
 def constant(value) -> g.Node:
+    """A value the function uses that is not an argument: Python scalars are weak, numpy scalars
+    (np.float64 too, though it subclasses float) and 0-d arrays are not."""
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        dtype = g.check_dtype(value.dtype, f"constant {value!r}")
+        return g.Node(g.CONST, dtype, (), value=value.item(), phase=g.SCALAR_PHASE)
     if isinstance(value, bool):
         return g.Node(g.CONST, np.dtype(np.bool_), (), value=value, phase=g.SCALAR_PHASE)
     if isinstance(value, int):
@@ -77,9 +82,6 @@ def constant(value) -> g.Node:
     if isinstance(value, float):
         return g.Node(g.CONST, np.dtype(np.float64), (), weak=True, value=value,
                       phase=g.SCALAR_PHASE)
-    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
-        dtype = g.check_dtype(value.dtype, f"constant {value!r}")
-        return g.Node(g.CONST, dtype, (), value=value.item(), phase=g.SCALAR_PHASE)
     if isinstance(value, complex):
         raise unsupported("a complex constant")
     if isinstance(value, np.ndarray):

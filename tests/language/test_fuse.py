@@ -194,6 +194,14 @@ def test_python_scalars_are_weak_numpy_scalars_strong(target, dtype, scalar):
     check(scaled, x, scalar)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int8])
+def test_constants_in_the_function_follow_nep50(target, dtype):
+    x = values(dtype, (6,), np.random.default_rng(13))
+    check(gpunb.fuse(lambda a: a * np.float64(2)), x)   # strong, though np.float64 is a float
+    check(gpunb.fuse(lambda a: a * 2.0 + np.float32(1)), x)
+    check(gpunb.fuse(lambda a: np.where(a > 0, np.int16(3), -1)), x)
+
+
 def test_python_int_out_of_range_raises_like_numpy(target):
     x = np.arange(4, dtype=np.int8)
     with pytest.raises(OverflowError, match="out of bounds for int8"):
