@@ -9,7 +9,11 @@ so the number of distinct kernels (each compiled once) stays small.
 from __future__ import annotations
 
 import math
+import os
 import re
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import numpy as np
@@ -521,6 +525,24 @@ def test_fused_kernels_are_gpunb_kernels_memoised_per_source(target):
     compiled = [entry for entry in kernel.cache_info() if entry["target"] == target]
     assert len(compiled) == 1  # one specialisation serves every shape with this layout
     assert "masked_points" in repr(fused) and fused.__name__ == "mask_points"
+
+
+def test_a_new_process_loads_fused_kernels_from_the_disk_cache(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np, gpunb
+        gpunb.set_target("cpu")
+        fused = gpunb.fuse(lambda p, m: np.where(m[:, None], np.inf, p), kernel_name="cached")
+        p, m = np.ones((5, 3)), np.array([True, False, True, False, True])
+        assert fused(p, m)[1].tolist() == [1.0, 1.0, 1.0]
+        event = fused.kernels(p, m)[0].cache_info()[0]["event"]
+        print(event.kind, event.source)
+    """)
+    env = dict(os.environ, GPUNB_CACHE_DIR=str(tmp_path), GPUNB_NOTICES="0")
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           env=env, timeout=120) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:] + runs[1].stderr[-2000:]
+    assert runs[0].stdout.split() == ["miss", "None"]
+    assert runs[1].stdout.split() == ["hit", "disk"]  # generated source, content-keyed cache
 
 
 def test_grid_fills_the_device_not_the_input(target):
