@@ -104,9 +104,10 @@ def _gpunb(case: str, args: tuple, iters: int, repeats: int) -> Cell:
                       repeats)
     out = box["out"]
     _check(out.copy_to_host() if hasattr(out, "copy_to_host") else out, case, args, "gpunb")
-    (_, grid, block), = fused.last_launches
-    return cell(ms, "{:.3f} ms", f"{_gbytes(case, args) / (ms * 1e-3):.0f} GB/s, grid {grid} "
-                f"x {block}")
+    launches = fused.last_launches  # a reduction may finish in a second, small launch
+    grids = " + ".join(f"{grid} x {block}" for _, grid, block in launches)
+    return cell(ms, "{:.3f} ms", f"{_gbytes(case, args) / (ms * 1e-3):.0f} GB/s, "
+                f"{len(launches)} launch(es): grid {grids}")
 
 
 def _cupy(case: str, args: tuple, iters: int, repeats: int) -> Cell:
