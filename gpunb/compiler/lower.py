@@ -409,23 +409,34 @@ class FunctionLowerer(ast.NodeVisitor):
         seq = self.expr(seq_node)
         b = self.builder
         data, shape, strides = arrays.parts(b, seq, 1)
-        index = self.alloca(dm.i64, "iter.i")
+
+        def bind(i):
+            pointer = arrays.element_pointer(b, seq_t, data, shape, strides, [i])
+            self.bind_loop_item(node, arrays.load_element(b, seq_t.dtype, pointer), seq_t.dtype,
+                                counter)
+
+        self.counted_loop(node, shape[0], "iter", bind, lambda: self.advance_counter(counter))
+
+    def counted_loop(self, node: ast.For, length, prefix: str, bind, on_increment=None) -> None:
+        """for i in range(length) as IR: `bind(i)` binds the loop target at the top of the body;
+        `on_increment` runs where the counter advances (after the body and after `continue`)."""
+        b = self.builder
+        index = self.alloca(dm.i64, f"{prefix}.i")
         b.store(ir.Constant(dm.i64, 0), index)
-        cond_bb, body_bb = self.new_block("iter.cond"), self.new_block("iter.body")
-        inc_bb, else_bb, end_bb = self.new_block("iter.inc"), self.new_block("iter.else"), \
-            self.new_block("iter.end")
+        cond_bb, body_bb = self.new_block(f"{prefix}.cond"), self.new_block(f"{prefix}.body")
+        inc_bb, else_bb, end_bb = self.new_block(f"{prefix}.inc"), \
+            self.new_block(f"{prefix}.else"), self.new_block(f"{prefix}.end")
         b.branch(cond_bb)
         b.position_at_end(cond_bb)
         i = b.load(index)
-        b.cbranch(b.icmp_signed("<", i, shape[0]), body_bb, else_bb)
+        b.cbranch(b.icmp_signed("<", i, length), body_bb, else_bb)
         b.position_at_end(body_bb)
-        pointer = arrays.element_pointer(b, seq_t, data, shape, strides, [i])
-        self.bind_loop_item(node, arrays.load_element(b, seq_t.dtype, pointer), seq_t.dtype,
-                            counter)
+        bind(i)
         self.loop_body(node, inc_bb, end_bb)
         b.position_at_end(inc_bb)
         b.store(b.add(b.load(index), ir.Constant(dm.i64, 1)), index)
-        self.advance_counter(counter)
+        if on_increment is not None:
+            on_increment()
         b.branch(cond_bb)
         self.loop_else(node, else_bb, end_bb)
 
@@ -444,33 +455,22 @@ class FunctionLowerer(ast.NodeVisitor):
                 n = shape[0]
                 sources.append((arr_t, data, shape, strides))
             length = n if length is None else b.select(b.icmp_signed("<", n, length), n, length)
-        index = self.alloca(dm.i64, "zip.i")
-        b.store(ir.Constant(dm.i64, 0), index)
-        cond_bb, body_bb = self.new_block("zip.cond"), self.new_block("zip.body")
-        inc_bb, else_bb, end_bb = self.new_block("zip.inc"), self.new_block("zip.else"), \
-            self.new_block("zip.end")
-        b.branch(cond_bb)
-        b.position_at_end(cond_bb)
-        i = b.load(index)
-        b.cbranch(b.icmp_signed("<", i, length), body_bb, else_bb)
-        b.position_at_end(body_bb)
-        value = ir.Constant(dm.value_type(items_t), ir.Undefined)
-        for k, (source, item_t) in enumerate(zip(sources, items_t.items, strict=True)):
-            if len(source) == 2:
-                start, step = source
-                offset = ops.cast(b, i, t.int64, item_t)
-                item = b.add(start, b.mul(offset, step))
-            else:
-                arr_t, data, shape, strides = source
-                pointer = arrays.element_pointer(b, arr_t, data, shape, strides, [i])
-                item = arrays.load_element(b, arr_t.dtype, pointer)
-            value = b.insert_value(value, item, k)
-        self.store_target(node.target, value, items_t)
-        self.loop_body(node, inc_bb, end_bb)
-        b.position_at_end(inc_bb)
-        b.store(b.add(b.load(index), ir.Constant(dm.i64, 1)), index)
-        b.branch(cond_bb)
-        self.loop_else(node, else_bb, end_bb)
+
+        def bind(i):
+            value = ir.Constant(dm.value_type(items_t), ir.Undefined)
+            for k, (source, item_t) in enumerate(zip(sources, items_t.items, strict=True)):
+                if len(source) == 2:
+                    start, step = source
+                    offset = ops.cast(b, i, t.int64, item_t)
+                    item = b.add(start, b.mul(offset, step))
+                else:
+                    arr_t, data, shape, strides = source
+                    pointer = arrays.element_pointer(b, arr_t, data, shape, strides, [i])
+                    item = arrays.load_element(b, arr_t.dtype, pointer)
+                value = b.insert_value(value, item, k)
+            self.store_target(node.target, value, items_t)
+
+        self.counted_loop(node, length, "zip", bind)
 
     def range_start_step_length(self, range_call, loop_t: t.Integer):
         """start and step of range(...) in its loop type, and its length as an i64 (0 for a
