@@ -81,6 +81,10 @@ def element_pointer(b: ir.IRBuilder, arr: t.Array, data, shape, strides, indices
 def load_element(b: ir.IRBuilder, dtype: t.Type, pointer):
     if isinstance(dtype, t.Record):
         return pointer
+    if isinstance(dtype, t.InlineArray):  # a view of the record's bytes
+        strides = contiguous_strides(list(dtype.shape), t.sizeof(dtype.dtype))
+        return make_array(b, dtype.view(), pointer, [ir.Constant(dm.i64, n) for n in dtype.shape],
+                          [ir.Constant(dm.i64, s) for s in strides])
     value = b.load(pointer, typ=dm.memory_type(dtype))
     if isinstance(dtype, t.Boolean):
         return b.trunc(value, dm.i1)

@@ -322,8 +322,11 @@ class Inferer(ast.NodeVisitor):
 
     def check_store(self, target, vt: t.Type, value_node) -> None:
         slot = self.expr_types[id(target)]
+        base = self.expr_types[id(target.value)]
+        if isinstance(base, t.Record) and isinstance(slot, t.Array):
+            raise self.error(target, "a record's array field cannot be assigned as a whole",
+                             "assign its elements, e.g. rec.v[0] = x")
         if isinstance(target, ast.Subscript):
-            base = self.expr_types[id(target.value)]
             if isinstance(base, t.Tuple):
                 raise self.error(target, "tuples are immutable", "build a new tuple instead")
             if isinstance(slot, t.Array):
@@ -569,7 +572,7 @@ class Inferer(ast.NodeVisitor):
         if isinstance(base, t.Record):
             found = base.field(attr)
             if found is not None:
-                return found[0]
+                return _field_value_type(found[0])
         if isinstance(base, t.Group) and attr == "size":
             return t.int64
         raise self.error(node, f"{base} has no attribute '{attr}' in GPU code")
@@ -722,7 +725,7 @@ class Inferer(ast.NodeVisitor):
                 raise self.error(index, f"record has no field {index.value!r}",
                                  f"fields: {names}")
             self.expr_types[id(index)] = t.StringLiteral()
-            return found[0]
+            return _field_value_type(found[0])
         if isinstance(base, t.Tuple):
             try:
                 i = const_eval(index, self.resolve_constant)
@@ -1000,3 +1003,8 @@ _EXPR_HINTS = {
 
 
 __all__ = ["Builtin", "CallInfo", "InferenceSession", "Inferer", "TypedFunction"]
+
+
+def _field_value_type(ftype: t.Type) -> t.Type:
+    """What reading a record field gives: a sub-array field reads as a C-contiguous view."""
+    return ftype.view() if isinstance(ftype, t.InlineArray) else ftype

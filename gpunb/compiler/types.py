@@ -6,6 +6,7 @@ users write them (`float32[:, ::1]`) and called to make signatures (`void(float3
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,8 +123,26 @@ class Record(Type):
         return None
 
     def __str__(self) -> str:
-        inner = ", ".join(f"{n}: {t}" for n, t, _ in self.fields)
-        return f"Record({inner})"
+        # complete, not just readable: the cache keys a specialisation by its signature's text,
+        # so two layouts of the same field names and types (packed, aligned) must print apart
+        inner = ", ".join(f"{n}: {t} @{offset}" for n, t, offset in self.fields)
+        return f"Record({inner}; size={self.size}, align={self.align})"
+
+
+@dataclass(frozen=True, slots=True)
+class InlineArray(Type):
+    """A fixed-shape array stored inside a record: a numpy sub-array field such as
+    `('v', np.float32, (3,))`. Reading the field gives a C-contiguous view of the record's own
+    bytes (`rec.v[1] = x` writes the record), as numba does; the field itself is not assignable."""
+
+    dtype: Type
+    shape: tuple
+
+    def view(self) -> Array:
+        return Array(self.dtype, len(self.shape), "C")
+
+    def __str__(self) -> str:
+        return f"{self.dtype}{list(self.shape)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,10 +264,23 @@ def from_dtype(dtype) -> Type:
         return found
     if dtype.fields:
         fields = tuple(
-            (name, from_dtype(dtype.fields[name][0]), dtype.fields[name][1]) for name in dtype.names
+            (name, _field_type(dtype.fields[name][0]), dtype.fields[name][1])
+            for name in dtype.names
         )
         return Record(fields, dtype.itemsize, dtype.alignment)
     raise TypeError(f"numpy dtype {dtype} is not supported in GPU kernels")
+
+
+def _field_type(dtype: np.dtype) -> Type:
+    """A record field's type: a sub-array field (`('v', 'f4', (2, 3))`) is an InlineArray."""
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        inner = from_dtype(base)
+        if isinstance(inner, Record):
+            raise TypeError(f"numpy dtype {dtype} (an array of records inside a record) is not "
+                            "supported in GPU kernels")
+        return InlineArray(inner, tuple(int(n) for n in shape))
+    return from_dtype(dtype)
 
 
 def to_dtype(t: Type) -> np.dtype:
@@ -256,6 +288,8 @@ def to_dtype(t: Type) -> np.dtype:
         return np.dtype({"names": [f[0] for f in t.fields],
                          "formats": [to_dtype(f[1]) for f in t.fields],
                          "offsets": [f[2] for f in t.fields], "itemsize": t.size})
+    if isinstance(t, InlineArray):
+        return np.dtype((to_dtype(t.dtype), t.shape))
     try:
         return _TYPE_TO_DTYPE[t]
     except KeyError:
@@ -269,6 +303,8 @@ def sizeof(t: Type) -> int:
         return t.bitwidth // 8
     if isinstance(t, Record):
         return t.size
+    if isinstance(t, InlineArray):
+        return sizeof(t.dtype) * math.prod(t.shape)
     raise TypeError(f"{t} has no fixed size")
 
 
