@@ -78,8 +78,11 @@ def main(argv: list[str]) -> int:
         function = spec.launcher.function
         import ctypes
 
+        from gpunb.runtime import launch
+
         fptr = int(function.handle)
-        # the same driver entry point through ctypes, to show why gpunb calls cuda.bindings
+        # the same driver entry point through cuda.bindings, ctypes and gpunb's native
+        # trampoline (runtime/native_launch.py), to show why launches go through the last
         # (measured on an H100 host, 2026-11-23: bindings 3.68 us, CDLL 5.00, PyDLL 4.91)
         argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
         c_raw = ctypes.CDLL("libcuda.so.1").cuLaunchKernel  # releases the GIL per call
@@ -94,11 +97,18 @@ def main(argv: list[str]) -> int:
             ("bare cuLaunchKernel, ctypes PyDLL", best_us(
                 lambda: raw(fptr, 4, 1, 1, 256, 1, 1, 0, 0, params, None))),
         ]
+        if launch.prepare_native_launch():
+            native = launch._native[0].call
+            rows.append(("bare cuLaunchKernel, native trampoline", best_us(
+                lambda: native(fptr, 4, 1, 1, 256, 1, 1, 0, 0, params))))
+        rows.append(("launches go through", "native trampoline" if launch._native
+                     else "cuda.bindings"))
         driver.synchronize()
     width = max(len(name) for name, _ in rows)
     print(f"launch profile, {target} target")
     for name, us in rows:
-        print(f"  {name:<{width}}  {us:7.2f} us")
+        print(f"  {name:<{width}}  {us:7.2f} us" if isinstance(us, float) else
+              f"  {name:<{width}}  {us}")
     return 0
 
 

@@ -167,8 +167,10 @@ def _build_cuda(dispatcher, typed, options: dict):
 
 
 def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device):
-    from gpunb.runtime.launch import launch_cuda, validate_config
+    from gpunb.runtime.launch import launch_cuda, prepare_native_launch, validate_config
     from gpunb.runtime.streams import stream_handle
+
+    prepare_native_launch()
 
     limits = {
         "max_threads_per_block": min(device.max_threads_per_block,

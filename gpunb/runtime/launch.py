@@ -474,18 +474,51 @@ def _dim3(dim, what: str, kernel_name) -> tuple:
 
 def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream_handle: int,
                 params_address: int, cooperative: bool = False) -> None:
-    """One cuLaunchKernel (or cuLaunchCooperativeKernel for grid-synchronising kernels)."""
+    """One cuLaunchKernel (or cuLaunchCooperativeKernel for grid-synchronising kernels), through
+    the native trampoline when the process has one (runtime/native_launch.py), else through
+    cuda.bindings."""
+    native = _native
+    if native is not None:
+        try:
+            err = native[cooperative].call(function.address, grid3[0], grid3[1], grid3[2],
+                                           block3[0], block3[1], block3[2], shared_bytes,
+                                           stream_handle, params_address)
+        except (TypeError, OverflowError):  # e.g. numpy integers: the bindings convert those
+            err = _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle,
+                                        params_address, cooperative)
+    else:
+        err = _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle,
+                                    params_address, cooperative)
+    if err:
+        _launch_failed(err, function, grid3, block3, shared_bytes, stream_handle, params_address,
+                       cooperative)
+
+
+_native: tuple | None = None  # (launch, cooperative launch) trampolines once built
+
+
+def prepare_native_launch() -> bool:
+    """Build the native launch trampolines if this process can (see runtime/native_launch.py);
+    called whenever a CUDA kernel is loaded, so a process that loads llvmlite later gets them
+    with its next kernel. True when launches go through them."""
+    global _native
+    # only for the real driver: a stand-in (the tests' simulated driver) has no libcuda behind it
+    if _native is None and getattr(driver._cu, "__name__", None) == "cuda.bindings.driver":
+        from gpunb.runtime import native_launch
+
+        _native = native_launch.driver_trampolines()
+    return _native is not None
+
+
+def _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle, params_address,
+                          cooperative) -> int:
     cu = driver._cu or driver.cuda_driver()
     if cooperative:
-        err = _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle,
-                                  params_address)
-    else:
-        err = cu.cuLaunchKernel(function.handle, grid3[0], grid3[1], grid3[2], block3[0],
-                                block3[1], block3[2], shared_bytes, stream_handle,
-                                params_address, 0)[0]
-    if err:
-        _launch_failed(err, cu, function, grid3, block3, shared_bytes, stream_handle,
-                       params_address, cooperative)
+        return _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle,
+                                   params_address)
+    return cu.cuLaunchKernel(function.handle, grid3[0], grid3[1], grid3[2], block3[0],
+                             block3[1], block3[2], shared_bytes, stream_handle,
+                             params_address, 0)[0]
 
 
 def _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle, params_address):
@@ -494,18 +527,14 @@ def _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle
                                         params_address)[0]
 
 
-def _launch_failed(err, cu, function, grid3, block3, shared_bytes, stream_handle, params_address,
+def _launch_failed(err, function, grid3, block3, shared_bytes, stream_handle, params_address,
                    cooperative) -> None:
+    cu = driver._cu or driver.cuda_driver()
     if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
         # the first launch from a thread that has no current context: make ours current, retry
         driver.ensure_context(force=True)
-        if cooperative:
-            err = _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle,
-                                      params_address)
-        else:
-            err = cu.cuLaunchKernel(function.handle, grid3[0], grid3[1], grid3[2], block3[0],
-                                    block3[1], block3[2], shared_bytes, stream_handle,
-                                    params_address, 0)[0]
+        err = _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle,
+                                    params_address, cooperative)
         if not err:
             return
     what = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"

@@ -49,10 +49,11 @@ class Module:
 class Function:
     """A kernel entry of a loaded module, ready for cuLaunchKernel."""
 
-    __slots__ = ("handle", "name", "module", "_attributes", "_max_dynamic_shared")
+    __slots__ = ("handle", "address", "name", "module", "_attributes", "_max_dynamic_shared")
 
     def __init__(self, handle, name: str, module: Module):
         self.handle = handle
+        self.address = int(handle)  # what the native launch trampoline takes
         self.name = name
         self.module = module  # keeps the module loaded while the function is in use
         self._attributes: dict | None = None

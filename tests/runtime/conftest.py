@@ -13,9 +13,10 @@ def fake_cuda(monkeypatch):
 
     from fake_cuda_driver import FakeDriver
 
-    from gpunb.runtime import driver
+    from gpunb.runtime import driver, launch
 
     fake = FakeDriver()
+    monkeypatch.setattr(launch, "_native", None)  # launches reach the simulated driver
     monkeypatch.setattr(driver, "_cu", fake)
     monkeypatch.setattr(driver, "_initialized", False)
     monkeypatch.setattr(driver, "_init_error", None)

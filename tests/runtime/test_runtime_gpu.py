@@ -405,3 +405,35 @@ def test_dispatcher_launches_on_every_kind_of_stream(on_gpu):
         else:
             driver.synchronize()
         np.testing.assert_array_equal(out.copy_to_host(), expected, err_msg=repr(stream))
+
+
+@gpu
+def test_native_launch_trampoline(on_gpu):
+    """Once a kernel is compiled (llvmlite loaded), launches go through the native trampoline:
+    results are right, numpy-integer configs fall back to cuda.bindings, driver errors still
+    become LaunchErrors naming the kernel, and it is faster than the bindings call."""
+    from gpunb.runtime import launch
+
+    kernel = cuda.jit(saxpy)
+    n = 1000
+    x = np.arange(n, dtype=np.float32)
+    d_out, d_x, d_y = memory.device_array(n, np.float32), memory.to_device(x), memory.to_device(x)
+    kernel[4, 256](d_out, d_x, d_y, np.float32(3.0))
+    assert launch.prepare_native_launch() and launch._native is not None
+    np.testing.assert_array_equal(d_out.copy_to_host(), 4 * x)
+    kernel[np.int64(4), np.int32(256)](d_out, d_x, d_y, np.float32(2.0))  # the fallback path
+    np.testing.assert_array_equal(d_out.copy_to_host(), 3 * x)
+    function, _ = _load_add_value(on_gpu)
+    packer = ArgPacker(abi.signature_slots(ADD_VALUE_TYPES), target="cuda", kernel="add_value")
+    params, _ = packer.pack((memory.device_array(4, np.float32), 1.0), ADD_VALUE_TYPES)
+    with pytest.raises(LaunchError, match="CUDA_ERROR_INVALID_VALUE") as info:
+        launch_cuda(function, (1, 1, 1), (2048, 1, 1), 0, 0, params)  # past validate_config
+    assert "add_value" in str(info.value)
+    driver.synchronize()  # the context survived the error
+    cu = driver.cuda_driver()
+    native = launch._native[0].call
+    native_us = _best_time_us(lambda: native(function.address, 1, 1, 1, 256, 1, 1, 0, 0, params))
+    bindings_us = _best_time_us(
+        lambda: cu.cuLaunchKernel(function.handle, 1, 1, 1, 256, 1, 1, 0, 0, params, 0))
+    print(f"bare launch: native trampoline {native_us:.2f} us, cuda.bindings {bindings_us:.2f} us")
+    driver.synchronize()
