@@ -42,6 +42,12 @@ def set_process_target(target: str | None) -> None:
     if target is not None and target not in ("auto", "cpu", "cuda"):
         raise ValueError(f"target {target!r}: expected one of auto, cpu, cuda")
     _process_target = target
+    for listener in _target_listeners:
+        listener()
+
+
+# called after every set_process_target: launch fast paths that remember a target forget it
+_target_listeners: list = []
 
 
 def cache_enabled() -> bool:

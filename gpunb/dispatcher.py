@@ -11,7 +11,9 @@ from __future__ import annotations
 import inspect
 import threading
 import time
+import weakref
 
+from gpunb import config
 from gpunb.cache.fingerprint import still_valid
 from gpunb.compiler import types as t
 from gpunb.errors import CompileError, LaunchError
@@ -19,6 +21,19 @@ from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.typeof import type_key
 
 _DEVICE_ARRAYS = (DeviceArray, HostDeviceArray)  # their type key is precomputed: read it inline
+_live: weakref.WeakSet = weakref.WeakSet()  # every Dispatcher, for _forget_targets
+
+
+def _forget_targets() -> None:
+    """gpunb.set_target changed the target: fast-path entries (which hold specialisations of the
+    old target) go, so the next launch resolves the target again. The fast path itself checks
+    nothing about targets: a launch costs the same."""
+    for dispatcher in list(_live):
+        dispatcher._fast.clear()
+        dispatcher._fast_target = None
+
+
+config._target_listeners.append(_forget_targets)
 
 _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
                  "inline")
@@ -72,6 +87,7 @@ class Dispatcher:
         self._configs: dict = {}
         self._lock = threading.RLock()
         self.specializations: dict = {}  # (target, argtypes) -> Specialization
+        _live.add(self)
 
     def __repr__(self) -> str:
         kind = "device function" if self.device else "kernel"

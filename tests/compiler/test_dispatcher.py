@@ -176,3 +176,61 @@ def test_int32_scalar_type_from_numpy(target):
     store[1, 1](out, np.int32(-5))
     assert out[0] == -5
     assert [s for _, s in store.specializations][0][1] == int32
+
+
+def _no_gpu() -> bool:
+    from gpunb.runtime import driver
+
+    try:
+        return not driver.is_available()
+    except Exception:  # noqa: BLE001 - no driver at all is no GPU
+        return True
+
+
+@pytest.mark.skipif(not _no_gpu(), reason="needs a machine without a GPU")
+def test_set_target_applies_to_kernels_already_on_the_fast_path():
+    """A kernel launched on one target and then asked, by gpunb.set_target, for another must not
+    keep running on the first from its fast-path entry (here: cpu, then cuda, which this machine
+    lacks, so the launch must say so instead of quietly running on the CPU again)."""
+    import gpunb
+    from gpunb.errors import GpunbError
+
+    @cuda.jit
+    def bump(a):
+        a[cuda.grid(1)] += 1
+
+    a = np.zeros(4, np.float32)
+    gpunb.set_target("cpu")
+    try:
+        bump[1, 4](a)
+        bump[1, 4](a)  # now on the fast path
+        gpunb.set_target("cuda")
+        with pytest.raises(GpunbError):
+            bump[1, 4](a)
+        assert a.tolist() == [2.0] * 4
+        gpunb.set_target("cpu")
+        bump[1, 4](a)
+        assert a.tolist() == [3.0] * 4
+    finally:
+        gpunb.set_target(None)
+
+
+@pytest.mark.gpu
+def test_set_target_moves_a_hot_kernel_between_gpu_and_cpu():
+    import gpunb
+
+    @cuda.jit
+    def bump(a):
+        a[cuda.grid(1)] += 1
+
+    a = np.zeros(4, np.float32)
+    try:
+        gpunb.set_target("cuda")
+        bump[1, 4](a)
+        bump[1, 4](a)
+        gpunb.set_target("cpu")
+        bump[1, 4](a)
+        assert a.tolist() == [3.0] * 4
+        assert {target for target, _ in bump.specializations} == {"cuda", "cpu"}
+    finally:
+        gpunb.set_target(None)
