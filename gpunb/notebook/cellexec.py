@@ -33,8 +33,13 @@ def cell_filename(body: str, execution_count: int | None) -> str:
     return f"<gpukernel-cell-{execution_count if execution_count is not None else 0}-{digest}>"
 
 
-def register_source(filename: str, text: str, execution_count: int | None) -> None:
-    """Make `text` readable through linecache under `filename`, labelled `Cell In[N]`."""
+def register_source(filename: str, text: str, execution_count: int | None,
+                    ipython_compiler=None) -> None:
+    """Make `text` readable through linecache under `filename`, labelled `Cell In[N]`.
+
+    With IPython's compiler (`shell.compile`), IPython's own tracebacks label the cell's frames
+    `Cell In[N], line L` too (it names only files in its `_filename_map`).
+    """
     from gpunb.sources import register_cell
 
     lines = text.splitlines(keepends=True)
@@ -43,6 +48,9 @@ def register_source(filename: str, text: str, execution_count: int | None) -> No
     # mtime None: linecache.checkcache never drops an entry that has no file behind it
     linecache.cache[filename] = (len(text), None, lines, filename)
     register_cell(filename, execution_count)
+    filename_map = getattr(ipython_compiler, "_filename_map", None)
+    if isinstance(filename_map, dict) and execution_count is not None:
+        filename_map[filename] = execution_count
 
 
 def parse_cell(text: str, filename: str) -> ast.Module:
@@ -73,12 +81,14 @@ def mark_gpu_functions(module: ast.Module) -> list[str]:
 
 
 def run_cell(body: str, magic_line: str, user_ns: dict, wrap: Callable | None,
-             execution_count: int | None, magic: str = "gpukernel") -> CellResult:
+             execution_count: int | None, magic: str = "gpukernel",
+             ipython_compiler=None) -> CellResult:
     """Compile and run a cell-magic body in `user_ns`; `wrap(func)` makes each top-level def a
     GPU function (None: run the body as plain Python, as %%gpuprofile does)."""
+    __tracebackhide__ = True  # noqa: F841 - IPython hides this frame: the user's cell is the story
     text = f"# %%{magic} {magic_line}".rstrip() + "\n" + body
     filename = cell_filename(text, execution_count)
-    register_source(filename, text, execution_count)
+    register_source(filename, text, execution_count, ipython_compiler)
     module = parse_cell(text, filename)
     if wrap is None:
         wrap = _identity

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from gpunb.errors import CompileError, LaunchError
+from gpunb.errors import CudaUnavailableError, GpunbError
 
 
 class CellHooks:
@@ -30,7 +30,8 @@ class CellHooks:
         self.shell.events.register("post_run_cell", self.post_run_cell)
         self._previous_exc = (getattr(self.shell, "custom_exceptions", ()),
                               getattr(self.shell, "CustomTB", None))
-        self.shell.set_custom_exc((CompileError, LaunchError), show_gpunb_error)
+        # every gpunb error (compile, launch, toolchain, no GPU) renders without internal frames
+        self.shell.set_custom_exc((GpunbError,), show_gpunb_error)
 
     def _wrap_compiler_cache(self) -> None:
         """Learn each cell's synthetic filename and number where IPython makes them.
@@ -145,6 +146,9 @@ def show_gpunb_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
     red, reset = ("\x1b[0;31m", "\x1b[0m") if shell.colors.lower() != "nocolor" else ("", "")
     rendered = value.render() if hasattr(value, "render") else str(value)
     lines = [f"{red}{etype.__name__}{reset}: {rendered}"]
+    if isinstance(value, CudaUnavailableError):
+        lines.append("  hint: without a GPU, run kernels on the CPU target: "
+                     "%%gpukernel --target auto (or cpu), or gpunb.set_target(\"cpu\")")
     lines.extend(user_frames(tb))
     shell._showtraceback(etype, value, lines)
     return lines

@@ -32,6 +32,7 @@ class GpuMagics(Magics):
         %%gpukernel [--target cpu|cuda|auto] [--arch sm_XX] [--show ptx|llvm|sass|types|all]
                     [--lineinfo] [--fastmath] [--no-cache] [--debug] [--max-registers N]
         """
+        __tracebackhide__ = True  # noqa: F841 - an error in the cell shows the cell, not this
         from gpunb.notebook.cellexec import run_cell
         from gpunb.notebook.options import OptionError, parse_kernel_options
 
@@ -42,7 +43,8 @@ class GpuMagics(Magics):
         from gpunb.notebook.hooks import current_cell_number
 
         wrap = make_wrapper(options)
-        result = run_cell(cell, line, self.shell.user_ns, wrap, current_cell_number(self.shell))
+        result = run_cell(cell, line, self.shell.user_ns, wrap, current_cell_number(self.shell),
+                          ipython_compiler=self.shell.compile)
         if options.show:
             for dispatcher in result.functions.values():
                 self.hooks.after_cell.append(ShowWhenCompiled(self.shell, dispatcher,
@@ -82,6 +84,7 @@ class GpuMagics(Magics):
     @cell_magic
     def gpuprofile(self, line: str, cell: str):
         """Run the cell and time every kernel launch in it (synchronised on the GPU)."""
+        __tracebackhide__ = True  # noqa: F841
         from gpunb.notebook import comm
         from gpunb.notebook.cellexec import run_cell
         from gpunb.notebook.hooks import current_cell_number
@@ -91,7 +94,8 @@ class GpuMagics(Magics):
         with LaunchRecorder() as recorder:
             try:
                 result = run_cell(body, line, self.shell.user_ns, None,
-                                  current_cell_number(self.shell), magic="gpuprofile")
+                                  current_cell_number(self.shell), magic="gpuprofile",
+                                  ipython_compiler=self.shell.compile)
             finally:
                 comm.publish({"type": "launches", "launches": recorder.records_json()})
                 display(recorder.report())

@@ -62,8 +62,9 @@ def init() -> None:
             cu = cuda_driver()
             (err,) = cu.cuInit(0)
         except Exception as exc:  # noqa: BLE001 - no driver library, wrong bindings, ...
-            _init_error = exc
-            raise CudaUnavailableError(f"the CUDA driver could not be loaded: {exc}") from exc
+            # remembered with its explanation, so every later call says the same thing
+            _init_error = RuntimeError(f"the CUDA driver could not be loaded: {exc}")
+            raise CudaUnavailableError(str(_init_error)) from exc
         if err:
             _init_error = RuntimeError(f"cuInit failed: {_error_name(err)}")
             raise CudaUnavailableError(f"cuInit failed: {_error_name(err)} "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -183,3 +184,36 @@ def test_gpu_functions_from_earlier_cells_and_imported_modules(shell, tmp_path, 
                              "v = np.arange(4, dtype=np.float32)\napply[1, 32](v)\nv.tolist()")
     assert result.error_in_exec is None
     assert result.result == [3.0, 6.0, 9.0, 12.0]
+
+
+def test_host_error_in_a_gpukernel_cell_shows_the_cell_not_the_magic(shell, capsys):
+    result = run_cell(shell, "%%gpukernel\ndef fine(v):\n    v[0] = 1.0\n\nratio = 1 / 0\n")
+    count = result.execution_count
+    assert isinstance(result.error_in_exec, ZeroDivisionError)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert f"Cell In[{count}], line 5" in text  # the cell's own line, as IPython names cells
+    assert "ratio = 1 / 0" in text
+    assert "gpukernel-cell" not in text  # not the synthetic filename
+    assert "gpunb/notebook" not in text and "cellexec" not in text  # no magic internals
+
+
+def test_cuda_target_without_a_gpu_is_a_rendered_error_with_a_hint(cpu_env):
+    # a subprocess whose driver sees no device, so this holds on GPU machines too
+    code = textwrap.dedent("""
+        from IPython.core.interactiveshell import InteractiveShell
+        ip = InteractiveShell.instance()
+        ip.run_cell("%load_ext gpunb", store_history=True)
+        ip.run_cell("import numpy as np\\nv = np.zeros(4, np.float32)", store_history=True)
+        r = ip.run_cell("%%gpukernel --target cuda\\ndef k(v):\\n    v[0] = 1.0\\n\\nk[1, 1](v)",
+                        store_history=True)
+        print("ERROR", type(r.error_in_exec).__name__)
+    """)
+    import os
+
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", NO_COLOR="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=env).stdout
+    assert "ERROR CudaUnavailableError" in out
+    assert "hint: without a GPU, run kernels on the CPU target" in out
+    assert "from Cell In[3], line 5: k[1, 1](v)" in out
+    assert "Traceback" not in out and "gpunb/runtime" not in out
