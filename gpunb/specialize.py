@@ -33,7 +33,9 @@ def build_specialization(dispatcher, argtypes: tuple, target: str, previous=None
     options = dict(dispatcher.options)
     signature = str(t.Signature(t.void, argtypes))
     with compile_guard(dispatcher.py_func):
-        fingerprint = collect(dispatcher)
+        # fresh: the code compiled below freezes today's values, so its key must describe them
+        # (a digest memoised earlier in this epoch may predate `TABLE[0] = 5`)
+        fingerprint = collect(dispatcher, fresh=True)
     cache = default_cache()
     arch = _cache_arch(target)
     if previous is not None and previous.key is not None and previous.key == cache.key_for(
@@ -263,7 +265,7 @@ def ptx_for(dispatcher, argtypes: tuple) -> KernelArtifact:
     options = dict(dispatcher.options)
     cc = _inspection_cc()
     with compile_guard(dispatcher.py_func):
-        digest = collect(dispatcher).digest
+        digest = collect(dispatcher, fresh=True).digest  # as a compile would see it now
     key = (digest, repr(sorted(options.items())), argtypes, cc)
     found = _ptx_cache.get(key)
     if found is None:

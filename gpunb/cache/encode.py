@@ -167,7 +167,9 @@ def preview(value) -> str:
         if np is not None and isinstance(value, np.generic):
             text = f"{value.dtype.name}({value!r})" if value.dtype.fields is None else ""
         elif np is not None and isinstance(value, np.ndarray):
-            return f"array {value.dtype} {value.shape}"
+            if value.size > 8 or value.dtype.fields is not None or value.dtype.hasobject:
+                return f"array {value.dtype} {value.shape}"
+            text = f"array {value.dtype} {value.tolist()}"  # small: an edit shows its values
         elif type(value) is tuple and len(value) <= 8:
             parts = [preview(v) for v in value]
             text = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")" \

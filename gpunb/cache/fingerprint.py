@@ -246,9 +246,20 @@ class _GlobalReads(ast.NodeVisitor):
 _fp_memo: dict[int, tuple] = {}  # id(func) -> (func, FunctionFingerprint)
 
 
-def collect(func) -> FunctionFingerprint:
-    """The fingerprint of a GPU function (or a plain Python function), memoised while valid."""
-    return _fingerprint(func, frozenset())
+def collect(func, fresh: bool = False) -> FunctionFingerprint:
+    """The fingerprint of a GPU function (or a plain Python function), memoised while valid.
+
+    `fresh=True` re-reads everything (callees, array contents) and refreshes the memo. A key that
+    is about to describe newly compiled code must be fresh: the compiler freezes the values it
+    reads *now*, while a memoised digest may predate an in-place write (`TABLE[0] = 5`), which no
+    identity check sees - keyed by the old content, that code would be served to every later
+    process whose TABLE still holds the old values.
+    """
+    if fresh:
+        from gpunb.cache import encode as _encode_module
+
+        _encode_module._array_digests.clear()
+    return _fingerprint(func, (), fresh)[0]
 
 
 def _unwrap(func) -> tuple:
@@ -259,23 +270,45 @@ def _unwrap(func) -> tuple:
     return func, None
 
 
-def _fingerprint(func, in_progress: frozenset) -> FunctionFingerprint:
+def _fingerprint(func, stack: tuple, fresh: bool = False) -> tuple:
+    """(fingerprint, lowest stack depth its digest refers to by position).
+
+    `stack` holds the ids of the functions being fingerprinted, outermost first. A call back into
+    one of them (recursion, possibly cut by branch pruning at compile time) is encoded by its
+    depth on the stack, so the digest of a function inside such a cycle describes it only
+    together with its callers: it is memoised only when every such reference points at itself or
+    deeper (then it is content, whoever asks).
+    """
     py_func, options = _unwrap(func)
     found = _fp_memo.get(id(func))
     if found is not None and found[0] is func:
         fp = found[1]
-        if fp.py_func is py_func and fp.code is py_func.__code__ \
+        if not fresh and fp.py_func is py_func and fp.code is py_func.__code__ \
                 and fp.defaults_seen[0] is py_func.__defaults__ \
                 and fp.defaults_seen[1] is py_func.__kwdefaults__ \
                 and fp.options_seen == options and still_valid(fp.watch):
-            return fp
+            return fp, len(stack)
         if fp.epoch != epoch.current():
             epoch.check_module_files()
-    fp = _Builder(py_func, in_progress | {id(py_func)}).build(options)
-    if len(_fp_memo) > 4096:
-        _fp_memo.clear()
-    _fp_memo[id(func)] = (func, fp)
-    return fp
+    builder = _Builder(py_func, (*stack, id(py_func)), fresh)
+    fp = builder.build(options)
+    if builder.lowest_ref >= len(stack):  # self-contained: content, whoever asks
+        if len(_fp_memo) > 4096:
+            _fp_memo.clear()
+        _fp_memo[id(func)] = (func, fp)
+    return fp, builder.lowest_ref
+
+
+def _jit_options_text(func) -> str:
+    """A GPU function's options and declared signatures as written: `jit(fastmath=True)`, or ''.
+
+    Part of a caller's key (they shape the callee's code, and its arguments are converted to its
+    declared types) and the dependency's `value`, so provenance can name an options change.
+    """
+    _, options = _unwrap(func)
+    words = [repr(str(s)) for s in getattr(func, "declared_signatures", ()) or ()]
+    words += [f"{k}={v!r}" for k, v in sorted((options or {}).items())]
+    return f"jit({', '.join(words)})" if words else ""
 
 
 def describe_namespace(namespace: dict) -> str:
@@ -312,9 +345,11 @@ def _is_stable(value) -> bool:
 class _Builder:
     """Resolves one function's global reads into tokens, dependencies and watch entries."""
 
-    def __init__(self, py_func, in_progress: frozenset):
+    def __init__(self, py_func, stack: tuple, fresh: bool = False):
         self.py_func = py_func
-        self.in_progress = in_progress
+        self.stack = stack  # ids of the functions being fingerprinted, this one last
+        self.fresh = fresh
+        self.lowest_ref = len(stack) - 1  # see _fingerprint: the shallowest function referred to
         self.callees: list = []  # FunctionFingerprints met while encoding the current chain
         self.epoch_marker = epoch._state["epoch"]
 
@@ -354,15 +389,18 @@ class _Builder:
 
     def _gpu_token(self, func) -> str:
         inner, options = _unwrap(func)
-        if id(inner) in self.in_progress:  # recursion: named, not expanded (compiler rejects it)
-            return f"gpu-recursive:{inner.__module__}.{inner.__qualname__}"
-        callee = _fingerprint(func, self.in_progress)
+        if id(inner) in self.stack:
+            # a call back into a function being fingerprinted: by its depth, not expanded (its
+            # content is already part of the outer digest; a name could be another function's)
+            depth = self.stack.index(id(inner))
+            self.lowest_ref = min(self.lowest_ref, depth)
+            return f"gpu-recursive:{depth}"
+        callee, lowest = _fingerprint(func, self.stack, self.fresh)
+        self.lowest_ref = min(self.lowest_ref, lowest)
         self.callees.append(callee)
         # a callee's own options and declared signatures (its arguments are converted to them)
         # shape the caller's code
-        declared = [str(s) for s in getattr(func, "declared_signatures", ()) or ()]
-        options = sorted((k, repr(v)) for k, v in (options or {}).items())
-        return f"gpu:{callee.digest}:{options}:{declared}"
+        return f"gpu:{callee.digest}:{_jit_options_text(func)}"
 
     def _encode(self, value) -> str:
         return encode(value, self._gpu_token, self.epoch_marker)
@@ -409,8 +447,8 @@ class _Builder:
         if is_gpu_function(value) and self.callees:
             callee = self.callees[-1]
             dep = Dependency(name, "gpu function", callee.defined_at, callee.digest,
-                             code_digest=callee.code_digest, filename=callee.filename,
-                             line=callee.first_line)
+                             code_digest=callee.code_digest, value=_jit_options_text(value),
+                             filename=callee.filename, line=callee.first_line)
         else:
             dep = Dependency(name, kind, where, _short(token), value=preview(value))
         return dep, token, entries

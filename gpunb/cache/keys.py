@@ -132,6 +132,9 @@ def _dependency_changes(old_deps: list[Dependency], old_code: str,
         elif dep.kind == "gpu function" and before.kind == "gpu function":
             if dep.code_digest != before.code_digest:
                 out.append(f"changed: {dep.label()} defined at {dep.defined_at}{_via(dep)}")
+            elif dep.value != before.value:  # its jit options or declared signatures
+                out.append(f"changed: options of {dep.label()} defined at {dep.defined_at}"
+                           f"{_via(dep)}: {before.value or 'jit()'} -> {dep.value or 'jit()'}")
         elif dep.digest != before.digest:
             values = f": {before.value} -> {dep.value}" if before.value or dep.value else ""
             out.append(f"changed: {dep.label()} defined at {dep.defined_at}{_via(dep)}{values}")

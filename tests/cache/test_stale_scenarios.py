@@ -1,0 +1,151 @@
+"""Ways a cache could serve stale or wrong code, with the real dispatcher (CPU target).
+
+Each scenario changes something a kernel depends on and checks three things: the numbers are
+right, the miss names the change, and a launch with nothing changed is served without a compile.
+A "new process" is simulated by forgetting the memory cache and running the cells again (new
+function objects), so the next lookup reads the disk entry written earlier.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cache_support import Cells
+
+import gpunb
+from gpunb import cache, cuda
+
+
+@pytest.fixture(autouse=True)
+def cpu_target(cache_dir):
+    gpunb.set_target("cpu")
+    yield
+    gpunb.set_target(None)
+
+
+def _cells() -> Cells:
+    made = Cells()
+    made.ns.update(cuda=cuda, np=np)
+    return made
+
+
+@pytest.fixture
+def nb():
+    return _cells()
+
+
+def _run(kernel, dtype=np.float32, value: float = 1.0) -> list:
+    out = np.zeros(4, dtype=dtype)
+    kernel[1, 4](out, dtype(value))
+    return out.tolist()
+
+
+def _event(kernel, dtype=np.float32):
+    (info,) = [i for i in kernel.cache_info() if np.dtype(dtype).name in i["signature"]]
+    return info["event"]
+
+
+def _unchanged_launch_is_served(kernel, expected: list, dtype=np.float32) -> None:
+    specs = dict(kernel.specializations)
+    assert _run(kernel, dtype) == expected
+    assert kernel.specializations == specs  # the same specialisation objects: nothing rebuilt
+
+
+def _new_process(text: str) -> dict:
+    cache.default_cache().forget_memory()
+    return _cells().run(text)
+
+
+# ---- keys must describe the code compiled now -------------------------------------------------
+
+TABLE_KERNEL = """
+TABLE = np.array([1.0, 2.0])
+
+@cuda.jit
+def lookup(out, x):
+    out[cuda.threadIdx.x] = TABLE[1] * x
+"""
+
+
+def test_in_place_write_then_a_new_signature_keys_the_values_it_compiled(nb):
+    """A digest memoised before `TABLE[1] = 7` keyed the float64 code compiled after it, so a
+    later process whose TABLE held 2.0 got a disk hit that multiplied by 7."""
+    nb.run(TABLE_KERNEL)
+    k = nb.ns["lookup"]
+    assert _run(k) == [2.0] * 4
+    nb.ns["TABLE"][1] = 7.0  # in place: the float32 code keeps 2.0, as numba's would
+    assert _run(k, np.float64) == [7.0] * 4  # compiled now: it freezes 7.0
+    assert _run(k) == [2.0] * 4
+    cache.invalidate()  # what a notebook's next cell does: re-read, and the float32 code follows
+    assert _run(k) == [7.0] * 4
+    assert _event(k).reason.startswith("changed: global `TABLE`")
+    assert "[1.0, 2.0] -> array float64 [1.0, 7.0]" in _event(k).reason
+
+    ns = _new_process(TABLE_KERNEL)
+    assert _run(ns["lookup"], np.float64) == [2.0] * 4
+    assert _event(ns["lookup"], np.float64).kind == "miss"
+    ns2 = _new_process(TABLE_KERNEL.replace("[1.0, 2.0]", "[1.0, 7.0]"))
+    assert _run(ns2["lookup"], np.float64) == [7.0] * 4
+    assert _event(ns2["lookup"], np.float64).source == "disk"  # the entry written above
+
+
+MUTUAL = """
+@cuda.jit(device=True)
+def a(x, y=None):
+    if y is None:  # pruned when y is a number: the compiled call graph has no cycle
+        return b(x)
+    return x + {inc}
+
+@cuda.jit(device=True)
+def b(x):
+    return a(x, 1.0) * 2.0
+
+@cuda.jit
+def via_a(out, x):
+    out[cuda.threadIdx.x] = a(x)
+
+@cuda.jit
+def via_b(out, x):
+    out[cuda.threadIdx.x] = b(x)
+"""
+
+
+def test_a_call_cycle_is_keyed_by_content_whichever_kernel_comes_first(nb):
+    """`b`'s digest computed inside `a`'s named `a` only by name and was memoised, so `via_b`'s
+    key left out `a`'s body: a process with `a` edited got the old code from disk."""
+    nb.run(MUTUAL.format(inc="100.0"))
+    assert _run(nb.ns["via_a"]) == [202.0] * 4
+    assert _run(nb.ns["via_b"]) == [202.0] * 4
+    cache.default_cache().forget_memory()
+    nb.run(MUTUAL.format(inc="300.0"))
+    assert _run(nb.ns["via_a"]) == [602.0] * 4
+    assert _run(nb.ns["via_b"]) == [602.0] * 4
+    event = _event(nb.ns["via_b"])
+    assert event.kind == "miss" and "device function `a`" in event.reason
+    _unchanged_launch_is_served(nb.ns["via_b"], [602.0] * 4)
+
+
+def test_a_callees_jit_options_are_named_when_they_change(nb):
+    nb.run("""
+@cuda.jit(device=True)
+def half(v):
+    return v * 0.5
+
+@cuda.jit
+def k(out, x):
+    out[cuda.threadIdx.x] = half(x)
+""")
+    k = nb.ns["k"]
+    assert _run(k) == [0.5] * 4
+    nb.run("@cuda.jit(device=True, fastmath=True)\ndef half(v):\n    return v * 0.5\n")
+    assert _run(k) == [0.5] * 4
+    event = _event(k)
+    assert event.kind == "miss"
+    assert event.reason.startswith("changed: options of device function `half`")
+    assert "jit() -> jit(fastmath=True)" in event.reason
+    nb.run("@cuda.jit('float32(int32)', device=True, fastmath=True)\n"
+           "def half(v):\n    return v * 0.5\n")
+    assert _run(k, value=3.0) == [1.5] * 4  # 3.0 -> int32 3 -> 1.5
+    assert _run(k, value=3.75) == [1.5] * 4  # the declared int32 truncates
+    assert "'float32(int32)'" in _event(k).reason
+    _unchanged_launch_is_served(k, [0.5] * 4)
