@@ -243,10 +243,10 @@ class _GlobalReads(ast.NodeVisitor):
 
 # ---- per function object: resolve and encode ---------------------------------------------------
 
-_fp_memo: dict[int, tuple] = {}  # id(func) -> (func, FunctionFingerprint)
+_fp_memo: dict[tuple, tuple] = {}  # (id(func), follow) -> (func, FunctionFingerprint)
 
 
-def collect(func, fresh: bool = False) -> FunctionFingerprint:
+def collect(func, fresh: bool = False, follow_python: bool = False) -> FunctionFingerprint:
     """The fingerprint of a GPU function (or a plain Python function), memoised while valid.
 
     `fresh=True` re-reads everything (callees, array contents) and refreshes the memo. A key that
@@ -254,12 +254,15 @@ def collect(func, fresh: bool = False) -> FunctionFingerprint:
     reads *now*, while a memoised digest may predate an in-place write (`TABLE[0] = 5`), which no
     identity check sees - keyed by the old content, that code would be served to every later
     process whose TABLE still holds the old values.
+
+    `follow_python=True` fingerprints plain Python functions it reads like GPU functions (their
+    code and what they read, transitively): what a traced function (gpunb.fuse) depends on.
     """
     if fresh:
         from gpunb.cache import encode as _encode_module
 
         _encode_module._array_digests.clear()
-    return _fingerprint(func, (), fresh)[0]
+    return _fingerprint(func, (), fresh, follow_python)[0]
 
 
 def _unwrap(func) -> tuple:
@@ -270,7 +273,7 @@ def _unwrap(func) -> tuple:
     return func, None
 
 
-def _fingerprint(func, stack: tuple, fresh: bool = False) -> tuple:
+def _fingerprint(func, stack: tuple, fresh: bool = False, follow: bool = False) -> tuple:
     """(fingerprint, lowest stack depth its digest refers to by position).
 
     `stack` holds the ids of the functions being fingerprinted, outermost first. A call back into
@@ -280,7 +283,7 @@ def _fingerprint(func, stack: tuple, fresh: bool = False) -> tuple:
     deeper (then it is content, whoever asks).
     """
     py_func, options = _unwrap(func)
-    found = _fp_memo.get(id(func))
+    found = _fp_memo.get((id(func), follow))
     if found is not None and found[0] is func:
         fp = found[1]
         if not fresh and fp.py_func is py_func and fp.code is py_func.__code__ \
@@ -290,12 +293,12 @@ def _fingerprint(func, stack: tuple, fresh: bool = False) -> tuple:
             return fp, len(stack)
         if fp.epoch != epoch.current():
             epoch.check_module_files()
-    builder = _Builder(py_func, (*stack, id(py_func)), fresh)
+    builder = _Builder(py_func, (*stack, id(py_func)), fresh, follow)
     fp = builder.build(options)
     if builder.lowest_ref >= len(stack):  # self-contained: content, whoever asks
         if len(_fp_memo) > 4096:
             _fp_memo.clear()
-        _fp_memo[id(func)] = (func, fp)
+        _fp_memo[(id(func), follow)] = (func, fp)
     return fp, builder.lowest_ref
 
 
@@ -345,10 +348,11 @@ def _is_stable(value) -> bool:
 class _Builder:
     """Resolves one function's global reads into tokens, dependencies and watch entries."""
 
-    def __init__(self, py_func, stack: tuple, fresh: bool = False):
+    def __init__(self, py_func, stack: tuple, fresh: bool = False, follow: bool = False):
         self.py_func = py_func
         self.stack = stack  # ids of the functions being fingerprinted, this one last
         self.fresh = fresh
+        self.follow = follow  # plain Python functions are fingerprinted too (collect's doc)
         self.lowest_ref = len(stack) - 1  # see _fingerprint: the shallowest function referred to
         self.callees: list = []  # FunctionFingerprints met while encoding the current chain
         self.epoch_marker = epoch._state["epoch"]
@@ -395,7 +399,7 @@ class _Builder:
             depth = self.stack.index(id(inner))
             self.lowest_ref = min(self.lowest_ref, depth)
             return f"gpu-recursive:{depth}"
-        callee, lowest = _fingerprint(func, self.stack, self.fresh)
+        callee, lowest = _fingerprint(func, self.stack, self.fresh, self.follow)
         self.lowest_ref = min(self.lowest_ref, lowest)
         self.callees.append(callee)
         # a callee's own options and declared signatures (its arguments are converted to them)
@@ -403,6 +407,8 @@ class _Builder:
         return f"gpu:{callee.digest}:{_jit_options_text(func)}"
 
     def _encode(self, value) -> str:
+        if self.follow and type(value) is types.FunctionType:
+            return self._gpu_token(value)
         return encode(value, self._gpu_token, self.epoch_marker)
 
     def _resolve(self, chain: tuple[str, ...]) -> tuple:

@@ -8,7 +8,9 @@ The function is traced with proxy arrays (trace.py) into an expression graph (gr
 numpy's broadcasting and dtype promotion; the graph becomes the source of ordinary gpunb kernels
 (codegen.py, kernels.py) compiled by gpunb.cuda.jit and its cache (plan.py), launched on grids
 that fill the device (execute.py). Like cupy.fuse, a function is traced once per argument
-signature (types and shapes): the traced code must not depend on argument values.
+signature (types and shapes): the traced code must not depend on argument values. Unlike
+cupy.fuse, plans are dropped when what the function reads changes (a global, a helper it calls,
+their globals): the cache's fingerprint of the function, checked by identity on every call.
 """
 
 from __future__ import annotations
@@ -20,8 +22,11 @@ import threading
 
 import numpy as np
 
+from gpunb.cache.fingerprint import still_valid
 from gpunb.fusion.arguments import prepare, result_kind, signature
 from gpunb.fusion.codegen import BLOCK
+
+_NOT_CHECKED = (({}.get, "never", object()),)  # a watch list that is never valid
 
 
 class FusedFunction:
@@ -33,6 +38,8 @@ class FusedFunction:
         self.kernel_name = _identifier(kernel_name or func.__name__)
         self._plans: dict = {}
         self._lock = threading.Lock()
+        self._watch: tuple = _NOT_CHECKED  # the fingerprint's watch list
+        self._digest: str | None = None
         self.last_launches: tuple = ()  # ((kernel name, grid, block), ...) of the latest call
 
     def __repr__(self) -> str:
@@ -70,6 +77,8 @@ class FusedFunction:
         kinds = [kind for _, kind in prepared]
         key = (target, len(args), tuple(kwargs),
                tuple(signature(v, kind) for v, kind in prepared))
+        if not still_valid(self._watch):
+            self._revalidate()
         plan = self._plans.get(key)
         if plan is None:
             with self._lock:
@@ -78,6 +87,24 @@ class FusedFunction:
                     plan = self._build(values, kinds, len(args), tuple(kwargs), target)
                     self._plans[key] = plan
         return plan, values
+
+    def _revalidate(self) -> None:
+        """Drop every plan when the function's content changed: a plan is a trace, and the trace
+        ran its code and froze every global and helper it read (`x * SCALE`, `helper(x)`)."""
+        from gpunb.cache import epoch
+        from gpunb.cache.fingerprint import collect
+        from gpunb.errors import CompileError
+
+        with self._lock:
+            try:
+                fingerprint = collect(self.func, fresh=True, follow_python=True)
+                digest, watch = fingerprint.digest, fingerprint.watch
+            except (CompileError, AttributeError, TypeError, OSError):
+                # no source to read (a lambda, exec'd text, a callable object): trace per epoch
+                digest, watch = None, (epoch.watch_entry(),)
+            if digest is None or digest != self._digest:
+                self._plans.clear()
+            self._digest, self._watch = digest, watch
 
     def _build(self, values: list, kinds: list, n_positional: int, kw_names: tuple,
                target: str):

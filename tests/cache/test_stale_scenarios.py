@@ -149,3 +149,56 @@ def k(out, x):
     assert _run(k, value=3.75) == [1.5] * 4  # the declared int32 truncates
     assert "'float32(int32)'" in _event(k).reason
     _unchanged_launch_is_served(k, [0.5] * 4)
+
+
+# ---- gpunb.fuse: a plan is a trace, and the trace froze what the function read -----------------
+
+FUSED = """
+SCALE = 2.0
+
+def helper(v):
+    return v * SCALE
+
+@gpunb.fuse
+def direct(x):
+    return x * SCALE + 1
+
+@gpunb.fuse
+def through_helper(x):
+    return helper(x) + 1
+"""
+
+
+def test_fused_functions_retrace_when_a_global_or_a_helper_changes(nb):
+    """Plans were memoised per argument signature for ever: SCALE = 3.0 or a redefined helper
+    kept the first trace's numbers."""
+    nb.ns["gpunb"] = gpunb
+    nb.run(FUSED)
+    x = np.arange(4, dtype=np.float32)
+    direct, through = nb.ns["direct"], nb.ns["through_helper"]
+    assert direct(x).tolist() == (x * 2 + 1).tolist()
+    assert through(x).tolist() == (x * 2 + 1).tolist()
+    plan = next(iter(direct._plans.values()))
+    nb.run("SCALE = 2.0\n")  # rebound to an equal value: the same content, the same plan
+    assert direct(x).tolist() == (x * 2 + 1).tolist()
+    assert next(iter(direct._plans.values())) is plan
+    nb.run("SCALE = 3.0\n")
+    assert direct(x).tolist() == (x * 3 + 1).tolist()
+    assert through(x).tolist() == (x * 3 + 1).tolist()  # read by the helper, not the function
+    nb.run("def helper(v):\n    return v * 10.0\n")
+    assert through(x).tolist() == (x * 10 + 1).tolist()
+    assert direct(x).tolist() == (x * 3 + 1).tolist()
+    plan = next(iter(through._plans.values()))
+    assert through(x).tolist() == (x * 10 + 1).tolist()
+    assert next(iter(through._plans.values())) is plan  # unchanged: no new trace
+
+
+def test_a_fused_lambda_retraces_in_a_new_epoch(nb):
+    """No source to fingerprint: its plans last one epoch (a notebook cell), never for ever."""
+    nb.ns["gpunb"] = gpunb
+    nb.run("K = 2.0\nf = gpunb.fuse(lambda x: x * K)\n")
+    x = np.arange(3, dtype=np.float32)
+    assert nb.ns["f"](x).tolist() == [0.0, 2.0, 4.0]
+    nb.run("K = 5.0\n")
+    cache.invalidate()  # what the notebook's post-cell hook does
+    assert nb.ns["f"](x).tolist() == [0.0, 5.0, 10.0]
