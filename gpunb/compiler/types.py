@@ -86,8 +86,10 @@ class Array(Type):
     layout: str = "A"
 
     def __str__(self) -> str:
-        if self.ndim == 0:
-            return f"array({self.dtype}, 0d)"
+        # the cache keys a specialisation by its signature's text, so every layout prints apart;
+        # where slice notation cannot say it (0-d, a 1-d 'F'), numba's spelling does
+        if self.ndim == 0 or (self.ndim == 1 and self.layout == "F"):
+            return f"array({self.dtype}, {self.ndim}d, {self.layout})"
         dims = [":"] * self.ndim
         if self.layout == "C":
             dims[-1] = "::1"
@@ -125,7 +127,9 @@ class Record(Type):
     def __str__(self) -> str:
         # complete, not just readable: the cache keys a specialisation by its signature's text,
         # so two layouts of the same field names and types (packed, aligned) must print apart
-        inner = ", ".join(f"{n}: {t} @{offset}" for n, t, offset in self.fields)
+        # names are quoted unless they are identifiers: numpy allows any text ('a: int8 @0, b')
+        inner = ", ".join(f"{n if n.isidentifier() else repr(n)}: {t} @{offset}"
+                          for n, t, offset in self.fields)
         return f"Record({inner}; size={self.size}, align={self.align})"
 
 
