@@ -48,7 +48,13 @@ class FusedFunction:
     def __call__(self, *args, **kwargs):
         from gpunb.fusion.execute import run
 
-        plan, values = self._plan_for(args, kwargs)
+        __tracebackhide__ = True  # noqa: F841 - IPython shows the user's frames, not this one
+        try:
+            plan, values = self._plan_for(args, kwargs)
+        except Exception as exc:
+            if not str(exc).startswith("gpunb.fuse:"):
+                raise  # not a deliberate report about the user's code: keep every frame
+            raise exc.with_traceback(_user_frames(exc.__traceback__)) from None
         result = run(plan, values)
         self.last_launches = tuple((s.source.name, s.grid, BLOCK) for s in plan.steps
                                    if s.grid is not None and plan.size)
@@ -152,3 +158,21 @@ def _identifier(name: str) -> str:
 
 
 __all__ = ["FusedFunction", "fuse"]
+
+
+def _user_frames(tb):
+    """The traceback without gpunb's own frames: an unsupported operation is reported at the
+    line of the fused function that used it, not inside the tracer."""
+    import os
+    import types
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frames = []
+    while tb is not None:
+        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(package + os.sep):
+            frames.append(tb)
+        tb = tb.tb_next
+    trimmed = None
+    for entry in reversed(frames):
+        trimmed = types.TracebackType(trimmed, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return trimmed

@@ -217,3 +217,13 @@ def test_cuda_target_without_a_gpu_is_a_rendered_error_with_a_hint(cpu_env):
     assert "hint: without a GPU, run kernels on the CPU target" in out
     assert "from Cell In[3], line 5: k[1, 1](v)" in out
     assert "Traceback" not in out and "gpunb/runtime" not in out
+
+
+def test_unsupported_numpy_in_a_fused_function_points_at_its_line(shell, capsys):
+    run_cell(shell, "import numpy as np\nimport gpunb\nx = np.ones(8, np.float32)")
+    count = run_cell(shell, "@gpunb.fuse\ndef ordered(v):\n    return np.sort(v) + 1\n\n"
+                            "ordered(x)").execution_count
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "TypeError: gpunb.fuse: np.sort is not supported" in text
+    assert f"Cell In[{count}], line 3, in ordered" in text  # the line that used np.sort
+    assert "gpunb/fusion" not in text  # the tracer's frames are not the user's story
