@@ -95,7 +95,17 @@ def _numpy_types(np) -> tuple:
 
 
 def _dtype_text(dtype) -> str:
-    return repr(dtype.descr) if dtype.fields is not None else dtype.str
+    """Everything that shapes a dtype's layout, unambiguously. Not `descr`: numpy refuses it for
+    out-of-order or overlapping fields, and a bare sub-array dtype's `str` is just `|V12`."""
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        return f"{_dtype_text(base)}{list(shape)}"
+    if dtype.fields is None:
+        return dtype.str
+    fields = [(name, _dtype_text(dtype.fields[name][0]), dtype.fields[name][1],
+               dtype.fields[name][2] if len(dtype.fields[name]) > 2 else None)
+              for name in dtype.names]
+    return f"struct{fields!r}:{dtype.itemsize}:{int(dtype.isalignedstruct)}"
 
 
 def _numpy(value, np, epoch_marker) -> str:

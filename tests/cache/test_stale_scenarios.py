@@ -202,3 +202,19 @@ def test_a_fused_lambda_retraces_in_a_new_epoch(nb):
     nb.run("K = 5.0\n")
     cache.invalidate()  # what the notebook's post-cell hook does
     assert nb.ns["f"](x).tolist() == [0.0, 5.0, 10.0]
+
+
+def test_a_global_record_array_with_out_of_order_fields(nb):
+    """The dtype was encoded by `descr`, which numpy refuses for out-of-order fields: the
+    fingerprint raised and the kernel could not compile at all."""
+    layout = {"names": ["a", "b"], "formats": ["f4", "f4"], "itemsize": 8}
+    table = np.zeros(2, np.dtype({**layout, "offsets": [4, 0]}))
+    table["a"], table["b"] = 5.0, 7.0
+    nb.ns["T"] = table
+    nb.run("@cuda.jit\ndef field_a(out, x):\n    out[cuda.threadIdx.x] = T[1].a * x\n")
+    k = nb.ns["field_a"]
+    assert _run(k) == [5.0] * 4
+    nb.ns["T"] = table.view(np.dtype({**layout, "offsets": [0, 4]}))  # same bytes, a <-> b
+    assert _run(k) == [7.0] * 4
+    assert _event(k).reason.startswith("changed: global `T`")
+    _unchanged_launch_is_served(k, [7.0] * 4)
