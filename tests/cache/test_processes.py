@@ -211,3 +211,21 @@ def test_eight_processes_hammering_the_store_never_see_a_corrupt_entry(tmp_path)
     entries = store.entries()
     assert entries and not [e for e in entries if e.problem]
     assert all(store.read(e.key) is not None for e in entries)
+
+
+def test_an_environment_variable_that_changes_code_changes_the_key(tmp_path):
+    """GPUNB_BOUNDSCHECK=1 compiles bounds checks into CPU code: never the unchecked entry."""
+    src, cache_dir = tmp_path / "src", tmp_path / "cache"
+    _write(src, "k2", KERNEL_FACTOR.format(factor="2.0"))
+    (plain,) = _run(cache_dir, src, "k2:kern")
+    env = _env(cache_dir)
+    env["GPUNB_BOUNDSCHECK"] = "1"
+    proc = subprocess.run([sys.executable, str(WORKER), str(src), "k2:kern"], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    checked = json.loads(proc.stdout.splitlines()[-1])
+    assert checked["kind"] == "miss" and checked["key"] != plain["key"]
+    assert checked["reason"] == "option changed: boundscheck False -> True"
+    assert checked["out"] == plain["out"] == [float(i) * 2 for i in range(16)]
+    (again,) = _run(cache_dir, src, "k2:kern")
+    assert (again["kind"], again["source"], again["key"]) == ("hit", "disk", plain["key"])

@@ -8,6 +8,9 @@ function objects), so the next lookup reads the disk entry written earlier.
 
 from __future__ import annotations
 
+import importlib
+import sys
+
 import numpy as np
 import pytest
 from cache_support import Cells
@@ -218,3 +221,144 @@ def test_a_global_record_array_with_out_of_order_fields(nb):
     assert _run(k) == [7.0] * 4
     assert _event(k).reason.startswith("changed: global `T`")
     _unchanged_launch_is_served(k, [7.0] * 4)
+
+
+# ---- what a kernel reads, and how it can change in a live process ------------------------------
+
+HELPERS = """
+from gpunb import cuda
+
+@cuda.jit(device=True)
+def helper(v):
+    return v + {inc}
+
+@cuda.jit(device=True)
+def other(v):
+    return v + 50.0
+"""
+
+
+@pytest.fixture
+def package(modules):
+    """package(name, {module: text}) writes a package under the `modules` folder."""
+    written: list[str] = []
+
+    def write(name: str, files: dict) -> None:
+        (modules.path / name).mkdir()
+        for module, text in files.items():
+            (modules.path / name / f"{module}.py").write_text(text)
+        importlib.invalidate_caches()
+        written.extend([name, *(f"{name}.{m}" for m in files)])
+
+    yield write
+    for module in written:
+        sys.modules.pop(module, None)
+
+
+def test_a_submodule_attribute_and_a_rebound_submodule(nb, package):
+    package("consts_pkg", {"__init__": "from . import sub\n", "sub": "CONST = 2.0\n"})
+    nb.run("import consts_pkg\n"
+           "@cuda.jit\ndef k(out, x):\n    out[cuda.threadIdx.x] = x * consts_pkg.sub.CONST\n")
+    k, pkg = nb.ns["k"], nb.ns["consts_pkg"]
+    assert _run(k) == [2.0] * 4
+    pkg.sub.CONST = 3.0
+    assert _run(k) == [3.0] * 4
+    assert _event(k).reason.startswith("changed: global `consts_pkg.sub.CONST`")
+    assert _event(k).reason.endswith("2.0 -> 3.0")
+    _unchanged_launch_is_served(k, [3.0] * 4)
+    replacement = type(pkg)("replacement")
+    replacement.CONST = 4.0
+    pkg.sub = replacement
+    assert _run(k) == [4.0] * 4
+    assert "consts_pkg.sub.CONST" in _event(k).reason
+
+
+def test_monkeypatched_helper_reload_and_a_from_import_alias(nb, modules):
+    modules.write("helpers_mod", HELPERS.format(inc="1.0"))
+    nb.run("import helpers_mod\nfrom helpers_mod import helper as h\n"
+           "@cuda.jit\ndef by_attr(out, x):\n    out[cuda.threadIdx.x] = helpers_mod.helper(x)\n"
+           "@cuda.jit\ndef by_alias(out, x):\n    out[cuda.threadIdx.x] = h(x)\n")
+    by_attr, by_alias, mod = nb.ns["by_attr"], nb.ns["by_alias"], nb.ns["helpers_mod"]
+    assert _run(by_attr) == _run(by_alias) == [2.0] * 4
+    mod.helper = mod.other
+    assert _run(by_attr) == [51.0] * 4
+    assert _event(by_attr).reason.startswith("changed: device function `helpers_mod.helper`")
+    modules.edit("helpers_mod", HELPERS.format(inc="10.0"))
+    importlib.reload(mod)
+    assert _run(by_attr) == [11.0] * 4
+    assert "`helpers_mod.helper`" in _event(by_attr).reason
+    _unchanged_launch_is_served(by_attr, [11.0] * 4)
+    # Python's meaning: `h` is still the function imported before the reload, old code and all
+    assert _run(by_alias) == [2.0] * 4
+    assert _run(by_alias, np.float64) == [2.0] * 4  # a new compile of the old function
+
+
+def test_a_helper_re_exported_by_a_package(nb, modules, package):
+    package("export_pkg", {"impl": HELPERS.format(inc="1.0"),
+                           "__init__": "from .impl import helper\n"})
+    nb.run("import export_pkg\n"
+           "@cuda.jit\ndef k(out, x):\n    out[cuda.threadIdx.x] = export_pkg.helper(x)\n")
+    k = nb.ns["k"]
+    assert _run(k) == [2.0] * 4
+    modules.edit("export_pkg/impl", HELPERS.format(inc="7.0"))
+    importlib.reload(nb.ns["export_pkg"].impl)
+    importlib.reload(nb.ns["export_pkg"])
+    assert _run(k) == [8.0] * 4
+    assert _event(k).reason.startswith("changed: device function `export_pkg.helper`")
+
+
+def test_factories_over_captured_device_functions(nb):
+    nb.run("""
+@cuda.jit(device=True)
+def plus1(v):
+    return v + 1.0
+
+@cuda.jit(device=True)
+def plus2(v):
+    return v + 2.0
+
+def make(f):
+    @cuda.jit
+    def apply(out, x):
+        out[cuda.threadIdx.x] = f(x)
+    return apply
+""")
+    one, two = nb.ns["make"](nb.ns["plus1"]), nb.ns["make"](nb.ns["plus2"])
+    assert _run(one) == [2.0] * 4 and _run(two) == [3.0] * 4
+    assert one.cache_info()[0]["key"] != two.cache_info()[0]["key"]
+    nb.run("@cuda.jit(device=True)\ndef plus2(v):\n    return v + 20.0\n")
+    assert _run(two) == [3.0] * 4  # the closure holds the old plus2: Python's meaning
+    again = nb.ns["make"](nb.ns["plus2"])
+    assert _run(again) == [21.0] * 4
+
+
+def test_dtype_global_default_value_and_a_deleted_global(nb):
+    nb.run("""
+DT = np.float32
+OFFSET = (1.0, 2.0)
+
+@cuda.jit(device=True)
+def add(v, k=1.0):
+    return v + k
+
+@cuda.jit
+def k(out, x):
+    buf = cuda.local.array(2, DT)
+    buf[0] = x + OFFSET[1] + 0.5
+    out[cuda.threadIdx.x] = add(buf[0])
+""")
+    k = nb.ns["k"]
+    assert _run(k) == [4.5] * 4
+    nb.run("DT = np.int32\n")  # the local array truncates 3.5 to 3
+    assert _run(k) == [4.0] * 4
+    assert _event(k).reason.startswith("changed: global `DT`")
+    nb.run("@cuda.jit(device=True)\ndef add(v, k=5.0):\n    return v + k\n")
+    assert _run(k) == [8.0] * 4
+    assert "default value of `k`" in _event(k).reason and "1.0 -> 5.0" in _event(k).reason
+    nb.run("OFFSET = (1.0, 4.0)\n")
+    assert _run(k) == [10.0] * 4
+    assert "(1.0, 2.0) -> (1.0, 4.0)" in _event(k).reason
+    _unchanged_launch_is_served(k, [10.0] * 4)
+    nb.run("del OFFSET\n")
+    with pytest.raises(gpunb.CompileError, match="name 'OFFSET' is not defined"):
+        _run(k)
