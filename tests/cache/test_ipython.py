@@ -62,3 +62,29 @@ def test_cells_in_a_real_shell(shell):
     assert k.compiles == 3
     assert k.event.reason == "changed: global `OFFSET` defined at module __main__ (read via " \
                              "helper): 1.0 -> 3.0"
+
+
+def test_an_in_place_write_in_one_cell_is_seen_by_launches_in_later_cells(shell):
+    """A global array is frozen when a kernel compiles (numba's meaning); the epoch that every
+    cell ends re-reads it, so the next cell's launch recompiles with the new values."""
+    import numpy as np
+
+    import gpunb
+    from gpunb import cuda
+
+    shell.user_ns.update(np=np, cuda=cuda)
+    gpunb.set_target("cpu")
+    try:
+        run(shell, "TABLE = np.array([1.0, 2.0], dtype=np.float32)\n"
+                   "@cuda.jit\ndef look(out):\n    out[cuda.threadIdx.x] = TABLE[1]\n"
+                   "out = np.zeros(2, np.float32)\nlook[1, 2](out)")
+        assert shell.user_ns["out"].tolist() == [2.0, 2.0]
+        run(shell, "look[1, 2](out)\nTABLE[1] = 7.0\nlook[1, 2](out)")  # one cell: frozen
+        assert shell.user_ns["out"].tolist() == [2.0, 2.0]
+        run(shell, "look[1, 2](out)")
+        assert shell.user_ns["out"].tolist() == [7.0, 7.0]
+        (info,) = shell.user_ns["look"].cache_info()
+        assert info["event"].reason == ("changed: global `TABLE` defined at module __main__: "
+                                        "array float32 [1.0, 2.0] -> array float32 [1.0, 7.0]")
+    finally:
+        gpunb.set_target(None)
