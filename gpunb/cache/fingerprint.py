@@ -278,7 +278,7 @@ def _fingerprint(func, stack: tuple, fresh: bool = False, follow: bool = False) 
 
     `stack` holds the ids of the functions being fingerprinted, outermost first. A call back into
     one of them (recursion, possibly cut by branch pruning at compile time) is encoded by its
-    depth on the stack, so the digest of a function inside such a cycle describes it only
+    distance up the stack, so the digest of a function inside such a cycle describes it only
     together with its callers: it is memoised only when every such reference points at itself or
     deeper (then it is content, whoever asks).
     """
@@ -394,11 +394,12 @@ class _Builder:
     def _gpu_token(self, func) -> str:
         inner, options = _unwrap(func)
         if id(inner) in self.stack:
-            # a call back into a function being fingerprinted: by its depth, not expanded (its
-            # content is already part of the outer digest; a name could be another function's)
+            # a call back into a function being fingerprinted: by how many levels up it is, not
+            # expanded (its content is already part of the outer digest; a name could be another
+            # function's), and relative, so a self-contained digest is the same at any depth
             depth = self.stack.index(id(inner))
             self.lowest_ref = min(self.lowest_ref, depth)
-            return f"gpu-recursive:{depth}"
+            return f"gpu-recursive:up{len(self.stack) - 1 - depth}"
         callee, lowest = _fingerprint(func, self.stack, self.fresh, self.follow)
         self.lowest_ref = min(self.lowest_ref, lowest)
         self.callees.append(callee)

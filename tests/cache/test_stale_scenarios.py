@@ -362,3 +362,30 @@ def k(out, x):
     nb.run("del OFFSET\n")
     with pytest.raises(gpunb.CompileError, match="name 'OFFSET' is not defined"):
         _run(k)
+
+
+def test_a_self_call_has_one_digest_at_any_depth(nb):
+    """Pruned self-recursion: the digest of `f` must not depend on who fingerprinted it first,
+    or the same kernel gets another key in the next process (a needless miss)."""
+    from gpunb.cache.fingerprint import collect
+
+    text = """
+@cuda.jit(device=True)
+def f(x, y=None):
+    if y is None:
+        return f(x, 1.0) + 1.0
+    return x
+
+@cuda.jit
+def k(out, x):
+    out[cuda.threadIdx.x] = f(x)
+"""
+    nb.run(text)
+    assert _run(nb.ns["k"]) == [2.0] * 4
+    via_kernel = collect(nb.ns["k"]).digest  # f first met one level down
+    nb.run(text)
+    alone = collect(nb.ns["f"]).digest  # f first met at the top
+    assert collect(nb.ns["k"]).digest == via_kernel
+    nb.run(text)
+    collect(nb.ns["k"])
+    assert collect(nb.ns["f"]).digest == alone
