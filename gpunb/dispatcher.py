@@ -166,9 +166,15 @@ class Dispatcher:
         if self._fast_target != target:
             self._fast.clear()
             self._fast_target = target
-        if len(args) != len(inspect.signature(self.py_func).parameters):
-            n = len(inspect.signature(self.py_func).parameters)
-            raise LaunchError(f"'{self.__name__}' takes {n} arguments but {len(args)} were given")
+        params = inspect.signature(self.py_func).parameters
+        if len(args) != len(params):
+            n = len(params)
+            raise LaunchError(
+                f"kernel '{self.__name__}' takes {n} argument{'s' if n != 1 else ''} "
+                f"({', '.join(params)}) but {len(args)} {'were' if len(args) != 1 else 'was'} "
+                "given", function=self.__name__,
+                hint="kernels take every argument positionally, in order (no defaults or "
+                     f"keywords at launch): {self.__name__}[grid, block]({', '.join(params)})")
         try:
             argtypes = tuple(typeof(a) for a in args)
         except TypeError as exc:

@@ -234,3 +234,17 @@ def test_set_target_moves_a_hot_kernel_between_gpu_and_cpu():
         assert {target for target, _ in bump.specializations} == {"cuda", "cpu"}
     finally:
         gpunb.set_target(None)
+
+
+def test_wrong_argument_count_at_launch_names_the_parameters(target):
+    from gpunb.errors import LaunchError
+
+    @cuda.jit
+    def fill(out, value):
+        out[cuda.grid(1)] = value
+
+    with pytest.raises(LaunchError) as info:
+        fill[1, 4](np.zeros(4))
+    text = str(info.value)
+    assert "kernel 'fill' takes 2 arguments (out, value) but 1 was given" in text
+    assert "fill[grid, block](out, value)" in text
