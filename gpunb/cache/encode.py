@@ -12,6 +12,7 @@ No encoding uses `repr` of an arbitrary object: reprs carry addresses and change
 
 from __future__ import annotations
 
+import struct
 import sys
 import types
 
@@ -55,7 +56,7 @@ def encode(value, gpu, epoch_marker=None) -> str:
     if value is None:
         return "None"
     if cls in _SCALARS:
-        return f"{cls.__name__}:{value!r}"
+        return f"{cls.__name__}:{_scalar_text(value)}"
     if cls is tuple or cls is list:
         return _sequence(cls.__name__, value, gpu, epoch_marker)
     if is_gpu_function(value):
@@ -67,7 +68,7 @@ def encode(value, gpu, epoch_marker=None) -> str:
         return _numpy(value, np, epoch_marker)
     if isinstance(value, _SCALARS):  # subclasses: IntEnum members, str enums, ...
         base = next(b for b in _SCALARS if isinstance(value, b))
-        return f"{qualified_name(cls)}:{base(value)!r}"
+        return f"{qualified_name(cls)}:{_scalar_text(base(value))}"
     if isinstance(value, tuple):  # namedtuples and other tuple subclasses
         return qualified_name(cls) + _sequence("", value, gpu, epoch_marker)
     if isinstance(value, type):
@@ -79,6 +80,16 @@ def encode(value, gpu, epoch_marker=None) -> str:
     if isinstance(value, types.FunctionType):
         return f"pyfunc:{qualified_name(value)}:{_code_digest(value.__code__)}"
     return f"object:{qualified_name(cls)}"
+
+
+def _scalar_text(value) -> str:
+    """repr, but a NaN's sign and payload too: all NaNs print 'nan', yet a frozen -nan gives
+    math.copysign(1.0, X) == -1.0, so nan and -nan must not share a key."""
+    text = repr(value)
+    if "nan" in text and isinstance(value, (float, complex)):
+        parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
+        text += ":" + struct.pack(f"<{len(parts)}d", *parts).hex()
+    return text
 
 
 def _sequence(name: str, items, gpu, epoch_marker) -> str:
@@ -168,6 +179,8 @@ def preview(value) -> str:
     """A short human-readable value for provenance (`N = 256`), or '' when there is none."""
     if value is None or type(value) in (bool, int, float, complex):
         text = repr(value)
+        if type(value) is float and text == "nan" and struct.pack("<d", value)[7] & 0x80:
+            text = "-nan"  # the sign is content (copysign), so a change of it is shown
     elif type(value) is str:
         text = repr(value)
     elif isinstance(value, types.ModuleType):

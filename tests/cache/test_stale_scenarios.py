@@ -389,3 +389,15 @@ def k(out, x):
     nb.run(text)
     collect(nb.ns["k"])
     assert collect(nb.ns["f"]).digest == alone
+
+
+def test_nan_and_minus_nan_globals_have_their_own_keys(nb):
+    """Both print 'nan', so they shared a key: a process with X = -nan got the code frozen with
+    +nan from disk, and math.copysign(y, X) came out positive."""
+    text = "import math\nX = {x}\n@cuda.jit\ndef sign(out, y):\n" \
+           "    out[cuda.threadIdx.x] = math.copysign(y, X)\n"
+    nb.run(text.format(x="float('nan')"))
+    assert _run(nb.ns["sign"], np.float64) == [1.0] * 4
+    ns = _new_process(text.format(x="-float('nan')"))
+    assert _run(ns["sign"], np.float64) == [-1.0] * 4
+    assert _event(ns["sign"], np.float64).kind == "miss"
