@@ -59,8 +59,8 @@ def literal(value, dtype: np.dtype) -> str:
         return "True" if value else "False"
     if dtype.kind == "f":
         value = float(value)
-        if math.isnan(value):
-            text = "math.nan"
+        if math.isnan(value):  # keep the sign: np.copysign(x, -nan) is negative
+            text = "-math.nan" if math.copysign(1.0, value) < 0 else "math.nan"
         elif math.isinf(value):
             text = "math.inf" if value > 0 else "-math.inf"
         else:

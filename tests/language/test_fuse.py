@@ -657,3 +657,17 @@ def test_torch_tensors_in_torch_tensors_out(on_gpu):
     got = gpunb.fuse(lambda a: np.sqrt(a) * 2)(x)
     assert isinstance(got, torch.Tensor) and got.is_cuda
     np.testing.assert_allclose(got.cpu().numpy(), np.sqrt(np.arange(1000.0)) * 2, rtol=1e-6)
+
+
+NEGATIVE_NAN = -float("nan")
+
+
+@gpunb.fuse
+def sign_of_nan(x):
+    return np.copysign(x, NEGATIVE_NAN)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_negative_nan_constant_keeps_its_sign(target, dtype):
+    """The generated source wrote every NaN as math.nan, so copysign(x, -nan) came out positive."""
+    check(sign_of_nan, np.ones(5, dtype))
