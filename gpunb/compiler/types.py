@@ -271,8 +271,33 @@ def from_dtype(dtype) -> Type:
             (name, _field_type(dtype.fields[name][0]), dtype.fields[name][1])
             for name in dtype.names
         )
-        return Record(fields, dtype.itemsize, dtype.alignment)
+        return Record(fields, dtype.itemsize, _layout_alignment(fields, dtype.itemsize))
     raise TypeError(f"numpy dtype {dtype} is not supported in GPU kernels")
+
+
+def _natural_alignment(ty: Type) -> int:
+    if isinstance(ty, Record):
+        return ty.align
+    if isinstance(ty, InlineArray):
+        return _natural_alignment(ty.dtype)
+    if isinstance(ty, Complex):
+        return ty.bitwidth // 16
+    return sizeof(ty)
+
+
+def _layout_alignment(fields: tuple, itemsize: int) -> int:
+    """The alignment a record's layout itself guarantees: its widest field's when every field
+    sits at a multiple of its own alignment and the size is a multiple of it, else 1. Read from
+    the layout (what numpy's dtype equality compares), not from dtype.alignment, which differs
+    between dtypes numpy calls equal (align=True vs the same explicit offsets): equal dtypes
+    must give equal types, or the launch fast path (keyed by dtype) and typeof disagree."""
+    widest = 1
+    for _, ftype, offset in fields:
+        natural = _natural_alignment(ftype)
+        if offset % natural:
+            return 1
+        widest = max(widest, natural)
+    return widest if itemsize % widest == 0 else 1
 
 
 def _field_type(dtype: np.dtype) -> Type:

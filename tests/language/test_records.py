@@ -216,3 +216,14 @@ def test_two_layouts_of_the_same_fields_are_two_cache_entries(target):
         field_arithmetic[1, 4](out, recs)
         np.testing.assert_allclose(out, recs["x"] * 2.0 + recs["y"] + recs["n"])
     assert str(gpunb.types.from_dtype(POINT)) != str(gpunb.types.from_dtype(POINT_ALIGNED))
+
+
+def test_dtypes_numpy_calls_equal_give_equal_types():
+    """The launch fast path keys numpy arrays by dtype (numpy equality); typeof must agree."""
+    aligned = np.dtype([("a", "i1"), ("b", "f4")], align=True)
+    explicit = np.dtype({"names": ["a", "b"], "formats": ["i1", "f4"], "offsets": [0, 4],
+                         "itemsize": 8})
+    assert aligned == explicit and aligned.alignment != explicit.alignment
+    assert gpunb.types.from_dtype(aligned) == gpunb.types.from_dtype(explicit)
+    assert gpunb.types.from_dtype(aligned).align == 4
+    assert gpunb.types.from_dtype(POINT).align == 1  # packed: y sits at offset 4
