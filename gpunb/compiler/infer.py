@@ -226,6 +226,10 @@ class Inferer(ast.NodeVisitor):
             "Delete": "del is not supported in GPU code",
             "Import": "import modules at top level, outside GPU functions",
             "ImportFrom": "import modules at top level, outside GPU functions",
+            "Match": "match is not supported in GPU code; use if/elif",
+            "AsyncFor": "async is not available in GPU code",
+            "AsyncWith": "async is not available in GPU code",
+            "TypeAlias": "declare types at top level, outside GPU functions",
         }
         raise self.error(node, f"unsupported statement: {kind}",
                          hints.get(kind, "this Python statement has no GPU meaning in gpunb"))
@@ -262,6 +266,11 @@ class Inferer(ast.NodeVisitor):
         if isinstance(node.target, ast.Name):
             declared = self.resolve_type_annotation(node.annotation)
             if declared is not None:
+                if not _convertible(vt, declared):
+                    raise self.error(node.value, f"cannot assign {vt} to '{node.target.id}', "
+                                     f"annotated {declared}",
+                                     "annotate the variable with the value's type, or drop the "
+                                     "annotation")
                 self.set_var(node, node.target.id, declared)
                 return
         self.assign(node.target, vt, node.value)
@@ -299,6 +308,10 @@ class Inferer(ast.NodeVisitor):
                 return
             self.set_var(target, name, vt)
         elif isinstance(target, (ast.Tuple, ast.List)):
+            starred = next((e for e in target.elts if isinstance(e, ast.Starred)), None)
+            if starred is not None:
+                raise self.error(starred, "starred assignment is not supported in GPU code",
+                                 "unpack every item (a, b, c = t) or index the tuple (t[0])")
             items = self.unpack_types(target, vt, len(target.elts))
             for elt, it in zip(target.elts, items, strict=False):
                 self.assign(elt, it, None)
@@ -314,7 +327,8 @@ class Inferer(ast.NodeVisitor):
     def unpack_types(self, node, vt: t.Type, n: int) -> tuple:
         if isinstance(vt, t.Tuple):
             if len(vt.items) != n:
-                raise self.error(node, f"cannot unpack a tuple of {len(vt.items)} into {n} names")
+                raise self.error(node, f"cannot unpack a tuple of {len(vt.items)} into {n} names",
+                                 f"name all {len(vt.items)} items on the left")
             return vt.items
         if isinstance(vt, t.Complex):
             raise self.error(node, "cannot unpack a complex number")
@@ -323,6 +337,10 @@ class Inferer(ast.NodeVisitor):
     def check_store(self, target, vt: t.Type, value_node) -> None:
         slot = self.expr_types[id(target)]
         base = self.expr_types[id(target.value)]
+        if isinstance(target, ast.Attribute) and not isinstance(base, t.Record):
+            raise self.error(target, f"cannot assign to '{target.attr}' of {base}",
+                             "in GPU code only record fields can be assigned (rec.x = v); "
+                             "array attributes and module names are read-only")
         if isinstance(base, t.Record) and isinstance(slot, t.Array):
             raise self.error(target, "a record's array field cannot be assigned as a whole",
                              "assign its elements, e.g. rec.v[0] = x")
@@ -333,7 +351,8 @@ class Inferer(ast.NodeVisitor):
                 raise self.error(target, "cannot assign to a slice of an array",
                                  "assign element by element in a loop")
         if not _convertible(vt, slot):
-            raise self.error(value_node or target, f"cannot store {vt} into an element of {slot}")
+            raise self.error(value_node or target, f"cannot store {vt} into an element of {slot}",
+                             _store_hint(vt, slot))
 
     def visit_If(self, node: ast.If) -> None:
         self.condition(node.test)
@@ -475,7 +494,7 @@ class Inferer(ast.NodeVisitor):
 
     def condition(self, node) -> None:
         ty = self.expr(node)
-        if not isinstance(ty, (t.Boolean, t.Integer, t.Float, t.Complex, t.NoneType)):
+        if not isinstance(ty, _HAS_TRUTH):
             raise self.error(node, f"{ty} cannot be used as a condition",
                              "compare explicitly, e.g. `if x > 0:`")
 
@@ -501,10 +520,14 @@ class Inferer(ast.NodeVisitor):
             return t.none
         if isinstance(value, str):
             return t.StringLiteral()
+        self.check_int_range(node, value)
         ty = constant_type(value)
         if ty is None:
-            raise self.error(node, f"constant {value!r} has no GPU type",
-                             "strings can only be used in print()")
+            hint = "GPU code has numbers, booleans, None and (in print only) strings"
+            if value is Ellipsis:
+                hint = "`...` is not supported in GPU code; index every dimension (a[i, j]) or " \
+                       "slice one (a[:, j])"
+            raise self.error(node, f"constant {value!r} has no GPU type", hint)
         return ty
 
     def expr_Name(self, node: ast.Name) -> t.Type:
@@ -531,7 +554,15 @@ class Inferer(ast.NodeVisitor):
         self.calls[id(node)] = CallInfo("value", builtin, [], (), ty)
         return ty
 
+    def check_int_range(self, node, value) -> None:
+        """numba refuses integers beyond 64 bits ("Int value is too large"); never truncate."""
+        if isinstance(value, int) and not -(2**63) <= value < 2**64:
+            raise self.error(node, f"integer {value} does not fit in 64 bits",
+                             "GPU integers are int64 or uint64 at most; use a float "
+                             "(e.g. 1.5e30) for larger magnitudes")
+
     def global_value_type(self, node, value) -> t.Type:
+        self.check_int_range(node, value)
         ty = constant_type(value)
         if ty is not None:
             self.constants[id(node)] = value
@@ -546,7 +577,9 @@ class Inferer(ast.NodeVisitor):
         if isinstance(base, PyValue):
             obj = base.obj
             if not hasattr(obj, attr):
-                raise self.error(node, f"{base} has no attribute '{attr}'")
+                raise self.error(node, f"{base} has no attribute '{attr}'",
+                                 "check the spelling; GPU code sees the object as it is when the "
+                                 "kernel compiles")
             value = getattr(obj, attr)
             builtin = find_builtin(value) if not isinstance(value, (int, float)) else None
             if builtin is not None and builtin.is_value:
@@ -575,7 +608,8 @@ class Inferer(ast.NodeVisitor):
                 return _field_value_type(found[0])
         if isinstance(base, t.Group) and attr == "size":
             return t.int64
-        raise self.error(node, f"{base} has no attribute '{attr}' in GPU code")
+        raise self.error(node, f"{base} has no attribute '{attr}' in GPU code",
+                         _attribute_hint(base))
 
     def expr_Tuple(self, node: ast.Tuple) -> t.Type:
         return t.Tuple(tuple(self.expr(e) for e in node.elts))
@@ -630,9 +664,13 @@ class Inferer(ast.NodeVisitor):
                 type(node.operand.value) is int:
             # a negative literal is one constant, as Python's compiler folds it (and numba sees
             # it): -9223372036854775808 is an int64, not the negation of a uint64
+            self.check_int_range(node, -node.operand.value)
             self.constants[id(node)] = -node.operand.value
             return constant_type(-node.operand.value)
         if isinstance(node.op, ast.Not):
+            if not isinstance(ty, _HAS_TRUTH):
+                raise self.error(node.operand, f"{ty} has no truth value for 'not'",
+                                 "compare explicitly, e.g. `not (x > 0)`")
             known = self.constants.get(id(node.operand))
             if isinstance(node.operand, ast.Compare) and isinstance(known, bool):
                 self.constants[id(node)] = not known  # not (x is None)
@@ -773,7 +811,9 @@ class Inferer(ast.NodeVisitor):
             self.expr_types[id(index)] = t.Tuple(tuple(self.expr_types.get(id(p), t.none)
                                                        for p in parts))
         if len(parts) > base.ndim:
-            raise self.error(node, f"too many indices: {len(parts)} for a {base.ndim}-d array")
+            raise self.error(node, f"too many indices: {len(parts)} for a {base.ndim}-d array",
+                             f"index a {base.ndim}-d array with at most {base.ndim} "
+                             f"integer{'s' if base.ndim != 1 else ''} or slices")
         if n_int == base.ndim:
             return base.dtype
         ndim = base.ndim - n_int
@@ -784,12 +824,17 @@ class Inferer(ast.NodeVisitor):
         callee = self.callee_object(node.func)
         if callee is None:
             ftype = self.expr(node.func)
-            raise self.error(node.func, f"{ftype} is not callable in GPU code")
+            raise self.error(node.func, f"{ftype} is not callable in GPU code",
+                             "only functions can be called; array methods are not available "
+                             "inside kernels" if isinstance(ftype, t.Array) else None)
         for kw in node.keywords:
             if kw.arg is None:
-                raise self.error(kw, "**kwargs is not supported in GPU code")
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            raise self.error(node, "*args is not supported in GPU code")
+                raise self.error(kw, "**kwargs is not supported in GPU code",
+                                 "pass each keyword argument by name: f(a=x, b=y)")
+        starred = next((a for a in node.args if isinstance(a, ast.Starred)), None)
+        if starred is not None:
+            raise self.error(starred, "*args is not supported in GPU code",
+                             "pass each argument: f(t[0], t[1])")
         if is_gpu_function(callee):
             return self.call_gpu_function(node, callee)
         builtin = find_builtin(callee)
@@ -812,10 +857,7 @@ class Inferer(ast.NodeVisitor):
                                             target_type)
             return target_type
         name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
-        hint = "decorate it with @cuda.jit (or define it in a %%gpukernel cell)"
-        if getattr(callee, "__module__", None) in ("numpy", "math", "cmath"):
-            hint = "this function is not supported in GPU code"
-        raise self.error(node.func, f"cannot call {name} from GPU code", hint)
+        raise self.error(node.func, f"cannot call {name} from GPU code", _call_hint(callee))
 
     def callee_object(self, func):
         """The compile-time object a call's func expression names, or None if it is a value."""
@@ -832,7 +874,9 @@ class Inferer(ast.NodeVisitor):
             base = self.expr(func.value)
             if isinstance(base, PyValue):
                 if not hasattr(base.obj, func.attr):
-                    raise self.error(func, f"{base} has no attribute '{func.attr}'")
+                    raise self.error(func, f"{base} has no attribute '{func.attr}'",
+                                     "check the spelling; GPU code sees the object as it is when "
+                                     "the kernel compiles")
                 value = getattr(base.obj, func.attr)
                 self.expr_types[id(func)] = PyValue(value)
                 return value
@@ -975,6 +1019,52 @@ def _assigned_names(tree: ast.FunctionDef) -> set:
     return names
 
 
+def _call_hint(callee) -> str:
+    """What to do about a call of something that is not GPU code, by what the callee is."""
+    module = getattr(callee, "__module__", None) or type(callee).__module__ or ""
+    if getattr(callee, "_gpunb_intrinsic", None) is not None:
+        return f"cuda.{callee._gpunb_intrinsic.split('.')[-1]} is not a function here; read its " \
+               "attributes (cuda.threadIdx.x) or call it as numba.cuda documents"
+    if module.startswith("numpy.random"):
+        return "use gpunb.random (xoroshiro128+, as numba.cuda.random) for random numbers in " \
+               "kernels"
+    if module.split(".")[0] == "numpy":
+        return "numpy's array functions are not available inside kernels: write a loop over " \
+               "the elements, or use gpunb.fuse for whole-array numpy code; numpy scalar " \
+               "types (np.float32(x)) and math functions work"
+    if module in ("builtins", "math", "cmath") or isinstance(callee, type):
+        return "GPU code can call @cuda.jit functions, cuda.* intrinsics, math/cmath " \
+               "functions, numpy scalar types and the builtins abs, min, max, sum, round, pow, " \
+               "divmod, int, float, complex, bool, len, range, enumerate, zip and print"
+    if inspect.isfunction(callee):
+        return "decorate it with @cuda.jit (or define it in a %%gpukernel cell)"
+    return "only @cuda.jit functions, cuda.* intrinsics and math functions can be called " \
+           "in GPU code"
+
+
+def _store_hint(value: t.Type, slot: t.Type) -> str | None:
+    if isinstance(value, t.NoneType):
+        return "the value is None: a device function without `return value` gives None"
+    if isinstance(value, t.Complex) and t.is_number(slot):
+        return "store x.real (or abs(x)), or use a complex array"
+    if isinstance(value, (t.Array, t.Tuple)):
+        return "store one element at a time, e.g. out[i] = x[i]"
+    if isinstance(value, PyValue):
+        return "only numbers can be stored into arrays"
+    return None
+
+
+def _attribute_hint(base: t.Type) -> str | None:
+    if isinstance(base, t.Array):
+        return "arrays have shape, strides, size, ndim, itemsize, nbytes and T in GPU code; " \
+               "methods (sum, max, ...) are not available: write a loop"
+    if isinstance(base, t.Record):
+        return f"its fields are {', '.join(name for name, *_ in base.fields)}"
+    if t.is_number(base):
+        return "numbers have .real and .imag (and complex numbers .conjugate())"
+    return None
+
+
 def _array_hint(a, b) -> str | None:
     if isinstance(a, t.Array) or isinstance(b, t.Array):
         return "whole-array arithmetic is not available inside kernels; index elements " \
@@ -982,6 +1072,7 @@ def _array_hint(a, b) -> str | None:
     return None
 
 
+_HAS_TRUTH = (t.Boolean, t.Integer, t.Float, t.Complex, t.NoneType)
 _OP_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
                ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|",
                ast.BitXor: "^", ast.BitAnd: "&", ast.MatMult: "@"}
@@ -991,6 +1082,9 @@ _EXPR_HINTS = {
     "Dict": "dicts are not available in GPU code",
     "Set": "sets are not available in GPU code",
     "ListComp": "comprehensions are not available in GPU code; write a loop",
+    "SetComp": "comprehensions are not available in GPU code; write a loop",
+    "DictComp": "comprehensions are not available in GPU code; write a loop",
+    "YieldFrom": "generators are not available in GPU code",
     "GeneratorExp": "generators are not available in GPU code; write a loop",
     "Lambda": "lambdas are not available in GPU code; define a GPU function",
     "JoinedStr": "f-strings are not available in GPU code; print(\"x =\", x) works",

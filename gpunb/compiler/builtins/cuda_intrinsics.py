@@ -64,10 +64,12 @@ class Grid(Builtin):
 
     def type_call(self, inf, node, argtypes, kwtypes):
         if len(node.args) != 1 or node.keywords:
-            raise inf.error(node, f"{self.name}() takes one argument, the number of dimensions")
+            raise inf.error(node, f"{self.name}() takes one argument, the number of dimensions",
+                            f"e.g. i = cuda.{self.name}(1) or x, y = cuda.{self.name}(2)")
         ndim = inf.const(node.args[0], f"the argument of {self.name}()")
         if ndim not in (1, 2, 3):
-            raise inf.error(node.args[0], f"{self.name}() takes 1, 2 or 3, not {ndim!r}")
+            raise inf.error(node.args[0], f"{self.name}() takes 1, 2 or 3, not {ndim!r}",
+                            "GPU grids have at most 3 dimensions; flatten the others")
         return t.int64 if ndim == 1 else t.Tuple((t.int64,) * ndim)
 
     def lower_call(self, low, node, call):
@@ -153,13 +155,14 @@ def _shape_and_dtype(inf, node, what: str):
     shape_node = args[0] if args else kws.get("shape")
     dtype_node = args[1] if len(args) > 1 else kws.get("dtype")
     if shape_node is None or dtype_node is None:
-        raise inf.error(node, f"{what}(shape, dtype) needs a shape and a dtype")
+        raise inf.error(node, f"{what}(shape, dtype) needs a shape and a dtype",
+                        f"e.g. {what}((16, 16), float32)")
     shape = inf.const(shape_node, f"the shape of {what}")
     dtype = inf.const(dtype_node, f"the dtype of {what}")
     shape = shape if isinstance(shape, tuple) else (shape,)
     if not all(isinstance(s, (int, np.integer)) and s >= 0 for s in shape):
         raise inf.error(shape_node, f"the shape of {what} must be non-negative integers, "
-                        f"got {shape!r}")
+                        f"got {shape!r}", "give an int or a tuple of ints, e.g. 128 or (16, 16)")
     elem = dtype_to_type(dtype)
     if elem is None:
         raise inf.error(dtype_node, f"{dtype!r} is not a dtype",

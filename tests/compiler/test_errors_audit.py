@@ -1,0 +1,262 @@
+"""An audit of bad inputs: each gives a typed gpunb error that names this file, the line (with a
+caret under the code at fault) and a hint - never an internal compiler error or a raw traceback.
+
+Kernels mark the line the error must point at with `# <- error WORD`: the caret must sit under
+the first occurrence of WORD on that line (`# <- error 2:WORD`: under the second).
+"""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import gpunb
+from gpunb import cuda, float32
+
+# ---- kernels whose compilation must fail -------------------------------------------------------
+
+
+@cuda.jit
+def assign_module_attribute(out):
+    cuda.warpsize = 3  # <- error cuda.warpsize
+
+
+@cuda.jit
+def augassign_array_attribute(out):
+    out.size += 1  # <- error out.size
+
+
+@cuda.jit
+def assign_array_shape(out):
+    out.shape = 3  # <- error out.shape
+
+
+@cuda.jit
+def annotation_mismatch(out):
+    x: float32 = out  # <- error out
+    out[0] = x
+
+
+@cuda.jit
+def not_of_array(out):
+    out[0] = not out  # <- error 2:out
+
+
+@cuda.jit
+def huge_literal(out):
+    out[0] = 123456789012345678901234567890  # <- error 1234
+
+
+HUGE = 2**70
+
+
+@cuda.jit
+def huge_global(out):
+    out[0] = HUGE  # <- error HUGE
+
+
+@cuda.jit
+def ellipsis_index(out):
+    out[...] = 1  # <- error ...
+
+
+@cuda.jit
+def starred_assignment(out):
+    a, *b = (1, 2, 3)  # <- error *b
+    out[0] = a + b[0]
+
+
+@cuda.jit(device=True)
+def add2(a, b):
+    return a + b
+
+
+@cuda.jit
+def star_args_call(out):
+    pair = (1, 2)
+    out[0] = add2(*pair)  # <- error *pair
+
+
+@cuda.jit
+def call_isinstance(out):
+    if isinstance(out, int):  # <- error isinstance
+        out[0] = 1
+
+
+@cuda.jit
+def call_numpy_sum(out):
+    out[0] = np.sum(out)  # <- error np.sum
+
+
+@cuda.jit
+def call_numpy_random(out):
+    out[0] = np.random.rand()  # <- error np.random
+
+
+@cuda.jit
+def call_thread_idx(out):
+    out[0] = cuda.threadIdx()  # <- error cuda.threadIdx
+
+
+def plain_python(x):
+    return x + 1
+
+
+@cuda.jit
+def call_plain_python(out):
+    out[0] = plain_python(1)  # <- error plain_python
+
+
+@cuda.jit
+def array_method(out):
+    out[0] = out.sum()  # <- error out.sum
+
+
+@cuda.jit(device=True)
+def no_return(x):
+    x = x + 1
+
+
+@cuda.jit
+def store_none(out):
+    out[0] = no_return(1)  # <- error no_return
+
+
+@cuda.jit
+def too_many_indices(out):
+    out[0, 1, 2] = 1  # <- error out[0
+
+
+@cuda.jit
+def grid_four(out):
+    i = cuda.grid(4)  # <- error 4
+    out[0] = i
+
+
+@cuda.jit
+def shared_negative(out):
+    s = cuda.shared.array(-1, float32)  # <- error -1
+    out[0] = s[0]
+
+
+@cuda.jit
+def match_statement(out):
+    match out[0]:  # <- error match
+        case 1:
+            out[0] = 2
+
+
+@cuda.jit
+def set_comprehension(out):
+    s = {k for k in range(3)}  # <- error {k
+    out[0] = len(s)
+
+
+I64 = "void(int64[::1])"
+
+CASES = [
+    # kernel, signature, words the message must contain, words the hint must contain
+    (assign_module_attribute, I64, ["cannot assign", "'warpsize'"], ["record fields"]),
+    (augassign_array_attribute, I64, ["cannot assign", "'size'"], ["read-only"]),
+    (assign_array_shape, I64, ["cannot assign", "'shape'"], ["read-only"]),
+    (annotation_mismatch, I64, ["int64[::1]", "annotated float32"], ["annotat"]),
+    (not_of_array, I64, ["int64[::1]", "truth value"], ["compare"]),
+    (huge_literal, I64, ["123456789012345678901234567890", "64 bits"], ["float"]),
+    (huge_global, I64, [str(2**70), "64 bits"], ["int64 or uint64"]),
+    (ellipsis_index, I64, ["Ellipsis"], ["index every dimension"]),
+    (starred_assignment, I64, ["starred assignment"], ["unpack every item"]),
+    (star_args_call, I64, ["*args"], ["pass each argument"]),
+    (call_isinstance, I64, ["cannot call isinstance"], ["builtins abs"]),
+    (call_numpy_sum, I64, ["cannot call sum"], ["write a loop", "gpunb.fuse"]),
+    (call_numpy_random, I64, ["cannot call"], ["gpunb.random"]),
+    (call_thread_idx, I64, ["cuda.threadIdx"], ["cuda.threadIdx.x"]),
+    (call_plain_python, I64, ["cannot call plain_python"], ["@cuda.jit"]),
+    (array_method, I64, ["no attribute 'sum'"], ["shape", "write a loop"]),
+    (store_none, I64, ["cannot store none"], ["return value"]),
+    (too_many_indices, I64, ["too many indices: 3"], ["at most 1 integer"]),
+    (grid_four, I64, ["1, 2 or 3, not 4"], ["at most 3 dimensions"]),
+    (shared_negative, "void(float32[::1])", ["non-negative"], ["(16, 16)"]),
+    (match_statement, I64, ["Match"], ["if/elif"]),
+    (set_comprehension, I64, ["SetComp"], ["write a loop"]),
+]
+
+
+def _mark(kernel):
+    """(line number, caret column within the stripped line, stripped code) of the error mark."""
+    lines, first = inspect.getsourcelines(kernel.py_func)
+    for offset, text in enumerate(lines):
+        if "# <- error " in text:
+            word = text.split("# <- error ")[1].split()[0]
+            nth, sep, rest = word.partition(":")
+            nth, word = (nth, rest) if sep and nth.isdigit() else ("1", word)
+            code = text.split("# <- error")[0].rstrip()
+            indent = len(code) - len(code.lstrip())
+            col = -1
+            for _ in range(int(nth)):
+                col = code.index(word, col + 1)
+            return first + offset, col - indent, code.strip()
+    raise AssertionError("no error mark")
+
+
+def check_points_at_mark(err: gpunb.GpunbError, kernel) -> None:
+    """The error names this file and the marked line, with a caret under the marked word."""
+    line, col, code = _mark(kernel)
+    text = str(err)
+    assert "internal compiler error" not in text, text
+    assert err.loc is not None and err.loc.line == line, text
+    assert err.loc.filename == __file__
+    assert f'File "{__file__}", line {line}' in text, text
+    rows = text.splitlines()
+    k = next(i for i, row in enumerate(rows) if row.strip() == code.split("  #")[0].strip()
+             or row.strip().startswith(code.split("#")[0].strip()))
+    source, caret = rows[k], rows[k + 1]
+    assert caret.strip().startswith("^"), text
+    assert caret.index("^") - (len(source) - len(source.lstrip())) == col, text
+
+
+@pytest.mark.parametrize("kernel,sig,words,hint", CASES, ids=[c[0].__name__ for c in CASES])
+def test_compile_error(kernel, sig, words, hint):
+    with pytest.raises(gpunb.CompileError) as info:
+        cuda.compile_ptx(kernel, sig)
+    err = info.value
+    check_points_at_mark(err, kernel)
+    for w in words:
+        assert w in err.message, f"{w!r} not in:\n{err}"
+    assert err.hint is not None and all(h in err.hint for h in hint), str(err)
+    assert err.__cause__ is None
+
+
+@pytest.mark.parametrize("kernel", [assign_module_attribute, not_of_array, huge_literal],
+                         ids=lambda k: k.__name__)
+def test_compile_error_at_launch_on_the_cpu_target(target, kernel):
+    out = np.zeros(2, np.int64)
+    with pytest.raises(gpunb.CompileError) as info:
+        kernel[1, 1](out)
+    check_points_at_mark(info.value, kernel)
+    assert not out.any()
+
+
+# ---- what numba accepts, gpunb accepts ---------------------------------------------------------
+
+
+@cuda.jit
+def float_into_int_array(out, x):
+    out[0] = x * 1.75  # numba converts on store (truncating toward zero)
+
+
+@cuda.jit
+def largest_integers(out):
+    out[0] = 18446744073709551615  # 2**64 - 1: a uint64, as numba types it
+    out[1] = -9223372036854775808
+
+
+def test_float_stored_into_int_array_converts_as_numba(target):
+    out = np.zeros(1, np.int64)
+    float_into_int_array[1, 1](out, -3.0)
+    assert out[0] == -5
+
+
+def test_largest_64_bit_literals_compile(target):
+    out = np.zeros(2, np.uint64)
+    largest_integers[1, 1](out)
+    assert out[0] == 2**64 - 1 and out[1] == np.uint64(2**63)
