@@ -127,6 +127,11 @@ class Dispatcher:
         return _LaunchConfig(self, griddim, blockdim, stream, shared)
 
     def __call__(self, *args, **kwargs):
+        if any(getattr(a, "_gpunb_traced", False) for a in (*args, *kwargs.values())):
+            raise TypeError(
+                f"gpunb.fuse: the GPU function '{self.__name__}' is not supported inside a fused "
+                "function; write the helper as a plain Python function of numpy operations (fuse "
+                "traces through it) or write the whole computation as a @cuda.jit kernel")
         raise LaunchError(
             f"'{self.__name__}' is a GPU function: launch it as {self.__name__}[grid, block](...) "
             "or call it from another GPU function",

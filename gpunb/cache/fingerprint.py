@@ -410,6 +410,8 @@ class _Builder:
     def _encode(self, value) -> str:
         if self.follow and type(value) is types.FunctionType:
             return self._gpu_token(value)
+        if self.follow and getattr(type(value), "_gpunb_fused", False):
+            return self._gpu_token(value.func)  # a gpunb.fuse function: traced through, inlined
         return encode(value, self._gpu_token, self.epoch_marker)
 
     def _resolve(self, chain: tuple[str, ...]) -> tuple:

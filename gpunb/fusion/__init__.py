@@ -32,6 +32,8 @@ _NOT_CHECKED = (({}.get, "never", object()),)  # a watch list that is never vali
 class FusedFunction:
     """What @gpunb.fuse returns: call it like the numpy function it wraps."""
 
+    _gpunb_fused = True  # the cache's fingerprint follows such a global into .func
+
     def __init__(self, func, kernel_name: str | None = None):
         functools.update_wrapper(self, func)
         self.func = func
@@ -49,6 +51,8 @@ class FusedFunction:
         from gpunb.fusion.execute import run
 
         __tracebackhide__ = True  # noqa: F841 - IPython shows the user's frames, not this one
+        if _traced(args, kwargs):  # called by a fused function being traced: inline, as cupy
+            return self.func(*args, **kwargs)
         try:
             plan, values = self._plan_for(args, kwargs)
         except Exception as exc:
@@ -134,6 +138,14 @@ def fuse(func=None, *, kernel_name: str | None = None):
     if not callable(func):
         raise TypeError(f"gpunb.fuse decorates a function, not {type(func).__name__}")
     return FusedFunction(func, kernel_name)
+
+
+def _traced(args: tuple, kwargs: dict) -> bool:
+    """Whether an argument is a value of a fused function being traced (a trace.Proxy)."""
+    for value in args:
+        if getattr(value, "_gpunb_traced", False):
+            return True
+    return any(getattr(value, "_gpunb_traced", False) for value in kwargs.values())
 
 
 def _numpy_returns_array(node, values: list) -> bool:

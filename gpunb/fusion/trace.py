@@ -367,6 +367,7 @@ class Proxy:
 
     __array_priority__ = 1000.0
     __hash__ = None  # == is elementwise, as for numpy arrays
+    _gpunb_traced = True  # what a fused function called while tracing looks for (inlining)
 
     def __init__(self, node: g.Node):
         self.node = node

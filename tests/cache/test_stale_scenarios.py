@@ -196,6 +196,18 @@ def test_fused_functions_retrace_when_a_global_or_a_helper_changes(nb):
     assert next(iter(through._plans.values())) is plan  # unchanged: no new trace
 
 
+def test_a_fused_function_retraces_when_a_fused_function_it_calls_is_redefined(nb):
+    """A fused function called while tracing is inlined: its body is part of the caller's
+    content, so redefining it in a later cell must drop the caller's plans."""
+    nb.ns["gpunb"] = gpunb
+    nb.run("@gpunb.fuse\ndef inner(x):\n    return x + 1\n\n"
+           "@gpunb.fuse\ndef outer(x):\n    return inner(x) * 2\n")
+    x = np.arange(3, dtype=np.float32)
+    assert nb.ns["outer"](x).tolist() == [2.0, 4.0, 6.0]
+    nb.run("@gpunb.fuse\ndef inner(x):\n    return x + 100\n")
+    assert nb.ns["outer"](x).tolist() == [200.0, 202.0, 204.0]
+
+
 def test_a_fused_lambda_retraces_in_a_new_epoch(nb):
     """No source to fingerprint: its plans last one epoch (a notebook cell), never for ever."""
     nb.ns["gpunb"] = gpunb

@@ -671,3 +671,37 @@ def sign_of_nan(x):
 def test_a_negative_nan_constant_keeps_its_sign(target, dtype):
     """The generated source wrote every NaN as math.nan, so copysign(x, -nan) came out positive."""
     check(sign_of_nan, np.ones(5, dtype))
+
+
+@gpunb.fuse
+def _inner_affine(x, y):
+    return x * y + 1
+
+
+@gpunb.fuse
+def _outer_calls_fused(x, y):
+    return np.sqrt(_inner_affine(x, y)) - np.where(x > 2, _inner_affine(y, y), 0)
+
+
+def test_a_fused_function_calls_another_fused_function(target):
+    """As in cupy.fuse, a fused function called while tracing is traced through (inlined)."""
+    x = np.arange(6, dtype=np.float32)
+    y = np.linspace(0.5, 3, 6, dtype=np.float32)
+    expected = np.sqrt(x * y + 1) - np.where(x > 2, y * y + 1, 0)
+    assert_same(_outer_calls_fused(x, y), expected)
+    assert len(_outer_calls_fused.kernels(x, y)) == 1  # one kernel, no launch per inner call
+
+
+def test_a_gpu_function_inside_a_fused_function_is_a_clear_error(target):
+    @cuda.jit(device=True)
+    def twice(v):
+        return v * 2
+
+    @gpunb.fuse
+    def uses_device_function(x):
+        return twice(x) + 1
+
+    with pytest.raises(TypeError, match="gpunb.fuse: the GPU function 'twice' is not supported") \
+            as info:
+        uses_device_function(np.ones(3, np.float32))
+    assert "plain Python function" in str(info.value)
