@@ -681,7 +681,7 @@ class Inferer(ast.NodeVisitor):
             self.weak.add(id(node))
         if isinstance(node.op, ast.Invert):
             if isinstance(ty, t.Boolean):
-                return t.int64
+                return t.boolean  # numba follows numpy: ~True is False (Python gives -2)
             if not isinstance(ty, t.Integer):
                 raise self.error(node, f"~ needs an integer, got {ty}")
         if isinstance(ty, t.Boolean):

@@ -44,6 +44,7 @@ def _table() -> dict:
             cuda_intrinsics,
             groups,
             mathfuncs,
+            operator_funcs,
             printing,
             pybuiltins,
             warp,
@@ -52,7 +53,7 @@ def _table() -> dict:
         table: dict = {}
         for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                      pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS,
-                     complexfuncs.BUILTINS):
+                     complexfuncs.BUILTINS, operator_funcs.BUILTINS):
             table.update(part)
         table["builtins.print"] = printing.Print()
         _TABLE = table
@@ -78,6 +79,8 @@ def builtin_key(obj) -> str | None:
     fname = getattr(obj, "__name__", None)
     if module in ("math", "cmath") and fname:
         return f"{module}.{fname}"
+    if module in ("operator", "_operator") and fname:
+        return "operator." + fname
     if module and module.startswith("numpy") and fname and callable(obj):
         return "numpy." + fname
     return None

@@ -1,7 +1,8 @@
 """print() in kernels: vprintf on the GPU; on the CPU target, records collected per launch and
 written to sys.stdout in (block, thread) order after the launch, so notebooks capture them.
 
-Formats follow numba-cuda: integers as %lld / %llu, floats as %f, string literals inline.
+Formats follow numba-cuda: integers as %lld / %llu, floats as %f, booleans as True/False,
+string literals inline.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ class Print(Builtin):
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 pieces.append(arg.value.replace("%", "%%"))
             elif isinstance(ty, t.Boolean):
-                pieces.append("%d")
+                pieces.append("%s")  # True / False, as numba-cuda prints them
             elif isinstance(ty, t.Integer):
                 pieces.append("%lld" if ty.signed else "%llu")
             elif isinstance(ty, t.Float):
@@ -48,7 +49,8 @@ class Print(Builtin):
                 continue
             value = low.expr(arg)
             if isinstance(ty, t.Boolean):
-                values.append((ops.cast(b, value, ty, t.int32), t.int32))
+                words = [low.target.string_constant(low, w) for w in ("True", "False")]
+                values.append((b.select(value, *words), ty))
             elif isinstance(ty, t.Integer):
                 target = t.int64 if ty.signed else t.uint64
                 values.append((ops.cast(b, value, ty, target), target))

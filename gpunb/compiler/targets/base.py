@@ -64,6 +64,18 @@ class Target:
         """Bounds checking hook; targets without it do nothing."""
         return
 
+    def string_constant(self, low, text: str, addrspace: int = 0):
+        """A generic pointer to a NUL-terminated constant string (print()'s %s arguments)."""
+        data = bytearray(text.encode("utf-8") + b"\0")
+        gv = ir.GlobalVariable(low.mb.module, ir.ArrayType(dm.i8, len(data)),
+                               low.mb.unique("_gpunb_str"), addrspace=addrspace)
+        gv.linkage = "internal"
+        gv.global_constant = True
+        gv.initializer = ir.Constant(gv.value_type, data)
+        if addrspace == 0:  # a pointer to the first byte: every string gets one type
+            return gv.gep([ir.Constant(dm.i32, 0), ir.Constant(dm.i32, 0)])
+        return low.builder.addrspacecast(gv, dm.ptr)
+
     # ---- arithmetic ----------------------------------------------------------------------------
 
     def math(self, low, name: str, args: list, argtypes: list, result: t.Type):

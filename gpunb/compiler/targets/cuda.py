@@ -85,6 +85,9 @@ class CudaTarget(Target):
                 "or": "llvm.nvvm.barrier0.or"}[kind]
         return b.call(self.intrinsic(m, name, dm.i32, [dm.i32]), [b.zext(pred, dm.i32)])
 
+    def string_constant(self, low, text: str, addrspace: int = 4):
+        return super().string_constant(low, text, addrspace)
+
     def printf(self, low, node, fmt: str, values: list) -> None:
         """vprintf(format, packed 8-byte-aligned arguments), as CUDA's printf lowers."""
         m, b = low.mb.module, low.builder
