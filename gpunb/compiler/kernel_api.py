@@ -84,7 +84,7 @@ fp16 = Namespace("cuda.fp16", ["hadd", "hsub", "hmul", "hdiv", "heq", "hne", "hg
 local = Namespace("cuda.local", ["array"])
 const = Namespace("cuda.const", ["array_like"])
 atomic = Namespace("cuda.atomic", ["add", "sub", "max", "min", "exch", "cas", "inc", "dec",
-                                   "and_", "or_", "xor", "compare_and_swap"])
+                                   "and_", "or_", "xor", "compare_and_swap", "nanmax", "nanmin"])
 
 KERNEL_NAMES = {
     "threadIdx": threadIdx, "blockIdx": blockIdx, "blockDim": blockDim, "gridDim": gridDim,

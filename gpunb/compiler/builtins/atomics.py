@@ -85,15 +85,46 @@ class Atomic(Builtin):
         op = self.op_for(arr_t.dtype)
         if op == "cas":
             return low.target.atomic_cas(low, pointer, values[0], values[1], arr_t.dtype)
+        if op in ("fmax_ordered", "fmin_ordered"):
+            return _ordered_float_extreme(low, pointer, values[0], arr_t.dtype,
+                                          op == "fmax_ordered")
         return low.target.atomic(low, op, pointer, values[0], arr_t.dtype)
+
+
+def _ordered_float_extreme(low, pointer, value, dtype: t.Float, is_max: bool):
+    """numba.cuda's float atomic.max/min: a compare-and-swap loop that stores `value` only when
+    it compares greater (less) than the stored value, so a NaN on either side leaves the
+    location as it was (LLVM's fmax/fmin, maxnum, would replace a stored NaN: that is nanmax)."""
+    b = low.builder
+    vt = dm.value_type(dtype)
+    slot = low.alloca(vt, "atomic.old")
+    b.store(b.load(pointer, typ=vt), slot)
+    loop_bb, try_bb, done_bb = (low.new_block(f"atomic.{n}") for n in ("loop", "try", "done"))
+    b.branch(loop_bb)
+    b.position_at_end(loop_bb)
+    old = b.load(slot, typ=vt)
+    better = b.fcmp_ordered(">" if is_max else "<", value, old)
+    b.cbranch(better, try_bb, done_bb)
+    b.position_at_end(try_bb)
+    seen = low.target.atomic_cas(low, pointer, old, value, dtype)
+    b.store(seen, slot)
+    bits = ir.IntType(dtype.bitwidth)
+    swapped = b.icmp_unsigned("==", b.bitcast(seen, bits), b.bitcast(old, bits))
+    b.cbranch(swapped, done_bb, loop_bb)
+    b.position_at_end(done_bb)
+    return b.load(slot, typ=vt)
 
 
 
 BUILTINS = {
     "cuda.atomic.add": Atomic("cuda.atomic.add", "add", "add", "fadd"),
     "cuda.atomic.sub": Atomic("cuda.atomic.sub", "sub", "sub", "fsub"),
-    "cuda.atomic.max": Atomic("cuda.atomic.max", "max", "umax", "fmax"),
-    "cuda.atomic.min": Atomic("cuda.atomic.min", "min", "umin", "fmin"),
+    # numba: max/min keep the stored value when either side is NaN; nanmax/nanmin treat a NaN
+    # as missing (LLVM's fmax/fmin, IEEE maxNum)
+    "cuda.atomic.max": Atomic("cuda.atomic.max", "max", "umax", "fmax_ordered"),
+    "cuda.atomic.min": Atomic("cuda.atomic.min", "min", "umin", "fmin_ordered"),
+    "cuda.atomic.nanmax": Atomic("cuda.atomic.nanmax", "max", "umax", "fmax"),
+    "cuda.atomic.nanmin": Atomic("cuda.atomic.nanmin", "min", "umin", "fmin"),
     "cuda.atomic.exch": Atomic("cuda.atomic.exch", "xchg", "xchg", "xchg"),
     "cuda.atomic.inc": Atomic("cuda.atomic.inc", None, "uinc_wrap", None),
     "cuda.atomic.dec": Atomic("cuda.atomic.dec", None, "udec_wrap", None),
