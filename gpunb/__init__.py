@@ -5,18 +5,28 @@ Importing gpunb is cheap and touches no CUDA driver; the compiler and runtime lo
 
 from __future__ import annotations
 
-from gpunb.errors import CompileError, GpunbError, LaunchError, ToolchainError
+from gpunb.errors import (
+    CompileError,
+    GpunbError,
+    JitOptionError,
+    LaunchError,
+    SignatureError,
+    ToolchainError,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "GpunbError", "LaunchError", "ToolchainError", "__version__", "cuda",
-           "fuse", "jit", "set_target", "load_ipython_extension"]
+__all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "SignatureError",
+           "ToolchainError", "__version__", "cuda", "fuse", "jit", "set_target",
+           "load_ipython_extension"]
 
 
 def set_target(target: str | None) -> None:
     """Run kernels on "cuda", "cpu" or "auto" for the whole process (None: back to GPUNB_TARGET)."""
     from gpunb import config
+    from gpunb.jit_checks import check_target
 
+    check_target(target, "gpunb.set_target: target")  # a JitOptionError, also a ValueError
     config.set_process_target(target)
 
 

@@ -77,20 +77,18 @@ def compile_ptx(pyfunc, sig, device: bool = False, abi: str = "numba", lineinfo:
                 debug: bool = False, fastmath: bool = False, cc: tuple | None = None,
                 opt: bool = True) -> tuple:
     """PTX for `pyfunc` with signature `sig`, without a GPU: returns (ptx, return_type)."""
-    from gpunb import config
-    from gpunb.compiler import types as t
+    from gpunb import config, jit_checks
     from gpunb.compiler.build import build_ptx
+    from gpunb.compiler.guard import compile_guard
     from gpunb.compiler.pipeline import infer_kernel, lower_device_function
     from gpunb.compiler.targets.cuda import CudaTarget, emit_ptx
 
-    sig = t.parse_signature(sig) if isinstance(sig, str) else sig
-    if isinstance(sig, tuple):
-        sig = t.Signature(None, sig)
-    from gpunb.compiler.guard import compile_guard
-
     func = getattr(pyfunc, "py_func", pyfunc)
-    cc = tuple(cc) if cc else config.default_arch()
+    jit_checks.check_function(func, "compile_ptx")
+    sig = jit_checks.parse_signature(sig)
+    cc = jit_checks.check_arch(cc) if cc else config.default_arch()
     options = {"lineinfo": lineinfo, "debug": debug, "fastmath": fastmath, "opt": opt}
+    options = {**options, **jit_checks.check_options(options, tuple(options))}
     with compile_guard(func):
         typed = infer_kernel(func, tuple(sig.args), options, device=device)
         if not device:

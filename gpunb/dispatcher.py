@@ -66,12 +66,12 @@ class Dispatcher:
 
     def __init__(self, py_func, *, device: bool = False, signatures=(), target: str | None = None,
                  **options):
-        unknown = set(options) - set(_OPTION_NAMES)
-        if unknown:
-            raise TypeError(f"unknown option(s) for cuda.jit: {', '.join(sorted(unknown))}; "
-                            f"known: {', '.join(_OPTION_NAMES)}")
-        if target not in (None, "cpu", "cuda", "auto"):
-            raise ValueError(f"target={target!r}: expected 'cpu', 'cuda' or 'auto'")
+        from gpunb import jit_checks
+
+        jit_checks.check_function(py_func)
+        checked_options = jit_checks.check_options(options, _OPTION_NAMES)
+        jit_checks.check_target(target)
+        device = jit_checks.check_flag("device", device)
         self.py_func = py_func
         self.__name__ = py_func.__name__
         self.__qualname__ = getattr(py_func, "__qualname__", py_func.__name__)
@@ -80,7 +80,7 @@ class Dispatcher:
         self.__wrapped__ = py_func
         self.device = device
         self.requested_target = target
-        self.options = {k: v for k, v in options.items() if v is not None}
+        self.options = checked_options
         self.declared_signatures = tuple(_parse_signatures(signatures, py_func))
         self._fast: dict = {}
         self._fast_target = None
@@ -118,9 +118,11 @@ class Dispatcher:
             raise LaunchError(f"'{self.__name__}' is a device function and cannot be launched",
                               hint="call it from a kernel, or drop device=True")
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
+            from gpunb.jit_checks import user_location
+
             raise LaunchError(f"launch configuration of '{self.__name__}' must be "
                               "[grid, block] or [grid, block, stream, dynamic_shared_bytes]",
-                              hint="e.g. kernel[blocks, 256](args...)")
+                              user_location(), hint="e.g. kernel[blocks, 256](args...)")
         griddim, blockdim = config[0], config[1]
         stream = config[2] if len(config) > 2 else 0
         shared = config[3] if len(config) > 3 else 0
@@ -180,17 +182,22 @@ class Dispatcher:
                 "given", function=self.__name__,
                 hint="kernels take every argument positionally, in order (no defaults or "
                      f"keywords at launch): {self.__name__}[grid, block]({', '.join(params)})")
-        try:
-            argtypes = tuple(typeof(a) for a in args)
-        except TypeError as exc:
-            raise LaunchError(f"cannot pass this argument to '{self.__name__}': {exc}",
-                              hint="kernels take numbers, tuples and arrays (numpy, device "
-                                   "arrays, or anything with __cuda_array_interface__)") from None
+        argtypes = tuple(self._argument_type(typeof, k, name, a)
+                         for k, (name, a) in enumerate(zip(params, args, strict=True)))
         argtypes = self._match_declared(argtypes)
         spec = self.specialize(argtypes, target)
         if key is not None:
             self._fast[key] = spec
         return spec
+
+    def _argument_type(self, typeof, k: int, name: str, value):
+        try:
+            return typeof(value)
+        except TypeError as exc:
+            raise LaunchError(f"cannot pass argument {k + 1} ('{name}') to '{self.__name__}': "
+                              f"{exc}",
+                              hint="kernels take numbers, tuples and arrays (numpy, device "
+                                   "arrays, or anything with __cuda_array_interface__)") from None
 
     def _match_declared(self, argtypes: tuple) -> tuple:
         if not self.declared_signatures:
@@ -337,10 +344,30 @@ class _LaunchConfig:
         self.stream = stream
         self.sharedmem = sharedmem
 
-    def __call__(self, *args) -> None:
+    def __call__(self, *args, **kwargs) -> None:
+        if kwargs:
+            _refuse_keywords(self.dispatcher, kwargs)
         # looked up per call, not bound once: %%gpuprofile wraps Dispatcher.launch, and configs
         # made before the profiled cell are reused from the dispatcher's config cache
-        self.dispatcher.launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
+        try:
+            self.dispatcher.launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
+        except LaunchError as exc:
+            if exc.loc is None:  # point at the user's launch line (costs nothing without errors)
+                from gpunb.jit_checks import user_location
+
+                exc.loc = user_location()
+            raise
+
+
+def _refuse_keywords(dispatcher, kwargs: dict) -> None:
+    """numba launches take positional arguments only; say so at the user's launch line."""
+    from gpunb.jit_checks import user_location
+
+    params = ", ".join(inspect.signature(dispatcher.py_func).parameters)
+    raise LaunchError(f"kernel '{dispatcher.__name__}' was launched with keyword argument(s) "
+                      f"{', '.join(kwargs)}", user_location(), function=dispatcher.__name__,
+                      hint="kernels take every argument positionally, in order: "
+                           f"{dispatcher.__name__}[grid, block]({params})")
 
 
 def _launch_type(ty: t.Type) -> t.Type:
@@ -360,19 +387,9 @@ def _accepts(declared: t.Type, actual: t.Type) -> bool:
 
 
 def _parse_signatures(signatures, py_func) -> list:
-    if signatures is None:
-        signatures = ()
-    if isinstance(signatures, (str, t.Signature)):
-        signatures = [signatures]
-    out = []
-    for sig in signatures:
-        if isinstance(sig, str):
-            sig = t.parse_signature(sig)
-        elif isinstance(sig, tuple):
-            sig = t.Signature(None, sig)
-        if not isinstance(sig, t.Signature):
-            raise TypeError(f"cannot use {sig!r} as a signature; write e.g. 'void(float32[:])'")
-        out.append(sig)
+    from gpunb.jit_checks import signature_list
+
+    out = signature_list(signatures)  # SignatureError at the user's line for a bad one
     if not out:
         annotated = _annotation_signature(py_func)
         if annotated is not None:

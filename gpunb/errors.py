@@ -97,6 +97,16 @@ class CompileError(LocatedError):
     """Kernel source that gpunb cannot compile: unsupported syntax, unknown names, type errors."""
 
 
+class SignatureError(CompileError, TypeError):
+    """A signature (`@cuda.jit("void(float32[:])")`, compile_ptx's sig) that cannot be read; also a
+    TypeError, what numba raises, so code catching that keeps working."""
+
+
+class JitOptionError(CompileError, TypeError, ValueError):
+    """An unknown option or an unusable option value (cuda.jit, compile_ptx, set_target); also a
+    TypeError (unknown keyword) and ValueError (bad value), as Python and numba raise them."""
+
+
 class LaunchError(LocatedError):
     """A launch that cannot run: bad grid/block, wrong arguments, driver failures, deadlocks."""
 

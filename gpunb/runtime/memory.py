@@ -299,6 +299,35 @@ def from_cuda_array_interface(desc: dict, owner=None, sync: bool = True) -> Devi
     return DeviceArray(shape, strides, dtype, 0, memory, -low)
 
 
+def check_interface(desc, owner) -> dict:
+    """A __cuda_array_interface__ dict whose entries have the types CAI v3 gives them; a clear
+    TypeError naming the bad entry otherwise (a broken exporter must not reach the driver)."""
+    def bad(what: str):
+        return TypeError(f"{type(owner).__name__} has a bad __cuda_array_interface__: {what}")
+
+    if not isinstance(desc, dict):
+        raise bad(f"expected a dict, got {type(desc).__name__}")
+    missing = [k for k in ("shape", "typestr", "data") if k not in desc]
+    if missing:
+        raise bad(f"missing {', '.join(repr(k) for k in missing)}")
+    shape, strides, data = desc["shape"], desc.get("strides"), desc["data"]
+    if not isinstance(shape, (tuple, list)) or not all(
+            isinstance(n, (int, np.integer)) and n >= 0 for n in shape):
+        raise bad(f"'shape' must be a tuple of non-negative ints, got {shape!r}")
+    if strides is not None and (not isinstance(strides, (tuple, list)) or len(strides) !=
+                                len(shape) or not all(isinstance(n, (int, np.integer))
+                                                      for n in strides)):
+        raise bad(f"'strides' must be None or {len(shape)} ints, got {strides!r}")
+    if not isinstance(data, (tuple, list)) or len(data) != 2 or not (
+            data[0] is None or isinstance(data[0], (int, np.integer))):
+        raise bad(f"'data' must be (pointer, read_only), got {data!r}")
+    try:
+        _cai_dtype(desc)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise bad(f"cannot read its dtype ({exc})") from None
+    return desc
+
+
 def _cai_dtype(desc: dict) -> np.dtype:
     descr = desc.get("descr")
     if descr and not (len(descr) == 1 and descr[0][0] == ""):

@@ -31,8 +31,9 @@ def typeof(value) -> t.Type:
         return _element_type(value.dtype)
     if isinstance(value, tuple):
         return t.Tuple(tuple(typeof(item) for item in value))
-    if hasattr(value, "__cuda_array_interface__"):
-        return _interface_type(value.__cuda_array_interface__)
+    desc = _interface_of(value)
+    if desc is not None:
+        return _interface_type(desc)
     if hasattr(value, "__dlpack__"):
         return _dlpack_type(value)
     if isinstance(value, (bool, int, float, complex)):  # subclasses, e.g. IntEnum members
@@ -56,6 +57,19 @@ def _numpy_array_type(value: np.ndarray) -> t.Array:
 def _geometry_type(shape: tuple, strides: tuple, dtype: np.dtype) -> t.Array:
     c, f = av.contiguity(shape, strides, dtype.itemsize)
     return t.Array(_element_type(dtype), len(shape), av.layout_of(len(shape), c, f))
+
+
+def _interface_of(value):
+    """The object's __cuda_array_interface__ checked (None if it has none); TypeError if reading
+    it fails or it is malformed, which the launch turns into a LaunchError."""
+    from gpunb.runtime.memory import check_interface
+
+    try:
+        desc = getattr(value, "__cuda_array_interface__", None)
+    except Exception as exc:  # noqa: BLE001 - a broken exporter's property can raise anything
+        raise TypeError(f"reading __cuda_array_interface__ of {type(value).__name__} raised "
+                        f"{type(exc).__name__}: {exc}") from None
+    return None if desc is None else check_interface(desc, value)
 
 
 def _interface_type(desc: dict) -> t.Array:

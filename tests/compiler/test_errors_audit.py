@@ -260,3 +260,193 @@ def test_largest_64_bit_literals_compile(target):
     out = np.zeros(2, np.uint64)
     largest_integers[1, 1](out)
     assert out[0] == 2**64 - 1 and out[1] == np.uint64(2**63)
+
+
+# ---- cuda.jit, compile_ptx and set_target arguments --------------------------------------------
+
+
+def check_points_at_this_line(err: gpunb.GpunbError, marker: str) -> None:
+    """The error names this file and the line holding `marker`, caret under the call."""
+    text = str(err)
+    lines, _ = inspect.getsourcelines(inspect.getmodule(check_points_at_this_line))
+    line = next(i + 1 for i, row in enumerate(lines) if marker in row and "check_points" not in row)
+    assert err.loc is not None and err.loc.filename == __file__, text
+    assert err.loc.line == line, text
+    assert f'File "{__file__}", line {line}' in text, text
+    rows = text.splitlines()
+    k = next(i for i, row in enumerate(rows) if marker in row)
+    assert rows[k + 1].strip().startswith("^"), text
+
+
+def body(out, x):
+    out[0] = x
+
+
+@pytest.mark.parametrize("sig,words", [
+    ("void(float99[::1], float64)", ["float99", "not defined"]),
+    ("void(float64[::1], float64", ["never closed"]),
+    ("void(float64[::2], float64)", ["'::1'"]),
+    ("void(float64[::1]; float64)", ["invalid syntax"]),
+    ("void(1, 2)", ["does not list argument types"]),
+])
+def test_bad_signature_string(sig, words):
+    with pytest.raises(gpunb.SignatureError) as info:
+        cuda.jit(sig)(body)  # <- bad decorator signature
+    err = info.value
+    assert isinstance(err, gpunb.CompileError) and isinstance(err, TypeError)
+    check_points_at_this_line(err, "<- bad decorator signature")
+    assert all(w in err.message for w in words), str(err)
+    assert "float32[::1]" in err.hint
+    with pytest.raises(gpunb.SignatureError) as info:
+        cuda.compile_ptx(body, sig)  # <- bad compile_ptx signature
+    check_points_at_this_line(info.value, "<- bad compile_ptx signature")
+
+
+def test_signature_that_is_not_a_string():
+    with pytest.raises(gpunb.SignatureError) as info:
+        cuda.compile_ptx(body, 5)  # <- int signature
+    check_points_at_this_line(info.value, "<- int signature")
+    assert "5 (int)" in info.value.message
+
+
+@pytest.mark.parametrize("option,value,words", [
+    ("max_registers", "x", ["1 to 255"]),
+    ("max_registers", -5, ["1 to 255"]),
+    ("max_registers", 1000, ["1 to 255"]),
+    ("fastmath", "yes", ["True or False"]),
+    ("fastmath", {"bogus"}, ["unknown fastmath flag", "bogus", "nnan"]),
+    ("opt", 7, ["True or False"]),
+    ("lineinfo", "x", ["True or False"]),
+    ("debug", 3, ["True or False"]),
+    ("cache", "x", ["True or False"]),
+    ("boundscheck", "x", ["True or False"]),
+    ("inline", "sometimes", ["'always'"]),
+    ("device", "x", ["True or False"]),
+    ("bogus", 1, ["unknown option", "bogus"]),
+    ("target", "gpu", ["'cpu', 'cuda', 'auto'"]),
+])
+def test_bad_jit_option(option, value, words):
+    with pytest.raises(gpunb.JitOptionError) as info:
+        cuda.jit(**{option: value})(body)  # <- bad option
+    err = info.value
+    assert isinstance(err, gpunb.CompileError)
+    check_points_at_this_line(err, "<- bad option")
+    assert all(w in err.message for w in words), str(err)
+    assert err.hint
+
+
+@pytest.mark.parametrize("option,value", [
+    ("max_registers", 64), ("max_registers", np.int32(32)), ("fastmath", {"nnan", "contract"}),
+    ("opt", 0), ("opt", 3), ("inline", "always"), ("debug", np.bool_(False)),
+])
+def test_good_jit_option_values_are_accepted(target, option, value):
+    kernel = cuda.jit(**{option: value})(body)
+    out = np.zeros(1)
+    kernel[1, 1](out, 2.5)
+    assert out[0] == 2.5
+
+
+def test_opt_zero_turns_optimisation_off_as_numba_cuda():
+    assert cuda.jit(opt=0)(body).options["opt"] is False
+
+
+def test_unknown_option_is_still_a_type_error_and_bad_target_a_value_error():
+    with pytest.raises(TypeError, match="unknown option"):
+        cuda.jit(link=["x.cu"])(body)
+    with pytest.raises(ValueError, match="expected one of") as info:
+        gpunb.set_target("gpu")  # <- bad set_target
+    assert isinstance(info.value, gpunb.JitOptionError)
+    check_points_at_this_line(info.value, "<- bad set_target")
+
+
+@pytest.mark.parametrize("cc", [(1, 0), (3, 5), "sm_90", (9,), (9, "0")])
+def test_bad_compute_capability(cc):
+    with pytest.raises(gpunb.JitOptionError) as info:
+        cuda.compile_ptx(body, "void(float64[::1], float64)", cc=cc)  # <- bad cc
+    check_points_at_this_line(info.value, "<- bad cc")
+    assert "sm_50" in info.value.hint
+
+
+def _partial():
+    import functools
+
+    return functools.partial(body, np.zeros(1))
+
+
+@pytest.mark.parametrize("make,words", [
+    (lambda: len, ["builtin_function_or_method", "'len'"]),
+    (lambda: type("Holder", (), {}), ["type 'Holder'"]),
+    (_partial, ["partial"]),
+    (lambda: 5, ["5 (int)"]),
+])
+def test_jit_of_something_that_is_not_a_function(make, words):
+    obj = make()
+    with pytest.raises(gpunb.CompileError) as info:
+        cuda.jit(obj) if callable(obj) else cuda.compile_ptx(obj, "void(int64)")  # <- not a def
+    check_points_at_this_line(info.value, "<- not a def")
+    assert all(w in info.value.message for w in words), str(info.value)
+    assert info.value.hint
+
+
+# ---- launches ----------------------------------------------------------------------------------
+
+
+@cuda.jit
+def fill(out, x):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x
+
+
+def test_keyword_arguments_at_launch(target):
+    out = np.zeros(4)
+    with pytest.raises(gpunb.LaunchError) as info:
+        fill[1, 4](out, x=1.0)  # <- keyword launch
+    check_points_at_this_line(info.value, "<- keyword launch")
+    assert "keyword" in info.value.message and "fill[grid, block](out, x)" in info.value.hint
+    assert not out.any()
+
+
+def test_launch_errors_point_at_the_launch_line(target):
+    out = np.zeros(4)
+    with pytest.raises(gpunb.LaunchError) as info:
+        fill[0, 4](out, 1.0)  # <- empty grid
+    check_points_at_this_line(info.value, "<- empty grid")
+    with pytest.raises(gpunb.LaunchError) as info:
+        fill[1](out, 1.0)  # <- malformed config
+    check_points_at_this_line(info.value, "<- malformed config")
+
+
+class FakeDeviceArray:
+    def __init__(self, interface):
+        self.__cuda_array_interface__ = interface
+
+
+class RaisingInterface:
+    @property
+    def __cuda_array_interface__(self):
+        raise RuntimeError("exporter is broken")
+
+
+GOOD_CAI = {"shape": (4,), "typestr": "<f8", "data": (0, False), "version": 3}
+
+
+@pytest.mark.parametrize("value,words", [
+    (FakeDeviceArray({}), ["missing 'shape', 'typestr', 'data'"]),
+    (FakeDeviceArray(5), ["expected a dict"]),
+    (FakeDeviceArray({**GOOD_CAI, "shape": "x"}), ["'shape'"]),
+    (FakeDeviceArray({**GOOD_CAI, "strides": (8, 8)}), ["'strides'"]),
+    (FakeDeviceArray({**GOOD_CAI, "data": 1234}), ["'data'"]),
+    (FakeDeviceArray({**GOOD_CAI, "typestr": "zz"}), ["dtype"]),
+    (RaisingInterface(), ["RuntimeError", "exporter is broken"]),
+    ("text", ["argument 1 ('out')", "str"]),
+    (np.zeros(4, dtype=object), ["object"]),
+    (np.zeros(4, dtype=">f8"), ["byte order"]),
+])
+def test_bad_array_arguments(target, value, words):
+    with pytest.raises(gpunb.LaunchError) as info:
+        fill[1, 4](value, 1.0)  # <- bad argument
+    err = info.value
+    check_points_at_this_line(err, "<- bad argument")
+    assert all(w in err.message for w in words), str(err)
+    assert "__cuda_array_interface__" in err.hint

@@ -1,0 +1,198 @@
+"""Checks of what a user hands to cuda.jit, compile_ptx and set_target: the function, signatures,
+options, target and arch. A mistake raises a typed error at the user's own line (the decorator or
+the call), with a caret and a hint, instead of a TypeError from deep inside gpunb.
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import os
+import sys
+
+from gpunb.errors import CompileError, JitOptionError, SignatureError, SourceLocation
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_SKIPPED_FILES = ("contextlib.py", "functools.py")
+
+FASTMATH_FLAGS = frozenset({"contract", "arcp", "nnan", "ninf", "nsz", "afn", "reassoc", "fast"})
+TARGETS = ("cpu", "cuda", "auto")
+_SIGNATURE_HINT = "write e.g. 'void(float32[::1], int32)': a return type, then the argument " \
+                  "types in parentheses; arrays as float32[:], float32[::1] or float32[:, ::1]"
+
+
+def user_location() -> SourceLocation | None:
+    """The line of user code that called into gpunb (a decorator line, a compile_ptx call)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep) and \
+                not filename.endswith(_SKIPPED_FILES):
+            return _frame_location(frame)
+        frame = frame.f_back
+    return None
+
+
+def _frame_location(frame) -> SourceLocation:
+    positions = getattr(inspect.getframeinfo(frame, context=0), "positions", None)  # 3.11+
+    if positions is not None and positions.col_offset is not None and \
+            positions.lineno == frame.f_lineno:
+        end = positions.end_col_offset if positions.end_lineno == positions.lineno else None
+        return SourceLocation(frame.f_code.co_filename, frame.f_lineno, positions.col_offset, end)
+    return SourceLocation(frame.f_code.co_filename, frame.f_lineno, 0)
+
+
+def check_function(obj, what: str = "cuda.jit") -> None:
+    """GPU functions are plain Python functions (def): their source is what gets compiled."""
+    if inspect.isfunction(obj):
+        return
+    kind = type(obj).__name__
+    hint = "decorate a def: @cuda.jit above `def kernel(...):`"
+    if isinstance(obj, type):
+        hint = "classes cannot be GPU functions; decorate a def"
+    elif kind == "partial":
+        hint = "bind values inside a def (or pass them as arguments) instead of functools.partial"
+    elif inspect.isbuiltin(obj) or inspect.ismethoddescriptor(obj):
+        hint = "built-in functions have no Python source to compile; write a def that calls " \
+               "the math you need"
+    elif inspect.ismethod(obj):
+        hint = "methods cannot be GPU functions; write a module-level def"
+    raise CompileError(f"{what} needs a Python function, got {_describe(obj)}", user_location(),
+                       hint=hint)
+
+
+def _describe(obj) -> str:
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    return f"{type(obj).__name__} {name!r}" if name else f"{obj!r:.60} ({type(obj).__name__})"
+
+
+def parse_signature(sig, what: str = "signature"):
+    """A Signature from a string, a Signature or a tuple of types; SignatureError otherwise."""
+    from gpunb.compiler import types as t
+
+    if isinstance(sig, t.Signature):
+        return sig
+    if isinstance(sig, tuple) and all(isinstance(a, t.Type) for a in sig):
+        return t.Signature(None, sig)
+    if isinstance(sig, str):
+        try:
+            parsed = t.parse_signature(sig)
+        except (TypeError, ValueError, SyntaxError) as exc:
+            detail = str(exc).split(": ", 1)[-1]
+            raise SignatureError(f"cannot read the {what} {sig!r}: {detail}", user_location(),
+                                 hint=_SIGNATURE_HINT) from None
+        if not isinstance(parsed, t.Signature) or not all(
+                isinstance(a, t.Type) for a in parsed.args):
+            raise SignatureError(f"the {what} {sig!r} does not list argument types",
+                                 user_location(), hint=_SIGNATURE_HINT)
+        return parsed
+    raise SignatureError(f"cannot use {_describe(sig)} as a {what}", user_location(),
+                         hint=_SIGNATURE_HINT)
+
+
+def signature_list(signatures) -> list:
+    """cuda.jit's first argument: one signature or a list of them."""
+    if signatures is None:
+        return []
+    if isinstance(signatures, (list, tuple)) and not _is_type_tuple(signatures):
+        return [parse_signature(s) for s in signatures]
+    return [parse_signature(signatures)]
+
+
+def _is_type_tuple(value) -> bool:
+    from gpunb.compiler import types as t
+
+    return isinstance(value, tuple) and bool(value) and all(isinstance(a, t.Type) for a in value)
+
+
+def check_options(options: dict, known: tuple) -> dict:
+    """Options as the compiler reads them, after refusing unknown names and unusable values."""
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise JitOptionError(f"unknown option(s) for cuda.jit: {', '.join(unknown)}",
+                             user_location(), hint=f"known options: {', '.join(known)}")
+    out = {}
+    for name, value in options.items():
+        if value is None:
+            continue
+        check = _OPTION_CHECKS.get(name, _boolean)
+        problem, value = check(value)
+        if problem is not None:
+            raise JitOptionError(f"cuda.jit option {name}={value!r}: {problem}", user_location(),
+                                 hint=f"e.g. @cuda.jit({name}={_EXAMPLES.get(name, 'True')})")
+        out[name] = value
+    return out
+
+
+def check_flag(name: str, value) -> bool:
+    """A True/False argument such as device=."""
+    problem, value = _boolean(value)
+    if problem is not None:
+        raise JitOptionError(f"cuda.jit {name}={value!r}: {problem}", user_location(),
+                             hint=f"e.g. @cuda.jit({name}=True)")
+    return value
+
+
+def _boolean(value):
+    if isinstance(value, bool) or type(value).__name__ == "bool_" or value in (0, 1):
+        return None, bool(value)
+    return "expected True or False", value
+
+
+def _max_registers(value):
+    try:
+        count = None if isinstance(value, bool) else operator.index(value)
+    except TypeError:
+        count = None
+    if count is None or not 1 <= count <= 255:
+        return "expected an int from 1 to 255 (registers per thread)", value
+    return None, count
+
+
+def _fastmath(value):
+    if isinstance(value, (set, frozenset, list, tuple)):
+        bad = sorted(str(v) for v in value if v not in FASTMATH_FLAGS)
+        if bad:
+            return (f"unknown fastmath flag(s) {', '.join(bad)}; known: "
+                    f"{', '.join(sorted(FASTMATH_FLAGS))}"), value
+        return None, bool(value)
+    return _boolean(value)
+
+
+def _opt(value):
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 3:
+        return None, value > 0  # an NVVM -opt level; 0 turns optimisation off, as numba-cuda
+    return _boolean(value)
+
+
+def _inline(value):
+    if value in ("always", "never") or isinstance(value, bool):
+        return None, value
+    return "expected 'always', 'never', True or False", value
+
+
+_OPTION_CHECKS = {"max_registers": _max_registers, "fastmath": _fastmath, "opt": _opt,
+                  "inline": _inline}
+_EXAMPLES = {"max_registers": "64", "inline": "'always'"}
+
+
+def check_target(target, what: str = "target") -> None:
+    if target is not None and target not in TARGETS:
+        raise JitOptionError(f"{what}={target!r}: expected one of 'cpu', 'cuda', 'auto'",
+                             user_location(),
+                             hint="'cuda' runs on the GPU, 'cpu' on gpunb's CPU target, 'auto' "
+                                  "picks the GPU when there is one")
+
+
+def check_arch(cc) -> tuple:
+    """compile_ptx's cc: a (major, minor) compute capability of sm_50 or newer."""
+    try:
+        major, minor = (int(v) for v in cc)
+        ok = (major, minor) == tuple(cc) and major >= 5 and 0 <= minor <= 9
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise JitOptionError(f"cc={cc!r} is not a compute capability gpunb can target",
+                             user_location(),
+                             hint="pass (major, minor) of sm_50 or newer, e.g. cc=(9, 0) for sm_90")
+    return major, minor
