@@ -207,8 +207,12 @@ class Dispatcher:
                     _accepts(d, a) for d, a in zip(sig.args, argtypes, strict=False)):
                 return tuple(sig.args)
         sigs = ", ".join(str(s) for s in self.declared_signatures)
+        hint = f"declared: {sigs}"
+        if any(isinstance(a, t.Array) and a.readonly for a in argtypes):
+            hint += "; a read-only numpy array matches no declared signature (as in numba): " \
+                    "pass a writeable copy, e.g. np.array(ary)"
         raise LaunchError(f"no declared signature of '{self.__name__}' accepts "
-                          f"({', '.join(map(str, argtypes))})", hint=f"declared: {sigs}")
+                          f"({', '.join(map(str, argtypes))})", hint=hint)
 
     def specialize(self, argtypes: tuple, target: str | None = None) -> Specialization:
         """Compile (or fetch) the specialisation for these kernel-language argument types."""
@@ -380,7 +384,8 @@ def _accepts(declared: t.Type, actual: t.Type) -> bool:
     if isinstance(declared, t.Array) and isinstance(actual, t.Array):
         return declared.dtype == actual.dtype and declared.ndim == actual.ndim and (
             declared.layout == "A" or declared.layout == actual.layout or
-            (actual.ndim == 1 and actual.layout in "CF" and declared.layout in "CF"))
+            (actual.ndim == 1 and actual.layout in "CF" and declared.layout in "CF")) and (
+            declared.readonly or not actual.readonly)  # numba: no read-only -> writeable
     if t.is_number(declared) and t.is_number(actual):
         return not (isinstance(actual, t.Complex) and not isinstance(declared, t.Complex))
     return False

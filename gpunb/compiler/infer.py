@@ -348,8 +348,8 @@ class Inferer(ast.NodeVisitor):
             if isinstance(base, t.Tuple):
                 raise self.error(target, "tuples are immutable", "build a new tuple instead")
             if isinstance(slot, t.Array):
-                raise self.error(target, "cannot assign to a slice of an array",
-                                 "assign element by element in a loop")
+                self.check_slice_store(target, vt, slot)
+                return
         if not _convertible(vt, slot):
             raise self.error(value_node or target, f"cannot store {vt} into an element of {slot}",
                              _store_hint(vt, slot))
@@ -393,6 +393,17 @@ class Inferer(ast.NodeVisitor):
                 raise self.error(node.target, "a range loop needs one variable name")
             self.loops[id(node)] = ("range", loop_t)
             self.set_var(node.target, node.target.id, loop_t)
+        elif callee is enumerate and inner_callee is zip and not self.zips_tuples(inner):
+            if not (isinstance(node.target, ast.Tuple) and len(node.target.elts) == 2) or \
+                    len(it.args) > 2 or any(k.arg != "start" for k in it.keywords):
+                raise self.error(node.target, "write `for i, (a, b) in enumerate(zip(...))`")
+            start_node = it.args[1] if len(it.args) > 1 else next(
+                (k.value for k in it.keywords if k.arg == "start"), None)
+            if start_node is not None and not isinstance(self.expr(start_node), t.Integer):
+                raise self.error(start_node, "enumerate's start must be an integer")
+            self.assign(node.target.elts[0], t.int64, None)
+            self.zip_loop(node, inner, node.target.elts[1])
+            self.loops[id(node)] = ("enumerate_zip", self.loops[id(node)][1])
         elif callee is enumerate and (inner_callee is range or (
                 inner is not None and isinstance(self.expr(inner), t.Array))):
             start_node = it.args[1] if len(it.args) > 1 else next(
@@ -405,10 +416,7 @@ class Inferer(ast.NodeVisitor):
                 item_t = self.range_type(inner)
                 self.loops[id(node)] = ("enumerate_range", item_t)
             else:
-                arr = self.expr_types[id(inner)]
-                if arr.ndim != 1:
-                    raise self.error(inner, "enumerate() over arrays needs a 1-d array")
-                item_t = arr.dtype
+                item_t = _array_item_type(self.expr_types[id(inner)])
                 self.loops[id(node)] = ("enumerate_array", item_t)
             self.assign(node.target.elts[0], t.int64, None)
             self.assign(node.target.elts[1], item_t, None)
@@ -427,9 +435,9 @@ class Inferer(ast.NodeVisitor):
                                          "only tuples of one type can be looped over")
                 self.loops[id(node)] = ("tuple", item)
                 self.assign(node.target, item, None)
-            elif isinstance(seq, t.Array) and seq.ndim == 1:
-                self.loops[id(node)] = ("array", seq.dtype)
-                self.assign(node.target, seq.dtype, None)
+            elif isinstance(seq, t.Array) and seq.ndim >= 1:
+                self.loops[id(node)] = ("array", _array_item_type(seq))
+                self.assign(node.target, _array_item_type(seq), None)
             else:
                 raise self.error(it, f"cannot loop over {seq}",
                                  "loop over range(...), enumerate/zip, a tuple or a 1-d array")
@@ -446,7 +454,7 @@ class Inferer(ast.NodeVisitor):
                 return False
         return True
 
-    def zip_loop(self, node: ast.For, it: ast.Call) -> None:
+    def zip_loop(self, node: ast.For, it: ast.Call, target=None) -> None:
         """`for a, b in zip(range(...), arr, ...)`: ranges and 1-d arrays, in lock step."""
         if it.keywords or not it.args:
             raise self.error(it, "zip() in GPU code takes ranges and 1-d arrays, no keywords")
@@ -465,7 +473,7 @@ class Inferer(ast.NodeVisitor):
             items.append(ty.dtype)
         self.loops[id(node)] = ("zip", tuple(kinds))
         self.expr_types[id(it)] = t.Tuple(tuple(items))
-        self.assign(node.target, t.Tuple(tuple(items)), None)
+        self.assign(node.target if target is None else target, t.Tuple(tuple(items)), None)
 
     def range_type(self, it: ast.Call) -> t.Integer:
         if it.keywords or not 1 <= len(it.args) <= 3:
@@ -716,8 +724,9 @@ class Inferer(ast.NodeVisitor):
                 raise self.error(node, f"'{_CMP_SYMBOLS[type(op)]}' only tests for None in GPU "
                                  "code", "compare values with == and !=")
             if isinstance(op, (ast.In, ast.NotIn)):
-                raise self.error(node, f"'{_CMP_SYMBOLS[type(op)]}' is not supported in GPU code",
-                                 "compare values with == and !=")
+                self.contains_type(node, lt, rt)
+                left, lt = right, rt
+                continue
             if not (t.is_number(lt) and t.is_number(rt)):
                 raise self.error(node, f"cannot compare {lt} with {rt}")
             if isinstance(lt, t.Complex) or isinstance(rt, t.Complex):
@@ -764,6 +773,8 @@ class Inferer(ast.NodeVisitor):
                                  f"fields: {names}")
             self.expr_types[id(index)] = t.StringLiteral()
             return _field_value_type(found[0])
+        if isinstance(base, t.Tuple) and isinstance(index, ast.Slice):
+            return self.tuple_slice_type(index, base)
         if isinstance(base, t.Tuple):
             try:
                 i = const_eval(index, self.resolve_constant)
@@ -786,8 +797,52 @@ class Inferer(ast.NodeVisitor):
             raise self.error(node, "array types cannot be built inside GPU code")
         raise self.error(node, f"{base} cannot be indexed")
 
-    def array_index_type(self, node, base: t.Array, index) -> t.Type:
+    def tuple_slice_type(self, index: ast.Slice, base: t.Tuple) -> t.Type:
+        """t[1:], t[::-1]: numba slices tuples at compile time, so the bounds are constants."""
+        bounds = [None if s is None else self.const(s, "a tuple slice bound")
+                  for s in (index.lower, index.upper, index.step)]
+        if not all(b is None or isinstance(b, int) for b in bounds) or bounds[2] == 0:
+            raise self.error(index, "tuple slice bounds must be integer constants (step not 0)")
+        picked = slice(*bounds)
+        self.constants[id(index)] = picked
+        return t.Tuple(base.items[picked])
+
+    def contains_type(self, node, item: t.Type, seq: t.Type) -> None:
+        """`x in seq` for a tuple of numbers or a 1-d numeric array (numba's operator.contains)."""
+        items = seq.items if isinstance(seq, t.Tuple) else (
+            (seq.dtype,) if isinstance(seq, t.Array) and seq.ndim == 1 else None)
+        if items is None or not all(t.is_number(i) for i in items) or not t.is_number(item):
+            raise self.error(node, f"'in' needs a number and a tuple of numbers or a 1-d array, "
+                             f"got {item} in {seq}", "compare values with == and !=")
+
+    def check_slice_store(self, target, vt: t.Type, slot: t.Array) -> None:
+        """a[1:3] = x and a[:, j] = b[...]: a number fills the view; an array is copied
+        element by element, broadcast as numpy does (trailing axes, extents of 1)."""
+        if t.is_number(vt) and _convertible(vt, slot.dtype):
+            return
+        if isinstance(vt, t.Array) and vt.ndim <= slot.ndim and _convertible(vt.dtype,
+                                                                             slot.dtype):
+            return
+        raise self.error(target, f"cannot assign {vt} to a slice {slot}",
+                         f"assign a number, or an array of at most {slot.ndim} dimension(s)")
+
+    def index_parts(self, node, index, ndim: int) -> list:
+        """The items of an array index with `...` expanded into full slices."""
         parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        dots = [p for p in parts if isinstance(p, ast.Constant) and p.value is Ellipsis]
+        if not dots:
+            return parts
+        if len(dots) > 1:
+            raise self.error(dots[1], "an index can only have a single ellipsis ('...')")
+        at = parts.index(dots[0])
+        fill = [ast.copy_location(ast.Slice(), dots[0])
+                for _ in range(max(ndim - (len(parts) - 1), 0))]
+        parts = parts[:at] + fill + parts[at + 1:]
+        self.constants[id(index)] = parts
+        return parts
+
+    def array_index_type(self, node, base: t.Array, index) -> t.Type:
+        parts = self.index_parts(node, index, base.ndim)
         n_int, sliced, layout_kept = 0, 0, True
         for i, p in enumerate(parts):
             if isinstance(p, ast.Slice):
@@ -976,6 +1031,13 @@ class Inferer(ast.NodeVisitor):
         except NotConstant:
             return None
         return dtype_to_type(value)
+
+
+def _array_item_type(arr: t.Array) -> t.Type:
+    """What looping over an array yields: its elements, or views of its rows (numba's iter)."""
+    if arr.ndim == 1:
+        return arr.dtype
+    return t.Array(arr.dtype, arr.ndim - 1, "C" if arr.layout == "C" else "A")
 
 
 def _bitwise_result(a: t.Type, b: t.Type) -> t.Integer:

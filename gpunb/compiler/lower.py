@@ -253,6 +253,8 @@ class FunctionLowerer(ast.NodeVisitor):
         elif isinstance(target, (ast.Tuple, ast.List)):
             for i, elt in enumerate(target.elts):
                 self.store_target(elt, b.extract_value(value, i), vt.items[i])
+        elif isinstance(target, ast.Subscript) and isinstance(self.type_of(target), t.Array):
+            self.store_slice(target, value, vt)
         elif isinstance(target, ast.Subscript):
             pointer, dtype = self.element_address(target)
             arrays.store_element(b, dtype, pointer, ops.cast(b, value, vt, dtype))
@@ -264,6 +266,53 @@ class FunctionLowerer(ast.NodeVisitor):
             arrays.store_element(b, ftype, pointer, ops.cast(b, value, vt, ftype))
         else:
             raise self.error(target, "unsupported assignment target")
+
+    def store_slice(self, target: ast.Subscript, value, vt: t.Type) -> None:
+        """a[lo:hi] = x: a loop nest over the view; an array value is read at the same trailing
+        indices (index 0 along its extents of 1): numpy's broadcasting, without its shape check."""
+        b = self.builder
+        dst_t = self.type_of(target)
+        base = self.expr(target.value)
+        dst = arrays.view(b, self.type_of(target.value), base,
+                          self.index_parts(target, self.type_of(target.value), base), dst_t)
+        d_data, d_shape, d_strides = arrays.parts(b, dst, dst_t.ndim)
+        if isinstance(vt, t.Array):
+            s_data, s_shape, s_strides = arrays.parts(b, value, vt.ndim)
+
+        def body(indices):
+            if isinstance(vt, t.Array):
+                one, lead = ir.Constant(dm.i64, 1), dst_t.ndim - vt.ndim
+                src_idx = [b.select(b.icmp_signed("==", s_shape[k], one),
+                                    ir.Constant(dm.i64, 0), i)
+                           for k, i in enumerate(indices[lead:])]
+                item = arrays.load_element(b, vt.dtype, arrays.element_pointer(
+                    b, vt, s_data, s_shape, s_strides, src_idx))
+                item = ops.cast(b, item, vt.dtype, dst_t.dtype)
+            else:
+                item = ops.cast(b, value, vt, dst_t.dtype)
+            arrays.store_element(b, dst_t.dtype, arrays.element_pointer(
+                b, dst_t, d_data, d_shape, d_strides, indices), item)
+
+        self.loop_nest(d_shape, body)
+
+    def loop_nest(self, extents: list, body, indices: tuple = ()) -> None:
+        """for i0 in range(e0): for i1 in range(e1): ... body([i0, i1, ...]) as IR."""
+        if len(indices) == len(extents):
+            body(list(indices))
+            return
+        b = self.builder
+        slot = self.alloca(dm.i64, "nest.i")
+        b.store(ir.Constant(dm.i64, 0), slot)
+        cond_bb, body_bb, end_bb = (self.new_block(f"nest.{n}") for n in ("cond", "body", "end"))
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(slot)
+        b.cbranch(b.icmp_signed("<", i, extents[len(indices)]), body_bb, end_bb)
+        b.position_at_end(body_bb)
+        self.loop_nest(extents, body, indices + (i,))
+        b.store(b.add(b.load(slot), ir.Constant(dm.i64, 1)), slot)
+        b.branch(cond_bb)
+        b.position_at_end(end_bb)
 
     def visit_If(self, node: ast.If) -> None:
         known = self.typed.static_branches.get(id(node))
@@ -318,6 +367,8 @@ class FunctionLowerer(ast.NodeVisitor):
             self.array_loop(node, node.iter, None)
         elif kind == "zip":
             self.zip_loop(node, item_t)
+        elif kind == "enumerate_zip":
+            self.zip_loop(node, item_t, node.iter.args[0], self.enumerate_counter(node))
         else:
             self.sequence_loop(node)
 
@@ -411,6 +462,11 @@ class FunctionLowerer(ast.NodeVisitor):
         data, shape, strides = arrays.parts(b, seq, 1)
 
         def bind(i):
+            if seq_t.ndim > 1:  # the rows of a 2-d+ array are views, as numba iterates them
+                item_t = self.typed.loops[id(node)][1]
+                self.bind_loop_item(node, arrays.view(b, seq_t, seq, [("int", i)], item_t),
+                                    item_t, counter)
+                return
             pointer = arrays.element_pointer(b, seq_t, data, shape, strides, [i])
             self.bind_loop_item(node, arrays.load_element(b, seq_t.dtype, pointer), seq_t.dtype,
                                 counter)
@@ -440,12 +496,14 @@ class FunctionLowerer(ast.NodeVisitor):
         b.branch(cond_bb)
         self.loop_else(node, else_bb, end_bb)
 
-    def zip_loop(self, node: ast.For, kinds: tuple) -> None:
-        """zip over ranges and 1-d arrays: one i64 counter up to the shortest length."""
+    def zip_loop(self, node: ast.For, kinds: tuple, zip_call=None, counter=None) -> None:
+        """zip over ranges and 1-d arrays: one i64 counter up to the shortest length.
+        Inside enumerate(), `zip_call` is the zip and `counter` the enumerate counter."""
         b = self.builder
-        items_t = self.type_of(node.iter)
+        zip_call = node.iter if zip_call is None else zip_call
+        items_t = self.type_of(zip_call)
         sources, length = [], None
-        for arg, kind, item_t in zip(node.iter.args, kinds, items_t.items, strict=True):
+        for arg, kind, item_t in zip(zip_call.args, kinds, items_t.items, strict=True):
             if kind == "range":
                 start, step, n = self.range_start_step_length(arg, item_t)
                 sources.append((start, step))
@@ -468,9 +526,9 @@ class FunctionLowerer(ast.NodeVisitor):
                     pointer = arrays.element_pointer(b, arr_t, data, shape, strides, [i])
                     item = arrays.load_element(b, arr_t.dtype, pointer)
                 value = b.insert_value(value, item, k)
-            self.store_target(node.target, value, items_t)
+            self.bind_loop_item(node, value, items_t, counter)
 
-        self.counted_loop(node, length, "zip", bind)
+        self.counted_loop(node, length, "zip", bind, lambda: self.advance_counter(counter))
 
     def range_start_step_length(self, range_call, loop_t: t.Integer):
         """start and step of range(...) in its loop type, and its length as an i64 (0 for a
@@ -657,9 +715,15 @@ class FunctionLowerer(ast.NodeVisitor):
         for k, (op, right_node) in enumerate(zip(node.ops, node.comparators, strict=False)):
             right = self.expr(right_node)
             lt, rt = self.type_of(left_node), self.type_of(right_node)
-            ct = ops.comparison_type(lt, rt, id(left_node) in self.typed.weak,
-                                     id(right_node) in self.typed.weak)
-            result = ops.compare(b, op, ops.cast(b, left, lt, ct), ops.cast(b, right, rt, ct), ct)
+            if isinstance(op, (ast.In, ast.NotIn)):
+                result = self.contains(left, lt, right, rt, id(left_node) in self.typed.weak)
+                if isinstance(op, ast.NotIn):
+                    result = b.not_(result)
+            else:
+                ct = ops.comparison_type(lt, rt, id(left_node) in self.typed.weak,
+                                         id(right_node) in self.typed.weak)
+                result = ops.compare(b, op, ops.cast(b, left, lt, ct), ops.cast(b, right, rt, ct),
+                                     ct)
             if end_bb is None:
                 return result
             incoming.append((result, b.block))
@@ -674,6 +738,49 @@ class FunctionLowerer(ast.NodeVisitor):
         phi = b.phi(dm.i1)
         for value, block in incoming:
             phi.add_incoming(value, block)
+        return phi
+
+    def build_tuple(self, items: list, ty: t.Tuple):
+        value = ir.Constant(dm.value_type(ty), ir.Undefined)
+        for k, item in enumerate(items):
+            value = self.builder.insert_value(value, item, k)
+        return value
+
+    def contains(self, item, item_t: t.Type, seq, seq_t: t.Type, weak_item: bool):
+        """`item in seq` (i1): == against each tuple item, or a scan of a 1-d array."""
+        b = self.builder
+        eq = ast.Eq()
+        if isinstance(seq_t, t.Tuple):
+            found = ir.Constant(dm.i1, 0)
+            for k, elem_t in enumerate(seq_t.items):
+                ct = ops.comparison_type(item_t, elem_t, weak_item, False)
+                hit = ops.compare(b, eq, ops.cast(b, item, item_t, ct),
+                                  ops.cast(b, b.extract_value(seq, k), elem_t, ct), ct)
+                found = b.or_(found, hit)
+            return found
+        ct = ops.comparison_type(item_t, seq_t.dtype, weak_item, False)
+        data, shape, strides = arrays.parts(b, seq, 1)
+        index = self.alloca(dm.i64, "in.i")
+        b.store(ir.Constant(dm.i64, 0), index)
+        cond_bb, body_bb, end_bb = (self.new_block(f"in.{n}") for n in ("cond", "body", "end"))
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        i = b.load(index)
+        more = b.icmp_signed("<", i, shape[0])
+        cond_end = b.block
+        b.cbranch(more, body_bb, end_bb)
+        b.position_at_end(body_bb)
+        elem = arrays.load_element(b, seq_t.dtype,
+                                   arrays.element_pointer(b, seq_t, data, shape, strides, [i]))
+        hit = ops.compare(b, eq, ops.cast(b, item, item_t, ct),
+                          ops.cast(b, elem, seq_t.dtype, ct), ct)
+        b.store(b.add(i, ir.Constant(dm.i64, 1)), index)
+        body_end = b.block
+        b.cbranch(hit, end_bb, cond_bb)
+        b.position_at_end(end_bb)
+        phi = b.phi(dm.i1)
+        phi.add_incoming(ir.Constant(dm.i1, 0), cond_end)
+        phi.add_incoming(ir.Constant(dm.i1, 1), body_end)
         return phi
 
     def expr_IfExp(self, node: ast.IfExp):
@@ -735,6 +842,9 @@ class FunctionLowerer(ast.NodeVisitor):
         if isinstance(base_t, t.Tuple):
             base = self.expr(node.value)
             index = self.typed.constants.get(id(node.slice))
+            if isinstance(index, slice):  # t[1:]: a new tuple of the items picked
+                return self.build_tuple([b.extract_value(base, k) for k in
+                                         range(len(base_t.items))[index]], self.type_of(node))
             if index is None and isinstance(node.slice, ast.Constant):
                 index = node.slice.value
             if isinstance(index, int):
@@ -768,6 +878,9 @@ class FunctionLowerer(ast.NodeVisitor):
         b = self.builder
         index = node.slice
         items = index.elts if isinstance(index, ast.Tuple) else [index]
+        expanded = self.typed.constants.get(id(index))
+        if isinstance(expanded, list):  # the items with `...` expanded into full slices
+            items = expanded
         shape = [b.extract_value(base, [1, k]) for k in range(base_t.ndim)]
         out = []
         for k, item in enumerate(items):

@@ -84,10 +84,13 @@ class Array(Type):
     dtype: Type
     ndim: int
     layout: str = "A"
+    readonly: bool = False  # a non-writeable numpy array: GPU code may read it, never store
 
     def __str__(self) -> str:
         # the cache keys a specialisation by its signature's text, so every layout prints apart;
         # where slice notation cannot say it (0-d, a 1-d 'F'), numba's spelling does
+        if self.readonly:
+            return f"readonly {Array(self.dtype, self.ndim, self.layout)}"
         if self.ndim == 0 or (self.ndim == 1 and self.layout == "F"):
             return f"array({self.dtype}, {self.ndim}d, {self.layout})"
         dims = [":"] * self.ndim
@@ -98,7 +101,7 @@ class Array(Type):
         return f"{self.dtype}[{', '.join(dims)}]"
 
     def with_layout(self, layout: str) -> Array:
-        return Array(self.dtype, self.ndim, layout)
+        return Array(self.dtype, self.ndim, layout, self.readonly)
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,5 +413,6 @@ def unify(a: Type, b: Type) -> Type | None:
         items = tuple(unify(x, y) for x, y in zip(a.items, b.items, strict=False))
         return None if None in items else Tuple(items)
     if isinstance(a, Array) and isinstance(b, Array) and a.dtype == b.dtype and a.ndim == b.ndim:
-        return Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A")
+        return Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A",
+                     a.readonly or b.readonly)
     return None

@@ -51,7 +51,7 @@ def _element_type(dtype: np.dtype) -> t.Type:
 def _numpy_array_type(value: np.ndarray) -> t.Array:
     flags = value.flags
     layout = av.layout_of(value.ndim, flags.c_contiguous, flags.f_contiguous)
-    return t.Array(_element_type(value.dtype), value.ndim, layout)
+    return t.Array(_element_type(value.dtype), value.ndim, layout, not flags.writeable)
 
 
 def _geometry_type(shape: tuple, strides: tuple, dtype: np.dtype) -> t.Array:
@@ -100,7 +100,8 @@ def type_key(value):
     cls = value.__class__
     if cls is np.ndarray:
         flags = value.flags
-        return (cls, value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous)
+        return (cls, value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous,
+                flags.writeable)
     if cls in _SCALAR_CLASSES:
         return cls
     if cls is DeviceArray or cls is HostDeviceArray:

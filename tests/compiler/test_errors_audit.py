@@ -56,11 +56,6 @@ def huge_global(out):
 
 
 @cuda.jit
-def ellipsis_index(out):
-    out[...] = 1  # <- error ...
-
-
-@cuda.jit
 def starred_assignment(out):
     a, *b = (1, 2, 3)  # <- error *b
     out[0] = a + b[0]
@@ -163,7 +158,6 @@ CASES = [
     (not_of_array, I64, ["int64[::1]", "truth value"], ["compare"]),
     (huge_literal, I64, ["123456789012345678901234567890", "64 bits"], ["float"]),
     (huge_global, I64, [str(2**70), "64 bits"], ["int64 or uint64"]),
-    (ellipsis_index, I64, ["Ellipsis"], ["index every dimension"]),
     (starred_assignment, I64, ["starred assignment"], ["unpack every item"]),
     (star_args_call, I64, ["*args"], ["pass each argument"]),
     (call_isinstance, I64, ["cannot call isinstance"], ["builtins abs"]),
@@ -450,3 +444,104 @@ def test_bad_array_arguments(target, value, words):
     check_points_at_this_line(err, "<- bad argument")
     assert all(w in err.message for w in words), str(err)
     assert "__cuda_array_interface__" in err.hint
+
+
+# ---- read-only arrays: readable, never written (numba: "Cannot modify readonly array") ---------
+
+
+@cuda.jit(device=True)
+def first_two(a):
+    return a[0] + a[1]
+
+
+@cuda.jit
+def sum_readonly(out, x):
+    s = 0.0
+    for e in x:
+        s += e
+    tail = x[1:]
+    out[0] = s + tail[0] + first_two(x)
+
+
+@cuda.jit
+def write_into(x, value):
+    x[0] = value  # <- error x[0]
+
+
+@cuda.jit
+def atomic_into(x):
+    cuda.atomic.add(x, 0, 1.0)  # <- error x,
+
+
+@cuda.jit
+def write_through_view(x):
+    v = x[1:]
+    v[0] = 2.0  # <- error v[0]
+
+
+def _readonly(values):
+    arr = np.array(values, np.float64)
+    arr.setflags(write=False)
+    return arr
+
+
+def test_read_only_arrays_can_be_read(target):
+    out = np.zeros(1)
+    sum_readonly[1, 1](out, _readonly([0, 1, 2, 3]))
+    assert out[0] == 6 + 1 + 1
+    sum_readonly[1, 1](out, np.arange(4.0))  # and a writeable one after it, same result
+    assert out[0] == 8
+
+
+@pytest.mark.parametrize("kernel,args", [(write_into, (7.0,)), (atomic_into, ()),
+                                         (write_through_view, ())],
+                         ids=["store", "atomic", "view"])
+def test_read_only_arrays_are_never_written(target, kernel, args):
+    ro = _readonly([0, 0, 0])
+    with pytest.raises(gpunb.CompileError) as info:
+        kernel[1, 1](ro, *args)
+    check_points_at_mark(info.value, kernel)
+    assert "read-only" in info.value.message and "np.array(ary)" in info.value.hint
+    assert not ro.any()
+    writeable = np.zeros(3)
+    kernel[1, 1](writeable, *args)  # the same kernel still writes into writeable arrays
+    assert writeable.any()
+
+
+def test_writing_a_read_only_mapping_does_not_crash(run_script):
+    """A kernel storing into a read-only mmap segfaulted the process on the CPU target."""
+    proc = run_script("""
+        import mmap, os, tempfile
+        import numpy as np
+        import gpunb
+        from gpunb import cuda
+
+        gpunb.set_target("cpu")
+
+        @cuda.jit
+        def store(x):
+            x[0] = 7.0
+
+        fd, path = tempfile.mkstemp()
+        os.write(fd, bytes(4096))
+        os.close(fd)
+        with open(path, "rb") as f:
+            view = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.float64)
+            try:
+                store[1, 1](view)
+            except gpunb.CompileError as exc:
+                print("refused:", exc.message)
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: cannot store into a read-only array" in proc.stdout
+
+
+def test_declared_signature_refuses_read_only_arrays(target):
+    @cuda.jit("void(float64[::1], float64[::1])")
+    def copy_first(out, x):
+        out[0] = x[0]
+
+    with pytest.raises(gpunb.LaunchError) as info:
+        copy_first[1, 1](np.zeros(1), _readonly([1.0]))  # <- declared readonly
+    check_points_at_this_line(info.value, "<- declared readonly")
+    assert "readonly float64[::1]" in info.value.message and "writeable copy" in info.value.hint

@@ -32,6 +32,11 @@ class Atomic(Builtin):
         arr = argtypes[0]
         if not isinstance(arr, t.Array):
             raise inf.error(node.args[0], f"{self.name} needs an array, got {arr}")
+        if arr.readonly:
+            from gpunb.compiler.infer import READONLY_HINT
+
+            raise inf.error(node.args[0], f"{self.name} cannot update a read-only array "
+                            f"({arr})", READONLY_HINT)
         if arr.dtype not in _ATOMIC_TYPES:
             raise inf.error(node.args[0], f"{self.name} is not supported on {arr.dtype} arrays",
                             "atomics work on int32, uint32, int64, uint64, float32, float64")
