@@ -347,6 +347,9 @@ class Inferer(ast.NodeVisitor):
         if isinstance(target, ast.Subscript):
             if isinstance(base, t.Tuple):
                 raise self.error(target, "tuples are immutable", "build a new tuple instead")
+            if isinstance(base, t.Array) and base.readonly:
+                raise self.error(target, f"cannot store into a read-only array ({base})",
+                                 READONLY_HINT)
             if isinstance(slot, t.Array):
                 self.check_slice_store(target, vt, slot)
                 return
@@ -605,7 +608,7 @@ class Inferer(ast.NodeVisitor):
                 layout = base.layout
                 if base.ndim == 2:
                     layout = {"C": "F", "F": "C"}.get(base.layout, "A")
-                return t.Array(base.dtype, base.ndim, layout)
+                return t.Array(base.dtype, base.ndim, layout, base.readonly)
         if isinstance(base, t.Complex) and attr in ("real", "imag"):
             return base.component
         if isinstance(base, (t.Integer, t.Float, t.Boolean)) and attr in ("real", "imag"):
@@ -873,7 +876,7 @@ class Inferer(ast.NodeVisitor):
             return base.dtype
         ndim = base.ndim - n_int
         layout = base.layout if base.layout == "C" and layout_kept else "A"
-        return t.Array(base.dtype, ndim, layout)
+        return t.Array(base.dtype, ndim, layout, base.readonly)
 
     def expr_Call(self, node: ast.Call) -> t.Type:
         callee = self.callee_object(node.func)
@@ -1037,7 +1040,7 @@ def _array_item_type(arr: t.Array) -> t.Type:
     """What looping over an array yields: its elements, or views of its rows (numba's iter)."""
     if arr.ndim == 1:
         return arr.dtype
-    return t.Array(arr.dtype, arr.ndim - 1, "C" if arr.layout == "C" else "A")
+    return t.Array(arr.dtype, arr.ndim - 1, "C" if arr.layout == "C" else "A", arr.readonly)
 
 
 def _bitwise_result(a: t.Type, b: t.Type) -> t.Integer:
@@ -1066,7 +1069,8 @@ def _convertible(src: t.Type, dst: t.Type) -> bool:
     if t.is_number(src) and t.is_number(dst):
         return not (isinstance(src, t.Complex) and not isinstance(dst, t.Complex))
     if isinstance(src, t.Array) and isinstance(dst, t.Array):
-        return src.dtype == dst.dtype and src.ndim == dst.ndim and dst.layout in ("A", src.layout)
+        return src.dtype == dst.dtype and src.ndim == dst.ndim and \
+            dst.layout in ("A", src.layout) and (dst.readonly or not src.readonly)
     if isinstance(src, t.Tuple) and isinstance(dst, t.Tuple):
         return len(src.items) == len(dst.items) and all(
             _convertible(a, b) for a, b in zip(src.items, dst.items, strict=False))
@@ -1134,6 +1138,8 @@ def _array_hint(a, b) -> str | None:
     return None
 
 
+READONLY_HINT = "the array passed in is not writeable (ary.flags.writeable is False; numba " \
+                "refuses such stores too): pass a writeable copy, e.g. np.array(ary)"
 _HAS_TRUTH = (t.Boolean, t.Integer, t.Float, t.Complex, t.NoneType)
 _OP_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
                ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|",
