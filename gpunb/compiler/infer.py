@@ -12,6 +12,7 @@ import ast
 import inspect
 from dataclasses import dataclass, field
 
+from gpunb.compiler import exceptions
 from gpunb.compiler import types as t
 from gpunb.compiler.builtins import Builtin, find_builtin
 from gpunb.compiler.frontend import KernelSource, load_source
@@ -216,7 +217,6 @@ class Inferer(ast.NodeVisitor):
     def generic_visit(self, node):
         kind = type(node).__name__
         hints = {
-            "Raise": "raising exceptions is not supported in GPU code",
             "Try": "try/except is not supported in GPU code",
             "With": "with-blocks are not supported in GPU code",
             "FunctionDef": "define helpers at top level (or in the cell) and call them",
@@ -243,10 +243,25 @@ class Inferer(ast.NodeVisitor):
         return
 
     def visit_Assert(self, node: ast.Assert) -> None:
-        """numba.cuda accepts assert and, without debug checks, compiles it to nothing."""
+        """numba.cuda compiles assert only with debug=True (then a failure raises
+        AssertionError on the host); without debug it is typed and compiles to nothing."""
         self.condition(node.test)
-        if node.msg is not None and not isinstance(node.msg, ast.Constant):
+        if self.session.options.get("debug"):
+            self.constants[id(node)] = ("AssertionError", self.checked_raise(
+                node, exceptions.assert_message))
+        elif node.msg is not None and not isinstance(node.msg, ast.Constant):
             self.expr(node.msg)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        """`raise Cls` / `raise Cls("constant")`: ends the thread (reported with debug=True)."""
+        self.constants[id(node)] = self.checked_raise(node, exceptions.raise_target)
+        self.terminated = True
+
+    def checked_raise(self, node, read):
+        try:
+            return read(node, self.resolve_constant)
+        except exceptions.BadRaise as bad:
+            raise self.error(*bad.args) from None
 
     def visit_Break(self, node) -> None:
         self.terminated = True
@@ -850,8 +865,12 @@ class Inferer(ast.NodeVisitor):
         for i, p in enumerate(parts):
             if isinstance(p, ast.Slice):
                 for s in (p.lower, p.upper, p.step):
-                    if s is not None and not isinstance(self.expr(s), (t.Integer, t.Boolean)):
-                        raise self.error(s, "slice bounds must be integers")
+                    if s is not None and not isinstance(self.expr(s), (t.Integer, t.Boolean,
+                                                                       t.NoneType)):
+                        raise self.error(s, "slice bounds must be integers (or None)")
+                if p.step is not None and _folded(p.step, self.resolve_constant) == 0:
+                    raise self.error(p.step, "slice step cannot be zero",
+                                     "use a step of 1 or more (or negative to go backwards)")
                 sliced += 1
                 if p.step is not None or p.lower is not None or p.upper is not None:
                     layout_kept = layout_kept and (i == 0 and p.step is None)
@@ -1108,6 +1127,14 @@ def _call_hint(callee) -> str:
            "in GPU code"
 
 
+def _folded(node, resolve):
+    """The compile-time value of an expression, or None when it is only known at run time."""
+    try:
+        return const_eval(node, resolve)
+    except NotConstant:
+        return None
+
+
 def _store_hint(value: t.Type, slot: t.Type) -> str | None:
     if isinstance(value, t.NoneType):
         return "the value is None: a device function without `return value` gives None"
@@ -1138,8 +1165,9 @@ def _array_hint(a, b) -> str | None:
     return None
 
 
-READONLY_HINT = "the array passed in is not writeable (ary.flags.writeable is False; numba " \
-                "refuses such stores too): pass a writeable copy, e.g. np.array(ary)"
+READONLY_HINT = "the array is read-only, as in numba: a global array is a constant frozen into " \
+                "the code, and a numpy argument with ary.flags.writeable False may not be " \
+                "written; pass a writeable array as an argument (np.array(ary) copies one)"
 _HAS_TRUTH = (t.Boolean, t.Integer, t.Float, t.Complex, t.NoneType)
 _OP_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
                ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|",

@@ -249,6 +249,8 @@ class FunctionLowerer(ast.NodeVisitor):
         b = self.builder
         if isinstance(target, ast.Name):
             declared = self.typed.var_types[target.id]
+            if isinstance(declared, t.NoneType):  # `stop = None`: no value to keep
+                return
             b.store(ops.cast(b, value, vt, declared), self.vars[target.id])
         elif isinstance(target, (ast.Tuple, ast.List)):
             for i, elt in enumerate(target.elts):
@@ -269,7 +271,9 @@ class FunctionLowerer(ast.NodeVisitor):
 
     def store_slice(self, target: ast.Subscript, value, vt: t.Type) -> None:
         """a[lo:hi] = x: a loop nest over the view; an array value is read at the same trailing
-        indices (index 0 along its extents of 1): numpy's broadcasting, without its shape check."""
+        indices (index 0 along its extents of 1): numpy's broadcasting. Shapes that do not
+        broadcast store nothing (numba raises ValueError there, which ends the thread unless
+        debugging): the source is never read past its end."""
         b = self.builder
         dst_t = self.type_of(target)
         base = self.expr(target.value)
@@ -293,7 +297,20 @@ class FunctionLowerer(ast.NodeVisitor):
             arrays.store_element(b, dst_t.dtype, arrays.element_pointer(
                 b, dst_t, d_data, d_shape, d_strides, indices), item)
 
+        if not isinstance(vt, t.Array):
+            self.loop_nest(d_shape, body)
+            return
+        one, lead = ir.Constant(dm.i64, 1), dst_t.ndim - vt.ndim
+        fits = ir.Constant(dm.i1, 1)
+        for k in range(vt.ndim):  # each source extent equals the target's or is 1
+            same = b.icmp_signed("==", s_shape[k], d_shape[lead + k])
+            fits = b.and_(fits, b.or_(same, b.icmp_signed("==", s_shape[k], one)))
+        copy_bb, done_bb = self.new_block("slice.copy"), self.new_block("slice.done")
+        b.cbranch(fits, copy_bb, done_bb)
+        b.position_at_end(copy_bb)
         self.loop_nest(d_shape, body)
+        b.branch(done_bb)
+        b.position_at_end(done_bb)
 
     def loop_nest(self, extents: list, body, indices: tuple = ()) -> None:
         """for i0 in range(e0): for i1 in range(e1): ... body([i0, i1, ...]) as IR."""
@@ -629,6 +646,8 @@ class FunctionLowerer(ast.NodeVisitor):
         if call is not None:
             return call.target.lower_value(self, node, call.result)
         if node.id in self.vars:
+            if isinstance(self.typed.var_types.get(node.id), t.NoneType):
+                return None  # None is no value, as a None constant (expr_Constant)
             return self.builder.load(self.vars[node.id])
         return None  # a compile-time object (module, function, type)
 
@@ -887,7 +906,7 @@ class FunctionLowerer(ast.NodeVisitor):
             if isinstance(item, ast.Slice):
                 vals = []
                 for s in (item.lower, item.upper, item.step):
-                    if s is None:
+                    if s is None or isinstance(self.type_of(s), t.NoneType):  # a[None:3]
                         vals.append(None)
                     else:
                         vals.append(ops.cast(b, self.expr(s), self.type_of(s), t.int64))

@@ -220,3 +220,38 @@ def test_sequence_kernels_ptx(ptxas):
     ptxas(cuda.compile_ptx(tuple_forms, "void(int64[::1], int64[::1])")[0])
     ptxas(cuda.compile_ptx(enumerate_zip_sums, "void(int64[::1], int64[::1], int64[::1])")[0])
     ptxas(cuda.compile_ptx(rows, "void(int64[::1], int64[:, ::1])")[0])
+
+
+@cuda.jit
+def mismatched_slice_store(a, src, out):
+    a[0:4] = src  # 4 elements from a source of len(src)
+    out[0] = 1.0  # the thread goes on either way
+
+
+def test_slice_store_of_a_mismatched_shape_reads_nothing_past_the_source(target):
+    """numpy (and numba) refuse shapes that do not broadcast; gpunb stores nothing rather than
+    reading past the end of the source (numba raises ValueError, which ends the thread)."""
+    a, out = np.zeros(8), np.zeros(1)
+    backing = np.arange(10.0)
+    mismatched_slice_store[1, 1](a, backing[:3], out)  # 3 into 4: does not broadcast
+    assert a.tolist() == [0.0] * 8 and out[0] == 1.0
+    mismatched_slice_store[1, 1](a, backing[7:8], out)  # 1 broadcasts
+    assert a.tolist() == [7.0] * 4 + [0.0] * 4
+    mismatched_slice_store[1, 1](a, backing[2:6], out)  # 4 into 4
+    assert a.tolist() == [2.0, 3.0, 4.0, 5.0] + [0.0] * 4
+
+
+@cuda.jit
+def none_slice_bounds(out, a):
+    stop = None
+    b = a[None:3]
+    c = a[1:stop:None]
+    out[0] = b.size
+    out[1] = c[c.size - 1]
+    out[2] = a[None:None:-1][0]
+
+
+def test_none_slice_bounds_mean_omitted(target):
+    a, out = np.arange(5.0), np.zeros(3)
+    none_slice_bounds[1, 1](out, a)
+    assert out.tolist() == [3.0, 4.0, 4.0]
