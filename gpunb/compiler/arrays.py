@@ -127,8 +127,11 @@ def slice_bounds(b: ir.IRBuilder, extent, start, stop, step):
     # length = max(0, ceil((stop - start) / step))
     span = b.sub(stop_v, start_v)
     adj = b.select(step_negative, b.add(span, one), b.sub(span, one))
-    length = b.sdiv(b.add(adj, step), step)
-    length = b.select(b.icmp_signed("<", length, zero), zero, length)
+    # a step of 0 known only at run time (Python raises ValueError; kernels cannot) gives an
+    # empty view: dividing by it would trap and kill the process on the CPU target
+    step_zero = b.icmp_signed("==", step, zero)
+    length = b.sdiv(b.add(adj, step), b.select(step_zero, one, step))
+    length = b.select(b.or_(step_zero, b.icmp_signed("<", length, zero)), zero, length)
     return start_v, length, step
 
 

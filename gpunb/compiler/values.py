@@ -81,7 +81,7 @@ def constant_type(value) -> t.Type | None:
             return None
     if isinstance(value, np.ndarray):
         try:
-            return t.Array(t.from_dtype(value.dtype), value.ndim, "C")
+            return t.Array(t.from_dtype(value.dtype), value.ndim, "C", readonly=True)
         except TypeError:
             return None
     if isinstance(value, tuple):

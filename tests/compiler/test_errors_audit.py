@@ -545,3 +545,65 @@ def test_declared_signature_refuses_read_only_arrays(target):
         copy_first[1, 1](np.zeros(1), _readonly([1.0]))  # <- declared readonly
     check_points_at_this_line(info.value, "<- declared readonly")
     assert "readonly float64[::1]" in info.value.message and "writeable copy" in info.value.hint
+
+
+TABLE = np.arange(4.0)
+
+
+@cuda.jit
+def write_global(out):
+    TABLE[0] = 100.0  # <- error TABLE
+    out[0] = TABLE[0]
+
+
+@cuda.jit
+def read_global(out):
+    out[0] = TABLE[3]
+
+
+def test_global_arrays_are_read_only_constants(target):
+    """A store into a global array compiled and was silently lost; numba refuses it."""
+    out = np.zeros(1)
+    with pytest.raises(gpunb.CompileError) as info:
+        write_global[1, 1](out)
+    check_points_at_mark(info.value, write_global)
+    assert "read-only" in info.value.message and "global array" in info.value.hint
+    read_global[1, 1](out)
+    assert out[0] == 3.0 and TABLE[0] == 0.0
+
+
+@cuda.jit
+def constant_zero_step(out):
+    v = out[::0]  # <- error 0]
+    out[0] = v.size
+
+
+def test_zero_slice_step():
+    with pytest.raises(gpunb.CompileError) as info:
+        cuda.compile_ptx(constant_zero_step, "void(int64[::1])")
+    check_points_at_mark(info.value, constant_zero_step)
+    assert "step cannot be zero" in info.value.message and info.value.hint
+
+
+def test_zero_slice_step_at_run_time_gives_an_empty_view(run_script):
+    """A step of 0 known only at run time divided by zero: SIGFPE killed the process."""
+    proc = run_script("""
+        import numpy as np
+        import gpunb
+        from gpunb import cuda
+
+        gpunb.set_target("cpu")
+
+        @cuda.jit
+        def runtime_step(out, step):
+            v = out[::step]
+            out[0] = v.size + 1
+
+        out = np.zeros(4, np.int64)
+        runtime_step[1, 1](out, 0)
+        print("size+1:", out[0])
+        runtime_step[1, 1](out, 2)
+        print("size+1:", out[0])
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["size+1:", "1", "size+1:", "3"]
