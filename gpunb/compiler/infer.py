@@ -12,6 +12,8 @@ import ast
 import inspect
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from gpunb.compiler import exceptions
 from gpunb.compiler import types as t
 from gpunb.compiler.builtins import Builtin, find_builtin
@@ -922,6 +924,8 @@ class Inferer(ast.NodeVisitor):
             self.calls[id(node)] = CallInfo("builtin", builtin, list(node.args),
                                             tuple(argtypes), result)
             return result
+        if callee is np.dtype:  # np.dtype("int16"): a compile-time dtype, as np.int16 is
+            return PyValue(self.const(node, "the argument of np.dtype(...)"))
         target_type = dtype_to_type(callee)
         if target_type is not None:
             if len(node.args) != 1 or node.keywords:

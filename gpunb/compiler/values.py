@@ -124,6 +124,13 @@ def const_eval(node: ast.AST, resolve) -> object:
             return _BINOPS[type(node.op)](a, b)
         except (ZeroDivisionError, OverflowError, ValueError):
             raise NotConstant from None
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and \
+            isinstance(node.func, (ast.Name, ast.Attribute)):
+        if resolve(node.func) is np.dtype:  # np.dtype("int16"), np.dtype(np.float32)
+            try:
+                return np.dtype(const_eval(node.args[0], resolve))
+            except TypeError:
+                raise NotConstant from None
     raise NotConstant
 
 

@@ -255,3 +255,18 @@ def test_none_slice_bounds_mean_omitted(target):
     a, out = np.arange(5.0), np.zeros(3)
     none_slice_bounds[1, 1](out, a)
     assert out.tolist() == [3.0, 4.0, 4.0]
+
+
+@cuda.jit
+def np_dtype_objects(out):
+    loc = cuda.local.array(3, np.dtype("int16"))
+    sh = cuda.shared.array(2, dtype=np.dtype(np.float32))
+    loc[0] = 40000  # wraps as an int16
+    sh[0] = 1.5
+    out[0] = loc[0] + sh[0]
+
+
+def test_np_dtype_calls_give_compile_time_dtypes(target):
+    out = np.zeros(1)
+    np_dtype_objects[1, 1](out)
+    assert out[0] == np.int16(40000 - 65536) + 1.5
