@@ -185,6 +185,9 @@ def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device
     state = {"dyn_limit": 48 * 1024 - static_shared}
     function.name = name  # driver errors name the Python function, not the mangled symbol
     cooperative = artifact.cooperative
+    raises = bool(artifact.raise_sites)
+    if raises:
+        from gpunb.runtime.kernel_exceptions import check_cuda_exception
 
     def launch(griddim, blockdim, sharedmem, stream, params):
         grid, block = validate_config(griddim, blockdim, limits, sharedmem + static_shared, name)
@@ -195,6 +198,8 @@ def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device
             state["dyn_limit"] = int(sharedmem)
         handle = stream if stream.__class__ is int else stream_handle(stream)
         launch_cuda(function, grid, block, sharedmem, handle, params, cooperative)
+        if raises:  # debug=True: the launch waits and raises what the kernel raised
+            check_cuda_exception(module, artifact)
 
     launch.module = module
     launch.function = function

@@ -45,6 +45,9 @@ class KernelArtifact:
     prints: bool = False  # the kernel calls print()
     error_sites: tuple = ()  # cpu bounds checks: (file, line, col, what) by site id
     barrier_sites: tuple = ()  # cpu barriers: (file, line, col, what) by site id
+    # debug raise/assert: (exception class, message, file, line, col, function) by site id;
+    # non-empty means the launcher must check the kernel's exception record after each launch
+    raise_sites: tuple = ()
 
     def to_json_dict(self) -> dict:
         """Everything but the binary, as JSON-ready data (the cache stores the binary apart)."""
@@ -58,7 +61,7 @@ class KernelArtifact:
         data["resources"] = ResourceUsage(**data["resources"])
         data["param_slots"] = tuple(data["param_slots"])
         data["line_map"] = tuple((line, tuple(ptx)) for line, ptx in data["line_map"])
-        for name in ("printf_formats", "error_sites", "barrier_sites"):
+        for name in ("printf_formats", "error_sites", "barrier_sites", "raise_sites"):
             data[name] = tuple(tuple(x) if isinstance(x, list) else x
                                for x in data.get(name, ()))
         return cls(binary=binary, **data)

@@ -26,7 +26,7 @@ def build_ptx(typed: TypedFunction, options: dict, cc: tuple) -> KernelArtifact:
         uses_dynamic_shared="dynamic_shared" in features,
         resources=ResourceUsage(shared_bytes=mb.shared_static_bytes),
         line_map=ptx_line_map(ptx), source_file=typed.source.filename,
-        first_line=typed.source.first_line)
+        first_line=typed.source.first_line, raise_sites=tuple(mb.raise_sites))
 
 
 def build_cpu(typed: TypedFunction, options: dict) -> KernelArtifact:
@@ -53,4 +53,4 @@ def build_cpu(typed: TypedFunction, options: dict) -> KernelArtifact:
         resources=ResourceUsage(shared_bytes=target.static_shared),
         source_file=typed.source.filename, first_line=typed.source.first_line,
         error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
-        prints="print" in features)
+        prints="print" in features, raise_sites=tuple(mb.raise_sites))

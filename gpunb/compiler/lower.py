@@ -11,7 +11,7 @@ import ast
 
 from llvmlite import ir
 
-from gpunb.compiler import arrays
+from gpunb.compiler import arrays, exceptions
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler import types as t
@@ -37,6 +37,7 @@ class ModuleBuilder:
         self.debug = DebugInfo(self.module) if target.emits_line_info else None
         self.features: set = set()
         self.shared_static_bytes = 0
+        self.raise_sites: list = []  # debug: exceptions.site_record by site id (the artifact's)
 
     def unique(self, prefix: str) -> str:
         self.counter += 1
@@ -210,7 +211,27 @@ class FunctionLowerer(ast.NodeVisitor):
         return
 
     def visit_Assert(self, node: ast.Assert) -> None:
-        return  # typed, never evaluated: as numba.cuda without debug checks (python -O)
+        checked = self.typed.constants.get(id(node))
+        if checked is None:
+            return  # typed, never evaluated: as numba.cuda without debug checks (python -O)
+        fail, ok = self.new_block("assert.fail"), self.new_block("assert.ok")
+        self.builder.cbranch(self.condition(node.test), ok, fail)
+        self.builder.position_at_end(fail)
+        self.raise_exception(node, *checked)
+        self.builder.position_at_end(ok)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        self.raise_exception(node, *self.typed.constants[id(node)])
+
+    def raise_exception(self, node, exc_name: str, message: str) -> None:
+        """End this thread (numba.cuda's raise); with debug, first record which raise it was."""
+        site = None
+        if self.mb.options.get("debug"):
+            site = len(self.mb.raise_sites)
+            self.mb.raise_sites.append(exceptions.site_record(
+                exc_name, message, self.typed.source.filename, node.lineno, node.col_offset,
+                self.typed.name))
+        self.target.end_thread(self, site)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value = self.expr(node.value)

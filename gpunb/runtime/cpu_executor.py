@@ -2,7 +2,8 @@
 
 The generated runner (compiler/targets/cpu_runner.py) executes a range of blocks per call; ctypes
 releases the GIL for the call, so blocks run in parallel on the host's cores. Errors recorded by
-generated code (bounds checks, divergent barriers) come back in a Status and are raised here.
+generated code (bounds checks, divergent barriers, debug raises) come back in a Status and are
+raised here.
 """
 
 from __future__ import annotations
@@ -115,6 +116,10 @@ class LoadedCpuKernel:
                 f"{status.extent}{axis} (thread {tuple(status.tid)}, block {tuple(status.ctaid)})",
                 SourceLocation(filename, line, col), function=func if func else art.name,
                 hint="check the index against the array's shape before the access")
+        if status.code == abi.ERROR_RAISE:
+            from gpunb.runtime.kernel_exceptions import kernel_exception
+
+            return kernel_exception(art, status.site, status.tid, status.ctaid)
         if status.code == abi.ERROR_BARRIER:
             first = art.barrier_sites[status.site] if status.site >= 0 else None
             second = art.barrier_sites[status.site2] if status.site2 >= 0 else None

@@ -54,7 +54,7 @@ def uses_dict(out):
 @cuda.jit
 def uses_raise(out):
     if out[0] > 0:
-        raise ValueError("no")  # <- error raise
+        raise ValueError(out)  # <- error out)
 
 
 @cuda.jit
@@ -186,7 +186,7 @@ CASES = [
     (uses_listcomp, "void(int64[::1])", ["ListComp"], ["loop"]),
     (uses_lambda, "void(int64[::1])", ["Lambda"], ["lambda"]),
     (uses_dict, "void(int64[::1])", ["Dict"], ["dict"]),
-    (uses_raise, "void(int64[::1])", ["Raise"], ["exception"]),
+    (uses_raise, "void(int64[::1])", ["constant string"], ["constant message"]),
     (nested_def, "void(int64[::1])", ["FunctionDef"], ["top level"]),
     (type_mismatch_variable, "void(int64[::1], float32[::1])", ["float32", "int64"], ["type"]),
     (array_arithmetic, "void(float32[::1], float32[::1])", ["float32[::1]"], ["index"]),

@@ -60,6 +60,11 @@ class Target:
     def constant_data(self, mb, builder, array):
         raise NotImplementedError
 
+    def end_thread(self, low, site: int | None) -> None:
+        """End the calling GPU thread from anywhere (a raise, a failed debug assert), leaving
+        the builder's block terminated; with a site id, first record it for the launcher."""
+        raise NotImplementedError
+
     def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent) -> None:
         """Bounds checking hook; targets without it do nothing."""
         return

@@ -383,6 +383,14 @@ class CpuTarget(Target):
         b.branch(low.mb.kernel_exit)
         b.position_at_end(cont)
 
+    def end_thread(self, low, site: int | None) -> None:
+        """Device functions are inlined here, so the kernel's exit block ends the thread from
+        any depth; a coroutine thread reaches its final suspend, which barriers count as exited."""
+        b = low.builder
+        if site is not None:
+            b.call(_raise_function(low.mb.module), [low.ctx, ir.Constant(dm.i32, site)])
+        b.branch(low.mb.kernel_exit)
+
     # ---- arithmetic ----------------------------------------------------------------------------
 
     def math(self, low, name: str, args: list, argtypes: list, result: t.Type):
@@ -483,6 +491,38 @@ def _index_error_function(module: ir.Module) -> ir.Function:
     b.store(axis, _field(b, status, so["axis"]))
     b.store(index, _field(b, status, so["index"]))
     b.store(extent, _field(b, status, so["extent"]))
+    for k in range(3):
+        b.store(b.load(_field(b, ctx, abi.CTX_TID + 4 * k), typ=dm.i32),
+                _field(b, status, so["tid"] + 4 * k))
+        b.store(b.load(_field(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32),
+                _field(b, status, so["ctaid"] + 4 * k))
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def _raise_function(module: ir.Module) -> ir.Function:
+    """void gpunb_raise(ctx, site): the first raise of a launch records its site and thread."""
+    name = "gpunb_raise"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("cold")
+    ctx, site = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
+    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, abi.ERROR_RAISE),
+                     "seq_cst", "seq_cst")
+    record = fn.append_basic_block("record")
+    done = fn.append_basic_block("done")
+    b.cbranch(b.extract_value(pair, 1), record, done)
+    b.position_at_end(record)
+    so = abi.STATUS_OFFSETS
+    b.store(site, _field(b, status, so["site"]))
     for k in range(3):
         b.store(b.load(_field(b, ctx, abi.CTX_TID + 4 * k), typ=dm.i32),
                 _field(b, status, so["tid"] + 4 * k))

@@ -15,6 +15,7 @@ from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import types as t
+from gpunb.compiler.targets import cuda_abi
 from gpunb.compiler.targets.base import LLVM_MATH_INTRINSICS, Target, llvm_math
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -207,6 +208,43 @@ class CudaTarget(Target):
     def nanosleep(self, low, ns) -> None:
         fn = self.intrinsic(low.mb.module, "llvm.nvvm.nanosleep", dm.void, [dm.i32])
         low.builder.call(fn, [ns])
+
+    def end_thread(self, low, site: int | None) -> None:
+        """A kernel returns; a device function (a real call here) ends the thread with PTX
+        `exit`, so its caller never resumes."""
+        b = low.builder
+        if site is not None:
+            self._record_exception(low, site)
+        if low.is_kernel:
+            b.branch(low.exit_block)
+            return
+        b.call(ir.InlineAsm(ir.FunctionType(dm.void, []), "exit;", "", side_effect=True), [])
+        b.unreachable()
+
+    def _record_exception(self, low, site: int) -> None:
+        """The first raising thread of a launch claims the record, then writes its ids."""
+        m, b = low.mb.module, low.builder
+        record = m.globals.get(cuda_abi.EXCEPTION_SYMBOL)
+        if record is None:
+            words = ir.ArrayType(dm.i32, cuda_abi.EXCEPTION_WORDS)
+            record = ir.GlobalVariable(m, words, cuda_abi.EXCEPTION_SYMBOL, addrspace=1)
+            record.initializer = ir.Constant(words, None)  # external: the launcher reads it
+            record.align = 4
+        def word(k: int):
+            return b.gep(record, [ir.Constant(dm.i32, 0), ir.Constant(dm.i32, k)])
+
+        pair = b.cmpxchg(word(0), ir.Constant(dm.i32, 0), ir.Constant(dm.i32, site + 1),
+                         "monotonic", "monotonic")
+        claim, done = low.new_block("raise.record"), low.new_block("raise.recorded")
+        b.cbranch(b.extract_value(pair, 1), claim, done)
+        b.position_at_end(claim)
+        ids = [self.sreg(low, "tid", a) for a in "xyz"] + [self.sreg(low, "ctaid", a)
+                                                          for a in "xyz"]
+        for k, value in enumerate(ids, start=1):
+            b.store(value, word(k))
+        self.threadfence(low, "system")
+        b.branch(done)
+        b.position_at_end(done)
 
     # ---- memory --------------------------------------------------------------------------------
 

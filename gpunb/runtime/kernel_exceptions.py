@@ -1,0 +1,63 @@
+"""Exceptions raised in kernel code compiled with debug=True, raised again on the host.
+
+The kernel records which raise site fired and in which thread (the CPU target in its Status, the
+CUDA target in a device global); the launcher turns that record into an exception that is both
+gpunb's LaunchError (pointing at the raise with a caret) and the builtin class the kernel raised,
+so `except ValueError` works as with numba.cuda.
+"""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+
+from gpunb.compiler.artifact import KernelArtifact
+from gpunb.errors import LaunchError, SourceLocation
+
+_classes: dict = {}
+
+
+def exception_class(name: str) -> type:
+    """KernelValueError for "ValueError": a LaunchError and a ValueError."""
+    found = _classes.get(name)
+    if found is None:
+        base = getattr(builtins, name)
+        found = type(f"Kernel{name}", (LaunchError, base), {
+            "__module__": __name__,
+            "__doc__": f"{name} raised by kernel code compiled with debug=True."})
+        _classes[name] = found
+    return found
+
+
+def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchError:
+    """The host exception for raise site `site`, fired by thread `tid` of block `ctaid`."""
+    exc_name, message, filename, line, col, function = artifact.raise_sites[site]
+    what = "assertion failed" if exc_name == "AssertionError" else f"raised {exc_name}"
+    text = f"{what}: {message}" if message else what
+    return exception_class(exc_name)(
+        f"{text} (thread {tuple(tid)}, block {tuple(ctaid)} of kernel '{artifact.name}')",
+        SourceLocation(filename, line, col), function=function,
+        hint="reported because the kernel was compiled with debug=True; without it the "
+             "raising thread just ends, as in numba.cuda")
+
+
+def check_cuda_exception(module, artifact: KernelArtifact) -> None:
+    """After a launch of a kernel that can raise: wait for it, read and clear its record."""
+    from gpunb.compiler.targets import cuda_abi
+    from gpunb.runtime import driver
+
+    driver.synchronize()
+    cu = driver.cuda_driver()
+    address, _size = driver.check(
+        cu.cuModuleGetGlobal(module.handle, cuda_abi.EXCEPTION_SYMBOL.encode()),
+        "cuModuleGetGlobal", kernel=artifact.name)
+    words = (ctypes.c_int32 * cuda_abi.EXCEPTION_WORDS)()
+    nbytes = ctypes.sizeof(words)
+    driver.check(cu.cuMemcpyDtoH(ctypes.addressof(words), address, nbytes), "cuMemcpyDtoH",
+                 kernel=artifact.name)
+    if words[0] == 0:
+        return
+    record = list(words)
+    driver.check(cu.cuMemsetD32(address, 0, cuda_abi.EXCEPTION_WORDS), "cuMemsetD32",
+                 kernel=artifact.name)
+    raise kernel_exception(artifact, record[0] - 1, record[1:4], record[4:7])
