@@ -38,8 +38,11 @@ def build_specialization(dispatcher, argtypes: tuple, target: str, previous=None
         fingerprint = collect(dispatcher, fresh=True)
     cache = default_cache()
     arch = _cache_arch(target)
+    checked = time.perf_counter()
     if previous is not None and previous.key is not None and previous.key == cache.key_for(
             fingerprint, signature, options, target, arch):
+        if _rebound(previous.watch):
+            _record_recheck(dispatcher, previous, signature, target, fingerprint, checked)
         previous.watch = fingerprint.watch
         previous.fingerprint = fingerprint
         return previous
@@ -94,6 +97,35 @@ def _load(dispatcher, artifact: KernelArtifact, target: str):
 
 
 _host_arch: list = []
+
+
+def _rebound(watch) -> bool:
+    """Whether a name the kernel reads was rebound (not merely a new epoch: a notebook cell ran,
+    which re-checks every kernel and is no news)."""
+    from gpunb.cache import epoch
+    from gpunb.cache.fingerprint import MISSING
+
+    for get, name, obj in watch:
+        if name == "epoch" and getattr(get, "__self__", None) is epoch._state:
+            continue
+        if get(name, MISSING) is not obj:
+            return True
+    return False
+
+
+def _record_recheck(dispatcher, kept, signature: str, target: str, fingerprint,
+                    checked: float) -> None:
+    """Provenance of a kept specialisation: what it reads was rebound (or a notebook cell ran),
+    the content is the same (a reformatted helper, an equal value), so nothing was rebuilt.
+    Without this event the panel would still show the last miss."""
+    from gpunb.cache import provenance
+
+    kept.cache_event = provenance.record(provenance.CacheEvent(
+        dispatcher.__name__, signature, target, "hit", "memory", "re-checked",
+        "what it reads was rebound or redefined; the content is unchanged",
+        (time.perf_counter() - checked) * 1000.0, 0.0, kept.key,
+        getattr(kept.cache_event, "entry_bytes", 0), fingerprint.defined_at,
+        time.time()))
 
 
 def _cache_arch(target: str) -> str:

@@ -25,7 +25,8 @@ class CacheEvent:
     target: str
     kind: str  # 'hit' | 'miss'
     source: str | None  # 'memory' | 'disk' for hits, None for misses
-    reason: str  # '' for hits; 'new', 'changed: ...', 'option changed: ...', 'corrupt', ...
+    # '' for hits ('re-checked': kept after a rebinding); 'new', 'changed: ...', 'corrupt', ...
+    reason: str
     detail: str = ""  # every reason found, '; '-joined (or what failed verification)
     time_ms: float = 0.0  # the lookup itself: key, memory and disk (fingerprint excluded)
     compile_ms: float = 0.0  # misses: the compile that followed
@@ -42,7 +43,8 @@ class CacheEvent:
     def describe(self) -> str:
         """`hit (memory)` / `miss (changed: ...)` in one line."""
         if self.kind == "hit":
-            return f"hit ({self.source}) in {self.time_ms:.2f} ms"
+            how = f", {self.reason}: unchanged" if self.reason else ""
+            return f"hit ({self.source}{how}) in {self.time_ms:.2f} ms"
         compiled = f", compiled in {self.compile_ms:.1f} ms" if self.compile_ms else ""
         return f"miss ({self.reason}){compiled}"
 

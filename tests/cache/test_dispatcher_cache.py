@@ -265,3 +265,25 @@ def test_mutated_global_array_is_frozen_until_invalidate(nb):
     cache.invalidate()
     assert (_run(k) == 7.0).all()
     assert _event(k).kind == "miss" and "TABLE" in _event(k).reason
+
+
+def test_a_reformatted_helper_records_a_re_checked_hit_and_a_new_cell_records_nothing(nb):
+    """After a rebinding whose content is equal the panel must not keep showing the old miss:
+    the kept specialisation gets a 'hit (memory, re-checked: unchanged)' event. A cell that
+    rebinds nothing the kernel reads (only the epoch moved) is no news and records nothing."""
+    from gpunb import cache
+
+    nb.run(HELPER.format(inc="1.0"))
+    nb.run("SCALE = 2.0\n" + KERNELS)
+    k = nb.ns["uses_helper"]
+    assert (_run(k) == 4.0).all() and _event(k).kind == "miss"
+    nb.run("@cuda.jit(device=True)\ndef helper(v):  # reformatted, same content\n"
+           "    return (v\n            + 1.0)\n")
+    assert (_run(k) == 4.0).all()
+    event = _event(k)
+    assert (event.kind, event.source, event.reason) == ("hit", "memory", "re-checked")
+    assert "re-checked: unchanged" in event.describe()
+    before = len(cache.events("uses_helper"))
+    nb.run("unrelated_name = 1\n")
+    assert (_run(k) == 4.0).all()
+    assert len(cache.events("uses_helper")) == before

@@ -111,7 +111,7 @@ def test_03_provenance_says_which_cell_changed_and_a_reformat_is_a_hit(cpu_env):
     assert "miss (new)" in outputs
     assert re.search(r"miss \(changed: device function `relu` defined at Cell In\[\d+\], line 2\)",
                      outputs)
-    assert "no new event; the last one is still: miss (changed" in outputs
+    assert "kept after a re-check: hit [memory] (re-checked)" in outputs
     assert "hit [memory]" in outputs
     assert "changed: global `SLOPE`" in outputs and "0.01 -> 0.2" in outputs
     assert "another process: hit disk" in outputs
