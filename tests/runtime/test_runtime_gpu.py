@@ -203,15 +203,21 @@ def test_host_arrays_are_copied_in_and_back(on_gpu):
     np.testing.assert_array_equal(host, 3.0)
 
 
-@gpu
-def test_driver_errors_become_launch_errors(on_gpu):
+def _refused_launch_is_a_launch_error(on_gpu) -> None:
+    """A launch the driver refuses (2048 threads, past validate_config) is a LaunchError naming
+    the kernel, and the context survives it."""
     function, _ = _load_add_value(on_gpu)
     packer = ArgPacker(abi.signature_slots(ADD_VALUE_TYPES), target="cuda", kernel="add_value")
     params, _ = packer.pack((memory.device_array(4, np.float32), 1.0), ADD_VALUE_TYPES)
     with pytest.raises(LaunchError, match="CUDA_ERROR_INVALID_VALUE") as info:
-        launch_cuda(function, (1, 1, 1), (2048, 1, 1), 0, 0, params)  # past validate_config
+        launch_cuda(function, (1, 1, 1), (2048, 1, 1), 0, 0, params)
     assert "add_value" in str(info.value)
-    driver.synchronize()  # the context survived the error
+    driver.synchronize()
+
+
+@gpu
+def test_driver_errors_become_launch_errors(on_gpu):
+    _refused_launch_is_a_launch_error(on_gpu)
     with pytest.raises(driver.PtxLinkError, match="could not compile"):
         driver.link_ptx(".version 8.0\n.target sm_90\n.address_size 64\nnonsense;\n", "sm_90")
 
@@ -423,13 +429,10 @@ def test_native_launch_trampoline(on_gpu):
     np.testing.assert_array_equal(d_out.copy_to_host(), 4 * x)
     kernel[np.int64(4), np.int32(256)](d_out, d_x, d_y, np.float32(2.0))  # the fallback path
     np.testing.assert_array_equal(d_out.copy_to_host(), 3 * x)
+    _refused_launch_is_a_launch_error(on_gpu)  # now through the trampoline
     function, _ = _load_add_value(on_gpu)
     packer = ArgPacker(abi.signature_slots(ADD_VALUE_TYPES), target="cuda", kernel="add_value")
     params, _ = packer.pack((memory.device_array(4, np.float32), 1.0), ADD_VALUE_TYPES)
-    with pytest.raises(LaunchError, match="CUDA_ERROR_INVALID_VALUE") as info:
-        launch_cuda(function, (1, 1, 1), (2048, 1, 1), 0, 0, params)  # past validate_config
-    assert "add_value" in str(info.value)
-    driver.synchronize()  # the context survived the error
     cu = driver.cuda_driver()
     native = launch._native[0].call
     native_us = _best_time_us(lambda: native(function.address, 1, 1, 1, 256, 1, 1, 0, 0, params))
