@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpunb.compiler import exceptions
+from gpunb.compiler import exceptions, inner
 from gpunb.compiler import types as t
 from gpunb.compiler.builtins import Builtin, find_builtin
 from gpunb.compiler.frontend import KernelSource, load_source
@@ -126,7 +126,7 @@ class Inferer(ast.NodeVisitor):
     MAX_PASSES = 12
 
     def __init__(self, source: KernelSource, py_func, argtypes: tuple,
-                 session: InferenceSession, is_kernel: bool):
+                 session: InferenceSession, is_kernel: bool, enclosing: dict | None = None):
         self.source = source
         self.py_func = py_func
         self.session = session
@@ -154,6 +154,11 @@ class Inferer(ast.NodeVisitor):
         self.static_branches: dict = {}
         self.terminated = False  # the statement just visited always leaves the block
         self.changed = False
+        # inner defs and lambdas by name (this scope's and the enclosing scopes'), those whose
+        # definition has been passed, and the Name nodes that pass captured variables to them
+        self.inner_functions = inner.collect(self, enclosing or {})
+        self.defined_inner: set = set(enclosing or ())
+        self.capture_refs: dict = {}
 
     # ---- driver --------------------------------------------------------------------------------
 
@@ -224,7 +229,8 @@ class Inferer(ast.NodeVisitor):
             "FunctionDef": "define helpers at top level (or in the cell) and call them",
             "ClassDef": "classes cannot be defined in GPU code",
             "Global": "GPU code cannot rebind globals; pass values as arguments",
-            "Nonlocal": "GPU code cannot rebind closure variables",
+            "Nonlocal": "inner functions may read the enclosing function's variables but not "
+                        "assign them (numba refuses nonlocal too); return the new value instead",
             "Delete": "del is not supported in GPU code",
             "Import": "import modules at top level, outside GPU functions",
             "ImportFrom": "import modules at top level, outside GPU functions",
@@ -271,7 +277,13 @@ class Inferer(ast.NodeVisitor):
     def visit_Continue(self, node) -> None:
         self.terminated = True
 
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self.defined_inner.add(node.name)  # compiled at its calls (inner.call)
+
     def visit_Assign(self, node: ast.Assign) -> None:
+        if inner.is_lambda_binding(node):
+            self.defined_inner.add(node.targets[0].id)
+            return
         vt = self.expr(node.value)
         for target in node.targets:
             self.assign(target, vt, node.value)
@@ -563,6 +575,8 @@ class Inferer(ast.NodeVisitor):
 
     def name_type(self, node: ast.Name) -> t.Type:
         name = node.id
+        if name in self.inner_functions and name not in self.locals:
+            raise inner.escape_error(self, node)
         if name in self.locals:
             ty = self.var_types.get(name)
             if ty is None:
@@ -914,6 +928,8 @@ class Inferer(ast.NodeVisitor):
         if starred is not None:
             raise self.error(starred, "*args is not supported in GPU code",
                              "pass each argument: f(t[0], t[1])")
+        if isinstance(callee, inner.InnerFunction):
+            return inner.call(self, node, callee)
         if is_gpu_function(callee):
             return self.call_gpu_function(node, callee)
         builtin = find_builtin(callee)
@@ -943,6 +959,8 @@ class Inferer(ast.NodeVisitor):
     def callee_object(self, func):
         """The compile-time object a call's func expression names, or None if it is a value."""
         if isinstance(func, ast.Name):
+            if func.id in self.inner_functions and func.id not in self.locals:
+                return self.inner_functions[func.id]
             if func.id in self.locals:
                 return None
             value = lookup_global(self.py_func, func.id)
@@ -1101,11 +1119,7 @@ def _convertible(src: t.Type, dst: t.Type) -> bool:
 
 
 def _assigned_names(tree: ast.FunctionDef) -> set:
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-    return names
+    return inner.assigned_names(tree)  # not those of inner functions' own scopes
 
 
 def _call_hint(callee) -> str:
@@ -1186,7 +1200,8 @@ _EXPR_HINTS = {
     "DictComp": "comprehensions are not available in GPU code; write a loop",
     "YieldFrom": "generators are not available in GPU code",
     "GeneratorExp": "generators are not available in GPU code; write a loop",
-    "Lambda": "lambdas are not available in GPU code; define a GPU function",
+    "Lambda": "a lambda must be bound to a name and called in the function that defines it "
+              "(f = lambda x: x * 3, then f(a)); it cannot be passed or returned",
     "JoinedStr": "f-strings are not available in GPU code; print(\"x =\", x) works",
     "NamedExpr": "the walrus operator is not supported in GPU code",
     "Await": "await is not available in GPU code",

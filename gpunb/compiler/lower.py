@@ -11,7 +11,7 @@ import ast
 
 from llvmlite import ir
 
-from gpunb.compiler import arrays, exceptions
+from gpunb.compiler import arrays, exceptions, inner
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler import types as t
@@ -233,7 +233,12 @@ class FunctionLowerer(ast.NodeVisitor):
                 self.typed.name))
         self.target.end_thread(self, site)
 
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        return  # an inner function: lowered at its calls, as a device function of its own
+
     def visit_Assign(self, node: ast.Assign) -> None:
+        if inner.is_lambda_binding(node):
+            return  # as visit_FunctionDef
         value = self.expr(node.value)
         vt = self.type_of(node.value)
         for target in node.targets:

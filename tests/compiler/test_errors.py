@@ -41,8 +41,7 @@ def uses_listcomp(out):
 
 @cuda.jit
 def uses_lambda(out):
-    f = lambda v: v + 1  # <- error lambda  # noqa: E731
-    out[0] = f(1)
+    out[0] = (lambda v: v + 1)(1)  # <- error lambda  (only `name = lambda` can be called)
 
 
 @cuda.jit
@@ -59,10 +58,11 @@ def uses_raise(out):
 
 @cuda.jit
 def nested_def(out):
-    def inner(v):  # <- error def
+    def inner(v):
         return v
 
-    out[0] = inner(1)
+    g = inner  # <- error inner  (an inner function used as a value escapes)
+    out[0] = g(1)
 
 
 @cuda.jit
@@ -187,7 +187,7 @@ CASES = [
     (uses_lambda, "void(int64[::1])", ["Lambda"], ["lambda"]),
     (uses_dict, "void(int64[::1])", ["Dict"], ["dict"]),
     (uses_raise, "void(int64[::1])", ["constant string"], ["constant message"]),
-    (nested_def, "void(int64[::1])", ["FunctionDef"], ["top level"]),
+    (nested_def, "void(int64[::1])", ["inner", "used as a value"], ["only be called"]),
     (type_mismatch_variable, "void(int64[::1], float32[::1])", ["float32", "int64"], ["type"]),
     (array_arithmetic, "void(float32[::1], float32[::1])", ["float32[::1]"], ["index"]),
     (store_complex_into_float, "void(float32[::1], float32[::1])", ["complex128", "float32"],

@@ -1,0 +1,268 @@
+"""Inner functions and lambdas inside GPU functions, compiled as numba does: never as values.
+
+`def inner(x): ...` and `f = lambda x: ...` inside a kernel or device function become private
+device functions that take the variables they read from the enclosing function (closures) as
+extra parameters after their own; each call passes those variables' current values, so a closure
+sees the values at the call, as in Python. An inner function may call other inner functions of
+its scope and of enclosing scopes, and GPU functions. What numba refuses stays refused: an inner
+function used as a value (returned, stored, passed), recursion, and `nonlocal`.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass, field
+
+from gpunb.compiler import types as t
+from gpunb.compiler.frontend import KernelSource
+from gpunb.compiler.values import NotConstant, PyValue, const_eval, constant_type
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+@dataclass(eq=False)
+class InnerFunction:
+    """One `def`/lambda binding in a GPU function's body, ready to be inferred per call."""
+
+    name: str
+    node: ast.AST  # the user's FunctionDef or the Assign of a lambda: errors point here
+    source: KernelSource  # tree: own parameters, then one parameter per captured variable
+    signature: inspect.Signature  # own parameters with their (compile-time) defaults
+    captures: tuple  # names read from the enclosing function, passed at each call
+    visible: dict = field(default_factory=dict)  # name -> InnerFunction it may call
+
+
+def walk_scope(fn: ast.AST):
+    """The nodes of one function's own scope: nested defs and lambdas are yielded, but their
+    bodies (their own scopes) are not entered; their defaults belong to this scope."""
+    todo = list(fn.body) if isinstance(fn, ast.FunctionDef) else [fn.body]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, _NESTED):
+            args = getattr(node, "args", None)
+            if args is not None:
+                todo.extend(d for d in args.defaults + args.kw_defaults if d is not None)
+            todo.extend(getattr(node, "decorator_list", ()))
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def assigned_names(fn: ast.AST) -> set:
+    return {n.id for n in walk_scope(fn)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def free_names(fn: ast.AST) -> set:
+    """Names a function (and its nested functions) reads but does not bind: Python's free
+    variables, found from the syntax."""
+    args = fn.args
+    bound = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    bound |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    loads = set()
+    for node in walk_scope(fn):
+        if isinstance(node, ast.Name):
+            (loads if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+            if not isinstance(node, ast.ClassDef):
+                loads |= free_names(node)
+        elif isinstance(node, ast.Lambda):
+            loads |= free_names(node)
+    return loads - bound
+
+
+def is_lambda_binding(node: ast.AST) -> bool:
+    """`name = lambda ...: ...`: the one form in which a lambda can be used in GPU code."""
+    return isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+        isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Lambda)
+
+
+def _bindings(fn: ast.FunctionDef) -> list:
+    """(name, def-or-assign node, FunctionDef or Lambda) for each inner function of a scope."""
+    out = []
+    for node in walk_scope(fn):
+        if isinstance(node, ast.FunctionDef):
+            out.append((node.name, node, node))
+        elif is_lambda_binding(node):
+            out.append((node.targets[0].id, node, node.value))
+    return sorted(out, key=lambda b: (b[1].lineno, b[1].col_offset))
+
+
+def collect(inferer, enclosing: dict) -> dict:
+    """The inner functions a GPU function's body defines, plus those of enclosing scopes that it
+    does not shadow; removes their names from `inferer.locals` (they are not variables)."""
+    tree = inferer.source.tree
+    bindings = _bindings(tree)
+    if not bindings and not enclosing:
+        return {}
+    own_names = {name for name, _, _ in bindings}
+    scope_vars = inferer.locals - own_names
+    assigned = assigned_names(tree)
+    visible = {k: v for k, v in enclosing.items() if k not in scope_vars}
+    seen: dict = {}
+    for name, stmt, _ in bindings:
+        if name in seen:
+            raise inferer.error(stmt, f"inner function '{name}' is defined twice",
+                                "give each inner function its own name")
+        if isinstance(stmt, ast.FunctionDef) and name in assigned or \
+                isinstance(stmt, ast.Assign) and _assign_count(tree, name) > 1:
+            raise inferer.error(stmt, f"'{name}' names an inner function and is also assigned "
+                                "another value", "use another name for the variable")
+        seen[name] = stmt
+    captures = _captures(bindings, scope_vars, visible)
+    own = {name: _make(inferer, name, stmt, fn, captures[name]) for name, stmt, fn in bindings}
+    visible.update(own)
+    for fn in own.values():
+        fn.visible = visible  # one dict: inner functions of a scope can call each other
+    inferer.locals = scope_vars
+    return visible
+
+
+def _captures(bindings: list, scope_vars: set, visible: dict) -> dict:
+    """Per inner function, the variables of this scope that a call must pass: those it reads,
+    and those that the inner functions it calls read (they are called with values it holds)."""
+    free = {name: free_names(fn) for name, _, fn in bindings}
+    out = {name: names & scope_vars for name, names in free.items()}
+    for name, names in free.items():
+        for called in names & visible.keys():
+            out[name] |= set(visible[called].captures)
+    changed = True
+    while changed:  # siblings may call each other in any order
+        changed = False
+        for name, names in free.items():
+            for called in names & out.keys():
+                if not out[called] <= out[name]:
+                    out[name] |= out[called]
+                    changed = True
+    return out
+
+
+def _assign_count(tree, name: str) -> int:
+    return sum(1 for n in walk_scope(tree) if isinstance(n, ast.Name) and n.id == name
+               and isinstance(n.ctx, ast.Store))
+
+
+def _make(inferer, name: str, stmt, fn, captures: set) -> InnerFunction:
+    args = fn.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        raise inferer.error(stmt, "inner functions take plain positional parameters only",
+                            "remove *args, **kwargs and keyword-only parameters")
+    if getattr(fn, "decorator_list", None):
+        raise inferer.error(fn.decorator_list[0], "inner functions cannot be decorated",
+                            "remove the decorator: an inner function is compiled with the GPU "
+                            "function that defines it")
+    rebound = sorted(captures & ({a.arg for a in args.args} | assigned_names(fn)))
+    if rebound:
+        raise inferer.error(stmt, f"inner function '{name}' rebinds '{rebound[0]}', which an "
+                            "inner function it calls reads from the enclosing function",
+                            f"rename the parameter or local variable '{rebound[0]}' of '{name}'")
+    params = []
+    first_default = len(args.args) - len(args.defaults)
+    for i, a in enumerate(args.args):
+        default = inspect.Parameter.empty
+        if i >= first_default:
+            default = _constant_default(inferer, name, args.defaults[i - first_default])
+        params.append(inspect.Parameter(a.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        default=default))
+    captures = tuple(sorted(captures))
+    tree = ast.FunctionDef(
+        name=name,
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=a.arg) for a in args.args] +
+                           [ast.arg(arg=c) for c in captures], kwonlyargs=[], kw_defaults=[],
+                           defaults=[]),
+        body=fn.body if isinstance(fn, ast.FunctionDef) else
+        [ast.copy_location(ast.Return(value=fn.body), fn.body)],
+        decorator_list=[], returns=None)
+    ast.copy_location(tree, stmt)
+    outer = inferer.source
+    source = KernelSource(name, f"{outer.qualname}.<locals>.{name}", outer.filename,
+                          stmt.lineno, tree, outer.module)
+    return InnerFunction(name, stmt, source, inspect.Signature(params), captures)
+
+
+def _constant_default(inferer, name: str, node):
+    try:
+        value = const_eval(node, inferer.resolve_constant)
+    except NotConstant:
+        raise inferer.error(node, f"the default value of a parameter of inner function "
+                            f"'{name}' must be a compile-time constant",
+                            "use a literal or a module-level constant, or pass the value at "
+                            "each call") from None
+    if value is not None and constant_type(value) is None:
+        raise inferer.error(node, f"default value {value!r} has no GPU type")
+    return value
+
+
+def escape_error(inferer, node: ast.Name):
+    """numba compiles inner functions only at their calls: one used as a value is refused."""
+    return inferer.error(node, f"inner function '{node.id}' is used as a value",
+                         "inner functions and lambdas can only be called in the function that "
+                         "defines them (as in numba): they cannot be returned, stored or passed "
+                         "as arguments; make it a @cuda.jit function at top level to share it")
+
+
+def call(inferer, node: ast.Call, fn: InnerFunction) -> t.Type:
+    """Type a call of an inner function: bind arguments as Python does, add the captured
+    variables' current values, and infer the body for those argument types."""
+    from gpunb.compiler.infer import CallInfo  # infer imports this module
+
+    if fn.name not in inferer.defined_inner:
+        raise inferer.error(node, f"inner function '{fn.name}' is called before its definition",
+                            "move the def (or the lambda) above its first call")
+    try:
+        bound = fn.signature.bind(*node.args, **{kw.arg: kw.value for kw in node.keywords})
+    except TypeError as exc:
+        raise inferer.error(node, f"bad call of '{fn.name}': {exc}",
+                            f"its parameters are {fn.signature}") from None
+    args, argtypes = [], []
+    for name, param in fn.signature.parameters.items():
+        if name in bound.arguments:
+            arg = bound.arguments[name]
+            ty = inferer.expr(arg)
+            if isinstance(ty, PyValue):
+                raise inferer.error(arg, f"cannot pass {ty} to inner function '{fn.name}'")
+        else:
+            arg = ("const", param.default)
+            ty = t.none if param.default is None else constant_type(param.default)
+        args.append(arg)
+        argtypes.append(ty)
+    for name in fn.captures:
+        if inferer.var_types.get(name) is None:
+            raise inferer.error(node, f"inner function '{fn.name}' reads '{name}', which is not "
+                                "assigned before this call",
+                                f"assign '{name}' before calling '{fn.name}'")
+        ref = inferer.capture_refs.get((id(node), name))
+        if ref is None:
+            ref = inferer.capture_refs[(id(node), name)] = ast.copy_location(
+                ast.Name(id=name, ctx=ast.Load()), node)
+        args.append(ref)
+        argtypes.append(inferer.expr(ref))
+    argtypes = tuple(argtypes)
+    callee = _infer(inferer, node, fn, argtypes)
+    inferer.callees[(id(fn.node), argtypes)] = callee
+    inferer.calls[id(node)] = CallInfo("gpufunc", callee, args, argtypes, callee.return_type)
+    return callee.return_type
+
+
+def _infer(caller, node, fn: InnerFunction, argtypes: tuple):
+    session = caller.session
+    key = ("inner", id(fn.node), id(caller.py_func), argtypes)
+    found = session.done.get(key)
+    if found is not None:
+        return found
+    active = ("inner", id(fn.node), id(caller.py_func))
+    if active in session.in_progress:
+        raise caller.error(node, f"recursive call of inner function '{fn.name}'",
+                           "recursion is not supported in GPU code (numba refuses recursive "
+                           "inner functions too); use a loop")
+    session.in_progress.add(active)
+    try:
+        typed = type(caller)(fn.source, caller.py_func, argtypes, session, False,
+                             enclosing=fn.visible)
+        typed = typed.run()
+    finally:
+        session.in_progress.discard(active)
+    session.done[key] = typed
+    return typed
