@@ -228,6 +228,26 @@ class _GlobalReads(ast.NodeVisitor):
         if isinstance(node.ctx, ast.Load) and node.id not in self.local_names:
             self.chains.add((node.id,))
 
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        """An inner function (or lambda): its parameters and variables are its own, not global
+        reads - a notebook global `x` must not become a dependency through `def f(x)`."""
+        from gpunb.compiler.inner import assigned_names, walk_scope  # the compiler's scoping
+
+        args = node.args
+        for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
+            self.visit(default)  # evaluated in the enclosing scope
+        for decorator in getattr(node, "decorator_list", ()):
+            self.visit(decorator)
+        own = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        own |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        own |= {n.name for n in walk_scope(node) if isinstance(n, ast.FunctionDef)}
+        inner = _GlobalReads(self.local_names | own | assigned_names(node))
+        inner.chains = self.chains
+        for part in node.body if isinstance(node.body, list) else [node.body]:
+            inner.visit(part)
+
+    visit_Lambda = visit_FunctionDef
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attrs = []
         current = node

@@ -191,6 +191,36 @@ def test_local_names_are_not_globals(cells):
     assert {"sum", "range"} <= names
 
 
+INNER_FUNCTIONS = """
+v = np.arange(10.0)
+w = 1.0
+h = 2.0
+G = 3.0
+def kern(out, a):
+    def f(v, d=G):
+        w = v * d
+        def h(u):
+            return u
+        return h(w)
+    g = lambda w: w + OFFSET
+    out[0] = g(f(a[0]))
+"""
+
+
+def test_names_of_inner_functions_are_not_globals(cells):
+    """An inner function's parameters and variables are its own: notebook globals with the same
+    names (`v`, `w`, `h`) are not read, so changing them must not change the key; the globals the
+    inner functions do read (a default `G`, `OFFSET`) still count."""
+    cells.ns["np"] = np
+    cells.run("OFFSET = 0.5\n" + INNER_FUNCTIONS)
+    fp = collect(jit(cells.ns["kern"]))
+    names = {d.name for d in fp.dependencies}
+    assert not names & {"v", "w", "h", "a", "u", "d"}
+    assert {"G", "OFFSET"} <= names
+    cells.ns["v"] = np.zeros(3)
+    assert still_valid(fp.watch)
+
+
 def test_attribute_chains_through_objects_are_resolved(cells):
     cells.run("class Config:\n    BLOCK = 128\n\ndef kern(out):\n    out[0] = Config.BLOCK\n")
     kern = jit(cells.ns["kern"])
