@@ -155,6 +155,26 @@ def _build_cpu(typed, options: dict) -> KernelArtifact:
     return build_cpu(typed, options)
 
 
+STATIC_SHARED_LIMIT = 48 * 1024  # CUDA's cap on statically sized shared memory, every arch
+
+
+def _check_static_shared(name: str, static_bytes: int, device) -> None:
+    """Say what is wrong before the driver's linker does ('uses too much shared data (0x4e200
+    bytes, 0xc000 max)'): past 48 KiB, shared memory must be dynamic."""
+    if static_bytes <= STATIC_SHARED_LIMIT:
+        return
+    from gpunb.errors import LaunchError
+
+    optin = getattr(device, "max_shared_memory_per_block_optin", None)
+    most = f", up to {optin} bytes per block on this GPU" if optin else ""
+    raise LaunchError(
+        f"kernel '{name}' declares {static_bytes} bytes of static shared memory; a CUDA kernel "
+        f"may declare at most {STATIC_SHARED_LIMIT} bytes of shared memory statically",
+        function=name,
+        hint="use dynamic shared memory for more: cuda.shared.array(0, dtype) in the kernel and "
+             f"the size as the 4th launch parameter, kernel[grid, block, 0, nbytes]{most}")
+
+
 def _cpu_launcher(dispatcher, artifact: KernelArtifact):
     from gpunb.runtime.cpu_executor import LoadedCpuKernel
     from gpunb.runtime.launch import validate_config
@@ -183,6 +203,7 @@ def _build_cuda(dispatcher, typed, options: dict):
     cc = tuple(device.compute_capability)
     with compile_guard(dispatcher.py_func):
         artifact = build_ptx(typed, options, cc)
+    _check_static_shared(dispatcher.__name__, artifact.resources.shared_bytes, device)
     cubin, _log = driver.link_ptx(artifact.ptx, cc, max_registers=options.get("max_registers"),
                                   lineinfo=bool(options.get("lineinfo")),
                                   debug=bool(options.get("debug")),
