@@ -385,7 +385,8 @@ def _accepts(declared: t.Type, actual: t.Type) -> bool:
         return declared.dtype == actual.dtype and declared.ndim == actual.ndim and (
             declared.layout == "A" or declared.layout == actual.layout or
             (actual.ndim == 1 and actual.layout in "CF" and declared.layout in "CF")) and (
-            declared.readonly or not actual.readonly)  # numba: no read-only -> writeable
+            declared.readonly or not actual.readonly) and (  # numba: no read-only -> writeable
+            actual.aligned or not declared.aligned)
     if t.is_number(declared) and t.is_number(actual):
         return not (isinstance(actual, t.Complex) and not isinstance(declared, t.Complex))
     return False

@@ -78,20 +78,26 @@ def element_pointer(b: ir.IRBuilder, arr: t.Array, data, shape, strides, indices
     return b.gep(data, [offset], source_etype=dm.i8)
 
 
-def load_element(b: ir.IRBuilder, dtype: t.Type, pointer):
+def access_alignment(arr: t.Array) -> int | None:
+    """The alignment to give an element access of `arr`: None (the type's own) unless the
+    array is marked unaligned, then 1 (LLVM splits the access into what is safe)."""
+    return None if arr.aligned else 1
+
+
+def load_element(b: ir.IRBuilder, dtype: t.Type, pointer, align: int | None = None):
     if isinstance(dtype, t.Record):
         return pointer
     if isinstance(dtype, t.InlineArray):  # a view of the record's bytes
         strides = contiguous_strides(list(dtype.shape), t.sizeof(dtype.dtype))
         return make_array(b, dtype.view(), pointer, [ir.Constant(dm.i64, n) for n in dtype.shape],
                           [ir.Constant(dm.i64, s) for s in strides])
-    value = b.load(pointer, typ=dm.memory_type(dtype))
+    value = b.load(pointer, typ=dm.memory_type(dtype), align=align)
     if isinstance(dtype, t.Boolean):
         return b.trunc(value, dm.i1)
     return value
 
 
-def store_element(b: ir.IRBuilder, dtype: t.Type, pointer, value):
+def store_element(b: ir.IRBuilder, dtype: t.Type, pointer, value, align: int | None = None):
     if isinstance(dtype, t.Record):  # a record value is a pointer to its bytes: copy them
         module = b.module
         memcpy = module.globals.get("llvm.memcpy.p0.p0.i64") or ir.Function(
@@ -101,7 +107,7 @@ def store_element(b: ir.IRBuilder, dtype: t.Type, pointer, value):
         return
     if isinstance(dtype, t.Boolean):
         value = b.zext(value, dm.i8)
-    b.store(value, pointer)
+    b.store(value, pointer, align=align)
 
 
 def slice_bounds(b: ir.IRBuilder, extent, start, stop, step):

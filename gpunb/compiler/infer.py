@@ -639,7 +639,7 @@ class Inferer(ast.NodeVisitor):
                 layout = base.layout
                 if base.ndim == 2:
                     layout = {"C": "F", "F": "C"}.get(base.layout, "A")
-                return t.Array(base.dtype, base.ndim, layout, base.readonly)
+                return base.derived(base.ndim, layout)
         if isinstance(base, t.Complex) and attr in ("real", "imag"):
             return base.component
         if isinstance(base, (t.Integer, t.Float, t.Boolean)) and attr in ("real", "imag"):
@@ -647,7 +647,7 @@ class Inferer(ast.NodeVisitor):
         if isinstance(base, t.Record):
             found = base.field(attr)
             if found is not None:
-                return _field_value_type(found[0])
+                return _field_value_type(base, *found)
         if isinstance(base, t.Group) and attr == "size":
             return t.int64
         raise self.error(node, f"{base} has no attribute '{attr}' in GPU code",
@@ -806,7 +806,7 @@ class Inferer(ast.NodeVisitor):
                 raise self.error(index, f"record has no field {index.value!r}",
                                  f"fields: {names}")
             self.expr_types[id(index)] = t.StringLiteral()
-            return _field_value_type(found[0])
+            return _field_value_type(base, *found)
         if isinstance(base, t.Tuple) and isinstance(index, ast.Slice):
             return self.tuple_slice_type(index, base)
         if isinstance(base, t.Tuple):
@@ -911,7 +911,7 @@ class Inferer(ast.NodeVisitor):
             return base.dtype
         ndim = base.ndim - n_int
         layout = base.layout if base.layout == "C" and layout_kept else "A"
-        return t.Array(base.dtype, ndim, layout, base.readonly)
+        return base.derived(ndim, layout)
 
     def expr_Call(self, node: ast.Call) -> t.Type:
         callee = self.callee_object(node.func)
@@ -1081,7 +1081,7 @@ def _array_item_type(arr: t.Array) -> t.Type:
     """What looping over an array yields: its elements, or views of its rows (numba's iter)."""
     if arr.ndim == 1:
         return arr.dtype
-    return t.Array(arr.dtype, arr.ndim - 1, "C" if arr.layout == "C" else "A", arr.readonly)
+    return arr.derived(arr.ndim - 1, "C" if arr.layout == "C" else "A")
 
 
 def _bitwise_result(a: t.Type, b: t.Type) -> t.Integer:
@@ -1111,7 +1111,8 @@ def _convertible(src: t.Type, dst: t.Type) -> bool:
         return not (isinstance(src, t.Complex) and not isinstance(dst, t.Complex))
     if isinstance(src, t.Array) and isinstance(dst, t.Array):
         return src.dtype == dst.dtype and src.ndim == dst.ndim and \
-            dst.layout in ("A", src.layout) and (dst.readonly or not src.readonly)
+            dst.layout in ("A", src.layout) and (dst.readonly or not src.readonly) and \
+            (src.aligned or not dst.aligned)
     if isinstance(src, t.Tuple) and isinstance(dst, t.Tuple):
         return len(src.items) == len(dst.items) and all(
             _convertible(a, b) for a, b in zip(src.items, dst.items, strict=False))
@@ -1214,6 +1215,9 @@ _EXPR_HINTS = {
 __all__ = ["Builtin", "CallInfo", "InferenceSession", "Inferer", "TypedFunction"]
 
 
-def _field_value_type(ftype: t.Type) -> t.Type:
-    """What reading a record field gives: a sub-array field reads as a C-contiguous view."""
-    return ftype.view() if isinstance(ftype, t.InlineArray) else ftype
+def _field_value_type(record: t.Record, ftype: t.Type, offset: int) -> t.Type:
+    """What reading a record field gives: a sub-array field reads as a C-contiguous view,
+    unaligned where the record's layout does not keep its elements aligned."""
+    if isinstance(ftype, t.InlineArray):
+        return ftype.view(aligned=record.field_alignment(ftype, offset) is None)
+    return ftype

@@ -258,12 +258,12 @@ class FunctionLowerer(ast.NodeVisitor):
             self.store_target(node.target, new, result_t)
             return
         if isinstance(node.target, ast.Subscript):
-            pointer, dtype = self.element_address(node.target)
-            current = arrays.load_element(self.builder, dtype, pointer)
+            pointer, dtype, align = self.element_address(node.target)
+            current = arrays.load_element(self.builder, dtype, pointer, align)
             new = self.arith(node.op, current, dtype, self.expr(node.value),
                              self.type_of(node.value), result_t, node.value)
             arrays.store_element(self.builder, dtype, pointer,
-                                 ops.cast(self.builder, new, result_t, dtype))
+                                 ops.cast(self.builder, new, result_t, dtype), align)
             return
         current = self.expr(node.target)
         current_t = self.type_of(node.target)
@@ -284,14 +284,15 @@ class FunctionLowerer(ast.NodeVisitor):
         elif isinstance(target, ast.Subscript) and isinstance(self.type_of(target), t.Array):
             self.store_slice(target, value, vt)
         elif isinstance(target, ast.Subscript):
-            pointer, dtype = self.element_address(target)
-            arrays.store_element(b, dtype, pointer, ops.cast(b, value, vt, dtype))
+            pointer, dtype, align = self.element_address(target)
+            arrays.store_element(b, dtype, pointer, ops.cast(b, value, vt, dtype), align)
         elif isinstance(target, ast.Attribute):
             record = self.type_of(target.value)
             base = self.expr(target.value)
             ftype, offset = record.field(target.attr)
             pointer = b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
-            arrays.store_element(b, ftype, pointer, ops.cast(b, value, vt, ftype))
+            arrays.store_element(b, ftype, pointer, ops.cast(b, value, vt, ftype),
+                                 record.field_alignment(ftype, offset))
         else:
             raise self.error(target, "unsupported assignment target")
 
@@ -316,12 +317,13 @@ class FunctionLowerer(ast.NodeVisitor):
                                     ir.Constant(dm.i64, 0), i)
                            for k, i in enumerate(indices[lead:])]
                 item = arrays.load_element(b, vt.dtype, arrays.element_pointer(
-                    b, vt, s_data, s_shape, s_strides, src_idx))
+                    b, vt, s_data, s_shape, s_strides, src_idx), arrays.access_alignment(vt))
                 item = ops.cast(b, item, vt.dtype, dst_t.dtype)
             else:
                 item = ops.cast(b, value, vt, dst_t.dtype)
             arrays.store_element(b, dst_t.dtype, arrays.element_pointer(
-                b, dst_t, d_data, d_shape, d_strides, indices), item)
+                b, dst_t, d_data, d_shape, d_strides, indices), item,
+                arrays.access_alignment(dst_t))
 
         if not isinstance(vt, t.Array):
             self.loop_nest(d_shape, body)
@@ -511,8 +513,8 @@ class FunctionLowerer(ast.NodeVisitor):
                                     item_t, counter)
                 return
             pointer = arrays.element_pointer(b, seq_t, data, shape, strides, [i])
-            self.bind_loop_item(node, arrays.load_element(b, seq_t.dtype, pointer), seq_t.dtype,
-                                counter)
+            item = arrays.load_element(b, seq_t.dtype, pointer, arrays.access_alignment(seq_t))
+            self.bind_loop_item(node, item, seq_t.dtype, counter)
 
         self.counted_loop(node, shape[0], "iter", bind, lambda: self.advance_counter(counter))
 
@@ -567,7 +569,8 @@ class FunctionLowerer(ast.NodeVisitor):
                 else:
                     arr_t, data, shape, strides = source
                     pointer = arrays.element_pointer(b, arr_t, data, shape, strides, [i])
-                    item = arrays.load_element(b, arr_t.dtype, pointer)
+                    item = arrays.load_element(b, arr_t.dtype, pointer,
+                                               arrays.access_alignment(arr_t))
                 value = b.insert_value(value, item, k)
             self.bind_loop_item(node, value, items_t, counter)
 
@@ -816,7 +819,8 @@ class FunctionLowerer(ast.NodeVisitor):
         b.cbranch(more, body_bb, end_bb)
         b.position_at_end(body_bb)
         elem = arrays.load_element(b, seq_t.dtype,
-                                   arrays.element_pointer(b, seq_t, data, shape, strides, [i]))
+                                   arrays.element_pointer(b, seq_t, data, shape, strides, [i]),
+                                   arrays.access_alignment(seq_t))
         hit = ops.compare(b, eq, ops.cast(b, item, item_t, ct),
                           ops.cast(b, elem, seq_t.dtype, ct), ct)
         b.store(b.add(i, ir.Constant(dm.i64, 1)), index)
@@ -870,7 +874,7 @@ class FunctionLowerer(ast.NodeVisitor):
         if isinstance(base_t, t.Record):
             ftype, offset = base_t.field(node.attr)
             pointer = b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
-            return arrays.load_element(b, ftype, pointer)
+            return arrays.load_element(b, ftype, pointer, base_t.field_alignment(ftype, offset))
         if isinstance(base_t, t.Group):
             from gpunb.compiler.builtins.groups import group_size
 
@@ -897,14 +901,14 @@ class FunctionLowerer(ast.NodeVisitor):
             return self.dynamic_tuple_index(node, base, base_t)
         result = self.type_of(node)
         if isinstance(base_t, t.Record):
-            pointer, dtype = self.element_address(node)
-            return arrays.load_element(b, dtype, pointer)
+            pointer, dtype, align = self.element_address(node)
+            return arrays.load_element(b, dtype, pointer, align)
         if isinstance(result, t.Array):
             base = self.expr(node.value)
             parts = self.index_parts(node, base_t, base)
             return arrays.view(b, base_t, base, parts, result)
-        pointer, dtype = self.element_address(node)
-        return arrays.load_element(b, dtype, pointer)
+        pointer, dtype, align = self.element_address(node)
+        return arrays.load_element(b, dtype, pointer, align)
 
     def dynamic_tuple_index(self, node, base, base_t: t.Tuple):
         b = self.builder
@@ -945,17 +949,20 @@ class FunctionLowerer(ast.NodeVisitor):
         return out
 
     def element_address(self, node: ast.Subscript):
-        """(pointer, dtype) of an element access arr[i, j, ...] (also arr[i][j])."""
+        """(pointer, dtype, alignment or None) of an element access arr[i, j, ...] (also
+        arr[i][j]) or a record field rec['x']."""
         base_t = self.type_of(node.value)
         base = self.expr(node.value)
         b = self.builder
         if isinstance(base_t, t.Record):
             ftype, offset = base_t.field(node.slice.value)
-            return b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8), ftype
+            return (b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8), ftype,
+                    base_t.field_alignment(ftype, offset))
         data, shape, strides = arrays.parts(b, base, base_t.ndim)
         parts = self.index_parts(node, base_t, base)
         indices = [p[1] for p in parts]
-        return arrays.element_pointer(b, base_t, data, shape, strides, indices), base_t.dtype
+        return (arrays.element_pointer(b, base_t, data, shape, strides, indices), base_t.dtype,
+                arrays.access_alignment(base_t))
 
     def expr_Call(self, node: ast.Call):
         call = self.typed.calls[id(node)]

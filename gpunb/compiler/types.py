@@ -85,10 +85,16 @@ class Array(Type):
     ndim: int
     layout: str = "A"
     readonly: bool = False  # a non-writeable numpy array: GPU code may read it, never store
+    # False: elements may sit at addresses their type's alignment does not divide (a field of a
+    # packed record array, a sub-array field at an odd offset); loads and stores then say so
+    # (a GPU faults on a misaligned access, CUDA_ERROR_MISALIGNED_ADDRESS)
+    aligned: bool = True
 
     def __str__(self) -> str:
         # the cache keys a specialisation by its signature's text, so every layout prints apart;
         # where slice notation cannot say it (0-d, a 1-d 'F'), numba's spelling does
+        if not self.aligned:
+            return f"unaligned {Array(self.dtype, self.ndim, self.layout, self.readonly)}"
         if self.readonly:
             return f"readonly {Array(self.dtype, self.ndim, self.layout)}"
         if self.ndim == 0 or (self.ndim == 1 and self.layout == "F"):
@@ -101,7 +107,11 @@ class Array(Type):
         return f"{self.dtype}[{', '.join(dims)}]"
 
     def with_layout(self, layout: str) -> Array:
-        return Array(self.dtype, self.ndim, layout, self.readonly)
+        return Array(self.dtype, self.ndim, layout, self.readonly, self.aligned)
+
+    def derived(self, ndim: int, layout: str) -> Array:
+        """A view of this array (an index, a slice, a row): same dtype and access flags."""
+        return Array(self.dtype, ndim, layout, self.readonly, self.aligned)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +137,15 @@ class Record(Type):
                 return ftype, offset
         return None
 
+    def field_alignment(self, ftype: Type, offset: int) -> int | None:
+        """The alignment to load/store a field with: None when its natural alignment holds,
+        else what the layout guarantees (the record's own alignment and the offset's)."""
+        natural = _natural_alignment(ftype)
+        guaranteed = self.align & -self.align  # records sit at multiples of their alignment
+        if offset:
+            guaranteed = min(guaranteed, offset & -offset)
+        return None if guaranteed >= natural else guaranteed
+
     def __str__(self) -> str:
         # complete, not just readable: the cache keys a specialisation by its signature's text,
         # so two layouts of the same field names and types (packed, aligned) must print apart
@@ -145,8 +164,8 @@ class InlineArray(Type):
     dtype: Type
     shape: tuple
 
-    def view(self) -> Array:
-        return Array(self.dtype, len(self.shape), "C")
+    def view(self, aligned: bool = True) -> Array:
+        return Array(self.dtype, len(self.shape), "C", aligned=aligned)
 
     def __str__(self) -> str:
         return f"{self.dtype}{list(self.shape)}"

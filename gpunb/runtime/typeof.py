@@ -51,7 +51,8 @@ def _element_type(dtype: np.dtype) -> t.Type:
 def _numpy_array_type(value: np.ndarray) -> t.Array:
     flags = value.flags
     layout = av.layout_of(value.ndim, flags.c_contiguous, flags.f_contiguous)
-    return t.Array(_element_type(value.dtype), value.ndim, layout, not flags.writeable)
+    return t.Array(_element_type(value.dtype), value.ndim, layout, not flags.writeable,
+                   flags.aligned)
 
 
 def _geometry_type(shape: tuple, strides: tuple, dtype: np.dtype) -> t.Array:
@@ -101,7 +102,7 @@ def type_key(value):
     if cls is np.ndarray:
         flags = value.flags
         return (cls, value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous,
-                flags.writeable)
+                flags.writeable, flags.aligned)
     if cls in _SCALAR_CLASSES:
         return cls
     if cls is DeviceArray or cls is HostDeviceArray:

@@ -40,7 +40,7 @@ records = st.recursive(_records(st.one_of(scalars, inline_arrays)),
                        lambda inner: _records(st.one_of(scalars, inline_arrays, inner)),
                        max_leaves=4)
 arrays = st.builds(t.Array, st.one_of(scalars, records), st.integers(0, 3),
-                   st.sampled_from("CFA"))
+                   st.sampled_from("CFA"), st.booleans(), st.booleans())  # readonly, aligned
 argument_types = st.recursive(
     st.one_of(scalars, arrays, records),
     lambda inner: st.lists(inner, max_size=3).map(lambda items: t.Tuple(tuple(items))),

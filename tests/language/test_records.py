@@ -227,3 +227,43 @@ def test_dtypes_numpy_calls_equal_give_equal_types():
     assert gpunb.types.from_dtype(aligned) == gpunb.types.from_dtype(explicit)
     assert gpunb.types.from_dtype(aligned).align == 4
     assert gpunb.types.from_dtype(POINT).align == 1  # packed: y sits at offset 4
+
+
+def _global_loads(ptx: str) -> set:
+    import re
+
+    return set(re.findall(r"\bld\.global\.(\w+)", ptx))
+
+
+def test_packed_records_are_read_with_accesses_a_gpu_can_make():
+    """numpy's default (packed) layout puts a float64 at offset 4 and records at multiples of
+    15 bytes: natural-width loads there fault on a GPU (CUDA_ERROR_MISALIGNED_ADDRESS). The
+    PTX for a packed record reads bytes; an aligned layout keeps full-width loads."""
+    f64 = gpunb.types.float64[::1]
+    packed = field_arithmetic.inspect_ptx((f64, gpunb.types.from_dtype(POINT)[::1]))
+    aligned = field_arithmetic.inspect_ptx((f64, gpunb.types.from_dtype(POINT_ALIGNED)[::1]))
+    assert _global_loads(packed) == {"b8"}
+    assert {"b64", "b32"} <= _global_loads(aligned)
+    sub = norms.inspect_ptx((gpunb.types.float32[::1], gpunb.types.from_dtype(PARTICLE)[::1]))
+    assert _global_loads(sub) == {"b8"}  # the f4[3] view of a packed record is unaligned too
+
+
+@cuda.jit
+def double_all(out, a):
+    for i in range(a.size):
+        out[i] = a[i] * 2
+
+
+def test_a_misaligned_field_view_from_numpy_is_typed_unaligned(target):
+    recs = np.zeros(4, POINT)
+    recs["y"] = [1.5, 2.5, 3.5, 4.5]
+    view = recs["y"]  # float64 at offsets 4, 19, 34, ...: numpy says not aligned
+    assert not view.flags.aligned
+    from gpunb.runtime.typeof import typeof
+
+    assert not typeof(view).aligned and str(typeof(view)).startswith("unaligned")
+    out = np.zeros(4)
+    double_all[1, 1](out, view)
+    assert out.tolist() == [3.0, 5.0, 7.0, 9.0]
+    ptx = double_all.inspect_ptx((gpunb.types.float64[::1], typeof(view)))
+    assert "b64" not in _global_loads(ptx)
