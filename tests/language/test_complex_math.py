@@ -166,9 +166,11 @@ def test_complex_power_matches_python(target, dtype):
         for j, want in enumerate(python_powers(complex(z[i]), complex(w[i]), int(n[i]))):
             if want is None:
                 continue
-            # |w| ~ 100 in polar form amplifies the input's rounding by ~100 (complex64)
-            ulps = 4 if dtype == np.complex128 or j != 5 else 64
-            ulps = ulps if target == "cpu" else 4 * ulps  # libdevice, not libm
+            # |w| ~ 100 in polar form amplifies the rounding of log|z| and arg z by ~100:
+            # visible in complex64 on the CPU, and in both on CUDA (libdevice, not libm)
+            large = j == 5 and (dtype == np.complex64 or target != "cpu")
+            ulps = 64 if large else 4
+            ulps = ulps if target == "cpu" else 4 * ulps
             assert ulps_off(complex(out[i, j]), want, eps) <= ulps, (j, z[i], w[i], n[i])
 
 
