@@ -107,7 +107,38 @@ def store_element(b: ir.IRBuilder, dtype: t.Type, pointer, value, align: int | N
         return
     if isinstance(dtype, t.Boolean):
         value = b.zext(value, dm.i8)
+    if align is not None and b.module.triple.startswith("nvptx") and \
+            isinstance(dtype, (t.Float, t.Complex)):
+        value = _as_integer_bits(b, value)
     b.store(value, pointer, align=align)
+
+
+_PTX_MOV = {16: ("mov.b16 $0, $1;", "h"), 32: ("mov.b32 $0, $1;", "r"),
+            64: ("mov.b64 $0, $1;", "l")}
+
+
+def _as_integer_bits(b: ir.IRBuilder, value):
+    """A floating-point value as integer bits made by an integer instruction (an opaque PTX
+    mov): an under-aligned store is split into bytes, and CUDA 13.0's ptxas stores the low byte
+    of `st.b8 [p], %r` wrongly when %r comes straight from a float instruction (it writes the
+    value converted to an integer: 12.0 stored 0x0C in the low byte, measured on the H100);
+    any integer instruction in between (and, mov, shr) gives the right bytes."""
+    if isinstance(value.type, ir.LiteralStructType):  # complex: each part
+        out = ir.Constant(ir.LiteralStructType(
+            [ir.IntType(_bits(e)) for e in value.type.elements]), ir.Undefined)
+        for k in range(len(value.type.elements)):
+            out = b.insert_value(out, _as_integer_bits(b, b.extract_value(value, k)), k)
+        return out
+    width = _bits(value.type)
+    text, constraint = _PTX_MOV[width]
+    int_type = ir.IntType(width)
+    asm = ir.InlineAsm(ir.FunctionType(int_type, [int_type]), text,
+                       f"={constraint},{constraint}")
+    return b.call(asm, [b.bitcast(value, int_type)])
+
+
+def _bits(float_type) -> int:
+    return {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}[type(float_type)]
 
 
 def slice_bounds(b: ir.IRBuilder, extent, start, stop, step):
