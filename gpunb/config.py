@@ -10,6 +10,10 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_ARCH: compute capability for PTX when no GPU is present, sm_XX. Default sm_90.
 - GPUNB_CPU_THREADS: host threads that run blocks in parallel on the CPU target. Default: cores.
 - GPUNB_NOTICES: `0` silences one-line notices (target fallback, host copies). Default 1.
+- GPUNB_NATIVE_LAUNCH: `0` launches through cuda.bindings instead of gpunb's native
+  cuLaunchKernel trampoline (runtime/native_launch.py). Default 1.
+- CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM (cuda.bindings' own): when set, the trampoline
+  calls the per-thread-default-stream entry points, as cuda.bindings then does.
 """
 
 from __future__ import annotations
@@ -86,3 +90,11 @@ def cpu_threads() -> int:
 
 def notices_enabled() -> bool:
     return _flag("GPUNB_NOTICES", True)
+
+
+def native_launch_enabled() -> bool:
+    return _flag("GPUNB_NATIVE_LAUNCH", True)
+
+
+def per_thread_default_stream() -> bool:
+    return _flag("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", False)

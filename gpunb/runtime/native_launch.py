@@ -18,7 +18,6 @@ function to call, so the tests drive it with a recording callback on machines wi
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 import threading
 
@@ -141,7 +140,9 @@ def driver_trampolines() -> tuple | None:
     global _driver_trampolines, _tried
     if _driver_trampolines is not None or _tried:
         return _driver_trampolines
-    if "llvmlite.binding" not in sys.modules or os.environ.get("GPUNB_NATIVE_LAUNCH") == "0":
+    from gpunb import config
+
+    if "llvmlite.binding" not in sys.modules or not config.native_launch_enabled():
         return None
     with _lock:
         if _tried:
@@ -149,9 +150,7 @@ def driver_trampolines() -> tuple | None:
         try:
             library = ctypes.CDLL("libcuda.so.1")
             # cuda.bindings sends stream 0 to the per-thread default stream under this switch
-            per_thread = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0") \
-                not in ("", "0")
-            suffix = "_ptsz" if per_thread else ""
+            suffix = "_ptsz" if config.per_thread_default_stream() else ""
             launch = ctypes.cast(getattr(library, "cuLaunchKernel" + suffix),
                                  ctypes.c_void_p).value
             cooperative = ctypes.cast(getattr(library, "cuLaunchCooperativeKernel" + suffix),

@@ -116,3 +116,13 @@ def test_the_gil_is_released_during_the_driver_call():
     worker.join()
     assert ticks[-1] - ticks[0] > 0.2  # the call did take its time
     assert max(b - a for a, b in zip(ticks, ticks[1:], strict=False)) < 0.15
+
+
+def test_gpunb_native_launch_0_turns_it_off(monkeypatch):
+    from gpunb.runtime import native_launch
+
+    monkeypatch.setattr(native_launch, "_driver_trampolines", None)
+    monkeypatch.setattr(native_launch, "_tried", False)
+    monkeypatch.setenv("GPUNB_NATIVE_LAUNCH", "0")
+    assert native_launch.driver_trampolines() is None
+    assert native_launch._tried is False  # not even attempted: launches use cuda.bindings
