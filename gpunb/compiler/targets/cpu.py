@@ -491,15 +491,21 @@ def _index_error_function(module: ir.Module) -> ir.Function:
     b.store(axis, _field(b, status, so["axis"]))
     b.store(index, _field(b, status, so["index"]))
     b.store(extent, _field(b, status, so["extent"]))
+    _record_thread(b, ctx, status)
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def _record_thread(b: ir.IRBuilder, ctx, status) -> None:
+    """Copy the reporting thread's threadIdx and blockIdx into the launch Status."""
+    so = abi.STATUS_OFFSETS
     for k in range(3):
         b.store(b.load(_field(b, ctx, abi.CTX_TID + 4 * k), typ=dm.i32),
                 _field(b, status, so["tid"] + 4 * k))
         b.store(b.load(_field(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32),
                 _field(b, status, so["ctaid"] + 4 * k))
-    b.branch(done)
-    b.position_at_end(done)
-    b.ret_void()
-    return fn
 
 
 def _raise_function(module: ir.Module) -> ir.Function:
@@ -523,11 +529,7 @@ def _raise_function(module: ir.Module) -> ir.Function:
     b.position_at_end(record)
     so = abi.STATUS_OFFSETS
     b.store(site, _field(b, status, so["site"]))
-    for k in range(3):
-        b.store(b.load(_field(b, ctx, abi.CTX_TID + 4 * k), typ=dm.i32),
-                _field(b, status, so["tid"] + 4 * k))
-        b.store(b.load(_field(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32),
-                _field(b, status, so["ctaid"] + 4 * k))
+    _record_thread(b, ctx, status)
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
