@@ -59,7 +59,9 @@ class Trampoline:
         new = ctypes.pythonapi.PyCFunction_NewEx
         new.restype = ctypes.py_object
         new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
-        self.call = new(ctypes.addressof(self._def), None, None)
+        # the builtin's __self__ is this object: whoever holds `call` keeps the machine code
+        # and the method table it points into alive
+        self.call = new(ctypes.addressof(self._def), self, None)
 
 
 def _ir(target: int, with_extra: bool, error_text: int) -> str:

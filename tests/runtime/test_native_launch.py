@@ -126,3 +126,12 @@ def test_gpunb_native_launch_0_turns_it_off(monkeypatch):
     monkeypatch.setenv("GPUNB_NATIVE_LAUNCH", "0")
     assert native_launch.driver_trampolines() is None
     assert native_launch._tried is False  # not even attempted: launches use cuda.bindings
+
+
+def test_the_builtin_keeps_its_machine_code_alive():
+    import gc
+
+    rec = Recorder()
+    call = Trampoline(rec.address, "cuLaunchKernel", True).call  # the Trampoline is dropped
+    gc.collect()
+    assert call(*ARGS) == 0 and rec.calls == [ARGS + (0,)]
