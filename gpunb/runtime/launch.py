@@ -462,7 +462,9 @@ def _dim3(dim, what: str, kernel_name) -> tuple:
             raise LaunchError(f"{what} dimensions must be positive, got {dim!r}",
                               function=kernel_name,
                               hint="a launch of 0 blocks or threads does nothing: skip the launch "
-                                   "when there is no work" if n == 0 else None)
+                                   "when there is no work" if n == 0 else
+                                   "grid and block sizes count blocks and threads: at least 1 "
+                                   "each, e.g. kernel[(n + 255) // 256, 256]")
         out.append(int(n))
     while len(out) < 3:
         out.append(1)

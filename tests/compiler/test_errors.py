@@ -377,3 +377,9 @@ def test_error_in_an_indented_definition_points_at_the_right_column():
     text = str(err).splitlines()
     k = next(i for i, ln in enumerate(text) if "also_undefined + 1" in ln)
     assert text[k + 1].index("^") - text[k].index("out[0]") == source.strip().index("also_undef")
+
+
+def test_a_negative_block_size_says_what_sizes_count(target):
+    with pytest.raises(gpunb.LaunchError) as info:
+        simple[1, -1](np.zeros(4), 1.0)
+    assert "at least 1" in str(info.value) and "hint" in str(info.value)
