@@ -908,6 +908,8 @@ class Inferer(ast.NodeVisitor):
                              f"index a {base.ndim}-d array with at most {base.ndim} "
                              f"integer{'s' if base.ndim != 1 else ''} or slices")
         if n_int == base.ndim:
+            if isinstance(base.dtype, t.Record) and not base.aligned:
+                return base.dtype.with_align(1)  # a record at any address: byte accesses
             return base.dtype
         ndim = base.ndim - n_int
         layout = base.layout if base.layout == "C" and layout_kept else "A"
@@ -1220,4 +1222,7 @@ def _field_value_type(record: t.Record, ftype: t.Type, offset: int) -> t.Type:
     unaligned where the record's layout does not keep its elements aligned."""
     if isinstance(ftype, t.InlineArray):
         return ftype.view(aligned=record.field_alignment(ftype, offset) is None)
+    if isinstance(ftype, t.Record):  # a nested record is only as aligned as its place says
+        found = record.field_alignment(ftype, offset)
+        return ftype if found is None else ftype.with_align(found)
     return ftype

@@ -137,6 +137,11 @@ class Record(Type):
                 return ftype, offset
         return None
 
+    def with_align(self, align: int) -> Record:
+        """This layout placed where only `align` is guaranteed (inside a packed record, in an
+        unaligned array): its fields are then accessed with what that guarantees."""
+        return Record(self.fields, self.size, min(self.align, align))
+
     def field_alignment(self, ftype: Type, offset: int) -> int | None:
         """The alignment to load/store a field with: None when its natural alignment holds,
         else what the layout guarantees (the record's own alignment and the offset's)."""

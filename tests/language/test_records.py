@@ -277,3 +277,28 @@ def test_under_aligned_float_stores_go_through_an_integer_instruction():
     assert "mov.b32" in ptx and "mov.b64" in ptx  # the float32 x and the float64 y
     aligned = field_writes.inspect_ptx((gpunb.types.from_dtype(POINT_ALIGNED)[::1],))
     assert "begin inline asm" not in aligned  # natural alignment: plain stores
+
+
+INNER = np.dtype([("x", np.float64), ("y", np.int32)], align=True)
+OUTER = np.dtype([("a", np.int32), ("inner", INNER)])  # inner at offset 4, records every 20 B
+
+
+@cuda.jit
+def nested_record_fields(out, recs):
+    i = cuda.grid(1)
+    if i < recs.size:
+        out[i] = recs[i].inner.x + recs[i].inner.y
+        recs[i].inner.x = 12.0
+
+
+def test_an_aligned_record_inside_a_packed_one_is_accessed_as_its_place_allows(target):
+    recs = np.zeros(3, OUTER)
+    recs["inner"]["x"] = [1.5, 2.5, 3.5]
+    recs["inner"]["y"] = [1, 2, 3]
+    out = np.zeros(3)
+    nested_record_fields[1, 4](out, recs)
+    assert out.tolist() == [2.5, 4.5, 6.5]
+    assert recs["inner"]["x"].tolist() == [12.0] * 3
+    ptx = nested_record_fields.inspect_ptx((gpunb.types.float64[::1],
+                                            gpunb.types.from_dtype(OUTER)[::1]))
+    assert _global_loads(ptx) == {"b8"}  # x sits at 4 + 20 i: never 8-byte aligned
