@@ -310,7 +310,12 @@ class FunctionLowerer(ast.NodeVisitor):
         if isinstance(vt, t.Array):
             s_data, s_shape, s_strides = arrays.parts(b, value, vt.ndim)
 
+        reverse = None  # set below when source and target overlap (a[1:] = a[:-1])
+
         def body(indices):
+            if reverse is not None:  # walk the target backwards: memmove's rule
+                indices = [b.select(reverse, b.sub(b.sub(d_shape[k], ir.Constant(dm.i64, 1)),
+                                                   i), i) for k, i in enumerate(indices)]
             if isinstance(vt, t.Array):
                 one, lead = ir.Constant(dm.i64, 1), dst_t.ndim - vt.ndim
                 src_idx = [b.select(b.icmp_signed("==", s_shape[k], one),
@@ -336,6 +341,11 @@ class FunctionLowerer(ast.NodeVisitor):
         copy_bb, done_bb = self.new_block("slice.copy"), self.new_block("slice.done")
         b.cbranch(fits, copy_bb, done_bb)
         b.position_at_end(copy_bb)
+        d_lo, d_hi = _byte_range(b, d_data, d_shape, d_strides, t.sizeof(dst_t.dtype))
+        s_lo, s_hi = _byte_range(b, s_data, s_shape, s_strides, t.sizeof(vt.dtype))
+        overlap = b.and_(b.icmp_unsigned("<", d_lo, s_hi), b.icmp_unsigned("<", s_lo, d_hi))
+        reverse = b.and_(overlap, b.icmp_unsigned(">", b.ptrtoint(d_data, dm.i64),
+                                                  b.ptrtoint(s_data, dm.i64)))
         self.loop_nest(d_shape, body)
         b.branch(done_bb)
         b.position_at_end(done_bb)
@@ -1013,3 +1023,15 @@ class FunctionLowerer(ast.NodeVisitor):
 
     def generic_expr(self, node):
         raise self.error(node, f"unsupported expression {type(node).__name__}")
+
+
+def _byte_range(b: ir.IRBuilder, data, shape: list, strides: list, itemsize: int) -> tuple:
+    """[lo, hi) of the bytes an array view can touch, as i64 addresses."""
+    zero = ir.Constant(dm.i64, 0)
+    lo = hi = b.ptrtoint(data, dm.i64)
+    for n, stride in zip(shape, strides, strict=True):
+        span = b.mul(b.sub(n, ir.Constant(dm.i64, 1)), stride)
+        negative = b.icmp_signed("<", span, zero)
+        lo = b.add(lo, b.select(negative, span, zero))
+        hi = b.add(hi, b.select(negative, zero, span))
+    return lo, b.add(hi, ir.Constant(dm.i64, itemsize))

@@ -270,3 +270,20 @@ def test_np_dtype_calls_give_compile_time_dtypes(target):
     out = np.zeros(1)
     np_dtype_objects[1, 1](out)
     assert out[0] == np.int16(40000 - 65536) + 1.5
+
+
+@cuda.jit
+def overlapping_slice_copies(a, m):
+    a[1:] = a[:-1]  # target above the source: copied backwards, as memmove
+    a[:2] = a[3:5]  # below: forwards
+    m[1:, :] = m[:-1, :]
+
+
+def test_overlapping_slice_copies_give_numpys_result(target):
+    a, m = np.arange(6.0), np.arange(12.0).reshape(4, 3)
+    ea, em = a.copy(), m.copy()
+    ea[1:] = ea[:-1]
+    ea[:2] = ea[3:5]
+    em[1:, :] = em[:-1, :]
+    overlapping_slice_copies[1, 1](a, m)
+    assert a.tolist() == ea.tolist() and m.tolist() == em.tolist()
