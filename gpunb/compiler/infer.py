@@ -373,6 +373,9 @@ class Inferer(ast.NodeVisitor):
         if isinstance(base, t.Record) and isinstance(slot, t.Array):
             raise self.error(target, "a record's array field cannot be assigned as a whole",
                              "assign its elements, e.g. rec.v[0] = x")
+        if isinstance(base, t.Record) and base.readonly:
+            raise self.error(target, "cannot store into a field of a record of a read-only "
+                             "array", READONLY_HINT)
         if isinstance(target, ast.Subscript):
             if isinstance(base, t.Tuple):
                 raise self.error(target, "tuples are immutable", "build a new tuple instead")
@@ -908,9 +911,12 @@ class Inferer(ast.NodeVisitor):
                              f"index a {base.ndim}-d array with at most {base.ndim} "
                              f"integer{'s' if base.ndim != 1 else ''} or slices")
         if n_int == base.ndim:
-            if isinstance(base.dtype, t.Record) and not base.aligned:
-                return base.dtype.with_align(1)  # a record at any address: byte accesses
-            return base.dtype
+            element = base.dtype
+            if isinstance(element, t.Record) and not base.aligned:
+                element = element.with_align(1)  # a record at any address: byte accesses
+            if isinstance(element, t.Record) and base.readonly:
+                element = element.as_readonly()
+            return element
         ndim = base.ndim - n_int
         layout = base.layout if base.layout == "C" and layout_kept else "A"
         return base.derived(ndim, layout)
@@ -1221,8 +1227,10 @@ def _field_value_type(record: t.Record, ftype: t.Type, offset: int) -> t.Type:
     """What reading a record field gives: a sub-array field reads as a C-contiguous view,
     unaligned where the record's layout does not keep its elements aligned."""
     if isinstance(ftype, t.InlineArray):
-        return ftype.view(aligned=record.field_alignment(ftype, offset) is None)
+        aligned = record.field_alignment(ftype, offset) is None
+        return t.Array(ftype.dtype, len(ftype.shape), "C", record.readonly, aligned)
     if isinstance(ftype, t.Record):  # a nested record is only as aligned as its place says
         found = record.field_alignment(ftype, offset)
-        return ftype if found is None else ftype.with_align(found)
+        nested = ftype if found is None else ftype.with_align(found)
+        return nested.as_readonly() if record.readonly else nested
     return ftype

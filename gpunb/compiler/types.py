@@ -130,6 +130,7 @@ class Record(Type):
     fields: tuple  # ((name, Type, offset), ...)
     size: int
     align: int = 1
+    readonly: bool = False  # an element of a read-only array: fields may be read, not stored
 
     def field(self, name: str):
         for fname, ftype, offset in self.fields:
@@ -140,7 +141,10 @@ class Record(Type):
     def with_align(self, align: int) -> Record:
         """This layout placed where only `align` is guaranteed (inside a packed record, in an
         unaligned array): its fields are then accessed with what that guarantees."""
-        return Record(self.fields, self.size, min(self.align, align))
+        return Record(self.fields, self.size, min(self.align, align), self.readonly)
+
+    def as_readonly(self) -> Record:
+        return Record(self.fields, self.size, self.align, True)
 
     def field_alignment(self, ftype: Type, offset: int) -> int | None:
         """The alignment to load/store a field with: None when its natural alignment holds,
@@ -157,7 +161,8 @@ class Record(Type):
         # names are quoted unless they are identifiers: numpy allows any text ('a: int8 @0, b')
         inner = ", ".join(f"{n if n.isidentifier() else repr(n)}: {t} @{offset}"
                           for n, t, offset in self.fields)
-        return f"Record({inner}; size={self.size}, align={self.align})"
+        text = f"Record({inner}; size={self.size}, align={self.align})"
+        return f"readonly {text}" if self.readonly else text
 
 
 @dataclass(frozen=True, slots=True)

@@ -302,3 +302,35 @@ def test_an_aligned_record_inside_a_packed_one_is_accessed_as_its_place_allows(t
     ptx = nested_record_fields.inspect_ptx((gpunb.types.float64[::1],
                                             gpunb.types.from_dtype(OUTER)[::1]))
     assert _global_loads(ptx) == {"b8"}  # x sits at 4 + 20 i: never 8-byte aligned
+
+
+@cuda.jit
+def write_scalar_field(recs):
+    recs[0].x = 1.0
+
+
+@cuda.jit
+def write_sub_array_field(parts):
+    p = parts[0]
+    p.pos[0] = 1.0
+
+
+@cuda.jit
+def read_fields(out, parts):
+    out[0] = parts[1].m + parts[1].pos[2]
+
+
+def test_records_of_a_read_only_array_can_be_read_not_written(target):
+    parts = np.zeros(2, PARTICLE)
+    parts[1]["m"], parts[1]["pos"] = 2.0, [0, 0, 5.0]
+    parts.flags.writeable = False
+    out = np.zeros(1)
+    read_fields[1, 1](out, parts)
+    assert out[0] == 7.0
+    points = np.zeros(1, POINT)
+    points.flags.writeable = False
+    with pytest.raises(gpunb.CompileError, match="read-only"):
+        write_scalar_field[1, 1](points)
+    with pytest.raises(gpunb.CompileError, match="read-only"):
+        write_sub_array_field[1, 1](parts)
+    assert not points["x"].any() and parts[0]["pos"].tolist() == [0.0, 0.0, 0.0]
