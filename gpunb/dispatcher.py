@@ -211,6 +211,10 @@ class Dispatcher:
         if any(isinstance(a, t.Array) and a.readonly for a in argtypes):
             hint += "; a read-only numpy array matches no declared signature (as in numba): " \
                     "pass a writeable copy, e.g. np.array(ary)"
+        if any(isinstance(a, t.Array) and not a.aligned for a in argtypes):
+            hint += "; an unaligned array (a field of a packed record array, recs['y']) " \
+                    "matches no declared signature: pass an aligned copy, e.g. " \
+                    "np.ascontiguousarray(ary)"
         raise LaunchError(f"no declared signature of '{self.__name__}' accepts "
                           f"({', '.join(map(str, argtypes))})", hint=hint)
 

@@ -334,3 +334,15 @@ def test_records_of_a_read_only_array_can_be_read_not_written(target):
     with pytest.raises(gpunb.CompileError, match="read-only"):
         write_sub_array_field[1, 1](parts)
     assert not points["x"].any() and parts[0]["pos"].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_an_unaligned_array_and_a_declared_signature_say_what_to_do(target):
+    @cuda.jit("void(float64[:], float64[:])")
+    def copy_declared(out, a):
+        out[0] = a[0]
+
+    recs = np.zeros(2, POINT)
+    with pytest.raises(gpunb.LaunchError) as info:
+        copy_declared[1, 1](np.zeros(1), recs["y"])
+    assert "unaligned" in str(info.value) and "np.ascontiguousarray" in str(info.value)
+    copy_declared[1, 1](np.zeros(1), np.ascontiguousarray(recs["y"]))  # the hint works
