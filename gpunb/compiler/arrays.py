@@ -84,6 +84,13 @@ def access_alignment(arr: t.Array) -> int | None:
     return None if arr.aligned else 1
 
 
+def field_address(b: ir.IRBuilder, record: t.Record, base, name: str) -> tuple:
+    """(pointer, field type, alignment or None) of field `name` of the record at `base`."""
+    ftype, offset = record.field(name)
+    pointer = b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
+    return pointer, ftype, record.field_alignment(ftype, offset)
+
+
 def load_element(b: ir.IRBuilder, dtype: t.Type, pointer, align: int | None = None):
     if isinstance(dtype, t.Record):
         return pointer

@@ -287,53 +287,35 @@ class FunctionLowerer(ast.NodeVisitor):
             pointer, dtype, align = self.element_address(target)
             arrays.store_element(b, dtype, pointer, ops.cast(b, value, vt, dtype), align)
         elif isinstance(target, ast.Attribute):
-            record = self.type_of(target.value)
-            base = self.expr(target.value)
-            ftype, offset = record.field(target.attr)
-            pointer = b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
-            arrays.store_element(b, ftype, pointer, ops.cast(b, value, vt, ftype),
-                                 record.field_alignment(ftype, offset))
+            pointer, ftype, align = arrays.field_address(
+                b, self.type_of(target.value), self.expr(target.value), target.attr)
+            arrays.store_element(b, ftype, pointer, ops.cast(b, value, vt, ftype), align)
         else:
             raise self.error(target, "unsupported assignment target")
 
     def store_slice(self, target: ast.Subscript, value, vt: t.Type) -> None:
-        """a[lo:hi] = x: a loop nest over the view; an array value is read at the same trailing
-        indices (index 0 along its extents of 1): numpy's broadcasting. Shapes that do not
-        broadcast store nothing (numba raises ValueError there, which ends the thread unless
-        debugging): the source is never read past its end."""
+        """a[lo:hi] = x: a loop nest over the view. A number fills it; an array is read at the
+        same trailing indices (index 0 along its extents of 1): numpy's broadcasting. Shapes
+        that do not broadcast store nothing (numba raises ValueError there, which ends the
+        thread unless debugging): the source is never read past its end. A source overlapping
+        the target from below is copied backwards (memmove's rule), as numpy's result needs."""
         b = self.builder
-        dst_t = self.type_of(target)
+        base_t, dst_t = self.type_of(target.value), self.type_of(target)
         base = self.expr(target.value)
-        dst = arrays.view(b, self.type_of(target.value), base,
-                          self.index_parts(target, self.type_of(target.value), base), dst_t)
+        dst = arrays.view(b, base_t, base, self.index_parts(target, base_t, base), dst_t)
         d_data, d_shape, d_strides = arrays.parts(b, dst, dst_t.ndim)
-        if isinstance(vt, t.Array):
-            s_data, s_shape, s_strides = arrays.parts(b, value, vt.ndim)
 
-        reverse = None  # set below when source and target overlap (a[1:] = a[:-1])
-
-        def body(indices):
-            if reverse is not None:  # walk the target backwards: memmove's rule
-                indices = [b.select(reverse, b.sub(b.sub(d_shape[k], ir.Constant(dm.i64, 1)),
-                                                   i), i) for k, i in enumerate(indices)]
-            if isinstance(vt, t.Array):
-                one, lead = ir.Constant(dm.i64, 1), dst_t.ndim - vt.ndim
-                src_idx = [b.select(b.icmp_signed("==", s_shape[k], one),
-                                    ir.Constant(dm.i64, 0), i)
-                           for k, i in enumerate(indices[lead:])]
-                item = arrays.load_element(b, vt.dtype, arrays.element_pointer(
-                    b, vt, s_data, s_shape, s_strides, src_idx), arrays.access_alignment(vt))
-                item = ops.cast(b, item, vt.dtype, dst_t.dtype)
-            else:
-                item = ops.cast(b, value, vt, dst_t.dtype)
+        def store(indices, item):
             arrays.store_element(b, dst_t.dtype, arrays.element_pointer(
                 b, dst_t, d_data, d_shape, d_strides, indices), item,
                 arrays.access_alignment(dst_t))
 
         if not isinstance(vt, t.Array):
-            self.loop_nest(d_shape, body)
+            item = ops.cast(b, value, vt, dst_t.dtype)
+            self.loop_nest(d_shape, lambda indices: store(indices, item))
             return
-        one, lead = ir.Constant(dm.i64, 1), dst_t.ndim - vt.ndim
+        s_data, s_shape, s_strides = arrays.parts(b, value, vt.ndim)
+        zero, one, lead = ir.Constant(dm.i64, 0), ir.Constant(dm.i64, 1), dst_t.ndim - vt.ndim
         fits = ir.Constant(dm.i1, 1)
         for k in range(vt.ndim):  # each source extent equals the target's or is 1
             same = b.icmp_signed("==", s_shape[k], d_shape[lead + k])
@@ -346,7 +328,17 @@ class FunctionLowerer(ast.NodeVisitor):
         overlap = b.and_(b.icmp_unsigned("<", d_lo, s_hi), b.icmp_unsigned("<", s_lo, d_hi))
         reverse = b.and_(overlap, b.icmp_unsigned(">", b.ptrtoint(d_data, dm.i64),
                                                   b.ptrtoint(s_data, dm.i64)))
-        self.loop_nest(d_shape, body)
+
+        def copy(indices):
+            indices = [b.select(reverse, b.sub(b.sub(d_shape[k], one), i), i)
+                       for k, i in enumerate(indices)]
+            src_idx = [b.select(b.icmp_signed("==", s_shape[k], one), zero, i)
+                       for k, i in enumerate(indices[lead:])]
+            item = arrays.load_element(b, vt.dtype, arrays.element_pointer(
+                b, vt, s_data, s_shape, s_strides, src_idx), arrays.access_alignment(vt))
+            store(indices, ops.cast(b, item, vt.dtype, dst_t.dtype))
+
+        self.loop_nest(d_shape, copy)
         b.branch(done_bb)
         b.position_at_end(done_bb)
 
@@ -882,9 +874,8 @@ class FunctionLowerer(ast.NodeVisitor):
         if isinstance(base_t, t.Complex):
             return b.extract_value(base, 0 if node.attr == "real" else 1)
         if isinstance(base_t, t.Record):
-            ftype, offset = base_t.field(node.attr)
-            pointer = b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
-            return arrays.load_element(b, ftype, pointer, base_t.field_alignment(ftype, offset))
+            pointer, ftype, align = arrays.field_address(b, base_t, base, node.attr)
+            return arrays.load_element(b, ftype, pointer, align)
         if isinstance(base_t, t.Group):
             from gpunb.compiler.builtins.groups import group_size
 
@@ -965,9 +956,7 @@ class FunctionLowerer(ast.NodeVisitor):
         base = self.expr(node.value)
         b = self.builder
         if isinstance(base_t, t.Record):
-            ftype, offset = base_t.field(node.slice.value)
-            return (b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8), ftype,
-                    base_t.field_alignment(ftype, offset))
+            return arrays.field_address(b, base_t, base, node.slice.value)
         data, shape, strides = arrays.parts(b, base, base_t.ndim)
         parts = self.index_parts(node, base_t, base)
         indices = [p[1] for p in parts]
