@@ -57,11 +57,3 @@ def slot_type(slot: str) -> ir.Type:
     if slot.startswith("i"):
         return ir.IntType(int(slot[1:]))
     return _FLOATS[int(slot[1:])]
-
-
-def alignment(ty: t.Type) -> int:
-    if isinstance(ty, t.Record):
-        return ty.align
-    if isinstance(ty, t.Complex):
-        return ty.bitwidth // 16
-    return max(1, t.sizeof(ty))

@@ -107,7 +107,7 @@ class Array(Type):
         return f"{self.dtype}[{', '.join(dims)}]"
 
     def with_layout(self, layout: str) -> Array:
-        return Array(self.dtype, self.ndim, layout, self.readonly, self.aligned)
+        return self.derived(self.ndim, layout)
 
     def derived(self, ndim: int, layout: str) -> Array:
         """A view of this array (an index, a slice, a row): same dtype and access flags."""
