@@ -443,5 +443,5 @@ def unify(a: Type, b: Type) -> Type | None:
         return None if None in items else Tuple(items)
     if isinstance(a, Array) and isinstance(b, Array) and a.dtype == b.dtype and a.ndim == b.ndim:
         return Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A",
-                     a.readonly or b.readonly)
+                     a.readonly or b.readonly, a.aligned and b.aligned)
     return None

@@ -346,3 +346,25 @@ def test_an_unaligned_array_and_a_declared_signature_say_what_to_do(target):
         copy_declared[1, 1](np.zeros(1), recs["y"])
     assert "unaligned" in str(info.value) and "np.ascontiguousarray" in str(info.value)
     copy_declared[1, 1](np.zeros(1), np.ascontiguousarray(recs["y"]))  # the hint works
+
+
+@cuda.jit
+def pick_then_double(out, aligned, unaligned, which):
+    a = aligned
+    if which:
+        a = unaligned  # a is either: its type must not claim alignment
+    for i in range(a.size):
+        out[i] = a[i] * 2
+
+
+def test_a_variable_holding_aligned_or_unaligned_arrays_is_unaligned(target):
+    recs = np.zeros(3, POINT)
+    recs["y"] = [1.0, 2.0, 3.0]
+    out = np.zeros(3)
+    pick_then_double[1, 1](out, np.ones(3), recs["y"], True)
+    assert out.tolist() == [2.0, 4.0, 6.0]
+    from gpunb.runtime.typeof import typeof
+
+    ptx = pick_then_double.inspect_ptx((typeof(out), typeof(np.ones(3)), typeof(recs["y"]),
+                                        gpunb.types.boolean))
+    assert "b64" not in _global_loads(ptx)
