@@ -103,14 +103,9 @@ def _rebound(watch) -> bool:
     """Whether a name the kernel reads was rebound (not merely a new epoch: a notebook cell ran,
     which re-checks every kernel and is no news)."""
     from gpunb.cache import epoch
-    from gpunb.cache.fingerprint import MISSING
+    from gpunb.cache.fingerprint import still_valid
 
-    for get, name, obj in watch:
-        if name == "epoch" and getattr(get, "__self__", None) is epoch._state:
-            continue
-        if get(name, MISSING) is not obj:
-            return True
-    return False
+    return not still_valid([entry for entry in watch if not epoch.is_watch_entry(entry)])
 
 
 def _record_recheck(dispatcher, kept, signature: str, target: str, fingerprint,

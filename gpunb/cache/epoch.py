@@ -48,6 +48,12 @@ def watch_entry() -> tuple:
     return (_state.get, "epoch", _state["epoch"])
 
 
+def is_watch_entry(entry: tuple) -> bool:
+    """Whether a watch-list entry is the epoch's own (see watch_entry)."""
+    get, name, _ = entry
+    return name == "epoch" and getattr(get, "__self__", None) is _state
+
+
 def _digest_file(path: str) -> str | None:
     try:
         with open(path, "rb") as f:
