@@ -29,7 +29,7 @@ SECOND = textwrap.dedent("""
     import cProfile, pstats, sys, time
     import numpy as np
     from gpunb import cuda
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
     driver.current_device()
     x = cuda.to_device(np.ones(1024, np.float32)); out = cuda.device_array(1024, np.float32)
     profiler = cProfile.Profile()

@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
     args = (out, x, y, a)
     kernel[4, 256](*args)
     if target == "cuda":
-        from gpunb.runtime import driver
+        from gpunb.backends.cuda import driver
 
         _sync[0] = driver.synchronize
     spec = next(iter(kernel.specializations.values()))
@@ -72,13 +72,13 @@ def main(argv: list[str]) -> int:
         ("launcher (validate + launch)", best_us(lambda: spec.launcher(4, 256, 0, 0, params))),
     ]
     if target == "cuda":
-        from gpunb.runtime import driver
+        from gpunb.backends.cuda import driver
 
         cu = driver.cuda_driver()
         function = spec.launcher.function
         import ctypes
 
-        from gpunb.runtime import launch
+        from gpunb.runtime import packing as launch
 
         fptr = int(function.handle)
         # the same driver entry point through cuda.bindings, ctypes and gpunb's native

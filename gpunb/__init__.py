@@ -5,7 +5,7 @@ Importing gpunb is cheap and touches no CUDA driver; the compiler and runtime lo
 
 from __future__ import annotations
 
-from gpunb.errors import (
+from gpunb.foundation.errors import (
     CompileError,
     GpunbError,
     JitOptionError,
@@ -14,7 +14,7 @@ from gpunb.errors import (
     ToolchainError,
 )
 
-__version__ = "0.1.0"
+from gpunb.foundation.version import VERSION as __version__
 
 __all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "SignatureError",
            "ToolchainError", "__version__", "cuda", "fuse", "jit", "set_target",
@@ -23,8 +23,8 @@ __all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "Signa
 
 def set_target(target: str | None) -> None:
     """Run kernels on "cuda", "cpu" or "auto" for the whole process (None: back to GPUNB_TARGET)."""
-    from gpunb import config
-    from gpunb.jit_checks import check_target
+    from gpunb.foundation import config
+    from gpunb.jit.options import check_target
 
     check_target(target, "gpunb.set_target: target")  # a JitOptionError, also a ValueError
     config.set_process_target(target)
@@ -61,7 +61,7 @@ def __getattr__(name: str):
 
         return fuse
     if name in _TYPE_NAMES or name == "types":
-        from gpunb.compiler import types
+        from gpunb.foundation import types
 
         return types if name == "types" else getattr(types, name)
     raise AttributeError(f"module 'gpunb' has no attribute {name!r}")

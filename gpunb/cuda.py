@@ -50,7 +50,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     threadIdx,
     warpsize,
 )
-from gpunb.compiler.types import Signature
+from gpunb.foundation.types import Signature
 
 
 def jit(func_or_sig=None, device: bool = False, target: str | None = None, **options):
@@ -61,7 +61,7 @@ def jit(func_or_sig=None, device: bool = False, target: str | None = None, **opt
     "cpu" or "auto" (default: GPUNB_TARGET / gpunb.set_target). Compilation happens at the first
     launch (or first call from another GPU function) for the argument types seen.
     """
-    from gpunb.dispatcher import Dispatcher
+    from gpunb.jit.dispatcher import Dispatcher
 
     if callable(func_or_sig) and not isinstance(func_or_sig, (str, Signature)):
         return Dispatcher(func_or_sig, device=device, target=target, **options)
@@ -77,11 +77,12 @@ def compile_ptx(pyfunc, sig, device: bool = False, abi: str = "numba", lineinfo:
                 debug: bool = False, fastmath: bool = False, cc: tuple | None = None,
                 opt: bool = True) -> tuple:
     """PTX for `pyfunc` with signature `sig`, without a GPU: returns (ptx, return_type)."""
-    from gpunb import config, jit_checks
-    from gpunb.compiler.build import build_ptx
+    from gpunb.backends.build import build_ptx
+    from gpunb.backends.cuda.target import CudaTarget, emit_ptx
     from gpunb.compiler.guard import compile_guard
     from gpunb.compiler.pipeline import infer_kernel, lower_device_function
-    from gpunb.compiler.targets.cuda import CudaTarget, emit_ptx
+    from gpunb.foundation import config
+    from gpunb.jit import options as jit_checks
 
     func = getattr(pyfunc, "py_func", pyfunc)
     jit_checks.check_function(func, "compile_ptx")
@@ -100,7 +101,7 @@ def compile_ptx(pyfunc, sig, device: bool = False, abi: str = "numba", lineinfo:
 
 
 def compile_ptx_for_current_device(pyfunc, sig, device: bool = False, **kwargs) -> tuple:
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     cc = driver.current_device().compute_capability if driver.is_available() else None
     return compile_ptx(pyfunc, sig, device=device, cc=cc, **kwargs)
@@ -110,14 +111,14 @@ def compile_ptx_for_current_device(pyfunc, sig, device: bool = False, **kwargs) 
 
 
 def is_available() -> bool:
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     return driver.is_available()
 
 
 def detect() -> bool:
     """Print the devices found, as numba.cuda.detect does; True when at least one is usable."""
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     if not driver.is_available():
         print("gpunb: no CUDA GPU found (kernels run on the CPU target)")
@@ -131,13 +132,13 @@ def detect() -> bool:
 
 
 def get_current_device():
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     return driver.current_device()
 
 
 def select_device(device_id: int):
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     return driver.select_device(device_id)
 
@@ -146,7 +147,7 @@ def synchronize() -> None:
     from gpunb.runtime.target import active_target
 
     if active_target() == "cuda":
-        from gpunb.runtime import driver
+        from gpunb.backends.cuda import driver
 
         driver.synchronize()
 
@@ -155,7 +156,7 @@ def __getattr__(name: str):
     # memory and stream helpers come from the runtime layer, imported on first use
     if name.startswith("__"):
         raise AttributeError(name)
-    from gpunb.compiler import types
+    from gpunb.foundation import types
 
     if name in types.TYPE_NAMES:  # `from numba.cuda import float32` works in numba-cuda
         return types.TYPE_NAMES[name]

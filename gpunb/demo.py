@@ -143,7 +143,7 @@ def show_ptx() -> None:
           "no GPU needed) ---")
     print(ptx.rstrip())
     try:
-        from gpunb.compiler.toolchain import find_tool
+        from gpunb.backends.cuda.toolchain import find_tool
 
         ptxas = find_tool("ptxas")
     except Exception:  # noqa: BLE001 - the check below is optional, never a failure
@@ -172,7 +172,7 @@ def show_inspection() -> None:
 
 
 def show_cache() -> None:
-    from gpunb import config
+    from gpunb.foundation import config
 
     print("\n--- cache ---")
     enabled = "on" if config.cache_enabled() else "off (GPUNB_CACHE=0)"

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from gpunb import cuda
-from gpunb.compiler.types import float32, float64, int64, uint32, uint64
+from gpunb.foundation.types import float32, float64, int64, uint32, uint64
 
 xoroshiro128p_dtype = np.dtype([("s0", np.uint64), ("s1", np.uint64)], align=True)
 xoroshiro128p_type = xoroshiro128p_dtype

@@ -16,7 +16,7 @@ if "GPUNB_CACHE_DIR" not in os.environ:
 
 def _gpu_available() -> bool:
     try:
-        from gpunb.runtime import driver
+        from gpunb.backends.cuda import driver
 
         return driver.is_available()
     except Exception:  # noqa: BLE001 - any failure to reach a driver means no GPU here
@@ -50,7 +50,7 @@ def target(request):
 @pytest.fixture(scope="session")
 def ptxas():
     """A callable validating PTX with ptxas for an arch; skips visibly when ptxas is missing."""
-    from gpunb.compiler.toolchain import find_tool
+    from gpunb.backends.cuda.toolchain import find_tool
 
     path = find_tool("ptxas")
     if path is None:

@@ -39,7 +39,7 @@ def __getattr__(name: str):
 
 def cache_dir() -> str:
     """The disk cache's directory ($GPUNB_CACHE_DIR, else the platformdirs user cache dir)."""
-    from gpunb import config
+    from gpunb.foundation import config
 
     return config.cache_dir()
 

@@ -158,7 +158,7 @@ def _gpunb_object(value) -> str:
     intrinsic = getattr(value, "_gpunb_intrinsic", None)
     if isinstance(intrinsic, str):
         return f"intrinsic:{intrinsic}"
-    if type(value).__module__ == "gpunb.compiler.types":
+    if type(value).__module__ == "gpunb.foundation.types":
         return f"gpunb-type:{value}"  # types print as their canonical numba-style names
     name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     return f"gpunb:{qualified_name(type(value))}" + (f":{name}" if isinstance(name, str) else "")

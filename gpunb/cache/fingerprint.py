@@ -336,7 +336,7 @@ def _jit_options_text(func) -> str:
 
 def describe_namespace(namespace: dict) -> str:
     """Where a global lives: the module's file, else `module NAME` (notebook: `module __main__`)."""
-    from gpunb.errors import describe_filename
+    from gpunb.foundation.errors import describe_filename
 
     filename = namespace.get("__file__")
     if isinstance(filename, str) and filename:
@@ -345,7 +345,7 @@ def describe_namespace(namespace: dict) -> str:
 
 
 def _where(filename: str, line: int) -> str:
-    from gpunb.errors import describe_filename
+    from gpunb.foundation.errors import describe_filename
 
     return f"{describe_filename(filename)}, line {line}"
 

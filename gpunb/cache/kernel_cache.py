@@ -61,7 +61,7 @@ class KernelCache:
 
     def __init__(self, directory: str | None = None, max_bytes: int | None = None,
                  memory_entries: int = 512):
-        from gpunb import config
+        from gpunb.foundation import config
 
         self.directory = directory or config.cache_dir()
         self.memory = MemoryStore(memory_entries)
@@ -237,13 +237,13 @@ class KernelCache:
 
 
 def _enabled(options: dict | None) -> bool:
-    from gpunb import config
+    from gpunb.foundation import config
 
     return config.cache_enabled() and (options or {}).get("cache", True) is not False
 
 
 def _artifact_from(entry):
-    from gpunb.compiler.artifact import KernelArtifact
+    from gpunb.foundation.artifact import KernelArtifact
 
     data = dict(entry.body["artifact"])
     data["ptx"] = entry.ptx

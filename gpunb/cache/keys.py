@@ -42,7 +42,7 @@ def effective_options(options: dict | None, target: str) -> dict:
             continue
         out[str(name)] = _json_value(value)
     if target == "cpu":
-        from gpunb import config
+        from gpunb.foundation import config
 
         if config.boundscheck() and not out.get("boundscheck"):
             out["boundscheck"] = True

@@ -18,14 +18,18 @@ import sys
 from gpunb.cache.encode import blake2b
 
 _STAMP = "toolchain.json"
+# the layers whose code decides what an artifact contains (types and layouts, inference and
+# lowering, the backends' code generation)
+_ARTIFACT_LAYERS = ("foundation", "compiler", "backends")
 
 
 def _compiler_sources() -> tuple[str, list[str]]:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    paths = [os.path.join(root, "specialize.py")]
-    for folder, dirs, files in os.walk(os.path.join(root, "compiler")):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        paths.extend(os.path.join(folder, f) for f in sorted(files) if f.endswith(".py"))
+    paths = []
+    for layer in _ARTIFACT_LAYERS:
+        for folder, dirs, files in os.walk(os.path.join(root, layer)):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            paths.extend(os.path.join(folder, f) for f in sorted(files) if f.endswith(".py"))
     return root, paths
 
 
@@ -33,8 +37,9 @@ def compiler_digest(stamp: dict | None = None) -> str:
     """Digest of gpunb's compiler sources: an edit to the compiler invalidates its artifacts.
 
     gpunb's version string alone would keep stale artifacts across development edits; the sources
-    (compiler/ and specialize.py: everything that decides what an artifact contains) are ~300 KB,
-    ~2 ms to hash, so a stamp whose per-file (size, mtime_ns) all still match is trusted instead.
+    (foundation/, compiler/ and backends/: everything that decides what an artifact contains)
+    are ~400 KB, ~3 ms to hash, so a stamp whose per-file (size, mtime_ns) all still match is
+    trusted instead.
     """
     root, paths = _compiler_sources()
     stats = [_stat(p) for p in paths]
@@ -56,7 +61,7 @@ def compiler_digest(stamp: dict | None = None) -> str:
 
 
 def _toolchain():
-    from gpunb.compiler import toolchain  # imported only when a stamp is stale
+    from gpunb.backends.cuda import toolchain  # imported only when a stamp is stale
 
     return toolchain
 
@@ -130,11 +135,11 @@ def toolchain_identity(target: str, directory: str | None = None,
     found = _identity_memo.get(memo_key)
     if found is not None:
         return dict(found)
-    import gpunb
+    from gpunb.foundation.version import VERSION
 
     stamp = _read_stamp(directory)
     before = json.dumps(stamp, sort_keys=True)
-    identity = {"gpunb": gpunb.__version__, "compiler": compiler_digest(stamp)}
+    identity = {"gpunb": VERSION, "compiler": compiler_digest(stamp)}
     if "llvmlite.binding" in sys.modules:
         identity["llvm"] = _toolchain().llvm_version()
     else:

@@ -15,7 +15,7 @@ import numpy as np
 from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
-from gpunb.compiler import types as t
+from gpunb.foundation import types as t
 
 LN_4 = math.log(4.0)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from gpunb.compiler import types as t
+from gpunb.foundation import types as t
 
 i1 = ir.IntType(1)
 i8 = ir.IntType(8)

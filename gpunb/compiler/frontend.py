@@ -12,7 +12,7 @@ import inspect
 import textwrap
 from dataclasses import dataclass
 
-from gpunb.errors import CompileError, SourceLocation
+from gpunb.foundation.errors import CompileError, SourceLocation
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
-from gpunb.errors import GpunbError, SourceLocation
+from gpunb.foundation.errors import GpunbError, SourceLocation
 
 
 @contextlib.contextmanager
@@ -20,13 +20,13 @@ def compile_guard(py_func, what: str = "compiling"):
     except GpunbError:
         raise
     except RecursionError:
-        from gpunb.errors import CompileError
+        from gpunb.foundation.errors import CompileError
 
         raise CompileError(f"'{py_func.__name__}' is too deeply nested to compile",
                            _where(py_func), hint="split long expressions into statements") \
             from None
     except Exception as exc:  # noqa: BLE001 - the point is to catch everything internal
-        from gpunb.errors import CompileError
+        from gpunb.foundation.errors import CompileError
 
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CompileError(

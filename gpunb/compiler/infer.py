@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpunb.compiler import exceptions, inner
-from gpunb.compiler import types as t
 from gpunb.compiler.builtins import Builtin, find_builtin
 from gpunb.compiler.frontend import KernelSource, load_source
 from gpunb.compiler.values import (
@@ -28,7 +27,8 @@ from gpunb.compiler.values import (
     lookup_global,
     missing,
 )
-from gpunb.errors import CompileError
+from gpunb.foundation import types as t
+from gpunb.foundation.errors import CompileError
 
 
 @dataclass(eq=False)

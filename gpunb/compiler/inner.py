@@ -14,9 +14,9 @@ import ast
 import inspect
 from dataclasses import dataclass, field
 
-from gpunb.compiler import types as t
 from gpunb.compiler.frontend import KernelSource
 from gpunb.compiler.values import NotConstant, PyValue, const_eval, constant_type
+from gpunb.foundation import types as t
 
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 

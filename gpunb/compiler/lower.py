@@ -14,12 +14,12 @@ from llvmlite import ir
 from gpunb.compiler import arrays, exceptions, inner
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler import types as t
-from gpunb.compiler.abi import signature_slots
 from gpunb.compiler.debuginfo import DebugInfo
 from gpunb.compiler.infer import TypedFunction
 from gpunb.compiler.values import PyValue
-from gpunb.errors import CompileError
+from gpunb.foundation import types as t
+from gpunb.foundation.abi import signature_slots
+from gpunb.foundation.errors import CompileError
 
 
 class ModuleBuilder:

@@ -13,7 +13,7 @@ from llvmlite import ir
 
 from gpunb.compiler import complexmath
 from gpunb.compiler import datamodel as dm
-from gpunb.compiler import types as t
+from gpunb.foundation import types as t
 
 
 def cast(b: ir.IRBuilder, value, src: t.Type, dst: t.Type):

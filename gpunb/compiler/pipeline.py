@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from gpunb.compiler import types as t
-from gpunb.compiler.abi import signature_slots
 from gpunb.compiler.infer import InferenceSession, TypedFunction
 from gpunb.compiler.lower import ModuleBuilder
+from gpunb.foundation import types as t
+from gpunb.foundation.abi import signature_slots
 
 
 def mangle(name: str, argtypes: tuple) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpunb.compiler import types as t
+from gpunb.foundation import types as t
 
 
 @dataclass(frozen=True, slots=True, eq=False)

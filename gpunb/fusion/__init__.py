@@ -103,7 +103,7 @@ class FusedFunction:
         ran its code and froze every global and helper it read (`x * SCALE`, `helper(x)`)."""
         from gpunb.cache import epoch
         from gpunb.cache.fingerprint import collect
-        from gpunb.errors import CompileError
+        from gpunb.foundation.errors import CompileError
 
         with self._lock:
             try:

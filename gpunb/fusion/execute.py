@@ -64,10 +64,10 @@ def resident_blocks(kernel, args: list, target: str) -> int:
     """How many BLOCK-thread blocks of this kernel the device holds at once: SMs x occupancy on
     a GPU, a few blocks per host thread on the CPU target."""
     if target == "cpu":
-        from gpunb import config
+        from gpunb.foundation import config
 
         return 4 * config.cpu_threads()
-    from gpunb.runtime import driver, occupancy
+    from gpunb.backends.cuda import driver, occupancy
     from gpunb.runtime.typeof import typeof
 
     spec = kernel.specialize(tuple(typeof(a) for a in args), "cuda")
@@ -78,10 +78,10 @@ def resident_blocks(kernel, args: list, target: str) -> int:
 def device_capacity(target: str) -> int:
     """Resident blocks before any kernel is compiled (to choose a reduction's split)."""
     if target == "cpu":
-        from gpunb import config
+        from gpunb.foundation import config
 
         return 4 * config.cpu_threads()
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     device = driver.current_device()
     return device.multiprocessor_count * max(1, device.max_threads_per_multiprocessor // BLOCK)

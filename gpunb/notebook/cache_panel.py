@@ -23,7 +23,7 @@ def find_kernels(namespace: dict) -> dict:
 
 
 def defined_in(dispatcher) -> str:
-    from gpunb.errors import describe_filename
+    from gpunb.foundation.errors import describe_filename
 
     code = getattr(dispatcher.py_func, "__code__", None)
     if code is None:

@@ -41,7 +41,7 @@ def cache_dir() -> str:
     try:
         return str(cache_function("cache_dir")())
     except CacheCommandError:
-        from gpunb import config
+        from gpunb.foundation import config
 
         return config.cache_dir()
 

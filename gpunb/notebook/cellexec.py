@@ -1,7 +1,7 @@
 """Run a `%%gpukernel` cell: every top-level def becomes a GPU function, the rest runs as Python.
 
 The body is compiled under a unique filename registered in `linecache` (so `inspect.getsource`,
-and thus the compiler's frontend, reads the defs) and in `gpunb.sources` (so errors say
+and thus the compiler's frontend, reads the defs) and in `gpunb.foundation.sources` (so errors say
 `Cell In[7], line 3`). The magic line becomes a comment on line 1, so line numbers are the cell's.
 """
 
@@ -13,7 +13,7 @@ import linecache
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gpunb.errors import CompileError, SourceLocation
+from gpunb.foundation.errors import CompileError, SourceLocation
 
 WRAP_NAME = "__gpunb_gpukernel_wrap__"  # bound in the user namespace only while a cell runs
 
@@ -40,7 +40,7 @@ def register_source(filename: str, text: str, execution_count: int | None,
     With IPython's compiler (`shell.compile`), IPython's own tracebacks label the cell's frames
     `Cell In[N], line L` too (it names only files in its `_filename_map`).
     """
-    from gpunb.sources import register_cell
+    from gpunb.foundation.sources import register_cell
 
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):

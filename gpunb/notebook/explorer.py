@@ -1,8 +1,9 @@
 """Launch-config explorer: block size and dynamic shared memory -> grid, occupancy, limiter.
 
-The numbers come from `gpunb.runtime.occupancy` (the documented occupancy rules for an arch, the
-driver's API on a GPU); this module only chooses what to ask and shows the answers. `apply()`
-stores the choice on the kernel as `kernel.launch_config`, usable as `kernel[kernel.launch_config]`.
+The numbers come from `gpunb.backends.cuda.occupancy` (the documented occupancy rules for an
+arch, the driver's API on a GPU); this module only chooses what to ask and shows the answers.
+`apply()` stores the choice on the kernel as `kernel.launch_config`, usable as
+`kernel[kernel.launch_config]`.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class LaunchExplorer:
 
     def row(self, block: int | None = None, shared: int | None = None) -> OccupancyRow:
         """Occupancy for a block size (default: the current one) on the chosen arch."""
-        from gpunb.runtime import occupancy
+        from gpunb.backends.cuda import occupancy
 
         block = int(block or self.block)
         shared = self.shared if shared is None else int(shared)
@@ -110,7 +111,7 @@ class LaunchExplorer:
                 continue
             if self.signature is not None and spec is not self.dispatcher.compile(self.signature):
                 continue
-            from gpunb.runtime import occupancy
+            from gpunb.backends.cuda import occupancy
 
             return int(occupancy.max_active_blocks_per_sm(function, block, shared))
         return None
@@ -193,10 +194,10 @@ def _source(row: OccupancyRow, arch: str) -> str:
 
 def default_arch() -> str:
     """The GPU's arch when one is usable, else GPUNB_ARCH (the PTX default)."""
-    from gpunb import config
+    from gpunb.foundation import config
 
     try:
-        from gpunb.runtime import driver
+        from gpunb.backends.cuda import driver
 
         if driver.is_available():
             major, minor = driver.current_device().compute_capability

@@ -16,7 +16,7 @@ CANDIDATE_ARCHS = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90"
 
 def known_archs() -> tuple:
     """The archs the occupancy calculator has rules for (asked, not assumed)."""
-    from gpunb.runtime import occupancy
+    from gpunb.backends.cuda import occupancy
 
     out = []
     for arch in CANDIDATE_ARCHS:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from gpunb.errors import CudaUnavailableError, GpunbError
+from gpunb.foundation.errors import CudaUnavailableError, GpunbError
 
 
 class CellHooks:
@@ -44,7 +44,7 @@ class CellHooks:
 
         def cache(transformed_code, number=0, raw_code=None):
             name = original(transformed_code, number, raw_code)
-            from gpunb.sources import register_cell
+            from gpunb.foundation.sources import register_cell
 
             register_cell(name, number)
             self.cell_number = number
@@ -127,8 +127,8 @@ def user_frames(tb) -> list[str]:
     """`launched from Cell In[8], line 3: ...` lines for the user's own frames in a traceback."""
     import linecache
 
-    from gpunb.errors import describe_filename
-    from gpunb.sources import is_cell
+    from gpunb.foundation.errors import describe_filename
+    from gpunb.foundation.sources import is_cell
 
     out = []
     while tb is not None:

@@ -55,7 +55,7 @@ class GpuInfo:
 
 
 def gather() -> GpuInfo:
-    from gpunb import config
+    from gpunb.foundation import config
 
     requested = config.requested_target()
     info = GpuInfo(target="cpu", requested=requested)
@@ -70,7 +70,7 @@ def gather() -> GpuInfo:
 
 def _probe_devices(info: GpuInfo) -> bool:
     try:
-        from gpunb.runtime import driver
+        from gpunb.backends.cuda import driver
 
         if not driver.is_available():
             return False
@@ -111,7 +111,7 @@ def toolchain_versions() -> dict:
         out["llvmlite"] = f"{llvmlite.__version__} (LLVM {llvm_version})"
     except Exception as exc:  # noqa: BLE001
         out["llvmlite"] = f"unavailable ({exc})"
-    from gpunb.compiler.toolchain import find_tool
+    from gpunb.backends.cuda.toolchain import find_tool
 
     for tool in ("ptxas", "nvdisasm"):
         path = find_tool(tool)

@@ -143,7 +143,7 @@ class ShowWhenCompiled:
 
 
 def cache_enabled() -> bool:
-    from gpunb import config
+    from gpunb.foundation import config
 
     return config.cache_enabled()
 

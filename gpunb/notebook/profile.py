@@ -29,7 +29,7 @@ class LaunchRecorder:
         self._original = None
 
     def __enter__(self) -> LaunchRecorder:
-        from gpunb.dispatcher import Dispatcher
+        from gpunb.jit.dispatcher import Dispatcher
 
         original = Dispatcher.launch
         records = self.records
@@ -51,7 +51,7 @@ class LaunchRecorder:
         return self
 
     def __exit__(self, *exc) -> None:
-        from gpunb.dispatcher import Dispatcher
+        from gpunb.jit.dispatcher import Dispatcher
 
         Dispatcher.launch = self._original
 

@@ -20,16 +20,16 @@ STAGES: dict = {
     ("compiler/pipeline.py", "infer_kernel"): "types",
     ("compiler/pipeline.py", "lower_kernel"): "LLVM",
     ("compiler/lower.py", "lower_kernel"): "LLVM",
-    ("compiler/targets/cuda.py", "emit_ptx"): "PTX",
-    ("compiler/targets/cpu.py", "emit_object"): "host code",
-    ("runtime/modules.py", "link_ptx"): "driver link",
-    ("runtime/modules.py", "load_module"): "driver link",
-    ("compiler/sass.py", "assemble"): "ptxas",
-    ("compiler/sass.py", "disassemble"): "SASS",
+    ("backends/cuda/target.py", "emit_ptx"): "PTX",
+    ("backends/cpu/target.py", "emit_object"): "host code",
+    ("backends/cuda/modules.py", "link_ptx"): "driver link",
+    ("backends/cuda/modules.py", "load_module"): "driver link",
+    ("backends/cuda/sass.py", "assemble"): "ptxas",
+    ("backends/cuda/sass.py", "disassemble"): "SASS",
 }
 # frames that mean "a compile is running"; their `dispatcher` local names the kernel
-ROOTS: dict = {("specialize.py", "build_specialization"): "compile",
-               ("specialize.py", "ptx_for"): "PTX for inspection",
+ROOTS: dict = {("jit/specialize.py", "build_specialization"): "compile",
+               ("jit/specialize.py", "ptx_for"): "PTX for inspection",
                ("notebook/report.py", "build"): "PTX for inspection"}
 STAGE_ORDER = ("parse", "types", "LLVM", "PTX", "host code", "driver link", "ptxas", "SASS")
 THRESHOLD_S = 1.0

@@ -11,7 +11,7 @@ import inspect
 import re
 from dataclasses import dataclass, field
 
-from gpunb.errors import GpunbError
+from gpunb.foundation.errors import GpunbError
 
 _SASS_LINE = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)')
 
@@ -117,7 +117,7 @@ def pick_specialization(dispatcher, signature=None):
         return next(reversed(dispatcher.specializations.values()))
     if dispatcher.declared_signatures:
         return dispatcher.compile(dispatcher.declared_signatures[0])
-    from gpunb.errors import CompileError
+    from gpunb.foundation.errors import CompileError
 
     raise CompileError(f"'{dispatcher.__name__}' has not been compiled yet",
                        hint="launch it once, or pass argument types, e.g. "
@@ -143,7 +143,7 @@ def _for_arch(dispatcher, argtypes: tuple, arch: str, problems: dict):
     from gpunb.notebook.options import parse_arch
 
     def build():
-        from gpunb.compiler.build import build_ptx
+        from gpunb.backends.build import build_ptx
         from gpunb.compiler.guard import compile_guard
         from gpunb.compiler.pipeline import infer_kernel
 
@@ -156,7 +156,7 @@ def _for_arch(dispatcher, argtypes: tuple, arch: str, problems: dict):
     artifact = _section(problems, "ptx", build, None)
     if artifact is None:
         return "", {}, "", {}
-    from gpunb.compiler import sass as sass_tools
+    from gpunb.backends.cuda import sass as sass_tools
 
     sass = _section(problems, "sass", lambda: sass_tools.disassemble(artifact))
     usage = _section(problems, "resources", lambda: sass_tools.ptxas_resources(artifact), None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunb.runtime import driver
+from gpunb.backends.cuda import driver
 from gpunb.runtime.streams import stream_handle
 
 

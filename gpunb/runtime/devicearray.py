@@ -14,8 +14,9 @@ import weakref
 
 import numpy as np
 
+from gpunb.backends.cuda import driver
 from gpunb.runtime import arrayview as av
-from gpunb.runtime import dlpack, driver
+from gpunb.runtime import dlpack
 from gpunb.runtime.copies import copy_dtod, copy_dtoh, copy_htod, copy_strided
 from gpunb.runtime.streams import stream_handle
 

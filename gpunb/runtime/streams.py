@@ -10,8 +10,8 @@ import contextlib
 import time
 import weakref
 
-from gpunb.errors import LaunchError
-from gpunb.runtime import driver
+from gpunb.backends.cuda import driver
+from gpunb.foundation.errors import LaunchError
 
 CU_STREAM_LEGACY = 1
 CU_STREAM_PER_THREAD = 2

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from gpunb import config
+from gpunb.foundation import config
 
 _TARGETS = ("auto", "cpu", "cuda")
 _cached_request: str | None = None
@@ -39,7 +39,7 @@ def active_target(requested: str | None = None) -> str:
 def _resolve(requested: str) -> str:
     if requested != "auto":
         return requested
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     if driver.is_available():
         return "cuda"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunb.compiler import types as t
+from gpunb.foundation import types as t
 from gpunb.runtime import arrayview as av
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 

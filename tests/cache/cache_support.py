@@ -14,7 +14,7 @@ import os
 import uuid
 
 from gpunb.cache import collect, still_valid
-from gpunb.compiler.artifact import KernelArtifact
+from gpunb.foundation.artifact import KernelArtifact
 
 TOOLCHAIN = {"gpunb": "test", "compiler": "c0", "llvm": "LLVM test"}
 SIGNATURE = "(float32[::1], float32)"
@@ -100,7 +100,7 @@ class Cells:
         self.pid = os.getpid()
 
     def run(self, text: str) -> dict:
-        from gpunb.sources import register_cell
+        from gpunb.foundation.sources import register_cell
 
         number = next(_counter)
         filename = f"/tmp/ipykernel_{self.pid}/{uuid.uuid4().hex[:12]}.py"

@@ -29,7 +29,7 @@ def run_one(spec: str, target: str = "cpu") -> dict:
     out = np.zeros_like(x)
     argtypes = tuple(typeof(a) for a in (out, x))
     if target == "cuda":
-        from gpunb.runtime import driver
+        from gpunb.backends.cuda import driver
 
         driver.current_device()  # context creation: not timed
     started = time.perf_counter()

@@ -295,7 +295,7 @@ def test_default_values_count(cells):
 
 
 def test_annotations_count(cells):
-    from gpunb.compiler import types as t
+    from gpunb.foundation import types as t
 
     cells.ns.update(float32=t.float32, float64=t.float64)
     cells.run("def kern(out: float32[:]):\n    out[0] = 1\n")
@@ -510,7 +510,7 @@ def test_missing_names_are_watched(cells):
 
 
 def test_source_unavailable_is_a_compile_error():
-    from gpunb.errors import CompileError
+    from gpunb.foundation.errors import CompileError
 
     ns: dict = {}
     exec("def f(x):\n    return x\n", ns)  # noqa: S102 - no file, no linecache entry

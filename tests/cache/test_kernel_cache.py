@@ -173,8 +173,8 @@ def test_real_artifact_round_trips_through_disk(modules, cache_dir):
     import numpy as np
 
     import gpunb
-    from gpunb import specialize as spz
-    from gpunb.runtime.launch import ArgPacker
+    from gpunb.jit import specialize as spz
+    from gpunb.runtime.packing import ArgPacker
 
     mod = modules.write("roundtrip_mod", """
         from gpunb import cuda

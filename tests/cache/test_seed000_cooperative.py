@@ -103,7 +103,7 @@ def test_too_large_cooperative_grid_is_refused_before_launch():
 
     import gpunb
     from gpunb import cuda
-    from gpunb.errors import LaunchError
+    from gpunb.foundation.errors import LaunchError
 
     synced = _synced_kernel()
     gpunb.set_target("cuda")
@@ -125,7 +125,7 @@ def test_max_cooperative_grid_blocks_on_the_cpu_target():
     import numpy as np
 
     import gpunb
-    from gpunb.runtime.cpu_executor import MAX_COOPERATIVE_THREADS
+    from gpunb.backends.cpu.executor import MAX_COOPERATIVE_THREADS
 
     synced = _synced_kernel()
     gpunb.set_target("cpu")

@@ -17,7 +17,7 @@ import json, sys
 from gpunb.cache.toolchain_id import toolchain_identity
 ident = toolchain_identity(sys.argv[1], sys.argv[2])
 print(json.dumps({"identity": ident, "llvmlite": "llvmlite.binding" in sys.modules,
-                  "toolchain": "gpunb.compiler.toolchain" in sys.modules}))
+                  "toolchain": "gpunb.backends.cuda.toolchain" in sys.modules}))
 """
 
 
@@ -29,7 +29,7 @@ def _probe(target: str, directory) -> dict:
 
 
 def test_identity_parts_match_the_tools(tmp_path):
-    from gpunb.compiler import toolchain
+    from gpunb.backends.cuda import toolchain
 
     ident = toolchain_id.toolchain_identity("cuda", str(tmp_path / "c"))
     assert ident["llvm"] == toolchain.llvm_version()

@@ -180,7 +180,7 @@ def test_int32_scalar_type_from_numpy(target):
 
 
 def _no_gpu() -> bool:
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     try:
         return not driver.is_available()
@@ -194,7 +194,7 @@ def test_set_target_applies_to_kernels_already_on_the_fast_path():
     keep running on the first from its fast-path entry (here: cpu, then cuda, which this machine
     lacks, so the launch must say so instead of quietly running on the CPU again)."""
     import gpunb
-    from gpunb.errors import GpunbError
+    from gpunb.foundation.errors import GpunbError
 
     @cuda.jit
     def bump(a):
@@ -238,7 +238,7 @@ def test_set_target_moves_a_hot_kernel_between_gpu_and_cpu():
 
 
 def test_wrong_argument_count_at_launch_names_the_parameters(target):
-    from gpunb.errors import LaunchError
+    from gpunb.foundation.errors import LaunchError
 
     @cuda.jit
     def fill(out, value):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from gpunb import cuda
-from gpunb.compiler import types as t
 from gpunb.compiler.pipeline import infer_kernel
+from gpunb.foundation import types as t
 
 
 def binop_add(out, a, b):

@@ -109,7 +109,7 @@ def test_fastmath_uses_approximate_instructions(ptxas):
 
 
 def test_libdevice_linked_only_when_used(monkeypatch):
-    import gpunb.compiler.targets.cuda as cuda_target
+    import gpunb.backends.cuda.target as cuda_target
 
     loads = []
     real = cuda_target._libdevice_bytes
@@ -161,7 +161,7 @@ def test_inspection_api_on_cpu_target(target):
 
 
 def test_resource_usage_and_sass(target):
-    from gpunb.compiler.toolchain import find_tool
+    from gpunb.backends.cuda.toolchain import find_tool
 
     x = np.arange(32, dtype=np.float32)
     smem_kernel[1, 32](np.zeros_like(x), x)

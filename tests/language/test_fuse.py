@@ -552,11 +552,11 @@ def test_grid_fills_the_device_not_the_input(target):
     fused(np.ones(3_000_000))
     (name, grid, block), = fused.last_launches
     if target == "cpu":
-        from gpunb import config
+        from gpunb.foundation import config
 
         assert grid == 4 * config.cpu_threads()
     else:
-        from gpunb.runtime import driver
+        from gpunb.backends.cuda import driver
 
         assert grid >= driver.current_device().multiprocessor_count
     assert grid < 3_000_000 // block  # a grid-stride loop, not a thread per element
@@ -596,7 +596,7 @@ def test_fused_kernels_ptx_is_accepted_by_ptxas(target, ptxas, arch):
 
 @pytest.fixture
 def on_gpu():
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     gpunb.set_target("cuda")
     yield driver.current_device()

@@ -209,10 +209,10 @@ def test_cuda_device_function_ends_the_thread_with_exit(ptxas):
 
 def test_artifact_carries_the_raise_sites():
     """What a disk hit's launcher needs is in the artifact, JSON round trip included."""
-    from gpunb.compiler import types as t
-    from gpunb.compiler.artifact import KernelArtifact
-    from gpunb.compiler.build import build_ptx
+    from gpunb.backends.build import build_ptx
     from gpunb.compiler.pipeline import infer_kernel
+    from gpunb.foundation import types as t
+    from gpunb.foundation.artifact import KernelArtifact
 
     arr = t.Array(t.float32, 1, "C")
     typed = infer_kernel(_double_or_raise, (arr, arr), {"debug": True})

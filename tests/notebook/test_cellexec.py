@@ -5,9 +5,9 @@ import linecache
 
 import pytest
 
-from gpunb.errors import CompileError
+from gpunb.foundation.errors import CompileError
+from gpunb.foundation.sources import cell_label
 from gpunb.notebook.cellexec import WRAP_NAME, cell_filename, run_cell
-from gpunb.sources import cell_label
 
 BODY = '''def scale(x, a):
     return x * a

@@ -23,7 +23,7 @@ saxpy[n // 256, 256](out, x, y, np.float32(2.0))
 print("max error:", float(np.abs(out - (2 * x + y)).max()))""",
     """from gpunb.notebook import launch_explorer
 from gpunb.notebook.explorer import TABLE_BLOCKS
-from gpunb.runtime import occupancy
+from gpunb.backends.cuda import occupancy
 explorer = launch_explorer(saxpy, n)
 spec = next(s for (t, _), s in saxpy.specializations.items() if t == "cuda")
 for b in TABLE_BLOCKS:

@@ -34,7 +34,7 @@ def test_load_ext_is_fast_and_loads_no_compiler_or_driver():
         elapsed = time.perf_counter() - t0
         heavy = [m for m in set(sys.modules) - before
                  if m.split(".")[0] in ("llvmlite", "ipywidgets", "cuda", "pygments")
-                 or m.startswith(("gpunb.compiler.lower", "gpunb.runtime.driver"))]
+                 or m.startswith(("gpunb.compiler.lower", "gpunb.backends.cuda.driver"))]
         print(elapsed, heavy)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -104,7 +104,7 @@ def test_gpucache_usage_errors(shell, capsys):
 
 
 def test_gpucache_off_and_on_set_the_config(shell, capsys, monkeypatch):
-    from gpunb import config
+    from gpunb.foundation import config
 
     monkeypatch.setenv("GPUNB_CACHE", "1")
     run_cell(shell, "%gpucache off")

@@ -7,13 +7,14 @@ import pytest
 
 @pytest.fixture
 def fake_cuda(monkeypatch):
-    """Route gpunb.runtime.driver to FakeDriver (device memory is host memory) for one test."""
+    """Route gpunb.backends.cuda.driver to FakeDriver (device memory is host memory), one test."""
     import gc
     import threading
 
     from fake_cuda_driver import FakeDriver
 
-    from gpunb.runtime import driver, launch
+    from gpunb.backends.cuda import driver
+    from gpunb.runtime import packing as launch
 
     fake = FakeDriver()
     monkeypatch.setattr(launch, "_native", None)  # launches reach the simulated driver
@@ -32,7 +33,7 @@ def fake_cuda(monkeypatch):
 @pytest.fixture
 def fresh_target(monkeypatch):
     """A target module with no cached decision and no notice shown yet."""
-    from gpunb import config
+    from gpunb.foundation import config
     from gpunb.runtime import target
 
     target.reset()

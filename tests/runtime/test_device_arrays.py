@@ -11,8 +11,9 @@ import gc
 import numpy as np
 import pytest
 
-from gpunb.errors import LaunchError
-from gpunb.runtime import dlpack, driver, memory
+from gpunb.backends.cuda import driver
+from gpunb.foundation.errors import LaunchError
+from gpunb.runtime import dlpack, memory
 from gpunb.runtime.devicearray import DeviceArray
 
 
@@ -214,7 +215,7 @@ def test_to_device_of_a_device_array_copies_on_the_device(fake_cuda):
 def test_occupancy_tables_fall_back_to_the_device(fake_cuda, monkeypatch):
     from fake_cuda_driver import H100_ATTRIBUTES
 
-    from gpunb.runtime import occupancy
+    from gpunb.backends.cuda import occupancy
 
     monkeypatch.setitem(H100_ATTRIBUTES, "COMPUTE_CAPABILITY_MAJOR", 10)
     occ = occupancy.occupancy("sm_100", 256, 32, 0)  # not in the table: read from the device

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpunb.runtime import driver, modules, occupancy
+from gpunb.backends.cuda import driver, modules, occupancy
 
 
 def test_link_ptx_options_and_logs(fake_cuda):

@@ -28,8 +28,9 @@ def test_import_gpunb_does_not_import_cuda_bindings():
 def test_runtime_modules_import_without_cuda():
     # the runtime itself imports cuda.bindings only when a driver call is made
     out = _run("import sys\n"
-               "import gpunb.runtime.memory, gpunb.runtime.launch, gpunb.runtime.typeof\n"
-               "import gpunb.runtime.target, gpunb.runtime.occupancy, gpunb.runtime.driver\n"
+               "import gpunb.runtime.memory, gpunb.runtime.packing, gpunb.runtime.typeof\n"
+               "import gpunb.runtime.target, gpunb.backends.cuda.occupancy\n"
+               "import gpunb.backends.cuda.driver\n"
                "print('cuda.bindings.driver' in sys.modules)")
     assert out == "False"
 
@@ -43,7 +44,7 @@ def test_explicit_targets_are_returned_as_asked(fresh_target, monkeypatch):
 
 
 def test_auto_without_gpu_is_cpu_with_one_notice(fresh_target, monkeypatch, capsys):
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     monkeypatch.delenv("GPUNB_TARGET", raising=False)
     monkeypatch.setenv("GPUNB_NOTICES", "1")
@@ -57,7 +58,7 @@ def test_auto_without_gpu_is_cpu_with_one_notice(fresh_target, monkeypatch, caps
 
 
 def test_auto_notice_is_silenced_by_gpunb_notices(fresh_target, monkeypatch, capsys):
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     monkeypatch.setenv("GPUNB_TARGET", "auto")
     monkeypatch.setenv("GPUNB_NOTICES", "0")
@@ -67,7 +68,7 @@ def test_auto_notice_is_silenced_by_gpunb_notices(fresh_target, monkeypatch, cap
 
 
 def test_auto_with_gpu_is_cuda(fresh_target, monkeypatch, capsys):
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     monkeypatch.setenv("GPUNB_TARGET", "auto")
     monkeypatch.setattr(driver, "is_available", lambda: True)
@@ -77,7 +78,7 @@ def test_auto_with_gpu_is_cuda(fresh_target, monkeypatch, capsys):
 
 def test_decision_is_cached_until_the_request_changes(fresh_target, monkeypatch):
     import gpunb
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     calls = []
 
@@ -107,13 +108,13 @@ def test_unknown_target_is_rejected(fresh_target, monkeypatch):
 
 
 def test_is_available_is_false_and_quiet_without_a_driver():
-    out = _run("from gpunb.runtime import driver\n"
+    out = _run("from gpunb.backends.cuda import driver\n"
                "print(driver.is_available(), driver.is_available())")
     expected = "True True" if _has_gpu() else "False False"
     assert out == expected
 
 
 def _has_gpu() -> bool:
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     return driver.is_available()

@@ -9,12 +9,13 @@ import warnings
 import numpy as np
 import pytest
 
-from gpunb.compiler import abi
-from gpunb.compiler import types as t
-from gpunb.errors import LaunchError
-from gpunb.runtime import launch, memory
+from gpunb.foundation import abi
+from gpunb.foundation import types as t
+from gpunb.foundation.errors import LaunchError
+from gpunb.runtime import memory
+from gpunb.runtime import packing as launch
 from gpunb.runtime.devicearray import HostDeviceArray
-from gpunb.runtime.launch import ArgPacker, PerformanceWarning, validate_config
+from gpunb.runtime.packing import ArgPacker, PerformanceWarning, validate_config
 
 _READ = {"ptr": ctypes.c_uint64, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
          "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float,

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("llvmlite")
 
-from gpunb.runtime.native_launch import Trampoline  # noqa: E402
+from gpunb.backends.cuda.native_launch import Trampoline  # noqa: E402
 
 U32, U64 = ctypes.c_uint32, ctypes.c_uint64
 LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, U64, U32, U32, U32, U32, U32, U32, U32, U64, U64, U64)
@@ -119,7 +119,7 @@ def test_the_gil_is_released_during_the_driver_call():
 
 
 def test_gpunb_native_launch_0_turns_it_off(monkeypatch):
-    from gpunb.runtime import native_launch
+    from gpunb.backends.cuda import native_launch
 
     monkeypatch.setattr(native_launch, "_driver_trampolines", None)
     monkeypatch.setattr(native_launch, "_tried", False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpunb.runtime.occupancy import ARCHS, limits_for, occupancy, suggest_block_size
+from gpunb.backends.cuda.occupancy import ARCHS, limits_for, occupancy, suggest_block_size
 
 KIB = 1024
 
@@ -118,7 +118,7 @@ def test_suggest_block_size():
 
 
 def test_device_limits_cover_new_archs():
-    from gpunb.runtime.occupancy import limits_from_device
+    from gpunb.backends.cuda.occupancy import limits_from_device
 
     class Device:  # what driver.Device reports, for an architecture newer than the table
         compute_capability = (12, 0)

@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from gpunb import cuda
-from gpunb.compiler import abi
-from gpunb.compiler import types as t
-from gpunb.errors import LaunchError
-from gpunb.runtime import driver, memory, occupancy
-from gpunb.runtime.launch import ArgPacker, launch_cuda, validate_config
+from gpunb.backends.cuda import driver, occupancy
+from gpunb.foundation import abi
+from gpunb.foundation import types as t
+from gpunb.foundation.errors import LaunchError
+from gpunb.runtime import memory
+from gpunb.runtime.packing import ArgPacker, launch_cuda, validate_config
 
 # data[i * stride_bytes] += value for i < n: the ABI of an array argument (pointer, shape,
 # strides in bytes) followed by a float32 scalar, as gpunb's compiler lays it out
@@ -418,7 +419,7 @@ def test_native_launch_trampoline(on_gpu):
     """Once a kernel is compiled (llvmlite loaded), launches go through the native trampoline:
     results are right, numpy-integer configs fall back to cuda.bindings, driver errors still
     become LaunchErrors naming the kernel, and it is faster than the bindings call."""
-    from gpunb.runtime import launch
+    from gpunb.runtime import packing as launch
 
     kernel = cuda.jit(saxpy)
     n = 1000

@@ -7,7 +7,7 @@ import timeit
 import numpy as np
 import pytest
 
-from gpunb.compiler import types as t
+from gpunb.foundation import types as t
 from gpunb.runtime.devicearray import HostDeviceArray
 from gpunb.runtime.typeof import type_key, typeof
 

@@ -11,8 +11,8 @@ from llvmlite import ir
 from gpunb.compiler import complexmath as cm
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler import types as t
 from gpunb.compiler.builtins import Builtin
+from gpunb.foundation import types as t
 
 
 def _as_complex(ty: t.Type) -> t.Complex:

@@ -7,9 +7,9 @@ from llvmlite import ir
 
 from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
-from gpunb.compiler import types as t
 from gpunb.compiler.builtins import Builtin
 from gpunb.compiler.values import dtype_to_type
+from gpunb.foundation import types as t
 
 _SREGS = {"cuda.threadIdx": "tid", "cuda.blockIdx": "ctaid", "cuda.blockDim": "ntid",
           "cuda.gridDim": "nctaid"}

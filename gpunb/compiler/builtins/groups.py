@@ -10,8 +10,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
-from gpunb.compiler import types as t
 from gpunb.compiler.builtins import Builtin
+from gpunb.foundation import types as t
 
 
 class ThisGroup(Builtin):

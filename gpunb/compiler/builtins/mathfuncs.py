@@ -10,8 +10,8 @@ from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler import types as t
 from gpunb.compiler.builtins import Builtin
+from gpunb.foundation import types as t
 
 UNARY = ["acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan",
          "tanh", "exp", "expm1", "exp2", "log", "log10", "log1p", "log2", "sqrt", "erf", "erfc",

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 
 from gpunb.compiler import operators as ops
-from gpunb.compiler import types as t
 from gpunb.compiler.builtins import Builtin
+from gpunb.foundation import types as t
 
 
 class Print(Builtin):

@@ -9,8 +9,8 @@ from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler import types as t
 from gpunb.compiler.builtins import Builtin
+from gpunb.foundation import types as t
 
 
 class Len(Builtin):

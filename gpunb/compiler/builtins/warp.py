@@ -8,8 +8,8 @@ from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler import types as t
 from gpunb.compiler.builtins import Builtin
+from gpunb.foundation import types as t
 
 _SHUFFLE_TYPES = (t.int32, t.uint32, t.int64, t.uint64, t.float32, t.float64, t.boolean)
 

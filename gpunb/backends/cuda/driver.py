@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from gpunb.errors import CudaUnavailableError, LaunchError
+from gpunb.foundation.errors import CudaUnavailableError, LaunchError
 
 _lock = threading.RLock()
 _tls = threading.local()  # .context, .device_id: the context made current in this thread
@@ -387,7 +387,7 @@ def __getattr__(name: str):
     # modules, functions and PTX linking live in runtime/modules.py (which imports this module);
     # they are reachable as driver.load_module etc. without an import cycle
     if name in _MODULE_NAMES:
-        from gpunb.runtime import modules
+        from gpunb.backends.cuda import modules
 
         return getattr(modules, name)
-    raise AttributeError(f"module 'gpunb.runtime.driver' has no attribute {name!r}")
+    raise AttributeError(f"module 'gpunb.backends.cuda.driver' has no attribute {name!r}")

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 
 from llvmlite import ir
 
+from gpunb.backends.cpu import abi
 from gpunb.compiler import datamodel as dm
-from gpunb.compiler.targets import cpu_abi as abi
 
 
 def _at(b, base, offset):

@@ -10,7 +10,7 @@ The CUDA and CPU targets share this layout, so one argument packer (runtime/laun
 
 from __future__ import annotations
 
-from gpunb.compiler import types as t
+from gpunb.foundation import types as t
 
 SLOT_SIZES = {"ptr": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "f32": 4, "f64": 8}
 

@@ -10,9 +10,9 @@ import operator
 import os
 import sys
 
-from gpunb.errors import CompileError, JitOptionError, SignatureError, SourceLocation
+from gpunb.foundation.errors import CompileError, JitOptionError, SignatureError, SourceLocation
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # gpunb/
 _SKIPPED_FILES = ("contextlib.py", "functools.py")
 
 FASTMATH_FLAGS = frozenset({"contract", "arcp", "nnan", "ninf", "nsz", "afn", "reassoc", "fast"})
@@ -68,7 +68,7 @@ def _describe(obj) -> str:
 
 def parse_signature(sig, what: str = "signature"):
     """A Signature from a string, a Signature or a tuple of types; SignatureError otherwise."""
-    from gpunb.compiler import types as t
+    from gpunb.foundation import types as t
 
     if isinstance(sig, t.Signature):
         return sig
@@ -100,7 +100,7 @@ def signature_list(signatures) -> list:
 
 
 def _is_type_tuple(value) -> bool:
-    from gpunb.compiler import types as t
+    from gpunb.foundation import types as t
 
     return isinstance(value, tuple) and bool(value) and all(isinstance(a, t.Type) for a in value)
 

@@ -13,10 +13,10 @@ import re
 import numpy as np
 from llvmlite import ir
 
+from gpunb.backends.cuda import abi as cuda_abi
 from gpunb.compiler import datamodel as dm
-from gpunb.compiler import types as t
-from gpunb.compiler.targets import cuda_abi
-from gpunb.compiler.targets.base import LLVM_MATH_INTRINSICS, Target, llvm_math
+from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
+from gpunb.foundation import types as t
 
 TRIPLE = "nvptx64-nvidia-cuda"
 # the lowest PTX ISA LLVM accepts for each architecture (what we ask the backend to write)
@@ -320,7 +320,7 @@ class CudaTarget(Target):
 
 @functools.cache
 def _libdevice_bytes() -> bytes:
-    from gpunb.compiler.toolchain import libdevice_path
+    from gpunb.backends.cuda.toolchain import libdevice_path
 
     with open(libdevice_path(), "rb") as f:
         return f.read()

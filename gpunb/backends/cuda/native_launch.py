@@ -142,7 +142,7 @@ def driver_trampolines() -> tuple | None:
     global _driver_trampolines, _tried
     if _driver_trampolines is not None or _tried:
         return _driver_trampolines
-    from gpunb import config
+    from gpunb.foundation import config
 
     if "llvmlite.binding" not in sys.modules or not config.native_launch_enabled():
         return None

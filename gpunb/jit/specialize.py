@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from gpunb.compiler import types as t
-from gpunb.compiler.artifact import KernelArtifact, ResourceUsage
-from gpunb.errors import LaunchError
+from gpunb.foundation import types as t
+from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
+from gpunb.foundation.errors import LaunchError
 
 CPU_LIMITS = {"max_threads_per_block": 1024, "max_block_dim": (1024, 1024, 64),
               "max_grid_dim": (2**31 - 1, 65535, 65535), "max_shared_memory_per_block": 227 * 1024}
@@ -75,8 +75,8 @@ def build_specialization(dispatcher, argtypes: tuple, target: str, previous=None
 
 def _specialization(dispatcher, argtypes: tuple, artifact: KernelArtifact, target: str,
                     launcher, typed):
-    from gpunb.dispatcher import Specialization
-    from gpunb.runtime.launch import ArgPacker
+    from gpunb.jit.dispatcher import Specialization
+    from gpunb.runtime.packing import ArgPacker
 
     # the packer passes arrays the specialisation's way (host pointers on the CPU target even
     # when the active target is cuda, e.g. cuda.jit(target="cpu") on a GPU machine)
@@ -88,7 +88,7 @@ def _load(dispatcher, artifact: KernelArtifact, target: str):
     """A launcher for an artifact from the cache: MCJIT for host objects, the driver for cubins."""
     if target == "cpu":
         return _cpu_launcher(dispatcher, artifact)
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     device = driver.current_device()
     module = driver.load_module(artifact.binary)
@@ -131,7 +131,7 @@ def _cache_arch(target: str) -> str:
 
             _host_arch.append(host_arch())
         return _host_arch[0]
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     # spelled here, not imported from compiler.build: that would load LLVM on a disk hit
     major, minor = driver.current_device().compute_capability
@@ -145,7 +145,7 @@ def infer(dispatcher, argtypes: tuple, options: dict):
 
 
 def _build_cpu(typed, options: dict) -> KernelArtifact:
-    from gpunb.compiler.build import build_cpu
+    from gpunb.backends.build import build_cpu
 
     return build_cpu(typed, options)
 
@@ -158,7 +158,7 @@ def _check_static_shared(name: str, static_bytes: int, device) -> None:
     bytes, 0xc000 max)'): past 48 KiB, shared memory must be dynamic."""
     if static_bytes <= STATIC_SHARED_LIMIT:
         return
-    from gpunb.errors import LaunchError
+    from gpunb.foundation.errors import LaunchError
 
     optin = getattr(device, "max_shared_memory_per_block_optin", None)
     most = f", up to {optin} bytes per block on this GPU" if optin else ""
@@ -171,8 +171,8 @@ def _check_static_shared(name: str, static_bytes: int, device) -> None:
 
 
 def _cpu_launcher(dispatcher, artifact: KernelArtifact):
-    from gpunb.runtime.cpu_executor import LoadedCpuKernel
-    from gpunb.runtime.launch import validate_config
+    from gpunb.backends.cpu.executor import LoadedCpuKernel
+    from gpunb.runtime.packing import validate_config
 
     loaded = LoadedCpuKernel(artifact)
     name = dispatcher.__name__
@@ -190,9 +190,9 @@ def _cpu_launcher(dispatcher, artifact: KernelArtifact):
 
 
 def _build_cuda(dispatcher, typed, options: dict):
-    from gpunb.compiler.build import build_ptx
+    from gpunb.backends.build import build_ptx
+    from gpunb.backends.cuda import driver
     from gpunb.compiler.guard import compile_guard
-    from gpunb.runtime import driver
 
     device = driver.current_device()
     cc = tuple(device.compute_capability)
@@ -217,7 +217,7 @@ def _build_cuda(dispatcher, typed, options: dict):
 
 
 def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device):
-    from gpunb.runtime.launch import launch_cuda, prepare_native_launch, validate_config
+    from gpunb.runtime.packing import launch_cuda, prepare_native_launch, validate_config
     from gpunb.runtime.streams import stream_handle
 
     prepare_native_launch()
@@ -235,7 +235,7 @@ def _cuda_launcher(name: str, artifact: KernelArtifact, module, function, device
     cooperative = artifact.cooperative
     raises = bool(artifact.raise_sites)
     if raises:
-        from gpunb.runtime.kernel_exceptions import check_cuda_exception
+        from gpunb.foundation.kernel_errors import check_cuda_exception
 
     def launch(griddim, blockdim, sharedmem, stream, params):
         grid, block = validate_config(griddim, blockdim, limits, sharedmem + static_shared, name)
@@ -265,7 +265,7 @@ def _threads_per_block(blockdim) -> int:
 def _check_co_resident(name: str, function, grid: tuple, block: tuple, sharedmem: int,
                        state: dict) -> None:
     """A grid-sync kernel's blocks must all be resident: say so before the driver refuses."""
-    from gpunb.runtime import occupancy
+    from gpunb.backends.cuda import occupancy
 
     key = (block, sharedmem)
     limit = state.get(key)
@@ -289,10 +289,10 @@ def max_cooperative_blocks(spec, blockdim, dynamic_shared: int = 0) -> int:
     if threads <= 0:
         raise LaunchError(f"a block of {blockdim} has no threads")
     if spec.target == "cpu":
-        from gpunb.runtime.cpu_executor import MAX_COOPERATIVE_THREADS
+        from gpunb.backends.cpu.executor import MAX_COOPERATIVE_THREADS
 
         return MAX_COOPERATIVE_THREADS // threads
-    from gpunb.runtime import occupancy
+    from gpunb.backends.cuda import occupancy
 
     return occupancy.max_cooperative_grid_blocks(spec.launcher.function, threads, dynamic_shared)
 
@@ -308,8 +308,8 @@ def ptx_for(dispatcher, argtypes: tuple) -> KernelArtifact:
     Memoised by content (the function's fingerprint digest, options, arch), so a redefined device
     function it calls gives new PTX, as a launch would.
     """
+    from gpunb.backends.build import build_ptx
     from gpunb.cache.fingerprint import collect, still_valid
-    from gpunb.compiler.build import build_ptx
     from gpunb.compiler.guard import compile_guard
 
     for (target, types), spec in dispatcher.specializations.items():
@@ -332,8 +332,8 @@ def ptx_for(dispatcher, argtypes: tuple) -> KernelArtifact:
 
 
 def _inspection_cc() -> tuple:
-    from gpunb import config
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
+    from gpunb.foundation import config
 
     if driver.is_available():
         return tuple(driver.current_device().compute_capability)
@@ -341,7 +341,7 @@ def _inspection_cc() -> tuple:
 
 
 def sass_for(dispatcher, spec) -> str:
-    from gpunb.compiler import sass
+    from gpunb.backends.cuda import sass
 
     artifact = ptx_for(dispatcher, spec.argtypes)
     return sass.disassemble(artifact)
@@ -350,7 +350,7 @@ def sass_for(dispatcher, spec) -> str:
 def resources_for(dispatcher, spec) -> dict:
     if spec.target == "cuda":
         return dataclasses.asdict(spec.artifact.resources)
-    from gpunb.compiler import sass
+    from gpunb.backends.cuda import sass
 
     artifact = ptx_for(dispatcher, spec.argtypes)
     return dataclasses.asdict(sass.ptxas_resources(artifact))
@@ -379,7 +379,7 @@ def describe_types(typed) -> str:
 
 def suggest_launch(dispatcher, spec, n: int) -> dict:
     """Block size with the best occupancy for this kernel, and the grid that covers n threads."""
-    from gpunb.runtime import occupancy
+    from gpunb.backends.cuda import occupancy
 
     usage = resources_for(dispatcher, spec)
     arch = _inspection_cc()

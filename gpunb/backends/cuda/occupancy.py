@@ -118,7 +118,7 @@ def limits_for(arch) -> ArchLimits:
 def _current_device_if(arch: str):
     """The current GPU when it has compute capability `arch`, else None (never initialises CUDA
     on a machine without one)."""
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     if not driver.is_available():
         return None
@@ -273,7 +273,7 @@ def suggest_block_size(arch, registers: int, shared_per_block: int = 0,
 
 def max_active_blocks_per_sm(function, block_size: int, dynamic_smem: int = 0) -> int:
     """cuOccupancyMaxActiveBlocksPerMultiprocessor for a loaded kernel (a modules.Function)."""
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     driver.ensure_context()
     return int(driver.check(
@@ -284,7 +284,7 @@ def max_active_blocks_per_sm(function, block_size: int, dynamic_smem: int = 0) -
 
 def max_potential_block_size(function, dynamic_smem: int = 0, block_size_limit: int = 0) -> tuple:
     """(min grid size for a full device, block size) from cuOccupancyMaxPotentialBlockSize."""
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     driver.ensure_context()
     min_grid, block = driver.check(
@@ -296,7 +296,7 @@ def max_potential_block_size(function, dynamic_smem: int = 0, block_size_limit: 
 
 def max_cooperative_grid_blocks(function, block_size: int, dynamic_smem: int = 0) -> int:
     """The most blocks a grid-synchronising launch may have: every block must be resident."""
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import driver
 
     per_sm = max_active_blocks_per_sm(function, block_size, dynamic_smem)
     return per_sm * driver.current_device().multiprocessor_count

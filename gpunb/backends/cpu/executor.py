@@ -12,10 +12,10 @@ import ctypes
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from gpunb import config
-from gpunb.compiler.artifact import KernelArtifact
-from gpunb.compiler.targets import cpu_abi as abi
-from gpunb.errors import LaunchError, SourceLocation
+from gpunb.backends.cpu import abi
+from gpunb.foundation import config
+from gpunb.foundation.artifact import KernelArtifact
+from gpunb.foundation.errors import LaunchError, SourceLocation
 
 _RUNNER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 # like a large GPU (132 SMs x 2048 threads): the most threads a grid-sync kernel may have here
@@ -43,7 +43,7 @@ class LoadedCpuKernel:
     def __init__(self, artifact: KernelArtifact):
         import llvmlite.binding as llvm
 
-        from gpunb.compiler.targets.cpu import host_target_machine
+        from gpunb.backends.cpu.target import host_target_machine
 
         self.artifact = artifact
         _check_runtime_helpers(artifact)
@@ -117,7 +117,7 @@ class LoadedCpuKernel:
                 SourceLocation(filename, line, col), function=func if func else art.name,
                 hint="check the index against the array's shape before the access")
         if status.code == abi.ERROR_RAISE:
-            from gpunb.runtime.kernel_exceptions import kernel_exception
+            from gpunb.foundation.kernel_errors import kernel_exception
 
             return kernel_exception(art, status.site, status.tid, status.ctaid)
         if status.code == abi.ERROR_BARRIER:

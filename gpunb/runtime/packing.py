@@ -18,10 +18,10 @@ import weakref
 
 import numpy as np
 
-from gpunb.compiler import abi
-from gpunb.compiler import types as t
-from gpunb.errors import LaunchError
-from gpunb.runtime import driver
+from gpunb.backends.cuda import driver
+from gpunb.foundation import abi
+from gpunb.foundation import types as t
+from gpunb.foundation.errors import LaunchError
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 
 
@@ -365,7 +365,7 @@ def _store_record(target, source) -> None:
 
 def _warn_host_copy(kernel: str | None) -> None:
     global _host_copy_warned
-    from gpunb import config
+    from gpunb.foundation import config
 
     if _host_copy_warned or not config.notices_enabled():
         return
@@ -506,7 +506,7 @@ def prepare_native_launch() -> bool:
     global _native
     # only for the real driver: a stand-in (the tests' simulated driver) has no libcuda behind it
     if _native is None and getattr(driver._cu, "__name__", None) == "cuda.bindings.driver":
-        from gpunb.runtime import native_launch
+        from gpunb.backends.cuda import native_launch
 
         _native = native_launch.driver_trampolines()
     return _native is not None

@@ -11,7 +11,7 @@ import hashlib
 import os
 import shutil
 
-from gpunb.errors import ToolchainError
+from gpunb.foundation.errors import ToolchainError
 
 _INSTALL_HINT = {
     "libdevice": "pip install nvidia-nvvm  (or gpunb[cuda]), or install the CUDA toolkit",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from gpunb.compiler.artifact import KernelArtifact, ResourceUsage
+from gpunb.backends.cpu import runner as cpu_runner
+from gpunb.backends.cpu import target as cpu
+from gpunb.backends.cuda.target import CudaTarget, arch_string, emit_ptx, ptx_line_map
 from gpunb.compiler.infer import TypedFunction
 from gpunb.compiler.pipeline import kernel_signature, lower_kernel, mangle, slots_of
-from gpunb.compiler.targets import cpu, cpu_runner
-from gpunb.compiler.targets.cuda import CudaTarget, arch_string, emit_ptx, ptx_line_map
+from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
 
 
 def build_ptx(typed: TypedFunction, options: dict, cc: tuple) -> KernelArtifact:
@@ -31,7 +32,7 @@ def build_ptx(typed: TypedFunction, options: dict, cc: tuple) -> KernelArtifact:
 
 def build_cpu(typed: TypedFunction, options: dict) -> KernelArtifact:
     """Compile a typed kernel for the host CPU target."""
-    from gpunb import config
+    from gpunb.foundation import config
 
     symbol = mangle(typed.name, typed.argtypes)
     features = typed.all_features()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
-from gpunb.compiler import types as t
+from gpunb.foundation import types as t
 
 
 class Target:

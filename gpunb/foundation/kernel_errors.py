@@ -11,8 +11,8 @@ from __future__ import annotations
 import builtins
 import ctypes
 
-from gpunb.compiler.artifact import KernelArtifact
-from gpunb.errors import LaunchError, SourceLocation
+from gpunb.foundation.artifact import KernelArtifact
+from gpunb.foundation.errors import LaunchError, SourceLocation
 
 _classes: dict = {}
 
@@ -43,8 +43,8 @@ def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchE
 
 def check_cuda_exception(module, artifact: KernelArtifact) -> None:
     """After a launch of a kernel that can raise: wait for it, read and clear its record."""
-    from gpunb.compiler.targets import cuda_abi
-    from gpunb.runtime import driver
+    from gpunb.backends.cuda import abi as cuda_abi
+    from gpunb.backends.cuda import driver
 
     driver.synchronize()
     cu = driver.cuda_driver()

@@ -7,9 +7,9 @@ import re
 import subprocess
 import tempfile
 
-from gpunb.compiler.artifact import KernelArtifact, ResourceUsage
-from gpunb.compiler.toolchain import find_tool, require_tool
-from gpunb.errors import ToolchainError
+from gpunb.backends.cuda.toolchain import find_tool, require_tool
+from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
+from gpunb.foundation.errors import ToolchainError
 
 
 def assemble(ptx: str, arch: str, extra: tuple = ()) -> tuple[bytes, str]:

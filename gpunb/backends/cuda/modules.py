@@ -10,8 +10,8 @@ from __future__ import annotations
 import ctypes
 import weakref
 
-from gpunb.errors import ToolchainError
-from gpunb.runtime import driver
+from gpunb.backends.cuda import driver
+from gpunb.foundation.errors import ToolchainError
 
 LOG_BUFFER_BYTES = 1 << 16
 

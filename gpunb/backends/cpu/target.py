@@ -13,10 +13,10 @@ import functools
 import numpy as np
 from llvmlite import ir
 
+from gpunb.backends.cpu import abi
 from gpunb.compiler import datamodel as dm
-from gpunb.compiler import types as t
-from gpunb.compiler.targets import cpu_abi as abi
-from gpunb.compiler.targets.base import LLVM_MATH_INTRINSICS, Target, llvm_math
+from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
+from gpunb.foundation import types as t
 
 _LIBM_NAMES = {"gamma": "tgamma"}
 
@@ -257,7 +257,7 @@ class CpuTarget(Target):
 
     def _fold_lanes(self, low, lane, lanes, mask, combine, init):
         """Fold `combine(acc, other_bits, other_lane)` over participating lanes in `mask`."""
-        from gpunb.compiler.targets.cpu_runner import _loop
+        from gpunb.backends.cpu.runner import _loop
 
         b = low.builder
         acc = low.alloca(init.type, "warp.acc")

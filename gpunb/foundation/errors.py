@@ -33,7 +33,9 @@ class SourceLocation:
 
 def describe_filename(filename: str) -> str:
     """Name a file the way IPython names cells, so users recognise where an error points."""
-    from gpunb.sources import cell_label  # local: sources is tiny and has no heavy imports
+    from gpunb.foundation.sources import (
+        cell_label,  # local: sources is tiny and has no heavy imports
+    )
 
     label = cell_label(filename)
     if label is not None:

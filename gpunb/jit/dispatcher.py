@@ -13,10 +13,10 @@ import threading
 import time
 import weakref
 
-from gpunb import config
 from gpunb.cache.fingerprint import still_valid
-from gpunb.compiler import types as t
-from gpunb.errors import CompileError, LaunchError
+from gpunb.foundation import config
+from gpunb.foundation import types as t
+from gpunb.foundation.errors import CompileError, LaunchError
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.typeof import type_key
 
@@ -66,7 +66,7 @@ class Dispatcher:
 
     def __init__(self, py_func, *, device: bool = False, signatures=(), target: str | None = None,
                  **options):
-        from gpunb import jit_checks
+        from gpunb.jit import options as jit_checks
 
         jit_checks.check_function(py_func)
         checked_options = jit_checks.check_options(options, _OPTION_NAMES)
@@ -118,7 +118,7 @@ class Dispatcher:
             raise LaunchError(f"'{self.__name__}' is a device function and cannot be launched",
                               hint="call it from a kernel, or drop device=True")
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
-            from gpunb.jit_checks import user_location
+            from gpunb.jit.options import user_location
 
             raise LaunchError(f"launch configuration of '{self.__name__}' must be "
                               "[grid, block] or [grid, block, stream, dynamic_shared_bytes]",
@@ -227,7 +227,7 @@ class Dispatcher:
             found = self.specializations.get((target, argtypes))
             if found is not None and still_valid(found.watch):
                 return found
-            from gpunb import specialize as spz
+            from gpunb.jit import specialize as spz
 
             spec = spz.build_specialization(self, argtypes, target, previous=found)
             self.specializations[(target, argtypes)] = spec
@@ -270,19 +270,19 @@ class Dispatcher:
 
     def inspect_ptx(self, signature=None) -> str:
         """PTX for these argument types, on any target (compiled for the CUDA target if needed)."""
-        from gpunb import specialize as spz
+        from gpunb.jit import specialize as spz
 
         spec = self._any_spec(signature)
         return spz.ptx_for(self, spec.argtypes).ptx
 
     def inspect_sass(self, signature=None) -> str:
-        from gpunb import specialize as spz
+        from gpunb.jit import specialize as spz
 
         spec = self._any_spec(signature)
         return spz.sass_for(self, spec)
 
     def inspect_types(self, signature=None, file=None) -> str:
-        from gpunb import specialize as spz
+        from gpunb.jit import specialize as spz
 
         spec = self._any_spec(signature)
         if spec.typed is None:  # loaded from the cache: types were not inferred in this process
@@ -294,20 +294,20 @@ class Dispatcher:
         return text
 
     def resource_usage(self, signature=None) -> dict:
-        from gpunb import specialize as spz
+        from gpunb.jit import specialize as spz
 
         spec = self._any_spec(signature)
         return spz.resources_for(self, spec)
 
     def line_map(self, signature=None) -> dict:
         """{python source line: [ptx line, ...]} from the PTX `.loc` directives."""
-        from gpunb import specialize as spz
+        from gpunb.jit import specialize as spz
 
         spec = self._any_spec(signature)
         return {line: list(ptx) for line, ptx in spz.ptx_for(self, spec.argtypes).line_map}
 
     def suggest_launch(self, n: int, signature=None) -> dict:
-        from gpunb import specialize as spz
+        from gpunb.jit import specialize as spz
 
         return spz.suggest_launch(self, self._any_spec(signature), n)
 
@@ -315,7 +315,7 @@ class Dispatcher:
         """The most blocks a grid-synchronising launch of this kernel may have (all resident at
         once), for a block shape and dynamic shared memory; numba.cuda's method of the same name.
         On a GPU from the driver's occupancy API, on the CPU target from its co-residency limit."""
-        from gpunb import specialize as spz
+        from gpunb.jit import specialize as spz
 
         return spz.max_cooperative_blocks(self._any_spec(signature), blockdim, int(dynsmemsize))
 
@@ -361,7 +361,7 @@ class _LaunchConfig:
             self.dispatcher.launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
         except LaunchError as exc:
             if exc.loc is None:  # point at the user's launch line (costs nothing without errors)
-                from gpunb.jit_checks import user_location
+                from gpunb.jit.options import user_location
 
                 exc.loc = user_location()
             raise
@@ -369,7 +369,7 @@ class _LaunchConfig:
 
 def _refuse_keywords(dispatcher, kwargs: dict) -> None:
     """numba launches take positional arguments only; say so at the user's launch line."""
-    from gpunb.jit_checks import user_location
+    from gpunb.jit.options import user_location
 
     params = ", ".join(inspect.signature(dispatcher.py_func).parameters)
     raise LaunchError(f"kernel '{dispatcher.__name__}' was launched with keyword argument(s) "
@@ -397,7 +397,7 @@ def _accepts(declared: t.Type, actual: t.Type) -> bool:
 
 
 def _parse_signatures(signatures, py_func) -> list:
-    from gpunb.jit_checks import signature_list
+    from gpunb.jit.options import signature_list
 
     out = signature_list(signatures)  # SignatureError at the user's line for a bad one
     if not out:
