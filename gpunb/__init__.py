@@ -13,7 +13,6 @@ from gpunb.foundation.errors import (
     SignatureError,
     ToolchainError,
 )
-
 from gpunb.foundation.version import VERSION as __version__
 
 __all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "SignatureError",

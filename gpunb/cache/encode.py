@@ -16,13 +16,13 @@ import struct
 import sys
 import types
 
+from gpunb.foundation.pyobjects import MISSING, is_gpu_function
+
 try:  # hashlib.blake2b is this; importing it directly skips loading OpenSSL (~2.5 ms)
     from _blake2 import blake2b
 except ImportError:  # pragma: no cover - other Python implementations
     from hashlib import blake2b
 
-MISSING = type("Missing", (), {"__repr__": lambda self: "<missing>", "__slots__": ()})()
-"""What a name resolves to when it is bound nowhere (also the watch value for such a name)."""
 
 _SCALARS = (bool, int, float, complex, str, bytes)
 _MAX_TUPLE = 4096  # longer tuples are hashed, not spelled out, to bound key-part sizes
@@ -34,10 +34,6 @@ _array_digests: dict[int, tuple] = {}
 def qualified_name(obj) -> str:
     module = getattr(obj, "__module__", None) or "?"
     return f"{module}.{getattr(obj, '__qualname__', None) or getattr(obj, '__name__', '?')}"
-
-
-def is_gpu_function(obj) -> bool:
-    return getattr(obj, "__gpunb_function__", False) is True
 
 
 def is_constant(value) -> bool:

@@ -22,7 +22,8 @@ import types
 from dataclasses import dataclass, field, replace
 
 from gpunb.cache import epoch
-from gpunb.cache.encode import MISSING, blake2b, encode, is_constant, is_gpu_function, preview
+from gpunb.cache.encode import blake2b, encode, is_constant, preview
+from gpunb.foundation.pyobjects import MISSING, closure_cell, is_gpu_function
 
 KINDS = ("gpu function", "global", "closure", "default", "annotation")
 _STABLE_MODULES = frozenset({"math", "cmath", "numpy", "gpunb", "operator", "builtins"})
@@ -436,11 +437,10 @@ class _Builder:
 
     def _resolve(self, chain: tuple[str, ...]) -> tuple:
         py_func = self.py_func
-        code = py_func.__code__
         root = chain[0]
         entries = []
-        if root in code.co_freevars and py_func.__closure__:
-            cell = py_func.__closure__[code.co_freevars.index(root)]
+        cell = closure_cell(py_func, root)
+        if cell is not None:
             view = _CellView(cell)
             value = view.get(root, MISSING)
             entries.append((view, root, value))

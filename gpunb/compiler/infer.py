@@ -23,12 +23,11 @@ from gpunb.compiler.values import (
     const_eval,
     constant_type,
     dtype_to_type,
-    is_gpu_function,
-    lookup_global,
     missing,
 )
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import CompileError
+from gpunb.foundation.pyobjects import is_gpu_function, lookup_global
 
 
 @dataclass(eq=False)
@@ -295,7 +294,7 @@ class Inferer(ast.NodeVisitor):
         if isinstance(node.target, ast.Name):
             declared = self.resolve_type_annotation(node.annotation)
             if declared is not None:
-                if not _convertible(vt, declared):
+                if not t.can_convert(vt, declared):
                     raise self.error(node.value, f"cannot assign {vt} to '{node.target.id}', "
                                      f"annotated {declared}",
                                      "annotate the variable with the value's type, or drop the "
@@ -385,7 +384,7 @@ class Inferer(ast.NodeVisitor):
             if isinstance(slot, t.Array):
                 self.check_slice_store(target, vt, slot)
                 return
-        if not _convertible(vt, slot):
+        if not t.can_convert(vt, slot):
             raise self.error(value_node or target, f"cannot store {vt} into an element of {slot}",
                              _store_hint(vt, slot))
 
@@ -855,9 +854,9 @@ class Inferer(ast.NodeVisitor):
     def check_slice_store(self, target, vt: t.Type, slot: t.Array) -> None:
         """a[1:3] = x and a[:, j] = b[...]: a number fills the view; an array is copied
         element by element, broadcast as numpy does (trailing axes, extents of 1)."""
-        if t.is_number(vt) and _convertible(vt, slot.dtype):
+        if t.is_number(vt) and t.can_convert(vt, slot.dtype):
             return
-        if isinstance(vt, t.Array) and vt.ndim <= slot.ndim and _convertible(vt.dtype,
+        if isinstance(vt, t.Array) and vt.ndim <= slot.ndim and t.can_convert(vt.dtype,
                                                                              slot.dtype):
             return
         raise self.error(target, f"cannot assign {vt} to a slice {slot}",
@@ -1041,7 +1040,7 @@ class Inferer(ast.NodeVisitor):
         """Device functions declared with signatures convert their arguments to those types."""
         for declared in getattr(dispatcher, "declared_signatures", ()):
             if len(declared.args) == len(argtypes) and all(
-                    _convertible(a, d) for a, d in zip(argtypes, declared.args, strict=False)):
+                    t.can_convert(a, d) for a, d in zip(argtypes, declared.args, strict=False)):
                 return tuple(declared.args)
         if getattr(dispatcher, "declared_signatures", ()):
             sigs = ", ".join(str(s) for s in dispatcher.declared_signatures)
@@ -1110,21 +1109,6 @@ def _is_int_literal(node) -> bool:
 
 def _canonical_arg(ty: t.Type) -> t.Type:
     return ty
-
-
-def _convertible(src: t.Type, dst: t.Type) -> bool:
-    if src == dst:
-        return True
-    if t.is_number(src) and t.is_number(dst):
-        return not (isinstance(src, t.Complex) and not isinstance(dst, t.Complex))
-    if isinstance(src, t.Array) and isinstance(dst, t.Array):
-        return src.dtype == dst.dtype and src.ndim == dst.ndim and \
-            dst.layout in ("A", src.layout) and (dst.readonly or not src.readonly) and \
-            (src.aligned or not dst.aligned)
-    if isinstance(src, t.Tuple) and isinstance(dst, t.Tuple):
-        return len(src.items) == len(dst.items) and all(
-            _convertible(a, b) for a, b in zip(src.items, dst.items, strict=False))
-    return False
 
 
 def _assigned_names(tree: ast.FunctionDef) -> set:

@@ -8,13 +8,13 @@ compile-time objects that only make sense as callees or attribute bases.
 from __future__ import annotations
 
 import ast
-import builtins
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpunb.foundation import types as t
+from gpunb.foundation.pyobjects import MISSING
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -38,30 +38,8 @@ class NotConstant(Exception):
     """The expression is not a compile-time constant."""
 
 
-_MISSING = object()
-
-
-def is_gpu_function(obj) -> bool:
-    return getattr(obj, "__gpunb_function__", False) is True
-
-
-def lookup_global(py_func, name: str):
-    """Resolve a free name the way Python would: closure, then globals, then builtins."""
-    code = py_func.__code__
-    if py_func.__closure__ and name in code.co_freevars:
-        cell = py_func.__closure__[code.co_freevars.index(name)]
-        try:
-            return cell.cell_contents
-        except ValueError:
-            return _MISSING
-    value = py_func.__globals__.get(name, _MISSING)
-    if value is _MISSING:
-        value = getattr(builtins, name, _MISSING)
-    return value
-
-
 def missing(value) -> bool:
-    return value is _MISSING
+    return value is MISSING
 
 
 def constant_type(value) -> t.Type | None:

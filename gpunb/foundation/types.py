@@ -445,3 +445,25 @@ def unify(a: Type, b: Type) -> Type | None:
         return Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A",
                      a.readonly or b.readonly, a.aligned and b.aligned)
     return None
+
+
+def can_convert(src: Type, dst: Type) -> bool:
+    """Whether a value of `src` may be passed where `dst` is declared (a declared signature, an
+    annotated variable, a store): numba's Array.can_convert_to for arrays - same dtype and ndim,
+    the layout kept or 'A', never read-only to writeable nor unaligned to aligned - plus a 1-d
+    contiguous array passing as either 'C' or 'F' (it is both); numbers convert to numbers except
+    complex to real; tuples item by item. The dispatcher (launch arguments) and inference (calls,
+    stores) both ask this one function."""
+    if src == dst:
+        return True
+    if is_number(src) and is_number(dst):
+        return not (isinstance(src, Complex) and not isinstance(dst, Complex))
+    if isinstance(src, Array) and isinstance(dst, Array):
+        layout_ok = dst.layout in ("A", src.layout) or (
+            src.ndim == 1 and src.layout in "CF" and dst.layout in "CF")
+        return src.dtype == dst.dtype and src.ndim == dst.ndim and layout_ok and \
+            (dst.readonly or not src.readonly) and (src.aligned or not dst.aligned)
+    if isinstance(src, Tuple) and isinstance(dst, Tuple):
+        return len(src.items) == len(dst.items) and all(
+            can_convert(a, b) for a, b in zip(src.items, dst.items, strict=True))
+    return False

@@ -204,7 +204,7 @@ class Dispatcher:
             return tuple(_launch_type(a) for a in argtypes)
         for sig in self.declared_signatures:
             if len(sig.args) == len(argtypes) and all(
-                    _accepts(d, a) for d, a in zip(sig.args, argtypes, strict=False)):
+                    t.can_convert(a, d) for d, a in zip(sig.args, argtypes, strict=False)):
                 return tuple(sig.args)
         sigs = ", ".join(str(s) for s in self.declared_signatures)
         hint = f"declared: {sigs}"
@@ -380,20 +380,6 @@ def _refuse_keywords(dispatcher, kwargs: dict) -> None:
 
 def _launch_type(ty: t.Type) -> t.Type:
     return ty
-
-
-def _accepts(declared: t.Type, actual: t.Type) -> bool:
-    if declared == actual:
-        return True
-    if isinstance(declared, t.Array) and isinstance(actual, t.Array):
-        return declared.dtype == actual.dtype and declared.ndim == actual.ndim and (
-            declared.layout == "A" or declared.layout == actual.layout or
-            (actual.ndim == 1 and actual.layout in "CF" and declared.layout in "CF")) and (
-            declared.readonly or not actual.readonly) and (  # numba: no read-only -> writeable
-            actual.aligned or not declared.aligned)
-    if t.is_number(declared) and t.is_number(actual):
-        return not (isinstance(actual, t.Complex) and not isinstance(declared, t.Complex))
-    return False
 
 
 def _parse_signatures(signatures, py_func) -> list:
