@@ -232,7 +232,7 @@ class _GlobalReads(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         """An inner function (or lambda): its parameters and variables are its own, not global
         reads - a notebook global `x` must not become a dependency through `def f(x)`."""
-        from gpunb.compiler.inner import assigned_names, walk_scope  # the compiler's scoping
+        from gpunb.compiler.scopes import assigned_names, walk_scope
 
         args = node.args
         for default in args.defaults + [d for d in args.kw_defaults if d is not None]:

@@ -12,6 +12,7 @@ import inspect
 import textwrap
 from dataclasses import dataclass
 
+from gpunb.compiler.folding import fold_constants
 from gpunb.foundation.errors import CompileError, SourceLocation
 
 
@@ -79,6 +80,7 @@ def load_source(py_func) -> KernelSource:
                 if getattr(node, "end_col_offset", None) is not None:
                     node.end_col_offset += indent
     tree.decorator_list = []
+    fold_constants(tree)  # what CPython's compiler folds, numba sees as one constant
     source = KernelSource(py_func.__name__, py_func.__qualname__, filename, first_line, tree,
                           getattr(py_func, "__module__", None) or "__main__")
     if len(_source_cache) > 4096:

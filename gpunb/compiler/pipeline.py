@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gpunb.compiler.infer import InferenceSession, TypedFunction
+from gpunb.compiler.infer import TypedFunction, infer_function
 from gpunb.compiler.lower import ModuleBuilder
 from gpunb.foundation import types as t
 from gpunb.foundation.abi import signature_slots
@@ -17,8 +17,7 @@ def mangle(name: str, argtypes: tuple) -> str:
 
 
 def infer_kernel(py_func, argtypes: tuple, options: dict, device: bool = False) -> TypedFunction:
-    session = InferenceSession(options)
-    return session.infer(py_func, tuple(argtypes), is_kernel=not device)
+    return infer_function(py_func, tuple(argtypes), options, is_kernel=not device)
 
 
 def lower_kernel(typed: TypedFunction, target, options: dict, symbol: str) -> ModuleBuilder:

@@ -357,24 +357,9 @@ def resources_for(dispatcher, spec) -> dict:
 
 
 def describe_types(typed) -> str:
-    """Every variable and its type, then the source annotated with each line's expression types."""
-    import linecache
+    from gpunb.compiler.describe import describe_types as describe
 
-    lines = [f"{typed.name} {t.Signature(typed.return_type, typed.argtypes)}", ""]
-    lines.append("variables:")
-    for name, ty in typed.var_types.items():
-        lines.append(f"    {name}: {ty}")
-    lines.append("")
-    src = typed.source
-    last = max((getattr(n, "end_lineno", src.first_line) or src.first_line)
-               for n in [src.tree])
-    for lineno in range(src.first_line, last + 1):
-        text = linecache.getline(src.filename, lineno).rstrip("\n")
-        lines.append(f"{lineno:5d}  {text}")
-    for callee in typed.callees:
-        lines.append("")
-        lines.append(describe_types(callee))
-    return "\n".join(lines)
+    return describe(typed)
 
 
 def suggest_launch(dispatcher, spec, n: int) -> dict:

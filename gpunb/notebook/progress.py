@@ -16,10 +16,10 @@ from dataclasses import dataclass
 # (file suffix, function name) -> stage label; the innermost match on the stack wins
 STAGES: dict = {
     ("compiler/frontend.py", "load_source"): "parse",
-    ("compiler/infer.py", "infer"): "types",
+    ("compiler/infer/__init__.py", "infer_function"): "types",
     ("compiler/pipeline.py", "infer_kernel"): "types",
     ("compiler/pipeline.py", "lower_kernel"): "LLVM",
-    ("compiler/lower.py", "lower_kernel"): "LLVM",
+    ("compiler/lower/module.py", "lower_kernel"): "LLVM",
     ("backends/cuda/target.py", "emit_ptx"): "PTX",
     ("backends/cpu/target.py", "emit_object"): "host code",
     ("backends/cuda/modules.py", "link_ptx"): "driver link",

@@ -68,8 +68,9 @@ def nested_def(out):
 @cuda.jit
 def type_mismatch_variable(out, x):
     v = x[0]
-    v = (1, 2)  # <- error v
-    out[0] = v[0]
+    if x[1] > 0:
+        v = (1, 2)  # a new definition may change the type (numba types each one)...
+    out[0] = v  # <- error v  (...but where the two meet they must join)
 
 
 @cuda.jit

@@ -12,6 +12,7 @@ import pytest
 
 from gpunb import cuda
 from gpunb.compiler.pipeline import infer_kernel
+from gpunb.compiler.typed import VarKind
 from gpunb.foundation import types as t
 
 
@@ -22,7 +23,7 @@ def binop_add(out, a, b):
 
 def infer_var(func, argtypes, name, device=False):
     typed = infer_kernel(func, tuple(argtypes), {}, device=device)
-    return typed.var_types[name]
+    return typed.type_of_name(name)
 
 
 def _add(a, b):
@@ -80,8 +81,8 @@ b1 = t.boolean
 @pytest.mark.parametrize("func,a,b,expected", [
     # numba: integer arithmetic is at least 64 bits, signedness kept
     (_add, i32, i32, i64), (_add, i8, i16, i64), (_add, u8, u8, u64), (_add, u32, u64, u64),
-    # mixed signedness: int64 when the unsigned one is narrower, else float64
-    (_add, i32, u32, i64), (_add, i64, u64, f64), (_sub, u8, i8, i64),
+    # mixed signedness: numba's choose_result_int is signed when either operand is
+    (_add, i32, u32, i64), (_add, i64, u64, i64), (_sub, u8, i8, i64),
     # ints and floats: numpy's rules
     (_add, i32, f32, f64), (_add, i16, f32, f32), (_add, i8, f16, f16), (_mul, f32, f32, f32),
     (_mul, f32, f64, f64), (_add, f32, c64, c64), (_add, f64, c64, c128), (_add, b1, b1, i64),
@@ -91,13 +92,13 @@ b1 = t.boolean
     # powers: int ** int is an integer, float ** int keeps the float
     (_pow, i32, i32, i64), (_pow, f32, i64, f32), (_pow, f32, f32, f32), (_pow, i64, f64, f64),
     # shifts keep the left operand's signedness; bit ops follow integer promotion
-    (_lshift, i32, i64, i64), (_lshift, u32, i64, u64), (_and, u64, i32, u64),
+    (_lshift, i32, i64, i64), (_lshift, u32, i64, u64), (_and, u64, i32, i64),
     (_and, b1, b1, b1), (_and, i32, u8, i64),
     (_lt, f32, i64, b1), (_lt, u64, i64, b1),
 ])
 def test_binary_promotion(func, a, b, expected):
     typed = infer_kernel(func, (a, b), {}, device=True)
-    assert typed.var_types["r"] == expected
+    assert typed.type_of_name("r") == expected
     assert typed.return_type == expected
 
 
@@ -154,7 +155,33 @@ def _accumulate(x, n):
     ("grow", f64),  # loop-carried: settles to float64
 ])
 def test_unification_across_assignments_and_loops(name, expected):
-    assert infer_var(_accumulate, (t.Array(f32, 1, "C"), u32), name, device=True) == expected
+    """The loop-carried value (the loop header's phi, as numba's SSA makes it) settles to the
+    join of the entry value and what the body assigns."""
+    typed = infer_kernel(_accumulate, (t.Array(f32, 1, "C"), u32), {}, device=True)
+    joined = {vt for var, vt in typed.definitions(name) if var.kind is VarKind.PHI}
+    assert joined == {expected}
+
+
+def _redefined(a, b, c, u):
+    v = a
+    w = v * b
+    v = np.float64(v) * 3.0  # numba types each definition: w above stays float32
+    q = 4611686018427387904
+    if c:
+        q = np.uint32(255)  # int64 literal joined with uint32: int64 (np.promote_types)
+    r = -3
+    if c > 5:
+        r = u
+    return w, v, q, r
+
+
+def test_each_definition_has_its_own_type():
+    typed = infer_kernel(_redefined, (f32, f32, i64, u32), {}, device=True)
+    assert [vt for _, vt in typed.definitions("v")] == [f32, f64]
+    assert typed.type_of_name("w") == f32
+    assert [vt for _, vt in typed.definitions("q")] == [i64, u32, i64]
+    assert [vt for _, vt in typed.definitions("r")] == [i64, u32, i64]
+    assert typed.return_type == t.Tuple((f32, f64, i64, i64))
 
 
 def _annotated(x):
@@ -166,8 +193,8 @@ def _annotated(x):
 
 def test_annotated_assignment_declares_type():
     typed = infer_kernel(_annotated, (f32,), {}, device=True)
-    assert typed.var_types["v"] == f32
-    assert typed.var_types["w"] == i16
+    assert typed.type_of_name("v") == f32
+    assert typed.type_of_name("w") == i16
     assert typed.return_type == t.Tuple((f32, i16))
 
 

@@ -125,7 +125,7 @@ def mixed(out_f, a_i32, b_f32, c_u64, d_i64, flag):
     if i < a_i32.size:
         out_f[i, 0] = a_i32[i] + b_f32[i]  # int32 + float32 -> float64
         out_f[i, 1] = a_i32[i] / a_i32[i]  # int / int -> float64 true division
-        out_f[i, 2] = c_u64[i] + d_i64[i]  # uint64 + int64 -> float64 (numba)
+        out_f[i, 2] = c_u64[i] + d_i64[i]  # uint64 + int64 -> int64, wrapping (numba)
         out_f[i, 3] = flag + flag  # bool + bool -> int
         out_f[i, 4] = d_i64[i] < c_u64[i]  # mixed-sign comparison by value
         out_f[i, 5] = -flag
@@ -160,11 +160,14 @@ def unsigned_small(out, a, b):
 # ---- integer semantics ----------------------------------------------------------------------
 
 def _py_int_binops(x: int, y: int, dtype):
-    """Expected int_binops row, computed with Python ints and wrapped to the result type."""
+    """Expected int_binops row, computed with Python ints and wrapped to the result type.
+    Unary - and ~ happen at the operand's own width, then widen (numba-cuda's
+    int_negate_impl / int_invert_impl: "negate before upcasting")."""
     res = np.int64 if dtype in (np.int32, np.int64) else np.uint64
     q = x // y if y else 0
     r = x % y if y else 0
-    vals = [x + y, x - y, x * y, q, r, x & y, x | y, x ^ y, -x, ~x]
+    vals = [x + y, x - y, x * y, q, r, x & y, x | y, x ^ y]
+    vals += [int(wrap(-x, dtype)), int(wrap(~x, dtype))]
     return [wrap(v, res) for v in vals], res
 
 
@@ -502,7 +505,7 @@ def test_numba_promotion_rules(target):
     mixed[1, 2](out, a, b, c, d, True)
     assert out[:, 0].tolist() == [3.5, -3.75]
     assert out[:, 1].tolist() == [1.0, 1.0]
-    assert out[:, 2].tolist() == [float(2**64 - 1) - 1.0, 12.0]
+    assert out[:, 2].tolist() == [-2.0, 12.0]  # numba's choose_result_int: signed
     assert out[:, 3].tolist() == [2.0, 2.0]
     assert out[:, 4].tolist() == [1.0, 0.0]  # -1 < 2**64-1 and not 7 < 5
     assert out[:, 5].tolist() == [-1.0, -1.0]

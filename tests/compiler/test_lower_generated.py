@@ -1,6 +1,11 @@
 """Hypothesis writes kernels: random int64 expression trees (arithmetic, floor division and modulo,
 bit ops, shifts, powers, negation, abs/min/max, ternaries, comparisons) compiled from source and
-compared exactly with Python evaluated under int64 wraparound."""
+compared exactly with Python evaluated under int64 wraparound.
+
+CPython folds operations on constants before numba (and gpunb) see them, exactly and without
+wraparound; so that every operator here is evaluated at run time, an operation whose operands are
+all constants gets a run-time zero added to them (`z`, which is `a - a`). Folding itself is
+tested in test_folding.py."""
 
 import importlib.util
 import itertools
@@ -29,13 +34,26 @@ def _var(name):
 
 
 def _const(value):
-    return f"({value})", lambda env: value
+    return _Const(f"({value})", lambda env: value)
+
+
+class _Const(tuple):
+    """An expression made of constants only (CPython would fold an operation on it)."""
+
+    def __new__(cls, source, evaluate):
+        return super().__new__(cls, (source, evaluate))
+
+
+def _unfoldable(*operands):
+    """The operands' sources, with a run-time zero added when all are constants."""
+    if all(isinstance(o, _Const) for o in operands):
+        return [(f"({o[0]} + z)", o[1]) for o in operands]
+    return [tuple(o) for o in operands]
 
 
 def _binary(op):
     def make(left, right):
-        ls, lf = left
-        rs, rf = right
+        (ls, lf), (rs, rf) = _unfoldable(left, right)
         if op in ("+", "-", "*"):
             return f"({ls} {op} {rs})", lambda e: wrap(eval(f"{lf(e)} {op} {rf(e)}"))  # noqa: S307
         if op == "//":
@@ -68,7 +86,7 @@ def _binary(op):
 
 def _unary(op):
     def make(inner):
-        s, f = inner
+        [(s, f)] = _unfoldable(inner)
         if op == "-":
             return f"(-{s})", lambda e: wrap(-f(e))
         if op == "~":
@@ -109,7 +127,7 @@ def compile_kernel(source_expr: str):
     with open(path, "w") as f:
         f.write("import math\n\nfrom gpunb import cuda\n\n\n@cuda.jit\n"
                 "def kernel(out, xa, xb, xc):\n    i = cuda.grid(1)\n"
-                "    a = xa[i]\n    b = xb[i]\n    c = xc[i]\n"
+                "    a = xa[i]\n    b = xb[i]\n    c = xc[i]\n    z = a - a\n"
                 f"    out[i] = {source_expr}\n")
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -141,6 +159,8 @@ def test_generated_int64_expressions(target, expr, values, narrow):
 def test_generator_sanity():
     source, evaluate = _binary("//")(_var("a"), _const(-1))
     assert source == "(a // (-1))"
+    source, _ = _binary("+")(_const(2), _const(-1))
+    assert source == "(((2) + z) + ((-1) + z))"
     assert evaluate({"a": INT64_MIN}) == INT64_MIN
 
 

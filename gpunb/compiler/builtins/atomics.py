@@ -8,6 +8,7 @@ from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.hints import READONLY_HINT
 from gpunb.foundation import types as t
 
 _ATOMIC_TYPES = (t.int32, t.uint32, t.int64, t.uint64, t.float32, t.float64)
@@ -33,8 +34,6 @@ class Atomic(Builtin):
         if not isinstance(arr, t.Array):
             raise inf.error(node.args[0], f"{self.name} needs an array, got {arr}")
         if arr.readonly:
-            from gpunb.compiler.infer import READONLY_HINT
-
             raise inf.error(node.args[0], f"{self.name} cannot update a read-only array "
                             f"({arr})", READONLY_HINT)
         if arr.dtype not in _ATOMIC_TYPES:

@@ -8,6 +8,7 @@ from llvmlite import ir
 from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.typed import Feature, Typed
 from gpunb.compiler.values import dtype_to_type
 from gpunb.foundation import types as t
 
@@ -70,11 +71,11 @@ class Grid(Builtin):
         if ndim not in (1, 2, 3):
             raise inf.error(node.args[0], f"{self.name}() takes 1, 2 or 3, not {ndim!r}",
                             "GPU grids have at most 3 dimensions; flatten the others")
-        return t.int64 if ndim == 1 else t.Tuple((t.int64,) * ndim)
+        return Typed(t.int64 if ndim == 1 else t.Tuple((t.int64,) * ndim), ndim)
 
     def lower_call(self, low, node, call):
         b = low.builder
-        ndim = low.typed.constants[id(node.args[0])]
+        ndim = call.data
         values = []
         for axis in "xyz"[:ndim]:
             if self.size:
@@ -97,7 +98,7 @@ class Barrier(Builtin):
         self.name, self.kind = name, kind
 
     def type_call(self, inf, node, argtypes, kwtypes):
-        inf.features.add("barrier")
+        inf.require(Feature.BARRIER)
         if self.kind == "sync":
             if argtypes:
                 raise inf.error(node, "syncthreads() takes no arguments")
@@ -135,7 +136,7 @@ class SyncWarp(Builtin):
     def type_call(self, inf, node, argtypes, kwtypes):
         if len(argtypes) > 1:
             raise inf.error(node, "syncwarp() takes an optional mask")
-        inf.features.add("warp_barrier")
+        inf.require(Feature.WARP_BARRIER)
         return t.none
 
     def lower_call(self, low, node, call):
@@ -177,12 +178,11 @@ class SharedArray(Builtin):
 
     def type_call(self, inf, node, argtypes, kwtypes):
         shape, elem, shape_node, dtype_node = _shape_and_dtype(inf, node, self.name)
-        inf.features.add("dynamic_shared" if 0 in shape else "shared")
-        inf.constants[id(node)] = (shape, elem)
-        return t.Array(elem, len(shape), "C")
+        inf.require(Feature.DYNAMIC_SHARED if 0 in shape else Feature.SHARED)
+        return Typed(t.Array(elem, len(shape), "C"), (shape, elem))
 
     def lower_call(self, low, node, call):
-        shape, elem = low.typed.constants[id(node)]
+        shape, elem = call.data
         dynamic = 0 in shape
         count = 1
         for s in shape:
@@ -198,11 +198,10 @@ class LocalArray(Builtin):
         shape, elem, shape_node, _ = _shape_and_dtype(inf, node, self.name)
         if 0 in shape:
             raise inf.error(shape_node, "a local array needs a non-zero shape")
-        inf.constants[id(node)] = (shape, elem)
-        return t.Array(elem, len(shape), "C")
+        return Typed(t.Array(elem, len(shape), "C"), (shape, elem))
 
     def lower_call(self, low, node, call):
-        shape, elem = low.typed.constants[id(node)]
+        shape, elem = call.data
         count = 1
         for s in shape:
             count *= s
@@ -219,11 +218,11 @@ class ConstArrayLike(Builtin):
         value = inf.const(node.args[0], "the argument of const.array_like")
         if not isinstance(value, np.ndarray):
             raise inf.error(node.args[0], "const.array_like needs a module-level numpy array")
-        inf.constants[id(node)] = np.ascontiguousarray(value)
-        return t.Array(t.from_dtype(value.dtype), value.ndim, "C")
+        return Typed(t.Array(t.from_dtype(value.dtype), value.ndim, "C"),
+                     np.ascontiguousarray(value))
 
     def lower_call(self, low, node, call):
-        value = low.typed.constants[id(node)]
+        value = call.data
         pointer = low.mb.const_array(low.builder, value)
         return _contiguous(low, call.result, pointer, value.shape, call.result.dtype, False)
 

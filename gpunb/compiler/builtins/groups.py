@@ -11,6 +11,7 @@ from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.typed import Feature
 from gpunb.foundation import types as t
 
 
@@ -35,7 +36,7 @@ class GroupSync(Builtin):
     def type_call(self, inf, node, argtypes, kwtypes):
         if argtypes or kwtypes:
             raise inf.error(node, "sync() takes no arguments")
-        inf.features.add("grid_sync" if self.kind == "grid" else "barrier")
+        inf.require(Feature.GRID_SYNC if self.kind == "grid" else Feature.BARRIER)
         return t.none
 
     def lower_call(self, low, node, call):

@@ -43,7 +43,7 @@ class MathFunction(Builtin):
             if not t.is_number(a) or isinstance(a, t.Complex):
                 raise inf.error(node, f"{self.name}() needs real numbers, got {a}",
                                 "use cmath for complex numbers")
-        weak = [id(n) in inf.weak for n in node.args]
+        weak = [n in inf.weak for n in node.args]
         ft = self.common_float(argtypes, weak)
         if self.kind in ("unary", "binary", "angle", "fma"):
             return ft
@@ -70,7 +70,7 @@ class MathFunction(Builtin):
     def lower_call(self, low, node, call):
         b = low.builder
         args = [low.expr(n) for n in node.args]
-        weak = [id(n) in low.typed.weak for n in node.args]
+        weak = [n in low.typed.weak for n in node.args]
         ft = self.common_float(call.argtypes, weak)
         if self.kind == "predicate":
             x = args[0]

@@ -9,6 +9,7 @@ import ast
 import operator
 
 from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.typed import Typed
 
 _BINARY = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "truediv": ast.Div,
            "floordiv": ast.FloorDiv, "mod": ast.Mod, "pow": ast.Pow, "lshift": ast.LShift,
@@ -48,15 +49,14 @@ class OperatorFunction(Builtin):
         return ast.copy_location(expr, node)
 
     def type_call(self, inf, node, argtypes, kwtypes):
-        expr = self.expression(inf, node)
-        inf.constants[id(node)] = expr
-        ty = inf.expr(expr)
-        if id(expr) in inf.weak:
-            inf.weak.add(id(node))
-        return ty
+        expr = self.expression(inf, node)  # operator.add(a, b) is typed and lowered as a + b
+        result = inf.expr(expr)
+        if expr in inf.weak:
+            inf.weak.add(node)
+        return Typed(result, expr)
 
     def lower_call(self, low, node, call):
-        return low.expr(low.typed.constants[id(node)])
+        return low.expr(call.data)
 
 
 _NAMES = list(_BINARY) + ["i" + n for n in _BINARY] + list(_COMPARE) + list(_UNARY) + ["truth"]

@@ -11,6 +11,7 @@ import ast
 
 from gpunb.compiler import operators as ops
 from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.typed import Feature, Typed
 from gpunb.foundation import types as t
 
 
@@ -36,13 +37,12 @@ class Print(Builtin):
             else:
                 raise inf.error(arg, f"print() in GPU code cannot print {ty}",
                                 "print numbers and string literals")
-        inf.constants[id(node)] = " ".join(pieces) + "\n"
-        inf.features.add("print")
-        return t.none
+        inf.require(Feature.PRINT)
+        return Typed(t.none, " ".join(pieces) + "\n")  # the printf format
 
     def lower_call(self, low, node, call):
         b = low.builder
-        fmt = low.typed.constants[id(node)]
+        fmt = call.data
         values = []
         for arg, ty in zip(node.args, call.argtypes, strict=False):
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):

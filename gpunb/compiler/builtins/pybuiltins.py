@@ -9,6 +9,7 @@ from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
+from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin
 from gpunb.foundation import types as t
 
@@ -40,7 +41,7 @@ class Abs(Builtin):
         a = argtypes[0]
         if isinstance(a, t.Complex):
             return a.component
-        return t.int64 if isinstance(a, t.Boolean) else a
+        return t.int8 if isinstance(a, t.Boolean) else a  # numba: abs keeps the width
 
     def lower_call(self, low, node, call):
         b = low.builder
@@ -52,7 +53,7 @@ class Abs(Builtin):
             re, im = b.extract_value(x, 0), b.extract_value(x, 1)
             return low.math_call("hypot", [re, im], [a.component] * 2, a.component)
         if isinstance(a, t.Boolean):
-            return b.zext(x, dm.i64)
+            return b.zext(x, dm.i8)
         if not a.signed:
             return x
         return b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
@@ -75,7 +76,7 @@ class MinMax(Builtin):
                                      for a in types):
             raise inf.error(node, f"{self.name}() needs real numbers, got "
                             f"{', '.join(map(str, types))}")
-        weak = [nodes is not None and id(n) in inf.weak for n in (nodes or [None] * len(types))]
+        weak = [nodes is not None and n in inf.weak for n in (nodes or [None] * len(types))]
         return _common(types, weak)
 
     def lower_call(self, low, node, call):
@@ -100,14 +101,13 @@ class MinMax(Builtin):
 
 
 def _common(types, weak) -> t.Type:
-    strong = [a for a, w in zip(types, weak, strict=False) if not w]
-    floats = [a for a in strong if isinstance(a, t.Float)]
-    result = strong[0] if strong else types[0]
-    for a in (strong or types)[1:]:
-        result = t.unify_numbers(result, a) if result != a else result
-    if any(weak) and not floats and not isinstance(result, t.Float):
-        result = t.float64 if strong else types[0]
-    return result
+    """numba types min/max by np.promote_types of the arguments (min(int8, int16) is int16);
+    a weak float literal takes the width of a float among the others (gpunb's weak literals)."""
+    floats = [a for a, w in zip(types, weak, strict=True) if not w and isinstance(a, t.Float)]
+    widest = max(floats, key=lambda f: f.bitwidth) if floats else None
+    effective = [widest if w and widest is not None else a
+                 for a, w in zip(types, weak, strict=True)]
+    return promotion.promote(*effective)
 
 
 class Round(Builtin):
@@ -117,11 +117,17 @@ class Round(Builtin):
         if kwtypes or len(argtypes) not in (1, 2) or not t.is_number(argtypes[0]):
             raise inf.error(node, "round() takes a number and optional ndigits")
         a = argtypes[0]
+        if isinstance(a, t.Complex):
+            raise inf.error(node.args[0], "round() takes a real number")
         if len(argtypes) == 1:
             return t.int64
-        if not isinstance(argtypes[1], t.Integer):
+        if not isinstance(argtypes[1], (t.Integer, t.Boolean)):
             raise inf.error(node.args[1], "ndigits must be an integer")
-        return a if isinstance(a, t.Float) else t.float64
+        # numba's Round cases are (float32, intp) and (float64, intp): small integers convert
+        # safely to float32, wider ones to float64
+        if isinstance(a, t.Float):
+            return t.float32 if a.bitwidth <= 32 else a
+        return t.float32 if promotion.conversion(a, t.float32) == promotion.SAFE else t.float64
 
     def lower_call(self, low, node, call):
         b = low.builder
@@ -129,14 +135,44 @@ class Round(Builtin):
         x = low.expr(node.args[0])
         if isinstance(a, (t.Integer, t.Boolean)) and len(node.args) == 1:
             return ops.cast(b, x, a, t.int64)
-        ft = a if isinstance(a, t.Float) else t.float64
-        x = ops.cast(b, x, a, ft)
         if len(node.args) == 1:
+            ft = a if isinstance(a, t.Float) else t.float64
+            x = ops.cast(b, x, a, ft)
             return ops.cast(b, low.math_call("rint", [x], [ft], ft), ft, t.int64)
-        nd = ops.cast(b, low.expr(node.args[1]), call.argtypes[1], ft)
-        scale = low.math_call("pow", [ir.Constant(x.type, 10.0), nd], [ft, ft], ft)
-        scaled = low.math_call("rint", [b.fmul(x, scale)], [ft], ft)
-        return b.fdiv(scaled, scale)
+        nd = ops.cast(b, low.expr(node.args[1]), call.argtypes[1], t.int64)
+        rounded = round_ndigits(low, ops.cast(b, x, a, t.float64), nd)
+        return ops.cast(b, rounded, t.float64, call.result)
+
+
+def round_ndigits(low, x, ndigits):
+    """round(x, ndigits) as numba-cuda computes it (CPython's fallback double_round), in
+    float64 whatever x's type: scale by 10**ndigits (in two steps past 1e22, so the scale never
+    overflows), round half to even, scale back; an infinite scaled value leaves x unchanged."""
+    b = low.builder
+    f64 = dm.value_type(t.float64)
+    zero, ten = ir.Constant(dm.i64, 0), ir.Constant(f64, 10.0)
+
+    def power(exponent):
+        return low.math_call("pow", [ten, b.sitofp(exponent, f64)], [t.float64] * 2, t.float64)
+
+    def rint(value):
+        return low.math_call("rint", [value], [t.float64], t.float64)
+
+    def is_inf(value):
+        return b.fcmp_ordered("==", low.math_call("fabs", [value], [t.float64], t.float64),
+                              ir.Constant(f64, float("inf")))
+
+    big = b.icmp_signed(">", ndigits, ir.Constant(dm.i64, 22))
+    pow1 = power(b.select(big, b.sub(ndigits, ir.Constant(dm.i64, 22)), ndigits))
+    pow2 = b.select(big, ir.Constant(f64, 1e22), ir.Constant(f64, 1.0))
+    scaled = b.fmul(b.fmul(x, pow1), pow2)
+    up = b.fdiv(b.fdiv(rint(scaled), pow2), pow1)
+    up = b.select(is_inf(scaled), x, up)
+    pow_neg = power(b.neg(ndigits))
+    down = b.fmul(rint(b.fdiv(x, pow_neg)), pow_neg)
+    result = b.select(b.icmp_signed(">=", ndigits, zero), up, down)
+    special = b.or_(is_inf(x), b.fcmp_unordered("uno", x, x))
+    return b.select(special, x, result)
 
 
 class DivMod(Builtin):
@@ -147,7 +183,7 @@ class DivMod(Builtin):
                                          for a in argtypes):
             raise inf.error(node, "divmod() takes two real numbers")
         ty = inf.binop_type(node, ast.FloorDiv(), argtypes[0], argtypes[1],
-                            id(node.args[0]) in inf.weak, id(node.args[1]) in inf.weak)
+                            node.args[0] in inf.weak, node.args[1] in inf.weak)
         return t.Tuple((ty, ty))
 
     def lower_call(self, low, node, call):
@@ -168,7 +204,7 @@ class Pow(Builtin):
         if len(argtypes) != 2:
             raise inf.error(node, "pow() takes two arguments in GPU code")
         return inf.binop_type(node, ast.Pow(), argtypes[0], argtypes[1],
-                              id(node.args[0]) in inf.weak, id(node.args[1]) in inf.weak)
+                              node.args[0] in inf.weak, node.args[1] in inf.weak)
 
     def lower_call(self, low, node, call):
         return low.arith(ast.Pow(), low.expr(node.args[0]), call.argtypes[0],
@@ -179,7 +215,7 @@ class Conjugate(Builtin):
     name = "complex.conjugate"
 
     def type_call(self, inf, node, argtypes, kwtypes):
-        return inf.expr_types[id(node.func.value)]
+        return inf.types[node.func.value]
 
     def lower_call(self, low, node, call):
         b = low.builder

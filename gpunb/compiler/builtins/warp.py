@@ -9,6 +9,7 @@ from llvmlite import ir
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.typed import Feature
 from gpunb.foundation import types as t
 
 _SHUFFLE_TYPES = (t.int32, t.uint32, t.int64, t.uint64, t.float32, t.float64, t.boolean)
@@ -31,7 +32,7 @@ class Shuffle(Builtin):
                             "shuffle 32/64-bit integers or floats")
         if not all(isinstance(a, (t.Integer, t.Boolean)) for a in (argtypes[0], argtypes[2])):
             raise inf.error(node, f"the mask and lane of {self.name} must be integers")
-        inf.features.add("warp_barrier")
+        inf.require(Feature.WARP_BARRIER)
         return argtypes[1]
 
     def lower_call(self, low, node, call):
@@ -49,7 +50,7 @@ class Vote(Builtin):
     def type_call(self, inf, node, argtypes, kwtypes):
         if kwtypes or len(argtypes) != 2 or not t.is_number(argtypes[1]):
             raise inf.error(node, f"{self.name}(mask, predicate) takes 2 arguments")
-        inf.features.add("warp_barrier")
+        inf.require(Feature.WARP_BARRIER)
         return t.uint32 if self.mode == "ballot" else t.boolean
 
     def lower_call(self, low, node, call):
@@ -70,7 +71,7 @@ class Match(Builtin):
         if kwtypes or len(argtypes) != 2 or argtypes[1] not in (t.int32, t.uint32, t.int64,
                                                                 t.uint64, t.float32, t.float64):
             raise inf.error(node, f"{self.name}(mask, value) takes a 32/64-bit value")
-        inf.features.add("warp_barrier")
+        inf.require(Feature.WARP_BARRIER)
         return t.uint32 if self.mode == "any" else t.Tuple((t.uint32, t.boolean))
 
     def lower_call(self, low, node, call):

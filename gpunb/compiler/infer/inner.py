@@ -15,10 +15,10 @@ import inspect
 from dataclasses import dataclass, field
 
 from gpunb.compiler.frontend import KernelSource
-from gpunb.compiler.values import NotConstant, PyValue, const_eval, constant_type
+from gpunb.compiler.scopes import assigned_names, free_names, is_lambda_binding, walk_scope
+from gpunb.compiler.typed import GpuCall
+from gpunb.compiler.values import NotConstant, const_eval, constant_type
 from gpunb.foundation import types as t
-
-_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 @dataclass(eq=False)
@@ -31,52 +31,6 @@ class InnerFunction:
     signature: inspect.Signature  # own parameters with their (compile-time) defaults
     captures: tuple  # names read from the enclosing function, passed at each call
     visible: dict = field(default_factory=dict)  # name -> InnerFunction it may call
-
-
-def walk_scope(fn: ast.AST):
-    """The nodes of one function's own scope: nested defs and lambdas are yielded, but their
-    bodies (their own scopes) are not entered; their defaults belong to this scope."""
-    todo = list(fn.body) if isinstance(fn, ast.FunctionDef) else [fn.body]
-    while todo:
-        node = todo.pop()
-        yield node
-        if isinstance(node, _NESTED):
-            args = getattr(node, "args", None)
-            if args is not None:
-                todo.extend(d for d in args.defaults + args.kw_defaults if d is not None)
-            todo.extend(getattr(node, "decorator_list", ()))
-            continue
-        todo.extend(ast.iter_child_nodes(node))
-
-
-def assigned_names(fn: ast.AST) -> set:
-    return {n.id for n in walk_scope(fn)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-
-
-def free_names(fn: ast.AST) -> set:
-    """Names a function (and its nested functions) reads but does not bind: Python's free
-    variables, found from the syntax."""
-    args = fn.args
-    bound = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-    bound |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-    loads = set()
-    for node in walk_scope(fn):
-        if isinstance(node, ast.Name):
-            (loads if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-            if not isinstance(node, ast.ClassDef):
-                loads |= free_names(node)
-        elif isinstance(node, ast.Lambda):
-            loads |= free_names(node)
-    return loads - bound
-
-
-def is_lambda_binding(node: ast.AST) -> bool:
-    """`name = lambda ...: ...`: the one form in which a lambda can be used in GPU code."""
-    return isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-        isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Lambda)
 
 
 def _bindings(fn: ast.FunctionDef) -> list:
@@ -205,44 +159,26 @@ def escape_error(inferer, node: ast.Name):
 
 def call(inferer, node: ast.Call, fn: InnerFunction) -> t.Type:
     """Type a call of an inner function: bind arguments as Python does, add the captured
-    variables' current values, and infer the body for those argument types."""
-    from gpunb.compiler.infer import CallInfo  # infer imports this module
-
+    variables' values where the call is, and infer the body for those argument types."""
     if fn.name not in inferer.defined_inner:
         raise inferer.error(node, f"inner function '{fn.name}' is called before its definition",
                             "move the def (or the lambda) above its first call")
-    try:
-        bound = fn.signature.bind(*node.args, **{kw.arg: kw.value for kw in node.keywords})
-    except TypeError as exc:
-        raise inferer.error(node, f"bad call of '{fn.name}': {exc}",
-                            f"its parameters are {fn.signature}") from None
-    args, argtypes = [], []
-    for name, param in fn.signature.parameters.items():
-        if name in bound.arguments:
-            arg = bound.arguments[name]
-            ty = inferer.expr(arg)
-            if isinstance(ty, PyValue):
-                raise inferer.error(arg, f"cannot pass {ty} to inner function '{fn.name}'")
-        else:
-            arg = ("const", param.default)
-            ty = t.none if param.default is None else constant_type(param.default)
-        args.append(arg)
-        argtypes.append(ty)
+    args, argtypes = inferer.bind_call(node, fn.signature, fn.name)
     for name in fn.captures:
-        if inferer.var_types.get(name) is None:
+        if inferer.env.get(name) is None:
             raise inferer.error(node, f"inner function '{fn.name}' reads '{name}', which is not "
                                 "assigned before this call",
                                 f"assign '{name}' before calling '{fn.name}'")
-        ref = inferer.capture_refs.get((id(node), name))
-        if ref is None:
-            ref = inferer.capture_refs[(id(node), name)] = ast.copy_location(
+        ref = inferer.capture_refs.get((node, name))
+        if ref is None:  # one synthetic read per call and name, kept across passes
+            ref = inferer.capture_refs[(node, name)] = ast.copy_location(
                 ast.Name(id=name, ctx=ast.Load()), node)
         args.append(ref)
         argtypes.append(inferer.expr(ref))
     argtypes = tuple(argtypes)
     callee = _infer(inferer, node, fn, argtypes)
     inferer.callees[(id(fn.node), argtypes)] = callee
-    inferer.calls[id(node)] = CallInfo("gpufunc", callee, args, argtypes, callee.return_type)
+    inferer.calls[node] = GpuCall(callee, tuple(args), argtypes)
     return callee.return_type
 
 
@@ -260,8 +196,7 @@ def _infer(caller, node, fn: InnerFunction, argtypes: tuple):
     session.in_progress.add(active)
     try:
         typed = type(caller)(fn.source, caller.py_func, argtypes, session, False,
-                             enclosing=fn.visible)
-        typed = typed.run()
+                             enclosing=fn.visible).run()
     finally:
         session.in_progress.discard(active)
     session.done[key] = typed

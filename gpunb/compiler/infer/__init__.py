@@ -1,0 +1,32 @@
+"""Type inference: a located Python AST plus argument types -> a frozen TypedFunction.
+
+Local and per specialisation, with numba's typing: each definition of a variable has its own
+type (SSA), joins unify by numba's rules, every expression node gets a type and every call is
+resolved (GPU functions through globals at compile time, defaults and keywords bound at the call
+site). The Inferer is composed of one mixin per kind of syntax; core.py drives the fixed point.
+"""
+
+from __future__ import annotations
+
+from gpunb.compiler.infer.calls import CallTyping
+from gpunb.compiler.infer.core import InferenceCore
+from gpunb.compiler.infer.expressions import ExpressionTyping
+from gpunb.compiler.infer.indexing import IndexTyping
+from gpunb.compiler.infer.loops import LoopTyping
+from gpunb.compiler.infer.session import InferenceSession
+from gpunb.compiler.infer.statements import StatementTyping
+from gpunb.compiler.typed import TypedFunction
+
+
+class Inferer(StatementTyping, LoopTyping, ExpressionTyping, IndexTyping, CallTyping,
+              InferenceCore):
+    """Types one function for one tuple of argument types (see the mixins for each part)."""
+
+
+def infer_function(py_func, argtypes: tuple, options: dict, is_kernel: bool) -> TypedFunction:
+    """Infer `py_func` (and, transitively, the GPU functions it calls) for `argtypes`."""
+    session = InferenceSession(Inferer, options)
+    return session.infer(py_func, tuple(argtypes), is_kernel=is_kernel)
+
+
+__all__ = ["InferenceSession", "Inferer", "TypedFunction", "infer_function"]

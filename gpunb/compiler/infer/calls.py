@@ -1,0 +1,233 @@
+"""Typing of calls: GPU functions, inner functions, builtins and conversions (np.float32(x)).
+
+GPU functions resolve through globals at compile time; defaults and keyword arguments are bound
+here, at the call site (seed 001), by one binder that GPU functions and inner functions share.
+Among several declared signatures the one numba would choose wins (the best conversion rating).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+import numpy as np
+
+from gpunb.compiler import promotion
+from gpunb.compiler.builtins import find_builtin
+from gpunb.compiler.infer import inner
+from gpunb.compiler.typed import BuiltinCall, Cast, Const, GpuCall, Typed
+from gpunb.compiler.values import NotConstant, PyValue, const_eval, constant_type, dtype_to_type
+from gpunb.compiler.values import missing as is_missing
+from gpunb.foundation import types as t
+from gpunb.foundation.pyobjects import is_gpu_function, lookup_global
+
+
+class CallTyping:
+    def expr_Call(self, node: ast.Call) -> t.Type:
+        callee = self.callee_object(node.func)
+        if callee is None:
+            ftype = self.expr(node.func)
+            raise self.error(node.func, f"{ftype} is not callable in GPU code",
+                             "only functions can be called; array methods are not available "
+                             "inside kernels" if isinstance(ftype, t.Array) else None)
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise self.error(kw, "**kwargs is not supported in GPU code",
+                                 "pass each keyword argument by name: f(a=x, b=y)")
+        starred = next((a for a in node.args if isinstance(a, ast.Starred)), None)
+        if starred is not None:
+            raise self.error(starred, "*args is not supported in GPU code",
+                             "pass each argument: f(t[0], t[1])")
+        if isinstance(callee, inner.InnerFunction):
+            return inner.call(self, node, callee)
+        if is_gpu_function(callee):
+            return self.call_gpu_function(node, callee)
+        builtin = find_builtin(callee)
+        if builtin is not None:
+            argtypes = [self.expr(a) for a in node.args]
+            kwtypes = {kw.arg: self.expr(kw.value) for kw in node.keywords}
+            typed = builtin.type_call(self, node, argtypes, kwtypes)
+            result, data = (typed.result, typed.data) if isinstance(typed, Typed) else \
+                (typed, None)
+            self.calls[node] = BuiltinCall(builtin, tuple(node.args), tuple(argtypes), result,
+                                           data)
+            return result
+        if callee is np.dtype:  # np.dtype("int16"): a compile-time dtype, as np.int16 is
+            return PyValue(self.const(node, "the argument of np.dtype(...)"))
+        target = dtype_to_type(callee)
+        if target is not None:
+            return self.conversion(node, callee, target)
+        name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
+        raise self.error(node.func, f"cannot call {name} from GPU code", _call_hint(callee))
+
+    def conversion(self, node: ast.Call, callee, target: t.Type) -> t.Type:
+        """int(x), float(x), bool(x), np.float32(x): numba keeps an integer's own type under
+        int() and a float's under float(); numpy scalar types convert to themselves."""
+        cname = getattr(callee, "__name__", str(callee))
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(node, f"{cname}() takes exactly one argument in GPU code")
+        arg = node.args[0]
+        found = self.expr(arg)
+        if not t.is_number(found):
+            raise self.error(arg, f"cannot convert {found} to {target}")
+        if callee is int:
+            target = found if isinstance(found, t.Integer) else t.int64
+            if isinstance(found, t.Complex):
+                raise self.error(arg, "int() of a complex number", "take .real first")
+        elif callee is float:
+            if isinstance(found, t.Boolean):
+                raise self.error(arg, "float() takes a number, not a bool (numba refuses it "
+                                 "too)", "convert with float(int(flag)) or np.float64(flag)")
+            if isinstance(found, t.Complex):
+                raise self.error(arg, "float() of a complex number", "take .real or abs(x)")
+            target = found if isinstance(found, t.Float) else t.float64
+        self.calls[node] = Cast(target, arg, found)
+        return target
+
+    def callee_object(self, func):
+        """The compile-time object a call's func expression names, or None if it is a value."""
+        if isinstance(func, ast.Name):
+            if func.id in self.inner_functions and func.id not in self.locals:
+                return self.inner_functions[func.id]
+            if func.id in self.locals:
+                return None
+            value = lookup_global(self.py_func, func.id)
+            if is_missing(value):
+                raise self.error(func, f"name '{func.id}' is not defined",
+                                 "define it before the GPU function is compiled")
+            self.record(func, PyValue(value))
+            return value
+        if isinstance(func, ast.Attribute):
+            base = self.expr(func.value)
+            if isinstance(base, PyValue):
+                if not hasattr(base.obj, func.attr):
+                    raise self.error(func, f"{base} has no attribute '{func.attr}'",
+                                     "check the spelling; GPU code sees the object as it is when "
+                                     "the kernel compiles")
+                value = getattr(base.obj, func.attr)
+                self.record(func, PyValue(value))
+                return value
+            if isinstance(base, t.Complex) and func.attr == "conjugate":
+                from gpunb.compiler.builtins.pybuiltins import CONJUGATE
+
+                return CONJUGATE
+            if isinstance(base, t.Group):
+                from gpunb.compiler.builtins.groups import group_method
+
+                method = group_method(base, func.attr)
+                if method is None:
+                    raise self.error(func, f"{base} has no method '{func.attr}'",
+                                     "groups have sync(), thread_rank() and size")
+                return method
+        return None
+
+    # ---- GPU functions and inner functions -----------------------------------------------------
+
+    def bind_call(self, node: ast.Call, signature: inspect.Signature, name: str) -> tuple:
+        """Arguments of a call, one per parameter in order: the argument's node, or Const of the
+        parameter's default; and their types. Shared by GPU functions and inner functions."""
+        try:
+            bound = signature.bind(*node.args, **{kw.arg: kw.value for kw in node.keywords})
+        except TypeError as exc:
+            raise self.error(node, f"bad call of '{name}': {exc}",
+                             f"its parameters are {signature}") from None
+        args, argtypes = [], []
+        for pname, param in signature.parameters.items():
+            if pname in bound.arguments:
+                arg = bound.arguments[pname]
+                found = self.expr(arg)
+                if isinstance(found, PyValue):
+                    raise self.error(arg, f"cannot pass {found} to '{name}'",
+                                     "GPU functions take numbers, tuples and arrays")
+            else:
+                default = param.default
+                found = t.none if default is None else constant_type(default)
+                if found is None:
+                    raise self.error(node, f"default value {default!r} of parameter '{pname}' "
+                                     f"of '{name}' has no GPU type")
+                arg = Const(default)
+            args.append(arg)
+            argtypes.append(found)
+        return args, argtypes
+
+    def call_gpu_function(self, node: ast.Call, dispatcher) -> t.Type:
+        py_func = dispatcher.py_func
+        args, argtypes = self.bind_call(node, inspect.signature(py_func), py_func.__name__)
+        argtypes = self.apply_declared_signature(node, dispatcher, tuple(argtypes), args)
+        callee = self.session.infer(py_func, argtypes, call_node=node, caller=self)
+        self.callees[(py_func.__code__, argtypes)] = callee
+        self.calls[node] = GpuCall(callee, tuple(args), argtypes)
+        return callee.return_type
+
+    def apply_declared_signature(self, node, dispatcher, argtypes: tuple, args: list) -> tuple:
+        """A device function declared with signatures takes the one numba would choose (the
+        best conversion rating), its arguments converted to it."""
+        declared = getattr(dispatcher, "declared_signatures", ())
+        if not declared:
+            return argtypes
+        literals = tuple(a.value if isinstance(a, ast.Constant) and type(a.value) is int
+                         else None for a in args)
+        chosen = promotion.best_match(argtypes, [tuple(s.args) for s in declared], literals)
+        if chosen is None:
+            sigs = ", ".join(str(s) for s in declared)
+            raise self.error(node, f"no declared signature of '{dispatcher.__name__}' accepts "
+                             f"({', '.join(map(str, argtypes))})", f"declared: {sigs}")
+        return tuple(declared[chosen].args)
+
+    # ---- compile-time values for builtins ------------------------------------------------------
+
+    def resolve_constant(self, node):
+        """Compile-time value of a Name/Attribute (raises NotConstant)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.locals:
+                raise NotConstant
+            value = lookup_global(self.py_func, node.id)
+            if is_missing(value):
+                raise NotConstant
+            return value
+        if isinstance(node, ast.Attribute):
+            base = self.resolve_constant(node.value)
+            if not hasattr(base, node.attr):
+                raise NotConstant
+            return getattr(base, node.attr)
+        raise NotConstant
+
+    def const(self, node, what: str):
+        """A compile-time constant argument of a builtin, with a clear error otherwise."""
+        try:
+            value = const_eval(node, self.resolve_constant)
+        except NotConstant:
+            raise self.error(node, f"{what} must be a compile-time constant",
+                             "use a literal or a module-level constant") from None
+        self.constants[node] = value
+        return value
+
+    def resolve_type_annotation(self, node) -> t.Type | None:
+        try:
+            value = const_eval(node, self.resolve_constant)
+        except NotConstant:
+            return None
+        return dtype_to_type(value)
+
+
+def _call_hint(callee) -> str:
+    """What to do about a call of something that is not GPU code, by what the callee is."""
+    module = getattr(callee, "__module__", None) or type(callee).__module__ or ""
+    if getattr(callee, "_gpunb_intrinsic", None) is not None:
+        return f"cuda.{callee._gpunb_intrinsic.split('.')[-1]} is not a function here; read its " \
+               "attributes (cuda.threadIdx.x) or call it as numba.cuda documents"
+    if module.startswith("numpy.random"):
+        return "use gpunb.random (xoroshiro128+, as numba.cuda.random) for random numbers in " \
+               "kernels"
+    if module.split(".")[0] == "numpy":
+        return "numpy's array functions are not available inside kernels: write a loop over " \
+               "the elements, or use gpunb.fuse for whole-array numpy code; numpy scalar " \
+               "types (np.float32(x)) and math functions work"
+    if module in ("builtins", "math", "cmath") or isinstance(callee, type):
+        return "GPU code can call @cuda.jit functions, cuda.* intrinsics, math/cmath " \
+               "functions, numpy scalar types and the builtins abs, min, max, sum, round, pow, " \
+               "divmod, int, float, complex, bool, len, range, enumerate, zip and print"
+    if inspect.isfunction(callee):
+        return "decorate it with @cuda.jit (or define it in a %%gpukernel cell)"
+    return "only @cuda.jit functions, cuda.* intrinsics and math functions can be called " \
+           "in GPU code"

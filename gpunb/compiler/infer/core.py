@@ -1,0 +1,351 @@
+"""The inference driver: per-function state, SSA variables, the fixed point, the frozen result.
+
+Variables are typed per definition, as numba types them after its SSA pass: the walk keeps, for
+every name, the Var that reaches the current statement (`env`); an assignment defines a new Var;
+where control flow joins (after an if, at a loop header, after a loop) names reached by different
+Vars get a phi Var whose type is the join (np.promote_types for numbers) of what reaches it.
+Loops are typed to a fixed point: a loop header's phis take the back edges' Vars seen in the
+previous pass. A read of a Var whose type is not known yet (a value carried from the previous
+iteration, assigned further down the body) defers its statement to the next pass; only a pass
+that learns nothing new turns it into an error.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gpunb.compiler import promotion, scopes
+from gpunb.compiler import typed as ty
+from gpunb.compiler.frontend import KernelSource
+from gpunb.compiler.infer import inner
+from gpunb.compiler.typed import Feature, JoinKind, Var, VarKind
+from gpunb.compiler.values import PyValue
+from gpunb.foundation import types as t
+from gpunb.foundation.errors import CompileError
+
+MAX_PASSES = 16
+
+
+class Deferred(Exception):
+    """A statement read a Var whose type this pass has not learnt yet (see the module doc)."""
+
+    def __init__(self, node: ast.AST, var: Var):
+        super().__init__(var.name)
+        self.node, self.var = node, var
+
+
+class Conflict:
+    """The type of a phi whose incoming types cannot be joined; an error only if it is read."""
+
+    def __init__(self, a: t.Type, b: t.Type, site: ast.AST):
+        self.a, self.b, self.site = a, b, site
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Conflict) and (self.a, self.b) == (other.a, other.b)
+
+    def __hash__(self) -> int:
+        return hash((self.a, self.b))
+
+
+class InferenceCore:
+    """State and machinery shared by the statement, loop, expression, index and call mixins."""
+
+    def __init__(self, source: KernelSource, py_func, argtypes: tuple, session, is_kernel: bool,
+                 enclosing: dict | None = None):
+        self.source = source
+        self.py_func = py_func
+        self.session = session
+        self.options = session.options
+        self.is_kernel = is_kernel
+        args = source.tree.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise self.error(source.tree, "GPU functions take plain positional parameters only",
+                             "remove *args, **kwargs and keyword-only parameters")
+        self.argnames = tuple(a.arg for a in args.args)
+        if len(argtypes) != len(self.argnames):
+            raise self.error(source.tree, f"'{source.name}' takes {len(self.argnames)} "
+                             f"arguments but {len(argtypes)} were given")
+        self.argtypes = tuple(argtypes)
+        self.params = tuple(Var(a.arg, VarKind.PARAM, a) for a in args.args)
+        # facts that persist across passes (rewritten by each pass as it goes)
+        self.types: dict = {}
+        self.var_types: dict = {}
+        self.defs: dict = {}
+        self.uses: dict = {}
+        self.calls: dict = {}
+        self.constants: dict = {}
+        self.weak: set = set()
+        self.loops: dict = {}
+        self.indexes: dict = {}
+        self.raises: dict = {}
+        self.branches: dict = {}
+        self.comparisons: dict = {}
+        self.callees: dict = {}
+        self.features: set = set()
+        self.capture_refs: dict = {}  # (Call node, name) -> synthetic Name passed to an inner fn
+        self.back_edges: dict = {}  # header phi -> Vars its back edges carried (last pass)
+        self.locals = scopes.assigned_names(source.tree) | set(self.argnames)
+        self.inner_functions = inner.collect(self, enclosing or {})
+        self.enclosing_inner: set = set(enclosing or ())
+        # per pass
+        self.env: dict = {}
+        self.phi_inputs: dict = {}
+        self.joins: dict = {}
+        self.loop_frames: list = []
+        self.return_types: list = []
+        self.defined_inner: set = set()
+        self.new_back_edges: dict = {}
+        self.deferred: list = []
+        self.changed = False
+
+    # ---- errors --------------------------------------------------------------------------------
+
+    def error(self, node, message: str, hint: str | None = None) -> CompileError:
+        return CompileError(message, self.source.loc(node), hint, function=self.source.name)
+
+    # ---- the fixed point -----------------------------------------------------------------------
+
+    def run(self) -> ty.TypedFunction:
+        previous_deferred = None
+        for _ in range(MAX_PASSES):
+            self.begin_pass()
+            self.visit_body(self.source.tree.body)
+            self.settle_phis()
+            if self.new_back_edges != self.back_edges:
+                self.back_edges = self.new_back_edges
+                self.changed = True
+            deferred = [(d.node, d.var) for d in self.deferred]
+            if not self.changed and not deferred:
+                return self.freeze()
+            if not self.changed and deferred == previous_deferred:
+                node, var = deferred[0]
+                raise self.error(node, f"local variable '{var.name}' is used before it is "
+                                 "assigned", "assign it on every path that reaches this line")
+            previous_deferred = deferred
+        raise self.error(self.source.tree, "types of local variables did not settle",
+                         "give variables one type, e.g. initialise with 0.0 not 0")
+
+    def begin_pass(self) -> None:
+        self.changed = False
+        self.env = {}
+        for var, argtype in zip(self.params, self.argtypes, strict=True):
+            self.set_type(var, argtype)
+            self.env[var.name] = var
+        self.phi_inputs = {}
+        self.joins = {}
+        self.loop_frames = []
+        self.return_types = []
+        self.defined_inner = set(self.enclosing_inner)
+        self.new_back_edges = {}
+        self.deferred = []
+
+    def visit_body(self, body: list) -> bool:
+        """Type a statement list; True when it always leaves (return/raise/break/continue),
+        after which nothing is typed (and lowering skips it too)."""
+        for stmt in body:
+            try:
+                if self.visit(stmt):
+                    return True
+            except Deferred as deferred:
+                self.deferred.append(deferred)
+        return False
+
+    # ---- variables -----------------------------------------------------------------------------
+
+    def set_type(self, var: Var, new: t.Type) -> None:
+        if self.var_types.get(var) != new:
+            self.var_types[var] = new
+            self.changed = True
+
+    def define(self, site: ast.AST, name: str, value_type: t.Type) -> Var:
+        """A new definition of `name` at `site` (a Name store node) holding `value_type`."""
+        if isinstance(value_type, t.StringLiteral):
+            raise self.error(site, "strings cannot be stored in variables in GPU code",
+                             "string literals can only be passed to print()")
+        if isinstance(value_type, PyValue):
+            raise self.error(site, f"cannot assign {value_type} to a variable",
+                             "functions, modules and types cannot be stored in variables in "
+                             "GPU code")
+        var = Var(name, VarKind.DEF, site)
+        self.defs[site] = var
+        self.set_type(var, value_type)
+        self.env[name] = var
+        return var
+
+    def read(self, node: ast.AST, name: str) -> tuple[Var, t.Type]:
+        """The Var that reaches a read of local `name`, and its type (Deferred if unknown)."""
+        var = self.env.get(name)
+        if var is None:
+            raise self.error(node, f"local variable '{name}' is used before it is assigned",
+                             "assign it before this line on every path")
+        found = self.var_types.get(var)
+        if found is None:
+            raise Deferred(node, var)
+        if isinstance(found, Conflict):
+            raise self.error(node, f"variable '{name}' is {found.a} on one path and {found.b} "
+                             "on another, and they meet here",
+                             "give the variable one type on every path (or use another name)")
+        return var, found
+
+    # ---- joins ---------------------------------------------------------------------------------
+
+    def merge(self, site: ast.AST, kind: JoinKind, envs: list) -> dict | None:
+        """The environment after control flow from `envs` (those of live predecessors) joins at
+        `site`; None when no predecessor reaches it."""
+        envs = [e for e in envs if e is not None]
+        if not envs:
+            return None
+        if len(envs) == 1:
+            return dict(envs[0])
+        out = {}
+        for name in {n for e in envs for n in e}:
+            reaching = [e.get(name) for e in envs]
+            distinct = {v for v in reaching if v is not None}
+            if len(distinct) == 1 and None not in reaching:
+                out[name] = distinct.pop()
+                continue
+            phi = self.phi(site, kind, name)
+            self.add_incoming(phi, distinct)
+            out[name] = phi
+        return out
+
+    def phi(self, site: ast.AST, kind: JoinKind, name: str) -> Var:
+        var = Var(name, VarKind.PHI, site, kind)
+        if var not in self.phi_inputs:
+            self.phi_inputs[var] = set()
+            self.joins.setdefault((site, kind), []).append(var)
+        return var
+
+    def add_incoming(self, phi: Var, incoming) -> None:
+        inputs = self.phi_inputs[phi]
+        before = len(inputs)
+        inputs.update(incoming)
+        if len(inputs) != before or phi not in self.var_types:
+            self.update_phi(phi)
+
+    def update_phi(self, phi: Var) -> None:
+        joined = None
+        for var in sorted(self.phi_inputs[phi], key=_var_order):
+            found = self.var_types.get(var)
+            if found is None:
+                continue
+            if isinstance(found, Conflict) or isinstance(joined, Conflict):
+                joined = found if isinstance(found, Conflict) else joined
+                continue
+            if joined is None:
+                joined = found
+                continue
+            merged = promotion.join(joined, found)
+            joined = merged if merged is not None else Conflict(joined, found, phi.site)
+        if joined is None:
+            if phi in self.var_types:
+                del self.var_types[phi]
+                self.changed = True
+            return
+        self.set_type(phi, joined)
+
+    def settle_phis(self) -> None:
+        """Re-join every phi of this pass until none changes (an input typed after the phi was
+        made, e.g. a back edge)."""
+        for _ in range(len(self.phi_inputs) + 1):
+            before = dict(self.var_types)
+            for phi in self.phi_inputs:
+                self.update_phi(phi)
+            if self.var_types == before:
+                return
+
+    # ---- loops: header phis and back edges -----------------------------------------------------
+
+    def enter_loop(self, node: ast.AST, assigned: set) -> dict:
+        """Header phis for the names the loop body assigns; returns the header environment."""
+        header = dict(self.env)
+        for name in sorted(assigned):
+            phi = self.phi(node, JoinKind.HEADER, name)
+            entry = self.env.get(name)
+            self.add_incoming(phi, ({entry} if entry is not None else set()) |
+                              self.back_edges.get(phi, set()))
+            header[name] = phi
+        self.env = dict(header)
+        self.loop_frames.append(_LoopFrame(node, header, assigned))
+        return header
+
+    def back_edge(self, env: dict | None) -> None:
+        """Control reaches the innermost loop's header again with `env` (body end, continue)."""
+        if env is None:
+            return
+        frame = self.loop_frames[-1]
+        for name in frame.assigned:
+            var = env.get(name)
+            phi = frame.header[name]
+            if var is None or var == phi:
+                continue
+            self.new_back_edges.setdefault(phi, set()).add(var)
+            self.add_incoming(phi, {var})
+
+    def leave_loop(self) -> _LoopFrame:
+        return self.loop_frames.pop()
+
+    # ---- facts ---------------------------------------------------------------------------------
+
+    def record(self, node: ast.AST, result: t.Type) -> t.Type:
+        self.types[node] = result
+        return result
+
+    def require(self, feature: Feature) -> None:
+        self.features.add(Feature(feature))
+
+    def is_weak(self, node) -> bool:
+        return node in self.weak
+
+    def type_of(self, node) -> t.Type:
+        return self.types[node]
+
+    def freeze(self) -> ty.TypedFunction:
+        ret = self.return_type()
+        flows: dict = {}
+        for phi, inputs in self.phi_inputs.items():
+            for var in inputs:
+                flows.setdefault(var, []).append(phi)
+        var_types = {v: vt for v, vt in self.var_types.items() if not isinstance(vt, Conflict)}
+        return ty.TypedFunction(
+            source=self.source, py_func=self.py_func, argnames=self.argnames,
+            argtypes=self.argtypes, return_type=ret, is_kernel=self.is_kernel,
+            params=self.params, types=ty.frozen(self.types), var_types=ty.frozen(var_types),
+            defs=ty.frozen(self.defs), uses=ty.frozen(self.uses),
+            flows=ty.frozen({v: tuple(sorted(p, key=_var_order)) for v, p in flows.items()}),
+            joins=ty.frozen({k: tuple(v) for k, v in self.joins.items()}),
+            calls=ty.frozen(self.calls), constants=ty.frozen(self.constants),
+            weak=frozenset(self.weak), loops=ty.frozen(self.loops),
+            indexes=ty.frozen(self.indexes), raises=ty.frozen(self.raises),
+            branches=ty.frozen(self.branches), comparisons=ty.frozen(self.comparisons),
+            callees=tuple(self.callees.values()),
+            features=frozenset(self.features))
+
+    def return_type(self) -> t.Type:
+        values = [(node, rt) for node, rt in self.return_types if not isinstance(rt, t.NoneType)]
+        if self.is_kernel and values:
+            raise self.error(values[0][0], "a kernel cannot return a value",
+                             "write results into an output array; only device functions return")
+        ret = None
+        # a bare `return` beside `return value` keeps the value's type (the bare path returns
+        # an unspecified value), as gpunb did before typing per definition
+        for node, rt in values or self.return_types:
+            merged = rt if ret is None else promotion.join(ret, rt)
+            if merged is None:
+                raise self.error(node, f"this function returns both {ret} and {rt}",
+                                 "return values of one type from every return statement")
+            ret = merged
+        return t.none if ret is None else ret
+
+
+class _LoopFrame:
+    __slots__ = ("node", "header", "assigned", "breaks")
+
+    def __init__(self, node, header: dict, assigned: set):
+        self.node, self.header, self.assigned = node, header, assigned
+        self.breaks: list = []
+
+
+def _var_order(var: Var) -> tuple:
+    return (getattr(var.site, "lineno", 0), getattr(var.site, "col_offset", 0), var.name,
+            var.kind.value, var.join.value if var.join else "")

@@ -1,0 +1,323 @@
+"""Typing of expressions: constants, names, attributes, operators, comparisons, conditionals.
+
+`expr(node)` dispatches to one `expr_<Node>` method per expression kind and records the type.
+Subscripts live in indexing.py and calls in calls.py.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gpunb.compiler import promotion
+from gpunb.compiler.builtins import Builtin, find_builtin
+from gpunb.compiler.infer import inner
+from gpunb.compiler.typed import BuiltinValue
+from gpunb.compiler.values import PyValue, constant_type, missing
+from gpunb.foundation import types as t
+from gpunb.foundation.pyobjects import lookup_global
+
+_OP_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+               ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|",
+               ast.BitXor: "^", ast.BitAnd: "&", ast.MatMult: "@"}
+_CMP_SYMBOLS = {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}
+_HAS_TRUTH = (t.Boolean, t.Integer, t.Float, t.Complex, t.NoneType)
+_EXPR_HINTS = {
+    "List": "lists are not available in GPU code; use a tuple or cuda.local.array",
+    "Dict": "dicts are not available in GPU code",
+    "Set": "sets are not available in GPU code",
+    "ListComp": "comprehensions are not available in GPU code; write a loop",
+    "SetComp": "comprehensions are not available in GPU code; write a loop",
+    "DictComp": "comprehensions are not available in GPU code; write a loop",
+    "YieldFrom": "generators are not available in GPU code",
+    "GeneratorExp": "generators are not available in GPU code; write a loop",
+    "Lambda": "a lambda must be bound to a name and called in the function that defines it "
+              "(f = lambda x: x * 3, then f(a)); it cannot be passed or returned",
+    "JoinedStr": "f-strings are not available in GPU code; print(\"x =\", x) works",
+    "NamedExpr": "the walrus operator is not supported in GPU code",
+    "Await": "await is not available in GPU code",
+    "Yield": "generators are not available in GPU code",
+    "Starred": "*args is not supported in GPU code",
+    "Slice": "slices can only be used to index arrays",
+}
+
+
+class ExpressionTyping:
+    def expr(self, node) -> t.Type:
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"unsupported expression: {type(node).__name__}",
+                             _EXPR_HINTS.get(type(node).__name__))
+        return self.record(node, method(node))
+
+    # ---- leaves --------------------------------------------------------------------------------
+
+    def expr_Constant(self, node: ast.Constant) -> t.Type:
+        value = node.value
+        if isinstance(value, bool):
+            return t.boolean
+        if isinstance(value, float):
+            self.weak.add(node)
+            return t.float64
+        if value is None:
+            return t.none
+        if isinstance(value, str):
+            return t.StringLiteral()
+        self.check_int_range(node, value)
+        found = constant_type(value)
+        if found is None:
+            hint = "GPU code has numbers, booleans, None and (in print only) strings"
+            if value is Ellipsis:
+                hint = "`...` is not supported in GPU code; index every dimension (a[i, j]) or " \
+                       "slice one (a[:, j])"
+            raise self.error(node, f"constant {value!r} has no GPU type", hint)
+        return found
+
+    def expr_Name(self, node: ast.Name) -> t.Type:
+        name = node.id
+        if name in self.inner_functions and name not in self.locals:
+            raise inner.escape_error(self, node)
+        if name in self.locals:
+            var, found = self.read(node, name)
+            self.uses[node] = var
+            return found
+        value = lookup_global(self.py_func, name)
+        if missing(value):
+            raise self.error(node, f"name '{name}' is not defined",
+                             "define it before the GPU function is compiled, or pass it in")
+        builtin = find_builtin(value) if not isinstance(value, (int, float)) else None
+        if builtin is not None and builtin.is_value:
+            return self.builtin_value(node, builtin)
+        return self.global_value_type(node, value)
+
+    def builtin_value(self, node, builtin: Builtin) -> t.Type:
+        found = builtin.type_value(self, node)
+        self.calls[node] = BuiltinValue(builtin, found)
+        return found
+
+    def check_int_range(self, node, value) -> None:
+        """numba refuses integers beyond 64 bits ("Int value is too large"); never truncate."""
+        if isinstance(value, int) and not -(2**63) <= value < 2**64:
+            raise self.error(node, f"integer {value} does not fit in 64 bits",
+                             "GPU integers are int64 or uint64 at most; use a float "
+                             "(e.g. 1.5e30) for larger magnitudes")
+
+    def global_value_type(self, node, value) -> t.Type:
+        self.check_int_range(node, value)
+        found = constant_type(value)
+        if found is not None:
+            self.constants[node] = value
+            if type(value) is float:  # a Python float; np.float64 (a float subclass) is typed
+                self.weak.add(node)
+            return found
+        return PyValue(value)
+
+    def expr_Attribute(self, node: ast.Attribute) -> t.Type:
+        base = self.expr(node.value)
+        attr = node.attr
+        if isinstance(base, PyValue):
+            obj = base.obj
+            if not hasattr(obj, attr):
+                raise self.error(node, f"{base} has no attribute '{attr}'",
+                                 "check the spelling; GPU code sees the object as it is when the "
+                                 "kernel compiles")
+            value = getattr(obj, attr)
+            builtin = find_builtin(value) if not isinstance(value, (int, float)) else None
+            if builtin is not None and builtin.is_value:
+                return self.builtin_value(node, builtin)
+            return self.global_value_type(node, value)
+        return self.attribute_of_value(node, base, attr)
+
+    def attribute_of_value(self, node, base: t.Type, attr: str) -> t.Type:
+        if isinstance(base, t.Array):
+            if attr in ("shape", "strides"):
+                return t.Tuple((t.int64,) * base.ndim)
+            if attr in ("size", "ndim", "itemsize", "nbytes"):
+                return t.int64
+            if attr == "T" and base.ndim <= 2:
+                layout = base.layout
+                if base.ndim == 2:
+                    layout = {"C": "F", "F": "C"}.get(base.layout, "A")
+                return base.derived(base.ndim, layout)
+        if isinstance(base, t.Complex) and attr in ("real", "imag"):
+            return base.component
+        if isinstance(base, (t.Integer, t.Float, t.Boolean)) and attr in ("real", "imag"):
+            return base
+        if isinstance(base, t.Record):
+            found = base.field(attr)
+            if found is not None:
+                return field_value_type(base, *found)
+        if isinstance(base, t.Group) and attr == "size":
+            return t.int64
+        raise self.error(node, f"{base} has no attribute '{attr}' in GPU code",
+                         _attribute_hint(base))
+
+    def expr_Tuple(self, node: ast.Tuple) -> t.Type:
+        return t.Tuple(tuple(self.expr(e) for e in node.elts))
+
+    # ---- operators -----------------------------------------------------------------------------
+
+    def expr_BinOp(self, node: ast.BinOp) -> t.Type:
+        left, right = self.expr(node.left), self.expr(node.right)
+        return self.binop_type(node, node.op, left, right, node.left in self.weak,
+                               node.right in self.weak)
+
+    def binop_type(self, node, op, a: t.Type, b: t.Type, weak_a: bool, weak_b: bool) -> t.Type:
+        if isinstance(a, t.Tuple) and isinstance(b, t.Tuple) and isinstance(op, ast.Add):
+            return t.Tuple(a.items + b.items)
+        if not (t.is_number(a) and t.is_number(b)):
+            raise self.error(node, f"unsupported operand types for {_OP_SYMBOLS[type(op)]}: "
+                             f"{a} and {b}", _array_hint(a, b))
+        if weak_a and weak_b:
+            self.weak.add(node)
+        try:
+            return promotion.binop_with_weak(op, a, b, weak_a, weak_b)
+        except promotion.NoRule:
+            pass
+        symbol = _OP_SYMBOLS[type(op)]
+        if isinstance(op, ast.MatMult):
+            raise self.error(node, "the @ operator is not supported in GPU code")
+        if isinstance(op, (ast.FloorDiv, ast.Mod)):
+            raise self.error(node, f"{symbol} is not defined for complex numbers")
+        if isinstance(op, (ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)):
+            raise self.error(node, f"bit operations need integers, got {a} and {b}",
+                             "convert with int(...) first; bitwise operators do not apply to "
+                             "floats or complex numbers")
+        raise self.error(node, f"unsupported operand types for {symbol}: {a} and {b}")
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> t.Type:
+        found = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            if not isinstance(found, _HAS_TRUTH):
+                raise self.error(node.operand, f"{found} has no truth value for 'not'",
+                                 "compare explicitly, e.g. `not (x > 0)`")
+            known = self.constants.get(node.operand)
+            if isinstance(node.operand, ast.Compare) and isinstance(known, bool):
+                self.constants[node] = not known  # not (x is None)
+            return t.boolean
+        if node.operand in self.weak:
+            self.weak.add(node)
+        try:
+            return promotion.unary(node.op, found)
+        except promotion.NoRule:
+            if isinstance(node.op, ast.Invert) and t.is_number(found):
+                raise self.error(node, f"~ needs an integer, got {found}") from None
+            raise self.error(node, f"unsupported operand type for unary operator: "
+                             f"{found}") from None
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> t.Type:
+        types = [self.expr(v) for v in node.values]
+        result = types[0]
+        for value, found in zip(node.values[1:], types[1:], strict=True):
+            merged = promotion.join(result, found)
+            if merged is None:
+                raise self.error(value, f"operands of and/or have types {result} and {found}",
+                                 "give both operands one type")
+            result = merged
+        return result
+
+    def expr_Compare(self, node: ast.Compare) -> t.Type:
+        left = node.left
+        lt = self.expr(left)
+        operand_types = []
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            rt = self.expr(right)
+            if isinstance(op, (ast.Is, ast.IsNot)) and len(node.ops) == 1 and (
+                    isinstance(lt, t.NoneType) or isinstance(rt, t.NoneType)):
+                # only None has type none, so the answer is known at compile time
+                same = isinstance(lt, t.NoneType) and isinstance(rt, t.NoneType)
+                self.constants[node] = same if isinstance(op, ast.Is) else not same
+                return t.boolean
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                raise self.error(node, f"'{_CMP_SYMBOLS[type(op)]}' only tests for None in GPU "
+                                 "code", "compare values with == and !=")
+            if isinstance(op, (ast.In, ast.NotIn)):
+                operand_types.append(self.contains_types(node, left, lt, rt))
+            else:
+                if not (t.is_number(lt) and t.is_number(rt)):
+                    raise self.error(node, f"cannot compare {lt} with {rt}",
+                                     "comparisons take numbers (compare arrays element by "
+                                     "element in a loop)")
+                if (isinstance(lt, t.Complex) or isinstance(rt, t.Complex)) and \
+                        not isinstance(op, (ast.Eq, ast.NotEq)):
+                    raise self.error(node, "complex numbers can only be compared with == and !=")
+                operand_types.append(self.comparison_type(lt, rt, left in self.weak,
+                                                          right in self.weak))
+            left, lt = right, rt
+        self.comparisons[node] = tuple(operand_types)
+        return t.boolean
+
+    def comparison_type(self, a: t.Type, b: t.Type, weak_a: bool, weak_b: bool) -> t.Type:
+        """What both sides of == < ... are converted to; a weak float literal takes the other
+        side's float width (`x < 0.5` with x float32 compares in float32)."""
+        if weak_a and not weak_b and isinstance(b, t.Float):
+            a = b
+        if weak_b and not weak_a and isinstance(a, t.Float):
+            b = a
+        return promotion.comparison_operands(a, b)
+
+    def contains_types(self, node, item_node, item: t.Type, seq: t.Type):
+        """`x in seq` for a tuple of numbers or a 1-d numeric array (numba's operator.contains):
+        the comparison type per tuple item, or the one for array elements."""
+        items = seq.items if isinstance(seq, t.Tuple) else (
+            (seq.dtype,) if isinstance(seq, t.Array) and seq.ndim == 1 else None)
+        if items is None or not all(t.is_number(i) for i in items) or not t.is_number(item):
+            raise self.error(node, f"'in' needs a number and a tuple of numbers or a 1-d array, "
+                             f"got {item} in {seq}", "compare values with == and !=")
+        weak = item_node in self.weak
+        found = tuple(self.comparison_type(item, i, weak, False) for i in items)
+        return found if isinstance(seq, t.Tuple) else found[0]
+
+    def expr_IfExp(self, node: ast.IfExp) -> t.Type:
+        self.condition(node.test)
+        known = self.static_truth(node.test)
+        if known is not None:
+            self.branches[node] = known
+            live = node.body if known else node.orelse
+            found = self.expr(live)
+            if live in self.weak:
+                self.weak.add(node)
+            return found
+        a, b = self.expr(node.body), self.expr(node.orelse)
+        weak_a, weak_b = node.body in self.weak, node.orelse in self.weak
+        if weak_a and weak_b:
+            self.weak.add(node)
+        if weak_a and isinstance(b, t.Float):
+            a = b
+        if weak_b and isinstance(a, t.Float):
+            b = a
+        merged = promotion.join(a, b)
+        if merged is None:
+            raise self.error(node, f"the branches of this conditional expression have types "
+                             f"{a} and {b}", "make both branches the same type")
+        return merged
+
+
+def field_value_type(record: t.Record, ftype: t.Type, offset: int) -> t.Type:
+    """What reading a record field gives: a sub-array field reads as a C-contiguous view,
+    unaligned where the record's layout does not keep its elements aligned."""
+    if isinstance(ftype, t.InlineArray):
+        aligned = record.field_alignment(ftype, offset) is None
+        return t.Array(ftype.dtype, len(ftype.shape), "C", record.readonly, aligned)
+    if isinstance(ftype, t.Record):  # a nested record is only as aligned as its place says
+        found = record.field_alignment(ftype, offset)
+        nested = ftype if found is None else ftype.with_align(found)
+        return nested.as_readonly() if record.readonly else nested
+    return ftype
+
+
+def _attribute_hint(base: t.Type) -> str | None:
+    if isinstance(base, t.Array):
+        return "arrays have shape, strides, size, ndim, itemsize, nbytes and T in GPU code; " \
+               "methods (sum, max, ...) are not available: write a loop"
+    if isinstance(base, t.Record):
+        return f"its fields are {', '.join(name for name, *_ in base.fields)}"
+    if t.is_number(base):
+        return "numbers have .real and .imag (and complex numbers .conjugate())"
+    return None
+
+
+def _array_hint(a, b) -> str | None:
+    if isinstance(a, t.Array) or isinstance(b, t.Array):
+        return "whole-array arithmetic is not available inside kernels; index elements " \
+               "(x[i] * 2), or use gpunb.fuse for elementwise expressions"
+    return None

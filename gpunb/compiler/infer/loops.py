@@ -1,0 +1,188 @@
+"""Typing of loops: while, and for over range/enumerate/zip/arrays/tuples, as one LoopPlan.
+
+The iterator is parsed once here into a frozen LoopPlan (its sources: ranges and arrays, advanced
+in lock step; enumerate's start; or an unrolled tuple); lowering reads the plan. The SSA side of
+a loop: names assigned in the body get header phis (entry plus back edges), and after the loop
+the normal exit (with its else clause) and every break join.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gpunb.compiler import promotion, scopes
+from gpunb.compiler.typed import ArraySource, JoinKind, LoopPlan, RangeSource
+from gpunb.compiler.values import NotConstant, const_eval
+from gpunb.foundation import types as t
+
+
+class LoopTyping:
+    def visit_While(self, node: ast.While) -> bool:
+        self.enter_loop(node, self.assigned_in(node.body))
+        self.condition(node.test)
+        header = dict(self.env)
+        if not self.visit_body(node.body):
+            self.back_edge(self.env)
+        frame = self.leave_loop()
+        forever = isinstance(node.test, ast.Constant) and bool(node.test.value)
+        return self.loop_exit(node, header, frame, normal_exit=not forever)
+
+    def visit_For(self, node: ast.For) -> bool:
+        plan = self.loop_plan(node)
+        self.loops[node] = plan
+        assigned = self.assigned_in(node.body) | self.assigned_in([node.target])
+        self.enter_loop(node, assigned)
+        header = dict(self.env)
+        self.assign(node.target, plan.item if not plan.enumerate else
+                    t.Tuple((t.int64, plan.item)), None)
+        if not self.visit_body(node.body):
+            self.back_edge(self.env)
+        frame = self.leave_loop()
+        return self.loop_exit(node, header, frame, normal_exit=True)
+
+    def loop_exit(self, node, header: dict, frame, normal_exit: bool) -> bool:
+        """After a loop: the else clause runs from the header's normal exit; it and every break
+        join. True when nothing continues after the loop (`while True` without break)."""
+        ends = list(frame.breaks)
+        if normal_exit:
+            self.env = dict(header)
+            if not self.visit_body(node.orelse):
+                ends.append(self.env)
+        merged = self.merge(node, JoinKind.EXIT, ends)
+        if merged is None:
+            self.env = dict(header)
+            return True
+        self.env = merged
+        return False
+
+    def assigned_in(self, body: list) -> set:
+        """Local names a statement list assigns (not inside nested functions' own scopes)."""
+        names = set()
+        for stmt in body:
+            for node in scopes.walk_scope_of(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    names.add(node.id)
+        return names & self.locals
+
+    # ---- the plan ------------------------------------------------------------------------------
+
+    def loop_plan(self, node: ast.For) -> LoopPlan:
+        it = node.iter
+        callee = self.callee_object(it.func) if isinstance(it, ast.Call) else None
+        if callee is enumerate:
+            if not it.args or len(it.args) > 2 or any(k.arg != "start" for k in it.keywords):
+                raise self.error(it, "enumerate() takes an iterable and an optional start")
+            if not (isinstance(node.target, ast.Tuple) and len(node.target.elts) == 2):
+                raise self.error(node.target, "write `for i, x in enumerate(...)`")
+            start = it.args[1] if len(it.args) > 1 else next(
+                (k.value for k in it.keywords if k.arg == "start"), None)
+            if start is not None and not isinstance(self.expr(start), (t.Integer, t.Boolean)):
+                raise self.error(start, "enumerate's start must be an integer")
+            sources, item = self.iteration(it.args[0])
+            if sources is None:  # enumerate over a tuple: unrolled too
+                return LoopPlan((), item, enumerate=True, enumerate_start=start,
+                                tuple_seq=it.args[0])
+            return LoopPlan(sources, item, enumerate=True, enumerate_start=start)
+        if callee is not None and callee not in (range, zip):
+            seq = self.expr(it)
+            return self.sequence_plan(it, seq)
+        sources, item = self.iteration(it)
+        if sources is None:
+            return LoopPlan((), item, tuple_seq=it)
+        return LoopPlan(sources, item)
+
+    def iteration(self, it) -> tuple:
+        """(sources, item type) of an iterable; (None, item) for a tuple (unrolled)."""
+        callee = self.callee_object(it.func) if isinstance(it, ast.Call) else None
+        if callee is range:
+            source = self.range_source(it)
+            return (source,), source.item
+        if callee is zip and not self.zips_tuples(it):
+            if it.keywords or not it.args:
+                raise self.error(it, "zip() in GPU code takes ranges and 1-d arrays, no "
+                                 "keywords")
+            sources = tuple(self.zip_source(arg) for arg in it.args)
+            item = t.Tuple(tuple(s.item for s in sources))
+            self.record(it, item)
+            return sources, item
+        seq = self.expr(it)
+        if isinstance(seq, t.Tuple):
+            return None, self.tuple_item(it, seq)
+        plan = self.sequence_plan(it, seq)
+        return plan.sources, plan.item
+
+    def sequence_plan(self, it, seq: t.Type) -> LoopPlan:
+        if isinstance(seq, t.Tuple):
+            return LoopPlan((), self.tuple_item(it, seq), tuple_seq=it)
+        if isinstance(seq, t.Array) and seq.ndim >= 1:
+            item = array_item_type(seq)
+            return LoopPlan((ArraySource(it, item),), item)
+        raise self.error(it, f"cannot loop over {seq}",
+                         "loop over range(...), enumerate/zip, a tuple or a 1-d array")
+
+    def tuple_item(self, it, seq: t.Tuple) -> t.Type:
+        if not seq.items:
+            raise self.error(it, "cannot iterate over an empty tuple")
+        item = seq.items[0]
+        for other in seq.items[1:]:
+            item = promotion.join(item, other)
+            if item is None:
+                raise self.error(it, "loop over a tuple of mixed types",
+                                 "only tuples of one type can be looped over")
+        return item
+
+    def zip_source(self, arg):
+        if isinstance(arg, ast.Call) and self.callee_object(arg.func) is range:
+            return self.range_source(arg)
+        found = self.expr(arg)
+        if not (isinstance(found, t.Array) and found.ndim == 1):
+            raise self.error(arg, f"cannot zip over {found}",
+                             "zip() in GPU code takes range(...) and 1-d arrays")
+        return ArraySource(arg, found.dtype)
+
+    def zips_tuples(self, it: ast.Call) -> bool:
+        """zip() of tuples only is built at compile time (a tuple of tuples, loop unrolled)."""
+        for arg in it.args:
+            if isinstance(arg, ast.Call) and self.callee_object(arg.func) is range:
+                return False
+            if not isinstance(self.expr(arg), t.Tuple):
+                return False
+        return True
+
+    def range_source(self, call: ast.Call) -> RangeSource:
+        if call.keywords or not 1 <= len(call.args) <= 3:
+            raise self.error(call, "range() takes 1 to 3 positional arguments")
+        types = [self.expr(a) for a in call.args]
+        for arg, found in zip(call.args, types, strict=True):
+            if not isinstance(found, (t.Integer, t.Boolean)):
+                raise self.error(arg, f"range() needs integers, got {found}",
+                                 "convert with int(...)")
+        literals = tuple(self.int_literal(a) for a in call.args)
+        item = promotion.range_type(tuple(types), literals)
+        self.record(call, t.Tuple((item,)))
+        args = list(call.args)
+        start, stop, step = (None, args[0], None) if len(args) == 1 else \
+            (args[0], args[1], args[2] if len(args) == 3 else None)
+        step_value = None
+        if step is not None:
+            try:
+                step_value = const_eval(step, self.resolve_constant)
+            except NotConstant:
+                step_value = None
+            if step_value == 0:
+                raise self.error(step, "range() step must not be zero")
+        return RangeSource(start, stop, step, item,
+                           step_value if isinstance(step_value, int) else None)
+
+    def int_literal(self, node) -> int | None:
+        """The value of an integer literal argument (numba types those as Literal[int])."""
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        return None
+
+
+def array_item_type(arr: t.Array) -> t.Type:
+    """What looping over an array yields: its elements, or views of its rows (numba's iter)."""
+    if arr.ndim == 1:
+        return arr.dtype
+    return arr.derived(arr.ndim - 1, "C" if arr.layout == "C" else "A")

@@ -1,0 +1,251 @@
+"""Typing of statements: assignments, if, return, raise/assert, break/continue.
+
+Each `visit_*` returns True when the statement always leaves its block (return, raise, break,
+continue, or an if whose branches all leave), so that what follows is neither typed nor lowered.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from gpunb.compiler import exceptions, scopes
+from gpunb.compiler.hints import READONLY_HINT
+from gpunb.compiler.typed import JoinKind, RaiseSite
+from gpunb.compiler.values import PyValue
+from gpunb.foundation import types as t
+
+_HAS_TRUTH = (t.Boolean, t.Integer, t.Float, t.Complex, t.NoneType)
+_STATEMENT_HINTS = {
+    "Try": "try/except is not supported in GPU code",
+    "With": "with-blocks are not supported in GPU code",
+    "ClassDef": "classes cannot be defined in GPU code",
+    "Global": "GPU code cannot rebind globals; pass values as arguments",
+    "Nonlocal": "inner functions may read the enclosing function's variables but not assign "
+                "them (numba refuses nonlocal too); return the new value instead",
+    "Delete": "del is not supported in GPU code",
+    "Import": "import modules at top level, outside GPU functions",
+    "ImportFrom": "import modules at top level, outside GPU functions",
+    "Match": "match is not supported in GPU code; use if/elif",
+    "AsyncFor": "async is not available in GPU code",
+    "AsyncWith": "async is not available in GPU code",
+    "AsyncFunctionDef": "async is not available in GPU code",
+    "TypeAlias": "declare types at top level, outside GPU functions",
+}
+
+
+class StatementTyping:
+    """visit_* for every statement kind; an unsupported one falls into generic_visit."""
+
+    def visit(self, node):
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            return self.generic_visit(node)
+        return method(node)
+
+    def generic_visit(self, node):
+        kind = type(node).__name__
+        raise self.error(node, f"unsupported statement: {kind}",
+                         _STATEMENT_HINTS.get(kind, "this Python statement has no GPU meaning "
+                                              "in gpunb"))
+
+    def visit_Expr(self, node: ast.Expr) -> bool:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return False  # a docstring
+        self.expr(node.value)
+        return False
+
+    def visit_Pass(self, node) -> bool:
+        return False
+
+    def visit_Assert(self, node: ast.Assert) -> bool:
+        """numba.cuda compiles assert only with debug=True (then a failure raises
+        AssertionError on the host); without debug it is typed and compiles to nothing."""
+        self.condition(node.test)
+        if self.options.get("debug"):
+            self.raises[node] = RaiseSite("AssertionError",
+                                          self.checked_raise(node, exceptions.assert_message))
+        elif node.msg is not None and not isinstance(node.msg, ast.Constant):
+            self.expr(node.msg)
+        return False
+
+    def visit_Raise(self, node: ast.Raise) -> bool:
+        """`raise Cls` / `raise Cls("constant")`: ends the thread (reported with debug=True)."""
+        self.raises[node] = RaiseSite(*self.checked_raise(node, exceptions.raise_target))
+        return True
+
+    def checked_raise(self, node, read):
+        try:
+            return read(node, self.resolve_constant)
+        except exceptions.BadRaise as bad:
+            raise self.error(*bad.args) from None
+
+    def visit_Break(self, node) -> bool:
+        if not self.loop_frames:
+            raise self.error(node, "'break' outside a loop")
+        self.loop_frames[-1].breaks.append(dict(self.env))
+        return True
+
+    def visit_Continue(self, node) -> bool:
+        if not self.loop_frames:
+            raise self.error(node, "'continue' outside a loop")
+        self.back_edge(dict(self.env))
+        return True
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> bool:
+        self.defined_inner.add(node.name)  # compiled at its calls (inner.call)
+        return False
+
+    def visit_Return(self, node: ast.Return) -> bool:
+        rt = t.none if node.value is None else self.expr(node.value)
+        if isinstance(rt, t.Array):
+            raise self.error(node, "GPU functions cannot return arrays",
+                             "write into an array argument instead")
+        if isinstance(rt, PyValue):
+            raise self.error(node, f"cannot return {rt}")
+        self.return_types.append((node, rt))
+        return True
+
+    # ---- assignments ---------------------------------------------------------------------------
+
+    def visit_Assign(self, node: ast.Assign) -> bool:
+        if scopes.is_lambda_binding(node):
+            self.defined_inner.add(node.targets[0].id)
+            return False
+        vt = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, vt, node.value)
+        return False
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> bool:
+        if node.value is None:
+            return False
+        vt = self.expr(node.value)
+        if isinstance(node.target, ast.Name):
+            declared = self.resolve_type_annotation(node.annotation)
+            if declared is not None:
+                if not t.can_convert(vt, declared):
+                    raise self.error(node.value, f"cannot assign {vt} to '{node.target.id}', "
+                                     f"annotated {declared}",
+                                     "annotate the variable with the value's type, or drop the "
+                                     "annotation")
+                self.define(node.target, node.target.id, declared)
+                return False
+        self.assign(node.target, vt, node.value)
+        return False
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> bool:
+        target = node.target
+        if isinstance(target, ast.Name):
+            var, current = self.read(target, target.id)
+            self.uses[target] = var
+        else:
+            current = self.expr(target)
+        value = self.expr(node.value)
+        result = self.binop_type(node, node.op, current, value, False, node.value in self.weak)
+        self.record(node, result)
+        if isinstance(target, ast.Name):
+            self.define(target, target.id, result)
+        else:
+            self.check_store(target, result, node.value)
+        return False
+
+    def assign(self, target, vt: t.Type, value_node) -> None:
+        if isinstance(target, ast.Name):
+            self.define(target, target.id, vt)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            starred = next((e for e in target.elts if isinstance(e, ast.Starred)), None)
+            if starred is not None:
+                raise self.error(starred, "starred assignment is not supported in GPU code",
+                                 "unpack every item (a, b, c = t) or index the tuple (t[0])")
+            items = self.unpack_types(target, vt, len(target.elts))
+            for elt, item in zip(target.elts, items, strict=True):
+                self.assign(elt, item, None)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            self.expr(target)
+            self.check_store(target, vt, value_node)
+        else:
+            raise self.error(target, f"cannot assign to {type(target).__name__}")
+
+    def unpack_types(self, node, vt: t.Type, n: int) -> tuple:
+        if isinstance(vt, t.Tuple):
+            if len(vt.items) != n:
+                raise self.error(node, f"cannot unpack a tuple of {len(vt.items)} into {n} names",
+                                 f"name all {len(vt.items)} items on the left")
+            return vt.items
+        if isinstance(vt, t.Complex):
+            raise self.error(node, "cannot unpack a complex number")
+        raise self.error(node, f"cannot unpack {vt}", "only tuples can be unpacked in GPU code")
+
+    def check_store(self, target, vt: t.Type, value_node) -> None:
+        slot = self.types[target]
+        base = self.types[target.value]
+        if isinstance(target, ast.Attribute) and not isinstance(base, t.Record):
+            raise self.error(target, f"cannot assign to '{target.attr}' of {base}",
+                             "in GPU code only record fields can be assigned (rec.x = v); "
+                             "array attributes and module names are read-only")
+        if isinstance(base, t.Record) and isinstance(slot, t.Array):
+            raise self.error(target, "a record's array field cannot be assigned as a whole",
+                             "assign its elements, e.g. rec.v[0] = x")
+        if isinstance(base, t.Record) and base.readonly:
+            raise self.error(target, "cannot store into a field of a record of a read-only "
+                             "array", READONLY_HINT)
+        if isinstance(target, ast.Subscript):
+            if isinstance(base, t.Tuple):
+                raise self.error(target, "tuples are immutable", "build a new tuple instead")
+            if isinstance(base, t.Array) and base.readonly:
+                raise self.error(target, f"cannot store into a read-only array ({base})",
+                                 READONLY_HINT)
+            if isinstance(slot, t.Array):
+                self.check_slice_store(target, vt, slot)
+                return
+        if not t.can_convert(vt, slot):
+            raise self.error(value_node or target, f"cannot store {vt} into an element of {slot}",
+                             _store_hint(vt, slot))
+
+    # ---- if ------------------------------------------------------------------------------------
+
+    def visit_If(self, node: ast.If) -> bool:
+        self.condition(node.test)
+        known = self.static_truth(node.test)
+        if known is not None:  # `if x is None:` with x known: the other branch is dead code
+            self.branches[node] = known
+            return self.visit_body(node.body if known else node.orelse)
+        before = self.env
+        ends = []
+        for body in (node.body, node.orelse):
+            self.env = dict(before)
+            ends.append(None if self.visit_body(body) else self.env)
+        merged = self.merge(node, JoinKind.IF, ends)
+        if merged is None:
+            self.env = dict(before)
+            return True
+        self.env = merged
+        return False
+
+    def static_truth(self, test) -> bool | None:
+        """The truth of a condition known at compile time (`x is None`, a None value)."""
+        found = self.types[test]
+        if isinstance(found, t.NoneType):
+            return False
+        value = self.constants.get(test)
+        if isinstance(test, (ast.Compare, ast.UnaryOp)) and isinstance(value, bool):
+            return value
+        return None
+
+    def condition(self, node) -> None:
+        found = self.expr(node)
+        if not isinstance(found, _HAS_TRUTH):
+            raise self.error(node, f"{found} cannot be used as a condition",
+                             "compare explicitly, e.g. `if x > 0:`")
+
+
+def _store_hint(value: t.Type, slot: t.Type) -> str | None:
+    if isinstance(value, t.NoneType):
+        return "the value is None: a device function without `return value` gives None"
+    if isinstance(value, t.Complex) and t.is_number(slot):
+        return "store x.real (or abs(x)), or use a complex array"
+    if isinstance(value, (t.Array, t.Tuple)):
+        return "store one element at a time, e.g. out[i] = x[i]"
+    if isinstance(value, PyValue):
+        return "only numbers can be stored into arrays"
+    return None

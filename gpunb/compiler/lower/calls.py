@@ -1,0 +1,56 @@
+"""Lowering of calls: builtins, conversions, GPU and inner functions (called, or inlined)."""
+
+from __future__ import annotations
+
+import ast
+
+from llvmlite import ir
+
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import operators as ops
+from gpunb.compiler.typed import BuiltinCall, Cast, Const, GpuCall, TypedFunction
+from gpunb.foundation import types as t
+
+
+class CallLowering:
+    def expr_Call(self, node: ast.Call):
+        call = self.typed.calls[node]
+        if isinstance(call, Cast):
+            return ops.cast(self.builder, self.expr(call.arg), call.argtype, call.target)
+        if isinstance(call, BuiltinCall):
+            return call.builtin.lower_call(self, node, call)
+        return self.call_gpu_function(call)
+
+    def call_gpu_function(self, call: GpuCall):
+        b = self.builder
+        callee: TypedFunction = call.callee
+        values = []
+        for arg, declared in zip(call.args, call.argtypes, strict=True):
+            if isinstance(declared, t.NoneType):
+                values.append(ir.Constant(dm.value_type(declared), None))
+            elif isinstance(arg, Const):
+                values.append(ops.constant(declared, arg.value))
+            else:
+                values.append(ops.cast(b, self.expr(arg), self.type_of(arg), declared))
+        if self.target.inline_calls:
+            return self.inline_call(callee, values)
+        fn = self.mb.device_function(callee)
+        extra = [self.ctx] if self.ctx is not None else []
+        result = b.call(fn, extra + values)
+        return None if isinstance(callee.return_type, t.NoneType) else result
+
+    def inline_call(self, callee: TypedFunction, values: list):
+        """Lower the callee's body here (CPU target: suspend points must be in the kernel)."""
+        inner = type(self)(self.mb, callee, self.fn, self.builder, self.alloca_block, self.ctx)
+        inner.exit_block = self.new_block(f"{callee.name}.return")
+        if not isinstance(callee.return_type, t.NoneType):
+            inner.return_slot = self.alloca(dm.value_type(callee.return_type),
+                                            f"{callee.name}.ret")
+        inner.bind_arguments(values)
+        inner.statements(callee.source.tree.body)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(inner.exit_block)
+        self.builder.position_at_end(inner.exit_block)
+        if inner.return_slot is not None:
+            return self.builder.load(inner.return_slot)
+        return None

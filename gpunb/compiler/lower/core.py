@@ -1,0 +1,216 @@
+"""Lowering machinery shared by the statement, loop, expression, index and call mixins.
+
+Every SSA Var of the TypedFunction gets an alloca in the entry block (mem2reg turns them back
+into SSA registers). Storing a definition also stores it, converted, into the slot of every phi
+it flows into; at each join the phis defined there pass their values on to the phis they flow
+into. Together these put the right value in a phi's slot on every path that reaches its join,
+which is what numba's phi nodes mean.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from llvmlite import ir
+
+from gpunb.compiler import arrays
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import operators as ops
+from gpunb.compiler.typed import JoinKind, TypedFunction, Var
+from gpunb.foundation import types as t
+from gpunb.foundation.abi import signature_slots
+from gpunb.foundation.errors import CompileError
+
+
+class LoweringCore:
+    """Lowers one TypedFunction into an ir.Function (or inline into a caller's function)."""
+
+    def __init__(self, mb, typed: TypedFunction, fn: ir.Function,
+                 builder: ir.IRBuilder | None = None, alloca_block=None, ctx=None):
+        self.mb = mb
+        self.target = mb.target
+        self.typed = typed
+        self.fn = fn
+        self.builder = builder
+        self.alloca_block = alloca_block
+        self.ctx = ctx
+        self.slots: dict = {}
+        self.loops: list = []  # (continue block, break block) of the enclosing loops
+        self.exit_block = None
+        self.return_slot = None
+        self.subprogram = None
+        self.is_kernel = False
+        self.current_line = typed.source.first_line
+
+    # ---- setup ---------------------------------------------------------------------------------
+
+    def begin(self, kernel: bool) -> None:
+        self.is_kernel = kernel
+        self.alloca_block = self.fn.append_basic_block("entry")
+        body = self.fn.append_basic_block("body")
+        self.builder = ir.IRBuilder(body)
+        self.exit_block = self.fn.append_basic_block("exit")
+        n_extra = len(self.target.extra_params())
+        self.ctx = self.fn.args[0] if n_extra else None
+        if self.mb.debug is not None:
+            self.subprogram = self.mb.debug.subprogram(self.fn, self.typed.source)
+            self.builder.debug_metadata = self.mb.debug.location(self.typed.source.first_line,
+                                                                 0, self.subprogram)
+        if not isinstance(self.typed.return_type, t.NoneType):
+            self.return_slot = self.alloca(dm.value_type(self.typed.return_type), "retval")
+
+    def alloca(self, llty: ir.Type, name: str = ""):
+        b = ir.IRBuilder(self.alloca_block)
+        if self.alloca_block.instructions:
+            b.position_after(self.alloca_block.instructions[-1])
+        if self.alloca_block.is_terminated:
+            b.position_before(self.alloca_block.terminator)
+        return b.alloca(llty, name=name)
+
+    def assemble_argument(self, argtype: t.Type, slots: list):
+        b = self.builder
+        if isinstance(argtype, t.Array):
+            n = argtype.ndim
+            return arrays.make_array(b, argtype, slots[0], slots[1:1 + n],
+                                     slots[1 + n:1 + 2 * n])
+        if isinstance(argtype, t.Complex):
+            return ops.make_complex(b, slots[0], slots[1], argtype)
+        if isinstance(argtype, t.Boolean):
+            return b.trunc(slots[0], dm.i1)
+        if isinstance(argtype, t.Tuple):
+            out = ir.Constant(dm.value_type(argtype), ir.Undefined)
+            pos = 0
+            for i, item in enumerate(argtype.items):
+                n = len(signature_slots((item,)))
+                out = b.insert_value(out, self.assemble_argument(item, slots[pos:pos + n]), i)
+                pos += n
+            return out
+        return slots[0]
+
+    def bind_arguments(self, values: list) -> None:
+        for var, argtype, value in zip(self.typed.params, self.typed.argtypes, values,
+                                       strict=True):
+            self.store_var(var, value, argtype)
+
+    def lower_body(self) -> None:
+        self.statements(self.typed.source.tree.body)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(self.exit_block)
+
+    def finish(self) -> None:
+        ir.IRBuilder(self.alloca_block).branch(self.fn.blocks[1])
+        self.builder.position_at_end(self.exit_block)
+        if self.is_kernel:
+            self.target.kernel_epilogue(self)
+        elif self.return_slot is not None:
+            self.builder.ret(self.builder.load(self.return_slot))
+        else:
+            self.builder.ret_void()
+
+    # ---- SSA variables -------------------------------------------------------------------------
+
+    def var_type(self, var: Var) -> t.Type | None:
+        return self.typed.var_types.get(var)
+
+    def slot(self, var: Var):
+        """The alloca holding `var`, or None for a Var that holds no value (None, unread)."""
+        found = self.slots.get(var)
+        if found is None:
+            vt = self.var_type(var)
+            if vt is None or isinstance(vt, t.NoneType):
+                return None
+            found = self.slots[var] = self.alloca(dm.value_type(vt), var.name)
+        return found
+
+    def store_var(self, var: Var, value, value_type: t.Type) -> None:
+        """Define `var` with `value` (of `value_type`), and pass it on to the phis it reaches."""
+        slot = self.slot(var)
+        if slot is None or value is None:
+            return
+        b = self.builder
+        vt = self.var_type(var)
+        value = ops.cast(b, value, value_type, vt)
+        b.store(value, slot)
+        self.flow(var, value, vt)
+
+    def flow(self, var: Var, value, vt: t.Type) -> None:
+        b = self.builder
+        for phi in self.typed.flows.get(var, ()):
+            phi_slot = self.slot(phi)
+            if phi_slot is not None:
+                b.store(ops.cast(b, value, vt, self.var_type(phi)), phi_slot)
+
+    def load_var(self, var: Var):
+        slot = self.slot(var)
+        return None if slot is None else self.builder.load(slot)
+
+    def join(self, node: ast.AST, kind: JoinKind) -> None:
+        """At a join point: each phi defined here passes its value on to the phis it reaches."""
+        for phi in self.typed.joins.get((node, kind), ()):
+            if self.typed.flows.get(phi) and self.slot(phi) is not None:
+                self.flow(phi, self.load_var(phi), self.var_type(phi))
+
+    # ---- helpers -------------------------------------------------------------------------------
+
+    def error(self, node, message: str, hint: str | None = None) -> CompileError:
+        return CompileError(message, self.typed.source.loc(node), hint,
+                            function=self.typed.name)
+
+    def type_of(self, node) -> t.Type:
+        return self.typed.types[node]
+
+    def is_weak(self, node) -> bool:
+        return node in self.typed.weak
+
+    def statements(self, body: list) -> None:
+        for stmt in body:
+            if self.builder.block.is_terminated:
+                return  # after return/break/continue: unreachable, and not typed by infer
+            if self.mb.debug is not None:
+                self.builder.debug_metadata = self.mb.debug.location(
+                    stmt.lineno, stmt.col_offset, self.subprogram)
+            self.current_line = stmt.lineno
+            self.visit(stmt)
+
+    def math_call(self, name: str, args: list, argtypes: list, result: t.Type):
+        return self.target.math(self, name, args, argtypes, result)
+
+    def new_block(self, name: str):
+        return self.fn.append_basic_block(name)
+
+    def emit_loop(self, first, condition, body, advance, header=None, prefix: str = "loop"):
+        """The one loop emitter: index = first; while condition(index): body(index, continue
+        block, break block), then index = advance(index). `header()` runs at the top of every
+        iteration. Returns (the block where the condition fails, the block after the loop),
+        the first unterminated; the builder is left in neither."""
+        b = self.builder
+        index = self.alloca(first.type, f"{prefix}.index")
+        b.store(first, index)
+        cond_bb, body_bb = self.new_block(f"{prefix}.cond"), self.new_block(f"{prefix}.body")
+        inc_bb, else_bb, end_bb = (self.new_block(f"{prefix}.{n}")
+                                   for n in ("inc", "else", "end"))
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        if header is not None:
+            header()
+        current = b.load(index)
+        b.cbranch(condition(current), body_bb, else_bb)
+        b.position_at_end(body_bb)
+        body(current, inc_bb, end_bb)
+        if not b.block.is_terminated:
+            b.branch(inc_bb)
+        b.position_at_end(inc_bb)
+        b.store(advance(b.load(index)), index)
+        b.branch(cond_bb)
+        return else_bb, end_bb
+
+    def loop_range(self, length, body, prefix: str = "loop") -> None:
+        """for i in range(length) (i64) as IR, body(i); the builder ends after the loop."""
+        b = self.builder
+        one = ir.Constant(dm.i64, 1)
+        else_bb, end_bb = self.emit_loop(
+            ir.Constant(dm.i64, 0), lambda i: b.icmp_signed("<", i, length),
+            lambda i, _continue, _break: body(i), lambda i: b.add(i, one), prefix=prefix)
+        b.position_at_end(else_bb)
+        b.branch(end_bb)
+        b.position_at_end(end_bb)

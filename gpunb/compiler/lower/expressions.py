@@ -1,0 +1,247 @@
+"""Lowering of expressions: constants, names, attributes, operators, comparisons, conditionals."""
+
+from __future__ import annotations
+
+import ast
+
+from llvmlite import ir
+
+from gpunb.compiler import arrays
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import operators as ops
+from gpunb.compiler.values import PyValue
+from gpunb.foundation import types as t
+
+
+class ExpressionLowering:
+    def expr(self, node):
+        if node in self.typed.constants and not isinstance(node, (ast.Constant, ast.Call)):
+            return self.frozen_constant(node, self.typed.constants[node])
+        return getattr(self, "expr_" + type(node).__name__)(node)
+
+    def frozen_constant(self, node, value):
+        found = self.type_of(node)
+        if isinstance(found, t.Array):
+            data = self.mb.const_array(self.builder, value)
+            shape = [ir.Constant(dm.i64, s) for s in value.shape]
+            strides = [ir.Constant(dm.i64, s) for s in arrays.contiguous_strides(
+                list(value.shape), value.itemsize)]
+            return arrays.make_array(self.builder, found, data, shape, strides)
+        if isinstance(found, (PyValue, t.NoneType)):
+            return None
+        return ops.constant(found, value)
+
+    def condition(self, node):
+        return ops.truth(self.builder, self.expr(node), self.type_of(node))
+
+    def expr_Constant(self, node: ast.Constant):
+        found = self.type_of(node)
+        if isinstance(found, t.NoneType):
+            return None
+        return ops.constant(found, node.value)
+
+    def expr_Name(self, node: ast.Name):
+        call = self.typed.calls.get(node)
+        if call is not None:  # a builtin value such as cuda.warpsize
+            return call.builtin.lower_value(self, node, call.result)
+        var = self.typed.uses.get(node)
+        if var is not None:
+            return self.load_var(var)
+        return None  # a compile-time object (module, function, type)
+
+    def expr_Tuple(self, node: ast.Tuple):
+        return self.build_tuple([self.expr(e) for e in node.elts], self.type_of(node))
+
+    def build_tuple(self, items: list, tuple_type: t.Tuple):
+        value = ir.Constant(dm.value_type(tuple_type), ir.Undefined)
+        for k, item in enumerate(items):
+            value = self.builder.insert_value(value, item, k)
+        return value
+
+    def expr_Attribute(self, node: ast.Attribute):
+        found = self.type_of(node)
+        call = self.typed.calls.get(node)
+        if call is not None:  # a builtin value such as cuda.threadIdx.x
+            return call.builtin.lower_value(self, node, found)
+        if isinstance(found, PyValue):
+            return None
+        base_t = self.type_of(node.value)
+        base = self.expr(node.value)
+        b = self.builder
+        if isinstance(base_t, t.Array):
+            return arrays.attribute(b, base_t, base, node.attr, found)
+        if isinstance(base_t, t.Complex):
+            return b.extract_value(base, 0 if node.attr == "real" else 1)
+        if isinstance(base_t, t.Record):
+            pointer, ftype, align = arrays.field_address(b, base_t, base, node.attr)
+            return arrays.load_element(b, ftype, pointer, align)
+        if isinstance(base_t, t.Group):
+            from gpunb.compiler.builtins.groups import group_size
+
+            return group_size(self, base_t)
+        if node.attr == "real":
+            return base
+        if node.attr == "imag":
+            return ops.constant(base_t, 0)
+        raise self.error(node, f"unsupported attribute {node.attr}")
+
+    # ---- operators -----------------------------------------------------------------------------
+
+    def expr_BinOp(self, node: ast.BinOp):
+        left = self.expr(node.left)
+        right = self.expr(node.right)
+        return self.arith(node.op, left, self.type_of(node.left), right,
+                          self.type_of(node.right), self.type_of(node), node.right)
+
+    def arith(self, op, x, xt: t.Type, y, yt: t.Type, result: t.Type, rhs_node):
+        """`x op y` in the result type (a float raised to an integer keeps the integer)."""
+        b = self.builder
+        if isinstance(result, t.Tuple):  # tuple + tuple
+            items = [b.extract_value(x, i) for i in range(len(xt.items))] + \
+                [b.extract_value(y, i) for i in range(len(yt.items))]
+            return self.build_tuple(items, result)
+        rhs_const = self.typed.constants.get(rhs_node)
+        if isinstance(rhs_node, ast.Constant):
+            rhs_const = rhs_node.value
+        if isinstance(op, ast.Pow) and isinstance(result, t.Float) and t.is_int(yt):
+            return ops.binary(b, op, ops.cast(b, x, xt, result), y, result, self.math_call,
+                              yt, rhs_const)
+        return ops.binary(b, op, ops.cast(b, x, xt, result), ops.cast(b, y, yt, result),
+                          result, self.math_call, yt, rhs_const)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp):
+        b = self.builder
+        value = self.expr(node.operand)
+        vt = self.type_of(node.operand)
+        result = self.type_of(node)
+        if isinstance(node.op, ast.Not):
+            return b.not_(ops.truth(b, value, vt))
+        if isinstance(node.op, ast.UAdd):
+            return ops.cast(b, value, vt, result)
+        if isinstance(vt, t.Integer):
+            # numba negates and inverts at the operand's own width, then widens:
+            # -uint32(1) is 4294967295, ~uint32(1) is 4294967294
+            done = b.neg(value) if isinstance(node.op, ast.USub) else b.not_(value)
+            return ops.cast(b, done, vt, result)
+        value = ops.cast(b, value, vt, result)
+        if isinstance(node.op, ast.USub):
+            return ops.negate(b, value, result)
+        return b.not_(value)  # ~bool
+
+    def expr_BoolOp(self, node: ast.BoolOp):
+        b = self.builder
+        result_t = self.type_of(node)
+        end_bb = self.new_block("boolop.end")
+        incoming = []
+        is_and = isinstance(node.op, ast.And)
+        for i, v in enumerate(node.values):
+            value = ops.cast(b, self.expr(v), self.type_of(v), result_t)
+            if i == len(node.values) - 1:
+                incoming.append((value, b.block))
+                b.branch(end_bb)
+                break
+            truth = ops.truth(b, value, result_t)
+            next_bb = self.new_block("boolop.next")
+            incoming.append((value, b.block))
+            if is_and:
+                b.cbranch(truth, next_bb, end_bb)
+            else:
+                b.cbranch(truth, end_bb, next_bb)
+            b.position_at_end(next_bb)
+        b.position_at_end(end_bb)
+        phi = b.phi(dm.value_type(result_t))
+        for value, block in incoming:
+            phi.add_incoming(value, block)
+        return phi
+
+    def expr_Compare(self, node: ast.Compare):
+        b = self.builder
+        operand_types = self.typed.comparisons[node]
+        left_node = node.left
+        left = self.expr(left_node)
+        end_bb = self.new_block("cmp.end") if len(node.ops) > 1 else None
+        incoming = []
+        for k, (op, right_node) in enumerate(zip(node.ops, node.comparators, strict=True)):
+            right = self.expr(right_node)
+            lt, rt = self.type_of(left_node), self.type_of(right_node)
+            if isinstance(op, (ast.In, ast.NotIn)):
+                result = self.contains(left, lt, right, rt, operand_types[k])
+                if isinstance(op, ast.NotIn):
+                    result = b.not_(result)
+            else:
+                ct = operand_types[k]
+                result = ops.compare(b, op, ops.cast(b, left, lt, ct), ops.cast(b, right, rt, ct),
+                                     ct)
+            if end_bb is None:
+                return result
+            incoming.append((result, b.block))
+            if k == len(node.ops) - 1:
+                b.branch(end_bb)
+            else:
+                next_bb = self.new_block("cmp.next")
+                b.cbranch(result, next_bb, end_bb)
+                b.position_at_end(next_bb)
+            left_node, left = right_node, right
+        b.position_at_end(end_bb)
+        phi = b.phi(dm.i1)
+        for value, block in incoming:
+            phi.add_incoming(value, block)
+        return phi
+
+    def contains(self, item, item_t: t.Type, seq, seq_t: t.Type, compare_types):
+        """`item in seq` (i1): == against each tuple item, or a scan of a 1-d array."""
+        b = self.builder
+        eq = ast.Eq()
+        if isinstance(seq_t, t.Tuple):
+            found = ir.Constant(dm.i1, 0)
+            for k, (elem_t, ct) in enumerate(zip(seq_t.items, compare_types, strict=True)):
+                hit = ops.compare(b, eq, ops.cast(b, item, item_t, ct),
+                                  ops.cast(b, b.extract_value(seq, k), elem_t, ct), ct)
+                found = b.or_(found, hit)
+            return found
+        ct = compare_types
+        data, shape, strides = arrays.parts(b, seq, 1)
+        found = self.alloca(dm.i1, "in.found")
+        b.store(ir.Constant(dm.i1, 0), found)
+
+        def scan(i, _continue, done):
+            elem = arrays.load_element(
+                b, seq_t.dtype, arrays.element_pointer(b, seq_t, data, shape, strides, [i]),
+                arrays.access_alignment(seq_t))
+            hit = ops.compare(b, eq, ops.cast(b, item, item_t, ct),
+                              ops.cast(b, elem, seq_t.dtype, ct), ct)
+            b.store(hit, found)
+            b.cbranch(hit, done, _continue)  # stop at the first match
+
+        else_bb, end_bb = self.emit_loop(ir.Constant(dm.i64, 0),
+                                         lambda i: b.icmp_signed("<", i, shape[0]), scan,
+                                         lambda i: b.add(i, ir.Constant(dm.i64, 1)), prefix="in")
+        b.position_at_end(else_bb)
+        b.branch(end_bb)
+        b.position_at_end(end_bb)
+        return b.load(found)
+
+    def expr_IfExp(self, node: ast.IfExp):
+        b = self.builder
+        result_t = self.type_of(node)
+        known = self.typed.branches.get(node)
+        if known is not None:
+            live = node.body if known else node.orelse
+            return ops.cast(b, self.expr(live), self.type_of(live), result_t)
+        cond = self.condition(node.test)
+        then_bb, else_bb, end_bb = self.new_block("ifexp.then"), self.new_block("ifexp.else"), \
+            self.new_block("ifexp.end")
+        b.cbranch(cond, then_bb, else_bb)
+        b.position_at_end(then_bb)
+        a = ops.cast(b, self.expr(node.body), self.type_of(node.body), result_t)
+        then_end = b.block
+        b.branch(end_bb)
+        b.position_at_end(else_bb)
+        c = ops.cast(b, self.expr(node.orelse), self.type_of(node.orelse), result_t)
+        else_end = b.block
+        b.branch(end_bb)
+        b.position_at_end(end_bb)
+        phi = b.phi(dm.value_type(result_t))
+        phi.add_incoming(a, then_end)
+        phi.add_incoming(c, else_end)
+        return phi

@@ -1,0 +1,199 @@
+"""Lowering of `for` loops from their LoopPlan, through one counted-loop emitter.
+
+Every loop over ranges and arrays is `for k in range(trip count)`: a range source contributes
+start + k * step (its trip count is computed once, 0 for an empty range or a zero step), an array
+source its element (or row view) k; zip advances all of them in lock step and stops at the
+shortest; enumerate binds (start + k, item). A loop over a tuple is unrolled.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from llvmlite import ir
+
+from gpunb.compiler import arrays
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import operators as ops
+from gpunb.compiler.typed import JoinKind, LoopPlan, RangeSource
+from gpunb.foundation import types as t
+
+
+class LoopLowering:
+    def visit_For(self, node: ast.For) -> None:
+        plan: LoopPlan = self.typed.loops[node]
+        if plan.unrolled:
+            self.unrolled_loop(node, plan)
+            return
+        if len(plan.sources) == 1 and isinstance(plan.sources[0], RangeSource) and \
+                not plan.enumerate:
+            self.range_loop(node, plan.sources[0])
+            return
+        b = self.builder
+        values, length = [], None
+        for source in plan.sources:
+            value, n = self.loop_source(source)
+            values.append(value)
+            length = n if length is None else b.select(b.icmp_signed("<", n, length), n, length)
+        start = self.enumerate_start(plan)
+
+        def bind(k):
+            items = [get(k) for get in values]
+            item = items[0] if len(items) == 1 else self.build_tuple(items, plan.item)
+            if start is not None:
+                pair = t.Tuple((t.int64, plan.item))
+                self.store_target(node.target, self.build_tuple([b.add(start, k), item], pair),
+                                  pair)
+            else:
+                self.store_target(node.target, item, plan.item)
+
+        self.counted_loop(node, ir.Constant(dm.i64, 0),
+                          lambda k: b.icmp_signed("<", k, length), bind,
+                          lambda k: b.add(k, ir.Constant(dm.i64, 1)))
+
+    def range_loop(self, node: ast.For, source: RangeSource) -> None:
+        """for i in range(...): i itself is the loop's index, compared with stop in the step's
+        direction (the form LLVM keeps as one grid-stride loop rather than unrolling it); a zero
+        step runs no iteration (Python raises; with debug=True so does the kernel)."""
+        b = self.builder
+        start, stop, step = self.range_operands(source)
+        cmp = b.icmp_signed if source.item.signed else b.icmp_unsigned
+        zero = ir.Constant(step.type, 0)
+
+        def condition(i):
+            if source.step_value is not None:
+                return cmp("<", i, stop) if source.step_value > 0 else cmp(">", i, stop)
+            up = b.and_(b.icmp_signed(">", step, zero), cmp("<", i, stop))
+            down = b.and_(b.icmp_signed("<", step, zero), cmp(">", i, stop))
+            return b.or_(up, down)
+
+        self.counted_loop(node, start, condition,
+                          lambda i: self.store_target(node.target, i, source.item),
+                          lambda i: b.add(i, step))
+
+    def counted_loop(self, node: ast.For, first, condition, bind, advance) -> None:
+        """A `for` statement on the one loop emitter: the loop's header joins at the condition,
+        `bind` binds the loop target, `continue` advances, and the exit runs the else clause."""
+
+        def header():
+            self.join(node, JoinKind.HEADER)
+
+        def body(index, continue_bb, break_bb):
+            bind(index)
+            self.loop_body(node.body, continue_bb, break_bb)
+
+        else_bb, end_bb = self.emit_loop(first, condition, body, advance, header, "for")
+        self.loop_else(node, else_bb, end_bb)
+
+    def loop_source(self, source) -> tuple:
+        """(k -> item, trip count as i64) of one source, its operands evaluated once here."""
+        b = self.builder
+        if isinstance(source, RangeSource):
+            start, step, n = self.range_bounds(source)
+            item_t = source.item
+
+            def range_item(k):
+                return b.add(start, b.mul(ops.cast(b, k, t.int64, item_t), step))
+
+            return range_item, n
+        arr_t = self.type_of(source.array)
+        value = self.expr(source.array)
+        data, shape, strides = arrays.parts(b, value, arr_t.ndim)
+
+        def array_item(k):
+            if arr_t.ndim > 1:  # the rows of a 2-d+ array are views, as numba iterates them
+                return arrays.view(b, arr_t, value, [("int", k)], source.item)
+            pointer = arrays.element_pointer(b, arr_t, data, shape, strides, [k])
+            return arrays.load_element(b, arr_t.dtype, pointer, arrays.access_alignment(arr_t))
+
+        return array_item, shape[0]
+
+    def range_operands(self, source: RangeSource) -> tuple:
+        """start, stop and step of a range, evaluated once, in its loop type."""
+        b = self.builder
+        item_t = source.item
+        lty = dm.value_type(item_t)
+
+        def operand(node, default: int):
+            if node is None:
+                return ir.Constant(lty, default)
+            return ops.cast(b, self.expr(node), self.type_of(node), item_t)
+
+        start, stop, step = operand(source.start, 0), operand(source.stop, 0), \
+            operand(source.step, 1)
+        if source.step is not None and source.step_value is None and \
+                self.mb.options.get("debug"):
+            self.check_nonzero_step(source.step, step)
+        return start, stop, step
+
+    def range_bounds(self, source: RangeSource) -> tuple:
+        """start and step of a range, and its trip count as an i64 (for zip and enumerate,
+        which advance in lock step): 0 for an empty range and for a zero step."""
+        b = self.builder
+        item_t = source.item
+        start, stop, step = self.range_operands(source)
+        wide = t.Integer(64, item_t.signed)
+        lo, hi, st = (ops.cast(b, v, item_t, wide) for v in (start, stop, step))
+        zero, one = ir.Constant(dm.i64, 0), ir.Constant(dm.i64, 1)
+        if item_t.signed:
+            if source.step_value is not None:  # a constant step (the usual case) folds here
+                positive = ir.Constant(dm.i1, int(source.step_value > 0))
+            else:
+                positive = b.icmp_signed(">", st, zero)
+            span = b.select(positive, b.sub(hi, lo), b.sub(lo, hi))
+            stride = b.select(positive, st, b.neg(st))
+            nonempty = b.icmp_signed(">", span, zero)
+            divide = b.sdiv
+        else:  # an unsigned range counts up: its step is an unsigned value
+            span, stride = b.sub(hi, lo), st
+            nonempty = b.icmp_unsigned(">", hi, lo)
+            divide = b.udiv
+        stride_is_zero = b.icmp_signed("==", stride, zero)
+        safe = b.select(stride_is_zero, one, stride)
+        n = divide(b.add(span, b.sub(safe, one)), safe)
+        return start, step, b.select(b.and_(nonempty, b.not_(stride_is_zero)), n, zero)
+
+    def check_nonzero_step(self, node, step) -> None:
+        b = self.builder
+        bad, ok = self.new_block("range.zero_step"), self.new_block("range.ok")
+        b.cbranch(b.icmp_signed("==", step, ir.Constant(step.type, 0)), bad, ok)
+        b.position_at_end(bad)
+        self.raise_exception(node, "ValueError", "range() arg 3 must not be zero")
+        b.position_at_end(ok)
+
+    def enumerate_start(self, plan: LoopPlan):
+        if not plan.enumerate:
+            return None
+        if plan.enumerate_start is None:
+            return ir.Constant(dm.i64, 0)
+        node = plan.enumerate_start
+        return ops.cast(self.builder, self.expr(node), self.type_of(node), t.int64)
+
+    def unrolled_loop(self, node: ast.For, plan: LoopPlan) -> None:
+        """A loop over a tuple, unrolled: tuples are small and their items may differ in width."""
+        seq_t = self.type_of(plan.tuple_seq)
+        seq = self.expr(plan.tuple_seq)
+        start = self.enumerate_start(plan)
+        b = self.builder
+        end_bb = self.new_block("tuple.end")
+        for k, item_t in enumerate(seq_t.items):
+            here, cont = self.new_block("tuple.item"), self.new_block("tuple.next")
+            b.branch(here)
+            b.position_at_end(here)
+            self.join(node, JoinKind.HEADER)
+            item = ops.cast(b, b.extract_value(seq, k), item_t, plan.item)
+            if start is not None:
+                pair = t.Tuple((t.int64, plan.item))
+                counter = b.add(start, ir.Constant(dm.i64, k))
+                self.store_target(node.target, self.build_tuple([counter, item], pair), pair)
+            else:
+                self.store_target(node.target, item, plan.item)
+            self.loop_body(node.body, cont, end_bb)
+            b.position_at_end(cont)
+        # past the last item: the loop leaves through its header, into the else clause
+        self.join(node, JoinKind.HEADER)
+        self.statements(node.orelse)
+        if not b.block.is_terminated:
+            b.branch(end_bb)
+        b.position_at_end(end_bb)
+        self.join(node, JoinKind.EXIT)

@@ -1,0 +1,175 @@
+"""Lowering of statements: assignments, if, while, return, raise/assert, break/continue."""
+
+from __future__ import annotations
+
+import ast
+
+from gpunb.compiler import arrays, exceptions, scopes
+from gpunb.compiler import operators as ops
+from gpunb.compiler.typed import JoinKind
+from gpunb.foundation import types as t
+
+
+class StatementLowering:
+    def visit(self, node):
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(node, f"unsupported statement: {type(node).__name__}")
+        return method(node)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return
+        self.expr(node.value)
+
+    def visit_Pass(self, node) -> None:
+        return
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        site = self.typed.raises.get(node)
+        if site is None:
+            return  # typed, never evaluated: as numba.cuda without debug checks (python -O)
+        fail, ok = self.new_block("assert.fail"), self.new_block("assert.ok")
+        self.builder.cbranch(self.condition(node.test), ok, fail)
+        self.builder.position_at_end(fail)
+        self.raise_exception(node, site.exception, site.message)
+        self.builder.position_at_end(ok)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        site = self.typed.raises[node]
+        self.raise_exception(node, site.exception, site.message)
+
+    def raise_exception(self, node, exc_name: str, message: str) -> None:
+        """End this thread (numba.cuda's raise); with debug, first record which raise it was."""
+        site = None
+        if self.mb.options.get("debug"):
+            site = len(self.mb.raise_sites)
+            self.mb.raise_sites.append(exceptions.site_record(
+                exc_name, message, self.typed.source.filename, node.lineno, node.col_offset,
+                self.typed.name))
+        self.target.end_thread(self, site)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        return  # an inner function: lowered at its calls, as a device function of its own
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None and self.return_slot is not None:
+            value = self.expr(node.value)
+            self.builder.store(ops.cast(self.builder, value, self.type_of(node.value),
+                                        self.typed.return_type), self.return_slot)
+        elif node.value is not None:
+            self.expr(node.value)
+        self.builder.branch(self.exit_block)
+
+    def visit_Break(self, node) -> None:
+        self.builder.branch(self.loops[-1][1])
+
+    def visit_Continue(self, node) -> None:
+        self.builder.branch(self.loops[-1][0])
+
+    # ---- assignments ---------------------------------------------------------------------------
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if scopes.is_lambda_binding(node):
+            return  # as visit_FunctionDef
+        value = self.expr(node.value)
+        vt = self.type_of(node.value)
+        for target in node.targets:
+            self.store_target(target, value, vt)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.store_target(node.target, self.expr(node.value), self.type_of(node.value))
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        result_t = self.type_of(node)
+        target = node.target
+        if isinstance(target, ast.Name):
+            var = self.typed.uses[target]
+            new = self.arith(node.op, self.load_var(var), self.var_type(var),
+                             self.expr(node.value), self.type_of(node.value), result_t,
+                             node.value)
+            self.store_var(self.typed.defs[target], new, result_t)
+            return
+        if isinstance(target, ast.Subscript):
+            pointer, dtype, align = self.element_address(target)
+            current = arrays.load_element(self.builder, dtype, pointer, align)
+            new = self.arith(node.op, current, dtype, self.expr(node.value),
+                             self.type_of(node.value), result_t, node.value)
+            arrays.store_element(self.builder, dtype, pointer,
+                                 ops.cast(self.builder, new, result_t, dtype), align)
+            return
+        current = self.expr(target)
+        new = self.arith(node.op, current, self.type_of(target), self.expr(node.value),
+                         self.type_of(node.value), result_t, node.value)
+        self.store_target(target, new, result_t)
+
+    def store_target(self, target, value, vt: t.Type) -> None:
+        b = self.builder
+        if isinstance(target, ast.Name):
+            self.store_var(self.typed.defs[target], value, vt)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for i, elt in enumerate(target.elts):
+                self.store_target(elt, b.extract_value(value, i), vt.items[i])
+        elif isinstance(target, ast.Subscript) and isinstance(self.type_of(target), t.Array):
+            self.store_slice(target, value, vt)
+        elif isinstance(target, ast.Subscript):
+            pointer, dtype, align = self.element_address(target)
+            arrays.store_element(b, dtype, pointer, ops.cast(b, value, vt, dtype), align)
+        elif isinstance(target, ast.Attribute):
+            pointer, ftype, align = arrays.field_address(
+                b, self.type_of(target.value), self.expr(target.value), target.attr)
+            arrays.store_element(b, ftype, pointer, ops.cast(b, value, vt, ftype), align)
+        else:
+            raise self.error(target, "unsupported assignment target")
+
+    # ---- control flow --------------------------------------------------------------------------
+
+    def visit_If(self, node: ast.If) -> None:
+        known = self.typed.branches.get(node)
+        if known is not None:  # `if x is None:` with x known: only the branch taken
+            self.statements(node.body if known else node.orelse)
+            return
+        cond = self.condition(node.test)
+        then_bb = self.new_block("if.then")
+        else_bb = self.new_block("if.else") if node.orelse else None
+        end_bb = self.new_block("if.end")
+        self.builder.cbranch(cond, then_bb, else_bb or end_bb)
+        self.builder.position_at_end(then_bb)
+        self.statements(node.body)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(end_bb)
+        if else_bb is not None:
+            self.builder.position_at_end(else_bb)
+            self.statements(node.orelse)
+            if not self.builder.block.is_terminated:
+                self.builder.branch(end_bb)
+        self.builder.position_at_end(end_bb)
+        self.join(node, JoinKind.IF)
+
+    def visit_While(self, node: ast.While) -> None:
+        cond_bb, body_bb = self.new_block("while.cond"), self.new_block("while.body")
+        else_bb, end_bb = self.new_block("while.else"), self.new_block("while.end")
+        self.builder.branch(cond_bb)
+        self.builder.position_at_end(cond_bb)
+        self.join(node, JoinKind.HEADER)
+        self.builder.cbranch(self.condition(node.test), body_bb, else_bb)
+        self.builder.position_at_end(body_bb)
+        self.loop_body(node.body, cond_bb, end_bb)
+        self.loop_else(node, else_bb, end_bb)
+
+    def loop_body(self, body: list, continue_bb, end_bb) -> None:
+        self.loops.append((continue_bb, end_bb))
+        self.statements(body)
+        self.loops.pop()
+        if not self.builder.block.is_terminated:
+            self.builder.branch(continue_bb)
+
+    def loop_else(self, node, else_bb, end_bb) -> None:
+        b = self.builder
+        b.position_at_end(else_bb)
+        self.statements(node.orelse)
+        if not b.block.is_terminated:
+            b.branch(end_bb)
+        b.position_at_end(end_bb)
+        self.join(node, JoinKind.EXIT)

@@ -1,0 +1,256 @@
+"""numba's typing rules for numbers: operators, unary operators, joins and min/max.
+
+Each rule reproduces what numba's CPU JIT infers (numba/core/typing/builtins.py: the integer
+typing NBEP's `choose_result_int`, the ConcreteTemplate cases and the conversion ratings that pick
+among them; numba/core/types/abstract.py: `Number.unify` by `np.promote_types`), checked against
+numba 0.68 for every pair of scalar types. One deliberate difference, documented in README: a
+Python float literal is *weak*, so `x * 2.0` stays float32 when x is float32.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from gpunb.foundation import types as t
+
+# integer-like types that combine with float32 (or complex64) without widening it: numba's
+# conversion rules make int8/int16/uint8/bool -> float32 safe, wider ones go through float64
+_SMALL_INTS = (t.boolean, t.int8, t.int16, t.uint8)
+_ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+_BITWISE = (ast.BitAnd, ast.BitOr, ast.BitXor)
+_SHIFTS = (ast.LShift, ast.RShift)
+
+
+class NoRule(Exception):
+    """The operand types have no typing for this operator (numba refuses them too)."""
+
+
+def _as_int(ty: t.Type) -> t.Integer:
+    return t.int64 if isinstance(ty, t.Boolean) else ty
+
+
+def result_int(*types: t.Type) -> t.Integer:
+    """numba's choose_result_int: at least 64 bits, signed when any operand is (bool is)."""
+    ints = [_as_int(ty) for ty in types]
+    return t.Integer(max(64, *(i.bitwidth for i in ints)), any(i.signed for i in ints))
+
+
+def _small(ty: t.Type) -> bool:
+    return ty in _SMALL_INTS
+
+
+def _float_result(a: t.Type, b: t.Type) -> t.Float:
+    """Reals mixed with reals or integers: float32 only when both sides fit float32 exactly."""
+    halves = [x for x in (a, b) if isinstance(x, t.Float) and x.bitwidth == 16]
+    if halves:  # numba-cuda's fp16: half with half or a byte-sized integer stays half
+        other = b if a in halves else a
+        if other in halves or _small(other) and other != t.int16:
+            return t.float16
+        if isinstance(other, t.Float) or _small(other):
+            return t.float32 if (not isinstance(other, t.Float) or other.bitwidth <= 32) \
+                else t.float64
+        return t.float64
+    narrow = all((isinstance(x, t.Float) and x.bitwidth <= 32) or _small(x) for x in (a, b))
+    return t.float32 if narrow else t.float64
+
+
+def _complex_result(a: t.Type, b: t.Type) -> t.Complex:
+    narrow = all(x == t.complex64 or (isinstance(x, t.Float) and x.bitwidth <= 32) or _small(x)
+                 for x in (a, b))
+    return t.complex64 if narrow else t.complex128
+
+
+def binop(op: ast.operator, a: t.Type, b: t.Type) -> t.Type:
+    """The result type of `a <op> b` for numbers (operands are converted to it, except the
+    right operand of a shift and an integer exponent of a float power). NoRule if none."""
+    if not (t.is_number(a) and t.is_number(b)):
+        raise NoRule
+    both_int = t.is_int(a) and t.is_int(b)
+    if isinstance(op, _SHIFTS):
+        if not both_int:
+            raise NoRule
+        left = _as_int(a)
+        return t.Integer(max(64, left.bitwidth), left.signed)
+    if isinstance(op, _BITWISE):
+        if not both_int:
+            raise NoRule
+        if isinstance(a, t.Boolean) and isinstance(b, t.Boolean):
+            return t.boolean
+        return result_int(a, b)
+    if isinstance(op, ast.MatMult) or not isinstance(op, _ARITH):
+        raise NoRule
+    if both_int:
+        if isinstance(op, ast.Div):
+            return t.float64
+        if isinstance(op, ast.Pow) and isinstance(a, t.Boolean) and b == t.int32:
+            return t.float32  # numba's overload resolution picks (float32, int32) here
+        return result_int(a, b)
+    if isinstance(a, t.Complex) or isinstance(b, t.Complex):
+        if isinstance(op, (ast.FloorDiv, ast.Mod)):
+            raise NoRule
+        return _complex_result(a, b)
+    if isinstance(op, ast.Pow) and isinstance(a, t.Float) and t.is_int(b):
+        return a  # float ** integer keeps the float's width (numba's explicit cases)
+    return _float_result(a, b)
+
+
+def binop_with_weak(op: ast.operator, a: t.Type, b: t.Type, weak_a: bool,
+                    weak_b: bool) -> t.Type:
+    """binop(), but a weak float literal takes the other operand's float (or complex) width:
+    gpunb's documented difference from numba (`x * 2.0` stays float32)."""
+    if weak_a and not weak_b and isinstance(b, (t.Float, t.Complex)):
+        a = b if isinstance(b, t.Float) else b.component
+    if weak_b and not weak_a and isinstance(a, (t.Float, t.Complex)):
+        b = a if isinstance(a, t.Float) else a.component
+    return binop(op, a, b)
+
+
+def unary(op: ast.unaryop, a: t.Type) -> t.Type:
+    """-x, +x, ~x: integers give at least 64 bits of their own signedness (the operation itself
+    happens at the operand's width first: -uint32(1) is 4294967295); ~bool is bool."""
+    if not t.is_number(a):
+        raise NoRule
+    if isinstance(op, ast.Invert):
+        if isinstance(a, t.Boolean):
+            return t.boolean
+        if not isinstance(a, t.Integer):
+            raise NoRule
+        return result_int(a) if a.signed else t.Integer(max(64, a.bitwidth), False)
+    if isinstance(a, t.Boolean):
+        return t.int64
+    if isinstance(a, t.Integer):
+        return t.Integer(max(64, a.bitwidth), a.signed)
+    return a
+
+
+def comparison_operands(a: t.Type, b: t.Type) -> t.Type:
+    """The type both sides of a comparison are converted to."""
+    if a == b:
+        return a
+    if isinstance(a, t.Complex) or isinstance(b, t.Complex):
+        return _complex_result(a, b)
+    if isinstance(a, t.Float) or isinstance(b, t.Float):
+        return _float_result(a, b)
+    if isinstance(a, t.Boolean) and isinstance(b, t.Boolean):
+        return t.boolean
+    x, y = _as_int(a), _as_int(b)
+    if x.signed == y.signed:
+        return t.Integer(max(x.bitwidth, y.bitwidth), x.signed)
+    unsigned, signed = (x, y) if not x.signed else (y, x)
+    if unsigned.bitwidth < 64:
+        return t.int64  # every value of both fits int64
+    return t.float64  # int64 against uint64: numba compares them as float64
+
+
+def join(a: t.Type, b: t.Type) -> t.Type | None:
+    """The type of a variable where two of its definitions meet (numba's unify_pairs): numbers
+    by np.promote_types, arrays of one dtype and ndim with the layouts merged, tuples item by
+    item; None when they cannot be joined."""
+    if a == b:
+        return a
+    if t.is_number(a) and t.is_number(b):
+        return promote(a, b)
+    if isinstance(a, t.Tuple) and isinstance(b, t.Tuple) and len(a.items) == len(b.items):
+        items = tuple(join(x, y) for x, y in zip(a.items, b.items, strict=True))
+        return None if None in items else t.Tuple(items)
+    if isinstance(a, t.Array) and isinstance(b, t.Array) and a.dtype == b.dtype and \
+            a.ndim == b.ndim:
+        return t.Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A",
+                       a.readonly or b.readonly, a.aligned and b.aligned)
+    return None
+
+
+def promote(*types: t.Type) -> t.Type:
+    """np.promote_types over number types (numba's Number.unify; also min/max's result)."""
+    dtype = np.dtype(t.to_dtype(types[0]))
+    for ty in types[1:]:
+        dtype = np.promote_types(dtype, t.to_dtype(ty))
+    return t.from_dtype(dtype)
+
+
+# ---- numba's conversion ratings (numba/core/typeconv/rules.py, closed over paths) ---------------
+
+EXACT, PROMOTE, SAFE, UNSAFE = 0, 1, 2, 3
+# numba's explicit rules int16 -> float32 and int32 -> float64 are safe, reached from narrower
+# integers (uint8 -> int16, uint16 -> int32 are safe); everything else goes through an unsafe step
+_SAFE_TO_FLOAT = {16: (t.int8, t.uint8), 32: (t.int8, t.int16, t.uint8),
+                  64: (t.int8, t.int16, t.int32, t.uint8, t.uint16)}
+
+
+def conversion(src: t.Type, dst: t.Type, literal: int | None = None) -> int | None:
+    """How numba rates converting `src` to `dst`: EXACT, PROMOTE (widening within a kind),
+    SAFE (no value lost), UNSAFE, or None when it cannot. An integer literal (its value given)
+    converts like its int64/uint64 type, at best PROMOTE (numba's IntegerLiteral)."""
+    if literal is not None:
+        found = conversion(src, dst)
+        return None if found is None else max(found, PROMOTE)
+    if src == dst:
+        return EXACT
+    if isinstance(dst, t.Boolean):
+        return UNSAFE if t.is_number(src) and not isinstance(src, t.Complex) else None
+    if isinstance(src, t.Boolean):
+        return SAFE if t.is_number(dst) else None
+    if isinstance(src, t.Integer) and isinstance(dst, t.Integer):
+        if src.signed == dst.signed:
+            return PROMOTE if dst.bitwidth > src.bitwidth else UNSAFE
+        if not src.signed and dst.bitwidth > src.bitwidth:
+            return SAFE
+        return UNSAFE
+    if isinstance(src, t.Integer) and isinstance(dst, (t.Float, t.Complex)):
+        width = dst.bitwidth if isinstance(dst, t.Float) else dst.component.bitwidth
+        return SAFE if src in _SAFE_TO_FLOAT.get(width, ()) else UNSAFE
+    if isinstance(src, t.Float) and isinstance(dst, t.Float):
+        return PROMOTE if dst.bitwidth > src.bitwidth else UNSAFE
+    if isinstance(src, t.Float) and isinstance(dst, t.Integer):
+        return UNSAFE
+    if isinstance(src, t.Float) and isinstance(dst, t.Complex):
+        return SAFE if dst.component.bitwidth >= src.bitwidth else UNSAFE
+    if isinstance(src, t.Complex) and isinstance(dst, t.Complex):
+        return PROMOTE if dst.bitwidth > src.bitwidth else UNSAFE
+    return None
+
+
+def rating(sources: tuple, targets: tuple, literals: tuple | None = None) -> tuple | None:
+    """numba's Rating of calling `targets` with `sources`: (unsafe, safe, promote) counts, lower
+    is better; None when an argument cannot convert."""
+    counts = [0, 0, 0]
+    literals = literals or (None,) * len(sources)
+    for src, dst, lit in zip(sources, targets, literals, strict=True):
+        if isinstance(src, t.Array) or isinstance(dst, t.Array) or isinstance(src, t.Tuple):
+            if not t.can_convert(src, dst):
+                return None
+            continue
+        kind = conversion(src, dst, lit)
+        if kind is None:
+            return None
+        if kind == UNSAFE:
+            counts[0] += 1
+        elif kind == SAFE:
+            counts[1] += 1
+        elif kind == PROMOTE:
+            counts[2] += 1
+    return tuple(counts)
+
+
+def best_match(sources: tuple, candidates: list, literals: tuple | None = None) -> int | None:
+    """Index of the candidate argument tuple numba would choose (the best rating, the first of
+    equals), or None when none accepts the arguments."""
+    best, best_index = None, None
+    for index, targets in enumerate(candidates):
+        if len(targets) != len(sources):
+            continue
+        found = rating(sources, tuple(targets), literals)
+        if found is not None and (best is None or found < best):
+            best, best_index = found, index
+    return best_index
+
+
+def range_type(argtypes: tuple, literals: tuple) -> t.Integer:
+    """The loop variable of range(...): numba's Range template picks int32, int64 or uint64 by
+    rating (range(n) with n int32 counts in int32; range(10) in int64; range(uint32) in uint64)."""
+    candidates = [(t.int32,) * len(argtypes), (t.int64,) * len(argtypes),
+                  (t.uint64,) * len(argtypes)]
+    chosen = best_match(tuple(argtypes), candidates, literals)
+    return candidates[chosen][0] if chosen is not None else t.int64
