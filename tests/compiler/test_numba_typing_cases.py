@@ -147,6 +147,8 @@ RULES = [
      [("uint64", 18446744073709551615)], "folded to a uint64 literal; gpunb: float64"),
     ("fold_max_of_literals", "_r0 = max(1, 2**63)", {}, [("float64", 9.223372036854776e18)],
      "2**63 is a uint64 literal; max(int64, uint64) is float64"),
+    ("fold_too_large_in_constructor", "_r0 = np.uint64(2**64)", {}, REFUSED,
+     "Int value is too large"),
     ("no_fold_above_128_bits", "_r0 = 2 ** 100 % 7", {}, [("int64", 0)], None),
     # ---- constant conditions: numba prunes the dead branch before typing
     # (numba/core/analysis.py dead_branch_prune)
@@ -179,6 +181,11 @@ RULES = [
     ("copysign_int8_is_float32", "_r0 = math.copysign(x, y)",
      {"x": np.int8(3), "y": np.int8(-1)}, [("float32", -3.0)],
      "copysign has float cases only: int8 converts best to float32"),
+    ("atan2_uint8_float32_is_float32", "_r0 = math.atan2(x, y)",
+     {"x": np.uint8(3), "y": np.float32(4.0)}, [("float32", 0.6435011029243469)],
+     "best of atan2's (int64, int64), (uint64, uint64), (float32, float32), (float64, float64)"),
+    ("hypot_int8_float32_is_float32", "_r0 = math.hypot(x, y)",
+     {"x": np.int8(3), "y": np.float32(4.0)}, [("float32", 5.0)], "best overload: float32"),
     ("np_abs_int32_is_int32", "_r0 = np.abs(x)", {"x": np.int32(-3)}, [("int32", 3)],
      "ufunc loop for int32 (numba/np/numpy_support.py ufunc_find_matching_loop)"),
     ("real_of_bool_refused", "_r0 = x.real", {"x": True}, REFUSED,
