@@ -1,5 +1,6 @@
-"""numba as a typing oracle: one kernel body run by gpunb (CPU target, one thread) and by numba's
-own CPU JIT (`@njit(error_model='numpy')`, numba.cuda's error model), compared result by result.
+"""numba as a typing oracle: one kernel body run by gpunb (CPU target, one thread; libm's math, as
+numba's) and by numba's own CPU JIT (`@njit(error_model='numpy')`, numba.cuda's error model),
+compared result by result.
 
 Each result is a variable assigned once at the top level of the body (`_r0 = ...`). numba returns
 the results as a tuple and its type annotations give each one's type; gpunb stores each into a
@@ -52,7 +53,8 @@ class Case:
         body = textwrap.indent(textwrap.dedent(self.body).strip("\n"), "    ")
         stores = "".join(f"\n    out{i}[0] = {r}" for i, r in enumerate(self.results))
         returned = ", ".join(self.results)
-        return (f"{HEADER}\n\n@cuda.jit\ndef kernel({outs}{', ' if names else ''}{names}):\n"
+        params = f"{outs}, {names}" if names else outs
+        return (f"{HEADER}\n\n@cuda.jit(target=\"cpu\")\ndef kernel({params}):\n"
                 f"{body}{stores}\n\n\n@numba.njit(error_model=\"numpy\")\n"
                 f"def reference({names}):\n{body}\n    return ({returned},)\n")
 

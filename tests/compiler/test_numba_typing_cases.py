@@ -328,7 +328,7 @@ def test_cmath_special_values_like_numba(name):
             return {call}
 
 
-        @cuda.jit
+        @cuda.jit(target="cpu")
         def kernel(out, zs):
             for i in range(zs.size):
                 z = zs[i]
@@ -342,7 +342,7 @@ def test_cmath_special_values_like_numba(name):
     assert not wrong, f"cmath.{name}: (z, numba, gpunb): {wrong[:8]}"
 
 
-@cuda.jit
+@cuda.jit(target="cpu")
 def _modf(out, x):
     frac, whole = math.modf(x)
     out[0] = frac
@@ -369,7 +369,7 @@ def _add_declared(a, b):
     return a + b
 
 
-@cuda.jit
+@cuda.jit(target="cpu")
 def _call_add_declared(out):
     out[0] = _add_declared(1.5, 2.25)
 
@@ -414,7 +414,7 @@ def _returns_value(out, c):
                                        "offending return is `return 5`")
 def test_kernel_returning_a_value_points_at_that_return():
     with pytest.raises(gpunb.CompileError) as info:
-        cuda.jit(_returns_value)[1, 1](np.zeros(1), 1)
+        cuda.jit(_returns_value, target="cpu")[1, 1](np.zeros(1), 1)
     assert info.value.args and "return 5" in str(info.value)
 
 
