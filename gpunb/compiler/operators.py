@@ -141,10 +141,10 @@ def binary(b: ir.IRBuilder, op, x, y, ty: t.Type, math_call, rhs_type: t.Type | 
     if isinstance(ty, t.Boolean):
         fn = {ast.BitAnd: b.and_, ast.BitOr: b.or_, ast.BitXor: b.xor}[type(op)]
         return fn(x, y)
-    return int_binary(b, op, x, y, ty, rhs_const)
+    return int_binary(b, op, x, y, ty, rhs_const, math_call)
 
 
-def int_binary(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None):
+def int_binary(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None, math_call=None):
     signed = ty.signed
     zero = ir.Constant(x.type, 0)
     if isinstance(op, ast.Add):
@@ -165,11 +165,12 @@ def int_binary(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None):
         is_zero = b.icmp_unsigned("==", y, zero)
         safe_y = b.select(is_zero, ir.Constant(x.type, 1), y)
         if signed:
-            # INT_MIN // -1 overflows (undefined in LLVM, a trap on x86): divide by -1 as a
-            # wrapping negation, remainder 0
+            # INT_MIN // -1 overflows (undefined in LLVM, a trap on x86): numba returns 0 for
+            # both the quotient and the remainder there; any other x // -1 is -x
             minus_one = b.icmp_signed("==", y, ir.Constant(x.type, -1))
             safe_y = b.select(minus_one, ir.Constant(x.type, 1), safe_y)
-            q = b.select(minus_one, b.neg(x), b.sdiv(x, safe_y))
+            overflow = b.icmp_signed("==", x, ir.Constant(x.type, -1 << (ty.bitwidth - 1)))
+            q = b.select(minus_one, b.select(overflow, zero, b.neg(x)), b.sdiv(x, safe_y))
             r = b.select(minus_one, zero, b.srem(x, safe_y))
             safe_y = b.select(minus_one, y, safe_y)
             nonzero_r = b.icmp_signed("!=", r, zero)
@@ -183,7 +184,7 @@ def int_binary(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None):
             result = b.udiv(x, safe_y) if isinstance(op, ast.FloorDiv) else b.urem(x, safe_y)
         return b.select(is_zero, zero, result)
     if isinstance(op, ast.Pow):
-        return int_power(b, x, y, ty, rhs_const)
+        return power(b, x, y, ty, ty, rhs_const, math_call)
     raise TypeError(f"operator {type(op).__name__} on {ty}")
 
 
@@ -204,49 +205,65 @@ def shift(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None):
     return b.select(too_far, ir.Constant(x.type, 0), b.lshr(x, count))
 
 
-def int_power(b: ir.IRBuilder, x, y, ty: t.Integer, rhs_const=None):
-    if isinstance(rhs_const, int) and 0 <= rhs_const <= 4:
-        result = ir.Constant(x.type, 1)
-        for _ in range(rhs_const):
-            result = b.mul(result, x)
-        return result
-    # exponentiation by squaring; a negative exponent gives 0 (as numba's integer power does
-    # for |base| > 1), 1 for base 1
+_POWER_CUTOFF = 0x10000  # numba: past this exponent, math.pow instead of squaring
+
+
+def power(b: ir.IRBuilder, x, y, ty: t.Type, y_type: t.Type, rhs_const, math_call):
+    """x ** n for an integer n, as numba computes it (int_power_impl, static_power_impl): by
+    squaring, r *= a on each set bit and a *= a, so floats round as in numba; a literal exponent
+    is unrolled; a negative one inverts (1.0 / r for floats; for integers 0, or +-1 for a base
+    of +-1, and numba's numpy-model value for 0 ** -n: the type's minimum)."""
+    is_int = isinstance(ty, t.Integer)
+    mul = b.mul if is_int else b.fmul
+    one = ir.Constant(x.type, 1 if is_int else 1.0)
+    if isinstance(rhs_const, int) and abs(rhs_const) <= _POWER_CUTOFF:
+        result, base, exp = one, x, abs(rhs_const)
+        while exp:
+            if exp & 1:
+                result = mul(result, base)
+            exp >>= 1
+            if exp:
+                base = mul(base, base)
+        return _invert_power(b, x, result, ty) if rhs_const < 0 else result
+    wide = t.Integer(64, y_type.signed) if isinstance(y_type, t.Integer) else t.int64
+    n = cast(b, y, y_type, wide)
+    negative = b.icmp_signed("<", n, ir.Constant(dm.i64, 0)) if wide.signed else \
+        ir.Constant(dm.i1, 0)
+    exp = b.select(negative, b.neg(n), n)
     fn = b.function
     pre = b.block
-    loop = fn.append_basic_block("ipow.loop")
-    body = fn.append_basic_block("ipow.body")
-    done = fn.append_basic_block("ipow.done")
-    neg = b.icmp_signed("<", y, ir.Constant(y.type, 0)) if ty.signed else ir.Constant(dm.i1, 0)
-    start_exp = b.select(neg, ir.Constant(y.type, 0), y)
+    loop, body, done = (fn.append_basic_block(f"pow.{k}") for k in ("loop", "body", "done"))
     b.branch(loop)
     b.position_at_end(loop)
-    acc = b.phi(x.type)
-    base = b.phi(x.type)
-    exp = b.phi(y.type)
-    acc.add_incoming(ir.Constant(x.type, 1), pre)
+    acc, base, left = b.phi(x.type), b.phi(x.type), b.phi(dm.i64)
+    acc.add_incoming(one, pre)
     base.add_incoming(x, pre)
-    exp.add_incoming(start_exp, pre)
-    b.cbranch(b.icmp_unsigned("!=", exp, ir.Constant(y.type, 0)), body, done)
+    left.add_incoming(exp, pre)
+    b.cbranch(b.icmp_unsigned("!=", left, ir.Constant(dm.i64, 0)), body, done)
     b.position_at_end(body)
-    odd = b.trunc(exp, dm.i1)
-    new_acc = b.select(odd, b.mul(acc, base), acc)
-    new_base = b.mul(base, base)
-    new_exp = b.lshr(exp, ir.Constant(y.type, 1))
-    acc.add_incoming(new_acc, body)
-    base.add_incoming(new_base, body)
-    exp.add_incoming(new_exp, body)
+    acc.add_incoming(b.select(b.trunc(left, dm.i1), mul(acc, base), acc), body)
+    base.add_incoming(mul(base, base), body)
+    left.add_incoming(b.lshr(left, ir.Constant(dm.i64, 1)), body)
     b.branch(loop)
     b.position_at_end(done)
-    if ty.signed:
-        one = ir.Constant(x.type, 1)
-        minus_one = ir.Constant(x.type, -1)
-        neg_result = b.select(b.icmp_signed("==", x, one), one,
-                              b.select(b.icmp_signed("==", x, minus_one),
-                                       b.select(b.trunc(y, dm.i1), minus_one, one),
-                                       ir.Constant(x.type, 0)))
-        return b.select(neg, neg_result, acc)
-    return acc
+    result = b.select(negative, _invert_power(b, x, acc, ty), acc)
+    # a huge exponent: numba's cutoff to math.pow(a, float(n)) (float64, converted back)
+    huge = b.icmp_unsigned(">", exp, ir.Constant(dm.i64, _POWER_CUTOFF))
+    generic = math_call("pow", [cast(b, x, ty, t.float64), cast(b, n, wide, t.float64)],
+                        [t.float64, t.float64], t.float64)
+    return b.select(huge, cast(b, generic, t.float64, ty), result)
+
+
+def _invert_power(b: ir.IRBuilder, x, r, ty: t.Type):
+    """x ** -n from r = x ** n: 1.0 / r for floats; for integers numba's rule on the base x:
+    0 ** -n is the type's minimum (numpy error model), 1 and -1 give r (+-1), others 0."""
+    if not isinstance(ty, t.Integer):
+        return b.fdiv(ir.Constant(r.type, 1.0), r)
+    zero = ir.Constant(r.type, 0)
+    unit = b.or_(b.icmp_signed("==", x, ir.Constant(x.type, 1)),
+                 b.icmp_signed("==", x, ir.Constant(x.type, -1)))
+    minimum = ir.Constant(r.type, -1 << (ty.bitwidth - 1))
+    return b.select(b.icmp_signed("==", x, zero), minimum, b.select(unit, r, zero))
 
 
 def float_binary(b: ir.IRBuilder, op, x, y, ty: t.Float, math_call, rhs_type=None,
@@ -274,14 +291,7 @@ def float_binary(b: ir.IRBuilder, op, x, y, ty: t.Float, math_call, rhs_type=Non
         return b.select(b.fcmp_ordered("==", r, zero), signed_zero, result)
     if isinstance(op, ast.Pow):
         if rhs_type is not None and t.is_int(rhs_type):
-            if isinstance(rhs_const, int) and 0 <= rhs_const <= 4:
-                result = ir.Constant(x.type, 1.0)
-                for _ in range(rhs_const):
-                    result = b.fmul(result, x)
-                return result
-            y = cast(b, y, rhs_type, ty)
-        elif isinstance(rhs_const, (int, float)) and rhs_const == 2:
-            return b.fmul(x, x)
+            return power(b, x, y, ty, rhs_type, rhs_const, math_call)
         return math_call("pow", [x, y], [ty, ty], ty)
     raise TypeError(f"operator {type(op).__name__} on {ty}")
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from gpunb.foundation import types as t
 
-# integer-like types that combine with float32 (or complex64) without widening it: numba's
-# conversion rules make int8/int16/uint8/bool -> float32 safe, wider ones go through float64
+# float32 with these stays float32 in arithmetic (numba's conversions to float32 are safe only
+# from them: see _CAN_CONVERT), likewise complex64
 _SMALL_INTS = (t.boolean, t.int8, t.int16, t.uint8)
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 _BITWISE = (ast.BitAnd, ast.BitOr, ast.BitXor)
@@ -170,46 +170,42 @@ def promote(*types: t.Type) -> t.Type:
     return t.from_dtype(dtype)
 
 
-# ---- numba's conversion ratings (numba/core/typeconv/rules.py, closed over paths) ---------------
+# ---- numba's conversion ratings -----------------------------------------------------------------
 
 EXACT, PROMOTE, SAFE, UNSAFE = 0, 1, 2, 3
-# numba's explicit rules int16 -> float32 and int32 -> float64 are safe, reached from narrower
-# integers (uint8 -> int16, uint16 -> int32 are safe); everything else goes through an unsafe step
-_SAFE_TO_FLOAT = {16: (t.int8, t.uint8), 32: (t.int8, t.int16, t.uint8),
-                  64: (t.int8, t.int16, t.int32, t.uint8, t.uint16)}
-
-
+# numba 0.68's typing_context.can_convert(src, dst) for every pair of scalar types, read off numba
+# itself (its typeconv rules closed over paths): E exact, P promote, S safe, U unsafe, - none.
+# Rows are the source, columns the destination, both in _SCALARS' order.
+_SCALARS = (t.boolean, t.int8, t.int16, t.int32, t.int64, t.uint8, t.uint16, t.uint32, t.uint64,
+            t.float16, t.float32, t.float64, t.complex64, t.complex128)
+_CAN_CONVERT = (
+    "ESSSSSSSSSSSSS",  # boolean
+    "UEPPPUUUUSSSSS",  # int8
+    "UUEPPUUUUUSSSS",  # int16
+    "UUUEPUUUUUUSUS",  # int32
+    "UUUUEUUUUUUSUS",  # int64
+    "UUSSSEPPPUSSSS",  # uint8
+    "UUUSSUEPPUUSUS",  # uint16
+    "UUUUSUUEPUUSUS",  # uint32
+    "UUUUUUUUEUUSUS",  # uint64
+    "UUUUUUUUUEPPSS",  # float16
+    "UUUUUUUUUUEPSS",  # float32
+    "UUUUUUUUUUUEUS",  # float64
+    "------------EP",  # complex64
+    "------------UE",  # complex128
+)
+_KINDS = {"E": EXACT, "P": PROMOTE, "S": SAFE, "U": UNSAFE, "-": None}
+_INDEX = {ty: k for k, ty in enumerate(_SCALARS)}
 def conversion(src: t.Type, dst: t.Type, literal: int | None = None) -> int | None:
-    """How numba rates converting `src` to `dst`: EXACT, PROMOTE (widening within a kind),
-    SAFE (no value lost), UNSAFE, or None when it cannot. An integer literal (its value given)
-    converts like its int64/uint64 type, at best PROMOTE (numba's IntegerLiteral)."""
+    """How numba rates converting scalar `src` to `dst`: EXACT, PROMOTE (widening within a
+    kind), SAFE (no value lost), UNSAFE, or None when it cannot. An integer literal (its value
+    given) converts like its int64/uint64 type, at best PROMOTE (numba's IntegerLiteral)."""
     if literal is not None:
         found = conversion(src, dst)
         return None if found is None else max(found, PROMOTE)
-    if src == dst:
-        return EXACT
-    if isinstance(dst, t.Boolean):
-        return UNSAFE if t.is_number(src) and not isinstance(src, t.Complex) else None
-    if isinstance(src, t.Boolean):
-        return SAFE if t.is_number(dst) else None
-    if isinstance(src, t.Integer) and isinstance(dst, t.Integer):
-        if src.signed == dst.signed:
-            return PROMOTE if dst.bitwidth > src.bitwidth else UNSAFE
-        if not src.signed and dst.bitwidth > src.bitwidth:
-            return SAFE
-        return UNSAFE
-    if isinstance(src, t.Integer) and isinstance(dst, (t.Float, t.Complex)):
-        width = dst.bitwidth if isinstance(dst, t.Float) else dst.component.bitwidth
-        return SAFE if src in _SAFE_TO_FLOAT.get(width, ()) else UNSAFE
-    if isinstance(src, t.Float) and isinstance(dst, t.Float):
-        return PROMOTE if dst.bitwidth > src.bitwidth else UNSAFE
-    if isinstance(src, t.Float) and isinstance(dst, t.Integer):
-        return UNSAFE
-    if isinstance(src, t.Float) and isinstance(dst, t.Complex):
-        return SAFE if dst.component.bitwidth >= src.bitwidth else UNSAFE
-    if isinstance(src, t.Complex) and isinstance(dst, t.Complex):
-        return PROMOTE if dst.bitwidth > src.bitwidth else UNSAFE
-    return None
+    if src not in _INDEX or dst not in _INDEX:
+        return EXACT if src == dst else None
+    return _KINDS[_CAN_CONVERT[_INDEX[src]][_INDEX[dst]]]
 
 
 def rating(sources: tuple, targets: tuple, literals: tuple | None = None) -> tuple | None:

@@ -139,6 +139,9 @@ class Expressions:
 def ufunc_expression(node: g.Node, xs: list, compute: np.dtype) -> str:
     """The expression of a ufunc over operands already in the dtype its loop computes in."""
     name = node.op
+    if name == "floor_divide" and compute == np.dtype(np.int64):
+        # numpy wraps INT64_MIN // -1 to INT64_MIN; the kernel language gives numba's 0 there
+        return f"(({xs[0]} // {xs[1]}) if {xs[1]} != -1 else -{xs[0]})"
     if name in _INFIX:
         return f"({xs[0]} {_INFIX[name]} {xs[1]})"
     if name in _MATH:

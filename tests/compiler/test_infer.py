@@ -209,7 +209,7 @@ def _builtins(x, i, u):
     h = float(i)
     k = bool(i)
     m = len((1, 2))
-    n = math.floor(x)
+    n = math.floor(x)  # numba-cuda (cudamath.py): float32 -> float32, unlike CPU numba
     p = math.sin(x)
     q = math.sin(i)
     r = math.isnan(x)
@@ -223,7 +223,7 @@ def _builtins(x, i, u):
 
 @pytest.mark.parametrize("name,expected", [
     ("a", i32), ("b", f32), ("c", f64), ("d", i64), ("e", i64), ("f", f32), ("g", i64),
-    ("h", f64), ("k", b1), ("m", i64), ("n", i64), ("p", f32), ("q", f64), ("r", b1),
+    ("h", f64), ("k", b1), ("m", i64), ("n", f32), ("p", f32), ("q", f64), ("r", b1),
     ("s", t.Tuple((i64, i64))), ("v", t.Tuple((f32, i32))), ("w", f64), ("y", f32),
     ("z", u8),
 ])

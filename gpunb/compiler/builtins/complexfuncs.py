@@ -112,17 +112,28 @@ class MakeComplex(Builtin):
     name = "complex"
 
     def type_call(self, inf, node, argtypes, kwtypes):
-        if kwtypes or len(argtypes) not in (1, 2) or not all(t.is_number(a) for a in argtypes):
-            raise inf.error(node, "complex(real, imag) takes one or two numbers")
-        return t.complex128
+        if kwtypes or len(argtypes) not in (1, 2) or not all(
+                t.is_number(a) and not isinstance(a, t.Boolean) for a in argtypes):
+            raise inf.error(node, "complex(real, imag) takes one or two numbers (not bools, "
+                            "as in numba)", "convert a flag first, e.g. complex(int(flag))")
+        # numba's Complex template: float32 parts give complex64, anything else complex128
+        return t.complex64 if all(a == t.float32 for a in argtypes) else t.complex128
 
     def lower_call(self, low, node, call):
         b = low.builder
-        re = ops.cast(b, low.expr(node.args[0]), call.argtypes[0], t.complex128)
+        ct = call.result
+        values = [low.expr(n) for n in node.args]
+        re = ops.cast(b, values[0], call.argtypes[0], ct)
         if len(node.args) == 1:
             return re
-        im = ops.cast(b, low.expr(node.args[1]), call.argtypes[1], t.float64)
-        return b.insert_value(re, b.fadd(b.extract_value(re, 1), im), 1)
+        if isinstance(call.argtypes[1], t.Complex) or isinstance(call.argtypes[0], t.Complex):
+            im = ops.cast(b, values[1], call.argtypes[1], ct)  # a + b*1j, as Python
+            real = b.fsub(b.extract_value(re, 0), b.extract_value(im, 1))
+            imag = b.fadd(b.extract_value(re, 1), b.extract_value(im, 0))
+            return b.insert_value(b.insert_value(re, real, 0), imag, 1)
+        # two reals: the parts as given (complex(1.5, -0.0) keeps its -0.0)
+        im = ops.cast(b, values[1], call.argtypes[1], ct.component)
+        return b.insert_value(re, im, 1)
 
 
 class Fp16(Builtin):

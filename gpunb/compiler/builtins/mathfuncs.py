@@ -1,7 +1,11 @@
 """The `math` module (and numpy's scalar ufuncs of the same names) in kernels.
 
-float32 arguments give float32 results (the `f` variants of libdevice / libm); integers are
-computed in float64, as numba does. floor/ceil/trunc return int64 like Python's math module.
+Typing follows numba-cuda's cudamath.py exactly: each function has a list of cases and the one
+numba's conversion rating prefers is taken (math.floor(float32) is float32 there, an int64
+argument computes in float64, copysign of ints converts them to float32 or float64). numpy's
+names follow numba's ufunc loop choice: the first loop the arguments convert to safely (np.sqrt
+of an int16 is float32, np.abs of an int keeps it). A weak float literal takes the width of a
+float among the other arguments (gpunb's documented difference).
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
+from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.typed import Typed
 from gpunb.foundation import types as t
 
 UNARY = ["acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan",
@@ -20,6 +26,30 @@ BINARY = ["atan2", "copysign", "fmod", "hypot", "pow", "remainder", "nextafter"]
 TO_INT = ["floor", "ceil", "trunc"]
 PREDICATES = ["isnan", "isinf", "isfinite"]
 
+f16, f32, f64, i32, i64, u64 = t.float16, t.float32, t.float64, t.int32, t.int64, t.uint64
+# numba-cuda's cudamath.py case lists: (argument types, result)
+_UNARY_CASES = [((i64,), f64), ((u64,), f64), ((f32,), f32), ((f64,), f64)]
+_UNARY_FP16_CASES = _UNARY_CASES + [((f16,), f16)]
+_WITH_FP16 = {"sin", "cos", "ceil", "floor", "sqrt", "log", "log2", "log10", "exp", "fabs",
+              "trunc", "exp2"}
+_ATAN2_CASES = [((i64, i64), f64), ((u64, u64), f64), ((f32, f32), f32), ((f64, f64), f64)]
+_REAL_BINARY_CASES = [((f32, f32), f32), ((f64, f64), f64)]
+CASES = {
+    "atan2": _ATAN2_CASES, "hypot": _ATAN2_CASES,
+    "copysign": _REAL_BINARY_CASES, "fmod": _REAL_BINARY_CASES,
+    "nextafter": _REAL_BINARY_CASES, "remainder": _REAL_BINARY_CASES,
+    "pow": _REAL_BINARY_CASES + [((f32, i32), f32), ((f64, i32), f64)],
+    "frexp": [((f32,), t.Tuple((f32, i32))), ((f64,), t.Tuple((f64, i32)))],
+    "ldexp": [((f32, i32), f32), ((f64, i32), f64)],
+    "modf": [((f64,), t.Tuple((f64, f64))), ((f32,), t.Tuple((f32, f32)))],
+    "isnan": [((i64,), t.boolean), ((u64,), t.boolean), ((f32,), t.boolean),
+              ((f64,), t.boolean)],
+    "fma": [((f32, f32, f32), f32), ((f64, f64, f64), f64)],
+}
+CASES["isinf"] = CASES["isfinite"] = CASES["isnan"]
+for _name in UNARY + TO_INT + ["degrees", "radians"]:
+    CASES.setdefault(_name, _UNARY_FP16_CASES if _name in _WITH_FP16 else _UNARY_CASES)
+
 
 def float_type_of(ty: t.Type) -> t.Float:
     if isinstance(ty, t.Float):
@@ -27,12 +57,28 @@ def float_type_of(ty: t.Type) -> t.Float:
     return t.float64
 
 
+def numpy_loop(argtypes: tuple, kind: str) -> tuple:
+    """numba's ufunc loop choice for numpy's float functions: the argument types converted to
+    the narrowest float every argument casts to safely (numpy's rule; float16 loops are not
+    used), so np.sqrt(int16) computes in float32 and np.sqrt(int32) in float64."""
+    import numpy as np
+
+    for ft in (f32, f64):
+        if all(np.can_cast(t.to_dtype(a), t.to_dtype(ft), "safe") for a in argtypes
+               if not isinstance(a, t.Boolean)) or all(isinstance(a, t.Boolean)
+                                                       for a in argtypes):
+            if kind == "predicate":
+                return (ft,) * len(argtypes), t.boolean
+            return (ft,) * len(argtypes), ft
+    return (f64,) * len(argtypes), f64
+
+
 class MathFunction(Builtin):
     def __init__(self, name: str, kind: str, base: str, numpy_style: bool = False):
         self.name = name
         self.kind = kind
         self.base = base
-        self.numpy_style = numpy_style  # np.floor returns a float, math.floor an int
+        self.numpy_style = numpy_style  # numpy's names: numba's ufunc loops, not cudamath
 
     def type_call(self, inf, node, argtypes, kwtypes):
         arity = {"unary": 1, "binary": 2, "to_int": 1, "predicate": 1, "ldexp": 2, "frexp": 1,
@@ -43,69 +89,108 @@ class MathFunction(Builtin):
             if not t.is_number(a) or isinstance(a, t.Complex):
                 raise inf.error(node, f"{self.name}() needs real numbers, got {a}",
                                 "use cmath for complex numbers")
-        weak = [n in inf.weak for n in node.args]
-        ft = self.common_float(argtypes, weak)
-        if self.kind in ("unary", "binary", "angle", "fma"):
-            return ft
-        if self.kind == "to_int":
-            return ft if self.numpy_style else t.int64
-        if self.kind == "predicate":
-            return t.boolean
-        if self.kind == "ldexp":
-            return float_type_of(argtypes[0])
-        if self.kind == "frexp":
-            return t.Tuple((ft, t.int32))
-        return t.Tuple((ft, ft))  # modf
+        args = _strengthen(tuple(argtypes), [n in inf.weak for n in node.args])
+        chosen = self.choose(args, tuple(_int_literal(n) for n in node.args))
+        if chosen is None:
+            raise inf.error(node, f"{self.name}() has no form for "
+                            f"({', '.join(map(str, argtypes))})",
+                            f"it takes {self.forms()}")
+        params, result = chosen
+        return Typed(result, params)  # lowering converts the arguments to `params`
 
-    @staticmethod
-    def common_float(argtypes, weak) -> t.Float:
-        strong = [a for a, w in zip(argtypes, weak, strict=False) if not w] or list(argtypes)
-        ft = float_type_of(strong[0])
-        for a in strong[1:]:
-            other = float_type_of(a)
-            if other.bitwidth > ft.bitwidth or not isinstance(a, t.Float):
-                ft = t.float64 if not isinstance(a, t.Float) else other
-        return ft
+    def choose(self, args: tuple, literals: tuple):
+        if self.numpy_style:
+            if self.base == "fabs" and all(isinstance(a, t.Integer) for a in args):
+                return args, args[0]  # np.abs has integer loops: it keeps an integer's type
+            if self.kind == "to_int" or self.kind in ("unary", "binary", "predicate", "angle"):
+                return numpy_loop(args, self.kind)
+        cases = CASES.get(self.base)
+        if cases is None:
+            return None
+        index = promotion.best_match(args, [params for params, _ in cases], literals)
+        return None if index is None else cases[index]
+
+    def forms(self) -> str:
+        cases = CASES.get(self.base, ())
+        return ", ".join(f"({', '.join(map(str, params))})" for params, _ in cases)
 
     def lower_call(self, low, node, call):
         b = low.builder
-        args = [low.expr(n) for n in node.args]
-        weak = [n in low.typed.weak for n in node.args]
-        ft = self.common_float(call.argtypes, weak)
+        params = call.data
+        result = call.result
+        # integer cases ((int64,) -> float64) compute in the result's float type
+        params = tuple(_compute_type(pt, result) for pt in params)
+        xs = [ops.cast(b, low.expr(n), at, pt)
+              for n, at, pt in zip(node.args, call.argtypes, params, strict=True)]
         if self.kind == "predicate":
-            x = args[0]
-            at = call.argtypes[0]
-            if not isinstance(at, t.Float):
+            x, pt = xs[0], params[0]
+            if not isinstance(pt, t.Float):
                 return ir.Constant(dm.i1, 1 if self.base == "isfinite" else 0)
             if self.base == "isnan":
                 return b.fcmp_unordered("uno", x, x)
             inf = ir.Constant(x.type, float("inf"))
-            absx = low.math_call("fabs", [x], [at], at)
+            absx = low.math_call("fabs", [x], [pt], pt)
             if self.base == "isinf":
                 return b.fcmp_ordered("==", absx, inf)
             return b.fcmp_ordered("<", absx, inf)
+        ft = params[0]
         if self.kind == "ldexp":
-            ft = float_type_of(call.argtypes[0])
-            x = ops.cast(b, args[0], call.argtypes[0], ft)
-            e = ops.cast(b, args[1], call.argtypes[1], t.int32)
-            return low.math_call("ldexp", [x, e], [ft, t.int32], ft)
-        xs = [ops.cast(b, a, at, ft) for a, at in zip(args, call.argtypes, strict=False)]
+            return low.math_call("ldexp", xs, [ft, t.int32], ft)
         if self.kind == "angle":
             factor = (180.0 / 3.141592653589793) if self.base == "degrees" else \
                 (3.141592653589793 / 180.0)
             return b.fmul(xs[0], ir.Constant(xs[0].type, factor))
-        if self.kind == "to_int":
-            value = low.math_call(self.base, xs, [ft], ft)
-            return value if self.numpy_style else ops.cast(b, value, ft, t.int64)
         if self.kind == "frexp":
-            return low.math_call("frexp", xs, [ft], call.result)
+            return low.math_call("frexp", xs, [ft], result)
         if self.kind == "modf":
-            whole = low.math_call("trunc", xs, [ft], ft)
-            frac = b.fsub(xs[0], whole)
-            out = ir.Constant(dm.value_type(call.result), ir.Undefined)
-            out = b.insert_value(out, frac, 0)
-            return b.insert_value(out, whole, 1)
+            return modf(low, xs[0], ft, result)
+        if isinstance(ft, t.Integer):  # np.abs of an integer
+            return abs_integer(b, xs[0]) if ft.signed else xs[0]
+        if self.base == "pow" and isinstance(params[1], t.Integer):
+            xs[1] = ops.cast(b, xs[1], params[1], ft)  # powi: the exponent as a float
         return low.math_call(self.base, xs, [ft] * len(xs), ft)
+
+
+def abs_integer(b: ir.IRBuilder, x):
+    negative = b.icmp_signed("<", x, ir.Constant(x.type, 0))
+    return b.select(negative, b.neg(x), x)
+
+
+def modf(low, x, ft: t.Float, result: t.Tuple):
+    """(fractional, integral) parts as C99's modf: modf(+-inf) is (+-0.0, +-inf), and the
+    fractional part keeps x's sign (modf(-0.0) is (-0.0, -0.0))."""
+    b = low.builder
+    whole = low.math_call("trunc", [x], [ft], ft)
+    frac = b.fsub(x, whole)
+    infinite = b.fcmp_ordered("==", low.math_call("fabs", [x], [ft], ft),
+                              ir.Constant(x.type, float("inf")))
+    frac = b.select(infinite, ir.Constant(x.type, 0.0), frac)
+    frac = low.math_call("copysign", [frac, x], [ft, ft], ft)
+    out = ir.Constant(dm.value_type(result), ir.Undefined)
+    return b.insert_value(b.insert_value(out, frac, 0), whole, 1)
+
+
+def _compute_type(param: t.Type, result: t.Type) -> t.Type:
+    if not isinstance(param, t.Integer) or param == t.int32:  # int32: ldexp's and powi's exponent
+        return param
+    if isinstance(result, t.Float):
+        return result
+    return t.float64  # (int64,) -> bool predicates: an integer is finite and not NaN
+
+
+def _strengthen(argtypes: tuple, weak: list) -> tuple:
+    """A weak float literal takes the width of a float among the other arguments."""
+    floats = [a for a, w in zip(argtypes, weak, strict=True) if not w and isinstance(a, t.Float)]
+    if not floats or not any(weak):
+        return argtypes
+    width = max(floats, key=lambda f: f.bitwidth)
+    return tuple(width if w else a for a, w in zip(argtypes, weak, strict=True))
+
+
+def _int_literal(node):
+    import ast
+
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
 
 
 BUILTINS: dict = {}
@@ -130,10 +215,12 @@ _NUMPY = {"arccos": "acos", "arccosh": "acosh", "arcsin": "asin", "arcsinh": "as
           "power": "pow", "fabs": "fabs"}
 for _name in UNARY + BINARY:
     BUILTINS[f"numpy.{_name}"] = MathFunction(f"numpy.{_name}",
-                                              "unary" if _name in UNARY else "binary", _name)
+                                              "unary" if _name in UNARY else "binary", _name,
+                                              numpy_style=_name != "pow")
 for _np_name, _name in _NUMPY.items():
     BUILTINS[f"numpy.{_np_name}"] = MathFunction(f"numpy.{_np_name}",
-                                                 "binary" if _name in BINARY else "unary", _name)
+                                                 "binary" if _name in BINARY else "unary", _name,
+                                                 numpy_style=_name != "pow")
 for _name in TO_INT:
     BUILTINS[f"numpy.{_name}"] = MathFunction(f"numpy.{_name}", "to_int", _name, numpy_style=True)
 for _name in PREDICATES:

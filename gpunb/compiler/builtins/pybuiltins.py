@@ -152,8 +152,8 @@ def round_ndigits(low, x, ndigits):
     f64 = dm.value_type(t.float64)
     zero, ten = ir.Constant(dm.i64, 0), ir.Constant(f64, 10.0)
 
-    def power(exponent):
-        return low.math_call("pow", [ten, b.sitofp(exponent, f64)], [t.float64] * 2, t.float64)
+    def power(exponent):  # 10.0 ** n by squaring, as numba's int_power_impl computes it
+        return ops.power(b, ten, exponent, t.float64, t.int64, None, low.math_call)
 
     def rint(value):
         return low.math_call("rint", [value], [t.float64], t.float64)
@@ -177,13 +177,22 @@ def round_ndigits(low, x, ndigits):
 
 class DivMod(Builtin):
     name = "divmod"
+    # numba's DivMod cases: (ty, ty) -> (ty, ty) for int64, uint64, float32, float64, the best
+    # rated one chosen (divmod(int64, uint64) converts both to float64)
+    CASES = [(ty, ty) for ty in (t.int64, t.uint64, t.float32, t.float64)]
 
     def type_call(self, inf, node, argtypes, kwtypes):
         if len(argtypes) != 2 or not all(t.is_number(a) and not isinstance(a, t.Complex)
                                          for a in argtypes):
             raise inf.error(node, "divmod() takes two real numbers")
-        ty = inf.binop_type(node, ast.FloorDiv(), argtypes[0], argtypes[1],
-                            node.args[0] in inf.weak, node.args[1] in inf.weak)
+        weak = [n in inf.weak for n in node.args]
+        args = [argtypes[1 - k] if weak[k] and not weak[1 - k] and
+                isinstance(argtypes[1 - k], t.Float) else argtypes[k] for k in range(2)]
+        literals = tuple(n.value if isinstance(n, ast.Constant) and type(n.value) is int
+                         else None for n in node.args)
+        chosen = promotion.best_match(tuple(args), self.CASES, literals)
+        ty = self.CASES[chosen][0] if chosen is not None else promotion.binop(
+            ast.FloorDiv(), *args)
         return t.Tuple((ty, ty))
 
     def lower_call(self, low, node, call):
@@ -220,6 +229,8 @@ class Conjugate(Builtin):
     def lower_call(self, low, node, call):
         b = low.builder
         value = low.expr(node.func.value)
+        if not isinstance(call.result, t.Complex):
+            return value  # a real number is its own conjugate (numba has .conjugate() on them)
         return b.insert_value(value, b.fneg(b.extract_value(value, 1)), 1)
 
 

@@ -107,7 +107,8 @@ class CallTyping:
                 value = getattr(base.obj, func.attr)
                 self.record(func, PyValue(value))
                 return value
-            if isinstance(base, t.Complex) and func.attr == "conjugate":
+            if t.is_number(base) and not isinstance(base, t.Boolean) and \
+                    func.attr == "conjugate":
                 from gpunb.compiler.builtins.pybuiltins import CONJUGATE
 
                 return CONJUGATE

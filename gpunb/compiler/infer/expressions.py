@@ -140,8 +140,8 @@ class ExpressionTyping:
                 return base.derived(base.ndim, layout)
         if isinstance(base, t.Complex) and attr in ("real", "imag"):
             return base.component
-        if isinstance(base, (t.Integer, t.Float, t.Boolean)) and attr in ("real", "imag"):
-            return base
+        if isinstance(base, (t.Integer, t.Float)) and attr in ("real", "imag"):
+            return base  # (numba has no .real on a bool)
         if isinstance(base, t.Record):
             found = base.field(attr)
             if found is not None:

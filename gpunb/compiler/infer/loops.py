@@ -154,7 +154,8 @@ class LoopTyping:
             raise self.error(call, "range() takes 1 to 3 positional arguments")
         types = [self.expr(a) for a in call.args]
         for arg, found in zip(call.args, types, strict=True):
-            if not isinstance(found, (t.Integer, t.Boolean)):
+            # numba's Range template converts even floats (unsafely, truncating); not complex
+            if not t.is_number(found) or isinstance(found, t.Complex):
                 raise self.error(arg, f"range() needs integers, got {found}",
                                  "convert with int(...)")
         literals = tuple(self.int_literal(a) for a in call.args)

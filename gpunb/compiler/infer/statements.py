@@ -7,11 +7,14 @@ continue, or an if whose branches all leave), so that what follows is neither ty
 from __future__ import annotations
 
 import ast
+import operator
+
+import numpy as np
 
 from gpunb.compiler import exceptions, scopes
 from gpunb.compiler.hints import READONLY_HINT
 from gpunb.compiler.typed import JoinKind, RaiseSite
-from gpunb.compiler.values import PyValue
+from gpunb.compiler.values import NotConstant, PyValue, const_eval
 from gpunb.foundation import types as t
 
 _HAS_TRUTH = (t.Boolean, t.Integer, t.Float, t.Complex, t.NoneType)
@@ -223,20 +226,54 @@ class StatementTyping:
         return False
 
     def static_truth(self, test) -> bool | None:
-        """The truth of a condition known at compile time (`x is None`, a None value)."""
+        """The truth of a condition known at compile time, whose dead branch numba prunes
+        before typing (numba/core/analysis.py dead_branch_prune): `x is None`, a None value,
+        and conditions made of constants and global constants (`if DEBUG:`, `if 2 > 1:`)."""
         found = self.types[test]
         if isinstance(found, t.NoneType):
             return False
         value = self.constants.get(test)
         if isinstance(test, (ast.Compare, ast.UnaryOp)) and isinstance(value, bool):
             return value
-        return None
+        try:
+            value = constant_condition(test, self.resolve_constant)
+        except NotConstant:
+            return None
+        return bool(value)
 
     def condition(self, node) -> None:
         found = self.expr(node)
         if not isinstance(found, _HAS_TRUTH):
             raise self.error(node, f"{found} cannot be used as a condition",
                              "compare explicitly, e.g. `if x > 0:`")
+
+
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+            ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+
+
+def constant_condition(node, resolve):
+    """The value of a condition of numbers, bools and global constants (NotConstant if any part
+    is known only at run time, or is not a number)."""
+    if isinstance(node, ast.Compare):
+        left = constant_condition(node.left, resolve)
+        for op, right_node in zip(node.ops, node.comparators, strict=True):
+            right = constant_condition(right_node, resolve)
+            if type(op) not in _COMPARE or not _COMPARE[type(op)](left, right):
+                if type(op) not in _COMPARE:
+                    raise NotConstant
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.BoolOp):
+        values = [constant_condition(v, resolve) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return not constant_condition(node.operand, resolve)
+    value = const_eval(node, resolve)
+    if not isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
+        raise NotConstant
+    return value
 
 
 def _store_hint(value: t.Type, slot: t.Type) -> str | None:
