@@ -53,9 +53,14 @@ def _canonical(body: dict) -> bytes:
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    """Write to a temp file in the same directory, then os.replace: readers see old or new."""
+    """Write to a temp file in the same directory, then os.replace: readers see old or new.
+
+    The temp name carries host and pid before mkstemp's random part (created O_EXCL): writers
+    on several nodes of a shared filesystem never pick the same name (numba#7952)."""
+    from gpunb.cache.keylock import host_tag
+
     folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)  # mode 0600
+    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{host_tag()}-{os.getpid()}-", dir=folder)  # 0600
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
