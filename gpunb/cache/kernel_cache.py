@@ -4,10 +4,18 @@ Two calls so that a miss's event can carry the compile time:
 
     artifact, pending = cache.lookup(name, fingerprint, argtypes, options, target, arch)
     if artifact is None:
-        artifact = compile(...)                                   # timed by the caller
+        try:
+            artifact = compile(...)                               # timed by the caller
+        except BaseException:
+            cache.abandon(pending)                                # frees the key for others
+            raise
         event = cache.store(pending, artifact, fingerprint, compile_ms)
     else:
         event = pending.event                                     # the hit, already recorded
+
+Across processes sharing the directory, a miss claims the key's lock before returning (the
+caller compiles; store() or abandon() frees it) or, when another process holds it, waits for that
+process's entry and returns it as a disk hit with the time waited (compile_once.py).
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ class Lookup:
     """
 
     __slots__ = ("key", "parts", "function", "signature", "target", "fingerprint", "reason",
-                 "detail", "time_ms", "enabled", "started", "event")
+                 "detail", "time_ms", "enabled", "started", "event", "waited_ms", "lock")
 
     def __init__(self, key: str, parts: dict, function: str, signature: str, target: str,
                  fingerprint: FunctionFingerprint, enabled: bool):
@@ -47,6 +55,8 @@ class Lookup:
         self.enabled = enabled
         self.started = time.time()
         self.event: CacheEvent | None = None
+        self.waited_ms = 0.0  # part of time_ms spent waiting for another process's compile
+        self.lock = None  # the key's KeyLock while this process compiles it
 
     def __repr__(self) -> str:
         return f"<Lookup {self.function} {self.signature} {self.key[:12]} {self.reason or 'hit'}>"
@@ -70,6 +80,7 @@ class KernelCache:
         self.latest: dict[str, str] = {}  # pointer -> key of the last entry stored or hit
         self.bodies: dict[str, dict] = {}  # key -> metadata body, for explanations
         self.pending: dict[str, Lookup] = {}
+        self.compiling: dict[str, object] = {}  # key -> KeyLock held until store()/abandon()
         self._lock = threading.RLock()
 
     # ---- lookup --------------------------------------------------------------------------------
@@ -126,13 +137,88 @@ class KernelCache:
             pending.reason, pending.detail = "corrupt", f"entry {key} is no artifact: {exc}"
             return self._missed(pending, started)
         if artifact is not None:
-            self.disk.touch(key)
-            with self._lock:
-                self.memory.put(key, artifact, entry.body)
-            return self._hit(pending, artifact, entry.body, "disk", started, entry.size), pending
+            return self._disk_hit(pending, key, artifact, entry, started), pending
+        claim = self._claim(pending)
+        if claim.found is not None:
+            source, artifact, entry = claim.found
+            if source == "memory":  # another thread of this process stored it meanwhile
+                return self._hit(pending, artifact, entry, source, started), pending
+            return self._disk_hit(pending, key, artifact, entry, started), pending
         reasons = self._why_missed(pending)
         pending.reason, pending.detail = reasons[0], "; ".join(reasons)
+        if claim.outcome == "timed out":
+            pending.detail += (f"; waited {claim.waited_ms:.0f} ms for another process compiling "
+                               "it, then compiled it here")
         return self._missed(pending, started)
+
+    def _disk_hit(self, pending: Lookup, key: str, artifact, entry, started: float):
+        self.disk.touch(key)
+        with self._lock:
+            self.memory.put(key, artifact, entry.body)
+        return self._hit(pending, artifact, entry.body, "disk", started, entry.size)
+
+    # ---- one compile per key across processes ------------------------------------------------
+
+    def _claim(self, pending: Lookup):
+        """Claim the key for this process's compile, or wait for another process's entry."""
+        from gpunb.cache.compile_once import Claim, claim
+        from gpunb.foundation import config
+
+        key = pending.key
+        with self._lock:
+            held = self.compiling.get(key)
+        if held is not None:
+            # a lookup of this process claimed the key and never stored or abandoned it (a
+            # caller that let a compile error escape): take its claim over, never wait on us
+            pending.lock = held
+            return Claim(held, None, 0.0, "compile")
+        wait_s = config.cache_wait_seconds()
+        if wait_s <= 0 or not self.disk.can_write():
+            return Claim(None, None, 0.0, "compile")
+        try:
+            result = claim(self.disk.lock_path(key), lambda: self._probe(key), wait_s,
+                           config.cache_lock_stale_seconds())
+        except OSError as exc:  # read-only or full: one warning, then memory only
+            self.disk.give_up(exc)
+            return Claim(None, None, 0.0, "compile")
+        pending.waited_ms = result.waited_ms
+        if result.lock is not None:
+            pending.lock = result.lock
+            with self._lock:
+                self.compiling[key] = result.lock
+        return result
+
+    def _probe(self, key: str):
+        """(source, artifact, entry or body) once someone stored `key`, else None."""
+        with self._lock:
+            found = self.memory.get(key)
+        if found is not None:
+            return "memory", found[0], found[1]
+        try:
+            entry = self.disk.read(key)
+            return None if entry is None else ("disk", _artifact_from(entry), entry)
+        except Exception:  # noqa: BLE001 - damaged while we wait: its writer or we rebuild it
+            return None
+
+    def _release(self, pending: Lookup) -> None:
+        lock, pending.lock = pending.lock, None
+        if lock is None:
+            return
+        with self._lock:
+            if self.compiling.get(pending.key) is lock:
+                del self.compiling[pending.key]
+        lock.release()
+
+    def abandon(self, pending: Lookup | str) -> None:
+        """The compile after a miss failed: free the key, so that a waiting process compiles it
+        (and reports the same error) at once instead of after its wait."""
+        with self._lock:
+            if isinstance(pending, str):
+                pending = self.pending.pop(pending, None)
+            else:
+                self.pending.pop(pending.key, None)
+        if pending is not None:
+            self._release(pending)
 
     def _hit(self, pending: Lookup, artifact, body: dict, source: str, started: float,
              size: int = 0):
@@ -145,7 +231,7 @@ class KernelCache:
         pending.event = provenance.record(CacheEvent(
             pending.function, pending.signature, pending.target, "hit", source, "", "",
             pending.time_ms, 0.0, pending.key, size or int(body.get("entry_bytes", 0)),
-            fp.defined_at, pending.started))
+            fp.defined_at, pending.started, pending.waited_ms))
         return artifact
 
     def _missed(self, pending: Lookup, started: float) -> tuple:
@@ -208,11 +294,15 @@ class KernelCache:
                 self.memory.put(pending.key, artifact, body)
                 self.latest[pointer] = pending.key
                 self.bodies[pending.key] = body
-            size = self.disk.write(pending.key, body, artifact.binary, artifact.ptx or "", pointer)
+            try:
+                size = self.disk.write(pending.key, body, artifact.binary, artifact.ptx or "",
+                                       pointer)
+            finally:
+                self._release(pending)  # after the entry is in place: waiters find it
         pending.event = provenance.record(CacheEvent(
             pending.function, pending.signature, pending.target, "miss", None, pending.reason,
             pending.detail, pending.time_ms, float(compile_ms), pending.key, size, fp.defined_at,
-            pending.started))
+            pending.started, pending.waited_ms))
         return pending.event
 
     # ---- maintenance ---------------------------------------------------------------------------

@@ -34,6 +34,9 @@ class CacheEvent:
     entry_bytes: int = 0
     defined_at: str = ""
     timestamp: float = 0.0  # time.time()
+    # part of time_ms spent waiting for another process sharing the cache directory that was
+    # compiling the same key (compile_once.py): a hit loaded its entry, a miss gave up waiting
+    waited_ms: float = 0.0
 
     @property
     def entry_size(self) -> int:
@@ -41,12 +44,13 @@ class CacheEvent:
         return self.entry_bytes
 
     def describe(self) -> str:
-        """`hit (memory)` / `miss (changed: ...)` in one line."""
+        """`hit (memory)` / `hit (disk, waited 412 ms)` / `miss (changed: ...)` in one line."""
+        waited = f", waited {self.waited_ms:.0f} ms" if self.waited_ms else ""
         if self.kind == "hit":
             how = f", {self.reason}: unchanged" if self.reason else ""
-            return f"hit ({self.source}{how}) in {self.time_ms:.2f} ms"
+            return f"hit ({self.source}{how}{waited}) in {self.time_ms:.2f} ms"
         compiled = f", compiled in {self.compile_ms:.1f} ms" if self.compile_ms else ""
-        return f"miss ({self.reason}){compiled}"
+        return f"miss ({self.reason}{waited}){compiled}"
 
 
 _log: deque = deque(maxlen=_LOG_SIZE)
