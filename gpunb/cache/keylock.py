@@ -86,6 +86,8 @@ def process_start(pid: int) -> str | None:
 
 
 def _alive_by_signal(pid: int) -> str | None:
+    if os.name == "nt":  # signal 0 is CTRL_C_EVENT there: never send it; cannot tell
+        return ""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
