@@ -2,14 +2,17 @@
 
 Several processes sharing a cache directory (the GPUs of one host, Dask or Ray workers on a shared
 filesystem) that miss on the same key would each compile it. The first to claim `<key>.lock`
-compiles; the others poll for the entry it stores and load it. Waiting is bounded: a waiter whose
-holder died takes the lock over (keylock.py says how death is noticed, across nodes too), and one
-that waited `wait_s` compiles itself. Correctness never rests on the lock - entries are atomic
-and checksummed - only the number of compiles does.
+compiles; the others poll for the entry it stores and load it. Threads of one process (a Dask
+worker running several partitions at once) first agree among themselves (ThreadClaims): one
+thread claims the key for the process, the others wait for its result in memory. Waiting is
+bounded: a waiter whose holder died takes the lock over (keylock.py says how death is noticed,
+across nodes too), and one that waited `wait_s` compiles itself. Correctness never rests on the
+lock - entries are atomic and checksummed - only the number of compiles does.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import namedtuple
 from collections.abc import Callable
@@ -77,3 +80,43 @@ def _owned(lock: keylock.KeyLock, probe: Callable[[], object | None], waited_ms:
         lock.release()
         return Claim(None, found, waited_ms, "found")
     return Claim(lock, None, waited_ms, "compile")
+
+
+class Compiling:
+    """This process is compiling a key: the thread that does it, the file lock it holds (None
+    without one), and an event set when it stored the entry or gave up."""
+
+    __slots__ = ("owner", "lock", "done")
+
+    def __init__(self):
+        self.owner = threading.get_ident()
+        self.lock: keylock.KeyLock | None = None
+        self.done = threading.Event()
+
+
+class ThreadClaims:
+    """The keys threads of this process are compiling: the first thread to miss a key compiles
+    it, the others wait on its Compiling.done."""
+
+    def __init__(self):
+        self._guard = threading.Lock()
+        self._keys: dict[str, Compiling] = {}
+
+    def enter(self, key: str) -> tuple[Compiling, bool]:
+        """(the key's Compiling, True if this thread just claimed it)."""
+        with self._guard:
+            current = self._keys.get(key)
+            if current is not None:
+                return current, False
+            current = self._keys[key] = Compiling()
+            return current, True
+
+    def leave(self, key: str, compiling: Compiling) -> None:
+        """The compile is stored or abandoned: wake the waiting threads, free the file lock."""
+        with self._guard:
+            if self._keys.get(key) is compiling:
+                del self._keys[key]
+        compiling.done.set()
+        lock, compiling.lock = compiling.lock, None
+        if lock is not None:
+            lock.release()

@@ -39,7 +39,7 @@ class Lookup:
     """
 
     __slots__ = ("key", "parts", "function", "signature", "target", "fingerprint", "reason",
-                 "detail", "time_ms", "enabled", "started", "event", "waited_ms", "lock")
+                 "detail", "time_ms", "enabled", "started", "event", "waited_ms", "claim")
 
     def __init__(self, key: str, parts: dict, function: str, signature: str, target: str,
                  fingerprint: FunctionFingerprint, enabled: bool):
@@ -55,8 +55,8 @@ class Lookup:
         self.enabled = enabled
         self.started = time.time()
         self.event: CacheEvent | None = None
-        self.waited_ms = 0.0  # part of time_ms spent waiting for another process's compile
-        self.lock = None  # the key's KeyLock while this process compiles it
+        self.waited_ms = 0.0  # part of time_ms spent waiting for another compile of the key
+        self.claim = None  # compile_once.Compiling while this lookup's caller compiles the key
 
     def __repr__(self) -> str:
         return f"<Lookup {self.function} {self.signature} {self.key[:12]} {self.reason or 'hit'}>"
@@ -80,7 +80,7 @@ class KernelCache:
         self.latest: dict[str, str] = {}  # pointer -> key of the last entry stored or hit
         self.bodies: dict[str, dict] = {}  # key -> metadata body, for explanations
         self.pending: dict[str, Lookup] = {}
-        self.compiling: dict[str, object] = {}  # key -> KeyLock held until store()/abandon()
+        self.threads = None  # compile_once.ThreadClaims, made on the first miss
         self._lock = threading.RLock()
 
     # ---- lookup --------------------------------------------------------------------------------
@@ -141,14 +141,14 @@ class KernelCache:
         claim = self._claim(pending)
         if claim.found is not None:
             source, artifact, entry = claim.found
-            if source == "memory":  # another thread of this process stored it meanwhile
+            if source == "memory":  # another thread of this process compiled it
                 return self._hit(pending, artifact, entry, source, started), pending
             return self._disk_hit(pending, key, artifact, entry, started), pending
         reasons = self._why_missed(pending)
         pending.reason, pending.detail = reasons[0], "; ".join(reasons)
         if claim.outcome == "timed out":
-            pending.detail += (f"; waited {claim.waited_ms:.0f} ms for another process compiling "
-                               "it, then compiled it here")
+            pending.detail += (f"; waited {pending.waited_ms:.0f} ms for another compile of it, "
+                               "then compiled it here")
         return self._missed(pending, started)
 
     def _disk_hit(self, pending: Lookup, key: str, artifact, entry, started: float):
@@ -157,36 +157,61 @@ class KernelCache:
             self.memory.put(key, artifact, entry.body)
         return self._hit(pending, artifact, entry.body, "disk", started, entry.size)
 
-    # ---- one compile per key across processes ------------------------------------------------
+    # ---- one compile per key, across threads and processes -----------------------------------
 
     def _claim(self, pending: Lookup):
-        """Claim the key for this process's compile, or wait for another process's entry."""
-        from gpunb.cache.compile_once import Claim, claim
+        """Claim the key for this process's compile, or wait for the thread or the process
+        that is compiling it (compile_once.py)."""
+        from gpunb.cache.compile_once import Claim, ThreadClaims
         from gpunb.foundation import config
 
+        wait_s = config.cache_wait_seconds()
+        if wait_s <= 0:
+            return Claim(None, None, 0.0, "compile")
         key = pending.key
         with self._lock:
-            held = self.compiling.get(key)
-        if held is not None:
-            # a lookup of this process claimed the key and never stored or abandoned it (a
-            # caller that let a compile error escape): take its claim over, never wait on us
-            pending.lock = held
-            return Claim(held, None, 0.0, "compile")
-        wait_s = config.cache_wait_seconds()
-        if wait_s <= 0 or not self.disk.can_write():
+            if self.threads is None:
+                self.threads = ThreadClaims()
+        started = time.monotonic()
+        waited_ms = 0.0  # on another thread whose compile then failed
+        while True:
+            compiling, first = self.threads.enter(key)
+            if first:
+                break
+            if compiling.owner == threading.get_ident():
+                # this thread's own claim, never stored or abandoned (a caller that let a
+                # compile error escape): take it over, never wait on ourselves
+                pending.claim = compiling
+                return Claim(compiling.lock, None, 0.0, "compile")
+            finished = compiling.done.wait(max(0.0, started + wait_s - time.monotonic()))
+            found = self._probe(key)
+            waited_ms = pending.waited_ms = (time.monotonic() - started) * 1000.0
+            if found is not None or not finished:
+                return Claim(None, found, waited_ms, "found" if found is not None else "timed out")
+            # its compile failed: claim the key again
+        try:
+            result = self._claim_across_processes(key, wait_s, config.cache_lock_stale_seconds())
+        except BaseException:  # interrupted while waiting: no thread may wait on us
+            self.threads.leave(key, compiling)
+            raise
+        pending.waited_ms = waited_ms + result.waited_ms
+        if result.found is not None:
+            self.threads.leave(key, compiling)  # waiting threads find the entry on disk
+        else:
+            compiling.lock = result.lock
+            pending.claim = compiling
+        return result
+
+    def _claim_across_processes(self, key: str, wait_s: float, stale_s: float):
+        from gpunb.cache.compile_once import Claim, claim
+
+        if not self.disk.can_write():
             return Claim(None, None, 0.0, "compile")
         try:
-            result = claim(self.disk.lock_path(key), lambda: self._probe(key), wait_s,
-                           config.cache_lock_stale_seconds())
+            return claim(self.disk.lock_path(key), lambda: self._probe(key), wait_s, stale_s)
         except OSError as exc:  # read-only or full: one warning, then memory only
             self.disk.give_up(exc)
             return Claim(None, None, 0.0, "compile")
-        pending.waited_ms = result.waited_ms
-        if result.lock is not None:
-            pending.lock = result.lock
-            with self._lock:
-                self.compiling[key] = result.lock
-        return result
 
     def _probe(self, key: str):
         """(source, artifact, entry or body) once someone stored `key`, else None."""
@@ -201,13 +226,9 @@ class KernelCache:
             return None
 
     def _release(self, pending: Lookup) -> None:
-        lock, pending.lock = pending.lock, None
-        if lock is None:
-            return
-        with self._lock:
-            if self.compiling.get(pending.key) is lock:
-                del self.compiling[pending.key]
-        lock.release()
+        compiling, pending.claim = pending.claim, None
+        if compiling is not None:
+            self.threads.leave(pending.key, compiling)
 
     def abandon(self, pending: Lookup | str) -> None:
         """The compile after a miss failed: free the key, so that a waiting process compiles it

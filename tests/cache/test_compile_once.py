@@ -160,6 +160,28 @@ def test_a_second_process_waits_for_the_first_ones_entry(kern, cache_dir):
     assert not os.path.exists(first.disk.lock_path(pending.key))
 
 
+def test_threads_of_one_process_compile_once(kern, cache_dir):
+    """A Dask worker with several threads: one thread compiles, the others wait in memory."""
+
+    class Slow(MiniDispatcher):
+        def compile(self, fingerprint):
+            time.sleep(0.3)
+            return super().compile(fingerprint)
+
+    cache = KernelCache(str(cache_dir))
+    kernels = [Slow(kern.py_func, cache) for _ in range(4)]
+    threads = [threading.Thread(target=k.launch) for k in kernels]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert sum(k.compiles for k in kernels) == 1
+    events = sorted((k.event.kind, k.event.source) for k in kernels)
+    assert events == [("hit", "memory")] * 3 + [("miss", None)]
+    assert all(k.event.waited_ms >= 100 for k in kernels if k.event.kind == "hit")
+    assert keylock.held_locks() == []
+
+
 def test_a_failed_compile_frees_the_key(kern, cache_dir):
     class Failing(MiniDispatcher):
         def compile(self, fingerprint):
@@ -184,9 +206,40 @@ def test_a_claim_never_stored_is_taken_over_not_waited_for(kern, cache_dir, monk
     started = time.perf_counter()
     art, pending = _lookup(cache, fp)
     assert art is None and time.perf_counter() - started < 5
-    assert pending.lock is forgotten.lock
+    assert pending.claim is forgotten.claim and pending.claim.lock is not None
     cache.store(pending, fake_artifact(fp), fp, 1.0)
     assert keylock.held_locks() == []
+
+
+def test_a_thread_whose_compile_fails_hands_the_key_to_a_waiting_thread(kern, cache_dir):
+    attempts = []
+
+    class FailsFirst(MiniDispatcher):
+        def compile(self, fingerprint):
+            attempts.append(threading.get_ident())
+            time.sleep(0.2)
+            if len(attempts) == 1:
+                raise RuntimeError("the first compile failed")
+            return super().compile(fingerprint)
+
+    cache = KernelCache(str(cache_dir))
+    kernels = [FailsFirst(kern.py_func, cache) for _ in range(2)]
+    errors = []
+
+    def launch(k):
+        try:
+            k.launch()
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=launch, args=(k,)) for k in kernels]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(errors) == 1 and len(attempts) == 2 and attempts[0] != attempts[1]
+    survivor = next(k for k in kernels if k.event is not None)
+    assert survivor.event.kind == "miss" and survivor.event.waited_ms >= 150
 
 
 def test_a_waiter_that_times_out_compiles_and_says_so(kern, cache_dir, monkeypatch):
@@ -196,7 +249,7 @@ def test_a_waiter_that_times_out_compiles_and_says_so(kern, cache_dir, monkeypat
     holder = KernelCache(str(cache_dir))
     _, held = _lookup(holder, fp)  # alive and heartbeating, never finishing
     art, pending = _lookup(KernelCache(str(cache_dir)), fp)
-    assert art is None and pending.lock is None and pending.waited_ms >= 300
+    assert art is None and pending.claim.lock is None and pending.waited_ms >= 300
     assert "then compiled it here" in pending.detail
     holder.abandon(held)
 
@@ -206,7 +259,7 @@ def test_waiting_turned_off_takes_no_lock(kern, cache_dir, monkeypatch):
     fp = collect(kern)
     cache = KernelCache(str(cache_dir))
     art, pending = _lookup(cache, fp)
-    assert art is None and pending.lock is None and keylock.held_locks() == []
+    assert art is None and pending.claim is None and keylock.held_locks() == []
     cache.store(pending, fake_artifact(fp), fp, 1.0)
     names = os.listdir(cache_dir)
     assert f"{pending.key}.json" in names and f"{pending.key}.lock" not in names
