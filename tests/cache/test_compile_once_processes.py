@@ -125,7 +125,7 @@ def test_a_holder_killed_mid_compile_is_taken_over_without_waiting_for_staleness
         waiters = [_start(cache_dir, "run", src, "--go", go, "k:kern",
                           GPUNB_CACHE_LOCK_STALE_SECONDS="60") for _ in range(3)]
         _ready_then_go(waiters, go)
-        time.sleep(0.5)
+        time.sleep(1.0)
         assert all(w.poll() is None for w in waiters)  # waiting for the live holder
         killed = time.monotonic()
         holder.kill()  # SIGKILL mid-compile; not reaped yet (a zombie) while they notice
@@ -138,7 +138,7 @@ def test_a_holder_killed_mid_compile_is_taken_over_without_waiting_for_staleness
           f"done {after_kill:.2f} s after the kill")
     assert sorted(r["kind"] for r in results) == ["hit", "hit", "miss"]
     assert all(r["out"] == _expected(3.0) for r in results)
-    assert max(r["waited_ms"] for r in results) >= 400  # some waited on the live holder
+    assert max(r["waited_ms"] for r in results) >= 300  # some waited on the live holder
     assert after_kill < 20  # far below the 60 s stale time and the 300 s wait
     assert len(_verified_entries(cache_dir)) == 1 and _leftovers(cache_dir) == []
 
