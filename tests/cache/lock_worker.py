@@ -6,7 +6,7 @@
 `run`: import everything; with --go print READY and wait until GO_FILE exists (so that all
 workers look up at once); then for each kernel specialise (fingerprint, lookup, compile or wait or
 load) and launch on arange(16); print one JSON line each {kind, source, reason, detail,
-waited_ms, time_ms, describe, out, key, pid}.
+waited_ms, time_ms, outcome, out, key, pid}.
 `hold`: claim the key as a real miss would, print `HOLDING <pid>`, then hang inside the
 compiler (as a long compile would) until killed.
 """
@@ -40,7 +40,7 @@ def run(kern, out, x, argtypes) -> dict:
     event = specialization.cache_event
     return {"kind": event.kind, "source": event.source, "reason": event.reason,
             "detail": event.detail, "waited_ms": event.waited_ms, "time_ms": event.time_ms,
-            "describe": event.describe(), "out": out.tolist(), "key": event.key,
+            "outcome": event.outcome, "out": out.tolist(), "key": event.key,
             "pid": os.getpid()}
 
 

@@ -156,7 +156,8 @@ def test_a_second_process_waits_for_the_first_ones_entry(kern, cache_dir):
     event = pending2.event
     assert art2 is not None and art2.binary == fake_artifact(fp).binary
     assert event.kind == "hit" and event.source == "disk" and event.waited_ms >= 300
-    assert event.describe().startswith(f"hit (disk, waited {event.waited_ms:.0f} ms) in ")
+    assert event.outcome == f"hit (disk, waited {event.waited_ms:.0f} ms)"
+    assert event.describe() == f"{event.outcome} in {event.time_ms:.2f} ms"
     assert not os.path.exists(first.disk.lock_path(pending.key))
 
 

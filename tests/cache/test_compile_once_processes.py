@@ -97,8 +97,8 @@ def test_six_processes_compile_a_new_kernel_once(tmp_path):
     waited = sorted(r["waited_ms"] for r in results if r["kind"] == "hit")
     print("\nwaited ms:", [round(w) for w in waited])
     assert waited[-1] > 0  # at least one looked up while the compile ran (all do, as a rule)
-    assert any(f"hit (disk, waited {w:.0f} ms)" in r["describe"]
-               for r in results for w in [r["waited_ms"]] if w)
+    assert all(r["outcome"] == f"hit (disk, waited {r['waited_ms']:.0f} ms)"
+               for r in results if r["kind"] == "hit" and r["waited_ms"])
     assert _verified_entries(cache_dir) == [results[0]["key"]]
     assert _leftovers(cache_dir) == []
 
