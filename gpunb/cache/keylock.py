@@ -14,9 +14,10 @@ timeout. Here:
   `stale / 5` seconds (`utime` without times: NFS sets the server's clock); the period is
   written in the lock, so a waiter configured with a shorter stale time still waits 3 periods.
 - **Stale**: a waiter takes a lock over when its holder runs on this machine (same host, boot and
-  pid namespace) and that process is gone or is a newer process with the same pid; or when the
-  lock's mtime has not moved for `stale` seconds of the waiter's own monotonic clock. mtimes are
-  compared with each other, never with the local clock, so clock skew between nodes is harmless.
+  pid namespace) and that process is gone, a zombie, or a newer process with the same pid; or
+  when the lock's mtime has not moved for `stale` seconds of the waiter's own monotonic clock.
+  mtimes are compared with each other, never with the local clock, so clock skew is harmless.
+  Any other holder (another node, container, or boot) is judged by its heartbeat alone.
   The lock is read through `open` + `fstat` so NFS revalidates its attributes (close-to-open).
 - **Break / release**: rename the lock to a private name, check it is the one observed (or ours),
   unlink it; if it is not, put it back. A lost race costs a duplicate compile, never a bad entry:
@@ -61,7 +62,8 @@ def _read_text(path: str) -> str:
 
 def _machine() -> str:
     """Boot id and pid namespace: two processes with equal values can see each other's pids.
-    (Containers share a hostname-less kernel; nodes that rebooted reuse pids.)"""
+    (Containers on one kernel share the boot id, not the pid namespace; two machines given one
+    host name, or a node after a reboot, differ in boot id.)"""
     boot = _read_text("/proc/sys/kernel/random/boot_id")
     try:
         pidns = os.readlink("/proc/self/ns/pid")
@@ -138,11 +140,9 @@ def holder_gone(holder: dict | None) -> bool:
     if holder.get("host") != me["host"]:
         return False  # another node: only its heartbeat can tell
     if holder.get("machine") != me["machine"]:
-        # same host name: a reboot (boot id differs, pid namespace equal) ends every process;
-        # another container (pid namespace differs) may well be alive
-        boot, _, pidns = str(holder.get("machine", "")).partition("/")
-        my_boot, _, my_pidns = me["machine"].partition("/")
-        return bool(boot and my_boot and boot != my_boot and pidns == my_pidns)
+        # the same host name on another kernel or pid namespace: a container, another machine
+        # misnamed alike, or this node before a reboot - its pids mean nothing here
+        return False
     pid = holder.get("pid")
     if not isinstance(pid, int) or pid <= 0:
         return False

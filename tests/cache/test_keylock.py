@@ -82,8 +82,9 @@ def test_a_holder_is_gone_only_on_proof():
     assert not keylock.holder_gone(_holder())  # this very process
     assert keylock.holder_gone(_holder(started="1"))  # our pid, an older process: reused pid
     assert not keylock.holder_gone(_holder(host="node-elsewhere", pid=dead_pid))
-    assert keylock.holder_gone(_holder(machine=f"another-boot/{pidns}"))  # rebooted since
-    assert not keylock.holder_gone(_holder(machine=f"{boot}/pid:[1]"))  # another container
+    # a reboot, or another machine with our host name: its pids mean nothing here
+    assert not keylock.holder_gone(_holder(pid=dead_pid, machine=f"another-boot/{pidns}"))
+    assert not keylock.holder_gone(_holder(pid=dead_pid, machine=f"{boot}/pid:[1]"))  # container
     assert not keylock.holder_gone(None) and not keylock.holder_gone({"pid": "x"})
 
 
