@@ -6,9 +6,9 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_CACHE: `0` disables the compiled-kernel cache (memory and disk). Default 1.
 - GPUNB_CACHE_DIR: directory of the disk cache. Default: platformdirs' user cache dir.
 - GPUNB_CACHE_MAX_BYTES: size cap of the disk cache; LRU entries pruned. Default 1 GiB.
-- GPUNB_CACHE_WAIT_SECONDS: how long a process that misses waits for another process (sharing the
-  cache directory) already compiling the same kernel, before compiling it itself. `0` turns the
-  coordination off: every process compiles its own misses. Default 300.
+- GPUNB_CACHE_WAIT_SECONDS: how long a miss waits for another process sharing the cache
+  directory (or another thread) already compiling the same kernel, before compiling it itself.
+  `0` turns the coordination off: every process and thread compiles its own misses. Default 300.
 - GPUNB_CACHE_LOCK_STALE_SECONDS: a compiling process touches its lock file every fifth of this;
   a lock that has not been touched for this long (its holder was killed, or its node is gone) is
   taken over. A holder on the same machine whose process is gone is taken over at once. Default 30.
@@ -92,7 +92,7 @@ def _seconds(name: str, default: float) -> float:
 
 
 def cache_wait_seconds() -> float:
-    """How long a miss waits for another process's compile of the same key (0: no waiting)."""
+    """How long a miss waits for another compile of the same key (0: no waiting)."""
     return _seconds("GPUNB_CACHE_WAIT_SECONDS", 300.0)
 
 
