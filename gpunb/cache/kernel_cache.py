@@ -13,9 +13,10 @@ Two calls so that a miss's event can carry the compile time:
     else:
         event = pending.event                                     # the hit, already recorded
 
-Across processes sharing the directory, a miss claims the key's lock before returning (the
-caller compiles; store() or abandon() frees it) or, when another process holds it, waits for that
-process's entry and returns it as a disk hit with the time waited (compile_once.py).
+A miss claims the key before returning - among the threads of this process, then across the
+processes sharing the directory (a lock file) - and the caller compiles; store() or abandon()
+frees it. When another thread or process holds it, lookup() waits for its result and returns it
+as a hit with the time waited (compile_once.py).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ class KernelCache:
         self.latest: dict[str, str] = {}  # pointer -> key of the last entry stored or hit
         self.bodies: dict[str, dict] = {}  # key -> metadata body, for explanations
         self.pending: dict[str, Lookup] = {}
-        self.threads = None  # compile_once.ThreadClaims, made on the first miss
+        self.claims = None  # compile_once.ThreadClaims, made on the first miss
         self._lock = threading.RLock()
 
     # ---- lookup --------------------------------------------------------------------------------
@@ -170,12 +171,12 @@ class KernelCache:
             return Claim(None, None, 0.0, "compile")
         key = pending.key
         with self._lock:
-            if self.threads is None:
-                self.threads = ThreadClaims()
+            if self.claims is None:
+                self.claims = ThreadClaims()
         started = time.monotonic()
         waited_ms = 0.0  # on another thread whose compile then failed
         while True:
-            compiling, first = self.threads.enter(key)
+            compiling, first = self.claims.enter(key)
             if first:
                 break
             if compiling.owner == threading.get_ident():
@@ -192,11 +193,11 @@ class KernelCache:
         try:
             result = self._claim_across_processes(key, wait_s, config.cache_lock_stale_seconds())
         except BaseException:  # interrupted while waiting: no thread may wait on us
-            self.threads.leave(key, compiling)
+            self.claims.leave(key, compiling)
             raise
         pending.waited_ms = waited_ms + result.waited_ms
         if result.found is not None:
-            self.threads.leave(key, compiling)  # waiting threads find the entry on disk
+            self.claims.leave(key, compiling)  # waiting threads find the entry on disk
         else:
             compiling.lock = result.lock
             pending.claim = compiling
@@ -228,7 +229,7 @@ class KernelCache:
     def _release(self, pending: Lookup) -> None:
         compiling, pending.claim = pending.claim, None
         if compiling is not None:
-            self.threads.leave(pending.key, compiling)
+            self.claims.leave(pending.key, compiling)
 
     def abandon(self, pending: Lookup | str) -> None:
         """The compile after a miss failed: free the key, so that a waiting process compiles it
