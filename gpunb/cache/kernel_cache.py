@@ -4,10 +4,19 @@ Two calls so that a miss's event can carry the compile time:
 
     artifact, pending = cache.lookup(name, fingerprint, argtypes, options, target, arch)
     if artifact is None:
-        artifact = compile(...)                                   # timed by the caller
+        try:
+            artifact = compile(...)                               # timed by the caller
+        except BaseException:
+            cache.abandon(pending)                                # frees the key for others
+            raise
         event = cache.store(pending, artifact, fingerprint, compile_ms)
     else:
         event = pending.event                                     # the hit, already recorded
+
+A miss claims the key before returning - among the threads of this process, then across the
+processes sharing the directory (a lock file) - and the caller compiles; store() or abandon()
+frees it. When another thread or process holds it, lookup() waits for its result and returns it
+as a hit with the time waited (compile_once.py).
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ class Lookup:
     """
 
     __slots__ = ("key", "parts", "function", "signature", "target", "fingerprint", "reason",
-                 "detail", "time_ms", "enabled", "started", "event")
+                 "detail", "time_ms", "enabled", "started", "event", "waited_ms", "claim")
 
     def __init__(self, key: str, parts: dict, function: str, signature: str, target: str,
                  fingerprint: FunctionFingerprint, enabled: bool):
@@ -47,6 +56,8 @@ class Lookup:
         self.enabled = enabled
         self.started = time.time()
         self.event: CacheEvent | None = None
+        self.waited_ms = 0.0  # part of time_ms spent waiting for another compile of the key
+        self.claim = None  # compile_once.Compiling while this lookup's caller compiles the key
 
     def __repr__(self) -> str:
         return f"<Lookup {self.function} {self.signature} {self.key[:12]} {self.reason or 'hit'}>"
@@ -70,6 +81,7 @@ class KernelCache:
         self.latest: dict[str, str] = {}  # pointer -> key of the last entry stored or hit
         self.bodies: dict[str, dict] = {}  # key -> metadata body, for explanations
         self.pending: dict[str, Lookup] = {}
+        self.claims = None  # compile_once.ThreadClaims, made on the first miss
         self._lock = threading.RLock()
 
     # ---- lookup --------------------------------------------------------------------------------
@@ -126,13 +138,109 @@ class KernelCache:
             pending.reason, pending.detail = "corrupt", f"entry {key} is no artifact: {exc}"
             return self._missed(pending, started)
         if artifact is not None:
-            self.disk.touch(key)
-            with self._lock:
-                self.memory.put(key, artifact, entry.body)
-            return self._hit(pending, artifact, entry.body, "disk", started, entry.size), pending
+            return self._disk_hit(pending, key, artifact, entry, started), pending
+        claim = self._claim(pending)
+        if claim.found is not None:
+            source, artifact, entry = claim.found
+            if source == "memory":  # another thread of this process compiled it
+                return self._hit(pending, artifact, entry, source, started), pending
+            return self._disk_hit(pending, key, artifact, entry, started), pending
         reasons = self._why_missed(pending)
         pending.reason, pending.detail = reasons[0], "; ".join(reasons)
+        if claim.outcome == "timed out":
+            pending.detail += (f"; waited {pending.waited_ms:.0f} ms for another compile of it, "
+                               "then compiled it here")
         return self._missed(pending, started)
+
+    def _disk_hit(self, pending: Lookup, key: str, artifact, entry, started: float):
+        self.disk.touch(key)
+        with self._lock:
+            self.memory.put(key, artifact, entry.body)
+        return self._hit(pending, artifact, entry.body, "disk", started, entry.size)
+
+    # ---- one compile per key, across threads and processes -----------------------------------
+
+    def _claim(self, pending: Lookup):
+        """Claim the key for this process's compile, or wait for the thread or the process
+        that is compiling it (compile_once.py)."""
+        from gpunb.cache.compile_once import Claim, ThreadClaims
+        from gpunb.foundation import config
+
+        wait_s = config.cache_wait_seconds()
+        if wait_s <= 0:
+            return Claim(None, None, 0.0, "compile")
+        key = pending.key
+        with self._lock:
+            if self.claims is None:
+                self.claims = ThreadClaims()
+        started = time.monotonic()
+        waited_ms = 0.0  # on another thread whose compile then failed
+        while True:
+            compiling, first = self.claims.enter(key)
+            if first:
+                break
+            if compiling.owner == threading.get_ident():
+                # this thread's own claim, never stored or abandoned (a caller that let a
+                # compile error escape): take it over, never wait on ourselves
+                pending.claim = compiling
+                return Claim(compiling.lock, None, 0.0, "compile")
+            finished = compiling.done.wait(max(0.0, started + wait_s - time.monotonic()))
+            found = self._probe(key)
+            waited_ms = pending.waited_ms = (time.monotonic() - started) * 1000.0
+            if found is not None or not finished:
+                return Claim(None, found, waited_ms, "found" if found is not None else "timed out")
+            # its compile failed: claim the key again
+        try:
+            result = self._claim_across_processes(key, wait_s, config.cache_lock_stale_seconds())
+        except BaseException:  # interrupted while waiting: no thread may wait on us
+            self.claims.leave(key, compiling)
+            raise
+        pending.waited_ms = waited_ms + result.waited_ms
+        if result.found is not None:
+            self.claims.leave(key, compiling)  # waiting threads find the entry on disk
+        else:
+            compiling.lock = result.lock
+            pending.claim = compiling
+        return result
+
+    def _claim_across_processes(self, key: str, wait_s: float, stale_s: float):
+        from gpunb.cache.compile_once import Claim, claim
+
+        if not self.disk.can_write():
+            return Claim(None, None, 0.0, "compile")
+        try:
+            return claim(self.disk.lock_path(key), lambda: self._probe(key), wait_s, stale_s)
+        except OSError as exc:  # read-only or full: one warning, then memory only
+            self.disk.give_up(exc)
+            return Claim(None, None, 0.0, "compile")
+
+    def _probe(self, key: str):
+        """(source, artifact, entry or body) once someone stored `key`, else None."""
+        with self._lock:
+            found = self.memory.get(key)
+        if found is not None:
+            return "memory", found[0], found[1]
+        try:
+            entry = self.disk.read(key)
+            return None if entry is None else ("disk", _artifact_from(entry), entry)
+        except Exception:  # noqa: BLE001 - damaged while we wait: its writer or we rebuild it
+            return None
+
+    def _release(self, pending: Lookup) -> None:
+        compiling, pending.claim = pending.claim, None
+        if compiling is not None:
+            self.claims.leave(pending.key, compiling)
+
+    def abandon(self, pending: Lookup | str) -> None:
+        """The compile after a miss failed: free the key, so that a waiting process compiles it
+        (and reports the same error) at once instead of after its wait."""
+        with self._lock:
+            if isinstance(pending, str):
+                pending = self.pending.pop(pending, None)
+            else:
+                self.pending.pop(pending.key, None)
+        if pending is not None:
+            self._release(pending)
 
     def _hit(self, pending: Lookup, artifact, body: dict, source: str, started: float,
              size: int = 0):
@@ -145,7 +253,7 @@ class KernelCache:
         pending.event = provenance.record(CacheEvent(
             pending.function, pending.signature, pending.target, "hit", source, "", "",
             pending.time_ms, 0.0, pending.key, size or int(body.get("entry_bytes", 0)),
-            fp.defined_at, pending.started))
+            fp.defined_at, pending.started, pending.waited_ms))
         return artifact
 
     def _missed(self, pending: Lookup, started: float) -> tuple:
@@ -208,11 +316,15 @@ class KernelCache:
                 self.memory.put(pending.key, artifact, body)
                 self.latest[pointer] = pending.key
                 self.bodies[pending.key] = body
-            size = self.disk.write(pending.key, body, artifact.binary, artifact.ptx or "", pointer)
+            try:
+                size = self.disk.write(pending.key, body, artifact.binary, artifact.ptx or "",
+                                       pointer)
+            finally:
+                self._release(pending)  # after the entry is in place: waiters find it
         pending.event = provenance.record(CacheEvent(
             pending.function, pending.signature, pending.target, "miss", None, pending.reason,
             pending.detail, pending.time_ms, float(compile_ms), pending.key, size, fp.defined_at,
-            pending.started))
+            pending.started, pending.waited_ms))
         return pending.event
 
     # ---- maintenance ---------------------------------------------------------------------------

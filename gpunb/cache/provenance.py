@@ -34,19 +34,31 @@ class CacheEvent:
     entry_bytes: int = 0
     defined_at: str = ""
     timestamp: float = 0.0  # time.time()
+    # part of time_ms spent waiting for another thread, or another process sharing the cache
+    # directory, compiling the same key (compile_once.py): a hit loaded its result; a miss
+    # waited for nothing (its compile failed or took too long) and compiled
+    waited_ms: float = 0.0
 
     @property
     def entry_size(self) -> int:
         """Alias read by the notebook's status table."""
         return self.entry_bytes
 
-    def describe(self) -> str:
-        """`hit (memory)` / `miss (changed: ...)` in one line."""
+    @property
+    def outcome(self) -> str:
+        """`hit (memory)`, `hit (disk, waited 412 ms)`, `miss (new)`: the short form."""
+        waited = f", waited {self.waited_ms:.0f} ms" if self.waited_ms else ""
         if self.kind == "hit":
             how = f", {self.reason}: unchanged" if self.reason else ""
-            return f"hit ({self.source}{how}) in {self.time_ms:.2f} ms"
+            return f"hit ({self.source}{how}{waited})"
+        return f"miss ({self.reason}{waited})"
+
+    def describe(self) -> str:
+        """The outcome with its time: `hit (disk, waited 412 ms) in 415.20 ms`."""
+        if self.kind == "hit":
+            return f"{self.outcome} in {self.time_ms:.2f} ms"
         compiled = f", compiled in {self.compile_ms:.1f} ms" if self.compile_ms else ""
-        return f"miss ({self.reason}){compiled}"
+        return f"{self.outcome}{compiled}"
 
 
 _log: deque = deque(maxlen=_LOG_SIZE)

@@ -8,6 +8,8 @@ key, same content: first writer wins); so 8 processes storing the same key canno
 JSON with another's blobs. Readers take no lock; a failed verification is confirmed under the lock
 before the entry is removed (it may have been a concurrent prune or repair, not corruption).
 
+`<key>.lock` files are the per-key compile locks of compile_once.py, not part of entries.
+
 LRU: a disk hit touches the JSON's mtime (atime is unreliable under relatime/noatime mounts), and
 pruning removes the least recently touched entries until the total is under 90% of the cap.
 """
@@ -33,6 +35,7 @@ except ImportError:  # pragma: no cover - Windows: no advisory locks, writes sta
 FORMAT_VERSION = 1
 _KEY = re.compile(r"^[0-9a-f]{40}$")
 _BLOBS = ("bin", "ptx")
+LOCK_SUFFIX = ".lock"  # `<key>.lock`: a process is compiling that key (keylock.py)
 _warned_dirs: set[str] = set()
 
 
@@ -53,9 +56,14 @@ def _canonical(body: dict) -> bytes:
 
 
 def atomic_write(path: str, data: bytes) -> None:
-    """Write to a temp file in the same directory, then os.replace: readers see old or new."""
+    """Write to a temp file in the same directory, then os.replace: readers see old or new.
+
+    The temp name carries host and pid before mkstemp's random part (created O_EXCL): writers
+    on several nodes of a shared filesystem never pick the same name (numba#7952)."""
+    from gpunb.cache.keylock import host_tag
+
     folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)  # mode 0600
+    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{host_tag()}-{os.getpid()}-", dir=folder)  # 0600
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -117,6 +125,19 @@ class DiskStore:
 
     def path(self, key: str, ext: str) -> str:
         return os.path.join(self.directory, f"{key}.{ext}")
+
+    def lock_path(self, key: str) -> str:
+        """Where a process compiling `key` holds its lock (keylock.py)."""
+        return os.path.join(self.directory, f"{key}{LOCK_SUFFIX}")
+
+    def can_write(self) -> bool:
+        """The directory exists (created if need be), is ours, and has not failed a write."""
+        return self._ensure_dir()
+
+    def give_up(self, exc: OSError) -> None:
+        """A write failed (read-only, full disk): memory only from now on, one warning."""
+        self.writable = False
+        self._warn_once(f"cannot write to {self.directory} ({exc.strerror or exc})")
 
     def _warn_once(self, message: str) -> None:
         if self.directory not in _warned_dirs:
@@ -260,8 +281,7 @@ class DiskStore:
                 return existing.size
             return len(meta) + len(binary) + len(ptx_bytes)
         except OSError as exc:
-            self.writable = False
-            self._warn_once(f"cannot write to {self.directory} ({exc.strerror or exc})")
+            self.give_up(exc)
             return 0
 
     # ---- "previous entry of this function" pointers --------------------------------------------
@@ -339,6 +359,13 @@ class DiskStore:
                         os.unlink(item.path)
                 continue
             stem, _, ext = name.partition(".")
+            if f".{ext}" == LOCK_SUFFIX and _KEY.match(stem):  # not `.lock`, the writers' flock
+                with contextlib.suppress(OSError):
+                    # a compiling holder touches its lock every few seconds; one untouched for
+                    # a day was left by a crash on a key nobody looked up since
+                    if now - item.stat().st_mtime > 86400:
+                        os.unlink(item.path)
+                continue
             if _KEY.match(stem) and ext in ("json",) + _BLOBS:
                 with contextlib.suppress(OSError):
                     st = item.stat()

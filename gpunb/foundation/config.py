@@ -6,6 +6,12 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_CACHE: `0` disables the compiled-kernel cache (memory and disk). Default 1.
 - GPUNB_CACHE_DIR: directory of the disk cache. Default: platformdirs' user cache dir.
 - GPUNB_CACHE_MAX_BYTES: size cap of the disk cache; LRU entries pruned. Default 1 GiB.
+- GPUNB_CACHE_WAIT_SECONDS: how long a miss waits for another process sharing the cache
+  directory (or another thread) already compiling the same kernel, before compiling it itself.
+  `0` turns the coordination off: every process and thread compiles its own misses. Default 300.
+- GPUNB_CACHE_LOCK_STALE_SECONDS: a compiling process touches its lock file every fifth of this;
+  a lock that has not been touched for this long (its holder was killed, or its node is gone) is
+  taken over. A holder on the same machine whose process is gone is taken over at once. Default 30.
 - GPUNB_BOUNDSCHECK: `1` checks every array access on the CPU target (as debug=True). Default 0.
 - GPUNB_ARCH: compute capability for PTX when no GPU is present, sm_XX. Default sm_90.
 - GPUNB_CPU_THREADS: host threads that run blocks in parallel on the CPU target. Default: cores.
@@ -70,6 +76,29 @@ def cache_dir() -> str:
 def cache_max_bytes() -> int:
     value = os.environ.get("GPUNB_CACHE_MAX_BYTES")
     return int(value) if value else 1 << 30
+
+
+def _seconds(name: str, default: float) -> float:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: expected a number of seconds") from None
+    if seconds < 0 or seconds != seconds:
+        raise ValueError(f"{name}={value!r}: expected a number of seconds >= 0")
+    return seconds
+
+
+def cache_wait_seconds() -> float:
+    """How long a miss waits for another compile of the same key (0: no waiting)."""
+    return _seconds("GPUNB_CACHE_WAIT_SECONDS", 300.0)
+
+
+def cache_lock_stale_seconds() -> float:
+    """How long a key lock may go untouched before waiters take it over (at least 0.1 s)."""
+    return max(0.1, _seconds("GPUNB_CACHE_LOCK_STALE_SECONDS", 30.0))
 
 
 def boundscheck() -> bool:

@@ -51,13 +51,17 @@ def build_specialization(dispatcher, argtypes: tuple, target: str, previous=None
                                      arch)
     typed = None
     if artifact is None:
-        with compile_guard(dispatcher.py_func):
-            typed = infer(dispatcher, argtypes, options)
-            artifact = _build_cpu(typed, options) if target == "cpu" else None
-        if target == "cpu":
-            launcher = _cpu_launcher(dispatcher, artifact)
-        else:
-            artifact, launcher = _build_cuda(dispatcher, typed, options)
+        try:
+            with compile_guard(dispatcher.py_func):
+                typed = infer(dispatcher, argtypes, options)
+                artifact = _build_cpu(typed, options) if target == "cpu" else None
+            if target == "cpu":
+                launcher = _cpu_launcher(dispatcher, artifact)
+            else:
+                artifact, launcher = _build_cuda(dispatcher, typed, options)
+        except BaseException:
+            cache.abandon(pending)  # other processes waiting for this key compile it now
+            raise
         compile_ms = (time.perf_counter() - started) * 1000.0
         event = cache.store(pending, artifact, fingerprint, compile_ms)
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 import warnings
 
 import pytest
@@ -197,3 +198,16 @@ def test_entries_list_metadata_and_flag_problems(cells, cache_dir):
     assert entries[key].function == "kern" and entries[key].problem == ""
     assert entries[key].defined_at.startswith("Cell In[")
     assert entries["e" * 40].problem
+
+
+def test_prune_removes_day_old_key_locks_and_keeps_the_writers_lock(cells, cache_dir):
+    fp, key = _stored(cells, cache_dir)
+    old, fresh = cache_dir / ("d" * 40 + ".lock"), cache_dir / ("e" * 40 + ".lock")
+    old.write_text("{}")
+    fresh.write_text("{}")
+    day_ago = time.time() - 90_000
+    os.utime(old, (day_ago, day_ago))
+    os.utime(cache_dir / ".lock", (day_ago, day_ago))  # the writers' flock file: never removed
+    DiskStore(str(cache_dir), 1 << 30).prune()
+    assert not old.exists() and fresh.exists() and (cache_dir / ".lock").exists()
+    assert (cache_dir / f"{key}.json").exists()
