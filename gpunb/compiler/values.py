@@ -24,14 +24,38 @@ class PyValue(t.Type):
     obj: object
 
     def __str__(self) -> str:
-        name = getattr(self.obj, "__qualname__", None) or getattr(self.obj, "__name__", None)
-        return f"<{name or type(self.obj).__name__}>"
+        obj = self.obj
+        if isinstance(obj, t.Type):
+            return f"<type {obj}>"
+        intrinsic = getattr(obj, "_gpunb_intrinsic", None)
+        if isinstance(intrinsic, str):
+            return f"<{intrinsic}>"
+        name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+        return f"<{name or type(obj).__name__}>"
 
     def __eq__(self, other) -> bool:
         return isinstance(other, PyValue) and other.obj is self.obj
 
     def __hash__(self) -> int:
         return id(self.obj)
+
+
+@dataclass(frozen=True, slots=True)
+class ConstValue(t.Type):
+    """A parameter bound to a compile-time value at its call site (numba's Literal types): a
+    device function that needs an argument as a constant (cuda.shared.array(n, dtype) with n a
+    parameter) is specialised on the value passed. Reads of the parameter have `type`."""
+
+    value: object
+    type: t.Type
+
+    def __str__(self) -> str:
+        return f"Literal[{self.type}]({self.value!r})"
+
+
+def is_compile_time(ty: t.Type) -> bool:
+    """Whether values of this type exist only at compile time (no register, no parameter)."""
+    return isinstance(ty, (PyValue, ConstValue))
 
 
 class NotConstant(Exception):

@@ -9,13 +9,14 @@ site). The Inferer is composed of one mixin per kind of syntax; core.py drives t
 from __future__ import annotations
 
 from gpunb.compiler.infer.calls import CallTyping
-from gpunb.compiler.infer.core import InferenceCore
+from gpunb.compiler.infer.core import InferenceCore, NeedsConstant
 from gpunb.compiler.infer.expressions import ExpressionTyping
 from gpunb.compiler.infer.indexing import IndexTyping
 from gpunb.compiler.infer.loops import LoopTyping
 from gpunb.compiler.infer.session import InferenceSession
 from gpunb.compiler.infer.statements import StatementTyping
 from gpunb.compiler.typed import TypedFunction
+from gpunb.foundation.errors import CompileError
 
 
 class Inferer(StatementTyping, LoopTyping, ExpressionTyping, IndexTyping, CallTyping,
@@ -26,7 +27,11 @@ class Inferer(StatementTyping, LoopTyping, ExpressionTyping, IndexTyping, CallTy
 def infer_function(py_func, argtypes: tuple, options: dict, is_kernel: bool) -> TypedFunction:
     """Infer `py_func` (and, transitively, the GPU functions it calls) for `argtypes`."""
     session = InferenceSession(Inferer, options)
-    return session.infer(py_func, tuple(argtypes), is_kernel=is_kernel)
+    try:
+        return session.infer(py_func, tuple(argtypes), is_kernel=is_kernel)
+    except NeedsConstant as needs:  # no caller left to pass a constant: the plain error
+        raise CompileError(needs.message, needs.loc, needs.hint,
+                           function=needs.function) from None
 
 
 __all__ = ["InferenceSession", "Inferer", "TypedFunction", "infer_function"]

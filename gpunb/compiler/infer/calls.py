@@ -15,8 +15,16 @@ import numpy as np
 from gpunb.compiler import promotion
 from gpunb.compiler.builtins import find_builtin
 from gpunb.compiler.infer import inner
+from gpunb.compiler.infer.core import NeedsConstant
 from gpunb.compiler.typed import BuiltinCall, Cast, Const, GpuCall, Typed
-from gpunb.compiler.values import NotConstant, PyValue, const_eval, constant_type, dtype_to_type
+from gpunb.compiler.values import (
+    ConstValue,
+    NotConstant,
+    PyValue,
+    const_eval,
+    constant_type,
+    dtype_to_type,
+)
 from gpunb.compiler.values import missing as is_missing
 from gpunb.foundation import types as t
 from gpunb.foundation.pyobjects import is_gpu_function, lookup_global
@@ -89,7 +97,13 @@ class CallTyping:
         if isinstance(func, ast.Name):
             if func.id in self.inner_functions and func.id not in self.locals:
                 return self.inner_functions[func.id]
-            if func.id in self.locals:
+            if func.id in self.locals:  # a function or type passed as an argument
+                found = self.var_types.get(self.env.get(func.id))
+                if isinstance(found, PyValue):
+                    self.read(func, func.id)
+                    self.uses[func] = self.env[func.id]
+                    self.record(func, found)
+                    return found.obj
                 return None
             value = lookup_global(self.py_func, func.id)
             if is_missing(value):
@@ -136,10 +150,10 @@ class CallTyping:
         for pname, param in signature.parameters.items():
             if pname in bound.arguments:
                 arg = bound.arguments[pname]
-                found = self.expr(arg)
-                if isinstance(found, PyValue):
-                    raise self.error(arg, f"cannot pass {found} to '{name}'",
-                                     "GPU functions take numbers, tuples and arrays")
+                found = self.expr(arg)  # a function or type passes as a compile-time value
+                if isinstance(found, PyValue) and isinstance(found.obj, type(ast)):
+                    raise self.error(arg, f"cannot pass the module {found} to '{name}'",
+                                     "pass the function or constant it holds")
             else:
                 default = param.default
                 found = t.none if default is None else constant_type(default)
@@ -155,10 +169,49 @@ class CallTyping:
         py_func = dispatcher.py_func
         args, argtypes = self.bind_call(node, inspect.signature(py_func), py_func.__name__)
         argtypes = self.apply_declared_signature(node, dispatcher, tuple(argtypes), args)
-        callee = self.session.infer(py_func, argtypes, call_node=node, caller=self)
-        self.callees[(py_func.__code__, argtypes)] = callee
-        self.calls[node] = GpuCall(callee, tuple(args), argtypes)
+        callee = self.infer_callee(node, py_func, args, argtypes)
+        self.callees[(py_func.__code__, callee.argtypes)] = callee
+        self.calls[node] = GpuCall(callee, tuple(args), callee.argtypes)
         return callee.return_type
+
+    def infer_callee(self, node, py_func, args: list, argtypes: tuple):
+        """Infer a callee for these argument types; where it needs a parameter as a
+        compile-time constant and this call passes one, bind that value and infer again."""
+        params = list(inspect.signature(py_func).parameters)
+        while True:
+            try:
+                return self.session.infer(py_func, argtypes, call_node=node, caller=self)
+            except NeedsConstant as needs:
+                bound = list(argtypes)
+                for name in needs.params:
+                    k = params.index(name) if name in params else -1
+                    value = self.constant_argument(args[k]) if k >= 0 else None
+                    if value is None or isinstance(bound[k], ConstValue):
+                        mine = self.parameters_in(args[k]) if k >= 0 else ()
+                        if mine:  # our own parameter: our caller may pass a constant for it
+                            raise NeedsConstant(needs.message, needs.loc, needs.hint,
+                                                needs.function, mine) from None
+                        raise
+                    bound[k] = ConstValue(value, bound[k])
+                argtypes = tuple(bound)
+
+    def parameters_in(self, node) -> tuple:
+        """Names of this function's parameters an expression reads (unreassigned)."""
+        if not isinstance(node, ast.AST):
+            return ()
+        return tuple(sorted({n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                             and self.env.get(n.id) in self.params}))
+
+    def constant_argument(self, arg):
+        """The compile-time value of a call argument (a literal, a global constant, a constant
+        parameter of this function, or a bound default), or None."""
+        if isinstance(arg, Const):
+            return arg.value
+        try:
+            value = const_eval(arg, self.resolve_constant)
+        except NotConstant:
+            return None
+        return value if constant_type(value) is not None else None
 
     def apply_declared_signature(self, node, dispatcher, argtypes: tuple, args: list) -> tuple:
         """A device function declared with signatures takes the one numba would choose (the
@@ -178,9 +231,18 @@ class CallTyping:
     # ---- compile-time values for builtins ------------------------------------------------------
 
     def resolve_constant(self, node):
-        """Compile-time value of a Name/Attribute (raises NotConstant)."""
+        """Compile-time value of a Name/Attribute (raises NotConstant): a global, or a local
+        whose definition here is a compile-time value (a function, type or literal passed)."""
         if isinstance(node, ast.Name):
             if node.id in self.locals:
+                found = self.var_types.get(self.env.get(node.id))
+                if isinstance(found, PyValue):
+                    return found.obj
+                if isinstance(found, ConstValue):
+                    return found.value
+                var = self.env.get(node.id)
+                if var in self.var_constants:
+                    return self.var_constants[var]
                 raise NotConstant
             value = lookup_global(self.py_func, node.id)
             if is_missing(value):
@@ -194,12 +256,17 @@ class CallTyping:
         raise NotConstant
 
     def const(self, node, what: str):
-        """A compile-time constant argument of a builtin, with a clear error otherwise."""
+        """A compile-time constant argument of a builtin, with a clear error otherwise; one that
+        reads parameters of this function asks the caller for their values (NeedsConstant)."""
         try:
             value = const_eval(node, self.resolve_constant)
         except NotConstant:
-            raise self.error(node, f"{what} must be a compile-time constant",
-                             "use a literal or a module-level constant") from None
+            params = self.parameters_in(node)
+            raise NeedsConstant(f"{what} must be a compile-time constant",
+                                self.source.loc(node),
+                                "use a literal, a module-level constant, or a parameter that "
+                                "every caller passes a constant for", self.source.name,
+                                params) from None
         self.constants[node] = value
         return value
 

@@ -13,6 +13,7 @@ that learns nothing new turns it into an error.
 from __future__ import annotations
 
 import ast
+import types
 
 from gpunb.compiler import promotion, scopes
 from gpunb.compiler import typed as ty
@@ -32,6 +33,15 @@ class Deferred(Exception):
     def __init__(self, node: ast.AST, var: Var):
         super().__init__(var.name)
         self.node, self.var = node, var
+
+
+class NeedsConstant(CompileError):
+    """A parameter was used where a compile-time constant is needed; a caller that passes a
+    constant for it retries with that value bound (numba's literal dispatch)."""
+
+    def __init__(self, message: str, loc, hint, function, params: tuple):
+        super().__init__(message, loc, hint, function=function)
+        self.params = params
 
 
 class Conflict:
@@ -82,11 +92,12 @@ class InferenceCore:
         self.comparisons: dict = {}
         self.callees: dict = {}
         self.features: set = set()
-        self.capture_refs: dict = {}  # (Call node, name) -> synthetic Name passed to an inner fn
+        self.capture_refs: dict = {}
+        # definitions whose value is a compile-time constant (`N = 100`): usable where a
+        # constant is needed (cuda.shared.array(N, ...)), as numba's literal types are
+        self.var_constants: dict = {}  # (Call node, name) -> synthetic Name passed to an inner fn
         self.back_edges: dict = {}  # header phi -> Vars its back edges carried (last pass)
         self.locals = scopes.assigned_names(source.tree) | set(self.argnames)
-        self.inner_functions = inner.collect(self, enclosing or {})
-        self.enclosing_inner: set = set(enclosing or ())
         # per pass
         self.env: dict = {}
         self.phi_inputs: dict = {}
@@ -97,6 +108,8 @@ class InferenceCore:
         self.new_back_edges: dict = {}
         self.deferred: list = []
         self.changed = False
+        self.inner_functions = inner.collect(self, enclosing or {})
+        self.enclosing_inner: set = set(enclosing or ())
 
     # ---- errors --------------------------------------------------------------------------------
 
@@ -162,10 +175,9 @@ class InferenceCore:
         if isinstance(value_type, t.StringLiteral):
             raise self.error(site, "strings cannot be stored in variables in GPU code",
                              "string literals can only be passed to print()")
-        if isinstance(value_type, PyValue):
-            raise self.error(site, f"cannot assign {value_type} to a variable",
-                             "functions, modules and types cannot be stored in variables in "
-                             "GPU code")
+        if isinstance(value_type, PyValue) and isinstance(value_type.obj, types.ModuleType):
+            raise self.error(site, f"cannot assign the module {value_type} to a variable",
+                             "use the module's functions and constants directly")
         var = Var(name, VarKind.DEF, site)
         self.defs[site] = var
         self.set_type(var, value_type)

@@ -12,7 +12,7 @@ from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin, find_builtin
 from gpunb.compiler.infer import inner
 from gpunb.compiler.typed import BuiltinValue
-from gpunb.compiler.values import PyValue, constant_type, missing
+from gpunb.compiler.values import ConstValue, PyValue, constant_type, missing
 from gpunb.foundation import types as t
 from gpunb.foundation.pyobjects import lookup_global
 
@@ -79,6 +79,9 @@ class ExpressionTyping:
         if name in self.locals:
             var, found = self.read(node, name)
             self.uses[node] = var
+            if isinstance(found, ConstValue):  # a literal bound at the call site
+                self.constants[node] = found.value
+                return found.type
             return found
         value = lookup_global(self.py_func, name)
         if missing(value):

@@ -117,7 +117,20 @@ class StatementTyping:
         vt = self.expr(node.value)
         for target in node.targets:
             self.assign(target, vt, node.value)
+            if isinstance(target, ast.Name) and (t.is_number(vt) or isinstance(vt, t.Tuple)):
+                self.remember_constant(target, node.value)
         return False
+
+    def remember_constant(self, target, value_node) -> None:
+        """Note a definition whose value is known at compile time (`N = 100`, `shape = (4, 4)`):
+        numba types it as a literal, so it may be used where a constant is needed."""
+        if not isinstance(target, ast.Name):
+            return
+        try:
+            value = const_eval(value_node, self.resolve_constant)
+        except NotConstant:
+            return
+        self.var_constants[self.defs[target]] = value
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> bool:
         if node.value is None:

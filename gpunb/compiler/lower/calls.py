@@ -9,6 +9,7 @@ from llvmlite import ir
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.typed import BuiltinCall, Cast, Const, GpuCall, TypedFunction
+from gpunb.compiler.values import is_compile_time
 from gpunb.foundation import types as t
 
 
@@ -26,7 +27,9 @@ class CallLowering:
         callee: TypedFunction = call.callee
         values = []
         for arg, declared in zip(call.args, call.argtypes, strict=True):
-            if isinstance(declared, t.NoneType):
+            if is_compile_time(declared):
+                values.append(None)  # a function, type or literal the callee is specialised on
+            elif isinstance(declared, t.NoneType):
                 values.append(ir.Constant(dm.value_type(declared), None))
             elif isinstance(arg, Const):
                 values.append(ops.constant(declared, arg.value))
@@ -36,7 +39,9 @@ class CallLowering:
             return self.inline_call(callee, values)
         fn = self.mb.device_function(callee)
         extra = [self.ctx] if self.ctx is not None else []
-        result = b.call(fn, extra + values)
+        passed = [v for v, a in zip(values, call.argtypes, strict=True)
+                  if not is_compile_time(a)]
+        result = b.call(fn, extra + passed)
         return None if isinstance(callee.return_type, t.NoneType) else result
 
     def inline_call(self, callee: TypedFunction, values: list):

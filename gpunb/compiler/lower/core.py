@@ -17,6 +17,7 @@ from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.typed import JoinKind, TypedFunction, Var
+from gpunb.compiler.values import is_compile_time
 from gpunb.foundation import types as t
 from gpunb.foundation.abi import signature_slots
 from gpunb.foundation.errors import CompileError
@@ -117,8 +118,8 @@ class LoweringCore:
         found = self.slots.get(var)
         if found is None:
             vt = self.var_type(var)
-            if vt is None or isinstance(vt, t.NoneType):
-                return None
+            if vt is None or isinstance(vt, t.NoneType) or is_compile_time(vt):
+                return None  # None holds nothing; a function, type or literal is compile-time
             found = self.slots[var] = self.alloca(dm.value_type(vt), var.name)
         return found
 

@@ -7,6 +7,7 @@ from llvmlite import ir
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.debuginfo import DebugInfo
 from gpunb.compiler.typed import TypedFunction
+from gpunb.compiler.values import is_compile_time
 from gpunb.foundation import types as t
 from gpunb.foundation.abi import signature_slots
 
@@ -62,13 +63,16 @@ class ModuleBuilder:
         extra = self.target.extra_params()
         ret = dm.void if isinstance(typed.return_type, t.NoneType) else \
             dm.value_type(typed.return_type)
-        fnty = ir.FunctionType(ret, extra + [dm.value_type(a) for a in typed.argtypes])
+        runtime = [a for a in typed.argtypes if not is_compile_time(a)]
+        fnty = ir.FunctionType(ret, extra + [dm.value_type(a) for a in runtime])
         fn = ir.Function(self.module, fnty, self.unique(f"{typed.name}"))
         fn.linkage = "internal"
         self.device_functions[key] = fn
         low = self.lowerer_class(self, typed, fn)
         low.begin(kernel=False)
-        low.bind_arguments(list(fn.args[len(extra):]))
+        passed = iter(fn.args[len(extra):])  # compile-time arguments are not passed
+        low.bind_arguments([None if is_compile_time(a) else next(passed)
+                            for a in typed.argtypes])
         low.lower_body()
         low.finish()
         return fn
