@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.foundation import types as t
 
@@ -64,6 +65,13 @@ class Target:
         """End the calling GPU thread from anywhere (a raise, a failed debug assert), leaving
         the builder's block terminated; with a site id, first record it for the launcher."""
         raise NotImplementedError
+
+    def hinted_load(self, low, pointer, dtype: t.Type, hint: str):
+        """A load with a cache hint (cuda.ldcs and friends); targets without hints load."""
+        return arrays.load_element(low.builder, dtype, pointer)
+
+    def hinted_store(self, low, pointer, dtype: t.Type, value, hint: str) -> None:
+        arrays.store_element(low.builder, dtype, pointer, value)
 
     def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent) -> None:
         """Bounds checking hook; targets without it do nothing."""

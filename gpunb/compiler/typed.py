@@ -71,15 +71,37 @@ class Const:
 
 @dataclass(frozen=True, slots=True)
 class GpuCall:
-    """A call of a GPU function or an inner function: its own typed body, called (or inlined)."""
+    """A call of a GPU function or an inner function: its own typed body, called (or inlined);
+    a call of the function from its own body has a RecursiveRef as callee."""
 
-    callee: TypedFunction
+    callee: TypedFunction | RecursiveRef
     args: tuple  # per parameter: the argument's AST node, or a Const
     argtypes: tuple  # what each argument is converted to (the callee's parameter types)
 
     @property
     def result(self) -> t.Type:
         return self.callee.return_type
+
+
+class RecursiveRef:
+    """A call of a function from inside its own body (self-recursion): the callee is the
+    TypedFunction still being inferred, bound once inference of it finishes. Its return type is
+    the declared one, or the one the function's other returns settled on."""
+
+    __slots__ = ("name", "return_type", "argtypes", "_target")
+
+    def __init__(self, name: str, return_type: t.Type, argtypes: tuple):
+        self.name, self.return_type, self.argtypes = name, return_type, argtypes
+        self._target = None
+
+    def bind(self, typed: TypedFunction) -> None:
+        self._target = typed
+
+    @property
+    def target(self) -> TypedFunction:
+        if self._target is None:
+            raise RuntimeError(f"recursive call of '{self.name}' was never bound")
+        return self._target
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +262,7 @@ class TypedFunction:
     comparisons: Mapping
     callees: tuple  # TypedFunctions called, directly
     features: frozenset  # Feature members this function itself needs
+    recursive: bool  # calls itself (so it is a real function on every target, never inlined)
 
     @property
     def name(self) -> str:

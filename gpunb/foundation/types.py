@@ -21,7 +21,12 @@ class Type:
     def name(self) -> str:
         return str(self)
 
-    def __call__(self, *args: Type) -> Signature:
+    def __call__(self, *args):
+        """`int32(int32, int32)` is a signature (types as arguments); `int16(x)` of a value
+        casts it on the host, as numba's number types do (numpy's conversion, wrapping)."""
+        if len(args) == 1 and not isinstance(args[0], Type) and \
+                isinstance(self, (Integer, Float, Complex, Boolean)):
+            return to_dtype(self).type(args[0])
         return Signature(self, tuple(args))
 
     def __getitem__(self, item) -> Array:

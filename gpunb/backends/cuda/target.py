@@ -156,6 +156,30 @@ class CudaTarget(Target):
         fn = self.intrinsic(low.mb.module, "llvm.nvvm.bar.warp.sync", dm.void, [dm.i32])
         low.builder.call(fn, [mask])
 
+    def hinted_load(self, low, pointer, dtype: t.Type, hint: str):
+        """ld.global.<hint>.b<bits> as inline PTX (bytes through a 32-bit register: PTX has no
+        8-bit registers), reinterpreted as the element type."""
+        b = low.builder
+        bits = dtype.bitwidth
+        reg = ir.IntType(max(bits, 32) if bits == 8 else bits)
+        asm = ir.InlineAsm(ir.FunctionType(reg, [dm.ptr]),
+                           f"ld.global.{hint}.b{bits} $0, [$1];",
+                           f"={_ASM_REGISTER[reg.width]},l", side_effect=True)
+        raw = b.call(asm, [pointer])
+        raw = b.trunc(raw, ir.IntType(bits)) if reg.width != bits else raw
+        return b.bitcast(raw, dm.value_type(dtype)) if isinstance(dtype, t.Float) else raw
+
+    def hinted_store(self, low, pointer, dtype: t.Type, value, hint: str) -> None:
+        b = low.builder
+        bits = dtype.bitwidth
+        raw = b.bitcast(value, ir.IntType(bits)) if isinstance(dtype, t.Float) else value
+        reg = ir.IntType(32) if bits == 8 else ir.IntType(bits)
+        raw = b.zext(raw, reg) if reg.width != bits else raw
+        asm = ir.InlineAsm(ir.FunctionType(dm.void, [dm.ptr, reg]),
+                           f"st.global.{hint}.b{bits} [$0], $1;",
+                           f"l,{_ASM_REGISTER[reg.width]},~{{memory}}", side_effect=True)
+        b.call(asm, [pointer, raw])
+
     def threadfence(self, low, scope: str) -> None:
         name = {"block": "llvm.nvvm.membar.cta", "device": "llvm.nvvm.membar.gl",
                 "system": "llvm.nvvm.membar.sys"}[scope]
@@ -313,6 +337,9 @@ class CudaTarget(Target):
             fname = f"__nv_{base}f" if f32 else f"__nv_{base}"
         fn = self.intrinsic(low.mb.module, fname, args[0].type, [a.type for a in args])
         return b.call(fn, args)
+
+
+_ASM_REGISTER = {16: "h", 32: "r", 64: "l"}  # PTX inline-asm constraint per register width
 
 
 # ---- build: LLVM IR -> optimised IR -> PTX ---------------------------------------------------

@@ -40,6 +40,7 @@ def _table() -> dict:
     if _TABLE is None:
         from gpunb.compiler.builtins import (
             atomics,
+            cache_hints,
             complexfuncs,
             cuda_intrinsics,
             groups,
@@ -53,7 +54,7 @@ def _table() -> dict:
         table: dict = {}
         for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                      pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS,
-                     complexfuncs.BUILTINS, operator_funcs.BUILTINS):
+                     complexfuncs.BUILTINS, operator_funcs.BUILTINS, cache_hints.BUILTINS):
             table.update(part)
         table["builtins.print"] = printing.Print()
         _TABLE = table

@@ -16,7 +16,7 @@ from gpunb.compiler import promotion
 from gpunb.compiler.builtins import find_builtin
 from gpunb.compiler.infer import inner
 from gpunb.compiler.infer.core import NeedsConstant
-from gpunb.compiler.typed import BuiltinCall, Cast, Const, GpuCall, Typed
+from gpunb.compiler.typed import BuiltinCall, Cast, Const, GpuCall, RecursiveRef, Typed
 from gpunb.compiler.values import (
     ConstValue,
     NotConstant,
@@ -169,18 +169,29 @@ class CallTyping:
         py_func = dispatcher.py_func
         args, argtypes = self.bind_call(node, inspect.signature(py_func), py_func.__name__)
         argtypes = self.apply_declared_signature(node, dispatcher, tuple(argtypes), args)
-        callee = self.infer_callee(node, py_func, args, argtypes)
-        self.callees[(py_func.__code__, callee.argtypes)] = callee
+        declared = self.declared_return(dispatcher, argtypes)
+        callee = self.infer_callee(node, py_func, args, argtypes, declared)
+        if not isinstance(callee, RecursiveRef):  # (a self-call is not a callee to collect)
+            self.callees[(py_func.__code__, callee.argtypes)] = callee
         self.calls[node] = GpuCall(callee, tuple(args), callee.argtypes)
         return callee.return_type
 
-    def infer_callee(self, node, py_func, args: list, argtypes: tuple):
+    @staticmethod
+    def declared_return(dispatcher, argtypes: tuple):
+        """The return type a declared signature gives for these (converted) argument types."""
+        for sig in getattr(dispatcher, "declared_signatures", ()):
+            if tuple(sig.args) == argtypes and sig.return_type is not None:
+                return sig.return_type
+        return None
+
+    def infer_callee(self, node, py_func, args: list, argtypes: tuple, declared=None):
         """Infer a callee for these argument types; where it needs a parameter as a
         compile-time constant and this call passes one, bind that value and infer again."""
         params = list(inspect.signature(py_func).parameters)
         while True:
             try:
-                return self.session.infer(py_func, argtypes, call_node=node, caller=self)
+                return self.session.infer(py_func, argtypes, call_node=node, caller=self,
+                                          declared_return=declared)
             except NeedsConstant as needs:
                 bound = list(argtypes)
                 for name in needs.params:

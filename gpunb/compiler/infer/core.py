@@ -28,10 +28,11 @@ MAX_PASSES = 16
 
 
 class Deferred(Exception):
-    """A statement read a Var whose type this pass has not learnt yet (see the module doc)."""
+    """A statement read a Var whose type this pass has not learnt yet (see the module doc), or
+    (var None) called its own function before any return told its type."""
 
-    def __init__(self, node: ast.AST, var: Var):
-        super().__init__(var.name)
+    def __init__(self, node: ast.AST, var: Var | None):
+        super().__init__(var.name if var is not None else "recursion")
         self.node, self.var = node, var
 
 
@@ -97,6 +98,8 @@ class InferenceCore:
         # constant is needed (cuda.shared.array(N, ...)), as numba's literal types are
         self.var_constants: dict = {}  # (Call node, name) -> synthetic Name passed to an inner fn
         self.back_edges: dict = {}  # header phi -> Vars its back edges carried (last pass)
+        self.recursive = False  # it calls itself (session.recursive_call sets this)
+        self.assumed_return = None  # the return type its own recursive calls were typed with
         self.locals = scopes.assigned_names(source.tree) | set(self.argnames)
         # per pass
         self.env: dict = {}
@@ -127,16 +130,55 @@ class InferenceCore:
             if self.new_back_edges != self.back_edges:
                 self.back_edges = self.new_back_edges
                 self.changed = True
+            if self.recursive:
+                self.check_recursive_assumption()
             deferred = [(d.node, d.var) for d in self.deferred]
             if not self.changed and not deferred:
                 return self.freeze()
             if not self.changed and deferred == previous_deferred:
                 node, var = deferred[0]
+                if var is None:
+                    raise self.error(node, "cannot type infer runaway recursion",
+                                     "give the function a return that does not call itself "
+                                     "(a base case), or declare its signature")
                 raise self.error(node, f"local variable '{var.name}' is used before it is "
                                  "assigned", "assign it on every path that reaches this line")
             previous_deferred = deferred
+        if self.recursive:
+            raise self.error(self.source.tree, "Return type of recursive function does not "
+                             "converge", "make every return give the same type (a recursion "
+                             "that grows a tuple has no fixed return type)")
         raise self.error(self.source.tree, "types of local variables did not settle",
                          "give variables one type, e.g. initialise with 0.0 not 0")
+
+    def assumed_return_type(self, call_node) -> t.Type:
+        """The return type a call of this function from its own body is typed with: the one
+        assumed last pass, else the join of the returns typed so far (Deferred if none)."""
+        if self.assumed_return is None:
+            values = [rt for _, rt in self.return_types if not isinstance(rt, t.NoneType)]
+            if not values:
+                raise Deferred(call_node, None)
+            joined = values[0]
+            for rt in values[1:]:
+                joined = promotion.join(joined, rt) or joined
+            self.assumed_return = joined
+        return self.assumed_return
+
+    def check_recursive_assumption(self) -> None:
+        """Recursive calls were typed with an assumed return type: another pass unless the
+        returns of this pass agree with it."""
+        values = [rt for _, rt in self.return_types if not isinstance(rt, t.NoneType)]
+        if not values:
+            return
+        try:
+            found = self.return_type()
+        except CompileError:  # the returns disagree with what the recursive calls assumed
+            raise self.error(self.source.tree, "Return type of recursive function does not "
+                             "converge", "make every return give the same type (a recursion "
+                             "that grows a tuple has no fixed return type)") from None
+        if found != self.assumed_return:
+            self.assumed_return = found
+            self.changed = True
 
     def begin_pass(self) -> None:
         self.changed = False
@@ -331,7 +373,7 @@ class InferenceCore:
             indexes=ty.frozen(self.indexes), raises=ty.frozen(self.raises),
             branches=ty.frozen(self.branches), comparisons=ty.frozen(self.comparisons),
             callees=tuple(self.callees.values()),
-            features=frozenset(self.features))
+            features=frozenset(self.features), recursive=self.recursive)
 
     def return_type(self) -> t.Type:
         values = [(node, rt) for node, rt in self.return_types if not isinstance(rt, t.NoneType)]

@@ -193,11 +193,11 @@ def _infer(caller, node, fn: InnerFunction, argtypes: tuple):
         raise caller.error(node, f"recursive call of inner function '{fn.name}'",
                            "recursion is not supported in GPU code (numba refuses recursive "
                            "inner functions too); use a loop")
-    session.in_progress.add(active)
+    session.in_progress[active] = None
     try:
         typed = type(caller)(fn.source, caller.py_func, argtypes, session, False,
                              enclosing=fn.visible).run()
     finally:
-        session.in_progress.discard(active)
+        session.in_progress.pop(active, None)
     session.done[key] = typed
     return typed

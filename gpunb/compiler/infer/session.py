@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpunb.compiler.frontend import load_source
+from gpunb.compiler.typed import RecursiveRef
 
 
 class InferenceSession:
@@ -16,26 +17,47 @@ class InferenceSession:
         self.inferer_class = inferer_class
         self.options = options or {}
         self.done: dict = {}
-        self.in_progress: set = set()
+        self.in_progress: dict = {}  # key -> the inferer typing that function now
+        self.recursive_refs: dict = {}  # key -> RecursiveRefs made for it
 
     def infer(self, py_func, argtypes: tuple, is_kernel: bool = False, call_node=None,
-              caller=None):
+              caller=None, declared_return=None):
         key = (py_func.__code__, id(py_func.__globals__), argtypes, is_kernel,
                _closure_key(py_func))
         found = self.done.get(key)
         if found is not None:
             return found
-        if key in self.in_progress:
-            raise caller.error(call_node, f"recursive call of GPU function '{py_func.__name__}'",
-                               "recursion is not supported in GPU functions; use a loop")
-        self.in_progress.add(key)
+        active = self.in_progress.get(key)
+        if active is not None:
+            return self.recursive_call(key, active, caller, call_node, declared_return)
+        inferer = self.inferer_class(load_source(py_func), py_func, argtypes, self, is_kernel)
+        self.in_progress[key] = inferer
         try:
-            typed = self.inferer_class(load_source(py_func), py_func, argtypes, self,
-                                       is_kernel).run()
+            typed = inferer.run()
         finally:
-            self.in_progress.discard(key)
+            del self.in_progress[key]
+        for ref in self.recursive_refs.pop(key, ()):
+            ref.bind(typed)
         self.done[key] = typed
         return typed
+
+    def recursive_call(self, key, active, caller, call_node, declared_return):
+        """A function calling itself: a RecursiveRef whose return type is the declared one, or
+        the one its other returns give (the inferer re-types until that assumption holds).
+        Only self-recursion: a cycle through other functions needs declared signatures."""
+        if caller is not active:
+            if declared_return is None:
+                raise caller.error(call_node, f"recursive call of GPU function "
+                                   f"'{active.source.name}' through another function",
+                                   "declare the signatures of the functions in the cycle, e.g. "
+                                   "@cuda.jit(\"int64(int64)\", device=True)")
+            return_type = declared_return
+        else:
+            return_type = declared_return or active.assumed_return_type(call_node)
+        ref = RecursiveRef(active.source.name, return_type, active.argtypes)
+        self.recursive_refs.setdefault(key, []).append(ref)
+        active.recursive = True
+        return ref
 
 
 def _closure_key(py_func) -> tuple:

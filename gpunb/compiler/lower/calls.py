@@ -8,7 +8,15 @@ from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler.typed import BuiltinCall, Cast, Const, GpuCall, TypedFunction
+from gpunb.compiler.typed import (
+    BuiltinCall,
+    Cast,
+    Const,
+    Feature,
+    GpuCall,
+    RecursiveRef,
+    TypedFunction,
+)
 from gpunb.compiler.values import is_compile_time
 from gpunb.foundation import types as t
 
@@ -24,7 +32,10 @@ class CallLowering:
 
     def call_gpu_function(self, call: GpuCall):
         b = self.builder
-        callee: TypedFunction = call.callee
+        callee = call.callee
+        recursive = isinstance(callee, RecursiveRef)
+        if recursive:
+            callee = callee.target
         values = []
         for arg, declared in zip(call.args, call.argtypes, strict=True):
             if is_compile_time(declared):
@@ -35,8 +46,14 @@ class CallLowering:
                 values.append(ops.constant(declared, arg.value))
             else:
                 values.append(ops.cast(b, self.expr(arg), self.type_of(arg), declared))
-        if self.target.inline_calls:
+        if self.target.inline_calls and not (recursive or callee.recursive):
             return self.inline_call(callee, values)
+        if self.target.inline_calls and Feature.BARRIER in callee.all_features():
+            raise self.error(call.args[0] if call.args and isinstance(call.args[0], ast.AST)
+                             else self.typed.source.tree,
+                             f"the recursive function '{callee.name}' uses a barrier, which "
+                             "the CPU target cannot suspend inside a real call",
+                             "move the barrier out of the recursion")
         fn = self.mb.device_function(callee)
         extra = [self.ctx] if self.ctx is not None else []
         passed = [v for v, a in zip(values, call.argtypes, strict=True)

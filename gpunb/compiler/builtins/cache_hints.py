@@ -1,0 +1,74 @@
+"""Cache-hinted global loads and stores: cuda.ldca/ldcg/ldcs/ldlu/ldcv(array, index) and
+cuda.stcg/stcs/stwb/stwt(array, index, value), as numba-cuda has them.
+
+The index is an integer or a tuple of integers (one per axis); the element is addressed as an
+ordinary subscript would be (negative indices wrap, bounds checked where the target checks).
+The CUDA target emits `ld.global.<hint>.b<bits>` / `st.global.<hint>.b<bits>`; the CPU target
+has no cache hints and accesses the element plainly.
+"""
+
+from __future__ import annotations
+
+from gpunb.compiler import arrays
+from gpunb.compiler import operators as ops
+from gpunb.compiler.builtins import Builtin
+from gpunb.foundation import types as t
+
+LOADS = ("ca", "cg", "cs", "lu", "cv")
+STORES = ("cg", "cs", "wb", "wt")
+_BITS = (8, 16, 32, 64)
+
+
+class CacheHinted(Builtin):
+    def __init__(self, hint: str, store: bool):
+        self.hint, self.store = hint, store
+        self.name = f"cuda.{'st' if store else 'ld'}{hint}"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        want = 3 if self.store else 2
+        form = "(array, index, value)" if self.store else "(array, index)"
+        if kwtypes or len(argtypes) != want:
+            raise inf.error(node, f"{self.name}{form} takes {want} arguments")
+        arr, index = argtypes[0], argtypes[1]
+        if not isinstance(arr, t.Array) or not isinstance(arr.dtype, (t.Integer, t.Float)) \
+                or arr.dtype.bitwidth not in _BITS:
+            raise inf.error(node.args[0], f"{self.name} needs an array of integers or floats "
+                            f"of 8 to 64 bits, got {arr}")
+        items = index.items if isinstance(index, t.Tuple) else (index,)
+        if len(items) != arr.ndim or not all(isinstance(i, (t.Integer, t.Boolean))
+                                              for i in items):
+            raise inf.error(node.args[1], f"{self.name} needs {arr.ndim} integer index(es) for "
+                            f"a {arr.ndim}-d array, got {index}",
+                            "pass an int, or a tuple of ints (i, j) for a 2-d array")
+        if self.store:
+            if arr.readonly:
+                raise inf.error(node.args[0], f"{self.name} cannot store into a read-only "
+                                "array")
+            if not t.can_convert(argtypes[2], arr.dtype):
+                raise inf.error(node.args[2], f"cannot store {argtypes[2]} into {arr}")
+            return t.none
+        return arr.dtype
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        arr_t, index_t = call.argtypes[0], call.argtypes[1]
+        arr = low.expr(node.args[0])
+        index = low.expr(node.args[1])
+        data, shape, strides = arrays.parts(b, arr, arr_t.ndim)
+        items = index_t.items if isinstance(index_t, t.Tuple) else (index_t,)
+        indices = []
+        for axis, item_t in enumerate(items):
+            value = b.extract_value(index, axis) if isinstance(index_t, t.Tuple) else index
+            idx = arrays.normalise_index(b, value, item_t, shape[axis])
+            low.target.check_bounds(low, node, arr_t, axis, idx, shape[axis])
+            indices.append(idx)
+        pointer = arrays.element_pointer(b, arr_t, data, shape, strides, indices)
+        if not self.store:
+            return low.target.hinted_load(low, pointer, arr_t.dtype, self.hint)
+        value = ops.cast(b, low.expr(node.args[2]), call.argtypes[2], arr_t.dtype)
+        low.target.hinted_store(low, pointer, arr_t.dtype, value, self.hint)
+        return None
+
+
+BUILTINS: dict = {f"cuda.ld{h}": CacheHinted(h, store=False) for h in LOADS}
+BUILTINS.update({f"cuda.st{h}": CacheHinted(h, store=True) for h in STORES})

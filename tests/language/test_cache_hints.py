@@ -1,0 +1,75 @@
+"""Cache-hinted loads and stores (cuda.ldca/ldcg/ldcs/ldlu/ldcv, cuda.stcg/stcs/stwb/stwt):
+values on both targets, the hinted PTX instruction for every element width (accepted by ptxas),
+1-d and 2-d indices, and bad arguments. Adapted from numba-cuda's test_cache_hints
+(BSD-2-Clause, NVIDIA)."""
+
+import numpy as np
+import pytest
+
+from gpunb import CompileError, cuda
+
+TYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+         np.float16, np.float32, np.float64)
+LOADS = ((cuda.ldca, "ca"), (cuda.ldcg, "cg"), (cuda.ldcs, "cs"), (cuda.ldlu, "lu"),
+         (cuda.ldcv, "cv"))
+STORES = ((cuda.stcg, "cg"), (cuda.stcs, "cs"), (cuda.stwb, "wb"), (cuda.stwt, "wt"))
+
+
+def load_kernel(operator):
+    @cuda.jit
+    def f(r, x):
+        for i in range(len(r)):
+            r[i] = operator(x, i)
+    return f
+
+
+def store_kernel(operator):
+    @cuda.jit
+    def f(r, x):
+        for i in range(x.shape[0]):
+            for j in range(x.shape[1]):
+                operator(r, (i, j), x[i, j])
+    return f
+
+
+@pytest.mark.parametrize("operator,hint", LOADS)
+def test_loads(target, ptxas, operator, hint):
+    f = load_kernel(operator)
+    for ty in TYPES:
+        x = np.arange(5).astype(ty)
+        r = np.zeros_like(x)
+        f[1, 1](r, x)
+        np.testing.assert_equal(r, x)
+        ptx = f.inspect_ptx()
+        assert f"ld.global.{hint}.b{x.itemsize * 8}" in ptx, ty
+    ptxas(ptx, "sm_90")
+
+
+@pytest.mark.parametrize("operator,hint", STORES)
+def test_stores_2d(target, ptxas, operator, hint):
+    f = store_kernel(operator)
+    for ty in TYPES:
+        x = np.arange(12).reshape(3, 4).astype(ty)
+        r = np.zeros_like(x)
+        f[1, 1](r, x)
+        np.testing.assert_equal(r, x)
+        ptx = f.inspect_ptx()
+        assert f"st.global.{hint}.b{x.itemsize * 8}" in ptx, ty
+    ptxas(ptx, "sm_90")
+
+
+@cuda.jit
+def wrong_index_count(r, x):
+    r[0] = cuda.ldcs(x, 0)
+
+
+@cuda.jit
+def store_float_into_complex(r):
+    cuda.stcs(r, 0, 1.0)
+
+
+def test_bad_arguments_are_located_errors(target):
+    with pytest.raises(CompileError, match="2 integer index"):
+        wrong_index_count[1, 1](np.zeros(1), np.zeros((2, 2)))
+    with pytest.raises(CompileError, match="integers or floats"):
+        store_float_into_complex[1, 1](np.zeros(2, np.complex64))

@@ -1,0 +1,103 @@
+"""Self-recursive device functions, as numba-cuda compiles them: with a declared signature, an
+implicit one (the return type from the base case), defined in a closure; runaway recursion and a
+return type that never settles are errors with numba's wording. Usecases adapted from
+numba-cuda's recursion_usecases.py (BSD-2-Clause, NVIDIA)."""
+
+import numpy as np
+import pytest
+
+from gpunb import CompileError, cuda
+
+
+@cuda.jit("i8(i8)", device=True)
+def fib1(n):
+    if n < 2:
+        return n
+    return fib1(n - 1) + fib1(n - 2)
+
+
+def make_fib2():
+    @cuda.jit("i8(i8)", device=True)
+    def fib2(n):
+        if n < 2:
+            return n
+        return fib2(n - 1) + fib2(n - 2)
+
+    return fib2
+
+
+fib2 = make_fib2()
+
+
+@cuda.jit(device=True)
+def fib3(n):
+    if n < 2:
+        return n
+    return fib3(n - 1) + fib3(n - 2)
+
+
+@cuda.jit(device=True)
+def runaway_self(x):
+    return runaway_self(x)
+
+
+@cuda.jit(device=True)
+def growing_tuple(x):
+    if x == 0:
+        return (1,)
+    return (growing_tuple(x - 1), 1)
+
+
+@cuda.jit(device=True)
+def recursive_with_barrier(n):
+    cuda.syncthreads()
+    if n == 0:
+        return 0
+    return recursive_with_barrier(n - 1)
+
+
+def fib_kernel(cfunc):
+    @cuda.jit
+    def kernel(r, x):
+        r[0] = cfunc(x[0])
+
+    return kernel
+
+
+@pytest.mark.parametrize("cfunc", [fib1, fib2, fib3], ids=["global_explicit_sig",
+                                                           "inner_explicit_sig",
+                                                           "global_implicit_sig"])
+def test_fibonacci(target, cfunc):
+    kernel = fib_kernel(cfunc)
+    r = np.zeros(1, np.int64)
+    kernel[1, 1](r, np.asarray([10], np.int64))
+    assert r[0] == 55
+    assert "call" in kernel.inspect_ptx()  # a real call, not an unrolled one
+
+
+def test_runaway_recursion_is_a_located_error(target):
+    @cuda.jit("void()")
+    def kernel():
+        runaway_self(1)
+
+    with pytest.raises(CompileError, match="cannot type infer runaway recursion") as info:
+        kernel[1, 1]()
+    assert info.value.loc.line == runaway_self.py_func.__code__.co_firstlineno + 2
+
+
+def test_a_return_type_that_never_settles_is_an_error(target):
+    @cuda.jit("void()")
+    def kernel():
+        growing_tuple(100)
+
+    with pytest.raises(CompileError, match="does not converge"):
+        kernel[1, 1]()
+
+
+def test_barrier_in_recursion_on_the_cpu_target():
+    @cuda.jit(target="cpu")
+    def kernel(r):
+        r[0] = recursive_with_barrier(3)
+
+    with pytest.raises(CompileError, match="barrier"):
+        kernel[1, 1](np.zeros(1, np.int64))
