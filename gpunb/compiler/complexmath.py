@@ -1,10 +1,11 @@
-"""Complex algorithms over LLVM float values: CPython's cmath (which numba's cmathimpl follows)
-and complex `**`, for both cmath builtins and the operator.
+"""Complex algorithms over LLVM float values: numba's cmathimpl (CPython's algorithms, C99 Annex G
+values at infinities and NaNs) and complex `**`, for both cmath builtins and the operator.
 
-Each takes and returns (real, imag) pairs of the component type. Branches on magnitude are
-selects over every candidate, so they lower the same on every target (no control flow except the
-integer-power loop). Non-finite inputs follow the formulas; CPython's tables of special values
-for infinities and NaNs are not reproduced.
+Each takes and returns (real, imag) pairs of the component type. Branches are selects over every
+candidate, so they lower the same on every target (no control flow except the integer-power
+loop): the formula for finite parts first, then numba's special cases, each overriding where its
+condition holds. Where numba negates a value or copies the sign of a `cos`/`sin` result, these
+do the same (a NaN's sign can reach a `copysign`): with the same math library, numba's bits.
 """
 
 from __future__ import annotations
@@ -62,6 +63,25 @@ class FloatOps:
     def eq(self, x, y):
         return self.b.fcmp_ordered("==", x, y)
 
+    def is_nan(self, x):
+        return self.b.fcmp_unordered("uno", x, x)
+
+    def is_inf(self, x):
+        return self.eq(self.abs(x), self.c(math.inf))
+
+    def not_finite(self, x):
+        """inf or NaN: math.isfinite(x) is false."""
+        return self.b.fcmp_unordered(">=", self.abs(x), self.c(math.inf))
+
+    def both(self, p, q):
+        return self.b.and_(p, q)
+
+    def either(self, p, q):
+        return self.b.or_(p, q)
+
+    def copysign(self, x, y):
+        return self.call("copysign", x, y)
+
     def pick(self, cond, x, y):
         return self.b.select(cond, x, y)
 
@@ -90,7 +110,73 @@ def sqrt(f: FloatOps, x, y):
     re = f.pick(nonneg, s, d)
     im = f.call("copysign", f.pick(nonneg, d, s), y)
     zero = f.b.and_(f.eq(x, f.c(0.0)), f.eq(y, f.c(0.0)))
-    return f.pick(zero, f.c(0.0), re), f.pick(zero, y, im)
+    out = f.pick(zero, f.c(0.0), re), f.pick(zero, y, im)
+    # numba's (NumPy's npy_csqrt) special values; a NaN imaginary part takes the formula
+    x_inf = f.is_inf(x)
+    inf_x = f.pick2(f.lt(x, f.c(0.0)), (f.abs(f.sub(y, y)), f.copysign(x, y)),
+                    (x, f.copysign(f.sub(y, y), y)))
+    out = f.pick2(x_inf, inf_x, out)
+    out = f.pick2(f.is_nan(x), (x, x), out)
+    return f.pick2(f.is_inf(y), (f.abs(y), y), out)
+
+
+def exp(f: FloatOps, x, y):
+    """numba's exp_impl: e**x (cos y + i sin y), with C99's values where x is inf or NaN."""
+    c, s = f.call("cos", y), f.call("sin", y)
+    r = f.call("exp", x)
+    re, im = f.mul(r, c), f.mul(r, s)
+    pos_inf, neg_inf = f.eq(x, f.c(math.inf)), f.eq(x, f.c(-math.inf))
+    y_bad = f.not_finite(y)
+    # x = +inf, y finite: inf * 0 would be NaN where cos or sin is 0 (exp(inf + 0j) = inf + 0j)
+    re = f.pick(f.both(pos_inf, f.eq(c, f.c(0.0))), c, re)
+    im = f.pick(f.both(pos_inf, f.eq(s, f.c(0.0))), s, im)
+    re = f.pick(f.both(pos_inf, y_bad), x, re)
+    re, im = f.pick2(f.both(neg_inf, y_bad), (f.c(0.0), f.c(0.0)), (re, im))
+    return re, f.pick(f.both(f.is_nan(x), f.eq(y, f.c(0.0))), y, im)  # nan + 0j keeps its zero
+
+
+def cosh(f: FloatOps, x, y):
+    """numba's cosh_impl: cos y cosh x + i sin y sinh x, C99's signed infinities for x = +-inf."""
+    c, s = f.call("cos", y), f.call("sin", y)
+    finite = f.mul(c, f.call("cosh", x)), f.mul(s, f.call("sinh", x))
+    flat = f.either(f.is_nan(y), f.eq(y, f.c(0.0)))
+    inf_re = f.pick(flat, f.abs(x), f.copysign(x, c))
+    inf_im = f.pick(flat, y, f.copysign(x, s))
+    inf_im = f.pick(f.lt(x, f.c(0.0)), f.neg(inf_im), inf_im)
+    return f.pick2(f.is_inf(x), (inf_re, inf_im), finite)
+
+
+def sinh(f: FloatOps, x, y):
+    """numba's sinh_impl: cos y sinh x + i sin y cosh x; for x = +-inf, zero parts of cos y and
+    sin y stay zero (inf * 0 would be NaN)."""
+    c, s = f.call("cos", y), f.call("sin", y)
+    finite = f.mul(c, f.call("sinh", x)), f.mul(s, f.call("cosh", x))
+    inf_x = (f.pick(f.eq(c, f.c(0.0)), c, f.mul(c, x)),
+             f.pick(f.eq(s, f.c(0.0)), s, f.mul(s, f.abs(x))))
+    inf_x = f.pick2(f.is_nan(y), (x, y), inf_x)
+    return f.pick2(f.is_inf(x), inf_x, finite)
+
+
+def cos(f: FloatOps, x, y):
+    return cosh(f, f.neg(y), x)  # cos(z) = cosh(iz)
+
+
+def sin(f: FloatOps, x, y):
+    re, im = sinh(f, f.neg(y), x)  # sin(z) = -i sinh(iz)
+    return im, f.neg(re)
+
+
+def rect(f: FloatOps, r, phi):
+    """numba's rect: r (cos phi + i sin phi); an infinite r keeps the zero parts of cos and sin
+    (dividing by r only gives them r's sign), and a non-finite phi gives 0 for r = 0 and r + i phi
+    for infinite r."""
+    c, s = f.call("cos", phi), f.call("sin", phi)
+    r_inf = f.is_inf(r)
+    re = f.pick(f.both(r_inf, f.eq(c, f.c(0.0))), f.div(c, r), f.mul(c, r))
+    im = f.pick(f.both(r_inf, f.eq(s, f.c(0.0))), f.div(s, r), f.mul(s, r))
+    phi_bad = f.not_finite(phi)
+    out = f.pick2(f.both(phi_bad, r_inf), (r, phi), (re, im))
+    return f.pick2(f.both(phi_bad, f.eq(r, f.c(0.0))), (f.abs(r), f.c(0.0)), out)
 
 
 def log(f: FloatOps, x, y):
@@ -123,7 +209,11 @@ def tanh(f: FloatOps, x, y):
     far = f.gt(f.abs(x), f.c(math.log(f.large)))
     far_im = f.mul(f.mul(f.mul(f.c(4.0), f.call("sin", y)), f.call("cos", y)),
                    f.call("exp", f.mul(f.c(-2.0), f.abs(x))))
-    return f.pick(far, f.call("copysign", f.c(1.0), x), re), f.pick(far, far_im, im)
+    out = f.pick(far, f.call("copysign", f.c(1.0), x), re), f.pick(far, far_im, im)
+    # x = +-inf (numba's tanh_impl): +-1 and a zero signed as sin(2y), +0 for y = +-inf
+    inf_im = f.pick(f.is_inf(y), f.c(0.0),
+                    f.copysign(f.c(0.0), f.call("sin", f.mul(f.c(2.0), y))))
+    return f.pick2(f.is_inf(x), (f.copysign(f.c(1.0), x), inf_im), out)
 
 
 def tan(f: FloatOps, x, y):
@@ -180,9 +270,10 @@ def atanh(f: FloatOps, x, y):
                f.c(0.25))
     im = f.mul(f.call("atan2", f.mul(f.c(-2.0), y), f.sub(f.mul(zr1, f.add(one, x)),
                                                             f.mul(ay, ay))), f.c(-0.5))
-    # |z| huge: 1/z dominates
+    # |z| huge, or x NaN: 1/z dominates (real part 0 at an infinity, signed as x for y = +-inf)
     h = f.call("hypot", f.mul(x, f.c(0.5)), f.mul(y, f.c(0.5)))
-    far = (f.div(f.div(f.div(x, f.c(4.0)), h), h),
+    far_re = f.pick(f.is_inf(x), f.c(0.0), f.div(f.div(f.div(x, f.c(4.0)), h), h))
+    far = (f.pick(f.is_inf(y), f.copysign(f.c(0.0), x), far_re),
            f.neg(f.call("copysign", f.c(math.pi / 2), f.neg(y))))
     # z next to 1: the log1p form cancels
     near_re = f.neg(f.call("log", f.div(f.call("sqrt", ay),
@@ -192,13 +283,17 @@ def atanh(f: FloatOps, x, y):
                    f.call("copysign", f.mul(f.call("atan2", f.c(2.0), f.neg(ay)), f.c(0.5)), y)))
     is_near = f.b.and_(f.eq(x, one), f.lt(ay, f.c(math.sqrt(f.tiny))))
     out = f.pick2(is_near, near, (re, im))
-    out = f.pick2(f.either_large(x, y, math.sqrt(f.large)), far, out)
+    is_far = f.either(f.is_nan(x), f.either_large(x, y, math.sqrt(f.large)))
+    out = f.pick2(is_far, far, out)
+    out = out[0], f.pick(f.is_nan(y), f.c(math.nan), out[1])  # numba: NaN whenever y is
     return f.pick(flip, f.neg(out[0]), out[0]), f.pick(flip, f.neg(out[1]), out[1])
 
 
 def atan(f: FloatOps, x, y):
     re, im = atanh(f, f.neg(y), x)  # atan(z) = -i atanh(iz)
-    return im, f.neg(re)
+    # numba's atan_impl keeps the real part's sign for x = +-inf, y = NaN
+    odd = f.both(f.is_inf(x), f.is_nan(y))
+    return im, f.pick(odd, re, f.neg(re))
 
 
 # ---- complex ** ---------------------------------------------------------------------------------

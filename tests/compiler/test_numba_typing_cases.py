@@ -243,8 +243,6 @@ def test_gpunb_types_each_rule_like_numba(case, answer):
 INF, NAN = math.inf, math.nan
 _SPECIAL = [complex(a, b) for a, b in itertools.product([INF, -INF, NAN, 0.0, -0.0, 1.5, -2.0],
                                                           repeat=2)]
-_CMATH_WRONG = {"exp", "sqrt", "cos", "sin", "tan", "cosh", "sinh", "tanh", "atan", "atanh",
-                "rect"}
 
 
 def _same_complex(a, b) -> bool:
@@ -255,12 +253,9 @@ def _same_complex(a, b) -> bool:
     return part(a.real, b.real) and part(a.imag, b.imag)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=[pytest.mark.xfail(
-        strict=True, reason="C99 Annex G special values (numba/cpython/cmathimpl.py) at "
-                            "+-inf/nan")] if n in _CMATH_WRONG else [])
-    for n in ["exp", "log", "log10", "sqrt", "cos", "sin", "tan", "cosh", "sinh", "tanh", "acos",
-              "asin", "atan", "acosh", "asinh", "atanh", "rect"]])
+@pytest.mark.parametrize("name", ["exp", "log", "log10", "sqrt", "cos", "sin", "tan", "cosh",
+                                  "sinh", "tanh", "acos", "asin", "atan", "acosh", "asinh",
+                                  "atanh", "rect"])
 def test_cmath_special_values_like_numba(name):
     call = "cmath.rect(z.real, z.imag)" if name == "rect" else f"cmath.{name}(z)"
     module = load(textwrap.dedent(f"""\

@@ -50,9 +50,8 @@ class ComplexFunction(Builtin):
             ft = ct.component
             r = ops.cast(b, low.expr(node.args[0]), call.argtypes[0], ft)
             phi = ops.cast(b, low.expr(node.args[1]), call.argtypes[1], ft)
-            m = low.math_call
-            return ops.make_complex(b, b.fmul(r, m("cos", [phi], [ft], ft)),
-                                    b.fmul(r, m("sin", [phi], [ft], ft)), ct)
+            re, im = cm.rect(cm.FloatOps(b, low.math_call, ft), r, phi)
+            return ops.make_complex(b, re, im, ct)
         ct = _as_complex(call.argtypes[0])
         ft = ct.component
         z = ops.cast(b, low.expr(node.args[0]), call.argtypes[0], ct)
@@ -81,29 +80,15 @@ class ComplexFunction(Builtin):
             if op == "isfinite":
                 return b.and_(test(a), test(y))
             return b.or_(test(a), test(y))
-        if op == "exp":
-            e = f("exp", a)
-            return ops.make_complex(b, b.fmul(e, f("cos", y)), b.fmul(e, f("sin", y)), ct)
         if op in _ALGORITHMS:
             re, im = _ALGORITHMS[op](cm.FloatOps(b, m, ft), a, y)
             return ops.make_complex(b, re, im, ct)
-        if op == "sin":
-            return ops.make_complex(b, b.fmul(f("sin", a), f("cosh", y)),
-                                    b.fmul(f("cos", a), f("sinh", y)), ct)
-        if op == "cos":
-            return ops.make_complex(b, b.fmul(f("cos", a), f("cosh", y)),
-                                    b.fneg(b.fmul(f("sin", a), f("sinh", y))), ct)
-        if op == "sinh":
-            return ops.make_complex(b, b.fmul(f("sinh", a), f("cos", y)),
-                                    b.fmul(f("cosh", a), f("sin", y)), ct)
-        if op == "cosh":
-            return ops.make_complex(b, b.fmul(f("cosh", a), f("cos", y)),
-                                    b.fmul(f("sinh", a), f("sin", y)), ct)
         raise low.error(node, f"{self.name} is not supported")
 
 
-# CPython's algorithms (numba's cmathimpl follows them), in complexmath
-_ALGORITHMS = {"log": cm.log, "log10": cm.log10, "sqrt": cm.sqrt, "tan": cm.tan, "tanh": cm.tanh,
+# numba's cmathimpl (CPython's algorithms, C99's special values), in complexmath
+_ALGORITHMS = {"exp": cm.exp, "log": cm.log, "log10": cm.log10, "sqrt": cm.sqrt, "cos": cm.cos,
+               "sin": cm.sin, "tan": cm.tan, "cosh": cm.cosh, "sinh": cm.sinh, "tanh": cm.tanh,
                "asin": cm.asin, "acos": cm.acos, "atan": cm.atan, "asinh": cm.asinh,
                "acosh": cm.acosh, "atanh": cm.atanh}
 
