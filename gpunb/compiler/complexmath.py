@@ -205,8 +205,9 @@ def tanh(f: FloatOps, x, y):
     denom = f.add(f.c(1.0), f.mul(txty, txty))
     re = f.div(f.mul(tx, f.add(f.c(1.0), f.mul(ty, ty))), denom)
     im = f.mul(f.mul(f.div(ty, denom), cx), cx)
-    # |x| past log(max / 4): tanh(x) is +-1 and cosh overflows
-    far = f.gt(f.abs(x), f.c(math.log(f.large)))
+    # |x| past log(max / 4): tanh(x) is +-1 and cosh overflows; a non-finite y keeps the formula's
+    # NaNs (C99 and numba: tanh(x + i inf) is NaN + i NaN for finite x)
+    far = f.both(f.gt(f.abs(x), f.c(math.log(f.large))), f.b.not_(f.not_finite(y)))
     far_im = f.mul(f.mul(f.mul(f.c(4.0), f.call("sin", y)), f.call("cos", y)),
                    f.call("exp", f.mul(f.c(-2.0), f.abs(x))))
     out = f.pick(far, f.call("copysign", f.c(1.0), x), re), f.pick(far, far_im, im)

@@ -292,6 +292,19 @@ def test_cmath_special_values_like_numba(name):
     assert not wrong, f"cmath.{name}: (z, numba, gpunb): {wrong[:8]}"
 
 
+@pytest.mark.parametrize("name", ["tanh", "tan"])
+def test_cmath_tanh_past_the_overflow_threshold_like_numba(name):
+    # |x| > log(max / 4) takes CPython's large-x branch, which must not hide a NaN from y = inf
+    parts = [(a, b) for a in (1e300, -800.0, 710.0) for b in (INF, -INF, NAN, 1.0)]
+    zs = [complex(a, b) if name == "tanh" else complex(b, a) for a, b in parts]
+    module = _cmath_module(name)
+    out = np.zeros(len(zs), np.complex128)
+    module.kernel[1, 1](out, np.array(zs))
+    wrong = [(z, module.reference(z), g) for z, g in zip(zs, out.tolist(), strict=True)
+             if not _same_complex(module.reference(z), g)]
+    assert not wrong, f"cmath.{name}: (z, numba, gpunb): {wrong[:8]}"
+
+
 def _same_up_to_float32_rounding(a, b) -> bool:
     def part(x, y):
         if math.isfinite(x) and math.isfinite(y) and x != 0:
