@@ -33,6 +33,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     ldcs,
     ldcv,
     ldlu,
+    literal_unroll,
     local,
     match_all_sync,
     match_any_sync,

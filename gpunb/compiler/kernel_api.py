@@ -71,8 +71,8 @@ syncwarp = KernelOnly("cuda.syncwarp")
 _WARP_AND_BITS = ["shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "all_sync",
                   "any_sync", "eq_sync", "ballot_sync", "match_any_sync", "match_all_sync",
                   "activemask", "lanemask_lt", "popc", "brev", "clz", "ffs", "fma", "cbrt", "selp",
-                  "nanosleep", "ldca", "ldcg", "ldcs", "ldlu", "ldcv", "stcg", "stcs", "stwb",
-                  "stwt"]
+                  "nanosleep", "literal_unroll", "ldca", "ldcg", "ldcs", "ldlu", "ldcv", "stcg",
+                  "stcs", "stwb", "stwt"]
 for _name in _WARP_AND_BITS:
     globals()[_name] = KernelOnly(f"cuda.{_name}")
 

@@ -181,10 +181,13 @@ class LoopPlan:
     enumerate: bool = False
     enumerate_start: ast.AST | None = None
     tuple_seq: ast.AST | None = None
+    # literal_unroll(tuple): one (target, body) copy per item, each typed with its own item's
+    # type (copies of the loop's target and body, made once by inference)
+    copies: tuple = ()
 
     @property
     def unrolled(self) -> bool:
-        return self.tuple_seq is not None
+        return self.tuple_seq is not None and not self.copies
 
 
 # ---- index plans --------------------------------------------------------------------------------
@@ -256,7 +259,9 @@ class TypedFunction:
     loops: Mapping  # For node -> LoopPlan
     indexes: Mapping  # Subscript node -> IndexPlan
     raises: Mapping  # Raise/Assert node -> RaiseSite (asserts only with debug=True)
-    branches: Mapping  # If/IfExp node -> the branch taken, when known at compile time
+    # If/IfExp node -> the branch taken, when known at compile time; BoolOp node -> the indices
+    # of the operands that can give its value (constant ones pruned, as numba prunes them)
+    branches: Mapping
     # Compare node -> per operator, the type both sides are converted to (for `in`: a tuple of
     # one type per tuple item, or the one type array elements are compared in)
     comparisons: Mapping

@@ -79,8 +79,8 @@ def call_isinstance(out):
 
 
 @cuda.jit
-def call_numpy_sum(out):
-    out[0] = np.sum(out)  # <- error np.sum
+def call_numpy_sort(out):
+    np.sort(out)  # <- error np.sort
 
 
 @cuda.jit
@@ -104,7 +104,7 @@ def call_plain_python(out):
 
 @cuda.jit
 def array_method(out):
-    out[0] = out.sum()  # <- error out.sum
+    out[0] = out.argsort()  # <- error out.argsort
 
 
 @cuda.jit(device=True)
@@ -161,11 +161,11 @@ CASES = [
     (starred_assignment, I64, ["starred assignment"], ["unpack every item"]),
     (star_args_call, I64, ["*args"], ["pass each argument"]),
     (call_isinstance, I64, ["cannot call isinstance"], ["builtins abs"]),
-    (call_numpy_sum, I64, ["cannot call sum"], ["write a loop", "gpunb.fuse"]),
+    (call_numpy_sort, I64, ["cannot call sort"], ["write a loop", "gpunb.fuse"]),
     (call_numpy_random, I64, ["cannot call"], ["gpunb.random"]),
     (call_thread_idx, I64, ["cuda.threadIdx"], ["cuda.threadIdx.x"]),
     (call_plain_python, I64, ["cannot call plain_python"], ["@cuda.jit"]),
-    (array_method, I64, ["no attribute 'sum'"], ["shape", "write a loop"]),
+    (array_method, I64, ["no attribute 'argsort'"], ["shape", "write a loop"]),
     (store_none, I64, ["cannot store none"], ["return value"]),
     (too_many_indices, I64, ["too many indices: 3"], ["at most 1 integer"]),
     (grid_four, I64, ["1, 2 or 3, not 4"], ["at most 3 dimensions"]),

@@ -48,13 +48,15 @@ def _table() -> dict:
             operator_funcs,
             printing,
             pybuiltins,
+            reductions,
             warp,
         )
 
         table: dict = {}
         for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                      pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS,
-                     complexfuncs.BUILTINS, operator_funcs.BUILTINS, cache_hints.BUILTINS):
+                     complexfuncs.BUILTINS, operator_funcs.BUILTINS, cache_hints.BUILTINS,
+                     reductions.BUILTINS):
             table.update(part)
         table["builtins.print"] = printing.Print()
         _TABLE = table

@@ -121,6 +121,10 @@ class CallTyping:
                 value = getattr(base.obj, func.attr)
                 self.record(func, PyValue(value))
                 return value
+            if isinstance(base, t.Array):  # a.sum(), a.max(), ...: whole-array reductions
+                from gpunb.compiler.builtins.reductions import METHOD_BUILTINS
+
+                return METHOD_BUILTINS.get(func.attr)
             if t.is_number(base) and not isinstance(base, t.Boolean) and \
                     func.attr == "conjugate":
                 from gpunb.compiler.builtins.pybuiltins import CONJUGATE

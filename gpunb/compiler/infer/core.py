@@ -99,6 +99,7 @@ class InferenceCore:
         self.var_constants: dict = {}  # (Call node, name) -> synthetic Name passed to an inner fn
         self.back_edges: dict = {}  # header phi -> Vars its back edges carried (last pass)
         self.recursive = False  # it calls itself (session.recursive_call sets this)
+        self.unrolled: dict = {}  # For node -> its literal_unroll copies (target, body)
         self.assumed_return = None  # the return type its own recursive calls were typed with
         self.locals = scopes.assigned_names(source.tree) | set(self.argnames)
         # per pass
@@ -393,11 +394,13 @@ class InferenceCore:
 
 
 class _LoopFrame:
-    __slots__ = ("node", "header", "assigned", "breaks")
+    __slots__ = ("node", "header", "assigned", "breaks", "continues", "unrolled")
 
-    def __init__(self, node, header: dict, assigned: set):
+    def __init__(self, node, header: dict, assigned: set, unrolled: bool = False):
         self.node, self.header, self.assigned = node, header, assigned
         self.breaks: list = []
+        self.continues: list = []  # (literal_unroll) environments going to the next copy
+        self.unrolled = unrolled
 
 
 def _var_order(var: Var) -> tuple:

@@ -12,7 +12,7 @@ from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin, find_builtin
 from gpunb.compiler.infer import inner
 from gpunb.compiler.typed import BuiltinValue
-from gpunb.compiler.values import ConstValue, PyValue, constant_type, missing
+from gpunb.compiler.values import ConstValue, NotConstant, PyValue, constant_type, missing
 from gpunb.foundation import types as t
 from gpunb.foundation.pyobjects import lookup_global
 
@@ -208,15 +208,38 @@ class ExpressionTyping:
                              f"{found}") from None
 
     def expr_BoolOp(self, node: ast.BoolOp) -> t.Type:
-        types = [self.expr(v) for v in node.values]
+        live = self.live_operands(node)
+        if len(live) != len(node.values):
+            self.branches[node] = tuple(live)
+        values = [node.values[k] for k in live]
+        types = [self.expr(v) for v in values]
         result = types[0]
-        for value, found in zip(node.values[1:], types[1:], strict=True):
+        for value, found in zip(values[1:], types[1:], strict=True):
             merged = promotion.join(result, found)
             if merged is None:
                 raise self.error(value, f"operands of and/or have types {result} and {found}",
                                  "give both operands one type")
             result = merged
         return result
+
+    def live_operands(self, node: ast.BoolOp) -> list:
+        """Indices of the operands of `a or b or ...` that can give its value: numba prunes a
+        constant operand's dead branch (`0.0 or x` is x; `2 or x` is 2)."""
+        from gpunb.compiler.infer.statements import constant_condition
+
+        live = []
+        for k, value in enumerate(node.values):
+            last = k == len(node.values) - 1
+            try:
+                truth = bool(constant_condition(value, self.resolve_constant))
+            except NotConstant:
+                live.append(k)
+                continue
+            decides = truth if isinstance(node.op, ast.Or) else not truth
+            if decides or last:
+                live.append(k)
+                break
+        return live
 
     def expr_Compare(self, node: ast.Compare) -> t.Type:
         left = node.left
@@ -310,8 +333,9 @@ def field_value_type(record: t.Record, ftype: t.Type, offset: int) -> t.Type:
 
 def _attribute_hint(base: t.Type) -> str | None:
     if isinstance(base, t.Array):
-        return "arrays have shape, strides, size, ndim, itemsize, nbytes and T in GPU code; " \
-               "methods (sum, max, ...) are not available: write a loop"
+        return "arrays have shape, strides, size, ndim, itemsize, nbytes and T in GPU code, " \
+               "and the reductions sum, prod, mean, var, std, min, max, all and any; other " \
+               "methods are not available: write a loop"
     if isinstance(base, t.Record):
         return f"its fields are {', '.join(name for name, *_ in base.fields)}"
     if t.is_number(base):

@@ -9,8 +9,10 @@ the normal exit (with its else clause) and every break join.
 from __future__ import annotations
 
 import ast
+import copy
 
 from gpunb.compiler import promotion, scopes
+from gpunb.compiler.kernel_api import intrinsic_name
 from gpunb.compiler.typed import ArraySource, JoinKind, LoopPlan, RangeSource
 from gpunb.compiler.values import NotConstant, const_eval
 from gpunb.foundation import types as t
@@ -28,6 +30,8 @@ class LoopTyping:
         return self.loop_exit(node, header, frame, normal_exit=not forever)
 
     def visit_For(self, node: ast.For) -> bool:
+        if self.is_literal_unroll(node.iter):
+            return self.literal_unroll_loop(node)
         plan = self.loop_plan(node)
         self.loops[node] = plan
         assigned = self.assigned_in(node.body) | self.assigned_in([node.target])
@@ -39,6 +43,62 @@ class LoopTyping:
             self.back_edge(self.env)
         frame = self.leave_loop()
         return self.loop_exit(node, header, frame, normal_exit=True)
+
+    # ---- literal_unroll -------------------------------------------------------------------
+
+    def is_literal_unroll(self, it) -> bool:
+        if not isinstance(it, ast.Call):
+            return False
+        callee = self.callee_object(it.func)
+        return intrinsic_name(callee) == "cuda.literal_unroll" or (
+            getattr(callee, "__name__", None) == "literal_unroll" and
+            str(getattr(callee, "__module__", "")).startswith("numba"))
+
+    def literal_unroll_loop(self, node: ast.For) -> bool:
+        """for x in literal_unroll(tup): the body once per item, each copy typed with its own
+        item's type (numba's literal_unroll: a tuple whose items differ in type). `continue`
+        goes to the next copy, `break` past the last."""
+        it = node.iter
+        if len(it.args) != 1 or it.keywords:
+            raise self.error(it, "literal_unroll() takes one tuple")
+        seq = self.expr(it.args[0])
+        if not isinstance(seq, t.Tuple) or not seq.items:
+            raise self.error(it.args[0], f"literal_unroll() needs a non-empty tuple, got {seq}",
+                             "loop over a tuple of values, e.g. literal_unroll((a, 1.5, b))")
+        copies = self.unroll_copies(node, len(seq.items))
+        self.loops[node] = LoopPlan((), seq, tuple_seq=it.args[0], copies=copies)
+        frame = _unrolled_frame(node)
+        self.loop_frames.append(frame)
+        ends = [self.env]
+        for (target, body), item in zip(copies, seq.items, strict=True):
+            start = self.merge(body[0], JoinKind.HEADER, ends + frame.continues)
+            frame.continues = []
+            if start is None:
+                break
+            self.env = start
+            self.assign(target, item, None)
+            ends = [None if self.visit_body(body) else self.env]
+        self.loop_frames.pop()
+        normal = self.merge(node, JoinKind.HEADER, ends + frame.continues)
+        exits = list(frame.breaks)
+        if normal is not None:
+            self.env = normal
+            if not self.visit_body(node.orelse):
+                exits.append(self.env)
+        merged = self.merge(node, JoinKind.EXIT, exits)
+        if merged is None:
+            return True
+        self.env = merged
+        return False
+
+    def unroll_copies(self, node: ast.For, n: int) -> tuple:
+        """n copies of (target, body), made once per loop and kept across passes."""
+        found = self.unrolled.get(node)
+        if found is None or len(found) != n:
+            found = self.unrolled[node] = tuple(
+                (copy.deepcopy(node.target), [copy.deepcopy(s) for s in node.body])
+                for _ in range(n))
+        return found
 
     def loop_exit(self, node, header: dict, frame, normal_exit: bool) -> bool:
         """After a loop: the else clause runs from the header's normal exit; it and every break
@@ -180,6 +240,12 @@ class LoopTyping:
         if isinstance(node, ast.Constant) and type(node.value) is int:
             return node.value
         return None
+
+
+def _unrolled_frame(node):
+    from gpunb.compiler.infer.core import _LoopFrame
+
+    return _LoopFrame(node, {}, set(), unrolled=True)
 
 
 def array_item_type(arr: t.Array) -> t.Type:

@@ -91,7 +91,11 @@ class StatementTyping:
     def visit_Continue(self, node) -> bool:
         if not self.loop_frames:
             raise self.error(node, "'continue' outside a loop")
-        self.back_edge(dict(self.env))
+        frame = self.loop_frames[-1]
+        if frame.unrolled:  # literal_unroll: on to the next copy of the body
+            frame.continues.append(dict(self.env))
+        else:
+            self.back_edge(dict(self.env))
         return True
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> bool:

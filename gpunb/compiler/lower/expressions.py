@@ -29,7 +29,23 @@ class ExpressionLowering:
             return arrays.make_array(self.builder, found, data, shape, strides)
         if isinstance(found, (PyValue, t.NoneType)):
             return None
+        if isinstance(found, t.Tuple) and any(isinstance(i, t.Array) for i in found.items):
+            # a global tuple holding arrays: each array frozen into constant memory
+            return self.build_tuple([self.frozen_item(item_t, item)
+                                     for item_t, item in zip(found.items, value, strict=True)],
+                                    found)
         return ops.constant(found, value)
+
+    def frozen_item(self, item_t: t.Type, value):
+        if isinstance(item_t, t.Array):
+            data = self.mb.const_array(self.builder, value)
+            shape = [ir.Constant(dm.i64, s) for s in value.shape]
+            strides = [ir.Constant(dm.i64, s) for s in value.strides]
+            return arrays.make_array(self.builder, item_t, data, shape, strides)
+        if isinstance(item_t, t.Tuple):
+            return self.build_tuple([self.frozen_item(i, v) for i, v in
+                                     zip(item_t.items, value, strict=True)], item_t)
+        return ops.constant(item_t, value)
 
     def condition(self, node):
         return ops.truth(self.builder, self.expr(node), self.type_of(node))
@@ -131,12 +147,14 @@ class ExpressionLowering:
     def expr_BoolOp(self, node: ast.BoolOp):
         b = self.builder
         result_t = self.type_of(node)
+        live = self.typed.branches.get(node)  # constant operands pruned, as numba does
+        values = node.values if live is None else [node.values[k] for k in live]
         end_bb = self.new_block("boolop.end")
         incoming = []
         is_and = isinstance(node.op, ast.And)
-        for i, v in enumerate(node.values):
+        for i, v in enumerate(values):
             value = ops.cast(b, self.expr(v), self.type_of(v), result_t)
-            if i == len(node.values) - 1:
+            if i == len(values) - 1:
                 incoming.append((value, b.block))
                 b.branch(end_bb)
                 break

@@ -22,6 +22,9 @@ from gpunb.foundation import types as t
 class LoopLowering:
     def visit_For(self, node: ast.For) -> None:
         plan: LoopPlan = self.typed.loops[node]
+        if plan.copies:
+            self.literal_unroll_loop(node, plan)
+            return
         if plan.unrolled:
             self.unrolled_loop(node, plan)
             return
@@ -192,6 +195,29 @@ class LoopLowering:
             b.position_at_end(cont)
         # past the last item: the loop leaves through its header, into the else clause
         self.join(node, JoinKind.HEADER)
+        self.statements(node.orelse)
+        if not b.block.is_terminated:
+            b.branch(end_bb)
+        b.position_at_end(end_bb)
+        self.join(node, JoinKind.EXIT)
+
+    def literal_unroll_loop(self, node: ast.For, plan: LoopPlan) -> None:
+        """literal_unroll(tup): each item's own copy of the body, one after the other; the
+        tuple is evaluated once, `continue` jumps to the next copy, `break` past the last."""
+        b = self.builder
+        seq = self.expr(plan.tuple_seq)
+        end_bb = self.new_block("unroll.end")
+        for k, ((target, body), item_t) in enumerate(zip(plan.copies, plan.item.items,
+                                                          strict=True)):
+            here, after = self.new_block(f"unroll.{k}"), self.new_block(f"unroll.{k}.next")
+            if not b.block.is_terminated:
+                b.branch(here)
+            b.position_at_end(here)
+            self.join(body[0], JoinKind.HEADER)
+            self.store_target(target, b.extract_value(seq, k), item_t)
+            self.loop_body(body, after, end_bb)
+            b.position_at_end(after)
+        self.join(node, JoinKind.HEADER)  # past the last copy: the else clause
         self.statements(node.orelse)
         if not b.block.is_terminated:
             b.branch(end_bb)
