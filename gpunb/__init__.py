@@ -5,6 +5,7 @@ Importing gpunb is cheap and touches no CUDA driver; the compiler and runtime lo
 
 from __future__ import annotations
 
+from gpunb.foundation import exec_sources as _exec_sources
 from gpunb.foundation.errors import (
     CompileError,
     GpunbError,
@@ -14,6 +15,9 @@ from gpunb.foundation.errors import (
     ToolchainError,
 )
 from gpunb.foundation.version import VERSION as __version__
+
+# kernels exec'd from strings after this point can be compiled: their text is recorded
+_exec_sources.install()
 
 __all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "SignatureError",
            "ToolchainError", "__version__", "cuda", "fuse", "jit", "set_target",

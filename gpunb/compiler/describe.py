@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import linecache
-
 from gpunb.compiler.typed import TypedFunction, VarKind
 from gpunb.foundation import types as t
 
@@ -30,7 +28,7 @@ def describe_types(typed: TypedFunction) -> str:
     src = typed.source
     last = getattr(src.tree, "end_lineno", None) or src.first_line
     for lineno in range(src.first_line, last + 1):
-        text = linecache.getline(src.filename, lineno).rstrip("\n")
+        text = src.line_text(lineno).rstrip("\n")
         note = by_line.get(lineno)
         lines.append(f"{lineno:5d}  {text}" + (f"    # {', '.join(note)}" if note else ""))
     for callee in typed.callees:

@@ -1,17 +1,20 @@
 """Source text -> parsed, located Python AST for one GPU function (files and notebook cells alike).
 
 `inspect.getsource` reads through `linecache`, where IPython registers every cell's text, so the
-same code serves `.py` files and notebook cells. Line numbers in the tree are the file's (or
-cell's) own.
+same code serves `.py` files and notebook cells. Functions made from strings (exec, `python -c`)
+have no file: their text is recovered and verified by source_recovery. Line numbers in the tree are
+the file's (or cell's, or string's) own.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import textwrap
 from dataclasses import dataclass
 
+from gpunb.compiler import source_recovery
 from gpunb.compiler.folding import fold_constants
 from gpunb.foundation.errors import CompileError, SourceLocation
 
@@ -26,10 +29,20 @@ class KernelSource:
     first_line: int
     tree: ast.FunctionDef  # decorators removed; lines/cols are those of the file or cell
     module: str  # the defining module's __name__ ("__main__" for notebooks)
+    # every line of the string a function was exec'd from (linecache has no such text), else None
+    text_lines: tuple | None = None
 
     def loc(self, node: ast.AST) -> SourceLocation:
-        return SourceLocation(self.filename, getattr(node, "lineno", self.first_line),
-                              getattr(node, "col_offset", 0), getattr(node, "end_col_offset", None))
+        line = getattr(node, "lineno", self.first_line)
+        return SourceLocation(self.filename, line, getattr(node, "col_offset", 0),
+                              getattr(node, "end_col_offset", None),
+                              self.line_text(line) if self.text_lines is not None else None)
+
+    def line_text(self, line: int) -> str:
+        """Line `line` (1-based) of the file, cell or string the function was defined in."""
+        if self.text_lines is None:
+            return linecache.getline(self.filename, line)
+        return self.text_lines[line - 1] if 0 < line <= len(self.text_lines) else ""
 
 
 # id(code) -> (code, source). Not keyed by the code object itself: code objects compare equal
@@ -46,14 +59,19 @@ def load_source(py_func) -> KernelSource:
     if cached is not None and cached[0] is code:
         return cached[1]
     filename = code.co_filename
+    text_lines = None
     try:
         lines, first_line = inspect.getsourcelines(py_func)
     except (OSError, TypeError) as exc:
-        raise CompileError(
-            f"cannot read the source of {py_func.__qualname__!r} ({exc})",
-            hint="GPU functions must be defined in a file or a notebook cell, not in exec() "
-                 "strings or the plain interactive prompt; in a notebook use %%gpukernel",
-        ) from None
+        recovered = source_recovery.recover(py_func)
+        if recovered is None:
+            raise CompileError(
+                f"cannot read the source of {py_func.__qualname__!r} ({exc})",
+                SourceLocation(filename, code.co_firstlineno, 0),
+                hint=source_recovery.missing_source_hint(py_func),
+            ) from None
+        lines, first_line, text_lines = (recovered.lines, recovered.first_line,
+                                         recovered.text_lines)
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     indent = _indent_of(lines, dedented)
@@ -61,17 +79,17 @@ def load_source(py_func) -> KernelSource:
         module = ast.parse(dedented)
     except SyntaxError as exc:
         raise CompileError(f"syntax error: {exc.msg}",
-                           SourceLocation(filename, first_line + (exc.lineno or 1) - 1,
-                                          (exc.offset or 1) - 1 + indent)) from None
+                           _at(filename, first_line + (exc.lineno or 1) - 1,
+                               (exc.offset or 1) - 1 + indent, text_lines)) from None
     tree = next((n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
                 None)
     if tree is None:
         raise CompileError(f"the source of {py_func.__qualname__!r} is not a def",
-                           SourceLocation(filename, first_line, 0),
+                           _at(filename, first_line, 0, text_lines),
                            hint="lambdas cannot be GPU functions; write a def")
     if isinstance(tree, ast.AsyncFunctionDef):
         raise CompileError("async functions cannot be GPU functions",
-                           SourceLocation(filename, first_line, 0))
+                           _at(filename, first_line, 0, text_lines))
     ast.increment_lineno(tree, first_line - 1)
     if indent:
         for node in ast.walk(tree):
@@ -82,11 +100,19 @@ def load_source(py_func) -> KernelSource:
     tree.decorator_list = []
     fold_constants(tree)  # what CPython's compiler folds, numba sees as one constant
     source = KernelSource(py_func.__name__, py_func.__qualname__, filename, first_line, tree,
-                          getattr(py_func, "__module__", None) or "__main__")
+                          getattr(py_func, "__module__", None) or "__main__", text_lines)
     if len(_source_cache) > 4096:
         _source_cache.clear()
     _source_cache[id(code)] = (code, source)
     return source
+
+
+def _at(filename: str, line: int, col: int, text_lines: tuple | None) -> SourceLocation:
+    """A location; in a recovered string, with the line's text (linecache does not have it)."""
+    text = None
+    if text_lines is not None and 0 < line <= len(text_lines):
+        text = text_lines[line - 1]
+    return SourceLocation(filename, line, col, None, text)
 
 
 def _indent_of(lines: list[str], dedented: str) -> int:

@@ -7,6 +7,11 @@ cache hit needs none of this. Called on the host, a marker says it only works in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from gpunb.foundation import types as t
+
 
 class KernelOnly:
     """A function or value that exists only inside GPU code."""
@@ -97,6 +102,65 @@ KERNEL_NAMES = {
     "shared": shared, "local": local, "const": const, "atomic": atomic, "cg": cg, "fp16": fp16,
 }
 KERNEL_NAMES.update({name: globals()[name] for name in _WARP_AND_BITS})
+
+
+# ---- libdevice (gpunb.cuda.libdevice): declarations read from the bitcode, carried by the stubs --
+
+
+class LibdeviceParam(NamedTuple):
+    """One parameter of a libdevice function (numba-cuda's `arg`): an output when `is_ptr`, and
+    then `ty` is the type pointed to."""
+
+    name: str
+    ty: t.Type
+    is_ptr: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LibdeviceDeclaration:
+    """A libdevice function as its bitcode declares it (`__nv_sincos`: void(double, ptr, ptr))."""
+
+    symbol: str  # "__nv_sincos"
+    result: t.Type  # types.void for functions that return nothing
+    params: tuple  # LibdeviceParam, in the bitcode's order
+
+    @property
+    def name(self) -> str:
+        return self.symbol.removeprefix("__nv_")
+
+    @property
+    def inputs(self) -> tuple:
+        """The types a kernel passes: every parameter that is not an output pointer."""
+        return tuple(p.ty for p in self.params if not p.is_ptr)
+
+    @property
+    def returns(self) -> t.Type:
+        return libdevice_result(self.result, self.params)
+
+
+def libdevice_result(result: t.Type, params) -> t.Type:
+    """What a call returns in a kernel (numba-cuda's create_signature): the return value, or a
+    tuple of it (unless void) followed by every output pointer's pointee."""
+    items = ([] if isinstance(result, t.NoneType) else [result]) + \
+        [p.ty for p in params if p.is_ptr]
+    if len(items) == 1:
+        return items[0]
+    return t.Tuple(tuple(items)) if items else t.void
+
+
+class LibdeviceFunction(KernelOnly):
+    """cuda.libdevice.NAME: a kernel-language function whose signature is its declaration."""
+
+    __slots__ = ("declaration",)
+
+    def __init__(self, declaration: LibdeviceDeclaration):
+        super().__init__("cuda.libdevice." + declaration.name)
+        self.declaration = declaration
+
+    def __repr__(self) -> str:
+        d = self.declaration
+        args = ", ".join(f"{p.name}: {p.ty}" for p in d.params if not p.is_ptr)
+        return f"<gpunb libdevice function {d.name}({args}) -> {d.returns}>"
 
 
 def intrinsic_name(obj) -> str | None:

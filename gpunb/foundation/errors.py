@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import linecache
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _IPYTHON_CELL = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")
 _IPYKERNEL_CELL = re.compile(r".*/ipykernel_\d+/(\d+)\.py$")
@@ -22,12 +22,16 @@ class SourceLocation:
     line: int
     col: int = 0
     end_col: int | None = None
+    # the line's text where linecache cannot have it (code exec'd from a string: `<string>`)
+    text: str | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         """`Cell In[7], line 3` for notebook cells, `File "x.py", line 3` for files."""
         return f"{describe_filename(self.filename)}, line {self.line}"
 
     def source_line(self) -> str:
+        if self.text is not None:
+            return self.text.rstrip("\n")
         return linecache.getline(self.filename, self.line).rstrip("\n")
 
 

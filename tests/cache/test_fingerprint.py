@@ -510,12 +510,24 @@ def test_missing_names_are_watched(cells):
 
 
 def test_source_unavailable_is_a_compile_error():
+    import ast
+
     from gpunb.foundation.errors import CompileError
 
     ns: dict = {}
-    exec("def f(x):\n    return x\n", ns)  # noqa: S102 - no file, no linecache entry
-    with pytest.raises(CompileError):
+    # compiled from a syntax tree: no file, no linecache entry, no text for gpunb to record
+    exec(compile(ast.parse("def f(x):\n    return x\n"), "<tree>", "exec"), ns)  # noqa: S102
+    with pytest.raises(CompileError, match="cannot read the source of 'f'"):
         collect(jit(ns["f"]))
+
+
+def test_exec_strings_are_fingerprinted_by_their_text():
+    first, second, again = {}, {}, {}
+    exec("def f(x):\n    return x + 1\n", first)  # noqa: S102 - its text is recorded
+    exec("def f(x):\n    return x + 2\n", second)  # noqa: S102
+    exec("def f(x):\n    return x + 1\n", again)  # noqa: S102
+    digests = [collect(jit(ns["f"])).digest for ns in (first, second, again)]
+    assert digests[0] != digests[1] and digests[0] == digests[2]
 
 
 def test_real_dispatcher_objects_are_gpu_functions(modules):

@@ -98,4 +98,8 @@ def find_builtin(obj) -> Builtin | None:
         return None
     if key is None:
         return None
+    if key.startswith("cuda.libdevice."):  # the stub carries its declaration (from the bitcode)
+        from gpunb.compiler.builtins.libdevice import builtin_for
+
+        return builtin_for(obj)
     return _table().get(key)

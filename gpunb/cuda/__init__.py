@@ -1,7 +1,8 @@
 """The numba.cuda dialect: `from gpunb import cuda` and numba-cuda programs run unchanged.
 
 Host API (jit, to_device, streams, events, devices) and the kernel-language names (threadIdx,
-shared.array, atomic.add, ...) in one namespace, as numba.cuda has them.
+shared.array, atomic.add, ...) in one namespace, as numba.cuda has them. The submodules
+`libdevice` and `libdevicefuncs` are imported when first named (`from gpunb.cuda import libdevice`).
 """
 
 from __future__ import annotations
@@ -166,6 +167,10 @@ def __getattr__(name: str):
     # memory and stream helpers come from the runtime layer, imported on first use
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in ("libdevice", "libdevicefuncs"):  # numba.cuda's submodules, imported when named
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     from gpunb.foundation import types
 
     if name in types.TYPE_NAMES:  # `from numba.cuda import float32` works in numba-cuda
