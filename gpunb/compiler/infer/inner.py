@@ -132,7 +132,7 @@ def _make(inferer, name: str, stmt, fn, captures: set) -> InnerFunction:
     ast.copy_location(tree, stmt)
     outer = inferer.source
     source = KernelSource(name, f"{outer.qualname}.<locals>.{name}", outer.filename,
-                          stmt.lineno, tree, outer.module)
+                          stmt.lineno, tree, outer.module, outer.text_lines)
     return InnerFunction(name, stmt, source, inspect.Signature(params), captures)
 
 
