@@ -507,7 +507,7 @@ def test_conversions_in_ptx_are_accepted_by_ptxas(ptxas):
 
 
 @pytest.mark.gpu
-def test_gpu_device_array_and_cai_views():
+def test_gpu_device_arrays_and_arithmetic():
     import gpunb
 
     gpunb.set_target("cuda")
