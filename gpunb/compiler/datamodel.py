@@ -1,7 +1,8 @@
 """How kernel-language types are represented in LLVM IR (the same on every target).
 
-Scalars are LLVM scalars (bool is i1 in registers and i8 in memory); complex numbers and tuples are
-literal structs; an array value is {data ptr, [ndim x i64] shape, [ndim x i64] strides in bytes}.
+Scalars are LLVM scalars (bool is i1 in registers and i8 in memory; bfloat16 is LLVM's `bfloat`;
+an fp8 value is its i8 storage); complex numbers and tuples are literal structs; an array value is
+{data ptr, [ndim x i64] shape, [ndim x i64] strides in bytes}.
 """
 
 from __future__ import annotations
@@ -17,6 +18,25 @@ i64 = ir.IntType(64)
 ptr = ir.PointerType()
 void = ir.VoidType()
 
+
+
+class BFloatType(ir.types._BaseFloatType):
+    """LLVM's `bfloat`, which llvmlite lacks; constants print as `0xR` + their 16 bits."""
+
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def __str__(self) -> str:
+        return "bfloat"
+
+    def format_constant(self, value) -> str:
+        from gpunb.foundation.lowprecision import bfloat16_bits
+
+        return f"0xR{bfloat16_bits(value):04X}"
+
+
+BFloatType._create_instance()
+bfloat = BFloatType()
 _FLOATS = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}
 
 
@@ -28,6 +48,10 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.IntType(ty.bitwidth)
     if isinstance(ty, t.Float):
         return _FLOATS[ty.bitwidth]
+    if isinstance(ty, t.BFloat16):
+        return bfloat
+    if isinstance(ty, t.FP8):
+        return i8
     if isinstance(ty, t.Complex):
         comp = _FLOATS[ty.bitwidth // 2]
         return ir.LiteralStructType([comp, comp])
@@ -56,4 +80,6 @@ def slot_type(slot: str) -> ir.Type:
         return ptr
     if slot.startswith("i"):
         return ir.IntType(int(slot[1:]))
+    if slot == "bf16":
+        return bfloat
     return _FLOATS[int(slot[1:])]

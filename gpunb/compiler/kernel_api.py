@@ -87,6 +87,28 @@ fp16 = Namespace("cuda.fp16", ["hadd", "hsub", "hmul", "hdiv", "heq", "hne", "hg
                                "hle", "hsin", "hcos", "hlog", "hlog10", "hlog2", "hexp", "hexp2",
                                "hsqrt", "hceil", "hfloor", "htrunc", "hrint", "habs", "hneg",
                                "hmax", "hmin", "hfma", "hrcp", "hrsqrt", "hexp10"])
+# numba-cuda's cuda.bf16 (numba_cuda/numba/cuda/bf16.py's __all__): arithmetic, comparisons,
+# conversions with rounding modes, bit casts and math on bfloat16
+_BF16_INTS = ["int16", "uint16", "int32", "uint32", "int64", "uint64"]
+BF16_NAMES = [
+    "habs", "hadd", "hsub", "hmul", "hadd_rn", "hsub_rn", "hmul_rn", "hdiv", "hadd_sat",
+    "hsub_sat", "hmul_sat", "hfma", "hfma_sat", "hneg", "hfma_relu",
+    "heq", "hne", "hge", "hgt", "hle", "hlt", "hmax", "hmin", "hmax_nan", "hmin_nan", "hisinf",
+    "hisnan", "hequ", "hneu", "hgeu", "hgtu", "hleu", "hltu",
+    "float32_to_bfloat16", "float64_to_bfloat16", "bfloat16_to_float32",
+    "bfloat16_to_int8_rz", "bfloat16_to_uint8_rz",
+    "bfloat16_as_int16", "bfloat16_as_uint16", "int16_as_bfloat16", "uint16_as_bfloat16",
+    "htrunc", "hceil", "hfloor", "hrint", "hsqrt", "hrsqrt", "hrcp", "hlog", "hlog2", "hlog10",
+    "hcos", "hsin", "htanh", "htanh_approx", "hexp", "hexp2", "hexp10",
+] + [f"float32_to_bfloat16_{mode}" for mode in ("rn", "rz", "rd", "ru")] + [
+    name for ty in _BF16_INTS for mode in ("rn", "rz", "rd", "ru")
+    for name in (f"{ty}_to_bfloat16_{mode}", f"bfloat16_to_{ty}_{mode}")]
+bf16 = Namespace("cuda.bf16", BF16_NAMES)
+bf16.bfloat16 = t.bfloat16
+# the fp8 types (numba-cuda has them in numba.cuda._internal.cuda_fp8): constructors and
+# conversions only
+fp8 = Namespace("cuda.fp8", [])
+fp8.fp8_e5m2, fp8.fp8_e4m3, fp8.fp8_e8m0 = t.fp8_e5m2, t.fp8_e4m3, t.fp8_e8m0
 local = Namespace("cuda.local", ["array"])
 const = Namespace("cuda.const", ["array_like"])
 atomic = Namespace("cuda.atomic", ["add", "sub", "max", "min", "exch", "cas", "inc", "dec",
@@ -100,6 +122,7 @@ KERNEL_NAMES = {
     "threadfence": threadfence, "threadfence_block": threadfence_block,
     "threadfence_system": threadfence_system, "syncwarp": syncwarp,
     "shared": shared, "local": local, "const": const, "atomic": atomic, "cg": cg, "fp16": fp16,
+    "bf16": bf16, "fp8": fp8,
 }
 KERNEL_NAMES.update({name: globals()[name] for name in _WARP_AND_BITS})
 

@@ -11,7 +11,7 @@ import ast
 
 from llvmlite import ir
 
-from gpunb.compiler import complexmath
+from gpunb.compiler import complexmath, lowfloat
 from gpunb.compiler import datamodel as dm
 from gpunb.foundation import types as t
 
@@ -20,6 +20,8 @@ def cast(b: ir.IRBuilder, value, src: t.Type, dst: t.Type):
     """Convert `value` of type `src` to `dst` (numbers, complex, tuples, array layouts)."""
     if src == dst or value is None:
         return value
+    if isinstance(src, (t.BFloat16, t.FP8)) or isinstance(dst, (t.BFloat16, t.FP8)):
+        return lowfloat.convert(b, value, src, dst)
     if isinstance(dst, t.Boolean):
         return truth(b, value, src)
     if isinstance(src, t.Boolean):
@@ -81,7 +83,7 @@ def truth(b: ir.IRBuilder, value, ty: t.Type):
         return value
     if isinstance(ty, t.Integer):
         return b.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
-    if isinstance(ty, t.Float):
+    if isinstance(ty, (t.Float, t.BFloat16)):
         return b.fcmp_unordered("!=", value, ir.Constant(value.type, 0.0))
     if isinstance(ty, t.Complex):
         re = truth(b, b.extract_value(value, 0), ty.component)
@@ -99,8 +101,12 @@ def constant(ty: t.Type, value):
     if isinstance(ty, t.Integer):
         v = int(value)
         return ir.Constant(dm.value_type(ty), v & ((1 << ty.bitwidth) - 1))
-    if isinstance(ty, t.Float):
+    if isinstance(ty, (t.Float, t.BFloat16)):
         return ir.Constant(dm.value_type(ty), float(value))
+    if isinstance(ty, t.FP8):
+        from gpunb.foundation.lowprecision import fp8_bits
+
+        return ir.Constant(dm.i8, fp8_bits(ty.kind, value))
     if isinstance(ty, t.Complex):
         v = complex(value)
         comp = dm.value_type(ty.component)
@@ -136,12 +142,17 @@ def binary(b: ir.IRBuilder, op, x, y, ty: t.Type, math_call, rhs_type: t.Type | 
     """`x op y` where both are already of type `ty` (except an integer exponent of `**`)."""
     if isinstance(ty, t.Complex):
         return complex_binary(b, op, x, y, ty, math_call, rhs_const)
+    if isinstance(ty, t.BFloat16):
+        return lowfloat.bf16_binary(b, _BF16_OPS[type(op)], x, y)
     if isinstance(ty, t.Float):
         return float_binary(b, op, x, y, ty, math_call, rhs_type, rhs_const)
     if isinstance(ty, t.Boolean):
         fn = {ast.BitAnd: b.and_, ast.BitOr: b.or_, ast.BitXor: b.xor}[type(op)]
         return fn(x, y)
     return int_binary(b, op, x, y, ty, rhs_const, math_call)
+
+
+_BF16_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}  # the others are float32
 
 
 def int_binary(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None, math_call=None):
@@ -341,7 +352,7 @@ _INT_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: "
 
 def compare(b: ir.IRBuilder, op, x, y, ty: t.Type):
     sym = _INT_CMP[type(op)]
-    if isinstance(ty, t.Float):
+    if isinstance(ty, (t.Float, t.BFloat16)):
         if sym == "!=":
             return b.fcmp_unordered(sym, x, y)
         return b.fcmp_ordered(sym, x, y)
@@ -358,7 +369,7 @@ def compare(b: ir.IRBuilder, op, x, y, ty: t.Type):
 
 
 def negate(b: ir.IRBuilder, x, ty: t.Type):
-    if isinstance(ty, t.Float):
+    if isinstance(ty, (t.Float, t.BFloat16)):
         return b.fneg(x)
     if isinstance(ty, t.Complex):
         return make_complex(b, b.fneg(b.extract_value(x, 0)), b.fneg(b.extract_value(x, 1)), ty)

@@ -4,7 +4,10 @@ Each rule reproduces what numba's CPU JIT infers (numba/core/typing/builtins.py:
 typing NBEP's `choose_result_int`, the ConcreteTemplate cases and the conversion ratings that pick
 among them; numba/core/types/abstract.py: `Number.unify` by `np.promote_types`), checked against
 numba 0.68 for every pair of scalar types. One deliberate difference, documented in README: a
-Python float literal is *weak*, so `x * 2.0` stays float32 when x is float32.
+Python float literal is *weak*, so `x * 2.0` stays float32 when x is float32 (and bfloat16 when
+x is bfloat16). bfloat16 follows numba-cuda's Bfloat16 type (read off numba-cuda 0.30's typing):
++ - * / of bfloat16 with bfloat16 (or a byte-sized integer) stay bfloat16, anything else
+computes in the float type numba picks for float32 in bfloat16's place.
 """
 
 from __future__ import annotations
@@ -62,11 +65,33 @@ def _complex_result(a: t.Type, b: t.Type) -> t.Complex:
     return t.complex64 if narrow else t.complex128
 
 
+def _keeps_bfloat16(a: t.Type, b: t.Type) -> bool:
+    """numba-cuda's case (bf16, bf16) -> bf16 wins the rating when both sides convert to
+    bfloat16 at least safely: bfloat16 itself and 8-bit integers (not bool)."""
+    return all(isinstance(x, t.BFloat16) or (isinstance(x, t.Integer) and x.bitwidth == 8)
+               for x in (a, b))
+
+
+def _bfloat16_as_float32(ty: t.Type) -> t.Type:
+    return t.float32 if isinstance(ty, t.BFloat16) else ty
+
+
+def _bfloat16_binop(op: ast.operator, a: t.Type, b: t.Type) -> t.Type:
+    if isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.Div)) and _keeps_bfloat16(a, b):
+        return t.bfloat16
+    if isinstance(op, (*_BITWISE, *_SHIFTS)) or isinstance(a, t.Complex) or \
+            isinstance(b, t.Complex):
+        raise NoRule  # numba-cuda has no bfloat16 case with complex numbers or bit operators
+    return binop(op, _bfloat16_as_float32(a), _bfloat16_as_float32(b))
+
+
 def binop(op: ast.operator, a: t.Type, b: t.Type) -> t.Type:
     """The result type of `a <op> b` for numbers (operands are converted to it, except the
     right operand of a shift and an integer exponent of a float power). NoRule if none."""
     if not (t.is_number(a) and t.is_number(b)):
         raise NoRule
+    if isinstance(a, t.BFloat16) or isinstance(b, t.BFloat16):
+        return _bfloat16_binop(op, a, b)
     both_int = t.is_int(a) and t.is_int(b)
     if isinstance(op, _SHIFTS):
         if not both_int:
@@ -100,10 +125,10 @@ def binop_with_weak(op: ast.operator, a: t.Type, b: t.Type, weak_a: bool,
                     weak_b: bool) -> t.Type:
     """binop(), but a weak float literal takes the other operand's float (or complex) width:
     gpunb's documented difference from numba (`x * 2.0` stays float32)."""
-    if weak_a and not weak_b and isinstance(b, (t.Float, t.Complex)):
-        a = b if isinstance(b, t.Float) else b.component
-    if weak_b and not weak_a and isinstance(a, (t.Float, t.Complex)):
-        b = a if isinstance(a, t.Float) else a.component
+    if weak_a and not weak_b and isinstance(b, (t.Float, t.Complex, t.BFloat16)):
+        a = b.component if isinstance(b, t.Complex) else b
+    if weak_b and not weak_a and isinstance(a, (t.Float, t.Complex, t.BFloat16)):
+        b = a.component if isinstance(a, t.Complex) else a
     return binop(op, a, b)
 
 
@@ -122,13 +147,19 @@ def unary(op: ast.unaryop, a: t.Type) -> t.Type:
         return t.int64
     if isinstance(a, t.Integer):
         return t.Integer(max(64, a.bitwidth), a.signed)
-    return a
+    return a  # floats, complex and bfloat16 keep their type (numba-cuda: -bf16 is bf16)
 
 
 def comparison_operands(a: t.Type, b: t.Type) -> t.Type:
     """The type both sides of a comparison are converted to."""
     if a == b:
         return a
+    if isinstance(a, t.BFloat16) or isinstance(b, t.BFloat16):
+        if _keeps_bfloat16(a, b):
+            return t.bfloat16
+        if isinstance(a, t.Complex) or isinstance(b, t.Complex):
+            raise NoRule
+        return comparison_operands(_bfloat16_as_float32(a), _bfloat16_as_float32(b))
     if isinstance(a, t.Complex) or isinstance(b, t.Complex):
         return _complex_result(a, b)
     if isinstance(a, t.Float) or isinstance(b, t.Float):
@@ -163,7 +194,13 @@ def join(a: t.Type, b: t.Type) -> t.Type | None:
 
 
 def promote(*types: t.Type) -> t.Type:
-    """np.promote_types over number types (numba's Number.unify; also min/max's result)."""
+    """np.promote_types over number types (numba's Number.unify; also min/max's result).
+    bfloat16 joins as types.unify_numbers says (numba-cuda's own unify recurses forever)."""
+    if any(isinstance(ty, t.BFloat16) for ty in types):
+        result = types[0]
+        for ty in types[1:]:
+            result = t.unify_numbers(result, ty)
+        return result
     dtype = np.dtype(t.to_dtype(types[0]))
     for ty in types[1:]:
         dtype = np.promote_types(dtype, t.to_dtype(ty))
@@ -203,9 +240,26 @@ def conversion(src: t.Type, dst: t.Type, literal: int | None = None) -> int | No
     if literal is not None:
         found = conversion(src, dst)
         return None if found is None else max(found, PROMOTE)
+    if isinstance(src, t.BFloat16) or isinstance(dst, t.BFloat16):
+        return _bfloat16_conversion(src, dst)
     if src not in _INDEX or dst not in _INDEX:
         return EXACT if src == dst else None
     return _KINDS[_CAN_CONVERT[_INDEX[src]][_INDEX[dst]]]
+
+
+def _bfloat16_conversion(src: t.Type, dst: t.Type) -> int | None:
+    """numba-cuda's Bfloat16.can_convert_to/_from: to float32/float64 safe, to float16 and
+    integers unsafe; from 8-bit integers safe, from other integers and floats unsafe; never
+    with bool or complex."""
+    if src == dst:
+        return EXACT
+    if isinstance(src, t.BFloat16):
+        if isinstance(dst, t.Float):
+            return SAFE if dst.bitwidth >= 32 else UNSAFE
+        return UNSAFE if isinstance(dst, t.Integer) else None
+    if isinstance(src, t.Integer):
+        return SAFE if src.bitwidth == 8 else UNSAFE
+    return UNSAFE if isinstance(src, t.Float) else None
 
 
 def rating(sources: tuple, targets: tuple, literals: tuple | None = None) -> tuple | None:

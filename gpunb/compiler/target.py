@@ -94,6 +94,12 @@ class Target:
     def math(self, low, name: str, args: list, argtypes: list, result: t.Type):
         raise NotImplementedError
 
+    def bf16_fma(self, low, x, y, z):
+        """bfloat16 x * y + z rounded once (cuda.bf16.hfma): emulated unless the target has one."""
+        from gpunb.compiler.lowfloat import bf16_fma_exact
+
+        return bf16_fma_exact(low.builder, x, y, z)
+
     def atomic(self, low, op: str, pointer, value, dtype: t.Type):
         return low.builder.atomic_rmw(op, pointer, value, "monotonic")
 

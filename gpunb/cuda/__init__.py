@@ -7,12 +7,15 @@ shared.array, atomic.add, ...) in one namespace, as numba.cuda has them. The sub
 
 from __future__ import annotations
 
+import sys as _sys
+
 from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel language
     activemask,
     all_sync,
     any_sync,
     atomic,
     ballot_sync,
+    bf16,
     blockDim,
     blockIdx,
     brev,
@@ -23,6 +26,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     eq_sync,
     ffs,
     fma,
+    fp8,
     fp16,
     grid,
     gridDim,
@@ -62,6 +66,10 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     warpsize,
 )
 from gpunb.foundation.types import Signature
+
+# `from gpunb.cuda.bf16 import hadd` as numba-cuda's `from numba.cuda.bf16 import hadd`
+_sys.modules[__name__ + ".bf16"] = bf16
+_sys.modules[__name__ + ".fp8"] = fp8
 
 
 def jit(func_or_sig=None, device: bool = False, target: str | None = None, **options):
@@ -119,6 +127,35 @@ def compile_ptx_for_current_device(pyfunc, sig, device: bool = False, **kwargs) 
 
 
 # ---- host API: devices, memory, streams, events (the runtime layer) ----------------------------
+
+
+def _device_supports(cc: tuple) -> bool:
+    """On the CPU target every number type works; on a GPU, by compute capability."""
+    from gpunb.runtime.target import active_target
+
+    if active_target() != "cuda":
+        return True
+    from gpunb.backends.cuda import driver
+
+    return tuple(driver.current_device().compute_capability) >= cc
+
+
+def is_fp16_supported() -> bool:
+    """float16 arithmetic: compute capability 5.3 and later (always on the CPU target)."""
+    return _device_supports((5, 3))
+
+
+def is_bfloat16_supported() -> bool:
+    """bfloat16 (cuda.bf16): compute capability 8.0 and later, as in numba-cuda (always on the
+    CPU target)."""
+    return _device_supports((8, 0))
+
+
+def is_fp8_supported() -> bool:
+    """fp8 types: compute capability 8.9 and later, as in numba-cuda (always on the CPU target).
+    gpunb converts fp8 in software on every arch; this answers numba-cuda's question."""
+    return _device_supports((8, 9))
+
 
 
 def is_available() -> bool:

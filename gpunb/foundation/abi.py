@@ -1,7 +1,7 @@
 """How kernel arguments cross into compiled code: each argument flattens into parameter slots.
 
 The CUDA and CPU targets share this layout, so one argument packer (runtime/launch.py) serves both:
-- a scalar is one slot of its machine type (bool is `i8`);
+- a scalar is one slot of its machine type (bool is `i8`, bfloat16 `bf16`, an fp8 value `i8`);
 - a complex number is two slots (real, imaginary) of its component type;
 - an array is `ptr` (data), then `ndim` x `i64` shape, then `ndim` x `i64` strides in bytes;
 - a tuple is its items' slots in order;
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from gpunb.foundation import types as t
 
-SLOT_SIZES = {"ptr": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "f32": 4, "f64": 8}
+SLOT_SIZES = {"ptr": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "f32": 4, "f64": 8,
+              "bf16": 2}
 
 
 def scalar_slot(ty: t.Type) -> str:
@@ -22,6 +23,10 @@ def scalar_slot(ty: t.Type) -> str:
         return f"i{ty.bitwidth}"
     if isinstance(ty, t.Float):
         return f"f{ty.bitwidth}"
+    if isinstance(ty, t.BFloat16):
+        return "bf16"
+    if isinstance(ty, t.FP8):
+        return "i8"
     raise TypeError(f"{ty} is not a scalar")
 
 

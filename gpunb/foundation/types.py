@@ -25,7 +25,7 @@ class Type:
         """`int32(int32, int32)` is a signature (types as arguments); `int16(x)` of a value
         casts it on the host, as numba's number types do (numpy's conversion, wrapping)."""
         if len(args) == 1 and not isinstance(args[0], Type) and \
-                isinstance(self, (Integer, Float, Complex, Boolean)):
+                isinstance(self, (Integer, Float, Complex, Boolean, BFloat16, FP8)):
             return to_dtype(self).type(args[0])
         return Signature(self, tuple(args))
 
@@ -68,6 +68,31 @@ class Float(Type):
 
     def __str__(self) -> str:
         return f"float{self.bitwidth}"
+
+
+@dataclass(frozen=True, slots=True)
+class BFloat16(Type):
+    """bfloat16: float32's 8-bit exponent with 7 stored mantissa bits (numba-cuda's
+    `__nv_bfloat16`). A number of its own kind, not a Float: numba-cuda types it apart (bf16 with
+    bf16 stays bf16, bf16 with float32 is float32), and it rounds as CUDA's bf16 intrinsics do."""
+
+    def __str__(self) -> str:
+        return "bfloat16"
+
+
+# the fp8 formats: (exponent bits, mantissa bits, bias), as CUDA's __nv_fp8_e5m2/e4m3/e8m0
+FP8_FORMATS = {"e5m2": (5, 2, 15), "e4m3": (4, 3, 7), "e8m0": (8, 0, 127)}
+
+
+@dataclass(frozen=True, slots=True)
+class FP8(Type):
+    """An 8-bit float storage type (CUDA's __nv_fp8_e5m2, __nv_fp8_e4m3, __nv_fp8_e8m0): values
+    are constructed from numbers and converted back; there is no fp8 arithmetic (as in CUDA)."""
+
+    kind: str  # "e5m2" | "e4m3" | "e8m0"
+
+    def __str__(self) -> str:
+        return f"fp8_{self.kind}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +253,10 @@ uint64 = u8 = Integer(64, False)
 float16 = f2 = Float(16)
 float32 = f4 = Float(32)
 float64 = f8 = Float(64)
+bfloat16 = nv_bfloat16 = BFloat16()
+fp8_e5m2 = FP8("e5m2")
+fp8_e4m3 = FP8("e4m3")
+fp8_e8m0 = FP8("e8m0")
 complex64 = c8 = Complex(64)
 complex128 = c16 = Complex(128)
 intp = int64
@@ -243,12 +272,14 @@ TYPE_NAMES: dict[str, Type] = {
     "u1": uint8, "u2": uint16, "u4": uint32, "u8": uint64,
     "f2": float16, "f4": float32, "f8": float64, "c8": complex64, "c16": complex128,
     "intp": intp, "uintp": uintp, "int_": int64, "float_": float64, "double": float64,
+    "bfloat16": bfloat16, "nv_bfloat16": bfloat16, "__nv_bfloat16": bfloat16,
+    "fp8_e5m2": fp8_e5m2, "fp8_e4m3": fp8_e4m3, "fp8_e8m0": fp8_e8m0,
 }
 
 
 def array_type_from_slices(dtype: Type, item) -> Array:
     """`float32[:, ::1]` -> Array(float32, 2, 'C'); `float32[::1, :]` -> 'F'; else 'A'."""
-    if not isinstance(dtype, (Boolean, Integer, Float, Complex, Record)):
+    if not isinstance(dtype, (Boolean, Integer, Float, Complex, Record, BFloat16, FP8)):
         raise TypeError(f"cannot make an array of {dtype}")
     dims = item if isinstance(item, tuple) else (item,)
     for d in dims:
@@ -297,12 +328,32 @@ _DTYPE_TO_TYPE = {
 _TYPE_TO_DTYPE = {v: k for k, v in _DTYPE_TO_TYPE.items()}
 
 
+# ml_dtypes' scalar types (numpy's dtypes for bfloat16 and fp8), by name: ml_dtypes is imported
+# only when one of these types meets a dtype, so `import gpunb` stays fast
+_ML_DTYPES = {"bfloat16": bfloat16, "float8_e5m2": fp8_e5m2, "float8_e4m3fn": fp8_e4m3,
+              "float8_e8m0fnu": fp8_e8m0}
+_ML_DTYPE_NAMES = {v: k for k, v in _ML_DTYPES.items()}
+
+
+def ml_dtype(t: Type) -> np.dtype:
+    """The ml_dtypes numpy dtype of bfloat16 or an fp8 type (fp8_e4m3 is ml_dtypes'
+    float8_e4m3fn: no infinities, NaN 0x7f, as CUDA's __nv_fp8_e4m3)."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError(f"{t} arrays and scalars on the host need the ml_dtypes package "
+                        "(pip install ml-dtypes)") from None
+    return np.dtype(getattr(ml_dtypes, _ML_DTYPE_NAMES[t]))
+
+
 def from_dtype(dtype) -> Type:
     """The kernel type of a numpy dtype (structured dtypes become Records)."""
     dtype = np.dtype(dtype)
     found = _DTYPE_TO_TYPE.get(dtype)
     if found is not None:
         return found
+    if dtype.type.__module__.startswith("ml_dtypes") and dtype.name in _ML_DTYPES:
+        return _ML_DTYPES[dtype.name]
     if dtype.fields:
         fields = tuple(
             (name, _field_type(dtype.fields[name][0]), dtype.fields[name][1])
@@ -356,6 +407,8 @@ def to_dtype(t: Type) -> np.dtype:
                          "offsets": [f[2] for f in t.fields], "itemsize": t.size})
     if isinstance(t, InlineArray):
         return np.dtype((to_dtype(t.dtype), t.shape))
+    if isinstance(t, (BFloat16, FP8)):
+        return ml_dtype(t)
     try:
         return _TYPE_TO_DTYPE[t]
     except KeyError:
@@ -367,6 +420,10 @@ def sizeof(t: Type) -> int:
         return 1
     if isinstance(t, (Integer, Float, Complex)):
         return t.bitwidth // 8
+    if isinstance(t, BFloat16):
+        return 2
+    if isinstance(t, FP8):
+        return 1
     if isinstance(t, Record):
         return t.size
     if isinstance(t, InlineArray):
@@ -382,7 +439,11 @@ def is_int(t: Type) -> bool:
 
 
 def is_number(t: Type) -> bool:
-    return isinstance(t, (Integer, Boolean, Float, Complex))
+    return isinstance(t, (Integer, Boolean, Float, Complex, BFloat16))
+
+
+def is_fp8(t: Type) -> bool:
+    return isinstance(t, FP8)
 
 
 def integer_result(a: Type, b: Type) -> Type:
@@ -399,6 +460,8 @@ def integer_result(a: Type, b: Type) -> Type:
 
 def unify_numbers(a: Type, b: Type) -> Type:
     """The type both operands of arithmetic are converted to (numpy/numba rules)."""
+    if isinstance(a, BFloat16) or isinstance(b, BFloat16):
+        return _unify_with_bfloat16(a, b)
     small_int = isinstance(a, Integer) and a.bitwidth < 64
     if a == b and not isinstance(a, Boolean) and not small_int:
         return a
@@ -410,6 +473,16 @@ def unify_numbers(a: Type, b: Type) -> Type:
         fb = b.bitwidth if isinstance(b, Float) else _int_as_float_width(b)
         return Float(max(fa, fb))
     return integer_result(a, b)
+
+
+def _unify_with_bfloat16(a: Type, b: Type) -> Type:
+    """bfloat16 with itself, a byte-sized integer or a bool stays bfloat16 (they convert to it
+    exactly); with anything else it counts as the float32 it widens to exactly."""
+    other = b if isinstance(a, BFloat16) else a
+    if isinstance(other, (BFloat16, Boolean)) or \
+            (isinstance(other, Integer) and other.bitwidth == 8):
+        return bfloat16
+    return unify_numbers(float32, other)
 
 
 def _complex_width(t: Type) -> int:

@@ -31,7 +31,7 @@ class PerformanceWarning(UserWarning):
 
 _CTYPES = {"ptr": ctypes.c_uint64, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
            "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f16": ctypes.c_uint16,
-           "f32": ctypes.c_float, "f64": ctypes.c_double}
+           "f32": ctypes.c_float, "f64": ctypes.c_double, "bf16": ctypes.c_uint16}
 _SIGNED = {8: "b", 16: "h", 32: "i", 64: "q"}
 _UNSIGNED = {8: "B", 16: "H", 32: "I", 64: "Q"}
 _FLOAT = {16: "e", 32: "f", 64: "d"}
@@ -140,6 +140,8 @@ class ArgPacker:
             return lambda value: _flatten_tuple(items, value, index, self.kernel)
         if isinstance(ty, t.Record):
             return lambda value: self._record_slots(value, ty)
+        if isinstance(ty, (t.BFloat16, t.FP8)):
+            return lambda value: (_low_precision_bits(value, ty),)
         return None
 
     def _array_getter(self, ty: t.Array, index: int):
@@ -308,6 +310,10 @@ def _slot_formats(ty: t.Type) -> list:
         return [(table[ty.bitwidth], t.to_dtype(ty))]
     if isinstance(ty, t.Float):
         return [(_FLOAT[ty.bitwidth], t.to_dtype(ty))]
+    if isinstance(ty, t.BFloat16):
+        return [("H", np.dtype(np.uint16))]
+    if isinstance(ty, t.FP8):
+        return [("B", np.dtype(np.uint8))]
     raise LaunchError(f"cannot pass a value of type {ty} to a kernel")
 
 
@@ -317,6 +323,19 @@ def _convert(value, dtype: np.dtype):
     else:
         converted = np.asarray(value).astype(dtype)  # numpy scalars wrap, as numpy's astype does
     return converted.item()
+
+
+def _low_precision_bits(value, ty: t.Type) -> int:
+    """The bits of a bfloat16 or fp8 argument: an ml_dtypes scalar of that type as it is, any
+    other number rounded as the kernel's own conversion rounds it (CUDA's)."""
+    from gpunb.foundation import lowprecision
+
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and dtype == t.to_dtype(ty):
+        return int(np.asarray(value).view(np.uint16 if dtype.itemsize == 2 else np.uint8))
+    if isinstance(ty, t.BFloat16):
+        return lowprecision.bfloat16_bits(float(value))
+    return lowprecision.fp8_bits(ty.kind, float(value))
 
 
 def _complex_parts(value) -> tuple:

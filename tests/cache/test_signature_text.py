@@ -17,12 +17,13 @@ from gpunb.foundation import types as t
 from gpunb.runtime.typeof import typeof
 
 SCALARS = (t.boolean, t.int8, t.int16, t.int32, t.int64, t.uint8, t.uint16, t.uint32, t.uint64,
-           t.float16, t.float32, t.float64, t.complex64, t.complex128)
+           t.float16, t.float32, t.float64, t.complex64, t.complex128, t.bfloat16, t.fp8_e5m2,
+           t.fp8_e4m3, t.fp8_e8m0)
 # field names that try to look like the text around them
 NAMES = ("a", "b", "a: int8 @0, b", "x)", "a; size=1", "'a'", "", "int8")
 # the Types that typeof() can return, or that can appear inside one
 ARGUMENT_TYPES = {t.Boolean, t.Integer, t.Float, t.Complex, t.Array, t.Tuple, t.Record,
-                  t.InlineArray}
+                  t.InlineArray, t.BFloat16, t.FP8}
 NOT_ARGUMENTS = {t.NoneType, t.StringLiteral, t.Group}  # compile-time only
 
 scalars = st.sampled_from(SCALARS)
@@ -97,6 +98,11 @@ def _values():
                             "offsets": [0, 0, 1]})):
         yield np.zeros(2, dtype)
     yield from (1, 1.0, True, 1j, np.float32(1), np.float16(1), np.uint64(1), np.int8(1))
+    import ml_dtypes
+
+    for name in ("bfloat16", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu"):
+        yield np.zeros(3, getattr(ml_dtypes, name))
+        yield getattr(ml_dtypes, name)(1)
     yield from ((base, base), (base, (base,)), ((base, base),), (base[0], 1), (1, (1.0,)))
 
 

@@ -550,6 +550,10 @@ def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: boo
         module_text = pattern.sub(r"\1 presplitcoroutine", module_text, count=1)
     if fastmath:
         module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
+    if "bfloat" in module_text:  # x86 calls these for -> bfloat16 (GCC 12's libgcc lacks them)
+        from gpunb.compiler.lowfloat import host_helpers_ir
+
+        module_text += "\n" + host_helpers_ir()
     mod = llvm.parse_assembly(module_text)
     mod.verify()
     tm = host_target_machine()

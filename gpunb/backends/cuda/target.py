@@ -308,6 +308,10 @@ class CudaTarget(Target):
 
     # ---- arithmetic ----------------------------------------------------------------------------
 
+    def bf16_fma(self, low, x, y, z):
+        fn = self.intrinsic(low.mb.module, "llvm.fma.bf16", dm.bfloat, [dm.bfloat] * 3)
+        return low.builder.call(fn, [x, y, z])  # fma.rn.bf16 (sm_80 and later)
+
     def math(self, low, name: str, args: list, argtypes: list, result: t.Type):
         ft = argtypes[0] if isinstance(argtypes[0], t.Float) else result
         if name in LLVM_MATH_INTRINSICS and ft.bitwidth in (32, 64) and not (

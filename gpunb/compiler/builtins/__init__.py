@@ -40,6 +40,7 @@ def _table() -> dict:
     if _TABLE is None:
         from gpunb.compiler.builtins import (
             atomics,
+            bf16funcs,
             cache_hints,
             complexfuncs,
             cuda_intrinsics,
@@ -56,7 +57,7 @@ def _table() -> dict:
         for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                      pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS,
                      complexfuncs.BUILTINS, operator_funcs.BUILTINS, cache_hints.BUILTINS,
-                     reductions.BUILTINS):
+                    reductions.BUILTINS, bf16funcs.BUILTINS):
             table.update(part)
         table["builtins.print"] = printing.Print()
         _TABLE = table

@@ -16,6 +16,7 @@ from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.builtins.bf16funcs import MATH_OVERLOADS, lower_bf16
 from gpunb.compiler.typed import Typed
 from gpunb.foundation import types as t
 
@@ -89,6 +90,8 @@ class MathFunction(Builtin):
             if not t.is_number(a) or isinstance(a, t.Complex):
                 raise inf.error(node, f"{self.name}() needs real numbers, got {a}",
                                 "use cmath for complex numbers")
+        if not self.numpy_style and self.base in MATH_OVERLOADS and argtypes == [t.bfloat16]:
+            return Typed(t.bfloat16, "bfloat16")  # numba-cuda's overload: cuda.bf16.h<name>
         args = _strengthen(tuple(argtypes), [n in inf.weak for n in node.args])
         chosen = self.choose(args, tuple(_int_literal(n) for n in node.args))
         if chosen is None:
@@ -118,6 +121,8 @@ class MathFunction(Builtin):
         b = low.builder
         params = call.data
         result = call.result
+        if params == "bfloat16":
+            return lower_bf16(low, "h" + self.base, [low.expr(node.args[0])], result)
         # integer cases ((int64,) -> float64) compute in the result's float type
         params = tuple(_compute_type(pt, result) for pt in params)
         xs = [ops.cast(b, low.expr(n), at, pt)

@@ -41,12 +41,16 @@ class Abs(Builtin):
         a = argtypes[0]
         if isinstance(a, t.Complex):
             return a.component
+        if isinstance(a, t.BFloat16):
+            return t.float32  # numba-cuda: no bfloat16 case, float32 is the best-rated one
         return t.int8 if isinstance(a, t.Boolean) else a  # numba: abs keeps the width
 
     def lower_call(self, low, node, call):
         b = low.builder
         a = call.argtypes[0]
         x = low.expr(node.args[0])
+        if isinstance(a, t.BFloat16):
+            a, x = t.float32, ops.cast(b, x, a, t.float32)
         if isinstance(a, t.Float):
             return low.math_call("fabs", [x], [a], a)
         if isinstance(a, t.Complex):

@@ -76,8 +76,11 @@ class CallTyping:
             raise self.error(node, f"{cname}() takes exactly one argument in GPU code")
         arg = node.args[0]
         found = self.expr(arg)
-        if not t.is_number(found):
+        if not (t.is_number(found) or t.is_fp8(found)):
             raise self.error(arg, f"cannot convert {found} to {target}")
+        if isinstance(found, t.Complex) and isinstance(target, (t.BFloat16, t.FP8)) or \
+                t.is_fp8(found) and isinstance(target, t.Complex):
+            raise self.error(arg, f"cannot convert {found} to {target}", "take .real first")
         if callee is int:
             target = found if isinstance(found, t.Integer) else t.int64
             if isinstance(found, t.Complex):
