@@ -60,6 +60,7 @@ def child_env(opts: RunOptions) -> dict:
     if opts.cpu_threads:
         env["GPUNB_CPU_THREADS"] = str(opts.cpu_threads)
     env["PYTHONFAULTHANDLER"] = "1"
+    env["PYTHONPYCACHEPREFIX"] = str(opts.out_dir / "pycache")  # nothing written into the checkout
     return env
 
 
