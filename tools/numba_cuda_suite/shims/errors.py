@@ -1,0 +1,40 @@
+"""`numba.cuda.errors` / `numba.cuda.core.errors`: numba's exception names → gpunb's classes.
+
+A test that expects `TypingError` passes when gpunb raises its compile-time error for the same
+mistake: the mapping below names gpunb's counterpart of each numba class. A name not listed here
+is real numba's class, which gpunb never raises (a test expecting it fails, honestly).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from numba.core import errors as _numba_errors
+
+import gpunb
+
+NumbaError = gpunb.GpunbError
+TypingError = gpunb.CompileError
+NumbaTypeError = gpunb.CompileError
+LoweringError = gpunb.CompileError
+UnsupportedError = gpunb.CompileError
+CompilerError = gpunb.CompileError
+KernelRuntimeError = gpunb.LaunchError
+
+
+def _gpunb_performance_warning():
+    """gpunb's warning for slow implicit work (host-array copies); not public, so searched."""
+    for module, name in (("gpunb.cuda", "PerformanceWarning"), ("gpunb", "PerformanceWarning"),
+                         ("gpunb.runtime.launch", "PerformanceWarning")):
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+    return _numba_errors.NumbaPerformanceWarning
+
+
+NumbaPerformanceWarning = _gpunb_performance_warning()
+
+
+def __getattr__(name: str):
+    return getattr(_numba_errors, name)
