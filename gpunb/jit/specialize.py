@@ -42,7 +42,10 @@ def build_specialization(dispatcher, argtypes: tuple, target: str, previous=None
     if previous is not None and previous.key is not None and previous.key == cache.key_for(
             fingerprint, signature, options, target, arch):
         if _rebound(previous.watch):
-            _record_recheck(dispatcher, previous, signature, target, fingerprint, checked)
+            previous.cache_event = cache.kept(
+                dispatcher.__name__, fingerprint, signature, target, previous.key,
+                getattr(previous.cache_event, "entry_bytes", 0),
+                (time.perf_counter() - checked) * 1000.0)
         previous.watch = fingerprint.watch
         previous.fingerprint = fingerprint
         return previous
@@ -110,21 +113,6 @@ def _rebound(watch) -> bool:
     from gpunb.cache.fingerprint import still_valid
 
     return not still_valid([entry for entry in watch if not epoch.is_watch_entry(entry)])
-
-
-def _record_recheck(dispatcher, kept, signature: str, target: str, fingerprint,
-                    checked: float) -> None:
-    """Provenance of a kept specialisation: what it reads was rebound (or a notebook cell ran),
-    the content is the same (a reformatted helper, an equal value), so nothing was rebuilt.
-    Without this event the panel would still show the last miss."""
-    from gpunb.cache import provenance
-
-    kept.cache_event = provenance.record(provenance.CacheEvent(
-        dispatcher.__name__, signature, target, "hit", "memory", "re-checked",
-        "what it reads was rebound or redefined; the content is unchanged",
-        (time.perf_counter() - checked) * 1000.0, 0.0, kept.key,
-        getattr(kept.cache_event, "entry_bytes", 0), fingerprint.defined_at,
-        time.time()))
 
 
 def _cache_arch(target: str) -> str:

@@ -6,8 +6,6 @@ functions, and displays a view object that renders as widget, HTML or text as th
 
 from __future__ import annotations
 
-import os
-
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
@@ -140,14 +138,3 @@ class ShowWhenCompiled:
         inspector.text_tabs = self.tabs
         display(inspector)
         return False
-
-
-def cache_enabled() -> bool:
-    from gpunb.foundation import config
-
-    return config.cache_enabled()
-
-
-def set_cache_enabled(on: bool) -> None:
-    """%gpucache on|off: GPUNB_CACHE is read on every lookup, so this takes effect at once."""
-    os.environ["GPUNB_CACHE"] = "1" if on else "0"

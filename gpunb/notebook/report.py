@@ -35,7 +35,7 @@ class KernelReport:
     sass_map: dict  # python line -> [sass line, ...] (1-based)
     resources: dict
     problems: dict = field(default_factory=dict)  # section -> why it is missing
-    cache: str = ""  # the cache's decision for this specialisation, e.g. "miss: new"
+    cache: str = ""  # the cache's decision for this specialisation: "miss (new)", "hit (disk)"
     compile_ms: float = 0.0
 
     @property
@@ -103,10 +103,7 @@ def build_report(dispatcher, signature=None, arch: str | None = None) -> KernelR
 
 
 def _cache_text(spec) -> str:
-    from gpunb.notebook.cache_panel import describe_event
-
-    outcome, why, _size = describe_event(spec.cache_event)
-    return f"{outcome}: {why}" if why else outcome
+    return spec.cache_event.outcome if spec.cache_event is not None else ""
 
 
 def pick_specialization(dispatcher, signature=None):

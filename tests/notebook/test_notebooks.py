@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from nbhelpers import REPO, cache_layer_present, html_text, outputs_text, widget_states
+from nbhelpers import REPO, html_text, outputs_text, widget_states
 
 pytestmark = pytest.mark.slow
 
@@ -128,9 +128,6 @@ def test_gpucache_status_lists_kernels_with_their_cell(saxpy_notebook):
 
 def test_redefinition_in_a_later_cell_recompiles_the_caller(saxpy_notebook):
     _no_errors(saxpy_notebook, 3)
-    if not cache_layer_present():
-        pytest.skip("redefinitions are noticed through the cache epoch (gpunb.cache.epoch), "
-                    "which is not in this build")
     assert "redefined: [1.0, 5.0, 9.0]" in outputs_text(saxpy_notebook.cells[3])
 
 

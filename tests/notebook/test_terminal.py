@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -106,10 +107,13 @@ def test_gpucache_usage_errors(shell, capsys):
 def test_gpucache_off_and_on_set_the_config(shell, capsys, monkeypatch):
     from gpunb.foundation import config
 
+    monkeypatch.setattr(config, "_process_cache", None)  # the magics' override ends with the test
     monkeypatch.setenv("GPUNB_CACHE", "1")
     run_cell(shell, "%gpucache off")
-    assert config.cache_enabled() is False
+    assert config.cache_enabled() is False and os.environ["GPUNB_CACHE"] == "1"
     run_cell(shell, "%gpucache on")
+    assert config.cache_enabled() is True
+    monkeypatch.setenv("GPUNB_CACHE", "0")  # the magic's setting wins over the variable
     assert config.cache_enabled() is True
     run_cell(shell, "%gpucache dir")
     assert capsys.readouterr().out.strip().splitlines()[-1] == config.cache_dir()
