@@ -46,7 +46,7 @@ class GpuMagics(Magics):
         if options.show:
             for dispatcher in result.functions.values():
                 self.hooks.after_cell.append(ShowWhenCompiled(self.shell, dispatcher,
-                                                              options.show))
+                                                              options.show, options.arch))
         return result.value
 
     # ---- %gpucache ----------------------------------------------------------------------------
@@ -101,19 +101,18 @@ class GpuMagics(Magics):
 
 
 def make_wrapper(options):
-    """The function that turns each def of a %%gpukernel cell into a GPU function."""
+    """The function that turns each def of a %%gpukernel cell into a GPU function (`--arch`
+    becomes its inspection arch: what inspect() shows PTX/SASS for)."""
     from gpunb import cuda
 
     jit_options = options.jit_options()
+    if options.arch:
+        jit_options["inspection_arch"] = options.arch
 
     def wrap(func):
         if getattr(type(func), "__gpunb_function__", False):
-            dispatcher = func  # already @cuda.jit: keep the user's own options
-        else:
-            dispatcher = cuda.jit(func, **jit_options)
-        if options.arch:
-            dispatcher.inspection_arch = options.arch
-        return dispatcher
+            return func  # already @cuda.jit: keep the user's own options
+        return cuda.jit(func, **jit_options)
 
     return wrap
 
@@ -121,10 +120,11 @@ def make_wrapper(options):
 class ShowWhenCompiled:
     """After-cell action: display the inspector once the kernel has been compiled."""
 
-    def __init__(self, shell, dispatcher, tabs: tuple):
+    def __init__(self, shell, dispatcher, tabs: tuple, arch: str | None = None):
         self.shell = shell
         self.dispatcher = dispatcher
         self.tabs = tabs
+        self.arch = arch
 
     def __call__(self) -> bool:
         name = self.dispatcher.__name__
@@ -134,7 +134,7 @@ class ShowWhenCompiled:
             return True  # not launched yet: keep waiting
         from gpunb.notebook.inspector import inspector_for
 
-        inspector = inspector_for(self.dispatcher, tab=self.tabs[0])
+        inspector = inspector_for(self.dispatcher, arch=self.arch, tab=self.tabs[0])
         inspector.text_tabs = self.tabs
         display(inspector)
         return False

@@ -173,7 +173,7 @@ def test_real_artifact_round_trips_through_disk(modules, cache_dir):
     import numpy as np
 
     import gpunb
-    from gpunb.jit import specialize as spz
+    from gpunb import backends
     from gpunb.runtime.packing import ArgPacker
 
     mod = modules.write("roundtrip_mod", """
@@ -205,10 +205,10 @@ def test_real_artifact_round_trips_through_disk(modules, cache_dir):
         again, hit = KernelCache(str(cache_dir)).lookup("kern", fp, signature, mod.kern.options,
                                                        "cpu", cache.host_arch())
         assert hit.event.source == "disk" and again == spec.artifact
-        launcher = spz._cpu_launcher(mod.kern, again)
+        program = backends.get("cpu").load(again)
         params, _ = ArgPacker(again.param_slots, "cpu", "kern").pack((out, x), spec.argtypes)
         out[:] = 0
-        launcher(1, 8, 0, 0, params)
+        program.launch(1, 8, 0, 0, params)
         np.testing.assert_array_equal(out, x * 3.0)
     finally:
         gpunb.set_target(None)
