@@ -338,13 +338,13 @@ def _flatten_tuple(getters: list, value, index: int, kernel) -> list:
 
 def _interface_slots(desc: dict) -> tuple:
     from gpunb.runtime import arrayview as av
-    from gpunb.runtime.memory import _cai_dtype
+    from gpunb.runtime.devicearray import cai_dtype
     from gpunb.runtime.streams import sync_producer_stream
 
     shape = tuple(desc["shape"])
     strides = desc.get("strides")
     if strides is None:
-        strides = av.c_strides(shape, _cai_dtype(desc).itemsize)
+        strides = av.c_strides(shape, cai_dtype(desc).itemsize)
     sync_producer_stream(desc.get("stream"))
     return (desc["data"][0] or 0,) + shape + tuple(strides)
 
