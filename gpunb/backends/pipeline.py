@@ -10,6 +10,7 @@ nobody subscribes, no event object is built.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -50,34 +51,20 @@ def compile(py_func, argtypes: tuple, options: dict, backend, *,
                          f"{', '.join(map(str, backend.stages))}")
     signature = str(t.Signature(None if device else t.void, tuple(argtypes)))
     report = _Report(py_func.__name__, signature, backend.name)
-    report.compile_started()
-    try:
-        with compile_guard(py_func):
-            typed = report.stage(Stage.TYPES, infer_kernel, py_func, tuple(argtypes), options,
-                                 device)
-            result = Compilation(typed, Stage.TYPES)
-            if last is not Stage.TYPES:
-                result = _after_types(typed, options, backend, arch, last, export_device,
-                                      report)
-    except BaseException as exc:
-        report.compile_finished(exc)
-        raise
-    report.compile_finished(None)
-    return result
+    with report.compiling(), compile_guard(py_func):
+        typed = report.stage(Stage.TYPES, infer_kernel, py_func, tuple(argtypes), options,
+                             device)
+        if last is Stage.TYPES:
+            return Compilation(typed, Stage.TYPES)
+        return _after_types(typed, options, backend, arch, last, export_device, report)
 
 
 def run_stage(kernel: str, signature: str, target: str, stage: Stage, fn, *args):
     """fn(*args) published as a compile of one stage: work outside compile() that a progress
     view should name (SASS for inspection)."""
     report = _Report(kernel, signature, target)
-    report.compile_started()
-    try:
-        result = report.stage(stage, fn, *args)
-    except BaseException as exc:
-        report.compile_finished(exc)
-        raise
-    report.compile_finished(None)
-    return result
+    with report.compiling():
+        return report.stage(stage, fn, *args)
 
 
 def _after_types(typed, options: dict, backend, arch, last: Stage, export_device: bool,
@@ -115,10 +102,18 @@ class _Report:
             events.publish(kind, CompileEvent(kind, self.kernel, self.signature, self.target,
                                               stage, ms, _first_line(error)))
 
-    def compile_started(self) -> None:
+    @contextlib.contextmanager
+    def compiling(self):
+        """COMPILE_STARTED now, COMPILE_FINISHED (with the error, if any) when the block ends."""
         self._publish(EventKind.COMPILE_STARTED, None)
+        try:
+            yield
+        except BaseException as exc:
+            self._finished(exc)
+            raise
+        self._finished(None)
 
-    def compile_finished(self, error: BaseException | None) -> None:
+    def _finished(self, error: BaseException | None) -> None:
         ms = (time.perf_counter() - self.started) * 1000.0
         self._publish(EventKind.COMPILE_FINISHED, None, ms, error)
 

@@ -80,11 +80,19 @@ class LaunchEvent:
     block: Any
     stream: Any
     shared_bytes: int
-    arguments: tuple  # of ArgumentInfo
+    types: tuple  # each argument's kernel-language type, as text ("float32[::1]")
+    shapes: tuple  # each argument's shape (() for scalars)
     target: str
     new_specialization: bool = False  # this launch compiled (or loaded from the cache) its code
     ms: float = 0.0  # LAUNCH_AFTER: host time of packing + launch (no device synchronisation)
     error: str = ""  # LAUNCH_AFTER: the exception the launch raised, if any
+
+    @property
+    def arguments(self) -> tuple:
+        """The arguments as ArgumentInfo records (type and shape), made when asked for: a
+        launch someone listens to pays for two events, not for a record per argument."""
+        return tuple(ArgumentInfo(ty, shape)
+                     for ty, shape in zip(self.types, self.shapes, strict=False))
 
 
 # ---- cache decisions ---------------------------------------------------------------------------

@@ -285,7 +285,7 @@ class Dispatcher:
 
         spec = self._any_spec(signature)
         if spec.typed is None:  # loaded from the cache: types were not inferred in this process
-            spec.typed = self._infer(spec.argtypes)
+            spec.typed = self._infer(spec)
         text = inspection.describe_types(spec.typed)
         if file is not None:
             print(text, file=file)
@@ -332,14 +332,12 @@ class Dispatcher:
                         "key": spec.key})
         return out
 
-    def _infer(self, argtypes: tuple):
-        """The typed function for these argument types (for inspect_types after a cache hit)."""
-        from gpunb import backends
+    def _infer(self, spec: Specialization):
+        """The typed function of a specialisation loaded from the cache (for inspect_types)."""
         from gpunb.backends.pipeline import compile
         from gpunb.foundation.events import Stage
 
-        backend = backends.get("cpu")  # any backend: it stops after inference
-        return compile(self.py_func, argtypes, dict(self.options), backend,
+        return compile(self.py_func, spec.argtypes, dict(self.options), spec.backend,
                        stop_after=Stage.TYPES, device=self.device).typed
 
     def inspect(self, signature=None, arch: str | None = None):

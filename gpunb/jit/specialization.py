@@ -16,7 +16,8 @@ class Specialization:
     """
 
     __slots__ = ("argtypes", "artifact", "target", "backend", "packer", "program", "launch",
-                 "watch", "typed", "cache_event", "compile_ms", "key", "fingerprint")
+                 "watch", "typed", "cache_event", "compile_ms", "key", "fingerprint",
+                 "type_names")
 
     def __init__(self, argtypes: tuple, artifact, backend, packer, program, typed=None):
         self.argtypes = argtypes
@@ -32,6 +33,7 @@ class Specialization:
         self.compile_ms = 0.0
         self.key = None
         self.fingerprint = None
+        self.type_names: tuple | None = None  # str of each argtype, made by the first event
 
     def __repr__(self) -> str:
         return f"<gpunb specialisation {self.artifact.name}{self.artifact.signature[4:]} " \
