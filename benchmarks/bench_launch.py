@@ -40,7 +40,7 @@ def _gpunb(workdir: Path, calls: int, repeats: int) -> Cell:
         np.float32(2.0)
     seconds = per_call_seconds(lambda: kernel[1, 32](out, x, a), cuda.synchronize, calls, repeats)
     assert (out.copy_to_host() == 2.0).all(), "gpunb: wrong result"
-    from gpunb.runtime import packing as launch
+    from gpunb.backends.cuda import launch
 
     path = "native trampoline" if launch._native else "cuda.bindings call"
     return cell(seconds * 1e6, "{:.2f} us", f"through the {path}")

@@ -69,20 +69,26 @@ def main(argv: list[str]) -> int:
         (f"still_valid ({len(spec.watch)} watch entries)",
          best_us(lambda: still_valid(spec.watch))),
         ("pack", best_us(lambda: spec.packer.pack(args, spec.argtypes))),
-        ("launcher (validate + launch)", best_us(lambda: spec.launcher(4, 256, 0, 0, params))),
+        ("program.launch (validate + launch)",
+         best_us(lambda: spec.launch(4, 256, 0, 0, params))),
     ]
+    # the fast path tests one empty tuple while nobody listens; a subscriber (a profiler) costs
+    # two events per launch
+    with gpunb.events.subscribe(["launch_before", "launch_after"], lambda event: None):
+        rows.append(("kernel[4, 256](...) with a launch subscriber",
+                     best_us(lambda: kernel[4, 256](out, x, y, a))))
     if target == "cuda":
         from gpunb.backends.cuda import driver
 
         cu = driver.cuda_driver()
-        function = spec.launcher.function
+        function = spec.program.function
         import ctypes
 
-        from gpunb.runtime import packing as launch
+        from gpunb.backends.cuda import launch
 
         fptr = int(function.handle)
         # the same driver entry point through cuda.bindings, ctypes and gpunb's native
-        # trampoline (runtime/native_launch.py), to show why launches go through the last
+        # trampoline (backends/cuda/native_launch.py), to show why launches go through the last
         # (measured on an H100 host, 2026-11-23: bindings 3.68 us, CDLL 5.00, PyDLL 4.91)
         argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
         c_raw = ctypes.CDLL("libcuda.so.1").cuLaunchKernel  # releases the GIL per call

@@ -20,7 +20,7 @@ from gpunb.foundation.version import VERSION as __version__
 _exec_sources.install()
 
 __all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "SignatureError",
-           "ToolchainError", "__version__", "cuda", "fuse", "jit", "set_target",
+           "ToolchainError", "__version__", "cuda", "events", "fuse", "jit", "set_target",
            "load_ipython_extension"]
 
 
@@ -34,12 +34,14 @@ def set_target(target: str | None) -> None:
 
 
 def load_ipython_extension(ipython) -> None:
+    """`%load_ext gpunb`: the magics, cell hooks and displays (gpunb.notebook)."""
     from gpunb.notebook import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython) -> None:
+    """`%unload_ext gpunb`: remove the cell hooks and displays again."""
     from gpunb.notebook import unload_ipython_extension as unload
 
     unload(ipython)
@@ -51,10 +53,11 @@ _TYPE_NAMES = {"void", "boolean", "int8", "int16", "int32", "int64", "uint8", "u
 
 
 def __getattr__(name: str):
-    if name == "cuda":
+    if name in ("cuda", "events"):  # events: subscribe to compiles, launches, cache decisions
         import importlib
 
-        return importlib.import_module("gpunb.cuda")
+        return importlib.import_module("gpunb.cuda" if name == "cuda" else
+                                       "gpunb.foundation.events")
     if name == "jit":
         from gpunb.cuda import jit
 

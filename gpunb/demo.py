@@ -8,7 +8,6 @@ Every result is checked against numpy, so a non-zero exit status means something
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import time
 
@@ -172,26 +171,20 @@ def show_inspection() -> None:
 
 
 def show_cache() -> None:
-    from gpunb.foundation import config
-
-    print("\n--- cache ---")
-    enabled = "on" if config.cache_enabled() else "off (GPUNB_CACHE=0)"
-    print(f"cache {enabled}; disk cache directory: {config.cache_dir()}")
-    for kernel in (saxpy, block_sum, box_blur):
-        for record in kernel.cache_info():
-            event = record["event"] if record["event"] is not None else "not recorded"
-            print(f"  {record['function']:<10} target={record['target']:<4} "
-                  f"{record['signature']}  compile {record['compile_ms']:.0f} ms  "
-                  f"cache: {event}")
-    if importlib.util.find_spec("gpunb.cache") is None:
-        print("  (this build has no gpunb.cache layer yet: every process compiles afresh)")
-        return
     import gpunb.cache
 
-    explain = getattr(gpunb.cache, "explain", None)
-    if explain is not None:
-        print("gpunb.cache.explain(saxpy):")
-        print(explain(saxpy))
+    print("\n--- cache ---")
+    enabled = "on" if gpunb.cache.enabled() else "off (GPUNB_CACHE=0)"
+    print(f"cache {enabled}; disk cache directory: {gpunb.cache.cache_dir()}")
+    for kernel in (saxpy, block_sum, box_blur):
+        for record in kernel.cache_info():
+            event = record["event"]
+            outcome = event.outcome if event is not None else "not recorded"
+            print(f"  {record['function']:<10} target={record['target']:<4} "
+                  f"{record['signature']}  compile {record['compile_ms']:.0f} ms  "
+                  f"cache: {outcome}")
+    print("gpunb.cache.explain(saxpy):")
+    print(gpunb.cache.explain(saxpy))
 
 
 def main(argv: list[str] | None = None) -> int:

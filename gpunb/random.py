@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from gpunb import cuda
 from gpunb.foundation.types import float32, float64, int64, uint32, uint64
+from gpunb.jit.decorator import jit
 
 xoroshiro128p_dtype = np.dtype([("s0", np.uint64), ("s1", np.uint64)], align=True)
 xoroshiro128p_type = xoroshiro128p_dtype
@@ -21,7 +21,7 @@ TWO_PI_FLOAT32 = np.float32(2 * math.pi)
 TWO_PI_FLOAT64 = np.float64(2 * math.pi)
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def init_xoroshiro128p_state(states, index, seed):
     """Seed one generator with splitmix64(seed)."""
     index = int64(index)
@@ -34,12 +34,12 @@ def init_xoroshiro128p_state(states, index, seed):
     states[index]["s1"] = z
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def rotl(x, k):
     return (x << k) | (x >> uint32(64 - k))
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def xoroshiro128p_next(states, index):
     """The next 64 random bits of generator `index`."""
     index = int64(index)
@@ -52,7 +52,7 @@ def xoroshiro128p_next(states, index):
     return result
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def xoroshiro128p_jump(states, index):
     """Advance generator `index` by 2**64 steps."""
     index = int64(index)
@@ -69,29 +69,29 @@ def xoroshiro128p_jump(states, index):
     states[index]["s1"] = s1
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def uint64_to_unit_float64(x):
     return (x >> uint32(11)) * (float64(1) / (uint64(1) << uint32(53)))
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def uint64_to_unit_float32(x):
     return float32(uint64_to_unit_float64(x))
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def xoroshiro128p_uniform_float32(states, index):
     """A float32 uniform in [0, 1)."""
     return uint64_to_unit_float32(xoroshiro128p_next(states, index))
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def xoroshiro128p_uniform_float64(states, index):
     """A float64 uniform in [0, 1)."""
     return uint64_to_unit_float64(xoroshiro128p_next(states, index))
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def xoroshiro128p_normal_float32(states, index):
     """A float32 standard normal (Box-Muller; the second value is discarded, as numba does)."""
     u1 = xoroshiro128p_uniform_float32(states, index)
@@ -100,7 +100,7 @@ def xoroshiro128p_normal_float32(states, index):
     return z0
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def xoroshiro128p_normal_float64(states, index):
     """A float64 standard normal. From float32 uniforms, as numba.cuda.random does (so the
     streams stay bit-compatible with numba's for the same seed)."""
@@ -110,7 +110,7 @@ def xoroshiro128p_normal_float64(states, index):
     return z0
 
 
-@cuda.jit(target="cpu")
+@jit(target="cpu")
 def _init_states(states, seed, subsequence_start):
     # sequential by nature: generator i is generator i-1 jumped 2**64 ahead
     if states.shape[0] == 0:
@@ -132,6 +132,8 @@ def init_xoroshiro128p_states(states, seed: int, subsequence_start: int = 0, str
 
 def create_xoroshiro128p_states(n: int, seed: int, subsequence_start: int = 0, stream=0):
     """n generators on the device, seeded from `seed` exactly as numba.cuda.random does."""
-    states = cuda.device_array(n, dtype=xoroshiro128p_dtype, stream=stream)
+    from gpunb.runtime.memory import device_array
+
+    states = device_array(n, dtype=xoroshiro128p_dtype, stream=stream)
     init_xoroshiro128p_states(states, seed, subsequence_start, stream)
     return states

@@ -1,9 +1,9 @@
 """gpunb's compiled-kernel cache: content keys, memory + disk store, and why each hit or miss.
 
 Public API: `events()`, `last_event(name)`, `explain(kernel)`, `invalidate()`, `clear(name)`,
-`prune()`, `cache_dir()`, and for the dispatcher `default_cache()` (a KernelCache), `collect`,
-`still_valid`, `cache_key`. Importing this package imports no submodule (and so no numpy or
-llvmlite); each loads on first use.
+`prune()`, `cache_dir()`, `enabled()`, `set_enabled(on)`, and for the dispatcher
+`default_cache()` (a KernelCache), `collect`, `still_valid`, `cache_key`. Importing this package
+imports no submodule (and so no numpy or llvmlite); each loads on first use.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from __future__ import annotations
 import importlib
 
 __all__ = ["CacheEvent", "FunctionFingerprint", "KernelCache", "cache_dir", "cache_key", "clear",
-           "collect", "default_cache", "events", "explain", "host_arch", "invalidate",
-           "last_event", "prune", "still_valid"]
+           "collect", "default_cache", "enabled", "events", "explain", "host_arch", "invalidate",
+           "last_event", "prune", "set_enabled", "still_valid"]
 
 _LAZY = {
-    "CacheEvent": "gpunb.cache.provenance",
+    "CacheEvent": "gpunb.foundation.events",
     "FunctionFingerprint": "gpunb.cache.fingerprint",
     "Dependency": "gpunb.cache.fingerprint",
     "collect": "gpunb.cache.fingerprint",
@@ -42,6 +42,22 @@ def cache_dir() -> str:
     from gpunb.foundation import config
 
     return config.cache_dir()
+
+
+def enabled() -> bool:
+    """Whether compiled kernels are cached (set_enabled, else GPUNB_CACHE)."""
+    from gpunb.foundation import config
+
+    return config.cache_enabled()
+
+
+def set_enabled(on: bool | None) -> None:
+    """Cache compiled kernels (True) or not (False) in this process, whatever GPUNB_CACHE says;
+    None goes back to GPUNB_CACHE. A disabled cache stores nothing, but a redefinition is still
+    noticed (that is the epoch's job, not the cache's)."""
+    from gpunb.foundation import config
+
+    config.set_cache_enabled(on)
 
 
 def default_cache():

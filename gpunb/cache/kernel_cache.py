@@ -27,9 +27,9 @@ import time
 from gpunb.cache import provenance
 from gpunb.cache.fingerprint import Dependency, FunctionFingerprint
 from gpunb.cache.keys import explain_change, key_of, key_parts
-from gpunb.cache.provenance import CacheEvent
 from gpunb.cache.relocate import relocate
 from gpunb.cache.store import CorruptEntry, DiskStore, MemoryStore
+from gpunb.foundation.events import CacheChange, CacheEvent, CacheKind, CacheReason, CacheSource
 
 
 class Lookup:
@@ -39,8 +39,8 @@ class Lookup:
     a dataclass: it is built on every lookup and imported on the disk-hit path of a new process.
     """
 
-    __slots__ = ("key", "parts", "function", "signature", "target", "fingerprint", "reason",
-                 "detail", "time_ms", "enabled", "started", "event", "waited_ms", "claim")
+    __slots__ = ("key", "parts", "function", "signature", "target", "fingerprint", "changes",
+                 "time_ms", "enabled", "started", "event", "waited_ms", "claim")
 
     def __init__(self, key: str, parts: dict, function: str, signature: str, target: str,
                  fingerprint: FunctionFingerprint, enabled: bool):
@@ -50,8 +50,7 @@ class Lookup:
         self.signature = signature
         self.target = target
         self.fingerprint = fingerprint
-        self.reason = ""  # '' on a hit
-        self.detail = ""
+        self.changes: tuple = ()  # why it missed (CacheChange records); () on a hit
         self.time_ms = 0.0
         self.enabled = enabled
         self.started = time.time()
@@ -60,7 +59,8 @@ class Lookup:
         self.claim = None  # compile_once.Compiling while this lookup's caller compiles the key
 
     def __repr__(self) -> str:
-        return f"<Lookup {self.function} {self.signature} {self.key[:12]} {self.reason or 'hit'}>"
+        why = self.changes[0].reason if self.changes else "hit"
+        return f"<Lookup {self.function} {self.signature} {self.key[:12]} {why}>"
 
 
 def _pointer(fingerprint: FunctionFingerprint, signature: str, target: str) -> str:
@@ -121,7 +121,7 @@ class KernelCache:
         key = key_of(parts)
         pending = Lookup(key, parts, func_name, signature, target, fingerprint, enabled)
         if not enabled:
-            pending.reason = pending.detail = "disabled"
+            pending.changes = (CacheChange(CacheReason.DISABLED, text="disabled"),)
             return self._missed(pending, started)
         with self._lock:
             found = self.memory.get(key)
@@ -131,11 +131,11 @@ class KernelCache:
             entry = self.disk.read(key)
             artifact = _artifact_from(entry) if entry is not None else None
         except CorruptEntry as exc:
-            pending.reason, pending.detail = "corrupt", f"corrupt entry {key}: {exc}"
+            pending.changes = (_corrupt(f"corrupt entry {key}: {exc}"),)
             return self._missed(pending, started)
         except Exception as exc:  # noqa: BLE001 - verified JSON that is no artifact: corrupt too
             self.disk.remove([key])
-            pending.reason, pending.detail = "corrupt", f"entry {key} is no artifact: {exc}"
+            pending.changes = (_corrupt(f"entry {key} is no artifact: {exc}"),)
             return self._missed(pending, started)
         if artifact is not None:
             return self._disk_hit(pending, key, artifact, entry, started), pending
@@ -145,11 +145,12 @@ class KernelCache:
             if source == "memory":  # another thread of this process compiled it
                 return self._hit(pending, artifact, entry, source, started), pending
             return self._disk_hit(pending, key, artifact, entry, started), pending
-        reasons = self._why_missed(pending)
-        pending.reason, pending.detail = reasons[0], "; ".join(reasons)
+        changes = self._why_missed(pending)
         if claim.outcome == "timed out":
-            pending.detail += (f"; waited {pending.waited_ms:.0f} ms for another compile of it, "
-                               "then compiled it here")
+            changes.append(CacheChange(changes[0].reason, text=(
+                f"waited {pending.waited_ms:.0f} ms for another compile of it, then compiled it "
+                "here")))
+        pending.changes = tuple(changes)
         return self._missed(pending, started)
 
     def _disk_hit(self, pending: Lookup, key: str, artifact, entry, started: float):
@@ -250,10 +251,8 @@ class KernelCache:
             self.latest[_pointer(fp, pending.signature, pending.target)] = pending.key
             self.bodies[pending.key] = body
         pending.time_ms = (time.perf_counter() - started) * 1000.0
-        pending.event = provenance.record(CacheEvent(
-            pending.function, pending.signature, pending.target, "hit", source, "", "",
-            pending.time_ms, 0.0, pending.key, size or int(body.get("entry_bytes", 0)),
-            fp.defined_at, pending.started, pending.waited_ms))
+        pending.event = _decided(pending, CacheKind.HIT, CacheSource(source), None, (), 0.0,
+                                 size or int(body.get("entry_bytes", 0)))
         return artifact
 
     def _missed(self, pending: Lookup, started: float) -> tuple:
@@ -264,7 +263,7 @@ class KernelCache:
                 self.pending.pop(next(iter(self.pending)))
         return None, pending
 
-    def _why_missed(self, pending: Lookup) -> list[str]:
+    def _why_missed(self, pending: Lookup) -> list[CacheChange]:
         """Diff against the previous entry of this function, signature and target."""
         pointer = _pointer(pending.fingerprint, pending.signature, pending.target)
         with self._lock:
@@ -272,12 +271,12 @@ class KernelCache:
         if previous is None:
             previous = self.disk.read_pointer(pointer)
         if previous is None:
-            return ["new"]
+            return [_NEW]
         if previous == pending.key:
-            return ["new", "its entry was removed (cache cleared or pruned)"]
+            return [_NEW, _removed("its entry was removed (cache cleared or pruned)")]
         body = self.body_of(previous)
         if body is None:
-            return ["new", "the previous entry was removed (cache cleared or pruned)"]
+            return [_NEW, _removed("the previous entry was removed (cache cleared or pruned)")]
         old_deps = [Dependency.from_json(d) for d in body.get("dependencies", ())]
         return explain_change(body.get("parts", {}), old_deps, str(body.get("code_digest", "")),
                               pending.parts, pending.fingerprint)
@@ -321,11 +320,20 @@ class KernelCache:
                                        pointer)
             finally:
                 self._release(pending)  # after the entry is in place: waiters find it
-        pending.event = provenance.record(CacheEvent(
-            pending.function, pending.signature, pending.target, "miss", None, pending.reason,
-            pending.detail, pending.time_ms, float(compile_ms), pending.key, size, fp.defined_at,
-            pending.started, pending.waited_ms))
+        changes = pending.changes or (_NEW,)
+        pending.event = _decided(pending, CacheKind.MISS, None, changes[0].reason, changes,
+                                 float(compile_ms), size, fp)
         return pending.event
+
+    def kept(self, function: str, fingerprint: FunctionFingerprint, signature: str, target: str,
+             key: str, entry_bytes: int, time_ms: float) -> CacheEvent:
+        """Record that a specialisation was kept: what it reads was rebound (or a notebook cell
+        ran), the content is the same (a reformatted helper, an equal value), so nothing was
+        rebuilt. Without this event a panel would still show the last miss."""
+        pending = Lookup(key, {}, function, signature, target, fingerprint, True)
+        pending.time_ms = time_ms
+        return _decided(pending, CacheKind.HIT, CacheSource.MEMORY, CacheReason.RECHECKED,
+                        (_RECHECKED,), 0.0, entry_bytes)
 
     # ---- maintenance ---------------------------------------------------------------------------
 
@@ -346,6 +354,30 @@ class KernelCache:
             self.memory.items.clear()
             self.latest.clear()
             self.bodies.clear()
+
+
+_NEW = CacheChange(CacheReason.NEW, text="new")
+_RECHECKED = CacheChange(CacheReason.RECHECKED, text="what it reads was rebound or redefined; the "
+                                                     "content is unchanged")
+
+
+def _removed(text: str) -> CacheChange:
+    return CacheChange(CacheReason.NEW, text=text)
+
+
+def _corrupt(text: str) -> CacheChange:
+    return CacheChange(CacheReason.CORRUPT, text=text)
+
+
+def _decided(pending: Lookup, kind: CacheKind, source: CacheSource | None,
+             reason: CacheReason | None, changes: tuple, compile_ms: float, size: int,
+             fingerprint: FunctionFingerprint | None = None) -> CacheEvent:
+    """The one place cache decisions become events: built, logged and published."""
+    fp = fingerprint or pending.fingerprint
+    return provenance.record(CacheEvent(
+        pending.function, pending.signature, pending.target, kind, source, reason,
+        tuple(changes), pending.time_ms, compile_ms, pending.key, size, fp.defined_at,
+        pending.started, pending.waited_ms))
 
 
 def _enabled(options: dict | None) -> bool:

@@ -12,6 +12,7 @@ import json
 
 from gpunb.cache.encode import blake2b
 from gpunb.cache.fingerprint import Dependency, FunctionFingerprint
+from gpunb.foundation.events import CacheChange, CacheReason
 
 FORMAT_VERSION = 1
 
@@ -32,8 +33,9 @@ def _json_value(value):
 def effective_options(options: dict | None, target: str) -> dict:
     """The options that shape code, canonical: sorted, defaults dropped, env-driven ones added.
 
-    On the CPU target GPUNB_BOUNDSCHECK=1 compiles bounds checks in (compiler/build.py), so it is
-    folded into `boundscheck` here: an environment variable that changes code must change keys.
+    On the CPU target GPUNB_BOUNDSCHECK=1 compiles bounds checks in (backends/cpu/backend.py), so
+    it is folded into `boundscheck` here: an environment variable that changes code must change
+    keys.
     """
     out = {}
     for name, value in (options or {}).items():
@@ -76,32 +78,45 @@ def cache_key(fingerprint: FunctionFingerprint, argtypes: str, options: dict | N
 # ---- explaining a miss -------------------------------------------------------------------------
 
 def explain_change(old_parts: dict, old_deps: list[Dependency], old_code: str,
-                   new_parts: dict, fingerprint: FunctionFingerprint) -> list[str]:
-    """Reasons, most useful first, why `new_parts` differs from the previous entry's parts."""
-    reasons = []
+                   new_parts: dict, fingerprint: FunctionFingerprint) -> list[CacheChange]:
+    """Why `new_parts` differs from the previous entry's parts, most useful first."""
+    changes = []
     if old_parts.get("function") != new_parts.get("function"):
-        reasons.extend(_dependency_changes(old_deps, old_code, fingerprint))
-        if not reasons:
-            reasons.append(f"changed: `{fingerprint.qualname}` or what it reads "
-                           f"(defined at {fingerprint.defined_at})")
+        changes.extend(_dependency_changes(old_deps, old_code, fingerprint))
+        if not changes:
+            changes.append(CacheChange(
+                CacheReason.CHANGED, fingerprint.qualname,
+                f"changed: `{fingerprint.qualname}` or what it reads "
+                f"(defined at {fingerprint.defined_at})", "function", fingerprint.defined_at))
     old_opts, new_opts = old_parts.get("options", {}), new_parts.get("options", {})
     for name in sorted(set(old_opts) | set(new_opts)):
         before = old_opts.get(name, _OPTION_DEFAULTS.get(name))
         after = new_opts.get(name, _OPTION_DEFAULTS.get(name))
         if before != after:
-            reasons.append(f"option changed: {name} {before} -> {after}")
+            changes.append(_was(CacheReason.OPTION_CHANGED, name, "option", before, after))
     if old_parts.get("arch") != new_parts.get("arch"):
-        reasons.append(f"arch changed: {old_parts.get('arch')} -> {new_parts.get('arch')}")
+        changes.append(_was(CacheReason.ARCH_CHANGED, "", "arch", old_parts.get("arch"),
+                            new_parts.get("arch")))
     old_tools, new_tools = old_parts.get("toolchain", {}), new_parts.get("toolchain", {})
     for name in sorted(set(old_tools) | set(new_tools)):
         if old_tools.get(name) != new_tools.get(name):
-            reasons.append(f"toolchain changed: {name} {old_tools.get(name)} -> "
-                           f"{new_tools.get(name)}")
+            changes.append(_was(CacheReason.TOOLCHAIN_CHANGED, name, "tool", old_tools.get(name),
+                                new_tools.get(name)))
     if old_parts.get("format") != new_parts.get("format"):
-        reasons.append(f"format changed: {old_parts.get('format')} -> {new_parts.get('format')}")
-    if old_parts.get("locations") != new_parts.get("locations") and not reasons:
-        reasons.append("changed: source location (lineinfo/debug builds embed file and line)")
-    return reasons or ["changed: key parts differ"]
+        changes.append(_was(CacheReason.FORMAT_CHANGED, "", "format", old_parts.get("format"),
+                            new_parts.get("format")))
+    if old_parts.get("locations") != new_parts.get("locations") and not changes:
+        changes.append(CacheChange(CacheReason.CHANGED, "source location",
+                                   "changed: source location (lineinfo/debug builds embed file "
+                                   "and line)", "location"))
+    return changes or [CacheChange(CacheReason.CHANGED, "", "changed: key parts differ")]
+
+
+def _was(reason: CacheReason, subject: str, what: str, before, after) -> CacheChange:
+    """`option changed: fastmath False -> True`, `arch changed: sm_80 -> sm_90`, ..."""
+    name = f"{subject} " if subject else ""
+    return CacheChange(reason, subject, f"{reason}: {name}{before} -> {after}", what,
+                       before=str(before), after=str(after))
 
 
 def _via(dep: Dependency) -> str:
@@ -113,12 +128,18 @@ def _ident(dep: Dependency) -> tuple:
     return (dep.via, dep.kind if dep.kind in ("default", "annotation") else "", dep.name)
 
 
+def _changed(dep: Dependency, text: str, before: str = "", after: str = "") -> CacheChange:
+    return CacheChange(CacheReason.CHANGED, dep.name, f"changed: {text}", dep.kind,
+                       dep.defined_at, before, after)
+
+
 def _dependency_changes(old_deps: list[Dependency], old_code: str,
-                        fingerprint: FunctionFingerprint) -> list[str]:
+                        fingerprint: FunctionFingerprint) -> list[CacheChange]:
     out = []
     if old_code and old_code != fingerprint.code_digest:
-        out.append(f"changed: source of `{fingerprint.qualname}` defined at "
-                   f"{fingerprint.defined_at}")
+        out.append(CacheChange(CacheReason.CHANGED, fingerprint.qualname,
+                               f"changed: source of `{fingerprint.qualname}` defined at "
+                               f"{fingerprint.defined_at}", "source", fingerprint.defined_at))
     old = {_ident(d): d for d in old_deps}
     new = {_ident(d): d for d in fingerprint.dependencies}
     old_vias = {d.via for d in old_deps}
@@ -128,17 +149,21 @@ def _dependency_changes(old_deps: list[Dependency], old_code: str,
         if before is None:
             if dep.via not in old_vias and dep.via:
                 continue  # inside a callee that is new or edited: its own line says so
-            out.append(f"changed: now reads {dep.label()} defined at {dep.defined_at}{_via(dep)}")
+            out.append(_changed(dep, f"now reads {dep.label()} defined at {dep.defined_at}"
+                                     f"{_via(dep)}", after=dep.value))
         elif dep.kind == "gpu function" and before.kind == "gpu function":
             if dep.code_digest != before.code_digest:
-                out.append(f"changed: {dep.label()} defined at {dep.defined_at}{_via(dep)}")
+                out.append(_changed(dep, f"{dep.label()} defined at {dep.defined_at}{_via(dep)}"))
             elif dep.value != before.value:  # its jit options or declared signatures
-                out.append(f"changed: options of {dep.label()} defined at {dep.defined_at}"
-                           f"{_via(dep)}: {before.value or 'jit()'} -> {dep.value or 'jit()'}")
+                out.append(_changed(dep, f"options of {dep.label()} defined at {dep.defined_at}"
+                                         f"{_via(dep)}: {before.value or 'jit()'} -> "
+                                         f"{dep.value or 'jit()'}", before.value, dep.value))
         elif dep.digest != before.digest:
             values = f": {before.value} -> {dep.value}" if before.value or dep.value else ""
-            out.append(f"changed: {dep.label()} defined at {dep.defined_at}{_via(dep)}{values}")
+            out.append(_changed(dep, f"{dep.label()} defined at {dep.defined_at}{_via(dep)}"
+                                     f"{values}", before.value, dep.value))
     for ident, dep in old.items():
         if ident not in new and (not dep.via or dep.via in new_vias):
-            out.append(f"changed: no longer reads {dep.label()}{_via(dep)}")
+            out.append(_changed(dep, f"no longer reads {dep.label()}{_via(dep)}",
+                                before=dep.value))
     return out

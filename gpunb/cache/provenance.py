@@ -1,7 +1,8 @@
-"""Why the cache hit or missed: one CacheEvent per decision, a bounded log, readable accounts.
+"""Why the cache hit or missed: the bounded log of CacheEvents and readable accounts of them.
 
-The notebook's `%gpucache`, the widgets and `python -m gpunb.cache` read these records; nothing
-here knows about IPython.
+Events are made by KernelCache (its one `_decided` producer) and typed in foundation/events.py;
+the notebook's `%gpucache`, the widgets and `python -m gpunb.cache` read them. Nothing here
+knows about IPython.
 """
 
 from __future__ import annotations
@@ -9,65 +10,20 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 
-KINDS = ("hit", "miss")
-SOURCES = ("memory", "disk", None)
+from gpunb.foundation.events import CacheEvent, EventKind, publish
+
 _LOG_SIZE = 2048
-
-
-@dataclass(frozen=True, slots=True)
-class CacheEvent:
-    """One cache decision for one specialisation (function, signature, target)."""
-
-    function: str
-    signature: str
-    target: str
-    kind: str  # 'hit' | 'miss'
-    source: str | None  # 'memory' | 'disk' for hits, None for misses
-    # '' for hits ('re-checked': kept after a rebinding); 'new', 'changed: ...', 'corrupt', ...
-    reason: str
-    detail: str = ""  # every reason found, '; '-joined (or what failed verification)
-    time_ms: float = 0.0  # the lookup itself: key, memory and disk (fingerprint excluded)
-    compile_ms: float = 0.0  # misses: the compile that followed
-    key: str = ""
-    entry_bytes: int = 0
-    defined_at: str = ""
-    timestamp: float = 0.0  # time.time()
-    # part of time_ms spent waiting for another thread, or another process sharing the cache
-    # directory, compiling the same key (compile_once.py): a hit loaded its result; a miss
-    # waited for nothing (its compile failed or took too long) and compiled
-    waited_ms: float = 0.0
-
-    @property
-    def entry_size(self) -> int:
-        """Alias read by the notebook's status table."""
-        return self.entry_bytes
-
-    @property
-    def outcome(self) -> str:
-        """`hit (memory)`, `hit (disk, waited 412 ms)`, `miss (new)`: the short form."""
-        waited = f", waited {self.waited_ms:.0f} ms" if self.waited_ms else ""
-        if self.kind == "hit":
-            how = f", {self.reason}: unchanged" if self.reason else ""
-            return f"hit ({self.source}{how}{waited})"
-        return f"miss ({self.reason}{waited})"
-
-    def describe(self) -> str:
-        """The outcome with its time: `hit (disk, waited 412 ms) in 415.20 ms`."""
-        if self.kind == "hit":
-            return f"{self.outcome} in {self.time_ms:.2f} ms"
-        compiled = f", compiled in {self.compile_ms:.1f} ms" if self.compile_ms else ""
-        return f"{self.outcome}{compiled}"
-
 
 _log: deque = deque(maxlen=_LOG_SIZE)
 _lock = threading.Lock()
 
 
 def record(event: CacheEvent) -> CacheEvent:
+    """Keep `event` in the bounded log and publish it to `EventKind.CACHE` subscribers."""
     with _lock:
         _log.append(event)
+    publish(EventKind.CACHE, event)
     return event
 
 
@@ -100,7 +56,7 @@ def _ago(timestamp: float) -> str:
 
 
 def render_explanation(name: str, fingerprint, last: CacheEvent | None, parts: dict | None,
-                       pending: list[str], stale_files: tuple[str, ...], error: str = "") -> str:
+                       pending: list, stale_files: tuple[str, ...], error: str = "") -> str:
     """The text of gpunb.cache.explain(): key parts, dependency tree, last event, what changed."""
     lines = []
     if fingerprint is not None:
@@ -114,8 +70,7 @@ def render_explanation(name: str, fingerprint, last: CacheEvent | None, parts: d
     else:
         lines.append(f"  last event: {last.describe()}, {_ago(last.timestamp)}")
         lines.append(f"    signature {last.signature}, target {last.target}, key {last.key}")
-        if last.detail and last.detail != last.reason:
-            lines.append(f"    details: {last.detail}")
+        lines.extend(f"    why: {change.text}" for change in last.changes)
     if parts:
         lines.append("  key parts:")
         lines.append(f"    function digest  {parts.get('function')}")
@@ -136,7 +91,7 @@ def render_explanation(name: str, fingerprint, last: CacheEvent | None, parts: d
                          f"[{dep.defined_at}]  {dep.digest[:12]}")
     if pending:
         lines.append("  changed since the last compile (the next launch recompiles):")
-        lines.extend(f"    {reason}" for reason in pending)
+        lines.extend(f"    {change.text}" for change in pending)
     for path in stale_files:
         lines.append(f"  note: {path} changed on disk after it was imported; reload the module "
                      "(importlib.reload) to use the edit")

@@ -9,7 +9,6 @@ data only decides whether to ask again, never what goes into a key.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import json
 import os
@@ -165,15 +164,8 @@ def toolchain_identity(target: str, directory: str | None = None,
     return dict(identity)
 
 
-@functools.cache
 def host_arch() -> str:
-    """The CPU target's arch: triple, CPU name and a digest of its features.
+    """The CPU target's arch as cache keys name it (the CPU backend's `cache_arch`)."""
+    from gpunb.backends.cpu.backend import host_arch as backend_host_arch
 
-    Host objects are compiled for the host CPU's features, so a cache directory shared between
-    machines (an NFS home) must not hand an AVX-512 object to a machine without AVX-512.
-    """
-    import llvmlite.binding as llvm
-
-    features = llvm.get_host_cpu_features().flatten()
-    digest = blake2b(features.encode(), digest_size=6).hexdigest()
-    return f"{llvm.get_default_triple()}/{llvm.get_host_cpu_name()}/{digest}"
+    return backend_host_arch()

@@ -65,42 +65,21 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     threadIdx,
     warpsize,
 )
-from gpunb.foundation.types import Signature
+from gpunb.jit.decorator import jit  # noqa: F401 - re-exported: @cuda.jit
 
 # `from gpunb.cuda.bf16 import hadd` as numba-cuda's `from numba.cuda.bf16 import hadd`
 _sys.modules[__name__ + ".bf16"] = bf16
 _sys.modules[__name__ + ".fp8"] = fp8
 
 
-def jit(func_or_sig=None, device: bool = False, target: str | None = None, **options):
-    """Make a GPU function, as numba.cuda.jit does.
-
-    `@cuda.jit`, `@cuda.jit()`, `@cuda.jit("void(float32[:], float32)")`, `@cuda.jit(device=True)`;
-    options: fastmath, lineinfo, debug, opt, max_registers, cache, boundscheck; target: "cuda",
-    "cpu" or "auto" (default: GPUNB_TARGET / gpunb.set_target). Compilation happens at the first
-    launch (or first call from another GPU function) for the argument types seen.
-    """
-    from gpunb.jit.dispatcher import Dispatcher
-
-    if callable(func_or_sig) and not isinstance(func_or_sig, (str, Signature)):
-        return Dispatcher(func_or_sig, device=device, target=target, **options)
-    signatures = func_or_sig
-
-    def decorate(func):
-        return Dispatcher(func, device=device, signatures=signatures, target=target, **options)
-
-    return decorate
-
-
 def compile_ptx(pyfunc, sig, device: bool = False, abi: str = "numba", lineinfo: bool = False,
                 debug: bool = False, fastmath: bool = False, cc: tuple | None = None,
                 opt: bool = True) -> tuple:
     """PTX for `pyfunc` with signature `sig`, without a GPU: returns (ptx, return_type)."""
-    from gpunb.backends.build import build_ptx
-    from gpunb.backends.cuda.target import CudaTarget, emit_ptx
-    from gpunb.compiler.guard import compile_guard
-    from gpunb.compiler.pipeline import infer_kernel, lower_device_function
+    from gpunb import backends
+    from gpunb.backends.pipeline import compile
     from gpunb.foundation import config
+    from gpunb.foundation.events import Stage
     from gpunb.jit import options as jit_checks
 
     func = getattr(pyfunc, "py_func", pyfunc)
@@ -109,17 +88,13 @@ def compile_ptx(pyfunc, sig, device: bool = False, abi: str = "numba", lineinfo:
     cc = jit_checks.check_arch(cc) if cc else config.default_arch()
     options = {"lineinfo": lineinfo, "debug": debug, "fastmath": fastmath, "opt": opt}
     options = {**options, **jit_checks.check_options(options, tuple(options))}
-    with compile_guard(func):
-        typed = infer_kernel(func, tuple(sig.args), options, device=device)
-        if not device:
-            return build_ptx(typed, options, cc).ptx, typed.return_type
-        mb = lower_device_function(typed, CudaTarget(cc, fastmath), options, func.__name__)
-        ptx, _ = emit_ptx(str(mb.module), cc, opt=opt, fastmath=fastmath,
-                          kernel_symbols=(func.__name__,), lineinfo=lineinfo)
-    return ptx, typed.return_type
+    compiled = compile(func, tuple(sig.args), options, backends.get("cuda"),
+                       stop_after=Stage.PTX, arch=cc, device=device, export_device=device)
+    return compiled.artifact.ptx, compiled.typed.return_type
 
 
 def compile_ptx_for_current_device(pyfunc, sig, device: bool = False, **kwargs) -> tuple:
+    """compile_ptx for the current GPU's compute capability (GPUNB_ARCH without a GPU)."""
     from gpunb.backends.cuda import driver
 
     cc = driver.current_device().compute_capability if driver.is_available() else None

@@ -1,6 +1,6 @@
 """How kernel arguments cross into compiled code: each argument flattens into parameter slots.
 
-The CUDA and CPU targets share this layout, so one argument packer (runtime/launch.py) serves both:
+The CUDA and CPU targets share this layout, so one argument packer (runtime/packing.py) serves both:
 - a scalar is one slot of its machine type (bool is `i8`, bfloat16 `bf16`, an fp8 value `i8`);
 - a complex number is two slots (real, imaginary) of its component type;
 - an array is `ptr` (data), then `ndim` x `i64` shape, then `ndim` x `i64` strides in bytes;

@@ -3,7 +3,8 @@
 Values are read when asked for (not frozen at import), so tests and notebooks can change them.
 
 - GPUNB_TARGET: `cuda`, `cpu` or `auto` (cuda when a usable GPU exists, else cpu). Default auto.
-- GPUNB_CACHE: `0` disables the compiled-kernel cache (memory and disk). Default 1.
+- GPUNB_CACHE: `0` disables the compiled-kernel cache (memory and disk). Default 1;
+  `gpunb.cache.set_enabled` (and `%gpucache on|off`) overrides it for the process.
 - GPUNB_CACHE_DIR: directory of the disk cache. Default: platformdirs' user cache dir.
 - GPUNB_CACHE_MAX_BYTES: size cap of the disk cache; LRU entries pruned. Default 1 GiB.
 - GPUNB_CACHE_WAIT_SECONDS: how long a miss waits for another process sharing the cache
@@ -17,7 +18,7 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_CPU_THREADS: host threads that run blocks in parallel on the CPU target. Default: cores.
 - GPUNB_NOTICES: `0` silences one-line notices (target fallback, host copies). Default 1.
 - GPUNB_NATIVE_LAUNCH: `0` launches through cuda.bindings instead of gpunb's native
-  cuLaunchKernel trampoline (runtime/native_launch.py). Default 1.
+  cuLaunchKernel trampoline (backends/cuda/native_launch.py). Default 1.
 - CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM (cuda.bindings' own): when set, the trampoline
   calls the per-thread-default-stream entry points, as cuda.bindings then does.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 import os
 
 _process_target: str | None = None
+_process_cache: bool | None = None  # set_cache_enabled's override of GPUNB_CACHE
 
 
 def _flag(name: str, default: bool) -> bool:
@@ -61,7 +63,17 @@ _target_listeners: list = []
 
 
 def cache_enabled() -> bool:
+    """Whether compiled kernels are cached: the process-wide setter first, then GPUNB_CACHE."""
+    if _process_cache is not None:
+        return _process_cache
     return _flag("GPUNB_CACHE", True)
+
+
+def set_cache_enabled(on: bool | None) -> None:
+    """Turn the cache on or off for the whole process (None: back to GPUNB_CACHE). Read on
+    every lookup, so it takes effect at the next compile."""
+    global _process_cache
+    _process_cache = None if on is None else bool(on)
 
 
 def cache_dir() -> str:

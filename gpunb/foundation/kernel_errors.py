@@ -1,15 +1,14 @@
 """Exceptions raised in kernel code compiled with debug=True, raised again on the host.
 
 The kernel records which raise site fired and in which thread (the CPU target in its Status, the
-CUDA target in a device global); the launcher turns that record into an exception that is both
-gpunb's LaunchError (pointing at the raise with a caret) and the builtin class the kernel raised,
-so `except ValueError` works as with numba.cuda.
+CUDA target in a device global, read by backends/cuda/launch.py); the backend turns that record
+into an exception that is both gpunb's LaunchError (pointing at the raise with a caret) and the
+builtin class the kernel raised, so `except ValueError` works as with numba.cuda.
 """
 
 from __future__ import annotations
 
 import builtins
-import ctypes
 
 from gpunb.foundation.artifact import KernelArtifact
 from gpunb.foundation.errors import LaunchError, SourceLocation
@@ -39,25 +38,3 @@ def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchE
         SourceLocation(filename, line, col), function=function,
         hint="reported because the kernel was compiled with debug=True; without it the "
              "raising thread just ends, as in numba.cuda")
-
-
-def check_cuda_exception(module, artifact: KernelArtifact) -> None:
-    """After a launch of a kernel that can raise: wait for it, read and clear its record."""
-    from gpunb.backends.cuda import abi as cuda_abi
-    from gpunb.backends.cuda import driver
-
-    driver.synchronize()
-    cu = driver.cuda_driver()
-    address, _size = driver.check(
-        cu.cuModuleGetGlobal(module.handle, cuda_abi.EXCEPTION_SYMBOL.encode()),
-        "cuModuleGetGlobal", kernel=artifact.name)
-    words = (ctypes.c_int32 * cuda_abi.EXCEPTION_WORDS)()
-    nbytes = ctypes.sizeof(words)
-    driver.check(cu.cuMemcpyDtoH(ctypes.addressof(words), address, nbytes), "cuMemcpyDtoH",
-                 kernel=artifact.name)
-    if words[0] == 0:
-        return
-    record = list(words)
-    driver.check(cu.cuMemsetD32(address, 0, cuda_abi.EXCEPTION_WORDS), "cuMemsetD32",
-                 kernel=artifact.name)
-    raise kernel_exception(artifact, record[0] - 1, record[1:4], record[4:7])

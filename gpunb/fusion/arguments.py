@@ -38,7 +38,7 @@ def prepare(value, target: str) -> tuple:
 
 
 def _foreign(value, target: str) -> tuple:
-    from gpunb import cuda
+    from gpunb.runtime import memory
 
     module = type(value).__module__.split(".")[0]
     kind = module if module in FOREIGN_KINDS else "device"
@@ -47,9 +47,9 @@ def _foreign(value, target: str) -> tuple:
             raise TypeError(f"gpunb.fuse: a CUDA array ({type(value).__name__}) cannot be used on "
                             "the CPU target; copy it to the host first, or run on the GPU "
                             "(gpunb.set_target('cuda'))")
-        return cuda.as_cuda_array(value), kind
+        return memory.as_cuda_array(value), kind
     if hasattr(value, "__dlpack__"):
-        array = cuda.from_dlpack(value) if target == "cuda" else np.from_dlpack(value)
+        array = memory.from_dlpack(value) if target == "cuda" else np.from_dlpack(value)
         return array, ("numpy" if isinstance(array, np.ndarray) else kind)
     if hasattr(value, "__array__"):
         return np.asarray(value), "numpy"
@@ -85,9 +85,9 @@ def to_target(value, target: str):
     if target == "cpu":
         return value.copy_to_host() if isinstance(value, DeviceArray) else value
     if isinstance(value, np.ndarray):
-        from gpunb import cuda
+        from gpunb.runtime import memory
 
-        return cuda.to_device(value)
+        return memory.to_device(value)
     return value
 
 

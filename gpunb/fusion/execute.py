@@ -67,11 +67,11 @@ def resident_blocks(kernel, args: list, target: str) -> int:
         from gpunb.foundation import config
 
         return 4 * config.cpu_threads()
-    from gpunb.backends.cuda import driver, occupancy
+    from gpunb.backends.cuda import driver
     from gpunb.runtime.typeof import typeof
 
     spec = kernel.specialize(tuple(typeof(a) for a in args), "cuda")
-    per_sm = occupancy.max_active_blocks_per_sm(spec.launcher.function, BLOCK)
+    per_sm = spec.backend.max_active_blocks_per_sm(spec.program, BLOCK)
     return max(1, per_sm) * driver.current_device().multiprocessor_count
 
 

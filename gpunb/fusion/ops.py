@@ -11,32 +11,32 @@ import math
 
 import numpy as np
 
-from gpunb import cuda
+from gpunb.jit.decorator import jit
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def maximum(a, b):
     # np.maximum: a NaN on either side wins (Python's max keeps the first argument)
     return a if (a >= b or a != a) else b
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def minimum(a, b):
     return a if (a <= b or a != a) else b
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def fmax(a, b):
     # np.fmax: NaN loses unless both are NaN
     return a if (a >= b or b != b) else b
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def fmin(a, b):
     return a if (a <= b or b != b) else b
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def sign_float(a):
     if a > 0:
         return 1.0
@@ -45,7 +45,7 @@ def sign_float(a):
     return a  # 0 stays 0, NaN stays NaN
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def sign_int(a):
     if a > 0:
         return 1
@@ -54,7 +54,7 @@ def sign_int(a):
     return 0
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def rint(a):
     # round half to even, like np.rint; infinities and NaN pass through
     if not math.isfinite(a):
@@ -66,7 +66,7 @@ def rint(a):
     return whole
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def fmod_int(a, b):
     # C's truncated remainder (np.fmod on integers); 0 for a zero divisor, as numpy
     if b == 0:
@@ -77,7 +77,7 @@ def fmod_int(a, b):
     return r
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def left_shift(a, b):
     # numpy: shifting by a negative count or by at least the width gives 0
     if b < 0 or b >= 64:
@@ -85,14 +85,14 @@ def left_shift(a, b):
     return a << b
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def right_shift(a, b):
     if b < 0 or b >= 64:
         return a * 0 - 1 if a < 0 else a * 0
     return a >> b
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def reciprocal_int(a, of_zero):
     # C integer division 1 / a; for a == 0 numpy returns what x86 does for its dtype (of_zero)
     if a == 1:
@@ -104,12 +104,12 @@ def reciprocal_int(a, of_zero):
     return 0
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def signbit(a):
     return math.copysign(1.0, a) < 0
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def heaviside(x, h0):
     if x != x:
         return x
@@ -120,7 +120,7 @@ def heaviside(x, h0):
     return h0
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def logaddexp(x, y):
     if x == y:
         return x + math.log(2.0)  # log(2 e^x), exact for infinities of one sign
@@ -132,7 +132,7 @@ def logaddexp(x, y):
     return d  # NaN
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def logaddexp2(x, y):
     if x == y:
         return x + 1
@@ -144,7 +144,7 @@ def logaddexp2(x, y):
     return d
 
 
-@cuda.jit(device=True)
+@jit(device=True)
 def power_by_scalar(x, y):
     # numpy's float power loop with a scalar exponent: sqrt for 0.5, x * x for 2, 1 / x for -1
     # (np.array([-inf]) ** 0.5 is nan, not pow's inf)

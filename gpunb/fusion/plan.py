@@ -126,19 +126,21 @@ def compile_source(source: k.KernelSource):
                                      filename)
         namespace = kernel_namespace()
         exec(compile(source.text, filename, "exec"), namespace)  # noqa: S102 - generated here
-        from gpunb import cuda
+        from gpunb.jit.decorator import jit
 
-        kernel = cuda.jit(namespace[source.name])
+        kernel = jit(namespace[source.name])
         _compiled[source.text] = kernel
         return kernel
 
 
 def kernel_namespace() -> dict:
-    """The globals a generated kernel reads: cuda, math, numpy, dtype names and gpunb.fusion.ops."""
-    from gpunb import cuda
+    """The globals a generated kernel reads: cuda (the kernel language's names), math, numpy,
+    dtype names and gpunb.fusion.ops."""
+    from gpunb.compiler import kernel_api
     from gpunb.fusion import ops
 
-    namespace = {"__name__": "gpunb.fusion.generated", "cuda": cuda, "math": math, "np": np}
+    namespace = {"__name__": "gpunb.fusion.generated", "cuda": kernel_api, "math": math,
+                 "np": np}
     for char in g.SUPPORTED_DTYPES:
         dtype = np.dtype(char)
         if dtype.kind != "b":

@@ -1,22 +1,25 @@
 """@cuda.jit objects: specialise per argument types, `kernel[grid, block](...)`, the fast path.
 
 A launch on the fast path: one type key per argument, one dict lookup, a validity check of the
-cached specialisation (identity checks of the globals its code reads), argument packing into a
-persistent buffer, one driver (or CPU runner) call. Everything else - inference, compilation,
-cache lookups - happens on the slow path, once per new argument types or changed dependency.
+cached specialisation (identity checks of the globals its code reads), one test that nobody
+subscribes to launch events, argument packing into a persistent buffer, one program launch
+(driver or CPU runner). Everything else - inference, compilation, cache lookups (jit/slow_path.py)
+and publishing launch events (jit/observe.py) - happens off that path.
 """
 
 from __future__ import annotations
 
 import inspect
 import threading
-import time
 import weakref
 
 from gpunb.cache.fingerprint import still_valid
 from gpunb.foundation import config
+from gpunb.foundation import events as _events
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import CompileError, LaunchError
+from gpunb.jit.observe import observed_launch
+from gpunb.jit.specialization import Specialization
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.typeof import type_key
 
@@ -39,33 +42,13 @@ _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache
                  "inline")
 
 
-class Specialization:
-    """One compiled kernel for one target and argument types, ready to launch."""
-
-    __slots__ = ("argtypes", "artifact", "target", "packer", "launcher", "watch", "typed",
-                 "cache_event", "compile_ms", "key", "fingerprint")
-
-    def __init__(self, argtypes, artifact, target, packer, launcher, typed=None):
-        self.argtypes = argtypes
-        self.artifact = artifact
-        self.target = target
-        self.packer = packer
-        self.launcher = launcher
-        self.watch = ()
-        self.typed = typed
-        self.cache_event = None
-        self.compile_ms = 0.0
-        self.key = None
-        self.fingerprint = None
-
-
 class Dispatcher:
     """A GPU function: a kernel when launched, a device function when called from GPU code."""
 
     __gpunb_function__ = True
 
     def __init__(self, py_func, *, device: bool = False, signatures=(), target: str | None = None,
-                 **options):
+                 inspection_arch: str | None = None, **options):
         from gpunb.jit import options as jit_checks
 
         jit_checks.check_function(py_func)
@@ -80,6 +63,11 @@ class Dispatcher:
         self.__wrapped__ = py_func
         self.device = device
         self.requested_target = target
+        # the sm_XX that inspect() shows PTX/SASS for when none is passed (%%gpukernel --arch);
+        # it never changes the code that runs
+        self.inspection_arch = inspection_arch
+        # the configuration chosen in the launch explorer: kernel[kernel.launch_config](...)
+        self.launch_config = None
         self.options = checked_options
         self.declared_signatures = tuple(_parse_signatures(signatures, py_func))
         self._fast: dict = {}
@@ -150,22 +138,29 @@ class Dispatcher:
     # ---- the fast path -------------------------------------------------------------------------
 
     def launch(self, griddim, blockdim, stream, sharedmem: int, args: tuple) -> None:
+        """Launch with these arguments: the fast path (see the module docstring)."""
         try:
             key = tuple([a._key if a.__class__ in _DEVICE_ARRAYS else type_key(a) for a in args])
         except TypeError:
             key = None
         spec = self._fast.get(key) if key is not None else None
         if spec is None or not still_valid(spec.watch):
-            spec = self._specialize_for_args(args, key)
+            spec, new = self._specialize_for_args(args, key)
+            if _events.launch_subscribers:
+                return observed_launch(self, spec, new, griddim, blockdim, stream, sharedmem, args)
+        elif _events.launch_subscribers:  # a profiler listens: the observed launch
+            return observed_launch(self, spec, False, griddim, blockdim, stream, sharedmem, args)
+        # jit/observe.py repeats these lines around its events; here they stay inline (no call)
         params, writeback = spec.packer.pack(args, spec.argtypes)
-        spec.launcher(griddim, blockdim, sharedmem, stream, params)
+        spec.launch(griddim, blockdim, sharedmem, stream, params)
         if writeback:
             for fn in writeback:
                 fn()
 
     # ---- the slow path -------------------------------------------------------------------------
 
-    def _specialize_for_args(self, args: tuple, key) -> Specialization:
+    def _specialize_for_args(self, args: tuple, key) -> tuple:
+        """(specialisation, whether it was made just now) for a launch's arguments."""
         from gpunb.runtime.target import active_target
         from gpunb.runtime.typeof import typeof
 
@@ -185,10 +180,11 @@ class Dispatcher:
         argtypes = tuple(self._argument_type(typeof, k, name, a)
                          for k, (name, a) in enumerate(zip(params, args, strict=True)))
         argtypes = self._match_declared(argtypes)
+        previous = self.specializations.get((target, argtypes))
         spec = self.specialize(argtypes, target)
         if key is not None:
             self._fast[key] = spec
-        return spec
+        return spec, spec is not previous
 
     def _argument_type(self, typeof, k: int, name: str, value):
         try:
@@ -201,7 +197,7 @@ class Dispatcher:
 
     def _match_declared(self, argtypes: tuple) -> tuple:
         if not self.declared_signatures:
-            return tuple(_launch_type(a) for a in argtypes)
+            return argtypes
         for sig in self.declared_signatures:
             if len(sig.args) == len(argtypes) and all(
                     t.can_convert(a, d) for d, a in zip(sig.args, argtypes, strict=False)):
@@ -227,15 +223,17 @@ class Dispatcher:
             found = self.specializations.get((target, argtypes))
             if found is not None and still_valid(found.watch):
                 return found
-            from gpunb.jit import specialize as spz
+            from gpunb import backends
+            from gpunb.jit.slow_path import build_specialization
 
-            spec = spz.build_specialization(self, argtypes, target, previous=found)
+            spec = build_specialization(self, argtypes, backends.get(target), previous=found)
             self.specializations[(target, argtypes)] = spec
             return spec
 
     # ---- compile-time API (numba.cuda compatible) ----------------------------------------------
 
     def compile(self, sig) -> Specialization:
+        """Compile for a declared signature ("void(float32[:])") now, as numba's does."""
         sig = _parse_signatures([sig], self.py_func)[0]
         return self.specialize(tuple(sig.args))
 
@@ -261,7 +259,7 @@ class Dispatcher:
     def inspect_asm(self, signature=None):
         """PTX on the CUDA target (host assembly on the CPU target)."""
         def text(spec):
-            return spec.artifact.ptx if spec.target == "cuda" else spec.artifact.asm
+            return spec.backend.assembly(spec.artifact)
 
         if signature is not None:
             return text(self._any_spec(signature))
@@ -270,54 +268,59 @@ class Dispatcher:
 
     def inspect_ptx(self, signature=None) -> str:
         """PTX for these argument types, on any target (compiled for the CUDA target if needed)."""
-        from gpunb.jit import specialize as spz
+        from gpunb.jit import inspection
 
         spec = self._any_spec(signature)
-        return spz.ptx_for(self, spec.argtypes).ptx
+        return inspection.ptx_for(self, spec.argtypes).ptx
 
     def inspect_sass(self, signature=None) -> str:
-        from gpunb.jit import specialize as spz
+        """SASS (the GPU's machine code) of this kernel's PTX, by nvdisasm; no GPU needed."""
+        from gpunb.jit import inspection
 
         spec = self._any_spec(signature)
-        return spz.sass_for(self, spec)
+        return inspection.sass_for(self, spec)
 
     def inspect_types(self, signature=None, file=None) -> str:
-        from gpunb.jit import specialize as spz
+        from gpunb.jit import inspection
 
         spec = self._any_spec(signature)
         if spec.typed is None:  # loaded from the cache: types were not inferred in this process
-            spec.typed = spz.infer(self, spec.argtypes, dict(self.options))
-        text = spz.describe_types(spec.typed)
+            spec.typed = self._infer(spec)
+        text = inspection.describe_types(spec.typed)
         if file is not None:
             print(text, file=file)
             return None
         return text
 
     def resource_usage(self, signature=None) -> dict:
-        from gpunb.jit import specialize as spz
+        """Registers, shared/local/const bytes and max threads per block: the driver's figures
+        on a GPU, ptxas's for the PTX elsewhere."""
+        from gpunb.jit import inspection
 
         spec = self._any_spec(signature)
-        return spz.resources_for(self, spec)
+        return inspection.resources_for(self, spec)
 
     def line_map(self, signature=None) -> dict:
         """{python source line: [ptx line, ...]} from the PTX `.loc` directives."""
-        from gpunb.jit import specialize as spz
+        from gpunb.jit import inspection
 
         spec = self._any_spec(signature)
-        return {line: list(ptx) for line, ptx in spz.ptx_for(self, spec.argtypes).line_map}
+        return {line: list(ptx) for line, ptx in inspection.ptx_for(self, spec.argtypes).line_map}
 
     def suggest_launch(self, n: int, signature=None) -> dict:
-        from gpunb.jit import specialize as spz
+        """The block size with the best occupancy and the grid covering `n` threads."""
+        from gpunb.jit import inspection
 
-        return spz.suggest_launch(self, self._any_spec(signature), n)
+        return inspection.suggest_launch(self, self._any_spec(signature), n)
 
     def max_cooperative_grid_blocks(self, blockdim, dynsmemsize: int = 0, signature=None) -> int:
         """The most blocks a grid-synchronising launch of this kernel may have (all resident at
         once), for a block shape and dynamic shared memory; numba.cuda's method of the same name.
         On a GPU from the driver's occupancy API, on the CPU target from its co-residency limit."""
-        from gpunb.jit import specialize as spz
+        from gpunb.jit import inspection
 
-        return spz.max_cooperative_blocks(self._any_spec(signature), blockdim, int(dynsmemsize))
+        spec = self._any_spec(signature)
+        return inspection.max_cooperative_blocks(spec, blockdim, int(dynsmemsize))
 
     def cache_info(self) -> list:
         """Cache events of every specialisation of this function (structured records)."""
@@ -329,11 +332,21 @@ class Dispatcher:
                         "key": spec.key})
         return out
 
-    def inspect(self, signature=None):
-        """The inspector widget (Source | Types | LLVM | PTX | SASS) for this kernel."""
-        from gpunb.notebook.inspector import inspector_for
+    def _infer(self, spec: Specialization):
+        """The typed function of a specialisation loaded from the cache (for inspect_types)."""
+        from gpunb.backends.pipeline import compile
+        from gpunb.foundation.events import Stage
 
-        return inspector_for(self, signature)
+        return compile(self.py_func, spec.argtypes, dict(self.options), spec.backend,
+                       stop_after=Stage.TYPES, device=self.device).typed
+
+    def inspect(self, signature=None, arch: str | None = None):
+        """A KernelReport of this kernel (source, types, LLVM, PTX, SASS, resources, cache);
+        after `%load_ext gpunb` it displays as the inspector widget, else as text. `arch`
+        (sm_XX) chooses the PTX/SASS architecture (default: `inspection_arch`, the GPU's)."""
+        from gpunb.jit.report import build_report
+
+        return build_report(self, signature, arch or self.inspection_arch)
 
     @property
     def signatures(self) -> list:
@@ -355,8 +368,6 @@ class _LaunchConfig:
     def __call__(self, *args, **kwargs) -> None:
         if kwargs:
             _refuse_keywords(self.dispatcher, kwargs)
-        # looked up per call, not bound once: %%gpuprofile wraps Dispatcher.launch, and configs
-        # made before the profiled cell are reused from the dispatcher's config cache
         try:
             self.dispatcher.launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
         except LaunchError as exc:
@@ -376,10 +387,6 @@ def _refuse_keywords(dispatcher, kwargs: dict) -> None:
                       f"{', '.join(kwargs)}", user_location(), function=dispatcher.__name__,
                       hint="kernels take every argument positionally, in order: "
                            f"{dispatcher.__name__}[grid, block]({params})")
-
-
-def _launch_type(ty: t.Type) -> t.Type:
-    return ty
 
 
 def _parse_signatures(signatures, py_func) -> list:
@@ -410,7 +417,3 @@ def _annotation_signature(py_func):
     if not types:
         return None
     return t.Signature(None, tuple(types))
-
-
-def now_ms() -> float:
-    return time.perf_counter() * 1000.0

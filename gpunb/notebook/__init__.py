@@ -7,6 +7,9 @@ the magics and hooks, which import nothing heavy at module level. Widgets load o
 from __future__ import annotations
 
 _loaded: dict = {}
+# the jit layer's inspection record, displayed by IPython as the inspector (registered by name,
+# so %load_ext imports nothing for it)
+_REPORT_TYPE = ("gpunb.jit.report", "KernelReport")
 
 
 def load_ipython_extension(ipython) -> None:
@@ -20,6 +23,7 @@ def load_ipython_extension(ipython) -> None:
     hooks.register()
     ipython.register_magics(GpuMagics(ipython, hooks))
     _ensure_cuda_name(ipython)
+    _register_displays(ipython)
     _loaded[id(ipython)] = hooks
 
 
@@ -28,11 +32,34 @@ def unload_ipython_extension(ipython) -> None:
     hooks = _loaded.pop(id(ipython), None)
     if hooks is not None:
         hooks.unregister()
+        formatter = _mimebundle_formatter(ipython)
+        if formatter is not None:
+            formatter.pop(".".join(_REPORT_TYPE), None)
 
 
 def hooks_for(ipython):
     """The CellHooks of a shell that loaded the extension, or None."""
     return _loaded.get(id(ipython))
+
+
+def _mimebundle_formatter(ipython):
+    display_formatter = getattr(ipython, "display_formatter", None)
+    return getattr(display_formatter, "mimebundle_formatter", None)
+
+
+def _register_displays(ipython) -> None:
+    """`kernel.inspect()` returns a KernelReport (plain jit-level data); in this shell it shows
+    as the inspector widget (static HTML and text where widgets cannot show)."""
+    formatter = _mimebundle_formatter(ipython)
+    if formatter is None:
+        return
+
+    def report_bundle(report):
+        from gpunb.notebook.inspector import report_mimebundle
+
+        return report_mimebundle(report)
+
+    formatter.for_type_by_name(*_REPORT_TYPE, report_bundle)
 
 
 def _ensure_cuda_name(ipython) -> None:

@@ -7,9 +7,7 @@ time, entry size and the cell that defined the function. A live panel re-renders
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
+from gpunb.foundation.events import CacheEvent
 from gpunb.notebook import render
 
 HEADERS = ("function", "signature", "target", "last event", "why", "compile ms", "entry size",
@@ -31,32 +29,15 @@ def defined_in(dispatcher) -> str:
     return f"{describe_filename(code.co_filename)}, line {code.co_firstlineno}"
 
 
-def _field(event: Any, *names: str, default=None):
-    for name in names:
-        if isinstance(event, dict) and name in event:
-            return event[name]
-        if hasattr(event, name):
-            return getattr(event, name)
-    return default
-
-
-def describe_event(event: Any) -> tuple[str, str, str]:
-    """(outcome, why, entry size) of one cache event, whatever its concrete type."""
+def describe_event(event: CacheEvent | None) -> tuple[str, str, str]:
+    """(outcome, why, entry size) of one cache event, as the status table shows them."""
     if event is None:
         return "—", "not looked up (cache off or not compiled through the cache)", ""
-    if isinstance(event, str):
-        outcome, _, why = event.partition(":")
-        return outcome.strip(), why.strip(), ""
-    kind = _field(event, "kind", "outcome", "event", "result", default="")
-    where = _field(event, "where", "source", "tier", default="")
-    outcome = f"{kind}({where})" if kind and where and str(kind).startswith("hit") else str(kind)
-    why = _field(event, "reason", "why", "detail", default="") or ""
-    size = _field(event, "size", "entry_size", "nbytes", "bytes", default="")
-    return outcome or str(event), str(why), _size(size)
+    return event.outcome, event.why, _size(event.entry_bytes)
 
 
-def _size(value) -> str:
-    if value in (None, ""):
+def _size(value: int | None) -> str:
+    if value is None:
         return ""
     value = int(value)
     for unit in ("B", "KiB", "MiB"):
@@ -118,29 +99,17 @@ class CacheStatus:
 
 
 class Explanation:
-    """`%gpucache explain NAME`: the cache's account of a kernel, shown as text or HTML."""
+    """`%gpucache explain NAME`: the cache's account of a kernel (gpunb.cache.explain's text),
+    shown as text or HTML."""
 
-    def __init__(self, name: str, explained: Any):
+    def __init__(self, name: str, explained: str):
         self.name = name
         self.explained = explained
 
     def text(self) -> str:
-        e = self.explained
-        if isinstance(e, str):
-            return e
-        if hasattr(e, "text") and callable(e.text):
-            return e.text()
-        if dataclasses.is_dataclass(e) or isinstance(e, (dict, list)):
-            import json
-
-            from gpunb.notebook.comm import to_json
-
-            return json.dumps(to_json(e), indent=2)
-        return str(e)
+        return self.explained
 
     def _repr_html_(self) -> str:
-        if hasattr(self.explained, "_repr_html_"):
-            return self.explained._repr_html_()
         return render.wrap(f"<div><b>why {render.esc(self.name)} was (re)compiled</b></div>"
                            f'<pre class="gpunb-code">{render.esc(self.text())}</pre>')
 

@@ -1,7 +1,7 @@
 """`%gpucache` subcommands as plain functions: (shell, args) -> a view to display, or None.
 
-They call the cache layer's public functions (`gpunb.cache.explain`, `clear`, `cache_dir`); the
-views live in cache_panel. A missing cache layer is reported, never a traceback.
+They call the cache layer's public functions (`gpunb.cache.explain`, `clear`, `cache_dir`,
+`set_enabled`); the views live in cache_panel.
 """
 
 from __future__ import annotations
@@ -9,22 +9,6 @@ from __future__ import annotations
 
 class CacheCommandError(ValueError):
     """A %gpucache command that cannot run as written (unknown kernel, missing argument)."""
-
-
-def cache_function(name: str):
-    """A public function of gpunb.cache, or a CacheCommandError saying it is not there."""
-    import importlib
-
-    try:
-        cache = importlib.import_module("gpunb.cache")
-    except ModuleNotFoundError as exc:
-        if exc.name != "gpunb.cache":
-            raise
-        cache = None
-    fn = getattr(cache, name, None)
-    if fn is None:
-        raise CacheCommandError(f"this build's cache layer has no gpunb.cache.{name}()")
-    return fn
 
 
 def _kernel(shell, args: list, command: str):
@@ -37,21 +21,13 @@ def _kernel(shell, args: list, command: str):
     return name, value
 
 
-def cache_dir() -> str:
-    try:
-        return str(cache_function("cache_dir")())
-    except CacheCommandError:
-        from gpunb.foundation import config
-
-        return config.cache_dir()
-
-
 def cmd_status(shell, args: list):
+    """The status table (a live panel, refreshed after every cell, with --live)."""
+    from gpunb import cache
     from gpunb.notebook.cache_panel import CacheStatus, LiveCachePanel
-    from gpunb.notebook.magics import cache_enabled
 
     def snapshot():
-        return CacheStatus(shell.user_ns, cache_dir(), cache_enabled())
+        return CacheStatus(shell.user_ns, cache.cache_dir(), cache.enabled())
 
     if "--live" in args:
         from gpunb.notebook.widgets import in_kernel, widgets_available
@@ -62,40 +38,44 @@ def cmd_status(shell, args: list):
 
 
 def cmd_explain(shell, args: list):
+    from gpunb import cache
     from gpunb.notebook.cache_panel import Explanation
 
     name, kernel = _kernel(shell, args, "explain")
-    return Explanation(name, cache_function("explain")(kernel))
+    return Explanation(name, cache.explain(kernel))
 
 
 def cmd_clear(shell, args: list):
-    clear = cache_function("clear")
+    from gpunb import cache
+
     if args:
         name, kernel = _kernel(shell, args, "clear")
-        clear(kernel)
+        cache.clear(kernel)
         print(f"cleared the cache entries of {name}")
     else:
-        clear()
-        print(f"cleared the gpunb cache ({cache_dir()})")
+        cache.clear()
+        print(f"cleared the gpunb cache ({cache.cache_dir()})")
     return None
 
 
 def cmd_dir(shell, args: list):
-    print(cache_dir())
+    from gpunb import cache
+
+    print(cache.cache_dir())
     return None
 
 
 def cmd_on(shell, args: list):
-    from gpunb.notebook.magics import set_cache_enabled
+    from gpunb import cache
 
-    set_cache_enabled(True)
+    cache.set_enabled(True)
     print("gpunb cache on")
     return None
 
 
 def cmd_off(shell, args: list):
-    from gpunb.notebook.magics import set_cache_enabled
+    from gpunb import cache
 
-    set_cache_enabled(False)
-    print("gpunb cache off: every launch with new types compiles (GPUNB_CACHE=0)")
+    cache.set_enabled(False)
+    print("gpunb cache off: every launch with new types compiles (as with GPUNB_CACHE=0)")
     return None

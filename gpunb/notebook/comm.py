@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from gpunb.foundation.events import CacheEvent
+
 TARGET = "gpunb"
 
 _state: dict = {"comm": None, "last_event": None, "closed": False}
@@ -71,28 +73,15 @@ def events_after(events: list, last) -> list:
 
 
 def cache_events() -> list:
-    """The cache layer's event log, or [] while that layer is not installed."""
-    import importlib
-    import importlib.util
+    """The cache layer's event log (gpunb.cache.events()), oldest first."""
+    import gpunb.cache
 
-    if importlib.util.find_spec("gpunb.cache") is None:
-        return []
-    cache = importlib.import_module("gpunb.cache")
-
-    events = getattr(cache, "events", None)
-    return list(events()) if callable(events) else []
+    return gpunb.cache.events()
 
 
-def event_record(event: Any) -> dict:
-    """A cache event (dataclass, dict or object) as a flat JSON-ready dict."""
-    if dataclasses.is_dataclass(event) and not isinstance(event, type):
-        data = dataclasses.asdict(event)
-    elif isinstance(event, dict):
-        data = dict(event)
-    else:
-        data = {k: v for k, v in vars(event).items() if not k.startswith("_")} \
-            if hasattr(event, "__dict__") else {"event": str(event)}
-    return to_json(data)
+def event_record(event: CacheEvent) -> dict:
+    """A cache event as the flat JSON record the side panel reads (outcome and why included)."""
+    return event.to_json()
 
 
 def to_json(value: Any) -> Any:

@@ -105,15 +105,12 @@ class LaunchExplorer:
         """Resident blocks per SM from the driver, when the kernel is loaded on this GPU's arch."""
         if self.arch != default_arch():
             return None
-        for (target, _argtypes), spec in self.dispatcher.specializations.items():
-            function = getattr(spec.launcher, "function", None)
-            if target != "cuda" or function is None:
-                continue
+        for spec in self.dispatcher.specializations.values():
             if self.signature is not None and spec is not self.dispatcher.compile(self.signature):
                 continue
-            from gpunb.backends.cuda import occupancy
-
-            return int(occupancy.max_active_blocks_per_sm(function, block, shared))
+            blocks = spec.backend.max_active_blocks_per_sm(spec.program, block, shared)
+            if blocks is not None:  # the CPU backend has no device to ask
+                return int(blocks)
         return None
 
     def rows(self) -> list[OccupancyRow]:

@@ -102,14 +102,11 @@ class CellHooks:
 
 
 def bump_cache_epoch() -> int:
-    """Tell the cache a cell ran (its names may have changed); 1 if bumped, 0 if no cache yet."""
-    import importlib
-    import importlib.util
+    """Tell the cache a cell ran (its names may have changed): every kernel re-checks what it
+    reads at its next launch. Returns the number of epochs started (1)."""
+    import gpunb.cache
 
-    if importlib.util.find_spec("gpunb.cache") is None or \
-            importlib.util.find_spec("gpunb.cache.epoch") is None:
-        return 0  # the cache layer is not installed in this build
-    importlib.import_module("gpunb.cache.epoch").bump()
+    gpunb.cache.invalidate()
     return 1
 
 

@@ -1,25 +1,29 @@
 """The kernel inspector: Source | Types | LLVM | PTX | SASS tabs, line linking, a resources strip.
 
-`Inspector` holds a KernelReport and a selection (a Python source line); the ipywidgets view, the
-static HTML (nbconvert, GitHub) and the plain text (terminal IPython) all render from that state,
-so what a test reads from the model is what a person sees.
+`Inspector` holds a KernelReport (what `kernel.inspect()` returns, jit/report.py) and a selection
+(a Python source line); the ipywidgets view, the static HTML (nbconvert, GitHub) and the plain
+text (terminal IPython) all render from that state, so what a test reads from the model is what a
+person sees. `%load_ext gpunb` registers `report_mimebundle` with IPython, so a KernelReport
+displayed in a notebook shows as this inspector.
 """
 
 from __future__ import annotations
 
+from gpunb.jit.report import TAB_TITLES, TABS, KernelReport
 from gpunb.notebook import codeviews, render
-from gpunb.notebook.report import KernelReport, build_report
-
-TABS = ("source", "types", "llvm", "ptx", "sass")
-TAB_TITLES = {"source": "Source", "types": "Types", "llvm": "LLVM", "ptx": "PTX", "sass": "SASS"}
 
 
 def inspector_for(dispatcher, signature=None, arch: str | None = None,
                   tab: str = "ptx") -> Inspector:
-    """The inspector for a kernel (what `kernel.inspect()` returns); compiles it if needed."""
-    if arch is None:
-        arch = getattr(dispatcher, "inspection_arch", None)
-    return Inspector(build_report(dispatcher, signature, arch), tab=tab)
+    """The inspector for a kernel, compiled for `signature` if needed; `arch` (sm_XX) chooses
+    the PTX/SASS architecture (default: the kernel's inspection arch, else the GPU's)."""
+    return Inspector(dispatcher.inspect(signature, arch), tab=tab)
+
+
+def report_mimebundle(report: KernelReport) -> dict:
+    """IPython's display of a KernelReport after `%load_ext gpunb`: the inspector's bundle
+    (widget where a frontend can show one, static HTML, text)."""
+    return Inspector(report)._repr_mimebundle_()
 
 
 class Inspector:
@@ -38,8 +42,7 @@ class Inspector:
     @property
     def mapped_lines(self) -> list[int]:
         """Source lines of this kernel that produced PTX (the ones that can be selected)."""
-        own = set(self.report.source_lines)
-        return sorted(line for line in self.report.line_map if line in own)
+        return self.report.mapped_lines
 
     def select_line(self, line: int | None) -> list[int]:
         """Pin a source line; returns the PTX lines it produced (highlighted in every view)."""
@@ -73,7 +76,8 @@ class Inspector:
         cache = ""
         if r.cache:
             css = "hit" if r.cache.startswith("hit") else "miss"
-            cache = (f'<div>cache: <span class="{css}">{render.esc(r.cache)}</span>'
+            why = f' title="{render.esc(r.cache_why)}"' if r.cache_why else ""
+            cache = (f'<div>cache: <span class="{css}"{why}>{render.esc(r.cache)}</span>'
                      f' <span class="muted">(compiled in {r.compile_ms:.0f} ms)</span></div>')
         return (f"<div><b>{render.esc(r.name)}</b> <code>{render.esc(r.signature)}</code> "
                 f'<span class="muted">({render.esc(where)})</span></div>'
@@ -81,7 +85,7 @@ class Inspector:
 
     def tab_html(self, tab: str) -> str:
         r = self.report
-        if tab in r.problems and not _tab_text(r, tab):
+        if tab in r.problems and not r.section(tab):
             return f'<pre class="gpunb-code">{render.esc(r.problems[tab])}</pre>'
         if tab == "source":
             return render.code_block(r.source, "python", first_line=r.first_line,
@@ -116,18 +120,7 @@ class Inspector:
         return render.wrap(self.header_html() + "".join(sections), self._uid)
 
     def text(self, tabs: tuple | None = None) -> str:
-        r = self.report
-        tabs = self.text_tabs if tabs is None else tabs
-        res = ", ".join(f"{k}={v}" for k, v in r.resources.items())
-        out = [f"{r.name} {r.signature}  [runs on {r.target}; PTX for {r.arch or '?'}]",
-               f"resources: {res or 'unknown'}",
-               f"cache: {r.cache} (compiled in {r.compile_ms:.0f} ms)",
-               f"line map: {len(self.mapped_lines)} source line(s) -> "
-               f"{sum(len(v) for v in r.line_map.values())} PTX line(s)"]
-        for tab in tabs:
-            body = _tab_text(r, tab) or r.problems.get(tab, "")
-            out.append(f"---- {TAB_TITLES[tab]} ----\n{body.rstrip()}")
-        return "\n".join(out)
+        return self.report.text(self.text_tabs if tabs is None else tabs)
 
     def __repr__(self) -> str:
         return self.text()
@@ -169,8 +162,3 @@ def resources_strip(resources: dict) -> str:
 def _own(mapping: dict, lines: range) -> dict:
     """Only the mappings of this kernel's own lines (inlined callees from other cells drop out)."""
     return {line: targets for line, targets in mapping.items() if line in lines}
-
-
-def _tab_text(report: KernelReport, tab: str) -> str:
-    return {"source": report.source, "types": report.types, "llvm": report.llvm_ir,
-            "ptx": report.ptx, "sass": report.sass}[tab]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipywidgets as w
 
+from gpunb.jit.report import TAB_TITLES, TABS
 from gpunb.notebook import render
 
 
@@ -16,8 +17,6 @@ class InspectorWidget(w.VBox):
     """Header, link controls, tabs; every HTML child re-renders from the Inspector's state."""
 
     def __init__(self, inspector, **kwargs):
-        from gpunb.notebook.inspector import TAB_TITLES, TABS
-
         self.inspector = inspector
         r = inspector.report
         self.header = w.HTML(render.wrap(inspector.header_html()))

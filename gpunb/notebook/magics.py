@@ -6,8 +6,6 @@ functions, and displays a view object that renders as widget, HTML or text as th
 
 from __future__ import annotations
 
-import os
-
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
@@ -48,7 +46,7 @@ class GpuMagics(Magics):
         if options.show:
             for dispatcher in result.functions.values():
                 self.hooks.after_cell.append(ShowWhenCompiled(self.shell, dispatcher,
-                                                              options.show))
+                                                              options.show, options.arch))
         return result.value
 
     # ---- %gpucache ----------------------------------------------------------------------------
@@ -103,19 +101,18 @@ class GpuMagics(Magics):
 
 
 def make_wrapper(options):
-    """The function that turns each def of a %%gpukernel cell into a GPU function."""
+    """The function that turns each def of a %%gpukernel cell into a GPU function (`--arch`
+    becomes its inspection arch: what inspect() shows PTX/SASS for)."""
     from gpunb import cuda
 
     jit_options = options.jit_options()
+    if options.arch:
+        jit_options["inspection_arch"] = options.arch
 
     def wrap(func):
         if getattr(type(func), "__gpunb_function__", False):
-            dispatcher = func  # already @cuda.jit: keep the user's own options
-        else:
-            dispatcher = cuda.jit(func, **jit_options)
-        if options.arch:
-            dispatcher.inspection_arch = options.arch
-        return dispatcher
+            return func  # already @cuda.jit: keep the user's own options
+        return cuda.jit(func, **jit_options)
 
     return wrap
 
@@ -123,10 +120,11 @@ def make_wrapper(options):
 class ShowWhenCompiled:
     """After-cell action: display the inspector once the kernel has been compiled."""
 
-    def __init__(self, shell, dispatcher, tabs: tuple):
+    def __init__(self, shell, dispatcher, tabs: tuple, arch: str | None = None):
         self.shell = shell
         self.dispatcher = dispatcher
         self.tabs = tabs
+        self.arch = arch
 
     def __call__(self) -> bool:
         name = self.dispatcher.__name__
@@ -136,18 +134,7 @@ class ShowWhenCompiled:
             return True  # not launched yet: keep waiting
         from gpunb.notebook.inspector import inspector_for
 
-        inspector = inspector_for(self.dispatcher, tab=self.tabs[0])
+        inspector = inspector_for(self.dispatcher, arch=self.arch, tab=self.tabs[0])
         inspector.text_tabs = self.tabs
         display(inspector)
         return False
-
-
-def cache_enabled() -> bool:
-    from gpunb.foundation import config
-
-    return config.cache_enabled()
-
-
-def set_cache_enabled(on: bool) -> None:
-    """%gpucache on|off: GPUNB_CACHE is read on every lookup, so this takes effect at once."""
-    os.environ["GPUNB_CACHE"] = "1" if on else "0"

@@ -1,14 +1,19 @@
 """`%%gpuprofile`: time every kernel launch of one cell, first launches (compiles) kept apart.
 
-For the cell's duration `Dispatcher.launch` is wrapped (and restored after, even on error): each
-launch is timed host-side and, on the CUDA target, synchronised so the time is the kernel's.
+For the cell's duration a LaunchRecorder subscribes to gpunb's launch events (`gpunb.events`:
+launch before / after): each launch is timed host-side from just before its arguments are packed
+to just after it returns and, on the CUDA target, synchronised on both sides so the time is the
+kernel's. Compiles happen before the first event, so a launch that compiled is timed without its
+compile (it is counted apart, and its compile time is in its cache event).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import asdict, dataclass
 
+from gpunb.foundation.events import EventKind, LaunchEvent, subscribe
 from gpunb.notebook import render
 
 
@@ -18,42 +23,37 @@ class LaunchRecord:
     grid: str
     block: str
     ms: float
-    compiled: bool  # this launch compiled a new specialisation (its time includes the compile)
+    compiled: bool  # this launch made its specialisation (compiled, or loaded it from the cache)
 
 
 class LaunchRecorder:
-    """Context manager that records launches made while it is active."""
+    """Context manager that records launches made while it is active (any thread)."""
 
     def __init__(self):
         self.records: list[LaunchRecord] = []
-        self._original = None
+        self._subscription = None
+        self._started = threading.local()  # a stack per thread: a launch inside a launch hook
 
     def __enter__(self) -> LaunchRecorder:
-        from gpunb.jit.dispatcher import Dispatcher
-
-        original = Dispatcher.launch
-        records = self.records
-
-        def timed_launch(dispatcher, griddim, blockdim, stream, sharedmem, args):
-            before = len(dispatcher.specializations)
-            _synchronize(dispatcher)
-            start = time.perf_counter()
-            try:
-                return original(dispatcher, griddim, blockdim, stream, sharedmem, args)
-            finally:
-                _synchronize(dispatcher)
-                ms = (time.perf_counter() - start) * 1000.0
-                records.append(LaunchRecord(dispatcher.__name__, str(griddim), str(blockdim), ms,
-                                            len(dispatcher.specializations) != before))
-
-        self._original = original
-        Dispatcher.launch = timed_launch
+        self._subscription = subscribe((EventKind.LAUNCH_BEFORE, EventKind.LAUNCH_AFTER),
+                                       self._on_launch)
         return self
 
     def __exit__(self, *exc) -> None:
-        from gpunb.jit.dispatcher import Dispatcher
+        self._subscription.unsubscribe()
 
-        Dispatcher.launch = self._original
+    def _on_launch(self, event: LaunchEvent) -> None:
+        stack = getattr(self._started, "stack", None)
+        if stack is None:
+            stack = self._started.stack = []
+        if event.kind is EventKind.LAUNCH_BEFORE:
+            _synchronize(event.target)
+            stack.append(time.perf_counter())
+            return
+        _synchronize(event.target)
+        ms = (time.perf_counter() - stack.pop()) * 1000.0 if stack else event.ms
+        self.records.append(LaunchRecord(event.kernel, str(event.grid), str(event.block), ms,
+                                         event.new_specialization))
 
     def records_json(self) -> list[dict]:
         return [asdict(r) for r in self.records]
@@ -62,9 +62,9 @@ class LaunchRecorder:
         return ProfileReport(list(self.records))
 
 
-def _synchronize(dispatcher) -> None:
+def _synchronize(target: str) -> None:
     """Wait for the GPU when the kernel runs there (CPU launches are synchronous already)."""
-    if not any(target == "cuda" for target, _ in dispatcher.specializations):
+    if target != "cuda":
         return
     from gpunb import cuda
 

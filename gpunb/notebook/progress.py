@@ -1,8 +1,10 @@
 """A progress line for compiles longer than one second, naming the stage the compiler is in.
 
-A watcher thread samples the cell's thread stack every 50 ms while a cell runs: a frame of the
-dispatcher's slow path means a compile is under way, and the innermost known compiler function
-names the stage. Sampling needs no cooperation from the compiler, so every kernel gets it.
+The watcher subscribes to gpunb's compile events (`gpunb.events`: compile started, stage started,
+compile finished) from the cell's thread while a cell runs; a small thread checks every 50 ms
+whether the running compile has passed the threshold and shows or updates the view. Every
+compile publishes those events, so every kernel gets a progress line without the compiler
+knowing about notebooks.
 """
 
 from __future__ import annotations
@@ -11,125 +13,105 @@ import contextvars
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-# (file suffix, function name) -> stage label; the innermost match on the stack wins
-STAGES: dict = {
-    ("compiler/frontend.py", "load_source"): "parse",
-    ("compiler/infer/__init__.py", "infer_function"): "types",
-    ("compiler/pipeline.py", "infer_kernel"): "types",
-    ("compiler/pipeline.py", "lower_kernel"): "LLVM",
-    ("compiler/lower/module.py", "lower_kernel"): "LLVM",
-    ("backends/cuda/target.py", "emit_ptx"): "PTX",
-    ("backends/cpu/target.py", "emit_object"): "host code",
-    ("backends/cuda/modules.py", "link_ptx"): "driver link",
-    ("backends/cuda/modules.py", "load_module"): "driver link",
-    ("backends/cuda/sass.py", "assemble"): "ptxas",
-    ("backends/cuda/sass.py", "disassemble"): "SASS",
-}
-# frames that mean "a compile is running"; their `dispatcher` local names the kernel
-ROOTS: dict = {("jit/specialize.py", "build_specialization"): "compile",
-               ("jit/specialize.py", "ptx_for"): "PTX for inspection",
-               ("notebook/report.py", "build"): "PTX for inspection"}
-STAGE_ORDER = ("parse", "types", "LLVM", "PTX", "host code", "driver link", "ptxas", "SASS")
+from gpunb.foundation.events import CompileEvent, EventKind, Stage, subscribe
+
+STAGE_ORDER = tuple(stage.value for stage in Stage)
 THRESHOLD_S = 1.0
 INTERVAL_S = 0.05
+_KINDS = (EventKind.COMPILE_STARTED, EventKind.STAGE_STARTED, EventKind.COMPILE_FINISHED)
 
 
 @dataclass(slots=True)
 class CompileSighting:
-    """One compile seen on the stack: which kernel, since when, in which stage now."""
+    """The compile under way in the watched thread: which kernel, since when, which stage."""
 
     kernel: str
     started: float
-    stage: str
-    root: object  # the root frame; a new frame object means a new compile
-    stages_seen: list
-
-
-def _match(table: dict, code) -> str | None:
-    filename = code.co_filename.replace("\\", "/")
-    for (suffix, name), label in table.items():
-        if code.co_name == name and filename.endswith(suffix):
-            return label
-    return None
-
-
-def sample(frame) -> tuple | None:
-    """(root frame, stage) for the outermost compile on this stack, or None."""
-    stage = None
-    root = None
-    while frame is not None:
-        code = frame.f_code
-        if stage is None:
-            stage = _match(STAGES, code)
-        if _match(ROOTS, code) is not None:
-            root = frame
-        frame = frame.f_back
-    if root is None:
-        return None
-    return root, stage or "starting"
-
-
-def kernel_name(root) -> str:
-    """The kernel a compile root frame works on (read once per compile: f_locals is not free)."""
-    dispatcher = root.f_locals.get("dispatcher")
-    return getattr(dispatcher, "__name__", None) or "kernel"
+    stage: str = "starting"
+    stages_seen: list = field(default_factory=list)
+    depth: int = 1  # nested compiles (a compile that starts another) count as one
 
 
 class CompileWatcher:
-    """Samples one thread while a cell runs; shows a progress view after THRESHOLD_S."""
+    """Watches one thread's compiles while a cell runs; shows a progress view after
+    `threshold_s`. `start()` and `stop()` bracket the cell."""
 
     def __init__(self, threshold_s: float = THRESHOLD_S, interval_s: float = INTERVAL_S):
         self.threshold_s = threshold_s
         self.interval_s = interval_s
         self.shown: list[str] = []  # final lines of every progress view shown (for tests)
+        self._lock = threading.Lock()
+        self._current: CompileSighting | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._target_id: int | None = None
+        self._subscription = None
 
     def start(self, thread_id: int | None = None) -> None:
+        """Watch compiles in `thread_id` (default: this thread) until stop()."""
         self.stop()
         self._stop = threading.Event()
         self._target_id = thread_id or threading.get_ident()
+        self._subscription = subscribe(_KINDS, self._on_event)
         context = contextvars.copy_context()  # display() from the watcher goes to this cell
         self._thread = threading.Thread(target=context.run, args=(self._run,), daemon=True,
                                         name="gpunb-compile-watcher")
         self._thread.start()
 
     def stop(self) -> None:
+        if self._subscription is not None:
+            self._subscription.unsubscribe()
+            self._subscription = None
         if self._thread is not None:
             self._stop.set()
             self._thread.join(timeout=2.0)
             self._thread = None
 
+    def _on_event(self, event: CompileEvent) -> None:
+        """Runs in the compiling thread: note what is compiling, and nothing else."""
+        if threading.get_ident() != self._target_id:
+            return
+        with self._lock:
+            current = self._current
+            if event.kind is EventKind.COMPILE_STARTED:
+                if current is None:
+                    self._current = CompileSighting(event.kernel, time.perf_counter())
+                else:
+                    current.depth += 1
+            elif current is None:
+                return
+            elif event.kind is EventKind.STAGE_STARTED and event.stage is not None:
+                current.stage = event.stage.value
+                if current.stage not in current.stages_seen:
+                    current.stages_seen.append(current.stage)
+            elif event.kind is EventKind.COMPILE_FINISHED:
+                current.depth -= 1
+                if current.depth == 0:
+                    self._current = None
+
     def _run(self) -> None:
-        current: CompileSighting | None = None
+        """The watcher thread: show a view once a compile passes the threshold, update its
+        stage, and finish it when the compile ends (or the cell does)."""
+        shown_for: CompileSighting | None = None
         view = None
         while not self._stop.wait(self.interval_s):
-            frame = sys._current_frames().get(self._target_id)
-            seen = sample(frame) if frame is not None else None
-            del frame
-            if seen is None or (current is not None and seen[0] is not current.root):
-                if current is not None and view is not None:
-                    self.shown.append(view.finish(time.perf_counter() - current.started))
-                current, view = None, None
-            if seen is None:
-                continue
-            root, stage = seen
+            with self._lock:
+                current = self._current
+                snapshot = (current.stage, list(current.stages_seen)) if current else None
+            if shown_for is not None and current is not shown_for:
+                self.shown.append(view.finish(time.perf_counter() - shown_for.started))
+                shown_for, view = None, None
             if current is None:
-                current = CompileSighting(kernel_name(root), time.perf_counter(), stage, root,
-                                          [stage])
-            elif stage != current.stage:
-                current.stage = stage
-                current.stages_seen.append(stage)
+                continue
             elapsed = time.perf_counter() - current.started
             if elapsed >= self.threshold_s:
                 if view is None:
-                    view = make_view(current.kernel)
-                view.update(stage, elapsed, current.stages_seen)
-        if current is not None and view is not None:
-            self.shown.append(view.finish(time.perf_counter() - current.started))
+                    shown_for, view = current, make_view(current.kernel)
+                view.update(snapshot[0], elapsed, snapshot[1])
+        if view is not None:
+            self.shown.append(view.finish(time.perf_counter() - shown_for.started))
 
 
 def make_view(kernel: str):

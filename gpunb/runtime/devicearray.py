@@ -18,7 +18,7 @@ from gpunb.backends.cuda import driver
 from gpunb.runtime import arrayview as av
 from gpunb.runtime import dlpack
 from gpunb.runtime.copies import copy_dtod, copy_dtoh, copy_htod, copy_strided
-from gpunb.runtime.streams import stream_handle
+from gpunb.runtime.streams import stream_handle, sync_producer_stream
 
 
 class DeviceAllocation:
@@ -325,10 +325,30 @@ def _device_source(value):
     if isinstance(value, DeviceArray):
         return value
     if hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray):
-        from gpunb.runtime.memory import from_cuda_array_interface
-
         return from_cuda_array_interface(value.__cuda_array_interface__, owner=value)
     return None
+
+
+def from_cuda_array_interface(desc: dict, owner=None, sync: bool = True) -> DeviceArray:
+    """A DeviceArray view of the memory a CUDA array interface dict describes."""
+    shape = tuple(desc["shape"])
+    dtype = cai_dtype(desc)
+    strides = desc.get("strides")
+    strides = av.c_strides(shape, dtype.itemsize) if strides is None else tuple(strides)
+    ptr = desc["data"][0] or 0
+    if sync:
+        sync_producer_stream(desc.get("stream"))  # the producer's pending writes are done
+    low, high = av.span(shape, strides, dtype.itemsize)
+    memory = DeviceAllocation(high - low, ptr=ptr + low, owner=owner)
+    return DeviceArray(shape, strides, dtype, 0, memory, -low)
+
+
+def cai_dtype(desc: dict) -> np.dtype:
+    """The numpy dtype a __cuda_array_interface__ dict describes (records through `descr`)."""
+    descr = desc.get("descr")
+    if descr and not (len(descr) == 1 and descr[0][0] == ""):
+        return np.dtype([tuple(d) for d in descr])
+    return np.dtype(desc["typestr"])
 
 
 class HostDeviceArray(_ArrayBase):

@@ -17,14 +17,19 @@ import numpy as np
 from gpunb.backends.cuda import driver
 from gpunb.runtime import arrayview as av
 from gpunb.runtime import dlpack
-from gpunb.runtime.devicearray import DeviceAllocation, DeviceArray, HostDeviceArray
+from gpunb.runtime.devicearray import (
+    DeviceAllocation,
+    DeviceArray,
+    HostDeviceArray,
+    cai_dtype,
+    from_cuda_array_interface,
+)
 from gpunb.runtime.streams import (
     CpuEvent,
     CpuStream,
     Event,
     Stream,
     event_elapsed_time,
-    sync_producer_stream,
 )
 
 DeviceNDArray = DeviceArray  # numba's name
@@ -44,10 +49,12 @@ __all__ = [
 ]
 
 
-def _target(target: str | None) -> str:
+def _on_host(target: str | None) -> bool:
+    """Whether arrays for this target (None: the active one) live in host memory: the CPU
+    target's "device" memory is numpy memory."""
     from gpunb.runtime.target import active_target
 
-    return active_target(target)
+    return active_target(target) == "cpu"
 
 
 # ---- arrays ------------------------------------------------------------------------------------
@@ -58,7 +65,7 @@ def to_device(ary, stream=0, copy: bool = True, to=None, *, target: str | None =
     if to is not None:
         to.copy_to_device(ary, stream=stream)
         return to
-    if _target(target) == "cpu":
+    if _on_host(target):
         host = _as_host(ary)
         return HostDeviceArray(np.array(host, copy=True, order="K") if copy else
                                np.empty_like(host, order="K"), stream)
@@ -91,7 +98,7 @@ def device_array(shape, dtype=np.float64, strides=None, order: str = "C", stream
     if strides is None:
         strides = av.f_strides(shape, dtype.itemsize) if order == "F" else \
             av.c_strides(shape, dtype.itemsize)
-    if _target(target) == "cpu":
+    if _on_host(target):
         return HostDeviceArray(_host_empty(shape, dtype, strides), stream)
     return DeviceArray(shape, strides, dtype, stream)
 
@@ -125,7 +132,7 @@ def pinned_array(shape, dtype=np.float64, strides=None, order: str = "C", *,
     """A host array in page-locked memory (fast, asynchronous copies); plain numpy on the CPU."""
     shape = av.normalize_shape(shape)
     dtype = np.dtype(dtype)
-    if _target(target) == "cpu":
+    if _on_host(target):
         return _strided_empty(shape, dtype, strides, order)
     return _host_alloc(shape, dtype, strides, order, 0)
 
@@ -143,7 +150,7 @@ def mapped_array(shape, dtype=np.float64, strides=None, order: str = "C", stream
     address), so kernels use it in place."""
     shape = av.normalize_shape(shape)
     dtype = np.dtype(dtype)
-    if _target(target) == "cpu":
+    if _on_host(target):
         return _strided_empty(shape, dtype, strides, order)
     flags = CU_MEMHOSTALLOC_DEVICEMAP
     flags |= CU_MEMHOSTALLOC_PORTABLE if portable else 0
@@ -211,7 +218,7 @@ def _free_host(cu, ptr: int) -> None:
 @contextlib.contextmanager
 def pinned(*arrays, target: str | None = None):
     """`with cuda.pinned(a, b):` page-locks existing host arrays for the duration of the block."""
-    if _target(target) == "cpu":
+    if _on_host(target):
         yield
         return
     registered = _register(arrays, 0)
@@ -225,7 +232,7 @@ def pinned(*arrays, target: str | None = None):
 def mapped(*arrays, stream=0, target: str | None = None):
     """`with cuda.mapped(a) as d_a:` maps host arrays into the GPU's address space; yields device
     arrays (one, or a list) that kernels use in place."""
-    if _target(target) == "cpu":
+    if _on_host(target):
         views = [HostDeviceArray(np.asarray(a), stream) for a in arrays]
         yield views[0] if len(views) == 1 else views
         return
@@ -286,20 +293,6 @@ def as_cuda_array(obj, sync: bool = True) -> DeviceArray:
     return from_cuda_array_interface(obj.__cuda_array_interface__, owner=obj, sync=sync)
 
 
-def from_cuda_array_interface(desc: dict, owner=None, sync: bool = True) -> DeviceArray:
-    """A DeviceArray view of the memory a CUDA array interface dict describes."""
-    shape = tuple(desc["shape"])
-    dtype = _cai_dtype(desc)
-    strides = desc.get("strides")
-    strides = av.c_strides(shape, dtype.itemsize) if strides is None else tuple(strides)
-    ptr = desc["data"][0] or 0
-    if sync:
-        sync_producer_stream(desc.get("stream"))  # the producer's pending writes are done
-    low, high = av.span(shape, strides, dtype.itemsize)
-    memory = DeviceAllocation(high - low, ptr=ptr + low, owner=owner)
-    return DeviceArray(shape, strides, dtype, 0, memory, -low)
-
-
 def check_interface(desc, owner) -> dict:
     """A __cuda_array_interface__ dict whose entries have the types CAI v3 gives them; a clear
     TypeError naming the bad entry otherwise (a broken exporter must not reach the driver)."""
@@ -323,17 +316,10 @@ def check_interface(desc, owner) -> dict:
             data[0] is None or isinstance(data[0], (int, np.integer))):
         raise bad(f"'data' must be (pointer, read_only), got {data!r}")
     try:
-        _cai_dtype(desc)
+        cai_dtype(desc)
     except (TypeError, ValueError, KeyError) as exc:
         raise bad(f"cannot read its dtype ({exc})") from None
     return desc
-
-
-def _cai_dtype(desc: dict) -> np.dtype:
-    descr = desc.get("descr")
-    if descr and not (len(descr) == 1 and descr[0][0] == ""):
-        return np.dtype([tuple(d) for d in descr])
-    return np.dtype(desc["typestr"])
 
 
 def from_dlpack(obj):
@@ -355,23 +341,23 @@ def from_dlpack(obj):
 
 def stream(*, target: str | None = None):
     """A new stream (CUDA), or the synchronous CPU stream."""
-    return CpuStream() if _target(target) == "cpu" else Stream.create()
+    return CpuStream() if _on_host(target) else Stream.create()
 
 
 def default_stream(*, target: str | None = None):
-    return CpuStream() if _target(target) == "cpu" else Stream(0)
+    return CpuStream() if _on_host(target) else Stream(0)
 
 
 def legacy_default_stream(*, target: str | None = None):
     from gpunb.runtime.streams import CU_STREAM_LEGACY
 
-    return CpuStream() if _target(target) == "cpu" else Stream(CU_STREAM_LEGACY)
+    return CpuStream() if _on_host(target) else Stream(CU_STREAM_LEGACY)
 
 
 def per_thread_default_stream(*, target: str | None = None):
     from gpunb.runtime.streams import CU_STREAM_PER_THREAD
 
-    return CpuStream() if _target(target) == "cpu" else Stream(CU_STREAM_PER_THREAD)
+    return CpuStream() if _on_host(target) else Stream(CU_STREAM_PER_THREAD)
 
 
 def external_stream(ptr: int) -> Stream:
@@ -381,5 +367,5 @@ def external_stream(ptr: int) -> Stream:
 
 def event(timing: bool = True, *, target: str | None = None):
     """A new event (numba: cuda.event); on the CPU target, a perf_counter timestamp."""
-    return CpuEvent(timing) if _target(target) == "cpu" else Event(timing)
+    return CpuEvent(timing) if _on_host(target) else Event(timing)
 

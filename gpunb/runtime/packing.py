@@ -357,13 +357,13 @@ def _flatten_tuple(getters: list, value, index: int, kernel) -> list:
 
 def _interface_slots(desc: dict) -> tuple:
     from gpunb.runtime import arrayview as av
-    from gpunb.runtime.memory import _cai_dtype
+    from gpunb.runtime.devicearray import cai_dtype
     from gpunb.runtime.streams import sync_producer_stream
 
     shape = tuple(desc["shape"])
     strides = desc.get("strides")
     if strides is None:
-        strides = av.c_strides(shape, _cai_dtype(desc).itemsize)
+        strides = av.c_strides(shape, cai_dtype(desc).itemsize)
     sync_producer_stream(desc.get("stream"))
     return (desc["data"][0] or 0,) + shape + tuple(strides)
 
@@ -405,159 +405,3 @@ def _user_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
-
-
-# ---- launch configuration ----------------------------------------------------------------------
-
-
-def validate_config(griddim, blockdim, device_limits: dict, shared_bytes: int,
-                    kernel_name: str | None) -> tuple:
-    """(grid, block) as 3-tuples of positive ints within the device's limits; LaunchError (before
-    any driver call) naming the kernel and what to change otherwise."""
-    # the common launch, kernel[int, int], checked in a few comparisons
-    if griddim.__class__ is int and blockdim.__class__ is int and shared_bytes.__class__ is int \
-            and 0 < blockdim <= device_limits["max_threads_per_block"]:
-        if 0 < griddim <= device_limits["max_grid_dim"][0] and \
-                blockdim <= device_limits["max_block_dim"][0] and 0 <= shared_bytes <= \
-                device_limits.get("max_shared_memory_per_block", shared_bytes):
-            return (griddim, 1, 1), (blockdim, 1, 1)
-    return _validate_slowly(griddim, blockdim, device_limits, shared_bytes, kernel_name)
-
-
-def _validate_slowly(griddim, blockdim, device_limits: dict, shared_bytes: int,
-                     kernel_name: str | None) -> tuple:
-    grid = _dim3(griddim, "grid", kernel_name)
-    block = _dim3(blockdim, "block", kernel_name)
-    threads = block[0] * block[1] * block[2]
-    max_threads = device_limits["max_threads_per_block"]
-    if threads > max_threads:
-        kernel_max = device_limits.get("kernel_max_threads_per_block")
-        why = f"this kernel allows at most {max_threads}" if kernel_max == max_threads else \
-            f"the device allows at most {max_threads}"
-        raise LaunchError(f"a block of {block} has {threads} threads; {why}",
-                          function=kernel_name,
-                          hint=f"use a block of at most {max_threads} threads (e.g. 256) and more "
-                               "blocks; kernels with many registers allow fewer threads")
-    for axis, (n, limit) in enumerate(zip(block, device_limits["max_block_dim"], strict=False)):
-        if n > limit:
-            raise LaunchError(f"block dimension {'xyz'[axis]} is {n}; the device allows at most "
-                              f"{limit}", function=kernel_name,
-                              hint=f"the block limits are {tuple(device_limits['max_block_dim'])}")
-    for axis, (n, limit) in enumerate(zip(grid, device_limits["max_grid_dim"], strict=False)):
-        if n > limit:
-            raise LaunchError(f"grid dimension {'xyz'[axis]} is {n}; the device allows at most "
-                              f"{limit}", function=kernel_name,
-                              hint="use a larger block, a grid-stride loop, or move work to the x "
-                                   "dimension (up to 2**31 - 1 blocks)")
-    if isinstance(shared_bytes, (bool, np.bool_)) or \
-            not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
-        raise LaunchError(f"dynamic shared memory must be a non-negative number of bytes, got "
-                          f"{shared_bytes!r}", function=kernel_name)
-    limit = device_limits.get("max_shared_memory_per_block")
-    if limit is not None and shared_bytes > limit:
-        raise LaunchError(f"a block needs {shared_bytes} bytes of shared memory (static + "
-                          f"dynamic); the device allows at most {limit} per block",
-                          function=kernel_name,
-                          hint="use smaller shared arrays or a smaller dynamic size "
-                               "(the 4th launch parameter), or tile the work")
-    return grid, block
-
-
-def _dim3(dim, what: str, kernel_name) -> tuple:
-    if dim.__class__ is int and dim > 0:
-        return (dim, 1, 1)
-    items = dim if isinstance(dim, (tuple, list)) else (dim,)
-    if not 1 <= len(items) <= 3:
-        raise LaunchError(f"{what} dimensions must be 1 to 3 numbers, got {dim!r}",
-                          function=kernel_name, hint="e.g. kernel[blocks, threads] or "
-                                                     "kernel[(bx, by), (tx, ty)]")
-    out = []
-    for n in items:
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-            raise LaunchError(f"{what} dimensions must be integers, got {dim!r}",
-                              function=kernel_name,
-                              hint="compute sizes with integer division, e.g. (n + 255) // 256")
-        if n <= 0:
-            raise LaunchError(f"{what} dimensions must be positive, got {dim!r}",
-                              function=kernel_name,
-                              hint="a launch of 0 blocks or threads does nothing: skip the launch "
-                                   "when there is no work" if n == 0 else
-                                   "grid and block sizes count blocks and threads: at least 1 "
-                                   "each, e.g. kernel[(n + 255) // 256, 256]")
-        out.append(int(n))
-    while len(out) < 3:
-        out.append(1)
-    return tuple(out)
-
-
-# ---- the driver call ---------------------------------------------------------------------------
-
-
-def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream_handle: int,
-                params_address: int, cooperative: bool = False) -> None:
-    """One cuLaunchKernel (or cuLaunchCooperativeKernel for grid-synchronising kernels), through
-    the native trampoline when the process has one (runtime/native_launch.py), else through
-    cuda.bindings."""
-    native = _native
-    if native is not None:
-        try:
-            err = native[cooperative].call(function.address, grid3[0], grid3[1], grid3[2],
-                                           block3[0], block3[1], block3[2], shared_bytes,
-                                           stream_handle, params_address)
-        except (TypeError, OverflowError):  # e.g. numpy integers: the bindings convert those
-            err = _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle,
-                                        params_address, cooperative)
-    else:
-        err = _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle,
-                                    params_address, cooperative)
-    if err:
-        _launch_failed(err, function, grid3, block3, shared_bytes, stream_handle, params_address,
-                       cooperative)
-
-
-_native: tuple | None = None  # (launch, cooperative launch) trampolines once built
-
-
-def prepare_native_launch() -> bool:
-    """Build the native launch trampolines if this process can (see runtime/native_launch.py);
-    called whenever a CUDA kernel is loaded, so a process that loads llvmlite later gets them
-    with its next kernel. True when launches go through them."""
-    global _native
-    # only for the real driver: a stand-in (the tests' simulated driver) has no libcuda behind it
-    if _native is None and getattr(driver._cu, "__name__", None) == "cuda.bindings.driver":
-        from gpunb.backends.cuda import native_launch
-
-        _native = native_launch.driver_trampolines()
-    return _native is not None
-
-
-def _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle, params_address,
-                          cooperative) -> int:
-    cu = driver._cu or driver.cuda_driver()
-    if cooperative:
-        return _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle,
-                                   params_address)
-    return cu.cuLaunchKernel(function.handle, grid3[0], grid3[1], grid3[2], block3[0],
-                             block3[1], block3[2], shared_bytes, stream_handle,
-                             params_address, 0)[0]
-
-
-def _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle, params_address):
-    return cu.cuLaunchCooperativeKernel(function.handle, grid3[0], grid3[1], grid3[2], block3[0],
-                                        block3[1], block3[2], shared_bytes, stream_handle,
-                                        params_address)[0]
-
-
-def _launch_failed(err, function, grid3, block3, shared_bytes, stream_handle, params_address,
-                   cooperative) -> None:
-    cu = driver._cu or driver.cuda_driver()
-    if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
-        # the first launch from a thread that has no current context: make ours current, retry
-        driver.ensure_context(force=True)
-        err = _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle,
-                                    params_address, cooperative)
-        if not err:
-            return
-    what = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"
-    raise driver.driver_error(err, f"{what}(grid={grid3}, block={block3}, shared={shared_bytes})",
-                              getattr(function, "name", None))

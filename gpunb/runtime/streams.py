@@ -11,25 +11,11 @@ import time
 import weakref
 
 from gpunb.backends.cuda import driver
+from gpunb.backends.cuda.launch import stream_handle
 from gpunb.foundation.errors import LaunchError
 
 CU_STREAM_LEGACY = 1
 CU_STREAM_PER_THREAD = 2
-
-
-def stream_handle(stream) -> int:
-    """The CUstream value of anything used as a stream: 0/None, an int, a gpunb, numba, CuPy or
-    PyTorch stream object."""
-    if stream is None or stream == 0:
-        return 0
-    if isinstance(stream, int):
-        return stream
-    for attr in ("handle", "ptr", "cuda_stream"):
-        value = getattr(stream, attr, None)
-        if value is not None:
-            value = getattr(value, "value", value)  # numba's handle is a ctypes c_void_p
-            return int(value or 0)
-    raise TypeError(f"cannot use {stream!r} as a CUDA stream")
 
 
 def sync_producer_stream(handle) -> None:

@@ -74,9 +74,9 @@ def _interface_of(value):
 
 
 def _interface_type(desc: dict) -> t.Array:
-    from gpunb.runtime.memory import _cai_dtype
+    from gpunb.runtime.devicearray import cai_dtype
 
-    dtype = _cai_dtype(desc)
+    dtype = cai_dtype(desc)
     shape = tuple(desc["shape"])
     strides = desc.get("strides")
     strides = av.c_strides(shape, dtype.itemsize) if strides is None else tuple(strides)

@@ -42,33 +42,30 @@ export interface ILaunchRow {
 
 const MAX_ROWS = 200;
 
-function field(event: Record<string, unknown>, names: string[]): string {
-  for (const name of names) {
-    const value = event[name];
-    if (value !== undefined && value !== null && value !== '') {
-      return String(value);
-    }
-  }
-  return '';
+function field(event: Record<string, unknown>, name: string): string {
+  const value = event[name];
+  return value === undefined || value === null ? '' : String(value);
 }
 
-/** A cache event (whatever fields the cache layer used) as one table row. */
+/**
+ * A cache event as one table row. The record is CacheEvent.to_json() (gpunb/foundation/events.py):
+ * `outcome` is the one spelling gpunb uses everywhere ("hit (disk)", "miss (changed: scale)"),
+ * `why` the first reason as a sentence.
+ */
 export function cacheRow(
   notebook: string,
   event: Record<string, unknown>,
   received: Date
 ): ICacheRow {
-  const kind = field(event, ['kind', 'outcome', 'event', 'result']);
-  const where = field(event, ['where', 'source', 'tier']);
-  const ms = field(event, ['compile_ms', 'ms', 'elapsed_ms', 'time_ms']);
+  const ms = Number(event['time_ms'] ?? 0) + Number(event['compile_ms'] ?? 0);
   return {
     notebook,
     received: received.toLocaleTimeString(),
-    fn: field(event, ['function', 'name', 'kernel']),
-    signature: field(event, ['signature', 'argtypes']),
-    outcome: kind.startsWith('hit') && where ? `${kind}(${where})` : kind,
-    why: field(event, ['reason', 'why', 'detail']),
-    ms: ms ? Number(ms).toFixed(1) : ''
+    fn: field(event, 'function'),
+    signature: field(event, 'signature'),
+    outcome: field(event, 'outcome'),
+    why: field(event, 'why'),
+    ms: Number.isFinite(ms) ? ms.toFixed(1) : ''
   };
 }
 

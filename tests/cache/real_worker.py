@@ -39,7 +39,8 @@ def run_one(spec: str, target: str = "cpu") -> dict:
     event = specialization.cache_event
     artifact = specialization.artifact
     return {"kernel": kernel_name, "kind": event.kind, "source": event.source,
-            "reason": event.reason, "detail": event.detail, "out": out.tolist(),
+            "reason": event.reason, "why": event.why, "outcome": event.outcome,
+            "detail": event.detail, "out": out.tolist(),
             "key": event.key, "ms": ready_ms, "cubin": artifact.binary[:4].hex(),
             "lookup_ms": event.time_ms}
 

@@ -251,7 +251,7 @@ def test_a_waiter_that_times_out_compiles_and_says_so(kern, cache_dir, monkeypat
     _, held = _lookup(holder, fp)  # alive and heartbeating, never finishing
     art, pending = _lookup(KernelCache(str(cache_dir)), fp)
     assert art is None and pending.claim.lock is None and pending.waited_ms >= 300
-    assert "then compiled it here" in pending.detail
+    assert "then compiled it here" in "; ".join(change.text for change in pending.changes)
     holder.abandon(held)
 
 

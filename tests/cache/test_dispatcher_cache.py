@@ -72,7 +72,7 @@ def test_redefined_device_function_in_a_later_cell_recompiles_only_its_callers(n
     assert (_run(other) == 0.0).all()
     event = _event(k)
     assert event.kind == "miss"
-    assert event.reason.startswith("changed: device function `helper`")
+    assert event.why.startswith("changed: device function `helper`")
     assert cell in event.detail
     assert other.cache_info()[0]["key"] == first_other
     assert _event(other).kind == "miss" and _event(other).reason == "new"  # not recompiled
@@ -86,7 +86,7 @@ def test_rebinding_a_global_recompiles_and_an_equal_value_does_not(nb):
     spec = k.specializations[next(iter(k.specializations))]
     nb.run("SCALE = 3.0\n")
     assert (_run(k) == 6.0).all()
-    assert _event(k).reason.startswith("changed: global `SCALE`")
+    assert _event(k).why.startswith("changed: global `SCALE`")
     spec2 = next(iter(k.specializations.values()))
     assert spec2 is not spec
     nb.run("SCALE = 3.0\n")  # a new float object, equal value: same key, nothing rebuilt
@@ -102,7 +102,7 @@ def test_module_attribute_assignment_recompiles(nb, modules):
     assert (_run(k, value=3.0) == 6.0).all()
     mod.FACTOR = 5.0
     assert (_run(k, value=3.0) == 15.0).all()
-    assert "consts_mod.FACTOR" in _event(k).reason
+    assert "consts_mod.FACTOR" in _event(k).why
 
 
 def test_importlib_reload_of_a_device_function_module_recompiles(nb, modules):
@@ -126,7 +126,7 @@ def test_importlib_reload_of_a_device_function_module_recompiles(nb, modules):
     """)
     importlib.reload(nb.ns["dev_mod"])
     assert (_run(k) == 11.0).all()
-    assert _event(k).kind == "miss" and "bump" in _event(k).reason
+    assert _event(k).kind == "miss" and "bump" in _event(k).why
 
 
 def test_identical_redefinition_is_a_memory_hit_and_a_new_cache_reads_the_disk(nb, cache_dir):
@@ -264,7 +264,7 @@ def test_mutated_global_array_is_frozen_until_invalidate(nb):
     assert (_run(k) == 2.0).all()  # frozen: an in-place write is not a rebinding
     cache.invalidate()
     assert (_run(k) == 7.0).all()
-    assert _event(k).kind == "miss" and "TABLE" in _event(k).reason
+    assert _event(k).kind == "miss" and "TABLE" in _event(k).why
 
 
 def test_a_reformatted_helper_records_a_re_checked_hit_and_a_new_cell_records_nothing(nb):
@@ -282,7 +282,7 @@ def test_a_reformatted_helper_records_a_re_checked_hit_and_a_new_cell_records_no
     assert (_run(k) == 4.0).all()
     event = _event(k)
     assert (event.kind, event.source, event.reason) == ("hit", "memory", "re-checked")
-    assert "re-checked: unchanged" in event.describe()
+    assert event.outcome == "hit (memory, re-checked)" and "content is unchanged" in event.why
     before = len(cache.events("uses_helper"))
     nb.run("unrelated_name = 1\n")
     assert (_run(k) == 4.0).all()

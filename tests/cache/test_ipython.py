@@ -50,7 +50,7 @@ def test_cells_in_a_real_shell(shell):
     assert cell != helper_cell
     run(shell, "k.launch()")
     assert k.compiles == 2
-    assert k.event.reason == f"changed: device function `helper` defined at Cell In[{cell}], line 1"
+    assert k.event.why == f"changed: device function `helper` defined at Cell In[{cell}], line 1"
 
     run(shell, "# reformatted\n@jit\ndef helper(v):   # same\n\n    return (v + 2 * OFFSET)")
     run(shell, "UNREAD = 1")
@@ -60,7 +60,7 @@ def test_cells_in_a_real_shell(shell):
     run(shell, "OFFSET = 3.0")
     run(shell, "k.launch()")
     assert k.compiles == 3
-    assert k.event.reason == "changed: global `OFFSET` defined at module __main__ (read via " \
+    assert k.event.why == "changed: global `OFFSET` defined at module __main__ (read via " \
                              "helper): 1.0 -> 3.0"
 
 
@@ -84,7 +84,7 @@ def test_an_in_place_write_in_one_cell_is_seen_by_launches_in_later_cells(shell)
         run(shell, "look[1, 2](out)")
         assert shell.user_ns["out"].tolist() == [7.0, 7.0]
         (info,) = shell.user_ns["look"].cache_info()
-        assert info["event"].reason == ("changed: global `TABLE` defined at module __main__: "
+        assert info["event"].why == ("changed: global `TABLE` defined at module __main__: "
                                         "array float32 [1.0, 2.0] -> array float32 [1.0, 7.0]")
     finally:
         gpunb.set_target(None)

@@ -72,6 +72,17 @@ def _reasons(old_fp, new_fp, old=None, new=None):
                           old.get("tools", TOOLS))
     new_parts = key_parts(new_fp, "()", new.get("options"), "cuda", new.get("arch", "sm_90"),
                           new.get("tools", TOOLS))
+    changes = explain_change(old_parts, list(old_fp.dependencies), old_fp.code_digest, new_parts,
+                             new_fp)
+    return [change.text for change in changes]
+
+
+def _changes(old_fp, new_fp, new=None):
+    """The structured records behind the sentences."""
+    old_parts = key_parts(old_fp, "()", None, "cuda", "sm_90", TOOLS)
+    new = new or {}
+    new_parts = key_parts(new_fp, "()", new.get("options"), "cuda", new.get("arch", "sm_90"),
+                          new.get("tools", TOOLS))
     return explain_change(old_parts, list(old_fp.dependencies), old_fp.code_digest, new_parts,
                           new_fp)
 
@@ -83,6 +94,11 @@ def test_reasons_for_options_arch_and_toolchain(cells):
     assert _reasons(fp, fp, new={"arch": "sm_80"}) == ["arch changed: sm_90 -> sm_80"]
     reasons = _reasons(fp, fp, new={"tools": dict(TOOLS, llvm="LLVM 23")})
     assert reasons == ["toolchain changed: llvm LLVM 22.1.0 -> LLVM 23"]
+    (option,) = _changes(fp, fp, new={"options": {"fastmath": True}})
+    assert (option.reason, option.subject, option.what, option.before, option.after) == \
+        ("option changed", "fastmath", "option", "False", "True")
+    (tool,) = _changes(fp, fp, new={"tools": dict(TOOLS, llvm="LLVM 23")})
+    assert (tool.reason, tool.subject, tool.after) == ("toolchain changed", "llvm", "LLVM 23")
 
 
 def test_reasons_for_source_helper_global_and_default(cells):
@@ -104,6 +120,9 @@ def test_reasons_for_source_helper_global_and_default(cells):
     newer = collect(jit(cells.ns["kern"]))
     (reason,) = _reasons(new, newer)
     assert reason == ("changed: global `N` defined at module __main__ (read via helper): 1 -> 2")
+    (change,) = _changes(new, newer)
+    assert (change.reason, change.subject, change.what, change.defined_at, change.before,
+            change.after) == ("changed", "N", "global", "module __main__", "1", "2")
 
     source_changed = _fp(cells, "def kern(out):\n    out[0] = helper(2.0)\n")
     (reason,) = _reasons(newer, source_changed)

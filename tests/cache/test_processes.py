@@ -79,7 +79,8 @@ def test_seed_002_edit_imported_device_function_between_processes(tmp_path):
     _write(src, "b", HELPER_B.format(inc="2.0"))  # edit b.py only; a.py is untouched
     (second,) = _run(cache_dir, src, "a:kern")
     assert second["kind"] == "miss"
-    assert second["reason"] == (f'changed: device function `b.helper` defined at '
+    assert second["outcome"] == "miss (changed: b.helper)"
+    assert second["why"] == (f'changed: device function `b.helper` defined at '
                                 f'File "{src / "b.py"}", line 4')
     assert second["out"] == [float(i) + 2 for i in range(16)]
 
@@ -225,7 +226,8 @@ def test_an_environment_variable_that_changes_code_changes_the_key(tmp_path):
     assert proc.returncode == 0, proc.stderr
     checked = json.loads(proc.stdout.splitlines()[-1])
     assert checked["kind"] == "miss" and checked["key"] != plain["key"]
-    assert checked["reason"] == "option changed: boundscheck False -> True"
+    assert checked["why"] == "option changed: boundscheck False -> True"
+    assert checked["outcome"] == "miss (option changed: boundscheck)"
     assert checked["out"] == plain["out"] == [float(i) * 2 for i in range(16)]
     (again,) = _run(cache_dir, src, "k2:kern")
     assert (again["kind"], again["source"], again["key"]) == ("hit", "disk", plain["key"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,7 +11,9 @@ from pathlib import Path
 from cache_support import MiniDispatcher, jit
 
 from gpunb import cache
-from gpunb.cache.provenance import CacheEvent, events, last_event, record
+from gpunb.cache.provenance import events, last_event, record
+from gpunb.foundation import events as gpunb_events
+from gpunb.foundation.events import CacheChange, CacheEvent, CacheKind, CacheReason, CacheSource
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,15 +25,41 @@ def test_event_log_filters_and_is_bounded():
     assert 0 < len(mine) <= 2048 and mine[-1].timestamp == 2999.0
     assert last_event("bounded_fn") is mine[-1]
     assert last_event("never_seen_function") is None
-    record(CacheEvent("outer.<locals>.inner", "()", "cpu", "hit", "memory", ""))
+    record(CacheEvent("outer.<locals>.inner", "()", "cpu", "hit", "memory", None))
     assert last_event("inner").function == "outer.<locals>.inner"
 
 
-def test_event_describe():
-    hit = CacheEvent("k", "()", "cpu", "hit", "disk", "", time_ms=1.234)
-    miss = CacheEvent("k", "()", "cpu", "miss", None, "changed: global `N`", compile_ms=50.0)
-    assert hit.describe() == "hit (disk) in 1.23 ms"
-    assert miss.describe() == "miss (changed: global `N`), compiled in 50.0 ms"
+def test_event_spelling_and_structure():
+    """One spelling per provenance kind: `hit (disk)`, `miss (changed: N)`; enums compare as the
+    words users type, and the reason's sentence and subject travel with the event."""
+    hit = CacheEvent("k", "void(float32[::1])", "cpu", "hit", "disk", None, time_ms=2.91)
+    change = CacheChange("changed", "N", "changed: global `N` defined at module m: 1 -> 2",
+                         "global", "module m", "1", "2")
+    miss = CacheEvent("k", "void(float32[::1])", "cpu", "miss", None, "changed", (change,),
+                      compile_ms=50.0)
+    kept = CacheEvent("k", "()", "cpu", "hit", "memory", CacheReason.RECHECKED)
+    assert hit.kind is CacheKind.HIT and hit.source is CacheSource.DISK and hit.reason is None
+    assert miss.kind == "miss" and miss.reason is CacheReason.CHANGED
+    assert (hit.outcome, miss.outcome, kept.outcome) == (
+        "hit (disk)", "miss (changed: N)", "hit (memory, re-checked)")
+    assert repr(hit) == "hit (disk) k void(float32[::1]) 2.9 ms"
+    assert str(miss) == "miss (changed: N) k void(float32[::1]) 50.0 ms"
+    assert miss.why == miss.detail == change.text and miss.changes[0].after == "2"
+    record = miss.to_json()
+    assert record["outcome"] == "miss (changed: N)" and record["reason"] == "changed"
+    assert json.loads(json.dumps(record)) == record
+
+
+def test_every_decision_is_published_to_subscribers(cells, cache_dir):
+    seen = []
+    with gpunb_events.subscribe(gpunb_events.EventKind.CACHE, seen.append):
+        cells.run("def published(out):\n    out[0] = 1\n")
+        MiniDispatcher(cells.ns["published"], cache.default_cache()).launch()
+    cells.run("def published(out):\n    out[0] = 2\n")
+    MiniDispatcher(cells.ns["published"], cache.default_cache()).launch()  # not subscribed
+    mine = [e for e in seen if e.function == "published"]
+    assert [e.outcome for e in mine] == ["miss (new)"]
+    assert last_event("published").outcome == "miss (changed: published)"  # logged all the same
 
 
 def test_explain_tells_the_whole_story(cells, cache_dir, monkeypatch):
@@ -57,7 +86,8 @@ def test_explain_tells_the_whole_story(cells, cache_dir, monkeypatch):
     assert f"changed: device function `scale` defined at {cells.last_label}, line 1" in text
     k.launch()
     text = cache.explain(k)
-    assert "last event: miss (changed: device function `scale`" in text
+    assert "last event: miss (changed: scale), compiled in" in text
+    assert f"why: changed: device function `scale` defined at {cells.last_label}" in text
     assert "changed since the last compile" not in text
 
 

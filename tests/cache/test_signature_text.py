@@ -1,6 +1,6 @@
 """Signature text is a cache-key part: two different argument types must never print alike.
 
-gpunb/specialize.py keys a specialisation by `str(Signature)`, so a type whose text forgets
+gpunb/jit/slow_path.py keys a specialisation by `str(Signature)`, so a type whose text forgets
 something (a record's offsets, a layout) lets one specialisation's code serve another's arguments.
 Hypothesis draws types from small domains (so near-equal pairs are common) and checks that equal
 text means equal types; the examples are the collisions found so far.

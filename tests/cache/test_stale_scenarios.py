@@ -81,8 +81,8 @@ def test_in_place_write_then_a_new_signature_keys_the_values_it_compiled(nb):
     assert _run(k) == [2.0] * 4
     cache.invalidate()  # what a notebook's next cell does: re-read, and the float32 code follows
     assert _run(k) == [7.0] * 4
-    assert _event(k).reason.startswith("changed: global `TABLE`")
-    assert "[1.0, 2.0] -> array float64 [1.0, 7.0]" in _event(k).reason
+    assert _event(k).why.startswith("changed: global `TABLE`")
+    assert "[1.0, 2.0] -> array float64 [1.0, 7.0]" in _event(k).why
 
     ns = _new_process(TABLE_KERNEL)
     assert _run(ns["lookup"], np.float64) == [2.0] * 4
@@ -124,7 +124,7 @@ def test_a_call_cycle_is_keyed_by_content_whichever_kernel_comes_first(nb):
     assert _run(nb.ns["via_a"]) == [602.0] * 4
     assert _run(nb.ns["via_b"]) == [602.0] * 4
     event = _event(nb.ns["via_b"])
-    assert event.kind == "miss" and "device function `a`" in event.reason
+    assert event.kind == "miss" and "device function `a`" in event.why
     _unchanged_launch_is_served(nb.ns["via_b"], [602.0] * 4)
 
 
@@ -144,13 +144,13 @@ def k(out, x):
     assert _run(k) == [0.5] * 4
     event = _event(k)
     assert event.kind == "miss"
-    assert event.reason.startswith("changed: options of device function `half`")
-    assert "jit() -> jit(fastmath=True)" in event.reason
+    assert event.why.startswith("changed: options of device function `half`")
+    assert "jit() -> jit(fastmath=True)" in event.why
     nb.run("@cuda.jit('float32(int32)', device=True, fastmath=True)\n"
            "def half(v):\n    return v * 0.5\n")
     assert _run(k, value=3.0) == [1.5] * 4  # 3.0 -> int32 3 -> 1.5
     assert _run(k, value=3.75) == [1.5] * 4  # the declared int32 truncates
-    assert "'float32(int32)'" in _event(k).reason
+    assert "'float32(int32)'" in _event(k).why
     _unchanged_launch_is_served(k, [0.5] * 4)
 
 
@@ -231,7 +231,7 @@ def test_a_global_record_array_with_out_of_order_fields(nb):
     assert _run(k) == [5.0] * 4
     nb.ns["T"] = table.view(np.dtype({**layout, "offsets": [0, 4]}))  # same bytes, a <-> b
     assert _run(k) == [7.0] * 4
-    assert _event(k).reason.startswith("changed: global `T`")
+    assert _event(k).why.startswith("changed: global `T`")
     _unchanged_launch_is_served(k, [7.0] * 4)
 
 
@@ -275,14 +275,14 @@ def test_a_submodule_attribute_and_a_rebound_submodule(nb, package):
     assert _run(k) == [2.0] * 4
     pkg.sub.CONST = 3.0
     assert _run(k) == [3.0] * 4
-    assert _event(k).reason.startswith("changed: global `consts_pkg.sub.CONST`")
-    assert _event(k).reason.endswith("2.0 -> 3.0")
+    assert _event(k).why.startswith("changed: global `consts_pkg.sub.CONST`")
+    assert _event(k).why.endswith("2.0 -> 3.0")
     _unchanged_launch_is_served(k, [3.0] * 4)
     replacement = type(pkg)("replacement")
     replacement.CONST = 4.0
     pkg.sub = replacement
     assert _run(k) == [4.0] * 4
-    assert "consts_pkg.sub.CONST" in _event(k).reason
+    assert "consts_pkg.sub.CONST" in _event(k).why
 
 
 def test_monkeypatched_helper_reload_and_a_from_import_alias(nb, modules):
@@ -294,11 +294,11 @@ def test_monkeypatched_helper_reload_and_a_from_import_alias(nb, modules):
     assert _run(by_attr) == _run(by_alias) == [2.0] * 4
     mod.helper = mod.other
     assert _run(by_attr) == [51.0] * 4
-    assert _event(by_attr).reason.startswith("changed: device function `helpers_mod.helper`")
+    assert _event(by_attr).why.startswith("changed: device function `helpers_mod.helper`")
     modules.edit("helpers_mod", HELPERS.format(inc="10.0"))
     importlib.reload(mod)
     assert _run(by_attr) == [11.0] * 4
-    assert "`helpers_mod.helper`" in _event(by_attr).reason
+    assert "`helpers_mod.helper`" in _event(by_attr).why
     _unchanged_launch_is_served(by_attr, [11.0] * 4)
     # Python's meaning: `h` is still the function imported before the reload, old code and all
     assert _run(by_alias) == [2.0] * 4
@@ -316,7 +316,7 @@ def test_a_helper_re_exported_by_a_package(nb, modules, package):
     importlib.reload(nb.ns["export_pkg"].impl)
     importlib.reload(nb.ns["export_pkg"])
     assert _run(k) == [8.0] * 4
-    assert _event(k).reason.startswith("changed: device function `export_pkg.helper`")
+    assert _event(k).why.startswith("changed: device function `export_pkg.helper`")
 
 
 def test_factories_over_captured_device_functions(nb):
@@ -363,13 +363,13 @@ def k(out, x):
     assert _run(k) == [4.5] * 4
     nb.run("DT = np.int32\n")  # the local array truncates 3.5 to 3
     assert _run(k) == [4.0] * 4
-    assert _event(k).reason.startswith("changed: global `DT`")
+    assert _event(k).why.startswith("changed: global `DT`")
     nb.run("@cuda.jit(device=True)\ndef add(v, k=5.0):\n    return v + k\n")
     assert _run(k) == [8.0] * 4
-    assert "default value of `k`" in _event(k).reason and "1.0 -> 5.0" in _event(k).reason
+    assert "default value of `k`" in _event(k).why and "1.0 -> 5.0" in _event(k).why
     nb.run("OFFSET = (1.0, 4.0)\n")
     assert _run(k) == [10.0] * 4
-    assert "(1.0, 2.0) -> (1.0, 4.0)" in _event(k).reason
+    assert "(1.0, 2.0) -> (1.0, 4.0)" in _event(k).why
     _unchanged_launch_is_served(k, [10.0] * 4)
     nb.run("del OFFSET\n")
     with pytest.raises(gpunb.CompileError, match="name 'OFFSET' is not defined"):

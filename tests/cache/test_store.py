@@ -82,7 +82,7 @@ def test_damaged_entries_are_reported_removed_and_rebuilt(cells, cache_dir, dama
     else:
         js.write_bytes(os.urandom(300))
     art, pending = _lookup_fresh(cache_dir, fp)
-    assert art is None and pending.reason == "corrupt" and key in pending.detail
+    assert art is None and pending.changes[0].reason == "corrupt" and key in pending.changes[0].text
     assert not js.exists()  # removed
     event = KernelCache(str(cache_dir)).store(pending, fake_artifact(fp), fp, 1.0)
     assert event.kind == "miss" and event.reason == "corrupt"

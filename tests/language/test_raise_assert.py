@@ -209,14 +209,15 @@ def test_cuda_device_function_ends_the_thread_with_exit(ptxas):
 
 def test_artifact_carries_the_raise_sites():
     """What a disk hit's launcher needs is in the artifact, JSON round trip included."""
-    from gpunb.backends.build import build_ptx
-    from gpunb.compiler.pipeline import infer_kernel
+    from gpunb import backends
+    from gpunb.backends.pipeline import compile
     from gpunb.foundation import types as t
     from gpunb.foundation.artifact import KernelArtifact
+    from gpunb.foundation.events import Stage
 
     arr = t.Array(t.float32, 1, "C")
-    typed = infer_kernel(_double_or_raise, (arr, arr), {"debug": True})
-    built = build_ptx(typed, {"debug": True}, (9, 0))
+    built = compile(_double_or_raise, (arr, arr), {"debug": True}, backends.get("cuda"),
+                    stop_after=Stage.PTX, arch=(9, 0)).artifact
     artifact = KernelArtifact.from_json_dict(
         json.loads(json.dumps(built.to_json_dict())), b"")
     assert artifact.raise_sites == built.raise_sites

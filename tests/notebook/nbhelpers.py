@@ -42,11 +42,3 @@ def html_text(markup: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
-def cache_layer_present() -> bool:
-    """True when gpunb.cache.epoch exists (cross-cell invalidation runs through it)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec("gpunb.cache.epoch") is not None
-    except ModuleNotFoundError:  # no gpunb.cache package at all
-        return False

@@ -1,12 +1,12 @@
 """The notebook's glue to the cache layer, against a stand-in with the documented API.
 
-The stand-in has exactly the public names issue 4 defines (`events()`, `explain(kernel)`,
-`clear([kernel])`, `cache_dir()`, `epoch.bump()`), so these tests pin what the magics call.
+The stand-in has exactly the public names the notebook uses (`events()`, `explain(kernel)`,
+`clear([kernel])`, `cache_dir()`, `invalidate()`, `enabled()`, `set_enabled(on)`) and real,
+typed CacheEvents, so these tests pin what the magics call and read.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.machinery
 import sys
 import types
@@ -14,31 +14,25 @@ import types
 import pytest
 from nbhelpers import run_cell
 
+from gpunb.foundation.events import CacheChange, CacheEvent
 
-@dataclasses.dataclass(frozen=True)
-class Event:
-    function: str
-    signature: str
-    kind: str
-    where: str
-    reason: str
-    ms: float
+CHANGED = CacheChange("changed", "scale", "changed: device function `scale` defined at "
+                      "Cell In[4], line 2", "gpu function", "Cell In[4], line 2")
 
 
 @pytest.fixture
 def fake_cache(monkeypatch, tmp_path):
-    calls: dict = {"bump": 0, "clear": [], "explain": []}
-    log = [Event("saxpy", "(float32[::1],)", "miss", "", "changed: scale (Cell In[4], line 2)",
-                 12.5)]
+    calls: dict = {"bump": 0, "clear": [], "explain": [], "enabled": True}
+    log = [CacheEvent("saxpy", "void(float32[::1])", "cpu", "miss", None, "changed", (CHANGED,),
+                      compile_ms=12.5, entry_bytes=2048)]
     cache = types.ModuleType("gpunb.cache")
     cache.__spec__ = importlib.machinery.ModuleSpec("gpunb.cache", None, is_package=True)
     cache.__path__ = []
-    epoch = types.ModuleType("gpunb.cache.epoch")
-    epoch.__spec__ = importlib.machinery.ModuleSpec("gpunb.cache.epoch", None)
-    epoch.bump = lambda: calls.__setitem__("bump", calls["bump"] + 1)
-    cache.epoch = epoch
+    cache.invalidate = lambda: calls.__setitem__("bump", calls["bump"] + 1)
     cache.events = lambda: list(log)
     cache.cache_dir = lambda: str(tmp_path / "fake-cache")
+    cache.enabled = lambda: calls["enabled"]
+    cache.set_enabled = lambda on: calls.__setitem__("enabled", on)
 
     def explain(kernel):
         calls["explain"].append(kernel.__name__)
@@ -49,7 +43,7 @@ def fake_cache(monkeypatch, tmp_path):
 
     cache.explain, cache.clear = explain, clear
     monkeypatch.setitem(sys.modules, "gpunb.cache", cache)
-    monkeypatch.setitem(sys.modules, "gpunb.cache.epoch", epoch)
+    monkeypatch.setattr(sys.modules["gpunb"], "cache", cache, raising=False)
     return calls, log
 
 
@@ -81,11 +75,21 @@ def test_cache_events_reach_the_comm_and_the_status_table(shell, fake_cache):
     _, log = fake_cache
     before = len(comm.sent)
     run_cell(shell, "z = 3")
-    log.append(Event("saxpy", "(float32[::1],)", "hit", "memory", "", 0.01))
+    log.append(CacheEvent("saxpy", "void(float32[::1])", "cpu", "hit", "memory", None,
+                          time_ms=0.01))
     run_cell(shell, "z = 4")
     messages = [m for m in comm.sent[before:] if m["type"] == "cache_events"]
-    assert messages[-1]["events"] == [{"function": "saxpy", "signature": "(float32[::1],)",
-                                       "kind": "hit", "where": "memory", "reason": "",
-                                       "ms": 0.01}]
-    assert describe_event(log[0]) == ("miss", "changed: scale (Cell In[4], line 2)", "")
-    assert describe_event(log[1])[0] == "hit(memory)"
+    (record,) = messages[-1]["events"]
+    assert record == log[1].to_json() and record["outcome"] == "hit (memory)"
+    assert describe_event(log[0]) == ("miss (changed: scale)", CHANGED.text, "2.0 KiB")
+    assert describe_event(log[1]) == ("hit (memory)", "", "0 B")
+
+
+def test_gpucache_on_and_off_call_the_cache(shell, fake_cache, capsys):
+    calls, _ = fake_cache
+    run_cell(shell, "%gpucache off")
+    assert calls["enabled"] is False
+    run_cell(shell, "%gpucache status")
+    assert "cache off" in capsys.readouterr().out
+    run_cell(shell, "%gpucache on")
+    assert calls["enabled"] is True

@@ -1,22 +1,26 @@
 """Messages for the labextension: JSON-safe, cache events forwarded once each."""
 
-import dataclasses
+import json
 
+from gpunb.foundation.events import CacheChange, CacheEvent
 from gpunb.notebook import comm
 
 
-@dataclasses.dataclass(frozen=True)
-class FakeEvent:
-    function: str
-    kind: str
-    reason: str
-    argtypes: tuple
+def FakeEvent(function: str, kind: str, reason: str, argtypes: tuple) -> CacheEvent:
+    changes = (CacheChange(reason, "scale", "changed: device function `scale`"),) if reason \
+        else ()
+    signature = f"void({', '.join(argtypes)})"
+    return CacheEvent(function, signature, "cpu", kind, "memory" if kind == "hit" else None,
+                      reason or None, changes)
 
 
 def test_event_records_are_json_safe():
-    record = comm.event_record(FakeEvent("saxpy", "miss", "changed: dep scale", ("f32", "f32")))
-    assert record == {"function": "saxpy", "kind": "miss", "reason": "changed: dep scale",
-                      "argtypes": ["f32", "f32"]}
+    record = comm.event_record(FakeEvent("saxpy", "miss", "changed", ("float32", "float32")))
+    assert json.loads(json.dumps(record)) == record
+    assert {k: record[k] for k in ("function", "signature", "kind", "reason", "outcome", "why")} \
+        == {"function": "saxpy", "signature": "void(float32, float32)", "kind": "miss",
+            "reason": "changed", "outcome": "miss (changed: scale)",
+            "why": "changed: device function `scale`"}
     assert comm.to_json({1: object}) == {"1": str(object)}
 
 

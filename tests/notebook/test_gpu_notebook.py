@@ -28,7 +28,7 @@ explorer = launch_explorer(saxpy, n)
 spec = next(s for (t, _), s in saxpy.specializations.items() if t == "cuda")
 for b in TABLE_BLOCKS:
     row = explorer.row(b)
-    driver = occupancy.max_active_blocks_per_sm(spec.launcher.function, b, 0)
+    driver = occupancy.max_active_blocks_per_sm(spec.program.function, b, 0)
     rules = occupancy.occupancy(explorer.arch, b, saxpy.resource_usage()["registers"], 0)
     print("row", b, row.source, row.active_blocks, driver, rules.active_blocks_per_sm)
 explorer""",

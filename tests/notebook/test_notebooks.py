@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from nbhelpers import REPO, cache_layer_present, html_text, outputs_text, widget_states
+from nbhelpers import REPO, html_text, outputs_text, widget_states
 
 pytestmark = pytest.mark.slow
 
@@ -67,7 +67,8 @@ def saxpy_notebook(tmp_path_factory):
         REDEFINE,
         "%gpucache status",
         BAD,
-        "insp = saxpy.inspect()\ninsp.widget().link.value = 8\ninsp",
+        "from gpunb.notebook import inspector_for\n"
+        "insp = inspector_for(saxpy)\ninsp.widget().link.value = 8\ninsp",
         "from gpunb.notebook import launch_explorer\n"
         "explorer = launch_explorer(saxpy, 1_000_000)\nexplorer",
         "explorer.widget().block.value = 1024\nexplorer.apply()\nprint(saxpy.launch_config)\n"
@@ -83,6 +84,7 @@ def saxpy_notebook(tmp_path_factory):
         "hooks_for(get_ipython()).progress = CompileWatcher(threshold_s=0.01, interval_s=0.005)",
         "%%gpukernel\ndef thrice(v):\n    i = cuda.grid(1)\n    if i < v.size:\n"
         "        v[i] *= 3\n\nthrice[1, 64](v)\nprint(v.sum())",
+        "saxpy.inspect()",
     ]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in cells]
@@ -128,9 +130,6 @@ def test_gpucache_status_lists_kernels_with_their_cell(saxpy_notebook):
 
 def test_redefinition_in_a_later_cell_recompiles_the_caller(saxpy_notebook):
     _no_errors(saxpy_notebook, 3)
-    if not cache_layer_present():
-        pytest.skip("redefinitions are noticed through the cache epoch (gpunb.cache.epoch), "
-                    "which is not in this build")
     assert "redefined: [1.0, 5.0, 9.0]" in outputs_text(saxpy_notebook.cells[3])
 
 
@@ -181,6 +180,15 @@ def test_live_cache_panel_updates_after_later_cells(saxpy_notebook):
     live = saxpy_notebook.cells[11].outputs[0]["data"]["application/vnd.jupyter.widget-view+json"]
     state = widget_states(saxpy_notebook)[live["model_id"]]
     assert "twice" in html_text(state["value"])  # defined and launched after the panel was shown
+
+
+def test_inspect_as_the_last_line_shows_the_inspector_widget(saxpy_notebook):
+    _no_errors(saxpy_notebook, 15)
+    (shown,) = [o for o in saxpy_notebook.cells[15].outputs if o["output_type"] ==
+                "execute_result"]
+    assert "application/vnd.jupyter.widget-view+json" in shown["data"]
+    assert ".visible .entry saxpy" in html_text(shown["data"]["text/html"])
+    assert shown["data"]["text/plain"].startswith("saxpy ")
 
 
 def test_compile_progress_is_shown_for_slow_compiles(saxpy_notebook):

@@ -1,34 +1,32 @@
-"""The compile progress watcher: stage names from the compiling thread's stack, > 1 s only."""
+"""The compile progress watcher: stage names from compile events, slow compiles only."""
 
 import threading
 import time
 
+import pytest
+
+from gpunb.foundation import events
+from gpunb.foundation.events import CompileEvent, EventKind, Stage
 from gpunb.notebook import progress
 
 
-def build_specialization(dispatcher, seconds):  # named like the dispatcher's slow path
-    return infer_kernel(seconds)
+def _publish(kind: EventKind, stage: Stage | None = None, kernel: str = "slow_kernel") -> None:
+    events.publish(kind, CompileEvent(kind, kernel, "void(float32[::1])", "cpu", stage))
 
 
-def infer_kernel(seconds):  # named like the inference stage
+def fake_compile(seconds: float, kernel: str = "slow_kernel") -> None:
+    """The events backends/pipeline.compile publishes, around a stage that takes `seconds`."""
+    _publish(EventKind.COMPILE_STARTED, kernel=kernel)
+    _publish(EventKind.STAGE_STARTED, Stage.TYPES, kernel)
     time.sleep(seconds)
+    _publish(EventKind.STAGE_FINISHED, Stage.TYPES, kernel)
+    _publish(EventKind.COMPILE_FINISHED, kernel=kernel)
 
 
-class _Kernel:
-    __name__ = "slow_kernel"
-
-
-def _use_test_tables(monkeypatch):
-    here = __file__.replace("\\", "/").rsplit("/", 1)[-1]
-    monkeypatch.setattr(progress, "ROOTS", {(here, "build_specialization"): "compile"})
-    monkeypatch.setattr(progress, "STAGES", {(here, "infer_kernel"): "types"})
-
-
-def test_slow_compile_shows_stage_and_finish(monkeypatch, capsys):
-    _use_test_tables(monkeypatch)
+def test_slow_compile_shows_stage_and_finish(capsys):
     watcher = progress.CompileWatcher(threshold_s=0.2, interval_s=0.02)
     watcher.start()
-    build_specialization(_Kernel(), 0.6)
+    fake_compile(0.6)
     time.sleep(0.1)
     watcher.stop()
     err = capsys.readouterr().err
@@ -36,37 +34,55 @@ def test_slow_compile_shows_stage_and_finish(monkeypatch, capsys):
     assert watcher.shown and watcher.shown[0].startswith("gpunb: compiled slow_kernel in")
 
 
-def test_fast_compile_shows_nothing(monkeypatch, capsys):
-    _use_test_tables(monkeypatch)
+def test_fast_compile_shows_nothing(capsys):
     watcher = progress.CompileWatcher(threshold_s=1.0, interval_s=0.02)
     watcher.start()
-    build_specialization(_Kernel(), 0.1)
+    fake_compile(0.1)
     watcher.stop()
     assert watcher.shown == [] and "gpunb" not in capsys.readouterr().err
 
 
-def test_sample_finds_root_and_innermost_stage(monkeypatch):
-    _use_test_tables(monkeypatch)
-    seen = {}
-
-    def probe(_):
-        import sys
-
-        seen["s"] = progress.sample(sys._current_frames()[threading.get_ident()])
-
-    monkeypatch.setattr(time, "sleep", probe)
-    build_specialization(_Kernel(), 0)
-    root, stage = seen["s"]
-    assert stage == "types" and root.f_code.co_name == "build_specialization"
-    assert progress.kernel_name(root) == "slow_kernel"
+def test_only_the_watched_thread_counts_and_stop_unsubscribes(capsys):
+    watcher = progress.CompileWatcher(threshold_s=0.05, interval_s=0.01)
+    watcher.start()
+    other = threading.Thread(target=fake_compile, args=(0.3, "elsewhere"))
+    other.start()
+    other.join()
+    watcher.stop()
+    assert watcher.shown == [] and not events.has_subscribers(EventKind.COMPILE_STARTED)
 
 
-def test_stage_tables_name_functions_that_exist():
-    """The watcher recognises stages by file and function name: catch renames in other layers."""
-    import re
-    from pathlib import Path
+@pytest.mark.slow
+def test_a_real_compile_is_seen_with_its_stages(monkeypatch):
+    """Against the real pipeline: the watcher names the stages the CPU backend runs."""
+    import numpy as np
 
-    root = Path(progress.__file__).resolve().parents[1]
-    for suffix, name in list(progress.STAGES) + list(progress.ROOTS):
-        text = (root / suffix).read_text()
-        assert re.search(rf"def {name}\(", text), f"{suffix} has no function {name}()"
+    from gpunb import cuda
+
+    seen = []
+    monkeypatch.setattr(progress, "make_view", lambda kernel: _Recorder(kernel, seen))
+    watcher = progress.CompileWatcher(threshold_s=0.0, interval_s=0.001)
+    watcher.start()
+
+    @cuda.jit(target="cpu", cache=False)
+    def watched(out):
+        out[0] = 1.0
+
+    out = np.zeros(1, np.float32)
+    watched[1, 1](out)
+    time.sleep(0.05)
+    watcher.stop()
+    assert watcher.shown == ["done watched"]
+    assert set(seen) <= {"starting", "types", "LLVM", "host code"} and seen
+
+
+class _Recorder:
+    def __init__(self, kernel: str, seen: list):
+        self.kernel = kernel
+        self.seen = seen
+
+    def update(self, stage: str, elapsed: float, stages: list) -> None:
+        self.seen.append(stage)
+
+    def finish(self, elapsed: float) -> str:
+        return f"done {self.kernel}"

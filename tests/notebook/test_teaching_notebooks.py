@@ -11,7 +11,7 @@ import json
 import re
 
 import pytest
-from nbhelpers import REPO, cache_layer_present, outputs_text
+from nbhelpers import REPO, outputs_text
 
 pytestmark = pytest.mark.slow
 
@@ -29,18 +29,11 @@ def execute(path, cpu_env):
         return _executed[path.name]
     import nbformat
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(cpu_env)}})
-    try:
-        client.execute()
-    except CellExecutionError:
-        if not cache_layer_present() and _failed_in_redefinition(nb):
-            pytest.xfail("a redefined helper is noticed through the cache epoch "
-                         "(gpunb.cache.epoch), which is not in this build")
-        raise
+    client.execute()
     _executed[path.name] = nb
     return nb
 
@@ -67,14 +60,6 @@ def test_notebook_runs(path, cpu_env):
         assert errors, "a cell tagged raises-exception did not fail"
         text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(errors[0]["traceback"]))
         assert "Cell In[" in text
-
-
-def _failed_in_redefinition(nb) -> bool:
-    """The first failing cell is the one that redefines a helper (tagged `redefinition`)."""
-    for cell in nb.cells:
-        if any(o["output_type"] == "error" for o in cell.get("outputs", [])):
-            return "redefinition" in cell.get("metadata", {}).get("tags", [])
-    return False
 
 
 def _code_outputs(nb) -> list[str]:
@@ -111,11 +96,13 @@ def test_03_provenance_says_which_cell_changed_and_a_reformat_is_a_hit(cpu_env):
     nb = execute(_notebook("03_cache_and_provenance"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
     assert "miss (new)" in outputs
-    assert re.search(r"miss \(changed: device function `relu` defined at Cell In\[\d+\], line 2\)",
+    assert "miss (changed: relu)" in outputs
+    assert re.search(r"why: changed: device function `relu` defined at Cell In\[\d+\], line 2",
                      outputs)
-    assert "kept after a re-check: hit [memory] (re-checked)" in outputs
-    assert "hit [memory]" in outputs
-    assert "changed: global `SLOPE`" in outputs and "0.01 -> 0.2" in outputs
+    assert "kept after a re-check: hit (memory, re-checked)" in outputs
+    assert re.search(r"^hit \(memory\), key ", outputs, re.M)
+    assert "miss (changed: SLOPE)" in outputs
+    assert "why: changed: global `SLOPE`" in outputs and "0.01 -> 0.2" in outputs
     assert "another process: hit disk" in outputs
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -106,10 +107,13 @@ def test_gpucache_usage_errors(shell, capsys):
 def test_gpucache_off_and_on_set_the_config(shell, capsys, monkeypatch):
     from gpunb.foundation import config
 
+    monkeypatch.setattr(config, "_process_cache", None)  # the magics' override ends with the test
     monkeypatch.setenv("GPUNB_CACHE", "1")
     run_cell(shell, "%gpucache off")
-    assert config.cache_enabled() is False
+    assert config.cache_enabled() is False and os.environ["GPUNB_CACHE"] == "1"
     run_cell(shell, "%gpucache on")
+    assert config.cache_enabled() is True
+    monkeypatch.setenv("GPUNB_CACHE", "0")  # the magic's setting wins over the variable
     assert config.cache_enabled() is True
     run_cell(shell, "%gpucache dir")
     assert capsys.readouterr().out.strip().splitlines()[-1] == config.cache_dir()
@@ -148,11 +152,16 @@ def test_gpuprofile_counts_launches(shell, capsys):
 def test_inspector_and_explorer_text(shell):
     run_cell(shell, SAXPY)
     run_cell(shell, "import numpy as np\nv = np.ones(64, np.float32)\nsaxpy[1, 64](v, v, v, 1.0)")
-    from gpunb.notebook import launch_explorer
+    from gpunb.jit.report import KernelReport
+    from gpunb.notebook import inspector_for, launch_explorer
 
-    insp = shell.user_ns["saxpy"].inspect()
-    text = repr(insp)
+    report = shell.user_ns["saxpy"].inspect()  # plain jit-level data, shown as text here
+    text = repr(report)
+    assert isinstance(report, KernelReport)
     assert text.startswith("saxpy ") and "registers=" in text and "line map:" in text
+    shown, _ = shell.display_formatter.format(report)  # %load_ext registered the inspector
+    assert shown["text/plain"] == text and "<details" in shown["text/html"]
+    insp = inspector_for(shell.user_ns["saxpy"])
     assert insp.mapped_lines and insp.select_line(insp.mapped_lines[-1])
     explorer = launch_explorer(shell.user_ns["saxpy"], 10_000)
     table = repr(explorer)
@@ -169,8 +178,8 @@ def test_options_reach_the_gpu_functions(shell):
                          "max_registers": 32, "cache": False}
     run_cell(shell, "import numpy as np\nv = np.zeros(1, np.float32)\nk[1, 1](v)")
     assert shell.user_ns["v"][0] == 1.0
-    insp = k.inspect()
-    assert insp.report.arch == "sm_80" and ".target sm_80" in insp.report.ptx
+    report = k.inspect()
+    assert report.arch == "sm_80" and ".target sm_80" in report.ptx
 
 
 def test_gpu_functions_from_earlier_cells_and_imported_modules(shell, tmp_path, monkeypatch):

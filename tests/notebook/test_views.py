@@ -2,8 +2,8 @@
 
 import re
 
+from gpunb.jit.report import sass_line_map
 from gpunb.notebook import codeviews, render
-from gpunb.notebook.report import sass_line_map
 
 SOURCE = "def k(out):\n    i = 1\n    out[i] = 2\n"
 PTX = "\n".join(f"instr{n}" for n in range(1, 11))

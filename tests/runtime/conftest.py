@@ -13,8 +13,7 @@ def fake_cuda(monkeypatch):
 
     from fake_cuda_driver import FakeDriver
 
-    from gpunb.backends.cuda import driver
-    from gpunb.runtime import packing as launch
+    from gpunb.backends.cuda import driver, launch
 
     fake = FakeDriver()
     monkeypatch.setattr(launch, "_native", None)  # launches reach the simulated driver

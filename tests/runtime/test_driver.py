@@ -10,7 +10,7 @@ from gpunb.backends.cuda import driver, modules, occupancy
 
 def test_link_ptx_options_and_logs(fake_cuda):
     option = fake_cuda.CUjit_option
-    cubin, log = driver.link_ptx(".version 8.0\n.target sm_90\n", "sm_90", max_registers=64,
+    cubin, log = modules.link_ptx(".version 8.0\n.target sm_90\n", "sm_90", max_registers=64,
                                  lineinfo=True)
     assert cubin == b"CUBIN:.version 8" and "Used 32 registers" in log  # 16 bytes, copied out
     opts = fake_cuda.link_options
@@ -21,23 +21,23 @@ def test_link_ptx_options_and_logs(fake_cuda):
     assert option.CU_JIT_GENERATE_DEBUG_INFO not in opts
     assert fake_cuda.linked_data.endswith(b"\0")  # PTX goes in NUL-terminated
     assert any(c[0] == "cuLinkDestroy" for c in fake_cuda.calls)
-    driver.link_ptx("x", (8, 0), debug=True)
+    modules.link_ptx("x", (8, 0), debug=True)
     assert fake_cuda.link_options[option.CU_JIT_OPTIMIZATION_LEVEL] == 0
     assert fake_cuda.link_options[option.CU_JIT_GENERATE_DEBUG_INFO] == 1
-    driver.link_ptx("x")
+    modules.link_ptx("x")
     assert option.CU_JIT_TARGET_FROM_CUCONTEXT in fake_cuda.link_options
 
 
 def test_link_errors_carry_the_ptxas_log(fake_cuda):
     with pytest.raises(modules.PtxLinkError, match="could not compile the PTX for sm_90") as info:
-        driver.link_ptx("syntax error here", "sm_90")
+        modules.link_ptx("syntax error here", "sm_90")
     assert "line 3; error : syntax error" in str(info.value)
     assert "CUDA_ERROR_INVALID_PTX" in str(info.value)
     assert any(c[0] == "cuLinkDestroy" for c in fake_cuda.calls)  # destroyed on failure too
 
 
 def test_modules_and_function_attributes(fake_cuda):
-    module = driver.load_module(b"cubin bytes")
+    module = modules.load_module(b"cubin bytes")
     function = module.get_function("saxpy")
     assert module.get_function("saxpy") is function
     attrs = function.attributes()
@@ -51,7 +51,7 @@ def test_modules_and_function_attributes(fake_cuda):
 
 
 def test_driver_occupancy_calls(fake_cuda):
-    function = driver.load_module(b"x").get_function("k")
+    function = modules.load_module(b"x").get_function("k")
     assert occupancy.max_active_blocks_per_sm(function, 256) == 8
     assert occupancy.max_potential_block_size(function) == (264, 1024)
     assert occupancy.max_cooperative_grid_blocks(function, 256) == 8 * 132

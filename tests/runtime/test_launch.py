@@ -9,13 +9,14 @@ import warnings
 import numpy as np
 import pytest
 
+from gpunb.backends.cuda import launch
+from gpunb.backends.launch_config import validate_config
 from gpunb.foundation import abi
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
-from gpunb.runtime import memory
-from gpunb.runtime import packing as launch
+from gpunb.runtime import memory, packing
 from gpunb.runtime.devicearray import HostDeviceArray
-from gpunb.runtime.packing import ArgPacker, PerformanceWarning, validate_config
+from gpunb.runtime.packing import ArgPacker, PerformanceWarning
 
 _READ = {"ptr": ctypes.c_uint64, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
          "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float,
@@ -154,7 +155,7 @@ def test_cuda_target_device_arrays_and_interfaces(fake_cuda):
 
 
 def test_host_arrays_on_cuda_copy_in_and_back_with_one_warning(fake_cuda, monkeypatch):
-    monkeypatch.setattr(launch, "_host_copy_warned", False)
+    monkeypatch.setattr(packing, "_host_copy_warned", False)
     monkeypatch.setenv("GPUNB_NOTICES", "1")
     a = np.arange(4, dtype=np.float32)
     ty = (t.float32[::1],)

@@ -1,4 +1,4 @@
-"""The native launch trampoline (gpunb/runtime/native_launch.py), driven through a recording C
+"""The native launch trampoline (gpunb/backends/cuda/native_launch.py), driven through a recording C
 callback with cuLaunchKernel's signature: argument conversion, the result, refusals, and that
 the GIL is released around the call. The GPU test launching through it is in
 tests/runtime/test_runtime_gpu.py."""

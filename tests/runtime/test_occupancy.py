@@ -1,8 +1,9 @@
 """The pure-Python occupancy calculator against cases computed by hand from NVIDIA's rules.
 
-Rules (see gpunb/runtime/occupancy.py): warps per block = ceil(threads/32); registers per warp =
-ceil(regs*32/256)*256, and an SM holds 4 * floor(16384 / regs_per_warp) warps; shared memory per
-block = roundup(bytes + 1024 reserved, 128) on sm_80+, and the SM holds carve-out // that.
+Rules (see gpunb/backends/cuda/occupancy.py): warps per block = ceil(threads/32); registers per
+warp = ceil(regs*32/256)*256, and an SM holds 4 * floor(16384 / regs_per_warp) warps; shared
+memory per block = roundup(bytes + 1024 reserved, 128) on sm_80+, and the SM holds carve-out //
+that.
 """
 
 from __future__ import annotations

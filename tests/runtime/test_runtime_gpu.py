@@ -14,12 +14,14 @@ import numpy as np
 import pytest
 
 from gpunb import cuda
-from gpunb.backends.cuda import driver, occupancy
+from gpunb.backends.cuda import driver, modules, occupancy
+from gpunb.backends.cuda.launch import launch_cuda
+from gpunb.backends.launch_config import validate_config
 from gpunb.foundation import abi
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
 from gpunb.runtime import memory
-from gpunb.runtime.packing import ArgPacker, launch_cuda, validate_config
+from gpunb.runtime.packing import ArgPacker
 
 # data[i * stride_bytes] += value for i < n: the ABI of an array argument (pointer, shape,
 # strides in bytes) followed by a float32 scalar, as gpunb's compiler lays it out
@@ -96,8 +98,8 @@ def on_gpu():
 
 def _load_add_value(device, shared: int = 4):
     ptx = add_value_ptx(device.arch, shared)
-    cubin, log = driver.link_ptx(ptx, device.compute_capability)
-    return driver.load_module(cubin).get_function("add_value"), log
+    cubin, log = modules.link_ptx(ptx, device.compute_capability)
+    return modules.load_module(cubin).get_function("add_value"), log
 
 
 @gpu
@@ -219,8 +221,8 @@ def _refused_launch_is_a_launch_error(on_gpu) -> None:
 @gpu
 def test_driver_errors_become_launch_errors(on_gpu):
     _refused_launch_is_a_launch_error(on_gpu)
-    with pytest.raises(driver.PtxLinkError, match="could not compile"):
-        driver.link_ptx(".version 8.0\n.target sm_90\n.address_size 64\nnonsense;\n", "sm_90")
+    with pytest.raises(modules.PtxLinkError, match="could not compile"):
+        modules.link_ptx(".version 8.0\n.target sm_90\n.address_size 64\nnonsense;\n", "sm_90")
 
 
 @gpu
@@ -372,7 +374,7 @@ def test_dispatcher_launch_end_to_end(on_gpu):
     np.testing.assert_array_equal(d_out.copy_to_host(), 2 * x + y)
     launch_us = _best_time_us(lambda: kernel[4, 256](d_out, d_x, d_y, a))
     spec = next(iter(kernel.specializations.values()))
-    function = spec.launcher.function
+    function = spec.program.function
     packer = spec.packer
     params, _ = packer.pack((d_out, d_x, d_y, a), spec.argtypes)
     cu = driver.cuda_driver()
@@ -419,7 +421,7 @@ def test_native_launch_trampoline(on_gpu):
     """Once a kernel is compiled (llvmlite loaded), launches go through the native trampoline:
     results are right, numpy-integer configs fall back to cuda.bindings, driver errors still
     become LaunchErrors naming the kernel, and it is faster than the bindings call."""
-    from gpunb.runtime import packing as launch
+    from gpunb.backends.cuda import launch
 
     kernel = cuda.jit(saxpy)
     n = 1000

@@ -1,6 +1,6 @@
 """Runs CPU-target kernels: loads host objects into MCJIT, splits blocks over host threads.
 
-The generated runner (compiler/targets/cpu_runner.py) executes a range of blocks per call; ctypes
+The generated runner (runner.py) executes a range of blocks per call; ctypes
 releases the GIL for the call, so blocks run in parallel on the host's cores. Errors recorded by
 generated code (bounds checks, divergent barriers, debug raises) come back in a Status and are
 raised here.

@@ -4,7 +4,7 @@ Nothing here touches CUDA at import time: `cuda.bindings` is imported and `cuIni
 first function that needs the driver, so `import gpunb` and `%load_ext gpunb` stay fast and work
 on machines without a GPU. Every driver result goes through `check`, which turns a CUresult into
 a `CudaDriverError` (a LaunchError) that names the call, the kernel and what to do about it.
-Modules, functions and PTX linking live in runtime/modules.py and are re-exported here.
+Modules, functions and PTX linking live in modules.py, which builds on this module.
 """
 
 from __future__ import annotations
@@ -378,16 +378,3 @@ def _error_string(err) -> str:
     except Exception:  # noqa: BLE001 - fall back to the name alone
         pass
     return "no description"
-
-
-_MODULE_NAMES = frozenset({"Function", "Module", "PtxLinkError", "link_ptx", "load_module"})
-
-
-def __getattr__(name: str):
-    # modules, functions and PTX linking live in runtime/modules.py (which imports this module);
-    # they are reachable as driver.load_module etc. without an import cycle
-    if name in _MODULE_NAMES:
-        from gpunb.backends.cuda import modules
-
-        return getattr(modules, name)
-    raise AttributeError(f"module 'gpunb.backends.cuda.driver' has no attribute {name!r}")

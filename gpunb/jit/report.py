@@ -1,8 +1,9 @@
-"""Everything the inspector shows about one kernel specialisation, gathered once as plain data.
+"""Everything `kernel.inspect()` shows about one specialisation, gathered once as plain data.
 
-Each section (types, LLVM, PTX, SASS, resources) is fetched through the Dispatcher's inspection
-API; a section that cannot be produced (no nvdisasm, a compile error) carries its message instead
-of failing the whole inspector, because a learner should still see the parts that work.
+Each section (types, LLVM, PTX, SASS, resources) is produced through jit/inspection.py; a section
+that cannot be produced (no nvdisasm, a compile error) carries its message instead of failing the
+whole report, because a learner should still see the parts that work. The report renders itself
+as text; the notebook layer registers richer views (the inspector widget) for it with IPython.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass, field
 from gpunb.foundation.errors import GpunbError
 
 _SASS_LINE = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)')
+TABS = ("source", "types", "llvm", "ptx", "sass")
+TAB_TITLES = {"source": "Source", "types": "Types", "llvm": "LLVM", "ptx": "PTX", "sass": "SASS"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,12 +38,19 @@ class KernelReport:
     sass_map: dict  # python line -> [sass line, ...] (1-based)
     resources: dict
     problems: dict = field(default_factory=dict)  # section -> why it is missing
-    cache: str = ""  # the cache's decision for this specialisation, e.g. "miss: new"
+    cache: str = ""  # the cache's decision for this specialisation: "miss (new)", "hit (disk)"
+    cache_why: str = ""  # that decision's reason as a sentence
     compile_ms: float = 0.0
 
     @property
     def source_lines(self) -> range:
         return range(self.first_line, self.first_line + len(self.source.splitlines()))
+
+    @property
+    def mapped_lines(self) -> list[int]:
+        """Source lines of this kernel that produced PTX (the ones a view can link)."""
+        own = set(self.source_lines)
+        return sorted(line for line in self.line_map if line in own)
 
     def ptx_to_source(self) -> dict:
         """ptx line -> python line (the inverse of line_map; the last mapping wins)."""
@@ -48,6 +58,31 @@ class KernelReport:
 
     def sass_to_source(self) -> dict:
         return _invert(self.sass_map)
+
+    def section(self, tab: str) -> str:
+        """The text of one tab: source, types, llvm, ptx or sass."""
+        return {"source": self.source, "types": self.types, "llvm": self.llvm_ir,
+                "ptx": self.ptx, "sass": self.sass}[tab]
+
+    def text(self, tabs: tuple = ()) -> str:
+        """A summary (signature, target, resources, cache, line map), then `tabs` in full."""
+        res = ", ".join(f"{k}={v}" for k, v in self.resources.items())
+        out = [f"{self.name} {self.signature}  [runs on {self.target}; PTX for "
+               f"{self.arch or '?'}]",
+               f"resources: {res or 'unknown'}",
+               f"cache: {self.cache} (compiled in {self.compile_ms:.0f} ms)",
+               f"line map: {len(self.mapped_lines)} source line(s) -> "
+               f"{sum(len(v) for v in self.line_map.values())} PTX line(s)"]
+        for tab in tabs:
+            body = self.section(tab) or self.problems.get(tab, "")
+            out.append(f"---- {TAB_TITLES[tab]} ----\n{body.rstrip()}")
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(self.text())
 
 
 def _invert(mapping: dict) -> dict:
@@ -72,41 +107,35 @@ def _section(problems: dict, name: str, produce, default=""):
 def build_report(dispatcher, signature=None, arch: str | None = None) -> KernelReport:
     """Gather a KernelReport; compiles the kernel for `signature` if it was never launched.
 
-    `arch` (sm_XX) asks for PTX/SASS of another architecture than the default inspection arch;
-    the compile for it goes through the compiler's public stages, as the dispatcher's would.
+    `arch` (sm_XX) asks for PTX/SASS of another architecture than the default inspection arch
+    (the current GPU's, else GPUNB_ARCH).
     """
+    from gpunb.jit import inspection
+
     spec = pick_specialization(dispatcher, signature)
     argtypes = spec.argtypes
     problems: dict = {}
     source, first_line, source_file = _source_of(dispatcher)
     types = _section(problems, "types", lambda: dispatcher.inspect_types(argtypes))
-    llvm_ir = spec.artifact.llvm_ir or ""
-    if arch is None:
-        ptx = _section(problems, "ptx", lambda: dispatcher.inspect_ptx(argtypes))
-        line_map = _section(problems, "ptx", lambda: dispatcher.line_map(argtypes), {})
-        sass = _section(problems, "sass", lambda: dispatcher.inspect_sass(argtypes))
-        resources = _section(problems, "resources", lambda: dispatcher.resource_usage(argtypes),
-                             {})
-        shown_arch = _ptx_arch(ptx)
-    else:
-        ptx, line_map, sass, resources = _for_arch(dispatcher, argtypes, arch, problems)
-        shown_arch = arch
-    if not llvm_ir:
-        llvm_ir = _section(problems, "llvm", lambda: dispatcher.inspect_llvm(argtypes))
+    ptx_artifact = _section(problems, "ptx", lambda: inspection.ptx_for(dispatcher, argtypes, arch),
+                            None)
+    ptx = ptx_artifact.ptx if ptx_artifact is not None else ""
+    line_map = {int(line): list(lines) for line, lines in ptx_artifact.line_map} \
+        if ptx_artifact is not None else {}
+    sass = _section(problems, "sass", lambda: inspection.sass_for(dispatcher, spec, arch))
+    resources = _section(problems, "resources",
+                         lambda: inspection.resources_for(dispatcher, spec, arch), {})
+    llvm_ir = spec.artifact.llvm_ir or _section(
+        problems, "llvm", lambda: dispatcher.inspect_llvm(argtypes))
+    event = spec.cache_event
     return KernelReport(
         name=dispatcher.__name__, signature=str(spec.artifact.signature), target=spec.target,
-        arch=shown_arch, source=source, source_file=source_file, first_line=first_line,
-        types=types, llvm_ir=llvm_ir, ptx=ptx, sass=sass,
-        line_map={int(k): list(v) for k, v in (line_map or {}).items()},
-        sass_map=sass_line_map(sass, source_file), resources=dict(resources or {}),
-        problems=problems, cache=_cache_text(spec), compile_ms=float(spec.compile_ms or 0.0))
-
-
-def _cache_text(spec) -> str:
-    from gpunb.notebook.cache_panel import describe_event
-
-    outcome, why, _size = describe_event(spec.cache_event)
-    return f"{outcome}: {why}" if why else outcome
+        arch=arch or _ptx_arch(ptx), source=source, source_file=source_file,
+        first_line=first_line, types=types, llvm_ir=llvm_ir, ptx=ptx, sass=sass,
+        line_map=line_map, sass_map=sass_line_map(sass, source_file),
+        resources=dict(resources or {}), problems=problems,
+        cache=event.outcome if event is not None else "", cache_why=event.why if event else "",
+        compile_ms=float(spec.compile_ms or 0.0))
 
 
 def pick_specialization(dispatcher, signature=None):
@@ -136,36 +165,6 @@ def _source_of(dispatcher) -> tuple[str, int, str]:
 def _ptx_arch(ptx: str) -> str:
     m = re.search(r"^\.target\s+(sm_\w+)", ptx or "", re.M)
     return m.group(1) if m else ""
-
-
-def _for_arch(dispatcher, argtypes: tuple, arch: str, problems: dict):
-    """PTX, line map, SASS and ptxas resources for an explicitly chosen arch."""
-    from gpunb.notebook.options import parse_arch
-
-    def build():
-        from gpunb.backends.build import build_ptx
-        from gpunb.compiler.guard import compile_guard
-        from gpunb.compiler.pipeline import infer_kernel
-
-        options = dict(dispatcher.options)
-        with compile_guard(dispatcher.py_func):
-            typed = infer_kernel(dispatcher.py_func, argtypes, options,
-                                 device=dispatcher.device)
-            return build_ptx(typed, options, parse_arch(arch))
-
-    artifact = _section(problems, "ptx", build, None)
-    if artifact is None:
-        return "", {}, "", {}
-    from gpunb.backends.cuda import sass as sass_tools
-
-    sass = _section(problems, "sass", lambda: sass_tools.disassemble(artifact))
-    usage = _section(problems, "resources", lambda: sass_tools.ptxas_resources(artifact), None)
-    resources = {} if usage is None else {
-        "registers": usage.registers, "shared_bytes": usage.shared_bytes,
-        "local_bytes": usage.local_bytes, "const_bytes": usage.const_bytes,
-        "max_threads_per_block": usage.max_threads_per_block}
-    line_map = {line: list(ptx) for line, ptx in artifact.line_map}
-    return artifact.ptx, line_map, sass, resources
 
 
 def sass_line_map(sass: str, source_file: str) -> dict:

@@ -1,0 +1,104 @@
+"""What a backend is: typed function -> artifact (stages), artifact -> loaded Program -> launches.
+
+The jit layer, inspection and `cuda.compile_ptx` talk to `cuda` and `cpu` only through this
+interface (`gpunb.backends.get(name)`), and `backends/pipeline.py` runs a backend's stages in
+order. A Backend holds no per-kernel state; a Program is one loaded kernel. Modules implementing a
+backend import LLVM and the compiler only inside the stage methods, so loading a cached artifact
+(a disk hit in a new process) never loads the compiler.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Protocol
+
+from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
+
+
+class Program(Protocol):
+    """A kernel loaded where it runs (a CUDA module function, host machine code)."""
+
+    artifact: KernelArtifact  # what was loaded, with the resources the loader measured
+    limits: dict  # max_threads_per_block, max_block_dim, max_grid_dim, max_shared_memory_...
+
+    def launch(self, grid, block, shared_bytes: int, stream, params_address: int) -> None:
+        """Check the configuration against `limits`, launch, raise what the kernel raised."""
+
+    def max_cooperative_blocks(self, threads: int, dynamic_shared: int = 0) -> int:
+        """Blocks of `threads` threads that can all be resident at once (grid sync)."""
+
+
+class Backend(abc.ABC):
+    """One target: its compile stages after inference, loading, and its inspection helpers."""
+
+    name: str  # "cuda" or "cpu": the target name users choose and artifacts carry
+    stages: tuple  # the Stages compile() runs, in order, starting with Stage.TYPES
+
+    # ---- architecture ----------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def default_arch(self) -> Any:
+        """The arch code is built for when none is given: the current GPU's (or GPUNB_ARCH)
+        compute capability as (major, minor); the host's triple on the CPU."""
+
+    @abc.abstractmethod
+    def cache_arch(self) -> str:
+        """The arch part of a cache key (`sm_90`, the host CPU's identity), found without
+        loading LLVM or the compiler: a disk hit in a new process must stay cheap."""
+
+    # ---- stages after inference (backends/pipeline.py calls them in `stages` order) -------------
+
+    @abc.abstractmethod
+    def lower(self, typed, options: dict, symbol: str, arch, device: bool = False):
+        """Stage.LLVM: the typed function as an LLVM module (a compiler ModuleBuilder)."""
+
+    @abc.abstractmethod
+    def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
+        """The stage after LLVM (PTX, host code): an artifact whose `binary` may still be empty."""
+
+    def link(self, artifact: KernelArtifact, options: dict) -> KernelArtifact:
+        """Stage.LINK where the backend has it: the artifact's loadable binary."""
+        return artifact
+
+    def build(self, typed, options: dict, arch=None) -> KernelArtifact:
+        """Every stage after inference, at once and silently (pipeline.compile runs them one by
+        one, publishing each stage's events)."""
+        from gpunb.compiler.pipeline import mangle
+
+        arch = self.default_arch() if arch is None else arch
+        symbol = mangle(typed.name, typed.argtypes)
+        builder = self.lower(typed, options, symbol, arch)
+        return self.link(self.emit(typed, builder, options, symbol, arch), options)
+
+    # ---- loading and launching -------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def load(self, artifact: KernelArtifact) -> Program:
+        """A launchable Program for an artifact from build() or from the cache."""
+
+    def max_cooperative_blocks(self, program: Program, threads: int,
+                               dynamic_shared: int = 0) -> int:
+        """The largest grid of `threads`-thread blocks a grid-synchronising launch may use."""
+        return program.max_cooperative_blocks(threads, dynamic_shared)
+
+    def max_active_blocks_per_sm(self, program: Program, threads: int,
+                                 dynamic_shared: int = 0) -> int | None:
+        """Resident blocks per multiprocessor as the device reports it; None where no device
+        answers (the occupancy tables then estimate)."""
+        return None
+
+    # ---- inspection ------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def assembly(self, artifact: KernelArtifact) -> str:
+        """The assembly `inspect_asm()` shows: PTX on cuda, host assembly on cpu."""
+
+    def resources(self, artifact: KernelArtifact) -> ResourceUsage:
+        """Registers and memory the kernel uses, as this backend can tell."""
+        return artifact.resources
+
+    def __repr__(self) -> str:
+        return f"<gpunb backend {self.name}>"
+
+
+__all__ = ["Backend", "Program"]

@@ -1,0 +1,129 @@
+"""The CPU backend: typed function -> host LLVM module (+ block runner) -> object file -> MCJIT.
+
+Threads of a block are coroutines when the kernel has barriers (runner.py schedules them), plain
+loops otherwise; blocks run in parallel on host threads (executor.py). LLVM and the compiler are
+imported inside the stage methods only.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from gpunb.backends.base import Backend
+from gpunb.backends.cpu.executor import MAX_COOPERATIVE_THREADS, LoadedCpuKernel
+from gpunb.backends.launch_config import validate_config
+from gpunb.foundation import config
+from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
+from gpunb.foundation.events import Stage
+
+# like a large GPU, so code written for one launches here unchanged
+LIMITS = {"max_threads_per_block": 1024, "max_block_dim": (1024, 1024, 64),
+          "max_grid_dim": (2**31 - 1, 65535, 65535), "max_shared_memory_per_block": 227 * 1024}
+
+
+class CpuProgram:
+    """A CPU-target kernel loaded into this process; streams are accepted and ignored (every
+    launch is synchronous)."""
+
+    __slots__ = ("artifact", "limits", "loaded", "name", "_static_shared")
+
+    def __init__(self, artifact: KernelArtifact):
+        self.artifact = artifact
+        self.limits = LIMITS
+        self.loaded = LoadedCpuKernel(artifact)
+        self.name = artifact.name
+        self._static_shared = artifact.resources.shared_bytes
+
+    def launch(self, grid, block, shared_bytes: int, stream, params_address: int) -> None:
+        """Run the whole grid now, on the host's cores; raise what the kernel reported."""
+        grid3, block3 = validate_config(grid, block, LIMITS, shared_bytes + self._static_shared,
+                                        self.name)
+        if grid3[0] * grid3[1] * grid3[2] == 0:
+            return
+        self.loaded.launch(grid3, block3, int(shared_bytes), params_address)
+
+    def max_cooperative_blocks(self, threads: int, dynamic_shared: int = 0) -> int:
+        """The CPU target's co-residency limit: as many threads as a large GPU holds."""
+        return MAX_COOPERATIVE_THREADS // threads
+
+    def __repr__(self) -> str:
+        return f"<CPU program {self.name} ({self.artifact.signature})>"
+
+
+class CpuBackend(Backend):
+    """The host CPU through llvmlite: GPU semantics (barriers, shared memory, warps) kept."""
+
+    name = "cpu"
+    stages = (Stage.TYPES, Stage.LLVM, Stage.HOST_CODE)
+
+    def default_arch(self) -> str:
+        from gpunb.backends.cpu.target import host_target_machine
+
+        return host_target_machine().triple
+
+    def cache_arch(self) -> str:
+        return host_arch()
+
+    def lower(self, typed, options: dict, symbol: str, arch, device: bool = False):
+        """The kernel's body for the host, and the runner that executes a range of blocks."""
+        from gpunb.backends.cpu import runner
+        from gpunb.backends.cpu.target import CpuTarget
+        from gpunb.compiler.pipeline import lower_kernel
+
+        if device:
+            raise ValueError("the CPU backend compiles kernels only (device functions compile "
+                             "into the kernels that call them)")
+        features = typed.all_features()
+        coroutine = bool(features & {"barrier", "warp_barrier", "grid_sync"})
+        boundscheck = bool(options.get("debug")) or bool(options.get("boundscheck")) or \
+            config.boundscheck()
+        target = CpuTarget(coroutine=coroutine, boundscheck=boundscheck)
+        builder = lower_kernel(typed, target, options, symbol)
+        runner.emit_runner(builder.module, symbol, target.body, target.slot_types, coroutine,
+                           cooperative="grid_sync" in features)
+        return builder
+
+    def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
+        """Stage.HOST_CODE: an object file for this host (and its assembly, for inspection)."""
+        from gpunb.backends.cpu.target import emit_object
+        from gpunb.compiler.pipeline import kernel_signature, slots_of
+
+        target = builder.target
+        features = typed.all_features()
+        obj, llvm_ir, asm = emit_object(str(builder.module), target.body.name, target.coroutine,
+                                        opt=options.get("opt", True) is not False,
+                                        fastmath=bool(options.get("fastmath")))
+        return KernelArtifact(
+            name=typed.name, symbol=symbol, target=self.name, arch=arch,
+            signature=kernel_signature(typed), param_slots=slots_of(typed), binary=obj,
+            llvm_ir=llvm_ir, asm=asm, cooperative="grid_sync" in features,
+            uses_barriers=target.coroutine, uses_dynamic_shared="dynamic_shared" in features,
+            resources=ResourceUsage(shared_bytes=target.static_shared),
+            source_file=typed.source.filename, first_line=typed.source.first_line,
+            error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
+            prints="print" in features, raise_sites=tuple(builder.raise_sites))
+
+    def load(self, artifact: KernelArtifact) -> CpuProgram:
+        return CpuProgram(artifact)
+
+    def assembly(self, artifact: KernelArtifact) -> str:
+        return artifact.asm
+
+
+@functools.cache
+def host_arch() -> str:
+    """The CPU target's arch in cache keys: triple, CPU name and a digest of its features.
+
+    Host objects are compiled for the host CPU's features, so a cache directory shared between
+    machines (an NFS home) must not hand an AVX-512 object to a machine without AVX-512.
+    """
+    import hashlib
+
+    import llvmlite.binding as llvm
+
+    features = llvm.get_host_cpu_features().flatten()
+    digest = hashlib.blake2b(features.encode(), digest_size=6).hexdigest()
+    return f"{llvm.get_default_triple()}/{llvm.get_host_cpu_name()}/{digest}"
+
+
+BACKEND = CpuBackend()

@@ -1,0 +1,129 @@
+"""The CUDA backend: typed function -> NVPTX LLVM module -> PTX -> cubin (driver link) -> program.
+
+No stage needs a GPU except `link` and `load`, so PTX for inspection and `cuda.compile_ptx` work
+anywhere. LLVM and the compiler are imported inside the stage methods only: loading a cubin from
+the cache never loads them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gpunb.backends.base import Backend
+from gpunb.backends.cuda import driver
+from gpunb.foundation import config
+from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
+from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.events import Stage
+
+STATIC_SHARED_LIMIT = 48 * 1024  # CUDA's cap on statically sized shared memory, every arch
+
+
+class CudaBackend(Backend):
+    """NVIDIA GPUs through the driver API (cuda.bindings); PTX from LLVM's NVPTX backend."""
+
+    name = "cuda"
+    stages = (Stage.TYPES, Stage.LLVM, Stage.PTX, Stage.LINK)
+
+    def default_arch(self) -> tuple:
+        """The current GPU's compute capability, else GPUNB_ARCH (PTX needs no GPU)."""
+        if driver.is_available():
+            return tuple(driver.current_device().compute_capability)
+        return config.default_arch()
+
+    def cache_arch(self) -> str:
+        # the current device's sm_XY: asking needs (and so checks for) a usable GPU
+        major, minor = driver.current_device().compute_capability
+        return f"sm_{major}{minor}"
+
+    def lower(self, typed, options: dict, symbol: str, arch, device: bool = False):
+        from gpunb.backends.cuda.target import CudaTarget
+        from gpunb.compiler.pipeline import lower_device_function, lower_kernel
+
+        target = CudaTarget(tuple(arch), fastmath=bool(options.get("fastmath")))
+        if device:
+            return lower_device_function(typed, target, options, symbol)
+        return lower_kernel(typed, target, options, symbol)
+
+    def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
+        """Stage.PTX: the optimised module as PTX; the cubin is linked by `link`."""
+        from gpunb.backends.cuda.target import arch_string, emit_ptx, ptx_line_map
+        from gpunb.compiler.pipeline import kernel_signature, slots_of
+
+        ptx, llvm_ir = emit_ptx(str(builder.module), tuple(arch),
+                                opt=options.get("opt", True) is not False,
+                                fastmath=bool(options.get("fastmath")), kernel_symbols=(symbol,),
+                                lineinfo=bool(options.get("lineinfo")))
+        features = builder.features
+        return KernelArtifact(
+            name=typed.name, symbol=symbol, target=self.name, arch=arch_string(tuple(arch)),
+            signature=kernel_signature(typed), param_slots=slots_of(typed), binary=b"",
+            ptx=ptx, llvm_ir=llvm_ir, cooperative="grid_sync" in features,
+            uses_barriers="barrier" in features,
+            uses_dynamic_shared="dynamic_shared" in features,
+            resources=ResourceUsage(shared_bytes=builder.shared_static_bytes),
+            line_map=ptx_line_map(ptx), source_file=typed.source.filename,
+            first_line=typed.source.first_line, raise_sites=tuple(builder.raise_sites))
+
+    def link(self, artifact: KernelArtifact, options: dict) -> KernelArtifact:
+        """Stage.LINK: PTX -> cubin by the driver's JIT linker, for the current GPU."""
+        from gpunb.backends.cuda import modules
+
+        device = driver.current_device()
+        check_static_shared(artifact.name, artifact.resources.shared_bytes, device)
+        cubin, _log = modules.link_ptx(artifact.ptx, artifact.arch,
+                                       max_registers=options.get("max_registers"),
+                                       lineinfo=bool(options.get("lineinfo")),
+                                       debug=bool(options.get("debug")),
+                                       opt=options.get("opt", True) is not False)
+        return dataclasses.replace(artifact, binary=cubin)
+
+    def load(self, artifact: KernelArtifact):
+        """The cubin loaded into the current context; its program reports the driver's
+        resource figures (registers, shared, local and const bytes, max threads)."""
+        from gpunb.backends.cuda import modules
+        from gpunb.backends.cuda.launch import CudaProgram
+
+        device = driver.current_device()
+        module = modules.load_module(artifact.binary)
+        return CudaProgram(artifact, module, module.get_function(artifact.symbol), device)
+
+    def max_active_blocks_per_sm(self, program, threads: int, dynamic_shared: int = 0) -> int:
+        from gpunb.backends.cuda import occupancy
+
+        return int(occupancy.max_active_blocks_per_sm(program.function, threads, dynamic_shared))
+
+    def assembly(self, artifact: KernelArtifact) -> str:
+        return artifact.ptx
+
+    def resources(self, artifact: KernelArtifact) -> ResourceUsage:
+        """The driver's figures for linked code; ptxas's for PTX built only for inspection."""
+        if artifact.binary:
+            return artifact.resources
+        from gpunb.backends.cuda import sass
+
+        return sass.ptxas_resources(artifact)
+
+    def sass(self, artifact: KernelArtifact) -> str:
+        """SASS through nvdisasm (ToolchainError naming the wheel to install when absent)."""
+        from gpunb.backends.cuda import sass
+
+        return sass.disassemble(artifact)
+
+
+def check_static_shared(name: str, static_bytes: int, device) -> None:
+    """Say what is wrong before the driver's linker does ('uses too much shared data (0x4e200
+    bytes, 0xc000 max)'): past 48 KiB, shared memory must be dynamic."""
+    if static_bytes <= STATIC_SHARED_LIMIT:
+        return
+    optin = getattr(device, "max_shared_memory_per_block_optin", None)
+    most = f", up to {optin} bytes per block on this GPU" if optin else ""
+    raise LaunchError(
+        f"kernel '{name}' declares {static_bytes} bytes of static shared memory; a CUDA kernel "
+        f"may declare at most {STATIC_SHARED_LIMIT} bytes of shared memory statically",
+        function=name,
+        hint="use dynamic shared memory for more: cuda.shared.array(0, dtype) in the kernel and "
+             f"the size as the 4th launch parameter, kernel[grid, block, 0, nbytes]{most}")
+
+
+BACKEND = CudaBackend()

@@ -1,0 +1,196 @@
+"""A CUDA kernel loaded and launched: the Program the CUDA backend hands to the dispatcher.
+
+`CudaProgram.launch` is the device half of every launch's hot path: check the configuration
+against the kernel's limits (a few comparisons for `kernel[int, int]`), turn a stream object into
+its handle, one cuLaunchKernel - through gpunb's native trampoline when the process has one
+(native_launch.py), else through cuda.bindings - and, for kernels compiled with debug=True that
+can raise, wait and raise what the kernel raised.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+
+from gpunb.backends.cuda import abi as cuda_abi
+from gpunb.backends.cuda import driver
+from gpunb.backends.launch_config import validate_config
+from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
+from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.kernel_errors import kernel_exception
+
+
+class CudaProgram:
+    """One kernel of a loaded module, with the limits its launches are checked against."""
+
+    __slots__ = ("artifact", "module", "function", "limits", "name", "_static_shared",
+                 "_dyn_limit", "_cooperative", "_raises", "_resident")
+
+    def __init__(self, artifact: KernelArtifact, module, function, device):
+        prepare_native_launch()
+        attrs = function.attributes()
+        # what the driver reports for the linked code (a cache hit reads the same numbers)
+        self.artifact = dataclasses.replace(artifact, resources=ResourceUsage(
+            registers=attrs["num_regs"], shared_bytes=attrs["shared_size_bytes"],
+            local_bytes=attrs["local_size_bytes"], const_bytes=attrs.get("const_size_bytes", 0),
+            max_threads_per_block=attrs["max_threads_per_block"]))
+        self.module = module
+        self.function = function
+        self.name = artifact.name
+        function.name = artifact.name  # driver errors name the Python function, not the symbol
+        self.limits = {
+            "max_threads_per_block": min(device.max_threads_per_block,
+                                         self.artifact.resources.max_threads_per_block),
+            "max_block_dim": tuple(device.max_block_dim),
+            "max_grid_dim": tuple(device.max_grid_dim),
+            "max_shared_memory_per_block": device.max_shared_memory_per_block_optin,
+        }
+        self._static_shared = self.artifact.resources.shared_bytes
+        self._dyn_limit = 48 * 1024 - self._static_shared  # above it: cuFuncSetAttribute first
+        self._cooperative = artifact.cooperative
+        self._raises = bool(artifact.raise_sites)
+        self._resident: dict = {}  # (block, dynamic shared) -> most co-resident blocks
+
+    def launch(self, grid, block, shared_bytes: int, stream, params_address: int) -> None:
+        """Launch on `stream` (a handle or any stream object) with the packed parameters."""
+        grid3, block3 = validate_config(grid, block, self.limits,
+                                        shared_bytes + self._static_shared, self.name)
+        if self._cooperative:
+            self._check_co_resident(grid3, block3, shared_bytes)
+        if shared_bytes > self._dyn_limit:
+            self.function.set_max_dynamic_shared(int(shared_bytes))
+            self._dyn_limit = int(shared_bytes)
+        handle = stream if stream.__class__ is int else stream_handle(stream)
+        launch_cuda(self.function, grid3, block3, shared_bytes, handle, params_address,
+                    self._cooperative)
+        if self._raises:  # debug=True: the launch waits and raises what the kernel raised
+            check_cuda_exception(self.module, self.artifact)
+
+    def max_cooperative_blocks(self, threads: int, dynamic_shared: int = 0) -> int:
+        """Blocks of `threads` threads that can all be resident at once (the driver's answer)."""
+        from gpunb.backends.cuda import occupancy
+
+        return occupancy.max_cooperative_grid_blocks(self.function, threads, dynamic_shared)
+
+    def _check_co_resident(self, grid: tuple, block: tuple, shared_bytes: int) -> None:
+        """A grid-sync kernel's blocks must all be resident: say so before the driver refuses."""
+        key = (block, shared_bytes)
+        threads = block[0] * block[1] * block[2]
+        limit = self._resident.get(key)
+        if limit is None:
+            limit = self._resident[key] = self.max_cooperative_blocks(threads, shared_bytes)
+        blocks = grid[0] * grid[1] * grid[2]
+        if blocks > limit:
+            raise LaunchError(
+                f"cooperative kernel '{self.name}' (it uses grid sync): a grid of {blocks} "
+                f"blocks of {block} threads cannot be resident at once; this GPU holds at most "
+                f"{limit}", function=self.name,
+                hint=f"launch at most kernel.max_cooperative_grid_blocks({threads}) = {limit} "
+                     "blocks and cover the data with a grid-stride loop")
+
+    def __repr__(self) -> str:
+        return f"<CUDA program {self.name} ({self.artifact.signature})>"
+
+
+def stream_handle(stream) -> int:
+    """The CUstream value of anything used as a stream: 0/None, an int, a gpunb, numba, CuPy or
+    PyTorch stream object."""
+    if stream is None or stream == 0:
+        return 0
+    if isinstance(stream, int):
+        return stream
+    for attr in ("handle", "ptr", "cuda_stream"):
+        value = getattr(stream, attr, None)
+        if value is not None:
+            value = getattr(value, "value", value)  # numba's handle is a ctypes c_void_p
+            return int(value or 0)
+    raise TypeError(f"cannot use {stream!r} as a CUDA stream")
+
+
+def check_cuda_exception(module, artifact: KernelArtifact) -> None:
+    """After a launch of a kernel that can raise: wait for it, read and clear its record."""
+    driver.synchronize()
+    cu = driver.cuda_driver()
+    address, _size = driver.check(
+        cu.cuModuleGetGlobal(module.handle, cuda_abi.EXCEPTION_SYMBOL.encode()),
+        "cuModuleGetGlobal", kernel=artifact.name)
+    words = (ctypes.c_int32 * cuda_abi.EXCEPTION_WORDS)()
+    nbytes = ctypes.sizeof(words)
+    driver.check(cu.cuMemcpyDtoH(ctypes.addressof(words), address, nbytes), "cuMemcpyDtoH",
+                 kernel=artifact.name)
+    if words[0] == 0:
+        return
+    record = list(words)
+    driver.check(cu.cuMemsetD32(address, 0, cuda_abi.EXCEPTION_WORDS), "cuMemsetD32",
+                 kernel=artifact.name)
+    raise kernel_exception(artifact, record[0] - 1, record[1:4], record[4:7])
+
+
+def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream_handle: int,
+                params_address: int, cooperative: bool = False) -> None:
+    """One cuLaunchKernel (or cuLaunchCooperativeKernel for grid-synchronising kernels), through
+    the native trampoline when the process has one (native_launch.py), else through
+    cuda.bindings."""
+    native = _native
+    if native is not None:
+        try:
+            err = native[cooperative].call(function.address, grid3[0], grid3[1], grid3[2],
+                                           block3[0], block3[1], block3[2], shared_bytes,
+                                           stream_handle, params_address)
+        except (TypeError, OverflowError):  # e.g. numpy integers: the bindings convert those
+            err = _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle,
+                                        params_address, cooperative)
+    else:
+        err = _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle,
+                                    params_address, cooperative)
+    if err:
+        _launch_failed(err, function, grid3, block3, shared_bytes, stream_handle, params_address,
+                       cooperative)
+
+
+_native: tuple | None = None  # (launch, cooperative launch) trampolines once built
+
+
+def prepare_native_launch() -> bool:
+    """Build the native launch trampolines if this process can (see native_launch.py);
+    called whenever a CUDA kernel is loaded, so a process that loads llvmlite later gets them
+    with its next kernel. True when launches go through them."""
+    global _native
+    # only for the real driver: a stand-in (the tests' simulated driver) has no libcuda behind it
+    if _native is None and getattr(driver._cu, "__name__", None) == "cuda.bindings.driver":
+        from gpunb.backends.cuda import native_launch
+
+        _native = native_launch.driver_trampolines()
+    return _native is not None
+
+
+def _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle, params_address,
+                          cooperative) -> int:
+    cu = driver._cu or driver.cuda_driver()
+    if cooperative:
+        return _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle,
+                                   params_address)
+    return cu.cuLaunchKernel(function.handle, grid3[0], grid3[1], grid3[2], block3[0],
+                             block3[1], block3[2], shared_bytes, stream_handle,
+                             params_address, 0)[0]
+
+
+def _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle, params_address):
+    return cu.cuLaunchCooperativeKernel(function.handle, grid3[0], grid3[1], grid3[2], block3[0],
+                                        block3[1], block3[2], shared_bytes, stream_handle,
+                                        params_address)[0]
+
+
+def _launch_failed(err, function, grid3, block3, shared_bytes, stream_handle, params_address,
+                   cooperative) -> None:
+    cu = driver._cu or driver.cuda_driver()
+    if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
+        # the first launch from a thread that has no current context: make ours current, retry
+        driver.ensure_context(force=True)
+        err = _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle,
+                                    params_address, cooperative)
+        if not err:
+            return
+    what = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"
+    raise driver.driver_error(err, f"{what}(grid={grid3}, block={block3}, shared={shared_bytes})",
+                              getattr(function, "name", None))

@@ -1,0 +1,96 @@
+"""Launch configurations checked against a program's limits before anything reaches a device.
+
+`kernel[grid, block, stream, shared]` may say grid and block as ints or 1-3 tuples of integers;
+`validate_config` turns them into 3-tuples within the limits every backend publishes (as a dict:
+max_threads_per_block, max_block_dim, max_grid_dim, max_shared_memory_per_block), or raises a
+LaunchError that names the kernel and says what to change. The common `kernel[int, int]` case is
+a few comparisons: it runs on every launch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpunb.foundation.errors import LaunchError
+
+
+def validate_config(griddim, blockdim, device_limits: dict, shared_bytes: int,
+                    kernel_name: str | None) -> tuple:
+    """(grid, block) as 3-tuples of positive ints within the device's limits; LaunchError (before
+    any driver call) naming the kernel and what to change otherwise."""
+    # the common launch, kernel[int, int], checked in a few comparisons
+    if griddim.__class__ is int and blockdim.__class__ is int and shared_bytes.__class__ is int \
+            and 0 < blockdim <= device_limits["max_threads_per_block"]:
+        if 0 < griddim <= device_limits["max_grid_dim"][0] and \
+                blockdim <= device_limits["max_block_dim"][0] and 0 <= shared_bytes <= \
+                device_limits.get("max_shared_memory_per_block", shared_bytes):
+            return (griddim, 1, 1), (blockdim, 1, 1)
+    return _validate_slowly(griddim, blockdim, device_limits, shared_bytes, kernel_name)
+
+
+def _validate_slowly(griddim, blockdim, device_limits: dict, shared_bytes: int,
+                     kernel_name: str | None) -> tuple:
+    grid = _dim3(griddim, "grid", kernel_name)
+    block = _dim3(blockdim, "block", kernel_name)
+    threads = block[0] * block[1] * block[2]
+    max_threads = device_limits["max_threads_per_block"]
+    if threads > max_threads:
+        kernel_max = device_limits.get("kernel_max_threads_per_block")
+        why = f"this kernel allows at most {max_threads}" if kernel_max == max_threads else \
+            f"the device allows at most {max_threads}"
+        raise LaunchError(f"a block of {block} has {threads} threads; {why}",
+                          function=kernel_name,
+                          hint=f"use a block of at most {max_threads} threads (e.g. 256) and more "
+                               "blocks; kernels with many registers allow fewer threads")
+    for axis, (n, limit) in enumerate(zip(block, device_limits["max_block_dim"], strict=False)):
+        if n > limit:
+            raise LaunchError(f"block dimension {'xyz'[axis]} is {n}; the device allows at most "
+                              f"{limit}", function=kernel_name,
+                              hint=f"the block limits are {tuple(device_limits['max_block_dim'])}")
+    for axis, (n, limit) in enumerate(zip(grid, device_limits["max_grid_dim"], strict=False)):
+        if n > limit:
+            raise LaunchError(f"grid dimension {'xyz'[axis]} is {n}; the device allows at most "
+                              f"{limit}", function=kernel_name,
+                              hint="use a larger block, a grid-stride loop, or move work to the x "
+                                   "dimension (up to 2**31 - 1 blocks)")
+    if isinstance(shared_bytes, (bool, np.bool_)) or \
+            not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
+        raise LaunchError(f"dynamic shared memory must be a non-negative number of bytes, got "
+                          f"{shared_bytes!r}", function=kernel_name)
+    limit = device_limits.get("max_shared_memory_per_block")
+    if limit is not None and shared_bytes > limit:
+        raise LaunchError(f"a block needs {shared_bytes} bytes of shared memory (static + "
+                          f"dynamic); the device allows at most {limit} per block",
+                          function=kernel_name,
+                          hint="use smaller shared arrays or a smaller dynamic size "
+                               "(the 4th launch parameter), or tile the work")
+    return grid, block
+
+
+def _dim3(dim, what: str, kernel_name) -> tuple:
+    if dim.__class__ is int and dim > 0:
+        return (dim, 1, 1)
+    items = dim if isinstance(dim, (tuple, list)) else (dim,)
+    if not 1 <= len(items) <= 3:
+        raise LaunchError(f"{what} dimensions must be 1 to 3 numbers, got {dim!r}",
+                          function=kernel_name, hint="e.g. kernel[blocks, threads] or "
+                                                     "kernel[(bx, by), (tx, ty)]")
+    out = []
+    for n in items:
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            raise LaunchError(f"{what} dimensions must be integers, got {dim!r}",
+                              function=kernel_name,
+                              hint="compute sizes with integer division, e.g. (n + 255) // 256")
+        if n <= 0:
+            raise LaunchError(f"{what} dimensions must be positive, got {dim!r}",
+                              function=kernel_name,
+                              hint="a launch of 0 blocks or threads does nothing: skip the launch "
+                                   "when there is no work" if n == 0 else
+                                   "grid and block sizes count blocks and threads: at least 1 "
+                                   "each, e.g. kernel[(n + 255) // 256, 256]")
+        out.append(int(n))
+    while len(out) < 3:
+        out.append(1)
+    return tuple(out)
+
+

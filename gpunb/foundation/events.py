@@ -1,0 +1,335 @@
+"""Typed events (compile stages, launches, cache decisions) and the subscriptions that receive them.
+
+Every layer publishes here and nothing here imports another layer, so the notebook, a profiler or
+a user script can listen to all of gpunb without replacing anything: `gpunb.events.subscribe`.
+Subscribers run in the publishing thread, synchronously; one that raises is reported as a
+warning and never breaks a compile or a launch. With no subscriber, publishing costs one dict
+lookup, and the launch fast path reads `launch_subscribers` (an empty tuple) and nothing more.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+class NamedEnum(str, enum.Enum):
+    """An enum whose members read as their values: `kind == "hit"`, f"{kind}" and JSON all give
+    the plain word, so records stay readable and comparable with what users type."""
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class EventKind(NamedEnum):
+    """What a subscriber can ask for; `subscribe` also takes the value ("launch_after")."""
+
+    COMPILE_STARTED = "compile_started"  # CompileEvent, stage None
+    STAGE_STARTED = "stage_started"  # CompileEvent
+    STAGE_FINISHED = "stage_finished"  # CompileEvent with ms (and error when it failed)
+    COMPILE_FINISHED = "compile_finished"  # CompileEvent, stage None, ms of the whole compile
+    LAUNCH_BEFORE = "launch_before"  # LaunchEvent, before the arguments are packed
+    LAUNCH_AFTER = "launch_after"  # LaunchEvent with ms (host time, not synchronised)
+    CACHE = "cache"  # CacheEvent: one cache decision
+
+
+class Stage(NamedEnum):
+    """Compile stages, in pipeline order; a backend runs the ones it has (backends/pipeline.py)."""
+
+    TYPES = "types"  # inference: the typed function
+    LLVM = "LLVM"  # lowering: an LLVM module
+    PTX = "PTX"  # cuda: LLVM's NVPTX backend
+    HOST_CODE = "host code"  # cpu: an object file for this host
+    LINK = "driver link"  # cuda: PTX -> cubin by the driver's JIT linker (needs the GPU)
+    SASS = "SASS"  # inspection only: ptxas + nvdisasm
+
+
+@dataclass(frozen=True, slots=True)
+class CompileEvent:
+    """A compile (stage None) or one of its stages starting or finishing."""
+
+    kind: EventKind
+    kernel: str  # the Python function's name
+    signature: str  # argument types, e.g. "(float32[::1], float32)"
+    target: str  # the backend's name: "cuda" or "cpu"
+    stage: Stage | None = None
+    ms: float = 0.0  # finished events: wall time of the stage (or of the whole compile)
+    error: str = ""  # finished events: what failed ("" when it succeeded)
+
+
+@dataclass(frozen=True, slots=True)
+class ArgumentInfo:
+    """One launch argument as a profile needs it, without keeping the argument alive."""
+
+    type: str  # the kernel-language type, e.g. "float32[::1]"
+    shape: tuple = ()  # arrays: their shape; scalars: ()
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchEvent:
+    """One kernel launch, published before the arguments are packed and after the launch call."""
+
+    kind: EventKind  # LAUNCH_BEFORE or LAUNCH_AFTER
+    kernel: str
+    specialization: Any  # the jit layer's Specialization: artifact, cache event, compile time
+    grid: Any  # as the launch wrote them: an int or a tuple
+    block: Any
+    stream: Any
+    shared_bytes: int
+    types: tuple  # each argument's kernel-language type, as text ("float32[::1]")
+    shapes: tuple  # each argument's shape (() for scalars)
+    target: str
+    new_specialization: bool = False  # this launch compiled (or loaded from the cache) its code
+    ms: float = 0.0  # LAUNCH_AFTER: host time of packing + launch (no device synchronisation)
+    error: str = ""  # LAUNCH_AFTER: the exception the launch raised, if any
+
+    @property
+    def arguments(self) -> tuple:
+        """The arguments as ArgumentInfo records (type and shape), made when asked for: a
+        launch someone listens to pays for two events, not for a record per argument."""
+        return tuple(ArgumentInfo(ty, shape)
+                     for ty, shape in zip(self.types, self.shapes, strict=False))
+
+
+# ---- cache decisions ---------------------------------------------------------------------------
+
+
+class CacheKind(NamedEnum):
+    HIT = "hit"
+    MISS = "miss"
+
+
+class CacheSource(NamedEnum):
+    MEMORY = "memory"
+    DISK = "disk"
+
+
+class CacheReason(NamedEnum):
+    """Why a lookup missed, or `RECHECKED` for a hit kept after what it reads was rebound."""
+
+    NEW = "new"
+    CHANGED = "changed"  # the function, a function it calls, or a value it reads
+    OPTION_CHANGED = "option changed"
+    ARCH_CHANGED = "arch changed"
+    TOOLCHAIN_CHANGED = "toolchain changed"
+    FORMAT_CHANGED = "format changed"
+    CORRUPT = "corrupt"
+    DISABLED = "disabled"
+    RECHECKED = "re-checked"
+
+
+@dataclass(frozen=True, slots=True)
+class CacheChange:
+    """One reason for a decision, structured: `changed` names the dependency it is about."""
+
+    reason: CacheReason
+    subject: str = ""  # dependency ('scale'), option ('fastmath'), tool ('llvmlite'), arch
+    text: str = ""  # the whole sentence, e.g. "changed: device function `scale` defined at ..."
+    what: str = ""  # the subject's kind: "device function", "global", "option", ...
+    defined_at: str = ""
+    before: str = ""
+    after: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", CacheReason(self.reason))
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEvent:
+    """One cache decision for one specialisation (function, signature, target).
+
+    `outcome` is the one spelling every view uses: `hit (memory)`, `hit (disk)`,
+    `hit (disk, waited 412 ms)`, `hit (memory, re-checked)`, `miss (new)`,
+    `miss (changed: scale)`, `miss (disabled)` ...
+    """
+
+    function: str
+    signature: str
+    target: str
+    kind: CacheKind
+    source: CacheSource | None  # hits: where the entry was; misses: None
+    reason: CacheReason | None  # misses: the first change's reason; hits: None or RECHECKED
+    changes: tuple = ()  # of CacheChange, most useful first
+    time_ms: float = 0.0  # the lookup itself: key, memory and disk (fingerprint excluded)
+    compile_ms: float = 0.0  # misses: the compile that followed
+    key: str = ""
+    entry_bytes: int = 0
+    defined_at: str = ""
+    timestamp: float = 0.0  # time.time()
+    # part of time_ms spent waiting for another thread, or another process sharing the cache
+    # directory, compiling the same key (cache/compile_once.py): a hit loaded its result; a miss
+    # waited for nothing (its compile failed or took too long) and compiled
+    waited_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        # plain strings are accepted (tests, JSON); the record always holds the enums
+        object.__setattr__(self, "kind", CacheKind(self.kind))
+        if self.source is not None:
+            object.__setattr__(self, "source", CacheSource(self.source))
+        if self.reason is not None:
+            object.__setattr__(self, "reason", CacheReason(self.reason))
+
+    @property
+    def outcome(self) -> str:
+        """`hit (disk)`, `miss (changed: scale)`: the short form tables and headers show."""
+        waited = f", waited {self.waited_ms:.0f} ms" if self.waited_ms else ""
+        if self.kind is CacheKind.HIT:
+            extra = f", {self.reason}" if self.reason is not None else ""
+            return f"hit ({self.source}{extra}{waited})"
+        first = self.changes[0] if self.changes else None
+        reason = self.reason or (first.reason if first else "")
+        subject = f": {first.subject}" if first is not None and first.subject else ""
+        return f"miss ({reason}{subject}{waited})"
+
+    @property
+    def why(self) -> str:
+        """The first reason as a sentence ('' for a plain hit)."""
+        return self.changes[0].text if self.changes else ""
+
+    @property
+    def detail(self) -> str:
+        """Every reason as a sentence, '; '-joined."""
+        return "; ".join(change.text for change in self.changes)
+
+    @property
+    def total_ms(self) -> float:
+        """The lookup (waiting included) and the compile that followed it."""
+        return self.time_ms + self.compile_ms
+
+    def describe(self) -> str:
+        """The outcome with its time: `hit (disk, waited 412 ms) in 415.20 ms`,
+        `miss (new), compiled in 48.1 ms`."""
+        if self.kind is CacheKind.HIT:
+            return f"{self.outcome} in {self.time_ms:.2f} ms"
+        compiled = f", compiled in {self.compile_ms:.1f} ms" if self.compile_ms else ""
+        return f"{self.outcome}{compiled}"
+
+    def to_json(self) -> dict:
+        """A flat JSON-ready record (what the labextension receives)."""
+        return {"function": self.function, "signature": self.signature, "target": self.target,
+                "kind": self.kind.value, "source": self.source.value if self.source else None,
+                "reason": self.reason.value if self.reason else None, "outcome": self.outcome,
+                "why": self.why, "detail": self.detail, "time_ms": self.time_ms,
+                "compile_ms": self.compile_ms, "waited_ms": self.waited_ms, "key": self.key,
+                "entry_bytes": self.entry_bytes, "defined_at": self.defined_at,
+                "timestamp": self.timestamp}
+
+    def __repr__(self) -> str:
+        return f"{self.outcome} {self.function} {self.signature} {self.total_ms:.1f} ms"
+
+    __str__ = __repr__
+
+
+# ---- subscriptions -----------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_table: dict = {}  # EventKind -> tuple of Subscriptions (replaced whole, read without the lock)
+# the subscriptions to LAUNCH_BEFORE or LAUNCH_AFTER; the dispatcher's fast path tests this
+# tuple and takes its observed path only when it is not empty
+launch_subscribers: tuple = ()
+_LAUNCH_KINDS = (EventKind.LAUNCH_BEFORE, EventKind.LAUNCH_AFTER)
+
+
+class Subscription:
+    """A subscription; `unsubscribe()` (or leaving its `with` block) ends it. Idempotent."""
+
+    __slots__ = ("kinds", "fn", "_active")
+
+    def __init__(self, kinds: tuple, fn: Callable[[Any], None]):
+        self.kinds = kinds
+        self.fn = fn
+        self._active = True
+
+    def unsubscribe(self) -> None:
+        """Stop receiving events; safe to call twice and from any thread."""
+        global launch_subscribers
+        with _lock:
+            if not self._active:
+                return
+            self._active = False
+            for kind in self.kinds:
+                remaining = tuple(s for s in _table.get(kind, ()) if s is not self)
+                if remaining:
+                    _table[kind] = remaining
+                else:
+                    _table.pop(kind, None)
+            launch_subscribers = _launch_union()
+
+    close = unsubscribe
+
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.unsubscribe()
+
+    def __repr__(self) -> str:
+        state = "active" if self._active else "ended"
+        return f"<gpunb subscription {', '.join(map(str, self.kinds))} -> {self.fn!r} ({state})>"
+
+
+def subscribe(kinds: EventKind | str | Iterable, fn: Callable[[Any], None]) -> Subscription:
+    """Call `fn(event)` for every event of these kinds until the subscription ends.
+
+    `kinds` is an EventKind, its value ("launch_after"), or several. Returns a Subscription that
+    is also a context manager: `with gpunb.events.subscribe("cache", print): ...`. Thread-safe.
+    """
+    global launch_subscribers
+    if not callable(fn):
+        raise TypeError(f"gpunb.events.subscribe: {fn!r} is not callable")
+    if isinstance(kinds, (str, EventKind)):
+        kinds = (kinds,)
+    resolved = tuple(dict.fromkeys(_kind(k) for k in kinds))
+    if not resolved:
+        raise ValueError("gpunb.events.subscribe: no event kind given")
+    subscription = Subscription(resolved, fn)
+    with _lock:
+        for kind in resolved:
+            _table[kind] = (*_table.get(kind, ()), subscription)
+        launch_subscribers = _launch_union()
+    return subscription
+
+
+def _kind(kind) -> EventKind:
+    try:
+        return EventKind(kind)
+    except ValueError:
+        known = ", ".join(k.value for k in EventKind)
+        raise ValueError(f"gpunb.events: unknown event kind {kind!r}; expected one of {known}") \
+            from None
+
+
+def _launch_union() -> tuple:
+    return tuple(dict.fromkeys(s for kind in _LAUNCH_KINDS for s in _table.get(kind, ())))
+
+
+def has_subscribers(kind: EventKind) -> bool:
+    """Whether publishing `kind` would reach anyone (to skip building costly events)."""
+    return kind in _table
+
+
+def publish(kind: EventKind, event: Any) -> None:
+    """Hand `event` to the subscribers of `kind`, in subscription order, in this thread."""
+    subscriptions = _table.get(kind)
+    if not subscriptions:
+        return
+    for subscription in subscriptions:
+        fn = subscription.fn
+        try:
+            fn(event)
+        except Exception as exc:  # noqa: BLE001 - a listener must not break a compile or launch
+            warnings.warn(f"gpunb: event subscriber {getattr(fn, '__qualname__', fn)!r} failed "
+                          f"on {kind}: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+
+
+__all__ = ["ArgumentInfo", "CacheChange", "CacheEvent", "CacheKind", "CacheReason", "CacheSource",
+           "CompileEvent", "EventKind", "LaunchEvent", "Stage", "Subscription", "has_subscribers",
+           "publish", "subscribe"]

@@ -1,0 +1,29 @@
+"""`@cuda.jit`: a Python function -> a Dispatcher, with numba.cuda's call forms.
+
+Kept in the jit layer (gpunb.cuda re-exports it) so that code below the facade - gpunb.fuse's
+helpers, gpunb.random's generators - can make GPU functions without importing the facade.
+"""
+
+from __future__ import annotations
+
+from gpunb.foundation.types import Signature
+
+
+def jit(func_or_sig=None, device: bool = False, target: str | None = None, **options):
+    """Make a GPU function, as numba.cuda.jit does.
+
+    `@cuda.jit`, `@cuda.jit()`, `@cuda.jit("void(float32[:], float32)")`, `@cuda.jit(device=True)`;
+    options: fastmath, lineinfo, debug, opt, max_registers, cache, boundscheck; target: "cuda",
+    "cpu" or "auto" (default: GPUNB_TARGET / gpunb.set_target). Compilation happens at the first
+    launch (or first call from another GPU function) for the argument types seen.
+    """
+    from gpunb.jit.dispatcher import Dispatcher
+
+    if callable(func_or_sig) and not isinstance(func_or_sig, (str, Signature)):
+        return Dispatcher(func_or_sig, device=device, target=target, **options)
+    signatures = func_or_sig
+
+    def decorate(func):
+        return Dispatcher(func, device=device, signatures=signatures, target=target, **options)
+
+    return decorate

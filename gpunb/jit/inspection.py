@@ -1,0 +1,109 @@
+"""What a GPU function compiles to, for people: types, PTX, SASS, resources, launch suggestions.
+
+Every function here works without a GPU: PTX comes from the CUDA backend's stages up to PTX
+(backends/pipeline.compile), whatever target the kernel runs on, memoised by content so that a
+redefined device function it calls gives new PTX, as a launch would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gpunb.foundation.artifact import KernelArtifact
+from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.events import Stage
+
+_ptx_cache: dict = {}
+
+
+def ptx_for(dispatcher, argtypes: tuple, arch=None) -> KernelArtifact:
+    """A PTX artifact for these argument types on the CUDA backend, for `arch` (sm_XX or
+    (major, minor); default: the current GPU's, else GPUNB_ARCH)."""
+    from gpunb import backends
+    from gpunb.backends.pipeline import compile
+    from gpunb.cache.fingerprint import collect, still_valid
+    from gpunb.compiler.guard import compile_guard
+
+    cuda = backends.get("cuda")
+    cc = cuda.default_arch() if arch is None else _cc(arch)
+    for (target, types), spec in dispatcher.specializations.items():
+        if target == cuda.name and types == argtypes and still_valid(spec.watch) and \
+                spec.artifact.arch == f"sm_{cc[0]}{cc[1]}":
+            return spec.artifact
+    options = dict(dispatcher.options)
+    with compile_guard(dispatcher.py_func):
+        digest = collect(dispatcher, fresh=True).digest  # as a compile would see it now
+    key = (digest, repr(sorted(options.items())), argtypes, cc)
+    found = _ptx_cache.get(key)
+    if found is None:
+        found = compile(dispatcher.py_func, argtypes, options, cuda, stop_after=Stage.PTX,
+                        arch=cc, device=dispatcher.device).artifact
+        if len(_ptx_cache) > 256:
+            _ptx_cache.clear()
+        _ptx_cache[key] = found
+    return found
+
+
+def _cc(arch) -> tuple:
+    """(major, minor) from "sm_80" or (8, 0)."""
+    from gpunb.backends.cuda.modules import parse_arch
+
+    return parse_arch(arch)
+
+
+def sass_for(dispatcher, spec, arch=None) -> str:
+    """SASS of the kernel's PTX (nvdisasm; a ToolchainError says what to install)."""
+    from gpunb import backends
+    from gpunb.backends.pipeline import run_stage
+
+    cuda = backends.get("cuda")
+    artifact = ptx_for(dispatcher, spec.argtypes, arch)
+    return run_stage(dispatcher.__name__, artifact.signature, cuda.name, Stage.SASS, cuda.sass,
+                     artifact)
+
+
+def resources_for(dispatcher, spec, arch=None) -> dict:
+    """Registers, shared/local/const bytes, max threads: the driver's figures for a kernel
+    loaded on a GPU, ptxas's for PTX compiled for inspection."""
+    from gpunb import backends
+
+    if spec.target == "cuda" and arch is None:
+        return dataclasses.asdict(spec.artifact.resources)
+    artifact = ptx_for(dispatcher, spec.argtypes, arch)
+    return dataclasses.asdict(backends.get("cuda").resources(artifact))
+
+
+def describe_types(typed) -> str:
+    """Every variable and its type, then the source annotated with each line's expression types
+    (the compiler's own account of a typed function)."""
+    from gpunb.compiler.describe import describe_types as describe
+
+    return describe(typed)
+
+
+def suggest_launch(dispatcher, spec, n: int) -> dict:
+    """Block size with the best occupancy for this kernel, and the grid that covers n threads."""
+    from gpunb import backends
+    from gpunb.backends.cuda import occupancy
+
+    usage = resources_for(dispatcher, spec)
+    arch = backends.get("cuda").default_arch()
+    best = occupancy.suggest_block_size(f"sm_{arch[0]}{arch[1]}", usage.get("registers") or 32,
+                                        usage.get("shared_bytes") or 0)
+    block = best["block_size"] if isinstance(best, dict) else int(best)
+    grid = max(1, -(-int(n) // block))
+    result = {"grid": grid, "block": block, "n": int(n)}
+    if isinstance(best, dict):
+        result.update({k: v for k, v in best.items() if k != "block_size"})
+    return result
+
+
+def max_cooperative_blocks(spec, blockdim, dynamic_shared: int = 0) -> int:
+    """Blocks of `blockdim` that can be resident at once (a cooperative launch's largest grid)."""
+    dims = tuple(blockdim) if isinstance(blockdim, (tuple, list)) else (blockdim,)
+    threads = 1
+    for d in dims:
+        threads *= int(d)
+    if threads <= 0:
+        raise LaunchError(f"a block of {blockdim} has no threads")
+    return spec.backend.max_cooperative_blocks(spec.program, threads, dynamic_shared)

@@ -1,0 +1,40 @@
+"""One compiled kernel for one target and argument types: what a launch needs, nothing more.
+
+A plain record, kept apart from the dispatcher (which stores them) and from the slow path (which
+makes them) so that each can import it without importing the other.
+"""
+
+from __future__ import annotations
+
+
+class Specialization:
+    """A kernel compiled (or loaded from the cache) for one target and argument types.
+
+    `launch` is the loaded program's launch method, bound once: the dispatcher's fast path calls
+    it directly after packing. `watch` is the identity-check list that says whether anything
+    the code read was rebound since (cache/fingerprint.py).
+    """
+
+    __slots__ = ("argtypes", "artifact", "target", "backend", "packer", "program", "launch",
+                 "watch", "typed", "cache_event", "compile_ms", "key", "fingerprint",
+                 "type_names")
+
+    def __init__(self, argtypes: tuple, artifact, backend, packer, program, typed=None):
+        self.argtypes = argtypes
+        self.artifact = artifact
+        self.backend = backend
+        self.target = backend.name  # "cuda" or "cpu"
+        self.packer = packer
+        self.program = program
+        self.launch = program.launch
+        self.watch = ()
+        self.typed = typed  # None when loaded from the cache (types inferred on demand)
+        self.cache_event = None
+        self.compile_ms = 0.0
+        self.key = None
+        self.fingerprint = None
+        self.type_names: tuple | None = None  # str of each argtype, made by the first event
+
+    def __repr__(self) -> str:
+        return f"<gpunb specialisation {self.artifact.name}{self.artifact.signature[4:]} " \
+               f"on {self.target}>"
