@@ -33,14 +33,15 @@ class Compilation:
 
 def compile(py_func, argtypes: tuple, options: dict, backend, *,
             stop_after: Stage | None = None, arch=None, device: bool = False,
-            export_device: bool = False) -> Compilation:
+            export_device: bool = False, return_type=None) -> Compilation:
     """Compile `py_func` for these kernel-language argument types on `backend`.
 
     `stop_after` is one of `backend.stages` (default: all of them, ending with a loadable
     artifact); `arch` defaults to the backend's (the current GPU, GPUNB_ARCH, the host).
     `device=True` infers a device function (it may return a value); `export_device=True` also
     lowers it as an externally visible function of its own name instead of a kernel entry
-    (compile_ptx(device=True); such a compile stops after the code stage).
+    (compile_ptx(device=True); such a compile stops after the code stage). A device function's
+    declared `return_type` is its return type, the returned values cast to it.
     """
     from gpunb.compiler.guard import compile_guard
     from gpunb.compiler.pipeline import infer_kernel
@@ -49,11 +50,11 @@ def compile(py_func, argtypes: tuple, options: dict, backend, *,
     if last not in backend.stages:
         raise ValueError(f"the {backend.name} backend has no stage {last}; its stages are "
                          f"{', '.join(map(str, backend.stages))}")
-    signature = str(t.Signature(None if device else t.void, tuple(argtypes)))
+    signature = str(t.Signature(return_type if device else t.void, tuple(argtypes)))
     report = _Report(py_func.__name__, signature, backend.name)
     with report.compiling(), compile_guard(py_func):
         typed = report.stage(Stage.TYPES, infer_kernel, py_func, tuple(argtypes), options,
-                             device)
+                             device, return_type if device else None)
         if last is Stage.TYPES:
             return Compilation(typed, Stage.TYPES)
         return _after_types(typed, options, backend, arch, last, export_device, report)

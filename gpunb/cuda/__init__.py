@@ -89,7 +89,8 @@ def compile_ptx(pyfunc, sig, device: bool = False, abi: str = "numba", lineinfo:
     options = {"lineinfo": lineinfo, "debug": debug, "fastmath": fastmath, "opt": opt}
     options = {**options, **jit_checks.check_options(options, tuple(options))}
     compiled = compile(func, tuple(sig.args), options, backends.get("cuda"),
-                       stop_after=Stage.PTX, arch=cc, device=device, export_device=device)
+                       stop_after=Stage.PTX, arch=cc, device=device, export_device=device,
+                       return_type=sig.return_type if device else None)
     return compiled.artifact.ptx, compiled.typed.return_type
 
 

@@ -112,8 +112,34 @@ def _host_empty(shape: tuple, dtype: np.dtype, strides: tuple) -> np.ndarray:
 
 def device_array_like(ary, stream=0, *, target: str | None = None):
     """An uninitialised device array of `ary`'s shape, dtype and (contiguous) layout."""
-    order = "F" if _is_f_only(ary) else "C"
-    return device_array(ary.shape, ary.dtype, order=order, stream=stream, target=target)
+    return device_array(ary.shape, ary.dtype, strides=contiguous_strides_like(ary),
+                        order=_order_like(ary), stream=stream, target=target)
+
+
+def contiguous_strides_like(ary) -> tuple | None:
+    """Strides of a new contiguous array that keeps `ary`'s order of strides (numba-cuda's
+    rule, after numpy's empty_like): None where C or F order already does (contiguous input,
+    one dimension)."""
+    if _is_f_only(ary) or ary.ndim <= 1 or _is_c(ary):
+        return None
+    by_stride = sorted(range(ary.ndim), key=lambda k: ary.strides[k])
+    strides = [0] * ary.ndim
+    step = np.dtype(ary.dtype).itemsize
+    for k in by_stride:
+        strides[k] = step
+        step *= ary.shape[k]
+    return tuple(strides)
+
+
+def _is_c(ary) -> bool:
+    if isinstance(ary, np.ndarray):
+        return bool(ary.flags.c_contiguous)
+    is_c = getattr(ary, "is_c_contiguous", None)
+    return bool(is_c and is_c())
+
+
+def _order_like(ary) -> str:
+    return "F" if _is_f_only(ary) else "C"
 
 
 def _is_f_only(ary) -> bool:
@@ -138,8 +164,8 @@ def pinned_array(shape, dtype=np.float64, strides=None, order: str = "C", *,
 
 
 def pinned_array_like(ary, *, target: str | None = None) -> np.ndarray:
-    return pinned_array(ary.shape, ary.dtype, order="F" if _is_f_only(ary) else "C",
-                        target=target)
+    return pinned_array(ary.shape, ary.dtype, strides=contiguous_strides_like(ary),
+                        order=_order_like(ary), target=target)
 
 
 def mapped_array(shape, dtype=np.float64, strides=None, order: str = "C", stream=0,
@@ -166,8 +192,9 @@ def mapped_array(shape, dtype=np.float64, strides=None, order: str = "C", stream
 
 def mapped_array_like(ary, stream=0, portable: bool = False, wc: bool = False, *,
                       target: str | None = None):
-    return mapped_array(ary.shape, ary.dtype, order="F" if _is_f_only(ary) else "C",
-                        stream=stream, portable=portable, wc=wc, target=target)
+    return mapped_array(ary.shape, ary.dtype, strides=contiguous_strides_like(ary),
+                        order=_order_like(ary), stream=stream, portable=portable, wc=wc,
+                        target=target)
 
 
 class MappedArray(np.ndarray):

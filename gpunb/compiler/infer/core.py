@@ -101,6 +101,7 @@ class InferenceCore:
         self.recursive = False  # it calls itself (session.recursive_call sets this)
         self.unrolled: dict = {}  # For node -> its literal_unroll copies (target, body)
         self.assumed_return = None  # the return type its own recursive calls were typed with
+        self.declared_return_type = None  # set by the session from a declared signature
         self.locals = scopes.assigned_names(source.tree) | set(self.argnames)
         # per pass
         self.env: dict = {}
@@ -381,6 +382,8 @@ class InferenceCore:
         if self.is_kernel and values:
             raise self.error(values[0][0], "a kernel cannot return a value",
                              "write results into an output array; only device functions return")
+        if self.declared_return_type is not None:
+            return self.declared_result(values)
         ret = None
         # a bare `return` beside `return value` keeps the value's type (the bare path returns
         # an unspecified value), as gpunb did before typing per definition
@@ -391,6 +394,18 @@ class InferenceCore:
                                  "return values of one type from every return statement")
             ret = merged
         return t.none if ret is None else ret
+
+
+    def declared_result(self, values: list) -> t.Type:
+        """A declared return type is the function's; every returned value must convert to it
+        (numba casts it, as it casts arguments to declared parameter types)."""
+        declared = self.declared_return_type
+        for node, rt in values:
+            if rt != declared and not t.can_convert(rt, declared):
+                raise self.error(node, f"this function is declared to return {declared}, "
+                                 f"and {rt} does not convert to it",
+                                 "return a value of the declared type, or change the signature")
+        return declared
 
 
 class _LoopFrame:
