@@ -61,6 +61,8 @@ def load_source(py_func) -> KernelSource:
     filename = code.co_filename
     text_lines = None
     try:
+        if source_recovery.linecache_disagrees(py_func):
+            raise OSError("linecache holds another text under its file name")
         lines, first_line = inspect.getsourcelines(py_func)
     except (OSError, TypeError) as exc:
         recovered = source_recovery.recover(py_func)

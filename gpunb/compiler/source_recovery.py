@@ -11,6 +11,7 @@ from __future__ import annotations
 import __future__
 
 import inspect
+import linecache
 import sys
 import types
 
@@ -42,6 +43,18 @@ def recover(py_func) -> RecoveredSource | None:
             return RecoveredSource(text_lines, inspect.getblock(list(text_lines[first - 1:])),
                                    first)
     return None
+
+
+def linecache_disagrees(py_func) -> bool:
+    """True when `py_func` was exec'd from a string and linecache has other text for its file
+    name: `exec(compile(text, "gen.py", "exec"))` in a module's globals makes linecache read the
+    *module's* file for "gen.py" (through the module's loader), so inspect would return lines of
+    the wrong text. IPython cells register their own text, and agree."""
+    found = exec_sources.recorded(py_func.__code__)
+    if found is None:
+        return False
+    text, filename = found
+    return "".join(linecache.getlines(filename)) != text
 
 
 def _candidates(code: types.CodeType):

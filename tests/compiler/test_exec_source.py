@@ -182,3 +182,26 @@ def _env(tmp_path, **extra) -> dict:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return {**os.environ, "PYTHONPATH": root, "GPUNB_NOTICES": "0",
             "GPUNB_CACHE_DIR": str(tmp_path), **extra}
+
+
+def test_exec_in_a_module_under_a_made_up_file_name(tmp_path):
+    """exec(compile(text, "gen.py", "exec")) in a script's own globals: linecache reads the
+    *script* for "gen.py" through the module's loader; the string's own text must be used."""
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent('''\
+        import numpy as np
+        from gpunb import cuda
+        exec(compile("""
+        @cuda.jit
+        def twice(out, x):
+            i = cuda.grid(1)
+            if i < out.size:
+                out[i] = x[i] * 2
+        """, "generated_kernels.py", "exec"))
+        out = np.zeros(4)
+        twice[1, 4](out, np.arange(4.0))
+        print(out.tolist())
+        '''))
+    proc = _python([str(script)], env=_env(tmp_path, GPUNB_TARGET="cpu"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[0.0, 2.0, 4.0, 6.0]"
