@@ -14,23 +14,16 @@ _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 def walk_scope(fn: ast.AST):
     """The nodes of one function's own scope: nested defs and lambdas are yielded, but their
     bodies (their own scopes) are not entered; their defaults belong to this scope."""
-    todo = list(fn.body) if isinstance(fn, ast.FunctionDef) else [fn.body]
-    while todo:
-        node = todo.pop()
-        yield node
-        if isinstance(node, _NESTED):
-            args = getattr(node, "args", None)
-            if args is not None:
-                todo.extend(d for d in args.defaults + args.kw_defaults if d is not None)
-            todo.extend(getattr(node, "decorator_list", ()))
-            continue
-        todo.extend(ast.iter_child_nodes(node))
+    return _walk(list(fn.body) if isinstance(fn, ast.FunctionDef) else [fn.body])
 
 
 def walk_scope_of(stmt: ast.AST):
     """The nodes of one statement that belong to the enclosing function's scope (nested defs'
     and lambdas' bodies are not entered)."""
-    todo = [stmt]
+    return _walk([stmt])
+
+
+def _walk(todo: list):
     while todo:
         node = todo.pop()
         yield node
