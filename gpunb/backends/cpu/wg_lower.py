@@ -1,0 +1,361 @@
+"""Work-group loops: a block's threads as plain loops, split at barriers (as POCL and COX do).
+
+The kernel body is called once per block. Statements between barriers form a *region*, emitted
+as `for z, y, x in block: <statements>` with threadIdx as the loop counters (no memory, so LLVM
+vectorises the loop over x). A barrier ends one region and starts the next. Uniform `if`,
+`while` and `for range()` around barriers (wg_plan.py decides which) run once per block: their
+condition is evaluated in a region by every thread into one block slot, and their bodies are
+regions of their own (loop fission).
+
+A local variable touched in more than one region (or written in one region and read in another)
+lives in a per-thread array in a per-block scratch buffer, indexed by the thread's linear id;
+one touched in a single region (or written only at block level, like the arguments) stays a
+scalar that LLVM keeps in registers. Which is which is learnt by lowering twice: the first pass
+records where each variable is touched, the second lowers with that layout.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from llvmlite import ir
+
+from gpunb.backends.cpu.wg_plan import WorkGroupPlan, barrier_statement
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import operators as ops
+from gpunb.compiler.lower import FunctionLowerer
+from gpunb.compiler.lower import module as lower_module
+from gpunb.compiler.typed import JoinKind, TypedFunction
+from gpunb.compiler.values import is_compile_time
+from gpunb.foundation import types as t
+
+BLOCK = -1  # "region" of code that runs once per block
+
+
+class WorkGroupState:
+    """Shared by the kernel's lowerer and the lowerers of functions inlined into it."""
+
+    def __init__(self, plan: WorkGroupPlan, layout: dict | None):
+        self.plan = plan
+        self.layout = layout  # Var or ("local", k) -> index into self.bases (pass 2)
+        self.region = BLOCK
+        self.n_regions = 0
+        self.touched: dict = {}  # Var -> set of regions (pass 1)
+        self.written: dict = {}  # Var -> set of regions it is written in (pass 1)
+        self.per_thread_types: dict = {}  # key -> llvm type, in first-touch order
+        self.local_count = 0
+        self.thread = None  # (tx, ty, tz, linear) i32 SSA values of the current thread
+        self.block_values: dict = {}  # ("ntid", "x") ... and "shared", "dyn_shared", "n"
+        self.bases: list = []  # per-thread array base pointers (pass 2)
+        self.scratch = None
+
+
+class WorkGroupLowerer(FunctionLowerer):
+    """FunctionLowerer whose kernel body is regions of thread loops (see the module doc)."""
+
+    @property
+    def wg(self) -> WorkGroupState:
+        return self.target.wg
+
+    # ---- variables: scalar or per-thread -------------------------------------------------------
+
+    def _per_thread(self, key):
+        layout = self.wg.layout
+        return None if layout is None else layout.get(key)
+
+    def slot(self, var, writing: bool = False):
+        wg = self.wg
+        vt = self.var_type(var)
+        if vt is None or isinstance(vt, t.NoneType) or is_compile_time(vt):
+            return None
+        if wg.layout is None:
+            wg.touched.setdefault(var, set()).add(wg.region)
+            if writing:
+                wg.written.setdefault(var, set()).add(wg.region)
+            wg.per_thread_types.setdefault(var, dm.value_type(vt))
+        index = self._per_thread(var)
+        if index is None:
+            return super().slot(var)
+        if wg.thread is None:
+            raise self.error(self.typed.source.tree, f"internal: per-thread variable {var} "
+                             "read at block level")
+        return self._thread_element(index, dm.value_type(vt))
+
+    def load_var(self, var):
+        slot = self.slot(var)
+        if slot is None:
+            return None
+        return self.builder.load(slot, typ=dm.value_type(self.var_type(var)))
+
+    def _thread_element(self, index: int, llty):
+        linear = self.builder.zext(self.wg.thread[3], dm.i64)
+        return self.builder.gep(self.wg.bases[index], [linear], source_etype=llty)
+
+    def _put(self, var, value) -> None:
+        """Store `value` into var's slot; at block level a per-thread var gets it in every
+        thread's element (the arguments flowing into phis)."""
+        index = self._per_thread(var)
+        if index is not None and self.wg.thread is None:
+            base, b = self.wg.bases[index], self.builder
+            self.loop_range(self.wg.block_values["n"], lambda i: b.store(
+                value, b.gep(base, [i], source_etype=value.type)), "wg.broadcast")
+            return
+        slot = self.slot(var, writing=True)
+        if slot is not None:
+            self.builder.store(value, slot)
+
+    def store_var(self, var, value, value_type: t.Type) -> None:
+        if value is None or self.slot_type(var) is None:
+            return
+        vt = self.var_type(var)
+        value = ops.cast(self.builder, value, value_type, vt)
+        self._put(var, value)
+        self.flow(var, value, vt)
+
+    def flow(self, var, value, vt: t.Type) -> None:
+        b = self.builder
+        for phi in self.typed.flows.get(var, ()):
+            if self.slot_type(phi) is not None:
+                self._put(phi, ops.cast(b, value, vt, self.var_type(phi)))
+
+    def slot_type(self, var):
+        vt = self.var_type(var)
+        if vt is None or isinstance(vt, t.NoneType) or is_compile_time(vt):
+            return None
+        return vt
+
+    def alloca(self, llty: ir.Type, name: str = ""):
+        """cuda.local.array storage is per thread: the same array may be used across regions."""
+        if name != "local.array":
+            return super().alloca(llty, name)
+        wg = self.wg
+        key = ("local", wg.local_count)
+        wg.local_count += 1
+        if wg.layout is None:
+            wg.per_thread_types[key] = llty
+            return super().alloca(llty, name)
+        return self._thread_element(wg.layout[key], llty)
+
+    # ---- the kernel body: regions at block level -----------------------------------------------
+
+    def lower_body(self) -> None:
+        pending = self.block_sequence(self.typed.source.tree.body, [])
+        self.region(pending, final=True)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(self.exit_block)
+
+    def block_sequence(self, stmts: list, pending: list) -> list:
+        """Lower statements that run at block level; returns the region still open."""
+        plan = self.wg.plan
+        for stmt in stmts:
+            if not plan.has_barrier(stmt):
+                pending.append(stmt)
+                continue
+            found = barrier_statement(self.typed, stmt)
+            if found is not None:
+                pending = self.barrier(found[0], found[1], pending)
+            elif isinstance(stmt, ast.If):
+                pending = self.uniform_if(stmt, pending)
+            elif isinstance(stmt, ast.While):
+                pending = self.uniform_while(stmt, pending)
+            else:
+                pending = self.uniform_for(stmt, pending)
+        return pending
+
+    def barrier(self, call: ast.Call, target, pending: list) -> list:
+        kind = self.typed.calls[call].builtin
+        kind = getattr(kind, "kind", "sync")
+        if kind in ("sync", "block"):
+            self.region(pending)
+            return []
+        count = self.alloca(dm.i32, "wg.count")
+        self.builder.store(ir.Constant(dm.i32, 0), count)
+        pred_node = call.args[0]
+
+        def add_pred():
+            b = self.builder
+            truth = ops.truth(b, self.expr(pred_node), self.type_of(pred_node))
+            b.store(b.add(b.load(count), b.zext(truth, dm.i32)), count)
+
+        self.region(pending + [add_pred])
+        b = self.builder
+        total = b.load(count)
+        if kind == "count":
+            result = total
+        elif kind == "or":
+            result = b.zext(b.icmp_signed("!=", total, ir.Constant(dm.i32, 0)), dm.i32)
+        else:
+            n = b.trunc(self.wg.block_values["n"], dm.i32)
+            result = b.zext(b.icmp_signed("==", total, n), dm.i32)
+        if target is None:
+            return []
+        return [lambda: self.store_target(target, result, t.int32)]
+
+    def _uniform_value(self, pending: list, compute, llty, name: str):
+        """Run `pending` and `compute()` (per thread) as one region; the value, at block level."""
+        slot = self.alloca(llty, name)
+
+        def store():
+            self.builder.store(compute(), slot)
+
+        self.region(pending + [store])
+        return self.builder.load(slot)
+
+    def _join_item(self, node, kind: JoinKind) -> list:
+        phis = self.typed.joins.get((node, kind), ())
+        if any(self.typed.flows.get(phi) for phi in phis):
+            return [lambda: self.join(node, kind)]
+        return []
+
+    def uniform_if(self, node: ast.If, pending: list) -> list:
+        known = self.typed.branches.get(node)
+        if known is not None:
+            return self.block_sequence(node.body if known else node.orelse, pending)
+        cond = self._uniform_value(pending, lambda: self.condition(node.test), dm.i1, "wg.if")
+        then_bb, else_bb, end_bb = (self.new_block(f"wg.if.{n}") for n in ("then", "else",
+                                                                            "end"))
+        self.builder.cbranch(cond, then_bb, else_bb)
+        for bb, body in ((then_bb, node.body), (else_bb, node.orelse)):
+            self.builder.position_at_end(bb)
+            self.region(self.block_sequence(body, []))
+            self.builder.branch(end_bb)
+        self.builder.position_at_end(end_bb)
+        return self._join_item(node, JoinKind.IF)
+
+    def uniform_while(self, node: ast.While, pending: list) -> list:
+        b = self.builder
+        self.region(pending)
+        cond_bb, body_bb, end_bb = (self.new_block(f"wg.while.{n}") for n in ("cond", "body",
+                                                                              "end"))
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        cond = self._uniform_value(self._join_item(node, JoinKind.HEADER),
+                                   lambda: self.condition(node.test), dm.i1, "wg.while")
+        b.cbranch(cond, body_bb, end_bb)
+        b.position_at_end(body_bb)
+        self.region(self.block_sequence(node.body, []))
+        b.branch(cond_bb)
+        b.position_at_end(end_bb)
+        return self._join_item(node, JoinKind.EXIT)
+
+    def uniform_for(self, node: ast.For, pending: list) -> list:
+        """for i in range(uniform...): the counter at block level, the body as regions."""
+        b = self.builder
+        source = self.typed.loops[node].sources[0]
+        item = dm.value_type(source.item)
+        slots = [self.alloca(item, f"wg.range.{n}") for n in ("start", "stop", "step")]
+
+        def operands():
+            for value, slot in zip(self.range_operands(source), slots, strict=True):
+                self.builder.store(value, slot)
+
+        self.region(pending + [operands])
+        start, stop, step = (b.load(s) for s in slots)
+        index = self.alloca(item, "wg.range.index")
+        b.store(start, index)
+        cond_bb, body_bb, end_bb = (self.new_block(f"wg.for.{n}") for n in ("cond", "body",
+                                                                            "end"))
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        self.region(self._join_item(node, JoinKind.HEADER))
+        current = b.load(index)
+        cmp = b.icmp_signed if source.item.signed else b.icmp_unsigned
+        zero = ir.Constant(item, 0)
+        if source.step_value is not None:
+            cond = cmp("<" if source.step_value > 0 else ">", current, stop)
+        else:
+            cond = b.or_(b.and_(b.icmp_signed(">", step, zero), cmp("<", current, stop)),
+                         b.and_(b.icmp_signed("<", step, zero), cmp(">", current, stop)))
+        b.cbranch(cond, body_bb, end_bb)
+        b.position_at_end(body_bb)
+        bind = [lambda: self.store_target(node.target, current, source.item)]
+        self.region(self.block_sequence(node.body, bind))
+        b.store(b.add(b.load(index), step), index)
+        b.branch(cond_bb)
+        b.position_at_end(end_bb)
+        return self._join_item(node, JoinKind.EXIT)
+
+    # ---- one region: for z, y, x over the block ------------------------------------------------
+
+    def _counted(self, n, name: str):
+        """A counted i32 loop skeleton: returns (counter, body block, next block, done block)."""
+        b = self.builder
+        pre = b.block
+        head, body, nxt, done = (self.new_block(f"{name}.{s}") for s in ("head", "body", "next",
+                                                                        "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(dm.i32, name=name)
+        i.add_incoming(ir.Constant(dm.i32, 0), pre)
+        b.cbranch(b.icmp_unsigned("<", i, n), body, done)
+        latch = ir.IRBuilder(nxt)
+        i.add_incoming(latch.add(i, ir.Constant(dm.i32, 1), flags=["nuw"]), nxt)
+        latch.branch(head)
+        b.position_at_end(body)
+        return i, nxt, done
+
+    def region(self, items: list, final: bool = False) -> None:
+        """Emit `items` (statements, or callables that emit per-thread code) as a thread loop."""
+        if not items:
+            return
+        wg, b = self.wg, self.builder
+        rid = wg.n_regions
+        wg.n_regions += 1
+        nx, ny, nz = (wg.block_values[("ntid", a)] for a in "xyz")
+        z, z_next, z_done = self._counted(nz, f"wg{rid}.z")
+        y, y_next, y_done = self._counted(ny, f"wg{rid}.y")
+        row = b.mul(b.add(b.mul(z, ny), y), nx)
+        x, x_next, x_done = self._counted(nx, f"wg{rid}.x")
+        wg.thread = (x, y, z, b.add(row, x))
+        wg.region = rid
+        saved = self.exit_block, self.mb.kernel_exit
+        if final:  # return, or a raise without debug, ends this thread only
+            self.exit_block = self.mb.kernel_exit = x_next
+        for item in items:
+            if b.block.is_terminated:
+                break
+            if isinstance(item, ast.AST):
+                self.statements([item])
+            else:
+                item()
+        if not b.block.is_terminated:
+            b.branch(x_next)
+        self.exit_block, self.mb.kernel_exit = saved
+        wg.thread, wg.region = None, BLOCK
+        b.position_at_end(x_done)
+        b.branch(y_next)
+        b.position_at_end(y_done)
+        b.branch(z_next)
+        b.position_at_end(z_done)
+
+
+class WorkGroupModuleBuilder(lower_module.ModuleBuilder):
+    def __init__(self, target, options: dict, name: str):
+        super().__init__(target, options, name, WorkGroupLowerer)
+
+
+def lower_workgroup(typed: TypedFunction, make_target, plan: WorkGroupPlan, options: dict,
+                    symbol: str):
+    """Lower twice: once to learn where variables are touched, once with their layout."""
+    first = make_target()
+    first.wg = WorkGroupState(plan, None)
+    WorkGroupModuleBuilder(first, options, typed.name).lower_kernel(typed, symbol)
+    state = first.wg
+    layout, types = {}, []
+    for key, llty in state.per_thread_types.items():
+        if isinstance(key, tuple) or _crosses_regions(state, key):
+            layout[key] = len(types)
+            types.append(llty)
+    target = make_target()
+    target.wg = WorkGroupState(plan, layout)
+    target.wg_types = types
+    mb = WorkGroupModuleBuilder(target, options, typed.name)
+    mb.lower_kernel(typed, symbol)
+    return mb
+
+
+def _crosses_regions(state: WorkGroupState, var) -> bool:
+    written = state.written.get(var, set())
+    if not written - {BLOCK}:
+        return False  # written only at block level (an argument): one value for the block
+    return len(state.touched.get(var, ())) > 1
