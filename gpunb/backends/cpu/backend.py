@@ -108,7 +108,7 @@ class CpuBackend(Backend):
             name=typed.name, symbol=symbol, target=self.name, arch=arch,
             signature=kernel_signature(typed), param_slots=slots_of(typed), binary=obj,
             llvm_ir=llvm_ir, asm=asm, cooperative="grid_sync" in features,
-            uses_barriers=target.coroutine,
+            uses_barriers="barrier" in features,
             cpu_mode="coroutine" if target.coroutine else "workgroup",
             cpu_mode_reason=target.mode_reason, uses_dynamic_shared="dynamic_shared" in features,
             resources=ResourceUsage(shared_bytes=target.static_shared),
