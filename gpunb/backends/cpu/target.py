@@ -145,10 +145,16 @@ class CpuTarget(Target):
         per-block scratch of per-thread arrays: one malloc, each array 16-byte aligned."""
         b, wg = low.builder, self.wg
         values = wg.block_values
-        for kind, base in (("ntid", abi.CTX_NTID), ("ctaid", abi.CTX_CTAID),
-                           ("nctaid", abi.CTX_NCTAID)):
+        m = low.mb.module
+        for kind, base, top in (("ntid", abi.CTX_NTID, 1025), ("ctaid", abi.CTX_CTAID, 2**31 - 1),
+                                ("nctaid", abi.CTX_NCTAID, 2**31 - 1)):
             for k, axis in enumerate("xyz"):
-                values[(kind, axis)] = b.load(_field(b, low.ctx, base + 4 * k), typ=dm.i32)
+                value = b.load(_field(b, low.ctx, base + 4 * k), typ=dm.i32)
+                # the launch limits: LLVM then knows threadIdx is non-negative (no wrap-around
+                # of negative indices to handle) and can vectorise the thread loops
+                value.set_metadata("range", m.add_metadata(
+                    [ir.Constant(dm.i32, int(kind != "ctaid")), ir.Constant(dm.i32, top)]))
+                values[(kind, axis)] = value
         values["shared"] = b.load(_field(b, low.ctx, abi.CTX_SHARED), typ=dm.ptr)
         values["dyn_shared"] = b.load(_field(b, low.ctx, abi.CTX_DYN_SHARED), typ=dm.i64)
         n = b.mul(b.mul(values[("ntid", "x")], values[("ntid", "y")]), values[("ntid", "z")])
@@ -160,7 +166,6 @@ class CpuTarget(Target):
         for llty in self.wg_types:
             offsets.append(total)
             total += (llty.get_abi_size(td) + 15) // 16 * 16
-        m = low.mb.module
         wg.scratch = b.call(self.intrinsic(m, "malloc", dm.ptr, [dm.i64]),
                             [b.mul(n, ir.Constant(dm.i64, total))])
         wg.bases = [b.gep(wg.scratch, [b.mul(n, ir.Constant(dm.i64, off))], source_etype=dm.i8)

@@ -40,8 +40,12 @@ class WorkGroupState:
         self.layout = layout  # Var or ("local", k) -> index into self.bases (pass 2)
         self.region = BLOCK
         self.n_regions = 0
-        self.touched: dict = {}  # Var -> set of regions (pass 1)
-        self.written: dict = {}  # Var -> set of regions it is written in (pass 1)
+        self.read: dict = {}  # Var -> regions where code reads it (pass 1)
+        self.passed: dict = {}  # phi Var -> regions where a join passes it on (pass 1)
+        self.written: dict = {}  # Var -> regions it is written in (pass 1)
+        self.flow_edges: dict = {}  # phi Var -> the phis a join passes it on to (pass 1)
+        self.def_regions: dict = {}  # Var -> regions it is written in (pass 2: from pass 1)
+        self.in_join = False
         self.per_thread_types: dict = {}  # key -> llvm type, in first-touch order
         self.local_count = 0
         self.thread = None  # (tx, ty, tz, linear) i32 SSA values of the current thread
@@ -69,9 +73,8 @@ class WorkGroupLowerer(FunctionLowerer):
         if vt is None or isinstance(vt, t.NoneType) or is_compile_time(vt):
             return None
         if wg.layout is None:
-            wg.touched.setdefault(var, set()).add(wg.region)
-            if writing:
-                wg.written.setdefault(var, set()).add(wg.region)
+            table = wg.written if writing else (wg.passed if wg.in_join else wg.read)
+            table.setdefault(var, set()).add(wg.region)
             wg.per_thread_types.setdefault(var, dm.value_type(vt))
         index = self._per_thread(var)
         if index is None:
@@ -81,7 +84,28 @@ class WorkGroupLowerer(FunctionLowerer):
                              "read at block level")
         return self._thread_element(index, dm.value_type(vt))
 
+    def join(self, node, kind: JoinKind) -> None:
+        wg = self.wg
+        if wg.layout is None:
+            for phi in self.typed.joins.get((node, kind), ()):
+                wg.flow_edges[phi] = self.typed.flows.get(phi, ())
+        wg.in_join = True
+        try:
+            super().join(node, kind)
+        finally:
+            wg.in_join = False
+
     def load_var(self, var):
+        wg = self.wg
+        remat = wg.plan.rematerialise.get(var)
+        if remat is not None and wg.layout is not None and wg.thread is not None and \
+                wg.region not in wg.def_regions.get(var, ()):
+            expr, index = remat  # computed again here: cheaper than a per-thread copy
+            value = self.expr(expr)
+            vt = self.type_of(expr)
+            if index is not None:
+                value, vt = self.builder.extract_value(value, index), vt.items[index]
+            return ops.cast(self.builder, value, vt, self.var_type(var))
         slot = self.slot(var)
         if slot is None:
             return None
@@ -289,7 +313,7 @@ class WorkGroupLowerer(FunctionLowerer):
         i.add_incoming(ir.Constant(dm.i32, 0), pre)
         b.cbranch(b.icmp_unsigned("<", i, n), body, done)
         latch = ir.IRBuilder(nxt)
-        i.add_incoming(latch.add(i, ir.Constant(dm.i32, 1), flags=["nuw"]), nxt)
+        i.add_incoming(latch.add(i, ir.Constant(dm.i32, 1), flags=["nuw", "nsw"]), nxt)
         latch.branch(head)
         b.position_at_end(body)
         return i, nxt, done
@@ -341,21 +365,41 @@ def lower_workgroup(typed: TypedFunction, make_target, plan: WorkGroupPlan, opti
     first.wg = WorkGroupState(plan, None)
     WorkGroupModuleBuilder(first, options, typed.name).lower_kernel(typed, symbol)
     state = first.wg
+    live = _live(state)
     layout, types = {}, []
     for key, llty in state.per_thread_types.items():
-        if isinstance(key, tuple) or _crosses_regions(state, key):
+        if isinstance(key, tuple) or (key in live and _crosses_regions(state, key)):
             layout[key] = len(types)
             types.append(llty)
     target = make_target()
     target.wg = WorkGroupState(plan, layout)
+    target.wg.def_regions = state.written
     target.wg_types = types
     mb = WorkGroupModuleBuilder(target, options, typed.name)
     mb.lower_kernel(typed, symbol)
     return mb
 
 
+def _live(state: WorkGroupState) -> set:
+    """Vars whose value someone reads: read by code, or passed on by a join to a live phi."""
+    live = set(state.read)
+    changed = True
+    while changed:
+        changed = False
+        for phi, targets in state.flow_edges.items():
+            if phi not in live and phi in state.passed and any(x in live for x in targets):
+                live.add(phi)
+                changed = True
+    return live
+
+
 def _crosses_regions(state: WorkGroupState, var) -> bool:
+    """Whether `var` needs a copy per thread: touched in more than one region, unless it is
+    written only at block level (an argument) or holds a block-uniform value."""
+    if var in state.plan.uniform_vars or var in state.plan.rematerialise:
+        return False
     written = state.written.get(var, set())
     if not written - {BLOCK}:
-        return False  # written only at block level (an argument): one value for the block
-    return len(state.touched.get(var, ())) > 1
+        return False
+    touched = written | state.read.get(var, set()) | state.passed.get(var, set())
+    return len(touched) > 1

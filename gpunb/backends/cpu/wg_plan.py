@@ -17,11 +17,23 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from gpunb.compiler.builtins.cuda_intrinsics import Barrier, SpecialRegister, WarpSize
+from gpunb.compiler.builtins.cuda_intrinsics import Barrier, LaneId, SpecialRegister, WarpSize
 from gpunb.compiler.builtins.groups import GroupSync
-from gpunb.compiler.typed import BuiltinCall, BuiltinValue, Cast, Feature, GpuCall, RangeSource
+from gpunb.compiler.typed import (
+    BuiltinCall,
+    BuiltinValue,
+    Cast,
+    Feature,
+    GpuCall,
+    RangeSource,
+    VarKind,
+)
+from gpunb.foundation import types as t
 
-_PURE_BUILTINS = frozenset({"Len", "Abs", "MinMax", "Round", "DivMod", "Pow", "MathFunction"})
+_PURE_BUILTINS = frozenset({"Len", "Abs", "MinMax", "Round", "DivMod", "Pow", "MathFunction",
+                            "SharedArray", "ConstArrayLike"})
+# cheap to compute again in a later region (no memory): threadIdx and cuda.grid as well
+_THREAD_PURE_NODES = (ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.BoolOp)
 
 
 class Fallback(Exception):
@@ -36,6 +48,9 @@ class WorkGroupPlan:
     debug: bool
     barrier_nodes: dict = field(default_factory=dict)  # stmt -> contains a barrier
     final_stmts: frozenset = frozenset()  # top-level statements after the last barrier
+    uniform_vars: frozenset = frozenset()  # kernel DEF Vars with a block-uniform value
+    # DEF Var -> (expression, tuple index or None): recomputed in later regions, not stored
+    rematerialise: dict = field(default_factory=dict)
 
     def has_barrier(self, node: ast.AST) -> bool:
         found = self.barrier_nodes.get(node)
@@ -60,10 +75,14 @@ def plan_workgroup(typed, debug: bool) -> tuple[WorkGroupPlan | None, str]:
     body = typed.source.tree.body
     last = max((k for k, s in enumerate(body) if plan.has_barrier(s)), default=-1)
     plan.final_stmts = frozenset(body[last + 1:])
+    uniform = Uniformity(typed)
     try:
-        _Checker(plan, Uniformity(typed)).block_sequence(body, top=True)
+        _Checker(plan, uniform).block_sequence(body, top=True)
     except Fallback as why:
         return None, str(why)
+    plan.uniform_vars = frozenset(v for v in typed.var_types if v.kind is VarKind.DEF and
+                                  v.name in uniform.names)
+    plan.rematerialise = uniform.thread_pure_defs(plan.uniform_vars)
     return plan, ""
 
 
@@ -214,7 +233,9 @@ class Uniformity:
             pass
 
     def _drop(self, target) -> bool:
-        names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} & self.names
+        """Drop the names `target` binds (not those it only reads, as in `a[i] = ...`)."""
+        names = {n.id for n in ast.walk(target)
+                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} & self.names
         self.names -= names
         return bool(names)
 
@@ -223,7 +244,8 @@ class Uniformity:
         for s in stmts:
             if isinstance(s, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-                simple = all(isinstance(x, ast.Name) for x in targets)
+                simple = all(isinstance(x, (ast.Name, ast.Subscript, ast.Attribute))
+                             for x in targets)
                 good = ok and simple and s.value is not None and self.expr(s.value)
                 if isinstance(s, ast.AugAssign):
                     good = good and self.expr(s.target)
@@ -265,17 +287,15 @@ class Uniformity:
         if node in typed.constants or isinstance(node, ast.Constant):
             return True
         call = typed.calls.get(node)
-        if isinstance(call, BuiltinValue):
+        if isinstance(call, BuiltinValue):  # threadIdx and laneid differ between threads
             b = call.builtin
-            return isinstance(b, WarpSize) or (isinstance(b, SpecialRegister) and
-                                               b.kind != "tid")
+            return not isinstance(b, LaneId) and not (isinstance(b, SpecialRegister) and
+                                                      b.kind == "tid")
         if isinstance(node, ast.Name):
             return node.id in self.names or node.id not in self.assigned
         if isinstance(node, ast.Attribute):
             return self.expr(node.value)
         if isinstance(node, ast.Subscript):
-            from gpunb.foundation import types as t
-
             if isinstance(typed.types.get(node.value), t.Array):
                 return False  # memory
             return self.expr(node.value) and self.expr(node.slice)
@@ -286,7 +306,8 @@ class Uniformity:
                 b = call.builtin
                 pure = type(b).__name__ in _PURE_BUILTINS or \
                     (type(b).__name__ == "Grid" and b.size)
-                return pure and all(self.expr(a) for a in node.args) and not node.keywords
+                return pure and all(self.expr(a) for a in node.args) and \
+                    all(self.expr(k.value) for k in node.keywords)
             return False
         if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
                              ast.Tuple)):
@@ -294,3 +315,55 @@ class Uniformity:
                        if not isinstance(c, (ast.operator, ast.unaryop, ast.boolop,
                                              ast.cmpop, ast.expr_context)))
         return False
+
+    def thread_pure_defs(self, uniform_vars: frozenset) -> dict:
+        """DEF Vars assigned a cheap expression of thread ids, arguments, uniform values and
+        other such Vars: a later region computes them again instead of keeping a per-thread
+        copy (SSA: the inputs cannot have changed in between)."""
+        typed, found = self.typed, {}
+        assigns = [n for n in _walk(typed.source.tree) if isinstance(n, ast.Assign) and
+                   len(n.targets) == 1]
+
+        def pure(node) -> bool:
+            call = typed.calls.get(node)
+            if node in typed.constants or isinstance(node, ast.Constant):
+                return True
+            if isinstance(call, BuiltinValue):
+                return isinstance(call.builtin, (SpecialRegister, WarpSize))
+            if isinstance(node, ast.Name):
+                var = typed.uses.get(node)
+                if var is None:
+                    return node.id not in self.assigned  # a global
+                return var.kind is VarKind.PARAM or var in uniform_vars or var in found
+            if isinstance(node, ast.Call):
+                if isinstance(call, Cast):
+                    return pure(call.arg)
+                return isinstance(call, BuiltinCall) and type(call.builtin).__name__ == "Grid"
+            if isinstance(node, ast.Attribute):
+                return isinstance(typed.types.get(node.value), t.Array) and pure(node.value) \
+                    and node.attr in ("size", "shape", "ndim")
+            if isinstance(node, ast.Subscript):  # a.shape[k]
+                return isinstance(node.value, ast.Attribute) and pure(node.value) and \
+                    pure(node.slice)
+            if isinstance(node, _THREAD_PURE_NODES):
+                return all(pure(c) for c in ast.iter_child_nodes(node)
+                           if not isinstance(c, (ast.operator, ast.unaryop, ast.boolop,
+                                                 ast.cmpop, ast.expr_context)))
+            return False
+
+        changed = True
+        while changed:
+            changed = False
+            for a in assigns:
+                target = a.targets[0]
+                names = [target] if isinstance(target, ast.Name) else (
+                    target.elts if isinstance(target, ast.Tuple) and
+                    all(isinstance(e, ast.Name) for e in target.elts) else [])
+                for k, name in enumerate(names):
+                    var = typed.defs.get(name)
+                    if var is None or var in found or var in uniform_vars:
+                        continue
+                    if pure(a.value):
+                        found[var] = (a.value, None if name is target else k)
+                        changed = True
+        return found
