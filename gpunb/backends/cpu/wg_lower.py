@@ -46,6 +46,7 @@ class WorkGroupState:
         self.flow_edges: dict = {}  # phi Var -> the phis a join passes it on to (pass 1)
         self.def_regions: dict = {}  # Var -> regions it is written in (pass 2: from pass 1)
         self.in_join = False
+        self.shadows: dict = {}  # block phi -> its shadow slot
         self.per_thread_types: dict = {}  # key -> llvm type, in first-touch order
         self.local_count = 0
         self.thread = None  # (tx, ty, tz, linear) i32 SSA values of the current thread
@@ -76,6 +77,8 @@ class WorkGroupLowerer(FunctionLowerer):
             table = wg.written if writing else (wg.passed if wg.in_join else wg.read)
             table.setdefault(var, set()).add(wg.region)
             wg.per_thread_types.setdefault(var, dm.value_type(vt))
+        if writing and wg.thread is not None and var in wg.plan.block_phis:
+            return self._shadow(var)
         index = self._per_thread(var)
         if index is None:
             return super().slot(var)
@@ -110,6 +113,26 @@ class WorkGroupLowerer(FunctionLowerer):
         if slot is None:
             return None
         return self.builder.load(slot, typ=dm.value_type(self.var_type(var)))
+
+    def _shadow(self, var):
+        """Where a region writes a block phi (copied into the phi after the region)."""
+        found = self.wg.shadows.get(var)
+        if found is None:
+            found = self.wg.shadows[var] = self.alloca(dm.value_type(self.var_type(var)),
+                                                       f"{var.name}.next")
+        return found
+
+    def _commit_block_phis(self, rid: int, before: bool) -> None:
+        """Around a region that writes block phis: shadow = phi before, phi = shadow after."""
+        wg, b = self.wg, self.builder
+        if wg.layout is None:
+            return
+        for var in wg.plan.block_phis:
+            if rid in wg.def_regions.get(var, ()):
+                phi, shadow = super().slot(var), self._shadow(var)
+                llty = dm.value_type(self.var_type(var))
+                src, dst = (phi, shadow) if before else (shadow, phi)
+                b.store(b.load(src, typ=llty), dst)
 
     def _thread_element(self, index: int, llty):
         linear = self.builder.zext(self.wg.thread[3], dm.i64)
@@ -325,6 +348,7 @@ class WorkGroupLowerer(FunctionLowerer):
         wg, b = self.wg, self.builder
         rid = wg.n_regions
         wg.n_regions += 1
+        self._commit_block_phis(rid, before=True)
         nx, ny, nz = (wg.block_values[("ntid", a)] for a in "xyz")
         z, z_next, z_done = self._counted(nz, f"wg{rid}.z")
         y, y_next, y_done = self._counted(ny, f"wg{rid}.y")
@@ -351,6 +375,7 @@ class WorkGroupLowerer(FunctionLowerer):
         b.position_at_end(y_done)
         b.branch(z_next)
         b.position_at_end(z_done)
+        self._commit_block_phis(rid, before=False)
 
 
 class WorkGroupModuleBuilder(lower_module.ModuleBuilder):
@@ -396,7 +421,8 @@ def _live(state: WorkGroupState) -> set:
 def _crosses_regions(state: WorkGroupState, var) -> bool:
     """Whether `var` needs a copy per thread: touched in more than one region, unless it is
     written only at block level (an argument) or holds a block-uniform value."""
-    if var in state.plan.uniform_vars or var in state.plan.rematerialise:
+    plan = state.plan
+    if var in plan.uniform_vars or var in plan.rematerialise or var in plan.block_phis:
         return False
     written = state.written.get(var, set())
     if not written - {BLOCK}:

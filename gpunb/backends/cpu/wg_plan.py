@@ -51,6 +51,9 @@ class WorkGroupPlan:
     uniform_vars: frozenset = frozenset()  # kernel DEF Vars with a block-uniform value
     # DEF Var -> (expression, tuple index or None): recomputed in later regions, not stored
     rematerialise: dict = field(default_factory=dict)
+    # phis of uniform names joined at a split if/while/for: one value per block, whose writes
+    # in a region land in a shadow copied back after the region (wg_lower.region)
+    block_phis: frozenset = frozenset()
 
     def has_barrier(self, node: ast.AST) -> bool:
         found = self.barrier_nodes.get(node)
@@ -83,6 +86,8 @@ def plan_workgroup(typed, debug: bool) -> tuple[WorkGroupPlan | None, str]:
     plan.uniform_vars = frozenset(v for v in typed.var_types if v.kind is VarKind.DEF and
                                   v.name in uniform.names)
     plan.rematerialise = uniform.thread_pure_defs(plan.uniform_vars)
+    plan.block_phis = frozenset(v for v in typed.var_types if v.kind is VarKind.PHI and
+                                v.name in uniform.names and plan.has_barrier(v.site))
     return plan, ""
 
 
