@@ -324,22 +324,46 @@ class WorkGroupLowerer(FunctionLowerer):
 
     # ---- one region: for z, y, x over the block ------------------------------------------------
 
-    def _counted(self, n, name: str):
-        """A counted i32 loop skeleton: returns (counter, body block, next block, done block)."""
+    def _counted(self, n, name: str, start=None):
+        """A counted loop skeleton (n's type): returns (counter, next block, done block)."""
         b = self.builder
         pre = b.block
         head, body, nxt, done = (self.new_block(f"{name}.{s}") for s in ("head", "body", "next",
                                                                         "done"))
         b.branch(head)
         b.position_at_end(head)
-        i = b.phi(dm.i32, name=name)
-        i.add_incoming(ir.Constant(dm.i32, 0), pre)
+        i = b.phi(n.type, name=name)
+        i.add_incoming(start if start is not None else ir.Constant(n.type, 0), pre)
         b.cbranch(b.icmp_unsigned("<", i, n), body, done)
         latch = ir.IRBuilder(nxt)
-        i.add_incoming(latch.add(i, ir.Constant(dm.i32, 1), flags=["nuw", "nsw"]), nxt)
+        i.add_incoming(latch.add(i, ir.Constant(n.type, 1), flags=["nuw", "nsw"]), nxt)
         latch.branch(head)
         b.position_at_end(body)
         return i, nxt, done
+
+    def _x_range(self, items: list, nx, thread_yz, rid: int):
+        """(first x, stop x, items): a region that is only `if threadIdx.x < u:` (or `== u`)
+        loops over those threads and drops the test (a tree reduction's halving steps)."""
+        wg, b = self.wg, self.builder
+        bound = None
+        if len(items) == 1 and isinstance(items[0], ast.If) and \
+                not self.typed.joins.get((items[0], JoinKind.IF)):
+            bound = wg.plan.uniformity.x_bound(items[0], wg.plan.rematerialise)
+        if bound is None:
+            return None, nx, items
+        op, node = bound
+        zero = ir.Constant(dm.i32, 0)
+        wg.thread, wg.region = (zero, *thread_yz), rid  # u is uniform: thread 0 computes it
+        value = ops.cast(b, self.expr(node), self.type_of(node), t.int64)
+        wg.thread, wg.region = None, BLOCK
+        wide_nx = b.zext(nx, dm.i64)
+        lo = ir.Constant(dm.i64, 0)
+        first = b.select(b.icmp_signed("<", value, lo), lo, value) if op == "==" else lo
+        stop = b.add(value, ir.Constant(dm.i64, 1)) if op == "==" else value
+        stop = b.select(b.icmp_signed("<", stop, lo), lo, stop)
+        stop = b.select(b.icmp_signed(">", stop, wide_nx), wide_nx, stop)
+        first = b.select(b.icmp_signed(">", first, stop), stop, first)
+        return b.trunc(first, dm.i32), b.trunc(stop, dm.i32), list(items[0].body)
 
     def region(self, items: list, final: bool = False) -> None:
         """Emit `items` (statements, or callables that emit per-thread code) as a thread loop."""
@@ -353,7 +377,12 @@ class WorkGroupLowerer(FunctionLowerer):
         z, z_next, z_done = self._counted(nz, f"wg{rid}.z")
         y, y_next, y_done = self._counted(ny, f"wg{rid}.y")
         row = b.mul(b.add(b.mul(z, ny), y), nx)
-        x, x_next, x_done = self._counted(nx, f"wg{rid}.x")
+        x_start, x_stop, items = self._x_range(items, nx, (y, z, row), rid)
+        # a 64-bit counter: cuda.grid()'s 64-bit index then is an induction variable LLVM
+        # vectorises directly (threadIdx.x is its truncation)
+        x_start = None if x_start is None else b.zext(x_start, dm.i64)
+        x64, x_next, x_done = self._counted(b.zext(x_stop, dm.i64), f"wg{rid}.x", x_start)
+        x = b.trunc(x64, dm.i32)
         wg.thread = (x, y, z, b.add(row, x))
         wg.region = rid
         saved = self.exit_block, self.mb.kernel_exit

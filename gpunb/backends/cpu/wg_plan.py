@@ -54,6 +54,7 @@ class WorkGroupPlan:
     # phis of uniform names joined at a split if/while/for: one value per block, whose writes
     # in a region land in a shadow copied back after the region (wg_lower.region)
     block_phis: frozenset = frozenset()
+    uniformity: object = None  # the Uniformity facts (for wg_lower's bounded regions)
 
     def has_barrier(self, node: ast.AST) -> bool:
         found = self.barrier_nodes.get(node)
@@ -86,6 +87,7 @@ def plan_workgroup(typed, debug: bool) -> tuple[WorkGroupPlan | None, str]:
     plan.uniform_vars = frozenset(v for v in typed.var_types if v.kind is VarKind.DEF and
                                   v.name in uniform.names)
     plan.rematerialise = uniform.thread_pure_defs(plan.uniform_vars)
+    plan.uniformity = uniform
     plan.block_phis = frozenset(v for v in typed.var_types if v.kind is VarKind.PHI and
                                 v.name in uniform.names and plan.has_barrier(v.site))
     return plan, ""
@@ -372,3 +374,30 @@ class Uniformity:
                         found[var] = (a.value, None if name is target else k)
                         changed = True
         return found
+
+    def x_bound(self, stmt, rematerialise: dict):
+        """For `if threadIdx.x < u:` / `if threadIdx.x == u:` (u uniform, no else): (op, u), so
+        a region made of that statement alone loops over those threads only."""
+        typed = self.typed
+        if not isinstance(stmt, ast.If) or stmt.orelse or stmt in typed.branches:
+            return None
+        test = stmt.test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and
+                isinstance(test.ops[0], (ast.Lt, ast.Eq))):
+            return None
+        left, right = test.left, test.comparators[0]
+        if not (self._is_thread_x(left, rematerialise) and self.expr(right)):
+            return None
+        if not isinstance(typed.types.get(right), t.Integer):
+            return None
+        return ("<" if isinstance(test.ops[0], ast.Lt) else "=="), right
+
+    def _is_thread_x(self, node, rematerialise: dict) -> bool:
+        typed = self.typed
+        if isinstance(node, ast.Name):
+            found = rematerialise.get(typed.uses.get(node))
+            return found is not None and found[1] is None and \
+                self._is_thread_x(found[0], rematerialise)
+        call = typed.calls.get(node)
+        return isinstance(call, BuiltinValue) and isinstance(call.builtin, SpecialRegister) and \
+            call.builtin.kind == "tid" and call.builtin.axis == "x"
