@@ -1,9 +1,17 @@
-"""gpunb's CPU target vs numba's simulator (NUMBA_ENABLE_CUDASIM=1), same kernels, same sizes.
+"""gpunb's CPU target vs numba @njit(parallel=True), and vs numba's simulator, same kernels.
 
-gpunb runs each figure here, compiled, over the whole grid: median of several launches after a
-warm-up that compiles. The simulator runs in a fresh process (see cpu_figures.simulate); when it
-times only the first blocks of the grid under the budget, its whole-grid time is that time scaled
-by blocks (the simulator runs blocks one after another) and the cell says so.
+First rows: the same work written for numba's multicore CPU JIT (njit_figures.py) beside gpunb's
+CPU target running the GPU kernel, at the issue-17 sizes (4M-element shared-memory reduction,
+256^3 shared-memory tiled matmul, 4M saxpy). Both are timed in this process, alternately, and the
+best of several runs is kept (the development machine is shared: the minimum is the figure least
+disturbed by other load). The note gives the coroutine path's time for the same kernel
+(cpu_mode="coroutine", what every barrier kernel ran as before work-group loops).
+
+Then gpunb vs numba's simulator (NUMBA_ENABLE_CUDASIM=1): gpunb runs each figure here, compiled,
+over the whole grid: median of several launches after a warm-up that compiles. The simulator runs
+in a fresh process (see cpu_figures.simulate); when it times only the first blocks of the grid
+under the budget, its whole-grid time is that time scaled by blocks (the simulator runs blocks
+one after another) and the cell says so.
 """
 
 from __future__ import annotations
@@ -20,12 +28,79 @@ from benchmarks.common import (
     cell,
     fresh_process,
     median,
+    missing_module,
     na,
     numba_python_missing,
 )
 from benchmarks.cpu_figures import QUICK_SIZES, SIZES, TITLES, prepare, size_text, timed
 
 TARGET_RATIO = 1000.0
+# figure -> (size, how many times njit's time gpunb may take): issue 17
+NJIT_FIGURES = {"reduction": (1 << 22, 5.0), "matmul256": (256, 5.0), "saxpy": (1 << 22, 1.5)}
+NJIT_QUICK_SIZES = {"reduction": 1 << 18, "matmul256": 64, "saxpy": 1 << 18}
+
+
+def _best_ms(run, sync, repeats: int) -> float:
+    return min(timed(run, sync) for _ in range(repeats)) * 1e3
+
+
+def _njit_row(figure: str, n: int, limit: float, workdir: Path, repeats: int) -> Row:
+    """gpunb (work-group loops) and njit(parallel=True) on one figure, alternately."""
+    import gpunb
+    from benchmarks import njit_figures
+    from benchmarks.kernelsrc import load_kernels
+    from gpunb import cuda
+
+    gpunb.set_target("cpu")
+    kernels = load_kernels("gpunb", workdir)
+    problem = prepare(figure, cuda, kernels, n)
+    kernel = {"saxpy": kernels.saxpy, "reduction": kernels.block_sum}.get(
+        figure, kernels.fast_matmul)
+    problem.launch(problem.total)
+    if not problem.check():
+        raise AssertionError(f"gpunb CPU target: wrong result for {figure}")
+    mode = kernel.cpu_mode()
+    nj_run, nj_check = njit_figures.prepare(figure, n)
+    if not nj_check():
+        raise AssertionError(f"njit reference: wrong result for {figure}")
+    gp_ms, nj_ms = [], []
+    for _ in range(repeats):
+        gp_ms.append(_best_ms(lambda: problem.launch(problem.total), cuda.synchronize, 1))
+        nj_ms.append(_best_ms(nj_run, lambda: None, 1))
+    coroutine = _coroutine_ms(figure, n, workdir, max(2, repeats // 3))
+    gp, nj = min(gp_ms), min(nj_ms)
+    ratio = gp / nj
+    verdict = (f"met: {ratio:.2f}x njit" if ratio <= limit else
+               f"MISSED: {ratio:.1f}x njit")
+    title = TITLES[figure].format(size=size_text(figure, n))
+    return Row(f"CPU vs njit: {title}", "ms",
+               cell(gp, "{:.2f} ms", f"best of {repeats}; mode: {mode}; coroutine mode: "
+                                     f"{coroutine:.1f} ms"),
+               cell(nj, "{:.2f} ms", f"best of {repeats}"),
+               na("CuPy has no CPU target"), f"gpunb <= {limit:g}x njit(parallel)", verdict,
+               ("numba-cuda column: the same work for numba @njit(parallel=True) "
+                "(benchmarks/njit_figures.py), measured alternately with gpunb in this run",))
+
+
+def _coroutine_ms(figure: str, n: int, workdir: Path, repeats: int) -> float:
+    """The same figure with the kernel forced onto the coroutine path (the pre-issue-17 way)."""
+    import os
+
+    from benchmarks.kernelsrc import load_kernels
+    from gpunb import cuda
+
+    old = os.environ.get("GPUNB_CPU_MODE")
+    os.environ["GPUNB_CPU_MODE"] = "coroutine"
+    try:
+        kernels = load_kernels("gpunb", workdir / "coroutine")
+        problem = prepare(figure, cuda, kernels, n)
+        problem.launch(problem.total)
+        return _best_ms(lambda: problem.launch(problem.total), cuda.synchronize, repeats)
+    finally:
+        if old is None:
+            os.environ.pop("GPUNB_CPU_MODE")
+        else:
+            os.environ["GPUNB_CPU_MODE"] = old
 
 
 def _gpunb(figure: str, n: int, workdir: Path, repeats: int) -> Cell:
@@ -75,6 +150,17 @@ def run(opts: Options) -> list[Row]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="gpunb-bench-") as tmp:
         workdir = Path(tmp)
+        absent = missing_module("numba", "numba")
+        for figure, (n, limit) in NJIT_FIGURES.items():
+            n = NJIT_QUICK_SIZES[figure] if opts.quick else n
+            if absent:
+                continue
+            try:
+                rows.append(_njit_row(figure, n, limit, workdir, 3 if opts.quick else 9))
+            except Exception as exc:  # noqa: BLE001 - reported in the table
+                rows.append(Row(f"CPU vs njit: {figure}", "ms",
+                                na(f"error: {type(exc).__name__}: {str(exc)[:300]}"),
+                                na("not measured"), na("CuPy has no CPU target"), "", "n/a"))
         for figure, n in sizes.items():
             gp = attempt(lambda f=figure, n=n: _gpunb(f, n, workdir, repeats))
             sim = attempt(lambda f=figure, n=n: _simulator(f, n, workdir, opts), sim_absent)
@@ -85,3 +171,11 @@ def run(opts: Options) -> list[Row]:
                             ("numba-cuda column: numba's simulator (NUMBA_ENABLE_CUDASIM=1), one "
                              "launch; gpunb: its CPU target, whole grid",)))
     return rows
+
+
+if __name__ == "__main__":  # python -m benchmarks.bench_cpu_target [--quick] [--sim-budget S]
+    import sys
+
+    from benchmarks.run_all import main
+
+    sys.exit(main(["--cpu", "--only", "bench_cpu_target", *sys.argv[1:]]))

@@ -18,7 +18,8 @@ FORMAT_VERSION = 1
 
 # Options at their documented defaults are dropped, so `jit()` and `jit(fastmath=False)` share keys.
 _OPTION_DEFAULTS = {"fastmath": False, "lineinfo": False, "debug": False, "opt": True,
-                    "max_registers": None, "boundscheck": False, "inline": None, "device": False}
+                    "max_registers": None, "boundscheck": False, "inline": None, "device": False,
+                    "cpu_mode": "auto"}
 _NOT_CODE = frozenset({"cache"})  # options that never change the produced code
 
 
@@ -48,6 +49,8 @@ def effective_options(options: dict | None, target: str) -> dict:
 
         if config.boundscheck() and not out.get("boundscheck"):
             out["boundscheck"] = True
+        if "cpu_mode" not in out and config.cpu_mode() != "auto":
+            out["cpu_mode"] = config.cpu_mode()
     return dict(sorted(out.items()))
 
 

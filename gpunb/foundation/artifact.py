@@ -35,7 +35,9 @@ class KernelArtifact:
     llvm_ir: str = ""  # optimised LLVM IR
     asm: str = ""  # host assembly (cpu)
     cooperative: bool = False  # needs cuLaunchCooperativeKernel (grid sync)
-    uses_barriers: bool = False  # cpu: threads run as coroutines
+    uses_barriers: bool = False  # the kernel calls syncthreads (or a block group sync)
+    cpu_mode: str = ""  # cpu: "workgroup" (threads as loops) or "coroutine"
+    cpu_mode_reason: str = ""  # cpu: why coroutines, when they are used
     uses_dynamic_shared: bool = False
     resources: ResourceUsage = field(default_factory=ResourceUsage)
     line_map: tuple = ()  # ((source_line, (ptx_line, ...)), ...) from .loc directives

@@ -14,6 +14,9 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
   a lock that has not been touched for this long (its holder was killed, or its node is gone) is
   taken over. A holder on the same machine whose process is gone is taken over at once. Default 30.
 - GPUNB_BOUNDSCHECK: `1` checks every array access on the CPU target (as debug=True). Default 0.
+- GPUNB_CPU_MODE: how the CPU target runs a block's threads: `auto` (work-group loops where
+  they are proven safe, coroutines elsewhere) or `coroutine` (always coroutines, as a race
+  detector needs). The `cpu_mode` option of @cuda.jit overrides it. Default auto.
 - GPUNB_ARCH: compute capability for PTX when no GPU is present, sm_XX. Default sm_90.
 - GPUNB_CPU_THREADS: host threads that run blocks in parallel on the CPU target. Default: cores.
 - GPUNB_NOTICES: `0` silences one-line notices (target fallback, host copies). Default 1.
@@ -111,6 +114,14 @@ def cache_wait_seconds() -> float:
 def cache_lock_stale_seconds() -> float:
     """How long a key lock may go untouched before waiters take it over (at least 0.1 s)."""
     return max(0.1, _seconds("GPUNB_CACHE_LOCK_STALE_SECONDS", 30.0))
+
+
+def cpu_mode() -> str:
+    """GPUNB_CPU_MODE: "auto" or "coroutine" (see the module docstring)."""
+    value = os.environ.get("GPUNB_CPU_MODE", "auto").strip().lower() or "auto"
+    if value not in ("auto", "coroutine", "workgroup"):
+        raise ValueError(f"GPUNB_CPU_MODE={value!r}: expected auto or coroutine")
+    return value
 
 
 def boundscheck() -> bool:

@@ -39,7 +39,7 @@ def _forget_targets() -> None:
 config._target_listeners.append(_forget_targets)
 
 _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
-                 "inline")
+                 "inline", "cpu_mode")
 
 
 class Dispatcher:
@@ -299,6 +299,16 @@ class Dispatcher:
 
         spec = self._any_spec(signature)
         return inspection.resources_for(self, spec)
+
+    def cpu_mode(self, signature=None) -> str:
+        """How the CPU target runs this kernel's threads: "workgroup" (loops over the block's
+        threads, vectorised) or "coroutine: <why>"; "" on the CUDA target."""
+        artifact = self._any_spec(signature).artifact
+        if artifact.target != "cpu":
+            return ""
+        if artifact.cpu_mode == "coroutine":
+            return f"coroutine: {artifact.cpu_mode_reason}"
+        return artifact.cpu_mode
 
     def line_map(self, signature=None) -> dict:
         """{python source line: [ptx line, ...]} from the PTX `.loc` directives."""

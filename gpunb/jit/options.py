@@ -171,9 +171,15 @@ def _inline(value):
     return "expected 'always', 'never', True or False", value
 
 
+def _cpu_mode(value):
+    if value in ("auto", "workgroup", "coroutine"):
+        return None, value
+    return "expected 'auto', 'workgroup' or 'coroutine'", value
+
+
 _OPTION_CHECKS = {"max_registers": _max_registers, "fastmath": _fastmath, "opt": _opt,
-                  "inline": _inline}
-_EXAMPLES = {"max_registers": "64", "inline": "'always'"}
+                  "inline": _inline, "cpu_mode": _cpu_mode}
+_EXAMPLES = {"max_registers": "64", "inline": "'always'", "cpu_mode": "'coroutine'"}
 
 
 def check_target(target, what: str = "target") -> None:

@@ -266,10 +266,12 @@ def test_inspect_llvm_and_asm_for_cpu(target):
     assert "nvptx" not in llvm_ir
     assert asm.strip() and ".entry" not in asm  # host assembly, not PTX
     spec = block_sums.specializations[("cpu", sig)]
-    assert spec.artifact.uses_barriers  # syncthreads: threads are coroutines
+    assert spec.artifact.uses_barriers  # syncthreads
+    assert block_sums.cpu_mode(sig) == "workgroup"  # top-level barriers: work-group loops
     pinned_to_cpu[1, 1](np.zeros(1, np.int64))
     plain = next(iter(pinned_to_cpu.specializations.values()))
     assert not plain.artifact.uses_barriers  # no barrier: a plain loop over threads
+    assert plain.artifact.cpu_mode == "workgroup"
 
 
 def test_freed_kernels_do_not_break_later_compiles(run_script):

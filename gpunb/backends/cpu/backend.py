@@ -74,13 +74,24 @@ class CpuBackend(Backend):
             raise ValueError("the CPU backend compiles kernels only (device functions compile "
                              "into the kernels that call them)")
         features = typed.all_features()
-        coroutine = bool(features & {"barrier", "warp_barrier", "grid_sync"})
         boundscheck = bool(options.get("debug")) or bool(options.get("boundscheck")) or \
             config.boundscheck()
-        target = CpuTarget(coroutine=coroutine, boundscheck=boundscheck)
-        builder = lower_kernel(typed, target, options, symbol)
-        runner.emit_runner(builder.module, symbol, target.body, target.slot_types, coroutine,
-                           cooperative="grid_sync" in features)
+        mode, why, plan = choose_mode(typed, options)
+
+        def make_target():
+            return CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck)
+
+        if plan is not None:
+            from gpunb.backends.cpu.wg_lower import lower_workgroup
+
+            builder = lower_workgroup(typed, make_target, plan, options, symbol)
+        else:
+            builder = lower_kernel(typed, make_target(), options, symbol)
+        target = builder.target
+        target.mode_reason = why
+        runner.emit_runner(builder.module, symbol, target.body, target.slot_types,
+                           mode == "coroutine", cooperative="grid_sync" in features,
+                           workgroup=plan is not None)
         return builder
 
     def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
@@ -97,7 +108,9 @@ class CpuBackend(Backend):
             name=typed.name, symbol=symbol, target=self.name, arch=arch,
             signature=kernel_signature(typed), param_slots=slots_of(typed), binary=obj,
             llvm_ir=llvm_ir, asm=asm, cooperative="grid_sync" in features,
-            uses_barriers=target.coroutine, uses_dynamic_shared="dynamic_shared" in features,
+            uses_barriers="barrier" in features,
+            cpu_mode="coroutine" if target.coroutine else "workgroup",
+            cpu_mode_reason=target.mode_reason, uses_dynamic_shared="dynamic_shared" in features,
             resources=ResourceUsage(shared_bytes=target.static_shared),
             source_file=typed.source.filename, first_line=typed.source.first_line,
             error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
@@ -108,6 +121,32 @@ class CpuBackend(Backend):
 
     def assembly(self, artifact: KernelArtifact) -> str:
         return artifact.asm
+
+
+def choose_mode(typed, options: dict) -> tuple:
+    """("workgroup" | "coroutine", why coroutines, work-group plan or None) for one kernel.
+
+    The `cpu_mode` option ("auto", "workgroup", "coroutine"), else GPUNB_CPU_MODE, asks; "auto"
+    takes work-group loops whenever wg_plan proves them safe. "workgroup" insists (a
+    CompileError says why it cannot); "coroutine" forces the coroutine path (race detection).
+    """
+    from gpunb.backends.cpu.wg_plan import plan_workgroup
+    from gpunb.foundation.errors import CompileError
+
+    asked = options.get("cpu_mode") or config.cpu_mode()
+    if asked not in ("auto", "workgroup", "coroutine"):
+        raise CompileError(f"cpu_mode={asked!r}: expected 'auto', 'workgroup' or 'coroutine'",
+                           function=typed.name)
+    if asked == "coroutine":
+        return "coroutine", "asked for (cpu_mode='coroutine' or GPUNB_CPU_MODE)", None
+    plan, why = plan_workgroup(typed, bool(options.get("debug")))
+    if plan is not None:
+        return "workgroup", "", plan
+    if asked == "workgroup":
+        raise CompileError(f"kernel '{typed.name}' cannot run as work-group loops: {why}",
+                           function=typed.name,
+                           hint="drop cpu_mode='workgroup' to let it run as coroutines")
+    return "coroutine", why, None
 
 
 @functools.cache

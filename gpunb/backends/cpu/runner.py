@@ -61,7 +61,10 @@ def _declare(module, name, ret, args):
 
 
 def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: list,
-                coroutine: bool, cooperative: bool = False) -> ir.Function:
+                coroutine: bool, cooperative: bool = False,
+                workgroup: bool = False) -> ir.Function:
+    """The entry: per block, one body call per thread (coroutines), or one call per block whose
+    body loops over the threads itself (workgroup mode: the context carries threadIdx 0)."""
     fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), symbol)
     launch = fn.args[0]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -102,7 +105,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
             cy = b.trunc(b.urem(b.udiv(blk, gx), b.zext(grid[1], dm.i64)), dm.i32)
             cz = b.trunc(b.udiv(blk, gxy), dm.i32)
             block_shared = b.gep(shared, [b.mul(local, shared_stride)], source_etype=dm.i8)
-            with _loop(b, _i32(0), nthreads, "thread") as (tid, _):
+            calls = _i32(1) if workgroup else nthreads
+            with _loop(b, _i32(0), calls, "thread") as (tid, _):
                 index = b.add(b.mul(local, b.zext(nthreads, dm.i64)), b.zext(tid, dm.i64))
                 ctx = b.gep(ctxs, [b.mul(index, _i64(abi.CTX_SIZE))] if coroutine
                             else [_i64(0)], source_etype=dm.i8)

@@ -1,9 +1,20 @@
 """Host target: the same lowered kernels compiled for the CPU, with GPU semantics.
 
-Each GPU thread is a call of the kernel body with its own thread context. Kernels that use
-barriers are LLVM switch-resumed coroutines: `syncthreads` is a suspend point and a block
-scheduler (cpu_runtime.py) resumes all threads of a block round-robin, so barriers, shared memory
-and warp-level waits keep their GPU meaning. Kernels without barriers run as plain loops.
+A kernel runs in one of two modes, chosen per kernel at compile time (backend.py):
+
+- **workgroup** (the default): the body is called once per block and the code between barriers
+  is a loop over the block's threads (wg_lower.py), threadIdx being the loop counters - plain
+  loops that LLVM vectorises. Barriers inside uniform if/while/for range() are split by loop
+  fission; wg_plan.py decides, conservatively, when that keeps the GPU's meaning.
+- **coroutine** (the fallback, and what `cpu_mode="coroutine"` or GPUNB_CPU_MODE=coroutine
+  force): each GPU thread is an LLVM switch-resumed coroutine; `syncthreads` is a suspend point
+  and a block scheduler (runner.py) resumes the threads round-robin, so barriers, shared memory
+  and warp collectives keep their meaning under any control flow. Kept for warp collectives,
+  grid sync and barriers the plan cannot prove safe (an early return before a barrier, a barrier
+  in a device function or under a thread-dependent condition).
+
+`kernel.cpu_mode()` says which mode a specialisation got, and why. Tools that must observe every
+thread interleaving as a GPU would (a race detector, access maps) force the coroutine mode.
 """
 
 from __future__ import annotations
@@ -13,7 +24,7 @@ import functools
 import numpy as np
 from llvmlite import ir
 
-from gpunb.backends.cpu import abi
+from gpunb.backends.cpu import abi, reporting
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
 from gpunb.foundation import types as t
@@ -73,6 +84,8 @@ class CpuTarget(Target):
 
     def __init__(self, coroutine: bool = False, boundscheck: bool = False):
         self.coroutine = coroutine
+        self.wg = None  # wg_lower.WorkGroupState in workgroup mode
+        self.wg_types: list = []  # llvm types of the per-thread arrays, by layout index
         self.boundscheck = boundscheck
         tm = host_target_machine()
         self.triple = tm.triple
@@ -92,6 +105,7 @@ class CpuTarget(Target):
         fn.linkage = "internal"
         if not self.coroutine:
             fn.attributes.add("alwaysinline")
+            fn.args[0].add_attribute("noalias")
         self.symbol = symbol
         self.body = fn
         self.slot_types = slot_types
@@ -99,6 +113,8 @@ class CpuTarget(Target):
 
     def kernel_prologue(self, low) -> None:
         low.mb.kernel_exit = low.exit_block
+        if self.wg is not None:
+            self._workgroup_prologue(low)
         if not self.coroutine:
             return
         m, b = low.mb.module, low.builder
@@ -124,7 +140,55 @@ class CpuTarget(Target):
                 [handle, ir.Constant(dm.i1, 0), TokenNone()])
         sb.ret(handle)
 
+    def _workgroup_prologue(self, low) -> None:
+        """Block-wide values read once (so region loops see no memory behind them) and the
+        per-block scratch of per-thread arrays: one malloc, each array 16-byte aligned."""
+        b, wg = low.builder, self.wg
+        values = wg.block_values
+        m = low.mb.module
+        for kind, base, top in (("ntid", abi.CTX_NTID, 1025), ("ctaid", abi.CTX_CTAID, 2**31 - 1),
+                                ("nctaid", abi.CTX_NCTAID, 2**31 - 1)):
+            for k, axis in enumerate("xyz"):
+                value = b.load(_field(b, low.ctx, base + 4 * k), typ=dm.i32)
+                # the launch limits: LLVM then knows threadIdx is non-negative (no wrap-around
+                # of negative indices to handle) and can vectorise the thread loops
+                value.set_metadata("range", m.add_metadata(
+                    [ir.Constant(dm.i32, int(kind != "ctaid")), ir.Constant(dm.i32, top)]))
+                values[(kind, axis)] = value
+        values["shared"] = b.load(_field(b, low.ctx, abi.CTX_SHARED), typ=dm.ptr)
+        values["dyn_shared"] = b.load(_field(b, low.ctx, abi.CTX_DYN_SHARED), typ=dm.i64)
+        n = b.mul(b.mul(values[("ntid", "x")], values[("ntid", "y")]), values[("ntid", "z")])
+        n = values["n"] = b.zext(n, dm.i64)
+        if not self.wg_types:
+            return
+        td = host_target_machine().target_data
+        offsets, total = [], 0
+        for llty in self.wg_types:
+            offsets.append(total)
+            total += (llty.get_abi_size(td) + 15) // 16 * 16
+        wg.scratch = b.call(self.intrinsic(m, "malloc", dm.ptr, [dm.i64]),
+                            [b.mul(n, ir.Constant(dm.i64, total))])
+        wg.bases = [b.gep(wg.scratch, [b.mul(n, ir.Constant(dm.i64, off))], source_etype=dm.i8)
+                    for off in offsets]
+
+    def publish_thread(self, low) -> None:
+        """Workgroup mode: write the current thread's ids into the context before code that
+        reads them from there (error records, print)."""
+        wg = self.wg
+        if wg is None or wg.thread is None:
+            return
+        b = low.builder
+        x, y, z, linear = wg.thread
+        for k, v in enumerate((x, y, z)):
+            b.store(v, _field(b, low.ctx, abi.CTX_TID + 4 * k))
+        b.store(linear, _field(b, low.ctx, abi.CTX_LINEAR))
+        b.store(b.urem(linear, ir.Constant(dm.i32, 32)), _field(b, low.ctx, abi.CTX_LANE))
+        b.store(b.udiv(linear, ir.Constant(dm.i32, 32)), _field(b, low.ctx, abi.CTX_WARP))
+
     def kernel_epilogue(self, low) -> None:
+        if self.wg is not None and self.wg.scratch is not None:
+            low.builder.call(self.intrinsic(low.mb.module, "free", dm.void, [dm.ptr]),
+                             [self.wg.scratch])
         if not self.coroutine:
             low.builder.ret_void()
             return
@@ -143,12 +207,20 @@ class CpuTarget(Target):
     # ---- threads -------------------------------------------------------------------------------
 
     def sreg(self, low, kind: str, axis: str):
+        if self.wg is not None:
+            if kind != "tid":
+                return self.wg.block_values[(kind, axis)]
+            if self.wg.thread is None:
+                raise low.error(low.typed.source.tree, "internal: threadIdx read at block level")
+            return self.wg.thread["xyz".index(axis)]
         base = {"tid": abi.CTX_TID, "ctaid": abi.CTX_CTAID, "ntid": abi.CTX_NTID,
                 "nctaid": abi.CTX_NCTAID}[kind]
         offset = base + 4 * "xyz".index(axis)
         return low.builder.load(_field(low.builder, low.ctx, offset), typ=dm.i32)
 
     def laneid(self, low):
+        if self.wg is not None:
+            return low.builder.urem(self.wg.thread[3], ir.Constant(dm.i32, 32))
         return low.builder.load(_field(low.builder, low.ctx, abi.CTX_LANE), typ=dm.i32)
 
     def _wait(self, low, node, kind: int, what: str, pred=None):
@@ -168,6 +240,8 @@ class CpuTarget(Target):
         b.position_at_end(resume)
 
     def barrier(self, low, node, kind: str, pred):
+        if self.wg is not None:  # wg_lower splits regions at barrier statements instead
+            raise low.error(node, "internal: a barrier the work-group plan did not split")
         name = "cuda.syncthreads" if kind == "sync" else f"cuda.syncthreads_{kind}"
         self._wait(low, node, abi.WAIT_BLOCK, name, pred)
         if kind == "sync":
@@ -193,7 +267,8 @@ class CpuTarget(Target):
         snprintf = m.globals.get("snprintf") or ir.Function(
             m, ir.FunctionType(dm.i32, [dm.ptr, dm.i64, dm.ptr], var_arg=True), "snprintf")
         length = b.call(snprintf, [text, ir.Constant(dm.i64, 512), gv] + [v for v, _ in values])
-        b.call(_print_record_function(m), [low.ctx, text, length])
+        self.publish_thread(low)
+        b.call(reporting.print_record_function(m), [low.ctx, text, length])
 
     def grid_sync(self, low, node) -> None:
         self._wait(low, node, abi.WAIT_GRID, "grid.sync()")
@@ -315,6 +390,8 @@ class CpuTarget(Target):
 
     def lane_mask(self, low, mode: str):
         b = low.builder
+        if self.wg is not None:
+            self.publish_thread(low)
         lane = b.load(_field(b, low.ctx, abi.CTX_LANE), typ=dm.i32)
         if mode == "lt":
             return b.sub(b.shl(ir.Constant(dm.i32, 1), lane), ir.Constant(dm.i32, 1))
@@ -334,17 +411,22 @@ class CpuTarget(Target):
 
     def shared_array(self, low, elem: t.Type, count: int, dynamic: bool):
         b = low.builder
-        base = b.load(_field(b, low.ctx, abi.CTX_SHARED), typ=dm.ptr)
+        if self.wg is not None:
+            base = self.wg.block_values["shared"]
+        else:
+            base = b.load(_field(b, low.ctx, abi.CTX_SHARED), typ=dm.ptr)
         if dynamic:
             return base
         offset = (self.static_shared + 15) // 16 * 16
         self.static_shared = offset + count * t.sizeof(elem)
         low.mb.shared_static_bytes = self.static_shared
-        dyn = b.load(_field(b, low.ctx, abi.CTX_DYN_SHARED), typ=dm.i64)
+        dyn = self.dynamic_shared_bytes(low)
         dyn = b.and_(b.add(dyn, ir.Constant(dm.i64, 15)), ir.Constant(dm.i64, ~15))
         return b.gep(base, [b.add(dyn, ir.Constant(dm.i64, offset))], source_etype=dm.i8)
 
     def dynamic_shared_bytes(self, low):
+        if self.wg is not None:
+            return self.wg.block_values["dyn_shared"]
         return low.builder.load(_field(low.builder, low.ctx, abi.CTX_DYN_SHARED), typ=dm.i64)
 
     def constant_data(self, mb, builder, array):
@@ -374,7 +456,8 @@ class CpuTarget(Target):
         cont = low.fn.append_basic_block("bounds.ok")
         b.cbranch(ok, cont, fail)
         b.position_at_end(fail)
-        reporter = _index_error_function(low.mb.module)
+        self.publish_thread(low)
+        reporter = reporting.index_error_function(low.mb.module)
         # report the index as written: a negative one was wrapped by adding the extent
         written = b.select(b.icmp_signed("<", index, ir.Constant(index.type, 0)),
                            b.sub(index, extent), index)
@@ -388,7 +471,8 @@ class CpuTarget(Target):
         any depth; a coroutine thread reaches its final suspend, which barriers count as exited."""
         b = low.builder
         if site is not None:
-            b.call(_raise_function(low.mb.module), [low.ctx, ir.Constant(dm.i32, site)])
+            self.publish_thread(low)
+            b.call(reporting.raise_function(low.mb.module), [low.ctx, ir.Constant(dm.i32, site)])
         b.branch(low.mb.kernel_exit)
 
     # ---- arithmetic ----------------------------------------------------------------------------
@@ -420,120 +504,6 @@ class CpuTarget(Target):
 
     def atomic(self, low, op: str, pointer, value, dtype: t.Type):
         return low.builder.atomic_rmw(op, pointer, value, "seq_cst")
-
-
-def _print_record_function(module: ir.Module) -> ir.Function:
-    """void gpunb_print_record(ctx, text, len): append [block][thread][len][text] atomically."""
-    name = "gpunb_print_record"
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i32]), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    ctx, text, length = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
-    so = abi.STATUS_OFFSETS
-    buf = b.load(_field(b, status, so["print_buf"]), typ=dm.ptr)
-    cap = b.load(_field(b, status, so["print_cap"]), typ=dm.i64)
-    n = b.select(b.icmp_signed(">", length, ir.Constant(dm.i32, 511)), ir.Constant(dm.i32, 511),
-                 b.select(b.icmp_signed("<", length, ir.Constant(dm.i32, 0)),
-                          ir.Constant(dm.i32, 0), length))
-    size = b.add(b.zext(n, dm.i64), ir.Constant(dm.i64, 12))
-    start = b.atomic_rmw("add", _field(b, status, so["print_len"]), size, "seq_cst")
-    fits = b.icmp_signed("<=", b.add(start, size), cap)
-    write = fn.append_basic_block("write")
-    done = fn.append_basic_block("done")
-    b.cbranch(fits, write, done)
-    b.position_at_end(write)
-    rec = b.gep(buf, [start], source_etype=dm.i8)
-    ctaid = [b.zext(b.load(_field(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32), dm.i64)
-             for k in range(3)]
-    nctaid = [b.zext(b.load(_field(b, ctx, abi.CTX_NCTAID + 4 * k), typ=dm.i32), dm.i64)
-              for k in range(3)]
-    block = b.add(ctaid[0], b.mul(nctaid[0], b.add(ctaid[1], b.mul(nctaid[1], ctaid[2]))))
-    b.store(b.trunc(block, dm.i32), rec)
-    b.store(b.load(_field(b, ctx, abi.CTX_LINEAR), typ=dm.i32), _field(b, rec, 4))
-    b.store(n, _field(b, rec, 8))
-    memcpy = module.globals.get("llvm.memcpy.p0.p0.i64") or ir.Function(
-        module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i64, dm.i1]), "llvm.memcpy.p0.p0.i64")
-    b.call(memcpy, [_field(b, rec, 12), text, b.zext(n, dm.i64), ir.Constant(dm.i1, 0)])
-    b.branch(done)
-    b.position_at_end(done)
-    b.ret_void()
-    return fn
-
-
-def _index_error_function(module: ir.Module) -> ir.Function:
-    """void gpunb_index_error(ctx, site, axis, index, extent): first error of a launch wins."""
-    name = "gpunb_index_error"
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, dm.i32, dm.i64, dm.i64]),
-                     name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    fn.attributes.add("cold")
-    ctx, site, axis, index, extent = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
-    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, abi.ERROR_INDEX),
-                     "seq_cst", "seq_cst")
-    won = b.extract_value(pair, 1)
-    record = fn.append_basic_block("record")
-    done = fn.append_basic_block("done")
-    b.cbranch(won, record, done)
-    b.position_at_end(record)
-    so = abi.STATUS_OFFSETS
-    b.store(site, _field(b, status, so["site"]))
-    b.store(axis, _field(b, status, so["axis"]))
-    b.store(index, _field(b, status, so["index"]))
-    b.store(extent, _field(b, status, so["extent"]))
-    _record_thread(b, ctx, status)
-    b.branch(done)
-    b.position_at_end(done)
-    b.ret_void()
-    return fn
-
-
-def _record_thread(b: ir.IRBuilder, ctx, status) -> None:
-    """Copy the reporting thread's threadIdx and blockIdx into the launch Status."""
-    so = abi.STATUS_OFFSETS
-    for k in range(3):
-        b.store(b.load(_field(b, ctx, abi.CTX_TID + 4 * k), typ=dm.i32),
-                _field(b, status, so["tid"] + 4 * k))
-        b.store(b.load(_field(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32),
-                _field(b, status, so["ctaid"] + 4 * k))
-
-
-def _raise_function(module: ir.Module) -> ir.Function:
-    """void gpunb_raise(ctx, site): the first raise of a launch records its site and thread."""
-    name = "gpunb_raise"
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32]), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    fn.attributes.add("cold")
-    ctx, site = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
-    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, abi.ERROR_RAISE),
-                     "seq_cst", "seq_cst")
-    record = fn.append_basic_block("record")
-    done = fn.append_basic_block("done")
-    b.cbranch(b.extract_value(pair, 1), record, done)
-    b.position_at_end(record)
-    so = abi.STATUS_OFFSETS
-    b.store(site, _field(b, status, so["site"]))
-    _record_thread(b, ctx, status)
-    b.branch(done)
-    b.position_at_end(done)
-    b.ret_void()
-    return fn
 
 
 # ---- build: LLVM IR -> optimised host object ------------------------------------------------

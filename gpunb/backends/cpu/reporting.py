@@ -1,0 +1,127 @@
+"""Generated helpers through which CPU-target kernels report to the launcher: print records,
+index errors and raises, each written into the launch Status (abi.py) with the thread's ids."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from gpunb.backends.cpu import abi
+from gpunb.compiler import datamodel as dm
+
+
+def _field(b: ir.IRBuilder, base, offset: int):
+    return b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
+
+
+def print_record_function(module: ir.Module) -> ir.Function:
+    """void gpunb_print_record(ctx, text, len): append [block][thread][len][text] atomically."""
+    name = "gpunb_print_record"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i32]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    ctx, text, length = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
+    so = abi.STATUS_OFFSETS
+    buf = b.load(_field(b, status, so["print_buf"]), typ=dm.ptr)
+    cap = b.load(_field(b, status, so["print_cap"]), typ=dm.i64)
+    n = b.select(b.icmp_signed(">", length, ir.Constant(dm.i32, 511)), ir.Constant(dm.i32, 511),
+                 b.select(b.icmp_signed("<", length, ir.Constant(dm.i32, 0)),
+                          ir.Constant(dm.i32, 0), length))
+    size = b.add(b.zext(n, dm.i64), ir.Constant(dm.i64, 12))
+    start = b.atomic_rmw("add", _field(b, status, so["print_len"]), size, "seq_cst")
+    fits = b.icmp_signed("<=", b.add(start, size), cap)
+    write = fn.append_basic_block("write")
+    done = fn.append_basic_block("done")
+    b.cbranch(fits, write, done)
+    b.position_at_end(write)
+    rec = b.gep(buf, [start], source_etype=dm.i8)
+    ctaid = [b.zext(b.load(_field(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32), dm.i64)
+             for k in range(3)]
+    nctaid = [b.zext(b.load(_field(b, ctx, abi.CTX_NCTAID + 4 * k), typ=dm.i32), dm.i64)
+              for k in range(3)]
+    block = b.add(ctaid[0], b.mul(nctaid[0], b.add(ctaid[1], b.mul(nctaid[1], ctaid[2]))))
+    b.store(b.trunc(block, dm.i32), rec)
+    b.store(b.load(_field(b, ctx, abi.CTX_LINEAR), typ=dm.i32), _field(b, rec, 4))
+    b.store(n, _field(b, rec, 8))
+    memcpy = module.globals.get("llvm.memcpy.p0.p0.i64") or ir.Function(
+        module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i64, dm.i1]), "llvm.memcpy.p0.p0.i64")
+    b.call(memcpy, [_field(b, rec, 12), text, b.zext(n, dm.i64), ir.Constant(dm.i1, 0)])
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def index_error_function(module: ir.Module) -> ir.Function:
+    """void gpunb_index_error(ctx, site, axis, index, extent): first error of a launch wins."""
+    name = "gpunb_index_error"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, dm.i32, dm.i64, dm.i64]),
+                     name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("cold")
+    ctx, site, axis, index, extent = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
+    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, abi.ERROR_INDEX),
+                     "seq_cst", "seq_cst")
+    won = b.extract_value(pair, 1)
+    record = fn.append_basic_block("record")
+    done = fn.append_basic_block("done")
+    b.cbranch(won, record, done)
+    b.position_at_end(record)
+    so = abi.STATUS_OFFSETS
+    b.store(site, _field(b, status, so["site"]))
+    b.store(axis, _field(b, status, so["axis"]))
+    b.store(index, _field(b, status, so["index"]))
+    b.store(extent, _field(b, status, so["extent"]))
+    record_thread(b, ctx, status)
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def record_thread(b: ir.IRBuilder, ctx, status) -> None:
+    """Copy the reporting thread's threadIdx and blockIdx into the launch Status."""
+    so = abi.STATUS_OFFSETS
+    for k in range(3):
+        b.store(b.load(_field(b, ctx, abi.CTX_TID + 4 * k), typ=dm.i32),
+                _field(b, status, so["tid"] + 4 * k))
+        b.store(b.load(_field(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32),
+                _field(b, status, so["ctaid"] + 4 * k))
+
+
+def raise_function(module: ir.Module) -> ir.Function:
+    """void gpunb_raise(ctx, site): the first raise of a launch records its site and thread."""
+    name = "gpunb_raise"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("cold")
+    ctx, site = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
+    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, abi.ERROR_RAISE),
+                     "seq_cst", "seq_cst")
+    record = fn.append_basic_block("record")
+    done = fn.append_basic_block("done")
+    b.cbranch(b.extract_value(pair, 1), record, done)
+    b.position_at_end(record)
+    so = abi.STATUS_OFFSETS
+    b.store(site, _field(b, status, so["site"]))
+    record_thread(b, ctx, status)
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn

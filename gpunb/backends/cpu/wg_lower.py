@@ -1,0 +1,460 @@
+"""Work-group loops: a block's threads as plain loops, split at barriers (as POCL and COX do).
+
+The kernel body is called once per block. Statements between barriers form a *region*, emitted
+as `for z, y, x in block: <statements>` with threadIdx as the loop counters (no memory, so LLVM
+vectorises the loop over x). A barrier ends one region and starts the next. Uniform `if`,
+`while` and `for range()` around barriers (wg_plan.py decides which) run once per block: their
+condition is evaluated in a region by every thread into one block slot, and their bodies are
+regions of their own (loop fission).
+
+A local variable touched in more than one region (or written in one region and read in another)
+lives in a per-thread array in a per-block scratch buffer, indexed by the thread's linear id;
+one touched in a single region (or written only at block level, like the arguments) stays a
+scalar that LLVM keeps in registers. Which is which is learnt by lowering twice: the first pass
+records where each variable is touched, the second lowers with that layout.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from llvmlite import ir
+
+from gpunb.backends.cpu.wg_plan import WorkGroupPlan, barrier_statement
+from gpunb.compiler import datamodel as dm
+from gpunb.compiler import operators as ops
+from gpunb.compiler.lower import FunctionLowerer
+from gpunb.compiler.lower import module as lower_module
+from gpunb.compiler.typed import JoinKind, TypedFunction
+from gpunb.compiler.values import is_compile_time
+from gpunb.foundation import types as t
+
+BLOCK = -1  # "region" of code that runs once per block
+
+
+class WorkGroupState:
+    """Shared by the kernel's lowerer and the lowerers of functions inlined into it."""
+
+    def __init__(self, plan: WorkGroupPlan, layout: dict | None):
+        self.plan = plan
+        self.layout = layout  # Var or ("local", k) -> index into self.bases (pass 2)
+        self.region = BLOCK
+        self.n_regions = 0
+        self.read: dict = {}  # Var -> regions where code reads it (pass 1)
+        self.passed: dict = {}  # phi Var -> regions where a join passes it on (pass 1)
+        self.written: dict = {}  # Var -> regions it is written in (pass 1)
+        self.flow_edges: dict = {}  # phi Var -> the phis a join passes it on to (pass 1)
+        self.def_regions: dict = {}  # Var -> regions it is written in (pass 2: from pass 1)
+        self.in_join = False
+        self.shadows: dict = {}  # block phi -> its shadow slot
+        self.per_thread_types: dict = {}  # key -> llvm type, in first-touch order
+        self.local_count = 0
+        self.thread = None  # (tx, ty, tz, linear) i32 SSA values of the current thread
+        self.block_values: dict = {}  # ("ntid", "x") ... and "shared", "dyn_shared", "n"
+        self.bases: list = []  # per-thread array base pointers (pass 2)
+        self.scratch = None
+
+
+class WorkGroupLowerer(FunctionLowerer):
+    """FunctionLowerer whose kernel body is regions of thread loops (see the module doc)."""
+
+    @property
+    def wg(self) -> WorkGroupState:
+        return self.target.wg
+
+    # ---- variables: scalar or per-thread -------------------------------------------------------
+
+    def _per_thread(self, key):
+        layout = self.wg.layout
+        return None if layout is None else layout.get(key)
+
+    def slot(self, var, writing: bool = False):
+        wg = self.wg
+        vt = self.var_type(var)
+        if vt is None or isinstance(vt, t.NoneType) or is_compile_time(vt):
+            return None
+        if wg.layout is None:
+            table = wg.written if writing else (wg.passed if wg.in_join else wg.read)
+            table.setdefault(var, set()).add(wg.region)
+            wg.per_thread_types.setdefault(var, dm.value_type(vt))
+        if writing and wg.thread is not None and var in wg.plan.block_phis:
+            return self._shadow(var)
+        index = self._per_thread(var)
+        if index is None:
+            return super().slot(var)
+        if wg.thread is None:
+            raise self.error(self.typed.source.tree, f"internal: per-thread variable {var} "
+                             "read at block level")
+        return self._thread_element(index, dm.value_type(vt))
+
+    def join(self, node, kind: JoinKind) -> None:
+        wg = self.wg
+        if wg.layout is None:
+            for phi in self.typed.joins.get((node, kind), ()):
+                wg.flow_edges[phi] = self.typed.flows.get(phi, ())
+        wg.in_join = True
+        try:
+            super().join(node, kind)
+        finally:
+            wg.in_join = False
+
+    def load_var(self, var):
+        wg = self.wg
+        remat = wg.plan.rematerialise.get(var)
+        if remat is not None and wg.layout is not None and wg.thread is not None and \
+                wg.region not in wg.def_regions.get(var, ()):
+            expr, index = remat  # computed again here: cheaper than a per-thread copy
+            value = self.expr(expr)
+            vt = self.type_of(expr)
+            if index is not None:
+                value, vt = self.builder.extract_value(value, index), vt.items[index]
+            return ops.cast(self.builder, value, vt, self.var_type(var))
+        slot = self.slot(var)
+        if slot is None:
+            return None
+        return self.builder.load(slot, typ=dm.value_type(self.var_type(var)))
+
+    def _shadow(self, var):
+        """Where a region writes a block phi (copied into the phi after the region)."""
+        found = self.wg.shadows.get(var)
+        if found is None:
+            found = self.wg.shadows[var] = self.alloca(dm.value_type(self.var_type(var)),
+                                                       f"{var.name}.next")
+        return found
+
+    def _commit_block_phis(self, rid: int, before: bool) -> None:
+        """Around a region that writes block phis: shadow = phi before, phi = shadow after."""
+        wg, b = self.wg, self.builder
+        if wg.layout is None:
+            return
+        for var in wg.plan.block_phis:
+            if rid in wg.def_regions.get(var, ()):
+                phi, shadow = super().slot(var), self._shadow(var)
+                llty = dm.value_type(self.var_type(var))
+                src, dst = (phi, shadow) if before else (shadow, phi)
+                b.store(b.load(src, typ=llty), dst)
+
+    def _thread_element(self, index: int, llty):
+        linear = self.builder.zext(self.wg.thread[3], dm.i64)
+        return self.builder.gep(self.wg.bases[index], [linear], source_etype=llty)
+
+    def _put(self, var, value) -> None:
+        """Store `value` into var's slot; at block level a per-thread var gets it in every
+        thread's element (the arguments flowing into phis)."""
+        index = self._per_thread(var)
+        if index is not None and self.wg.thread is None:
+            base, b = self.wg.bases[index], self.builder
+            self.loop_range(self.wg.block_values["n"], lambda i: b.store(
+                value, b.gep(base, [i], source_etype=value.type)), "wg.broadcast")
+            return
+        slot = self.slot(var, writing=True)
+        if slot is not None:
+            self.builder.store(value, slot)
+
+    def store_var(self, var, value, value_type: t.Type) -> None:
+        if value is None or self.slot_type(var) is None:
+            return
+        vt = self.var_type(var)
+        value = ops.cast(self.builder, value, value_type, vt)
+        self._put(var, value)
+        self.flow(var, value, vt)
+
+    def flow(self, var, value, vt: t.Type) -> None:
+        b = self.builder
+        for phi in self.typed.flows.get(var, ()):
+            if self.slot_type(phi) is not None:
+                self._put(phi, ops.cast(b, value, vt, self.var_type(phi)))
+
+    def slot_type(self, var):
+        vt = self.var_type(var)
+        if vt is None or isinstance(vt, t.NoneType) or is_compile_time(vt):
+            return None
+        return vt
+
+    def alloca(self, llty: ir.Type, name: str = ""):
+        """cuda.local.array storage is per thread: the same array may be used across regions."""
+        if name != "local.array":
+            return super().alloca(llty, name)
+        wg = self.wg
+        key = ("local", wg.local_count)
+        wg.local_count += 1
+        if wg.layout is None:
+            wg.per_thread_types[key] = llty
+            return super().alloca(llty, name)
+        return self._thread_element(wg.layout[key], llty)
+
+    # ---- the kernel body: regions at block level -----------------------------------------------
+
+    def lower_body(self) -> None:
+        pending = self.block_sequence(self.typed.source.tree.body, [])
+        self.region(pending, final=True)
+        if not self.builder.block.is_terminated:
+            self.builder.branch(self.exit_block)
+
+    def block_sequence(self, stmts: list, pending: list) -> list:
+        """Lower statements that run at block level; returns the region still open."""
+        plan = self.wg.plan
+        for stmt in stmts:
+            if not plan.has_barrier(stmt):
+                pending.append(stmt)
+                continue
+            found = barrier_statement(self.typed, stmt)
+            if found is not None:
+                pending = self.barrier(found[0], found[1], pending)
+            elif isinstance(stmt, ast.If):
+                pending = self.uniform_if(stmt, pending)
+            elif isinstance(stmt, ast.While):
+                pending = self.uniform_while(stmt, pending)
+            else:
+                pending = self.uniform_for(stmt, pending)
+        return pending
+
+    def barrier(self, call: ast.Call, target, pending: list) -> list:
+        kind = self.typed.calls[call].builtin
+        kind = getattr(kind, "kind", "sync")
+        if kind in ("sync", "block"):
+            self.region(pending)
+            return []
+        count = self.alloca(dm.i32, "wg.count")
+        self.builder.store(ir.Constant(dm.i32, 0), count)
+        pred_node = call.args[0]
+
+        def add_pred():
+            b = self.builder
+            truth = ops.truth(b, self.expr(pred_node), self.type_of(pred_node))
+            b.store(b.add(b.load(count), b.zext(truth, dm.i32)), count)
+
+        self.region(pending + [add_pred])
+        b = self.builder
+        total = b.load(count)
+        if kind == "count":
+            result = total
+        elif kind == "or":
+            result = b.zext(b.icmp_signed("!=", total, ir.Constant(dm.i32, 0)), dm.i32)
+        else:
+            n = b.trunc(self.wg.block_values["n"], dm.i32)
+            result = b.zext(b.icmp_signed("==", total, n), dm.i32)
+        if target is None:
+            return []
+        return [lambda: self.store_target(target, result, t.int32)]
+
+    def _uniform_value(self, pending: list, compute, llty, name: str):
+        """Run `pending` and `compute()` (per thread) as one region; the value, at block level."""
+        slot = self.alloca(llty, name)
+
+        def store():
+            self.builder.store(compute(), slot)
+
+        self.region(pending + [store])
+        return self.builder.load(slot)
+
+    def _join_item(self, node, kind: JoinKind) -> list:
+        phis = self.typed.joins.get((node, kind), ())
+        if any(self.typed.flows.get(phi) for phi in phis):
+            return [lambda: self.join(node, kind)]
+        return []
+
+    def uniform_if(self, node: ast.If, pending: list) -> list:
+        known = self.typed.branches.get(node)
+        if known is not None:
+            return self.block_sequence(node.body if known else node.orelse, pending)
+        cond = self._uniform_value(pending, lambda: self.condition(node.test), dm.i1, "wg.if")
+        then_bb, else_bb, end_bb = (self.new_block(f"wg.if.{n}") for n in ("then", "else",
+                                                                            "end"))
+        self.builder.cbranch(cond, then_bb, else_bb)
+        for bb, body in ((then_bb, node.body), (else_bb, node.orelse)):
+            self.builder.position_at_end(bb)
+            self.region(self.block_sequence(body, []))
+            self.builder.branch(end_bb)
+        self.builder.position_at_end(end_bb)
+        return self._join_item(node, JoinKind.IF)
+
+    def uniform_while(self, node: ast.While, pending: list) -> list:
+        b = self.builder
+        self.region(pending)
+        cond_bb, body_bb, end_bb = (self.new_block(f"wg.while.{n}") for n in ("cond", "body",
+                                                                              "end"))
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        cond = self._uniform_value(self._join_item(node, JoinKind.HEADER),
+                                   lambda: self.condition(node.test), dm.i1, "wg.while")
+        b.cbranch(cond, body_bb, end_bb)
+        b.position_at_end(body_bb)
+        self.region(self.block_sequence(node.body, []))
+        b.branch(cond_bb)
+        b.position_at_end(end_bb)
+        return self._join_item(node, JoinKind.EXIT)
+
+    def uniform_for(self, node: ast.For, pending: list) -> list:
+        """for i in range(uniform...): the counter at block level, the body as regions."""
+        b = self.builder
+        source = self.typed.loops[node].sources[0]
+        item = dm.value_type(source.item)
+        slots = [self.alloca(item, f"wg.range.{n}") for n in ("start", "stop", "step")]
+
+        def operands():
+            for value, slot in zip(self.range_operands(source), slots, strict=True):
+                self.builder.store(value, slot)
+
+        self.region(pending + [operands])
+        start, stop, step = (b.load(s) for s in slots)
+        index = self.alloca(item, "wg.range.index")
+        b.store(start, index)
+        cond_bb, body_bb, end_bb = (self.new_block(f"wg.for.{n}") for n in ("cond", "body",
+                                                                            "end"))
+        b.branch(cond_bb)
+        b.position_at_end(cond_bb)
+        self.region(self._join_item(node, JoinKind.HEADER))
+        current = b.load(index)
+        cmp = b.icmp_signed if source.item.signed else b.icmp_unsigned
+        zero = ir.Constant(item, 0)
+        if source.step_value is not None:
+            cond = cmp("<" if source.step_value > 0 else ">", current, stop)
+        else:
+            cond = b.or_(b.and_(b.icmp_signed(">", step, zero), cmp("<", current, stop)),
+                         b.and_(b.icmp_signed("<", step, zero), cmp(">", current, stop)))
+        b.cbranch(cond, body_bb, end_bb)
+        b.position_at_end(body_bb)
+        bind = [lambda: self.store_target(node.target, current, source.item)]
+        self.region(self.block_sequence(node.body, bind))
+        b.store(b.add(b.load(index), step), index)
+        b.branch(cond_bb)
+        b.position_at_end(end_bb)
+        return self._join_item(node, JoinKind.EXIT)
+
+    # ---- one region: for z, y, x over the block ------------------------------------------------
+
+    def _counted(self, n, name: str, start=None):
+        """A counted loop skeleton (n's type): returns (counter, next block, done block)."""
+        b = self.builder
+        pre = b.block
+        head, body, nxt, done = (self.new_block(f"{name}.{s}") for s in ("head", "body", "next",
+                                                                        "done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(n.type, name=name)
+        i.add_incoming(start if start is not None else ir.Constant(n.type, 0), pre)
+        b.cbranch(b.icmp_unsigned("<", i, n), body, done)
+        latch = ir.IRBuilder(nxt)
+        i.add_incoming(latch.add(i, ir.Constant(n.type, 1), flags=["nuw", "nsw"]), nxt)
+        latch.branch(head)
+        b.position_at_end(body)
+        return i, nxt, done
+
+    def _x_range(self, items: list, nx, thread_yz, rid: int):
+        """(first x, stop x, items): a region that is only `if threadIdx.x < u:` (or `== u`)
+        loops over those threads and drops the test (a tree reduction's halving steps)."""
+        wg, b = self.wg, self.builder
+        bound = None
+        if len(items) == 1 and isinstance(items[0], ast.If) and \
+                not self.typed.joins.get((items[0], JoinKind.IF)):
+            bound = wg.plan.uniformity.x_bound(items[0], wg.plan.rematerialise)
+        if bound is None:
+            return None, nx, items
+        op, node = bound
+        zero = ir.Constant(dm.i32, 0)
+        wg.thread, wg.region = (zero, *thread_yz), rid  # u is uniform: thread 0 computes it
+        value = ops.cast(b, self.expr(node), self.type_of(node), t.int64)
+        wg.thread, wg.region = None, BLOCK
+        wide_nx = b.zext(nx, dm.i64)
+        lo = ir.Constant(dm.i64, 0)
+        first = b.select(b.icmp_signed("<", value, lo), lo, value) if op == "==" else lo
+        stop = b.add(value, ir.Constant(dm.i64, 1)) if op == "==" else value
+        stop = b.select(b.icmp_signed("<", stop, lo), lo, stop)
+        stop = b.select(b.icmp_signed(">", stop, wide_nx), wide_nx, stop)
+        first = b.select(b.icmp_signed(">", first, stop), stop, first)
+        return b.trunc(first, dm.i32), b.trunc(stop, dm.i32), list(items[0].body)
+
+    def region(self, items: list, final: bool = False) -> None:
+        """Emit `items` (statements, or callables that emit per-thread code) as a thread loop."""
+        if not items:
+            return
+        wg, b = self.wg, self.builder
+        rid = wg.n_regions
+        wg.n_regions += 1
+        self._commit_block_phis(rid, before=True)
+        nx, ny, nz = (wg.block_values[("ntid", a)] for a in "xyz")
+        z, z_next, z_done = self._counted(nz, f"wg{rid}.z")
+        y, y_next, y_done = self._counted(ny, f"wg{rid}.y")
+        row = b.mul(b.add(b.mul(z, ny), y), nx)
+        x_start, x_stop, items = self._x_range(items, nx, (y, z, row), rid)
+        # a 64-bit counter: cuda.grid()'s 64-bit index then is an induction variable LLVM
+        # vectorises directly (threadIdx.x is its truncation)
+        x_start = None if x_start is None else b.zext(x_start, dm.i64)
+        x64, x_next, x_done = self._counted(b.zext(x_stop, dm.i64), f"wg{rid}.x", x_start)
+        x = b.trunc(x64, dm.i32)
+        wg.thread = (x, y, z, b.add(row, x))
+        wg.region = rid
+        saved = self.exit_block, self.mb.kernel_exit
+        if final:  # return, or a raise without debug, ends this thread only
+            self.exit_block = self.mb.kernel_exit = x_next
+        for item in items:
+            if b.block.is_terminated:
+                break
+            if isinstance(item, ast.AST):
+                self.statements([item])
+            else:
+                item()
+        if not b.block.is_terminated:
+            b.branch(x_next)
+        self.exit_block, self.mb.kernel_exit = saved
+        wg.thread, wg.region = None, BLOCK
+        b.position_at_end(x_done)
+        b.branch(y_next)
+        b.position_at_end(y_done)
+        b.branch(z_next)
+        b.position_at_end(z_done)
+        self._commit_block_phis(rid, before=False)
+
+
+class WorkGroupModuleBuilder(lower_module.ModuleBuilder):
+    def __init__(self, target, options: dict, name: str):
+        super().__init__(target, options, name, WorkGroupLowerer)
+
+
+def lower_workgroup(typed: TypedFunction, make_target, plan: WorkGroupPlan, options: dict,
+                    symbol: str):
+    """Lower twice: once to learn where variables are touched, once with their layout."""
+    first = make_target()
+    first.wg = WorkGroupState(plan, None)
+    WorkGroupModuleBuilder(first, options, typed.name).lower_kernel(typed, symbol)
+    state = first.wg
+    live = _live(state)
+    layout, types = {}, []
+    for key, llty in state.per_thread_types.items():
+        if isinstance(key, tuple) or (key in live and _crosses_regions(state, key)):
+            layout[key] = len(types)
+            types.append(llty)
+    target = make_target()
+    target.wg = WorkGroupState(plan, layout)
+    target.wg.def_regions = state.written
+    target.wg_types = types
+    mb = WorkGroupModuleBuilder(target, options, typed.name)
+    mb.lower_kernel(typed, symbol)
+    return mb
+
+
+def _live(state: WorkGroupState) -> set:
+    """Vars whose value someone reads: read by code, or passed on by a join to a live phi."""
+    live = set(state.read)
+    changed = True
+    while changed:
+        changed = False
+        for phi, targets in state.flow_edges.items():
+            if phi not in live and phi in state.passed and any(x in live for x in targets):
+                live.add(phi)
+                changed = True
+    return live
+
+
+def _crosses_regions(state: WorkGroupState, var) -> bool:
+    """Whether `var` needs a copy per thread: touched in more than one region, unless it is
+    written only at block level (an argument) or holds a block-uniform value."""
+    plan = state.plan
+    if var in plan.uniform_vars or var in plan.rematerialise or var in plan.block_phis:
+        return False
+    written = state.written.get(var, set())
+    if not written - {BLOCK}:
+        return False
+    touched = written | state.read.get(var, set()) | state.passed.get(var, set())
+    return len(touched) > 1
