@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from gpunb.foundation import abi
 from gpunb.foundation import types as t
 
-_FLOP_OPS = re.compile(r"=\s*(?:fast\s+|contract\s+|reassoc\s+|nnan\s+|ninf\s+|nsz\s+|arcp\s+|afn\s+)*"
+_FLOP_OPS = re.compile(r"=\s*(?:(?:fast|contract|reassoc|nnan|ninf|nsz|arcp|afn)\s+)*"
                        r"(fadd|fsub|fmul|fdiv|frem)\b")
 _FMA_CALL = re.compile(r"call\b[^@]*@llvm\.(?:fma|fmuladd|nvvm\.fma\.[a-z.0-9]+)\b")
 _LABEL = re.compile(r"^([\w.\-]+):")

@@ -85,9 +85,6 @@ class LaunchRecord:
         return out
 
 
-SUMMARY_HEADERS = ("kernel", "launches", "compiling launches", "p50 ms", "min ms", "max ms",
-                   "total ms", "GB/s", "% of peak", "GFLOP/s", "occupancy")
-
 
 @dataclass(frozen=True, slots=True)
 class KernelSummary:

@@ -32,7 +32,8 @@ class ProfileSession:
 
     def __init__(self, *, timer: str = "auto", snapshot=None):
         if timer not in ("auto", "cupti", "events", "host"):
-            raise ValueError(f"gpunb.profile: timer {timer!r}: expected auto, cupti, events or host")
+            raise ValueError(f"gpunb.profile: timer {timer!r}: expected auto, cupti, events "
+                             "or host")
         self.prefer = timer
         self.snapshot = snapshot  # a replay Snapshot that copies each launch's inputs
         self.profile: Profile | None = None

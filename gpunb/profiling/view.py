@@ -10,7 +10,9 @@ from __future__ import annotations
 import html
 import math
 
-from gpunb.profiling.records import SUMMARY_HEADERS, Profile
+# the columns of KernelSummary.row(), in its order
+SUMMARY_HEADERS = ("kernel", "launches", "compiling launches", "p50 ms", "min ms", "max ms",
+                   "total ms", "GB/s", "% of peak", "GFLOP/s", "occupancy")
 
 
 def _esc(value: object) -> str:
@@ -26,7 +28,7 @@ def _text_table(headers, rows) -> str:
     return "\n".join(lines)
 
 
-def timing_label(profile: Profile) -> str:
+def timing_label(profile) -> str:
     if profile.timing == "host":
         return "host timings (CPU target): wall-clock time of each launch on this machine"
     if profile.timer == "cupti":
@@ -36,13 +38,13 @@ def timing_label(profile: Profile) -> str:
     return "no timings"
 
 
-def _header(profile: Profile) -> str:
+def _header(profile) -> str:
     peak = f"; copy bandwidth {profile.peak_gbps:.1f} GB/s measured on {profile.device}" \
         if profile.peak_gbps else ""
     return f"gpunb profile: {len(profile.launches)} launches; {timing_label(profile)}{peak}"
 
 
-def profile_text(profile: Profile) -> str:
+def profile_text(profile) -> str:
     parts = [_header(profile)]
     parts += [f"note: {n}" for n in profile.notes]
     if profile.launches:
@@ -61,7 +63,7 @@ def _html_table(headers, rows) -> str:
     return f'<table class="gpunb-table"><tr>{head}</tr>{body}</table>'
 
 
-def profile_html(profile: Profile) -> str:
+def profile_html(profile) -> str:
     parts = [f"<div><b>{_esc(_header(profile))}</b></div>"]
     parts += [f'<div class="gpunb-note">{_esc(n)}</div>' for n in profile.notes]
     if profile.launches:
@@ -75,7 +77,7 @@ def profile_html(profile: Profile) -> str:
     return f'<div class="gpunb gpunb-profile">{"".join(parts)}</div>'
 
 
-def roofline_svg(profile: Profile, width: int = 360, height: int = 220) -> str:
+def roofline_svg(profile, width: int = 360, height: int = 220) -> str:
     """Log-log roofline: each kernel's p50 launch at (flops/byte, GFLOP/s) under the roofs."""
     points = []
     for record in profile.launches:
@@ -110,7 +112,7 @@ def roofline_svg(profile: Profile, width: int = 360, height: int = 220) -> str:
             f'</text><text x="40" y="{height - 5}" font-size="11">flop/byte (log)</text></svg>')
 
 
-def timeline_svg(profile: Profile, width: int = 420, height: int = 0) -> str:
+def timeline_svg(profile, width: int = 420, height: int = 0) -> str:
     """One row per kernel, a bar per launch at its start time (device or host clock)."""
     records = [r for r in profile.launches if r.start_ns is not None and r.time_ms]
     if not records:
