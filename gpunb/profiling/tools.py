@@ -15,7 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 INSTALL_HINT = {
     "ncu": "install Nsight Compute (it comes with the CUDA toolkit, or from "
            "developer.nvidia.com/nsight-compute) and put ncu on PATH or set CUDA_HOME",
