@@ -23,6 +23,11 @@ INSTALL_HINT = {
 }
 
 
+# where a CUDA toolkit or Nsight Compute install puts its tools (besides PATH and CUDA_HOME)
+_SYSTEM_DIRS = ("/usr/local/cuda",)
+_NCU_GLOBS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/nsight-compute*/ncu")
+
+
 class ReplayError(RuntimeError):
     """A replay that could not run or report; `str()` is the one line the pane shows."""
 
@@ -32,7 +37,7 @@ def find_tool(name: str) -> str | None:
     found = shutil.which(name)
     if found:
         return found
-    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), *_SYSTEM_DIRS]
     for home in filter(None, homes):
         candidate = Path(home) / "bin" / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
@@ -41,8 +46,8 @@ def find_tool(name: str) -> str | None:
             candidate = Path(home) / "compute-sanitizer" / name
             if candidate.is_file():
                 return str(candidate)
-    if name == "ncu":
-        for pattern in ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/nsight-compute*/ncu"):
+    if name == "ncu" and _SYSTEM_DIRS:
+        for pattern in _NCU_GLOBS:
             matches = sorted(glob.glob(pattern))
             if matches:
                 return matches[-1]
