@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from profiling_kernels import add_in_place, matmul, saxpy
 
 from gpunb.profiling.counts import argument_meta, count_llvm, counts_for
-
-from profiling_kernels import add_in_place, matmul, saxpy
 
 
 @pytest.fixture(autouse=True)
