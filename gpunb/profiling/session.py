@@ -113,8 +113,9 @@ class ProfileSession:
             peak, gflops, device = None, None, ""
             profile.notes.append(f"copy bandwidth could not be measured: {exc}")
         profile.peak_gbps, profile.peak_gflops, profile.device = peak, gflops, device
+        facts: dict = {}  # per specialisation and block: counts, defined_at, occupancy
         for (event, meta, _), (ms, start) in zip(self._pending, times, strict=True):
-            profile.launches.append(_record(event, meta, ms, start, peak, self._timers))
+            profile.launches.append(_record(event, meta, ms, start, peak, self._timers, facts))
         for target, row in others:
             profile.launches.append(_other_record(target, row))
         if not profile.launches:
@@ -140,7 +141,7 @@ def _dim3(value) -> tuple:
     return value + (1,) * (3 - len(value))
 
 
-def _record(event: LaunchEvent, meta: tuple, ms, start, peak, timers):
+def _record(event: LaunchEvent, meta: tuple, ms, start, peak, timers, facts: dict):
     from gpunb.profiling.counts import counts_for
     from gpunb.profiling.records import LaunchRecord
 
@@ -148,19 +149,25 @@ def _record(event: LaunchEvent, meta: tuple, ms, start, peak, timers):
     artifact = spec.artifact
     grid, block = _dim3(event.grid), _dim3(event.block)
     threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
-    counts = counts_for(_dispatcher_of(spec), spec)
+    shared = artifact.resources.shared_bytes + int(event.shared_bytes or 0)
+    key = (id(spec), block, shared)
+    known = facts.get(key)
+    if known is None:
+        known = facts[key] = (
+            counts_for(_dispatcher_of(spec), spec), _defined_at(artifact),
+            _occupancy(artifact, block, shared) if event.target == "cuda" else None)
+    counts, defined_at, occupancy = known
     nbytes = counts.bytes_for(meta) if counts is not None and meta else None
     flops = counts.flops_for(meta, threads) if counts is not None and meta else None
     gbps = nbytes / (ms * 1e-3) / 1e9 if nbytes and ms else None
-    shared = artifact.resources.shared_bytes + int(event.shared_bytes or 0)
     registers = artifact.resources.registers if event.target == "cuda" else None
     timer = timers[event.target]
     return LaunchRecord(
-        kernel=event.kernel, defined_at=_defined_at(artifact), grid=grid, block=block,
+        kernel=event.kernel, defined_at=defined_at, grid=grid, block=block,
         shared_bytes=shared, registers=registers, target=event.target, timing=timer.timing,
         timer=timer.name, time_ms=ms, bytes=nbytes, flops=flops, achieved_gbps=gbps,
         pct_of_peak=gbps / peak * 100.0 if gbps and peak else None,
-        occupancy=_occupancy(artifact, block, shared) if event.target == "cuda" else None,
+        occupancy=occupancy,
         cache=spec.cache_event, compiled=event.new_specialization, start_ns=start,
         symbol=artifact.symbol, error=event.error, source_file=artifact.source_file)
 
