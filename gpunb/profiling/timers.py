@@ -91,6 +91,7 @@ class _CuptiState:
         self.cupti = cupti
         self.lock = threading.Lock()
         self.records: list = []
+        self.sessions = 0  # records arriving while no profile runs are dropped
         cupti.activity_register_callbacks(self._requested, self._completed)
 
     @staticmethod
@@ -104,7 +105,8 @@ class _CuptiState:
                  a.static_shared_memory + a.dynamic_shared_memory)
                 for a in activities if a.kind in kernel_kinds]
         with self.lock:
-            self.records.extend(rows)
+            if self.sessions:
+                self.records.extend(rows)
 
 
 _cupti_state: _CuptiState | None = None
@@ -125,11 +127,12 @@ class CuptiTimer:
         self._driver = driver
         cupti = state.cupti
         driver.ensure_context()
-        driver.synchronize()
-        cupti.activity_flush_all(1)
-        with state.lock:
-            state.records.clear()
+        # kernels that ran before this instant belong to no launch of the profile: records
+        # starting earlier are dropped at the end (no synchronisation or flush needed here)
+        self._since = cupti.get_timestamp()
         cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)
+        with state.lock:
+            state.sessions += 1
 
     def before(self, event) -> object:
         return None
@@ -142,7 +145,8 @@ class CuptiTimer:
         cupti = self._state.cupti
         cupti.activity_flush_all(1)
         with self._state.lock:
-            rows = sorted(self._state.records, key=lambda r: r[1])
+            rows = sorted((r for r in self._state.records if r[1] >= self._since),
+                          key=lambda r: r[1])
             self._state.records.clear()
         unmatched = list(rows)
         out = []
@@ -157,10 +161,14 @@ class CuptiTimer:
 
     def close(self) -> None:
         cupti = self._state.cupti
-        try:
-            cupti.activity_disable(cupti.ActivityKind.CONCURRENT_KERNEL)
-        except Exception:  # noqa: BLE001 - closing must not mask the profile's own result
-            pass
+        with self._state.lock:
+            self._state.sessions -= 1
+            last = self._state.sessions == 0
+        if last:  # launches outside a profile pay nothing for CUPTI again
+            try:
+                cupti.activity_disable(cupti.ActivityKind.CONCURRENT_KERNEL)
+            except Exception:  # noqa: BLE001 - closing must not mask the profile's result
+                pass
 
 
 def cuda_timer(prefer: str = "auto"):

@@ -82,3 +82,23 @@ def test_source_page_offsets_are_relative_to_the_kernels_first_instruction():
     text = ('"Kernel Name","k",\n"Address","Source","Warp Stall Sampling (All Samples)"\n'
             '"0x7f0000000100","LDC R1","2"\n"0x7f0000000110","S2R R2","30"\n')
     assert ncu.parse_source_sass(text) == {"k": [(0, 2), (0x10, 30)]}
+
+
+def test_hot_lines_of_the_tiled_matmul_from_its_real_source_page_and_cubin(tmp_path):
+    """ncu's SASS source page of profiling_kernels.matmul on an H100 plus the line table of the
+    replay's cubin: the inner product line takes the most stall samples."""
+    from gpunb.backends.cuda.toolchain import find_tool
+
+    if find_tool("nvdisasm") is None:
+        pytest.skip("nvdisasm not found (pip install nvidia-cuda-nvdisasm)")
+    cubin = tmp_path / "kernel0@matmul__float321_float321_float321.lineinfo.cubin"
+    cubin.write_bytes((DATA / "matmul_lineinfo.cubin").read_bytes())
+    pages = {"details": (DATA / "ncu_details_matmul.csv").read_text(),
+             "raw": (DATA / "ncu_raw_matmul.csv").read_text(),
+             "source": (DATA / "ncu_source_matmul.csv").read_text()}
+    [kernel] = ncu.build_report(tmp_path, pages).kernels
+    (file, line), samples = ncu.top_lines(kernel, 1)[0]
+    source = (Path(__file__).parent / "profiling_kernels.py").read_text().splitlines()
+    assert Path(file).name == "profiling_kernels.py" and samples > 1000
+    assert source[line - 1].strip() == "tmp += sA[ty, j] * sB[j, tx]"
+    assert sum(kernel.hot_lines.values()) > 5000

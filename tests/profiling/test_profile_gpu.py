@@ -86,6 +86,7 @@ def test_cupti_lists_a_cupy_kernel_beside_gpunbs():
 def test_ncu_gives_dram_throughput_and_a_hot_line_in_the_tiled_matmul():
     from gpunb import cuda
     from gpunb.profiling.api import ncu_snapshot
+    from gpunb.profiling.ncu import top_lines
     from gpunb.profiling.session import ProfileSession
     from gpunb.profiling.snapshot import Snapshot
 
@@ -102,9 +103,11 @@ def test_ncu_gives_dram_throughput_and_a_hot_line_in_the_tiled_matmul():
     assert kernel.stalls
     source = Path(pk.__file__).resolve()
     lines = {line for (file, line) in kernel.hot_lines if Path(file).name == source.name}
-    first = _line_of(pk.matmul, "def matmul")
+    first = inspect.getsourcelines(pk.matmul.py_func)[1]  # the decorator: the prologue's line
     last = _line_of(pk.matmul, "C[y, x] = tmp")
     assert lines and all(first <= line <= last for line in lines), kernel.hot_lines
+    (hottest, _), = top_lines(kernel, 1)
+    assert hottest[1] == _line_of(pk.matmul, "tmp += sA[ty, j] * sB[j, tx]"), kernel.hot_lines
 
 
 def test_memcheck_finds_the_out_of_bounds_read_at_its_line():
