@@ -40,9 +40,11 @@ class Finding:
     count: int = 1  # identical reports (same what and line) folded into one
 
     def location(self) -> str:
-        return f"{Path(self.file).name}:{self.line}" if self.file else "unknown line"
+        return f"{Path(self.file).name}:{self.line}" if self.file else ""
 
     def text(self) -> str:
+        if not self.file:
+            return f"{self.tool}: {self.what}" + (f" - {self.detail}" if self.detail else "")
         times = f" ({self.count} times)" if self.count > 1 else ""
         who = f", thread ({self.thread}) block ({self.block})" if self.thread else \
             (f", block ({self.block})" if self.block else "")
@@ -150,7 +152,11 @@ def parse_text(output: str, tool: str) -> SanitizerReport:
         if line.startswith(("Access to", "Address ", "and is")) and not current.detail:
             current.detail = line
     close()
-    report.findings = list(folded.values())
+    findings = list(folded.values())
+    in_kernels = [f for f in findings if f.line is not None]
+    # "Program hit CUDA_ERROR_LAUNCH_FAILED on cuCtxSynchronize": the host side of a kernel
+    # fault already reported at its line; kept only when it is all there is
+    report.findings = in_kernels or findings
     return report
 
 

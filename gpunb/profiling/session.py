@@ -120,6 +120,10 @@ class ProfileSession:
             profile.launches.append(_other_record(target, row))
         if not profile.launches:
             profile.notes.append("no kernel launches were recorded")
+        if any((r.pct_of_peak or 0) > 100 for r in profile.launches):
+            profile.notes.append("some launches moved data faster than the measured copy "
+                                 "bandwidth: their arrays fit in the cache (L2 on a GPU), so "
+                                 "% of peak above 100 is cache, not DRAM, bandwidth")
         for record in profile.launches:
             _keep_source(profile, record)
         return profile

@@ -102,3 +102,4 @@ def test_hot_lines_of_the_tiled_matmul_from_its_real_source_page_and_cubin(tmp_p
     assert Path(file).name == "profiling_kernels.py" and samples > 1000
     assert source[line - 1].strip() == "tmp += sA[ty, j] * sB[j, tx]"
     assert sum(kernel.hot_lines.values()) > 5000
+
