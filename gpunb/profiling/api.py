@@ -48,8 +48,8 @@ def sanitize_snapshot(snapshot: Snapshot, tool: str, *, timeout: float = 300.0,
                                    + _skipped(snapshot))
         if any(launch["target"] != "cuda" for launch in snapshot.launches):
             return SanitizerReport(tool, error="compute-sanitizer checks GPU launches; these "
-                                   "ran on the CPU target (use --racecheck / bounds checks "
-                                   "there, or run on a GPU)")
+                                   "ran on the CPU target, which checks bounds itself (run "
+                                   "on a GPU, --target cuda, for compute-sanitizer)")
         return run_sanitizer(snapshot.path, tool, timeout)
     except ReplayError as exc:
         return SanitizerReport(tool, error=str(exc))
