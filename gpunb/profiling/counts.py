@@ -158,3 +158,18 @@ def argument_meta(args: tuple) -> tuple:
             size *= int(extent)
         out.append((int(getattr(dtype, "itemsize", 0)), size))
     return tuple(out)
+
+
+def meta_from_types(argtypes: tuple, shapes: tuple) -> tuple:
+    """argument_meta from the launch event's shapes and the specialisation's argument types,
+    so a launch is not inspected while it is being made."""
+    out = []
+    for ty, shape in zip(argtypes, shapes, strict=False):
+        if not isinstance(ty, t.Array):
+            out.append(None)
+            continue
+        size = 1
+        for extent in shape:
+            size *= int(extent)
+        out.append((t.to_dtype(ty.dtype).itemsize, size))
+    return tuple(out)

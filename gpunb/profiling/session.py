@@ -37,7 +37,7 @@ class ProfileSession:
         self.prefer = timer
         self.snapshot = snapshot  # a replay Snapshot that copies each launch's inputs
         self.profile: Profile | None = None
-        self._pending: list = []  # (event, args meta, timer token)
+        self._pending: list = []  # (LAUNCH_AFTER event, timer token)
         self._timers: dict = {}  # target -> timer
         self._notes: list = []
         self._started = threading.local()
@@ -74,16 +74,13 @@ class ProfileSession:
             stack = self._started.stack = []
         timer = self._timer(event.target)
         if event.kind is EventKind.LAUNCH_BEFORE:
-            from gpunb.profiling.counts import argument_meta
-
             if self.snapshot is not None:
                 self.snapshot.add(event)
-            stack.append((argument_meta(event.args), timer.before(event)))
+            stack.append(timer.before(event))
             return
-        meta, token = stack.pop() if stack else ((), None)
-        token = timer.after(event, token)
+        token = timer.after(event, stack.pop() if stack else None)
         with self._lock:
-            self._pending.append((event, meta, token))
+            self._pending.append((event, token))
 
     # ---- at the end of the block ---------------------------------------------------------------
 
@@ -99,7 +96,7 @@ class ProfileSession:
         for target, indices in by_target.items():
             timer = self._timers[target]
             try:
-                measured, foreign = timer.finish([self._pending[i][2] for i in indices])
+                measured, foreign = timer.finish([self._pending[i][1] for i in indices])
             finally:
                 timer.close()
             for i, value in zip(indices, measured, strict=True):
@@ -114,8 +111,8 @@ class ProfileSession:
             profile.notes.append(f"copy bandwidth could not be measured: {exc}")
         profile.peak_gbps, profile.peak_gflops, profile.device = peak, gflops, device
         facts: dict = {}  # per specialisation and block: counts, defined_at, occupancy
-        for (event, meta, _), (ms, start) in zip(self._pending, times, strict=True):
-            profile.launches.append(_record(event, meta, ms, start, peak, self._timers, facts))
+        for (event, _), (ms, start) in zip(self._pending, times, strict=True):
+            profile.launches.append(_record(event, ms, start, peak, self._timers, facts))
         for target, row in others:
             profile.launches.append(_other_record(target, row))
         if not profile.launches:
@@ -145,8 +142,8 @@ def _dim3(value) -> tuple:
     return value + (1,) * (3 - len(value))
 
 
-def _record(event: LaunchEvent, meta: tuple, ms, start, peak, timers, facts: dict):
-    from gpunb.profiling.counts import counts_for
+def _record(event: LaunchEvent, ms, start, peak, timers, facts: dict):
+    from gpunb.profiling.counts import counts_for, meta_from_types
     from gpunb.profiling.records import LaunchRecord
 
     spec = event.specialization
@@ -161,6 +158,7 @@ def _record(event: LaunchEvent, meta: tuple, ms, start, peak, timers, facts: dic
             counts_for(_dispatcher_of(spec), spec), _defined_at(artifact),
             _occupancy(artifact, block, shared) if event.target == "cuda" else None)
     counts, defined_at, occupancy = known
+    meta = meta_from_types(spec.argtypes, event.shapes)
     nbytes = counts.bytes_for(meta) if counts is not None and meta else None
     flops = counts.flops_for(meta, threads) if counts is not None and meta else None
     gbps = nbytes / (ms * 1e-3) / 1e9 if nbytes and ms else None
