@@ -68,7 +68,7 @@ class NcuReport:
             stalls = ", ".join(f"{r} {v:.2f}" for r, v in k.stalls[:3])
             lines.append(f"ncu {k.kernel}: {sol}{dram}; top stalls: {stalls}")
             for (file, line), samples in top_lines(k, 3):
-                lines.append(f"  hot line {Path(file).name}:{line}: {samples} stall samples")
+                lines.append(f"  hot line {source_name(file)}:{line}: {samples:.0f} stall samples")
         return "\n".join(lines) or "ncu: no kernels in the report"
 
     def html(self, sources: dict) -> str:
@@ -86,9 +86,17 @@ class NcuReport:
             for file, heat in by_file.items():
                 text = sources.get(file)
                 if text:
-                    parts.append(f"<div>{h.escape(k.kernel)}: stall samples per line</div>"
+                    parts.append(f"<div>{h.escape(k.kernel)}: stall samples per line of "
+                                 f"{h.escape(source_name(file))}</div>"
                                  + heat_html(text, heat, min(heat) - 2, max(heat) + 2))
         return "".join(parts)
+
+
+def source_name(file: str) -> str:
+    """`Cell In[7]` for a notebook cell, the base name for a file."""
+    from gpunb.foundation.sources import cell_label
+
+    return cell_label(file) or Path(file).name
 
 
 def top_lines(kernel: NcuKernel, n: int) -> list:

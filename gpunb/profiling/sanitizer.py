@@ -40,7 +40,12 @@ class Finding:
     count: int = 1  # identical reports (same what and line) folded into one
 
     def location(self) -> str:
-        return f"{Path(self.file).name}:{self.line}" if self.file else ""
+        """`Cell In[7]:5` or `kernels.py:43`; compute-sanitizer gives base names only."""
+        if not self.file:
+            return ""
+        from gpunb.foundation.sources import cell_label
+
+        return f"{cell_label(self.file) or Path(self.file).name}:{self.line}"
 
     def text(self) -> str:
         if not self.file:

@@ -56,11 +56,16 @@ def profile_text(profile) -> str:
     return "\n".join(parts)
 
 
+_CELL = 'style="border:1px solid #ccc;padding:2px 8px;text-align:left"'
+
+
 def _html_table(headers, rows) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>"
+    # inline styles: nbconvert and GitHub show the table readable without gpunb's stylesheet
+    head = "".join(f"<th {_CELL}>{_esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td {_CELL}>{_esc(c)}</td>" for c in row) + "</tr>"
                    for row in rows)
-    return f'<table class="gpunb-table"><tr>{head}</tr>{body}</table>'
+    return f'<table class="gpunb-table" style="border-collapse:collapse;margin:4px 0">' \
+           f"<tr>{head}</tr>{body}</table>"
 
 
 def profile_html(profile) -> str:
@@ -148,7 +153,7 @@ def heat_html(source: str, heat: dict, first: int = 1, last: int | None = None) 
         value = heat.get(number, 0)
         alpha = value / top * 0.6 if top else 0
         share = f"{value / sum(heat.values()) * 100:5.1f}%" if value else "      "
-        out.append(f'<span class="gl" style="background:rgba(229,62,62,{alpha:.2f})">'
-                   f'<span class="ln">{number:4d} {share}</span>'
+        out.append(f'<span style="background:rgba(229,62,62,{alpha:.2f})">'
+                   f'<span style="color:#888">{number:4d} {share}</span>  '
                    f"{_esc(lines[number - 1])}</span>")
-    return f'<pre class="gpunb-code gpunb-heat">{"".join(out)}</pre>'
+    return f'<pre class="gpunb-code gpunb-heat">{chr(10).join(out)}</pre>'

@@ -96,10 +96,16 @@ def test_hot_lines_of_the_tiled_matmul_from_its_real_source_page_and_cubin(tmp_p
     pages = {"details": (DATA / "ncu_details_matmul.csv").read_text(),
              "raw": (DATA / "ncu_raw_matmul.csv").read_text(),
              "source": (DATA / "ncu_source_matmul.csv").read_text()}
-    [kernel] = ncu.build_report(tmp_path, pages).kernels
+    report = ncu.build_report(tmp_path, pages)
+    [kernel] = report.kernels
     (file, line), samples = ncu.top_lines(kernel, 1)[0]
-    source = (Path(__file__).parent / "profiling_kernels.py").read_text().splitlines()
+    text = (Path(__file__).parent / "profiling_kernels.py").read_text()
+    source = text.splitlines()
     assert Path(file).name == "profiling_kernels.py" and samples > 1000
     assert source[line - 1].strip() == "tmp += sA[ty, j] * sB[j, tx]"
     assert sum(kernel.hot_lines.values()) > 5000
+    share = samples / sum(kernel.hot_lines.values()) * 100
+    html = report.html({file: text})  # the source view with per-line heat
+    assert "stall samples per line of profiling_kernels.py" in html
+    assert f"{share:5.1f}%</span>  {source[line - 1]}</span>" in html
 
