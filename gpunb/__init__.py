@@ -20,7 +20,8 @@ from gpunb.foundation.version import VERSION as __version__
 _exec_sources.install()
 
 __all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "SignatureError",
-           "ToolchainError", "__version__", "cuda", "events", "fuse", "jit", "set_target",
+           "ToolchainError", "__version__", "cuda", "events", "fuse", "jit", "last_profile",
+           "profile", "sanitize", "set_target",
            "load_ipython_extension"]
 
 
@@ -58,6 +59,10 @@ def __getattr__(name: str):
 
         return importlib.import_module("gpunb.cuda" if name == "cuda" else
                                        "gpunb.foundation.events")
+    if name in ("profile", "last_profile", "sanitize"):  # profiling: loaded on first use
+        from gpunb import profiling
+
+        return getattr(profiling, name)
     if name == "jit":
         from gpunb.cuda import jit
 
