@@ -42,6 +42,7 @@ def compile(py_func, argtypes: tuple, options: dict, backend, *,
     lowers it as an externally visible function of its own name instead of a kernel entry
     (compile_ptx(device=True); such a compile stops after the code stage).
     """
+    from gpunb.backends.llvm_lock import LLVM_LOCK
     from gpunb.compiler.guard import compile_guard
     from gpunb.compiler.pipeline import infer_kernel
 
@@ -51,7 +52,9 @@ def compile(py_func, argtypes: tuple, options: dict, backend, *,
                          f"{', '.join(map(str, backend.stages))}")
     signature = str(t.Signature(None if device else t.void, tuple(argtypes)))
     report = _Report(py_func.__name__, signature, backend.name)
-    with report.compiling(), compile_guard(py_func):
+    # one compile at a time in a process (LLVM's global context); threads launching kernels
+    # already compiled never wait for it
+    with LLVM_LOCK, report.compiling(), compile_guard(py_func):
         typed = report.stage(Stage.TYPES, infer_kernel, py_func, tuple(argtypes), options,
                              device)
         if last is Stage.TYPES:
