@@ -88,6 +88,8 @@ class ArgPacker:
             self._prepare(argtypes)
         if len(args) != self._nargs:
             raise self._count_error(args)
+        if driver.several_contexts and self.target == "cuda":
+            self._check_contexts(args)  # several GPUs or a reset: arrays of this context only
         self._writeback = None
         values = []
         fast = self._fast_class  # DeviceArray (cuda) or HostDeviceArray (cpu): slots precomputed
@@ -116,6 +118,26 @@ class ArgPacker:
             twin = ArgPacker(self.slots, self.target, self.kernel)
             self._others.packer = twin
         return twin
+
+    def _check_contexts(self, args: tuple) -> None:
+        """Device arrays must live in the context the kernel launches in: another GPU's array
+        (or one from before gpunb.cuda.reset()) would be an illegal address on the GPU."""
+        from gpunb.runtime.devicearray import dead_memory_error
+
+        token = driver.current_token()
+        for index, arg in enumerate(args):
+            memory = getattr(arg, "gpu_data", None) if isinstance(arg, DeviceArray) else None
+            if memory is None or memory.token is token:
+                continue
+            if not memory.token.alive:
+                raise dead_memory_error(f"argument {index + 1} of '{self.kernel}'",
+                                        memory.device_id)
+            here, there = token.device_id, memory.device_id
+            raise self._arg_error(
+                index, f"is an array on GPU {there}, but this launch runs on GPU {here}",
+                hint=f"launch inside `with cuda.gpus[{there}]:` (where the array is), or copy it "
+                     f"to GPU {here} first: inside `with cuda.gpus[{here}]:`, "
+                     "copy = cuda.device_array_like(ary); copy.copy_to_device(ary)")
 
     # ---- building the plan ---------------------------------------------------------------------
 
