@@ -27,7 +27,6 @@ class CudaProgram:
                  "_dyn_limit", "_cooperative", "_raises", "_resident", "_loaded")
 
     def __init__(self, artifact: KernelArtifact, module, function, device):
-        prepare_native_launch()
         # the module loaded in each context this kernel launched in (one per device, a fresh
         # one after gpunb.cuda.reset()); `module`/`function` are the first context's
         self._loaded = {module.token: function}
@@ -183,13 +182,20 @@ def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream
 
 
 _native: tuple | None = None  # (launch, cooperative launch) trampolines once built
+# The trampolines are built at the NATIVE_AFTER-th launch through cuda.bindings (and retried
+# every NATIVE_CHECK_EVERY launches while llvmlite is not loaded), not at the first: building
+# them (an MCJIT compile) would add milliseconds to a process's first launch, the figure a cold
+# compile or a disk-cache hit is measured by, to save about a microsecond per launch after it.
+NATIVE_AFTER = 8
+NATIVE_CHECK_EVERY = 256
+_bindings_launches = 0
 _last_launch = driver.last_launch
 
 
 def prepare_native_launch() -> bool:
     """Build the native launch trampolines if this process can (see native_launch.py);
-    called whenever a CUDA kernel is loaded, so a process that loads llvmlite later gets them
-    with its next kernel. True when launches go through them."""
+    called by the early launches through cuda.bindings (NATIVE_AFTER), so a process that loads
+    llvmlite later gets them too. True when launches go through them."""
     global _native
     # only for the real driver: a stand-in (the tests' simulated driver) has no libcuda behind it
     if _native is None and getattr(driver._cu, "__name__", None) == "cuda.bindings.driver":
@@ -201,6 +207,10 @@ def prepare_native_launch() -> bool:
 
 def _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle, params_address,
                           cooperative) -> int:
+    global _bindings_launches
+    _bindings_launches += 1
+    if _bindings_launches % NATIVE_CHECK_EVERY == NATIVE_AFTER:
+        prepare_native_launch()  # later launches go native (if llvmlite is loaded by then)
     cu = driver._cu or driver.cuda_driver()
     if cooperative:
         return _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle,
