@@ -34,6 +34,9 @@ class FakeDriver:
     """cuda.bindings.driver look-alike: enums come from the real module, calls are simulated."""
 
     def __init__(self):
+        # not "cuda.bindings.driver" (which __getattr__ would answer): launch.py builds native
+        # trampolines into the real libcuda only for the real module
+        self.__name__ = "fake_cuda_driver"
         self.allocations: dict = {}  # ptr -> ctypes buffer
         self.freed: list = []
         self.calls: list = []  # (name, args) of every simulated call

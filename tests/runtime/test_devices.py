@@ -106,7 +106,10 @@ def test_sticky_error_names_the_kernel_and_reset_recovers(fake_cuda):
         assert "debug=True" in hint and "--sanitize memcheck" in hint
         loads = len([c for c in fake_cuda.calls if c[0] == "cuModuleLoadData"])
         cuda.reset()
-        assert [c[0] for c in fake_cuda.calls[-3:]].count("cuDevicePrimaryCtxRelease") == 1
+        names = [c[0] for c in fake_cuda.calls]
+        assert names.count("cuDevicePrimaryCtxReset") == 1
+        assert names.count("cuDevicePrimaryCtxRelease") == 1
+        assert names[-3:] == ["cuMemAlloc", "cuMemFree", "cuCtxSynchronize"]  # checked at once
         with pytest.raises(LaunchError, match="was reset .*its memory is gone"):
             x.copy_to_host()
         with pytest.raises(LaunchError, match="argument 1 of 'scale'.*was reset"):
@@ -131,5 +134,21 @@ def test_memory_of_a_reset_context_is_never_freed_again(fake_cuda):
         del d
         gc.collect()
         assert ptr not in fake_cuda.freed  # its context took it; the address may be reused
+    finally:
+        gpunb.set_target(None)
+
+
+def test_reset_says_so_when_the_driver_keeps_the_process_broken(fake_cuda):
+    """Some drivers keep a process's device broken after a crashed kernel whatever is reset:
+    reset() tries the fresh context at once and says that only a new process helps."""
+    gpunb.set_target("cuda")
+    try:
+        cuda.to_device(np.zeros(4, np.float32))
+        fake_cuda.fail_next["cuMemAlloc"] = fake_cuda.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
+        with pytest.raises(LaunchError, match="fresh CUDA context of device 0 fails too") as info:
+            cuda.reset()
+        assert "restart the Python process" in info.value.hint
+        cuda.reset()  # a later try starts again from scratch (and here succeeds)
+        assert np.array_equal(cuda.to_device(np.ones(4, np.float32)).copy_to_host(), np.ones(4))
     finally:
         gpunb.set_target(None)

@@ -18,6 +18,7 @@ from gpunb.foundation.errors import LaunchError
 
 pytestmark = pytest.mark.gpu
 
+# also run on its own by the device session (benchmarks/RESULTS.md), so its output is kept
 RECOVERY_SCRIPT = textwrap.dedent("""
     import numpy as np
     import gpunb
@@ -49,7 +50,12 @@ RECOVERY_SCRIPT = textwrap.dedent("""
         assert "wild_write" in text, text
         assert "gpunb.cuda.reset()" in text and "debug=True" in text, text
         print("STICKY:", str(exc).splitlines()[0])
-    cuda.reset()
+    try:
+        cuda.reset()
+    except LaunchError as exc:
+        assert "restart the Python process" in str(exc), exc
+        print("DRIVER REFUSED:", str(exc).splitlines()[0])
+        raise SystemExit(3)
     try:
         out.copy_to_host()
         raise SystemExit("an array of the reset context was usable")
@@ -71,6 +77,10 @@ def test_illegal_address_then_reset_then_launches_work():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     done = subprocess.run([sys.executable, "-c", RECOVERY_SCRIPT], capture_output=True,
                           text=True, timeout=300, env=env)
+    print(done.stdout)
+    if done.returncode == 3:  # reset() said, as it must, that this driver keeps the process broken
+        pytest.xfail("the driver keeps the process's GPU broken after the crash: "
+                     + done.stdout.strip().splitlines()[-1])
     assert done.returncode == 0, done.stdout + done.stderr
     assert "RECOVERED" in done.stdout
 

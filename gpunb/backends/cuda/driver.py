@@ -239,6 +239,28 @@ def reset(device_id: int | None = None) -> None:
         last_launch[0] = None
         for listener in list(_reset_listeners):
             listener()
+        for token in tokens:
+            _check_fresh_context(token.device_id)
+
+
+def _check_fresh_context(device_id: int) -> None:
+    """Make a context of `device_id` and use it once (allocate, free, synchronize): whether the
+    driver gave this process a working one after the reset. Some drivers keep a process's
+    device poisoned after a crashed kernel whatever it resets; then only a new process helps."""
+    cu = cuda_driver()
+    _make_current(device_id)
+    result = cu.cuMemAlloc(256)
+    err = result[0]
+    if not err:
+        err = cu.cuMemFree(result[1])[0] or cu.cuCtxSynchronize()[0]
+    if err:
+        name = _error_name(err)
+        # the context stays gpunb's: a later reset() resets it again
+        raise CudaDriverError(
+            f"gpunb.cuda.reset(): the fresh CUDA context of device {device_id} fails too "
+            f"({name}: {_error_string(err)}): the driver keeps this process's GPU state broken "
+            "after the kernel crash", code=int(err), name=name,
+            hint="restart the Python process (in a notebook: restart the kernel). " + _FIND)
 
 
 def on_reset(listener) -> None:
@@ -391,9 +413,10 @@ STICKY_ERRORS = frozenset({
     "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_TRAP",
 })
 
-_LOST = ("the CUDA context was lost: every later CUDA call fails with the same error until you "
-         "call gpunb.cuda.reset(), which makes a fresh context without restarting Python (device "
-         "arrays made before it are gone: copy your inputs to the GPU again)")
+_LOST = ("the CUDA context was lost: every later CUDA call fails with the same error. "
+         "gpunb.cuda.reset() makes a fresh context without restarting Python (device arrays made "
+         "before it are gone: copy your inputs to the GPU again); where the driver refuses that, "
+         "it says so, and only restarting the process (the notebook's kernel) helps")
 _FIND = ("To find the bug: launch with @cuda.jit(debug=True) (bounds checks and exceptions on "
          "the GPU), run the cell with %%gpukernel --sanitize memcheck, or run the kernel on the "
          "CPU target (gpunb.set_target('cpu')), where every out-of-bounds access is reported "
