@@ -41,9 +41,9 @@ CHILD = textwrap.dedent("""
         if way == "nvjitlink":
             from cuda.bindings import nvjitlink
             data = ptx.encode() + b"\\0"
-            handle = nvjitlink.create(1, [f"-arch={arch}".encode()])
+            handle = nvjitlink.create(1, [f"-arch={arch}"])
             try:
-                nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), b"k.ptx")
+                nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "k.ptx")
                 nvjitlink.complete(handle)
                 size = nvjitlink.get_linked_cubin_size(handle)
                 cubin = bytearray(size)

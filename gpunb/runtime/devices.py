@@ -1,6 +1,6 @@
 """The GPUs of this process as numba.cuda has them: `cuda.gpus[n]` (a context manager that makes
 device n current in this thread), `cuda.list_devices()`, and `cuda.close()` / `cuda.reset()`,
-which destroy gpunb's CUDA contexts so that a sticky error (an illegal address) is survivable.
+which destroy gpunb's CUDA contexts (and say when a crashed kernel left the process unusable).
 
 Device choice is per thread (the innermost `with cuda.gpus[n]:`, else `cuda.select_device(n)`'s
 process-wide choice, else device 0); kernels load into each context they launch in, and device
@@ -81,10 +81,11 @@ def list_devices() -> DeviceList:
 
 
 def reset() -> None:
-    """Destroy gpunb's CUDA contexts and continue with fresh ones: after a sticky error (an
-    illegal address, a crashed kernel) CUDA works again without restarting Python. Device
-    arrays made before are gone (using one raises a LaunchError saying so); kernels load into
-    the new context on their next launch."""
+    """Destroy gpunb's CUDA contexts and continue with fresh ones. Device arrays made before are
+    gone (using one raises a LaunchError saying so); kernels load into the new context on their
+    next launch. After a sticky error (an illegal address, a crashed kernel) the fresh context is
+    checked at once: most NVIDIA drivers keep the process's GPU broken then, and reset() raises
+    a LaunchError saying to restart the Python process."""
     driver.reset()
 
 

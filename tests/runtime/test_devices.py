@@ -103,6 +103,7 @@ def test_sticky_error_names_the_kernel_and_reset_recovers(fake_cuda):
         message, hint = str(info.value), info.value.hint
         assert "kernel 'scale' (the latest launched)" in message
         assert "context is lost" in message and "gpunb.cuda.reset()" in hint
+        assert "restarting the Python process" in hint
         assert "debug=True" in hint and "--sanitize memcheck" in hint
         loads = len([c for c in fake_cuda.calls if c[0] == "cuModuleLoadData"])
         cuda.reset()
@@ -150,5 +151,21 @@ def test_reset_says_so_when_the_driver_keeps_the_process_broken(fake_cuda):
         assert "restart the Python process" in info.value.hint
         cuda.reset()  # a later try starts again from scratch (and here succeeds)
         assert np.array_equal(cuda.to_device(np.ones(4, np.float32)).copy_to_host(), np.ones(4))
+    finally:
+        gpunb.set_target(None)
+
+
+def test_reset_when_the_driver_refuses_a_fresh_context(fake_cuda):
+    """What the H100's driver did (2026-11-24): after an illegal address, even retaining the
+    primary context again fails with the same error. reset() says to restart the process."""
+    gpunb.set_target("cuda")
+    try:
+        cuda.to_device(np.zeros(4, np.float32))
+        fake_cuda.fail_next["cuDevicePrimaryCtxRetain"] = \
+            fake_cuda.CUresult.CUDA_ERROR_ILLEGAL_ADDRESS
+        with pytest.raises(LaunchError, match="fresh CUDA context of device 0 fails too "
+                                              r"\(CUDA_ERROR_ILLEGAL_ADDRESS") as info:
+            cuda.reset()
+        assert "restart the Python process" in info.value.hint
     finally:
         gpunb.set_target(None)

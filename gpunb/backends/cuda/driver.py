@@ -212,11 +212,11 @@ def current_device() -> Device:
 
 def reset(device_id: int | None = None) -> None:
     """Destroy the primary contexts gpunb made (of every device, or of `device_id`) and start
-    afresh (numba's cuda.close() / Device.reset(); CUDA's cudaDeviceReset): the way out of a
-    sticky error (an illegal address) without restarting the process. All device memory,
+    afresh (numba's cuda.close() / Device.reset(); CUDA's cudaDeviceReset). All device memory,
     modules and streams of those contexts are gone: arrays made before raise a clear error when
-    used, kernels load again on their next launch, and the next CUDA call makes a fresh context
-    current."""
+    used, kernels load again on their next launch. After a sticky error (an illegal address)
+    the fresh context is tried at once: where the driver keeps the process broken (NVIDIA's
+    drivers mostly do; the H100's 580 does) a CudaDriverError says to restart the process."""
     global several_contexts
     if not _initialized:
         return
@@ -248,11 +248,15 @@ def _check_fresh_context(device_id: int) -> None:
     driver gave this process a working one after the reset. Some drivers keep a process's
     device poisoned after a crashed kernel whatever it resets; then only a new process helps."""
     cu = cuda_driver()
-    _make_current(device_id)
-    result = cu.cuMemAlloc(256)
-    err = result[0]
-    if not err:
-        err = cu.cuMemFree(result[1])[0] or cu.cuCtxSynchronize()[0]
+    try:
+        _make_current(device_id)
+    except CudaDriverError as exc:  # on the H100's driver 580: retain fails with the old error
+        err = exc.code
+    else:
+        result = cu.cuMemAlloc(256)
+        err = result[0]
+        if not err:
+            err = cu.cuMemFree(result[1])[0] or cu.cuCtxSynchronize()[0]
     if err:
         name = _error_name(err)
         # the context stays gpunb's: a later reset() resets it again
@@ -414,9 +418,10 @@ STICKY_ERRORS = frozenset({
 })
 
 _LOST = ("the CUDA context was lost: every later CUDA call fails with the same error. "
-         "gpunb.cuda.reset() makes a fresh context without restarting Python (device arrays made "
-         "before it are gone: copy your inputs to the GPU again); where the driver refuses that, "
-         "it says so, and only restarting the process (the notebook's kernel) helps")
+         "gpunb.cuda.reset() tries a fresh context without restarting Python (device arrays made "
+         "before it are gone: copy your inputs to the GPU again), but most NVIDIA drivers keep the "
+         "process's GPU broken after a crashed kernel (seen on the H100's driver 580): reset() "
+         "then says so, and restarting the Python process (the notebook's kernel) is the way out")
 _FIND = ("To find the bug: launch with @cuda.jit(debug=True) (bounds checks and exceptions on "
          "the GPU), run the cell with %%gpukernel --sanitize memcheck, or run the kernel on the "
          "CPU target (gpunb.set_target('cpu')), where every out-of-bounds access is reported "
@@ -496,7 +501,7 @@ def driver_error(err, what: str, kernel: str | None = None) -> CudaDriverError:
                         "surface at the next call that waits for the GPU)")
         elif culprit:
             message += f" in kernel '{culprit}'"
-        message += "; the CUDA context is lost (gpunb.cuda.reset() recovers)"
+        message += "; the CUDA context is lost (see the hint: gpunb.cuda.reset() or a restart)"
         kernel = culprit
         if hint is None:
             hint = _RESTART
