@@ -43,6 +43,7 @@ def compile(py_func, argtypes: tuple, options: dict, backend, *,
     (compile_ptx(device=True); such a compile stops after the code stage). A device function's
     declared `return_type` is its return type, the returned values cast to it.
     """
+    from gpunb.backends.llvm_lock import LLVM_LOCK
     from gpunb.compiler.guard import compile_guard
     from gpunb.compiler.pipeline import infer_kernel
 
@@ -52,7 +53,9 @@ def compile(py_func, argtypes: tuple, options: dict, backend, *,
                          f"{', '.join(map(str, backend.stages))}")
     signature = str(t.Signature(return_type if device else t.void, tuple(argtypes)))
     report = _Report(py_func.__name__, signature, backend.name)
-    with report.compiling(), compile_guard(py_func):
+    # one compile at a time in a process (LLVM's global context); threads launching kernels
+    # already compiled never wait for it
+    with LLVM_LOCK, report.compiling(), compile_guard(py_func):
         typed = report.stage(Stage.TYPES, infer_kernel, py_func, tuple(argtypes), options,
                              device, return_type if device else None)
         if last is Stage.TYPES:

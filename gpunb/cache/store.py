@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 import time
 import warnings
 from collections import OrderedDict, namedtuple
@@ -63,6 +62,8 @@ def atomic_write(path: str, data: bytes) -> None:
     from gpunb.cache.keylock import host_tag
 
     folder = os.path.dirname(path)
+    import tempfile  # writes only: a disk hit never pays for importing it
+
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{host_tag()}-{os.getpid()}-", dir=folder)  # 0600
     try:
         with os.fdopen(fd, "wb") as f:

@@ -63,7 +63,7 @@ def load_source(py_func) -> KernelSource:
     try:
         if source_recovery.linecache_disagrees(py_func):
             raise OSError("linecache holds another text under its file name")
-        lines, first_line = inspect.getsourcelines(py_func)
+        lines, first_line = source_lines(py_func)
     except (OSError, TypeError) as exc:
         recovered = source_recovery.recover(py_func)
         if recovered is None:
@@ -107,6 +107,46 @@ def load_source(py_func) -> KernelSource:
         _source_cache.clear()
     _source_cache[id(code)] = (code, source)
     return source
+
+
+def source_lines(py_func) -> tuple:
+    """(lines, first line number) of a function's source, as inspect.getsourcelines gives them.
+
+    The function's lines are read from linecache (files and notebook cells alike) and end at
+    the last line any of its code (nested functions included) covers, accepted only when the
+    next line of code is indented no deeper than the `def` (so the block really ended there).
+    inspect's own way tokenizes the source, and compiling tokenize's patterns costs
+    milliseconds on a process's first kernel (a disk-cache hit's budget is 10 ms); anything
+    unusual falls back to it.
+    """
+    code = py_func.__code__
+    linecache.checkcache(code.co_filename)  # an edited file is read again, as inspect does
+    lines = linecache.getlines(code.co_filename, getattr(py_func, "__globals__", None))
+    start = code.co_firstlineno - 1
+    end = _last_line(code)
+    if not lines or not 0 <= start < end <= len(lines) or not lines[start].lstrip().startswith(
+            ("def ", "@", "async def ")):
+        return inspect.getsourcelines(py_func)
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    for line in lines[end:]:
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            if len(line) - len(line.lstrip()) > indent:
+                return inspect.getsourcelines(py_func)  # the block goes on: let inspect decide
+            break
+    return lines[start:end], start + 1
+
+
+def _last_line(code) -> int:
+    """The last source line covered by `code` or by any code object nested in it."""
+    last = code.co_firstlineno
+    for _, end_line, _, _ in code.co_positions():
+        if end_line is not None and end_line > last:
+            last = end_line
+    for const in code.co_consts:
+        if hasattr(const, "co_positions"):
+            last = max(last, _last_line(const))
+    return last
 
 
 def _at(filename: str, line: int, col: int, text_lines: tuple | None) -> SourceLocation:

@@ -192,4 +192,8 @@ def __getattr__(name: str):
 
     if hasattr(memory, name):
         return getattr(memory, name)
+    if name in ("gpus", "list_devices", "reset", "close"):  # several GPUs, dead contexts
+        from gpunb.runtime import devices
+
+        return getattr(devices, name)
     raise AttributeError(f"module 'gpunb.cuda' has no attribute {name!r}")

@@ -42,6 +42,19 @@ def copy_dtod(dst: int, src: int, nbytes: int, stream=0) -> None:
         driver.check(cu.cuMemcpyDtoD(dst, src, nbytes), "cuMemcpyDtoD")
 
 
+def copy_peer(dst: int, dst_token, src: int, src_token, nbytes: int, stream=0) -> None:
+    """Copy between the memory of two contexts (two GPUs): cuMemcpyPeer, which goes over
+    NVLink or PCIe peer access when the GPUs have it and through the host otherwise."""
+    cu = driver.cuda_driver()
+    handle = stream_handle(stream)
+    if handle:
+        driver.check(cu.cuMemcpyPeerAsync(dst, dst_token.handle, src, src_token.handle, nbytes,
+                                          handle), "cuMemcpyPeerAsync")
+    else:
+        driver.check(cu.cuMemcpyPeer(dst, dst_token.handle, src, src_token.handle, nbytes),
+                     "cuMemcpyPeer")
+
+
 def copy_strided(view, host: np.ndarray, *, to_device: bool, stream=0) -> None:
     """Copy between a strided device view and a C-contiguous host array of the same shape."""
     shape, strides, itemsize = view.shape, view.strides, view.itemsize

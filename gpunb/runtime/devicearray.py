@@ -17,7 +17,7 @@ import numpy as np
 from gpunb.backends.cuda import driver
 from gpunb.runtime import arrayview as av
 from gpunb.runtime import dlpack
-from gpunb.runtime.copies import copy_dtod, copy_dtoh, copy_htod, copy_strided
+from gpunb.runtime.copies import copy_dtod, copy_dtoh, copy_htod, copy_peer, copy_strided
 from gpunb.runtime.streams import stream_handle, sync_producer_stream
 
 
@@ -29,14 +29,15 @@ class DeviceAllocation:
     GPU, where cuMemFree waits for all queued work. Short-lived results (gpunb.fuse's) use it.
     """
 
-    __slots__ = ("ptr", "nbytes", "device_id", "owner", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "device_id", "token", "owner", "__weakref__")
 
     def __init__(self, nbytes: int, *, ptr: int | None = None, owner=None,
                  stream_ordered: bool = False):
         self.nbytes = int(nbytes)
         self.owner = owner  # for foreign memory (DLPack imports): keeps the producer alive
-        driver.ensure_context()
-        self.device_id = driver.current_device().id
+        # the context (device, and which of its contexts after a reset) the memory belongs to
+        self.token = driver.current_token()
+        self.device_id = self.token.device_id
         if ptr is not None:
             self.ptr = int(ptr)
             return
@@ -52,11 +53,27 @@ class DeviceAllocation:
                 handle = driver.check(cu.cuMemAlloc(self.nbytes),
                                       f"cuMemAlloc({self.nbytes} bytes)")
             self.ptr = int(handle)
-            finalizer = weakref.finalize(self, free, cu, self.ptr)
+            finalizer = weakref.finalize(self, free, cu, self.ptr, self.token)
             finalizer.atexit = False  # the driver frees everything at exit; it may be gone
 
+    def check_usable(self, what: str) -> None:
+        """LaunchError when the memory's context was reset (gpunb.cuda.reset())."""
+        if not self.token.alive:
+            raise dead_memory_error(what, self.device_id)
 
-def _free_device(cu, ptr: int) -> None:
+
+def dead_memory_error(what: str, device_id: int):
+    from gpunb.foundation.errors import LaunchError
+
+    return LaunchError(
+        f"{what}: this device array belonged to a CUDA context of device {device_id} that was "
+        "reset (gpunb.cuda.reset()); its memory is gone",
+        hint="make the array again after the reset, e.g. cuda.to_device(host_array)")
+
+
+def _free_device(cu, ptr: int, token=None) -> None:
+    if token is not None and not token.alive:
+        return  # freed with its context (the address may belong to a new array by now)
     try:
         (err,) = cu.cuMemFree(ptr)
         if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # collected in a thread without one
@@ -66,7 +83,9 @@ def _free_device(cu, ptr: int) -> None:
         pass
 
 
-def _free_device_async(cu, ptr: int) -> None:
+def _free_device_async(cu, ptr: int, token=None) -> None:
+    if token is not None and not token.alive:
+        return
     try:
         (err,) = cu.cuMemFreeAsync(ptr, cu.CUstream(0))
         if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
@@ -77,6 +96,7 @@ def _free_device_async(cu, ptr: int) -> None:
 
 
 _memory_pools: dict = {}  # device id -> whether cuMemAllocAsync is supported (and set up)
+driver.on_reset(_memory_pools.clear)  # a fresh context sets its pool up again
 # freed pool memory the device's default pool keeps for the next allocation; with CUDA's default
 # (0) every synchronisation hands it back, and the next allocation maps it again (~0.5 ms for
 # 256 MB on an H100, more than a fused kernel takes)
@@ -185,6 +205,11 @@ class DeviceArray(_ArrayBase):
     def alloc_size(self) -> int:
         return self.gpu_data.nbytes
 
+    @property
+    def device_id(self) -> int:
+        """The number of the GPU holding this array (as in cuda.gpus[n])."""
+        return self.gpu_data.device_id
+
     def __repr__(self) -> str:
         return f"<gpunb DeviceArray shape={self.shape} dtype={self.dtype} ptr={self._ptr:#x}>"
 
@@ -194,6 +219,7 @@ class DeviceArray(_ArrayBase):
         """Copy to host memory: into `ary` if given (same shape and dtype), else a new array.
 
         With a stream, the copy is asynchronous: synchronize the stream before reading."""
+        self.gpu_data.check_usable("copy_to_host")
         if ary is not None:
             self._check_host_compatible(ary, "copy_to_host")
         if self.size == 0:
@@ -213,7 +239,9 @@ class DeviceArray(_ArrayBase):
         return out
 
     def copy_to_device(self, ary, stream=0) -> None:
-        """Copy `ary` (numpy-like, or another device array) into this array."""
+        """Copy `ary` (numpy-like, or another device array - of this GPU or, peer to peer, of
+        another) into this array."""
+        self.gpu_data.check_usable("copy_to_device")
         if self.size == 0:
             return
         source = _device_source(ary)
@@ -222,6 +250,13 @@ class DeviceArray(_ArrayBase):
                     source, self) or not (self._c_contiguous or self._f_contiguous):
                 raise ValueError("device-to-device copy needs the same shape, dtype and "
                                  "contiguous layout; copy through the host otherwise")
+            other = getattr(source, "gpu_data", None)
+            if other is not None:
+                other.check_usable("copy_to_device (the source)")
+                if other.token is not self.gpu_data.token:  # another GPU: peer to peer
+                    copy_peer(self._ptr, self.gpu_data.token, source._ptr, other.token,
+                              self.nbytes, stream)
+                    return
             copy_dtod(self._ptr, source._ptr, self.nbytes, stream)
             return
         host = _squeezed_to(np.asarray(ary), self.shape)

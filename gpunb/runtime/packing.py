@@ -13,6 +13,7 @@ import ctypes
 import functools
 import struct
 import sys
+import threading
 import warnings
 import weakref
 
@@ -29,6 +30,7 @@ class PerformanceWarning(UserWarning):
     """gpunb did something slow on your behalf (e.g. copied host arrays to the GPU and back)."""
 
 
+_get_ident = threading.get_ident
 _CTYPES = {"ptr": ctypes.c_uint64, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
            "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f16": ctypes.c_uint16,
            "f32": ctypes.c_float, "f64": ctypes.c_double, "bf16": ctypes.c_uint16}
@@ -43,9 +45,12 @@ class ArgPacker:
 
     `target` says how arrays are passed: "cuda" (device pointers; host arrays are copied in and
     out) or "cpu" (host pointers; device arrays are refused). None means the active target.
-    One packer has one buffer: launches of the same specialisation from several threads at once
-    must be serialised by the caller (cuLaunchKernel copies the parameters, so once it returns
-    the buffer is free again).
+    The buffer belongs to the thread that made the packer (the one that compiled the kernel,
+    usually the only one launching it); any other thread packs into a packer of its own, made on
+    its first launch and kept in a thread-local, so launches of one specialisation from several
+    threads never share a buffer. The CPU target reads the parameters while the kernel runs,
+    so a buffer must stay untouched until the launch returns. The fast path pays one thread-id
+    comparison for this.
     """
 
     def __init__(self, param_slots: tuple, target: str | None = None, kernel: str | None = None):
@@ -68,6 +73,8 @@ class ArgPacker:
         self._fast_class = DeviceArray if target == "cuda" else HostDeviceArray
         self._writeback = None
         self._sync_after_copies = False
+        self._owner = threading.get_ident()  # the thread whose launches use this buffer
+        self._others = threading.local()  # .packer: this packer's twin for another thread
 
     # ---- the hot path --------------------------------------------------------------------------
 
@@ -75,10 +82,14 @@ class ArgPacker:
         """Write `args` into the slots; return (address of the void* array, writeback callables).
 
         The caller launches, then calls each writeback function (host arrays copied back)."""
+        if self._owner != _get_ident():
+            return self._packer_of_this_thread().pack(args, argtypes)
         if argtypes is not self._argtypes:
             self._prepare(argtypes)
         if len(args) != self._nargs:
             raise self._count_error(args)
+        if driver.several_contexts and self.target == "cuda":
+            self._check_contexts(args)  # several GPUs or a reset: arrays of this context only
         self._writeback = None
         values = []
         fast = self._fast_class  # DeviceArray (cuda) or HostDeviceArray (cpu): slots precomputed
@@ -99,6 +110,34 @@ class ArgPacker:
             self._sync_after_copies = False
             driver.synchronize()  # host copies complete before a launch on any stream
         return self.params_address, self._writeback
+
+    def _packer_of_this_thread(self) -> ArgPacker:
+        """This thread's own packer for the same slots (made once per thread)."""
+        twin = getattr(self._others, "packer", None)
+        if twin is None:
+            twin = ArgPacker(self.slots, self.target, self.kernel)
+            self._others.packer = twin
+        return twin
+
+    def _check_contexts(self, args: tuple) -> None:
+        """Device arrays must live in the context the kernel launches in: another GPU's array
+        (or one from before gpunb.cuda.reset()) would be an illegal address on the GPU."""
+        from gpunb.runtime.devicearray import dead_memory_error
+
+        token = driver.current_token()
+        for index, arg in enumerate(args):
+            memory = getattr(arg, "gpu_data", None) if isinstance(arg, DeviceArray) else None
+            if memory is None or memory.token is token:
+                continue
+            if not memory.token.alive:
+                raise dead_memory_error(f"argument {index + 1} of '{self.kernel}'",
+                                        memory.device_id)
+            here, there = token.device_id, memory.device_id
+            raise self._arg_error(
+                index, f"is an array on GPU {there}, but this launch runs on GPU {here}",
+                hint=f"launch inside `with cuda.gpus[{there}]:` (where the array is), or copy it "
+                     f"to GPU {here} first: inside `with cuda.gpus[{here}]:`, "
+                     "copy = cuda.device_array_like(ary); copy.copy_to_device(ary)")
 
     # ---- building the plan ---------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ def test_dask_notebook_compiles_the_kernel_once_for_all_workers(cpu_env):
                    resources={"metadata": {"path": str(cpu_env)}}).execute()
     text = "\n".join(outputs_text(c) for c in nb.cells if c.cell_type == "code")
     assert "processes on the CPU target" in text
+    assert len(re.findall(r"^tcp://\S+: CPU target$", text, flags=re.M)) >= 2
     assert f"cache directories of the workers: ['{cpu_env / 'cache'}']" in text
     workers = re.findall(r"^worker pid \d+: (.*)$", text, flags=re.M)
     assert len(workers) >= 2

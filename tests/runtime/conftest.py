@@ -25,6 +25,9 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(driver, "_primary_contexts", {})
     monkeypatch.setattr(driver, "_devices", {})
     monkeypatch.setattr(driver, "_tls", threading.local())
+    monkeypatch.setattr(driver, "several_contexts", False)
+    monkeypatch.setattr(driver, "_contexts_made", 0)
+    driver.last_launch[0] = None
     yield fake
     gc.collect()  # simulated handles are released while the simulated driver is in place
 

@@ -34,6 +34,9 @@ class FakeDriver:
     """cuda.bindings.driver look-alike: enums come from the real module, calls are simulated."""
 
     def __init__(self):
+        # not "cuda.bindings.driver" (which __getattr__ would answer): launch.py builds native
+        # trampolines into the real libcuda only for the real module
+        self.__name__ = "fake_cuda_driver"
         self.allocations: dict = {}  # ptr -> ctypes buffer
         self.freed: list = []
         self.calls: list = []  # (name, args) of every simulated call
@@ -42,6 +45,8 @@ class FakeDriver:
         self.streams = 0
         self.events: dict = {}
         self._clock = 0.0
+        self.device_count = 1  # tests of several GPUs raise it
+        self.generation: dict = {}  # device -> how often its primary context was reset
 
     def __getattr__(self, name):
         return getattr(real, name)  # enums and types
@@ -61,13 +66,22 @@ class FakeDriver:
         return self._call("cuDriverGetVersion", (), 13000)
 
     def cuDeviceGetCount(self):
-        return self._call("cuDeviceGetCount", (), 1)
+        return self._call("cuDeviceGetCount", (), self.device_count)
 
     def cuDeviceGet(self, ordinal):
         return self._call("cuDeviceGet", (ordinal,), ordinal)
 
     def cuDevicePrimaryCtxRetain(self, dev):
-        return self._call("cuDevicePrimaryCtxRetain", (dev,), f"ctx{dev}")
+        generation = self.generation.get(dev, 0)
+        return self._call("cuDevicePrimaryCtxRetain", (dev,),
+                          f"ctx{dev}" + (f"-{generation}" if generation else ""))
+
+    def cuDevicePrimaryCtxReset(self, dev):
+        self.generation[dev] = self.generation.get(dev, 0) + 1
+        return self._call("cuDevicePrimaryCtxReset", (dev,))
+
+    def cuDevicePrimaryCtxRelease(self, dev):
+        return self._call("cuDevicePrimaryCtxRelease", (dev,))
 
     def cuCtxSetCurrent(self, ctx):
         return self._call("cuCtxSetCurrent", (ctx,))
@@ -122,6 +136,11 @@ class FakeDriver:
 
     def cuMemcpyDtoD(self, dst, src, n):
         return self._copy("cuMemcpyDtoD", dst, src, n)
+
+    def cuMemcpyPeer(self, dst, dst_ctx, src, src_ctx, n):
+        result = self._call("cuMemcpyPeer", (dst, dst_ctx, src, src_ctx, n))
+        ctypes.memmove(int(dst), int(src), n)
+        return result
 
     def cuMemcpyHtoDAsync(self, dst, src, n, stream):
         return self._copy("cuMemcpyHtoDAsync", dst, src, n, stream)
@@ -218,7 +237,8 @@ class FakeDriver:
         log = self.link_options[real.CUjit_option.CU_JIT_INFO_LOG_BUFFER]
         message = b"ptxas info    : Used 32 registers"
         log[:len(message)] = message
-        self._cubin = ctypes.create_string_buffer(b"CUBIN:" + self.linked_data, 64)
+        image = b"CUBIN:" + self.linked_data
+        self._cubin = ctypes.create_string_buffer(image, max(64, len(image) + 1))
         return self._call("cuLinkComplete", (state,), ctypes.addressof(self._cubin), 16)
 
     def cuLinkDestroy(self, state):

@@ -44,16 +44,18 @@ class LoadedCpuKernel:
         import llvmlite.binding as llvm
 
         from gpunb.backends.cpu.target import host_target_machine
+        from gpunb.backends.llvm_lock import LLVM_LOCK
 
         self.artifact = artifact
         _check_runtime_helpers(artifact)
-        # MCJIT takes ownership of its target machine and frees it with the engine: never hand
-        # it the shared, cached one (a later compile would use a freed machine and crash)
-        tm = host_target_machine.__wrapped__()
-        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
-        self.engine.add_object_file(llvm.ObjectFileRef.from_data(artifact.binary))
-        self.engine.finalize_object()
-        address = self.engine.get_function_address(artifact.symbol)
+        with LLVM_LOCK:  # loads from several threads at once share LLVM's global context
+            # MCJIT takes ownership of its target machine and frees it with the engine: never
+            # hand it the shared, cached one (a later compile would use a freed machine)
+            tm = host_target_machine.__wrapped__()
+            self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(artifact.binary))
+            self.engine.finalize_object()
+            address = self.engine.get_function_address(artifact.symbol)
         if not address:
             raise LaunchError(f"CPU kernel '{artifact.name}': entry {artifact.symbol} not found")
         self.runner = _RUNNER(address)

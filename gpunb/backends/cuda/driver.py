@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from gpunb.foundation.errors import CudaUnavailableError, LaunchError
 
 _lock = threading.RLock()
-_tls = threading.local()  # .context, .device_id: the context made current in this thread
+_tls = threading.local()  # .token (+ .context, .device_id): this thread's current context;
+# .stack: the devices of this thread's `with cuda.gpus[n]:` blocks, innermost last
 _cu = None  # the cuda.bindings.driver module once imported
 _init_error: BaseException | None = None
 _initialized = False
 _available: bool | None = None
 _selected_device = 0  # process-wide device used by threads that have not chosen one
-_primary_contexts: dict = {}  # device id -> retained primary CUcontext
+_primary_contexts: dict = {}  # device id -> ContextToken of its retained primary context
 _devices: dict = {}  # device id -> Device
 
 
@@ -99,41 +100,84 @@ def driver_version() -> tuple:
 # ---- contexts ----------------------------------------------------------------------------------
 
 
+class ContextToken:
+    """One primary context of one device, as made current by gpunb: device arrays, loaded
+    modules and threads remember the token they were made with. `reset()` marks every token
+    dead (`alive = False`); the next use retains a fresh context with a new token."""
+
+    __slots__ = ("device_id", "handle", "alive", "__weakref__")
+
+    def __init__(self, device_id: int, handle):
+        self.device_id = device_id
+        self.handle = handle
+        self.alive = True
+
+    def __repr__(self) -> str:
+        state = "live" if self.alive else "reset"
+        return f"<CUDA context of device {self.device_id} ({state})>"
+
+
+# True once this process has made a second context (another device, or a fresh one after
+# reset()): from then on launches check which context is current in their thread and whether
+# their arrays belong to it. A process with one GPU and no reset never pays for those checks.
+several_contexts = False
+_contexts_made = 0
+_reset_listeners: list = []  # callables run by reset() (cached per-context state elsewhere)
+last_launch = [None]  # the kernel name of the latest launch (named by sticky-error messages)
+
+
 def ensure_context(force: bool = False):
-    """Make the selected device's primary context current in this thread; return it.
+    """Make this thread's device's primary context current in this thread; return its handle.
 
-    Cheap after the first call in a thread (`force` re-sets it, for when other code changed the
-    thread's current context). The launch fast path does not call this: a launch from a thread
-    without a current context fails with CUDA_ERROR_INVALID_CONTEXT, and launch_cuda then calls
-    this and retries once.
+    The device is the innermost `with cuda.gpus[n]:` of this thread, else the process's
+    selected device. Cheap after the first call in a thread (`force` re-sets it, for when other
+    code changed the thread's current context). The launch fast path of a single-context
+    process does not call this: a launch from a thread without a current context fails with
+    CUDA_ERROR_INVALID_CONTEXT, and launch_cuda then calls this and retries once.
     """
-    ctx = getattr(_tls, "context", None)
-    if ctx is not None and _tls.device_id == _selected_device and not force:
-        return ctx
-    return _make_current(_selected_device)
+    return current_token(force).handle
 
 
-def _make_current(device_id: int):
+def current_token(force: bool = False) -> ContextToken:
+    """The live context of this thread's device, made current in this thread if needed."""
+    token = getattr(_tls, "token", None)
+    if token is not None and token.alive and not force:
+        stack = getattr(_tls, "stack", None)
+        if token.device_id == (stack[-1] if stack else _selected_device):
+            return token
+    stack = getattr(_tls, "stack", None)
+    return _make_current(stack[-1] if stack else _selected_device)
+
+
+def _make_current(device_id: int) -> ContextToken:
+    global several_contexts, _contexts_made
     init()
     cu = cuda_driver()
     with _lock:
-        ctx = _primary_contexts.get(device_id)
-        if ctx is None:
+        token = _primary_contexts.get(device_id)
+        if token is None:
             count = device_count()
             if not 0 <= device_id < count:
                 raise CudaUnavailableError(
-                    f"CUDA device {device_id} does not exist ({count} device(s) found)")
+                    f"CUDA device {device_id} does not exist ({count} device(s) found)",
+                    hint=f"use a device number from 0 to {count - 1} (cuda.list_devices())")
             handle = check(cu.cuDeviceGet(device_id), "cuDeviceGet")
             ctx = check(cu.cuDevicePrimaryCtxRetain(handle), "cuDevicePrimaryCtxRetain")
-            _primary_contexts[device_id] = ctx
-    check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-    _tls.context = ctx
+            token = ContextToken(device_id, ctx)
+            _primary_contexts[device_id] = token
+            _contexts_made += 1
+            if _contexts_made > 1:
+                several_contexts = True
+    check(cu.cuCtxSetCurrent(token.handle), "cuCtxSetCurrent")
+    _tls.token = token
+    _tls.context = token.handle
     _tls.device_id = device_id
-    return ctx
+    return token
 
 
 def select_device(device_id: int) -> Device:
-    """Use device `device_id` from now on (this thread now, other threads at their next use)."""
+    """Use device `device_id` from now on (this thread now, other threads at their next use
+    unless they are inside a `with cuda.gpus[n]:` block)."""
     global _selected_device
     device_id = int(device_id)
     _make_current(device_id)
@@ -141,16 +185,97 @@ def select_device(device_id: int) -> Device:
     return get_device(device_id)
 
 
+def push_device(device_id: int) -> Device:
+    """Enter `with cuda.gpus[n]:` in this thread: `device_id` is current until pop_device()."""
+    device_id = int(device_id)
+    _make_current(device_id)
+    stack = getattr(_tls, "stack", None)
+    if stack is None:
+        stack = _tls.stack = []
+    stack.append(device_id)
+    return get_device(device_id)
+
+
+def pop_device() -> None:
+    """Leave the innermost `with cuda.gpus[n]:` of this thread; the device before it is
+    current again."""
+    stack = getattr(_tls, "stack", None)
+    if stack:
+        stack.pop()
+    current_token()
+
+
 def current_device() -> Device:
     """The device whose context is current in this thread (initialising it if needed)."""
-    ensure_context()
-    return get_device(_tls.device_id)
+    return get_device(current_token().device_id)
+
+
+def reset(device_id: int | None = None) -> None:
+    """Destroy the primary contexts gpunb made (of every device, or of `device_id`) and start
+    afresh (numba's cuda.close() / Device.reset(); CUDA's cudaDeviceReset). All device memory,
+    modules and streams of those contexts are gone: arrays made before raise a clear error when
+    used, kernels load again on their next launch. After a sticky error (an illegal address)
+    the fresh context is tried at once: where the driver keeps the process broken (NVIDIA's
+    drivers mostly do; the H100's 580 does) a CudaDriverError says to restart the process."""
+    global several_contexts
+    if not _initialized:
+        return
+    cu = cuda_driver()
+    with _lock:
+        tokens = [token for device, token in _primary_contexts.items()
+                  if device_id is None or device == device_id]
+        for token in tokens:
+            del _primary_contexts[token.device_id]
+            token.alive = False
+        several_contexts = True  # arrays and programs of the dead contexts may still be used
+        for token in tokens:
+            handle = cu.cuDeviceGet(token.device_id)[1]
+            # a corrupt context refuses nothing here: reset destroys it, release drops our
+            # retain so the next retain makes a fresh one
+            cu.cuDevicePrimaryCtxReset(handle)
+            cu.cuDevicePrimaryCtxRelease(handle)
+        _tls.__dict__.pop("token", None)
+        _tls.__dict__.pop("context", None)
+        last_launch[0] = None
+        for listener in list(_reset_listeners):
+            listener()
+        for token in tokens:
+            _check_fresh_context(token.device_id)
+
+
+def _check_fresh_context(device_id: int) -> None:
+    """Make a context of `device_id` and use it once (allocate, free, synchronize): whether the
+    driver gave this process a working one after the reset. Some drivers keep a process's
+    device poisoned after a crashed kernel whatever it resets; then only a new process helps."""
+    cu = cuda_driver()
+    try:
+        _make_current(device_id)
+    except CudaDriverError as exc:  # on the H100's driver 580: retain fails with the old error
+        err = exc.code
+    else:
+        result = cu.cuMemAlloc(256)
+        err = result[0]
+        if not err:
+            err = cu.cuMemFree(result[1])[0] or cu.cuCtxSynchronize()[0]
+    if err:
+        name = _error_name(err)
+        # the context stays gpunb's: a later reset() resets it again
+        raise CudaDriverError(
+            f"gpunb.cuda.reset(): the fresh CUDA context of device {device_id} fails too "
+            f"({name}: {_error_string(err)}): the driver keeps this process's GPU state broken "
+            "after the kernel crash", code=int(err), name=name,
+            hint="restart the Python process (in a notebook: restart the kernel). " + _FIND)
+
+
+def on_reset(listener) -> None:
+    """Run `listener()` after every reset() (state cached per context elsewhere)."""
+    _reset_listeners.append(listener)
 
 
 def synchronize() -> None:
     """Wait for all work on the current device (cuCtxSynchronize); surfaces async errors."""
     ensure_context()
-    check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+    check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize", last_launch[0])
 
 
 def memory_info() -> tuple:
@@ -292,23 +417,35 @@ STICKY_ERRORS = frozenset({
     "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_TRAP",
 })
 
-_RESTART = ("the CUDA context is now unusable and every later CUDA call in this process will fail "
-            "with the same error: restart the Python process (in a notebook: restart the kernel)")
+_LOST = ("the CUDA context was lost: every later CUDA call fails with the same error. "
+         "gpunb.cuda.reset() tries a fresh context without restarting Python (device arrays made "
+         "before it are gone: copy your inputs to the GPU again), but most NVIDIA drivers keep the "
+         "process's GPU broken after a crashed kernel (seen on the H100's driver 580): reset() "
+         "then says so, and restarting the Python process (the notebook's kernel) is the way out")
+_FIND = ("To find the bug: launch with @cuda.jit(debug=True) (bounds checks and exceptions on "
+         "the GPU), run the cell with %%gpukernel --sanitize memcheck, or run the kernel on the "
+         "CPU target (gpunb.set_target('cpu')), where every out-of-bounds access is reported "
+         "with its line")
+_RESTART = _LOST + ". " + _FIND
 
 HINTS = {
     "CUDA_ERROR_OUT_OF_MEMORY":
         "the GPU is out of memory: drop device arrays you no longer need (del them, then "
         "gc.collect()), use smaller arrays, or check other processes with nvidia-smi",
     "CUDA_ERROR_ILLEGAL_ADDRESS":
-        "a kernel read or wrote outside its arrays; " + _RESTART + ". To find the access, run "
-        "the kernel on the CPU target with bounds checks (GPUNB_TARGET=cpu GPUNB_BOUNDSCHECK=1)",
+        "the kernel read or wrote outside its arrays (an index past the end, a wrong stride or "
+        "size, a pointer into an array of another GPU or of a reset context); " + _RESTART,
     "CUDA_ERROR_MISALIGNED_ADDRESS":
-        "a kernel accessed memory at a misaligned address; " + _RESTART,
+        "the kernel accessed memory at a misaligned address (a reinterpreted view, a record "
+        "field); " + _RESTART,
     "CUDA_ERROR_LAUNCH_FAILED": "the kernel crashed; " + _RESTART,
     "CUDA_ERROR_ASSERT": "a device-side assert failed; " + _RESTART,
     "CUDA_ERROR_TRAP": "a kernel executed a trap instruction; " + _RESTART,
     "CUDA_ERROR_LAUNCH_TIMEOUT":
-        "the kernel ran longer than the display watchdog allows; " + _RESTART,
+        "the kernel ran longer than the display watchdog allows (an endless loop?); " + _RESTART,
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION": "the kernel executed an illegal instruction; " + _RESTART,
+    "CUDA_ERROR_HARDWARE_STACK_ERROR":
+        "the kernel overflowed its call stack (deep recursion?); " + _RESTART,
     "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES":
         "the block needs more registers than the SM has: launch with a smaller block, or "
         "compile with max_registers=N (e.g. @cuda.jit(max_registers=64))",
@@ -348,15 +485,26 @@ def check(result, what: str, kernel: str | None = None):
 
 
 def driver_error(err, what: str, kernel: str | None = None) -> CudaDriverError:
-    """The CudaDriverError for CUresult `err` from call `what` (with the kernel's name if any)."""
+    """The CudaDriverError for CUresult `err` from call `what` (with the kernel's name if any).
+
+    A sticky error (the context is lost) names the kernel most likely at fault - the one that
+    failed, or the latest one launched - and says how to recover and how to find the bug."""
     name = _error_name(err)
     message = f"{what} failed: {name}: {_error_string(err)}"
     hint = HINTS.get(name)
-    if name in STICKY_ERRORS and "launch" not in what.lower():
-        message += " (reported here, but most likely caused by an earlier kernel launch: " \
-                   "kernel errors surface at the next call that waits for the GPU)"
-    if hint is None and name in STICKY_ERRORS:
-        hint = _RESTART
+    if name in STICKY_ERRORS:
+        culprit = kernel or last_launch[0]
+        if "launch" not in what.lower():
+            cause = f"kernel '{culprit}' (the latest launched)" if culprit else \
+                "an earlier kernel launch"
+            message += (f" (reported here, but most likely caused by {cause}: kernel errors "
+                        "surface at the next call that waits for the GPU)")
+        elif culprit:
+            message += f" in kernel '{culprit}'"
+        message += "; the CUDA context is lost (see the hint: gpunb.cuda.reset() or a restart)"
+        kernel = culprit
+        if hint is None:
+            hint = _RESTART
     return CudaDriverError(message, code=int(err), name=name, hint=hint, function=kernel)
 
 

@@ -24,10 +24,12 @@ class CudaProgram:
     """One kernel of a loaded module, with the limits its launches are checked against."""
 
     __slots__ = ("artifact", "module", "function", "limits", "name", "_static_shared",
-                 "_dyn_limit", "_cooperative", "_raises", "_resident")
+                 "_dyn_limit", "_cooperative", "_raises", "_resident", "_loaded")
 
     def __init__(self, artifact: KernelArtifact, module, function, device):
-        prepare_native_launch()
+        # the module loaded in each context this kernel launched in (one per device, a fresh
+        # one after gpunb.cuda.reset()); `module`/`function` are the first context's
+        self._loaded = {module.token: function}
         attrs = function.attributes()
         # what the driver reports for the linked code (a cache hit reads the same numbers)
         self.artifact = dataclasses.replace(artifact, resources=ResourceUsage(
@@ -52,33 +54,63 @@ class CudaProgram:
         self._resident: dict = {}  # (block, dynamic shared) -> most co-resident blocks
 
     def launch(self, grid, block, shared_bytes: int, stream, params_address: int) -> None:
-        """Launch on `stream` (a handle or any stream object) with the packed parameters."""
+        """Launch on `stream` (a handle or any stream object) with the packed parameters, on
+        this thread's current device."""
+        function = self.function
+        if driver.several_contexts:  # several devices, or a reset: this thread's context's
+            function = self._loaded.get(driver.current_token()) or self._load_here()
         grid3, block3 = validate_config(grid, block, self.limits,
                                         shared_bytes + self._static_shared, self.name)
         if self._cooperative:
-            self._check_co_resident(grid3, block3, shared_bytes)
+            self._check_co_resident(grid3, block3, shared_bytes, function)
         if shared_bytes > self._dyn_limit:
-            self.function.set_max_dynamic_shared(int(shared_bytes))
-            self._dyn_limit = int(shared_bytes)
+            function.set_max_dynamic_shared(int(shared_bytes))
+            if function is self.function:
+                self._dyn_limit = int(shared_bytes)
+        elif function is not self.function and shared_bytes > 48 * 1024 - self._static_shared:
+            function.set_max_dynamic_shared(int(shared_bytes))  # that module's own attribute
         handle = stream if stream.__class__ is int else stream_handle(stream)
-        launch_cuda(self.function, grid3, block3, shared_bytes, handle, params_address,
+        launch_cuda(function, grid3, block3, shared_bytes, handle, params_address,
                     self._cooperative)
         if self._raises:  # debug=True: the launch waits and raises what the kernel raised
-            check_cuda_exception(self.module, self.artifact)
+            check_cuda_exception(function.module, self.artifact)
 
-    def max_cooperative_blocks(self, threads: int, dynamic_shared: int = 0) -> int:
+    def _load_here(self):
+        """This kernel loaded into this thread's current context (another device, or a fresh
+        context after gpunb.cuda.reset()): the cubin where the device's architecture matches,
+        else the PTX linked for it. Modules of reset contexts are dropped."""
+        from gpunb.backends.cuda import modules
+
+        token = driver.current_token()
+        for old in [t for t in self._loaded if not t.alive]:
+            del self._loaded[old]
+        device = driver.get_device(token.device_id)
+        binary = self.artifact.binary
+        if device.arch != self.artifact.arch and self.artifact.ptx:
+            binary, _log = modules.link_ptx(self.artifact.ptx, device.arch)
+        module = modules.load_module(binary)
+        function = module.get_function(self.artifact.symbol)
+        function.name = self.name
+        self._loaded[token] = function
+        return function
+
+    def max_cooperative_blocks(self, threads: int, dynamic_shared: int = 0,
+                               function=None) -> int:
         """Blocks of `threads` threads that can all be resident at once (the driver's answer)."""
         from gpunb.backends.cuda import occupancy
 
-        return occupancy.max_cooperative_grid_blocks(self.function, threads, dynamic_shared)
+        return occupancy.max_cooperative_grid_blocks(function or self.function, threads,
+                                                     dynamic_shared)
 
-    def _check_co_resident(self, grid: tuple, block: tuple, shared_bytes: int) -> None:
+    def _check_co_resident(self, grid: tuple, block: tuple, shared_bytes: int,
+                           function) -> None:
         """A grid-sync kernel's blocks must all be resident: say so before the driver refuses."""
-        key = (block, shared_bytes)
+        key = (block, shared_bytes, function.address)
         threads = block[0] * block[1] * block[2]
         limit = self._resident.get(key)
         if limit is None:
-            limit = self._resident[key] = self.max_cooperative_blocks(threads, shared_bytes)
+            limit = self._resident[key] = self.max_cooperative_blocks(threads, shared_bytes,
+                                                                      function)
         blocks = grid[0] * grid[1] * grid[2]
         if blocks > limit:
             raise LaunchError(
@@ -131,6 +163,7 @@ def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream
     """One cuLaunchKernel (or cuLaunchCooperativeKernel for grid-synchronising kernels), through
     the native trampoline when the process has one (native_launch.py), else through
     cuda.bindings."""
+    _last_launch[0] = function.name  # named by a sticky error surfacing later (driver.py)
     native = _native
     if native is not None:
         try:
@@ -149,12 +182,20 @@ def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream
 
 
 _native: tuple | None = None  # (launch, cooperative launch) trampolines once built
+# The trampolines are built at the NATIVE_AFTER-th launch through cuda.bindings (and retried
+# every NATIVE_CHECK_EVERY launches while llvmlite is not loaded), not at the first: building
+# them (an MCJIT compile) would add milliseconds to a process's first launch, the figure a cold
+# compile or a disk-cache hit is measured by, to save about a microsecond per launch after it.
+NATIVE_AFTER = 8
+NATIVE_CHECK_EVERY = 256
+_bindings_launches = 0
+_last_launch = driver.last_launch
 
 
 def prepare_native_launch() -> bool:
     """Build the native launch trampolines if this process can (see native_launch.py);
-    called whenever a CUDA kernel is loaded, so a process that loads llvmlite later gets them
-    with its next kernel. True when launches go through them."""
+    called by the early launches through cuda.bindings (NATIVE_AFTER), so a process that loads
+    llvmlite later gets them too. True when launches go through them."""
     global _native
     # only for the real driver: a stand-in (the tests' simulated driver) has no libcuda behind it
     if _native is None and getattr(driver._cu, "__name__", None) == "cuda.bindings.driver":
@@ -166,6 +207,10 @@ def prepare_native_launch() -> bool:
 
 def _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle, params_address,
                           cooperative) -> int:
+    global _bindings_launches
+    _bindings_launches += 1
+    if _bindings_launches % NATIVE_CHECK_EVERY == NATIVE_AFTER:
+        prepare_native_launch()  # later launches go native (if llvmlite is loaded by then)
     cu = driver._cu or driver.cuda_driver()
     if cooperative:
         return _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle,

@@ -23,12 +23,13 @@ class PtxLinkError(ToolchainError):
 class Module:
     """A loaded CUmodule; unloaded when garbage collected (tolerating a destroyed context)."""
 
-    def __init__(self, handle, image: bytes):
+    def __init__(self, handle, image: bytes, token=None):
         self.handle = handle
         self.image_size = len(image)
+        self.token = token  # the context it is loaded in (driver.ContextToken)
         self._functions: dict = {}
         # the finalizer keeps the driver module that made the handle (not whatever is current)
-        finalizer = weakref.finalize(self, _unload_module, driver.cuda_driver(), handle)
+        finalizer = weakref.finalize(self, _unload_module, driver.cuda_driver(), handle, token)
         finalizer.atexit = False  # the process's exit frees it; the driver may be gone by then
 
     def get_function(self, symbol: str) -> Function:
@@ -101,14 +102,16 @@ class Function:
 
 def load_module(cubin: bytes) -> Module:
     """Load a cubin (or NUL-terminated PTX bytes, JIT-compiled) into the current context."""
-    driver.ensure_context()
+    token = driver.current_token()
     cu = driver.cuda_driver()
     image = bytes(cubin)
     handle = driver.check(cu.cuModuleLoadData(image), "cuModuleLoadData")
-    return Module(handle, image)
+    return Module(handle, image, token)
 
 
-def _unload_module(cu, handle) -> None:
+def _unload_module(cu, handle, token) -> None:
+    if token is not None and not token.alive:
+        return  # its context was reset: the module went with it (the handle may be reused)
     try:
         cu.cuModuleUnload(handle)
     except Exception:  # noqa: BLE001 - a destroyed context or a finished driver: nothing to free

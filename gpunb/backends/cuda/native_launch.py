@@ -149,6 +149,8 @@ def driver_trampolines() -> tuple | None:
     with _lock:
         if _tried:
             return _driver_trampolines
+        from gpunb.backends.llvm_lock import LLVM_LOCK
+
         try:
             library = ctypes.CDLL("libcuda.so.1")
             # cuda.bindings sends stream 0 to the per-thread default stream under this switch
@@ -157,8 +159,10 @@ def driver_trampolines() -> tuple | None:
                                  ctypes.c_void_p).value
             cooperative = ctypes.cast(getattr(library, "cuLaunchCooperativeKernel" + suffix),
                                       ctypes.c_void_p).value
-            _driver_trampolines = (Trampoline(launch, "cuLaunchKernel", True),
-                                   Trampoline(cooperative, "cuLaunchCooperativeKernel", False))
+            with LLVM_LOCK:
+                _driver_trampolines = (
+                    Trampoline(launch, "cuLaunchKernel", True),
+                    Trampoline(cooperative, "cuLaunchCooperativeKernel", False))
         except Exception:  # noqa: BLE001 - no native path is only slower: bindings still launch
             _driver_trampolines = None
         _tried = True
