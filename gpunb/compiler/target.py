@@ -73,6 +73,11 @@ class Target:
     def hinted_store(self, low, pointer, dtype: t.Type, value, hint: str) -> None:
         arrays.store_element(low.builder, dtype, pointer, value)
 
+    def record_access(self, low, node, pointer, kind: str) -> None:
+        """Access recording hook ("read", "write" or "atomic" at `pointer`); targets without
+        it (the GPU) do nothing."""
+        return
+
     def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent) -> None:
         """Bounds checking hook; targets without it do nothing."""
         return

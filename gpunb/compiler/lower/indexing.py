@@ -34,6 +34,7 @@ class IndexLowering:
             base = self.expr(node.value)
             return arrays.view(b, base_t, base, self.index_parts(node, base_t, base), result)
         pointer, dtype, align = self.element_address(node)
+        self.target.record_access(self, node, pointer, "read")
         return arrays.load_element(b, dtype, pointer, align)
 
     def dynamic_tuple_index(self, node, base, base_t: t.Tuple):

@@ -93,9 +93,11 @@ class StatementLowering:
             return
         if isinstance(target, ast.Subscript):
             pointer, dtype, align = self.element_address(target)
+            self.target.record_access(self, target, pointer, "read")
             current = arrays.load_element(self.builder, dtype, pointer, align)
             new = self.arith(node.op, current, dtype, self.expr(node.value),
                              self.type_of(node.value), result_t, node.value)
+            self.target.record_access(self, target, pointer, "write")
             arrays.store_element(self.builder, dtype, pointer,
                                  ops.cast(self.builder, new, result_t, dtype), align)
             return
@@ -115,6 +117,7 @@ class StatementLowering:
             self.store_slice(target, value, vt)
         elif isinstance(target, ast.Subscript):
             pointer, dtype, align = self.element_address(target)
+            self.target.record_access(self, target, pointer, "write")
             arrays.store_element(b, dtype, pointer, ops.cast(b, value, vt, dtype), align)
         elif isinstance(target, ast.Attribute):
             pointer, ftype, align = arrays.field_address(
