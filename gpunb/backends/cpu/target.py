@@ -70,6 +70,7 @@ def _field(b: ir.IRBuilder, base, offset: int, ty: ir.Type = dm.i32):
 class CpuTarget(Target):
     name = "cpu"
     inline_calls = True
+    checks_always = True
 
     def __init__(self, coroutine: bool = False, boundscheck: bool = False,
                  record: bool = False):

@@ -39,10 +39,11 @@ class StatementLowering:
         site = self.typed.raises[node]
         self.raise_exception(node, site.exception, site.message)
 
-    def raise_exception(self, node, exc_name: str, message: str) -> None:
-        """End this thread (numba.cuda's raise); with debug, first record which raise it was."""
+    def raise_exception(self, node, exc_name: str, message: str, report: bool = False) -> None:
+        """End this thread (numba.cuda's raise); with debug (or `report`: a check the target
+        always makes), first record which raise it was."""
         site = None
-        if self.mb.options.get("debug"):
+        if self.mb.options.get("debug") or report:
             site = len(self.mb.raise_sites)
             self.mb.raise_sites.append(exceptions.site_record(
                 exc_name, message, self.typed.source.filename, node.lineno, node.col_offset,
