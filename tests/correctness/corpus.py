@@ -25,8 +25,8 @@ class Case:
     kind: str
     source: str
     fixed: str
-    grid: int
-    block: int
+    grid: int | tuple
+    block: int | tuple
     args: tuple
 
     def bug_lines(self) -> set:
@@ -356,7 +356,7 @@ def kernel(a):
     i, j = cuda.grid(2)
     if i < a.shape[0] and j + 1 < a.shape[1]:
         a[i, j + 1] = 1
-""", 1, 8, (("zeros", (8, 8), "float32"),)),
+""", 1, (8, 8), (("zeros", (8, 8), "float32"),)),
     Case("shared_array_overrun", "oob", """
 def kernel(out):
     s = cuda.shared.array(32, float32)
