@@ -31,9 +31,6 @@ _pool_lock = threading.Lock()
 # unresolved one is a call to address 0 (a segfault) rather than an error
 RUNTIME_HELPERS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2", "__extendhfdf2")
 _helpers_loaded = False
-# recording launches (racecheck, access maps) keep at most this many records (32 bytes each);
-# GPUNB_RECORD_LIMIT changes it. A longer log is truncated and says so.
-RECORD_LIMIT = 1 << 22
 _capture = threading.local()  # access_map(): the logs of this thread's recording launches
 
 
@@ -86,13 +83,11 @@ class LoadedCpuKernel:
         shared = _align16(dynamic_shared) + self.artifact.resources.shared_bytes
         records = None
         if self.artifact.access_sites:
-            import os
-
             import numpy as np
 
             from gpunb.backends.cpu.accesses import RECORD_DTYPE
 
-            cap = int(os.environ.get("GPUNB_RECORD_LIMIT", RECORD_LIMIT))
+            cap = config.record_limit()
             records = np.empty(max(cap, 1), RECORD_DTYPE)
             status.rec_buf = records.ctypes.data
             status.rec_cap = cap
