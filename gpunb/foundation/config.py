@@ -125,7 +125,26 @@ def cpu_mode() -> str:
 
 
 def boundscheck() -> bool:
-    return _flag("GPUNB_BOUNDSCHECK", False)
+    """CPU-target bounds checks: on unless GPUNB_BOUNDSCHECK=0 (kernels may still say
+    boundscheck=False). The GPU checks only with debug=True or boundscheck=True."""
+    return _flag("GPUNB_BOUNDSCHECK", True)
+
+
+def racecheck() -> bool:
+    """GPUNB_RACECHECK=1: every kernel compiled from now on records its memory accesses on the
+    CPU target and reports data races (gpunb.RaceError), as @cuda.jit(racecheck=True) does."""
+    return _flag("GPUNB_RACECHECK", False)
+
+
+def record_limit() -> int:
+    """GPUNB_RECORD_LIMIT: the most access records one recording launch keeps (32 bytes each);
+    a longer log is truncated and says so."""
+    value = os.environ.get("GPUNB_RECORD_LIMIT")
+    if not value:
+        return 1 << 22
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ValueError(f"GPUNB_RECORD_LIMIT={value!r}: expected a positive number of records")
+    return int(value)
 
 
 def default_arch() -> tuple[int, int]:

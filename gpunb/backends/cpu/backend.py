@@ -74,12 +74,20 @@ class CpuBackend(Backend):
             raise ValueError("the CPU backend compiles kernels only (device functions compile "
                              "into the kernels that call them)")
         features = typed.all_features()
-        boundscheck = bool(options.get("debug")) or bool(options.get("boundscheck")) or \
-            config.boundscheck()
-        mode, why, plan = choose_mode(typed, options)
+        # bounds checks are on by default here (an out-of-range access must never take the
+        # process down); boundscheck=False (or GPUNB_BOUNDSCHECK=0) opts out, debug always checks
+        boundscheck = bool(options.get("debug")) or (
+            options.get("boundscheck") is not False and config.boundscheck())
+        record = bool(options.get("racecheck")) or (
+            options.get("racecheck") is not False and config.racecheck())
+        if record:  # access recording needs one context (a coroutine) per thread
+            mode, why, plan = "coroutine", "accesses are recorded (racecheck, access maps)", None
+        else:
+            mode, why, plan = choose_mode(typed, options)
 
         def make_target():
-            return CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck)
+            return CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
+                             record=record)
 
         if plan is not None:
             from gpunb.backends.cpu.wg_lower import lower_workgroup
@@ -90,7 +98,7 @@ class CpuBackend(Backend):
         target = builder.target
         target.mode_reason = why
         runner.emit_runner(builder.module, symbol, target.body, target.slot_types,
-                           mode == "coroutine", cooperative="grid_sync" in features,
+                           target.coroutine, cooperative="grid_sync" in features,
                            workgroup=plan is not None)
         return builder
 
@@ -114,7 +122,8 @@ class CpuBackend(Backend):
             resources=ResourceUsage(shared_bytes=target.static_shared),
             source_file=typed.source.filename, first_line=typed.source.first_line,
             error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
-            prints="print" in features, raise_sites=tuple(builder.raise_sites))
+            prints="print" in features, raise_sites=tuple(builder.raise_sites),
+            access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout))
 
     def load(self, artifact: KernelArtifact) -> CpuProgram:
         return CpuProgram(artifact)

@@ -1,5 +1,5 @@
 """Generated helpers through which CPU-target kernels report to the launcher: print records,
-index errors and raises, each written into the launch Status (abi.py) with the thread's ids."""
+index errors, bad warp masks and raises, each written into the launch Status (abi.py) with the thread's ids."""
 
 from __future__ import annotations
 
@@ -82,6 +82,38 @@ def index_error_function(module: ir.Module) -> ir.Function:
     b.store(axis, _field(b, status, so["axis"]))
     b.store(index, _field(b, status, so["index"]))
     b.store(extent, _field(b, status, so["extent"]))
+    record_thread(b, ctx, status)
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def warp_error_function(module: ir.Module) -> ir.Function:
+    """void gpunb_warp_error(ctx, site, mask, i32 how): a bad warp-collective mask (how 1: the
+    calling lane is not in it); the first error of a launch wins."""
+    name = "gpunb_warp_error"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, dm.i32, dm.i32]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("cold")
+    ctx, site, mask, how = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
+    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, abi.ERROR_WARP_MASK),
+                     "seq_cst", "seq_cst")
+    record = fn.append_basic_block("record")
+    done = fn.append_basic_block("done")
+    b.cbranch(b.extract_value(pair, 1), record, done)
+    b.position_at_end(record)
+    so = abi.STATUS_OFFSETS
+    b.store(site, _field(b, status, so["site"]))
+    b.store(mask, _field(b, status, so["mask"]))
+    b.store(how, _field(b, status, so["count"]))
+    b.store(b.load(_field(b, ctx, abi.CTX_LANE), typ=dm.i32), _field(b, status, so["lane"]))
     record_thread(b, ctx, status)
     b.branch(done)
     b.position_at_end(done)

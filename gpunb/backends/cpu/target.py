@@ -24,7 +24,7 @@ import functools
 import numpy as np
 from llvmlite import ir
 
-from gpunb.backends.cpu import abi, reporting
+from gpunb.backends.cpu import abi, instrument, reporting
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
 from gpunb.foundation import types as t
@@ -81,12 +81,17 @@ def _field(b: ir.IRBuilder, base, offset: int, ty: ir.Type = dm.i32):
 class CpuTarget(Target):
     name = "cpu"
     inline_calls = True
+    checks_always = True
 
-    def __init__(self, coroutine: bool = False, boundscheck: bool = False):
-        self.coroutine = coroutine
+    def __init__(self, coroutine: bool = False, boundscheck: bool = False,
+                 record: bool = False):
+        self.coroutine = coroutine or record  # recording needs one context per thread
         self.wg = None  # wg_lower.WorkGroupState in workgroup mode
         self.wg_types: list = []  # llvm types of the per-thread arrays, by layout index
         self.boundscheck = boundscheck
+        self.record = record
+        self.access_sites: list = []
+        self.shared_layout: list = []
         tm = host_target_machine()
         self.triple = tm.triple
         self.data_layout = str(tm.target_data)
@@ -223,11 +228,13 @@ class CpuTarget(Target):
             return low.builder.urem(self.wg.thread[3], ir.Constant(dm.i32, 32))
         return low.builder.load(_field(low.builder, low.ctx, abi.CTX_LANE), typ=dm.i32)
 
-    def _wait(self, low, node, kind: int, what: str, pred=None):
+    def _wait(self, low, node, kind: int, what: str, pred=None, mask=None):
         b = low.builder
         site = len(self.barrier_sites)
         src = low.typed.source
         self.barrier_sites.append((src.filename, node.lineno, node.col_offset, what))
+        if kind == abi.WAIT_WARP:
+            self._check_own_lane(low, site, mask)
         b.store(ir.Constant(dm.i32, kind), _field(b, low.ctx, abi.CTX_WAIT_KIND))
         b.store(ir.Constant(dm.i32, site), _field(b, low.ctx, abi.CTX_SITE))
         if pred is not None:
@@ -238,6 +245,30 @@ class CpuTarget(Target):
         switch.add_case(ir.Constant(dm.i8, 0), resume)
         switch.add_case(ir.Constant(dm.i8, 1), self.cleanup)
         b.position_at_end(resume)
+        if self.record:
+            for offset in instrument.EPOCH_OF_WAIT[kind]:
+                instrument.bump_epoch(b, low.ctx, offset)
+
+    def _check_own_lane(self, low, site: int, mask) -> None:
+        """Store the collective's member mask for the scheduler; a mask without the calling
+        lane is undefined behaviour on a GPU: report it (WarpMaskError) and end the thread.
+        Without a mask (activemask) the lane names only itself."""
+        b = low.builder
+        lane = b.load(_field(b, low.ctx, abi.CTX_LANE), typ=dm.i32)
+        own = b.shl(ir.Constant(dm.i32, 1), lane)
+        if mask is None:
+            b.store(own, _field(b, low.ctx, abi.CTX_MASK))
+            return
+        b.store(mask, _field(b, low.ctx, abi.CTX_MASK))
+        excluded = b.icmp_unsigned("==", b.and_(mask, own), ir.Constant(dm.i32, 0))
+        fail = low.fn.append_basic_block("warpmask.fail")
+        cont = low.fn.append_basic_block("warpmask.ok")
+        b.cbranch(excluded, fail, cont)
+        b.position_at_end(fail)
+        b.call(reporting.warp_error_function(low.mb.module),
+               [low.ctx, ir.Constant(dm.i32, site), mask, ir.Constant(dm.i32, 1)])
+        b.branch(low.mb.kernel_exit)
+        b.position_at_end(cont)
 
     def barrier(self, low, node, kind: str, pred):
         if self.wg is not None:  # wg_lower splits regions at barrier statements instead
@@ -274,15 +305,15 @@ class CpuTarget(Target):
         self._wait(low, node, abi.WAIT_GRID, "grid.sync()")
 
     def syncwarp(self, low, node, mask) -> None:
-        self._wait(low, node, abi.WAIT_WARP, "cuda.syncwarp")
+        self._wait(low, node, abi.WAIT_WARP, "cuda.syncwarp", mask=mask)
 
     # ---- warp collectives: lanes wait for each other, then read each other's snapshots -------
 
-    def _exchange(self, low, node, bits, what: str):
+    def _exchange(self, low, node, bits, what: str, mask):
         """Publish `bits` (i64), wait for the warp; returns (lane, participant mask)."""
         b = low.builder
         b.store(bits, _field(b, low.ctx, abi.CTX_XCHG))
-        self._wait(low, node, abi.WAIT_WARP, what)
+        self._wait(low, node, abi.WAIT_WARP, what, mask=mask)
         lane = b.load(_field(b, low.ctx, abi.CTX_LANE), typ=dm.i32)
         lanes = b.load(_field(b, low.ctx, abi.CTX_RESULT), typ=dm.i32)
         return lane, lanes
@@ -311,7 +342,8 @@ class CpuTarget(Target):
 
     def warp_shuffle(self, low, node, mode: str, mask, value, ty: t.Type, operand):
         b = low.builder
-        lane, lanes = self._exchange(low, node, self._to_bits(b, value, ty), f"cuda.shfl_{mode}")
+        lane, lanes = self._exchange(low, node, self._to_bits(b, value, ty), f"cuda.shfl_{mode}",
+                                     mask)
         own = lane
         if mode == "idx":
             src = b.and_(operand, ir.Constant(dm.i32, 31))
@@ -352,7 +384,8 @@ class CpuTarget(Target):
 
     def warp_vote(self, low, node, mode: str, mask, pred):
         b = low.builder
-        lane, lanes = self._exchange(low, node, b.zext(pred, dm.i64), f"cuda.{mode}_sync")
+        lane, lanes = self._exchange(low, node, b.zext(pred, dm.i64), f"cuda.{mode}_sync",
+                                     mask)
         zero64 = ir.Constant(dm.i64, 0)
 
         def ballot(acc, bits, k):
@@ -373,7 +406,7 @@ class CpuTarget(Target):
     def warp_match(self, low, node, mode: str, mask, value, ty: t.Type):
         b = low.builder
         mine = self._to_bits(b, value, ty)
-        lane, lanes = self._exchange(low, node, mine, f"cuda.match_{mode}_sync")
+        lane, lanes = self._exchange(low, node, mine, f"cuda.match_{mode}_sync", mask)
 
         def same(acc, bits, k):
             bit = b.shl(ir.Constant(dm.i32, 1), k)
@@ -388,10 +421,14 @@ class CpuTarget(Target):
         out = b.insert_value(out, b.select(all_same, active, ir.Constant(dm.i32, 0)), 0)
         return b.insert_value(out, all_same, 1)
 
-    def lane_mask(self, low, mode: str):
+    def lane_mask(self, low, mode: str, node=None):
         b = low.builder
         if self.wg is not None:
             self.publish_thread(low)
+        if mode == "active" and node is not None and self.coroutine:
+            # the lanes that reach this call together: a warp wait that names only this lane
+            self._wait(low, node, abi.WAIT_WARP, "cuda.activemask")
+            return b.load(_field(b, low.ctx, abi.CTX_RESULT), typ=dm.i32)
         lane = b.load(_field(b, low.ctx, abi.CTX_LANE), typ=dm.i32)
         if mode == "lt":
             return b.sub(b.shl(ir.Constant(dm.i32, 1), lane), ir.Constant(dm.i32, 1))
@@ -419,6 +456,7 @@ class CpuTarget(Target):
             return base
         offset = (self.static_shared + 15) // 16 * 16
         self.static_shared = offset + count * t.sizeof(elem)
+        self.shared_layout.append((offset, count, str(elem)))
         low.mb.shared_static_bytes = self.static_shared
         dyn = self.dynamic_shared_bytes(low)
         dyn = b.and_(b.add(dyn, ir.Constant(dm.i64, 15)), ir.Constant(dm.i64, ~15))
@@ -465,6 +503,25 @@ class CpuTarget(Target):
                           extent])
         b.branch(low.mb.kernel_exit)
         b.position_at_end(cont)
+
+    def record_access(self, low, node, pointer, kind: str) -> None:
+        """Racecheck / access maps: log this access (address, site, thread, epochs)."""
+        if not self.record:
+            return
+        import ast
+
+        what = "array"
+        if isinstance(node, ast.Subscript):
+            what = ast.unparse(node.value)
+        elif isinstance(node, ast.Call) and node.args:
+            what = ast.unparse(node.args[0])
+        site = len(self.access_sites)
+        src = low.typed.source
+        self.access_sites.append((src.filename, node.lineno, node.col_offset, what, kind,
+                                  low.typed.name))
+        b = low.builder
+        b.call(instrument.record_function(low.mb.module),
+               [low.ctx, ir.Constant(dm.i32, site), b.bitcast(pointer, dm.ptr)])
 
     def end_thread(self, low, site: int | None) -> None:
         """Device functions are inlined here, so the kernel's exit block ends the thread from
