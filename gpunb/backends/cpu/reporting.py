@@ -1,5 +1,6 @@
 """Generated helpers through which CPU-target kernels report to the launcher: print records,
-index errors, bad warp masks and raises, each written into the launch Status (abi.py) with the thread's ids."""
+index errors, bad warp masks and raises, each written into the launch Status (abi.py) with the
+thread's ids."""
 
 from __future__ import annotations
 
