@@ -28,7 +28,10 @@ def link_rules(dom_id: str, source_lines: Iterable[int]) -> str:
 def split_view(dom_id: str, source: str, first_line: int, target_text: str, language: str,
                mapping: dict, selected_source: int | None = None) -> str:
     """Source (left) and target code (right); `mapping` is python line -> [target lines]."""
-    inverse = {t: s for s, targets in mapping.items() for t in targets}
+    # an inlined callee's instruction is listed under its own line and its call line: the
+    # reverse link goes to the most specific (fewest targets) of them
+    inverse = {t: s for s, targets in sorted(mapping.items(), key=lambda i: -len(i[1]))
+               for t in targets}
     selected_targets = mapping.get(selected_source, []) if selected_source is not None else []
     left = render.code_block(source, "python", first_line=first_line, line_class="s",
                              line_attrs={line: f'data-l="{line}"' for line in mapping},
