@@ -25,6 +25,15 @@ def load_ipython_extension(ipython) -> None:
     _ensure_cuda_name(ipython)
     _register_displays(ipython)
     _loaded[id(ipython)] = hooks
+    _connect_panel()
+
+
+def _connect_panel() -> None:
+    """Let the JupyterLab side panel open comms (page reloads) and tell an open one we are here."""
+    from gpunb.notebook import comm
+
+    if comm.register_target():
+        comm.publish({"type": "hello", "version": comm.VERSION})
 
 
 def unload_ipython_extension(ipython) -> None:

@@ -22,6 +22,7 @@ class CellHooks:
         self.after_cell: list[Callable[[], None]] = []  # pending --show displays, live panels
         self.progress = None
         self.cell_number: int | None = None  # the execution count of the running cell
+        self.cell_filename: str | None = None  # the running cell's synthetic filename
         self._previous_exc = None
 
     def register(self) -> None:
@@ -48,6 +49,7 @@ class CellHooks:
 
             register_cell(name, number)
             self.cell_number = number
+            self.cell_filename = name
             return name
 
         cache.gpunb_original = original
@@ -96,9 +98,19 @@ class CellHooks:
                 keep = False
             if keep:
                 self.after_cell.append(action)
-        from gpunb.notebook import comm
+        publish_to_panel(self.shell, self.cell_filename)
 
-        comm.publish_new_events()
+
+def publish_to_panel(shell, cell_filename: str | None) -> None:
+    """After a cell: new cache events, and (while a panel listens) the kernels it compiled."""
+    from gpunb.notebook import comm, panel_feed
+
+    panel_feed.note_cell(cell_filename, getattr(shell, "parent_header", None))
+    comm.publish_new_events()
+    if comm.panel_connected():
+        records = panel_feed.new_kernel_records(shell.user_ns)
+        if records:
+            comm.publish({"type": "kernels", "kernels": records})
 
 
 def bump_cache_epoch() -> int:
