@@ -49,8 +49,8 @@ STYLE = """
 .gpunb .strip{display:flex;flex-wrap:wrap;gap:6px;margin:4px 0}
 .gpunb .pill{border:1px solid var(--jp-border-color1,#bbb);border-radius:10px;padding:1px 8px;
   background:var(--jp-layout-color2,#fafafa);color:var(--jp-ui-font-color1,#222)}
-.gpunb .pill.on{background:var(--jp-brand-color1,#2b6cb0);color:var(--jp-ui-inverse-font-color0,#fff);
-  border-color:var(--jp-brand-color1,#2b6cb0)}
+.gpunb .pill.on{background:var(--jp-brand-color1,#2b6cb0);
+  color:var(--jp-ui-inverse-font-color0,#fff);border-color:var(--jp-brand-color1,#2b6cb0)}
 .gpunb .hit{color:var(--jp-success-color1,#2f855a);font-weight:600}
 .gpunb .miss{color:var(--jp-warn-color1,#c05621);font-weight:600}
 .gpunb .bad{color:var(--jp-error-color1,#c53030);font-weight:600}
