@@ -105,12 +105,25 @@ def publish_to_panel(shell, cell_filename: str | None) -> None:
     """After a cell: new cache events, and (while a panel listens) the kernels it compiled."""
     from gpunb.notebook import comm, panel_feed
 
-    panel_feed.note_cell(cell_filename, getattr(shell, "parent_header", None))
+    panel_feed.note_cell(cell_filename, _execute_request(shell))
     comm.publish_new_events()
     if comm.panel_connected():
         records = panel_feed.new_kernel_records(shell.user_ns)
         if records:
             comm.publish({"type": "kernels", "kernels": records})
+
+
+def _execute_request(shell) -> dict | None:
+    """The running cell's execute_request (its metadata holds JupyterLab's cellId), or None."""
+    kernel = getattr(shell, "kernel", None)
+    get_parent = getattr(kernel, "get_parent", None)
+    if get_parent is None:
+        return None
+    try:
+        parent = get_parent("shell")
+    except Exception:  # noqa: BLE001 - an older or different kernel: no cell ids, no jumps
+        return None
+    return parent if isinstance(parent, dict) else None
 
 
 def bump_cache_epoch() -> int:

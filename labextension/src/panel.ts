@@ -105,34 +105,43 @@ export class PanelView extends Widget {
 
   private renderKernels(node: HTMLElement, notebook: string, state: NotebookState): void {
     node.appendChild(el('h3', 'Kernels'));
-    const t = table(['kernel', 'regs', 'spills', 'shared', 'occ.', 'cache'], 'gpunb-kernels');
+    // two rows per kernel (its name, then its numbers), so five columns fit a narrow sidebar
+    const t = table(['regs', 'spill', 'smem', 'occ', 'cache'], 'gpunb-kernels');
     const kernels = Array.from(state.kernels.values()).reverse();
     for (const k of kernels) {
-      const row = t.tBodies[0].insertRow();
-      row.className = 'gpunb-kernel-row';
-      row.tabIndex = 0;
-      row.title =
+      const tip =
         `${k.name} ${k.signature} on ${k.target}` +
         (k.arch ? `, resources for ${k.arch}` : '') +
         `\ndefined at ${k.defined_at} (click to show the cell)` +
         (k.limiter ? `\noccupancy at block ${k.block}, limited by ${k.limiter}` : '') +
         (k.problem ? `\n${k.problem}` : '');
-      const name = el('td', '', 'gpunb-kname');
-      name.appendChild(el('div', k.name, 'gpunb-strong'));
+      const jump = () => this.actions.jumpTo(notebook, k);
+      const head = t.tBodies[0].insertRow();
+      head.className = 'gpunb-kernel-row gpunb-kernel-name';
+      head.tabIndex = 0;
+      head.title = tip;
+      const name = el('td', '', 'gpunb-kname gpunb-wrap');
+      name.colSpan = 5;
+      name.appendChild(el('span', k.name, 'gpunb-strong'));
+      name.appendChild(el('span', ` ${k.signature}`, 'gpunb-muted gpunb-small gpunb-code'));
       name.appendChild(el('div', k.defined_at, 'gpunb-muted gpunb-small'));
-      row.appendChild(name);
+      head.appendChild(name);
+      const row = t.tBodies[0].insertRow();
+      row.className = 'gpunb-kernel-row gpunb-kernel-numbers';
+      row.title = tip;
       cell(row, k.registers === null ? '—' : String(k.registers));
       cell(row, bytes(k.local_bytes), k.local_bytes ? 'gpunb-miss' : '');
       cell(row, bytes(k.shared_bytes));
       cell(row, percent(k.occupancy), '', k.limiter ? `limited by ${k.limiter}` : '');
-      cell(row, k.cache, outcomeClass(k.cache), k.why);
-      const jump = () => this.actions.jumpTo(notebook, k);
-      row.onclick = jump;
-      row.onkeydown = (e: KeyboardEvent) => {
-        if (e.key === 'Enter') {
-          jump();
-        }
-      };
+      cell(row, k.cache, `${outcomeClass(k.cache)} gpunb-wrap`, k.why);
+      for (const r of [head, row]) {
+        r.onclick = jump;
+        r.onkeydown = (e: KeyboardEvent) => {
+          if (e.key === 'Enter') {
+            jump();
+          }
+        };
+      }
     }
     if (!kernels.length) {
       node.appendChild(el('div', 'no kernel compiled yet', 'gpunb-muted'));
@@ -146,11 +155,11 @@ export class PanelView extends Widget {
     for (const r of state.cacheRows) {
       const row = t.tBodies[0].insertRow();
       cell(row, r.received, 'gpunb-muted');
-      const fn = el('td');
+      const fn = el('td', '', 'gpunb-wrap');
       fn.appendChild(el('div', r.fn, 'gpunb-strong'));
       fn.appendChild(el('div', r.signature, 'gpunb-muted gpunb-small gpunb-code'));
       row.appendChild(fn);
-      const what = el('td');
+      const what = el('td', '', 'gpunb-wrap');
       what.appendChild(el('div', r.outcome, outcomeClass(r.outcome)));
       if (r.why) {
         what.appendChild(el('div', r.why, 'gpunb-why gpunb-small'));
