@@ -19,7 +19,9 @@ kernel -> panel, each a JSON object with "type":
   %%gpuprofile); publish it with `comm.publish_profile(P)`.
 - `{"type": "cleared"}`: the kernel forgot its history (after the panel's clear button).
 panel -> kernel (comm messages):
-- `{"type": "hello"}` (as the open data): answer with a snapshot. `{"type": "clear"}`: forget.
+- `{"type": "hello"}`, as the data of a panel-opened comm's open: answer with a snapshot; as a
+  message on the kernel-opened comm: a panel is listening (kernel records are worth computing)
+  and wants a snapshot. `{"type": "clear"}`: forget the history.
 
 Records:
 - E, a cache event: CacheEvent.to_json() (gpunb/foundation/events.py): function, signature,
@@ -47,7 +49,8 @@ from gpunb.foundation.events import CacheEvent
 TARGET = "gpunb"
 VERSION = 2
 
-_state: dict = {"comm": None, "last_event": None, "closed": False, "registered": None}
+_state: dict = {"comm": None, "last_event": None, "closed": False, "registered": None,
+                "acked": False}
 _channels: list = []  # the panel-opened comms still open
 sent: list[dict] = []  # every message published in this process (tests and the panel read it)
 # what a panel that connects later is sent in its snapshot
@@ -70,6 +73,7 @@ def _open():
     def on_close(_msg):
         _state["closed"] = True
         _state["comm"] = None
+        _state["acked"] = False
 
     channel.on_close(on_close)
     channel.on_msg(_on_panel_message)
@@ -114,12 +118,14 @@ def _on_panel_message(msg) -> None:
         clear_history()
         publish({"type": "cleared"})
     elif data.get("type") == "hello":
+        _state["acked"] = True
         publish(snapshot())
 
 
 def panel_connected() -> bool:
-    """Whether a panel is listening (worth computing kernel records for)."""
-    return bool(_channels) or _state["comm"] is not None
+    """Whether a panel is listening (worth computing kernel records for): it opened a comm, or
+    answered ours (a frontend without the labextension never does)."""
+    return bool(_channels) or (_state["comm"] is not None and _state["acked"])
 
 
 def snapshot() -> dict:

@@ -98,14 +98,14 @@ class CellHooks:
                 keep = False
             if keep:
                 self.after_cell.append(action)
-        publish_to_panel(self.shell, self.cell_filename)
+        publish_to_panel(self.shell, self.cell_filename, self.cell_number)
 
 
-def publish_to_panel(shell, cell_filename: str | None) -> None:
+def publish_to_panel(shell, cell_filename: str | None, cell_number: int | None) -> None:
     """After a cell: new cache events, and (while a panel listens) the kernels it compiled."""
     from gpunb.notebook import comm, panel_feed
 
-    panel_feed.note_cell(cell_filename, _execute_request(shell))
+    panel_feed.note_cell(cell_filename, cell_number, _execute_request(shell))
     comm.publish_new_events()
     if comm.panel_connected():
         records = panel_feed.new_kernel_records(shell.user_ns)

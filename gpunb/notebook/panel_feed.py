@@ -14,16 +14,22 @@ from gpunb.foundation.errors import describe_filename
 
 _seen: dict = {}  # id(specialization) -> record id (a specialisation is described once)
 cell_ids: dict = {}  # a cell's synthetic filename -> the JupyterLab cell id it ran from
+cell_ids_by_count: dict = {}  # execution count -> JupyterLab cell id (%%gpukernel's own files)
 DEFAULT_BLOCK = 256
 
 
-def note_cell(filename: str | None, parent_header: dict | None) -> None:
-    """Remember which JupyterLab cell (metadata.cellId of the execute request) ran `filename`."""
-    if not filename or not parent_header:
+def note_cell(filename: str | None, number: int | None, request: dict | None) -> None:
+    """Remember which JupyterLab cell (metadata.cellId of the execute request) ran the cell
+    compiled as `filename` with execution count `number`."""
+    if not request:
         return
-    cell_id = (parent_header.get("metadata") or {}).get("cellId")
-    if cell_id:
+    cell_id = (request.get("metadata") or {}).get("cellId")
+    if not cell_id:
+        return
+    if filename:
         cell_ids[filename] = cell_id
+    if number is not None:
+        cell_ids_by_count[number] = cell_id
 
 
 def new_kernel_records(namespace: dict) -> list[dict]:
@@ -69,7 +75,8 @@ def _basic_record(dispatcher, spec) -> dict:
             "why": event.why if event is not None else "",
             "compile_ms": float(spec.compile_ms or 0.0),
             "defined_at": f"{label}, line {line}", "cell": cell,
-            "cell_id": cell_ids.get(filename), "file": filename, "line": line}
+            "cell_id": cell_ids.get(filename) or cell_ids_by_count.get(cell),
+            "file": filename, "line": line}
 
 
 def kernel_record(dispatcher, spec) -> dict:

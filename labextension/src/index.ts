@@ -117,6 +117,12 @@ class Connections {
     kernel.registerCommTarget(COMM_TARGET, comm => {
       this.model.connected(notebook);
       this.attach(notebook, entry, comm);
+      // tell the kernel a panel listens (it then sends kernel records) and ask for a snapshot
+      try {
+        comm.send?.({ type: 'hello' });
+      } catch (err) {
+        console.debug('gpunb: hello failed', err);
+      }
     });
     kernel.statusChanged?.connect((_sender, status) => {
       if (status === 'restarting' || status === 'autorestarting') {
