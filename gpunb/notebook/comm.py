@@ -99,9 +99,25 @@ def register_target() -> bool:
     return True
 
 
+def _refresh_kernels() -> None:
+    """Describe the kernels compiled while no panel listened (they join the snapshot)."""
+    try:
+        from IPython import get_ipython
+
+        from gpunb.notebook import panel_feed
+
+        shell = get_ipython()
+        records = panel_feed.new_kernel_records(shell.user_ns) if shell is not None else []
+    except Exception:  # noqa: BLE001 - the snapshot still goes out without them
+        return
+    for record in records:
+        history["kernels"][record.get("id")] = to_json(record)
+
+
 def _on_panel_open(channel, _open_msg) -> None:
     """A panel connected (page load or reload): remember its comm and send what we know."""
     _channels.append(channel)
+    _refresh_kernels()
 
     def on_close(_msg):
         if channel in _channels:
@@ -119,6 +135,7 @@ def _on_panel_message(msg) -> None:
         publish({"type": "cleared"})
     elif data.get("type") == "hello":
         _state["acked"] = True
+        _refresh_kernels()
         publish(snapshot())
 
 

@@ -31,8 +31,11 @@ class CellHooks:
         self.shell.events.register("post_run_cell", self.post_run_cell)
         self._previous_exc = (getattr(self.shell, "custom_exceptions", ()),
                               getattr(self.shell, "CustomTB", None))
-        # every gpunb error (compile, launch, toolchain, no GPU) renders without internal frames
-        self.shell.set_custom_exc((GpunbError,), show_gpunb_error)
+        # every gpunb error (compile, launch, toolchain, no GPU) renders without internal frames,
+        # and a plain Python error raised by a %%gpukernel cell's code starts at the cell's line
+        # (not at the `run_cell_magic(...)` call IPython made of the cell); any other error is
+        # shown exactly as IPython shows it
+        self.shell.set_custom_exc((Exception,), show_error)
 
     def _wrap_compiler_cache(self) -> None:
         """Learn each cell's synthetic filename and number where IPython makes them.
@@ -161,6 +164,26 @@ def user_frames(tb) -> list[str]:
             out.append(f"  from {describe_filename(name)}, line {tb.tb_lineno}: {text}")
         tb = tb.tb_next
     return out
+
+
+CELL_FILE_ATTR = "__gpunb_cell_file__"  # set by %%gpukernel on errors its cell's code raised
+
+
+def show_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
+    """IPython custom-exception handler for every exception of a cell (see CellHooks.register)."""
+    if isinstance(value, GpunbError):
+        return show_gpunb_error(shell, etype, value, tb, tb_offset)
+    cell_file = getattr(value, CELL_FILE_ATTR, None)
+    if cell_file is None:
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset,
+                            running_compiled_code=True)
+        return []
+    start = tb
+    while start is not None and start.tb_frame.f_code.co_filename != cell_file:
+        start = start.tb_next
+    stb = shell.InteractiveTB.structured_traceback(etype, value, start or tb, tb_offset=0)
+    shell._showtraceback(etype, value, stb)
+    return stb
 
 
 def show_gpunb_error(shell, etype, value, tb, tb_offset=None) -> list[str]:

@@ -40,9 +40,23 @@ class GpuMagics(Magics):
             raise UsageError(str(exc)) from None
         from gpunb.notebook.hooks import current_cell_number
 
+        from gpunb.foundation.errors import GpunbError
+        from gpunb.notebook.cellexec import cell_filename_of
+        from gpunb.notebook.hooks import CELL_FILE_ATTR
+
         wrap = make_wrapper(options)
-        result = run_cell(cell, line, self.shell.user_ns, wrap, current_cell_number(self.shell),
-                          ipython_compiler=self.shell.compile)
+        number = current_cell_number(self.shell)
+        try:
+            result = run_cell(cell, line, self.shell.user_ns, wrap, number,
+                              ipython_compiler=self.shell.compile)
+        except GpunbError:
+            raise
+        except Exception as exc:  # the cell's own Python: show it from the cell's line on
+            try:
+                setattr(exc, CELL_FILE_ATTR, cell_filename_of(cell, line, number))
+            except AttributeError:  # an exception type with __slots__: keep IPython's view
+                pass
+            raise
         if options.show:
             for dispatcher in result.functions.values():
                 self.hooks.after_cell.append(ShowWhenCompiled(self.shell, dispatcher,

@@ -115,8 +115,11 @@ def lab(tmp_path):
 
 
 def _run_all_cells(page) -> None:
-    page.locator(".jp-Notebook .jp-Cell").first.click()
-    for _ in CELLS:
+    """Run CELLS one by one: select each cell by its prompt, then Shift+Enter (a keypress sent
+    while an output takes focus cannot skip a cell this way)."""
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    for index in range(len(CELLS)):
+        cells.nth(index).locator(".jp-InputPrompt").click()
         page.keyboard.press("Shift+Enter")
         page.wait_for_timeout(300)
     # wait until no cell is still queued or running ("[*]")
@@ -265,7 +268,8 @@ def test_inspector_explorer_and_panel_in_jupyterlab(lab):
             panel = _open_panel(page)
             _wait_text(page, "#gpunb-panel .gpunb-kernels", "saxpy")  # from the snapshot
             events_before = panel.locator(".gpunb-cache-events tbody tr").count()
-            page.locator(".jp-Notebook .jp-Cell").last.click()
+            page.locator(".jp-Notebook .jp-Cell").nth(len(CELLS)).locator(
+                ".jp-InputPrompt").click()
             page.keyboard.press("Shift+Enter")
             # (`a` is float64 in both: the new specialisation's arrays are float64[::1])
             _wait_text(page, "#gpunb-panel .gpunb-cache-events", "float64[::1]")
