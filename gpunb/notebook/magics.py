@@ -38,11 +38,9 @@ class GpuMagics(Magics):
             options = parse_kernel_options(line)
         except OptionError as exc:
             raise UsageError(str(exc)) from None
-        from gpunb.notebook.hooks import current_cell_number
-
         from gpunb.foundation.errors import GpunbError
         from gpunb.notebook.cellexec import cell_filename_of
-        from gpunb.notebook.hooks import CELL_FILE_ATTR
+        from gpunb.notebook.hooks import CELL_FILE_ATTR, current_cell_number
 
         wrap = make_wrapper(options)
         number = current_cell_number(self.shell)
