@@ -239,7 +239,8 @@ def test_unsupported_numpy_in_a_fused_function_points_at_its_line(shell, capsys)
 
 
 def test_python_error_in_gpukernel_cell_starts_at_the_cell_line(shell, capsys):
-    run_cell(shell, "%%gpukernel\ndef k(out):\n    out[0] = 1.0\n\nvalue = 1\nvalue + undefined_name")
+    run_cell(shell, "%%gpukernel\ndef k(out):\n    out[0] = 1.0\n\nvalue = 1\n"
+                    "value + undefined_name")
     shown = capsys.readouterr()
     text = re.sub(r"\x1b\[[0-9;]*m", "", shown.out + shown.err)
     assert "NameError" in text and "undefined_name" in text
