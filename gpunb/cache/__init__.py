@@ -108,7 +108,8 @@ def prune(max_bytes: int | None = None) -> int:
 
 
 def explain(kernel) -> str:
-    """A readable account of a kernel's cache state: key parts, dependencies, last event."""
+    """A readable account of a kernel's cache state: key parts, dependencies, last event (an
+    Explanation: a str that notebooks and the REPL show as its text)."""
     from gpunb.cache import epoch, provenance
     from gpunb.cache.fingerprint import Dependency, collect
     from gpunb.cache.keys import explain_change

@@ -55,6 +55,27 @@ def _ago(timestamp: float) -> str:
     return f"{seconds / 3600:.1f} h ago"
 
 
+class Explanation(str):
+    """What gpunb.cache.explain() returns: the text itself (a str, so print, `in` and
+    comparisons work), shown as that text (not a quoted string with literal \\n escapes) by
+    repr(), IPython and notebooks."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        printer.text(str(self))
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return ('<pre style="white-space:pre-wrap;color:var(--jp-content-font-color1,inherit);'
+                'font-family:var(--jp-code-font-family,monospace)">'
+                f"{html.escape(str(self))}</pre>")
+
+
 def render_explanation(name: str, fingerprint, last: CacheEvent | None, parts: dict | None,
                        pending: list, stale_files: tuple[str, ...], error: str = "") -> str:
     """The text of gpunb.cache.explain(): key parts, dependency tree, last event, what changed."""
@@ -95,4 +116,4 @@ def render_explanation(name: str, fingerprint, last: CacheEvent | None, parts: d
     for path in stale_files:
         lines.append(f"  note: {path} changed on disk after it was imported; reload the module "
                      "(importlib.reload) to use the edit")
-    return "\n".join(lines)
+    return Explanation("\n".join(lines))

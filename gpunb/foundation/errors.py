@@ -142,3 +142,13 @@ class ToolchainError(GpunbError):
 
 class CudaUnavailableError(ToolchainError):
     """No usable CUDA driver or device; the CPU target can run the same kernels."""
+
+
+def did_you_mean(name: str, candidates) -> str:
+    """`did you mean 'grid'?` for the closest of `candidates` to a misspelt `name` (difflib),
+    else ''."""
+    import difflib
+
+    words = sorted({str(c) for c in candidates if not str(c).startswith("__")})
+    close = difflib.get_close_matches(name, words, n=1, cutoff=0.7)
+    return f"did you mean '{close[0]}'? " if close else ""

@@ -78,8 +78,18 @@ class Dispatcher:
         _live.add(self)
 
     def __repr__(self) -> str:
+        """`<gpunb kernel saxpy(out, x, y, a) from Cell In[2], line 1; compiled for
+        void(float32[::1], ...) on cpu>`: what it is, where it came from, what it was built for."""
+        from gpunb.foundation.errors import describe_filename
+
         kind = "device function" if self.device else "kernel"
-        return f"<gpunb {kind} {self.__qualname__}>"
+        code = self.py_func.__code__
+        params = ", ".join(inspect.signature(self.py_func).parameters)
+        built = "; ".join(f"{t.Signature(t.void, types)} on {target}"
+                          for target, types in list(self.specializations))
+        return (f"<gpunb {kind} {self.__qualname__}({params}) from "
+                f"{describe_filename(code.co_filename)}, line {code.co_firstlineno}; "
+                + (f"compiled for {built}>" if built else "not compiled yet>"))
 
     # ---- launch syntax -------------------------------------------------------------------------
 
@@ -333,8 +343,11 @@ class Dispatcher:
         return inspection.max_cooperative_blocks(spec, blockdim, int(dynsmemsize))
 
     def cache_info(self) -> list:
-        """Cache events of every specialisation of this function (structured records)."""
-        out = []
+        """Cache events of every specialisation of this function (structured records, in a
+        list that prints one readable line each)."""
+        from gpunb.jit.cacheinfo import CacheInfo
+
+        out = CacheInfo()
         for (target, argtypes), spec in self.specializations.items():
             out.append({"function": self.__name__, "target": target,
                         "signature": str(t.Signature(t.void, argtypes)),

@@ -33,7 +33,10 @@ def ptx_for(dispatcher, argtypes: tuple, arch=None) -> KernelArtifact:
     options = dict(dispatcher.options)
     with compile_guard(dispatcher.py_func):
         digest = collect(dispatcher, fresh=True).digest  # as a compile would see it now
-    key = (digest, repr(sorted(options.items())), argtypes, cc)
+    code = dispatcher.py_func.__code__
+    # the digest leaves out where the source sits; the PTX's `.loc` lines (the line map) do not
+    key = (digest, repr(sorted(options.items())), argtypes, cc, code.co_filename,
+           code.co_firstlineno)
     found = _ptx_cache.get(key)
     if found is None:
         found = compile(dispatcher.py_func, argtypes, options, cuda, stop_after=Stage.PTX,

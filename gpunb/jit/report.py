@@ -86,8 +86,10 @@ class KernelReport:
 
 
 def _invert(mapping: dict) -> dict:
+    """target line -> source line; a target listed under several lines (an inlined callee's
+    instruction is under its own line and its call line) goes to the most specific one."""
     out: dict = {}
-    for src, targets in mapping.items():
+    for src, targets in sorted(mapping.items(), key=lambda item: -len(item[1])):
         for target in targets:
             out[target] = src
     return out
@@ -125,7 +127,8 @@ def build_report(dispatcher, signature=None, arch: str | None = None) -> KernelR
     sass = _section(problems, "sass", lambda: inspection.sass_for(dispatcher, spec, arch))
     resources = _section(problems, "resources",
                          lambda: inspection.resources_for(dispatcher, spec, arch), {})
-    llvm_ir = spec.artifact.llvm_ir or _section(
+    # the LLVM tab shows the IR the PTX/SASS tabs were made from (the device's), not the host's
+    llvm_ir = (ptx_artifact.llvm_ir if ptx_artifact is not None else "") or _section(
         problems, "llvm", lambda: dispatcher.inspect_llvm(argtypes))
     event = spec.cache_event
     return KernelReport(

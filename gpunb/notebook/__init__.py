@@ -25,6 +25,18 @@ def load_ipython_extension(ipython) -> None:
     _ensure_cuda_name(ipython)
     _register_displays(ipython)
     _loaded[id(ipython)] = hooks
+    _connect_panel(ipython)
+
+
+def _connect_panel(ipython) -> None:
+    """Let the JupyterLab side panel open comms (page reloads) and tell an open one we are here
+    (only in a Jupyter kernel: terminal IPython imports nothing for it)."""
+    if getattr(ipython, "kernel", None) is None:
+        return
+    from gpunb.notebook import comm
+
+    if comm.register_target():
+        comm.publish({"type": "hello", "version": comm.VERSION})
 
 
 def unload_ipython_extension(ipython) -> None:
@@ -68,10 +80,12 @@ def _ensure_cuda_name(ipython) -> None:
     The module object is created lazily by `gpunb.__getattr__`, and importing gpunb.cuda imports
     no driver, so this keeps `%load_ext` cheap.
     """
-    if "cuda" not in ipython.user_ns:
-        import importlib
+    import importlib
 
+    if "cuda" not in ipython.user_ns:
         ipython.user_ns["cuda"] = importlib.import_module("gpunb.cuda")
+    # `gpunb.notebook.launch_explorer(...)`, `gpunb.cache.explain(k)` right after %load_ext
+    ipython.user_ns.setdefault("gpunb", importlib.import_module("gpunb"))
 
 
 def __getattr__(name: str):

@@ -52,8 +52,10 @@ def status_rows(namespace: dict) -> list[list[str]]:
     for name, dispatcher in find_kernels(namespace).items():
         infos = dispatcher.cache_info()
         if not infos:
-            rows.append([name, "(not launched: a device function compiles into its callers)",
-                         "", "", "", "", "", defined_in(dispatcher)])
+            what = ("(device function: compiled into the kernels that call it)"
+                    if getattr(dispatcher, "device", False) else
+                    "(not compiled: never launched, or every launch failed before compiling)")
+            rows.append([name, what, "", "", "", "", "", defined_in(dispatcher)])
         for info in infos:
             outcome, why, size = describe_event(info.get("event"))
             rows.append([name, info.get("signature", ""), info.get("target", ""), outcome, why,

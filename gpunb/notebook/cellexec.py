@@ -33,6 +33,17 @@ def cell_filename(body: str, execution_count: int | None) -> str:
     return f"<gpukernel-cell-{execution_count if execution_count is not None else 0}-{digest}>"
 
 
+def cell_filename_of(body: str, magic_line: str, execution_count: int | None,
+                     magic: str = "gpukernel") -> str:
+    """The filename run_cell compiles this cell body under."""
+    return cell_filename(cell_text(body, magic_line, magic), execution_count)
+
+
+def cell_text(body: str, magic_line: str, magic: str = "gpukernel") -> str:
+    """The cell as compiled: the magic line kept as a comment on line 1, so lines match."""
+    return f"# %%{magic} {magic_line}".rstrip() + "\n" + body
+
+
 def register_source(filename: str, text: str, execution_count: int | None,
                     ipython_compiler=None) -> None:
     """Make `text` readable through linecache under `filename`, labelled `Cell In[N]`.
@@ -86,7 +97,7 @@ def run_cell(body: str, magic_line: str, user_ns: dict, wrap: Callable | None,
     """Compile and run a cell-magic body in `user_ns`; `wrap(func)` makes each top-level def a
     GPU function (None: run the body as plain Python, as %%gpuprofile does)."""
     __tracebackhide__ = True  # noqa: F841 - IPython hides this frame: the user's cell is the story
-    text = f"# %%{magic} {magic_line}".rstrip() + "\n" + body
+    text = cell_text(body, magic_line, magic)
     filename = cell_filename(text, execution_count)
     register_source(filename, text, execution_count, ipython_compiler)
     module = parse_cell(text, filename)

@@ -1,8 +1,12 @@
 """Side-by-side Source | PTX (or SASS) listings whose lines are linked through the line map.
 
-Linking is CSS only (`:has()` + `:hover`, one rule pair per mapped source line, scoped to the
-view's id), so it works in JupyterLab, in nbconvert's HTML and in any page without scripts; the
-pinned selection (`sel` class) comes from the widget's Python-side selection model.
+Hover linking is CSS only (`:has()` + `:hover`, one rule pair per mapped source line, scoped to
+the view's id), so it works in any page. Clicking pins a line: its partner lines in the other pane
+are highlighted and scrolled into view, and in the widget the source-line picker follows, so the
+Python-side selection model (and the saved widget state) holds the pinned line. The pin, search
+and copy behaviour is a few lines of inline event-handler script (PIN_JS): inline handlers are the
+only script that runs in an ipywidgets HTML view and in nbconvert's page alike. A pinned selection
+rendered by Python (`sel` class) is scrolled into view when the HTML is (re)drawn.
 """
 
 from __future__ import annotations
@@ -11,7 +15,58 @@ from collections.abc import Iterable
 
 from gpunb.notebook import render
 
-HOVER = "#d6ecff"
+HOVER = "color-mix(in srgb,var(--jp-brand-color1,#2196f3) 14%,transparent)"
+
+# window.gpunbInsp: pin(event, view) for clicks, reveal(view) after a (re)draw, find(input),
+# copy(button). Installed once per page by the first view drawn (an <img> that fails to load
+# is the one element whose handler runs when HTML is inserted).
+PIN_JS = (
+    "if(!window.gpunbInsp)window.gpunbInsp={"
+    "keep:{},"
+    "pin(ev,v){const g=ev.target.closest('.gl[data-l]');if(!g||!v.contains(g))return;"
+    "const l=g.dataset.l,on=g.classList.contains('pin');"
+    "v.querySelectorAll('.gl.pin').forEach(e=>e.classList.remove('pin'));"
+    "if(!on)v.querySelectorAll('.gl[data-l=\"'+l+'\"]').forEach(e=>e.classList.add('pin'));"
+    "const pre=g.closest('pre');this.keep[v.id]={side:g.classList.contains('s')?'s':'t',"
+    "top:pre?pre.scrollTop:0};this.reveal(v,pre);"
+    "const w=v.closest('.gpunb-inspector'),sel=w&&w.querySelector('select');"
+    "if(sel){const i=[...sel.options].findIndex(o=>on?o.textContent==='\u2014':"
+    "o.textContent.startsWith(l+':'));"
+    "if(i>=0&&sel.selectedIndex!==i){sel.selectedIndex=i;"
+    "sel.dispatchEvent(new Event('change',{bubbles:true}));}}},"
+    "reveal(v,skip){const k=this.keep[v.id];"
+    "v.querySelectorAll('pre.gpunb-code').forEach(pre=>{if(pre===skip)return;"
+    "const side=pre.closest('[data-side]');"
+    "if(!skip&&k&&side&&side.dataset.side===k.side){pre.scrollTop=k.top;return;}"
+    "const f=pre.querySelector('.gl.pin')||pre.querySelector('.gl.sel');"
+    "if(f)pre.scrollTop=Math.max(0,f.offsetTop-pre.clientHeight/3);});},"
+    "find(inp){const pane=inp.closest('[data-side]'),q=inp.value.toLowerCase();let first=null;"
+    "pane.querySelectorAll('.gl').forEach(g=>{const m=q&&g.textContent.toLowerCase()"
+    ".includes(q);g.classList.toggle('hit-search',!!m);if(m&&!first)first=g;});"
+    "const pre=pane.querySelector('pre');if(first&&pre)"
+    "pre.scrollTop=Math.max(0,first.offsetTop-pre.clientHeight/3);"
+    "inp.title=q?pane.querySelectorAll('.hit-search').length+' line(s)':'';},"
+    "copy(b){const pane=b.closest('[data-side]');const t=[...pane.querySelectorAll('.gl')]"
+    ".map(g=>{const c=g.cloneNode(true);const n=c.querySelector('.ln');if(n)n.remove();"
+    "return c.textContent;}).join('\\n');"
+    "if(navigator.clipboard)navigator.clipboard.writeText(t).then(()=>{b.textContent='copied';"
+    "setTimeout(()=>b.textContent='copy',1200);});}};"
+)
+
+
+def installer(dom_id: str) -> str:
+    """An invisible element whose error handler installs PIN_JS and reveals the pinned lines."""
+    js = PIN_JS + f"gpunbInsp.reveal(document.getElementById('{dom_id}'))"
+    return f'<img src="" alt="" style="display:none" onerror="{render.esc(js)}">'
+
+
+def tools(label: str) -> str:
+    """A pane's title with its search box and copy button."""
+    return (f'<div class="gpunb-tools"><b>{render.esc(label)}</b>'
+            '<input type="search" placeholder="search" aria-label="search" '
+            'oninput="window.gpunbInsp&amp;&amp;gpunbInsp.find(this)">'
+            '<button type="button" onclick="window.gpunbInsp&amp;&amp;gpunbInsp.copy(this)">'
+            "copy</button></div>")
 
 
 def link_rules(dom_id: str, source_lines: Iterable[int]) -> str:
@@ -28,7 +83,10 @@ def link_rules(dom_id: str, source_lines: Iterable[int]) -> str:
 def split_view(dom_id: str, source: str, first_line: int, target_text: str, language: str,
                mapping: dict, selected_source: int | None = None) -> str:
     """Source (left) and target code (right); `mapping` is python line -> [target lines]."""
-    inverse = {t: s for s, targets in mapping.items() for t in targets}
+    # an inlined callee's instruction is listed under its own line and its call line: the
+    # reverse link goes to the most specific (fewest targets) of them
+    inverse = {t: s for s, targets in sorted(mapping.items(), key=lambda i: -len(i[1]))
+               for t in targets}
     selected_targets = mapping.get(selected_source, []) if selected_source is not None else []
     left = render.code_block(source, "python", first_line=first_line, line_class="s",
                              line_attrs={line: f'data-l="{line}"' for line in mapping},
@@ -36,7 +94,11 @@ def split_view(dom_id: str, source: str, first_line: int, target_text: str, lang
     right = render.code_block(target_text, language, line_class="t",
                               line_attrs={t: f'data-l="{s}"' for t, s in inverse.items()},
                               selected=selected_targets)
-    return (f'<div id="{dom_id}" class="gpunb-split"><div>{left}</div><div>{right}</div></div>'
+    title = {"ptx": "PTX", "sass": "SASS"}.get(language, language)
+    return (f'<div id="{dom_id}" class="gpunb-split" '
+            f'onclick="window.gpunbInsp&amp;&amp;gpunbInsp.pin(event,this)">'
+            f'<div data-side="s">{tools("Python")}{left}</div>'
+            f'<div data-side="t">{tools(title)}{right}</div>{installer(dom_id)}</div>'
             + link_rules(dom_id, mapping))
 
 

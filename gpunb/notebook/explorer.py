@@ -3,7 +3,9 @@
 The numbers come from `gpunb.backends.cuda.occupancy` (the documented occupancy rules for an
 arch, the driver's API on a GPU); this module only chooses what to ask and shows the answers.
 `apply()` stores the choice on the kernel as `kernel.launch_config`, usable as
-`kernel[kernel.launch_config]`.
+`kernel[kernel.launch_config]`; a configuration that cannot launch on the chosen arch (no block
+fits on an SM: too much shared memory, too many threads or registers) is shown as "will not
+launch" with the reason, and `apply()` refuses it with a LaunchError.
 """
 
 from __future__ import annotations
@@ -72,12 +74,47 @@ class LaunchExplorer:
         self.n = int(n)
         self.resources = dispatcher.resource_usage(signature)
         self.arch = arch or getattr(dispatcher, "inspection_arch", None) or default_arch()
-        suggestion = dispatcher.suggest_launch(self.n, signature)
-        self.suggested_block = int(suggestion.get("block", 256))
-        self.block = int(block or self.suggested_block)
+        self.shared = int(shared)
+        self.block = int(block or self.suggested_block or 256)
         self.shared = int(shared)
         self.applied: LaunchChoice | None = None
         self._widget = None
+
+    @property
+    def suggested_block(self) -> int | None:
+        """The block size with the most resident warps on the chosen arch (None: none fits)."""
+        from gpunb.backends.cuda import occupancy
+
+        static = int(self.resources.get("shared_bytes") or 0)
+        limit = int(self.resources.get("max_threads_per_block") or 1024)
+        try:
+            best = occupancy.suggest_block_size(
+                self.arch, int(self.resources.get("registers") or 0), static + self.shared,
+                max_block_size=limit)
+        except ValueError:
+            return None
+        return int(best["block_size"])
+
+    def problem(self, row: OccupancyRow | None = None) -> str | None:
+        """Why the current (or `row`'s) configuration cannot launch on the arch, else None."""
+        from gpunb.backends.cuda import occupancy
+
+        row = row or self.row()
+        if row.active_blocks > 0:
+            return None
+        lim = occupancy.limits_for(self.arch)
+        shared = int(self.resources.get("shared_bytes") or 0) + self.shared
+        regs = int(self.resources.get("registers") or 0)
+        if row.block > lim.max_threads_per_block:
+            return (f"{row.block} threads per block; {lim.arch} allows at most "
+                    f"{lim.max_threads_per_block}")
+        if row.limiter == "shared_memory" or shared > lim.shared_per_block_optin:
+            return (f"{shared:,} B of shared memory per block; {lim.arch} allows at most "
+                    f"{lim.shared_per_block_optin:,} B")
+        if row.limiter == "registers":
+            return (f"{regs} registers/thread × {row.block} threads exceed {lim.arch}'s "
+                    f"{lim.registers_per_block:,} registers per block")
+        return f"no block of {row.block} threads fits on an SM of {lim.arch}"
 
     @property
     def grid(self) -> int:
@@ -121,7 +158,17 @@ class LaunchExplorer:
         return LaunchChoice(self.grid, self.block, 0, self.shared)
 
     def apply(self) -> LaunchChoice:
-        """Store the current choice on the kernel (`kernel.launch_config`) and return it."""
+        """Store the current choice on the kernel (`kernel.launch_config`) and return it;
+        a LaunchError (nothing stored) when it cannot launch on the chosen arch."""
+        problem = self.problem()
+        if problem is not None:
+            from gpunb.foundation.errors import LaunchError
+
+            raise LaunchError(f"kernel '{self.dispatcher.__name__}' will not launch with block "
+                              f"{self.block} and {self.shared:,} B of dynamic shared memory on "
+                              f"{self.arch}: {problem}", function=self.dispatcher.__name__,
+                              hint="choose a smaller block or less shared memory (Suggest picks "
+                                   "the best block for this arch)")
         self.applied = self.choice()
         self.dispatcher.launch_config = self.applied
         if self._widget is not None:
@@ -132,6 +179,12 @@ class LaunchExplorer:
 
     def summary_html(self) -> str:
         r = self.row()
+        problem = self.problem(r)
+        if problem is not None:
+            return (f"<div><b>{render.esc(self.dispatcher.__name__)}</b> on "
+                    f"{render.esc(self.arch)}, block <b>{r.block}</b>, dynamic shared "
+                    f'{self.shared:,} B → <span class="bad">will not launch</span>: '
+                    f"{render.esc(problem)}</div>")
         return (f"<div><b>{render.esc(self.dispatcher.__name__)}</b> on "
                 f"{render.esc(self.arch)}, n = {self.n:,}: grid <b>{r.grid:,}</b> × block "
                 f"<b>{r.block}</b>, dynamic shared {self.shared} B → occupancy "
@@ -141,26 +194,63 @@ class LaunchExplorer:
 
     def table_rows(self) -> list[list]:
         return [[("▶ " if r.block == self.block else "") + str(r.block), f"{r.grid:,}",
-                 f"{r.occupancy_pct:g}%", f"{r.active_warps}/{r.max_warps}", r.active_blocks,
-                 r.limiter] for r in self.rows()]
+                 f"{r.occupancy_pct:g}%" if r.active_blocks else "will not launch",
+                 f"{r.active_warps}/{r.max_warps}", r.active_blocks, r.limiter]
+                for r in self.rows()]
+
+    def table_html(self) -> str:
+        """Occupancy against block size on the chosen arch: a bar chart beside the table; the
+        current block's row is marked (▶) and highlighted."""
+        rows = self.rows()
+        bars = []
+        for r in rows:
+            width = max(0.0, min(100.0, r.occupancy_pct))
+            mark = ' style="outline:2px solid var(--jp-warn-color1,#c05621)"' \
+                if r.block == self.block else ""
+            label = f"{r.occupancy_pct:g}%" if r.active_blocks else "will not launch"
+            bars.append(f'<div title="block {r.block}: {label}, limited by '
+                        f'{render.esc(r.limiter)}"><span class="ln">{r.block}</span>'
+                        f'<span class="gpunb-bar" style="width:{width * 1.6:.0f}px"{mark}>'
+                        f"</span> {render.esc(label)}</div>")
+        head = "".join(f"<th>{render.esc(h)}</th>" for h in self.HEADERS)
+        best = ' class="best"'
+        body = "".join(
+            f"<tr{best if r.block == self.block else ''}>"
+            + "".join(f"<td>{render.esc(c)}</td>" for c in cells) + "</tr>"
+            for r, cells in zip(rows, self.table_rows(), strict=True))
+        chart = f'<div class="gpunb-chart" style="flex:1 1 220px">{"".join(bars)}</div>'
+        table = (f'<table class="gpunb-table" style="flex:1 1 320px"><tr>{head}</tr>{body}'
+                 "</table>")
+        return (f'<div class="muted">occupancy by block size on {render.esc(self.arch)}</div>'
+                f'<div class="gpunb-split">{chart}{table}</div>')
 
     HEADERS = ("block", "grid", "occupancy", "warps/SM", "blocks/SM", "limiter")
 
     def _repr_html_(self) -> str:
-        regs = self.resources.get("registers", "?")
         applied = (f"<div>applied: <code>{render.esc(self.applied)}</code></div>"
                    if self.applied else "")
         return render.wrap(self.summary_html()
-                           + f'<div class="muted">{regs} registers/thread, '
-                             f'{self.resources.get("shared_bytes", 0)} B static shared; '
-                             f"suggested block {self.suggested_block}</div>"
-                           + render.table(self.HEADERS, self.table_rows()) + applied)
+                           + self.resources_html() + self.table_html() + applied)
+
+    def resources_html(self) -> str:
+        res = self.resources
+        suggested = self.suggested_block
+        return (f'<div class="muted">{res.get("registers", "?")} registers/thread, '
+                f'{res.get("shared_bytes", 0)} B static shared, {res.get("local_bytes", 0)} B '
+                f"local (spills); suggested block for {render.esc(self.arch)}: "
+                f'{suggested if suggested is not None else "none fits"}</div>')
 
     def text(self) -> str:
         r = self.row()
-        head = (f"{self.dispatcher.__name__} on {self.arch}, n={self.n}: grid {r.grid} x block "
-                f"{r.block}, occupancy {r.occupancy_pct:g}% ({r.active_warps}/{r.max_warps} "
-                f"warps/SM), limited by {r.limiter} ({_source(r, self.arch)})")
+        problem = self.problem(r)
+        if problem is not None:
+            head = (f"{self.dispatcher.__name__} on {self.arch}: block {r.block}, dynamic shared "
+                    f"{self.shared} B: will not launch: {problem}")
+        else:
+            head = (f"{self.dispatcher.__name__} on {self.arch}, n={self.n}: grid {r.grid} x "
+                    f"block {r.block}, occupancy {r.occupancy_pct:g}% ({r.active_warps}/"
+                    f"{r.max_warps} warps/SM), limited by {r.limiter} "
+                    f"({_source(r, self.arch)})")
         return head + "\n" + render.text_table(self.HEADERS, self.table_rows())
 
     def __repr__(self) -> str:

@@ -47,13 +47,15 @@ class LaunchExplorerWidget(w.VBox):
                                      tooltip="store as kernel.launch_config")
         self.suggest_button = w.Button(description="Suggest")
         self.applied = w.HTML()
+        self.table = w.HTML()
         for control in (self.block, self.shared, self.n, self.arch):
             control.observe(self._on_change, names="value")
-        self.apply_button.on_click(lambda _: explorer.apply())
+        self.apply_button.on_click(self._on_apply)
         self.suggest_button.on_click(self._on_suggest)
         super().__init__([w.HBox([self.block, self.arch]), w.HBox([self.shared, self.n]),
                           self.occupancy, self.result,
-                          w.HBox([self.apply_button, self.suggest_button]), self.applied],
+                          w.HBox([self.apply_button, self.suggest_button]), self.applied,
+                          self.table],
                          **kwargs)
         self.add_class("gpunb-launch-explorer")
         self.refresh()
@@ -65,7 +67,21 @@ class LaunchExplorerWidget(w.VBox):
         self.refresh()
 
     def _on_suggest(self, _button) -> None:
-        self.block.value = self.explorer.suggested_block
+        best = self.explorer.suggested_block  # for the chosen arch and shared memory
+        if best is None:
+            self.applied.value = render.wrap('<span class="bad">no block size can launch with '
+                                             "this much shared memory on this arch</span>")
+            return
+        self.block.value = best
+
+    def _on_apply(self, _button) -> None:
+        from gpunb.foundation.errors import GpunbError
+
+        try:
+            self.explorer.apply()
+        except GpunbError as exc:  # refused: say why, store nothing
+            self.applied.value = render.wrap(f'<span class="bad">not applied</span>: '
+                                             f"{render.esc(exc.message)}")
 
     def refresh(self) -> None:
         e = self.explorer
@@ -75,3 +91,4 @@ class LaunchExplorerWidget(w.VBox):
         self.applied.value = (render.wrap(f"applied: <code>kernel.launch_config = "
                                           f"{render.esc(tuple(e.applied))}</code>")
                               if e.applied else "")
+        self.table.value = render.wrap(e.resources_html() + e.table_html())

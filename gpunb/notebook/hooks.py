@@ -22,6 +22,7 @@ class CellHooks:
         self.after_cell: list[Callable[[], None]] = []  # pending --show displays, live panels
         self.progress = None
         self.cell_number: int | None = None  # the execution count of the running cell
+        self.cell_filename: str | None = None  # the running cell's synthetic filename
         self._previous_exc = None
 
     def register(self) -> None:
@@ -30,8 +31,11 @@ class CellHooks:
         self.shell.events.register("post_run_cell", self.post_run_cell)
         self._previous_exc = (getattr(self.shell, "custom_exceptions", ()),
                               getattr(self.shell, "CustomTB", None))
-        # every gpunb error (compile, launch, toolchain, no GPU) renders without internal frames
-        self.shell.set_custom_exc((GpunbError,), show_gpunb_error)
+        # every gpunb error (compile, launch, toolchain, no GPU) renders without internal frames,
+        # and a plain Python error raised by a %%gpukernel cell's code starts at the cell's line
+        # (not at the `run_cell_magic(...)` call IPython made of the cell); any other error is
+        # shown exactly as IPython shows it
+        self.shell.set_custom_exc((Exception,), show_error)
 
     def _wrap_compiler_cache(self) -> None:
         """Learn each cell's synthetic filename and number where IPython makes them.
@@ -48,6 +52,7 @@ class CellHooks:
 
             register_cell(name, number)
             self.cell_number = number
+            self.cell_filename = name
             return name
 
         cache.gpunb_original = original
@@ -96,9 +101,32 @@ class CellHooks:
                 keep = False
             if keep:
                 self.after_cell.append(action)
-        from gpunb.notebook import comm
+        publish_to_panel(self.shell, self.cell_filename, self.cell_number)
 
-        comm.publish_new_events()
+
+def publish_to_panel(shell, cell_filename: str | None, cell_number: int | None) -> None:
+    """After a cell: new cache events, and (while a panel listens) the kernels it compiled."""
+    from gpunb.notebook import comm, panel_feed
+
+    panel_feed.note_cell(cell_filename, cell_number, _execute_request(shell))
+    comm.publish_new_events()
+    if comm.panel_connected():
+        records = panel_feed.new_kernel_records(shell.user_ns)
+        if records:
+            comm.publish({"type": "kernels", "kernels": records})
+
+
+def _execute_request(shell) -> dict | None:
+    """The running cell's execute_request (its metadata holds JupyterLab's cellId), or None."""
+    kernel = getattr(shell, "kernel", None)
+    get_parent = getattr(kernel, "get_parent", None)
+    if get_parent is None:
+        return None
+    try:
+        parent = get_parent("shell")
+    except Exception:  # noqa: BLE001 - an older or different kernel: no cell ids, no jumps
+        return None
+    return parent if isinstance(parent, dict) else None
 
 
 def bump_cache_epoch() -> int:
@@ -136,6 +164,26 @@ def user_frames(tb) -> list[str]:
             out.append(f"  from {describe_filename(name)}, line {tb.tb_lineno}: {text}")
         tb = tb.tb_next
     return out
+
+
+CELL_FILE_ATTR = "__gpunb_cell_file__"  # set by %%gpukernel on errors its cell's code raised
+
+
+def show_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
+    """IPython custom-exception handler for every exception of a cell (see CellHooks.register)."""
+    if isinstance(value, GpunbError):
+        return show_gpunb_error(shell, etype, value, tb, tb_offset)
+    cell_file = getattr(value, CELL_FILE_ATTR, None)
+    if cell_file is None:
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset,
+                            running_compiled_code=True)
+        return []
+    start = tb
+    while start is not None and start.tb_frame.f_code.co_filename != cell_file:
+        start = start.tb_next
+    stb = shell.InteractiveTB.structured_traceback(etype, value, start or tb, tb_offset=0)
+    shell._showtraceback(etype, value, stb)
+    return stb
 
 
 def show_gpunb_error(shell, etype, value, tb, tb_offset=None) -> list[str]:

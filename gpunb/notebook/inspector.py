@@ -103,8 +103,8 @@ class Inspector:
 
     def link_summary_html(self) -> str:
         if self.selected_line is None:
-            return ('<span class="muted">pick a source line (or hover one in the PTX/SASS tabs) '
-                    "to see the code it produced</span>")
+            return ('<span class="muted">click a source line in the PTX/SASS tabs (or pick one '
+                    "here) to see the code it produced</span>")
         ptx = self.highlighted_ptx
         return (f"line {self.selected_line} → {len(ptx)} PTX line(s), "
                 f"{len(self.highlighted_sass)} SASS line(s)"

@@ -39,13 +39,25 @@ class GpuMagics(Magics):
             options = parse_kernel_options(line)
         except OptionError as exc:
             raise UsageError(str(exc)) from None
-        from gpunb.notebook.hooks import current_cell_number
+        from gpunb.foundation.errors import GpunbError
+        from gpunb.notebook.cellexec import cell_filename_of
+        from gpunb.notebook.hooks import CELL_FILE_ATTR, current_cell_number
 
         wrap = make_wrapper(options)
+        number = current_cell_number(self.shell)
 
         def run():
-            return run_cell(cell, line, self.shell.user_ns, wrap,
-                            current_cell_number(self.shell), ipython_compiler=self.shell.compile)
+            try:
+                return run_cell(cell, line, self.shell.user_ns, wrap, number,
+                                ipython_compiler=self.shell.compile)
+            except GpunbError:
+                raise
+            except Exception as exc:  # the cell's own Python: show it from the cell's line on
+                try:
+                    setattr(exc, CELL_FILE_ATTR, cell_filename_of(cell, line, number))
+                except AttributeError:  # an exception type with __slots__: keep IPython's view
+                    pass
+                raise
 
         if options.sanitize:  # run live, then replay the launches under compute-sanitizer
             from gpunb.profiling.api import capture, sanitize_snapshot

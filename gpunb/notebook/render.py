@@ -12,29 +12,67 @@ from collections.abc import Iterable, Sequence
 
 _ids = itertools.count(1)
 
+# Every colour is a JupyterLab theme variable (--jp-*), so views follow the light and dark themes;
+# the fallback after each comma is for pages without JupyterLab's stylesheet (nbconvert, GitHub).
+# Code colours use the editor's own token variables (--jp-mirror-editor-*), matching the theme.
+_SEL = "color-mix(in srgb,var(--jp-brand-color1,#2196f3) 28%,transparent)"
+_HOVER = "color-mix(in srgb,var(--jp-brand-color1,#2196f3) 14%,transparent)"
 STYLE = """
 .gpunb{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;
-  color:var(--jp-ui-font-color1,#222)}
+  color:var(--jp-ui-font-color1,#222);max-width:100%}
 .gpunb pre,.gpunb code{font-family:var(--jp-code-font-family,monospace);font-size:12px}
-.gpunb .gpunb-code{margin:0;padding:4px 0;max-height:420px;overflow:auto;
-  background:var(--jp-cell-editor-background,#f7f7f7);border:1px solid #ddd;line-height:1.35}
+.gpunb .gpunb-code{position:relative;margin:0;padding:4px 0;max-height:420px;overflow:auto;
+  color:var(--jp-content-font-color1,#222);
+  background:var(--jp-cell-editor-background,#f7f7f7);
+  border:1px solid var(--jp-border-color2,#ddd);line-height:1.35}
 .gpunb .gl{display:block;padding:0 6px;white-space:pre}
-.gpunb .gl .ln{display:inline-block;width:4.5em;color:#999;user-select:none}
-.gpunb .gl.mapped{border-left:3px solid #9ab}
-.gpunb .gl.sel{background:#ffe9a8}
-.gpunb .gpunb-split{display:flex;gap:8px}
-.gpunb .gpunb-split>div{flex:1;min-width:0}
-.gpunb table.gpunb-table{border-collapse:collapse;margin:4px 0}
-.gpunb table.gpunb-table th,.gpunb table.gpunb-table td{border:1px solid #ddd;padding:2px 8px;
-  text-align:left;vertical-align:top}
-.gpunb table.gpunb-table th{background:#f0f0f0}
+.gpunb .gl .ln{display:inline-block;width:4.5em;color:var(--jp-ui-font-color3,#999);
+  user-select:none}
+.gpunb .gl.mapped{border-left:3px solid var(--jp-brand-color2,#9ab);cursor:pointer}
+.gpunb .gl.sel,.gpunb .gl.pin{background:SEL}
+.gpunb .gl.hit-search{outline:1px dashed var(--jp-warn-color1,#c05621)}
+.gpunb .gpunb-split{display:flex;flex-wrap:wrap;gap:8px}
+.gpunb .gpunb-split>div{flex:1 1 320px;min-width:0}
+.gpunb .gpunb-tools{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:2px 0;
+  font-size:12px;color:var(--jp-ui-font-color2,#777)}
+.gpunb .gpunb-tools input,.gpunb .gpunb-tools button{font-size:12px;
+  color:var(--jp-ui-font-color1,#222);background:var(--jp-layout-color1,#fff);
+  border:1px solid var(--jp-border-color1,#bbb);border-radius:3px;padding:1px 6px}
+.gpunb .gpunb-tools input{width:9em}
+.gpunb table.gpunb-table{border-collapse:collapse;margin:4px 0;max-width:100%}
+.gpunb table.gpunb-table th,.gpunb table.gpunb-table td{
+  border:1px solid var(--jp-border-color2,#ddd);padding:2px 8px;text-align:left;
+  vertical-align:top;overflow-wrap:anywhere}
+.gpunb table.gpunb-table th{background:var(--jp-layout-color2,#f0f0f0);
+  color:var(--jp-ui-font-color0,#000)}
+.gpunb table.gpunb-table tr.best td{background:HOVER;font-weight:600}
 .gpunb .strip{display:flex;flex-wrap:wrap;gap:6px;margin:4px 0}
-.gpunb .pill{border:1px solid #bbb;border-radius:10px;padding:1px 8px;background:#fafafa}
-.gpunb .pill.on{background:#2b6cb0;color:#fff;border-color:#2b6cb0}
-.gpunb .hit{color:#2f855a;font-weight:600}.gpunb .miss{color:#c05621;font-weight:600}
-.gpunb .muted{color:#777}
+.gpunb .pill{border:1px solid var(--jp-border-color1,#bbb);border-radius:10px;padding:1px 8px;
+  background:var(--jp-layout-color2,#fafafa);color:var(--jp-ui-font-color1,#222)}
+.gpunb .pill.on{background:var(--jp-brand-color1,#2b6cb0);
+  color:var(--jp-ui-inverse-font-color0,#fff);border-color:var(--jp-brand-color1,#2b6cb0)}
+.gpunb .hit{color:var(--jp-success-color1,#2f855a);font-weight:600}
+.gpunb .miss{color:var(--jp-warn-color1,#c05621);font-weight:600}
+.gpunb .bad{color:var(--jp-error-color1,#c53030);font-weight:600}
+.gpunb .muted{color:var(--jp-ui-font-color2,#777)}
 .gpunb details>summary{cursor:pointer;font-weight:600}
-"""
+.gpunb .gpunb-bar{display:inline-block;height:.8em;background:var(--jp-brand-color1,#2b6cb0);
+  vertical-align:middle}
+.gpunb .k,.gpunb .kd,.gpunb .kn,.gpunb .kc,.gpunb .kr{
+  color:var(--jp-mirror-editor-keyword-color,#008000);font-weight:600}
+.gpunb .kt,.gpunb .nb,.gpunb .bp{color:var(--jp-mirror-editor-builtin-color,#008000)}
+.gpunb .nf,.gpunb .nc,.gpunb .nl{color:var(--jp-mirror-editor-def-color,#00f)}
+.gpunb .nv,.gpunb .vg,.gpunb .vi{color:var(--jp-mirror-editor-variable-2-color,#05a)}
+.gpunb .s,.gpunb .s1,.gpunb .s2,.gpunb .sa,.gpunb .sd{
+  color:var(--jp-mirror-editor-string-color,#ba2121)}
+.gpunb .m,.gpunb .mi,.gpunb .mf,.gpunb .mh,.gpunb .il{
+  color:var(--jp-mirror-editor-number-color,#080)}
+.gpunb .c,.gpunb .c1,.gpunb .cm,.gpunb .cp,.gpunb .ch{
+  color:var(--jp-mirror-editor-comment-color,#408080);font-style:italic}
+.gpunb .o,.gpunb .ow{color:var(--jp-mirror-editor-operator-color,#aa22ff)}
+.gpunb .p{color:var(--jp-mirror-editor-punctuation-color,#05a)}
+.gpunb .na,.gpunb .nd{color:var(--jp-mirror-editor-attribute-color,#7d9029)}
+""".replace("SEL", _SEL).replace("HOVER", _HOVER)
 
 
 def esc(text: object) -> str:
@@ -68,7 +106,8 @@ def highlight_lines(code: str, language: str) -> list[str]:
     lexer = _lexer(language, get_lexer_by_name)
     if lexer is None:
         return [esc(line) for line in lines]
-    formatter = HtmlFormatter(nowrap=True, noclasses=True, style="default")
+    # token classes (coloured by STYLE from the theme's variables), not inline colours
+    formatter = HtmlFormatter(nowrap=True)
     out = highlight(code, lexer, formatter).splitlines()
     # pygments keeps one output line per input line with nowrap=True; fall back if it did not
     return out if len(out) == len(lines) else [esc(line) for line in lines]
@@ -77,11 +116,18 @@ def highlight_lines(code: str, language: str) -> list[str]:
 def _lexer(language: str, get_lexer_by_name):
     from pygments.util import ClassNotFound
 
-    names = {"python": ("python",), "llvm": ("llvm",), "ptx": ("ptx", "nasm"),
-             "sass": ("nasm",), "text": ("text",)}.get(language, (language,))
+    if language in ("ptx", "sass"):  # pygments has none; nasm's marks most of them as errors
+        from gpunb.notebook.lexers import assembly_lexer
+
+        return assembly_lexer(language)
+    names = {"python": ("python",), "llvm": ("llvm",), "text": ("text",)}.get(
+        language, (language,))
     for name in names:
         try:
-            return get_lexer_by_name(name, stripnl=False, stripall=False, ensurenl=False)
+            from gpunb.notebook.lexers import without_errors
+
+            return without_errors(get_lexer_by_name(name, stripnl=False, stripall=False,
+                                                    ensurenl=False))
         except ClassNotFound:
             continue
     return None

@@ -1,14 +1,15 @@
 /**
  * gpunb JupyterLab 4 extension: a right-side panel fed by the kernel's 'gpunb' comm.
  *
- * Every notebook's kernel connection registers the comm target 'gpunb'; the Python side
- * (gpunb/notebook/comm.py) opens it and sends cache events after each cell and launch timings
- * from %%gpuprofile. Only @lumino/widgets is imported at run time: the few JupyterLab
- * interfaces used are declared below, so the extension builds against any JupyterLab 4.
+ * Every notebook's kernel connection registers the comm target 'gpunb' and opens a comm of that
+ * target itself; the Python side (gpunb/notebook/comm.py, whose docstring is the message schema)
+ * sends a snapshot on open, then kernels, cache events and profiles after each cell. Only
+ * @lumino/widgets is imported at run time: the few JupyterLab interfaces used are declared below,
+ * so the extension builds against any JupyterLab 4.
  */
 import { Widget } from '@lumino/widgets';
 
-import { IGpunbMessage, PanelModel } from './model';
+import { IGpunbMessage, IKernelRecord, PanelModel } from './model';
 import { PanelView } from './panel';
 
 interface ISignalLike<T, A> {
@@ -20,8 +21,12 @@ interface ICommMsg {
 }
 
 interface IComm {
+  commId?: string;
+  isDisposed?: boolean;
   onMsg: (msg: ICommMsg) => void | PromiseLike<void>;
   onClose: (msg: ICommMsg) => void | PromiseLike<void>;
+  open?(data?: unknown): unknown;
+  send?(data: unknown): unknown;
 }
 
 interface IKernelConnection {
@@ -30,6 +35,8 @@ interface IKernelConnection {
     targetName: string,
     callback: (comm: IComm, msg: ICommMsg) => void | PromiseLike<void>
   ): void;
+  createComm?(targetName: string, commId?: string): IComm;
+  statusChanged?: ISignalLike<unknown, string>;
 }
 
 interface ISessionContextLike {
@@ -38,9 +45,22 @@ interface ISessionContextLike {
   kernelChanged: ISignalLike<unknown, unknown>;
 }
 
+interface ICellLike {
+  model: { id: string; executionCount?: number | null; type?: string };
+  node: HTMLElement;
+}
+
+interface INotebookLike {
+  widgets: ReadonlyArray<ICellLike>;
+  activeCellIndex: number;
+  scrollToCell?(cell: ICellLike): unknown;
+}
+
 interface IShellLike {
   add(widget: Widget, area?: string, options?: { rank?: number }): void;
   widgets(area?: string): Iterable<Widget>;
+  activateById?(id: string): void;
+  currentWidget?: Widget | null;
   currentChanged?: ISignalLike<unknown, unknown>;
   layoutModified?: ISignalLike<unknown, void>;
 }
@@ -51,52 +71,171 @@ interface IAppLike {
 
 export const COMM_TARGET = 'gpunb';
 
-/** Register the 'gpunb' comm target on a kernel connection (once per connection). */
-function watchKernel(
-  kernel: IKernelConnection | null | undefined,
-  notebook: string,
-  model: PanelModel,
-  seen: WeakSet<object>
-): void {
-  if (!kernel || seen.has(kernel)) {
-    return;
-  }
-  seen.add(kernel);
-  kernel.registerCommTarget(COMM_TARGET, comm => {
-    model.connected(kernel.id);
-    comm.onMsg = msg => {
-      model.handle(notebook, msg.content.data as IGpunbMessage);
-    };
-  });
+/** What the plugin keeps per notebook: its widget (to jump to cells) and its comms. */
+interface INotebookEntry {
+  widget: Widget;
+  comms: Set<IComm>;
 }
 
-/** Hook every notebook-like widget (anything with a sessionContext) in the main area. */
-function scan(app: IAppLike, model: PanelModel, seen: WeakSet<object>): void {
-  for (const widget of app.shell.widgets('main')) {
-    const context = (widget as unknown as { sessionContext?: ISessionContextLike })
-      .sessionContext;
-    if (!context || seen.has(context)) {
-      continue;
+class Connections {
+  readonly notebooks = new Map<string, INotebookEntry>();
+  private readonly _seen = new WeakSet<object>();
+
+  constructor(private readonly model: PanelModel) {}
+
+  entry(notebook: string, widget: Widget): INotebookEntry {
+    let found = this.notebooks.get(notebook);
+    if (!found) {
+      found = { widget, comms: new Set() };
+      this.notebooks.set(notebook, found);
     }
-    seen.add(context);
-    const name = () => (context.path ?? widget.title.label).split('/').pop() ?? '';
-    watchKernel(context.session?.kernel, name(), model, seen);
-    context.kernelChanged.connect(() => {
-      watchKernel(context.session?.kernel, name(), model, seen);
-    });
+    found.widget = widget;
+    return found;
   }
+
+  private attach(notebook: string, entry: INotebookEntry, comm: IComm): void {
+    entry.comms.add(comm);
+    comm.onMsg = msg => {
+      this.model.handle(notebook, msg.content.data as IGpunbMessage);
+    };
+    comm.onClose = () => {
+      entry.comms.delete(comm);
+    };
+  }
+
+  /**
+   * A kernel connection of a notebook: accept the comms the kernel opens (first %load_ext gpunb),
+   * and open one ourselves, which a kernel that already loaded gpunb answers with a snapshot
+   * (page reload, or a notebook opened on a kernel started earlier); one that has not closes it.
+   */
+  watchKernel(kernel: IKernelConnection | null | undefined, notebook: string, widget: Widget): void {
+    if (!kernel || this._seen.has(kernel)) {
+      return;
+    }
+    this._seen.add(kernel);
+    const entry = this.entry(notebook, widget);
+    kernel.registerCommTarget(COMM_TARGET, comm => {
+      this.model.connected(notebook);
+      this.attach(notebook, entry, comm);
+      // tell the kernel a panel listens (it then sends kernel records) and ask for a snapshot
+      try {
+        comm.send?.({ type: 'hello' });
+      } catch (err) {
+        console.debug('gpunb: hello failed', err);
+      }
+    });
+    kernel.statusChanged?.connect((_sender, status) => {
+      if (status === 'restarting' || status === 'autorestarting') {
+        entry.comms.clear();
+        this.model.clear(notebook);
+      }
+    });
+    if (kernel.createComm) {
+      try {
+        const comm = kernel.createComm(COMM_TARGET);
+        this.attach(notebook, entry, comm);
+        void Promise.resolve(comm.open?.({ type: 'hello' })).catch(() => {
+          entry.comms.delete(comm);
+        });
+      } catch (err) {
+        console.debug('gpunb: could not open a comm to the kernel', err);
+      }
+    }
+  }
+
+  /** Hook every notebook-like widget (anything with a sessionContext) in the main area. */
+  scan(app: IAppLike): void {
+    for (const widget of app.shell.widgets('main')) {
+      const context = (widget as unknown as { sessionContext?: ISessionContextLike })
+        .sessionContext;
+      if (!context) {
+        continue;
+      }
+      const name = () => context.path ?? widget.title.label;
+      if (this._seen.has(context)) {
+        this.entry(name(), widget);
+        continue;
+      }
+      this._seen.add(context);
+      this.watchKernel(context.session?.kernel, name(), widget);
+      context.kernelChanged.connect(() => {
+        this.watchKernel(context.session?.kernel, name(), widget);
+      });
+    }
+    const current = app.shell.currentWidget as unknown as
+      | { sessionContext?: ISessionContextLike; title: { label: string } }
+      | null
+      | undefined;
+    if (current && current.sessionContext) {
+      this.model.setCurrent(current.sessionContext.path ?? current.title.label);
+    }
+  }
+
+  send(notebook: string, data: unknown): void {
+    for (const comm of this.notebooks.get(notebook)?.comms ?? []) {
+      try {
+        comm.send?.(data);
+      } catch (err) {
+        console.debug('gpunb: send failed', err);
+      }
+    }
+  }
+}
+
+/** The cell that defined a kernel: by JupyterLab cell id, else by execution count. */
+export function findCell(
+  cells: ReadonlyArray<ICellLike>,
+  kernel: IKernelRecord
+): number {
+  if (kernel.cell_id) {
+    const byId = cells.findIndex(c => c.model.id === kernel.cell_id);
+    if (byId >= 0) {
+      return byId;
+    }
+  }
+  if (kernel.cell !== null && kernel.cell !== undefined) {
+    return cells.findIndex(c => c.model.executionCount === kernel.cell);
+  }
+  return -1;
 }
 
 const plugin = {
   id: 'gpunb-labextension:panel',
-  description: 'gpunb cache events and launch timings in a side panel',
+  description: 'gpunb kernels, cache events and profiles of the current notebook in a side panel',
   autoStart: true,
   activate: (app: IAppLike): void => {
     const model = new PanelModel();
-    const view = new PanelView(model);
+    const connections = new Connections(model);
+    const view = new PanelView(model, {
+      jumpTo: (notebook, kernel) => {
+        const entry = connections.notebooks.get(notebook);
+        if (!entry) {
+          return;
+        }
+        app.shell.activateById?.(entry.widget.id);
+        const content = (entry.widget as unknown as { content?: INotebookLike }).content;
+        if (!content) {
+          return;
+        }
+        const index = findCell(content.widgets, kernel);
+        if (index < 0) {
+          return;
+        }
+        content.activeCellIndex = index;
+        const target = content.widgets[index];
+        void Promise.resolve(content.scrollToCell?.(target)).then(() => {
+          target.node.scrollIntoView({ block: 'center' });
+          target.node.classList.add('gpunb-flash');
+          setTimeout(() => target.node.classList.remove('gpunb-flash'), 1500);
+        });
+      },
+      clear: notebook => {
+        model.clear(notebook);
+        connections.send(notebook, { type: 'clear' });
+      }
+    });
     app.shell.add(view, 'right', { rank: 900 });
-    const seen = new WeakSet<object>();
-    const rescan = () => scan(app, model, seen);
+    const rescan = () => connections.scan(app);
     app.shell.currentChanged?.connect(rescan);
     app.shell.layoutModified?.connect(rescan);
     rescan();

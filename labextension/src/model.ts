@@ -1,17 +1,53 @@
 /**
- * The side panel's data: cache events and launch timings received over the 'gpunb' comm.
+ * The side panel's data, per notebook: kernels, cache events, profiles and launch timings
+ * received over the 'gpunb' comm.
  *
- * Plain data and pure functions only (no DOM), so the panel view stays a thin renderer.
+ * The message schema is documented in one place: the docstring of gpunb/notebook/comm.py
+ * (version 2). Plain data and pure functions only (no DOM), so the view stays a thin renderer.
  */
 
-/** One message the Python side (gpunb/notebook/comm.py) sends. */
+/** One message the Python side sends. */
 export interface IGpunbMessage {
-  type: 'hello' | 'cache_events' | 'launches' | string;
-  events?: Array<Record<string, unknown>>;
-  launches?: ILaunchRecord[];
+  type:
+    | 'hello'
+    | 'snapshot'
+    | 'cache_events'
+    | 'kernels'
+    | 'launches'
+    | 'profile'
+    | 'cleared'
+    | string;
   version?: number;
+  events?: Array<Record<string, unknown>>;
+  kernels?: IKernelRecord[];
+  launches?: ILaunchRecord[];
+  profiles?: IProfileRecord[];
+  profile?: IProfileRecord;
 }
 
+/** Record K: one kernel specialisation defined in the notebook. */
+export interface IKernelRecord {
+  id: string;
+  name: string;
+  signature: string;
+  target: string;
+  arch: string;
+  registers: number | null;
+  local_bytes: number | null;
+  shared_bytes: number | null;
+  occupancy: number | null;
+  limiter: string;
+  block: number;
+  cache: string;
+  why: string;
+  compile_ms: number;
+  defined_at: string;
+  cell: number | null;
+  cell_id: string | null;
+  problem?: string;
+}
+
+/** Record L: one launch of a %%gpuprofile cell. */
 export interface ILaunchRecord {
   kernel: string;
   grid: string;
@@ -20,18 +56,26 @@ export interface ILaunchRecord {
   compiled: boolean;
 }
 
+/** Record P: one finished profile. */
+export interface IProfileRecord {
+  title?: string;
+  target?: string;
+  timing?: string;
+  note?: string;
+  kernels?: Array<Record<string, unknown>>;
+}
+
 export interface ICacheRow {
-  notebook: string;
   received: string;
   fn: string;
   signature: string;
   outcome: string;
   why: string;
   ms: string;
+  definedAt: string;
 }
 
 export interface ILaunchRow {
-  notebook: string;
   kernel: string;
   launches: number;
   compiling: number;
@@ -48,29 +92,26 @@ function field(event: Record<string, unknown>, name: string): string {
 }
 
 /**
- * A cache event as one table row. The record is CacheEvent.to_json() (gpunb/foundation/events.py):
- * `outcome` is the one spelling gpunb uses everywhere ("hit (disk)", "miss (changed: scale)"),
- * `why` the first reason as a sentence.
+ * A cache event as one row. The record is CacheEvent.to_json(): `outcome` is the one spelling
+ * gpunb uses everywhere ("hit (disk)", "miss (changed: scale)"), `why` the first reason.
  */
-export function cacheRow(
-  notebook: string,
-  event: Record<string, unknown>,
-  received: Date
-): ICacheRow {
+export function cacheRow(event: Record<string, unknown>, received: Date): ICacheRow {
   const ms = Number(event['time_ms'] ?? 0) + Number(event['compile_ms'] ?? 0);
+  const stamp = Number(event['timestamp'] ?? 0);
+  const when = stamp > 0 ? new Date(stamp * 1000) : received;
   return {
-    notebook,
-    received: received.toLocaleTimeString(),
+    received: when.toLocaleTimeString(),
     fn: field(event, 'function'),
     signature: field(event, 'signature'),
     outcome: field(event, 'outcome'),
     why: field(event, 'why'),
-    ms: Number.isFinite(ms) ? ms.toFixed(1) : ''
+    ms: Number.isFinite(ms) ? ms.toFixed(1) : '',
+    definedAt: field(event, 'defined_at')
   };
 }
 
 /** Launch records of one %%gpuprofile cell, summarised per kernel. */
-export function launchRows(notebook: string, records: ILaunchRecord[]): ILaunchRow[] {
+export function launchRows(records: ILaunchRecord[]): ILaunchRow[] {
   const byKernel = new Map<string, ILaunchRecord[]>();
   for (const r of records) {
     const list = byKernel.get(r.kernel) ?? [];
@@ -82,7 +123,6 @@ export function launchRows(notebook: string, records: ILaunchRecord[]): ILaunchR
     const warm = list.filter(r => !r.compiled).map(r => r.ms);
     const mean = warm.length ? warm.reduce((a, b) => a + b, 0) / warm.length : NaN;
     rows.push({
-      notebook,
       kernel,
       launches: list.length,
       compiling: list.length - warm.length,
@@ -94,30 +134,126 @@ export function launchRows(notebook: string, records: ILaunchRecord[]): ILaunchR
   return rows;
 }
 
-/** Everything the panel shows, newest first, bounded. */
-export class PanelModel {
+/** `62 %` for 0.62, `—` when unknown. */
+export function percent(fraction: number | null | undefined): string {
+  return fraction === null || fraction === undefined || !Number.isFinite(fraction)
+    ? '—'
+    : `${Math.round(fraction * 100)} %`;
+}
+
+/** What the panel knows about one notebook's kernel. */
+export class NotebookState {
+  kernels = new Map<string, IKernelRecord>();
   cacheRows: ICacheRow[] = [];
   launchRows: ILaunchRow[] = [];
-  connectedKernels = new Set<string>();
+  profiles: IProfileRecord[] = [];
+  connected = false;
+  messages = 0;
+
+  clear(): void {
+    this.kernels.clear();
+    this.cacheRows = [];
+    this.launchRows = [];
+    this.profiles = [];
+  }
+}
+
+/** Everything the panel shows, per notebook path; newest first, bounded. */
+export class PanelModel {
+  notebooks = new Map<string, NotebookState>();
+  current = '';
   private _listeners: Array<() => void> = [];
 
   onChange(listener: () => void): void {
     this._listeners.push(listener);
   }
 
-  handle(notebook: string, message: IGpunbMessage, now: Date = new Date()): void {
-    if (message.type === 'cache_events' && message.events) {
-      const rows = message.events.map(e => cacheRow(notebook, e, now)).reverse();
-      this.cacheRows = rows.concat(this.cacheRows).slice(0, MAX_ROWS);
-    } else if (message.type === 'launches' && message.launches) {
-      const rows = launchRows(notebook, message.launches);
-      this.launchRows = rows.concat(this.launchRows).slice(0, MAX_ROWS);
+  state(notebook: string): NotebookState {
+    let found = this.notebooks.get(notebook);
+    if (!found) {
+      found = new NotebookState();
+      this.notebooks.set(notebook, found);
     }
-    this._listeners.forEach(listener => listener());
+    return found;
   }
 
-  connected(kernelId: string): void {
-    this.connectedKernels.add(kernelId);
+  /** The notebook whose data the panel shows (the current one, else the last active). */
+  setCurrent(notebook: string): void {
+    if (notebook && notebook !== this.current) {
+      this.current = notebook;
+      this._changed();
+    }
+  }
+
+  handle(notebook: string, message: IGpunbMessage, now: Date = new Date()): void {
+    const s = this.state(notebook);
+    s.connected = true;
+    s.messages += 1;
+    if (!this.current) {
+      this.current = notebook;
+    }
+    switch (message.type) {
+      case 'snapshot':
+        s.clear();
+        this._addKernels(s, message.kernels ?? []);
+        this._addEvents(s, message.events ?? [], now);
+        s.profiles = (message.profiles ?? []).slice().reverse();
+        break;
+      case 'cache_events':
+        this._addEvents(s, message.events ?? [], now);
+        break;
+      case 'kernels':
+        this._addKernels(s, message.kernels ?? []);
+        break;
+      case 'launches':
+        s.launchRows = launchRows(message.launches ?? [])
+          .concat(s.launchRows)
+          .slice(0, MAX_ROWS);
+        break;
+      case 'profile':
+        if (message.profile) {
+          s.profiles = [message.profile].concat(s.profiles).slice(0, 20);
+        }
+        break;
+      case 'cleared':
+        s.clear();
+        break;
+      default:
+        break;
+    }
+    this._changed();
+  }
+
+  connected(notebook: string): void {
+    this.state(notebook).connected = true;
+    if (!this.current) {
+      this.current = notebook;
+    }
+    this._changed();
+  }
+
+  clear(notebook: string): void {
+    this.state(notebook).clear();
+    this._changed();
+  }
+
+  private _addKernels(s: NotebookState, records: IKernelRecord[]): void {
+    for (const k of records) {
+      s.kernels.delete(k.id); // re-insert: newest last
+      s.kernels.set(k.id, k);
+    }
+  }
+
+  private _addEvents(
+    s: NotebookState,
+    events: Array<Record<string, unknown>>,
+    now: Date
+  ): void {
+    const rows = events.map(e => cacheRow(e, now)).reverse();
+    s.cacheRows = rows.concat(s.cacheRows).slice(0, MAX_ROWS);
+  }
+
+  private _changed(): void {
     this._listeners.forEach(listener => listener());
   }
 }

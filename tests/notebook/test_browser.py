@@ -1,9 +1,13 @@
 """JupyterLab in a real browser (opt-in: GPUNB_BROWSER_TESTS=1): inspector, explorer, side panel.
 
 Starts JupyterLab on 127.0.0.1 with the built labextension on JUPYTER_PATH, drives Debian's
-chromium through Playwright, and checks that the PTX tab shows PTX, that moving the block-size
-slider changes the occupancy shown, and that %%gpuprofile timings reach the gpunb side panel.
-Screenshots go to test-artifacts/. Needs: pip install jupyterlab playwright; apt-get install
+chromium through Playwright, and checks that the PTX tab shows PTX, that clicking a source line pins
+it (its PTX highlighted and scrolled into view, the widget's picker following) and clicking a PTX
+line selects its source line, that moving the block-size slider changes the occupancy shown, that
+kernels and %%gpuprofile timings reach the gpunb side panel, that a page reload (here also switching
+to the dark theme) reconnects the panel to the running kernel, which still receives new events,
+that clicking a kernel in the panel jumps to its cell, and that a narrow window stacks the split
+view. Screenshots go to test-artifacts/. Needs: pip install jupyterlab playwright; apt-get install
 chromium; `npm ci && npm run build` in labextension/.
 """
 
@@ -38,6 +42,8 @@ CELLS = [
     "from gpunb.notebook import launch_explorer\nlaunch_explorer(saxpy, 1 << 20, block=256)",
     "%%gpuprofile\nfor _ in range(3):\n    saxpy[16, 256](out, x, x, 2.0)",
 ]
+# run only after the page reload: a new specialisation, so new kernel and cache-event messages
+AFTER_RELOAD = "x64 = x.astype(np.float64)\nsaxpy[16, 256](x64.copy(), x64, x64, 2.0)"
 
 
 def _chromium() -> str:
@@ -76,7 +82,8 @@ def lab(tmp_path):
     labext.install(prefix=str(tmp_path))  # -> tmp/share/jupyter/labextensions/gpunb-...
     import nbformat
 
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c)
+                                         for c in [*CELLS, AFTER_RELOAD]])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     work = tmp_path / "work"
@@ -96,6 +103,8 @@ def lab(tmp_path):
     try:
         _wait_for(f"http://127.0.0.1:{port}/api/status?token={TOKEN}", 90)
         yield f"http://127.0.0.1:{port}", tmp_path
+        (ARTIFACTS / "jupyterlab-lab.log").write_text(
+            (tmp_path / "lab.log").read_text(errors="replace")[-20000:])
     finally:
         proc.terminate()
         try:
@@ -106,8 +115,11 @@ def lab(tmp_path):
 
 
 def _run_all_cells(page) -> None:
-    page.locator(".jp-Notebook .jp-Cell").first.click()
-    for _ in CELLS:
+    """Run CELLS one by one: select each cell by its prompt, then Shift+Enter (a keypress sent
+    while an output takes focus cannot skip a cell this way)."""
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    for index in range(len(CELLS)):
+        cells.nth(index).locator(".jp-InputPrompt").click()
         page.keyboard.press("Shift+Enter")
         page.wait_for_timeout(300)
     # wait until no cell is still queued or running ("[*]")
@@ -126,20 +138,89 @@ def _occupancy_text(page) -> str:
     return page.locator(".gpunb-launch-explorer .widget-html-content").first.inner_text()
 
 
+def _set_theme(base: str, theme: str) -> None:
+    """Store JupyterLab's theme setting through its REST API (applies on the next page load)."""
+    body = json.dumps({"raw": json.dumps({"theme": theme})}).encode()
+    request = urllib.request.Request(
+        f"{base}/lab/api/settings/@jupyterlab/apputils-extension:themes", data=body,
+        method="PUT", headers={"Authorization": f"token {TOKEN}",
+                               "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30):
+        pass
+
+
+def _open_notebook(page, base: str) -> None:
+    page.goto(f"{base}/lab/tree/browser.ipynb?token={TOKEN}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
+    page.wait_for_selector(".jp-KernelStatus, .jp-Notebook-ExecutionIndicator", timeout=60_000)
+
+
+def _open_panel(page):
+    tab = page.locator(".lm-TabBar-tab[title*='gpunb']").first
+    if "lm-mod-current" not in (tab.get_attribute("class") or ""):
+        tab.click()
+    panel = page.locator("#gpunb-panel")
+    panel.wait_for(timeout=30_000)
+    return panel
+
+
+def _wait_text(page, selector: str, needle: str, timeout: int = 60_000) -> None:
+    page.wait_for_function(
+        "([sel, needle]) => { const e = document.querySelector(sel);"
+        " return e && e.innerText.includes(needle); }", arg=[selector, needle], timeout=timeout)
+
+
+PINNED_VISIBLE = """(pane) => {
+  const pre = pane.querySelector('pre');
+  const first = pre.querySelector('.gl.pin, .gl.sel');
+  if (!first) return null;
+  const a = pre.getBoundingClientRect(), b = first.getBoundingClientRect();
+  return {top: b.top - a.top, height: a.height, scrolled: pre.scrollTop,
+          pinned: pre.querySelectorAll('.gl.pin, .gl.sel').length};
+}"""
+
+
+def _check_click_to_pin(page, inspector) -> dict:
+    """Click the last source line of the PTX split view: its PTX lines are pinned and the first
+    is scrolled into the PTX pane; the widget picker shows the line; a PTX click goes back."""
+    split = inspector.locator(".gpunb-split").first
+    source_lines = split.locator("[data-side=s] .gl.s[data-l]")
+    last = source_lines.last
+    line = last.get_attribute("data-l")
+    last.click()
+    page.wait_for_function(
+        "(l) => { const s = document.querySelector('.gpunb-inspector select');"
+        " return s && s.options[s.selectedIndex].textContent.startsWith(l + ':'); }",
+        arg=line, timeout=30_000)
+    page.wait_for_timeout(800)  # the Python side re-renders the tabs with the selection
+    split = inspector.locator(".gpunb-split").first
+    ptx_pane = split.locator("[data-side=t]")
+    seen = ptx_pane.evaluate(PINNED_VISIBLE)
+    assert seen is not None and seen["pinned"] > 0, seen
+    assert 0 <= seen["top"] < seen["height"], seen  # the first pinned PTX line is in view
+    assert seen["scrolled"] > 0, seen  # ... which needed scrolling (saxpy's last line is low)
+    # reverse link: a PTX line of the first source line selects that source line
+    first_line = split.locator("[data-side=s] .gl.s[data-l]").first.get_attribute("data-l")
+    split.locator(f"[data-side=t] .gl.t[data-l='{first_line}']").first.click()
+    page.wait_for_function(
+        "(l) => { const s = document.querySelector('.gpunb-inspector select');"
+        " return s && s.options[s.selectedIndex].textContent.startsWith(l + ':'); }",
+        arg=first_line, timeout=30_000)
+    return {"pinned_line": line, "ptx_pane": seen, "reverse_line": first_line}
+
+
 def test_inspector_explorer_and_panel_in_jupyterlab(lab):
     from playwright.sync_api import sync_playwright
 
     base, tmp = lab
     ARTIFACTS.mkdir(exist_ok=True)
+    summary: dict = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=_chromium(),
                                     args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         try:
-            page.goto(f"{base}/lab/tree/browser.ipynb?token={TOKEN}")
-            page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
-            page.wait_for_selector(".jp-KernelStatus, .jp-Notebook-ExecutionIndicator",
-                                   timeout=60_000)
+            _open_notebook(page, base)
             page.wait_for_timeout(3000)  # kernel start
             _run_all_cells(page)
 
@@ -149,6 +230,8 @@ def test_inspector_explorer_and_panel_in_jupyterlab(lab):
             page.wait_for_timeout(500)
             visible_ptx = inspector.locator(".widget-tab-contents").inner_text()
             assert ".visible .entry saxpy" in visible_ptx
+            summary["pin"] = _check_click_to_pin(page, inspector)
+            inspector.screenshot(path=str(ARTIFACTS / "inspector-pinned-light.png"))
 
             explorer = page.locator(".gpunb-launch-explorer").first
             explorer.scroll_into_view_if_needed()
@@ -166,21 +249,74 @@ def test_inspector_explorer_and_panel_in_jupyterlab(lab):
             assert "block 768" in after
             # 256 threads: 8 blocks fill the SM; 768 threads: 2 blocks, 48 of 64 warps
             assert _percent(after) != _percent(before), (before, after)
+            summary.update(before=before, after=after)
 
-            panel_tab = page.locator(".lm-TabBar-tab[title*='gpunb']").first
-            panel_tab.click()
-            panel = page.locator("#gpunb-panel")
-            panel.wait_for(timeout=30_000)
-            page.wait_for_function(
-                "() => document.querySelector('#gpunb-panel .gpunb-launches') &&"
-                " document.querySelector('#gpunb-panel .gpunb-launches')"
-                ".innerText.includes('saxpy')", timeout=30_000)
-            launches = panel.locator(".gpunb-launches").inner_text()
-            assert "saxpy" in launches
-        finally:
+            panel = _open_panel(page)
+            _wait_text(page, "#gpunb-panel .gpunb-launches", "saxpy")
+            _wait_text(page, "#gpunb-panel .gpunb-kernels", "saxpy")
+            summary["launches"] = panel.locator(".gpunb-launches").inner_text()
+            summary["kernels"] = panel.locator(".gpunb-kernels").inner_text()
             page.screenshot(path=str(ARTIFACTS / "jupyterlab-gpunb.png"), full_page=True)
-            (ARTIFACTS / "jupyterlab-lab.log").write_text(
-                (tmp / "lab.log").read_text(errors="replace")[-20000:])
+
+            # reload the page (switching to the dark theme on the way): the panel reconnects to
+            # the running kernel, gets its snapshot, and still receives new events
+            _set_theme(base, "JupyterLab Dark")
+            page.reload()
+            _open_notebook(page, base)
+            page.wait_for_function(
+                "() => document.body.dataset.jpThemeLight === 'false'", timeout=60_000)
+            panel = _open_panel(page)
+            _wait_text(page, "#gpunb-panel .gpunb-kernels", "saxpy")  # from the snapshot
+            events_before = panel.locator(".gpunb-cache-events tbody tr").count()
+            page.locator(".jp-Notebook .jp-Cell").nth(len(CELLS)).locator(
+                ".jp-InputPrompt").click()
+            page.keyboard.press("Shift+Enter")
+            # (`a` is float64 in both: the new specialisation's arrays are float64[::1])
+            _wait_text(page, "#gpunb-panel .gpunb-cache-events", "float64[::1]")
+            _wait_text(page, "#gpunb-panel .gpunb-kernels", "float64[::1]")
+            events_after = panel.locator(".gpunb-cache-events tbody tr").count()
+            assert events_after > events_before, (events_before, events_after)
+            summary["after_reload"] = panel.inner_text()
+            # dark theme: the panel's and the inspector's text is light on dark
+            colours = page.evaluate("""() => {
+              const cs = e => e && getComputedStyle(e);
+              const p = cs(document.querySelector('#gpunb-panel'));
+              const pill = cs(document.querySelector('.gpunb .pill'));
+              return {panel: [p.color, p.backgroundColor],
+                      pill: pill ? [pill.color, pill.backgroundColor] : null};
+            }""")
+            summary["dark_colours"] = colours
+            assert colours["panel"][0] != colours["panel"][1], colours
+            if colours["pill"]:
+                assert colours["pill"][0] != colours["pill"][1], colours
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab-gpunb-dark.png"), full_page=True)
+
+            # click the float64 kernel in the panel: the notebook jumps to saxpy's cell
+            page.locator(".jp-Notebook .jp-Cell").first.click()
+            panel.locator(".gpunb-kernel-row").first.click()
+            page.wait_for_function(
+                "() => { const c = document.querySelector('.jp-Notebook .jp-Cell.jp-mod-active');"
+                " return c && c.innerText.includes('%%gpukernel'); }", timeout=30_000)
+
+            # a narrow window: the inspector's Source | PTX panes stack instead of overflowing
+            page.set_viewport_size({"width": 640, "height": 1000})
+            page.wait_for_timeout(1000)
+            inspector = page.locator(".gpunb-inspector").first
+            inspector.scroll_into_view_if_needed()
+            inspector.locator(".lm-TabBar-tab", has_text="PTX").click()
+            page.wait_for_timeout(500)
+            boxes = inspector.locator(".gpunb-split").first.evaluate("""(v) => {
+              const [s, t] = v.querySelectorAll('[data-side]');
+              const a = s.getBoundingClientRect(), b = t.getBoundingClientRect();
+              return {s: [a.left, a.top, a.right], t: [b.left, b.top, b.right],
+                      width: window.innerWidth};
+            }""")
+            summary["narrow"] = boxes
+            assert boxes["t"][1] > boxes["s"][1], boxes  # PTX below the source
+            assert boxes["t"][2] <= boxes["width"], boxes  # and not off-screen
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab-gpunb-narrow-dark.png"),
+                            full_page=True)
+        finally:
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab-gpunb-last.png"), full_page=True)
             browser.close()
-    summary = {"before": before, "after": after, "launches": launches}
-    (ARTIFACTS / "jupyterlab-gpunb.json").write_text(json.dumps(summary, indent=2))
+            (ARTIFACTS / "jupyterlab-gpunb.json").write_text(json.dumps(summary, indent=2))

@@ -44,3 +44,65 @@ def test_a_rotating_log_still_yields_only_new_events():
     assert comm.events_after([b, c, d], c) == [d]  # `a` dropped off the front
     assert comm.events_after([c, d], a) == [c, d]  # `a` long gone: everything is new
     assert comm.events_after([a], None) == [a]
+
+
+class FakeChannel:
+    """A comm as ipykernel hands it to a target: records what the kernel sends on it."""
+
+    def __init__(self):
+        self.sent: list = []
+        self.handlers: dict = {}
+
+    def send(self, data=None):
+        self.sent.append(data)
+
+    def on_close(self, fn):
+        self.handlers["close"] = fn
+
+    def on_msg(self, fn):
+        self.handlers["msg"] = fn
+
+
+def test_a_panel_that_connects_later_gets_a_snapshot_then_every_message(monkeypatch):
+    monkeypatch.setattr(comm, "_channels", [])
+    monkeypatch.setitem(comm._state, "comm", None)
+    monkeypatch.setitem(comm._state, "closed", True)  # no kernel-opened comm in this test
+    comm.clear_history()
+    comm.publish({"type": "cache_events", "events": [
+        comm.event_record(FakeEvent("a", "miss", "new", ("float32",)))]})
+    comm.publish({"type": "kernels", "kernels": [{"id": "a void(float32) cpu", "name": "a"}]})
+    comm.publish_profile({"title": "cell 3", "target": "cpu", "timing": "host",
+                          "kernels": [{"kernel": "a", "launches": 2, "p50_ms": 0.1}]})
+    channel = FakeChannel()  # the page was reloaded: the panel opens a comm
+    comm._on_panel_open(channel, {})
+    assert comm.panel_connected()
+    snapshot = channel.sent[0]
+    assert snapshot["type"] == "snapshot" and snapshot["version"] == comm.VERSION
+    assert [e["function"] for e in snapshot["events"]] == ["a"]
+    assert [k["name"] for k in snapshot["kernels"]] == ["a"]
+    assert snapshot["profiles"][0]["kernels"][0]["kernel"] == "a"
+    assert json.loads(json.dumps(snapshot)) == snapshot
+    comm.publish({"type": "kernels", "kernels": [{"id": "a void(float32) cpu", "name": "a",
+                                                  "registers": 12}]})
+    assert channel.sent[-1]["type"] == "kernels"  # later messages reach the reconnected panel
+    assert len(comm.snapshot()["kernels"]) == 1  # same id: replaced, not duplicated
+    channel.handlers["msg"]({"content": {"data": {"type": "clear"}}})  # the clear button
+    assert channel.sent[-1] == {"type": "cleared"}
+    assert comm.snapshot()["kernels"] == [] and comm.snapshot()["events"] == []
+    channel.handlers["close"]({})
+    assert not comm.panel_connected()
+
+
+def test_a_kernel_opened_comm_counts_as_a_panel_only_once_answered(monkeypatch):
+    channel = FakeChannel()
+    monkeypatch.setattr(comm, "_channels", [])
+    monkeypatch.setitem(comm._state, "comm", channel)
+    monkeypatch.setitem(comm._state, "acked", False)
+    assert not comm.panel_connected()  # nbclient, or a frontend without the labextension
+    comm._on_panel_message({"content": {"data": {"type": "hello"}}})
+    assert comm.panel_connected() and channel.sent[-1]["type"] == "snapshot"
+
+
+def test_json_has_no_nan():
+    assert comm.to_json({"x": float("nan"), "y": (1.5, float("inf"))}) == {"x": None,
+                                                                          "y": [1.5, None]}

@@ -105,3 +105,54 @@ def test_normalise_accepts_dicts_and_percentages():
                      "active_blocks": 4, "limiter": "registers"}, 256, 10)
     assert row.occupancy_pct == 50.0 and row.limiter == "registers"
     assert normalise({"occupancy_percent": 75.0}, 32, 1).occupancy_pct == 75.0
+
+
+def test_explorer_refuses_a_configuration_that_cannot_launch(compiled):
+    from gpunb.foundation.errors import LaunchError
+
+    explorer = launch_explorer(compiled, 1 << 20, arch="sm_75", block=256, shared=200_000)
+    assert "will not launch" in explorer.text().splitlines()[0]
+    assert "200,000 B of shared memory per block; sm_75 allows at most 65,536 B" \
+        in explorer.problem()
+    assert "will not launch" in html_text(explorer._repr_html_())
+    assert explorer.suggested_block is None  # no block size fits that much shared memory
+    compiled.launch_config = None
+    with pytest.raises(LaunchError, match="will not launch"):
+        explorer.apply()
+    assert compiled.launch_config is None and explorer.applied is None
+    widget = explorer.widget()
+    widget.apply_button.click()  # the widget says why instead of storing it
+    assert "not applied" in widget.applied.value and compiled.launch_config is None
+    widget.shared.value = 0
+    assert explorer.problem() is None
+    assert "occupancy by block size on sm_75" in widget.table.value
+    assert 'class="best"' in widget.table.value  # the current block's row is marked
+
+
+def test_explorer_suggest_honours_the_chosen_arch(compiled):
+    from gpunb.backends.cuda import occupancy
+
+    explorer = launch_explorer(compiled, 1 << 20, arch="sm_90", block=64, shared=40_000)
+    regs = int(explorer.resources.get("registers") or 0)
+    static = int(explorer.resources.get("shared_bytes") or 0)
+    for arch in ("sm_75", "sm_90"):
+        explorer.arch = arch
+        expected = occupancy.suggest_block_size(arch, regs, static + 40_000)["block_size"]
+        assert explorer.suggested_block == expected
+    explorer.arch = "sm_75"
+    widget = explorer.widget()
+    widget.suggest_button.click()
+    assert widget.block.value == explorer.suggested_block
+    assert explorer.row().active_blocks > 0
+
+
+def test_split_view_pins_on_click_and_offers_search_and_copy(compiled):
+    insp = inspector_for(compiled, tab="ptx", arch="sm_90")
+    html = insp.tab_html("ptx")
+    assert 'onclick="window.gpunbInsp&amp;&amp;gpunbInsp.pin(event,this)"' in html
+    assert "gpunbInsp.find(this)" in html and "gpunbInsp.copy(this)" in html
+    assert "onerror=" in html  # installs the handlers when the HTML is drawn
+    assert 'class="err"' not in html  # PTX lexer: no error tokens (red boxes)
+    assert 'class="err"' not in insp.tab_html("llvm")
+    assert "nvptx64" in insp.report.llvm_ir  # the device IR of the shown arch, not the host's
+    assert "#ffe9a8" not in html and "var(--jp-" in insp._repr_html_()

@@ -235,3 +235,30 @@ def test_unsupported_numpy_in_a_fused_function_points_at_its_line(shell, capsys)
     assert "TypeError: gpunb.fuse: np.sort is not supported" in text
     assert f"Cell In[{count}], line 3, in ordered" in text  # the line that used np.sort
     assert "gpunb/fusion" not in text  # the tracer's frames are not the user's story
+
+
+def test_python_error_in_gpukernel_cell_starts_at_the_cell_line(shell, capsys):
+    run_cell(shell, "%%gpukernel\ndef k(out):\n    out[0] = 1.0\n\nvalue = 1\n"
+                    "value + undefined_name")
+    shown = capsys.readouterr()
+    text = re.sub(r"\x1b\[[0-9;]*m", "", shown.out + shown.err)
+    assert "NameError" in text and "undefined_name" in text
+    assert "run_cell_magic" not in text  # not the cell as IPython rewrote it
+    assert "value + undefined_name" in text  # the cell's own line
+    # an error in an ordinary cell is shown the way IPython always shows it
+    run_cell(shell, "1 / 0")
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", "".join(capsys.readouterr()))
+    assert "ZeroDivisionError" in plain and "1 / 0" in plain
+
+
+def test_load_ext_binds_gpunb_for_notebook_helpers(shell):
+    result = run_cell(shell, "gpunb.notebook.launch_explorer.__name__")
+    assert result.result == "launch_explorer"
+
+
+def test_misspelt_names_in_kernels_get_did_you_mean(shell, capsys):
+    run_cell(shell, "%%gpukernel\ndef k(out):\n    i = cuda.gird(1)\n    out[i] = 1.0\n")
+    shell.user_ns.update(np=np)
+    run_cell(shell, "k[1, 4](np.zeros(4, np.float32))")
+    text = "".join(capsys.readouterr())
+    assert "did you mean 'grid'?" in text

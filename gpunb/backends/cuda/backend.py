@@ -62,7 +62,8 @@ class CudaBackend(Backend):
             uses_barriers="barrier" in features,
             uses_dynamic_shared="dynamic_shared" in features,
             resources=ResourceUsage(shared_bytes=builder.shared_static_bytes),
-            line_map=ptx_line_map(ptx), source_file=typed.source.filename,
+            line_map=ptx_line_map(ptx, typed.source.filename, llvm_ir),
+            source_file=typed.source.filename,
             first_line=typed.source.first_line, raise_sites=tuple(builder.raise_sites))
 
     def link(self, artifact: KernelArtifact, options: dict) -> KernelArtifact:

@@ -404,28 +404,8 @@ def _optimise(mod, tm, level: int, keep: tuple = ()) -> None:
     pb.getModulePassManager().run(mod, pb)
 
 
-_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
-_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
+def ptx_line_map(ptx: str, source_file: str = "", llvm_ir: str = "") -> tuple:
+    """((source_line, (ptx_line, ...)), ...) from `.loc` and inlinedAt (see linemap.py)."""
+    from gpunb.backends.cuda.linemap import ptx_line_map as line_map
 
-
-def ptx_line_map(ptx: str, filename_suffix: str = "") -> tuple:
-    """((source_line, (ptx_line, ...)), ...) from the PTX `.loc` directives (1-based lines)."""
-    files = {}
-    mapping: dict = {}
-    current = None
-    for number, line in enumerate(ptx.splitlines(), start=1):
-        m = _FILE.match(line)
-        if m:
-            files[m.group(1)] = m.group(2)
-            continue
-        m = _LOC.match(line)
-        if m:
-            file_ok = not filename_suffix or files.get(m.group(1), "").endswith(filename_suffix)
-            current = int(m.group(2)) if file_ok else None
-            continue
-        stripped = line.strip()
-        if current is not None and stripped and not stripped.startswith(("//", "$L", "}", "{")):
-            mapping.setdefault(current, []).append(number)
-        if stripped == "}":
-            current = None
-    return tuple((k, tuple(v)) for k, v in sorted(mapping.items()))
+    return line_map(ptx, source_file, llvm_ir)

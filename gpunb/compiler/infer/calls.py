@@ -27,6 +27,7 @@ from gpunb.compiler.values import (
 )
 from gpunb.compiler.values import missing as is_missing
 from gpunb.foundation import types as t
+from gpunb.foundation.errors import did_you_mean
 from gpunb.foundation.pyobjects import is_gpu_function, lookup_global
 
 
@@ -111,7 +112,8 @@ class CallTyping:
             value = lookup_global(self.py_func, func.id)
             if is_missing(value):
                 raise self.error(func, f"name '{func.id}' is not defined",
-                                 "define it before the GPU function is compiled")
+                                 did_you_mean(func.id, self.visible_names())
+                                 + "define it before the GPU function is compiled")
             self.record(func, PyValue(value))
             return value
         if isinstance(func, ast.Attribute):
@@ -119,8 +121,9 @@ class CallTyping:
             if isinstance(base, PyValue):
                 if not hasattr(base.obj, func.attr):
                     raise self.error(func, f"{base} has no attribute '{func.attr}'",
-                                     "check the spelling; GPU code sees the object as it is when "
-                                     "the kernel compiles")
+                                     did_you_mean(func.attr, dir(base.obj))
+                                     + "check the spelling; GPU code sees the object as it is "
+                                     "when the kernel compiles")
                 value = getattr(base.obj, func.attr)
                 self.record(func, PyValue(value))
                 return value

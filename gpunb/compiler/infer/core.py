@@ -121,6 +121,14 @@ class InferenceCore:
     def error(self, node, message: str, hint: str | None = None) -> CompileError:
         return CompileError(message, self.source.loc(node), hint, function=self.source.name)
 
+    def visible_names(self) -> set:
+        """Names the function body could mean: its locals, its module's globals, builtins
+        (the candidates for a "did you mean" hint)."""
+        import builtins
+
+        globals_ = getattr(self.py_func, "__globals__", {}) or {}
+        return set(self.locals) | set(globals_) | set(dir(builtins))
+
     # ---- the fixed point -----------------------------------------------------------------------
 
     def run(self) -> ty.TypedFunction:

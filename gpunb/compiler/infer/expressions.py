@@ -14,6 +14,7 @@ from gpunb.compiler.infer import inner
 from gpunb.compiler.typed import BuiltinValue
 from gpunb.compiler.values import ConstValue, NotConstant, PyValue, constant_type, missing
 from gpunb.foundation import types as t
+from gpunb.foundation.errors import did_you_mean
 from gpunb.foundation.pyobjects import lookup_global
 
 _OP_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -86,7 +87,8 @@ class ExpressionTyping:
         value = lookup_global(self.py_func, name)
         if missing(value):
             raise self.error(node, f"name '{name}' is not defined",
-                             "define it before the GPU function is compiled, or pass it in")
+                             did_you_mean(name, self.visible_names())
+                             + "define it before the GPU function is compiled, or pass it in")
         builtin = find_builtin(value) if not isinstance(value, (int, float)) else None
         if builtin is not None and builtin.is_value:
             return self.builtin_value(node, builtin)
@@ -121,8 +123,9 @@ class ExpressionTyping:
             obj = base.obj
             if not hasattr(obj, attr):
                 raise self.error(node, f"{base} has no attribute '{attr}'",
-                                 "check the spelling; GPU code sees the object as it is when the "
-                                 "kernel compiles")
+                                 did_you_mean(attr, dir(obj))
+                                 + "check the spelling; GPU code sees the object as it is when "
+                                 "the kernel compiles")
             value = getattr(obj, attr)
             builtin = find_builtin(value) if not isinstance(value, (int, float)) else None
             if builtin is not None and builtin.is_value:
