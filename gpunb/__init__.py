@@ -20,8 +20,8 @@ from gpunb.foundation.version import VERSION as __version__
 _exec_sources.install()
 
 __all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "SignatureError",
-           "ToolchainError", "__version__", "cuda", "events", "fuse", "jit", "set_target",
-           "load_ipython_extension"]
+           "ToolchainError", "__version__", "cuda", "events", "fuse", "guvectorize", "jit",
+           "set_target", "load_ipython_extension", "vectorize"]
 
 
 def set_target(target: str | None) -> None:
@@ -62,6 +62,10 @@ def __getattr__(name: str):
         from gpunb.cuda import jit
 
         return jit
+    if name in ("vectorize", "guvectorize"):  # numba's `@vectorize([...], target="cuda")`
+        import gpunb.ufunc
+
+        return getattr(gpunb.ufunc, name)
     if name == "fuse":
         from gpunb.fusion import fuse
 

@@ -175,10 +175,17 @@ def synchronize() -> None:
         driver.synchronize()
 
 
+_UFUNC_NAMES = ("vectorize", "guvectorize", "reduce", "Reduce")
+
+
 def __getattr__(name: str):
     # memory and stream helpers come from the runtime layer, imported on first use
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in _UFUNC_NAMES:  # numba-cuda's ufunc API (gpunb.ufunc), loaded when first named
+        import gpunb.ufunc
+
+        return getattr(gpunb.ufunc, name)
     if name in ("libdevice", "libdevicefuncs"):  # numba.cuda's submodules, imported when named
         import importlib
 
