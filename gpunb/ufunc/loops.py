@@ -18,8 +18,8 @@ def select_loop(loops, dtypes: list, scalars: dict):
         return exact[0]
     if scalars:
         arrays_exact = [loop for loop in loops
-                        if all(k in scalars or formal == actual
-                               for k, (formal, actual) in enumerate(zip(loop, dtypes)))]
+                        if all(k in scalars or formal == dtypes[k]
+                               for k, formal in enumerate(loop))]
         if len(arrays_exact) == 1:
             return arrays_exact[0]
     for loop in loops:
