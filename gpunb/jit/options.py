@@ -171,9 +171,19 @@ def _inline(value):
     return "expected 'always', 'never', True or False", value
 
 
+def _link(value):
+    """link=: foreign code for the CUDA target's linker (paths or cuda.CUSource & co.)."""
+    from gpunb.foundation.linkable import link_items
+
+    try:
+        return None, link_items(value)
+    except (TypeError, ValueError, FileNotFoundError) as exc:
+        return str(exc), value
+
+
 _OPTION_CHECKS = {"max_registers": _max_registers, "fastmath": _fastmath, "opt": _opt,
-                  "inline": _inline}
-_EXAMPLES = {"max_registers": "64", "inline": "'always'"}
+                  "inline": _inline, "link": _link}
+_EXAMPLES = {"max_registers": "64", "inline": "'always'", "link": "['functions.cu']"}
 
 
 def check_target(target, what: str = "target") -> None:
