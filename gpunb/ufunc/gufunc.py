@@ -106,8 +106,9 @@ class GUFunc:
         loop = self._select(inputs, outputs)
         out_dtypes, argtypes = self._loops[loop]
         inputs = _cast_inputs(inputs, loop, self.__name__)
-        out_shapes = [loop_dims + tuple(core_shapes[name] for name in group)
-                      for group in self.outputsig]
+        out_cores = [tuple(core_shapes[name] for name in group) for group in self.outputsig]
+        loop_dims = _fit_outputs(loop_dims, out_cores, outputs)
+        out_shapes = [loop_dims + core for core in out_cores]
         for k, (given, shape) in enumerate(zip(outputs, out_shapes, strict=True)):
             if given is not None and tuple(given.shape) != shape:
                 raise ValueError(f"output shape mismatch: output {k + 1} of '{self.__name__}' "
@@ -228,6 +229,9 @@ class GUFunc:
             data = arrays.on_target(array, target, stream)
             core = tuple(data.shape[data.ndim - self._core_dims[k]:]) if self._core_dims[k] \
                 else ()
+            while data.ndim > len(loop_dims) + len(core) and data.shape[0] == 1:
+                data = arrays.strided_view(data, data.shape[1:], data.strides[1:],
+                                           writeable=k >= self.nin)
             if not loop_dims:
                 data = arrays.strided_view(data, (1, *data.shape), (0, *data.strides),
                                            writeable=k >= self.nin)
@@ -246,6 +250,16 @@ class GUFunc:
             kernel = compile_kernel(text, name, f"cuda.guvectorize {self.__name__}", self._core)
             self._kernels[key] = kernel
         return kernel
+
+
+def _fit_outputs(loop_dims: tuple, out_cores: list, outputs: list) -> tuple:
+    """numba-cuda pins an argument whose loop dimensions are (1,) instead of broadcasting it, so
+    outputs passed without that leading 1 are accepted: drop leading 1s the outputs lack."""
+    given = [(o, core) for o, core in zip(outputs, out_cores, strict=True) if o is not None]
+    while loop_dims and loop_dims[0] == 1 and given and \
+            all(tuple(o.shape) == loop_dims[1:] + core for o, core in given):
+        loop_dims = loop_dims[1:]
+    return loop_dims
 
 
 def _normalise(value, target: str):

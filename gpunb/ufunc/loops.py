@@ -1,5 +1,6 @@
 """Which compiled loop a ufunc call uses, from the argument dtypes: numba-cuda's rule first
-(exact dtypes, scalars matched by their own dtype, then by any loop the arrays match exactly),
+(exact dtypes, scalars matched by their own dtype, then the one loop the arrays match exactly,
+scalars converted to it when no value changes),
 then numpy's loop selection (the first loop, in declaration order, that every argument casts to
 safely; Python scalars are weak, as in numpy 2: a Python float fits any float loop)."""
 
@@ -18,8 +19,8 @@ def select_loop(loops, dtypes: list, scalars: dict):
         return exact[0]
     if scalars:
         arrays_exact = [loop for loop in loops
-                        if all(k in scalars or formal == dtypes[k]
-                               for k, formal in enumerate(loop))]
+                        if all(_lossless(scalars[k], formal) if k in scalars
+                               else formal == dtypes[k] for k, formal in enumerate(loop))]
         if len(arrays_exact) == 1:
             return arrays_exact[0]
     for loop in loops:
@@ -30,6 +31,17 @@ def select_loop(loops, dtypes: list, scalars: dict):
 
 
 _ARRAY = object()
+
+
+def _lossless(value, formal: np.dtype) -> bool:
+    """numba-cuda converts scalars to the loop's type; gpunb only where no value is lost (2.0
+    into an int32 loop, not 2.5), so no call computes with a silently changed input."""
+    try:
+        with np.errstate(all="ignore"):
+            converted = formal.type(value)
+        return bool(converted == value) or (value != value and converted != converted)
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 def _accepts(formal: np.dtype, actual: np.dtype, value, is_scalar: bool) -> bool:
