@@ -110,7 +110,7 @@ def link_offline(ptx: str, inputs: list, arch: tuple, *, lto: bool = False,
                              "nvidia-nvjitlink, or install the CUDA toolkit") from None
     major, minor = arch
     options = [f"-arch=sm_{major}{minor}"]
-    if lto:
+    if lto and any(kind == "ltoir" for kind, _, _ in inputs):  # -lto needs an LTO-IR input
         options.append("-lto")
     if max_registers:
         options.append(f"-maxrregcount={int(max_registers)}")
