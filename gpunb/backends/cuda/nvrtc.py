@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 
+from gpunb.foundation import config
 from gpunb.foundation.errors import CompileError, ToolchainError
 
 _INSTALL_HINT = "pip install nvidia-cuda-nvrtc (the NVRTC wheel matching cuda-bindings), or " \
@@ -66,9 +67,7 @@ def compile_source(source: str, name: str, arch: tuple, *, lto: bool = False,
                "-default-device", "-std=c++17"]
     if lto:
         options.append("-dlto")
-    extra = os.environ.get("GPUNB_NVRTC_INCLUDE", "")
-    for directory in (*include_dirs, *filter(None, extra.split(os.pathsep)),
-                      *default_include_dirs()):
+    for directory in (*include_dirs, *config.nvrtc_include_dirs(), *default_include_dirs()):
         options.append(f"-I{directory}")
     err, prog = nvrtc.nvrtcCreateProgram(source.encode("utf-8"), name.encode("utf-8"), 0, [], [])
     _check(nvrtc, err, "nvrtcCreateProgram", name)
