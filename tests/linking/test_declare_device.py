@@ -323,3 +323,18 @@ def test_gpu_link_option_on_jit_with_ptx():
 
     x = np.arange(10, dtype=np.int32)
     np.testing.assert_equal(_run(kernel, x), x * 2)
+
+
+def test_use_cooperative_makes_a_cooperative_kernel():
+    from gpunb import backends
+    from gpunb.backends.pipeline import compile
+    from gpunb.foundation.events import Stage
+
+    sync = cuda.declare_device("grid_barrier", "int32(int32)", use_cooperative=True)
+    kernel = _kernel_calling(sync)
+    artifact = compile(kernel.py_func, (int32[::1], int32[::1]), {}, backends.get("cuda"),
+                       stop_after=Stage.PTX, arch=(9, 0)).artifact
+    assert artifact.cooperative
+    assert not compile(_kernel_calling(cuda.declare_device("g", "int32(int32)")).py_func,
+                       (int32[::1], int32[::1]), {}, backends.get("cuda"),
+                       stop_after=Stage.PTX, arch=(9, 0)).artifact.cooperative

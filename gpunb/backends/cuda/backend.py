@@ -58,7 +58,8 @@ class CudaBackend(Backend):
         return KernelArtifact(
             name=typed.name, symbol=symbol, target=self.name, arch=arch_string(tuple(arch)),
             signature=kernel_signature(typed), param_slots=slots_of(typed), binary=b"",
-            ptx=ptx, llvm_ir=llvm_ir, cooperative="grid_sync" in features,
+            ptx=ptx, llvm_ir=llvm_ir,
+            cooperative="grid_sync" in features or builder.foreign_cooperative,
             uses_barriers="barrier" in features,
             uses_dynamic_shared="dynamic_shared" in features,
             resources=ResourceUsage(shared_bytes=builder.shared_static_bytes),

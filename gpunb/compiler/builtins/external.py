@@ -99,6 +99,8 @@ class ExternalFunction(Builtin):
                             "signatures are called from one kernel",
                             "give each declaration its own name")
         low.mb.links.extend(i for i in self.link if i not in low.mb.links)
+        if self.use_cooperative:  # the kernel must be launched cooperatively
+            low.mb.foreign_cooperative = True
         if self.abi == "c":
             value = b.call(fn, args)
             return None if void else _from_abi(b, value, result_t)
