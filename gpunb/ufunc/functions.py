@@ -13,6 +13,7 @@ import ast
 import inspect
 import linecache
 import textwrap
+import types
 
 from gpunb.foundation.errors import CompileError
 
@@ -42,18 +43,23 @@ def def_from_lambda(func, what: str):
                            user_location(), hint="write the function as a def")
     body = node.body
     params = ast.unparse(node.args)
-    name = f"lambda_{func.__code__.co_firstlineno}"
+    # one name and pseudo-file per lambda (two may share a line): its line and column
+    name = f"lambda_{node.lineno}_{node.col_offset}"
     text = "\n" * (node.lineno - 1) + f"def {name}({params}):\n    return {ast.unparse(body)}\n"
-    pseudo = f"<gpunb lambda {filename}:{node.lineno}>"
+    pseudo = f"<gpunb lambda {filename}:{node.lineno}:{node.col_offset}>"
     linecache.cache[pseudo] = (len(text), None, text.splitlines(True), pseudo)
-    namespace = dict(func.__globals__)
-    if func.__closure__:
+    if not func.__closure__:  # the module's live globals, as the lambda itself reads them
+        module_code = compile(text, pseudo, "exec")
+        code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
+        made = types.FunctionType(code, func.__globals__, name, func.__defaults__)
+    else:  # a closure's cells become globals of the def (their values now, as numba freezes)
+        namespace = dict(func.__globals__)
         for var, cell in zip(func.__code__.co_freevars, func.__closure__, strict=True):
             namespace[var] = cell.cell_contents
-    exec(compile(text, pseudo, "exec"), namespace)  # noqa: S102 - the lambda's own text
-    made = namespace[name]
+        exec(compile(text, pseudo, "exec"), namespace)  # noqa: S102 - the lambda's own text
+        made = namespace[name]
+        made.__defaults__ = func.__defaults__
     made.__qualname__ = getattr(func, "__qualname__", name)
-    made.__defaults__ = func.__defaults__
     return made
 
 
@@ -76,16 +82,16 @@ def _lambda_node(func) -> tuple:
             return None, filename
         first = 1
     argnames = code.co_varnames[:code.co_argcount]
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda) and \
-                tuple(a.arg for a in node.args.args) == tuple(argnames):
-            node.lineno += first - 1
-            found.append(node)
-    found = [n for n in found if n.lineno == code.co_firstlineno] or found
+    found = [node for node in ast.walk(tree) if isinstance(node, ast.Lambda) and
+             tuple(a.arg for a in node.args.args) == tuple(argnames)]
+    found = [n for n in found if n.lineno + first - 1 == code.co_firstlineno] or found
     if len(found) > 1:  # several alike on a line: the one that compiles to the same code
         found = [n for n in found if _same_code(n, code)] or found[:1]
-    return (found[0] if found else None), filename
+    if not found:
+        return None, filename
+    node = found[0]
+    node.lineno += first - 1  # the line in the file, where the def is placed
+    return node, filename
 
 
 def _same_code(node: ast.Lambda, code) -> bool:

@@ -109,7 +109,11 @@ class GUFunc:
         out_cores = [tuple(core_shapes[name] for name in group) for group in self.outputsig]
         loop_dims = _fit_outputs(loop_dims, out_cores, outputs)
         out_shapes = [loop_dims + core for core in out_cores]
-        for k, (given, shape) in enumerate(zip(outputs, out_shapes, strict=True)):
+        for k, (given, shape, dtype) in enumerate(zip(outputs, out_shapes, out_dtypes,
+                                                      strict=True)):
+            if given is not None and not isinstance(given, np.ndarray) and given.dtype != dtype:
+                raise TypeError(f"output {k + 1} of '{self.__name__}' is a device array of "
+                                f"{given.dtype}; the loop writes {dtype}")
             if given is not None and tuple(given.shape) != shape:
                 raise ValueError(f"output shape mismatch: output {k + 1} of '{self.__name__}' "
                                  f"has shape {tuple(given.shape)}, the layout gives {shape}")

@@ -85,3 +85,19 @@ def test_errors(target):
         sum_reduce(np.zeros(3), size=5)
     with pytest.raises(TypeError, match="init="):
         sum_reduce(np.zeros(3, np.int32), init="x")
+
+
+SCALE = 2
+
+
+def test_lambdas_read_globals_and_closures(target):
+    offset = 1
+    total = cuda.reduce(lambda a, b: a + b * (SCALE - 1) + (offset - 1))  # a + b, associative
+    A = np.arange(1000, dtype=np.int64)
+    assert total(A, init=7) == A.sum() + 7
+
+
+def test_lambda_on_a_shared_line_is_found(target):
+    first, second = cuda.reduce(lambda a, b: a + b), cuda.reduce(lambda a, b: a * b)
+    A = np.arange(1, 6, dtype=np.float64)
+    assert first(A) == 15.0 and second(A, init=1) == 120.0
