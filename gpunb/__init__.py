@@ -23,8 +23,8 @@ _exec_sources.install()
 
 __all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "RaceError",
            "SignatureError", "ToolchainError", "WarpMaskError", "__version__", "access_map",
-           "cuda", "events", "fuse", "jit", "last_profile", "profile", "sanitize", "set_target",
-           "load_ipython_extension"]
+           "cuda", "events", "fuse", "guvectorize", "jit", "last_profile", "profile", "sanitize",
+           "set_target", "load_ipython_extension", "vectorize"]
 
 
 def set_target(target: str | None) -> None:
@@ -73,6 +73,10 @@ def __getattr__(name: str):
         from gpunb.jit.access_map import access_map
 
         return access_map
+    if name in ("vectorize", "guvectorize"):  # numba's `@vectorize([...], target="cuda")`
+        import gpunb.ufunc
+
+        return getattr(gpunb.ufunc, name)
     if name == "fuse":
         from gpunb.fusion import fuse
 

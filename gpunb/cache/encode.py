@@ -154,6 +154,9 @@ def _gpunb_object(value) -> str:
     intrinsic = getattr(value, "_gpunb_intrinsic", None)
     if isinstance(intrinsic, str):
         return f"intrinsic:{intrinsic}"
+    content = getattr(value, "_gpunb_content_key", None)  # foreign code: its declaration + bytes
+    if isinstance(content, str):
+        return f"gpunb-content:{qualified_name(type(value))}:{content}"
     if type(value).__module__ == "gpunb.foundation.types":
         return f"gpunb-type:{value}"  # types print as their canonical numba-style names
     name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)

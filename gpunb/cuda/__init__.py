@@ -102,6 +102,31 @@ def compile_ptx_for_current_device(pyfunc, sig, device: bool = False, **kwargs) 
     return compile_ptx(pyfunc, sig, device=device, cc=cc, **kwargs)
 
 
+def declare_device(name: str, sig, link=None, use_cooperative: bool = False, abi: str = "numba"):
+    """A foreign device function callable from kernels: `name` with the numba signature `sig`,
+    defined in the code `link` names (.cu compiled by NVRTC, .ptx, .cubin, .fatbin, .o, .a,
+    .ltoir, or cuda.CUSource & co.), linked into every kernel that calls it (CUDA target only).
+    abi="numba": `int name(Ret *out, args...)`; abi="c": `Ret name(args...)`."""
+    from gpunb.compiler.builtins.external import ABIS, ExternalFunction
+    from gpunb.foundation.errors import JitOptionError
+    from gpunb.foundation.linkable import link_items
+    from gpunb.jit import options as jit_checks
+
+    if abi not in ABIS:
+        raise JitOptionError(f"Unsupported ABI: {abi!r}", jit_checks.user_location(),
+                             hint="abi='numba' (int f(Ret *out, args...)) or abi='c'")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise TypeError(f"declare_device: the name must be the function's C symbol, got {name!r}")
+    if isinstance(sig, str) and sig.strip().startswith("("):
+        raise TypeError("Return type must be provided for device declarations, e.g. "
+                        f"'int32{sig.strip()}'")
+    parsed = jit_checks.parse_signature(sig, "declare_device signature")
+    if parsed.return_type is None:
+        raise TypeError("Return type must be provided for device declarations, e.g. "
+                        "int32(float32, int32)")
+    return ExternalFunction(name, parsed, link_items(link), abi, use_cooperative)
+
+
 # ---- host API: devices, memory, streams, events (the runtime layer) ----------------------------
 
 
@@ -176,10 +201,23 @@ def synchronize() -> None:
         driver.synchronize()
 
 
+_UFUNC_NAMES = ("vectorize", "guvectorize", "reduce", "Reduce")
+_LINKABLE_NAMES = ("LinkableCode", "CUSource", "PTXSource", "Cubin", "Fatbin", "Archive", "Object",
+                   "LTOIR")
+
+
 def __getattr__(name: str):
     # memory and stream helpers come from the runtime layer, imported on first use
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in _UFUNC_NAMES:  # numba-cuda's ufunc API (gpunb.ufunc), loaded when first named
+        import gpunb.ufunc
+
+        return getattr(gpunb.ufunc, name)
+    if name in _LINKABLE_NAMES:  # code for declare_device's / cuda.jit's link=
+        from gpunb.foundation import linkable
+
+        return getattr(linkable, name)
     if name in ("libdevice", "libdevicefuncs"):  # numba.cuda's submodules, imported when named
         import importlib
 

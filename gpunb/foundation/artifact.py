@@ -6,7 +6,7 @@ A cache hit on disk rebuilds a KernelArtifact from JSON + binary blobs, so every
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +55,15 @@ class KernelArtifact:
     access_sites: tuple = ()
     # cpu static shared arrays: (byte offset after the dynamic area, elements, dtype) each
     shared_layout: tuple = ()
+    # foreign code to link (foundation.linkable items): needed by the link stage only, so not
+    # stored (the cache stores the linked binary)
+    links: tuple = ()
 
     def to_json_dict(self) -> dict:
         """Everything but the binary, as JSON-ready data (the cache stores the binary apart)."""
-        data = asdict(self)
+        data = asdict(replace(self, binary=b"", links=()))
         data.pop("binary")
+        data.pop("links")
         return data
 
     @classmethod

@@ -22,6 +22,8 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_NOTICES: `0` silences one-line notices (target fallback, host copies). Default 1.
 - GPUNB_NATIVE_LAUNCH: `0` launches through cuda.bindings instead of gpunb's native
   cuLaunchKernel trampoline (backends/cuda/native_launch.py). Default 1.
+- GPUNB_NVRTC_INCLUDE: extra header directories (a path list, like PATH) for CUDA C++ compiled
+  by NVRTC for cuda.declare_device / link= (numba-cuda: CUDA_NVRTC_EXTRA_SEARCH_PATHS).
 - CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM (cuda.bindings' own): when set, the trampoline
   calls the per-thread-default-stream entry points, as cuda.bindings then does.
 """
@@ -169,3 +171,9 @@ def native_launch_enabled() -> bool:
 
 def per_thread_default_stream() -> bool:
     return _flag("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", False)
+
+
+def nvrtc_include_dirs() -> tuple:
+    """GPUNB_NVRTC_INCLUDE as a tuple of directories."""
+    value = os.environ.get("GPUNB_NVRTC_INCLUDE", "")
+    return tuple(d for d in value.split(os.pathsep) if d)

@@ -177,9 +177,20 @@ def _cpu_mode(value):
     return "expected 'auto', 'workgroup' or 'coroutine'", value
 
 
+def _link(value):
+    """link=: foreign code for the CUDA target's linker (paths or cuda.CUSource & co.)."""
+    from gpunb.foundation.linkable import link_items
+
+    try:
+        return None, link_items(value)
+    except (TypeError, ValueError, FileNotFoundError) as exc:
+        return str(exc), value
+
+
 _OPTION_CHECKS = {"max_registers": _max_registers, "fastmath": _fastmath, "opt": _opt,
-                  "inline": _inline, "cpu_mode": _cpu_mode}
-_EXAMPLES = {"max_registers": "64", "inline": "'always'", "cpu_mode": "'coroutine'"}
+                  "inline": _inline, "cpu_mode": _cpu_mode, "link": _link}
+_EXAMPLES = {"max_registers": "64", "inline": "'always'", "cpu_mode": "'coroutine'",
+             "link": "['functions.cu']"}
 
 
 def check_target(target, what: str = "target") -> None:

@@ -58,13 +58,15 @@ class CudaBackend(Backend):
         return KernelArtifact(
             name=typed.name, symbol=symbol, target=self.name, arch=arch_string(tuple(arch)),
             signature=kernel_signature(typed), param_slots=slots_of(typed), binary=b"",
-            ptx=ptx, llvm_ir=llvm_ir, cooperative="grid_sync" in features,
+            ptx=ptx, llvm_ir=llvm_ir,
+            cooperative="grid_sync" in features or builder.foreign_cooperative,
             uses_barriers="barrier" in features,
             uses_dynamic_shared="dynamic_shared" in features,
             resources=ResourceUsage(shared_bytes=builder.shared_static_bytes),
             line_map=ptx_line_map(ptx, typed.source.filename, llvm_ir),
             source_file=typed.source.filename,
-            first_line=typed.source.first_line, raise_sites=tuple(builder.raise_sites))
+            first_line=typed.source.first_line, raise_sites=tuple(builder.raise_sites),
+            links=tuple(builder.links))
 
     def link(self, artifact: KernelArtifact, options: dict) -> KernelArtifact:
         """Stage.LINK: PTX -> cubin by the driver's JIT linker, for the current GPU."""
@@ -72,6 +74,9 @@ class CudaBackend(Backend):
 
         device = driver.current_device()
         check_static_shared(artifact.name, artifact.resources.shared_bytes, device)
+        foreign = (*artifact.links, *options.get("link", ()))
+        if foreign:
+            return dataclasses.replace(artifact, binary=link_foreign(artifact, foreign, options))
         cubin, _log = modules.link_ptx(artifact.ptx, artifact.arch,
                                        max_registers=options.get("max_registers"),
                                        lineinfo=bool(options.get("lineinfo")),
@@ -110,6 +115,28 @@ class CudaBackend(Backend):
         from gpunb.backends.cuda import sass
 
         return sass.disassemble(artifact)
+
+
+def link_foreign(artifact: KernelArtifact, items: tuple, options: dict) -> bytes:
+    """The kernel's PTX linked with foreign code (declare_device, link=): NVRTC for CUDA C++,
+    nvJitLink when LTO-IR is involved (lto=True or LTOIR items), else the driver's linker."""
+    from gpunb.backends.cuda import linker, modules
+
+    arch = modules.parse_arch(artifact.arch)
+    lto = bool(options.get("lto"))
+    unique = []
+    for item in items:
+        if all(item._gpunb_content_key != u._gpunb_content_key for u in unique):
+            unique.append(item)
+    inputs = linker.prepare_inputs(tuple(unique), arch, lto)
+    flags = {"max_registers": options.get("max_registers"),
+             "lineinfo": bool(options.get("lineinfo")), "debug": bool(options.get("debug")),
+             "opt": options.get("opt", True) is not False}
+    if linker.needs_nvjitlink(inputs, lto):
+        cubin, _log = linker.link_offline(artifact.ptx, inputs, arch, lto=lto, **flags)
+    else:
+        cubin, _log = linker.link_with_driver(artifact.ptx, inputs, artifact.arch, **flags)
+    return cubin
 
 
 def check_static_shared(name: str, static_bytes: int, device) -> None:

@@ -33,6 +33,8 @@ class ModuleBuilder:
         self.features: frozenset = frozenset()
         self.shared_static_bytes = 0
         self.raise_sites: list = []  # debug: exceptions.site_record by site id (the artifact's)
+        self.links: list = []  # foreign code the module calls (cuda.declare_device's link=)
+        self.foreign_cooperative = False  # that code grid-syncs (declare_device use_cooperative)
 
     def unique(self, prefix: str) -> str:
         self.counter += 1
