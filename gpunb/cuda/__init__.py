@@ -65,6 +65,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     threadIdx,
     warpsize,
 )
+from gpunb.cuda.devices import current_context, get_current_device, gpus  # noqa: F401
 from gpunb.jit.decorator import jit  # noqa: F401 - re-exported: @cuda.jit
 
 # `from gpunb.cuda.bf16 import hadd` as numba-cuda's `from numba.cuda.bf16 import hadd`
@@ -152,12 +153,6 @@ def detect() -> bool:
         cc = ".".join(map(str, d.compute_capability))
         print(f"id {i}    {d.name}    [SUPPORTED] compute capability: {cc}")
     return True
-
-
-def get_current_device():
-    from gpunb.backends.cuda import driver
-
-    return driver.current_device()
 
 
 def select_device(device_id: int):

@@ -148,6 +148,10 @@ class Array(Type):
 class Tuple(Type):
     items: tuple
 
+    def __post_init__(self):
+        if not isinstance(self.items, tuple):  # numba's Tuple([a, b]) takes any sequence
+            object.__setattr__(self, "items", tuple(self.items))
+
     def __str__(self) -> str:
         inner = ", ".join(str(t) for t in self.items)
         return f"({inner},)" if len(self.items) == 1 else f"({inner})"
@@ -261,6 +265,21 @@ complex64 = c8 = Complex(64)
 complex128 = c16 = Complex(128)
 intp = int64
 uintp = uint64
+
+# numba's C-name aliases and type domains (sets a ufunc or a test iterates over)
+byte, ubyte, short, ushort = int8, uint8, int16, uint16
+intc, uintc, long_, ulong, longlong, ulonglong = int32, uint32, int64, uint64, int64, uint64
+signed_domain = frozenset({int8, int16, int32, int64})
+unsigned_domain = frozenset({uint8, uint16, uint32, uint64})
+integer_domain = signed_domain | unsigned_domain
+real_domain = frozenset({float32, float64})
+complex_domain = frozenset({complex64, complex128})
+number_domain = integer_domain | real_domain | complex_domain
+
+
+def UniTuple(dtype: Type, count: int) -> Tuple:  # noqa: N802 - numba's name
+    """numba's homogeneous tuple type: `UniTuple(int32, 3)` is `(int32, int32, int32)`."""
+    return Tuple((dtype,) * int(count))
 
 TYPE_NAMES: dict[str, Type] = {
     "void": void, "none": none, "boolean": boolean, "bool_": boolean, "b1": boolean,

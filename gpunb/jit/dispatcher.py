@@ -18,6 +18,7 @@ from gpunb.foundation import config
 from gpunb.foundation import events as _events
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import CompileError, LaunchError
+from gpunb.jit.numba_api import NumbaDispatcherAPI
 from gpunb.jit.observe import observed_launch
 from gpunb.jit.specialization import Specialization
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
@@ -42,13 +43,14 @@ _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache
                  "inline")
 
 
-class Dispatcher:
+class Dispatcher(NumbaDispatcherAPI):
     """A GPU function: a kernel when launched, a device function when called from GPU code."""
 
     __gpunb_function__ = True
 
     def __init__(self, py_func, *, device: bool = False, signatures=(), target: str | None = None,
-                 inspection_arch: str | None = None, **options):
+                 inspection_arch: str | None = None, extensions=None, _eager: bool = True,
+                 **options):
         from gpunb.jit import options as jit_checks
 
         jit_checks.check_function(py_func)
@@ -76,6 +78,14 @@ class Dispatcher:
         self._lock = threading.RLock()
         self.specializations: dict = {}  # (target, argtypes) -> Specialization
         _live.add(self)
+        if extensions:
+            self.extensions.extend(extensions)
+        # numba: one signature (not a list) fixes the dispatcher to it; signatures compile now
+        self._specialized = bool(signatures) and not isinstance(signatures, list)
+        if _eager and self.declared_signatures:
+            from gpunb.jit.numba_api import compile_declared
+
+            compile_declared(self)
 
     def __repr__(self) -> str:
         kind = "device function" if self.device else "kernel"
@@ -181,7 +191,7 @@ class Dispatcher:
                          for k, (name, a) in enumerate(zip(params, args, strict=True)))
         argtypes = self._match_declared(argtypes)
         previous = self.specializations.get((target, argtypes))
-        spec = self.specialize(argtypes, target)
+        spec = self.specialization_for(argtypes, target)
         if key is not None:
             self._fast[key] = spec
         return spec, spec is not previous
@@ -214,7 +224,7 @@ class Dispatcher:
         raise LaunchError(f"no declared signature of '{self.__name__}' accepts "
                           f"({', '.join(map(str, argtypes))})", hint=hint)
 
-    def specialize(self, argtypes: tuple, target: str | None = None) -> Specialization:
+    def specialization_for(self, argtypes: tuple, target: str | None = None) -> Specialization:
         """Compile (or fetch) the specialisation for these kernel-language argument types."""
         from gpunb.runtime.target import active_target
 
@@ -235,14 +245,14 @@ class Dispatcher:
     def compile(self, sig) -> Specialization:
         """Compile for a declared signature ("void(float32[:])") now, as numba's does."""
         sig = _parse_signatures([sig], self.py_func)[0]
-        return self.specialize(tuple(sig.args))
+        return self.specialization_for(tuple(sig.args))
 
     def _any_spec(self, signature=None) -> Specialization:
         if signature is not None:
             sig = _parse_signatures([signature], self.py_func)[0]
-            return self.specialize(tuple(sig.args))
+            return self.specialization_for(tuple(sig.args))
         if not self.specializations and self.declared_signatures:
-            self.specialize(tuple(self.declared_signatures[0].args))
+            self.specialization_for(tuple(self.declared_signatures[0].args))
         if not self.specializations:
             raise CompileError(f"'{self.__name__}' has not been compiled yet",
                                hint="launch it once, or pass a signature, e.g. "
@@ -254,7 +264,7 @@ class Dispatcher:
         if signature is not None:
             return self._any_spec(signature).artifact.llvm_ir
         self._any_spec()
-        return {str(k[1]): s.artifact.llvm_ir for k, s in self.specializations.items()}
+        return {k[1]: s.artifact.llvm_ir for k, s in self.specializations.items()}
 
     def inspect_asm(self, signature=None):
         """PTX on the CUDA target (host assembly on the CPU target)."""
@@ -264,7 +274,7 @@ class Dispatcher:
         if signature is not None:
             return text(self._any_spec(signature))
         self._any_spec()
-        return {str(k[1]): text(s) for k, s in self.specializations.items()}
+        return {k[1]: text(s) for k, s in self.specializations.items()}
 
     def inspect_ptx(self, signature=None) -> str:
         """PTX for these argument types, on any target (compiled for the CUDA target if needed)."""
@@ -368,6 +378,11 @@ class _LaunchConfig:
     def __call__(self, *args, **kwargs) -> None:
         if kwargs:
             _refuse_keywords(self.dispatcher, kwargs)
+        cleanups = None
+        if self.dispatcher.__dict__.get("_extensions"):
+            from gpunb.jit.numba_api import prepare_arguments
+
+            args, cleanups = prepare_arguments(self.dispatcher.extensions, args, self.stream)
         try:
             self.dispatcher.launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
         except LaunchError as exc:
@@ -376,6 +391,8 @@ class _LaunchConfig:
 
                 exc.loc = user_location()
             raise
+        for cleanup in cleanups or ():
+            cleanup()
 
 
 def _refuse_keywords(dispatcher, kwargs: dict) -> None:
