@@ -49,9 +49,9 @@ def test_attributes_are_the_enforced_limits():
 
 def test_unknown_attribute_is_refused_not_invented():
     with pytest.raises(AttributeError, match="ECC_ENABLED"):
-        cuda.get_current_device().ECC_ENABLED
+        getattr(cuda.get_current_device(), "ECC_ENABLED")  # noqa: B009
     with pytest.raises(AttributeError):
-        cuda.get_current_device().not_an_attribute
+        getattr(cuda.get_current_device(), "not_an_attribute")  # noqa: B009
 
 
 def test_gpus_and_context():
