@@ -33,7 +33,7 @@ class Compilation:
 
 def compile(py_func, argtypes: tuple, options: dict, backend, *,
             stop_after: Stage | None = None, arch=None, device: bool = False,
-            export_device: bool = False) -> Compilation:
+            export_device: bool = False, return_type=None) -> Compilation:
     """Compile `py_func` for these kernel-language argument types on `backend`.
 
     `stop_after` is one of `backend.stages` (default: all of them, ending with a loadable
@@ -53,7 +53,7 @@ def compile(py_func, argtypes: tuple, options: dict, backend, *,
     report = _Report(py_func.__name__, signature, backend.name)
     with report.compiling(), compile_guard(py_func):
         typed = report.stage(Stage.TYPES, infer_kernel, py_func, tuple(argtypes), options,
-                             device)
+                             device, return_type)
         if last is Stage.TYPES:
             return Compilation(typed, Stage.TYPES)
         return _after_types(typed, options, backend, arch, last, export_device, report)
@@ -72,7 +72,9 @@ def _after_types(typed, options: dict, backend, arch, last: Stage, export_device
     from gpunb.compiler.pipeline import mangle
 
     arch = backend.default_arch() if arch is None else arch
-    symbol = typed.name if export_device else mangle(typed.name, typed.argtypes)
+    # export_device: True exports the function under its own name, a str under that name
+    symbol = (export_device if isinstance(export_device, str) else typed.name) if export_device \
+        else mangle(typed.name, typed.argtypes)
     builder = report.stage(Stage.LLVM, backend.lower, typed, options, symbol, arch,
                            export_device)
     if last is Stage.LLVM:

@@ -16,8 +16,10 @@ def mangle(name: str, argtypes: tuple) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", f"{name}__{sig}" if sig else name)[:200]
 
 
-def infer_kernel(py_func, argtypes: tuple, options: dict, device: bool = False) -> TypedFunction:
-    return infer_function(py_func, tuple(argtypes), options, is_kernel=not device)
+def infer_kernel(py_func, argtypes: tuple, options: dict, device: bool = False,
+                 return_type=None) -> TypedFunction:
+    return infer_function(py_func, tuple(argtypes), options, is_kernel=not device,
+                          return_type=return_type if device else None)
 
 
 def lower_kernel(typed: TypedFunction, target, options: dict, symbol: str) -> ModuleBuilder:

@@ -65,41 +65,19 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     threadIdx,
     warpsize,
 )
+from gpunb.cuda.compiling import (  # noqa: F401 - re-exported
+    compile,
+    compile_all,
+    compile_for_current_device,
+    compile_ptx,
+    compile_ptx_for_current_device,
+)
 from gpunb.cuda.devices import current_context, get_current_device, gpus  # noqa: F401
 from gpunb.jit.decorator import jit  # noqa: F401 - re-exported: @cuda.jit
 
 # `from gpunb.cuda.bf16 import hadd` as numba-cuda's `from numba.cuda.bf16 import hadd`
 _sys.modules[__name__ + ".bf16"] = bf16
 _sys.modules[__name__ + ".fp8"] = fp8
-
-
-def compile_ptx(pyfunc, sig, device: bool = False, abi: str = "numba", lineinfo: bool = False,
-                debug: bool = False, fastmath: bool = False, cc: tuple | None = None,
-                opt: bool = True) -> tuple:
-    """PTX for `pyfunc` with signature `sig`, without a GPU: returns (ptx, return_type)."""
-    from gpunb import backends
-    from gpunb.backends.pipeline import compile
-    from gpunb.foundation import config
-    from gpunb.foundation.events import Stage
-    from gpunb.jit import options as jit_checks
-
-    func = getattr(pyfunc, "py_func", pyfunc)
-    jit_checks.check_function(func, "compile_ptx")
-    sig = jit_checks.parse_signature(sig)
-    cc = jit_checks.check_arch(cc) if cc else config.default_arch()
-    options = {"lineinfo": lineinfo, "debug": debug, "fastmath": fastmath, "opt": opt}
-    options = {**options, **jit_checks.check_options(options, tuple(options))}
-    compiled = compile(func, tuple(sig.args), options, backends.get("cuda"),
-                       stop_after=Stage.PTX, arch=cc, device=device, export_device=device)
-    return compiled.artifact.ptx, compiled.typed.return_type
-
-
-def compile_ptx_for_current_device(pyfunc, sig, device: bool = False, **kwargs) -> tuple:
-    """compile_ptx for the current GPU's compute capability (GPUNB_ARCH without a GPU)."""
-    from gpunb.backends.cuda import driver
-
-    cc = driver.current_device().compute_capability if driver.is_available() else None
-    return compile_ptx(pyfunc, sig, device=device, cc=cc, **kwargs)
 
 
 # ---- host API: devices, memory, streams, events (the runtime layer) ----------------------------

@@ -113,6 +113,11 @@ class JitOptionError(CompileError, TypeError, ValueError):
     TypeError (unknown keyword) and ValueError (bad value), as Python and numba raise them."""
 
 
+class KernelReturnError(CompileError, TypeError):
+    """A kernel that returns a value (or is declared with a non-void return type); also a
+    TypeError, what numba raises for it ("CUDA kernel must have void return type")."""
+
+
 class LaunchError(LocatedError):
     """A launch that cannot run: bad grid/block, wrong arguments, driver failures, deadlocks."""
 

@@ -40,7 +40,7 @@ def _forget_targets() -> None:
 config._target_listeners.append(_forget_targets)
 
 _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
-                 "inline")
+                 "inline", "launch_bounds")
 
 
 class Dispatcher(NumbaDispatcherAPI):

@@ -24,11 +24,14 @@ class Inferer(StatementTyping, LoopTyping, ExpressionTyping, IndexTyping, CallTy
     """Types one function for one tuple of argument types (see the mixins for each part)."""
 
 
-def infer_function(py_func, argtypes: tuple, options: dict, is_kernel: bool) -> TypedFunction:
-    """Infer `py_func` (and, transitively, the GPU functions it calls) for `argtypes`."""
+def infer_function(py_func, argtypes: tuple, options: dict, is_kernel: bool,
+                   return_type=None) -> TypedFunction:
+    """Infer `py_func` (and, transitively, the GPU functions it calls) for `argtypes`;
+    `return_type`: a device function's declared return type (values are cast to it)."""
     session = InferenceSession(Inferer, options)
     try:
-        return session.infer(py_func, tuple(argtypes), is_kernel=is_kernel)
+        return session.infer(py_func, tuple(argtypes), is_kernel=is_kernel,
+                             declared_return=return_type)
     except NeedsConstant as needs:  # no caller left to pass a constant: the plain error
         raise CompileError(needs.message, needs.loc, needs.hint,
                            function=needs.function) from None

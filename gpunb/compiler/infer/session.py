@@ -23,7 +23,7 @@ class InferenceSession:
     def infer(self, py_func, argtypes: tuple, is_kernel: bool = False, call_node=None,
               caller=None, declared_return=None):
         key = (py_func.__code__, id(py_func.__globals__), argtypes, is_kernel,
-               _closure_key(py_func))
+               _closure_key(py_func), declared_return)
         found = self.done.get(key)
         if found is not None:
             return found
@@ -31,6 +31,7 @@ class InferenceSession:
         if active is not None:
             return self.recursive_call(key, active, caller, call_node, declared_return)
         inferer = self.inferer_class(load_source(py_func), py_func, argtypes, self, is_kernel)
+        inferer.signature_return = declared_return  # a signature's return type: values cast to it
         self.in_progress[key] = inferer
         try:
             typed = inferer.run()
