@@ -122,6 +122,21 @@ class LaunchError(LocatedError):
     """A launch that cannot run: bad grid/block, wrong arguments, driver failures, deadlocks."""
 
 
+class LaunchConfigError(LaunchError, TypeError, ValueError):
+    """A launch configuration that is malformed (too many dimensions, non-integer sizes, a
+    negative forall count) or missing; a TypeError/ValueError too, as numba raises them."""
+
+
+class NotAKernelError(LaunchError, RuntimeError):
+    """A device function used as a kernel (launched, SASS inspected); a RuntimeError too, as in
+    numba ("Cannot compile a device function as a kernel")."""
+
+
+class NoMatchingSignatureError(LaunchError, TypeError):
+    """Launch arguments that no declared signature accepts, or that two accept equally well;
+    also a TypeError, what numba raises ("No matching definition", "Ambiguous overloading")."""
+
+
 class ToolchainError(GpunbError):
     """A required NVIDIA tool or library (libdevice, ptxas, nvdisasm, the driver) is missing."""
 

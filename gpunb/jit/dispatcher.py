@@ -17,7 +17,13 @@ from gpunb.cache.fingerprint import still_valid
 from gpunb.foundation import config
 from gpunb.foundation import events as _events
 from gpunb.foundation import types as t
-from gpunb.foundation.errors import CompileError, LaunchError
+from gpunb.foundation.errors import (
+    CompileError,
+    LaunchConfigError,
+    LaunchError,
+    NoMatchingSignatureError,
+    NotAKernelError,
+)
 from gpunb.jit.numba_api import NumbaDispatcherAPI
 from gpunb.jit.observe import observed_launch
 from gpunb.jit.specialization import Specialization
@@ -113,8 +119,9 @@ class Dispatcher(NumbaDispatcherAPI):
 
     def _make_config(self, config) -> _LaunchConfig:
         if self.device:
-            raise LaunchError(f"'{self.__name__}' is a device function and cannot be launched",
-                              hint="call it from a kernel, or drop device=True")
+            raise NotAKernelError(f"'{self.__name__}' is a device function and cannot be "
+                                  "launched (Cannot compile a device function as a kernel)",
+                                  hint="call it from a kernel, or drop device=True")
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             from gpunb.jit.options import user_location
 
@@ -122,6 +129,10 @@ class Dispatcher(NumbaDispatcherAPI):
                               "[grid, block] or [grid, block, stream, dynamic_shared_bytes]",
                               user_location(), hint="e.g. kernel[blocks, 256](args...)")
         griddim, blockdim = config[0], config[1]
+        from gpunb.backends.launch_config import check_dims
+
+        check_dims(griddim, "grid", self.__name__)  # numba checks at kernel[...], not at launch
+        check_dims(blockdim, "block", self.__name__)
         stream = config[2] if len(config) > 2 else 0
         shared = config[3] if len(config) > 3 else 0
         return _LaunchConfig(self, griddim, blockdim, stream, shared)
@@ -132,15 +143,16 @@ class Dispatcher(NumbaDispatcherAPI):
                 f"gpunb.fuse: the GPU function '{self.__name__}' is not supported inside a fused "
                 "function; write the helper as a plain Python function of numpy operations (fuse "
                 "traces through it) or write the whole computation as a @cuda.jit kernel")
-        raise LaunchError(
+        raise LaunchConfigError(
             f"'{self.__name__}' is a GPU function: launch it as {self.__name__}[grid, block](...) "
-            "or call it from another GPU function",
+            "or call it from another GPU function (the launch configuration was not specified)",
             hint="Python code cannot call GPU functions directly")
 
     def forall(self, ntasks: int, tpb: int = 0, stream=0, sharedmem: int = 0) -> _LaunchConfig:
         """A 1-d launch covering `ntasks` threads (block size from occupancy when tpb == 0)."""
         if ntasks < 0:
-            raise LaunchError(f"forall({ntasks}): the task count must not be negative")
+            raise LaunchConfigError(f"forall({ntasks}): the task count must not be negative "
+                                    "(Can't create ForAll with negative task count)")
         block = tpb or 256
         grid = max(1, -(-ntasks // block))
         return _LaunchConfig(self, grid, block, stream, sharedmem)
@@ -208,10 +220,24 @@ class Dispatcher(NumbaDispatcherAPI):
     def _match_declared(self, argtypes: tuple) -> tuple:
         if not self.declared_signatures:
             return argtypes
-        for sig in self.declared_signatures:
-            if len(sig.args) == len(argtypes) and all(
-                    t.can_convert(a, d) for d, a in zip(sig.args, argtypes, strict=False)):
-                return tuple(sig.args)
+        from gpunb.compiler.promotion import rating
+
+        # numba's choice: the best conversion rating (exact, then safe, then unsafe); two best
+        # of equal rating are ambiguous. (int64, float64) picks (float64, float64) over
+        # (float32, float32)
+        rated = sorted((r, k) for k, s in enumerate(self.declared_signatures)
+                       if len(s.args) == len(argtypes)
+                       and (r := rating(argtypes, tuple(s.args))) is not None)
+        if len(rated) > 1 and rated[0][0] == rated[1][0] and rated[0][0] != (0, 0, 0):
+            best = [self.declared_signatures[k] for r, k in rated if r == rated[0][0]]
+            raise NoMatchingSignatureError(
+                f"Ambiguous overloading for <function {self.__name__}> "
+                f"({', '.join(map(str, argtypes))}):\n" +
+                "\n".join(f"({', '.join(map(str, s.args))}) -> none" for s in best[:2]),
+                hint="pass arguments of one declared signature's exact types, e.g. "
+                     "np.float32(x)")
+        if rated:
+            return tuple(self.declared_signatures[rated[0][1]].args)
         sigs = ", ".join(str(s) for s in self.declared_signatures)
         hint = f"declared: {sigs}"
         if any(isinstance(a, t.Array) and a.readonly for a in argtypes):
@@ -221,8 +247,9 @@ class Dispatcher(NumbaDispatcherAPI):
             hint += "; an unaligned array (a field of a packed record array, recs['y']) " \
                     "matches no declared signature: pass an aligned copy, e.g. " \
                     "np.ascontiguousarray(ary)"
-        raise LaunchError(f"no declared signature of '{self.__name__}' accepts "
-                          f"({', '.join(map(str, argtypes))})", hint=hint)
+        raise NoMatchingSignatureError(
+            f"No matching definition for argument type(s) {', '.join(map(str, argtypes))}: no "
+            f"declared signature of '{self.__name__}' accepts them", hint=hint)
 
     def specialization_for(self, argtypes: tuple, target: str | None = None) -> Specialization:
         """Compile (or fetch) the specialisation for these kernel-language argument types."""
@@ -287,6 +314,9 @@ class Dispatcher(NumbaDispatcherAPI):
         """SASS (the GPU's machine code) of this kernel's PTX, by nvdisasm; no GPU needed."""
         from gpunb.jit import inspection
 
+        if self.device:
+            raise NotAKernelError(f"Cannot inspect SASS of a device function ('{self.__name__}')",
+                                  hint="inspect the kernel that calls it")
         spec = self._any_spec(signature)
         return inspection.sass_for(self, spec)
 
