@@ -169,6 +169,9 @@ class DeviceArray(_ArrayBase):
     """An n-dimensional array in GPU memory (numba: DeviceNDArray)."""
 
     __cuda_memory__ = True
+    # kernels that read a device array global capture its address (numba's by-reference
+    # capture): the target whose kernels may do so (compiler/values.py, cache/encode.py)
+    __gpunb_device_array__ = "cuda"
 
     def __init__(self, shape, strides=None, dtype=np.float64, stream=0, gpu_data=None,
                  offset: int = 0):
@@ -374,6 +377,8 @@ def cai_dtype(desc: dict) -> np.dtype:
 
 class HostDeviceArray(_ArrayBase):
     """The CPU target's "device" array: numpy memory with DeviceArray's API and copy semantics."""
+
+    __gpunb_device_array__ = "cpu"  # captured by address by the CPU target's kernels
 
     def __init__(self, array: np.ndarray, stream=0):
         if not isinstance(array, np.ndarray):
