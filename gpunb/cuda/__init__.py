@@ -152,6 +152,14 @@ def __getattr__(name: str):
     # memory and stream helpers come from the runtime layer, imported on first use
     if name.startswith("__"):
         raise AttributeError(name)
+    if name == "PerformanceWarning":  # gpunb's warning for host arrays copied per launch
+        from gpunb.runtime.packing import PerformanceWarning
+
+        return PerformanceWarning
+    if name == "InvalidConfigWarning":
+        from gpunb.foundation.errors import InvalidConfigWarning
+
+        return InvalidConfigWarning
     if name in ("libdevice", "libdevicefuncs"):  # numba.cuda's submodules, imported when named
         import importlib
 

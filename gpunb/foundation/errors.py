@@ -99,6 +99,11 @@ class LocatedError(GpunbError):
         return self.render()
 
 
+class InvalidConfigWarning(UserWarning):
+    """A combination of options that works but not as asked (numba's NumbaInvalidConfigWarning):
+    debug=True with optimisation on."""
+
+
 class CompileError(LocatedError):
     """Kernel source that gpunb cannot compile: unsupported syntax, unknown names, type errors."""
 

@@ -96,3 +96,20 @@ def test_explicit_signatures_no_match_and_ambiguity():
     with pytest.raises(TypeError, match="Ambiguous overloading") as info:
         g[1, 1](np.zeros(1), 1.0, 2.0)
     assert "int64" not in str(info.value).split("\n", 1)[1]  # only the two best are named
+
+
+def test_debug_with_opt_warns_as_numba():
+    import warnings
+
+    from gpunb.foundation.errors import InvalidConfigWarning
+
+    with pytest.warns(InvalidConfigWarning, match="not supported by CUDA"):
+        cuda.jit(debug=True)
+    with pytest.warns(InvalidConfigWarning, match="not supported by CUDA"):
+        cuda.jit(debug=True, opt=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cuda.jit(debug=True, opt=False)
+        cuda.jit()
+    assert cuda.InvalidConfigWarning is InvalidConfigWarning
+    assert issubclass(cuda.PerformanceWarning, UserWarning)
