@@ -11,6 +11,7 @@ nobody subscribes, no event object is built.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -73,7 +74,8 @@ def _after_types(typed, options: dict, backend, arch, last: Stage, export_device
 
     arch = backend.default_arch() if arch is None else arch
     # export_device: True exports the function under its own name, a str under that name
-    symbol = (export_device if isinstance(export_device, str) else typed.name) if export_device \
+    symbol = (export_device if isinstance(export_device, str) else
+              re.sub(r"[^0-9A-Za-z_$]", "_", typed.name)) if export_device \
         else mangle(typed.name, typed.argtypes)
     builder = report.stage(Stage.LLVM, backend.lower, typed, options, symbol, arch,
                            export_device)

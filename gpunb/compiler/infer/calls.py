@@ -76,6 +76,14 @@ class CallTyping:
             raise self.error(node, f"{cname}() takes exactly one argument in GPU code")
         arg = node.args[0]
         found = self.expr(arg)
+        if callee is float and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            try:  # float("nan"), float("inf"): a float constant (lowered from the literal)
+                float(arg.value)
+            except ValueError:
+                raise self.error(arg, f"could not convert string to float: {arg.value!r}",
+                                 "write a number, or 'nan' / 'inf' / '-inf'") from None
+            self.calls[node] = Cast(t.float64, arg, found)
+            return t.float64
         if not (t.is_number(found) or t.is_fp8(found)):
             raise self.error(arg, f"cannot convert {found} to {target}")
         if isinstance(found, t.Complex) and isinstance(target, (t.BFloat16, t.FP8)) or \

@@ -25,6 +25,8 @@ class CallLowering:
     def expr_Call(self, node: ast.Call):
         call = self.typed.calls[node]
         if isinstance(call, Cast):
+            if isinstance(call.argtype, t.StringLiteral):  # float("nan"): checked by inference
+                return ops.constant(call.target, float(call.arg.value))
             return ops.cast(self.builder, self.expr(call.arg), call.argtype, call.target)
         if isinstance(call, BuiltinCall):
             return call.builtin.lower_call(self, node, call)
