@@ -46,7 +46,7 @@ def _forget_targets() -> None:
 config._target_listeners.append(_forget_targets)
 
 _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
-                 "inline", "launch_bounds")
+                 "inline", "launch_bounds", "shared_memory_carveout", "forceinline")
 
 
 class Dispatcher(NumbaDispatcherAPI):

@@ -187,9 +187,29 @@ def _launch_bounds(value):
     return None, bounds
 
 
+_CARVEOUTS = {"default": -1, "maxl1": 0, "maxshared": 100}
+
+
+def _carveout(value):
+    """numba's shared_memory_carveout: 'default', 'MaxL1', 'MaxShared' or a percentage from -1
+    to 100, kept as the percentage the driver takes."""
+    if isinstance(value, str):
+        if value.lower() not in _CARVEOUTS:
+            return (f"Invalid carveout value: {value}. Must be -1 to 100 or one of "
+                    f"{list(_CARVEOUTS)}"), value
+        return None, _CARVEOUTS[value.lower()]
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "expected an int from -1 to 100 or 'default', 'MaxL1', 'MaxShared'", value
+    if not -1 <= value <= 100:
+        return "Carveout must be between -1 and 100", value
+    return None, value
+
+
 _OPTION_CHECKS = {"max_registers": _max_registers, "fastmath": _fastmath, "opt": _opt,
-                  "inline": _inline, "launch_bounds": _launch_bounds}
-_EXAMPLES = {"max_registers": "64", "inline": "'always'", "launch_bounds": "(256, 2)"}
+                  "inline": _inline, "launch_bounds": _launch_bounds,
+                  "shared_memory_carveout": _carveout}
+_EXAMPLES = {"max_registers": "64", "inline": "'always'", "launch_bounds": "(256, 2)",
+             "shared_memory_carveout": "'MaxShared'"}
 
 
 def check_target(target, what: str = "target") -> None:

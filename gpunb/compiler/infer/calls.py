@@ -188,7 +188,8 @@ class CallTyping:
         callee = self.infer_callee(node, py_func, args, argtypes, declared)
         if not isinstance(callee, RecursiveRef):  # (a self-call is not a callee to collect)
             self.callees[(py_func.__code__, callee.argtypes)] = callee
-        self.calls[node] = GpuCall(callee, tuple(args), callee.argtypes)
+        forceinline = bool(getattr(dispatcher, "options", {}).get("forceinline"))
+        self.calls[node] = GpuCall(callee, tuple(args), callee.argtypes, forceinline)
         return callee.return_type
 
     @staticmethod

@@ -57,6 +57,8 @@ class CallLowering:
                              "the CPU target cannot suspend inside a real call",
                              "move the barrier out of the recursion")
         fn = self.mb.device_function(callee)
+        if call.forceinline and "alwaysinline" not in fn.attributes:
+            fn.attributes.add("alwaysinline")  # numba's forceinline: inlined at every call
         extra = [self.ctx] if self.ctx is not None else []
         passed = [v for v, a in zip(values, call.argtypes, strict=True)
                   if not is_compile_time(a)]
