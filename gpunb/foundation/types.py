@@ -147,12 +147,16 @@ class Array(Type):
 @dataclass(frozen=True, slots=True)
 class Tuple(Type):
     items: tuple
+    names: tuple = ()  # a namedtuple's field names (read as attributes in kernels)
 
     def __post_init__(self):
         if not isinstance(self.items, tuple):  # numba's Tuple([a, b]) takes any sequence
             object.__setattr__(self, "items", tuple(self.items))
 
     def __str__(self) -> str:
+        if self.names:  # the names are part of the type: `p.x` means another item elsewhere
+            inner = ", ".join(f"{n}: {t}" for n, t in zip(self.names, self.items, strict=True))
+            return f"NamedTuple({inner})"
         inner = ", ".join(str(t) for t in self.items)
         return f"({inner},)" if len(self.items) == 1 else f"({inner})"
 

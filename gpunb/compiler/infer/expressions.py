@@ -151,6 +151,8 @@ class ExpressionTyping:
                 return field_value_type(base, *found)
         if isinstance(base, t.Group) and attr == "size":
             return t.int64
+        if isinstance(base, t.Tuple) and attr in base.names:  # a namedtuple's field
+            return base.items[base.names.index(attr)]
         raise self.error(node, f"{base} has no attribute '{attr}' in GPU code",
                          _attribute_hint(base))
 

@@ -109,6 +109,8 @@ class ExpressionLowering:
         if isinstance(base_t, t.Record):
             pointer, ftype, align = arrays.field_address(b, base_t, base, node.attr)
             return arrays.load_element(b, ftype, pointer, align)
+        if isinstance(base_t, t.Tuple) and node.attr in base_t.names:
+            return b.extract_value(base, base_t.names.index(node.attr))
         if isinstance(base_t, t.Group):
             from gpunb.compiler.builtins.groups import group_size
 
