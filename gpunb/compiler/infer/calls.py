@@ -32,6 +32,11 @@ from gpunb.foundation.pyobjects import is_gpu_function, lookup_global
 
 class CallTyping:
     def expr_Call(self, node: ast.Call) -> t.Type:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "bit_count" and \
+                not node.args and not node.keywords:
+            found = self.int_bit_count(node)
+            if found is not None:
+                return found
         callee = self.callee_object(node.func)
         if callee is None:
             ftype = self.expr(node.func)
@@ -67,6 +72,19 @@ class CallTyping:
             return self.conversion(node, callee, target)
         name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
         raise self.error(node.func, f"cannot call {name} from GPU code", _call_hint(callee))
+
+    def int_bit_count(self, node: ast.Call) -> t.Type | None:
+        """`x.bit_count()` on an integer value; None when `x` is not one (a module's function
+        of that name, say), which then types as any other call."""
+        if self.callee_object(node.func.value) is not None:
+            return None
+        base = self.expr(node.func.value)
+        if not isinstance(base, t.Integer):
+            return None
+        from gpunb.compiler.builtins.warp import INT_BIT_COUNT
+
+        self.calls[node] = BuiltinCall(INT_BIT_COUNT, (node.func.value,), (base,), t.int32, None)
+        return t.int32
 
     def conversion(self, node: ast.Call, callee, target: t.Type) -> t.Type:
         """int(x), float(x), bool(x), np.float32(x): numba keeps an integer's own type under
