@@ -294,6 +294,11 @@ class CallTyping:
                 raise NotConstant
             return value
         if isinstance(node, ast.Attribute):
+            if node.attr == "dtype" and isinstance(node.value, ast.Name) and \
+                    node.value.id in self.locals:  # `ary.dtype` of an array: its type's dtype
+                found = self.var_types.get(self.env.get(node.value.id))
+                if isinstance(found, t.Array):
+                    return found.dtype
             base = self.resolve_constant(node.value)
             if not hasattr(base, node.attr):
                 raise NotConstant

@@ -136,6 +136,8 @@ class ExpressionTyping:
                 return t.Tuple((t.int64,) * base.ndim)
             if attr in ("size", "ndim", "itemsize", "nbytes"):
                 return t.int64
+            if attr == "dtype":  # a compile-time dtype (cuda.local.array(n, dtype=a.dtype))
+                return PyValue(base.dtype)
             if attr == "T" and base.ndim <= 2:
                 layout = base.layout
                 if base.ndim == 2:
