@@ -396,14 +396,31 @@ class Dispatcher(NumbaDispatcherAPI):
 class _LaunchConfig:
     """`kernel[grid, block, stream, shared]`: call it with the kernel's arguments."""
 
-    __slots__ = ("dispatcher", "griddim", "blockdim", "stream", "sharedmem")
+    __slots__ = ("dispatcher", "grid", "block", "stream", "sharedmem")
 
     def __init__(self, dispatcher, griddim, blockdim, stream, sharedmem):
         self.dispatcher = dispatcher
-        self.griddim = griddim
-        self.blockdim = blockdim
+        self.grid = griddim  # as given: the launch path normalises (fast for plain ints)
+        self.block = blockdim
         self.stream = stream
         self.sharedmem = sharedmem
+
+    @property
+    def griddim(self) -> tuple:
+        """numba's form: the grid as (x, y, z)."""
+        return _dim3_of(self.grid)
+
+    @property
+    def blockdim(self) -> tuple:
+        """numba's form: the block as (x, y, z)."""
+        return _dim3_of(self.block)
+
+    def __reduce__(self):
+        if self.stream:
+            import pickle
+
+            raise pickle.PicklingError("cannot pickle a launch configuration with a stream")
+        return (_configured, (self.dispatcher, self.grid, self.block, self.sharedmem))
 
     def __call__(self, *args, **kwargs) -> None:
         if kwargs:
@@ -414,7 +431,7 @@ class _LaunchConfig:
 
             args, cleanups = prepare_arguments(self.dispatcher.extensions, args, self.stream)
         try:
-            self.dispatcher.launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
+            self.dispatcher.launch(self.grid, self.block, self.stream, self.sharedmem, args)
         except LaunchError as exc:
             if exc.loc is None:  # point at the user's launch line (costs nothing without errors)
                 from gpunb.jit.options import user_location
@@ -423,6 +440,16 @@ class _LaunchConfig:
             raise
         for cleanup in cleanups or ():
             cleanup()
+
+
+def _dim3_of(dim) -> tuple:
+    items = tuple(int(n) for n in (dim if isinstance(dim, (tuple, list)) else (dim,)))
+    return items + (1,) * (3 - len(items))
+
+
+def _configured(dispatcher, grid, block, sharedmem) -> _LaunchConfig:
+    """pickle's constructor for `kernel[grid, block]`."""
+    return dispatcher[grid, block, 0, sharedmem]
 
 
 def _refuse_keywords(dispatcher, kwargs: dict) -> None:

@@ -93,6 +93,9 @@ class NumbaDispatcherAPI:
 
     _specialized = False  # made by specialize(), or cuda.jit with one signature (not a list)
 
+    def __reduce__(self):
+        return reduce_dispatcher(self)
+
     @property
     def specialized(self) -> bool:
         """True for a dispatcher fixed to one signature (numba-cuda's meaning)."""
@@ -213,3 +216,35 @@ def prepare_arguments(extensions: list, args: tuple, stream) -> tuple:
             ty, value = ext.prepare_args(ty, value, stream=stream, retr=cleanups)
         out.append(value)
     return tuple(out), cleanups
+
+
+def rebuild_dispatcher(function_bytes: bytes, device: bool, target, signatures: list,
+                       options: dict, extensions: list, specialized: bool):
+    """pickle's constructor for a Dispatcher: the Python function by value (as numba pickles
+    it, so local functions travel too), then a new dispatcher with the same options."""
+    import cloudpickle
+
+    from gpunb.jit.dispatcher import Dispatcher
+
+    func = cloudpickle.loads(function_bytes)
+    dispatcher = Dispatcher(func, device=device, target=target, signatures=signatures,
+                            extensions=extensions, **options)
+    dispatcher._specialized = specialized
+    return dispatcher
+
+
+def reduce_dispatcher(dispatcher) -> tuple:
+    """Dispatcher.__reduce__: compiled code is not pickled (it is rebuilt, or found in the
+    cache, where unpickled); the function goes by value through cloudpickle."""
+    try:
+        import cloudpickle
+    except ImportError:  # pragma: no cover - an optional dependency
+        import pickle
+
+        raise pickle.PicklingError(
+            f"pickling the GPU function '{dispatcher.__name__}' needs cloudpickle "
+            "(pip install cloudpickle), which pickles Python functions by value") from None
+    return (rebuild_dispatcher, (cloudpickle.dumps(dispatcher.py_func), dispatcher.device,
+                                 dispatcher.requested_target,
+                                 list(dispatcher.declared_signatures), dict(dispatcher.options),
+                                 list(dispatcher.extensions), dispatcher.specialized))
