@@ -185,6 +185,8 @@ def compile_declared(dispatcher) -> None:
     machine lacks), device functions are type-checked (they compile into their callers)."""
     from gpunb.runtime.target import active_target
 
+    if _names_itself_before_bound(dispatcher.py_func):
+        return  # self-recursive: its own name is bound after decoration; compiled at first use
     target = active_target(dispatcher.requested_target)
     runnable = target == "cpu"
     if target == "cuda":
@@ -202,6 +204,20 @@ def compile_declared(dispatcher) -> None:
 
         compile(dispatcher.py_func, argtypes, dict(dispatcher.options), backends.get(target),
                 stop_after=Stage.TYPES, device=dispatcher.device)
+
+
+def _names_itself_before_bound(func) -> bool:
+    """Whether `func` calls itself by a name not bound yet (the decorator runs first)."""
+    code, own = func.__code__, func.__name__
+    if own in code.co_names and own not in func.__globals__:
+        return True
+    if own in code.co_freevars:
+        cell = func.__closure__[code.co_freevars.index(own)]
+        try:
+            cell.cell_contents  # noqa: B018 - an empty cell raises
+        except ValueError:
+            return True
+    return False
 
 
 def prepare_arguments(extensions: list, args: tuple, stream) -> tuple:
