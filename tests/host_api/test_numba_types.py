@@ -30,3 +30,14 @@ def test_unituple_in_a_declared_signature():
     out = np.zeros(1)
     k[1, 1](out, (1.5, 2.0))
     assert out[0] == 3.5
+
+
+def test_tuple_types_are_sequences_like_numbas():
+    pair = types.Tuple((types.float64, types.int32))
+    triple = types.UniTuple(types.float32, 3)
+    assert isinstance(triple, types.UniTuple) and not isinstance(pair, types.UniTuple)
+    assert isinstance(pair, types.Tuple) and isinstance(triple, types.Tuple)
+    assert len(pair) == 2 and pair[1] == types.int32 and list(triple) == [types.float32] * 3
+    assert triple.dtype == types.float32 and triple.count == 3 and pair.types == pair.items
+    assert bool(types.Tuple(()))  # a type is always true, even the empty tuple's
+    assert types.float32[:] == types.Array(types.float32, 1, "A")  # Type.__getitem__ stays
