@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.errors import LaunchConfigError, LaunchError
 
 
 def validate_config(griddim, blockdim, device_limits: dict, shared_bytes: int,
@@ -67,20 +67,28 @@ def _validate_slowly(griddim, blockdim, device_limits: dict, shared_bytes: int,
     return grid, block
 
 
+def check_dims(dim, what: str, kernel_name) -> tuple:
+    """The sizes of a grid or block (1 to 3 integers), or LaunchConfigError in numba's words."""
+    items = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if not 1 <= len(items) <= 3:
+        raise LaunchConfigError(f"{what}dim must be a sequence of 1, 2 or 3 integers, got "
+                                f"{list(items)}", function=kernel_name,
+                                hint="e.g. kernel[blocks, threads] or kernel[(bx, by), (tx, ty)]")
+    for n in items:
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+            raise LaunchConfigError(f"{what}dim must be a sequence of integers, got "
+                                    f"{list(items)}", function=kernel_name,
+                                    hint="compute sizes with integer division, e.g. "
+                                         "(n + 255) // 256")
+    return items
+
+
 def _dim3(dim, what: str, kernel_name) -> tuple:
     if dim.__class__ is int and dim > 0:
         return (dim, 1, 1)
-    items = dim if isinstance(dim, (tuple, list)) else (dim,)
-    if not 1 <= len(items) <= 3:
-        raise LaunchError(f"{what} dimensions must be 1 to 3 numbers, got {dim!r}",
-                          function=kernel_name, hint="e.g. kernel[blocks, threads] or "
-                                                     "kernel[(bx, by), (tx, ty)]")
+    items = check_dims(dim, what, kernel_name)
     out = []
     for n in items:
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-            raise LaunchError(f"{what} dimensions must be integers, got {dim!r}",
-                              function=kernel_name,
-                              hint="compute sizes with integer division, e.g. (n + 255) // 256")
         if n <= 0:
             raise LaunchError(f"{what} dimensions must be positive, got {dim!r}",
                               function=kernel_name,

@@ -11,6 +11,7 @@ nobody subscribes, no event object is built.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -57,7 +58,7 @@ def compile(py_func, argtypes: tuple, options: dict, backend, *,
     # already compiled never wait for it
     with LLVM_LOCK, report.compiling(), compile_guard(py_func):
         typed = report.stage(Stage.TYPES, infer_kernel, py_func, tuple(argtypes), options,
-                             device, return_type if device else None)
+                             device, return_type)
         if last is Stage.TYPES:
             return Compilation(typed, Stage.TYPES)
         return _after_types(typed, options, backend, arch, last, export_device, report)
@@ -76,7 +77,10 @@ def _after_types(typed, options: dict, backend, arch, last: Stage, export_device
     from gpunb.compiler.pipeline import mangle
 
     arch = backend.default_arch() if arch is None else arch
-    symbol = typed.name if export_device else mangle(typed.name, typed.argtypes)
+    # export_device: True exports the function under its own name, a str under that name
+    symbol = (export_device if isinstance(export_device, str) else
+              re.sub(r"[^0-9A-Za-z_$]", "_", typed.name)) if export_device \
+        else mangle(typed.name, typed.argtypes)
     builder = report.stage(Stage.LLVM, backend.lower, typed, options, symbol, arch,
                            export_device)
     if last is Stage.LLVM:

@@ -151,6 +151,12 @@ def _array_digest(array, np, epoch_marker) -> str:
 
 
 def _gpunb_object(value) -> str:
+    owner = getattr(type(value), "__gpunb_device_array__", None)
+    if isinstance(owner, str):  # kernels embed its address: valid in this process only
+        import os
+
+        return (f"device-array:{owner}:{os.getpid()}:{value._ptr:#x}:{value.shape}:"
+                f"{value.strides}:{value.dtype.str}")
     intrinsic = getattr(value, "_gpunb_intrinsic", None)
     if isinstance(intrinsic, str):
         return f"intrinsic:{intrinsic}"

@@ -20,7 +20,7 @@ FORMAT_VERSION = 1
 _OPTION_DEFAULTS = {"fastmath": False, "lineinfo": False, "debug": False, "opt": True,
                     "max_registers": None, "boundscheck": False, "inline": None, "device": False,
                     "cpu_mode": "auto"}
-_NOT_CODE = frozenset({"cache"})  # options that never change the produced code
+_NOT_CODE = frozenset({"cache", "shared_memory_carveout"})  # options that never change code
 
 
 def _json_value(value):

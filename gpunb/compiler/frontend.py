@@ -85,6 +85,8 @@ def load_source(py_func) -> KernelSource:
                                (exc.offset or 1) - 1 + indent, text_lines)) from None
     tree = next((n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
                 None)
+    if tree is None and py_func.__name__ == "<lambda>":
+        tree = _lambda_as_def(module, code, first_line, indent)
     if tree is None:
         raise CompileError(f"the source of {py_func.__qualname__!r} is not a def",
                            _at(filename, first_line, 0, text_lines),
@@ -147,6 +149,29 @@ def _last_line(code) -> int:
         if hasattr(const, "co_positions"):
             last = max(last, _last_line(const))
     return last
+
+
+def _lambda_as_def(module: ast.Module, code, first_line: int,
+                   indent: int) -> ast.FunctionDef | None:
+    """A lambda's source (its whole line) holds the lambda: `def <lambda>(args): return body`.
+    Among several lambdas on the lines, the one whose parameters and body position match the
+    code object's; None when that is not decidable (the caller then asks for a def)."""
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    lambdas = [n for n in ast.walk(module) if isinstance(n, ast.Lambda)
+               and tuple(a.arg for a in n.args.args + n.args.kwonlyargs) == params]
+    if len(lambdas) > 1:  # the body's first position is among the code's instruction positions
+        positions = {(line - first_line + 1, col - indent)
+                     for line, _, col, _ in code.co_positions()
+                     if line is not None and col is not None}
+        lambdas = [n for n in lambdas if (n.body.lineno, n.body.col_offset) in positions]
+    if len(lambdas) != 1:
+        return None
+    node = lambdas[0]
+    body = ast.Return(value=node.body)
+    ast.copy_location(body, node.body)
+    tree = ast.FunctionDef(name="<lambda>", args=node.args, body=[body], decorator_list=[],
+                           returns=None)
+    return ast.fix_missing_locations(ast.copy_location(tree, node))
 
 
 def _at(filename: str, line: int, col: int, text_lines: tuple | None) -> SourceLocation:

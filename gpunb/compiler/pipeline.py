@@ -19,7 +19,7 @@ def mangle(name: str, argtypes: tuple) -> str:
 def infer_kernel(py_func, argtypes: tuple, options: dict, device: bool = False,
                  return_type=None) -> TypedFunction:
     return infer_function(py_func, tuple(argtypes), options, is_kernel=not device,
-                          return_type=return_type)
+                          return_type=return_type if device else None)
 
 
 def lower_kernel(typed: TypedFunction, target, options: dict, symbol: str) -> ModuleBuilder:

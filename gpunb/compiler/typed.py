@@ -77,6 +77,7 @@ class GpuCall:
     callee: TypedFunction | RecursiveRef
     args: tuple  # per parameter: the argument's AST node, or a Const
     argtypes: tuple  # what each argument is converted to (the callee's parameter types)
+    forceinline: bool = False  # the callee was made with cuda.jit(forceinline=True)
 
     @property
     def result(self) -> t.Type:

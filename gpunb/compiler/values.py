@@ -86,6 +86,11 @@ def constant_type(value) -> t.Type | None:
             return t.Array(t.from_dtype(value.dtype), value.ndim, "C", readonly=True)
         except TypeError:
             return None
+    if isinstance(getattr(type(value), "__gpunb_device_array__", None), str):
+        try:  # a device array global: captured by reference, as numba-cuda does
+            return t.Array(t.from_dtype(value.dtype), value.ndim, value._layout)
+        except TypeError:
+            return None
     if isinstance(value, tuple):
         items = tuple(constant_type(v) for v in value)
         return None if any(i is None for i in items) else t.Tuple(items)

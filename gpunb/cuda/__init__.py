@@ -65,41 +65,24 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     threadIdx,
     warpsize,
 )
+from gpunb.cuda.compiling import (  # noqa: F401 - re-exported
+    compile,
+    compile_all,
+    compile_for_current_device,
+    compile_ptx,
+    compile_ptx_for_current_device,
+)
+from gpunb.cuda.devices import (  # noqa: F401
+    current_context,
+    get_current_device,
+    gpus,
+    list_devices,
+)
 from gpunb.jit.decorator import jit  # noqa: F401 - re-exported: @cuda.jit
 
 # `from gpunb.cuda.bf16 import hadd` as numba-cuda's `from numba.cuda.bf16 import hadd`
 _sys.modules[__name__ + ".bf16"] = bf16
 _sys.modules[__name__ + ".fp8"] = fp8
-
-
-def compile_ptx(pyfunc, sig, device: bool = False, abi: str = "numba", lineinfo: bool = False,
-                debug: bool = False, fastmath: bool = False, cc: tuple | None = None,
-                opt: bool = True) -> tuple:
-    """PTX for `pyfunc` with signature `sig`, without a GPU: returns (ptx, return_type)."""
-    from gpunb import backends
-    from gpunb.backends.pipeline import compile
-    from gpunb.foundation import config
-    from gpunb.foundation.events import Stage
-    from gpunb.jit import options as jit_checks
-
-    func = getattr(pyfunc, "py_func", pyfunc)
-    jit_checks.check_function(func, "compile_ptx")
-    sig = jit_checks.parse_signature(sig)
-    cc = jit_checks.check_arch(cc) if cc else config.default_arch()
-    options = {"lineinfo": lineinfo, "debug": debug, "fastmath": fastmath, "opt": opt}
-    options = {**options, **jit_checks.check_options(options, tuple(options))}
-    compiled = compile(func, tuple(sig.args), options, backends.get("cuda"),
-                       stop_after=Stage.PTX, arch=cc, device=device, export_device=device,
-                       return_type=sig.return_type if device else None)
-    return compiled.artifact.ptx, compiled.typed.return_type
-
-
-def compile_ptx_for_current_device(pyfunc, sig, device: bool = False, **kwargs) -> tuple:
-    """compile_ptx for the current GPU's compute capability (GPUNB_ARCH without a GPU)."""
-    from gpunb.backends.cuda import driver
-
-    cc = driver.current_device().compute_capability if driver.is_available() else None
-    return compile_ptx(pyfunc, sig, device=device, cc=cc, **kwargs)
 
 
 def declare_device(name: str, sig, link=None, use_cooperative: bool = False, abi: str = "numba"):
@@ -180,12 +163,6 @@ def detect() -> bool:
     return True
 
 
-def get_current_device():
-    from gpunb.backends.cuda import driver
-
-    return driver.current_device()
-
-
 def select_device(device_id: int):
     from gpunb.backends.cuda import driver
 
@@ -218,6 +195,14 @@ def __getattr__(name: str):
         from gpunb.foundation import linkable
 
         return getattr(linkable, name)
+    if name == "PerformanceWarning":  # gpunb's warning for host arrays copied per launch
+        from gpunb.runtime.packing import PerformanceWarning
+
+        return PerformanceWarning
+    if name == "InvalidConfigWarning":
+        from gpunb.foundation.errors import InvalidConfigWarning
+
+        return InvalidConfigWarning
     if name in ("libdevice", "libdevicefuncs"):  # numba.cuda's submodules, imported when named
         import importlib
 
@@ -230,7 +215,7 @@ def __getattr__(name: str):
 
     if hasattr(memory, name):
         return getattr(memory, name)
-    if name in ("gpus", "list_devices", "reset", "close"):  # several GPUs, dead contexts
+    if name in ("reset", "close"):  # a fresh context after a crashed kernel
         from gpunb.runtime import devices
 
         return getattr(devices, name)

@@ -99,6 +99,11 @@ class LocatedError(GpunbError):
         return self.render()
 
 
+class InvalidConfigWarning(UserWarning):
+    """A combination of options that works but not as asked (numba's NumbaInvalidConfigWarning):
+    debug=True with optimisation on."""
+
+
 class CompileError(LocatedError):
     """Kernel source that gpunb cannot compile: unsupported syntax, unknown names, type errors."""
 
@@ -111,6 +116,11 @@ class SignatureError(CompileError, TypeError):
 class JitOptionError(CompileError, TypeError, ValueError):
     """An unknown option or an unusable option value (cuda.jit, compile_ptx, set_target); also a
     TypeError (unknown keyword) and ValueError (bad value), as Python and numba raise them."""
+
+
+class KernelReturnError(CompileError, TypeError):
+    """A kernel that returns a value (or is declared with a non-void return type); also a
+    TypeError, what numba raises for it ("CUDA kernel must have void return type")."""
 
 
 class LaunchError(LocatedError):
@@ -134,6 +144,21 @@ class RaceError(LaunchError):
 class WarpMaskError(LaunchError):
     """A warp collective (*_sync, syncwarp) whose mask leaves out the calling lane or names
     lanes that never arrive there: undefined behaviour on a GPU, found by the CPU target."""
+
+
+class LaunchConfigError(LaunchError, TypeError, ValueError):
+    """A launch configuration that is malformed (too many dimensions, non-integer sizes, a
+    negative forall count) or missing; a TypeError/ValueError too, as numba raises them."""
+
+
+class NotAKernelError(LaunchError, RuntimeError):
+    """A device function used as a kernel (launched, SASS inspected); a RuntimeError too, as in
+    numba ("Cannot compile a device function as a kernel")."""
+
+
+class NoMatchingSignatureError(LaunchError, TypeError):
+    """Launch arguments that no declared signature accepts, or that two accept equally well;
+    also a TypeError, what numba raises ("No matching definition", "Ambiguous overloading")."""
 
 
 class ToolchainError(GpunbError):

@@ -147,8 +147,39 @@ class Array(Type):
 @dataclass(frozen=True, slots=True)
 class Tuple(Type):
     items: tuple
+    names: tuple = ()  # a namedtuple's field names (read as attributes in kernels)
+
+    def __post_init__(self):
+        if not isinstance(self.items, tuple):  # numba's Tuple([a, b]) takes any sequence
+            object.__setattr__(self, "items", tuple(self.items))
+
+    # numba's: a sequence of item types (len, t[0], iteration), yet always true (`if ty:`)
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __getitem__(self, item):  # an item type; slices spell arrays, as for every Type
+        return self.items[item] if isinstance(item, int) else Type.__getitem__(self, item)
+
+    types = property(lambda self: self.items, doc="numba's name for the item types")
+    count = property(lambda self: len(self.items), doc="numba's UniTuple.count")
+
+    @property
+    def dtype(self) -> Type:
+        """A homogeneous tuple's item type (numba's UniTuple.dtype)."""
+        if not self.items or any(i != self.items[0] for i in self.items):
+            raise AttributeError(f"{self} is not homogeneous: it has no single dtype")
+        return self.items[0]
 
     def __str__(self) -> str:
+        if self.names:  # the names are part of the type: `p.x` means another item elsewhere
+            inner = ", ".join(f"{n}: {t}" for n, t in zip(self.names, self.items, strict=True))
+            return f"NamedTuple({inner})"
         inner = ", ".join(str(t) for t in self.items)
         return f"({inner},)" if len(self.items) == 1 else f"({inner})"
 
@@ -261,6 +292,28 @@ complex64 = c8 = Complex(64)
 complex128 = c16 = Complex(128)
 intp = int64
 uintp = uint64
+
+# numba's C-name aliases and type domains (sets a ufunc or a test iterates over)
+byte, ubyte, short, ushort = int8, uint8, int16, uint16
+intc, uintc, long_, ulong, longlong, ulonglong = int32, uint32, int64, uint64, int64, uint64
+signed_domain = frozenset({int8, int16, int32, int64})
+unsigned_domain = frozenset({uint8, uint16, uint32, uint64})
+integer_domain = signed_domain | unsigned_domain
+real_domain, complex_domain = frozenset({float32, float64}), frozenset({complex64, complex128})
+number_domain = integer_domain | real_domain | complex_domain
+
+
+class _UniTupleKind(type):
+    """numba's UniTuple: UniTuple(int32, 3) makes a Tuple; isinstance asks if one is uniform."""
+
+    def __call__(cls, dtype: Type, count: int) -> Tuple:
+        return Tuple((dtype,) * int(count))
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, Tuple) and bool(obj.items) and len(set(obj.items)) == 1
+
+
+UniTuple = _UniTupleKind("UniTuple", (), {"__doc__": "numba's homogeneous tuple type"})
 
 TYPE_NAMES: dict[str, Type] = {
     "void": void, "none": none, "boolean": boolean, "bool_": boolean, "b1": boolean,

@@ -70,7 +70,7 @@ def resident_blocks(kernel, args: list, target: str) -> int:
     from gpunb.backends.cuda import driver
     from gpunb.runtime.typeof import typeof
 
-    spec = kernel.specialize(tuple(typeof(a) for a in args), "cuda")
+    spec = kernel.specialization_for(tuple(typeof(a) for a in args), "cuda")
     per_sm = spec.backend.max_active_blocks_per_sm(spec.program, BLOCK)
     return max(1, per_sm) * driver.current_device().multiprocessor_count
 

@@ -19,6 +19,14 @@ def jit(func_or_sig=None, device: bool = False, target: str | None = None, **opt
     """
     from gpunb.jit.dispatcher import Dispatcher
 
+    if options.get("debug") and options.get("opt", True):
+        import warnings
+
+        from gpunb.foundation.errors import InvalidConfigWarning
+
+        warnings.warn("debug=True with opt=True is not supported by CUDA: optimised code's "
+                      "line and variable information is unreliable; pass opt=False with "
+                      "debug=True (as numba-cuda advises)", InvalidConfigWarning, stacklevel=2)
     if callable(func_or_sig) and not isinstance(func_or_sig, (str, Signature)):
         return Dispatcher(func_or_sig, device=device, target=target, **options)
     signatures = func_or_sig

@@ -17,7 +17,14 @@ from gpunb.cache.fingerprint import still_valid
 from gpunb.foundation import config
 from gpunb.foundation import events as _events
 from gpunb.foundation import types as t
-from gpunb.foundation.errors import CompileError, LaunchError
+from gpunb.foundation.errors import (
+    CompileError,
+    LaunchConfigError,
+    LaunchError,
+    NoMatchingSignatureError,
+    NotAKernelError,
+)
+from gpunb.jit.numba_api import NumbaDispatcherAPI
 from gpunb.jit.observe import observed_launch
 from gpunb.jit.specialization import Specialization
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
@@ -39,16 +46,18 @@ def _forget_targets() -> None:
 config._target_listeners.append(_forget_targets)
 
 _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
-                 "inline", "cpu_mode", "racecheck", "link", "lto")
+                 "inline", "cpu_mode", "racecheck", "link", "lto", "launch_bounds",
+                 "shared_memory_carveout", "forceinline")
 
 
-class Dispatcher:
+class Dispatcher(NumbaDispatcherAPI):
     """A GPU function: a kernel when launched, a device function when called from GPU code."""
 
     __gpunb_function__ = True
 
     def __init__(self, py_func, *, device: bool = False, signatures=(), target: str | None = None,
-                 inspection_arch: str | None = None, **options):
+                 inspection_arch: str | None = None, extensions=None, _eager: bool = True,
+                 **options):
         from gpunb.jit import options as jit_checks
 
         jit_checks.check_function(py_func)
@@ -76,6 +85,14 @@ class Dispatcher:
         self._lock = threading.RLock()
         self.specializations: dict = {}  # (target, argtypes) -> Specialization
         _live.add(self)
+        if extensions:
+            self.extensions.extend(extensions)
+        # numba: one signature (not a list) fixes the dispatcher to it; signatures compile now
+        self._specialized = bool(signatures) and not isinstance(signatures, list)
+        if _eager and self.declared_signatures:
+            from gpunb.jit.numba_api import compile_declared
+
+            compile_declared(self)
 
     def __repr__(self) -> str:
         """`<gpunb kernel saxpy(out, x, y, a) from Cell In[2], line 1; compiled for
@@ -113,8 +130,9 @@ class Dispatcher:
 
     def _make_config(self, config) -> _LaunchConfig:
         if self.device:
-            raise LaunchError(f"'{self.__name__}' is a device function and cannot be launched",
-                              hint="call it from a kernel, or drop device=True")
+            raise NotAKernelError(f"'{self.__name__}' is a device function and cannot be "
+                                  "launched (Cannot compile a device function as a kernel)",
+                                  hint="call it from a kernel, or drop device=True")
         if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
             from gpunb.jit.options import user_location
 
@@ -122,6 +140,10 @@ class Dispatcher:
                               "[grid, block] or [grid, block, stream, dynamic_shared_bytes]",
                               user_location(), hint="e.g. kernel[blocks, 256](args...)")
         griddim, blockdim = config[0], config[1]
+        from gpunb.backends.launch_config import check_dims
+
+        check_dims(griddim, "grid", self.__name__)  # numba checks at kernel[...], not at launch
+        check_dims(blockdim, "block", self.__name__)
         stream = config[2] if len(config) > 2 else 0
         shared = config[3] if len(config) > 3 else 0
         return _LaunchConfig(self, griddim, blockdim, stream, shared)
@@ -132,15 +154,16 @@ class Dispatcher:
                 f"gpunb.fuse: the GPU function '{self.__name__}' is not supported inside a fused "
                 "function; write the helper as a plain Python function of numpy operations (fuse "
                 "traces through it) or write the whole computation as a @cuda.jit kernel")
-        raise LaunchError(
+        raise LaunchConfigError(
             f"'{self.__name__}' is a GPU function: launch it as {self.__name__}[grid, block](...) "
-            "or call it from another GPU function",
+            "or call it from another GPU function (the launch configuration was not specified)",
             hint="Python code cannot call GPU functions directly")
 
     def forall(self, ntasks: int, tpb: int = 0, stream=0, sharedmem: int = 0) -> _LaunchConfig:
         """A 1-d launch covering `ntasks` threads (block size from occupancy when tpb == 0)."""
         if ntasks < 0:
-            raise LaunchError(f"forall({ntasks}): the task count must not be negative")
+            raise LaunchConfigError(f"forall({ntasks}): the task count must not be negative "
+                                    "(Can't create ForAll with negative task count)")
         block = tpb or 256
         grid = max(1, -(-ntasks // block))
         return _LaunchConfig(self, grid, block, stream, sharedmem)
@@ -191,7 +214,7 @@ class Dispatcher:
                          for k, (name, a) in enumerate(zip(params, args, strict=True)))
         argtypes = self._match_declared(argtypes)
         previous = self.specializations.get((target, argtypes))
-        spec = self.specialize(argtypes, target)
+        spec = self.specialization_for(argtypes, target)
         if key is not None:
             self._fast[key] = spec
         return spec, spec is not previous
@@ -208,10 +231,24 @@ class Dispatcher:
     def _match_declared(self, argtypes: tuple) -> tuple:
         if not self.declared_signatures:
             return argtypes
-        for sig in self.declared_signatures:
-            if len(sig.args) == len(argtypes) and all(
-                    t.can_convert(a, d) for d, a in zip(sig.args, argtypes, strict=False)):
-                return tuple(sig.args)
+        from gpunb.compiler.promotion import rating
+
+        # numba's choice: the best conversion rating (exact, then safe, then unsafe); two best
+        # of equal rating are ambiguous. (int64, float64) picks (float64, float64) over
+        # (float32, float32)
+        rated = sorted((r, k) for k, s in enumerate(self.declared_signatures)
+                       if len(s.args) == len(argtypes)
+                       and (r := rating(argtypes, tuple(s.args))) is not None)
+        if len(rated) > 1 and rated[0][0] == rated[1][0] and rated[0][0] != (0, 0, 0):
+            best = [self.declared_signatures[k] for r, k in rated if r == rated[0][0]]
+            raise NoMatchingSignatureError(
+                f"Ambiguous overloading for <function {self.__name__}> "
+                f"({', '.join(map(str, argtypes))}):\n" +
+                "\n".join(f"({', '.join(map(str, s.args))}) -> none" for s in best[:2]),
+                hint="pass arguments of one declared signature's exact types, e.g. "
+                     "np.float32(x)")
+        if rated:
+            return tuple(self.declared_signatures[rated[0][1]].args)
         sigs = ", ".join(str(s) for s in self.declared_signatures)
         hint = f"declared: {sigs}"
         if any(isinstance(a, t.Array) and a.readonly for a in argtypes):
@@ -221,10 +258,11 @@ class Dispatcher:
             hint += "; an unaligned array (a field of a packed record array, recs['y']) " \
                     "matches no declared signature: pass an aligned copy, e.g. " \
                     "np.ascontiguousarray(ary)"
-        raise LaunchError(f"no declared signature of '{self.__name__}' accepts "
-                          f"({', '.join(map(str, argtypes))})", hint=hint)
+        raise NoMatchingSignatureError(
+            f"No matching definition for argument type(s) {', '.join(map(str, argtypes))}: no "
+            f"declared signature of '{self.__name__}' accepts them", hint=hint)
 
-    def specialize(self, argtypes: tuple, target: str | None = None) -> Specialization:
+    def specialization_for(self, argtypes: tuple, target: str | None = None) -> Specialization:
         """Compile (or fetch) the specialisation for these kernel-language argument types."""
         from gpunb.runtime.target import active_target
 
@@ -245,14 +283,14 @@ class Dispatcher:
     def compile(self, sig) -> Specialization:
         """Compile for a declared signature ("void(float32[:])") now, as numba's does."""
         sig = _parse_signatures([sig], self.py_func)[0]
-        return self.specialize(tuple(sig.args))
+        return self.specialization_for(tuple(sig.args))
 
     def _any_spec(self, signature=None) -> Specialization:
         if signature is not None:
             sig = _parse_signatures([signature], self.py_func)[0]
-            return self.specialize(tuple(sig.args))
+            return self.specialization_for(tuple(sig.args))
         if not self.specializations and self.declared_signatures:
-            self.specialize(tuple(self.declared_signatures[0].args))
+            self.specialization_for(tuple(self.declared_signatures[0].args))
         if not self.specializations:
             raise CompileError(f"'{self.__name__}' has not been compiled yet",
                                hint="launch it once, or pass a signature, e.g. "
@@ -264,7 +302,7 @@ class Dispatcher:
         if signature is not None:
             return self._any_spec(signature).artifact.llvm_ir
         self._any_spec()
-        return {str(k[1]): s.artifact.llvm_ir for k, s in self.specializations.items()}
+        return {k[1]: s.artifact.llvm_ir for k, s in self.specializations.items()}
 
     def inspect_asm(self, signature=None):
         """PTX on the CUDA target (host assembly on the CPU target)."""
@@ -274,7 +312,7 @@ class Dispatcher:
         if signature is not None:
             return text(self._any_spec(signature))
         self._any_spec()
-        return {str(k[1]): text(s) for k, s in self.specializations.items()}
+        return {k[1]: text(s) for k, s in self.specializations.items()}
 
     def inspect_ptx(self, signature=None) -> str:
         """PTX for these argument types, on any target (compiled for the CUDA target if needed)."""
@@ -287,6 +325,9 @@ class Dispatcher:
         """SASS (the GPU's machine code) of this kernel's PTX, by nvdisasm; no GPU needed."""
         from gpunb.jit import inspection
 
+        if self.device:
+            raise NotAKernelError(f"Cannot inspect SASS of a device function ('{self.__name__}')",
+                                  hint="inspect the kernel that calls it")
         spec = self._any_spec(signature)
         return inspection.sass_for(self, spec)
 
@@ -379,26 +420,60 @@ class Dispatcher:
 class _LaunchConfig:
     """`kernel[grid, block, stream, shared]`: call it with the kernel's arguments."""
 
-    __slots__ = ("dispatcher", "griddim", "blockdim", "stream", "sharedmem")
+    __slots__ = ("dispatcher", "grid", "block", "stream", "sharedmem")
 
     def __init__(self, dispatcher, griddim, blockdim, stream, sharedmem):
         self.dispatcher = dispatcher
-        self.griddim = griddim
-        self.blockdim = blockdim
+        self.grid = griddim  # as given: the launch path normalises (fast for plain ints)
+        self.block = blockdim
         self.stream = stream
         self.sharedmem = sharedmem
+
+    @property
+    def griddim(self) -> tuple:
+        """numba's form: the grid as (x, y, z)."""
+        return _dim3_of(self.grid)
+
+    @property
+    def blockdim(self) -> tuple:
+        """numba's form: the block as (x, y, z)."""
+        return _dim3_of(self.block)
+
+    def __reduce__(self):
+        if self.stream:
+            import pickle
+
+            raise pickle.PicklingError("cannot pickle a launch configuration with a stream")
+        return (_configured, (self.dispatcher, self.grid, self.block, self.sharedmem))
 
     def __call__(self, *args, **kwargs) -> None:
         if kwargs:
             _refuse_keywords(self.dispatcher, kwargs)
+        cleanups = None
+        if self.dispatcher.__dict__.get("_extensions"):
+            from gpunb.jit.numba_api import prepare_arguments
+
+            args, cleanups = prepare_arguments(self.dispatcher.extensions, args, self.stream)
         try:
-            self.dispatcher.launch(self.griddim, self.blockdim, self.stream, self.sharedmem, args)
+            self.dispatcher.launch(self.grid, self.block, self.stream, self.sharedmem, args)
         except LaunchError as exc:
             if exc.loc is None:  # point at the user's launch line (costs nothing without errors)
                 from gpunb.jit.options import user_location
 
                 exc.loc = user_location()
             raise
+        for cleanup in cleanups or ():
+            cleanup()
+
+
+def _dim3_of(dim) -> tuple:
+    items = tuple(int(n) for n in (dim if isinstance(dim, (tuple, list)) else (dim,)))
+    return items + (1,) * (3 - len(items))
+
+
+def _configured(dispatcher, grid, block, sharedmem) -> _LaunchConfig:
+    """pickle's constructor for `kernel[grid, block]`."""
+    return dispatcher[grid, block, 0, sharedmem]
 
 
 def _refuse_keywords(dispatcher, kwargs: dict) -> None:

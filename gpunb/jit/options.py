@@ -187,10 +187,46 @@ def _link(value):
         return str(exc), value
 
 
+def _launch_bounds(value):
+    """numba's launch_bounds: max threads per block, then optionally min blocks per SM and max
+    cluster rank; an int or a tuple of 1 to 3 ints, kept as a tuple."""
+    bounds = value if isinstance(value, tuple) else (value,)
+    if len(bounds) > 3:
+        return f"Got {len(bounds)} launch bounds: {bounds}. A maximum of three is supported " \
+               "(max threads per block, min blocks per SM, max cluster rank)", value
+    try:
+        bounds = tuple(operator.index(v) for v in bounds)
+    except TypeError:
+        return "expected an int or a tuple of up to three ints", value
+    if not bounds or any(v < 1 for v in bounds) or bounds[0] > 1024:
+        return "expected positive ints, at most 1024 threads per block", value
+    return None, bounds
+
+
+_CARVEOUTS = {"default": -1, "maxl1": 0, "maxshared": 100}
+
+
+def _carveout(value):
+    """numba's shared_memory_carveout: 'default', 'MaxL1', 'MaxShared' or a percentage from -1
+    to 100, kept as the percentage the driver takes."""
+    if isinstance(value, str):
+        if value.lower() not in _CARVEOUTS:
+            return (f"Invalid carveout value: {value}. Must be -1 to 100 or one of "
+                    f"{list(_CARVEOUTS)}"), value
+        return None, _CARVEOUTS[value.lower()]
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "expected an int from -1 to 100 or 'default', 'MaxL1', 'MaxShared'", value
+    if not -1 <= value <= 100:
+        return "Carveout must be between -1 and 100", value
+    return None, value
+
+
 _OPTION_CHECKS = {"max_registers": _max_registers, "fastmath": _fastmath, "opt": _opt,
-                  "inline": _inline, "cpu_mode": _cpu_mode, "link": _link}
+                  "inline": _inline, "cpu_mode": _cpu_mode, "link": _link,
+                  "launch_bounds": _launch_bounds, "shared_memory_carveout": _carveout}
 _EXAMPLES = {"max_registers": "64", "inline": "'always'", "cpu_mode": "'coroutine'",
-             "link": "['functions.cu']"}
+             "link": "['functions.cu']", "launch_bounds": "(256, 2)",
+             "shared_memory_carveout": "'MaxShared'"}
 
 
 def check_target(target, what: str = "target") -> None:
@@ -202,8 +238,12 @@ def check_target(target, what: str = "target") -> None:
 
 
 def check_arch(cc) -> tuple:
-    """compile_ptx's cc: a (major, minor) compute capability of sm_50 or newer."""
+    """compile_ptx's cc: a (major, minor) compute capability of sm_50 or newer, or numba's
+    arch-specific (major, minor, 'a') / family (major, minor, 'f') form of sm_90 and newer."""
+    suffix = ()
     try:
+        if len(cc) == 3 and cc[2] in ("a", "f") and int(cc[0]) >= 9:
+            suffix, cc = (cc[2],), tuple(cc[:2])
         major, minor = (int(v) for v in cc)
         ok = (major, minor) == tuple(cc) and major >= 5 and 0 <= minor <= 9
     except (TypeError, ValueError):
@@ -211,5 +251,6 @@ def check_arch(cc) -> tuple:
     if not ok:
         raise JitOptionError(f"cc={cc!r} is not a compute capability gpunb can target",
                              user_location(),
-                             hint="pass (major, minor) of sm_50 or newer, e.g. cc=(9, 0) for sm_90")
-    return major, minor
+                             hint="pass (major, minor) of sm_50 or newer, e.g. cc=(9, 0) for "
+                                  "sm_90, or (9, 0, 'a') for sm_90a")
+    return (major, minor, *suffix)

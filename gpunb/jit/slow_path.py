@@ -66,6 +66,9 @@ def build_specialization(dispatcher, argtypes: tuple, backend, previous=None) ->
         artifact = program.artifact
         compile_ms = 0.0
         event = pending.event
+    carveout = options.get("shared_memory_carveout")
+    if carveout is not None and hasattr(program, "function"):  # a GPU kernel: the driver's
+        program.function.set_shared_memory_carveout(carveout)  # (the CPU target has no L1)
     spec = _specialization(dispatcher, argtypes, artifact, backend, program, typed)
     spec.compile_ms = compile_ms
     spec.watch = fingerprint.watch

@@ -158,6 +158,20 @@ class _ArrayBase:
     def T(self):
         return self.transpose()
 
+    @property
+    def flags(self) -> dict:
+        """numba's DeviceNDArray.flags: the contiguity of this layout, as numpy names it."""
+        return {"C_CONTIGUOUS": self._c_contiguous, "F_CONTIGUOUS": self._f_contiguous,
+                "WRITEABLE": True, "ALIGNED": True}
+
+    def _viewed_geometry(self, dtype: np.dtype) -> tuple:
+        """(shape, strides) of this memory read as `dtype`, by numpy's rules for .view()
+        (the last axis must be contiguous when the item size changes)."""
+        probe = np.lib.stride_tricks.as_strided(np.empty(1, self.dtype), self.shape,
+                                                self.strides)  # geometry only: never read
+        viewed = probe.view(dtype)
+        return viewed.shape, viewed.strides
+
     def ravel(self, order: str = "C"):
         """A 1-d view of a contiguous array (numba raises for non-contiguous arrays too)."""
         return self.reshape(self.size, order=order)
@@ -175,6 +189,9 @@ class DeviceArray(_ArrayBase):
     """An n-dimensional array in GPU memory (numba: DeviceNDArray)."""
 
     __cuda_memory__ = True
+    # kernels that read a device array global capture its address (numba's by-reference
+    # capture): the target whose kernels may do so (compiler/values.py, cache/encode.py)
+    __gpunb_device_array__ = "cuda"
 
     def __init__(self, shape, strides=None, dtype=np.float64, stream=0, gpu_data=None,
                  offset: int = 0):
@@ -304,6 +321,13 @@ class DeviceArray(_ArrayBase):
         shape, strides = av.transposed(self.shape, self.strides, axes)
         return self._view(shape, strides)
 
+    def view(self, dtype) -> DeviceArray:
+        """The same device memory read as `dtype` (numba's DeviceNDArray.view)."""
+        dtype = np.dtype(dtype)
+        shape, strides = self._viewed_geometry(dtype)
+        return DeviceArray(shape, strides, dtype, self.stream, self.gpu_data,
+                           self._ptr - self.gpu_data.ptr)
+
     def bind(self, stream=0) -> DeviceArray:
         """The same array, associated with `stream` for its copies and interface exports."""
         return DeviceArray(self.shape, self.strides, self.dtype, stream, self.gpu_data,
@@ -389,6 +413,8 @@ def cai_dtype(desc: dict) -> np.dtype:
 class HostDeviceArray(_ArrayBase):
     """The CPU target's "device" array: numpy memory with DeviceArray's API and copy semantics."""
 
+    __gpunb_device_array__ = "cpu"  # captured by address by the CPU target's kernels
+
     def __init__(self, array: np.ndarray, stream=0):
         if not isinstance(array, np.ndarray):
             raise TypeError("HostDeviceArray wraps a numpy array")
@@ -448,6 +474,11 @@ class HostDeviceArray(_ArrayBase):
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         return HostDeviceArray(self._array.transpose(*axes), self.stream)
+
+    def view(self, dtype) -> HostDeviceArray:
+        """The same memory read as `dtype` (numba's DeviceNDArray.view)."""
+        self._viewed_geometry(np.dtype(dtype))  # DeviceArray's checks, then numpy's view
+        return HostDeviceArray(self._array.view(dtype), self.stream)
 
     def bind(self, stream=0) -> HostDeviceArray:
         return HostDeviceArray(self._array, stream)

@@ -143,11 +143,20 @@ def _order_like(ary) -> str:
 
 
 def _is_f_only(ary) -> bool:
+    """Whether a new array like `ary` is Fortran-ordered: F-contiguous arrays, and views whose
+    strides grow from the first axis to the last (numpy's zeros_like keeps that order)."""
     if isinstance(ary, np.ndarray):
-        return ary.flags.f_contiguous and not ary.flags.c_contiguous
-    is_f = getattr(ary, "is_f_contiguous", None)
-    is_c = getattr(ary, "is_c_contiguous", None)
-    return bool(is_f and is_c and is_f() and not is_c())
+        c, f = ary.flags.c_contiguous, ary.flags.f_contiguous
+    else:
+        is_f = getattr(ary, "is_f_contiguous", None)
+        is_c = getattr(ary, "is_c_contiguous", None)
+        if not (is_f and is_c):
+            return False
+        c, f = is_c(), is_f()
+    if c or f:
+        return f and not c
+    strides = [abs(s) for s, n in zip(ary.strides, ary.shape, strict=True) if n > 1]
+    return len(strides) > 1 and strides == sorted(strides) and strides[0] < strides[-1]
 
 
 # ---- page-locked host memory -------------------------------------------------------------------

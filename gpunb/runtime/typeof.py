@@ -30,7 +30,9 @@ def typeof(value) -> t.Type:
     if isinstance(value, np.generic):
         return _element_type(value.dtype)
     if isinstance(value, tuple):
-        return t.Tuple(tuple(typeof(item) for item in value))
+        names = getattr(type(value), "_fields", ())  # a namedtuple keeps its field names
+        return t.Tuple(tuple(typeof(item) for item in value),
+                       tuple(names) if len(names) == len(value) else ())
     desc = _interface_of(value)
     if desc is not None:
         return _interface_type(desc)

@@ -35,7 +35,7 @@ def _kernel_and_args(module_dir: str, spec: str):
 
 
 def run(kern, out, x, argtypes) -> dict:
-    specialization = kern.specialize(argtypes, "cpu")
+    specialization = kern.specialization_for(argtypes, "cpu")
     kern[1, 16](out, x)
     event = specialization.cache_event
     return {"kind": event.kind, "source": event.source, "reason": event.reason,
@@ -55,7 +55,7 @@ def hold(module_dir: str, spec: str) -> None:
     # subscribers run in the compiling thread: the compile that follows a miss never ends
     gpunb.events.subscribe("compile_started", hang)
     kern, _, argtypes = _kernel_and_args(module_dir, spec)
-    kern.specialize(argtypes, "cpu")
+    kern.specialization_for(argtypes, "cpu")
 
 
 def _warm_up() -> None:

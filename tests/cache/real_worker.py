@@ -33,7 +33,8 @@ def run_one(spec: str, target: str = "cpu") -> dict:
 
         driver.current_device()  # context creation: not timed
     started = time.perf_counter()
-    specialization = kern.specialize(argtypes, target)  # fingerprint, lookup, compile or load
+    # fingerprint, lookup, compile or load
+    specialization = kern.specialization_for(argtypes, target)
     ready_ms = (time.perf_counter() - started) * 1000.0
     kern[1, 16](out, x)
     event = specialization.cache_event

@@ -250,7 +250,7 @@ CACHED_RUN = """
     x = np.ones(8, np.float32)
     x[6] = -1
     out = np.zeros(8, np.float32)
-    spec = cached_raise.kern.specialize(
+    spec = cached_raise.kern.specialization_for(
         tuple(__import__("gpunb.runtime.typeof", fromlist=["typeof"]).typeof(a)
               for a in (out, x)), sys.argv[2])
     try:

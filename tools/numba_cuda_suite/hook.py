@@ -35,6 +35,9 @@ MODULES: dict[str, tuple[str, str]] = {
     "numba.cuda": ("proxy", "gpunb.cuda"),
     "numba.cuda.random": ("alias", "gpunb.random"),
     "numba.cuda.api": ("alias", "gpunb.cuda"),  # where numba-cuda defines its host API
+    # numba-cuda's public bfloat16 / fp8 intrinsic modules (gpunb.cuda.bf16 / .fp8)
+    "numba.cuda.bf16": ("alias", "gpunb.cuda.bf16"),
+    "numba.cuda.fp8": ("alias", "gpunb.cuda.fp8"),
     "numba.cuda.testing": ("shim", "shims.testing"),
     "numba.cuda.tests": ("package", ""),
     "numba.cuda.tests.cudapy": ("package", "cudapy"),

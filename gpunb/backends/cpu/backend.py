@@ -29,15 +29,18 @@ class CpuProgram:
 
     def __init__(self, artifact: KernelArtifact):
         self.artifact = artifact
-        self.limits = LIMITS
+        kernel_max = artifact.resources.max_threads_per_block  # launch_bounds lower it
+        self.limits = LIMITS if kernel_max >= LIMITS["max_threads_per_block"] else \
+            {**LIMITS, "max_threads_per_block": kernel_max,
+             "kernel_max_threads_per_block": kernel_max}
         self.loaded = LoadedCpuKernel(artifact)
         self.name = artifact.name
         self._static_shared = artifact.resources.shared_bytes
 
     def launch(self, grid, block, shared_bytes: int, stream, params_address: int) -> None:
         """Run the whole grid now, on the host's cores; raise what the kernel reported."""
-        grid3, block3 = validate_config(grid, block, LIMITS, shared_bytes + self._static_shared,
-                                        self.name)
+        grid3, block3 = validate_config(grid, block, self.limits,
+                                        shared_bytes + self._static_shared, self.name)
         if grid3[0] * grid3[1] * grid3[2] == 0:
             return
         self.loaded.launch(grid3, block3, int(shared_bytes), params_address)
@@ -119,7 +122,9 @@ class CpuBackend(Backend):
             uses_barriers="barrier" in features,
             cpu_mode="coroutine" if target.coroutine else "workgroup",
             cpu_mode_reason=target.mode_reason, uses_dynamic_shared="dynamic_shared" in features,
-            resources=ResourceUsage(shared_bytes=target.static_shared),
+            resources=ResourceUsage(shared_bytes=target.static_shared,
+                                    max_threads_per_block=(options.get("launch_bounds") or
+                                                           (LIMITS["max_threads_per_block"],))[0]),
             source_file=typed.source.filename, first_line=typed.source.first_line,
             error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
             prints="print" in features, raise_sites=tuple(builder.raise_sites),

@@ -43,7 +43,12 @@ class CudaBackend(Backend):
         target = CudaTarget(tuple(arch), fastmath=bool(options.get("fastmath")))
         if device:
             return lower_device_function(typed, target, options, symbol)
-        return lower_kernel(typed, target, options, symbol)
+        builder = lower_kernel(typed, target, options, symbol)
+        if options.get("launch_bounds"):
+            from gpunb.backends.cuda.target import add_launch_bounds
+
+            add_launch_bounds(builder.module, symbol, options["launch_bounds"])
+        return builder
 
     def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
         """Stage.PTX: the optimised module as PTX; the cubin is linked by `link`."""

@@ -96,6 +96,15 @@ class Function:
         if self._attributes is not None:
             self._attributes["max_dynamic_shared_size_bytes"] = nbytes
 
+    def set_shared_memory_carveout(self, percent: int) -> None:
+        """numba's shared_memory_carveout: the preferred share of L1 given to shared memory
+        (-1: the driver's default, 0..100 percent)."""
+        cu = driver.cuda_driver()
+        attr = cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+        driver.check(cu.cuFuncSetAttribute(self.handle, attr, int(percent)),
+                     f"cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT={percent})",
+                     kernel=self.name)
+
     def __repr__(self) -> str:
         return f"<CUDA function {self.name}>"
 

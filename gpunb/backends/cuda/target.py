@@ -28,7 +28,8 @@ _FAST_VARIANTS = {"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "
 
 
 def arch_string(cc: tuple) -> str:
-    return f"sm_{cc[0]}{cc[1]}"
+    """`sm_90`; `sm_90a` / `sm_100f` for numba's arch-specific cc=(9, 0, 'a') / (10, 0, 'f')."""
+    return f"sm_{cc[0]}{cc[1]}{cc[2] if len(cc) > 2 else ''}"
 
 
 @functools.cache
@@ -46,8 +47,21 @@ def target_machine(cc: tuple, opt: int = 3):
     ptx = _PTX_VERSION.get(cc[0] * 10 + cc[1])
     if ptx is None:
         ptx = max(v for k, v in _PTX_VERSION.items() if k <= cc[0] * 10 + cc[1])
+    if len(cc) > 2:  # arch- and family-specific targets need newer PTX ISAs
+        ptx = max(ptx, 88 if cc[2] == "f" else 80 if cc[0] == 9 else 86)
     target = llvm.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu=arch_string(cc), features=f"+ptx{ptx}", opt=opt)
+
+
+def add_launch_bounds(module: ir.Module, symbol: str, bounds: tuple) -> None:
+    """numba's launch_bounds=(max threads, min blocks per SM, max cluster rank) as the PTX
+    directives .maxntid / .minnctapersm / .maxclusterrank (NVVM annotations of the kernel)."""
+    fn = module.get_global(symbol)
+    names = ("maxntidx", "minctasm", "maxclusterrank")
+    entries = [("maxntidy", 1), ("maxntidz", 1)] + list(zip(names, bounds, strict=False))
+    for name, value in entries:
+        module.add_named_metadata("nvvm.annotations",
+                                  [fn, ir.MetaDataString(module, name), ir.Constant(dm.i32, value)])
 
 
 class CudaTarget(Target):

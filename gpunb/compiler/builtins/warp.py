@@ -107,10 +107,13 @@ class BitIntrinsic(Builtin):
         a = argtypes[0]
         return a if self.op == "brev" else (t.int32 if a.bitwidth <= 32 else t.int32)
 
+    def operand(self, node):
+        return node.args[0]
+
     def lower_call(self, low, node, call):
         b = low.builder
         a = call.argtypes[0]
-        x = low.expr(node.args[0])
+        x = low.expr(self.operand(node))
         width = a.bitwidth
         m = low.mb.module
 
@@ -130,6 +133,19 @@ class BitIntrinsic(Builtin):
             is_zero = b.icmp_unsigned("==", x, ir.Constant(x.type, 0))
             out = b.select(is_zero, ir.Constant(x.type, 0), b.add(tz, ir.Constant(x.type, 1)))
         return ops.cast(b, out, t.Integer(width, False), t.int32)
+
+
+class IntBitCount(BitIntrinsic):
+    """`x.bit_count()` on an integer (Python 3.10's int method): its set bits, as cuda.popc."""
+
+    def __init__(self):
+        super().__init__("int.bit_count", "popc")
+
+    def operand(self, node):
+        return node.func.value
+
+
+INT_BIT_COUNT = IntBitCount()
 
 
 class Fma(Builtin):

@@ -27,7 +27,7 @@ class Inferer(StatementTyping, LoopTyping, ExpressionTyping, IndexTyping, CallTy
 def infer_function(py_func, argtypes: tuple, options: dict, is_kernel: bool,
                    return_type=None) -> TypedFunction:
     """Infer `py_func` (and, transitively, the GPU functions it calls) for `argtypes`;
-    a declared `return_type` is the function's, its return values cast to it (numba's rule)."""
+    `return_type`: a device function's declared return type (values are cast to it)."""
     session = InferenceSession(Inferer, options)
     try:
         return session.infer(py_func, tuple(argtypes), is_kernel=is_kernel,

@@ -33,6 +33,11 @@ from gpunb.foundation.pyobjects import is_gpu_function, lookup_global
 
 class CallTyping:
     def expr_Call(self, node: ast.Call) -> t.Type:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "bit_count" and \
+                not node.args and not node.keywords:
+            found = self.int_bit_count(node)
+            if found is not None:
+                return found
         callee = self.callee_object(node.func)
         if callee is None:
             ftype = self.expr(node.func)
@@ -69,6 +74,19 @@ class CallTyping:
         name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
         raise self.error(node.func, f"cannot call {name} from GPU code", _call_hint(callee))
 
+    def int_bit_count(self, node: ast.Call) -> t.Type | None:
+        """`x.bit_count()` on an integer value; None when `x` is not one (a module's function
+        of that name, say), which then types as any other call."""
+        if self.callee_object(node.func.value) is not None:
+            return None
+        base = self.expr(node.func.value)
+        if not isinstance(base, t.Integer):
+            return None
+        from gpunb.compiler.builtins.warp import INT_BIT_COUNT
+
+        self.calls[node] = BuiltinCall(INT_BIT_COUNT, (node.func.value,), (base,), t.int32, None)
+        return t.int32
+
     def conversion(self, node: ast.Call, callee, target: t.Type) -> t.Type:
         """int(x), float(x), bool(x), np.float32(x): numba keeps an integer's own type under
         int() and a float's under float(); numpy scalar types convert to themselves."""
@@ -77,6 +95,14 @@ class CallTyping:
             raise self.error(node, f"{cname}() takes exactly one argument in GPU code")
         arg = node.args[0]
         found = self.expr(arg)
+        if callee is float and isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            try:  # float("nan"), float("inf"): a float constant (lowered from the literal)
+                float(arg.value)
+            except ValueError:
+                raise self.error(arg, f"could not convert string to float: {arg.value!r}",
+                                 "write a number, or 'nan' / 'inf' / '-inf'") from None
+            self.calls[node] = Cast(t.float64, arg, found)
+            return t.float64
         if not (t.is_number(found) or t.is_fp8(found)):
             raise self.error(arg, f"cannot convert {found} to {target}")
         if isinstance(found, t.Complex) and isinstance(target, (t.BFloat16, t.FP8)) or \
@@ -183,7 +209,8 @@ class CallTyping:
         callee = self.infer_callee(node, py_func, args, argtypes, declared)
         if not isinstance(callee, RecursiveRef):  # (a self-call is not a callee to collect)
             self.callees[(py_func.__code__, callee.argtypes)] = callee
-        self.calls[node] = GpuCall(callee, tuple(args), callee.argtypes)
+        forceinline = bool(getattr(dispatcher, "options", {}).get("forceinline"))
+        self.calls[node] = GpuCall(callee, tuple(args), callee.argtypes, forceinline)
         return callee.return_type
 
     @staticmethod
@@ -270,6 +297,11 @@ class CallTyping:
                 raise NotConstant
             return value
         if isinstance(node, ast.Attribute):
+            if node.attr == "dtype" and isinstance(node.value, ast.Name) and \
+                    node.value.id in self.locals:  # `ary.dtype` of an array: its type's dtype
+                found = self.var_types.get(self.env.get(node.value.id))
+                if isinstance(found, t.Array):
+                    return found.dtype
             base = self.resolve_constant(node.value)
             if not hasattr(base, node.attr):
                 raise NotConstant

@@ -22,7 +22,7 @@ from gpunb.compiler.infer import inner
 from gpunb.compiler.typed import Feature, JoinKind, Var, VarKind
 from gpunb.compiler.values import PyValue
 from gpunb.foundation import types as t
-from gpunb.foundation.errors import CompileError
+from gpunb.foundation.errors import CompileError, KernelReturnError
 
 MAX_PASSES = 16
 
@@ -101,7 +101,7 @@ class InferenceCore:
         self.recursive = False  # it calls itself (session.recursive_call sets this)
         self.unrolled: dict = {}  # For node -> its literal_unroll copies (target, body)
         self.assumed_return = None  # the return type its own recursive calls were typed with
-        self.declared_return_type = None  # set by the session from a declared signature
+        self.signature_return = None  # the declared signature's return type, when there is one
         self.locals = scopes.assigned_names(source.tree) | set(self.argnames)
         # per pass
         self.env: dict = {}
@@ -388,10 +388,13 @@ class InferenceCore:
     def return_type(self) -> t.Type:
         values = [(node, rt) for node, rt in self.return_types if not isinstance(rt, t.NoneType)]
         if self.is_kernel and values:
-            raise self.error(values[0][0], "a kernel cannot return a value",
-                             "write results into an output array; only device functions return")
-        if self.declared_return_type is not None:
-            return self.declared_result(values)
+            raise KernelReturnError(
+                "a kernel cannot return a value (a CUDA kernel must have void return type)",
+                self.source.loc(values[0][0]),
+                "write results into an output array; only device functions return",
+                function=self.source.name)
+        if self.signature_return is not None and not self.is_kernel:
+            return self.declared_return_type(values)
         ret = None
         # a bare `return` beside `return value` keeps the value's type (the bare path returns
         # an unspecified value), as gpunb did before typing per definition
@@ -403,16 +406,16 @@ class InferenceCore:
             ret = merged
         return t.none if ret is None else ret
 
-
-    def declared_result(self, values: list) -> t.Type:
-        """A declared return type is the function's; every returned value must convert to it
-        (numba casts it, as it casts arguments to declared parameter types)."""
-        declared = self.declared_return_type
+    def declared_return_type(self, values: list) -> t.Type:
+        """numba returns the declared type: each returned value converts to it (as an
+        assignment would), `int32(int32, int32)` returning `a + b` returns an int32."""
+        declared = self.signature_return
         for node, rt in values:
-            if rt != declared and not t.can_convert(rt, declared):
-                raise self.error(node, f"this function is declared to return {declared}, "
-                                 f"and {rt} does not convert to it",
-                                 "return a value of the declared type, or change the signature")
+            if isinstance(declared, t.NoneType) or not t.can_convert(rt, declared):
+                raise self.error(node, f"this function returns {rt}, which does not convert to "
+                                 f"the declared return type {declared}",
+                                 "return a value of the declared type, or declare the type "
+                                 "it returns")
         return declared
 
 

@@ -139,6 +139,8 @@ class ExpressionTyping:
                 return t.Tuple((t.int64,) * base.ndim)
             if attr in ("size", "ndim", "itemsize", "nbytes"):
                 return t.int64
+            if attr == "dtype":  # a compile-time dtype (cuda.local.array(n, dtype=a.dtype))
+                return PyValue(base.dtype)
             if attr == "T" and base.ndim <= 2:
                 layout = base.layout
                 if base.ndim == 2:
@@ -154,6 +156,8 @@ class ExpressionTyping:
                 return field_value_type(base, *found)
         if isinstance(base, t.Group) and attr == "size":
             return t.int64
+        if isinstance(base, t.Tuple) and attr in base.names:  # a namedtuple's field
+            return base.items[base.names.index(attr)]
         raise self.error(node, f"{base} has no attribute '{attr}' in GPU code",
                          _attribute_hint(base))
 

@@ -31,7 +31,7 @@ class InferenceSession:
         if active is not None:
             return self.recursive_call(key, active, caller, call_node, declared_return)
         inferer = self.inferer_class(load_source(py_func), py_func, argtypes, self, is_kernel)
-        inferer.declared_return_type = declared_return
+        inferer.signature_return = declared_return  # a signature's return type: values cast to it
         self.in_progress[key] = inferer
         try:
             typed = inferer.run()

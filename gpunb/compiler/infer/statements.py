@@ -203,12 +203,13 @@ class StatementTyping:
             raise self.error(target, f"cannot assign to '{target.attr}' of {base}",
                              "in GPU code only record fields can be assigned (rec.x = v); "
                              "array attributes and module names are read-only")
-        if isinstance(base, t.Record) and isinstance(slot, t.Array):
-            raise self.error(target, "a record's array field cannot be assigned as a whole",
-                             "assign its elements, e.g. rec.v[0] = x")
         if isinstance(base, t.Record) and base.readonly:
             raise self.error(target, "cannot store into a field of a record of a read-only "
                              "array", READONLY_HINT)
+        if isinstance(base, t.Record) and isinstance(slot, t.Array):
+            # rec.v = arr / rec['v'] = arr: the field's elements are copied, as numba does
+            self.check_slice_store(target, vt, slot)
+            return
         if isinstance(target, ast.Subscript):
             if isinstance(base, t.Tuple):
                 raise self.error(target, "tuples are immutable", "build a new tuple instead")

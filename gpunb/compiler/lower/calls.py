@@ -25,6 +25,8 @@ class CallLowering:
     def expr_Call(self, node: ast.Call):
         call = self.typed.calls[node]
         if isinstance(call, Cast):
+            if isinstance(call.argtype, t.StringLiteral):  # float("nan"): checked by inference
+                return ops.constant(call.target, float(call.arg.value))
             return ops.cast(self.builder, self.expr(call.arg), call.argtype, call.target)
         if isinstance(call, BuiltinCall):
             return call.builtin.lower_call(self, node, call)
@@ -55,6 +57,8 @@ class CallLowering:
                              "the CPU target cannot suspend inside a real call",
                              "move the barrier out of the recursion")
         fn = self.mb.device_function(callee)
+        if call.forceinline and "alwaysinline" not in fn.attributes:
+            fn.attributes.add("alwaysinline")  # numba's forceinline: inlined at every call
         extra = [self.ctx] if self.ctx is not None else []
         passed = [v for v, a in zip(values, call.argtypes, strict=True)
                   if not is_compile_time(a)]

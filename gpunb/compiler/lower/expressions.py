@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
 from llvmlite import ir
 
 from gpunb.compiler import arrays
@@ -21,6 +22,8 @@ class ExpressionLowering:
 
     def frozen_constant(self, node, value):
         found = self.type_of(node)
+        if isinstance(found, t.Array) and not isinstance(value, np.ndarray):
+            return self.captured_device_array(node, found, value)
         if isinstance(found, t.Array):
             data = self.mb.const_array(self.builder, value)
             shape = [ir.Constant(dm.i64, s) for s in value.shape]
@@ -35,6 +38,21 @@ class ExpressionLowering:
                                      for item_t, item in zip(found.items, value, strict=True)],
                                     found)
         return ops.constant(found, value)
+
+    def captured_device_array(self, node, found: t.Array, value):
+        """A device array global: its address, shape and strides at compile time (numba-cuda
+        captures device arrays by reference, so later in-place changes are seen; the cache key
+        holds the address, cache/encode.py)."""
+        owner = type(value).__gpunb_device_array__
+        if owner != self.mb.target.name:
+            raise self.error(node, f"a {owner}-target device array cannot be read by a kernel "
+                             f"compiled for the {self.mb.target.name} target",
+                             "make the global with cuda.to_device while that target is active, "
+                             "or pass the array as an argument")
+        data = self.builder.inttoptr(ir.Constant(dm.i64, value._ptr), dm.ptr)
+        shape = [ir.Constant(dm.i64, s) for s in value.shape]
+        strides = [ir.Constant(dm.i64, s) for s in value.strides]
+        return arrays.make_array(self.builder, found, data, shape, strides)
 
     def frozen_item(self, item_t: t.Type, value):
         if isinstance(item_t, t.Array):
@@ -91,6 +109,8 @@ class ExpressionLowering:
         if isinstance(base_t, t.Record):
             pointer, ftype, align = arrays.field_address(b, base_t, base, node.attr)
             return arrays.load_element(b, ftype, pointer, align)
+        if isinstance(base_t, t.Tuple) and node.attr in base_t.names:
+            return b.extract_value(base, base_t.names.index(node.attr))
         if isinstance(base_t, t.Group):
             from gpunb.compiler.builtins.groups import group_size
 

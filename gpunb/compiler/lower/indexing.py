@@ -96,8 +96,11 @@ class IndexLowering:
         the target from below is copied backwards (memmove's rule), as numpy's result needs."""
         b = self.builder
         base_t, dst_t = self.type_of(target.value), self.type_of(target)
-        base = self.expr(target.value)
-        dst = arrays.view(b, base_t, base, self.index_parts(target, base_t, base), dst_t)
+        if isinstance(base_t, t.Record):  # rec.v = x: the field read as a view of its bytes
+            dst = self.expr(target)
+        else:
+            base = self.expr(target.value)
+            dst = arrays.view(b, base_t, base, self.index_parts(target, base_t, base), dst_t)
         d_data, d_shape, d_strides = arrays.parts(b, dst, dst_t.ndim)
 
         def store(indices, item):

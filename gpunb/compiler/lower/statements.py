@@ -114,7 +114,8 @@ class StatementLowering:
         elif isinstance(target, (ast.Tuple, ast.List)):
             for i, elt in enumerate(target.elts):
                 self.store_target(elt, b.extract_value(value, i), vt.items[i])
-        elif isinstance(target, ast.Subscript) and isinstance(self.type_of(target), t.Array):
+        elif isinstance(target, (ast.Subscript, ast.Attribute)) and \
+                isinstance(self.type_of(target), t.Array):  # a slice, or a record's array field
             self.store_slice(target, value, vt)
         elif isinstance(target, ast.Subscript):
             pointer, dtype, align = self.element_address(target)

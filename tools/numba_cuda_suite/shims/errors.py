@@ -34,6 +34,10 @@ def _gpunb_performance_warning():
 
 
 NumbaPerformanceWarning = _gpunb_performance_warning()
+# gpunb's warning for option combinations numba warns about (debug=True with opt=True)
+NumbaInvalidConfigWarning = getattr(importlib.import_module("gpunb.foundation.errors"),
+                                    "InvalidConfigWarning",
+                                    _numba_errors.NumbaInvalidConfigWarning)
 
 
 def __getattr__(name: str):

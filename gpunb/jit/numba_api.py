@@ -1,0 +1,266 @@
+"""numba-cuda's Dispatcher introspection, on gpunb's dispatcher: `overloads`, `specialize(*args)`,
+`specialized`, `get_regs_per_thread()` and its siblings, `extensions`.
+
+numba-cuda code reads these to size launches and to check what was compiled; they answer from
+gpunb's specialisations (one per argument types on the active target). Resource figures are
+ptxas's for the kernel's PTX (the driver's once loaded on a GPU): on the CPU target they say what
+the kernel uses on the GPU of GPUNB_ARCH, which is what code sizing launches by them wants.
+"""
+
+from __future__ import annotations
+
+from gpunb.foundation import types as t
+
+
+class Overload:
+    """One compiled variant, as numba-cuda's `_Kernel`: resource figures, `cooperative`,
+    the argument types and its inspection methods."""
+
+    def __init__(self, dispatcher, spec):
+        self._dispatcher = dispatcher
+        self._spec = spec
+        self._resources: dict | None = None
+
+    def _usage(self) -> dict:
+        if self._resources is None:
+            from gpunb.jit import inspection
+
+            self._resources = inspection.resources_for(self._dispatcher, self._spec)
+        return self._resources
+
+    @property
+    def argument_types(self) -> tuple:
+        return self._spec.argtypes
+
+    @property
+    def signature(self) -> t.Signature:
+        return t.Signature(t.void, self._spec.argtypes)
+
+    @property
+    def cooperative(self) -> bool:
+        """True when the kernel synchronises its grid (and so launches cooperatively)."""
+        return bool(self._spec.artifact.cooperative)
+
+    @property
+    def regs_per_thread(self) -> int:
+        return int(self._usage()["registers"])
+
+    @property
+    def shared_mem_per_block(self) -> int:
+        return int(self._usage()["shared_bytes"])
+
+    @property
+    def local_mem_per_thread(self) -> int:
+        return int(self._usage()["local_bytes"])
+
+    @property
+    def const_mem_size(self) -> int:
+        return int(self._usage()["const_bytes"])
+
+    @property
+    def max_threads_per_block(self) -> int:
+        return int(self._usage()["max_threads_per_block"])
+
+    def inspect_llvm(self) -> str:
+        return self._spec.artifact.llvm_ir
+
+    def inspect_asm(self, cc=None) -> str:
+        return self._spec.backend.assembly(self._spec.artifact)
+
+    def inspect_sass(self) -> str:
+        from gpunb.jit import inspection
+
+        return inspection.sass_for(self._dispatcher, self._spec)
+
+    def max_cooperative_grid_blocks(self, blockdim, dynsmemsize: int = 0) -> int:
+        from gpunb.jit import inspection
+
+        return inspection.max_cooperative_blocks(self._spec, blockdim, int(dynsmemsize))
+
+    def __repr__(self) -> str:
+        return f"<compiled {self._dispatcher.__name__}{self.signature}>"
+
+
+def argument_types(args: tuple) -> tuple:
+    """specialize()'s arguments: kernel-language types as they are, values by their type."""
+    from gpunb.runtime.typeof import typeof
+
+    return tuple(a if isinstance(a, t.Type) else typeof(a) for a in args)
+
+
+class NumbaDispatcherAPI:
+    """Mixed into Dispatcher: the numba-cuda names over gpunb's specialisations."""
+
+    _specialized = False  # made by specialize(), or cuda.jit with one signature (not a list)
+
+    def __reduce__(self):
+        return reduce_dispatcher(self)
+
+    @property
+    def specialized(self) -> bool:
+        """True for a dispatcher fixed to one signature (numba-cuda's meaning)."""
+        return self._specialized
+
+    @property
+    def extensions(self) -> list:
+        """numba's argument-preparation hooks: objects whose `prepare_args(ty, val, stream=,
+        retr=)` transforms each argument before a launch, applied last to first."""
+        found = self.__dict__.get("_extensions")
+        if found is None:
+            found = self.__dict__["_extensions"] = []
+        return found
+
+    def _variants(self) -> dict:
+        """{argtypes: Specialization} on the active target, compiling declared signatures."""
+        from gpunb.runtime.target import active_target
+
+        target = active_target(self.requested_target)
+        if not any(k[0] == target for k in self.specializations):
+            for sig in self.declared_signatures:
+                if not self.device:
+                    self.specialization_for(tuple(sig.args), target)
+        return {k[1]: s for k, s in self.specializations.items() if k[0] == target}
+
+    @property
+    def overloads(self) -> dict:
+        """{argument types: compiled variant} on the active target, as numba-cuda's."""
+        return {argtypes: Overload(self, spec) for argtypes, spec in self._variants().items()}
+
+    def specialize(self, *args):
+        """A new dispatcher fixed to the types of `args` (values or types), compiled now; the
+        same one for the same types."""
+        if self.specialized:
+            raise RuntimeError("Dispatcher already specialized")
+        argtypes = argument_types(args)
+        memo = self.__dict__.setdefault("_specialized_children", {})
+        found = memo.get(argtypes)
+        if found is not None:
+            return found
+        spec = self.specialization_for(argtypes)
+        child = type(self)(self.py_func, device=self.device, target=self.requested_target,
+                           signatures=[t.Signature(t.void, argtypes)], _eager=False,
+                           **self.options)
+        child.specializations[(spec.target, argtypes)] = spec
+        child._specialized = True
+        child.__dict__["_extensions"] = list(self.extensions)
+        memo[argtypes] = child
+        return child
+
+    def _resource(self, name: str, signature):
+        if signature is not None:
+            argtypes = tuple(signature.args) if isinstance(signature, t.Signature) else \
+                tuple(signature)
+            return getattr(self.overloads[argtypes], name)
+        overloads = self.overloads
+        if self.specialized:
+            return getattr(next(iter(overloads.values())), name)
+        return {argtypes: getattr(o, name) for argtypes, o in overloads.items()}
+
+    def get_regs_per_thread(self, signature=None):
+        """Registers per thread: an int for a signature (or a specialized dispatcher), else
+        {argument types: registers} for every compiled variant."""
+        return self._resource("regs_per_thread", signature)
+
+    def get_shared_mem_per_block(self, signature=None):
+        """Static shared memory per block in bytes (same forms as get_regs_per_thread)."""
+        return self._resource("shared_mem_per_block", signature)
+
+    def get_local_mem_per_thread(self, signature=None):
+        """Local memory per thread in bytes (same forms as get_regs_per_thread)."""
+        return self._resource("local_mem_per_thread", signature)
+
+    def get_const_mem_size(self, signature=None):
+        """Constant memory in bytes (same forms as get_regs_per_thread)."""
+        return self._resource("const_mem_size", signature)
+
+    def get_max_threads_per_block(self, signature=None):
+        """The most threads a block of this kernel may have (same forms as
+        get_regs_per_thread)."""
+        return self._resource("max_threads_per_block", signature)
+
+
+def compile_declared(dispatcher) -> None:
+    """numba compiles the signatures given to cuda.jit at decoration, so their errors surface
+    there: kernels are compiled for the active target (types only when that target is a GPU this
+    machine lacks), device functions are type-checked (they compile into their callers)."""
+    from gpunb.runtime.target import active_target
+
+    if _names_itself_before_bound(dispatcher.py_func):
+        return  # self-recursive: its own name is bound after decoration; compiled at first use
+    target = active_target(dispatcher.requested_target)
+    runnable = target == "cpu"
+    if target == "cuda":
+        from gpunb.backends.cuda import driver
+
+        runnable = driver.is_available()
+    for sig in dispatcher.declared_signatures:
+        argtypes = tuple(sig.args)
+        if runnable and not dispatcher.device:
+            dispatcher.specialization_for(argtypes, target)
+            continue
+        from gpunb import backends
+        from gpunb.backends.pipeline import compile
+        from gpunb.foundation.events import Stage
+
+        compile(dispatcher.py_func, argtypes, dict(dispatcher.options), backends.get(target),
+                stop_after=Stage.TYPES, device=dispatcher.device)
+
+
+def _names_itself_before_bound(func) -> bool:
+    """Whether `func` calls itself by a name not bound yet (the decorator runs first)."""
+    code, own = func.__code__, func.__name__
+    if own in code.co_names and own not in func.__globals__:
+        return True
+    if own in code.co_freevars:
+        cell = func.__closure__[code.co_freevars.index(own)]
+        try:
+            cell.cell_contents  # noqa: B018 - an empty cell raises
+        except ValueError:
+            return True
+    return False
+
+
+def prepare_arguments(extensions: list, args: tuple, stream) -> tuple:
+    """Run numba's `extensions` over a launch's arguments: (new args, cleanups to run after)."""
+    from gpunb.runtime.typeof import typeof
+
+    cleanups: list = []
+    out = []
+    for value in args:
+        ty = typeof(value)
+        for ext in reversed(extensions):
+            ty, value = ext.prepare_args(ty, value, stream=stream, retr=cleanups)
+        out.append(value)
+    return tuple(out), cleanups
+
+
+def rebuild_dispatcher(function_bytes: bytes, device: bool, target, signatures: list,
+                       options: dict, extensions: list, specialized: bool):
+    """pickle's constructor for a Dispatcher: the Python function by value (as numba pickles
+    it, so local functions travel too), then a new dispatcher with the same options."""
+    import cloudpickle
+
+    from gpunb.jit.dispatcher import Dispatcher
+
+    func = cloudpickle.loads(function_bytes)
+    dispatcher = Dispatcher(func, device=device, target=target, signatures=signatures,
+                            extensions=extensions, **options)
+    dispatcher._specialized = specialized
+    return dispatcher
+
+
+def reduce_dispatcher(dispatcher) -> tuple:
+    """Dispatcher.__reduce__: compiled code is not pickled (it is rebuilt, or found in the
+    cache, where unpickled); the function goes by value through cloudpickle."""
+    try:
+        import cloudpickle
+    except ImportError:  # pragma: no cover - an optional dependency
+        import pickle
+
+        raise pickle.PicklingError(
+            f"pickling the GPU function '{dispatcher.__name__}' needs cloudpickle "
+            "(pip install cloudpickle), which pickles Python functions by value") from None
+    return (rebuild_dispatcher, (cloudpickle.dumps(dispatcher.py_func), dispatcher.device,
+                                 dispatcher.requested_target,
+                                 list(dispatcher.declared_signatures), dict(dispatcher.options),
+                                 list(dispatcher.extensions), dispatcher.specialized))

@@ -1,0 +1,116 @@
+# Parts adapted from numba-cuda's numba_cuda/numba/cuda/tests/cudapy/test_compiler.py
+# SPDX-FileCopyrightText: Copyright (c) 2025 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: BSD-2-Clause
+"""numba.cuda's ahead-of-time compile functions (compile, compile_all, compile_for_current_device,
+compile_ptx with abi/abi_info/launch_bounds/cc 'a'), launch bounds at run time, and declared
+return types of device functions."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import gpunb
+from gpunb import cuda
+from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.types import float32, int32, int64, uint32
+
+
+def f_module(a, b):
+    return a + b
+
+
+def empty():
+    pass
+
+
+def test_compile_defaults_to_c_abi_and_declared_return():
+    ptx, resty = cuda.compile(f_module, int32(int32, int32))
+    assert resty == int32  # int32 + int32 is int64 in numba's typing; the signature says int32
+    assert re.search(r"\.visible\s+\.func\s+\(\.param\s+\.b32\s+func_retval0\)\s+f_module\(",
+                     ptx)
+    code_list, resty = cuda.compile_all(f_module, int32(int32, int32), output="ptx")
+    assert len(code_list) == 1 and ".visible .func" in code_list[0] and resty == int32
+
+
+def test_abi_name():
+    ptx, _ = cuda.compile(f_module, int32(int32, int32), abi_info={"abi_name": "renamed"})
+    assert re.search(r"\.func\s+\(\.param\s+\.b32\s+func_retval0\)\s+renamed\(", ptx)
+
+
+def test_bad_requests_raise_numbas_errors():
+    with pytest.raises(NotImplementedError, match="The C ABI is not supported for kernels"):
+        cuda.compile_ptx(f_module, (int32, int32), abi="c")
+    with pytest.raises(NotImplementedError, match="Unsupported ABI: fastcall"):
+        cuda.compile_ptx(f_module, (int32, int32), abi="fastcall")
+    with pytest.raises(NotImplementedError, match="Unsupported output type: illegal"):
+        cuda.compile(f_module, int32(int32, int32), output="illegal")
+
+    def returns(x, y):
+        return x[0] + y[0]
+
+    with pytest.raises(TypeError, match="must have void return type"):
+        cuda.compile_ptx(returns, (uint32[::1], uint32[::1]))
+
+
+def test_for_current_device_uses_its_cc(monkeypatch):
+    monkeypatch.setenv("GPUNB_ARCH", "sm_80")
+    gpunb.set_target("cpu")
+    try:
+        ptx, resty = cuda.compile_for_current_device(f_module, (float32, float32))
+        assert ".target sm_80" in ptx and resty == float32
+        ptx, _ = cuda.compile_ptx_for_current_device(f_module, (float32, float32), device=True)
+        assert ".target sm_80" in ptx
+    finally:
+        gpunb.set_target("auto")
+
+
+def test_arch_specific_cc():
+    assert ".target sm_90a" in cuda.compile_ptx(empty, (), cc=(9, 0, "a"))[0]
+    assert ".target sm_100f" in cuda.compile_ptx(empty, (), cc=(10, 0, "f"))[0]
+
+
+@pytest.mark.parametrize("bounds, directives", [
+    (128, [r".maxntid\s+128,\s+1,\s+1\s*\n"]),
+    ((128,), [r".maxntid\s+128,\s+1,\s+1\s*\n"]),
+    ((128, 2), [r".maxntid\s+128", r".minnctapersm\s+2"]),
+    ((128, 2, 4), [r".maxntid\s+128", r".minnctapersm\s+2", r".maxclusterrank\s+4"]),
+])
+def test_launch_bounds_ptx(bounds, directives):
+    ptx, resty = cuda.compile_ptx(empty, "void()", launch_bounds=bounds, cc=(9, 0))
+    for directive in directives:
+        assert re.search(directive, ptx)
+    if not isinstance(bounds, tuple) or len(bounds) < 2:
+        assert ".minnctapersm" not in ptx
+    with pytest.raises(ValueError, match="Got 4 launch bounds:"):
+        cuda.compile_ptx(empty, "void()", launch_bounds=(128, 2, 4, 8))
+
+
+def test_launch_bounds_limit_blocks_on_the_cpu_target():
+    @cuda.jit(launch_bounds=64, target="cpu")
+    def fill(x):
+        x[cuda.grid(1)] = 1
+
+    x = np.zeros(64)
+    fill[1, 64](x)
+    assert x.sum() == 64
+    with pytest.raises(LaunchError, match="at most 64"):
+        fill[1, 65](np.zeros(65))
+
+
+def test_declared_return_type_converts_in_kernels():
+    @cuda.jit("int32(int64, int64)", device=True)
+    def add(a, b):
+        return a + b
+
+    @cuda.jit(target="cpu")
+    def k(out):
+        out[0] = add(2**31 - 1, 1)  # wraps to int32, as numba's int32 return does
+
+    out = np.zeros(1, np.int64)
+    k[1, 1](out)
+    assert out[0] == -2**31
+    assert cuda.compile(add, int32(int64, int64))[1] == int32
+    assert cuda.compile(add, int64(int64, int64))[1] == int64

@@ -1,0 +1,63 @@
+# Parts adapted from numba-cuda's numba_cuda/numba/cuda/tests/cudapy/test_serialize.py
+# SPDX-FileCopyrightText: Copyright (c) 2025 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# SPDX-License-Identifier: BSD-2-Clause
+"""Pickling GPU functions (by value, local functions included) and configured launches."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import gpunb
+from gpunb import cuda
+
+
+@pytest.fixture(autouse=True)
+def cpu_target():
+    gpunb.set_target("cpu")
+    yield
+    gpunb.set_target("auto")
+
+
+def _check_call(callee):
+    arr = np.array([100])
+    callee[1, 1](arr)
+    expected = arr.copy()
+    foo1 = pickle.loads(pickle.dumps(callee))
+    arr = np.array([100])
+    foo1[1, 1](arr)
+    np.testing.assert_equal(arr, expected)
+    foo2 = pickle.loads(pickle.dumps(foo1))  # a rebuilt one pickles again
+    arr = np.array([100])
+    foo2[1, 1](arr)
+    np.testing.assert_equal(arr, expected)
+    foo3 = pickle.loads(pickle.dumps(foo2[5, 8]))
+    assert foo3.griddim == (5, 1, 1) and foo3.blockdim == (8, 1, 1)
+
+
+def test_pickling_jit_typing():
+    @cuda.jit(device=True)
+    def inner(a):
+        return a + 1
+
+    @cuda.jit("void(intp[:])")
+    def foo(arr):
+        arr[0] = inner(arr[0])
+
+    _check_call(foo)
+    assert pickle.loads(pickle.dumps(foo)).specialized
+
+
+def test_pickling_jit():
+    @cuda.jit(device=True)
+    def inner(a):
+        return a + 1
+
+    @cuda.jit(fastmath=True)
+    def foo(arr):
+        arr[0] = inner(arr[0])
+
+    _check_call(foo)
+    assert pickle.loads(pickle.dumps(foo)).options == foo.options
