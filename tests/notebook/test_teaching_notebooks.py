@@ -17,7 +17,8 @@ pytestmark = pytest.mark.slow
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 TEACHING = ("01_first_kernels", "02_shared_memory_and_barriers", "03_cache_and_provenance",
-            "04_warps_and_cooperative_groups", "05_fuse")
+            "04_warps_and_cooperative_groups", "05_fuse", "08_reductions_and_scans",
+            "09_tiled_matmul")
 EXAMPLES = ("dask_cluster",)  # run by test_dask_notebook.py (it starts a local Dask cluster)
 
 _executed: dict = {}
@@ -121,3 +122,28 @@ def test_05_fuse_shows_generated_source_and_two_launches_for_a_reduction(cpu_env
     assert "global loads: 1   global stores: 1" in outputs
     assert re.search(r"\('dot_plus_n', \d+, \d+\), \('dot_plus_n_finish', 1, \d+\)", outputs)
     assert "np.sort is not supported" in _error_text(nb, "np.sort")
+
+
+def test_08_reductions_and_scans_match_numpy(cpu_env):
+    nb = execute(_notebook("08_reductions_and_scans"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    assert "target: cpu   N = 65536" in outputs
+    assert "sum_shared matches numpy (256 blocks)" in outputs
+    assert "sum_shuffle matches numpy (16 blocks)" in outputs
+    assert "shfl.sync.down: 10   bar.sync: 1   atomics: ['atom.global.add.f32']" in outputs
+    assert "shared bytes: sum_shared 1024  sum_shuffle 32" in outputs
+    assert "scan of 65536 int32 matches np.cumsum exactly" in outputs
+    assert "ragged lengths 1, 31, 257, 1000 match too" in outputs
+
+
+def test_09_each_matmul_step_matches_numpy_and_the_last_keeps_acc_in_registers(cpu_env):
+    nb = execute(_notebook("09_tiled_matmul"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    for step in ("naive", "shared tiles", "register tiles"):
+        assert f"{step}: matches numpy" in outputs
+    assert "matmul_tiled: 32 registers/thread, 2048 bytes of shared memory/block" in outputs
+    assert re.search(r"matmul_registers: \d+ registers/thread, 8192 bytes of shared "
+                     r"memory/block, 0 bytes local", outputs)
+    assert "fma.rn.f32: 64   ld.shared: 16   ld.local: 0" in outputs
+    for kernel in ("matmul_naive", "matmul_tiled", "matmul_registers"):  # %%gpuprofile tables
+        assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
