@@ -11,16 +11,19 @@ from gpunb.foundation.errors import (
     GpunbError,
     JitOptionError,
     LaunchError,
+    RaceError,
     SignatureError,
     ToolchainError,
+    WarpMaskError,
 )
 from gpunb.foundation.version import VERSION as __version__
 
 # kernels exec'd from strings after this point can be compiled: their text is recorded
 _exec_sources.install()
 
-__all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "SignatureError",
-           "ToolchainError", "__version__", "cuda", "events", "fuse", "jit", "set_target",
+__all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "RaceError",
+           "SignatureError", "ToolchainError", "WarpMaskError", "__version__", "access_map",
+           "cuda", "events", "fuse", "jit", "set_target",
            "load_ipython_extension"]
 
 
@@ -62,6 +65,10 @@ def __getattr__(name: str):
         from gpunb.cuda import jit
 
         return jit
+    if name == "access_map":  # which thread touched which element (CPU target, recording)
+        from gpunb.jit.access_map import access_map
+
+        return access_map
     if name == "fuse":
         from gpunb.fusion import fuse
 

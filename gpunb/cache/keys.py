@@ -46,8 +46,15 @@ def effective_options(options: dict | None, target: str) -> dict:
     if target == "cpu":
         from gpunb.foundation import config
 
-        if config.boundscheck() and not out.get("boundscheck"):
-            out["boundscheck"] = True
+        # the CPU target checks bounds unless told not to (GPUNB_BOUNDSCHECK=0 or
+        # boundscheck=False), and records accesses under GPUNB_RACECHECK=1 too
+        given = (options or {}).get("boundscheck")
+        out["boundscheck"] = bool((options or {}).get("debug")) or (
+            given is not False and config.boundscheck())
+        if config.racecheck() and (options or {}).get("racecheck") is not False:
+            out["racecheck"] = True
+        if not out.get("racecheck"):
+            out.pop("racecheck", None)
     return dict(sorted(out.items()))
 
 

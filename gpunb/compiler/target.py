@@ -19,6 +19,9 @@ class Target:
     data_layout = ""
     emits_line_info = False
     inline_calls = False
+    # the target reports a kernel's errors (a zero range step) even without debug=True: the
+    # CPU target does, so that no input can hang or crash the host process
+    checks_always = False
 
     # ---- functions -----------------------------------------------------------------------------
 
@@ -72,6 +75,11 @@ class Target:
 
     def hinted_store(self, low, pointer, dtype: t.Type, value, hint: str) -> None:
         arrays.store_element(low.builder, dtype, pointer, value)
+
+    def record_access(self, low, node, pointer, kind: str) -> None:
+        """Access recording hook ("read", "write" or "atomic" at `pointer`); targets without
+        it (the GPU) do nothing."""
+        return
 
     def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent) -> None:
         """Bounds checking hook; targets without it do nothing."""

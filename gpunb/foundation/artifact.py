@@ -48,6 +48,11 @@ class KernelArtifact:
     # debug raise/assert: (exception class, message, file, line, col, function) by site id;
     # non-empty means the launcher must check the kernel's exception record after each launch
     raise_sites: tuple = ()
+    # cpu access recording (racecheck, access maps): (file, line, col, array, kind, function)
+    # by site id (kind "read", "write" or "atomic"); non-empty means the kernel records
+    access_sites: tuple = ()
+    # cpu static shared arrays: (byte offset after the dynamic area, elements, dtype) each
+    shared_layout: tuple = ()
 
     def to_json_dict(self) -> dict:
         """Everything but the binary, as JSON-ready data (the cache stores the binary apart)."""
@@ -61,7 +66,8 @@ class KernelArtifact:
         data["resources"] = ResourceUsage(**data["resources"])
         data["param_slots"] = tuple(data["param_slots"])
         data["line_map"] = tuple((line, tuple(ptx)) for line, ptx in data["line_map"])
-        for name in ("printf_formats", "error_sites", "barrier_sites", "raise_sites"):
+        for name in ("printf_formats", "error_sites", "barrier_sites", "raise_sites",
+                     "access_sites", "shared_layout"):
             data[name] = tuple(tuple(x) if isinstance(x, list) else x
                                for x in data.get(name, ()))
         return cls(binary=binary, **data)

@@ -114,7 +114,15 @@ def cache_lock_stale_seconds() -> float:
 
 
 def boundscheck() -> bool:
-    return _flag("GPUNB_BOUNDSCHECK", False)
+    """CPU-target bounds checks: on unless GPUNB_BOUNDSCHECK=0 (kernels may still say
+    boundscheck=False). The GPU checks only with debug=True or boundscheck=True."""
+    return _flag("GPUNB_BOUNDSCHECK", True)
+
+
+def racecheck() -> bool:
+    """GPUNB_RACECHECK=1: every kernel compiled from now on records its memory accesses on the
+    CPU target and reports data races (gpunb.RaceError), as @cuda.jit(racecheck=True) does."""
+    return _flag("GPUNB_RACECHECK", False)
 
 
 def default_arch() -> tuple[int, int]:

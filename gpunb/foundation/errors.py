@@ -117,6 +117,25 @@ class LaunchError(LocatedError):
     """A launch that cannot run: bad grid/block, wrong arguments, driver failures, deadlocks."""
 
 
+class RaceError(LaunchError):
+    """Two threads touched the same address without a barrier (or warp synchronisation) between
+    them, at least one writing and not both atomically: found by the CPU target's racecheck.
+    `accesses` holds both sides: (kind, line, thread, block) tuples, the earlier first."""
+
+    def __init__(self, message: str, loc: SourceLocation | None = None, hint: str | None = None,
+                 function: str | None = None, accesses: tuple = (), array: str = "",
+                 index: tuple = ()):
+        self.accesses = accesses
+        self.array = array
+        self.index = index
+        super().__init__(message, loc, hint=hint, function=function)
+
+
+class WarpMaskError(LaunchError):
+    """A warp collective (*_sync, syncwarp) whose mask leaves out the calling lane or names
+    lanes that never arrive there: undefined behaviour on a GPU, found by the CPU target."""
+
+
 class ToolchainError(GpunbError):
     """A required NVIDIA tool or library (libdevice, ptxas, nvdisasm, the driver) is missing."""
 

@@ -28,13 +28,19 @@ def exception_class(name: str) -> type:
     return found
 
 
+ZERO_STEP_MESSAGE = "range() arg 3 must not be zero"
+
+
 def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchError:
     """The host exception for raise site `site`, fired by thread `tid` of block `ctaid`."""
     exc_name, message, filename, line, col, function = artifact.raise_sites[site]
     what = "assertion failed" if exc_name == "AssertionError" else f"raised {exc_name}"
     text = f"{what}: {message}" if message else what
+    hint = ("reported because the kernel was compiled with debug=True; without it the "
+            "raising thread just ends, as in numba.cuda")
+    if message == ZERO_STEP_MESSAGE:  # the CPU target checks this one always
+        hint = ("give range() a non-zero step; the CPU target always checks it (Python and numba "
+                "raise this ValueError), a GPU without debug=True runs no iteration")
     return exception_class(exc_name)(
         f"{text} (thread {tuple(tid)}, block {tuple(ctaid)} of kernel '{artifact.name}')",
-        SourceLocation(filename, line, col), function=function,
-        hint="reported because the kernel was compiled with debug=True; without it the "
-             "raising thread just ends, as in numba.cuda")
+        SourceLocation(filename, line, col), function=function, hint=hint)

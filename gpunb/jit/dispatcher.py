@@ -39,7 +39,7 @@ def _forget_targets() -> None:
 config._target_listeners.append(_forget_targets)
 
 _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
-                 "inline")
+                 "inline", "racecheck")
 
 
 class Dispatcher:

@@ -26,11 +26,23 @@ CTX_LINEAR = 96  # i32
 CTX_WAITING = 100  # i32: threads that reached the last barrier (for syncthreads_and)
 CTX_XCHG = 104  # i64: this lane's contribution to a warp collective (shuffle value, vote)
 CTX_SNAPSHOT = 112  # i64: CTX_XCHG copied by the scheduler when the warp collective completes
-CTX_SIZE = 128
+# access recording (racecheck, access maps): synchronisation epochs this thread has passed
+CTX_BAR_EPOCH = 120  # i32: block barriers (and grid syncs)
+CTX_WARP_EPOCH = 124  # i32: warp synchronisations (syncwarp, shuffles, votes, matches)
+CTX_GRID_EPOCH = 128  # i32: grid syncs
+CTX_MASK = 132  # i32: the member mask of the warp collective this thread waits at
+CTX_SIZE = 136
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
 
-ERROR_NONE, ERROR_INDEX, ERROR_BARRIER, ERROR_RAISE = 0, 1, 2, 3
+ERROR_NONE, ERROR_INDEX, ERROR_BARRIER, ERROR_RAISE, ERROR_WARP_MASK = 0, 1, 2, 3, 4
+
+# one recorded memory access (racecheck, access maps): 32 bytes, read back with numpy
+RECORD_FIELDS = (("address", "<i8"), ("site", "<i4"), ("thread", "<i4"), ("block", "<i4"),
+                 ("bar_epoch", "<i4"), ("warp_epoch", "<i4"), ("grid_epoch", "<i2"),
+                 ("space", "<i2"))
+RECORD_SIZE = 32
+SPACE_GLOBAL, SPACE_SHARED = 0, 1
 
 
 class Status(ctypes.Structure):
@@ -50,6 +62,12 @@ class Status(ctypes.Structure):
         ("print_buf", ctypes.c_void_p),  # kernel print(): records [i32 block][i32 thread][i32 n]
         ("print_cap", ctypes.c_int64),  # followed by n bytes of text
         ("print_len", ctypes.c_int64),
+        ("rec_buf", ctypes.c_void_p),  # access records (RECORD_FIELDS), when the kernel records
+        ("rec_cap", ctypes.c_int64),  # records the buffer holds
+        ("rec_len", ctypes.c_int64),  # records written (may exceed rec_cap: then truncated)
+        ("rec_shared", ctypes.c_int64),  # shared bytes per block: offsets below are shared
+        ("mask", ctypes.c_int32),  # warp-mask errors: the lanes named that did not arrive
+        ("lane", ctypes.c_int32),
     ]
 
 

@@ -75,9 +75,14 @@ class CpuBackend(Backend):
                              "into the kernels that call them)")
         features = typed.all_features()
         coroutine = bool(features & {"barrier", "warp_barrier", "grid_sync"})
-        boundscheck = bool(options.get("debug")) or bool(options.get("boundscheck")) or \
-            config.boundscheck()
-        target = CpuTarget(coroutine=coroutine, boundscheck=boundscheck)
+        # on by default here (an out-of-range access must never take the process down);
+        # boundscheck=False (or GPUNB_BOUNDSCHECK=0) opts out, debug=True always checks
+        boundscheck = bool(options.get("debug")) or (
+            options.get("boundscheck") is not False and config.boundscheck())
+        record = bool(options.get("racecheck")) or (
+            options.get("racecheck") is not False and config.racecheck())
+        target = CpuTarget(coroutine=coroutine, boundscheck=boundscheck, record=record)
+        coroutine = target.coroutine
         builder = lower_kernel(typed, target, options, symbol)
         runner.emit_runner(builder.module, symbol, target.body, target.slot_types, coroutine,
                            cooperative="grid_sync" in features)
@@ -101,7 +106,8 @@ class CpuBackend(Backend):
             resources=ResourceUsage(shared_bytes=target.static_shared),
             source_file=typed.source.filename, first_line=typed.source.first_line,
             error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
-            prints="print" in features, raise_sites=tuple(builder.raise_sites))
+            prints="print" in features, raise_sites=tuple(builder.raise_sites),
+            access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout))
 
     def load(self, artifact: KernelArtifact) -> CpuProgram:
         return CpuProgram(artifact)

@@ -31,6 +31,23 @@ _pool_lock = threading.Lock()
 # unresolved one is a call to address 0 (a segfault) rather than an error
 RUNTIME_HELPERS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2", "__extendhfdf2")
 _helpers_loaded = False
+# recording launches (racecheck, access maps) keep at most this many records (32 bytes each);
+# GPUNB_RECORD_LIMIT changes it. A longer log is truncated and says so.
+RECORD_LIMIT = 1 << 22
+_capture = threading.local()  # access_map(): the logs of this thread's recording launches
+
+
+class capture_accesses:
+    """`with capture_accesses() as logs:` recording launches append their AccessLog to `logs`
+    instead of raising RaceError (the log lists the races)."""
+
+    def __enter__(self) -> list:
+        self.previous = getattr(_capture, "logs", None)
+        _capture.logs = []
+        return _capture.logs
+
+    def __exit__(self, *exc) -> None:
+        _capture.logs = self.previous
 
 
 class KernelIndexError(LaunchError, IndexError):
@@ -67,7 +84,20 @@ class LoadedCpuKernel:
             status.print_buf = ctypes.addressof(prints)
             status.print_cap = PRINT_BUFFER_BYTES
         shared = _align16(dynamic_shared) + self.artifact.resources.shared_bytes
-        if self.artifact.cooperative:
+        records = None
+        if self.artifact.access_sites:
+            import os
+
+            import numpy as np
+
+            from gpunb.backends.cpu.accesses import RECORD_DTYPE
+
+            cap = int(os.environ.get("GPUNB_RECORD_LIMIT", RECORD_LIMIT))
+            records = np.empty(max(cap, 1), RECORD_DTYPE)
+            status.rec_buf = records.ctypes.data
+            status.rec_cap = cap
+            status.rec_shared = shared
+        if self.artifact.cooperative or records is not None:
             threads = n_blocks * block[0] * block[1] * block[2]
             if threads > MAX_COOPERATIVE_THREADS:
                 raise LaunchError(
@@ -76,7 +106,9 @@ class LoadedCpuKernel:
                     function=self.artifact.name,
                     hint=f"use at most kernel.max_cooperative_grid_blocks(blockdim) blocks "
                          f"({MAX_COOPERATIVE_THREADS} threads in all) and a grid-stride loop")
-            chunks = [(0, n_blocks)]  # grid sync: every block of the grid is scheduled together
+            # grid sync: every block of the grid is scheduled together; a recording launch
+            # runs on this thread alone (its log is in launch order)
+            chunks = [(0, n_blocks)]
         elif n_blocks * block[0] * block[1] * block[2] <= SMALL_LAUNCH_THREADS:
             chunks = [(0, n_blocks)]  # handing work to the pool costs more than it saves
         else:
@@ -105,6 +137,28 @@ class LoadedCpuKernel:
                           status.print_len > PRINT_BUFFER_BYTES)
         if status.code != abi.ERROR_NONE:
             raise self.error_from_status(status)
+        if records is not None:
+            self._check_accesses(records, status, grid, block, dynamic_shared, params_address)
+
+    def _check_accesses(self, records, status, grid, block, dynamic_shared: int,
+                        params_address: int) -> None:
+        """Hand the log to a capturing access_map(), or raise the first data race."""
+        from gpunb.backends.cpu import accesses
+
+        art = self.artifact
+        log = accesses.AccessLog(
+            records=records[:min(status.rec_len, status.rec_cap)].copy(),
+            sites=art.access_sites, grid=tuple(grid), block=tuple(block),
+            arguments=tuple(accesses.decode_arguments(art.signature, params_address)),
+            shared=tuple(accesses.shared_arrays(art.shared_layout, dynamic_shared)),
+            truncated=status.rec_len > status.rec_cap, kernel=art.name)
+        logs = getattr(_capture, "logs", None)
+        if logs is not None:
+            logs.append(log)
+            return
+        race = accesses.find_race(log)
+        if race is not None:
+            raise accesses.race_error(log, race)
 
     def error_from_status(self, status: abi.Status) -> LaunchError:
         art = self.artifact

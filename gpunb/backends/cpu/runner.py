@@ -123,6 +123,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 b.store(b.udiv(tid, _i32(32)), _at(b, ctx, abi.CTX_WARP))
                 b.store(tid, _at(b, ctx, abi.CTX_LINEAR))
                 b.store(_i32(abi.WAIT_NONE), _at(b, ctx, abi.CTX_WAIT_KIND))
+                for offset in (abi.CTX_BAR_EPOCH, abi.CTX_WARP_EPOCH, abi.CTX_GRID_EPOCH):
+                    b.store(_i32(0), _at(b, ctx, offset))
                 result = b.call(body, [ctx] + slots)
                 if coroutine:
                     b.store(result, b.gep(handles, [index], source_etype=dm.ptr))

@@ -13,7 +13,7 @@ import functools
 import numpy as np
 from llvmlite import ir
 
-from gpunb.backends.cpu import abi
+from gpunb.backends.cpu import abi, instrument
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
 from gpunb.foundation import types as t
@@ -70,10 +70,15 @@ def _field(b: ir.IRBuilder, base, offset: int, ty: ir.Type = dm.i32):
 class CpuTarget(Target):
     name = "cpu"
     inline_calls = True
+    checks_always = True
 
-    def __init__(self, coroutine: bool = False, boundscheck: bool = False):
-        self.coroutine = coroutine
+    def __init__(self, coroutine: bool = False, boundscheck: bool = False,
+                 record: bool = False):
+        self.coroutine = coroutine or record  # recording needs one context per thread
         self.boundscheck = boundscheck
+        self.record = record
+        self.access_sites: list = []
+        self.shared_layout: list = []
         tm = host_target_machine()
         self.triple = tm.triple
         self.data_layout = str(tm.target_data)
@@ -166,6 +171,9 @@ class CpuTarget(Target):
         switch.add_case(ir.Constant(dm.i8, 0), resume)
         switch.add_case(ir.Constant(dm.i8, 1), self.cleanup)
         b.position_at_end(resume)
+        if self.record:
+            for offset in instrument.EPOCH_OF_WAIT[kind]:
+                instrument.bump_epoch(b, low.ctx, offset)
 
     def barrier(self, low, node, kind: str, pred):
         name = "cuda.syncthreads" if kind == "sync" else f"cuda.syncthreads_{kind}"
@@ -339,6 +347,7 @@ class CpuTarget(Target):
             return base
         offset = (self.static_shared + 15) // 16 * 16
         self.static_shared = offset + count * t.sizeof(elem)
+        self.shared_layout.append((offset, count, str(elem)))
         low.mb.shared_static_bytes = self.static_shared
         dyn = b.load(_field(b, low.ctx, abi.CTX_DYN_SHARED), typ=dm.i64)
         dyn = b.and_(b.add(dyn, ir.Constant(dm.i64, 15)), ir.Constant(dm.i64, ~15))
@@ -382,6 +391,25 @@ class CpuTarget(Target):
                           extent])
         b.branch(low.mb.kernel_exit)
         b.position_at_end(cont)
+
+    def record_access(self, low, node, pointer, kind: str) -> None:
+        """Racecheck / access maps: log this access (address, site, thread, epochs)."""
+        if not self.record:
+            return
+        import ast
+
+        what = "array"
+        if isinstance(node, ast.Subscript):
+            what = ast.unparse(node.value)
+        elif isinstance(node, ast.Call) and node.args:
+            what = ast.unparse(node.args[0])
+        site = len(self.access_sites)
+        src = low.typed.source
+        self.access_sites.append((src.filename, node.lineno, node.col_offset, what, kind,
+                                  low.typed.name))
+        b = low.builder
+        b.call(instrument.record_function(low.mb.module),
+               [low.ctx, ir.Constant(dm.i32, site), b.bitcast(pointer, dm.ptr)])
 
     def end_thread(self, low, site: int | None) -> None:
         """Device functions are inlined here, so the kernel's exit block ends the thread from

@@ -84,6 +84,7 @@ class Atomic(Builtin):
                 low.target.check_bounds(low, node, arr_t, k, wrapped, shape[k])
                 indices.append(wrapped)
         pointer = arrays.element_pointer(b, arr_t, data, shape, strides, indices)
+        low.target.record_access(low, node, pointer, "atomic")
         values = [ops.cast(b, low.expr(n), low.type_of(n), arr_t.dtype)
                   for n in node.args[-self.n_values:]]
         op = self.op_for(arr_t.dtype)

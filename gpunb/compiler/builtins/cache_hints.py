@@ -63,6 +63,7 @@ class CacheHinted(Builtin):
             low.target.check_bounds(low, node, arr_t, axis, idx, shape[axis])
             indices.append(idx)
         pointer = arrays.element_pointer(b, arr_t, data, shape, strides, indices)
+        low.target.record_access(low, node, pointer, "write" if self.store else "read")
         if not self.store:
             return low.target.hinted_load(low, pointer, arr_t.dtype, self.hint)
         value = ops.cast(b, low.expr(node.args[2]), call.argtypes[2], arr_t.dtype)

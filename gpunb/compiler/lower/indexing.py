@@ -34,6 +34,7 @@ class IndexLowering:
             base = self.expr(node.value)
             return arrays.view(b, base_t, base, self.index_parts(node, base_t, base), result)
         pointer, dtype, align = self.element_address(node)
+        self.target.record_access(self, node, pointer, "read")
         return arrays.load_element(b, dtype, pointer, align)
 
     def dynamic_tuple_index(self, node, base, base_t: t.Tuple):
@@ -46,6 +47,7 @@ class IndexLowering:
                     b.gep(storage, [ir.Constant(dm.i32, 0), ir.Constant(dm.i32, k)]))
         index = arrays.normalise_index(b, self.expr(node.slice), self.type_of(node.slice),
                                        ir.Constant(dm.i64, n))
+        self.target.check_bounds(self, node, base_t, 0, index, ir.Constant(index.type, n))
         return b.load(b.gep(storage, [ir.Constant(dm.i32, 0), index]))
 
     def index_parts(self, node, base_t: t.Array, base) -> list:

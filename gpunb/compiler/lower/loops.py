@@ -125,7 +125,7 @@ class LoopLowering:
         start, stop, step = operand(source.start, 0), operand(source.stop, 0), \
             operand(source.step, 1)
         if source.step is not None and source.step_value is None and \
-                self.mb.options.get("debug"):
+                (self.mb.options.get("debug") or self.target.checks_always):
             self.check_nonzero_step(source.step, step)
         return start, stop, step
 
@@ -161,7 +161,8 @@ class LoopLowering:
         bad, ok = self.new_block("range.zero_step"), self.new_block("range.ok")
         b.cbranch(b.icmp_signed("==", step, ir.Constant(step.type, 0)), bad, ok)
         b.position_at_end(bad)
-        self.raise_exception(node, "ValueError", "range() arg 3 must not be zero")
+        self.raise_exception(node, "ValueError", "range() arg 3 must not be zero",
+                             report=self.target.checks_always)
         b.position_at_end(ok)
 
     def enumerate_start(self, plan: LoopPlan):

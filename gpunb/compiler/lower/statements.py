@@ -39,10 +39,11 @@ class StatementLowering:
         site = self.typed.raises[node]
         self.raise_exception(node, site.exception, site.message)
 
-    def raise_exception(self, node, exc_name: str, message: str) -> None:
-        """End this thread (numba.cuda's raise); with debug, first record which raise it was."""
+    def raise_exception(self, node, exc_name: str, message: str, report: bool = False) -> None:
+        """End this thread (numba.cuda's raise); with debug (or `report`: a check the target
+        always makes), first record which raise it was."""
         site = None
-        if self.mb.options.get("debug"):
+        if self.mb.options.get("debug") or report:
             site = len(self.mb.raise_sites)
             self.mb.raise_sites.append(exceptions.site_record(
                 exc_name, message, self.typed.source.filename, node.lineno, node.col_offset,
@@ -93,9 +94,11 @@ class StatementLowering:
             return
         if isinstance(target, ast.Subscript):
             pointer, dtype, align = self.element_address(target)
+            self.target.record_access(self, target, pointer, "read")
             current = arrays.load_element(self.builder, dtype, pointer, align)
             new = self.arith(node.op, current, dtype, self.expr(node.value),
                              self.type_of(node.value), result_t, node.value)
+            self.target.record_access(self, target, pointer, "write")
             arrays.store_element(self.builder, dtype, pointer,
                                  ops.cast(self.builder, new, result_t, dtype), align)
             return
@@ -115,6 +118,7 @@ class StatementLowering:
             self.store_slice(target, value, vt)
         elif isinstance(target, ast.Subscript):
             pointer, dtype, align = self.element_address(target)
+            self.target.record_access(self, target, pointer, "write")
             arrays.store_element(b, dtype, pointer, ops.cast(b, value, vt, dtype), align)
         elif isinstance(target, ast.Attribute):
             pointer, ftype, align = arrays.field_address(

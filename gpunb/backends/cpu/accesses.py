@@ -1,0 +1,243 @@
+"""What a recording CPU-target launch logged: decoded records, where each one points, and races.
+
+The generated code (instrument.py) appends raw records; this module gives them meaning: which
+kernel argument or shared array an address belongs to and at which element, and whether two
+accesses of different threads to one address are unordered (a data race).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpunb.backends.cpu import abi
+
+RECORD_DTYPE = np.dtype(list(abi.RECORD_FIELDS))
+assert RECORD_DTYPE.itemsize == abi.RECORD_SIZE
+
+
+@dataclass(frozen=True, slots=True)
+class ArgArray:
+    """A kernel argument that is an array, as the launch passed it."""
+
+    position: int  # argument number, 0-based
+    data: int  # address of element 0
+    shape: tuple
+    strides: tuple  # bytes
+    itemsize: int
+    dtype: str
+
+    def span(self) -> tuple[int, int]:
+        lo = hi = self.data
+        for n, s in zip(self.shape, self.strides, strict=True):
+            if n == 0:
+                return self.data, self.data
+            lo += min(0, (n - 1) * s)
+            hi += max(0, (n - 1) * s)
+        return lo, hi + self.itemsize
+
+    def index_of(self, address: int) -> tuple | None:
+        """The element index at this address, or None when it is not an element's start."""
+        offset = address - self.data
+        # strides ordered from largest: peel one axis at a time (works for C, F and views)
+        order = sorted(range(len(self.shape)), key=lambda k: -abs(self.strides[k]))
+        out = [0] * len(self.shape)
+        for k in order:
+            s = self.strides[k]
+            if s == 0:
+                continue
+            q = offset // s
+            q = max(0, min(q, self.shape[k] - 1))
+            out[k] = q
+            offset -= q * s
+        return None if offset != 0 else tuple(int(v) for v in out)
+
+
+@dataclass(frozen=True, slots=True)
+class SharedArray:
+    """A static shared array of the kernel (or the dynamic area: start 0, unknown count)."""
+
+    start: int  # byte offset in the block's shared memory
+    count: int
+    dtype: str
+    itemsize: int
+
+
+def decode_arguments(signature: str, params_address: int) -> list[ArgArray]:
+    """The array arguments of a launch, read from its packed parameter slots."""
+    import ctypes
+
+    from gpunb.foundation import abi as slots_abi
+    from gpunb.foundation import types as t
+
+    try:
+        argtypes = t.parse_signature(signature).args
+    except (TypeError, ValueError, SyntaxError):
+        return []
+    out = []
+    slot = 0
+
+    def value(k: int, ctype):
+        pointer = ctypes.c_void_p.from_address(params_address + 8 * k).value
+        return ctype.from_address(pointer).value
+
+    for position, ty in enumerate(argtypes):
+        n = len(slots_abi.param_slots(ty))
+        if isinstance(ty, t.Array):
+            data = value(slot, ctypes.c_void_p) or 0
+            shape = tuple(value(slot + 1 + k, ctypes.c_int64) for k in range(ty.ndim))
+            strides = tuple(value(slot + 1 + ty.ndim + k, ctypes.c_int64)
+                            for k in range(ty.ndim))
+            out.append(ArgArray(position, data, shape, strides, t.sizeof(ty.dtype), str(ty.dtype)))
+        slot += n
+    return out
+
+
+def shared_arrays(layout: tuple, dynamic_bytes: int) -> list[SharedArray]:
+    """The block's shared arrays in address order (the dynamic area first, as laid out)."""
+    base = (dynamic_bytes + 15) // 16 * 16
+    out = [SharedArray(0, dynamic_bytes, "dynamic", 1)] if dynamic_bytes else []
+    for offset, count, dtype in layout:
+        try:
+            itemsize = np.dtype(dtype).itemsize
+        except TypeError:
+            itemsize = 1
+        out.append(SharedArray(base + offset, count, dtype, itemsize))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class AccessLog:
+    """The records of one launch and what they need to be read."""
+
+    records: np.ndarray  # RECORD_DTYPE
+    sites: tuple  # artifact.access_sites
+    grid: tuple
+    block: tuple
+    arguments: tuple  # ArgArray
+    shared: tuple  # SharedArray
+    truncated: bool
+    kernel: str
+
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    def where(self, rec) -> tuple:
+        """(description of the memory, element index or None) of one record."""
+        address = int(rec["address"])
+        if int(rec["space"]) == abi.SPACE_SHARED:
+            for arr in reversed(self.shared):
+                if address >= arr.start:
+                    return "shared", ((address - arr.start) // arr.itemsize,)
+            return "shared", None
+        for arg in self.arguments:
+            lo, hi = arg.span()
+            if lo <= address < hi:
+                return f"argument {arg.position}", arg.index_of(address)
+        return "global", None
+
+
+def thread_xyz(linear: int, block: tuple) -> tuple:
+    return (linear % block[0], linear // block[0] % block[1], linear // (block[0] * block[1]))
+
+
+def block_xyz(linear: int, grid: tuple) -> tuple:
+    return (linear % grid[0], linear // grid[0] % grid[1], linear // (grid[0] * grid[1]))
+
+
+@dataclass(frozen=True, slots=True)
+class Race:
+    """Two unordered accesses to one address (`first` recorded before `second`)."""
+
+    first: np.void
+    second: np.void
+
+
+def find_race(log: AccessLog) -> Race | None:
+    """The first pair of conflicting, unordered accesses (by location, then time), or None.
+
+    Two accesses conflict when different threads touch one address, at least one writes, and
+    they are not both atomic. They are ordered when a barrier separates them (same block,
+    different barrier epochs), warp synchronisation does (same warp, different warp epochs),
+    or a grid sync does (different grid epochs).
+    """
+    recs = log.records
+    if len(recs) < 2:
+        return None
+    kinds = np.array([s[4] for s in log.sites] or ["read"])
+    kind = kinds[recs["site"]]
+    is_write = kind != "read"
+    is_atomic = kind == "atomic"
+    block = recs["block"].astype(np.int64)
+    # a shared offset names a location only within its block
+    location_block = np.where(recs["space"] == abi.SPACE_SHARED, block, -1)
+    order = np.lexsort((np.arange(len(recs)), recs["address"], location_block, recs["space"]))
+    space, loc_block, address = (recs["space"][order], location_block[order],
+                                 recs["address"][order])
+    starts = np.flatnonzero(np.r_[True, (space[1:] != space[:-1]) |
+                                  (loc_block[1:] != loc_block[:-1]) |
+                                  (address[1:] != address[:-1])])
+    ends = np.r_[starts[1:], len(order)]
+    any_write = is_write[order]
+    gthread = (block * log.threads_per_block() + recs["thread"])[order]
+    warps = (recs["thread"] // 32).astype(np.int64)[order]
+    bar, wep, grid = (recs["bar_epoch"][order], recs["warp_epoch"][order],
+                      recs["grid_epoch"][order])
+    blocks = block[order]
+    atomic = is_atomic[order]
+    cum_w = np.r_[0, np.cumsum(any_write)]
+    for s, e in zip(starts, ends, strict=True):
+        if e - s < 2 or cum_w[e] == cum_w[s]:
+            continue
+        th = gthread[s:e]
+        if (th == th[0]).all():
+            continue
+        for w in np.flatnonzero(any_write[s:e]) + s:
+            other = np.arange(s, e)
+            other = other[gthread[s:e] != gthread[w]]
+            if not len(other):
+                continue
+            same_block = blocks[other] == blocks[w]
+            same_warp = same_block & (warps[other] == warps[w])
+            ordered = np.where(same_block, (bar[other] != bar[w]) |
+                               (same_warp & (wep[other] != wep[w])),
+                               grid[other] != grid[w])
+            both_atomic = atomic[other] & atomic[w]
+            bad = other[~ordered & ~both_atomic]
+            if len(bad):
+                a, b = sorted((int(order[w]), int(order[bad[0]])))
+                return Race(recs[a], recs[b])
+    return None
+
+
+def race_error(log: AccessLog, race: Race):
+    """A RaceError naming both sites, threads, blocks, the array and the element."""
+    from gpunb.foundation.errors import RaceError, SourceLocation
+
+    first, second = race.first, race.second
+    memory, index = log.where(second)
+    s1, s2 = log.sites[int(first["site"])], log.sites[int(second["site"])]
+    name = s2[3]
+    where = "shared memory" if memory == "shared" else "global memory"
+    shown = "" if index is None else "[" + ", ".join(str(i) for i in index) + "]"
+
+    def side(rec, site) -> str:
+        t = thread_xyz(int(rec["thread"]), log.block)
+        blk = block_xyz(int(rec["block"]), log.grid)
+        return f"a {site[4]} at line {site[1]} by thread {t} of block {blk}"
+
+    same_block = int(first["block"]) == int(second["block"])
+    why = ("no cuda.syncthreads() between them" if same_block else
+           "they are in different blocks, which nothing orders")
+    msg = (f"data race on {name}{shown} ({where}): {side(second, s2)} and "
+           f"{side(first, s1)}; {why}")
+    accesses = tuple((site[4], site[1], thread_xyz(int(r["thread"]), log.block),
+                      block_xyz(int(r["block"]), log.grid))
+                     for r, site in ((first, s1), (second, s2)))
+    hint = ("put cuda.syncthreads() between the write and the other thread's access, or use "
+            "cuda.atomic.* when threads update one element" if same_block else
+            "use cuda.atomic.* for elements that several blocks update")
+    loc = SourceLocation(s2[0], s2[1], s2[2])
+    return RaceError(msg, loc, hint=hint, function=s2[5], accesses=accesses, array=name,
+                     index=index or ())

@@ -1,0 +1,205 @@
+"""An AccessLog (the raw records of one recording launch) turned into an AccessMap.
+
+Warp requests are reconstructed from the log: the k-th execution of a source line by each lane
+of a warp is one request, as the hardware issues it. Sectors are 32-byte aligned pieces of
+global memory; banks are 32 four-byte banks of shared memory (two lanes reading one word is a
+broadcast, not a conflict).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpunb.backends.cpu import abi
+from gpunb.backends.cpu.accesses import AccessLog, find_race, race_error
+from gpunb.jit.access_types import (
+    BANK_BYTES,
+    BANKS,
+    SECTOR_BYTES,
+    AccessMap,
+    ArrayAccess,
+    LineBankConflicts,
+    LineCoalescing,
+)
+
+
+def _group_ids(*columns) -> tuple[np.ndarray, int]:
+    """A dense id per distinct row of the given columns."""
+    if not len(columns[0]):
+        return np.zeros(0, np.int64), 0
+    rows = np.stack([np.asarray(c, np.int64) for c in columns], axis=1)
+    _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    return inverse, int(inverse.max()) + 1
+
+
+def _occurrence(block, thread, site) -> np.ndarray:
+    """For each record, how many earlier records the same thread made at the same site."""
+    n = len(block)
+    order = np.lexsort((np.arange(n), site, thread, block))
+    key = np.stack([block[order], thread[order], site[order]], axis=1)
+    new = np.r_[True, (key[1:] != key[:-1]).any(axis=1)]
+    starts = np.flatnonzero(new)
+    run_start = starts[np.cumsum(new) - 1]
+    out = np.empty(n, np.int64)
+    out[order] = np.arange(n) - run_start
+    return out
+
+
+def _flat_indices(arg, addresses: np.ndarray) -> np.ndarray:
+    """Element flat (C-order) index of each address inside `arg`, -1 if between elements."""
+    offset = addresses - arg.data
+    index = np.zeros((len(addresses), len(arg.shape)), np.int64)
+    for k in sorted(range(len(arg.shape)), key=lambda k: -abs(arg.strides[k])):
+        s = arg.strides[k]
+        if s == 0:
+            continue
+        q = np.clip(offset // s, 0, arg.shape[k] - 1)
+        index[:, k] = q
+        offset = offset - q * s
+    flat = np.ravel_multi_index(index.T, arg.shape) if arg.shape else np.zeros(len(offset),
+                                                                               np.int64)
+    return np.where(offset == 0, flat, -1)
+
+
+def _array_access(name, memory, shape, flat, gid, kinds, order_index, block=None):
+    size = int(np.prod(shape)) if shape else 1
+    reads = np.zeros(size, np.int64)
+    writes = np.zeros(size, np.int64)
+    is_read = kinds != "write"
+    is_write = kinds != "read"
+    np.add.at(reads, flat[is_read], 1)
+    np.add.at(writes, flat[is_write], 1)
+    first_reader = np.full(size, -1, np.int64)
+    last_writer = np.full(size, -1, np.int64)
+    # records are in time order per block; take the first read and the last write seen
+    r = np.flatnonzero(is_read)[::-1]
+    first_reader[flat[r]] = gid[r]
+    w = np.flatnonzero(is_write)
+    last_writer[flat[w]] = gid[w]
+    readers = np.zeros(size, np.int64)
+    writers = np.zeros(size, np.int64)
+    for mask, out in ((is_read, readers), (is_write, writers)):
+        if mask.any():
+            pairs = np.unique(np.stack([flat[mask], gid[mask]], axis=1), axis=0)
+            np.add.at(out, pairs[:, 0], 1)
+    shape = tuple(shape)
+    return ArrayAccess(name, memory, shape, reads.reshape(shape), writes.reshape(shape),
+                       first_reader.reshape(shape), last_writer.reshape(shape),
+                       readers.reshape(shape), writers.reshape(shape), block)
+
+
+def build_map(log: AccessLog, names: list) -> AccessMap:
+    recs = log.records
+    tpb = log.threads_per_block()
+    n_threads = tpb * log.grid[0] * log.grid[1] * log.grid[2]
+    sites = log.sites
+    kind_of_site = np.array([s[4] for s in sites] or ["read"])
+    kinds = kind_of_site[recs["site"]] if len(recs) else np.zeros(0, "<U6")
+    block = recs["block"].astype(np.int64)
+    thread = recs["thread"].astype(np.int64)
+    site = recs["site"].astype(np.int64)
+    gid = block * tpb + thread
+    address = recs["address"].astype(np.int64)
+    shared = recs["space"] == abi.SPACE_SHARED
+    arrays = {}
+    owner = np.full(len(recs), -1, np.int64)  # argument position of each global record
+    flat_all = np.full(len(recs), -1, np.int64)
+    for arg in log.arguments:
+        lo, hi = arg.span()
+        inside = ~shared & (address >= lo) & (address < hi) & (owner < 0)
+        idx = np.flatnonzero(inside)
+        flat = _flat_indices(arg, address[idx])
+        keep = flat >= 0
+        idx, flat = idx[keep], flat[keep]
+        owner[idx] = arg.position
+        flat_all[idx] = flat
+        name = names[arg.position] if arg.position < len(names) else f"arg{arg.position}"
+        arrays[name] = _array_access(name, "global", arg.shape, flat, gid[idx], kinds[idx],
+                                     idx)
+    shared_owner = np.full(len(recs), -1, np.int64)
+    for k, sarr in enumerate(log.shared):
+        inside = shared & (address >= sarr.start) & (owner < 0) & (shared_owner < 0)
+        if sarr.count:
+            inside &= address < sarr.start + sarr.count * sarr.itemsize
+        shared_owner[inside] = k
+        idx = np.flatnonzero(inside & (block == 0))
+        if not len(idx) or not sarr.count:
+            continue
+        used = {sites[s][3] for s in site[idx]}
+        name = "/".join(sorted(used))
+        flat = (address[idx] - sarr.start) // sarr.itemsize
+        arrays[name] = _array_access(name, "shared", (sarr.count,), flat, gid[idx], kinds[idx],
+                                     idx, block=0)
+    is_global = owner >= 0
+    global_reads = np.bincount(gid[is_global & (kinds != "write")], minlength=n_threads)
+    global_writes = np.bincount(gid[is_global & (kinds != "read")], minlength=n_threads)
+    occurrence = _occurrence(block, thread, site) if len(recs) else np.zeros(0, np.int64)
+    warp = thread // 32
+    itemsize = {arg.position: arg.itemsize for arg in log.arguments}
+    # sectors counted from each array's start, as if allocated like cudaMalloc (256-aligned):
+    # numpy's own alignment of a host array says nothing about the GPU
+    base = {arg.position: arg.span()[0] for arg in log.arguments}
+    relative = address - np.array([base.get(o, 0) for o in owner], np.int64)
+    coalescing = _coalescing(log, is_global, block, warp, site, occurrence, relative, owner,
+                             itemsize)
+    banks = _bank_conflicts(log, shared & (shared_owner >= 0), block, warp, site, occurrence,
+                            address)
+    race = find_race(log)
+    races = (race_error(log, race),) if race is not None else ()
+    return AccessMap(log.kernel, log.grid, log.block, arrays, global_reads, global_writes,
+                     coalescing, banks, races, log.truncated, recs)
+
+
+def _site_label(log, s) -> tuple:
+    entry = log.sites[s]
+    return entry[1], entry[3], entry[4]
+
+
+def _coalescing(log, mask, block, warp, site, occurrence, address, owner, itemsize) -> tuple:
+    idx = np.flatnonzero(mask)
+    if not len(idx):
+        return ()
+    req, n_req = _group_ids(block[idx], warp[idx], site[idx], occurrence[idx])
+    sector = address[idx] // SECTOR_BYTES
+    array = owner[idx]
+    _, first = np.unique(np.stack([req, array, sector], axis=1), axis=0, return_index=True)
+    sectors_per_req = np.bincount(req[first], minlength=n_req)
+    lanes_per_req = np.bincount(req, minlength=n_req)
+    req_site = np.zeros(n_req, np.int64)
+    req_site[req] = site[idx]
+    req_size = np.zeros(n_req, np.int64)
+    req_size[req] = [itemsize[o] for o in owner[idx]]
+    ideal = -(-(lanes_per_req * req_size) // SECTOR_BYTES)
+    out = []
+    for s in np.unique(req_site):
+        on = req_site == s
+        line, array, kind = _site_label(log, int(s))
+        out.append(LineCoalescing(line, array, kind, int(on.sum()),
+                                  int(sectors_per_req[on].sum()), int(ideal[on].sum())))
+    return tuple(sorted(out, key=lambda c: (c.line, c.kind)))
+
+
+def _bank_conflicts(log, mask, block, warp, site, occurrence, address) -> tuple:
+    idx = np.flatnonzero(mask)
+    if not len(idx):
+        return ()
+    req, n_req = _group_ids(block[idx], warp[idx], site[idx], occurrence[idx])
+    word = address[idx] // BANK_BYTES
+    bank = word % BANKS
+    distinct = np.unique(np.stack([req, bank, word], axis=1), axis=0)
+    per_bank, _ = _group_ids(distinct[:, 0], distinct[:, 1])
+    ways_per_bank = np.bincount(per_bank)
+    bank_req = np.zeros(len(ways_per_bank), np.int64)
+    bank_req[per_bank] = distinct[:, 0]
+    ways = np.zeros(n_req, np.int64)
+    np.maximum.at(ways, bank_req, ways_per_bank)
+    req_site = np.zeros(n_req, np.int64)
+    req_site[req] = site[idx]
+    out = []
+    for s in np.unique(req_site):
+        on = req_site == s
+        line, array, kind = _site_label(log, int(s))
+        out.append(LineBankConflicts(line, array, kind, int(on.sum()), int(ways[on].sum()),
+                                     int(ways[on].max())))
+    return tuple(sorted(out, key=lambda c: (c.line, c.kind)))
