@@ -211,7 +211,8 @@ def warp_sum_kernel(out, a, size):
         name="count_positive", title="Count with atomics", topic="atomics",
         statement="""`out[0]` (which starts at 0) becomes the number of elements of `a` that are
         greater than 0. Many threads add to one counter: use `cuda.atomic.add`; a plain
-        `out[0] += 1` loses updates on a GPU.""",
+        `out[0] += 1` loses updates on a GPU (the grader's race detector finds it). An atomic
+        counts as one global read and one write.""",
         starter='''def count_positive_kernel(out, a, size):
     i = cuda.grid(1)
     # FILL ME IN (roughly 2 lines)
@@ -219,12 +220,13 @@ def warp_sum_kernel(out, a, size):
         inputs=lambda n, rng: {"out": np.zeros(1, np.int32), "a": values(n, rng), "size": n},
         reference=lambda args: {"out": np.array([(args["a"] > 0).sum()], np.int32)},
         launch=lambda n: (cdiv(n, 32), 32), launch_text="ceil(size / 32) blocks of 32 threads",
-        sizes=(32, 100, 7), shared=SHARED_ALLOWED),
+        sizes=(32, 100, 7), max_reads=2, shared=SHARED_ALLOWED),
     Puzzle(
         name="histogram", title="Histogram", topic="atomics",
         statement="""`a` holds integers in `[0, BINS)`; `out[k]` (which starts at 0) becomes
         how many elements equal `k`. Several threads hit the same bin: use
-        `cuda.atomic.add`. (Faster: a per-block histogram in shared memory, merged at the end.)""",
+        `cuda.atomic.add` (an atomic counts as one global read and one write). Faster: a
+        per-block histogram in shared memory, merged at the end.""",
         starter='''BINS = 8
 
 def histogram_kernel(out, a, size):
@@ -235,7 +237,7 @@ def histogram_kernel(out, a, size):
                                "a": rng.integers(0, 8, n).astype(np.int32), "size": n},
         reference=lambda args: {"out": np.bincount(args["a"], minlength=8).astype(np.int32)},
         launch=lambda n: (cdiv(n, 32), 32), launch_text="ceil(size / 32) blocks of 32 threads",
-        sizes=(64, 100, 5), max_writes=None, shared=SHARED_ALLOWED, constants={"BINS": 8}),
+        sizes=(64, 100, 5), max_reads=2, shared=SHARED_ALLOWED, constants={"BINS": 8}),
     Puzzle(
         name="transpose", title="Transpose", topic="2-D indexing",
         statement="""`out` (shape `cols x rows`) is the transpose of `a` (shape `rows x cols`).

@@ -1,9 +1,12 @@
 """Grade a kernel against a puzzle on the CPU target: its outputs against the numpy reference at
-every size the puzzle names (ragged ones included), and the puzzle's rules on shared memory.
+every size the puzzle names (ragged ones included), and the puzzle's rules: global reads and
+writes per thread, shared memory only where allowed, no data races.
 
 The kernel is rebuilt for the CPU target with bounds checks on, whatever target it was written
-for, so grading takes seconds on any machine and an out-of-bounds access is a message, not a
-crash. A failure says which size, which launch, and which elements are wrong (expected vs got).
+for, and every launch runs with access recording (gpunb.access_map), so grading takes seconds on
+any machine, an out-of-bounds access is a message rather than a crash, and a failure comes with
+which thread touched which element. A failure says which size, which launch, which elements are
+wrong (expected vs got) or which rule was broken, and by which thread.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ class Grade:
     passed: bool
     sizes_passed: list = field(default_factory=list)
     failure: str = ""
+    access: object = None  # the AccessMap of the failing launch, when it ran
 
     def __bool__(self) -> bool:
         return self.passed
@@ -36,6 +40,15 @@ class Grade:
             sizes = ", ".join(str(s) for s in self.sizes_passed)
             return f"✔ puzzle {self.puzzle!r} passed (sizes {sizes})"
         return f"✘ puzzle {self.puzzle!r} failed\n{self.failure}"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        color = "#1a7f37" if self.passed else "#cf222e"
+        text = f'<pre style="color:{color}">{escape(repr(self))}</pre>'
+        if self.access is not None:
+            text += "<b>access map of the failing launch</b>" + self.access._repr_html_()
+        return text
 
 
 def grade(puzzle: Puzzle, kernel, seed: int = 0) -> Grade:
@@ -50,9 +63,9 @@ def grade(puzzle: Puzzle, kernel, seed: int = 0) -> Grade:
     result = Grade(puzzle.name, True)
     rng = np.random.default_rng(seed)
     for size in puzzle.sizes:
-        failure = _run_one(puzzle, dispatcher, size, rng)
+        failure, access = _run_one(puzzle, dispatcher, size, rng)
         if failure:
-            result.passed, result.failure = False, failure
+            result.passed, result.failure, result.access = False, failure, access
             return result
         result.sizes_passed.append(size)
     return result
@@ -80,27 +93,92 @@ def _parameter_problem(puzzle: Puzzle, py_func) -> str:
             f"hint: start from the starter: gpunb.puzzles.get({puzzle.name!r}).starter")
 
 
-def _run_one(puzzle: Puzzle, dispatcher, size, rng) -> str:
-    """'' when the kernel is right at this size, else the feedback."""
+def _run_one(puzzle: Puzzle, dispatcher, size, rng) -> tuple[str, object]:
+    """('', map) when the kernel is right at this size, else (feedback, map or None)."""
+    from gpunb.jit.access_map import access_map
+
     args = puzzle.inputs(size, rng)
     before = {name: np.copy(value) for name, value in args.items()}
     expected = puzzle.reference({name: np.copy(value) for name, value in args.items()})
     grid, block = puzzle.launch(size)
     where = f"at size {size} (launch [{grid}, {block}])"
+    launch_args = [args[name] for name in puzzle.params]
     try:
-        dispatcher[grid, block](*[args[name] for name in puzzle.params])
+        access = access_map(dispatcher[grid, block], *launch_args)
     except GpunbError as err:
-        return f"{where} the kernel failed:\n{err}"
-    for name in puzzle.outputs:
-        wrong = compare(name, expected[name], args[name], puzzle.rtol)
-        if wrong:
-            return f"{where}:\n{wrong}"
+        if "recorded nothing" not in str(err):
+            return f"{where} the kernel failed:\n{err}", None
+        # a kernel that touches no array (an empty starter): nothing to map; its outputs
+        # are still unwritten, which the comparison below says
+        access = None
     for name, value in before.items():
         if name not in puzzle.outputs and isinstance(value, np.ndarray) \
                 and not np.array_equal(value, args[name], equal_nan=True):
-            return f"{where}: the kernel changed the input '{name}' (only write the outputs: " \
-                   f"{', '.join(puzzle.outputs)})"
+            return (f"{where}: the kernel changed the input '{name}' (only write the outputs: "
+                    f"{', '.join(puzzle.outputs)})", access)
+    problems = [wrong for name in puzzle.outputs
+                if (wrong := compare(name, expected[name], args[name], puzzle.rtol))]
+    if access is not None:
+        rule = _rule_problem(puzzle, size, access)
+        problems += [("also: " if problems else "") + rule] if rule else []
+    if problems:
+        if access is not None:
+            problems.append(describe_access(puzzle, access))
+        return f"{where}:\n" + "\n".join(problems), access
+    return "", access
+
+
+def _rule_problem(puzzle: Puzzle, size, access) -> str:
+    """A data race, or a thread over the puzzle's global read/write limit: '' when none."""
+    if access.races:
+        race = access.races[0]
+        return f"data race: {race}\nhint: a cuda.syncthreads() between the write and the read " \
+               "of another thread, or cuda.atomic for updates many threads make"
+    for which, counts in (("reads", access.global_reads), ("writes", access.global_writes)):
+        limit = puzzle.limit(which, size)
+        if limit is None or not len(counts) or counts.max() <= limit:
+            continue
+        worst = int(np.argmax(counts))
+        return (f"thread {_thread_name(access, worst)} made {int(counts[worst])} global {which}; "
+                f"puzzle {puzzle.name!r} allows at most {limit} per thread "
+                f"({int((counts > limit).sum())} threads are over)\n"
+                + ("hint: read each value once into shared memory and share it from there"
+                   if which == "reads" else "hint: write each output element once"))
     return ""
+
+
+def _thread_name(access, thread: int) -> str:
+    """A global linear thread id as 'threadIdx (x, y, z) of blockIdx (x, y, z)'."""
+    bx, by, _ = access.block
+    gx, gy, _ = access.grid
+    block, local = divmod(thread, access.threads_per_block)
+    return (f"{thread} (threadIdx {(local % bx, local // bx % by, local // (bx * by))}, "
+            f"blockIdx {(block % gx, block // gx % gy, block // (gx * gy))})")
+
+
+def describe_access(puzzle: Puzzle, access) -> str:
+    """The access map as text: per thread, global reads and writes; per output element, the
+    thread that wrote it last; per input element, how many reads."""
+    lines = [f"access map ({access.kernel}[{access.grid}, {access.block}], thread ids are "
+             "blockIdx * threads per block + threadIdx):",
+             f"  global reads per thread:  {_flat(access.global_reads)}",
+             f"  global writes per thread: {_flat(access.global_writes)}"]
+    for name in puzzle.params:
+        entry = access.arrays.get(name)
+        if entry is None or entry.memory != "global":
+            continue
+        if name in puzzle.outputs:
+            lines.append(f"  {name}: thread that wrote each element last (-1: none):")
+            lines.append(_indent(entry.last_writer, 4))
+        else:
+            lines.append(f"  {name}: reads of each element:")
+            lines.append(_indent(entry.reads, 4))
+    return "\n".join(lines)
+
+
+def _flat(values: np.ndarray) -> str:
+    with np.printoptions(linewidth=200, threshold=64):
+        return str(np.asarray(values))
 
 
 def _shared_problem(puzzle: Puzzle, dispatcher) -> str:
@@ -154,6 +232,6 @@ def compare(name: str, expected: np.ndarray, got: np.ndarray, rtol: float = 0.0)
     return "\n".join(lines)
 
 
-def _indent(array: np.ndarray) -> str:
+def _indent(array: np.ndarray, spaces: int = 2) -> str:
     with np.printoptions(linewidth=96, threshold=200):
-        return "\n".join("  " + line for line in str(array).splitlines())
+        return "\n".join(" " * spaces + line for line in str(array).splitlines())

@@ -94,6 +94,20 @@ def test_unwritten_elements_are_named_with_expected_and_got():
     assert "'out' is wrong at 2 of 4 elements" in text
     assert re.search(r"out\[2\]: expected -?\d+\.0, got nan \(never written\)", text)
     assert "expected out:" in text and "got:" in text
+    assert "global reads per thread:  [1 1 0 0]" in text
+    assert "out: thread that wrote each element last (-1: none):\n    [ 0  1 -1 -1]" in text
+
+
+def test_a_failure_shows_the_access_map_in_a_notebook():
+    def map_kernel(out, a):
+        i = cuda.threadIdx.x
+        if i > 0:
+            out[i] = a[i - 1] + 10
+
+    grade = puzzles.check("map", map_kernel)
+    assert grade.access is not None and grade.access["out"].last_writer.tolist() == [-1, 1, 2, 3]
+    html = grade._repr_html_()
+    assert html.startswith('<pre style="color:#cf222e">✘ puzzle') and "access map" in html
 
 
 def test_a_missing_guard_is_an_out_of_bounds_message_not_a_crash():
@@ -116,6 +130,7 @@ def test_forgetting_the_block_offset_leaves_later_blocks_unwritten():
     text = repr(puzzles.check("blocks", blocks_kernel))
     assert "at size 9 (launch [3, 4])" in text and "wrong at 5 of 9 elements" in text
     assert "out[4]: expected" in text and "(never written)" in text
+    assert "also: data race" in text  # three blocks write out[0]
 
 
 def test_swapped_2d_indices_show_index_pairs():
@@ -189,6 +204,52 @@ def test_a_ragged_size_catches_a_reduction_that_assumes_full_blocks():
     assert grade.sizes_passed == [8] and not grade.passed
     assert "at size 15 (launch [2, 8]) the kernel failed" in repr(grade)
     assert "index 15 is out of bounds for 'a' with extent 15" in repr(grade)
+
+
+def test_a_non_atomic_histogram_is_a_data_race():
+    def histogram_kernel(out, a, size):
+        i = cuda.grid(1)
+        if i < size:
+            out[a[i]] += 1
+
+    text = repr(puzzles.check("histogram", histogram_kernel))
+    assert "data race" in text and "cuda.atomic" in text
+
+
+def test_a_missing_barrier_is_a_data_race_on_shared_memory():
+    def dot_kernel(out, a, b, size):
+        shared = cuda.shared.array(8, float32)
+        i = cuda.grid(1)
+        local_i = cuda.threadIdx.x
+        shared[local_i] = a[i] * b[i] if i < size else 0.0
+        if local_i == 0:
+            total = float32(0.0)
+            for k in range(8):
+                total += shared[k]
+            out[0] = total
+
+    text = repr(puzzles.check("dot", dot_kernel))
+    assert "data race" in text and "shared" in text and "cuda.syncthreads()" in text
+
+
+def test_reading_neighbours_from_global_memory_breaks_the_read_limit():
+    def pooling_kernel(out, a, size):
+        shared = cuda.shared.array(8, float32)
+        i = cuda.grid(1)
+        if i < size:
+            shared[i] = a[i]
+            total = a[i]
+            if i >= 1:
+                total += a[i - 1]
+            if i >= 2:
+                total += a[i - 2]
+            out[i] = total
+
+    text = repr(puzzles.check("pooling", pooling_kernel))
+    assert re.search(r"thread 2 \(threadIdx \(2, 0, 0\), blockIdx \(0, 0, 0\)\) made 4 global "
+                     r"reads; puzzle 'pooling' allows at most 1 per thread \(8 threads are over\)",
+                     text), text
+    assert "hint: read each value once into shared memory" in text
 
 
 def test_other_correct_solutions_pass_too():
