@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 TEACHING = ("01_first_kernels", "02_shared_memory_and_barriers", "03_cache_and_provenance",
-            "04_warps_and_cooperative_groups", "05_fuse", "08_reductions_and_scans",
-            "09_tiled_matmul")
+            "04_warps_and_cooperative_groups", "05_fuse", "06_memory_coalescing",
+            "07_atomics_and_histograms", "08_reductions_and_scans", "09_tiled_matmul")
 EXAMPLES = ("dask_cluster",)  # run by test_dask_notebook.py (it starts a local Dask cluster)
 
 _executed: dict = {}
@@ -147,3 +147,28 @@ def test_09_each_matmul_step_matches_numpy_and_the_last_keeps_acc_in_registers(c
     assert "fma.rn.f32: 64   ld.shared: 16   ld.local: 0" in outputs
     for kernel in ("matmul_naive", "matmul_tiled", "matmul_registers"):  # %%gpuprofile tables
         assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
+
+
+def test_06_access_maps_show_strided_reads_and_bank_conflicts(cpu_env):
+    nb = execute(_notebook("06_memory_coalescing"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    assert "stride  1:  4.0 sectors per warp read, 100% of the bytes moved are used" in outputs
+    assert "stride  8: 32.0 sectors per warp read,  12% of the bytes moved are used" in outputs
+    assert "first reader of each element of x: [ 0 -1  1 -1  2 -1" in outputs
+    assert re.search(r"transpose_naive\n.*100% efficient\n.*write out: 32.0 sectors/request",
+                     outputs)
+    assert "read  tile (shared): 3968 bank conflicts, worst 32-way" in outputs
+    assert re.search(r"transpose_padded line \d+ read  tile: 0 bank conflicts", outputs)
+    assert "all three transposes are correct" in outputs
+
+
+def test_07_race_detector_finds_the_non_atomic_histogram(cpu_env):
+    nb = execute(_notebook("07_atomics_and_histograms"), cpu_env)
+    text = _error_text(nb, "def histogram_racy")
+    assert "RaceError" in text and "data race on counts[" in text
+    assert "counts[values[i]] += 1" in text and "^" in text and "cuda.atomic" in text
+    outputs = "\n".join(_code_outputs(nb))
+    assert re.search(r"race on counts \(\d+,\)\n  (read|write) at line 5 by thread", outputs)
+    assert "histogram_atomic: no race, counts match np.bincount" in outputs
+    assert "histogram_private: no race, counts match np.bincount" in outputs
+    assert "max_abs: 1000  numpy: 1000" in outputs and "max_abs_cas: 1000  numpy: 1000" in outputs
