@@ -18,7 +18,8 @@ pytestmark = pytest.mark.slow
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 TEACHING = ("01_first_kernels", "02_shared_memory_and_barriers", "03_cache_and_provenance",
             "04_warps_and_cooperative_groups", "05_fuse", "06_memory_coalescing",
-            "07_atomics_and_histograms", "08_reductions_and_scans", "09_tiled_matmul")
+            "07_atomics_and_histograms", "08_reductions_and_scans", "09_tiled_matmul",
+            "puzzles")
 EXAMPLES = ("dask_cluster",)  # run by test_dask_notebook.py (it starts a local Dask cluster)
 
 _executed: dict = {}
@@ -172,3 +173,20 @@ def test_07_race_detector_finds_the_non_atomic_histogram(cpu_env):
     assert "histogram_atomic: no race, counts match np.bincount" in outputs
     assert "histogram_private: no race, counts match np.bincount" in outputs
     assert "max_abs: 1000  numpy: 1000" in outputs and "max_abs_cas: 1000  numpy: 1000" in outputs
+
+
+def test_puzzles_notebook_walks_through_every_puzzle_with_its_starter(cpu_env):
+    from gpunb import puzzles
+
+    nb = execute(_notebook("puzzles"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    markdown = "\n".join(o.get("data", {}).get("text/markdown", "") for c in nb.cells
+                         if c.cell_type == "code" for o in c.outputs)
+    assert "| 1 | `map` | Map | indexing |" in markdown  # the list, as a table
+    assert "### Puzzle `matmul`: Tiled matmul" in markdown
+    assert "✔ puzzle 'map' passed (sizes 4, 7, 1)" in outputs  # the worked example
+    names = list(puzzles.list())
+    for name in names:  # every starter is there, as shipped it fails with feedback
+        assert f"✘ puzzle '{name}' failed" in outputs, name
+        assert f"Puzzle '{name}': " in outputs, name
+    assert outputs.count("never written") >= len(names) - 2
