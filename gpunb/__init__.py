@@ -23,7 +23,7 @@ _exec_sources.install()
 
 __all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "RaceError",
            "SignatureError", "ToolchainError", "WarpMaskError", "__version__", "access_map",
-           "cuda", "events", "fuse", "jit", "set_target",
+           "cuda", "events", "fuse", "jit", "last_profile", "profile", "sanitize", "set_target",
            "load_ipython_extension"]
 
 
@@ -61,6 +61,10 @@ def __getattr__(name: str):
 
         return importlib.import_module("gpunb.cuda" if name == "cuda" else
                                        "gpunb.foundation.events")
+    if name in ("profile", "last_profile", "sanitize"):  # profiling: loaded on first use
+        from gpunb import profiling
+
+        return getattr(profiling, name)
     if name == "jit":
         from gpunb.cuda import jit
 

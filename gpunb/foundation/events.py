@@ -86,6 +86,9 @@ class LaunchEvent:
     new_specialization: bool = False  # this launch compiled (or loaded from the cache) its code
     ms: float = 0.0  # LAUNCH_AFTER: host time of packing + launch (no device synchronisation)
     error: str = ""  # LAUNCH_AFTER: the exception the launch raised, if any
+    # the argument values themselves, for a subscriber that must read them before the launch
+    # (the replay snapshot of --ncu / --sanitize); the event holds them only while it lives
+    args: tuple = ()
 
     @property
     def arguments(self) -> tuple:

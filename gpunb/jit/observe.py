@@ -25,7 +25,7 @@ def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, shar
     shapes = tuple([getattr(value, "shape", ()) for value in args])  # nothing kept alive
     events.publish(EventKind.LAUNCH_BEFORE, LaunchEvent(
         EventKind.LAUNCH_BEFORE, name, spec, griddim, blockdim, stream, sharedmem, types, shapes,
-        spec.target, new))
+        spec.target, new, args=args))
     started = time.perf_counter()
     error = ""
     try:

@@ -29,6 +29,7 @@ class GpuMagics(Magics):
 
         %%gpukernel [--target cpu|cuda|auto] [--arch sm_XX] [--show ptx|llvm|sass|types|all]
                     [--lineinfo] [--fastmath] [--no-cache] [--debug] [--max-registers N]
+                    [--sanitize memcheck|racecheck|synccheck|initcheck]
         """
         __tracebackhide__ = True  # noqa: F841 - an error in the cell shows the cell, not this
         from gpunb.notebook.cellexec import run_cell
@@ -41,8 +42,18 @@ class GpuMagics(Magics):
         from gpunb.notebook.hooks import current_cell_number
 
         wrap = make_wrapper(options)
-        result = run_cell(cell, line, self.shell.user_ns, wrap, current_cell_number(self.shell),
-                          ipython_compiler=self.shell.compile)
+
+        def run():
+            return run_cell(cell, line, self.shell.user_ns, wrap,
+                            current_cell_number(self.shell), ipython_compiler=self.shell.compile)
+
+        if options.sanitize:  # run live, then replay the launches under compute-sanitizer
+            from gpunb.profiling.api import capture, sanitize_snapshot
+
+            result, snapshot, _ = capture(run)
+            display(sanitize_snapshot(snapshot, options.sanitize))
+        else:
+            result = run()
         if options.show:
             for dispatcher in result.functions.values():
                 self.hooks.after_cell.append(ShowWhenCompiled(self.shell, dispatcher,
@@ -81,23 +92,35 @@ class GpuMagics(Magics):
 
     @cell_magic
     def gpuprofile(self, line: str, cell: str):
-        """Run the cell and time every kernel launch in it (synchronised on the GPU)."""
+        """Run the cell and profile every kernel launch in it.
+
+        %%gpuprofile [--repeat N] [--warmup N] [--ncu] [--timer auto|events|host] [--timeout S]
+        """
         __tracebackhide__ = True  # noqa: F841
         from gpunb.notebook import comm
         from gpunb.notebook.cellexec import run_cell
         from gpunb.notebook.hooks import current_cell_number
-        from gpunb.notebook.profile import LaunchRecorder
-
+        from gpunb.notebook.profile import (
+            ProfileOptionError,
+            launches_json,
+            parse_profile_options,
+            profile_cell,
+        )
+        try:
+            options = parse_profile_options(line)
+        except ProfileOptionError as exc:
+            raise UsageError(str(exc)) from None
         body = self.shell.transform_cell(cell)  # line magics inside the cell still work
-        with LaunchRecorder() as recorder:
-            try:
-                result = run_cell(body, line, self.shell.user_ns, None,
-                                  current_cell_number(self.shell), magic="gpuprofile",
-                                  ipython_compiler=self.shell.compile)
-            finally:
-                comm.publish({"type": "launches", "launches": recorder.records_json()})
-                display(recorder.report())
-        return result.value
+
+        def run():
+            return run_cell(body, line, self.shell.user_ns, None,
+                            current_cell_number(self.shell), magic="gpuprofile",
+                            ipython_compiler=self.shell.compile).value
+
+        value, profile = profile_cell(run, options)
+        comm.publish({"type": "launches", "launches": launches_json(profile)})
+        display(profile)
+        return value
 
 
 def make_wrapper(options):

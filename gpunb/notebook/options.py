@@ -30,6 +30,7 @@ class KernelCellOptions:
     no_cache: bool = False
     debug: bool = False
     max_registers: int | None = None
+    sanitize: str | None = None  # replay the cell's launches under compute-sanitizer --tool
 
     def jit_options(self) -> dict:
         """Keyword arguments for `gpunb.cuda.jit`: only what was asked for, so defaults stay."""
@@ -83,6 +84,7 @@ def _parser() -> _Parser:
     p.add_argument("--no-cache", dest="no_cache", action="store_true")
     p.add_argument("--debug", action="store_true")
     p.add_argument("--max-registers", dest="max_registers", type=int)
+    p.add_argument("--sanitize", choices=("memcheck", "racecheck", "synccheck", "initcheck"))
     return p
 
 
@@ -112,4 +114,5 @@ def parse_kernel_options(line: str) -> KernelCellOptions:
         raise OptionError(f"%%gpukernel: --max-registers {ns.max_registers}: expected 16..255")
     return KernelCellOptions(target=ns.target, arch=arch, show=tuple(dict.fromkeys(show)),
                              lineinfo=ns.lineinfo, fastmath=ns.fastmath, no_cache=ns.no_cache,
-                             debug=ns.debug, max_registers=ns.max_registers)
+                             debug=ns.debug, max_registers=ns.max_registers,
+                             sanitize=ns.sanitize)

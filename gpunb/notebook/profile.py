@@ -1,110 +1,94 @@
-"""`%%gpuprofile`: time every kernel launch of one cell, first launches (compiles) kept apart.
+"""`%%gpuprofile [--repeat N] [--warmup N] [--ncu] [--timer auto|events|host]`: a cell's profile.
 
-For the cell's duration a LaunchRecorder subscribes to gpunb's launch events (`gpunb.events`:
-launch before / after): each launch is timed host-side from just before its arguments are packed
-to just after it returns and, on the CUDA target, synchronised on both sides so the time is the
-kernel's. Compiles happen before the first event, so a launch that compiled is timed without its
-compile (it is counted apart, and its compile time is in its cache event).
+The cell runs `--warmup` times unrecorded, then `--repeat` times inside one profile session
+(gpunb.profiling: CUPTI or CUDA-event device times, host times on the CPU target); with `--ncu`
+its launches are also snapshotted and replayed in a child process under Nsight Compute. The
+Profile is displayed, sent to the side panel and kept for `gpunb.last_profile()`. Every problem
+with the options or the tools is one line; the cell's own results are never affected.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from dataclasses import asdict, dataclass
+import argparse
+import shlex
+from dataclasses import dataclass
 
-from gpunb.foundation.events import EventKind, LaunchEvent, subscribe
-from gpunb.notebook import render
+
+class ProfileOptionError(ValueError):
+    """An unusable %%gpuprofile line (shown as a UsageError, one line, no traceback)."""
 
 
 @dataclass(frozen=True, slots=True)
-class LaunchRecord:
-    kernel: str
-    grid: str
-    block: str
-    ms: float
-    compiled: bool  # this launch made its specialisation (compiled, or loaded it from the cache)
+class ProfileOptions:
+    repeat: int = 1
+    warmup: int = 0
+    ncu: bool = False
+    timer: str = "auto"
+    timeout: float = 300.0
 
 
-class LaunchRecorder:
-    """Context manager that records launches made while it is active (any thread)."""
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise ProfileOptionError(f"%%gpuprofile: {message}; usage: {self.format_usage().strip()}")
 
-    def __init__(self):
-        self.records: list[LaunchRecord] = []
-        self._subscription = None
-        self._started = threading.local()  # a stack per thread: a launch inside a launch hook
-
-    def __enter__(self) -> LaunchRecorder:
-        self._subscription = subscribe((EventKind.LAUNCH_BEFORE, EventKind.LAUNCH_AFTER),
-                                       self._on_launch)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._subscription.unsubscribe()
-
-    def _on_launch(self, event: LaunchEvent) -> None:
-        stack = getattr(self._started, "stack", None)
-        if stack is None:
-            stack = self._started.stack = []
-        if event.kind is EventKind.LAUNCH_BEFORE:
-            _synchronize(event.target)
-            stack.append(time.perf_counter())
-            return
-        _synchronize(event.target)
-        ms = (time.perf_counter() - stack.pop()) * 1000.0 if stack else event.ms
-        self.records.append(LaunchRecord(event.kernel, str(event.grid), str(event.block), ms,
-                                         event.new_specialization))
-
-    def records_json(self) -> list[dict]:
-        return [asdict(r) for r in self.records]
-
-    def report(self) -> ProfileReport:
-        return ProfileReport(list(self.records))
+    def exit(self, status: int = 0, message: str | None = None):
+        raise ProfileOptionError(message or self.format_help())
 
 
-def _synchronize(target: str) -> None:
-    """Wait for the GPU when the kernel runs there (CPU launches are synchronous already)."""
-    if target != "cuda":
-        return
-    from gpunb import cuda
+def parse_profile_options(line: str) -> ProfileOptions:
+    parser = _Parser(prog="%%gpuprofile", add_help=True)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--warmup", type=int, default=0)
+    parser.add_argument("--ncu", action="store_true")
+    parser.add_argument("--timer", choices=("auto", "events", "host"), default="auto")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    try:
+        argv = shlex.split(line)
+    except ValueError as exc:
+        raise ProfileOptionError(f"%%gpuprofile: {exc}") from None
+    ns = parser.parse_args(argv)
+    if ns.repeat < 1:
+        raise ProfileOptionError(f"%%gpuprofile: --repeat {ns.repeat}: the cell must run at "
+                                 "least once (--repeat 1 or more)")
+    if ns.warmup < 0:
+        raise ProfileOptionError(f"%%gpuprofile: --warmup {ns.warmup}: expected 0 or more")
+    if ns.timeout <= 0:
+        raise ProfileOptionError("%%gpuprofile: --timeout must be positive (seconds)")
+    return ProfileOptions(ns.repeat, ns.warmup, ns.ncu, ns.timer, ns.timeout)
 
-    cuda.synchronize()
+
+def profile_cell(run, options: ProfileOptions):
+    """Run `run()` (the cell) as the options say; returns (its last value, the Profile)."""
+    from gpunb.profiling.api import ncu_snapshot
+    from gpunb.profiling.session import ProfileSession
+    from gpunb.profiling.snapshot import Snapshot
+
+    for _ in range(options.warmup):
+        run()
+    snapshot = Snapshot() if options.ncu else None
+    session = ProfileSession(timer=options.timer, snapshot=snapshot)
+    value = None
+    try:
+        with session:
+            for _ in range(options.repeat):
+                value = run()
+    finally:
+        profile = session.profile
+        if profile is not None:
+            profile.repeat, profile.warmup = options.repeat, options.warmup
+    if snapshot is not None:
+        profile.ncu = ncu_snapshot(snapshot, timeout=options.timeout)
+        if profile.ncu.error:
+            profile.notes.append(f"--ncu: {profile.ncu.error}")
+    return value, profile
 
 
-class ProfileReport:
-    """Per kernel: launches, compile launches, total/mean/min/max ms of the warm launches."""
-
-    HEADERS = ("kernel", "launches", "compiling launches", "warm total ms", "warm mean ms",
-               "min ms", "max ms")
-
-    def __init__(self, records: list[LaunchRecord]):
-        self.records = records
-
-    def rows(self) -> list[list]:
-        by_kernel: dict = {}
-        for r in self.records:
-            by_kernel.setdefault(r.kernel, []).append(r)
-        rows = []
-        for name, recs in by_kernel.items():
-            warm = [r.ms for r in recs if not r.compiled]
-            compiled = sum(r.compiled for r in recs)
-            stats = (f"{sum(warm):.3f}", f"{sum(warm) / len(warm):.3f}", f"{min(warm):.3f}",
-                     f"{max(warm):.3f}") if warm else ("", "", "", "")
-            rows.append([name, len(recs), compiled, *stats])
-        return rows
-
-    def text(self) -> str:
-        if not self.records:
-            return "no kernel launches in this cell"
-        return render.text_table(self.HEADERS, self.rows())
-
-    def _repr_html_(self) -> str:
-        if not self.records:
-            return render.wrap('<div class="muted">no kernel launches in this cell</div>')
-        return render.wrap(render.table(self.HEADERS, self.rows()))
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_pretty_(self, printer, cycle: bool) -> None:
-        printer.text(self.text())
+def launches_json(profile) -> list:
+    """What the side panel reads: the records plus the old keys (ms, compiled) it knows."""
+    out = []
+    for record in profile.launches:
+        row = record.to_json()
+        row["ms"] = record.time_ms
+        row["grid"], row["block"] = str(record.grid), str(record.block)
+        out.append(row)
+    return out

@@ -82,15 +82,17 @@ def test_a_broken_subscriber_does_not_break_the_launch():
 
 
 def test_gpuprofile_records_through_hooks_without_replacing_launch():
-    from gpunb.notebook.profile import LaunchRecorder
+    from gpunb.profiling.session import ProfileSession
 
     launch = dispatcher_module.Dispatcher.launch
     x = np.arange(8, dtype=np.float32)
-    with LaunchRecorder() as recorder:
+    with ProfileSession() as session:
         assert dispatcher_module.Dispatcher.launch is launch
         for _ in range(3):
             add_one[2, 4](np.zeros_like(x), x)
     add_one[2, 4](np.zeros_like(x), x)  # after the block: not recorded
-    assert [(r.kernel, r.grid, r.block) for r in recorder.records] == [("add_one", "2", "4")] * 3
-    assert all(r.ms > 0 for r in recorder.records) and events.launch_subscribers == ()
-    assert recorder.report().rows()[0][:2] == ["add_one", 3]
+    records = session.profile.launches
+    assert [(r.kernel, r.grid, r.block) for r in records] == [("add_one", (2, 1, 1),
+                                                                (4, 1, 1))] * 3
+    assert all(r.time_ms > 0 for r in records) and events.launch_subscribers == ()
+    assert session.profile.summary()[0].row()[:2] == ["add_one", 3]

@@ -1,0 +1,146 @@
+"""Profiling costs: the launch fast path with and without a launch subscriber, a profile of 100
+short launches against the same launches unprofiled, and the time to render a profile's pane.
+
+"No subscriber costs nothing" is checked two ways: the fast path's only extra work is one test
+of `gpunb.events.launch_subscribers` (an empty tuple), timed alone; and a launch with no
+subscriber is compared with one that an idle subscriber observes (the path a profiler takes).
+"""
+
+from __future__ import annotations
+
+import time
+import timeit
+
+import numpy as np
+
+from benchmarks.common import Cell, Options, Row, attempt, cell, gpu_missing, median, na
+
+OVERHEAD_TARGET = 1.5
+NONE = "no equivalent"
+
+
+def _setup(target: str):
+    import gpunb
+    from gpunb import cuda
+
+    gpunb.set_target(target)
+
+    @cuda.jit
+    def scale3(out, x, a):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] * a
+
+    if target == "cuda":
+        x, out = cuda.to_device(np.ones(32, np.float32)), cuda.device_array(32, np.float32)
+        sync = cuda.synchronize
+    else:
+        x, out = cuda.to_device(np.ones(32, np.float32)), cuda.device_array(32, np.float32)
+
+        def sync():
+            return None
+    a = np.float32(2.0)
+
+    def launch():
+        scale3[1, 32](out, x, a)
+
+    launch()
+    sync()
+    return launch, sync
+
+
+def _launches_seconds(launch, sync, calls: int, repeats: int, around=None) -> float:
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        if around is None:
+            for _ in range(calls):
+                launch()
+            sync()
+        else:
+            with around():
+                for _ in range(calls):
+                    launch()
+                sync()
+        samples.append(time.perf_counter() - started)
+    return median(samples)
+
+
+def _subscriber_rows(launch, sync, calls: int, repeats: int, target: str) -> list[Row]:
+    import gpunb
+
+    check_ns = min(timeit.repeat("if events.launch_subscribers: pass",
+                                 setup="from gpunb.foundation import events", number=1_000_000,
+                                 repeat=5)) * 1e3  # ns per test (1e6 tests per run)
+    bare = _launches_seconds(launch, sync, calls, repeats) / calls * 1e6
+    with gpunb.events.subscribe("launch_after", lambda event: None):
+        idle = _launches_seconds(launch, sync, calls, repeats) / calls * 1e6
+    note = (f"{target} target; the fast path's subscriber test alone: {check_ns:.1f} ns "
+            f"({check_ns / (bare * 1e3) * 100:.2f}% of a launch); with one idle subscriber "
+            f"(the observed path) {idle:.2f} us")
+    return [Row(f"launch, no subscriber ({target})", "us", cell(bare, "{:.2f} us", note),
+                na(NONE), na(NONE), f"idle subscriber {idle:.2f} us",
+                "check costs nothing measurable" if check_ns < 0.01 * bare * 1e3 else
+                f"check {check_ns:.1f} ns", (note,))]
+
+
+def _overhead_row(launch, sync, repeats: int, target: str) -> tuple[Row, object]:
+    import gpunb
+
+    plain = _launches_seconds(launch, sync, 100, repeats)
+    holder = {}
+
+    def around():
+        class Scope:
+            def __enter__(self):
+                self.cm = gpunb.profile()
+                holder["prof"] = self.cm.__enter__()
+
+            def __exit__(self, *exc):
+                self.cm.__exit__(*exc)
+
+        return Scope()
+
+    profiled = _launches_seconds(launch, sync, 100, repeats, around)
+    prof = holder["prof"]
+    ratio = profiled / plain
+    note = f"{target} target, timer: {prof.timer}; 100 launches + sync: {plain * 1e3:.3f} ms " \
+           f"plain, {profiled * 1e3:.3f} ms inside gpunb.profile() (records built included)"
+    verdict = "meets" if ratio <= OVERHEAD_TARGET else "misses"
+    return Row(f"profiling overhead, 100 short launches ({target})", "x",
+               cell(ratio, "{:.2f}x", note), na(NONE), na(NONE),
+               f"<= {OVERHEAD_TARGET}x (issue 10)", f"{verdict} ({ratio:.2f}x)", (note,)), prof
+
+
+def _render_row(prof, target: str) -> Row:
+    started = time.perf_counter()
+    html = prof._repr_html_()
+    ms = (time.perf_counter() - started) * 1e3
+    note = f"{len(prof.launches)} launches, {len(html)} characters of HTML"
+    return Row(f"profile pane render ({target})", "ms", cell(ms, "{:.2f} ms", note), na(NONE),
+               na(NONE), "", "", (note,))
+
+
+def run(opts: Options) -> list[Row]:
+    target = "cuda" if opts.suite == "gpu" else "cpu"
+    if target == "cuda":
+        missing = gpu_missing()
+        if missing:
+            return [Row("profiling overhead", "x", na(missing), na(NONE), na(NONE), "", "n/a")]
+    calls, repeats = (200, 3) if opts.quick else (2000, 7)
+    launch, sync = _setup(target)
+    rows = _subscriber_rows(launch, sync, calls, repeats, target)
+    result: dict = {}
+
+    def overhead() -> Cell:
+        row, prof = _overhead_row(launch, sync, repeats, target)
+        result["row"], result["prof"] = row, prof
+        return row.gpunb
+
+    failed = attempt(overhead)
+    if "row" in result:
+        rows.append(result["row"])
+        rows.append(_render_row(result["prof"], target))
+    else:
+        rows.append(Row("profiling overhead", "x", failed, na(NONE), na(NONE), "", "n/a"))
+    return rows

@@ -1,0 +1,16 @@
+"""Profiles of kernel launches (timings, bytes, flops, occupancy) and replays of them in a child
+process under Nsight Compute or compute-sanitizer. Public as `gpunb.profile`,
+`gpunb.last_profile` and `gpunb.sanitize`; the modules load on first use."""
+
+from __future__ import annotations
+
+
+def __getattr__(name: str):
+    import importlib
+
+    where = {"profile": "session", "last_profile": "session", "ProfileSession": "session",
+             "Profile": "records", "LaunchRecord": "records", "sanitize": "api",
+             "SanitizerReport": "sanitizer", "NcuReport": "ncu"}.get(name)
+    if where is None:
+        raise AttributeError(f"module 'gpunb.profiling' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"gpunb.profiling.{where}"), name)

@@ -1,0 +1,82 @@
+"""%%gpuprofile and %%gpukernel --sanitize in a real IPython shell (CPU target)."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+from nbhelpers import run_cell
+
+SAXPY = """%%gpukernel
+def saxpy(out, x, y, a):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + y[i]
+"""
+
+
+def _setup(shell):
+    run_cell(shell, SAXPY)
+    run_cell(shell, "import numpy as np\nv = np.ones(256, np.float32)\nw = np.zeros(256, "
+                    "np.float32)\ncalls = []")
+
+
+def test_repeat_and_warmup_record_only_the_repeated_runs(shell, capsys):
+    _setup(shell)
+    capsys.readouterr()
+    run_cell(shell, "%%gpuprofile --repeat 3 --warmup 2\ncalls.append(1)\n"
+                    "for _ in range(2):\n    saxpy[1, 256](w, v, v, 1.0)")
+    text = capsys.readouterr().out
+    assert "host timings (CPU target)" in text
+    assert shell.user_ns["calls"] == [1] * 5  # 2 warm-up runs + 3 recorded runs
+    import gpunb
+
+    prof = gpunb.last_profile()
+    assert len(prof.launches) == 6 and (prof.repeat, prof.warmup) == (3, 2)
+    assert prof.launches[0].bytes == 12 * 256 and prof.launches[0].timing == "host"
+    assert "cell" in prof.launches[0].defined_at.lower()
+    row = next(line for line in text.splitlines() if line.startswith("saxpy"))
+    assert row.split()[1] == "6"
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("--repeat 0", "--repeat 0: the cell must run at least once"),
+    ("--warmup -1", "--warmup -1: expected 0 or more"),
+    ("--frobnicate", "unrecognized arguments: --frobnicate"),
+    ("--repeat x", "invalid int value"),
+])
+def test_bad_options_are_one_usage_error_and_the_cell_does_not_run(shell, line, message):
+    _setup(shell)
+    with pytest.raises(UsageError, match=message):
+        shell.run_cell_magic("gpuprofile", line, "calls.append(1)")
+    assert shell.user_ns["calls"] == []
+
+
+def test_a_cell_without_launches_says_so(shell, capsys):
+    _setup(shell)
+    capsys.readouterr()
+    run_cell(shell, "%%gpuprofile\nx = 1 + 1")
+    assert "no kernel launches were recorded" in capsys.readouterr().out
+    assert shell.user_ns["x"] == 2
+
+
+def test_ncu_on_the_cpu_target_is_a_labelled_reduced_mode(shell, capsys):
+    _setup(shell)
+    capsys.readouterr()
+    run_cell(shell, "%%gpuprofile --ncu\nsaxpy[1, 256](w, v, v, 2.0)")
+    text = capsys.readouterr().out
+    assert "--ncu: Nsight Compute measures GPU launches; these ran on the CPU target" in text
+    assert float(shell.user_ns["w"][0]) == 3.0  # the cell's own result is unaffected
+
+
+def test_gpukernel_sanitize_runs_the_cell_and_reports_in_one_line(shell, capsys):
+    _setup(shell)
+    capsys.readouterr()
+    run_cell(shell, "%%gpukernel --sanitize memcheck\nsaxpy[1, 256](w, v, v, 4.0)")
+    text = capsys.readouterr().out
+    assert "compute-sanitizer memcheck:" in text and "CPU target" in text
+    assert float(shell.user_ns["w"][0]) == 5.0
+
+
+def test_gpukernel_sanitize_rejects_unknown_tools(shell):
+    with pytest.raises(UsageError, match="invalid choice: 'leakcheck'"):
+        shell.run_cell_magic("gpukernel", "--sanitize leakcheck", "pass")

@@ -1,0 +1,140 @@
+"""On the GPU: CUPTI/CUDA-event device timings, other libraries' kernels, --ncu hot lines and
+compute-sanitizer findings at the kernel's source lines. Run on the device machine."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import numpy as np
+import profiling_kernels as pk
+import pytest
+
+import gpunb
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def _cuda():
+    gpunb.set_target("cuda")
+    yield
+    gpunb.set_target(None)
+
+
+def _line_of(kernel, text: str) -> int:
+    lines, first = inspect.getsourcelines(kernel.py_func)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def _saxpy_data(n: int):
+    from gpunb import cuda
+
+    x = cuda.to_device(np.ones(n, np.float32))
+    y = cuda.to_device(np.full(n, 2.0, np.float32))
+    return x, y, cuda.device_array(n, np.float32)
+
+
+def _event_gbps(n: int, x, y, out, iters: int = 20) -> float:
+    """saxpy GB/s timed with CUDA events around `iters` launches (benchmarks/bench_saxpy)."""
+    from gpunb.backends.cuda import driver
+
+    cu, check = driver.cuda_driver(), driver.check
+    start, end = check(cu.cuEventCreate(0), "e"), check(cu.cuEventCreate(0), "e")
+    blocks = (n + 255) // 256
+    pk.saxpy[blocks, 256](out, x, y, np.float32(2.0))
+    check(cu.cuEventRecord(start, 0), "r")
+    for _ in range(iters):
+        pk.saxpy[blocks, 256](out, x, y, np.float32(2.0))
+    check(cu.cuEventRecord(end, 0), "r")
+    check(cu.cuEventSynchronize(end), "s")
+    ms = float(check(cu.cuEventElapsedTime(start, end), "t")) / iters
+    return 12.0 * n / (ms * 1e-3) / 1e9
+
+
+def test_saxpy_achieved_bandwidth_matches_an_event_timed_measurement():
+    n = 64 << 20
+    x, y, out = _saxpy_data(n)
+    measured = _event_gbps(n, x, y, out)
+    with gpunb.profile() as prof:
+        for _ in range(20):
+            pk.saxpy[(n + 255) // 256, 256](out, x, y, np.float32(2.0))
+    assert np.allclose(out.copy_to_host()[:16], 4.0)
+    [row] = prof.summary()
+    record = prof.launches[-1]
+    assert record.timing == "device" and prof.timer in ("cupti", "cuda events")
+    assert record.bytes == 12 * n and record.flops == 2 * n
+    assert record.registers > 0 and record.occupancy.limiter in \
+        ("warps", "blocks", "registers", "shared_memory")
+    assert 0 < record.pct_of_peak < 110 and prof.peak_gbps > 500
+    assert row.achieved_gbps == pytest.approx(measured, rel=0.05), (row, measured, prof.notes)
+
+
+def test_cupti_lists_a_cupy_kernel_beside_gpunbs():
+    cp = pytest.importorskip("cupy")
+    x, y, out = _saxpy_data(1 << 16)
+    a = cp.arange(1 << 16, dtype=cp.float32)
+    with gpunb.profile() as prof:
+        pk.saxpy[256, 256](out, x, y, np.float32(2.0))
+        (a * 3).sum()
+    assert prof.timer == "cupti", prof.notes
+    others = [r for r in prof.launches if r.source == "other"]
+    assert others and all(r.time_ms > 0 and r.grid[0] >= 1 for r in others)
+    assert [r.kernel for r in prof.launches if r.source == "gpunb"] == ["saxpy"]
+
+
+def test_ncu_gives_dram_throughput_and_a_hot_line_in_the_tiled_matmul():
+    from gpunb import cuda
+    from gpunb.profiling.api import ncu_snapshot
+    from gpunb.profiling.ncu import top_lines
+    from gpunb.profiling.session import ProfileSession
+    from gpunb.profiling.snapshot import Snapshot
+
+    n = 512
+    a = cuda.to_device(np.random.default_rng(1).random((n, n), dtype=np.float32))
+    c = cuda.device_array((n, n), np.float32)
+    snapshot = Snapshot()
+    with ProfileSession(snapshot=snapshot):
+        pk.matmul[(n // 16, n // 16), (16, 16)](a, a, c)
+    report = ncu_snapshot(snapshot, timeout=200, keep=True)
+    assert not report.error, report.error
+    [kernel] = report.kernels
+    assert kernel.metric("DRAM Throughput") is not None and kernel.dram_gbps is not None
+    assert kernel.stalls
+    source = Path(pk.__file__).resolve()
+    lines = {line for (file, line) in kernel.hot_lines if Path(file).name == source.name}
+    first = inspect.getsourcelines(pk.matmul.py_func)[1]  # the decorator: the prologue's line
+    last = _line_of(pk.matmul, "C[y, x] = tmp")
+    assert lines and all(first <= line <= last for line in lines), kernel.hot_lines
+    (hottest, _), = top_lines(kernel, 1)
+    assert hottest[1] == _line_of(pk.matmul, "tmp += sA[ty, j] * sB[j, tx]"), kernel.hot_lines
+
+
+def test_memcheck_finds_the_out_of_bounds_read_at_its_line():
+    from gpunb import cuda
+
+    x = cuda.to_device(np.ones(256, np.float32))
+    out = cuda.device_array(256, np.float32)
+    # the live launch reads 16 KiB past a 1 KiB allocation: mapped memory of the pool, so it
+    # does not fault here; under memcheck (the replay) the same read is reported
+    report = gpunb.sanitize(lambda: pk.read_past_end[1, 256](out, x), "memcheck")
+    assert not report.error, report.error
+    line = _line_of(pk.read_past_end, "out[i] = x[i + 4096]")
+    assert any(f.line == line and "read" in f.what for f in report.findings), report.text()
+
+
+def test_racecheck_finds_the_shared_memory_race_at_both_lines():
+    from gpunb import cuda
+
+    out = cuda.device_array(64, np.float32)
+    report = gpunb.sanitize(lambda: pk.shared_race[1, 64](out), "racecheck")
+    assert not report.error, report.error
+    write = _line_of(pk.shared_race, "s[t] = t")
+    read = _line_of(pk.shared_race, "out[t] = s[(t + 1) % 64]")
+    assert any({f.line, f.other_line} == {write, read} for f in report.findings), report.text()
+
+
+def test_a_clean_kernel_is_clean_under_memcheck():
+    x, y, out = _saxpy_data(1 << 12)
+    report = gpunb.sanitize(lambda: pk.saxpy[16, 256](out, x, y, np.float32(2.0)), "memcheck")
+    assert report.clean, report.text()

@@ -1,0 +1,103 @@
+"""gpunb.profile() on the CPU target: records, summary, JSON, HTML, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from profiling_kernels import matmul, saxpy
+
+import gpunb
+from gpunb.foundation import events
+
+
+@pytest.fixture(autouse=True)
+def _cpu():
+    gpunb.set_target("cpu")
+    yield
+    gpunb.set_target(None)
+
+
+def _saxpy_block(n=4096, launches=3):
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros_like(x)
+    with gpunb.profile() as prof:
+        for _ in range(launches):
+            saxpy[(n + 255) // 256, 256](out, x, x, np.float32(2.0))
+    return prof, out, x
+
+
+def test_every_launch_is_a_record_with_the_issue_fields():
+    prof, out, x = _saxpy_block()
+    np.testing.assert_allclose(out, 3 * x)  # profiling does not change results
+    assert len(prof.launches) == 3 and events.launch_subscribers == ()
+    r = prof.launches[-1]
+    assert (r.kernel, r.grid, r.block, r.target) == ("saxpy", (16, 1, 1), (256, 1, 1), "cpu")
+    assert r.defined_at.endswith("profiling_kernels.py:8")
+    assert (r.timing, r.timer) == ("host", "host clock") and r.time_ms > 0
+    assert r.bytes == 12 * 4096 and r.flops == 2 * 4096
+    assert r.achieved_gbps == pytest.approx(r.bytes / (r.time_ms * 1e-3) / 1e9)
+    assert prof.peak_gbps > 0
+    assert r.pct_of_peak == pytest.approx(r.achieved_gbps / prof.peak_gbps * 100)
+    assert r.occupancy is None and r.registers is None  # GPU facts: not on the CPU target
+    assert r.cache is not None and r.cache.function == "saxpy"
+    assert r.shared_bytes == 0 and r.source == "gpunb"
+
+
+def test_summary_json_and_last_profile():
+    prof, _, _ = _saxpy_block(launches=4)
+    [row] = prof.summary()
+    assert (row.kernel, row.launches) == ("saxpy", 4)
+    times = sorted(r.time_ms for r in prof.launches if not r.compiled)
+    assert row.min_ms == times[0] and row.max_ms == times[-1]
+    data = json.loads(prof.to_json())
+    assert data["timing"] == "host" and len(data["launches"]) == 4
+    assert data["launches"][0]["bytes"] == 12 * 4096
+    assert data["launches"][0]["cache"]["function"] == "saxpy"
+    assert data["summary"][0]["launches"] == 4
+    assert gpunb.last_profile().launches == prof.launches
+
+
+def test_text_and_html_say_host_timings_and_show_table_roofline_timeline():
+    prof, _, _ = _saxpy_block()
+    assert "host timings (CPU target)" in prof.text()
+    html = prof._repr_html_()
+    assert "<table" in html and "saxpy" in html and "host timings" in html
+    assert 'class="gpunb-roofline"' in html and 'class="gpunb-timeline"' in html
+    assert html.count("<rect") == 3  # one timeline bar per launch
+
+
+def test_kernel_with_loops_has_no_flops_but_bytes():
+    a = np.ones((32, 32), np.float32)
+    c = np.zeros_like(a)
+    with gpunb.profile() as prof:
+        matmul[(2, 2), (16, 16)](a, a, c)
+    r = prof.launches[0]
+    assert r.flops is None and r.bytes == 3 * 32 * 32 * 4
+    np.testing.assert_allclose(c, a @ a)
+
+
+def test_no_launches_is_a_note_not_an_error():
+    with gpunb.profile() as prof:
+        pass
+    assert prof.launches == [] and prof.notes == ["no kernel launches were recorded"]
+    assert "no kernel launches" in prof.text()
+
+
+def test_to_pandas_says_what_to_install_or_gives_a_frame():
+    prof, _, _ = _saxpy_block()
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install pandas"):
+            prof.to_pandas()
+    else:
+        frame = prof.to_pandas()
+        assert list(frame["kernel"]) == ["saxpy"] * 3 and "occupancy_limiter" in frame
+
+
+def test_unknown_timer_is_a_clear_error():
+    with pytest.raises(ValueError, match="expected auto, cupti, events or host"):
+        with gpunb.profile(timer="wallclock"):
+            pass
