@@ -39,13 +39,20 @@ def test_notebook_runs_on_the_gpu(path, cpu_env, monkeypatch):
         tagged = "raises-exception" in cell.get("metadata", {}).get("tags", [])
         assert tagged or not errors, cell.source
     text = _text(nb)
-    if path.stem[:2] in ("06", "07", "08", "09"):
+    if path.stem[:2] in ("06", "07", "08", "09", "10"):
         assert "target: cuda" in text
     if path.stem == "06_memory_coalescing":
         assert re.search(r"stride 32: [\d.]+ ms, \d+ GB/s", text)
         assert re.search(r"transpose_padded +[\d.]+ ms, \d+ GB/s", text)
     if path.stem == "07_atomics_and_histograms":
         assert re.search(r"histogram_private +[\d.]+ ms, [\d.]+ G values/s", text)
+    if path.stem == "10_profiling_and_debugging":
+        assert "timing: host" not in text  # device timings
+        memcheck = text[text.index("compute-sanitizer memcheck:"):]
+        assert "no problems found" not in memcheck.splitlines()[0], memcheck
+        assert "shift_left" in memcheck or "Cell In[" in memcheck, memcheck
+        racecheck = text[text.index("compute-sanitizer racecheck:"):]
+        assert "no problems found" not in racecheck.splitlines()[0], racecheck
     if path.stem == "08_reductions_and_scans":
         assert "N = 16777216" in text and "matches np.cumsum exactly" in text
         assert re.search(r"sum_shuffle: [\d.]+ ms, \d+ GB/s", text)

@@ -19,7 +19,7 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 TEACHING = ("01_first_kernels", "02_shared_memory_and_barriers", "03_cache_and_provenance",
             "04_warps_and_cooperative_groups", "05_fuse", "06_memory_coalescing",
             "07_atomics_and_histograms", "08_reductions_and_scans", "09_tiled_matmul",
-            "puzzles")
+            "10_profiling_and_debugging", "puzzles")
 EXAMPLES = ("dask_cluster",)  # run by test_dask_notebook.py (it starts a local Dask cluster)
 
 _executed: dict = {}
@@ -190,3 +190,19 @@ def test_puzzles_notebook_walks_through_every_puzzle_with_its_starter(cpu_env):
         assert f"✘ puzzle '{name}' failed" in outputs, name
         assert f"Puzzle '{name}': " in outputs, name
     assert outputs.count("never written") >= len(names) - 2
+
+
+def test_10_profile_roofline_bounds_check_race_and_sanitizer_message(cpu_env):
+    nb = execute(_notebook("10_profiling_and_debugging"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    assert "gpunb profile: 10 launches; host timings (CPU target)" in outputs
+    assert re.search(r"^saxpy +5 +0 ", outputs, re.M) and re.search(r"^poly +5 +0 ", outputs, re.M)
+    assert 'class="gpunb-roofline"' in outputs  # the roofline, drawn in the profile's HTML
+    assert "saxpy  bytes     786432  flops     131072  intensity 0.17 flop/byte" in outputs
+    assert "poly   bytes     524288  flops    1048576  intensity 2.00 flop/byte" in outputs
+    assert len(re.findall(r"^block +\d+: +[\d.]+ ms", outputs, re.M)) == 6
+    text = _error_text(nb, "def shift_left")
+    assert "index 64 is out of bounds for 'x' with extent 64 (thread (63, 0, 0)" in text
+    text = _error_text(nb, "def block_sum_racy")
+    assert "data race on buf[" in text and "(shared memory)" in text
+    assert "compute-sanitizer racecheck: compute-sanitizer checks GPU launches" in outputs
