@@ -2,13 +2,16 @@
 
 Cells tagged `raises-exception` may fail (they show errors on purpose); any other error fails
 the test with the cell's traceback. Each notebook is executed once per test session; the
-per-notebook tests then check that what its text promises is what its cells showed.
+per-notebook tests then check that what its text promises is what its cells showed. With
+GPUNB_NOTEBOOK_ARTIFACTS=DIR the executed copies are written there (CI renders them to HTML).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 from nbhelpers import REPO, outputs_text
@@ -37,6 +40,10 @@ def execute(path, cpu_env):
                             resources={"metadata": {"path": str(cpu_env)}})
     client.execute()
     _executed[path.name] = nb
+    keep = os.environ.get("GPUNB_NOTEBOOK_ARTIFACTS")
+    if keep:  # CI renders the executed copies to HTML (.ci/run)
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, Path(keep) / path.name)
     return nb
 
 
