@@ -125,6 +125,17 @@ def racecheck() -> bool:
     return _flag("GPUNB_RACECHECK", False)
 
 
+def record_limit() -> int:
+    """GPUNB_RECORD_LIMIT: the most access records one recording launch keeps (32 bytes each);
+    a longer log is truncated and says so."""
+    value = os.environ.get("GPUNB_RECORD_LIMIT")
+    if not value:
+        return 1 << 22
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ValueError(f"GPUNB_RECORD_LIMIT={value!r}: expected a positive number of records")
+    return int(value)
+
+
 def default_arch() -> tuple[int, int]:
     value = os.environ.get("GPUNB_ARCH", "sm_90").strip().lower().removeprefix("sm_")
     if not value.isdigit() or len(value) < 2:

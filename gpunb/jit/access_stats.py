@@ -153,7 +153,7 @@ def build_map(log: AccessLog, names: list) -> AccessMap:
 
 def _site_label(log, s) -> tuple:
     entry = log.sites[s]
-    return entry[1], entry[3], entry[4]
+    return entry[1], entry[3], entry[4], entry[2]
 
 
 def _coalescing(log, mask, block, warp, site, occurrence, address, owner, itemsize) -> tuple:
@@ -174,10 +174,10 @@ def _coalescing(log, mask, block, warp, site, occurrence, address, owner, itemsi
     out = []
     for s in np.unique(req_site):
         on = req_site == s
-        line, array, kind = _site_label(log, int(s))
+        line, array, kind, col = _site_label(log, int(s))
         out.append(LineCoalescing(line, array, kind, int(on.sum()),
-                                  int(sectors_per_req[on].sum()), int(ideal[on].sum())))
-    return tuple(sorted(out, key=lambda c: (c.line, c.kind)))
+                                  int(sectors_per_req[on].sum()), int(ideal[on].sum()), col))
+    return tuple(sorted(out, key=lambda c: (c.line, c.column, c.kind)))
 
 
 def _bank_conflicts(log, mask, block, warp, site, occurrence, address) -> tuple:
@@ -199,7 +199,7 @@ def _bank_conflicts(log, mask, block, warp, site, occurrence, address) -> tuple:
     out = []
     for s in np.unique(req_site):
         on = req_site == s
-        line, array, kind = _site_label(log, int(s))
+        line, array, kind, col = _site_label(log, int(s))
         out.append(LineBankConflicts(line, array, kind, int(on.sum()), int(ways[on].sum()),
-                                     int(ways[on].max())))
-    return tuple(sorted(out, key=lambda c: (c.line, c.kind)))
+                                     int(ways[on].max()), col))
+    return tuple(sorted(out, key=lambda c: (c.line, c.column, c.kind)))

@@ -57,6 +57,7 @@ class LineCoalescing:
     requests: int  # warp-level executions of the line
     sectors: int  # sectors moved, summed over requests
     ideal_sectors: int  # if every request read its bytes contiguously and aligned
+    column: int = 0  # 0-based column of the access (a line can hold several)
 
     @property
     def sectors_per_request(self) -> float:
@@ -68,8 +69,8 @@ class LineCoalescing:
         return self.ideal_sectors / self.sectors if self.sectors else 1.0
 
     def __repr__(self) -> str:
-        return (f"<line {self.line} {self.kind} {self.array}: {self.requests} requests, "
-                f"{self.sectors_per_request:.1f} sectors/request, "
+        return (f"<line {self.line}:{self.column + 1} {self.kind} {self.array}: "
+                f"{self.requests} requests, {self.sectors_per_request:.1f} sectors/request, "
                 f"{self.efficiency:.0%} efficient>")
 
 
@@ -83,6 +84,7 @@ class LineBankConflicts:
     requests: int
     wavefronts: int  # summed over requests; a conflict-free request needs 1
     max_ways: int  # worst request: distinct words in its busiest bank
+    column: int = 0
 
     @property
     def conflicts(self) -> int:
@@ -90,8 +92,9 @@ class LineBankConflicts:
         return self.wavefronts - self.requests
 
     def __repr__(self) -> str:
-        return (f"<line {self.line} {self.kind} {self.array}: {self.requests} requests, "
-                f"{self.conflicts} bank conflicts (worst {self.max_ways}-way)>")
+        return (f"<line {self.line}:{self.column + 1} {self.kind} {self.array}: "
+                f"{self.requests} requests, {self.conflicts} bank conflicts "
+                f"(worst {self.max_ways}-way)>")
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ class KernelCellOptions:
     debug: bool = False
     max_registers: int | None = None
     sanitize: str | None = None  # replay the cell's launches under compute-sanitizer --tool
+    racecheck: bool = False  # CPU target: record accesses, raise gpunb.RaceError on races
 
     def jit_options(self) -> dict:
         """Keyword arguments for `gpunb.cuda.jit`: only what was asked for, so defaults stay."""
@@ -43,6 +44,8 @@ class KernelCellOptions:
             options["fastmath"] = True
         if self.debug:
             options["debug"] = True
+        if self.racecheck:
+            options["racecheck"] = True
         if self.no_cache:
             options["cache"] = False
         if self.max_registers is not None:
@@ -83,6 +86,8 @@ def _parser() -> _Parser:
     p.add_argument("--fastmath", action="store_true")
     p.add_argument("--no-cache", dest="no_cache", action="store_true")
     p.add_argument("--debug", action="store_true")
+    p.add_argument("--racecheck", action="store_true",
+                   help="CPU target: report data races (gpunb.RaceError)")
     p.add_argument("--max-registers", dest="max_registers", type=int)
     p.add_argument("--sanitize", choices=("memcheck", "racecheck", "synccheck", "initcheck"))
     return p
@@ -115,4 +120,4 @@ def parse_kernel_options(line: str) -> KernelCellOptions:
     return KernelCellOptions(target=ns.target, arch=arch, show=tuple(dict.fromkeys(show)),
                              lineinfo=ns.lineinfo, fastmath=ns.fastmath, no_cache=ns.no_cache,
                              debug=ns.debug, max_registers=ns.max_registers,
-                             sanitize=ns.sanitize)
+                             sanitize=ns.sanitize, racecheck=ns.racecheck)

@@ -45,13 +45,18 @@ def test_default_options_and_cache_flag_do_not_change_the_key(cells):
 
 def test_boundscheck_env_shapes_cpu_keys(cells, monkeypatch):
     fp = _fp(cells)
+    # the CPU target checks bounds by default; GPUNB_BOUNDSCHECK=0 and boundscheck=False opt out
     monkeypatch.delenv("GPUNB_BOUNDSCHECK", raising=False)
     base = cache_key(fp, "()", {}, "cpu", "host", TOOLS)
-    monkeypatch.setenv("GPUNB_BOUNDSCHECK", "1")
     assert effective_options({}, "cpu") == {"boundscheck": True}
+    assert base == cache_key(fp, "()", {"boundscheck": True}, "cpu", "host", TOOLS)
+    monkeypatch.setenv("GPUNB_BOUNDSCHECK", "0")
+    assert effective_options({}, "cpu") == {"boundscheck": False}
     assert cache_key(fp, "()", {}, "cpu", "host", TOOLS) != base
     assert cache_key(fp, "()", {}, "cpu", "host", TOOLS) == \
-        cache_key(fp, "()", {"boundscheck": True}, "cpu", "host", TOOLS)
+        cache_key(fp, "()", {"boundscheck": False}, "cpu", "host", TOOLS)
+    monkeypatch.setenv("GPUNB_RACECHECK", "1")
+    assert effective_options({}, "cpu") == {"boundscheck": False, "racecheck": True}
 
 
 def test_debug_builds_key_on_locations(cells):

@@ -215,18 +215,19 @@ def test_eight_processes_hammering_the_store_never_see_a_corrupt_entry(tmp_path)
 
 
 def test_an_environment_variable_that_changes_code_changes_the_key(tmp_path):
-    """GPUNB_BOUNDSCHECK=1 compiles bounds checks into CPU code: never the unchecked entry."""
+    """GPUNB_BOUNDSCHECK=0 compiles CPU code without its default bounds checks: never the
+    checked entry."""
     src, cache_dir = tmp_path / "src", tmp_path / "cache"
     _write(src, "k2", KERNEL_FACTOR.format(factor="2.0"))
     (plain,) = _run(cache_dir, src, "k2:kern")
     env = _env(cache_dir)
-    env["GPUNB_BOUNDSCHECK"] = "1"
+    env["GPUNB_BOUNDSCHECK"] = "0"
     proc = subprocess.run([sys.executable, str(WORKER), str(src), "k2:kern"], env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     checked = json.loads(proc.stdout.splitlines()[-1])
     assert checked["kind"] == "miss" and checked["key"] != plain["key"]
-    assert checked["why"] == "option changed: boundscheck False -> True"
+    assert checked["why"] == "option changed: boundscheck True -> False"
     assert checked["outcome"] == "miss (option changed: boundscheck)"
     assert checked["out"] == plain["out"] == [float(i) * 2 for i in range(16)]
     (again,) = _run(cache_dir, src, "k2:kern")

@@ -95,3 +95,20 @@ def test_bank_conflicts_of_a_column_access():
 def test_access_map_needs_a_configured_launch():
     with pytest.raises(gpunb.LaunchError, match="configured launch"):
         gpunb.access_map(double, np.zeros(4), np.zeros(4))
+
+
+@cuda.jit
+def histogram(h, x):
+    i = cuda.grid(1)
+    if i < x.size:
+        h[x[i] % 4] += 1
+
+
+def test_a_racy_launch_is_mapped_and_its_race_listed():
+    x = cuda.to_device(np.arange(64, dtype=np.int32))  # device arrays of the CPU target too
+    h = cuda.to_device(np.zeros(4, np.int32))
+    m = gpunb.access_map(histogram[2, 32], h, x)
+    assert len(m.races) == 1 and isinstance(m.races[0], gpunb.RaceError)
+    assert m.races[0].array == "h"
+    np.testing.assert_array_equal(m["h"].writers, [16, 16, 16, 16])
+    assert int(m["x"].reads.sum()) == 64

@@ -155,59 +155,107 @@ class Race:
 
 
 def find_race(log: AccessLog) -> Race | None:
-    """The first pair of conflicting, unordered accesses (by location, then time), or None.
+    """The first pair of conflicting, unordered accesses, or None.
 
     Two accesses conflict when different threads touch one address, at least one writes, and
     they are not both atomic. They are ordered when a barrier separates them (same block,
     different barrier epochs), warp synchronisation does (same warp, different warp epochs),
-    or a grid sync does (different grid epochs).
+    or a grid sync does (different grid epochs). Candidate groups are found with numpy (an
+    address, block and barrier epoch touched by two threads with a write); only those are
+    checked pair by pair, so clean kernels cost a few sorts.
     """
     recs = log.records
     if len(recs) < 2:
         return None
-    kinds = np.array([s[4] for s in log.sites] or ["read"])
-    kind = kinds[recs["site"]]
-    is_write = kind != "read"
-    is_atomic = kind == "atomic"
-    block = recs["block"].astype(np.int64)
-    # a shared offset names a location only within its block
-    location_block = np.where(recs["space"] == abi.SPACE_SHARED, block, -1)
-    order = np.lexsort((np.arange(len(recs)), recs["address"], location_block, recs["space"]))
-    space, loc_block, address = (recs["space"][order], location_block[order],
-                                 recs["address"][order])
-    starts = np.flatnonzero(np.r_[True, (space[1:] != space[:-1]) |
-                                  (loc_block[1:] != loc_block[:-1]) |
-                                  (address[1:] != address[:-1])])
-    ends = np.r_[starts[1:], len(order)]
-    any_write = is_write[order]
-    gthread = (block * log.threads_per_block() + recs["thread"])[order]
-    warps = (recs["thread"] // 32).astype(np.int64)[order]
-    bar, wep, grid = (recs["bar_epoch"][order], recs["warp_epoch"][order],
-                      recs["grid_epoch"][order])
-    blocks = block[order]
-    atomic = is_atomic[order]
-    cum_w = np.r_[0, np.cumsum(any_write)]
-    for s, e in zip(starts, ends, strict=True):
-        if e - s < 2 or cum_w[e] == cum_w[s]:
+    site_kind = np.array([{"read": 0, "write": 1, "atomic": 2}[s[4]] for s in log.sites]
+                         or [0], np.int8)
+    kind = site_kind[recs["site"]]
+    # first drop every address only one thread touches (most of a clean kernel's log)
+    loc_block = np.where(recs["space"] == abi.SPACE_SHARED, recs["block"], -1)
+    gthread = recs["block"].astype(np.int64) * log.threads_per_block() + recs["thread"]
+    keep = list(_candidates((recs["space"], loc_block, recs["address"]), gthread, kind != 0,
+                            kind == 2))
+    if not keep:
+        return None
+    subset = np.sort(np.concatenate(keep))
+    race = _find_in(log, recs[subset], kind[subset])
+    return None if race is None else Race(recs[subset[race[0]]], recs[subset[race[1]]])
+
+
+def _find_in(log: AccessLog, recs: np.ndarray, kind: np.ndarray) -> tuple | None:
+    """find_race on the records of candidate addresses: a pair of their indices, or None."""
+    f = {"write": kind != 0, "atomic": kind == 2,
+         "block": recs["block"].astype(np.int64),
+         "thread": recs["thread"].astype(np.int64),
+         "bar": recs["bar_epoch"].astype(np.int64), "wep": recs["warp_epoch"].astype(np.int64),
+         "grid": recs["grid_epoch"].astype(np.int64),
+         "space": recs["space"].astype(np.int64), "address": recs["address"]}
+    f["gthread"] = f["block"] * log.threads_per_block() + f["thread"]
+    f["warp"] = f["block"] * 64 + f["thread"] // 32
+    shared = f["space"] == abi.SPACE_SHARED
+    location_block = np.where(shared, f["block"], -1)
+    base_keys = (f["space"], location_block, f["address"])
+    # within a block: same barrier epoch; a warp's own accesses also split by warp epoch
+    single_warp = _per_group(base_keys + (f["block"], f["bar"]), f["warp"], "single")
+    wep = np.where(single_warp, f["wep"], -1)
+    found = []
+    for keys, who in ((base_keys + (f["block"], f["bar"], wep), f["gthread"]),
+                      ((f["space"], location_block, f["address"], f["grid"]), f["block"])):
+        for idx in _candidates(keys, who, f["write"], f["atomic"]):
+            race = _check_group(idx, f)
+            if race is not None:
+                found.append(race)
+                break
+    return min(found, key=lambda pair: pair[1]) if found else None
+
+
+def _groups(keys: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, starts, ends): records sorted by keys (then time), and each group's slice."""
+    order = np.lexsort((np.arange(len(keys[0])),) + tuple(reversed(keys)))
+    sorted_keys = [k[order] for k in keys]
+    change = np.zeros(len(order), bool)
+    change[0] = True
+    for k in sorted_keys:
+        change[1:] |= k[1:] != k[:-1]
+    starts = np.flatnonzero(change)
+    return order, starts, np.r_[starts[1:], len(order)]
+
+
+def _per_group(keys: tuple, values: np.ndarray, what: str) -> np.ndarray:
+    """Per record: whether its group (by keys) holds one distinct value."""
+    order, starts, ends = _groups(keys)
+    v = values[order]
+    lo, hi = np.minimum.reduceat(v, starts), np.maximum.reduceat(v, starts)
+    out = np.empty(len(order), bool)
+    out[order] = np.repeat(lo == hi, ends - starts)
+    return out
+
+
+def _candidates(keys: tuple, who: np.ndarray, write: np.ndarray, atomic: np.ndarray):
+    """Record indices of each group with two `who`s, a write and a non-atomic access."""
+    order, starts, ends = _groups(keys)
+    w = who[order]
+    several = np.minimum.reduceat(w, starts) != np.maximum.reduceat(w, starts)
+    writes = np.add.reduceat(write[order].astype(np.int64), starts) > 0
+    plain = np.add.reduceat((~atomic[order]).astype(np.int64), starts) > 0
+    for g in np.flatnonzero(several & writes & plain):
+        yield order[starts[g]:ends[g]]
+
+
+def _check_group(idx: np.ndarray, f: dict):
+    """The first unordered conflicting pair among these records of one address, or None."""
+    for w in idx[f["write"][idx]]:
+        other = idx[f["gthread"][idx] != f["gthread"][w]]
+        if not len(other):
             continue
-        th = gthread[s:e]
-        if (th == th[0]).all():
-            continue
-        for w in np.flatnonzero(any_write[s:e]) + s:
-            other = np.arange(s, e)
-            other = other[gthread[s:e] != gthread[w]]
-            if not len(other):
-                continue
-            same_block = blocks[other] == blocks[w]
-            same_warp = same_block & (warps[other] == warps[w])
-            ordered = np.where(same_block, (bar[other] != bar[w]) |
-                               (same_warp & (wep[other] != wep[w])),
-                               grid[other] != grid[w])
-            both_atomic = atomic[other] & atomic[w]
-            bad = other[~ordered & ~both_atomic]
-            if len(bad):
-                a, b = sorted((int(order[w]), int(order[bad[0]])))
-                return Race(recs[a], recs[b])
+        same_block = f["block"][other] == f["block"][w]
+        same_warp = f["warp"][other] == f["warp"][w]
+        ordered = np.where(same_block, (f["bar"][other] != f["bar"][w]) |
+                           (same_warp & (f["wep"][other] != f["wep"][w])),
+                           f["grid"][other] != f["grid"][w])
+        bad = other[~ordered & ~(f["atomic"][other] & f["atomic"][w])]
+        if len(bad):
+            return tuple(sorted((int(w), int(bad[0]))))
     return None
 
 

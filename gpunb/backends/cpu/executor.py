@@ -31,9 +31,6 @@ _pool_lock = threading.Lock()
 # unresolved one is a call to address 0 (a segfault) rather than an error
 RUNTIME_HELPERS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2", "__extendhfdf2")
 _helpers_loaded = False
-# recording launches (racecheck, access maps) keep at most this many records (32 bytes each);
-# GPUNB_RECORD_LIMIT changes it. A longer log is truncated and says so.
-RECORD_LIMIT = 1 << 22
 _capture = threading.local()  # access_map(): the logs of this thread's recording launches
 
 
@@ -86,13 +83,11 @@ class LoadedCpuKernel:
         shared = _align16(dynamic_shared) + self.artifact.resources.shared_bytes
         records = None
         if self.artifact.access_sites:
-            import os
-
             import numpy as np
 
             from gpunb.backends.cpu.accesses import RECORD_DTYPE
 
-            cap = int(os.environ.get("GPUNB_RECORD_LIMIT", RECORD_LIMIT))
+            cap = config.record_limit()
             records = np.empty(max(cap, 1), RECORD_DTYPE)
             status.rec_buf = records.ctypes.data
             status.rec_cap = cap
@@ -189,7 +184,41 @@ class LoadedCpuKernel:
             return LaunchError(msg, loc, function=art.name,
                                hint="every thread of a block must reach the same barriers; "
                                     "move the barrier out of the divergent branch")
+        if status.code == abi.ERROR_WARP_MASK:
+            return _warp_mask_error(art, status)
         return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
+
+
+def _lanes(mask: int) -> str:
+    """0x0000ffff -> "0-15"; runs of lanes as ranges."""
+    lanes = [k for k in range(32) if mask >> k & 1]
+    runs, start = [], None
+    for k, lane in enumerate(lanes):
+        if start is None:
+            start = lane
+        if k + 1 == len(lanes) or lanes[k + 1] != lane + 1:
+            runs.append(str(start) if start == lane else f"{start}-{lane}")
+            start = None
+    return ", ".join(runs)
+
+
+def _warp_mask_error(art: KernelArtifact, status: abi.Status) -> LaunchError:
+    from gpunb.foundation.errors import WarpMaskError
+
+    filename, line, col, what = art.barrier_sites[status.site]
+    mask = status.mask & 0xFFFFFFFF
+    who = f"lane {status.lane} (thread {tuple(status.tid)}, block {tuple(status.ctaid)})"
+    if status.count == 1:
+        msg = (f"{what} called by {who} with mask {mask:#010x}, which does not include the "
+               "calling lane")
+        hint = "a lane must name itself in the mask: e.g. cuda.activemask() or 0xffffffff"
+    else:
+        fate = "had exited" if status.count == 0 else "wait elsewhere"
+        msg = (f"{what} at line {line}, reached by {who}: its mask names lanes {_lanes(mask)}, "
+               f"which {fate} instead of arriving; on a GPU this is undefined behaviour")
+        hint = ("name only the lanes that reach this call (e.g. mask = cuda.activemask() in "
+                "a divergent branch), or move the call out of the branch")
+    return WarpMaskError(msg, SourceLocation(filename, line, col), function=art.name, hint=hint)
 
 
 def _check_runtime_helpers(artifact: KernelArtifact) -> None:

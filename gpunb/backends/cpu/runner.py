@@ -238,7 +238,20 @@ class _Scheduler:
         self.for_live(lo, hi, name + ".resume", lambda i: b.call(self.resume_fn, [self.handle(i)]))
         self.put("progressed", _i32(1))
 
+    def lane_bit(self, i, lo):
+        return self.b.shl(_i32(1), self.b.sub(i, lo))
+
+    def at_warp_site(self, i, site):
+        b = self.b
+        c = self.ctx(i)
+        kind = b.load(_at(b, c, abi.CTX_WAIT_KIND), typ=dm.i32)
+        same = b.icmp_signed("==", b.load(_at(b, c, abi.CTX_SITE), typ=dm.i32), site)
+        return b.and_(b.icmp_signed("==", kind, _i32(abi.WAIT_WARP)), same)
+
     def warps(self, n_blocks):
+        """Per warp, per warp-collective site with waiting lanes: the lanes waiting there form
+        the group; it runs once every live lane its mask names is in it (lanes that exited or
+        do not exist cannot arrive: exited ones named by the mask are reported)."""
         b = self.b
         warps_per_block = b.udiv(b.add(self.per_block, _i32(31)), _i32(32))
         with _loop(b, _i32(0), b.mul(n_blocks, warps_per_block), "warp") as (w, _):
@@ -247,44 +260,106 @@ class _Scheduler:
             lo = b.add(b.mul(blk, self.per_block), b.mul(b.urem(w, warps_per_block), _i32(32)))
             hi = b.add(lo, _i32(32))
             hi = b.select(b.icmp_signed("<", hi, block_end), hi, block_end)
-            self.put("ready", _i32(1))
-            self.put("any", _i32(0))
+            self.put("live", _i32(0))
+            self.for_live(lo, hi, "wlive", lambda i: self.put(
+                "live", b.or_(self.get("live"), self.lane_bit(i, lo))))
+            self.put("any", _i32(0))  # lanes already grouped this round
+            with _loop(b, lo, hi, "leader") as (i, _):
+                lead_bb = self.fn.append_basic_block("leader.try")
+                next_bb = self.fn.append_basic_block("leader.next")
+                bit = self.lane_bit(i, lo)
+                fresh = b.icmp_signed("==", b.and_(self.get("any"), bit), _i32(0))
+                c = self.ctx(i)
+                waits = b.icmp_signed("==", b.load(_at(b, c, abi.CTX_WAIT_KIND), typ=dm.i32),
+                                      _i32(abi.WAIT_WARP))
+                alive = b.icmp_unsigned("!=", b.and_(self.get("live"), bit), _i32(0))
+                b.cbranch(b.and_(b.and_(fresh, waits), alive), lead_bb, next_bb)
+                b.position_at_end(lead_bb)
+                site = b.load(_at(b, c, abi.CTX_SITE), typ=dm.i32)
+                mask = b.load(_at(b, c, abi.CTX_MASK), typ=dm.i32)
+                self.put("lanes", _i32(0))
 
+                def join(j):
+                    hit = b.zext(self.at_warp_site(j, site), dm.i32)
+                    self.put("lanes", b.or_(self.get("lanes"),
+                                            b.mul(hit, self.lane_bit(j, lo))))
+
+                self.for_live(lo, hi, "wgroup", join)
+                group = self.get("lanes")
+                self.put("any", b.or_(self.get("any"), group))
+                missing = b.and_(b.and_(mask, self.get("live")), b.not_(group))
+                run_bb = self.fn.append_basic_block("wgroup.run")
+                b.cbranch(b.icmp_signed("==", missing, _i32(0)), run_bb, next_bb)
+                b.position_at_end(run_bb)
+                self.release_group(lo, hi, group, mask, site, i)
+                b.branch(next_bb)
+                b.position_at_end(next_bb)
+
+    def release_group(self, lo, hi, group, mask, site, leader):
+        """Snapshot every member's contribution first (members that run ahead to the next
+        collective cannot overwrite what the others still read), then wake and resume them."""
+        b = self.b
+        n = b.sub(hi, lo)
+        exists = b.select(b.icmp_signed(">=", n, _i32(32)), _i32(-1),
+                          b.sub(b.shl(_i32(1), n), _i32(1)))
+        exited = b.and_(b.and_(mask, exists), b.not_(self.get("live")))
+        report_bb = self.fn.append_basic_block("wgroup.exited")
+        go_bb = self.fn.append_basic_block("wgroup.go")
+        b.cbranch(b.icmp_signed("!=", exited, _i32(0)), report_bb, go_bb)
+        b.position_at_end(report_bb)
+        self.warp_error(site, exited, b.sub(leader, lo), leader)
+        b.branch(go_bb)
+        b.position_at_end(go_bb)
+
+        def member(i):
+            return b.icmp_unsigned("!=", b.and_(group, self.lane_bit(i, lo)), _i32(0))
+
+        def for_members(name, body):
             def visit(i):
-                kind = b.load(_at(b, self.ctx(i), abi.CTX_WAIT_KIND), typ=dm.i32)
-                at = b.icmp_signed("==", kind, _i32(abi.WAIT_WARP))
-                self.put("ready", b.and_(self.get("ready"), b.zext(at, dm.i32)))
-                self.put("any", _i32(1))
+                yes = self.fn.append_basic_block(f"{name}.member")
+                no = self.fn.append_basic_block(f"{name}.skip")
+                b.cbranch(member(i), yes, no)
+                b.position_at_end(yes)
+                body(i)
+                b.branch(no)
+                b.position_at_end(no)
+            self.for_live(lo, hi, name, visit)
 
-            self.for_live(lo, hi, "lane", visit)
-            go = b.icmp_signed("!=", b.and_(self.get("ready"), self.get("any")), _i32(0))
-            run_bb = self.fn.append_basic_block("warp.run")
-            skip_bb = self.fn.append_basic_block("warp.skip")
-            b.cbranch(go, run_bb, skip_bb)
-            b.position_at_end(run_bb)
-            # snapshot every contribution first, so lanes that run ahead to the next collective
-            # cannot overwrite what the others still read
-            self.put("lanes", _i32(0))
+        def snapshot(i):
+            c = self.ctx(i)
+            b.store(b.load(_at(b, c, abi.CTX_XCHG), typ=dm.i64), _at(b, c, abi.CTX_SNAPSHOT))
 
-            def snapshot(i):
-                c = self.ctx(i)
-                bit = b.shl(_i32(1), b.sub(i, lo))
-                self.put("lanes", b.or_(self.get("lanes"), bit))
-                b.store(b.load(_at(b, c, abi.CTX_XCHG), typ=dm.i64), _at(b, c, abi.CTX_SNAPSHOT))
+        def wake(i):
+            c = self.ctx(i)
+            b.store(group, _at(b, c, abi.CTX_RESULT))
+            b.store(_i32(abi.WAIT_NONE), _at(b, c, abi.CTX_WAIT_KIND))
 
-            self.for_live(lo, hi, "wsnap", snapshot)
-            lanes = self.get("lanes")
+        for_members("wsnap", snapshot)
+        for_members("wwake", wake)
+        for_members("wresume", lambda i: b.call(self.resume_fn, [self.handle(i)]))
+        self.put("progressed", _i32(1))
 
-            def wake(i):
-                c = self.ctx(i)
-                b.store(lanes, _at(b, c, abi.CTX_RESULT))
-                b.store(_i32(abi.WAIT_NONE), _at(b, c, abi.CTX_WAIT_KIND))
-
-            self.for_live(lo, hi, "wwake", wake)
-            self.for_live(lo, hi, "wresume", lambda i: b.call(self.resume_fn, [self.handle(i)]))
-            self.put("progressed", _i32(1))
-            b.branch(skip_bb)
-            b.position_at_end(skip_bb)
+    def warp_error(self, site, missing, lane, thread, how: int = 0):
+        """Record a warp-mask error (first error of the launch wins); threads keep running."""
+        b = self.b
+        so = abi.STATUS_OFFSETS
+        pair = b.cmpxchg(self.status, _i32(0), _i32(abi.ERROR_WARP_MASK), "seq_cst", "seq_cst")
+        record_bb = self.fn.append_basic_block("warperr.record")
+        done_bb = self.fn.append_basic_block("warperr.done")
+        b.cbranch(b.extract_value(pair, 1), record_bb, done_bb)
+        b.position_at_end(record_bb)
+        b.store(site, _at(b, self.status, so["site"]))
+        b.store(missing, _at(b, self.status, so["mask"]))
+        b.store(lane, _at(b, self.status, so["lane"]))
+        b.store(_i32(how), _at(b, self.status, so["count"]))
+        c = self.ctx(thread)
+        for k in range(3):
+            b.store(b.load(_at(b, c, abi.CTX_TID + 4 * k), typ=dm.i32),
+                    _at(b, self.status, so["tid"] + 4 * k))
+            b.store(b.load(_at(b, c, abi.CTX_CTAID + 4 * k), typ=dm.i32),
+                    _at(b, self.status, so["ctaid"] + 4 * k))
+        b.branch(done_bb)
+        b.position_at_end(done_bb)
 
     def blocks(self, n_blocks):
         b = self.b
@@ -311,10 +386,49 @@ class _Scheduler:
         b.branch(skip_bb)
         b.position_at_end(skip_bb)
 
+    def diagnose_warp(self):
+        """A lane stuck at a warp collective: its mask names lanes that wait elsewhere (a
+        WarpMaskError naming them, rather than a deadlock)."""
+        b = self.b
+        self.put("site2", _i32(-1))
+
+        def visit(i):
+            c = self.ctx(i)
+            waits = b.icmp_signed("==", b.load(_at(b, c, abi.CTX_WAIT_KIND), typ=dm.i32),
+                                  _i32(abi.WAIT_WARP))
+            first = b.icmp_signed("==", self.get("site2"), _i32(-1))
+            self.put("site2", b.select(b.and_(waits, first), i, self.get("site2")))
+
+        self.for_live(_i32(0), self.n, "dwarp", visit)
+        stuck = self.get("site2")
+        found_bb = self.fn.append_basic_block("dwarp.found")
+        done_bb = self.fn.append_basic_block("dwarp.done")
+        b.cbranch(b.icmp_signed(">=", stuck, _i32(0)), found_bb, done_bb)
+        b.position_at_end(found_bb)
+        c = self.ctx(stuck)
+        lane = b.load(_at(b, c, abi.CTX_LANE), typ=dm.i32)
+        lo = b.sub(stuck, lane)
+        block_end = b.mul(b.add(b.udiv(stuck, self.per_block), _i32(1)), self.per_block)
+        hi = b.add(lo, _i32(32))
+        hi = b.select(b.icmp_signed("<", hi, block_end), hi, block_end)
+        site = b.load(_at(b, c, abi.CTX_SITE), typ=dm.i32)
+        mask = b.load(_at(b, c, abi.CTX_MASK), typ=dm.i32)
+        self.put("lanes", _i32(0))
+
+        def elsewhere(j):
+            away = b.zext(b.not_(self.at_warp_site(j, site)), dm.i32)
+            self.put("lanes", b.or_(self.get("lanes"), b.mul(away, self.lane_bit(j, lo))))
+
+        self.for_live(lo, hi, "dwaway", elsewhere)
+        self.warp_error(site, b.and_(mask, self.get("lanes")), lane, stuck, how=2)
+        b.branch(done_bb)
+        b.position_at_end(done_bb)
+
     def deadlock(self, finish_bb):
         """Nothing can run and something is still waiting: report the barrier sites."""
         b = self.b
         so = abi.STATUS_OFFSETS
+        self.diagnose_warp()
         # diagnose with the waiting kind of the first live thread
         self.scan(_i32(0), self.n, abi.WAIT_BLOCK, "dscan")
         pair = b.cmpxchg(self.status, _i32(0), _i32(abi.ERROR_BARRIER), "seq_cst", "seq_cst")

@@ -156,11 +156,13 @@ class CpuTarget(Target):
     def laneid(self, low):
         return low.builder.load(_field(low.builder, low.ctx, abi.CTX_LANE), typ=dm.i32)
 
-    def _wait(self, low, node, kind: int, what: str, pred=None):
+    def _wait(self, low, node, kind: int, what: str, pred=None, mask=None):
         b = low.builder
         site = len(self.barrier_sites)
         src = low.typed.source
         self.barrier_sites.append((src.filename, node.lineno, node.col_offset, what))
+        if kind == abi.WAIT_WARP:
+            self._check_own_lane(low, site, mask)
         b.store(ir.Constant(dm.i32, kind), _field(b, low.ctx, abi.CTX_WAIT_KIND))
         b.store(ir.Constant(dm.i32, site), _field(b, low.ctx, abi.CTX_SITE))
         if pred is not None:
@@ -174,6 +176,27 @@ class CpuTarget(Target):
         if self.record:
             for offset in instrument.EPOCH_OF_WAIT[kind]:
                 instrument.bump_epoch(b, low.ctx, offset)
+
+    def _check_own_lane(self, low, site: int, mask) -> None:
+        """Store the collective's member mask for the scheduler; a mask without the calling
+        lane is undefined behaviour on a GPU: report it (WarpMaskError) and end the thread.
+        Without a mask (activemask) the lane names only itself."""
+        b = low.builder
+        lane = b.load(_field(b, low.ctx, abi.CTX_LANE), typ=dm.i32)
+        own = b.shl(ir.Constant(dm.i32, 1), lane)
+        if mask is None:
+            b.store(own, _field(b, low.ctx, abi.CTX_MASK))
+            return
+        b.store(mask, _field(b, low.ctx, abi.CTX_MASK))
+        excluded = b.icmp_unsigned("==", b.and_(mask, own), ir.Constant(dm.i32, 0))
+        fail = low.fn.append_basic_block("warpmask.fail")
+        cont = low.fn.append_basic_block("warpmask.ok")
+        b.cbranch(excluded, fail, cont)
+        b.position_at_end(fail)
+        b.call(_warp_error_function(low.mb.module),
+               [low.ctx, ir.Constant(dm.i32, site), mask, ir.Constant(dm.i32, 1)])
+        b.branch(low.mb.kernel_exit)
+        b.position_at_end(cont)
 
     def barrier(self, low, node, kind: str, pred):
         name = "cuda.syncthreads" if kind == "sync" else f"cuda.syncthreads_{kind}"
@@ -207,15 +230,15 @@ class CpuTarget(Target):
         self._wait(low, node, abi.WAIT_GRID, "grid.sync()")
 
     def syncwarp(self, low, node, mask) -> None:
-        self._wait(low, node, abi.WAIT_WARP, "cuda.syncwarp")
+        self._wait(low, node, abi.WAIT_WARP, "cuda.syncwarp", mask=mask)
 
     # ---- warp collectives: lanes wait for each other, then read each other's snapshots -------
 
-    def _exchange(self, low, node, bits, what: str):
+    def _exchange(self, low, node, bits, what: str, mask):
         """Publish `bits` (i64), wait for the warp; returns (lane, participant mask)."""
         b = low.builder
         b.store(bits, _field(b, low.ctx, abi.CTX_XCHG))
-        self._wait(low, node, abi.WAIT_WARP, what)
+        self._wait(low, node, abi.WAIT_WARP, what, mask=mask)
         lane = b.load(_field(b, low.ctx, abi.CTX_LANE), typ=dm.i32)
         lanes = b.load(_field(b, low.ctx, abi.CTX_RESULT), typ=dm.i32)
         return lane, lanes
@@ -244,7 +267,8 @@ class CpuTarget(Target):
 
     def warp_shuffle(self, low, node, mode: str, mask, value, ty: t.Type, operand):
         b = low.builder
-        lane, lanes = self._exchange(low, node, self._to_bits(b, value, ty), f"cuda.shfl_{mode}")
+        lane, lanes = self._exchange(low, node, self._to_bits(b, value, ty), f"cuda.shfl_{mode}",
+                                     mask)
         own = lane
         if mode == "idx":
             src = b.and_(operand, ir.Constant(dm.i32, 31))
@@ -285,7 +309,8 @@ class CpuTarget(Target):
 
     def warp_vote(self, low, node, mode: str, mask, pred):
         b = low.builder
-        lane, lanes = self._exchange(low, node, b.zext(pred, dm.i64), f"cuda.{mode}_sync")
+        lane, lanes = self._exchange(low, node, b.zext(pred, dm.i64), f"cuda.{mode}_sync",
+                                     mask)
         zero64 = ir.Constant(dm.i64, 0)
 
         def ballot(acc, bits, k):
@@ -306,7 +331,7 @@ class CpuTarget(Target):
     def warp_match(self, low, node, mode: str, mask, value, ty: t.Type):
         b = low.builder
         mine = self._to_bits(b, value, ty)
-        lane, lanes = self._exchange(low, node, mine, f"cuda.match_{mode}_sync")
+        lane, lanes = self._exchange(low, node, mine, f"cuda.match_{mode}_sync", mask)
 
         def same(acc, bits, k):
             bit = b.shl(ir.Constant(dm.i32, 1), k)
@@ -321,8 +346,12 @@ class CpuTarget(Target):
         out = b.insert_value(out, b.select(all_same, active, ir.Constant(dm.i32, 0)), 0)
         return b.insert_value(out, all_same, 1)
 
-    def lane_mask(self, low, mode: str):
+    def lane_mask(self, low, mode: str, node=None):
         b = low.builder
+        if mode == "active" and node is not None and self.coroutine:
+            # the lanes that reach this call together: a warp wait that names only this lane
+            self._wait(low, node, abi.WAIT_WARP, "cuda.activemask")
+            return b.load(_field(b, low.ctx, abi.CTX_RESULT), typ=dm.i32)
         lane = b.load(_field(b, low.ctx, abi.CTX_LANE), typ=dm.i32)
         if mode == "lt":
             return b.sub(b.shl(ir.Constant(dm.i32, 1), lane), ir.Constant(dm.i32, 1))
@@ -519,6 +548,38 @@ def _index_error_function(module: ir.Module) -> ir.Function:
     b.store(axis, _field(b, status, so["axis"]))
     b.store(index, _field(b, status, so["index"]))
     b.store(extent, _field(b, status, so["extent"]))
+    _record_thread(b, ctx, status)
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def _warp_error_function(module: ir.Module) -> ir.Function:
+    """void gpunb_warp_error(ctx, site, mask, i32 how): a bad warp-collective mask (how 1: the
+    calling lane is not in it); the first error of a launch wins."""
+    name = "gpunb_warp_error"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, dm.i32, dm.i32]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("cold")
+    ctx, site, mask, how = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
+    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, abi.ERROR_WARP_MASK),
+                     "seq_cst", "seq_cst")
+    record = fn.append_basic_block("record")
+    done = fn.append_basic_block("done")
+    b.cbranch(b.extract_value(pair, 1), record, done)
+    b.position_at_end(record)
+    so = abi.STATUS_OFFSETS
+    b.store(site, _field(b, status, so["site"]))
+    b.store(mask, _field(b, status, so["mask"]))
+    b.store(how, _field(b, status, so["count"]))
+    b.store(b.load(_field(b, ctx, abi.CTX_LANE), typ=dm.i32), _field(b, status, so["lane"]))
     _record_thread(b, ctx, status)
     b.branch(done)
     b.position_at_end(done)

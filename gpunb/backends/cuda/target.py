@@ -224,7 +224,7 @@ class CudaTarget(Target):
         fn = self.intrinsic(m, f"llvm.nvvm.match.all.sync.i{width}p", pair_t, [dm.i32, it])
         return b.call(fn, [mask, bits])
 
-    def lane_mask(self, low, mode: str):
+    def lane_mask(self, low, mode: str, node=None):
         name = "llvm.nvvm.activemask" if mode == "active" else \
             "llvm.nvvm.read.ptx.sreg.lanemask.lt"
         return low.builder.call(self.intrinsic(low.mb.module, name, dm.i32, []), [])

@@ -87,10 +87,12 @@ class LaneMask(Builtin):
     def type_call(self, inf, node, argtypes, kwtypes):
         if argtypes:
             raise inf.error(node, f"{self.name}() takes no arguments")
+        if self.mode == "active":  # the CPU target finds the converged lanes by waiting
+            inf.require(Feature.WARP_BARRIER)
         return t.uint32
 
     def lower_call(self, low, node, call):
-        return low.target.lane_mask(low, self.mode)
+        return low.target.lane_mask(low, self.mode, node)
 
 
 class BitIntrinsic(Builtin):
