@@ -2,13 +2,16 @@
 
 Cells tagged `raises-exception` may fail (they show errors on purpose); any other error fails
 the test with the cell's traceback. Each notebook is executed once per test session; the
-per-notebook tests then check that what its text promises is what its cells showed.
+per-notebook tests then check that what its text promises is what its cells showed. With
+GPUNB_NOTEBOOK_ARTIFACTS=DIR the executed copies are written there (CI renders them to HTML).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 from nbhelpers import REPO, outputs_text
@@ -17,7 +20,9 @@ pytestmark = pytest.mark.slow
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 TEACHING = ("01_first_kernels", "02_shared_memory_and_barriers", "03_cache_and_provenance",
-            "04_warps_and_cooperative_groups", "05_fuse")
+            "04_warps_and_cooperative_groups", "05_fuse", "06_memory_coalescing",
+            "07_atomics_and_histograms", "08_reductions_and_scans", "09_tiled_matmul",
+            "10_profiling_and_debugging", "puzzles")
 EXAMPLES = ("dask_cluster",)  # run by test_dask_notebook.py (it starts a local Dask cluster)
 
 _executed: dict = {}
@@ -35,6 +40,10 @@ def execute(path, cpu_env):
                             resources={"metadata": {"path": str(cpu_env)}})
     client.execute()
     _executed[path.name] = nb
+    keep = os.environ.get("GPUNB_NOTEBOOK_ARTIFACTS")
+    if keep:  # CI renders the executed copies to HTML (.ci/run)
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, Path(keep) / path.name)
     return nb
 
 
@@ -121,3 +130,87 @@ def test_05_fuse_shows_generated_source_and_two_launches_for_a_reduction(cpu_env
     assert "global loads: 1   global stores: 1" in outputs
     assert re.search(r"\('dot_plus_n', \d+, \d+\), \('dot_plus_n_finish', 1, \d+\)", outputs)
     assert "np.sort is not supported" in _error_text(nb, "np.sort")
+
+
+def test_08_reductions_and_scans_match_numpy(cpu_env):
+    nb = execute(_notebook("08_reductions_and_scans"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    assert "target: cpu   N = 65536" in outputs
+    assert "sum_shared matches numpy (256 blocks)" in outputs
+    assert "sum_shuffle matches numpy (16 blocks)" in outputs
+    assert "shfl.sync.down: 10   bar.sync: 1   atomics: ['atom.global.add.f32']" in outputs
+    assert "shared bytes: sum_shared 1024  sum_shuffle 32" in outputs
+    assert "scan of 65536 int32 matches np.cumsum exactly" in outputs
+    assert "ragged lengths 1, 31, 257, 1000 match too" in outputs
+
+
+def test_09_each_matmul_step_matches_numpy_and_the_last_keeps_acc_in_registers(cpu_env):
+    nb = execute(_notebook("09_tiled_matmul"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    for step in ("naive", "shared tiles", "register tiles"):
+        assert f"{step}: matches numpy" in outputs
+    assert "matmul_tiled: 32 registers/thread, 2048 bytes of shared memory/block" in outputs
+    assert re.search(r"matmul_registers: \d+ registers/thread, 8192 bytes of shared "
+                     r"memory/block, 0 bytes local", outputs)
+    assert "fma.rn.f32: 64   ld.shared: 16   ld.local: 0" in outputs
+    for kernel in ("matmul_naive", "matmul_tiled", "matmul_registers"):  # %%gpuprofile tables
+        assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
+
+
+def test_06_access_maps_show_strided_reads_and_bank_conflicts(cpu_env):
+    nb = execute(_notebook("06_memory_coalescing"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    assert "stride  1:  4.0 sectors per warp read, 100% of the bytes moved are used" in outputs
+    assert "stride  8: 32.0 sectors per warp read,  12% of the bytes moved are used" in outputs
+    assert "first reader of each element of x: [ 0 -1  1 -1  2 -1" in outputs
+    naive = outputs[outputs.index("transpose_naive\n"):outputs.index("transpose_tiled\n")]
+    assert re.search(r"read  a:  4.0 sectors/request, 100% efficient", naive)
+    assert re.search(r"write out: 32.0 sectors/request,  12% efficient", naive)
+    assert "read  tile (shared): 3968 bank conflicts, worst 32-way" in outputs
+    assert re.search(r"transpose_padded line \d+ read  tile: 0 bank conflicts", outputs)
+    assert "all three transposes are correct" in outputs
+
+
+def test_07_race_detector_finds_the_non_atomic_histogram(cpu_env):
+    nb = execute(_notebook("07_atomics_and_histograms"), cpu_env)
+    text = _error_text(nb, "def histogram_racy")
+    assert "RaceError" in text and "data race on counts[" in text
+    assert "counts[values[i]] += 1" in text and "^" in text and "cuda.atomic" in text
+    outputs = "\n".join(_code_outputs(nb))
+    assert re.search(r"race on counts \(\d+,\)\n  (read|write) at line 5 by thread", outputs)
+    assert "histogram_atomic: no race, counts match np.bincount" in outputs
+    assert "histogram_private: no race, counts match np.bincount" in outputs
+    assert "max_abs: 1000  numpy: 1000" in outputs and "max_abs_cas: 1000  numpy: 1000" in outputs
+
+
+def test_puzzles_notebook_walks_through_every_puzzle_with_its_starter(cpu_env):
+    from gpunb import puzzles
+
+    nb = execute(_notebook("puzzles"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    markdown = "\n".join(o.get("data", {}).get("text/markdown", "") for c in nb.cells
+                         if c.cell_type == "code" for o in c.outputs)
+    assert "| 1 | `map` | Map | indexing |" in markdown  # the list, as a table
+    assert "### Puzzle `matmul`: Tiled matmul" in markdown
+    assert "✔ puzzle 'map' passed (sizes 4, 7, 1)" in outputs  # the worked example
+    names = list(puzzles.list())
+    for name in names:  # every starter is there, as shipped it fails with feedback
+        assert f"✘ puzzle '{name}' failed" in outputs, name
+        assert f"Puzzle '{name}': " in outputs, name
+    assert outputs.count("never written") >= len(names) - 2
+
+
+def test_10_profile_roofline_bounds_check_race_and_sanitizer_message(cpu_env):
+    nb = execute(_notebook("10_profiling_and_debugging"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    assert "gpunb profile: 10 launches; host timings (CPU target)" in outputs
+    assert re.search(r"^saxpy +5 +0 ", outputs, re.M) and re.search(r"^poly +5 +0 ", outputs, re.M)
+    assert 'class="gpunb-roofline"' in outputs  # the roofline, drawn in the profile's HTML
+    assert "saxpy  bytes     786432  flops     131072  intensity 0.17 flop/byte" in outputs
+    assert "poly   bytes     524288  flops    1048576  intensity 2.00 flop/byte" in outputs
+    assert len(re.findall(r"^block +\d+: +[\d.]+ ms", outputs, re.M)) == 6
+    text = _error_text(nb, "def shift_left")
+    assert "index 64 is out of bounds for 'x' with extent 64 (thread (63, 0, 0)" in text
+    text = _error_text(nb, "def block_sum_racy")
+    assert "data race on buf[" in text and "(shared memory)" in text
+    assert "compute-sanitizer racecheck: compute-sanitizer checks GPU launches" in outputs

@@ -1,0 +1,100 @@
+"""What a puzzle is: a statement, a starter kernel, inputs, a numpy reference, a launch, limits.
+
+A Puzzle is plain frozen data; gpunb.puzzles.grading runs a kernel against it. Its `repr` and
+`_repr_markdown_` are the statement a learner reads in a notebook (launch shape, limits, starter).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# what a puzzle says about shared memory: solved without it, may use it, or is about it
+SHARED_NONE, SHARED_ALLOWED, SHARED_REQUIRED = "none", "allowed", "required"
+
+Launch = tuple[Any, Any]  # (grid, block) as kernel[grid, block] takes them
+
+
+@dataclass(frozen=True, slots=True)
+class Puzzle:
+    """One graded exercise. `inputs(size, rng)` gives every kernel argument by name (outputs
+    included, already filled with their start value); `reference(args)` gives the expected
+    value of each output; `launch(size)` the (grid, block) the grader uses."""
+
+    name: str
+    title: str
+    statement: str
+    starter: str
+    inputs: Callable[[Any, np.random.Generator], dict]
+    reference: Callable[[dict], dict]
+    launch: Callable[[Any], Launch]
+    launch_text: str
+    sizes: tuple
+    outputs: tuple[str, ...] = ("out",)
+    max_reads: int | Callable[[Any], int] | None = 1
+    max_writes: int | Callable[[Any], int] | None = 1
+    shared: str = SHARED_NONE
+    rtol: float = 0.0
+    topic: str = ""
+    constants: dict = field(default_factory=dict)
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """The kernel's parameters, in order: those of the starter's `def`."""
+        head = next(line for line in self.starter.splitlines() if line.startswith("def "))
+        inside = head[head.index("(") + 1:head.rindex(")")]
+        return tuple(p.strip() for p in inside.split(",") if p.strip())
+
+    def limit(self, which: str, size) -> int | None:
+        """The most global reads (`which="reads"`) or writes one thread may make at `size`."""
+        value = self.max_reads if which == "reads" else self.max_writes
+        return value(size) if callable(value) else value
+
+    def _limits_lines(self) -> list[str]:
+        shared = {SHARED_NONE: "not allowed (registers and global memory only)",
+                  SHARED_ALLOWED: "allowed",
+                  SHARED_REQUIRED: "required (the point of the puzzle)"}[self.shared]
+        lines = [f"launch: {self.launch_text}", f"shared memory: {shared}"]
+        size = self.sizes[0]
+        for which in ("reads", "writes"):
+            n = self.limit(which, size)
+            if n is not None:
+                more = "" if not callable(self.max_reads if which == "reads" else
+                                          self.max_writes) else f" (at size {size})"
+                lines.append(f"global {which} per thread: at most {n}{more}")
+        lines.append("graded at sizes: " + ", ".join(str(s) for s in self.sizes))
+        return lines
+
+    def __repr__(self) -> str:
+        body = [f"Puzzle {self.name!r}: {self.title}", "",
+                textwrap.fill(" ".join(self.statement.split()), 96), ""]
+        body += self._limits_lines()
+        body += ["", "starter:", textwrap.indent(self.starter.rstrip(), "    ")]
+        return "\n".join(body)
+
+    def _repr_markdown_(self) -> str:
+        limits = "\n".join(f"* {line}" for line in self._limits_lines())
+        return (f"### Puzzle `{self.name}`: {self.title}\n\n{self.statement.strip()}\n\n"
+                f"{limits}\n\n```python\n%%gpukernel\n{self.starter.rstrip()}\n```\n")
+
+
+class PuzzleList(list):
+    """gpunb.puzzles.list(): the puzzle names in order, shown as a table in a notebook."""
+
+    def __init__(self, puzzles: list[Puzzle]):
+        super().__init__(p.name for p in puzzles)
+        self._puzzles = puzzles
+
+    def _repr_markdown_(self) -> str:
+        rows = [f"| {k} | `{p.name}` | {p.title} | {p.topic} |"
+                for k, p in enumerate(self._puzzles, 1)]
+        return "| # | name | puzzle | topic |\n|---|---|---|---|\n" + "\n".join(rows)
+
+
+def cdiv(a: int, b: int) -> int:
+    """Blocks of `b` threads needed to cover `a` elements."""
+    return -(-a // b)

@@ -1,0 +1,288 @@
+"""Reference solutions of gpunb.puzzles (kept out of the package on purpose), one per puzzle.
+
+Constants carry the puzzle's name (the starters all say TPB) because they share one module here.
+"""
+
+from __future__ import annotations
+
+from gpunb import cuda, float32
+
+FULL = 0xFFFFFFFF
+
+
+def map_kernel(out, a):
+    i = cuda.threadIdx.x
+    out[i] = a[i] + 10
+
+
+def zip_kernel(out, a, b):
+    i = cuda.threadIdx.x
+    out[i] = a[i] + b[i]
+
+
+def guards_kernel(out, a, size):
+    i = cuda.threadIdx.x
+    if i < size:
+        out[i] = a[i] + 10
+
+
+def map_2d_kernel(out, a, size):
+    x = cuda.threadIdx.x
+    y = cuda.threadIdx.y
+    if x < size and y < size:
+        out[x, y] = a[x, y] + 10
+
+
+def broadcast_kernel(out, a, b, size):
+    x = cuda.threadIdx.x
+    y = cuda.threadIdx.y
+    if x < size and y < size:
+        out[x, y] = a[x, 0] + b[0, y]
+
+
+def blocks_kernel(out, a, size):
+    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if i < size:
+        out[i] = a[i] + 10
+
+
+def blocks_2d_kernel(out, a, size):
+    x, y = cuda.grid(2)
+    if x < size and y < size:
+        out[x, y] = a[x, y] + 10
+
+
+def grid_stride_kernel(out, a, size):
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, size, stride):
+        out[i] = a[i] * 2
+
+
+def reverse_kernel(out, a, size):
+    i = cuda.grid(1)
+    if i < size:
+        out[i] = a[size - 1 - i]
+
+
+def saxpy_kernel(out, x, y, alpha, size):
+    i = cuda.grid(1)
+    if i < size:
+        out[i] = alpha * x[i] + y[i]
+
+
+SHARED_TPB = 4
+
+
+def shared_kernel(out, a, size):
+    shared = cuda.shared.array(SHARED_TPB, float32)
+    i = cuda.grid(1)
+    local_i = cuda.threadIdx.x
+    if i < size:
+        shared[local_i] = a[i]
+    cuda.syncthreads()
+    if i < size:
+        out[i] = shared[local_i] + 10
+
+
+POOL_TPB = 8
+
+
+def pooling_kernel(out, a, size):
+    shared = cuda.shared.array(POOL_TPB, float32)
+    i = cuda.grid(1)
+    local_i = cuda.threadIdx.x
+    if i < size:
+        shared[local_i] = a[i]
+    cuda.syncthreads()
+    if i < size:
+        total = shared[local_i]
+        if local_i >= 1:
+            total += shared[local_i - 1]
+        if local_i >= 2:
+            total += shared[local_i - 2]
+        out[i] = total
+
+
+DOT_TPB = 8
+
+
+def dot_kernel(out, a, b, size):
+    shared = cuda.shared.array(DOT_TPB, float32)
+    i = cuda.grid(1)
+    local_i = cuda.threadIdx.x
+    shared[local_i] = a[i] * b[i] if i < size else 0.0
+    cuda.syncthreads()
+    if local_i == 0:
+        total = float32(0.0)
+        for k in range(DOT_TPB):
+            total += shared[k]
+        out[0] = total
+
+
+CONV_TPB = 8
+MAX_CONV = 4
+
+
+def conv1d_kernel(out, a, b, a_size, b_size):
+    i = cuda.grid(1)
+    local_i = cuda.threadIdx.x
+    shared_a = cuda.shared.array(CONV_TPB + MAX_CONV, float32)
+    shared_b = cuda.shared.array(MAX_CONV, float32)
+    shared_a[local_i] = a[i] if i < a_size else 0.0
+    if local_i < MAX_CONV:
+        halo = i + CONV_TPB
+        shared_a[local_i + CONV_TPB] = a[halo] if halo < a_size else 0.0
+        shared_b[local_i] = b[local_i] if local_i < b_size else 0.0
+    cuda.syncthreads()
+    if i < a_size:
+        total = float32(0.0)
+        for j in range(b_size):
+            total += shared_a[local_i + j] * shared_b[j]
+        out[i] = total
+
+
+SUM_TPB = 8
+
+
+def block_sum_kernel(out, a, size):
+    cache = cuda.shared.array(SUM_TPB, float32)
+    i = cuda.grid(1)
+    local_i = cuda.threadIdx.x
+    cache[local_i] = a[i] if i < size else 0.0
+    cuda.syncthreads()
+    step = 1
+    while step < SUM_TPB:
+        if local_i % (2 * step) == 0:
+            cache[local_i] += cache[local_i + step]
+        step *= 2
+        cuda.syncthreads()
+    if local_i == 0:
+        out[cuda.blockIdx.x] = cache[0]
+
+
+SCAN_TPB = 16
+
+
+def prefix_sum_kernel(out, a, size):
+    cache = cuda.shared.array(SCAN_TPB, float32)
+    i = cuda.threadIdx.x
+    cache[i] = a[i] if i < size else 0.0
+    cuda.syncthreads()
+    step = 1
+    while step < SCAN_TPB:
+        value = cache[i - step] if i >= step else 0.0
+        cuda.syncthreads()
+        cache[i] += value
+        cuda.syncthreads()
+        step *= 2
+    if i < size:
+        out[i] = cache[i]
+
+
+def prefix_sum_shuffle_kernel(out, a, size):
+    """The same scan in registers: 16 threads are one (partial) warp."""
+    i = cuda.threadIdx.x
+    v = a[i] if i < size else float32(0.0)
+    step = 1
+    while step < SCAN_TPB:
+        other = cuda.shfl_up_sync(0xFFFF, v, step)
+        if i >= step:
+            v += other
+        step *= 2
+    if i < size:
+        out[i] = v
+
+
+AXIS_TPB = 8
+
+
+def axis_sum_kernel(out, a, size):
+    cache = cuda.shared.array(AXIS_TPB, float32)
+    local_i = cuda.threadIdx.x
+    batch = cuda.blockIdx.x
+    cache[local_i] = a[batch, local_i] if local_i < size else 0.0
+    cuda.syncthreads()
+    step = AXIS_TPB // 2
+    while step > 0:
+        if local_i < step:
+            cache[local_i] += cache[local_i + step]
+        cuda.syncthreads()
+        step //= 2
+    if local_i == 0:
+        out[batch, 0] = cache[0]
+
+
+def warp_sum_kernel(out, a, size):
+    i = cuda.grid(1)
+    v = a[i] if i < size else float32(0.0)
+    offset = 16
+    while offset > 0:
+        v += cuda.shfl_down_sync(FULL, v, offset)
+        offset //= 2
+    if cuda.laneid == 0 and i < size:
+        out[i // 32] = v
+
+
+def count_positive_kernel(out, a, size):
+    i = cuda.grid(1)
+    if i < size and a[i] > 0:
+        cuda.atomic.add(out, 0, 1)
+
+
+def histogram_kernel(out, a, size):
+    i = cuda.grid(1)
+    if i < size:
+        cuda.atomic.add(out, a[i], 1)
+
+
+TILE = 4
+
+
+def transpose_kernel(out, a, rows, cols):
+    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    x, y = cuda.grid(2)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    if x < cols and y < rows:
+        tile[ty, tx] = a[y, x]
+    cuda.syncthreads()
+    ox = cuda.blockIdx.y * TILE + tx      # the output's column is the input's row
+    oy = cuda.blockIdx.x * TILE + ty
+    if ox < rows and oy < cols:
+        out[oy, ox] = tile[tx, ty]
+
+
+def transpose_simple_kernel(out, a, rows, cols):
+    x, y = cuda.grid(2)
+    if x < cols and y < rows:
+        out[x, y] = a[y, x]
+
+
+MM_TPB = 4
+
+
+def matmul_kernel(out, a, b, size):
+    a_shared = cuda.shared.array((MM_TPB, MM_TPB), float32)
+    b_shared = cuda.shared.array((MM_TPB, MM_TPB), float32)
+    i = cuda.blockIdx.x * MM_TPB + cuda.threadIdx.x
+    j = cuda.blockIdx.y * MM_TPB + cuda.threadIdx.y
+    local_i = cuda.threadIdx.x
+    local_j = cuda.threadIdx.y
+    acc = float32(0.0)
+    for k0 in range(0, size, MM_TPB):
+        a_shared[local_i, local_j] = a[i, k0 + local_j] if i < size and k0 + local_j < size \
+            else 0.0
+        b_shared[local_i, local_j] = b[k0 + local_i, j] if j < size and k0 + local_i < size \
+            else 0.0
+        cuda.syncthreads()
+        for k in range(MM_TPB):
+            acc += a_shared[local_i, k] * b_shared[k, local_j]
+        cuda.syncthreads()
+    if i < size and j < size:
+        out[i, j] = acc
+
+
+SOLUTIONS = {name[:-len("_kernel")]: f for name, f in dict(globals()).items()
+             if name.endswith("_kernel") and callable(f) and "shuffle" not in name
+             and "simple" not in name}

@@ -1,0 +1,269 @@
+"""gpunb.puzzles: every reference solution passes, every starter and typical wrong answers fail
+with feedback that says what is wrong (which size, which elements, expected vs got, which rule)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import solutions
+
+from gpunb import cuda, float32, puzzles
+from gpunb.puzzles.grading import compare
+
+NAMES = list(puzzles.list())
+
+# one module, several puzzle constants: the wrong answers below read these
+TPB = 4
+
+
+def test_there_are_at_least_twenty_puzzles_in_the_issue_s_topics():
+    assert len(NAMES) >= 20 and len(set(NAMES)) == len(NAMES)
+    for topic in ("map", "zip", "guards", "map_2d", "broadcast", "blocks", "blocks_2d", "shared",
+                  "pooling", "dot", "conv1d", "prefix_sum", "axis_sum", "matmul", "histogram",
+                  "transpose"):
+        assert topic in NAMES
+
+
+def test_every_puzzle_has_a_reference_solution_in_the_tests():
+    assert sorted(solutions.SOLUTIONS) == sorted(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_solution_passes(name):
+    grade = puzzles.check(name, solutions.SOLUTIONS[name])
+    assert grade.passed, repr(grade)
+    assert grade.sizes_passed == list(puzzles.get(name).sizes)
+    assert repr(grade).startswith(f"✔ puzzle '{name}' passed")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_starter_compiles_and_fails_with_feedback(name):
+    puzzle = puzzles.get(name)
+    namespace = {"cuda": cuda}
+    exec(compile(puzzle.starter, f"<starter {name}>", "exec"), namespace)
+    kernel = namespace[f"{name}_kernel"]
+    assert tuple(puzzle.params) == tuple(kernel.__code__.co_varnames[:kernel.__code__.co_argcount])
+    grade = puzzles.check(name, kernel)
+    assert not grade.passed
+    text = repr(grade)
+    assert text.startswith(f"✘ puzzle '{name}' failed")
+    assert "never written" in text or "shared memory" in text or "expected" in text, text
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_statement_shows_launch_limits_and_starter(name):
+    puzzle = puzzles.get(name)
+    text = repr(puzzle)
+    assert text.startswith(f"Puzzle '{name}'") and "launch: " in text
+    assert "shared memory: " in text and puzzle.starter.splitlines()[0] in text
+    markdown = puzzle._repr_markdown_()
+    assert "```python\n%%gpukernel\n" in markdown and f"`{name}`" in markdown
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if puzzles.get(n).constants])
+def test_starter_constants_are_the_ones_the_puzzle_launches_with(name):
+    puzzle = puzzles.get(name)
+    for constant, value in puzzle.constants.items():
+        assert f"{constant} = {value}\n" in puzzle.starter
+
+
+def test_list_is_a_table_in_a_notebook():
+    table = puzzles.list()._repr_markdown_()
+    assert "| 1 | `map` | Map | indexing |" in table
+    assert len(table.splitlines()) == len(NAMES) + 2
+
+
+def test_unknown_name_suggests_the_closest():
+    with pytest.raises(LookupError, match="no puzzle called 'histgram'; did you mean 'histogram'"):
+        puzzles.get("histgram")
+
+
+# ---- typical wrong answers ------------------------------------------------------------------
+
+
+def test_unwritten_elements_are_named_with_expected_and_got():
+    def map_kernel(out, a):
+        i = cuda.threadIdx.x
+        if i < 2:
+            out[i] = a[i] + 10
+
+    text = repr(puzzles.check("map", map_kernel))
+    assert "at size 4 (launch [1, 4])" in text
+    assert "'out' is wrong at 2 of 4 elements" in text
+    assert re.search(r"out\[2\]: expected -?\d+\.0, got nan \(never written\)", text)
+    assert "expected out:" in text and "got:" in text
+    assert "global reads per thread:  [1 1 0 0]" in text
+    assert "out: thread that wrote each element last (-1: none):\n    [ 0  1 -1 -1]" in text
+
+
+def test_a_failure_shows_the_access_map_in_a_notebook():
+    def map_kernel(out, a):
+        i = cuda.threadIdx.x
+        if i > 0:
+            out[i] = a[i - 1] + 10
+
+    grade = puzzles.check("map", map_kernel)
+    assert grade.access is not None and grade.access["out"].last_writer.tolist() == [-1, 1, 2, 3]
+    html = grade._repr_html_()
+    assert html.startswith('<pre style="color:#cf222e">✘ puzzle') and "access map" in html
+
+
+def test_a_missing_guard_is_an_out_of_bounds_message_not_a_crash():
+    def guards_kernel(out, a, size):
+        i = cuda.threadIdx.x
+        out[i] = a[i] + 10
+
+    text = repr(puzzles.check("guards", guards_kernel))
+    assert "at size 4 (launch [1, 8]) the kernel failed" in text
+    assert "index 4 is out of bounds for 'a' with extent 4" in text
+    assert "out[i] = a[i] + 10" in text and "^" in text
+
+
+def test_forgetting_the_block_offset_leaves_later_blocks_unwritten():
+    def blocks_kernel(out, a, size):
+        i = cuda.threadIdx.x
+        if i < size:
+            out[i] = a[i] + 10
+
+    text = repr(puzzles.check("blocks", blocks_kernel))
+    assert "at size 9 (launch [3, 4])" in text and "wrong at 5 of 9 elements" in text
+    assert "out[4]: expected" in text and "(never written)" in text
+    assert "also: data race" in text  # three blocks write out[0]
+
+
+def test_swapped_2d_indices_show_index_pairs():
+    def broadcast_kernel(out, a, b, size):
+        x = cuda.threadIdx.x
+        y = cuda.threadIdx.y
+        if x < size and y < size:
+            out[x, y] = a[y, 0] + b[0, x]
+
+    text = repr(puzzles.check("broadcast", broadcast_kernel))
+    assert re.search(r"out\[0, 1\]: expected -?\d+\.0, got -?\d+\.0", text)
+
+
+def test_shared_memory_where_the_puzzle_forbids_it():
+    def map_kernel(out, a):
+        buf = cuda.shared.array(TPB, float32)
+        i = cuda.threadIdx.x
+        buf[i] = a[i]
+        out[i] = buf[i] + 10
+
+    text = repr(puzzles.check("map", map_kernel))
+    assert "uses shared memory (cuda.shared.array); puzzle 'map' is solved without it" in text
+
+
+def test_no_shared_memory_where_the_puzzle_is_about_it():
+    text = repr(puzzles.check("shared", solutions.blocks_kernel))
+    assert "puzzle 'shared' is about shared memory, and the kernel uses none" in text
+
+
+def test_wrong_number_of_parameters_points_to_the_starter():
+    def zip_kernel(out, a):
+        out[cuda.threadIdx.x] = a[cuda.threadIdx.x]
+
+    text = repr(puzzles.check("zip", zip_kernel))
+    assert "the kernel takes 2 arguments (out, a) but puzzle 'zip' passes 3: (out, a, b)" in text
+    assert "gpunb.puzzles.get('zip').starter" in text
+
+
+def test_a_compile_error_is_shown_with_its_line():
+    def map_kernel(out, a):
+        i = cuda.threadIdx.x
+        out[i] = a[i] + undefined_name  # noqa: F821
+
+    text = repr(puzzles.check("map", map_kernel))
+    assert "undefined_name" in text and "^" in text
+
+
+def test_changing_an_input_is_reported():
+    def map_kernel(out, a):
+        i = cuda.threadIdx.x
+        a[i] += 10
+        out[i] = a[i]
+
+    assert "the kernel changed the input 'a'" in repr(puzzles.check("map", map_kernel))
+
+
+def test_a_ragged_size_catches_a_reduction_that_assumes_full_blocks():
+    def block_sum_kernel(out, a, size):
+        cache = cuda.shared.array(8, float32)
+        i = cuda.grid(1)
+        local_i = cuda.threadIdx.x
+        cache[local_i] = a[i]
+        cuda.syncthreads()
+        if local_i == 0:
+            total = float32(0.0)
+            for k in range(8):
+                total += cache[k]
+            out[cuda.blockIdx.x] = total
+
+    grade = puzzles.check("block_sum", block_sum_kernel)
+    assert grade.sizes_passed == [8] and not grade.passed
+    assert "at size 15 (launch [2, 8]) the kernel failed" in repr(grade)
+    assert "index 15 is out of bounds for 'a' with extent 15" in repr(grade)
+
+
+def test_a_non_atomic_histogram_is_a_data_race():
+    def histogram_kernel(out, a, size):
+        i = cuda.grid(1)
+        if i < size:
+            out[a[i]] += 1
+
+    text = repr(puzzles.check("histogram", histogram_kernel))
+    assert "data race" in text and "cuda.atomic" in text
+
+
+def test_a_missing_barrier_is_a_data_race_on_shared_memory():
+    def dot_kernel(out, a, b, size):
+        shared = cuda.shared.array(8, float32)
+        i = cuda.grid(1)
+        local_i = cuda.threadIdx.x
+        shared[local_i] = a[i] * b[i] if i < size else 0.0
+        if local_i == 0:
+            total = float32(0.0)
+            for k in range(8):
+                total += shared[k]
+            out[0] = total
+
+    text = repr(puzzles.check("dot", dot_kernel))
+    assert "data race" in text and "shared" in text and "cuda.syncthreads()" in text
+
+
+def test_reading_neighbours_from_global_memory_breaks_the_read_limit():
+    def pooling_kernel(out, a, size):
+        shared = cuda.shared.array(8, float32)
+        i = cuda.grid(1)
+        if i < size:
+            shared[i] = a[i]
+            total = a[i]
+            if i >= 1:
+                total += a[i - 1]
+            if i >= 2:
+                total += a[i - 2]
+            out[i] = total
+
+    text = repr(puzzles.check("pooling", pooling_kernel))
+    assert re.search(r"thread 2 \(threadIdx \(2, 0, 0\), blockIdx \(0, 0, 0\)\) made 4 global "
+                     r"reads; puzzle 'pooling' allows at most 1 per thread \(8 threads are over\)",
+                     text), text
+    assert "hint: read each value once into shared memory" in text
+
+
+def test_other_correct_solutions_pass_too():
+    assert puzzles.check("prefix_sum", solutions.prefix_sum_shuffle_kernel)
+    assert puzzles.check("transpose", solutions.transpose_simple_kernel)
+
+
+def test_a_jit_kernel_for_another_target_is_graded_on_the_cpu():
+    kernel = cuda.jit(solutions.reverse_kernel, target="cuda")
+    assert puzzles.check("reverse", kernel)
+
+
+def test_compare_with_tolerance_and_shapes():
+    assert compare("out", np.ones(3, np.float32), np.ones(3, np.float32) * (1 + 1e-7), 1e-6) == ""
+    assert "has shape (2,), expected (3,)" in compare("out", np.ones(3), np.ones(2))
+    many = compare("out", np.zeros(20, np.float32), np.ones(20, np.float32))
+    assert "wrong at 20 of 20 elements" in many and "... and 12 more" in many
