@@ -83,6 +83,12 @@ def lanes(out):
     out[i, 2] = cuda.lanemask_lt()
 
 
+def lane_masks(out):
+    i = cuda.grid(1)
+    out[i, 0] = cuda.laneid
+    out[i, 1] = cuda.lanemask_lt()
+
+
 def grid_synced(out, staged):
     g = cuda.cg.this_grid()
     i = cuda.grid(1)
@@ -170,10 +176,25 @@ def test_lane_ids_and_masks_without_warp_barriers():
         out = np.zeros((48, 3), np.uint32)
         kernel[1, 48](out)
         results.append(out)
-    assert kernels[0].cpu_mode() == "workgroup"
+    # activemask() names the lanes converged at that point, which only a warp's coroutines
+    # know: a kernel calling it keeps coroutines (laneid and the lane masks alone do not)
+    assert kernels[0].cpu_mode().startswith("coroutine: a warp collective")
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_array_equal(results[0][:, 0], np.arange(48) % 32)
     assert results[0][40, 1] == 0xFFFF and results[0][3, 2] == 0b111
+
+
+def test_lane_ids_and_lane_masks_run_as_work_group_loops():
+    results = []
+    kernels = compile_both(lane_masks)
+    for kernel in kernels:
+        out = np.zeros((48, 2), np.uint32)
+        kernel[1, 48](out)
+        results.append(out)
+    assert kernels[0].cpu_mode() == "workgroup"
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0][:, 0], np.arange(48) % 32)
+    np.testing.assert_array_equal(results[0][:, 1], (1 << (np.arange(48) % 32)) - 1)
 
 
 def test_grid_sync_keeps_coroutines():
