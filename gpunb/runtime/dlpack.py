@@ -116,6 +116,8 @@ _DESTRUCTOR_ADDRESS = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
 def dl_dtype(dtype: np.dtype) -> DLDataType:
     """The DLPack data type of a numpy dtype (numbers and bool only)."""
     dtype = np.dtype(dtype)
+    if dtype.kind == "V" and dtype.itemsize == 2 and dtype == _bfloat16_dtype():
+        return DLDataType(_BFLOAT, 16, 1)
     codes = {"i": _INT, "u": _UINT, "f": _FLOAT, "c": _COMPLEX, "b": _BOOL}
     code = codes.get(dtype.kind)
     if code is None or not dtype.isnative:
@@ -132,9 +134,22 @@ def np_dtype(dl: DLDataType) -> np.dtype:
         return np.dtype(np.bool_)
     if dl.code in kinds:
         return np.dtype(f"{kinds[dl.code]}{dl.bits // 8}")
-    if dl.code == _BFLOAT:
-        raise TypeError("bfloat16 arrays are not supported in gpunb kernels; convert to float32")
+    if dl.code == _BFLOAT and dl.bits == 16:
+        bf16 = _bfloat16_dtype()
+        if bf16 is None:
+            raise TypeError("a bfloat16 DLPack tensor needs ml_dtypes for its numpy dtype: "
+                            "pip install ml_dtypes")
+        return bf16
     raise TypeError(f"unsupported DLPack data type code {dl.code} ({dl.bits} bits)")
+
+
+def _bfloat16_dtype() -> np.dtype | None:
+    """ml_dtypes' bfloat16 (numpy has none), imported only when a bfloat16 tensor is met."""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
 
 
 def export_capsule(owner, data_ptr: int, shape: tuple, strides: tuple, dtype: np.dtype,

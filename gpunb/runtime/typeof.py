@@ -35,6 +35,9 @@ def typeof(value) -> t.Type:
                        tuple(names) if len(names) == len(value) else ())
     desc = _interface_of(value)
     if desc is not None:
+        if hasattr(value, "__dlpack__") and _opaque(desc):
+            # an opaque element ("<V2": CuPy's bfloat16): DLPack names what it holds
+            return _dlpack_type(value)
         return _interface_type(desc)
     if hasattr(value, "__dlpack__"):
         return _dlpack_type(value)
@@ -83,6 +86,14 @@ def _interface_type(desc: dict) -> t.Array:
     strides = desc.get("strides")
     strides = av.c_strides(shape, dtype.itemsize) if strides is None else tuple(strides)
     return _geometry_type(shape, strides, dtype)
+
+
+def _opaque(desc: dict) -> bool:
+    """Elements the interface names only by size ("<V2"), not a record."""
+    from gpunb.runtime.devicearray import cai_dtype
+
+    dtype = cai_dtype(desc)
+    return dtype.kind == "V" and dtype.names is None
 
 
 def _dlpack_type(value) -> t.Array:

@@ -32,7 +32,8 @@ def test_seed_002_on_the_gpu_and_disk_hit_time(tmp_path):
     assert first["cubin"] == "7f454c46"  # an ELF cubin is what the entry holds
     _write(src, "b", HELPER_B.format(inc="2.0"))
     (second,) = _run_cuda(cache_dir, src, "a:kern")
-    assert second["reason"].startswith("changed: device function `b.helper`")
+    assert second["reason"] == "changed"
+    assert second["why"].startswith("changed: device function `b.helper`")
     assert second["out"] == [i + 2.0 for i in range(16)]
     hits = [_run_cuda(cache_dir, src, "a:kern")[0] for _ in range(3)]
     assert all(h["kind"] == "hit" and h["source"] == "disk" for h in hits)

@@ -312,7 +312,8 @@ def test_gpu_file_with_include_and_lto(tmp_path):
 def test_gpu_link_option_on_jit_with_ptx():
     gpunb.set_target("cuda")
     nvrtc = _nvrtc_or_skip()
-    _, ptx = nvrtc.compile_source(TIMES2, "times2.cu", (7, 0))
+    arch = cuda.get_current_device().compute_capability  # CUDA 13's NVRTC has no sm_70
+    _, ptx = nvrtc.compile_source(TIMES2, "times2.cu", arch)
     times2 = cuda.declare_device("times2", "int32(int32)")  # the code comes from link= below
 
     @cuda.jit(link=[cuda.PTXSource(ptx)])

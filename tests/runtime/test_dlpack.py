@@ -88,3 +88,38 @@ def test_unsupported_dtypes_are_refused():
         Exporter(np.zeros(2, np.dtype([("a", np.int8)]))).__dlpack__()
     with pytest.raises(BufferError):
         dlpack.export_capsule(None, 0, (2,), (3,), np.float32, dlpack.kDLCPU)
+
+
+def test_bfloat16_tensors_cross_both_ways():
+    md = pytest.importorskip("ml_dtypes")
+    bf16 = np.dtype(md.bfloat16)
+    code = dlpack.dl_dtype(bf16)
+    assert (code.code, code.bits, code.lanes) == (4, 16, 1)  # kDLBfloat
+    assert dlpack.np_dtype(code) == bf16
+
+
+class OpaqueBfloat16:
+    """CuPy's view of a bfloat16 device array: the interface says only "<V2", DLPack says
+    bfloat16 (memory is never touched: typing reads the descriptions)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.__cuda_array_interface__ = {"shape": (n,), "strides": None, "typestr": "<V2",
+                                         "data": (4096, False), "version": 3}
+
+    def __dlpack_device__(self):
+        return (dlpack.kDLCUDA, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        import ml_dtypes
+
+        return dlpack.export_capsule(self, 4096, (self.n,), (2,), np.dtype(ml_dtypes.bfloat16),
+                                     dlpack.kDLCUDA, 0)
+
+
+def test_an_opaque_interface_type_is_read_through_dlpack():
+    pytest.importorskip("ml_dtypes")
+    from gpunb.foundation import types as t
+    from gpunb.runtime.typeof import typeof
+
+    assert typeof(OpaqueBfloat16(5)) == t.Array(t.bfloat16, 1, "C")

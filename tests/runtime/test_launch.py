@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import timeit
 import warnings
 
 import numpy as np
@@ -228,22 +227,3 @@ def test_launch_cuda_calls_the_driver_and_translates_errors(fake_cuda):
     fake_cuda.fail_next["cuLaunchKernel"] = fake_cuda.CUresult.CUDA_ERROR_INVALID_CONTEXT
     launch.launch_cuda(Fn, (1, 1, 1), (32, 1, 1), 0, 0, 0)
     assert fake_cuda.launches[-1][1:3] == ((1, 1, 1), (32, 1, 1))
-
-
-def test_pack_is_fast(fake_cuda):
-    """The launch fast path: three device arrays and a scalar; the figure is printed."""
-    d = [memory.to_device(np.zeros(16, np.float32), target="cuda") for _ in range(3)]
-    types = (t.float32[::1],) * 3 + (t.float32,)
-    p = packer_for(types, target="cuda")
-    args = (*d, 2.0)
-    p.pack(args, types)
-    n = 20000
-    cuda_us = min(timeit.repeat(lambda: p.pack(args, types), number=n, repeat=5)) / n * 1e6
-    h = [np.zeros(16, np.float32) for _ in range(3)]
-    cpu = packer_for(types, target="cpu")
-    cpu_args = (*h, 2.0)
-    cpu.pack(cpu_args, types)
-    cpu_us = min(timeit.repeat(lambda: cpu.pack(cpu_args, types), number=n, repeat=5)) / n * 1e6
-    print(f"pack, 3 arrays + 1 scalar: CUDA device arrays {cuda_us:.2f} us, "
-          f"CPU numpy arrays {cpu_us:.2f} us")
-    assert cuda_us < 20 and cpu_us < 40
