@@ -47,6 +47,12 @@ ADD2_CABI = 'extern "C" __device__ int add2(int a, int b) { return a + b; }'
 CONST42_CABI = 'extern "C" __device__ int const42() { return 42; }'
 
 
+@pytest.fixture(autouse=True)
+def _restore_target():
+    yield
+    gpunb.set_target(None)  # the gpu tests choose the CUDA target explicitly
+
+
 def _nvrtc_or_skip():
     from gpunb.backends.cuda import nvrtc
     from gpunb.foundation.errors import ToolchainError
