@@ -533,7 +533,21 @@ def test_weak_float_literal_types(target):
     assert "v: float32" in text and "w: float32" in text
     ptx = weak_literals.inspect_ptx()
     assert ".f64" not in ptx, "x * 2.0 must stay float32 (no float64 conversion)"
-    assert "div.rn.f32" in ptx and "add.rn.f32" in ptx
+    assert "div.rn.f32" in ptx and ("add.rn.f32" in ptx or "fma.rn.f32" in ptx)
+
+
+def _axpy_acc(out, a, b):
+    acc = out[0]
+    for k in range(a.size):
+        acc += a[k] * b[k]
+    out[0] = acc
+
+
+def test_multiply_add_contracts_to_fma_on_the_gpu_unless_asked_otherwise():
+    """numba-cuda's NVVM fuses a * b + c into fma by default; so does gpunb's PTX."""
+    sig = "void(float32[::1], float32[::1], float32[::1])"
+    ptx, _ = cuda.compile_ptx(_axpy_acc, sig)
+    assert "fma.rn.f32" in ptx and "mul.rn.f32" not in ptx
 
 
 def test_float_to_int_truncates_toward_zero(target):

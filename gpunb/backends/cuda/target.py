@@ -377,6 +377,10 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
     llvm = _llvm()
     if fastmath:
         module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
+    else:
+        # a * b + c may become one fma, as numba-cuda's NVVM contracts by default (-fma=1):
+        # the GPU's speed, and the results numba-cuda users get
+        module_text = re.sub(r"= (fadd|fsub|fmul) ", r"= \1 contract ", module_text)
     mod = llvm.parse_assembly(module_text)
     uses_libdevice = "__nv_" in module_text
     if uses_libdevice:
