@@ -180,6 +180,7 @@ class WorkGroupLowerer(FunctionLowerer):
         wg.local_count += 1
         if wg.layout is None:
             wg.per_thread_types[key] = llty
+        if wg.layout is None or key not in wg.layout:
             return super().alloca(llty, name)
         return self._thread_element(wg.layout[key], llty)
 
@@ -442,7 +443,10 @@ def lower_workgroup(typed: TypedFunction, make_target, plan: WorkGroupPlan, opti
     live = _live(state)
     layout, types = {}, []
     for key, llty in state.per_thread_types.items():
-        if isinstance(key, tuple) or (key in live and _crosses_regions(state, key)):
+        # a local array needs a copy per thread only when a barrier splits the kernel
+        local = isinstance(key, tuple) and state.n_regions > 1
+        if local or (not isinstance(key, tuple) and key in live and
+                     _crosses_regions(state, key)):
             layout[key] = len(types)
             types.append(llty)
     target = make_target()
