@@ -180,6 +180,7 @@ class WorkGroupLowerer(FunctionLowerer):
         wg.local_count += 1
         if wg.layout is None:
             wg.per_thread_types[key] = llty
+        if wg.layout is None or key not in wg.layout:
             return super().alloca(llty, name)
         return self._thread_element(wg.layout[key], llty)
 
@@ -324,7 +325,7 @@ class WorkGroupLowerer(FunctionLowerer):
 
     # ---- one region: for z, y, x over the block ------------------------------------------------
 
-    def _counted(self, n, name: str, start=None):
+    def _counted(self, n, name: str, start=None, vectorize: bool = True):
         """A counted loop skeleton (n's type): returns (counter, next block, done block)."""
         b = self.builder
         pre = b.block
@@ -337,7 +338,12 @@ class WorkGroupLowerer(FunctionLowerer):
         b.cbranch(b.icmp_unsigned("<", i, n), body, done)
         latch = ir.IRBuilder(nxt)
         i.add_incoming(latch.add(i, ir.Constant(n.type, 1), flags=["nuw", "nsw"]), nxt)
-        latch.branch(head)
+        back = latch.branch(head)
+        if not vectorize:
+            from gpunb.backends.cpu.target import NO_VECTORIZE
+
+            back.set_metadata("llvm.loop", self.mb.module.add_metadata(
+                [ir.MetaDataString(self.mb.module, NO_VECTORIZE)]))
         b.position_at_end(body)
         return i, nxt, done
 
@@ -381,7 +387,8 @@ class WorkGroupLowerer(FunctionLowerer):
         # a 64-bit counter: cuda.grid()'s 64-bit index then is an induction variable LLVM
         # vectorises directly (threadIdx.x is its truncation)
         x_start = None if x_start is None else b.zext(x_start, dm.i64)
-        x64, x_next, x_done = self._counted(b.zext(x_stop, dm.i64), f"wg{rid}.x", x_start)
+        x64, x_next, x_done = self._counted(b.zext(x_stop, dm.i64), f"wg{rid}.x", x_start,
+                                            vectorize=not _guarded_memory(items))
         x = b.trunc(x64, dm.i32)
         wg.thread = (x, y, z, b.add(row, x))
         wg.region = rid
@@ -407,6 +414,20 @@ class WorkGroupLowerer(FunctionLowerer):
         self._commit_block_phis(rid, before=False)
 
 
+def _guarded_memory(items: list) -> bool:
+    """Whether a region reads or writes memory under a condition (`if`, `a if c else b`, `and`)
+    outside inner loops: LLVM would vectorise its thread loop with masked memory operations."""
+    todo = [n for n in items if isinstance(n, ast.AST)]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.If, ast.IfExp, ast.BoolOp)):
+            if any(isinstance(n, ast.Subscript) for n in ast.walk(node)):
+                return True
+        elif not isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
 class WorkGroupModuleBuilder(lower_module.ModuleBuilder):
     def __init__(self, target, options: dict, name: str):
         super().__init__(target, options, name, WorkGroupLowerer)
@@ -422,7 +443,10 @@ def lower_workgroup(typed: TypedFunction, make_target, plan: WorkGroupPlan, opti
     live = _live(state)
     layout, types = {}, []
     for key, llty in state.per_thread_types.items():
-        if isinstance(key, tuple) or (key in live and _crosses_regions(state, key)):
+        # a local array needs a copy per thread only when a barrier splits the kernel
+        local = isinstance(key, tuple) and state.n_regions > 1
+        if local or (not isinstance(key, tuple) and key in live and
+                     _crosses_regions(state, key)):
             layout[key] = len(types)
             types.append(llty)
     target = make_target()

@@ -237,3 +237,18 @@ def test_uniform_loops_agree_on_generated_trip_counts(rounds, limit, seed):
                                     lambda: (np.zeros_like(xi), xi.copy(), limit))
     np.testing.assert_array_equal(a, b)
 
+
+
+def test_guarded_thread_loops_are_kept_scalar_and_others_vectorised():
+    """saxpy's tail guard would become masked loads/stores (slow on x86): its thread loop
+    carries `vectorize.enable false`; an unguarded thread loop is vectorised."""
+    wg, _ = both(corpus.saxpy)
+    x = np.ones(100, np.float32)
+    wg[1, 128](np.zeros(100, np.float32), x, x, np.float32(2.0))
+    ir_text = wg.inspect_llvm(wg.signatures[0])
+    assert '!"llvm.loop.vectorize.enable", i1 false' in ir_text
+    plain, _ = both(corpus.block_3d)
+    plain[2, (4, 4, 4)](np.zeros((2, 64), np.int32))
+    text = plain.inspect_llvm(plain.signatures[0])
+    assert "x i32>" in text  # an unguarded thread loop is vectorised
+    assert "vectorize.enable" not in text
