@@ -24,13 +24,28 @@ from gpunb.jit.access_types import (
 
 
 def _group_ids(*columns) -> tuple[np.ndarray, int]:
-    """A dense id per distinct row of the given columns."""
-    if not len(columns[0]):
+    """A dense id per distinct row of the given columns (lexsort: faster than unique(axis=0))."""
+    n = len(columns[0])
+    if not n:
         return np.zeros(0, np.int64), 0
-    rows = np.stack([np.asarray(c, np.int64) for c in columns], axis=1)
-    _, inverse = np.unique(rows, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    return inverse, int(inverse.max()) + 1
+    cols = [np.asarray(c, np.int64) for c in columns]
+    order = np.lexsort(tuple(reversed(cols)))
+    change = np.zeros(n, bool)
+    change[0] = True
+    for c in cols:
+        sorted_c = c[order]
+        change[1:] |= sorted_c[1:] != sorted_c[:-1]
+    ids = np.empty(n, np.int64)
+    ids[order] = np.cumsum(change) - 1
+    return ids, int(change.sum())
+
+
+def _first_of_each(*columns) -> np.ndarray:
+    """Indices of one row per distinct row of the given columns."""
+    ids, n = _group_ids(*columns)
+    first = np.full(n, len(ids), np.int64)
+    np.minimum.at(first, ids, np.arange(len(ids)))
+    return first
 
 
 def _occurrence(block, thread, site) -> np.ndarray:
@@ -81,8 +96,8 @@ def _array_access(name, memory, shape, flat, gid, kinds, order_index, block=None
     writers = np.zeros(size, np.int64)
     for mask, out in ((is_read, readers), (is_write, writers)):
         if mask.any():
-            pairs = np.unique(np.stack([flat[mask], gid[mask]], axis=1), axis=0)
-            np.add.at(out, pairs[:, 0], 1)
+            f, g = flat[mask], gid[mask]
+            np.add.at(out, f[_first_of_each(f, g)], 1)
     shape = tuple(shape)
     return ArrayAccess(name, memory, shape, reads.reshape(shape), writes.reshape(shape),
                        first_reader.reshape(shape), last_writer.reshape(shape),
@@ -163,7 +178,7 @@ def _coalescing(log, mask, block, warp, site, occurrence, address, owner, itemsi
     req, n_req = _group_ids(block[idx], warp[idx], site[idx], occurrence[idx])
     sector = address[idx] // SECTOR_BYTES
     array = owner[idx]
-    _, first = np.unique(np.stack([req, array, sector], axis=1), axis=0, return_index=True)
+    first = _first_of_each(req, array, sector)
     sectors_per_req = np.bincount(req[first], minlength=n_req)
     lanes_per_req = np.bincount(req, minlength=n_req)
     req_site = np.zeros(n_req, np.int64)
@@ -187,11 +202,11 @@ def _bank_conflicts(log, mask, block, warp, site, occurrence, address) -> tuple:
     req, n_req = _group_ids(block[idx], warp[idx], site[idx], occurrence[idx])
     word = address[idx] // BANK_BYTES
     bank = word % BANKS
-    distinct = np.unique(np.stack([req, bank, word], axis=1), axis=0)
-    per_bank, _ = _group_ids(distinct[:, 0], distinct[:, 1])
+    keep = _first_of_each(req, bank, word)
+    per_bank, _ = _group_ids(req[keep], bank[keep])
     ways_per_bank = np.bincount(per_bank)
     bank_req = np.zeros(len(ways_per_bank), np.int64)
-    bank_req[per_bank] = distinct[:, 0]
+    bank_req[per_bank] = req[keep]
     ways = np.zeros(n_req, np.int64)
     np.maximum.at(ways, bank_req, ways_per_bank)
     req_site = np.zeros(n_req, np.int64)
