@@ -151,11 +151,16 @@ def build_map(log: AccessLog, names: list) -> AccessMap:
     global_writes = np.bincount(gid[is_global & (kinds != "read")], minlength=n_threads)
     occurrence = _occurrence(block, thread, site) if len(recs) else np.zeros(0, np.int64)
     warp = thread // 32
-    itemsize = {arg.position: arg.itemsize for arg in log.arguments}
-    # sectors counted from each array's start, as if allocated like cudaMalloc (256-aligned):
-    # numpy's own alignment of a host array says nothing about the GPU
-    base = {arg.position: arg.span()[0] for arg in log.arguments}
-    relative = address - np.array([base.get(o, 0) for o in owner], np.int64)
+    # per argument position (index -1, not an argument, is the extra last slot)
+    n_pos = max([arg.position for arg in log.arguments] + [0]) + 2
+    itemsize = np.ones(n_pos, np.int64)
+    base = np.zeros(n_pos, np.int64)
+    for arg in log.arguments:
+        itemsize[arg.position] = arg.itemsize
+        # sectors counted from each array's start, as if allocated like cudaMalloc
+        # (256-aligned): numpy's own alignment of a host array says nothing about the GPU
+        base[arg.position] = arg.span()[0]
+    relative = address - base[owner]
     coalescing = _coalescing(log, is_global, block, warp, site, occurrence, relative, owner,
                              itemsize)
     banks = _bank_conflicts(log, shared & (shared_owner >= 0), block, warp, site, occurrence,
@@ -184,7 +189,7 @@ def _coalescing(log, mask, block, warp, site, occurrence, address, owner, itemsi
     req_site = np.zeros(n_req, np.int64)
     req_site[req] = site[idx]
     req_size = np.zeros(n_req, np.int64)
-    req_size[req] = [itemsize[o] for o in owner[idx]]
+    req_size[req] = itemsize[owner[idx]]
     ideal = -(-(lanes_per_req * req_size) // SECTOR_BYTES)
     out = []
     for s in np.unique(req_site):
