@@ -154,6 +154,9 @@ class LoadedCpuKernel:
         race = accesses.find_race(log)
         if race is not None:
             raise accesses.race_error(log, race)
+        unset = accesses.find_uninitialised_read(log)
+        if unset is not None:
+            raise accesses.initcheck_error(log, unset)
         if log.truncated:
             import warnings
 
