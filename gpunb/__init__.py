@@ -23,8 +23,8 @@ from gpunb.foundation.version import VERSION as __version__
 _exec_sources.install()
 
 __all__ = ["CompileError", "GpunbError", "InitcheckError", "JitOptionError", "LaunchError",
-           "RaceError", "SignatureError", "ToolchainError", "WarpMaskError", "__version__", "access_map",
-           "cuda", "events", "fuse", "jit", "set_target",
+           "RaceError", "SignatureError", "ToolchainError", "WarpMaskError", "__version__",
+           "access_map", "cuda", "events", "fuse", "jit", "set_target",
            "load_ipython_extension"]
 
 
