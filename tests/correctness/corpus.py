@@ -370,6 +370,8 @@ def kernel(out):
     s = cuda.shared.array(33, float32)
     t = cuda.threadIdx.x
     s[t + 1] = t
+    if t == 0:
+        s[0] = 0
     cuda.syncthreads()
     out[t] = s[t]
 """, 1, 32, (F32_64,)),
