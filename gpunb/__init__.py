@@ -9,6 +9,7 @@ from gpunb.foundation import exec_sources as _exec_sources
 from gpunb.foundation.errors import (
     CompileError,
     GpunbError,
+    InitcheckError,
     JitOptionError,
     LaunchError,
     RaceError,
@@ -21,10 +22,10 @@ from gpunb.foundation.version import VERSION as __version__
 # kernels exec'd from strings after this point can be compiled: their text is recorded
 _exec_sources.install()
 
-__all__ = ["CompileError", "GpunbError", "JitOptionError", "LaunchError", "RaceError",
-           "SignatureError", "ToolchainError", "WarpMaskError", "__version__", "access_map",
-           "cuda", "events", "fuse", "guvectorize", "jit", "last_profile", "profile", "sanitize",
-           "set_target", "load_ipython_extension", "vectorize"]
+__all__ = ["CompileError", "GpunbError", "InitcheckError", "JitOptionError", "LaunchError",
+           "RaceError", "SignatureError", "ToolchainError", "WarpMaskError", "__version__",
+           "access_map", "cuda", "events", "fuse", "guvectorize", "jit", "last_profile",
+           "profile", "sanitize", "set_target", "load_ipython_extension", "vectorize"]
 
 
 def set_target(target: str | None) -> None:

@@ -141,6 +141,11 @@ class RaceError(LaunchError):
         super().__init__(message, loc, hint=hint, function=function)
 
 
+class InitcheckError(LaunchError):
+    """A thread read shared memory that no thread of its block had written (racecheck on the
+    CPU target): on a GPU that read returns whatever the memory held."""
+
+
 class WarpMaskError(LaunchError):
     """A warp collective (*_sync, syncwarp) whose mask leaves out the calling lane or names
     lanes that never arrive there: undefined behaviour on a GPU, found by the CPU target."""

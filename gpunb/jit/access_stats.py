@@ -24,13 +24,28 @@ from gpunb.jit.access_types import (
 
 
 def _group_ids(*columns) -> tuple[np.ndarray, int]:
-    """A dense id per distinct row of the given columns."""
-    if not len(columns[0]):
+    """A dense id per distinct row of the given columns (lexsort: faster than unique(axis=0))."""
+    n = len(columns[0])
+    if not n:
         return np.zeros(0, np.int64), 0
-    rows = np.stack([np.asarray(c, np.int64) for c in columns], axis=1)
-    _, inverse = np.unique(rows, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    return inverse, int(inverse.max()) + 1
+    cols = [np.asarray(c, np.int64) for c in columns]
+    order = np.lexsort(tuple(reversed(cols)))
+    change = np.zeros(n, bool)
+    change[0] = True
+    for c in cols:
+        sorted_c = c[order]
+        change[1:] |= sorted_c[1:] != sorted_c[:-1]
+    ids = np.empty(n, np.int64)
+    ids[order] = np.cumsum(change) - 1
+    return ids, int(change.sum())
+
+
+def _first_of_each(*columns) -> np.ndarray:
+    """Indices of one row per distinct row of the given columns."""
+    ids, n = _group_ids(*columns)
+    first = np.full(n, len(ids), np.int64)
+    np.minimum.at(first, ids, np.arange(len(ids)))
+    return first
 
 
 def _occurrence(block, thread, site) -> np.ndarray:
@@ -81,8 +96,8 @@ def _array_access(name, memory, shape, flat, gid, kinds, order_index, block=None
     writers = np.zeros(size, np.int64)
     for mask, out in ((is_read, readers), (is_write, writers)):
         if mask.any():
-            pairs = np.unique(np.stack([flat[mask], gid[mask]], axis=1), axis=0)
-            np.add.at(out, pairs[:, 0], 1)
+            f, g = flat[mask], gid[mask]
+            np.add.at(out, f[_first_of_each(f, g)], 1)
     shape = tuple(shape)
     return ArrayAccess(name, memory, shape, reads.reshape(shape), writes.reshape(shape),
                        first_reader.reshape(shape), last_writer.reshape(shape),
@@ -136,11 +151,16 @@ def build_map(log: AccessLog, names: list) -> AccessMap:
     global_writes = np.bincount(gid[is_global & (kinds != "read")], minlength=n_threads)
     occurrence = _occurrence(block, thread, site) if len(recs) else np.zeros(0, np.int64)
     warp = thread // 32
-    itemsize = {arg.position: arg.itemsize for arg in log.arguments}
-    # sectors counted from each array's start, as if allocated like cudaMalloc (256-aligned):
-    # numpy's own alignment of a host array says nothing about the GPU
-    base = {arg.position: arg.span()[0] for arg in log.arguments}
-    relative = address - np.array([base.get(o, 0) for o in owner], np.int64)
+    # per argument position (index -1, not an argument, is the extra last slot)
+    n_pos = max([arg.position for arg in log.arguments] + [0]) + 2
+    itemsize = np.ones(n_pos, np.int64)
+    base = np.zeros(n_pos, np.int64)
+    for arg in log.arguments:
+        itemsize[arg.position] = arg.itemsize
+        # sectors counted from each array's start, as if allocated like cudaMalloc
+        # (256-aligned): numpy's own alignment of a host array says nothing about the GPU
+        base[arg.position] = arg.span()[0]
+    relative = address - base[owner]
     coalescing = _coalescing(log, is_global, block, warp, site, occurrence, relative, owner,
                              itemsize)
     banks = _bank_conflicts(log, shared & (shared_owner >= 0), block, warp, site, occurrence,
@@ -163,13 +183,13 @@ def _coalescing(log, mask, block, warp, site, occurrence, address, owner, itemsi
     req, n_req = _group_ids(block[idx], warp[idx], site[idx], occurrence[idx])
     sector = address[idx] // SECTOR_BYTES
     array = owner[idx]
-    _, first = np.unique(np.stack([req, array, sector], axis=1), axis=0, return_index=True)
+    first = _first_of_each(req, array, sector)
     sectors_per_req = np.bincount(req[first], minlength=n_req)
     lanes_per_req = np.bincount(req, minlength=n_req)
     req_site = np.zeros(n_req, np.int64)
     req_site[req] = site[idx]
     req_size = np.zeros(n_req, np.int64)
-    req_size[req] = [itemsize[o] for o in owner[idx]]
+    req_size[req] = itemsize[owner[idx]]
     ideal = -(-(lanes_per_req * req_size) // SECTOR_BYTES)
     out = []
     for s in np.unique(req_site):
@@ -187,11 +207,11 @@ def _bank_conflicts(log, mask, block, warp, site, occurrence, address) -> tuple:
     req, n_req = _group_ids(block[idx], warp[idx], site[idx], occurrence[idx])
     word = address[idx] // BANK_BYTES
     bank = word % BANKS
-    distinct = np.unique(np.stack([req, bank, word], axis=1), axis=0)
-    per_bank, _ = _group_ids(distinct[:, 0], distinct[:, 1])
+    keep = _first_of_each(req, bank, word)
+    per_bank, _ = _group_ids(req[keep], bank[keep])
     ways_per_bank = np.bincount(per_bank)
     bank_req = np.zeros(len(ways_per_bank), np.int64)
-    bank_req[per_bank] = distinct[:, 0]
+    bank_req[per_bank] = req[keep]
     ways = np.zeros(n_req, np.int64)
     np.maximum.at(ways, bank_req, ways_per_bank)
     req_site = np.zeros(n_req, np.int64)

@@ -13,7 +13,8 @@ def jit(func_or_sig=None, device: bool = False, target: str | None = None, **opt
     """Make a GPU function, as numba.cuda.jit does.
 
     `@cuda.jit`, `@cuda.jit()`, `@cuda.jit("void(float32[:], float32)")`, `@cuda.jit(device=True)`;
-    options: fastmath, lineinfo, debug, opt, max_registers, cache, boundscheck; target: "cuda",
+    options: fastmath, lineinfo, debug, opt, max_registers, cache, boundscheck (on by default on
+    the CPU target), racecheck (CPU target: raise gpunb.RaceError on data races); target: "cuda",
     "cpu" or "auto" (default: GPUNB_TARGET / gpunb.set_target). Compilation happens at the first
     launch (or first call from another GPU function) for the argument types seen.
     """

@@ -9,7 +9,8 @@ warp/barrier -> synccheck).
 
 Argument specs: ("zeros", shape, dtype), ("arange", n, dtype), ("scalar", value).
 Kinds: "race" (gpunb.RaceError), "oob" (KernelIndexError), "warp" (WarpMaskError),
-"barrier" (LaunchError: divergent barriers), "value" (ValueError raised in the kernel).
+"barrier" (LaunchError: divergent barriers), "value" (ValueError raised in the kernel),
+"init" (InitcheckError: a shared element read before any thread wrote it).
 """
 
 from __future__ import annotations
@@ -369,6 +370,8 @@ def kernel(out):
     s = cuda.shared.array(33, float32)
     t = cuda.threadIdx.x
     s[t + 1] = t
+    if t == 0:
+        s[0] = 0
     cuda.syncthreads()
     out[t] = s[t]
 """, 1, 32, (F32_64,)),
@@ -502,6 +505,45 @@ def kernel(out):
         out[t] = 2
     cuda.syncthreads()
 """, 1, 64, (F32_64,)),
+    # ---- uninitialised shared memory ----------------------------------------------------------
+    Case("shared_read_before_any_write", "init", """
+def kernel(out):
+    s = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    if t < 32:
+        s[t] = t
+    cuda.syncthreads()
+    out[t] = s[t]  # BUG
+""", """
+def kernel(out):
+    s = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    s[t] = 0
+    if t < 32:
+        s[t] = t
+    cuda.syncthreads()
+    out[t] = s[t]
+""", 1, 64, (F32_64,)),
+    Case("shared_accumulate_without_zeroing", "init", """
+def kernel(out, x):
+    s = cuda.shared.array(4, int32)
+    t = cuda.threadIdx.x
+    cuda.atomic.add(s, t % 4, 1)  # BUG
+    cuda.syncthreads()
+    if t < 4:
+        out[t] = s[t]
+""", """
+def kernel(out, x):
+    s = cuda.shared.array(4, int32)
+    t = cuda.threadIdx.x
+    if t < 4:
+        s[t] = 0
+    cuda.syncthreads()
+    cuda.atomic.add(s, t % 4, 1)
+    cuda.syncthreads()
+    if t < 4:
+        out[t] = s[t]
+""", 1, 64, (I32_64, X64)),
     # ---- run-time values --------------------------------------------------------------------
     Case("range_step_zero", "value", """
 def kernel(out, step):

@@ -13,7 +13,7 @@ import tempfile
 
 HEADER = "from gpunb import cuda; from numpy import float32, int32"
 KINDS = {"RaceError": "race", "KernelIndexError": "oob", "WarpMaskError": "warp",
-         "KernelValueError": "value"}
+         "KernelValueError": "value", "InitcheckError": "init"}
 
 
 def case_named(name: str):

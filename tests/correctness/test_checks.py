@@ -180,3 +180,17 @@ def test_gpukernel_racecheck_option():
 
     opts = parse_kernel_options("--racecheck --target cpu")
     assert opts.racecheck and opts.jit_options() == {"target": "cpu", "racecheck": True}
+
+
+def test_a_truncated_log_says_so(monkeypatch):
+    monkeypatch.setenv("GPUNB_RECORD_LIMIT", "10")
+
+    @cuda.jit(racecheck=True)
+    def copy(out, x):
+        i = cuda.grid(1)
+        out[i] = x[i]
+
+    with pytest.warns(UserWarning, match="only the first 10 memory accesses of 64"):
+        copy[1, 32](np.zeros(32, np.float32), np.ones(32, np.float32))
+    m = gpunb.access_map(copy[1, 32], np.zeros(32, np.float32), np.ones(32, np.float32))
+    assert m.truncated and int(m["x"].reads.sum()) + int(m["out"].writes.sum()) == 10

@@ -22,7 +22,7 @@ OOB = [c for c in CASES if c.kind == "oob"]
 
 def test_the_corpus_is_large_and_marked():
     assert len(CASES) >= 30
-    assert {c.kind for c in CASES} == {"race", "oob", "warp", "barrier", "value"}
+    assert {c.kind for c in CASES} == {"race", "oob", "warp", "barrier", "value", "init"}
     for case in CASES:
         assert case.bug_lines(), case.name
 

@@ -289,3 +289,35 @@ def race_error(log: AccessLog, race: Race):
     loc = SourceLocation(s2[0], s2[1], s2[2])
     return RaceError(msg, loc, hint=hint, function=s2[5], accesses=accesses, array=name,
                      index=index or ())
+
+
+def find_uninitialised_read(log: AccessLog):
+    """The first shared-memory record that read an element before any thread of its block
+    wrote it (the log is in execution order), or None."""
+    recs = log.records
+    shared = np.flatnonzero(recs["space"] == abi.SPACE_SHARED)
+    if not len(shared):
+        return None
+    kinds = np.array([s[4] != "write" for s in log.sites] or [True])
+    key_block, key_addr = recs["block"][shared], recs["address"][shared]
+    order = np.lexsort((shared, key_addr, key_block))
+    first = np.r_[True, (key_block[order][1:] != key_block[order][:-1]) |
+                  (key_addr[order][1:] != key_addr[order][:-1])]
+    firsts = shared[order[first]]
+    bad = firsts[kinds[recs["site"][firsts]]]
+    return recs[int(bad.min())] if len(bad) else None
+
+
+def initcheck_error(log: AccessLog, rec):
+    from gpunb.foundation.errors import InitcheckError, SourceLocation
+
+    site = log.sites[int(rec["site"])]
+    _, index = log.where(rec)
+    shown = "" if index is None else "[" + ", ".join(str(i) for i in index) + "]"
+    thread = thread_xyz(int(rec["thread"]), log.block)
+    block = block_xyz(int(rec["block"]), log.grid)
+    return InitcheckError(
+        f"{site[4]} of {site[3]}{shown} (shared memory) by thread {thread} of block {block} "
+        "before any thread of the block wrote it; on a GPU it holds whatever was there",
+        SourceLocation(site[0], site[1], site[2]), function=site[5],
+        hint="write every shared element before reading it (then cuda.syncthreads())")

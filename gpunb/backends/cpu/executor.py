@@ -156,6 +156,15 @@ class LoadedCpuKernel:
         race = accesses.find_race(log)
         if race is not None:
             raise accesses.race_error(log, race)
+        unset = accesses.find_uninitialised_read(log)
+        if unset is not None:
+            raise accesses.initcheck_error(log, unset)
+        if log.truncated:
+            import warnings
+
+            warnings.warn(f"racecheck of '{art.name}': only the first {status.rec_cap} memory "
+                          f"accesses of {status.rec_len} were checked (GPUNB_RECORD_LIMIT); "
+                          "launch a smaller grid to check them all", stacklevel=2)
 
     def error_from_status(self, status: abi.Status) -> LaunchError:
         art = self.artifact
