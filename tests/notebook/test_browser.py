@@ -312,6 +312,11 @@ def test_inspector_explorer_and_panel_in_jupyterlab(lab):
             inspector.screenshot(path=str(ARTIFACTS / "inspector-dark.png"))
 
             # a narrow window: the inspector's Source | PTX panes stack instead of overflowing
+            # (both sidebars collapsed, as one does in a narrow window: the notebook gets it all)
+            page.locator(".lm-TabBar-tab[title*='gpunb']").first.click()
+            left = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
+            if left.count():
+                left.first.click()
             page.set_viewport_size({"width": 640, "height": 1000})
             page.wait_for_timeout(1000)
             inspector.scroll_into_view_if_needed()
