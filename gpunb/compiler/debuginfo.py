@@ -24,9 +24,14 @@ class DebugInfo:
     def file(self, filename: str):
         found = self.files.get(filename)
         if found is None:
+            from gpunb.foundation.sources import debug_source_path
+
+            # a notebook cell's text is written under the cache directory and named here, so
+            # the PTX `.file` points at a file that ncu and nvdisasm can open
+            path = debug_source_path(filename)
             found = self.module.add_debug_info("DIFile", {
-                "filename": os.path.basename(filename) or filename,
-                "directory": os.path.dirname(filename),
+                "filename": os.path.basename(path) or path,
+                "directory": os.path.dirname(path),
             })
             self.files[filename] = found
             if self.unit is None:

@@ -23,3 +23,43 @@ def cell_label(filename: str) -> str | None:
 
 def is_cell(filename: str) -> bool:
     return filename in _cell_labels or filename.startswith("<ipython-input-")
+
+
+_debug_paths: dict = {}
+
+
+def debug_source_path(filename: str) -> str:
+    """The path PTX line info names for `filename`: itself when it is a file on disk; for a
+    notebook cell (text only in linecache) a copy of the text under the cache directory, named by
+    its content (`<cache>/sources/<sha1>.py`), so Nsight Compute and nvdisasm can show the
+    source of a cell's kernel. Falls back to `filename` when the text or the folder is missing."""
+    import hashlib
+    import linecache
+    import os
+
+    from gpunb.foundation import config
+
+    memo = (filename, os.environ.get("GPUNB_CACHE_DIR", ""))
+    found = _debug_paths.get(memo)
+    if found is not None:
+        return found
+
+    path = filename
+    if not os.path.isfile(filename):
+        text = "".join(linecache.getlines(filename))
+        if text:
+            digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:20]
+            folder = os.path.join(config.cache_dir(), "sources")
+            candidate = os.path.join(folder, f"{digest}.py")
+            try:
+                if not os.path.isfile(candidate):
+                    os.makedirs(folder, exist_ok=True)
+                    partial = f"{candidate}.{os.getpid()}.tmp"
+                    with open(partial, "w", encoding="utf-8") as handle:
+                        handle.write(text)
+                    os.replace(partial, candidate)
+                path = candidate
+            except OSError:
+                path = filename
+    _debug_paths[memo] = path
+    return path

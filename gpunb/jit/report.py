@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpunb.foundation.errors import GpunbError
+from gpunb.foundation.sources import debug_source_path
 
 _SASS_LINE = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)')
 TABS = ("source", "types", "llvm", "ptx", "sass")
@@ -135,7 +136,7 @@ def build_report(dispatcher, signature=None, arch: str | None = None) -> KernelR
         name=dispatcher.__name__, signature=str(spec.artifact.signature), target=spec.target,
         arch=arch or _ptx_arch(ptx), source=source, source_file=source_file,
         first_line=first_line, types=types, llvm_ir=llvm_ir, ptx=ptx, sass=sass,
-        line_map=line_map, sass_map=sass_line_map(sass, source_file),
+        line_map=line_map, sass_map=sass_line_map(sass, debug_source_path(source_file)),
         resources=dict(resources or {}), problems=problems,
         cache=event.outcome if event is not None else "", cache_why=event.why if event else "",
         compile_ms=float(spec.compile_ms or 0.0))

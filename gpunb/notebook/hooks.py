@@ -194,6 +194,10 @@ def show_gpunb_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
     if isinstance(value, CudaUnavailableError):
         lines.append("  hint: without a GPU, run kernels on the CPU target: "
                      "%%gpukernel --target auto (or cpu), or gpunb.set_target(\"cpu\")")
-    lines.extend(user_frames(tb))
+    frames = user_frames(tb)
+    if frames:  # set apart from the hint above, so they do not read as part of it
+        lines.append("")
+        lines.append("raised while running:")
+        lines.extend(frames)
     shell._showtraceback(etype, value, lines)
     return lines

@@ -12,6 +12,9 @@ from collections.abc import Iterable, Sequence
 
 _ids = itertools.count(1)
 
+# Listings and split views do not size their container by their longest line (contain:
+# inline-size): in a narrow output (a widget tab is a flex item) they scroll, and the split view's
+# panes stack, instead of widening the output past the window.
 # Every colour is a JupyterLab theme variable (--jp-*), so views follow the light and dark themes;
 # the fallback after each comma is for pages without JupyterLab's stylesheet (nbconvert, GitHub).
 # Code colours use the editor's own token variables (--jp-mirror-editor-*), matching the theme.
@@ -24,14 +27,15 @@ STYLE = """
 .gpunb .gpunb-code{position:relative;margin:0;padding:4px 0;max-height:420px;overflow:auto;
   color:var(--jp-content-font-color1,#222);
   background:var(--jp-cell-editor-background,#f7f7f7);
-  border:1px solid var(--jp-border-color2,#ddd);line-height:1.35}
+  border:1px solid var(--jp-border-color2,#ddd);line-height:1.35;
+  width:100%;box-sizing:border-box;contain:inline-size}
 .gpunb .gl{display:block;padding:0 6px;white-space:pre}
 .gpunb .gl .ln{display:inline-block;width:4.5em;color:var(--jp-ui-font-color3,#999);
   user-select:none}
 .gpunb .gl.mapped{border-left:3px solid var(--jp-brand-color2,#9ab);cursor:pointer}
 .gpunb .gl.sel,.gpunb .gl.pin{background:SEL}
 .gpunb .gl.hit-search{outline:1px dashed var(--jp-warn-color1,#c05621)}
-.gpunb .gpunb-split{display:flex;flex-wrap:wrap;gap:8px}
+.gpunb .gpunb-split{display:flex;flex-wrap:wrap;gap:8px;width:100%;contain:inline-size}
 .gpunb .gpunb-split>div{flex:1 1 320px;min-width:0}
 .gpunb .gpunb-tools{display:flex;flex-wrap:wrap;gap:6px;align-items:center;margin:2px 0;
   font-size:12px;color:var(--jp-ui-font-color2,#777)}

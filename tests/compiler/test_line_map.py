@@ -117,3 +117,18 @@ def test_kernel_line_map_has_no_line_zero():
     mapping = clamp.line_map()
     assert mapping and 0 not in mapping and min(mapping) > 0
     assert all(re.search(r"\S", "x") for _ in mapping)
+
+
+def test_ptx_of_a_cell_names_a_file_holding_the_cells_text(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUNB_CACHE_DIR", str(tmp_path))
+    ns: dict = {"__name__": "__main__"}
+    text = HELPER_CELL + "\n" + KERNEL_CELL + "\n# written for ncu and nvdisasm\n"
+    _cell(text, ns)
+    report, _ptx = _ptx_lines(ns["apply"])
+    files = re.findall(r'^\s*\.file\s+\d+\s+"([^"]+)"', report.ptx, re.M)
+    assert files, report.ptx[-400:]
+    path = files[0]
+    assert path.startswith(str(tmp_path / "sources")) and path.endswith(".py")
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == text  # the cell's text, so line L of the PTX is line L here
+    assert report.line_map  # the line map still matches the kernel's own (renamed) file

@@ -114,18 +114,28 @@ def lab(tmp_path):
         log.close()
 
 
-def _run_all_cells(page) -> None:
-    """Run CELLS one by one: select each cell by its prompt, then Shift+Enter (a keypress sent
-    while an output takes focus cannot skip a cell this way)."""
-    cells = page.locator(".jp-Notebook .jp-Cell")
-    for index in range(len(CELLS)):
-        cells.nth(index).locator(".jp-InputPrompt").click()
+def _run_cell(page, index: int) -> None:
+    """Select cell `index` by its prompt, run it, and wait until it has run ([N] in its prompt):
+    a keypress sent before the kernel is ready or while an output takes focus is never lost."""
+    prompt = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt")
+    for _ in range(3):
+        prompt.click()
         page.keyboard.press("Shift+Enter")
-        page.wait_for_timeout(300)
-    # wait until no cell is still queued or running ("[*]")
-    page.wait_for_function(
-        "() => ![...document.querySelectorAll('.jp-InputPrompt')]"
-        ".some(p => p.textContent.includes('*'))", timeout=180_000)
+        try:
+            page.wait_for_function(
+                "(i) => { const p = document.querySelectorAll('.jp-Notebook .jp-Cell')[i]"
+                ".querySelector('.jp-InputPrompt'); return /\\[\\d+\\]/.test(p.textContent); }",
+                arg=index, timeout=120_000)
+            return
+        except Exception:  # noqa: BLE001 - the kernel was not ready: press again
+            page.wait_for_timeout(2000)
+    raise AssertionError(f"cell {index} did not run")
+
+
+def _run_all_cells(page) -> None:
+    page.wait_for_function("() => document.body.innerText.includes('Idle')", timeout=120_000)
+    for index in range(len(CELLS)):
+        _run_cell(page, index)
 
 
 def _percent(text: str) -> float:
@@ -268,15 +278,26 @@ def test_inspector_explorer_and_panel_in_jupyterlab(lab):
             panel = _open_panel(page)
             _wait_text(page, "#gpunb-panel .gpunb-kernels", "saxpy")  # from the snapshot
             events_before = panel.locator(".gpunb-cache-events tbody tr").count()
-            page.locator(".jp-Notebook .jp-Cell").nth(len(CELLS)).locator(
-                ".jp-InputPrompt").click()
-            page.keyboard.press("Shift+Enter")
+            _run_cell(page, len(CELLS))
             # (`a` is float64 in both: the new specialisation's arrays are float64[::1])
             _wait_text(page, "#gpunb-panel .gpunb-cache-events", "float64[::1]")
             _wait_text(page, "#gpunb-panel .gpunb-kernels", "float64[::1]")
             events_after = panel.locator(".gpunb-cache-events tbody tr").count()
             assert events_after > events_before, (events_before, events_after)
             summary["after_reload"] = panel.inner_text()
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab-gpunb-dark.png"), full_page=True)
+
+            # click the float64 kernel in the panel: the notebook jumps to saxpy's cell
+            page.locator(".jp-Notebook .jp-Cell").first.click()
+            panel.locator(".gpunb-kernel-row").first.click()
+            page.wait_for_function(
+                "() => { const c = document.querySelector('.jp-Notebook .jp-Cell.jp-mod-active');"
+                " return c && c.innerText.includes('%%gpukernel'); }", timeout=30_000)
+
+            # the reloaded page shows the file's cells without outputs: inspect again
+            _run_cell(page, 2)
+            inspector = page.locator(".gpunb-inspector").first
+            inspector.wait_for(timeout=60_000)
             # dark theme: the panel's and the inspector's text is light on dark
             colours = page.evaluate("""() => {
               const cs = e => e && getComputedStyle(e);
@@ -287,21 +308,17 @@ def test_inspector_explorer_and_panel_in_jupyterlab(lab):
             }""")
             summary["dark_colours"] = colours
             assert colours["panel"][0] != colours["panel"][1], colours
-            if colours["pill"]:
-                assert colours["pill"][0] != colours["pill"][1], colours
-            page.screenshot(path=str(ARTIFACTS / "jupyterlab-gpunb-dark.png"), full_page=True)
-
-            # click the float64 kernel in the panel: the notebook jumps to saxpy's cell
-            page.locator(".jp-Notebook .jp-Cell").first.click()
-            panel.locator(".gpunb-kernel-row").first.click()
-            page.wait_for_function(
-                "() => { const c = document.querySelector('.jp-Notebook .jp-Cell.jp-mod-active');"
-                " return c && c.innerText.includes('%%gpukernel'); }", timeout=30_000)
+            assert colours["pill"] and colours["pill"][0] != colours["pill"][1], colours
+            inspector.screenshot(path=str(ARTIFACTS / "inspector-dark.png"))
 
             # a narrow window: the inspector's Source | PTX panes stack instead of overflowing
+            # (both sidebars collapsed, as one does in a narrow window: the notebook gets it all)
+            page.locator(".lm-TabBar-tab[title*='gpunb']").first.click()
+            left = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
+            if left.count():
+                left.first.click()
             page.set_viewport_size({"width": 640, "height": 1000})
             page.wait_for_timeout(1000)
-            inspector = page.locator(".gpunb-inspector").first
             inspector.scroll_into_view_if_needed()
             inspector.locator(".lm-TabBar-tab", has_text="PTX").click()
             page.wait_for_timeout(500)

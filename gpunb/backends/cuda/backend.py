@@ -54,6 +54,7 @@ class CudaBackend(Backend):
         """Stage.PTX: the optimised module as PTX; the cubin is linked by `link`."""
         from gpunb.backends.cuda.target import arch_string, emit_ptx, ptx_line_map
         from gpunb.compiler.pipeline import kernel_signature, slots_of
+        from gpunb.foundation.sources import debug_source_path
 
         ptx, llvm_ir = emit_ptx(str(builder.module), tuple(arch),
                                 opt=options.get("opt", True) is not False,
@@ -68,7 +69,7 @@ class CudaBackend(Backend):
             uses_barriers="barrier" in features,
             uses_dynamic_shared="dynamic_shared" in features,
             resources=ResourceUsage(shared_bytes=builder.shared_static_bytes),
-            line_map=ptx_line_map(ptx, typed.source.filename, llvm_ir),
+            line_map=ptx_line_map(ptx, debug_source_path(typed.source.filename), llvm_ir),
             source_file=typed.source.filename,
             first_line=typed.source.first_line, raise_sites=tuple(builder.raise_sites),
             links=tuple(builder.links))
