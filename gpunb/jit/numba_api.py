@@ -78,7 +78,7 @@ class Overload:
         return inspection.max_cooperative_blocks(self._spec, blockdim, int(dynsmemsize))
 
     def __repr__(self) -> str:
-        return f"<compiled {self._dispatcher.__name__}{self.signature}>"
+        return f"<compiled {self._dispatcher.__name__} {self.signature}>"
 
 
 def argument_types(args: tuple) -> tuple:
