@@ -234,17 +234,15 @@ def prepare_arguments(extensions: list, args: tuple, stream) -> tuple:
     return tuple(out), cleanups
 
 
-def rebuild_dispatcher(function_bytes: bytes, device: bool, target, signatures: list,
+def rebuild_dispatcher(cls, function_bytes: bytes, device: bool, target, signatures: list,
                        options: dict, extensions: list, specialized: bool):
-    """pickle's constructor for a Dispatcher: the Python function by value (as numba pickles
-    it, so local functions travel too), then a new dispatcher with the same options."""
+    """pickle's constructor for a Dispatcher (`cls`): the Python function by value (as numba
+    pickles it, so local functions travel too), then a new dispatcher with the same options."""
     import cloudpickle
 
-    from gpunb.jit.dispatcher import Dispatcher
-
     func = cloudpickle.loads(function_bytes)
-    dispatcher = Dispatcher(func, device=device, target=target, signatures=signatures,
-                            extensions=extensions, **options)
+    dispatcher = cls(func, device=device, target=target, signatures=signatures,
+                     extensions=extensions, **options)
     dispatcher._specialized = specialized
     return dispatcher
 
@@ -260,7 +258,8 @@ def reduce_dispatcher(dispatcher) -> tuple:
         raise pickle.PicklingError(
             f"pickling the GPU function '{dispatcher.__name__}' needs cloudpickle "
             "(pip install cloudpickle), which pickles Python functions by value") from None
-    return (rebuild_dispatcher, (cloudpickle.dumps(dispatcher.py_func), dispatcher.device,
+    return (rebuild_dispatcher, (type(dispatcher), cloudpickle.dumps(dispatcher.py_func),
+                                 dispatcher.device,
                                  dispatcher.requested_target,
                                  list(dispatcher.declared_signatures), dict(dispatcher.options),
                                  list(dispatcher.extensions), dispatcher.specialized))
