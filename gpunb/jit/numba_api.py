@@ -78,7 +78,7 @@ class Overload:
         return inspection.max_cooperative_blocks(self._spec, blockdim, int(dynsmemsize))
 
     def __repr__(self) -> str:
-        return f"<compiled {self._dispatcher.__name__}{self.signature}>"
+        return f"<compiled {self._dispatcher.__name__} {self.signature}>"
 
 
 def argument_types(args: tuple) -> tuple:
@@ -236,14 +236,13 @@ def prepare_arguments(extensions: list, args: tuple, stream) -> tuple:
 
 def rebuild_dispatcher(cls, function_bytes: bytes, device: bool, target, signatures: list,
                        options: dict, extensions: list, specialized: bool):
-    """pickle's constructor for a Dispatcher (`cls`, pickled by reference): the Python function
-    by value (as numba pickles it, so local functions travel too), then a new dispatcher with
-    the same options."""
+    """pickle's constructor for a Dispatcher (`cls`): the Python function by value (as numba
+    pickles it, so local functions travel too), then a new dispatcher with the same options."""
     import cloudpickle
 
     func = cloudpickle.loads(function_bytes)
     dispatcher = cls(func, device=device, target=target, signatures=signatures,
-                            extensions=extensions, **options)
+                     extensions=extensions, **options)
     dispatcher._specialized = specialized
     return dispatcher
 

@@ -366,6 +366,7 @@ def _add(a, b):
 
 
 def test_compile_ptx_reports_the_declared_return_type():
+    """a declared return type is the compiled function's return type (numba casts to it)"""
     from gpunb.cuda import int32
 
     _, return_type = cuda.compile_ptx(_add, int32(int32, int32), device=True)
@@ -373,6 +374,7 @@ def test_compile_ptx_reports_the_declared_return_type():
 
 
 def test_device_array_like_keeps_fortran_like_strides():
+    """numba-cuda's device_array_like keeps the stride order of a non-contiguous array"""
     view = np.asfortranarray(np.arange(60.0).reshape(3, 4, 5))[:, ::2, :]
     assert view.strides == (8, 48, 96) and not view.flags.f_contiguous
     assert cuda.device_array_like(view).strides == (8, 24, 48)
