@@ -107,7 +107,7 @@ class CpuBackend(Backend):
 
     def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
         """Stage.HOST_CODE: an object file for this host (and its assembly, for inspection)."""
-        from gpunb.backends.cpu.target import emit_object
+        from gpunb.backends.cpu.objects import emit_object
         from gpunb.compiler.pipeline import kernel_signature, slots_of
 
         target = builder.target

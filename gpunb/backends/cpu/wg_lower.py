@@ -340,7 +340,7 @@ class WorkGroupLowerer(FunctionLowerer):
         i.add_incoming(latch.add(i, ir.Constant(n.type, 1), flags=["nuw", "nsw"]), nxt)
         back = latch.branch(head)
         if not vectorize:
-            from gpunb.backends.cpu.target import NO_VECTORIZE
+            from gpunb.backends.cpu.objects import NO_VECTORIZE
 
             back.set_metadata("llvm.loop", self.mb.module.add_metadata(
                 [ir.MetaDataString(self.mb.module, NO_VECTORIZE)]))

@@ -1,0 +1,54 @@
+"""Host objects: a lowered CPU-target module -> optimised machine code (and its IR and assembly).
+
+Kept apart from target.py (the lowering hooks): this is the build step, the same for both
+execution modes, with the module-text rewrites LLVM's API cannot express (presplitcoroutine on a
+coroutine body, fast-math flags, loop metadata) and the host helpers bfloat16 needs.
+"""
+
+from __future__ import annotations
+
+from gpunb.backends.cpu.target import _llvm, host_target_machine
+
+NO_VECTORIZE = "gpunb.no_vectorize"
+
+
+def _loop_hints(module_text: str) -> str:
+    """Loops marked NO_VECTORIZE (wg_lower: thread loops whose memory accesses sit under a
+    per-thread condition) get `llvm.loop.vectorize.enable false`: the masked loads and stores
+    LLVM would vectorise them with are slower than the scalar loop on x86 (measured: a guarded
+    4M-element load 11x, saxpy's tail guard 7x on the 2-core AMD EPYC development machine).
+    llvmlite cannot write the self-referencing loop id, so it is written into the text here."""
+    import re
+
+    marker = re.compile(r'^(!\d+) = !\{ ?!"' + re.escape(NO_VECTORIZE) + r'" ?\}$', re.M)
+    if not marker.search(module_text):
+        return module_text
+    top = max(int(n) for n in re.findall(r"^!(\d+) = ", module_text, re.M)) + 1
+    module_text = marker.sub(lambda m: f"{m.group(1)} = distinct !{{{m.group(1)}, !{top}}}",
+                             module_text)
+    return module_text + f'\n!{top} = !{{!"llvm.loop.vectorize.enable", i1 false}}\n'
+
+
+def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: bool = True,
+                fastmath: bool = False) -> tuple[bytes, str, str]:
+    """Optimise and compile for the host. Returns (object file, optimised IR, assembly)."""
+    import re
+
+    llvm = _llvm()
+    if coroutine:
+        pattern = re.compile(r'(define internal ptr @"' + re.escape(body_symbol) + r'"\([^\n]*\))')
+        module_text = pattern.sub(r"\1 presplitcoroutine", module_text, count=1)
+    if fastmath:
+        module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
+    module_text = _loop_hints(module_text)
+    if "bfloat" in module_text:  # x86 calls these for -> bfloat16 (GCC 12's libgcc lacks them)
+        from gpunb.compiler.lowfloat import host_helpers_ir
+
+        module_text += "\n" + host_helpers_ir()
+    mod = llvm.parse_assembly(module_text)
+    mod.verify()
+    tm = host_target_machine()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3 if opt else (1 if coroutine else 0))
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return tm.emit_object(mod), str(mod), tm.emit_assembly(mod)
