@@ -73,6 +73,9 @@ def plan_workgroup(typed, debug: bool) -> tuple[WorkGroupPlan | None, str]:
     if Feature.GRID_SYNC in features:
         return None, "grid.sync() synchronises the whole grid"
     for callee in _callees(typed):
+        if callee.recursive:
+            return None, (f"the recursive device function '{callee.name}' is a real call, "
+                          "outside the block's thread loops")
         if Feature.BARRIER in callee.features:
             return None, f"a barrier inside the device function '{callee.name}'"
     plan = WorkGroupPlan(typed, debug)
