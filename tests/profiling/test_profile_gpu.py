@@ -42,14 +42,16 @@ def _event_gbps(n: int, x, y, out, iters: int = 20) -> float:
     cu, check = driver.cuda_driver(), driver.check
     start, end = check(cu.cuEventCreate(0), "e"), check(cu.cuEventCreate(0), "e")
     blocks = (n + 255) // 256
-    pk.saxpy[blocks, 256](out, x, y, np.float32(2.0))
-    check(cu.cuEventRecord(start, 0), "r")
-    for _ in range(iters):
+    best = float("inf")
+    for _ in range(3):  # the first pass may run before the GPU's clocks have risen
         pk.saxpy[blocks, 256](out, x, y, np.float32(2.0))
-    check(cu.cuEventRecord(end, 0), "r")
-    check(cu.cuEventSynchronize(end), "s")
-    ms = float(check(cu.cuEventElapsedTime(start, end), "t")) / iters
-    return 12.0 * n / (ms * 1e-3) / 1e9
+        check(cu.cuEventRecord(start, 0), "r")
+        for _ in range(iters):
+            pk.saxpy[blocks, 256](out, x, y, np.float32(2.0))
+        check(cu.cuEventRecord(end, 0), "r")
+        check(cu.cuEventSynchronize(end), "s")
+        best = min(best, float(check(cu.cuEventElapsedTime(start, end), "t")) / iters)
+    return 12.0 * n / (best * 1e-3) / 1e9
 
 
 def test_saxpy_achieved_bandwidth_matches_an_event_timed_measurement():
