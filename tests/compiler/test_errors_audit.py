@@ -346,7 +346,7 @@ def test_opt_zero_turns_optimisation_off_as_numba_cuda():
 
 def test_unknown_option_is_still_a_type_error_and_bad_target_a_value_error():
     with pytest.raises(TypeError, match="unknown option"):
-        cuda.jit(link=["x.cu"])(body)
+        cuda.jit(lunch_bounds=256)(body)  # a misspelt option
     with pytest.raises(ValueError, match="expected one of") as info:
         gpunb.set_target("gpu")  # <- bad set_target
     assert isinstance(info.value, gpunb.JitOptionError)
