@@ -57,69 +57,58 @@ def print_record_function(module: ir.Module) -> ir.Function:
     return fn
 
 
-def index_error_function(module: ir.Module) -> ir.Function:
-    """void gpunb_index_error(ctx, site, axis, index, extent): first error of a launch wins."""
-    name = "gpunb_index_error"
+def _first_error(module: ir.Module, name: str, params: list, code: int, fields) -> ir.Function:
+    """void name(ctx, site, ...): the first error of a launch wins the Status (a compare and
+    swap of its error code from 0); the winner stores the site, `fields(b, status, args)` and
+    its thread's ids. Cold and never inlined: the checks' fast paths stay small."""
     fn = module.globals.get(name)
     if fn is not None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, dm.i32, dm.i64, dm.i64]),
-                     name)
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, *params]), name)
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     fn.attributes.add("cold")
-    ctx, site, axis, index, extent = fn.args
+    ctx, site, *args = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
-    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, abi.ERROR_INDEX),
-                     "seq_cst", "seq_cst")
-    won = b.extract_value(pair, 1)
-    record = fn.append_basic_block("record")
-    done = fn.append_basic_block("done")
-    b.cbranch(won, record, done)
-    b.position_at_end(record)
-    so = abi.STATUS_OFFSETS
-    b.store(site, _field(b, status, so["site"]))
-    b.store(axis, _field(b, status, so["axis"]))
-    b.store(index, _field(b, status, so["index"]))
-    b.store(extent, _field(b, status, so["extent"]))
-    record_thread(b, ctx, status)
-    b.branch(done)
-    b.position_at_end(done)
-    b.ret_void()
-    return fn
-
-
-def warp_error_function(module: ir.Module) -> ir.Function:
-    """void gpunb_warp_error(ctx, site, mask, i32 how): a bad warp-collective mask (how 1: the
-    calling lane is not in it); the first error of a launch wins."""
-    name = "gpunb_warp_error"
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, dm.i32, dm.i32]), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    fn.attributes.add("cold")
-    ctx, site, mask, how = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
-    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, abi.ERROR_WARP_MASK),
+    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, code),
                      "seq_cst", "seq_cst")
     record = fn.append_basic_block("record")
     done = fn.append_basic_block("done")
     b.cbranch(b.extract_value(pair, 1), record, done)
     b.position_at_end(record)
-    so = abi.STATUS_OFFSETS
-    b.store(site, _field(b, status, so["site"]))
-    b.store(mask, _field(b, status, so["mask"]))
-    b.store(how, _field(b, status, so["count"]))
-    b.store(b.load(_field(b, ctx, abi.CTX_LANE), typ=dm.i32), _field(b, status, so["lane"]))
+    b.store(site, _field(b, status, abi.STATUS_OFFSETS["site"]))
+    fields(b, ctx, status, args)
     record_thread(b, ctx, status)
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
     return fn
+
+
+def index_error_function(module: ir.Module) -> ir.Function:
+    """void gpunb_index_error(ctx, site, axis, index, extent)."""
+    def fields(b, ctx, status, args):
+        so = abi.STATUS_OFFSETS
+        for key, value in zip(("axis", "index", "extent"), args, strict=True):
+            b.store(value, _field(b, status, so[key]))
+
+    return _first_error(module, "gpunb_index_error", [dm.i32, dm.i64, dm.i64],
+                        abi.ERROR_INDEX, fields)
+
+
+def warp_error_function(module: ir.Module) -> ir.Function:
+    """void gpunb_warp_error(ctx, site, mask, i32 how): a bad warp-collective mask (how 1: the
+    calling lane is not in it)."""
+    def fields(b, ctx, status, args):
+        so = abi.STATUS_OFFSETS
+        mask, how = args
+        b.store(mask, _field(b, status, so["mask"]))
+        b.store(how, _field(b, status, so["count"]))
+        b.store(b.load(_field(b, ctx, abi.CTX_LANE), typ=dm.i32), _field(b, status, so["lane"]))
+
+    return _first_error(module, "gpunb_warp_error", [dm.i32, dm.i32], abi.ERROR_WARP_MASK,
+                        fields)
 
 
 def record_thread(b: ir.IRBuilder, ctx, status) -> None:
@@ -134,27 +123,4 @@ def record_thread(b: ir.IRBuilder, ctx, status) -> None:
 
 def raise_function(module: ir.Module) -> ir.Function:
     """void gpunb_raise(ctx, site): the first raise of a launch records its site and thread."""
-    name = "gpunb_raise"
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32]), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    fn.attributes.add("cold")
-    ctx, site = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
-    pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, abi.ERROR_RAISE),
-                     "seq_cst", "seq_cst")
-    record = fn.append_basic_block("record")
-    done = fn.append_basic_block("done")
-    b.cbranch(b.extract_value(pair, 1), record, done)
-    b.position_at_end(record)
-    so = abi.STATUS_OFFSETS
-    b.store(site, _field(b, status, so["site"]))
-    record_thread(b, ctx, status)
-    b.branch(done)
-    b.position_at_end(done)
-    b.ret_void()
-    return fn
+    return _first_error(module, "gpunb_raise", [], abi.ERROR_RAISE, lambda *_: None)
