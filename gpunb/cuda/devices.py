@@ -122,12 +122,12 @@ class _DeviceList:
         return len(_gpu_list()) if _on_gpu() else 1
 
     def __getitem__(self, number: int) -> _DeviceEntry:
+        if _on_gpu():  # runtime/devices checks the number against the driver's devices
+            return _DeviceEntry(_gpu_list()[number].id)
         number = int(number)
-        if number < 0:
-            number += len(self)
-        if not 0 <= number < len(self):
-            raise IndexError(f"cuda.gpus[{number}]: {len(self)} device(s) available")
-        return _DeviceEntry(number)
+        if number not in (0, -1):
+            raise IndexError(f"cuda.gpus[{number}]: the CPU target has one device, number 0")
+        return _DeviceEntry(0)
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
