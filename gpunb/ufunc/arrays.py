@@ -119,3 +119,23 @@ def is_scalar(value) -> bool:
 __all__ = ["as_device_array", "as_device_result", "broadcast_shapes", "broadcast_to", "empty",
            "is_device_array", "is_scalar", "on_target", "scalar_dtype", "strided_view",
            "to_host"]
+
+
+def cast_inputs(values: list, loop: tuple, name: str, scalars: dict | None = None) -> list:
+    """The inputs of a ufunc or gufunc call in the dtypes of the loop chosen for them: scalars
+    (by position in `scalars`) become that dtype's numpy scalar, host arrays are cast, and a
+    device array of another dtype is refused (device arrays have no .astype())."""
+    out = []
+    for k, (value, dtype) in enumerate(zip(values, loop, strict=True)):
+        if scalars and k in scalars:
+            out.append(dtype.type(value))
+        elif value.dtype == dtype:
+            out.append(value)
+        elif isinstance(value, np.ndarray):
+            out.append(value.astype(dtype))
+        else:
+            raise TypeError(f"argument {k + 1} of '{name}' is a device array of {value.dtype}; "
+                            f"the loop chosen takes {dtype}: a compatible signature is possible "
+                            "by casting but a device array does not support .astype() - convert "
+                            "it first, or declare a loop for its dtype")
+    return out

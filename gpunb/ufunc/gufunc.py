@@ -105,7 +105,7 @@ class GUFunc:
         loop_dims, core_shapes = self._schedule(inputs)
         loop = self._select(inputs, outputs)
         out_dtypes, argtypes = self._loops[loop]
-        inputs = _cast_inputs(inputs, loop, self.__name__)
+        inputs = arrays.cast_inputs(inputs, loop, self.__name__)
         out_cores = [tuple(core_shapes[name] for name in group) for group in self.outputsig]
         loop_dims = _fit_outputs(loop_dims, out_cores, outputs)
         out_shapes = [loop_dims + core for core in out_cores]
@@ -283,21 +283,6 @@ def _by_value(loops, dtypes: list, scalars: dict):
                else np.can_cast(dtypes[k], formal, "safe") for k, formal in enumerate(loop)):
             return loop
     return None
-
-
-def _cast_inputs(inputs: list, loop: tuple, name: str) -> list:
-    out = []
-    for k, (value, dtype) in enumerate(zip(inputs, loop, strict=True)):
-        if value.dtype == dtype:
-            out.append(value)
-        elif isinstance(value, np.ndarray):
-            out.append(value.astype(dtype))
-        else:
-            raise TypeError(f"argument {k + 1} of '{name}' is a device array of {value.dtype}; "
-                            f"the loop chosen takes {dtype}: compatible signature is possible by "
-                            "casting but a device array does not support .astype() - convert it "
-                            "first")
-    return out
 
 
 def _names(dtypes) -> str:

@@ -135,7 +135,7 @@ class UFunc:
         dtypes = [arrays.scalar_dtype(v) if k in scalars else np.dtype(v.dtype)
                   for k, v in enumerate(values)]
         loop, out_dtype = self._loop_for(dtypes, scalars)
-        values = _cast_inputs(values, scalars, loop, self.__name__)
+        values = arrays.cast_inputs(values, loop, self.__name__, scalars)
         shape = arrays.broadcast_shapes([v.shape for k, v in enumerate(values)
                                          if k not in scalars])
         if out is not None:
@@ -230,23 +230,6 @@ def _normalise(args: tuple, target: str) -> tuple:
             else:
                 values.append(array)
     return values, scalars, any_device
-
-
-def _cast_inputs(values: list, scalars: dict, loop: tuple, name: str) -> list:
-    out = []
-    for k, (value, dtype) in enumerate(zip(values, loop, strict=True)):
-        if k in scalars:
-            out.append(dtype.type(value))
-        elif value.dtype == dtype:
-            out.append(value)
-        elif isinstance(value, np.ndarray):
-            out.append(value.astype(dtype))
-        else:
-            raise TypeError(f"argument {k + 1} of '{name}' is a device array of {value.dtype}; "
-                            f"the loop chosen takes {dtype}: a compatible signature is possible "
-                            "by casting but a device array does not support .astype() - convert "
-                            "it first, or declare a loop for its dtype")
-    return out
 
 
 def _check_out(out, shape: tuple, out_dtype: np.dtype, target: str, name: str):
