@@ -60,10 +60,13 @@ class GpuMagics(Magics):
                 raise
 
         if options.sanitize:  # run live, then replay the launches under compute-sanitizer
-            from gpunb.profiling.api import capture, sanitize_snapshot
+            from gpunb.profiling.api import capture_failure, sanitize_snapshot
 
-            result, snapshot, _ = capture(run)
-            display(sanitize_snapshot(snapshot, options.sanitize))
+            # a cell that crashed (an illegal address) still shows where, then fails
+            result, snapshot, failure = capture_failure(run)
+            display(sanitize_snapshot(snapshot, options.sanitize, failure=failure))
+            if failure is not None:
+                raise failure
         else:
             result = run()
         if options.show:

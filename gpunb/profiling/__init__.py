@@ -1,6 +1,7 @@
 """Profiles of kernel launches (timings, bytes, flops, occupancy) and replays of them in a child
 process under Nsight Compute or compute-sanitizer. Public as `gpunb.profile`,
-`gpunb.last_profile` and `gpunb.sanitize`; the modules load on first use."""
+`gpunb.last_profile` and `gpunb.sanitize` (and `gpunb.profiling.sanitize_launch`); the modules
+load on first use."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ def __getattr__(name: str):
 
     where = {"profile": "session", "last_profile": "session", "ProfileSession": "session",
              "Profile": "records", "LaunchRecord": "records", "sanitize": "api",
-             "SanitizerReport": "sanitizer", "NcuReport": "ncu"}.get(name)
+             "sanitize_launch": "api", "SanitizerReport": "sanitizer",
+             "NcuReport": "ncu"}.get(name)
     if where is None:
         raise AttributeError(f"module 'gpunb.profiling' has no attribute {name!r}")
     return getattr(importlib.import_module(f"gpunb.profiling.{where}"), name)

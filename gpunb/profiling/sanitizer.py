@@ -4,6 +4,13 @@ parsed into findings at the kernel's source lines (the replay's cubin carries li
 compute-sanitizer names the file's base name and line (`at race__float321+0xd0 in cell.py:5`),
 the thread and block, and for races the other access; the findings keep that and the snapshot's
 source files turn a base name back into the file or cell it came from.
+
+What each tool sees (NVIDIA's Compute Sanitizer guide): memcheck, out-of-bounds and misaligned
+global, local and shared accesses; racecheck, hazards on shared memory only (never global
+memory); synccheck, divergent `syncthreads()` and a `syncwarp` whose mask leaves out a calling
+lane (not lanes named in the mask that never arrive); initcheck, reads of memory never written -
+global by default, shared too with `--initcheck-address-space all` (compute-sanitizer 2025.4 and
+later; older ones check global memory only, and the report's notes say so).
 """
 
 from __future__ import annotations
@@ -16,12 +23,22 @@ from gpunb.profiling import tools
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 _PREFIX = re.compile(r"^=+ ?")
-_AT = re.compile(r"at (\S+?)\+0x([0-9a-f]+) in (.+?):(\d+)\s*$")
+# the kernel may be a demangled C++ prototype with spaces: `at k(const int *, int)+0x200 in f.cu:9`
+_AT = re.compile(r"at (.+?)\+0x([0-9a-f]+) in (.+?):(\d+)\s*$")
 _THREAD = re.compile(r"by thread \(([\d,]+)\) in block \(([\d,]+)\)")
-_RACE_SIDE = re.compile(r"(Read|Write) Thread \(([\d,]+)\) at (\S+?)\+0x([0-9a-f]+) in (.+?):(\d+)")
+_RACE_SIDE = re.compile(r"(Read|Write) Thread \(([\d,]+)\) at (.+?)\+0x([0-9a-f]+) in (.+?):(\d+)")
 _HAZARD = re.compile(r"(?:Error|Warning): .*?(RAW|WAR|WAW) hazard")
 _BLOCK = re.compile(r"in block \(([\d,]+)\)")
 _SUMMARY = re.compile(r"(ERROR|RACECHECK) SUMMARY: (.+)")
+# the first line of a report: memcheck's invalid accesses and hardware exceptions, synccheck's
+# "Barrier error detected. ...", initcheck's "Uninitialized __shared__ memory read ...", and the
+# host side of a failed kernel ("Program hit CUDA_ERROR_LAUNCH_FAILED ...")
+_STARTS = ("Invalid ", "Barrier error", "Uninitialized", "Divergent", "Program hit", "Error:",
+           "Warning:", "Race reported", "Out-of-range", "Misaligned", "Illegal",
+           "Potential invalid", "Warpgroup MMA")
+# compute-sanitizer older than 2025.4 does not know initcheck's address-space option
+_REPLAY_FAILED = re.compile(r"gpunb replay: launch \d+ \(.*?\) failed: .*")
+_UNKNOWN_OPTION = re.compile(r"unrecogni[sz]ed option|unknown option", re.IGNORECASE)
 
 
 @dataclass
@@ -64,6 +81,7 @@ class SanitizerReport:
     findings: list = field(default_factory=list)
     summary: str = ""
     error: str = ""
+    notes: list = field(default_factory=list)  # what the run could not check, and why
 
     @property
     def clean(self) -> bool:
@@ -71,15 +89,17 @@ class SanitizerReport:
 
     def to_json(self) -> dict:
         return {"tool": self.tool, "summary": self.summary, "error": self.error,
-                "findings": [f.__dict__ for f in self.findings]}
+                "notes": list(self.notes), "findings": [f.__dict__ for f in self.findings]}
 
     def text(self) -> str:
+        notes = [f"  note: {note}" for note in self.notes]
         if self.error:
-            return f"compute-sanitizer {self.tool}: {self.error}"
+            return "\n".join([f"compute-sanitizer {self.tool}: {self.error}", *notes])
         if not self.findings:
             found = self.summary or "0 errors"
-            return f"compute-sanitizer {self.tool}: no problems found ({found})"
-        return "\n".join([f"compute-sanitizer {self.tool}: {self.summary}"]
+            return "\n".join([f"compute-sanitizer {self.tool}: no problems found ({found})",
+                              *notes])
+        return "\n".join([f"compute-sanitizer {self.tool}: {self.summary}", *notes]
                          + [f"  {f.text()}" for f in self.findings])
 
     def html(self) -> str:
@@ -127,8 +147,7 @@ def parse_text(output: str, tool: str) -> SanitizerReport:
             current = Finding(tool, f"{hazard.group(1)} hazard",
                               block=block.group(1) if block else "")
             continue
-        if line.startswith(("Invalid ", "Barrier error", "Uninitialized", "Divergent",
-                            "Program hit", "Error:", "Warning:", "Race reported")) \
+        if line.startswith(_STARTS) \
                 and "Host Frame" not in line:
             close()
             current = Finding(tool, line.rstrip(":").strip())
@@ -165,19 +184,50 @@ def parse_text(output: str, tool: str) -> SanitizerReport:
     return report
 
 
-def run_sanitizer(directory: Path, tool: str, timeout: float = 300.0) -> SanitizerReport:
-    """Replay the snapshot in `directory` under compute-sanitizer --tool TOOL."""
+def sanitizer_options(tool: str, shared_initcheck: bool = True) -> list:
+    """compute-sanitizer's options for `tool` (before the child's command line): one line per
+    finding without host backtraces, every finding printed, racecheck's per-hazard reports and
+    initcheck on shared memory as well as global memory."""
     if tool not in TOOLS:
         raise tools.ReplayError(f"--sanitize {tool}: expected one of {', '.join(TOOLS)}")
-    sanitizer = tools.require_tool("compute-sanitizer")
-    argv = [sanitizer, "--tool", tool, "--show-backtrace", "no", "--print-limit", "1000"]
+    argv = ["--tool", tool, "--show-backtrace", "no", "--print-limit", "1000"]
     if tool == "racecheck":
         argv += ["--racecheck-report", "hazard"]
-    proc = tools.run_tool([*argv, *tools.replay_command(directory)], "compute-sanitizer",
+    if tool == "initcheck" and shared_initcheck:
+        argv += ["--initcheck-address-space", "all"]
+    return argv
+
+
+def sanitizer_command(directory: Path, tool: str, sanitizer: str = "compute-sanitizer",
+                      shared_initcheck: bool = True) -> list:
+    """The whole command line: compute-sanitizer, its options, then the replay child."""
+    return [sanitizer, *sanitizer_options(tool, shared_initcheck),
+            *tools.replay_command(directory)]
+
+
+def run_sanitizer(directory: Path, tool: str, timeout: float = 300.0) -> SanitizerReport:
+    """Replay the snapshot in `directory` under compute-sanitizer --tool TOOL."""
+    sanitizer_options(tool)  # an unknown tool fails before the tool is looked for
+    sanitizer = tools.require_tool("compute-sanitizer")
+    proc = tools.run_tool(sanitizer_command(directory, tool, sanitizer), "compute-sanitizer",
                           timeout)
     output = proc.stdout + "\n" + proc.stderr
+    notes = []
+    if tool == "initcheck" and _UNKNOWN_OPTION.search(output):
+        notes.append("this compute-sanitizer checks global memory only (shared memory needs "
+                     "compute-sanitizer 2025.4 or later: pip install -U "
+                     "nvidia-cuda-sanitizer-api)")
+        proc = tools.run_tool(sanitizer_command(directory, tool, sanitizer, False),
+                              "compute-sanitizer", timeout)
+        output = proc.stdout + "\n" + proc.stderr
     (directory / f"sanitizer_{tool}.txt").write_text(output)
     report = parse_text(output, tool)
+    report.notes = notes
+    failed = _REPLAY_FAILED.search(output)
+    if failed and not report.findings:  # a launch that failed for no reason the tool reports
+        report.error = failed.group(0).strip()
+    elif failed:
+        report.notes.append(failed.group(0).strip())
     if not report.summary and proc.returncode not in (0, 3):
         report.error = tools.last_error_line(output)
     return report

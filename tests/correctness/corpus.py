@@ -3,9 +3,11 @@
 Each Case holds kernel source text (one `def kernel(...)`), a launch (grid, block, arguments as
 plain specs), the kind of report the bug must give and, in the source, `# BUG` on each line the
 report must name. `fixed` is the same kernel with the bug removed: it must give no report. The
-CPU target's checks run these in tests/correctness/test_corpus.py; a GPU sanitizer can run the
-same cases (kinds map to compute-sanitizer tools: race -> racecheck, oob -> memcheck,
-warp/barrier -> synccheck).
+CPU target's checks run these in tests/correctness/test_corpus.py. On a GPU,
+tests/correctness/test_corpus_gpu.py runs each under the compute-sanitizer tool its kind maps to
+(SANITIZER_TOOLS: race -> racecheck, oob -> memcheck, warp and barrier -> synccheck, init ->
+initcheck); a case whose bug that tool cannot see on the GPU says why in `no_gpu` (one of the
+reasons below, each checked against what NVIDIA documents or what ptxas makes of the kernel).
 
 Argument specs: ("zeros", shape, dtype), ("arange", n, dtype), ("scalar", value).
 Kinds: "race" (gpunb.RaceError), "oob" (KernelIndexError), "warp" (WarpMaskError),
@@ -29,9 +31,40 @@ class Case:
     grid: int | tuple
     block: int | tuple
     args: tuple
+    no_gpu: str = ""  # why compute-sanitizer cannot report this bug on a GPU ("" : it can)
 
     def bug_lines(self) -> set:
         return {k + 1 for k, line in enumerate(self.source.splitlines()) if "# BUG" in line}
+
+    @property
+    def sanitizer(self) -> str | None:
+        """The compute-sanitizer tool that checks this case's kind (None: no tool does)."""
+        return SANITIZER_TOOLS[self.kind]
+
+
+# which compute-sanitizer tool checks each kind of bug
+SANITIZER_TOOLS = {"race": "racecheck", "oob": "memcheck", "warp": "synccheck",
+                   "barrier": "synccheck", "init": "initcheck", "value": None}
+
+# Why a case's bug has no GPU-detectable equivalent: NVIDIA's Compute Sanitizer guide for the
+# tools' scopes, the PTX and SASS (ptxas -arch=sm_90, nvdisasm) for what the kernel became.
+GLOBAL_RACE = ("racecheck checks shared memory only; a race on global memory is not reported "
+               "(the CPU target's racecheck finds it)")
+LOCAL_IN_REGISTERS = ("the 4-element local array lives in registers and the store past its end "
+                      "is dropped by the optimiser (no st.local in the PTX): there is no memory "
+                      "access for memcheck to check")
+TUPLE_IN_STACK = ("the tuple is a 24-byte local-memory array; index 5 reads inside the "
+                  "thread's stack frame, which memcheck does not flag")
+MASK_LANES_MISSING = ("synccheck does not detect lanes named in the mask that never reach the "
+                      "collective (NVIDIA's guide says so for __syncwarp; ptxas emits the vote "
+                      "or WARPSYNC.ALL with no mask check)")
+SHFL_NO_WARPSYNC = ("ptxas compiles a shuffle with a constant mask to a plain SHFL with no "
+                    "WARPSYNC, so synccheck has no barrier to check the mask of")
+IF_CONVERTED = ("ptxas if-converts the branch: every lane executes the shuffle and the barrier "
+                "together, so the GPU run is well defined and nothing is reported")
+PYTHON_EXCEPTION = ("a Python exception raised in the kernel is no memory or synchronisation "
+                    "error: no compute-sanitizer tool reports it (on a GPU, "
+                    "@cuda.jit(debug=True) raises it)")
 
 
 def make_args(specs: tuple) -> list:
@@ -141,14 +174,14 @@ def kernel(out, x):
     s = cuda.shared.array(1, float32)
     t = cuda.threadIdx.x
     if t == 0:
-        s[0] = x[0] * 2  # BUG
+        s[0] = x[0] + 1  # BUG
     out[t] = s[0]  # BUG
 """, """
 def kernel(out, x):
     s = cuda.shared.array(1, float32)
     t = cuda.threadIdx.x
     if t == 0:
-        s[0] = x[0] * 2
+        s[0] = x[0] + 1
     cuda.syncthreads()
     out[t] = s[0]
 """, 1, 64, (F32_64, X64)),
@@ -253,7 +286,8 @@ def kernel(hist, x):
     i = cuda.grid(1)
     if i < x.size:
         cuda.atomic.add(hist, int(x[i]) % 4, 1)
-""", 2, 32, (("zeros", 4, "int32"), X64)),
+""", 2, 32, (("zeros", 4, "int32"), X64),
+         no_gpu=GLOBAL_RACE),
     Case("blocks_write_one_element", "race", """
 def kernel(out):
     out[0] = cuda.blockIdx.x  # BUG
@@ -261,14 +295,16 @@ def kernel(out):
 def kernel(out):
     if cuda.threadIdx.x == 0:
         out[cuda.blockIdx.x] = cuda.blockIdx.x
-""", 4, 1, (I32_64,)),
+""", 4, 1, (I32_64,),
+         no_gpu=GLOBAL_RACE),
     Case("counter_plain_increment", "race", """
 def kernel(count):
     count[0] = count[0] + 1  # BUG
 """, """
 def kernel(count):
     cuda.atomic.add(count, 0, 1)
-""", 2, 32, (("zeros", 1, "int32"),)),
+""", 2, 32, (("zeros", 1, "int32"),),
+         no_gpu=GLOBAL_RACE),
     Case("atomic_and_plain_store_mix", "race", """
 def kernel(out):
     t = cuda.threadIdx.x
@@ -283,7 +319,8 @@ def kernel(out):
         cuda.atomic.add(out, 0, 100)
     else:
         cuda.atomic.add(out, 0, 1)
-""", 1, 32, (("zeros", 1, "int32"),)),
+""", 1, 32, (("zeros", 1, "int32"),),
+         no_gpu=GLOBAL_RACE),
     Case("in_place_stencil", "race", """
 def kernel(out, x):
     i = cuda.grid(1)
@@ -294,7 +331,8 @@ def kernel(out, x):
     i = cuda.grid(1)
     if 0 < i < x.size - 1:
         out[i] = (x[i - 1] + x[i + 1]) / 2
-""", 2, 32, (F32_64, X64)),
+""", 2, 32, (F32_64, X64),
+         no_gpu=GLOBAL_RACE),
     Case("cross_block_neighbour_read", "race", """
 def kernel(out):
     i = cuda.grid(1)
@@ -305,7 +343,8 @@ def kernel(out):
 def kernel(out):
     i = cuda.grid(1)
     out[i] = i
-""", 2, 32, (F32_64,)),
+""", 2, 32, (F32_64,),
+         no_gpu=GLOBAL_RACE),
     # ---- out-of-bounds ----------------------------------------------------------------------
     Case("read_far_out_of_bounds", "oob", """
 def kernel(out, x):
@@ -389,7 +428,8 @@ def kernel(out):
     for k in range(4):
         tmp[k] = k
     out[t] = tmp[0]
-""", 1, 32, (F32_64,)),
+""", 1, 32, (F32_64,),
+         no_gpu=LOCAL_IN_REGISTERS),
     Case("atomic_out_of_bounds", "oob", """
 def kernel(hist, x):
     i = cuda.grid(1)
@@ -407,7 +447,8 @@ def kernel(out, j):
 def kernel(out, j):
     weights = (1.0, 2.0, 3.0)
     out[0] = weights[j % 3]
-""", 1, 1, (F32_64, ("scalar", 5))),
+""", 1, 1, (F32_64, ("scalar", 5)),
+         no_gpu=TUPLE_IN_STACK),
     Case("grid_stride_one_too_far", "oob", """
 def kernel(out):
     start = cuda.grid(1)
@@ -432,7 +473,8 @@ def kernel(out):
     lane = cuda.laneid
     if lane < 16:
         out[lane] = cuda.ballot_sync(0x0000FFFF, True)
-""", 1, 32, (I32_64,)),
+""", 1, 32, (I32_64,),
+         no_gpu=MASK_LANES_MISSING),
     Case("shfl_mask_without_caller", "warp", """
 def kernel(out):
     lane = cuda.laneid
@@ -441,7 +483,8 @@ def kernel(out):
 def kernel(out):
     lane = cuda.laneid
     out[lane] = cuda.shfl_sync(0xFFFFFFFF, lane, 0)
-""", 1, 32, (I32_64,)),
+""", 1, 32, (I32_64,),
+         no_gpu=SHFL_NO_WARPSYNC),
     Case("shfl_down_in_branch_then_barrier", "warp", """
 def kernel(out):
     lane = cuda.laneid
@@ -456,7 +499,8 @@ def kernel(out):
     v = cuda.shfl_down_sync(0xFFFFFFFF, lane, 1)
     cuda.syncthreads()
     out[lane] = v
-""", 1, 32, (I32_64,)),
+""", 1, 32, (I32_64,),
+         no_gpu=IF_CONVERTED),
     Case("syncwarp_full_mask_in_branch", "warp", """
 def kernel(out):
     lane = cuda.laneid
@@ -471,7 +515,8 @@ def kernel(out):
         out[lane] = 1
         cuda.syncwarp(0x000000FF)
     cuda.syncthreads()
-""", 1, 32, (I32_64,)),
+""", 1, 32, (I32_64,),
+         no_gpu=MASK_LANES_MISSING),
     # ---- barriers -----------------------------------------------------------------------------
     Case("barrier_in_divergent_branch", "barrier", """
 def kernel(out):
@@ -557,5 +602,6 @@ def kernel(out, step):
     for k in range(0, 10, max(step, 1)):
         acc += k
     out[0] = acc
-""", 1, 1, (I32_64, ("scalar", 0))),
+""", 1, 1, (I32_64, ("scalar", 0)),
+         no_gpu=PYTHON_EXCEPTION),
 ]
