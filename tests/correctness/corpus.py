@@ -60,8 +60,6 @@ MASK_LANES_MISSING = ("synccheck does not detect lanes named in the mask that ne
                       "or WARPSYNC.ALL with no mask check)")
 SHFL_NO_WARPSYNC = ("ptxas compiles a shuffle with a constant mask to a plain SHFL with no "
                     "WARPSYNC, so synccheck has no barrier to check the mask of")
-IF_CONVERTED = ("ptxas if-converts the branch: every lane executes the shuffle and the barrier "
-                "together, so the GPU run is well defined and nothing is reported")
 PYTHON_EXCEPTION = ("a Python exception raised in the kernel is no memory or synchronisation "
                     "error: no compute-sanitizer tool reports it (on a GPU, "
                     "@cuda.jit(debug=True) raises it)")
@@ -500,7 +498,7 @@ def kernel(out):
     cuda.syncthreads()
     out[lane] = v
 """, 1, 32, (I32_64,),
-         no_gpu=IF_CONVERTED),
+         no_gpu=MASK_LANES_MISSING),
     Case("syncwarp_full_mask_in_branch", "warp", """
 def kernel(out):
     lane = cuda.laneid

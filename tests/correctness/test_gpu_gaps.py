@@ -49,7 +49,7 @@ def _sass(name: str, tmp_path) -> list:
 
 def test_every_gap_names_one_of_the_checked_reasons():
     reasons = {corpus.GLOBAL_RACE, corpus.LOCAL_IN_REGISTERS, corpus.TUPLE_IN_STACK,
-               corpus.MASK_LANES_MISSING, corpus.SHFL_NO_WARPSYNC, corpus.IF_CONVERTED,
+               corpus.MASK_LANES_MISSING, corpus.SHFL_NO_WARPSYNC,
                corpus.PYTHON_EXCEPTION}
     assert {c.no_gpu for c in corpus.CASES if c.no_gpu} == reasons
 
@@ -76,12 +76,15 @@ def test_the_half_warp_ballot_is_a_vote_without_a_mask_check(tmp_path):
     assert not any("WARPSYNC" in line and ".ALL" not in line for line in sass), sass
 
 
-def test_the_shuffle_in_a_branch_runs_on_every_lane(tmp_path):
+def test_the_full_mask_collectives_in_a_branch_sync_lanes_that_never_arrive(tmp_path):
+    """WARPSYNC.ALL (or a bare VOTE) inside the branch that only some lanes take: the case
+    synccheck does not detect."""
     sass = _sass("shfl_down_in_branch_then_barrier", tmp_path)
-    shuffles = [line for line in sass if "SHFL.DOWN" in line]
-    assert shuffles and not any(line.startswith("@") for line in shuffles), sass
-    # no conditional branch: the lanes never split (the unconditional BRA after EXIT is padding)
-    assert not any(line.startswith("@") and "BRA" in line for line in sass), sass
+    branch = next(k for k, line in enumerate(sass) if line.startswith("@") and "BRA" in line)
+    shuffle = next(k for k, line in enumerate(sass) if line.startswith("SHFL.DOWN"))
+    assert branch < shuffle and sass[shuffle - 1] == "WARPSYNC.ALL", sass
+    sass = _sass("syncwarp_full_mask_in_branch", tmp_path)
+    assert "WARPSYNC.ALL" in sass and not any("WARPSYNC 0x" in line for line in sass), sass
 
 
 def test_the_checked_barrier_cases_keep_a_predicated_barrier(tmp_path):
