@@ -105,6 +105,7 @@ def test_sticky_error_names_the_kernel_and_reset_recovers(fake_cuda):
         assert "context is lost" in message and "gpunb.cuda.reset()" in hint
         assert "restarting the Python process" in hint
         assert "debug=True" in hint and "--sanitize memcheck" in hint
+        assert "sanitize_launch(kernel[grid, block]" in hint and "Kernel > Restart" in hint
         loads = len([c for c in fake_cuda.calls if c[0] == "cuModuleLoadData"])
         cuda.reset()
         names = [c[0] for c in fake_cuda.calls]

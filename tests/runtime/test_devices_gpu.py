@@ -85,6 +85,65 @@ def test_illegal_address_then_reset_then_launches_work():
     assert "RECOVERED" in done.stdout
 
 
+# After the crash, the two other ways back NVIDIA's driver API offers inside one process: a
+# new (non-primary) context, and dropping every retain of the primary context before retaining
+# it again. Each is used once (allocate, free, synchronize) and prints what it got.
+OTHER_ROUTES_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import gpunb
+    from gpunb import cuda
+    from gpunb.backends.cuda import driver
+
+    gpunb.set_target("cuda")
+
+    @cuda.jit
+    def wild_write(out, far):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i + far] = 1.0
+
+    out = cuda.device_array(256, np.float32)
+    wild_write[1, 256](out, 1 << 40)
+    cu = driver.cuda_driver()
+    print("SYNC:", cu.cuCtxSynchronize()[0].name)
+    device = cu.cuDeviceGet(0)[1]
+
+    def use():
+        err, ptr = cu.cuMemAlloc(256)
+        if err:
+            return err.name
+        return (cu.cuMemFree(ptr)[0] or cu.cuCtxSynchronize()[0]).name
+
+    err, ctx = cu.cuCtxCreate(None, 0, device)
+    print("NEW CONTEXT:", err.name if err else use())
+    for _ in range(64):  # gpunb's retain and any other: down to zero
+        if cu.cuDevicePrimaryCtxRelease(device)[0]:
+            break
+    err, primary = cu.cuDevicePrimaryCtxRetain(device)
+    if not err:
+        err = cu.cuCtxSetCurrent(primary)[0]
+    print("PRIMARY AFTER RELEASE:", err.name if err else use())
+""")
+
+
+def test_no_other_in_process_route_after_a_sticky_error():
+    """NVIDIA documents sticky errors as leaving the PROCESS inconsistent ("to continue using
+    CUDA, the process must be terminated and relaunched"), which is what reset()'s message
+    says. This checks that neither other route works on this driver; if one ever does,
+    reset() should take it (and this test says which)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", OTHER_ROUTES_SCRIPT], capture_output=True,
+                          text=True, timeout=300, env=env)
+    print(done.stdout, done.stderr[-2000:])
+    results = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    assert results.get("SYNC") in ("CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED"), \
+        done.stdout + done.stderr
+    for route in ("NEW CONTEXT", "PRIMARY AFTER RELEASE"):
+        assert route in results, done.stdout + done.stderr
+        assert results[route] != "CUDA_SUCCESS", f"{route} works after a sticky error on " \
+            "this driver: gpunb.cuda.reset() should use it"
+
+
 @cuda.jit
 def saxpy(out, x, y, a):
     i = cuda.grid(1)

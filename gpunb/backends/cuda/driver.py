@@ -417,15 +417,20 @@ STICKY_ERRORS = frozenset({
     "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_TRAP",
 })
 
-_LOST = ("the CUDA context was lost: every later CUDA call fails with the same error. "
-         "gpunb.cuda.reset() tries a fresh context without restarting Python (device arrays made "
-         "before it are gone: copy your inputs to the GPU again), but most NVIDIA drivers keep the "
-         "process's GPU broken after a crashed kernel (seen on the H100's driver 580): reset() "
-         "then says so, and restarting the Python process (the notebook's kernel) is the way out")
-_FIND = ("To find the bug: launch with @cuda.jit(debug=True) (bounds checks and exceptions on "
-         "the GPU), run the cell with %%gpukernel --sanitize memcheck, or run the kernel on the "
-         "CPU target (gpunb.set_target('cpu')), where every out-of-bounds access is reported "
-         "with its line")
+_LOST = ("the CUDA context was lost: every later CUDA call fails with the same error. NVIDIA "
+         "documents these errors as leaving the whole process unusable for CUDA (\"the process "
+         "must be terminated and relaunched\"); gpunb.cuda.reset() still tries a fresh context "
+         "and says at once when the driver refuses, as the H100's driver 580 does. Then the way "
+         "out is restarting the Python process (in Jupyter: Kernel > Restart) and running the "
+         "cells again; first save what you need to disk (device arrays are gone already; numpy "
+         "arrays and other Python state go with the restart)")
+_FIND = ("To find the bug without crashing again: run the kernel on the CPU target "
+         "(gpunb.set_target('cpu') or @cuda.jit(target='cpu')), where every out-of-bounds "
+         "access is reported with its line, or check the launch with "
+         "gpunb.profiling.sanitize_launch(kernel[grid, block], *args, tool='memcheck'), which "
+         "runs it only in a child process under compute-sanitizer (%%gpukernel --sanitize "
+         "memcheck runs the cell here first, then replays it); @cuda.jit(debug=True) checks "
+         "bounds on the GPU")
 _RESTART = _LOST + ". " + _FIND
 
 HINTS = {
