@@ -60,6 +60,11 @@ MASK_LANES_MISSING = ("synccheck does not detect lanes named in the mask that ne
                       "or WARPSYNC.ALL with no mask check)")
 SHFL_NO_WARPSYNC = ("ptxas compiles a shuffle with a constant mask to a plain SHFL with no "
                     "WARPSYNC, so synccheck has no barrier to check the mask of")
+RACE_AFTER_LAST_BARRIER = ("measured on an H100 (2026-11-24): compute-sanitizer 2025.3's "
+                           "racecheck reported no hazard, though the SASS has thread 63's STS and "
+                           "thread 0's LDS of s[0] after the last BAR.SYNC with no barrier "
+                           "between; it appears not to check accesses after a block's last "
+                           "barrier (the CPU target's racecheck finds it)")
 PYTHON_EXCEPTION = ("a Python exception raised in the kernel is no memory or synchronisation "
                     "error: no compute-sanitizer tool reports it (on a GPU, "
                     "@cuda.jit(debug=True) raises it)")
@@ -272,7 +277,7 @@ def kernel(out, x):
     cuda.syncthreads()
     if t == 0:
         out[0] = s[0]
-""", 1, 64, (F32_64, X64)),
+""", 1, 64, (F32_64, X64), no_gpu=RACE_AFTER_LAST_BARRIER),
     # ---- global-memory races --------------------------------------------------------------
     Case("histogram_not_atomic", "race", """
 def kernel(hist, x):

@@ -50,7 +50,7 @@ def _sass(name: str, tmp_path) -> list:
 def test_every_gap_names_one_of_the_checked_reasons():
     reasons = {corpus.GLOBAL_RACE, corpus.LOCAL_IN_REGISTERS, corpus.TUPLE_IN_STACK,
                corpus.MASK_LANES_MISSING, corpus.SHFL_NO_WARPSYNC,
-               corpus.PYTHON_EXCEPTION}
+               corpus.PYTHON_EXCEPTION, corpus.RACE_AFTER_LAST_BARRIER}
     assert {c.no_gpu for c in corpus.CASES if c.no_gpu} == reasons
 
 
@@ -92,3 +92,14 @@ def test_the_checked_barrier_cases_keep_a_predicated_barrier(tmp_path):
     for name in ("barrier_in_divergent_branch", "barriers_in_both_branches"):
         sass = _sass(name, tmp_path)
         assert any(line.startswith("@") and "BAR.SYNC" in line for line in sass), (name, sass)
+
+
+def test_the_final_read_race_is_in_the_sass_after_the_last_barrier(tmp_path):
+    """The race racecheck did not report is really there: a shared store and a shared load of
+    the same address after the block's last barrier, with no barrier between them."""
+    sass = _sass("final_read_without_barrier", tmp_path)
+    last_bar = max(i for i, line in enumerate(sass) if line.startswith("BAR.SYNC"))
+    after = sass[last_bar + 1:]
+    assert any(line.startswith("STS") for line in after), sass
+    assert any(line.startswith("LDS") for line in after), sass
+    assert not any(line.startswith("BAR") for line in after), sass
