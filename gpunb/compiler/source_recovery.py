@@ -61,6 +61,8 @@ def _candidates(code: types.CodeType):
     found = exec_sources.recorded(code)
     if found is not None:
         yield found[0]
+    else:  # an equal code object rebuilt elsewhere (unpickled): texts under its file name
+        yield from exec_sources.texts_named(code.co_filename)
     if code.co_filename == "<string>" and sys.argv[:1] == ["-c"]:
         yield from _command_line()
 

@@ -43,12 +43,26 @@ def recorded(code: types.CodeType) -> tuple[str, str] | None:
     entry = _sources.get(id(code))
     if entry is None or entry[0]() is not code:
         return None
-    source, filename = entry[1], entry[2]
+    return _text(entry[1]), entry[2]
+
+
+def _text(source: str | bytes) -> str:
     if isinstance(source, bytes):
         from importlib.util import decode_source  # honours a coding cookie, as compile() does
 
-        source = decode_source(source)
-    return source, filename
+        return decode_source(source)
+    return source
+
+
+def texts_named(filename: str):
+    """The distinct recorded texts compiled under `filename` whose code is still alive: the
+    candidates for an equal code object made elsewhere (a function unpickled by value has a new
+    code object, equal to the exec'd one). The caller verifies a candidate before using it."""
+    seen: set = set()
+    for ref, source, name in list(_sources.values()):
+        if name == filename and ref() is not None and id(source) not in seen:
+            seen.add(id(source))
+            yield _text(source)
 
 
 def _audit(event: str, args: tuple) -> None:

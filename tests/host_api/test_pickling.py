@@ -61,3 +61,20 @@ def test_pickling_jit():
 
     _check_call(foo)
     assert pickle.loads(pickle.dumps(foo)).options == foo.options
+
+
+def test_pickling_a_kernel_made_from_a_string():
+    """An exec'd kernel unpickles to a new (equal) code object; its text is found by file name
+    and verified (a test runner that loads modules from strings does exactly this)."""
+    text = (
+        "from gpunb import cuda\n"
+        "@cuda.jit(device=True)\n"
+        "def inner(a):\n"
+        "    return a + 1\n"
+        "@cuda.jit('void(intp[:])')\n"
+        "def foo(arr):\n"
+        "    arr[0] = inner(arr[0])\n"
+    )
+    namespace: dict = {}
+    exec(compile(text, "<generated-by-test>", "exec"), namespace)
+    _check_call(namespace["foo"])
