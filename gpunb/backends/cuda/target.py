@@ -64,6 +64,21 @@ def add_launch_bounds(module: ir.Module, symbol: str, bounds: tuple) -> None:
                                   [fn, ir.MetaDataString(module, name), ir.Constant(dm.i32, value)])
 
 
+def keep_shared_arrays(module: ir.Module) -> None:
+    """Static shared arrays stay in the PTX even when LLVM sees through every access (a thread
+    that writes and reads back its own slots): the block reserves what the kernel declares, as
+    numba-cuda's NVVM does, so `get_shared_mem_per_block()` and occupancy match its figures."""
+    shared = [gv for gv in module.global_values
+              if isinstance(gv, ir.GlobalVariable) and gv.name.startswith("_gpunb_shared")]
+    if not shared:
+        return
+    used = ir.GlobalVariable(module, ir.ArrayType(ir.PointerType(addrspace=3), len(shared)),
+                             "llvm.compiler.used")
+    used.linkage = "appending"
+    used.section = "llvm.metadata"
+    used.initializer = ir.Constant(used.value_type, shared)
+
+
 class CudaTarget(Target):
     name = "cuda"
     triple = TRIPLE

@@ -2,17 +2,22 @@
 written to sys.stdout in (block, thread) order after the launch, so notebooks capture them.
 
 Formats follow numba-cuda: integers as %lld / %llu, floats as %f, booleans as True/False,
-string literals inline.
+string literals inline. CUDA's vprintf takes at most 32 arguments: with more, numba-cuda warns and
+prints the format itself (`%lld %lld ...`) rather than garbage, and so does gpunb on both targets.
 """
 
 from __future__ import annotations
 
 import ast
+import warnings
 
 from gpunb.compiler import operators as ops
 from gpunb.compiler.builtins import Builtin
 from gpunb.compiler.typed import Feature, Typed
 from gpunb.foundation import types as t
+from gpunb.foundation.errors import CompileWarning
+
+MAX_PRINT_ARGS = 32  # CUDA vprintf's limit
 
 
 class Print(Builtin):
@@ -38,12 +43,25 @@ class Print(Builtin):
                 raise inf.error(arg, f"print() in GPU code cannot print {ty}",
                                 "print numbers and string literals")
         inf.require(Feature.PRINT)
-        return Typed(t.none, " ".join(pieces) + "\n")  # the printf format
+        fmt = " ".join(pieces) + "\n"  # the printf format
+        if len(node.args) > MAX_PRINT_ARGS:  # lower_call warns (once per compile)
+            numba_style = (("%s" if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                            else p) for a, p in zip(node.args, pieces, strict=True))
+            return Typed(t.none, (" ".join(numba_style) + "\n").replace("%", "%%"))
+        return Typed(t.none, fmt)
 
     def lower_call(self, low, node, call):
         b = low.builder
         fmt = call.data
         values = []
+        if len(node.args) > MAX_PRINT_ARGS:  # the format itself is printed, as numba-cuda does
+            loc = low.typed.source.loc(node)  # the warning points at the user's line
+            warnings.warn_explicit(f"in GPU function '{low.typed.name}': CUDA print() cannot "
+                                   "print more than 32 items. The raw format string will be "
+                                   "emitted by the kernel instead", CompileWarning,
+                                   loc.filename, loc.line)
+            low.target.printf(low, node, fmt, values)
+            return
         for arg, ty in zip(node.args, call.argtypes, strict=False):
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
                 continue
