@@ -27,7 +27,7 @@ from gpunb.compiler.values import (
 )
 from gpunb.compiler.values import missing as is_missing
 from gpunb.foundation import types as t
-from gpunb.foundation.errors import did_you_mean
+from gpunb.foundation.errors import CompileError, did_you_mean
 from gpunb.foundation.pyobjects import is_gpu_function, lookup_global
 
 
@@ -223,7 +223,38 @@ class CallTyping:
 
     def infer_callee(self, node, py_func, args: list, argtypes: tuple, declared=None):
         """Infer a callee for these argument types; where it needs a parameter as a
-        compile-time constant and this call passes one, bind that value and infer again."""
+        compile-time constant and this call passes one, bind that value and infer again.
+
+        numba types a device function with the literal types of the constants passed to it
+        (and so prunes `if flag:` on a literal flag before typing the dead branch); gpunb binds
+        them only when the callee does not type without them, which keeps one specialisation
+        for every constant where the constants make no difference."""
+        try:
+            return self.infer_binding(node, py_func, args, argtypes, declared)
+        except NeedsConstant:
+            raise
+        except CompileError as error:
+            literal = self.literal_argtypes(args, argtypes)
+            if literal is None or error.function != py_func.__name__:
+                raise
+            try:
+                return self.infer_binding(node, py_func, args, literal, declared)
+            except CompileError:
+                raise error from None
+
+    def literal_argtypes(self, args: list, argtypes: tuple) -> tuple | None:
+        """The argument types with every constant argument bound to its value (numba's
+        Literal types); None when no argument is a constant not bound yet."""
+        bound, changed = list(argtypes), False
+        for k, (arg, ty) in enumerate(zip(args, argtypes, strict=True)):
+            if isinstance(ty, (ConstValue, PyValue)) or not t.is_number(ty):
+                continue
+            value = self.constant_argument(arg)
+            if value is not None:
+                bound[k], changed = ConstValue(value, ty), True
+        return tuple(bound) if changed else None
+
+    def infer_binding(self, node, py_func, args: list, argtypes: tuple, declared=None):
         params = list(inspect.signature(py_func).parameters)
         while True:
             try:
