@@ -62,6 +62,33 @@ def test_print_ptx(ptxas):
 
 
 @cuda.jit
+def print_structured(tup):
+    print(tup, (1,), cuda.threadIdx, cuda.bfloat16(0.9375))
+
+
+def test_print_tuples_dim3_and_bfloat16(capfd):
+    # numba-cuda's formats: tuples as Python prints them, cuda.threadIdx as (x, y, z)
+    import gpunb
+
+    gpunb.set_target("cpu")
+    try:
+        print_structured[1, (2, 1, 1)]((1, ((2, 4), 3.0), (4,), np.uint8(5)))
+    finally:
+        gpunb.set_target(None)
+    assert capfd.readouterr().out.splitlines() == [
+        f"(1, ((2, 4), 3.000000), (4,), 5) (1,) ({x}, 0, 0) 0.937500" for x in (0, 1)]
+
+
+def test_print_structured_ptx(ptxas):
+    from gpunb.foundation import types as t
+
+    sig = t.Signature(t.void, (t.Tuple((t.int64, t.int64, t.int64)),))
+    ptx, _ = cuda.compile_ptx(print_structured.py_func, sig)
+    assert "vprintf" in ptx and "%tid.x" in ptx
+    ptxas(ptx)
+
+
+@cuda.jit
 def print_33(r):
     print(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
           r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], r[21], r[22], r[23], r[24],

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import types
+import warnings
 
 from gpunb.compiler import promotion, scopes
 from gpunb.compiler import typed as ty
@@ -115,11 +116,21 @@ class InferenceCore:
         self.changed = False
         self.inner_functions = inner.collect(self, enclosing or {})
         self.enclosing_inner: set = set(enclosing or ())
+        self.warned: set = set()  # nodes warned about (warn(): once, however many passes)
 
     # ---- errors --------------------------------------------------------------------------------
 
     def error(self, node, message: str, hint: str | None = None) -> CompileError:
         return CompileError(message, self.source.loc(node), hint, function=self.source.name)
+
+    def warn(self, node, message: str, category: type) -> None:
+        """A compile-time warning pointing at the user's line, once per inference."""
+        if node in self.warned:
+            return
+        self.warned.add(node)
+        loc = self.source.loc(node)
+        warnings.warn_explicit(f"{message} (in GPU function '{self.source.name}')", category,
+                               loc.filename, loc.line)
 
     def visible_names(self) -> set:
         """Names the function body could mean: its locals, its module's globals, builtins
