@@ -94,6 +94,10 @@ class FP8(Type):
     def __str__(self) -> str:
         return f"fp8_{self.kind}"
 
+    @property
+    def __name__(self) -> str:  # noqa: PLW3201 - numba-cuda's fp8 types are classes; code names them
+        return f"fp8_{self.kind}"
+
 
 @dataclass(frozen=True, slots=True)
 class Complex(Type):
