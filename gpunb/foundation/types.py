@@ -107,6 +107,11 @@ class Complex(Type):
     def component(self) -> Float:
         return Float(self.bitwidth // 2)
 
+    @property
+    def underlying_float(self) -> Float:
+        """numba's name for the component type."""
+        return self.component
+
     def __str__(self) -> str:
         return f"complex{self.bitwidth}"
 

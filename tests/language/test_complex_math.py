@@ -204,3 +204,31 @@ PTX_CASES = [
 def test_ptx(ptxas, kernel, sig, cc):
     ptx, _ = cuda.compile_ptx(kernel, sig, cc=cc)
     ptxas(ptx, f"sm_{cc[0]}{cc[1]}")
+
+
+@cuda.jit
+def log_with_base(out, z, base):
+    i = cuda.grid(1)
+    if i < z.size:
+        out[i] = cmath.log(z[i], base[i])
+
+
+@pytest.mark.parametrize("dtype,ulps", PRECISIONS, ids=["complex128", "complex64"])
+def test_cmath_log_with_a_base(target, dtype, ulps):
+    z = POINTS[::7].astype(dtype)
+    base = np.array([2.0, 10.0, 0.5 + 1j, -3.0, 1e-3j] * len(z), dtype)[:len(z)]
+    out = np.zeros(len(z), dtype)
+    log_with_base[1, len(z)](out, z, base)
+    eps = np.finfo(np.float64 if dtype is np.complex128 else np.float32).eps
+    for got, w, b in zip(out, z, base, strict=True):
+        want = cmath.log(complex(w), complex(b))
+        if complex(got) == want:  # infinities (log of 0) compare equal, not by distance
+            continue
+        assert ulps_off(complex(got), want, eps) <= 4 * ulps, (w, b, got, want)
+
+
+def test_complex_types_name_their_float():
+    from gpunb.foundation import types as t
+
+    assert t.complex64.underlying_float == t.float32
+    assert t.complex128.underlying_float == t.float64

@@ -227,8 +227,8 @@ class CallTyping:
 
         numba types a device function with the literal types of the constants passed to it
         (and so prunes `if flag:` on a literal flag before typing the dead branch); gpunb binds
-        them only when the callee does not type without them, which keeps one specialisation
-        for every constant where the constants make no difference."""
+        constant flags only when the callee does not type without them, which keeps one
+        specialisation where the constants make no difference."""
         try:
             return self.infer_binding(node, py_func, args, argtypes, declared)
         except NeedsConstant:
@@ -243,14 +243,16 @@ class CallTyping:
                 raise error from None
 
     def literal_argtypes(self, args: list, argtypes: tuple) -> tuple | None:
-        """The argument types with every constant argument bound to its value (numba's
-        Literal types); None when no argument is a constant not bound yet."""
+        """The argument types with every constant flag (a bool) bound to its value (numba's
+        Literal types); None when there is none not bound yet. Only flags: a number bound to
+        its value would specialise a recursion on every value it passes and move errors from
+        the callee to the caller."""
         bound, changed = list(argtypes), False
         for k, (arg, ty) in enumerate(zip(args, argtypes, strict=True)):
-            if isinstance(ty, (ConstValue, PyValue)) or not t.is_number(ty):
+            if not isinstance(ty, t.Boolean):
                 continue
             value = self.constant_argument(arg)
-            if value is not None:
+            if isinstance(value, (bool, np.bool_)):
                 bound[k], changed = ConstValue(value, ty), True
         return tuple(bound) if changed else None
 
