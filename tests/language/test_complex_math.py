@@ -232,3 +232,27 @@ def test_complex_types_name_their_float():
 
     assert t.complex64.underlying_float == t.float32
     assert t.complex128.underlying_float == t.float64
+
+
+@cuda.jit
+def component_views(a, r):
+    cuda.atomic.add(a.imag, 0, 1)  # numba-cuda's test_atomic_on_imag
+    cuda.atomic.add(a.real, 1, 2)
+    re, im = a.real, a.imag
+    r[0] = re[2] + im[2] + r.real[0]
+    im[3] = -1.0
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_real_and_imag_of_complex_arrays_are_views(target, dtype):
+    a = np.zeros(4, dtype)
+    a[2] = 3 + 4j
+    r = np.ones(1)
+    component_views[1, 1](a, r)
+    np.testing.assert_array_equal(a, np.array([1j, 2, 3 + 4j, -1j], dtype))
+    assert r[0] == 8.0
+
+
+def test_component_views_ptx(ptxas):
+    ptx, _ = cuda.compile_ptx(component_views.py_func, "void(complex64[::1], float64[::1])")
+    ptxas(ptx)
