@@ -153,10 +153,11 @@ class CallTyping:
                 value = getattr(base.obj, func.attr)
                 self.record(func, PyValue(value))
                 return value
-            if isinstance(base, t.Array):  # a.sum(), a.max(), ...: whole-array reductions
+            if isinstance(base, t.Array):  # a.sum(), a.max(), ...: reductions; a.reshape()
+                from gpunb.compiler.builtins.arraymethods import METHODS
                 from gpunb.compiler.builtins.reductions import METHOD_BUILTINS
 
-                return METHOD_BUILTINS.get(func.attr)
+                return METHOD_BUILTINS.get(func.attr) or METHODS.get(func.attr)
             if t.is_number(base) and not isinstance(base, t.Boolean) and \
                     func.attr == "conjugate":
                 from gpunb.compiler.builtins.pybuiltins import CONJUGATE
