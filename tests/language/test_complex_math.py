@@ -256,3 +256,23 @@ def test_real_and_imag_of_complex_arrays_are_views(target, dtype):
 def test_component_views_ptx(ptxas):
     ptx, _ = cuda.compile_ptx(component_views.py_func, "void(complex64[::1], float64[::1])")
     ptxas(ptx)
+
+
+@cuda.jit
+def divide(x, y, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = x[i] / y[i]
+
+
+def test_complex_division_is_pythons_algorithm(target):
+    # CPython's (and numba's) scaled division: no overflow of |y|**2, an infinite divisor gives 0
+    inf = float("inf")
+    x = np.array([1j, 1 + 2j, 3e200 + 1j, 1e-300 + 1e-300j, 2 - 1j], np.complex128)
+    y = np.array([complex(0, -inf), 3 - 4j, 1e200 + 1e200j, 1e-300 + 2e-300j, complex(inf, 5)],
+                 np.complex128)
+    out = np.zeros(len(x), np.complex128)
+    divide[1, len(x)](x, y, out)
+    for got, a, b in zip(out, x, y, strict=True):
+        want = complex(a) / complex(b)
+        assert got == want or abs(got - want) <= 4e-16 * abs(want), (a, b, got, want)
