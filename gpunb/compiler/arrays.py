@@ -219,4 +219,12 @@ def attribute(b: ir.IRBuilder, arr: t.Array, value, attr: str, result: t.Type):
     if attr == "T":
         data, shape, strides = parts(b, value, arr.ndim)
         return make_array(b, result, data, shape[::-1], strides[::-1])
+    if attr in ("real", "imag"):
+        if not isinstance(arr.dtype, t.Complex):
+            return value  # a real array's real part is itself
+        data, shape, strides = parts(b, value, arr.ndim)
+        if attr == "imag":  # the second float of each element
+            data = b.gep(data, [ir.Constant(dm.i64, t.sizeof(arr.dtype.component))],
+                         source_etype=dm.i8)
+        return make_array(b, result, data, shape, strides)
     raise TypeError(attr)

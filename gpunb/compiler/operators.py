@@ -340,11 +340,34 @@ def complex_binary(b: ir.IRBuilder, op, x, y, ty: t.Complex, math_call, rhs_cons
         im = b.fadd(b.fmul(a, d), b.fmul(bi, c))
         return make_complex(b, re, im, ty)
     if isinstance(op, ast.Div):
-        denom = b.fadd(b.fmul(c, c), b.fmul(d, d))
-        re = b.fdiv(b.fadd(b.fmul(a, c), b.fmul(bi, d)), denom)
-        im = b.fdiv(b.fsub(b.fmul(bi, c), b.fmul(a, d)), denom)
-        return make_complex(b, re, im, ty)
+        return make_complex(b, *complex_divide(b, (a, bi), (c, d), ty.component, math_call), ty)
     raise TypeError(f"operator {type(op).__name__} is not supported on complex numbers")
+
+
+def complex_divide(b: ir.IRBuilder, x: tuple, y: tuple, ft: t.Float, math_call) -> tuple:
+    """(a + bi) / (c + di) by CPython's algorithm (_Py_c_quot, Smith's), which numba uses:
+    scaled by the larger part of the divisor, so |c|**2 never overflows and an infinite divisor
+    gives 0 (the textbook formula gives NaN); division by 0 is NaN + NaNj (numba raises
+    ZeroDivisionError there, which a kernel without debug does not report)."""
+    a, bi = x
+    c, d = y
+    nan = ir.Constant(dm.value_type(ft), float("nan"))
+    zero = ir.Constant(dm.value_type(ft), 0.0)
+    by_real = b.fcmp_ordered(">=", math_call("fabs", [c], [ft], ft),
+                             math_call("fabs", [d], [ft], ft))
+    ratio = b.fdiv(d, c)  # |c| >= |d|: divide top and bottom by c
+    denom = b.fadd(c, b.fmul(d, ratio))
+    re1 = b.fdiv(b.fadd(a, b.fmul(bi, ratio)), denom)
+    im1 = b.fdiv(b.fsub(bi, b.fmul(a, ratio)), denom)
+    c_zero = b.fcmp_ordered("==", c, zero)
+    re1, im1 = b.select(c_zero, nan, re1), b.select(c_zero, nan, im1)
+    ratio = b.fdiv(c, d)  # otherwise (or a NaN part) by d
+    denom = b.fadd(b.fmul(c, ratio), d)
+    re2 = b.fdiv(b.fadd(b.fmul(a, ratio), bi), denom)
+    im2 = b.fdiv(b.fsub(b.fmul(bi, ratio), a), denom)
+    d_zero = b.fcmp_ordered("==", d, zero)
+    re2, im2 = b.select(d_zero, nan, re2), b.select(d_zero, nan, im2)
+    return b.select(by_real, re1, re2), b.select(by_real, im1, im2)
 
 
 _INT_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}

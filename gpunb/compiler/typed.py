@@ -26,6 +26,7 @@ class Feature(str, enum.Enum):
     BARRIER = "barrier"  # syncthreads and friends, group sync
     WARP_BARRIER = "warp_barrier"  # syncwarp and the *_sync warp collectives
     GRID_SYNC = "grid_sync"  # cooperative groups' this_grid().sync(): a cooperative launch
+    COOPERATIVE = "cooperative"  # this_grid() alone: launched cooperatively, as numba-cuda does
     SHARED = "shared"  # static shared memory
     DYNAMIC_SHARED = "dynamic_shared"  # cuda.shared.array(0, dtype)
     PRINT = "print"

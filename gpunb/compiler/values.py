@@ -120,6 +120,8 @@ def const_eval(node: ast.AST, resolve) -> object:
         return tuple(const_eval(e, resolve) for e in node.elts)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
         v = const_eval(node.operand, resolve)
+        if not isinstance(v, (int, float, complex)):  # cuda.threadIdx.x and other names
+            raise NotConstant
         if isinstance(node.op, ast.USub):
             return -v
         return +v if isinstance(node.op, ast.UAdd) else ~v

@@ -203,6 +203,10 @@ def __getattr__(name: str):
         from gpunb.foundation.errors import InvalidConfigWarning
 
         return InvalidConfigWarning
+    if name in ("In", "Out", "InOut"):  # argument hints: how a host array travels
+        from gpunb.runtime import arghints
+
+        return getattr(arghints, name)
     if name in ("libdevice", "libdevicefuncs"):  # numba.cuda's submodules, imported when named
         import importlib
 

@@ -104,6 +104,11 @@ class InvalidConfigWarning(UserWarning):
     debug=True with optimisation on."""
 
 
+class CompileWarning(UserWarning):
+    """Kernel code that compiles but will not do all it says (numba's NumbaWarning): print()
+    with more than CUDA's 32 arguments prints its format instead."""
+
+
 class CompileError(LocatedError):
     """Kernel source that gpunb cannot compile: unsupported syntax, unknown names, type errors."""
 

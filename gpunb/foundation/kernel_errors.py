@@ -29,6 +29,15 @@ def exception_class(name: str) -> type:
 
 
 ZERO_STEP_MESSAGE = "range() arg 3 must not be zero"
+BROADCAST_MESSAGE = "operands could not be broadcast together with the output's shape"
+# raises every kernel checks, debug or not, and what to do about each
+_ALWAYS_CHECKED = {
+    ZERO_STEP_MESSAGE: "give range() a non-zero step; the CPU target always checks it (Python "
+                       "and numba raise this ValueError), a GPU without debug=True runs no "
+                       "iteration",
+    BROADCAST_MESSAGE: "give every input of the numpy ufunc extents of 1 or the output's (numpy "
+                       "raises this ValueError too); gpunb always checks it",
+}
 
 
 def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchError:
@@ -38,9 +47,7 @@ def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchE
     text = f"{what}: {message}" if message else what
     hint = ("reported because the kernel was compiled with debug=True; without it the "
             "raising thread just ends, as in numba.cuda")
-    if message == ZERO_STEP_MESSAGE:  # the CPU target checks this one always
-        hint = ("give range() a non-zero step; the CPU target always checks it (Python and numba "
-                "raise this ValueError), a GPU without debug=True runs no iteration")
+    hint = _ALWAYS_CHECKED.get(message, hint)
     return exception_class(exc_name)(
         f"{text} (thread {tuple(tid)}, block {tuple(ctaid)} of kernel '{artifact.name}')",
         SourceLocation(filename, line, col), function=function, hint=hint)

@@ -94,6 +94,10 @@ class FP8(Type):
     def __str__(self) -> str:
         return f"fp8_{self.kind}"
 
+    @property
+    def __name__(self) -> str:  # noqa: PLW3201 - numba-cuda's fp8 types are classes; code names them
+        return f"fp8_{self.kind}"
+
 
 @dataclass(frozen=True, slots=True)
 class Complex(Type):
@@ -102,6 +106,11 @@ class Complex(Type):
     @property
     def component(self) -> Float:
         return Float(self.bitwidth // 2)
+
+    @property
+    def underlying_float(self) -> Float:
+        """numba's name for the component type."""
+        return self.component
 
     def __str__(self) -> str:
         return f"complex{self.bitwidth}"

@@ -23,6 +23,7 @@ from gpunb.backends.cuda import driver
 from gpunb.foundation import abi
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
+from gpunb.runtime.arghints import ArgHint
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 
 
@@ -200,6 +201,8 @@ class ArgPacker:
     # ---- arrays that are not the fast-path kind ------------------------------------------------
 
     def _cuda_array_slots(self, value, index: int) -> tuple:
+        if isinstance(value, ArgHint):
+            return self._hinted_array(value, index)
         if isinstance(value, DeviceArray):
             return value._slots
         if isinstance(value, HostDeviceArray):
@@ -214,6 +217,14 @@ class ArgPacker:
         raise self._arg_error(index, f"cannot pass a {type(value).__name__} as an array")
 
     def _cpu_array_slots(self, value, index: int) -> tuple:
+        if isinstance(value, ArgHint):
+            if not isinstance(value.value, np.ndarray):
+                return self._cpu_array_slots(value.value, index)
+            if not value.copy_out:  # cuda.In: the kernel's writes must not reach the array
+                copy = value.value.copy()
+                self._keep_alive(copy)
+                return (copy.ctypes.data,) + copy.shape + copy.strides
+            return self._cpu_array_slots(value.value, index)
         if isinstance(value, HostDeviceArray):
             return value._slots
         if isinstance(value, DeviceArray) or hasattr(value, "__cuda_array_interface__") and \
@@ -245,6 +256,25 @@ class ArgPacker:
         tensor = dlpack.import_capsule(value.__dlpack__(stream=1))
         self._keep_alive(tensor)
         return (tensor.data,) + tensor.shape + tensor.strides
+
+    def _hinted_array(self, hint: ArgHint, index: int) -> tuple:
+        """cuda.In / Out / InOut of a host array on the GPU: copies in the directions named."""
+        from gpunb.runtime.memory import device_array_like, to_device
+
+        host = hint.value
+        if not isinstance(host, np.ndarray):  # a device array needs no copies
+            return self._cuda_array_slots(host, index)
+        device = to_device(host, target="cuda") if hint.copy_in else \
+            device_array_like(host, target="cuda")
+        self._sync_after_copies = True
+        if hint.copy_out and host.flags.writeable:
+            def copy_back():
+                driver.synchronize()
+                device.copy_to_host(host)
+            self._add_writeback(copy_back)
+        else:
+            self._keep_alive(device)
+        return device._slots
 
     def _copy_host_array(self, host: np.ndarray, index: int) -> tuple:
         """numba semantics for host arrays on the GPU: copy in now, copy back after the launch."""

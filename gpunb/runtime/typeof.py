@@ -41,6 +41,10 @@ def typeof(value) -> t.Type:
         return _interface_type(desc)
     if hasattr(value, "__dlpack__"):
         return _dlpack_type(value)
+    from gpunb.runtime.arghints import ArgHint
+
+    if isinstance(value, ArgHint):  # cuda.In(a) & co: the array's type
+        return typeof(value.value)
     if isinstance(value, (bool, int, float, complex)):  # subclasses, e.g. IntEnum members
         return _PYTHON_SCALARS[next(k for k in (bool, int, float, complex) if isinstance(value, k))]
     raise TypeError(f"cannot pass a {cls.__name__} to a kernel")

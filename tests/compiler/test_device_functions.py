@@ -292,3 +292,35 @@ def test_is_between_values_is_a_clear_error():
 
 def test_none_defaults_ptx(check_ptx):
     check_ptx(call_optional, "void(float64[::1])")
+
+
+# numba types a device function with the literal types of constants passed to it, so a branch on
+# a literal flag is pruned before typing (upstream test_atomics' `if neg_idx:` guards code that
+# only types for some argument types)
+@cuda.jit(device=True)
+def index_pair(ary, flag):
+    pair = (cuda.threadIdx.x, np.uint64(cuda.threadIdx.y))
+    if flag:
+        pair = (pair[0] % ary.shape[0], pair[1] % ary.shape[1])  # uint64 % int64 is float64
+    ary[pair] += 1
+
+
+@cuda.jit
+def literal_flag(ary):
+    index_pair(ary, False)
+
+
+@cuda.jit
+def runtime_flag(ary, flag):
+    index_pair(ary, flag)
+
+
+def test_literal_argument_prunes_a_branch_that_would_not_type(target):
+    ary = np.zeros((2, 3), np.int32)
+    literal_flag[1, (2, 3)](ary)
+    assert (ary == 1).all()
+
+
+def test_runtime_argument_still_types_both_branches():
+    with pytest.raises(gpunb.CompileError, match="must be an integer"):
+        runtime_flag[1, (2, 3)](np.zeros((2, 3), np.int32), False)

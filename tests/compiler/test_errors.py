@@ -382,3 +382,30 @@ def test_a_negative_block_size_says_what_sizes_count(target):
     with pytest.raises(gpunb.LaunchError) as info:
         simple[1, -1](np.zeros(4), 1.0)
     assert "at least 1" in str(info.value) and "hint" in str(info.value)
+
+
+def test_unknown_dtype_string_says_numbas_words():
+    from gpunb import CompileError, cuda
+
+    @cuda.jit
+    def f(x):
+        a = cuda.local.array(4, "int33")
+        a[0] = 1
+        x[0] = a[0]
+
+    with pytest.raises(CompileError, match="Invalid NumPy dtype specified: 'int33'"):
+        f[1, 1](np.zeros(1))
+
+
+def test_negated_thread_index_is_not_folded_as_a_constant(target):
+    # `x = cuda.threadIdx.x; shape[-x]` once reached constant folding with the intrinsic itself
+    # (an internal compiler error); it is a runtime index
+    @cuda.jit
+    def f(ary, out):
+        x = cuda.threadIdx.x
+        if x == 1:
+            out[0] = ary.shape[-x]
+
+    out = np.zeros(1, np.int64)
+    f[1, 2](np.zeros((3, 5)), out)
+    assert out[0] == 5

@@ -108,6 +108,41 @@ def test_fastmath_uses_approximate_instructions(ptxas):
     ptxas(precise, "sm_90")
 
 
+def test_fastmath_flushes_denormals_as_numba_does(ptxas):
+    # numba-cuda's test_compiler.test_fastmath: contraction always, ftz and approximate division
+    # and square root with fastmath (also inside libdevice: nvvm-reflect-ftz)
+    def f(x, y, z, d):
+        return math.sqrt((x * y + z) / d)
+
+    sig = (float32, float32, float32, float32)
+    precise, _ = cuda.compile_ptx(f, sig, device=True)
+    fast, _ = cuda.compile_ptx(f, sig, device=True, fastmath=True)
+    for instruction in ("fma.rn.f32", "div.rn.f32", "sqrt.rn.f32"):
+        assert instruction in precise
+    for instruction in ("fma.rn.ftz.f32", "div.approx.ftz.f32", "sqrt.approx.ftz.f32"):
+        assert instruction in fast
+    ptxas(fast, "sm_90")
+    with_libdevice, _ = cuda.compile_ptx(uses_math, "void(float32[::1], float32[::1])",
+                                         fastmath=True)
+    ptxas(with_libdevice, "sm_90")
+
+
+def test_flush_denormals_marks_every_definition_and_the_module():
+    from gpunb.backends.cuda.target import flush_denormals
+
+    text = ('define void @"k"(ptr addrspace(1) %".1", float %".2") !dbg !6\n{\nret void\n}\n'
+            'define internal float @"g"(float %".1")\n{\nret float %".1"\n}\n'
+            '!llvm.module.flags = !{ !0, !1 }\n!0 = !{ i32 2, !"Debug Info Version", i32 3 }\n'
+            '!1 = !{ i32 2, !"Dwarf Version", i32 4 }\n!6 = !{  }\n')
+    out = flush_denormals(text)
+    assert out.count('"denormal-fp-math-f32"="preserve-sign,preserve-sign"') == 2
+    assert 'float %".2") "denormal-fp-math-f32"' in out  # after the nested parentheses
+    assert "!llvm.module.flags = !{ !0, !1, !7 }" in out
+    assert '!7 = !{ i32 4, !"nvvm-reflect-ftz", i32 1 }' in out
+    bare = flush_denormals('define void @"k"()\n{\nret void\n}\n')
+    assert "!llvm.module.flags = !{ !0 }" in bare
+
+
 def test_libdevice_linked_only_when_used(monkeypatch):
     import gpunb.backends.cuda.target as cuda_target
 

@@ -14,7 +14,7 @@ import pytest
 import gpunb
 from gpunb import cuda
 from gpunb.foundation.errors import CompileError
-from gpunb.foundation.types import float32, float64, int32, int64, void
+from gpunb.foundation.types import boolean, float32, float64, int32, int64, void
 
 
 @pytest.fixture(autouse=True)
@@ -100,6 +100,55 @@ def test_shared_mem_per_block():
     assert simple_smem.get_shared_mem_per_block() == 400
 
 
+def test_shared_mem_counts_arrays_llvm_sees_through():
+    # each thread writes and reads back its own slots, no barrier: LLVM could forward every
+    # store, but the block still reserves what the kernel declares (numba-cuda's figure)
+    n = 10
+
+    @cuda.jit
+    def simple_smem(ary):
+        sm = cuda.shared.array(n, dtype=ary.dtype)
+        for j in range(n):
+            sm[j] = j
+        for j in range(n):
+            ary[j] = sm[j]
+
+    a32, a64 = np.zeros(n, np.float32), np.zeros(n, np.float64)
+    simple_smem[1, 1](a32)
+    simple_smem[1, 1](a64)
+    assert list(a32) == list(range(n)) and list(a64) == list(range(n))
+    assert simple_smem.get_shared_mem_per_block(void(float32[::1])) == n * 4
+    assert simple_smem.get_shared_mem_per_block(void(float64[::1])) == n * 8
+    everything = simple_smem.get_shared_mem_per_block()
+    assert everything[(float64[::1],)] == n * 8
+
+
+def test_const_mem_size_counts_const_arrays_and_print_formats():
+    table = np.arange(32, dtype=np.int64)
+    sig = void(int64[::1])
+
+    @cuda.jit(sig)
+    def const_array_use(x):
+        c = cuda.const.array_like(table)
+        i = cuda.grid(1)
+        x[i] = c[i]
+
+    @cuda.jit
+    def const_fmt_string(val, to_print):
+        if to_print:
+            print(val)
+
+    @cuda.jit
+    def no_constants(x):
+        x[0] = 1
+
+    assert const_array_use.get_const_mem_size(sig) >= table.nbytes
+    const_fmt_string[1, 1](1, False)
+    assert const_fmt_string.get_const_mem_size(void(int64, boolean)) >= 6
+    no_constants[1, 1](np.zeros(1))
+    assert no_constants.get_const_mem_size(void(float64[::1])) == 0
+
+
 def test_overload_cooperative_flag():
     @cuda.jit
     def syncs(a):
@@ -110,10 +159,17 @@ def test_overload_cooperative_flag():
     def plain(a):
         a[0] = 1
 
+    @cuda.jit
+    def grid_rank(a):  # this_grid() without sync: numba-cuda launches it cooperatively too
+        g = cuda.cg.this_grid()
+        a[g.thread_rank()] = 1
+
     a = np.zeros(1)
     syncs[1, 1](a)
     plain[1, 1](a)
+    grid_rank[1, 1](a)
     assert all(o.cooperative for o in syncs.overloads.values())
+    assert all(o.cooperative for o in grid_rank.overloads.values())
     assert not any(o.cooperative for o in plain.overloads.values())
 
 

@@ -204,3 +204,75 @@ PTX_CASES = [
 def test_ptx(ptxas, kernel, sig, cc):
     ptx, _ = cuda.compile_ptx(kernel, sig, cc=cc)
     ptxas(ptx, f"sm_{cc[0]}{cc[1]}")
+
+
+@cuda.jit
+def log_with_base(out, z, base):
+    i = cuda.grid(1)
+    if i < z.size:
+        out[i] = cmath.log(z[i], base[i])
+
+
+@pytest.mark.parametrize("dtype,ulps", PRECISIONS, ids=["complex128", "complex64"])
+def test_cmath_log_with_a_base(target, dtype, ulps):
+    z = POINTS[::7].astype(dtype)
+    base = np.array([2.0, 10.0, 0.5 + 1j, -3.0, 1e-3j] * len(z), dtype)[:len(z)]
+    out = np.zeros(len(z), dtype)
+    log_with_base[1, len(z)](out, z, base)
+    eps = np.finfo(np.float64 if dtype is np.complex128 else np.float32).eps
+    for got, w, b in zip(out, z, base, strict=True):
+        want = cmath.log(complex(w), complex(b))
+        if complex(got) == want:  # infinities (log of 0) compare equal, not by distance
+            continue
+        assert ulps_off(complex(got), want, eps) <= 4 * ulps, (w, b, got, want)
+
+
+def test_complex_types_name_their_float():
+    from gpunb.foundation import types as t
+
+    assert t.complex64.underlying_float == t.float32
+    assert t.complex128.underlying_float == t.float64
+
+
+@cuda.jit
+def component_views(a, r):
+    cuda.atomic.add(a.imag, 0, 1)  # numba-cuda's test_atomic_on_imag
+    cuda.atomic.add(a.real, 1, 2)
+    re, im = a.real, a.imag
+    r[0] = re[2] + im[2] + r.real[0]
+    im[3] = -1.0
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_real_and_imag_of_complex_arrays_are_views(target, dtype):
+    a = np.zeros(4, dtype)
+    a[2] = 3 + 4j
+    r = np.ones(1)
+    component_views[1, 1](a, r)
+    np.testing.assert_array_equal(a, np.array([1j, 2, 3 + 4j, -1j], dtype))
+    assert r[0] == 8.0
+
+
+def test_component_views_ptx(ptxas):
+    ptx, _ = cuda.compile_ptx(component_views.py_func, "void(complex64[::1], float64[::1])")
+    ptxas(ptx)
+
+
+@cuda.jit
+def divide(x, y, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = x[i] / y[i]
+
+
+def test_complex_division_is_pythons_algorithm(target):
+    # CPython's (and numba's) scaled division: no overflow of |y|**2, an infinite divisor gives 0
+    inf = float("inf")
+    x = np.array([1j, 1 + 2j, 3e200 + 1j, 1e-300 + 1e-300j, 2 - 1j], np.complex128)
+    y = np.array([complex(0, -inf), 3 - 4j, 1e200 + 1e200j, 1e-300 + 2e-300j, complex(inf, 5)],
+                 np.complex128)
+    out = np.zeros(len(x), np.complex128)
+    divide[1, len(x)](x, y, out)
+    for got, a, b in zip(out, x, y, strict=True):
+        want = complex(a) / complex(b)
+        assert got == want or abs(got - want) <= 4e-16 * abs(want), (a, b, got, want)

@@ -136,3 +136,9 @@ def test_ptxas_accepts_fp8_conversions(ptxas, cc):
     ptx, _ = cuda.compile_ptx(decode, "void(float32[:, :], int64[:, :], bfloat16[:], "
                                       "fp8_e5m2[:], fp8_e4m3[:], fp8_e8m0[:])", cc=cc)
     ptxas(ptx, f"sm_{cc[0]}{cc[1]}")
+
+
+def test_types_have_class_names():
+    # numba-cuda's fp8 types are classes: code (and numba-cuda's tests) read their __name__
+    assert [ty.__name__ for ty in (fp8_e5m2, fp8_e4m3, fp8_e8m0)] == [
+        "fp8_e5m2", "fp8_e4m3", "fp8_e8m0"]

@@ -62,6 +62,71 @@ def test_print_ptx(ptxas):
 
 
 @cuda.jit
+def print_structured(tup):
+    print(tup, (1,), cuda.threadIdx, cuda.bfloat16(0.9375))
+
+
+def test_print_tuples_dim3_and_bfloat16(capfd):
+    # numba-cuda's formats: tuples as Python prints them, cuda.threadIdx as (x, y, z)
+    import gpunb
+
+    gpunb.set_target("cpu")
+    try:
+        print_structured[1, (2, 1, 1)]((1, ((2, 4), 3.0), (4,), np.uint8(5)))
+    finally:
+        gpunb.set_target(None)
+    assert capfd.readouterr().out.splitlines() == [
+        f"(1, ((2, 4), 3.000000), (4,), 5) (1,) ({x}, 0, 0) 0.937500" for x in (0, 1)]
+
+
+def test_print_structured_ptx(ptxas):
+    from gpunb.foundation import types as t
+
+    sig = t.Signature(t.void, (t.Tuple((t.int64, t.int64, t.int64)),))
+    ptx, _ = cuda.compile_ptx(print_structured.py_func, sig)
+    assert "vprintf" in ptx and "%tid.x" in ptx
+    ptxas(ptx)
+
+
+@cuda.jit
+def print_33(r):
+    print(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
+          r[13], r[14], r[15], r[16], r[17], r[18], r[19], r[20], r[21], r[22], r[23], r[24],
+          r[25], r[26], r[27], r[28], r[29], r[30], r[31], r[32])
+
+
+def test_print_more_than_32_items_prints_the_format(capfd):
+    # CUDA's vprintf takes 32 arguments: numba-cuda warns and prints the format instead
+    import gpunb
+    from gpunb.foundation.errors import CompileWarning
+
+    gpunb.set_target("cpu")
+    try:
+        with pytest.warns(CompileWarning, match="cannot print more than 32 items"):
+            print_33[1, 1](np.arange(33))
+    finally:
+        gpunb.set_target(None)
+    assert capfd.readouterr().out.strip() == " ".join(["%lld"] * 33)
+
+
+def test_print_more_than_32_items_ptx(ptxas):
+    with pytest.warns(UserWarning, match="32 items"):
+        ptx, _ = cuda.compile_ptx(print_33, "void(int64[::1])")
+    assert "%%lld %%lld" in bytes(int(v) for v in _const_bytes(ptx)).decode("ascii", "replace")
+    ptxas(ptx)
+
+
+def _const_bytes(ptx: str) -> list:
+    """The bytes of the PTX's .const initialisers (the printf formats)."""
+    import re
+
+    found = []
+    for body in re.findall(r"\.const [^=]*= \{([^}]*)\}", ptx):
+        found.extend(body.replace(" ", "").split(","))
+    return found
+
+
+@cuda.jit
 def draw(states, out):
     i = cuda.grid(1)
     out[i, 0] = grandom.xoroshiro128p_uniform_float32(states, i)

@@ -371,3 +371,32 @@ def test_a_variable_holding_aligned_or_unaligned_arrays_is_unaligned(target):
     ptx = pick_then_double.inspect_ptx((typeof(out), typeof(np.ones(3)), typeof(recs["y"]),
                                         gpunb.types.boolean))
     assert "b64" not in _global_loads(ptx)
+
+
+_BY_POSITION = np.dtype([("a", np.int32), ("b", np.float64)], align=True)
+
+
+@cuda.jit
+def fields_by_position(r, out):
+    out[0] = r[0][0]  # numba: an integer constant selects a field by its position
+    out[1] = r[0][-1]
+    r[1][1] = 7.5
+    r[1][0] = 3
+
+
+def test_fields_by_position(target):
+    r = np.zeros(2, _BY_POSITION)
+    r[0] = (4, 2.5)
+    out = np.zeros(2)
+    fields_by_position[1, 1](r, out)
+    assert out.tolist() == [4.0, 2.5]
+    assert r[1].tolist() == (3, 7.5)
+
+
+def test_field_position_out_of_range():
+    @cuda.jit
+    def f(r, out):
+        out[0] = r[0][2]
+
+    with pytest.raises(gpunb.CompileError, match="record index 2 out of range"):
+        f[1, 1](np.zeros(1, _BY_POSITION), np.zeros(1))

@@ -100,3 +100,44 @@ def test_barrier_in_recursion_on_the_cpu_target():
 
     with pytest.raises(CompileError, match="barrier"):
         kernel[1, 1](np.zeros(1, np.int64))
+
+
+@cuda.jit(device=True)
+def fill_down(a, n):  # a recursive procedure: no value returned, no explicit return
+    if n >= 0:
+        a[n] = n
+        fill_down(a, n - 1)
+
+
+@cuda.jit(device=True)
+def fill_up(a, n):  # a bare `return` as the base case
+    if n == a.size:
+        return
+    a[n] = 2 * n
+    fill_up(a, n + 1)
+
+
+@cuda.jit
+def fill_both(a, b):
+    fill_down(a, a.size - 1)
+    fill_up(b, 0)
+
+
+def test_recursive_procedures(target):
+    a, b = np.zeros(5), np.zeros(4)
+    fill_both[1, 1](a, b)
+    assert a.tolist() == [0, 1, 2, 3, 4] and b.tolist() == [0, 2, 4, 6]
+
+
+def test_growing_tuple_does_not_converge():
+    # numba-cuda's test_growing_return_tuple: its message, not "runaway recursion"
+    @cuda.jit(device=True)
+    def make_list(n):
+        if n <= 0:
+            return None
+        return (n, make_list(n - 1))
+
+    with pytest.raises(CompileError, match="does not converge"):
+        @cuda.jit("void()")
+        def kernel():
+            make_list(100)

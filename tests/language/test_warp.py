@@ -101,3 +101,21 @@ def test_ptx_accepted(kernel, sig, ptxas):
     ptx, _ = cuda.compile_ptx(kernel, sig, cc=(9, 0))
     ptxas(ptx, "sm_90")
     ptxas(cuda.compile_ptx(kernel, sig, cc=(8, 0))[0], "sm_80")
+
+
+@pytest.mark.parametrize("sig, message", [
+    ("void(float32[:], int32[:], int32[:])", "Mask type must be an integer"),
+    ("void(boolean[:], int32[:], int32[:])", "Mask type must be an integer"),
+    ("void(int32[:], float64[:], int32[:])", "Predicate must be an integer or boolean"),
+])
+def test_vote_operand_types_are_checked(sig, message):
+    # numba-cuda's test_vote_sync_type_validation: a float mask or predicate is refused
+    from gpunb import CompileError
+
+    def vote(mask, predicate, result):
+        i = cuda.grid(1)
+        if i < result.shape[0]:
+            result[i] = cuda.all_sync(mask[i], predicate[i])
+
+    with pytest.raises(CompileError, match=message):
+        cuda.jit(sig)(vote)

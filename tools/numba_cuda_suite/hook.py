@@ -38,6 +38,9 @@ MODULES: dict[str, tuple[str, str]] = {
     # numba-cuda's public bfloat16 / fp8 intrinsic modules (gpunb.cuda.bf16 / .fp8)
     "numba.cuda.bf16": ("alias", "gpunb.cuda.bf16"),
     "numba.cuda.fp8": ("alias", "gpunb.cuda.fp8"),
+    # the generated bindings those re-export, under CUDA's own names (nv_bfloat16, __hadd)
+    "numba.cuda._internal.cuda_bf16": ("shim", "shims.cuda_bf16"),
+    "numba.cuda._internal.cuda_fp8": ("shim", "shims.cuda_fp8"),
     "numba.cuda.testing": ("shim", "shims.testing"),
     "numba.cuda.tests": ("package", ""),
     "numba.cuda.tests.cudapy": ("package", "cudapy"),

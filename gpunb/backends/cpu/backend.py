@@ -118,7 +118,7 @@ class CpuBackend(Backend):
         return KernelArtifact(
             name=typed.name, symbol=symbol, target=self.name, arch=arch,
             signature=kernel_signature(typed), param_slots=slots_of(typed), binary=obj,
-            llvm_ir=llvm_ir, asm=asm, cooperative="grid_sync" in features,
+            llvm_ir=llvm_ir, asm=asm, cooperative=bool({"grid_sync", "cooperative"} & features),
             uses_barriers="barrier" in features,
             cpu_mode="coroutine" if target.coroutine else "workgroup",
             cpu_mode_reason=target.mode_reason, uses_dynamic_shared="dynamic_shared" in features,

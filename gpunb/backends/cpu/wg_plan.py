@@ -315,7 +315,8 @@ class Uniformity:
             if isinstance(call, BuiltinCall):
                 b = call.builtin
                 pure = type(b).__name__ in _PURE_BUILTINS or \
-                    (type(b).__name__ == "Grid" and b.size)
+                    (type(b).__name__ == "Grid" and b.size) or \
+                    (type(b).__name__ == "NumpyUfunc" and not isinstance(call.result, t.Array))
                 return pure and all(self.expr(a) for a in node.args) and \
                     all(self.expr(k.value) for k in node.keywords)
             return False

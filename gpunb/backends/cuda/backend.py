@@ -44,6 +44,9 @@ class CudaBackend(Backend):
         if device:
             return lower_device_function(typed, target, options, symbol)
         builder = lower_kernel(typed, target, options, symbol)
+        from gpunb.backends.cuda.target import keep_shared_arrays
+
+        keep_shared_arrays(builder.module)
         if options.get("launch_bounds"):
             from gpunb.backends.cuda.target import add_launch_bounds
 
@@ -65,7 +68,8 @@ class CudaBackend(Backend):
             name=typed.name, symbol=symbol, target=self.name, arch=arch_string(tuple(arch)),
             signature=kernel_signature(typed), param_slots=slots_of(typed), binary=b"",
             ptx=ptx, llvm_ir=llvm_ir,
-            cooperative="grid_sync" in features or builder.foreign_cooperative,
+            cooperative=bool({"grid_sync", "cooperative"} & features) or
+            builder.foreign_cooperative,
             uses_barriers="barrier" in features,
             uses_dynamic_shared="dynamic_shared" in features,
             resources=ResourceUsage(shared_bytes=builder.shared_static_bytes),

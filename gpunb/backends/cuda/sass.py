@@ -30,21 +30,24 @@ def assemble(ptx: str, arch: str, extra: tuple = ()) -> tuple[bytes, str]:
 _REGS = re.compile(r"Used (\d+) registers")
 _SMEM = re.compile(r"(\d+) bytes smem")
 _LMEM = re.compile(r"(\d+) bytes stack frame")
-_CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
+_CMEM = re.compile(r"(\d+) bytes cmem\[[1-9]\d*\]")  # user constants; bank 0 holds params
 
 
 def ptxas_resources(artifact: KernelArtifact) -> ResourceUsage:
     """Registers and memory per thread/block as ptxas reports them for the artifact's PTX."""
     if find_tool("ptxas") is None:
         return artifact.resources
-    _, log = assemble(artifact.ptx, artifact.arch)
+    from gpunb.backends.cuda.cubin import user_constant_bytes
+
+    cubin, log = assemble(artifact.ptx, artifact.arch)
 
     def first(rx, default=0):
         m = rx.search(log)
         return int(m.group(1)) if m else default
 
     return ResourceUsage(registers=first(_REGS), shared_bytes=first(_SMEM),
-                         local_bytes=first(_LMEM), const_bytes=first(_CMEM),
+                         local_bytes=first(_LMEM),
+                         const_bytes=max(first(_CMEM), user_constant_bytes(cubin)),
                          max_threads_per_block=1024)
 
 

@@ -64,6 +64,21 @@ def add_launch_bounds(module: ir.Module, symbol: str, bounds: tuple) -> None:
                                   [fn, ir.MetaDataString(module, name), ir.Constant(dm.i32, value)])
 
 
+def keep_shared_arrays(module: ir.Module) -> None:
+    """Static shared arrays stay in the PTX even when LLVM sees through every access (a thread
+    that writes and reads back its own slots): the block reserves what the kernel declares, as
+    numba-cuda's NVVM does, so `get_shared_mem_per_block()` and occupancy match its figures."""
+    shared = [gv for gv in module.global_values
+              if isinstance(gv, ir.GlobalVariable) and gv.name.startswith("_gpunb_shared")]
+    if not shared:
+        return
+    used = ir.GlobalVariable(module, ir.ArrayType(ir.PointerType(addrspace=3), len(shared)),
+                             "llvm.compiler.used")
+    used.linkage = "appending"
+    used.section = "llvm.metadata"
+    used.initializer = ir.Constant(used.value_type, shared)
+
+
 class CudaTarget(Target):
     name = "cuda"
     triple = TRIPLE
@@ -377,6 +392,7 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
     llvm = _llvm()
     if fastmath:
         module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
+        module_text = flush_denormals(module_text)
     else:
         # a * b + c may become one fma, as numba-cuda's NVVM contracts by default (-fma=1):
         # the GPU's speed, and the results numba-cuda users get
@@ -390,7 +406,6 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
         lib.triple = TRIPLE
         lib.data_layout = mod.data_layout
         mod.link_in(lib)
-    _set_reflect_flags(mod, fastmath)
     tm = target_machine(tuple(cc))
     _optimise(mod, tm, 3 if opt else 0, keep=kernel_symbols)
     ptx = tm.emit_assembly(mod)
@@ -407,9 +422,44 @@ def strip_debug_sections(ptx: str) -> str:
     return _DEBUG_SECTION.sub("", ptx)
 
 
-def _set_reflect_flags(mod, fastmath: bool) -> None:
-    # libdevice reads __nvvm_reflect("__CUDA_FTZ"); the NVPTX backend answers it from this flag
-    pass
+_FTZ_ATTRIBUTE = ' "denormal-fp-math-f32"="preserve-sign,preserve-sign"'
+_MODULE_FLAGS = re.compile(r"^!llvm\.module\.flags = !\{(.*)\}$", re.MULTILINE)
+
+
+def flush_denormals(module_text: str) -> str:
+    """numba-cuda's fastmath flushes float32 denormals to zero (ftz): every function defined
+    gets LLVM's denormal attribute (the NVPTX backend then emits .ftz instructions) and
+    libdevice's __nvvm_reflect("__CUDA_FTZ") answers 1 (its ftz code paths)."""
+    lines = module_text.split("\n")
+    for k, line in enumerate(lines):
+        if line.startswith("define "):
+            end = _parameters_end(line)
+            if end is not None:
+                lines[k] = line[:end] + _FTZ_ATTRIBUTE + line[end:]
+    text = "\n".join(lines)
+    ids = [int(n) for n in re.findall(r"^!(\d+) = ", text, re.MULTILINE)]
+    flag = max(ids, default=-1) + 1
+    text += f'\n!{flag} = !{{ i32 4, !"nvvm-reflect-ftz", i32 1 }}\n'
+    found = _MODULE_FLAGS.search(text)
+    if found is None:
+        return text + f"!llvm.module.flags = !{{ !{flag} }}\n"
+    listed = found.group(1).strip()
+    merged = f"{listed}, !{flag}" if listed else f"!{flag}"
+    return text[:found.start()] + f"!llvm.module.flags = !{{ {merged} }}" + text[found.end():]
+
+
+def _parameters_end(define: str) -> int | None:
+    """Index just past the parameter list's closing parenthesis of a `define` line."""
+    start = define.find("(", define.find("@"))
+    depth = 0
+    for k in range(start, len(define)):
+        if define[k] == "(":
+            depth += 1
+        elif define[k] == ")":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+    return None
 
 
 def _optimise(mod, tm, level: int, keep: tuple = ()) -> None:

@@ -50,6 +50,7 @@ def _table() -> dict:
             printing,
             pybuiltins,
             reductions,
+            ufuncs,
             warp,
         )
 
@@ -60,6 +61,7 @@ def _table() -> dict:
                     reductions.BUILTINS, bf16funcs.BUILTINS):
             table.update(part)
         table["builtins.print"] = printing.Print()
+        table.update(ufuncs.wrap(table))  # numpy ufuncs: array forms around the scalar ones
         _TABLE = table
     return _TABLE
 

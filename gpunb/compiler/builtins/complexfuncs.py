@@ -6,6 +6,8 @@ same way on every target (libdevice on CUDA, libm on the host).
 
 from __future__ import annotations
 
+import ast
+
 from llvmlite import ir
 
 from gpunb.compiler import complexmath as cm
@@ -29,8 +31,12 @@ class ComplexFunction(Builtin):
 
     def type_call(self, inf, node, argtypes, kwtypes):
         arity = 2 if self.op == "rect" else 1
+        if self.op == "log" and len(argtypes) == 2:
+            arity = 2  # cmath.log(z, base) = log(z) / log(base)
         if kwtypes or len(argtypes) != arity or not all(t.is_number(a) for a in argtypes):
             raise inf.error(node, f"{self.name}() takes {arity} number(s)")
+        if self.op == "log" and arity == 2:
+            return t.unify_numbers(_as_complex(argtypes[0]), _as_complex(argtypes[1]))
         if self.op == "rect":
             ft = t.unify_numbers(argtypes[0], argtypes[1])
             return _as_complex(ft if isinstance(ft, t.Float) else t.float64)
@@ -52,6 +58,11 @@ class ComplexFunction(Builtin):
             phi = ops.cast(b, low.expr(node.args[1]), call.argtypes[1], ft)
             re, im = cm.rect(cm.FloatOps(b, low.math_call, ft), r, phi)
             return ops.make_complex(b, re, im, ct)
+        if self.op == "log" and len(node.args) == 2:
+            ct = call.result
+            logs = [self.complex_log(low, ops.cast(b, low.expr(n), at, ct), ct)
+                    for n, at in zip(node.args, call.argtypes, strict=True)]
+            return ops.binary(b, ast.Div(), logs[0], logs[1], ct, low.math_call)
         ct = _as_complex(call.argtypes[0])
         ft = ct.component
         z = ops.cast(b, low.expr(node.args[0]), call.argtypes[0], ct)
@@ -84,6 +95,14 @@ class ComplexFunction(Builtin):
             re, im = _ALGORITHMS[op](cm.FloatOps(b, m, ft), a, y)
             return ops.make_complex(b, re, im, ct)
         raise low.error(node, f"{self.name} is not supported")
+
+
+    @staticmethod
+    def complex_log(low, z, ct: t.Complex):
+        b = low.builder
+        f = cm.FloatOps(b, low.math_call, ct.component)
+        re, im = cm.log(f, b.extract_value(z, 0), b.extract_value(z, 1))
+        return ops.make_complex(b, re, im, ct)
 
 
 # numba's cmathimpl (CPython's algorithms, C99's special values), in complexmath

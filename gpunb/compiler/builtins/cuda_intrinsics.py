@@ -166,7 +166,9 @@ def _shape_and_dtype(inf, node, what: str):
                         f"got {shape!r}", "give an int or a tuple of ints, e.g. 128 or (16, 16)")
     elem = dtype_to_type(dtype)
     if elem is None:
-        raise inf.error(dtype_node, f"{dtype!r} is not a dtype",
+        what_is_wrong = f"Invalid NumPy dtype specified: {dtype!r}" if isinstance(dtype, str) \
+            else f"{dtype!r} is not a dtype"  # numba's wording for a string numpy does not know
+        raise inf.error(dtype_node, what_is_wrong,
                         "use e.g. float32, numba-style types, or numpy dtypes like np.float32")
     return tuple(int(s) for s in shape), elem, shape_node, dtype_node
 

@@ -1,8 +1,9 @@
 """Cooperative groups: cuda.cg.this_grid() / this_thread_block(), .sync(), .thread_rank(), .size.
 
-A kernel that calls grid.sync() is cooperative: the artifact says so, the CUDA launch goes through
-cuLaunchCooperativeKernel, and the CPU target schedules the whole grid together. The flag lives
-in the artifact, so a kernel loaded from the disk cache launches the same way (seed 000).
+A kernel that calls this_grid() (numba-cuda's rule) or grid.sync() is cooperative: the artifact
+says so and the CUDA launch goes through cuLaunchCooperativeKernel; with grid.sync() the CPU
+target schedules the whole grid together. The flag lives in the artifact, so a kernel loaded
+from the disk cache launches the same way (seed 000).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ class ThisGroup(Builtin):
     def type_call(self, inf, node, argtypes, kwtypes):
         if argtypes or kwtypes:
             raise inf.error(node, f"{self.name}() takes no arguments")
+        if self.kind == "grid":  # numba-cuda launches every this_grid() user cooperatively
+            inf.require(Feature.COOPERATIVE)
         return t.Group(self.kind)
 
     def lower_call(self, low, node, call):

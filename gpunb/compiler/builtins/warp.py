@@ -48,8 +48,15 @@ class Vote(Builtin):
         self.name, self.mode = name, mode
 
     def type_call(self, inf, node, argtypes, kwtypes):
-        if kwtypes or len(argtypes) != 2 or not t.is_number(argtypes[1]):
+        if kwtypes or len(argtypes) != 2:
             raise inf.error(node, f"{self.name}(mask, predicate) takes 2 arguments")
+        mask, predicate = argtypes
+        if not isinstance(mask, t.Integer) or isinstance(mask, t.Boolean):  # numba's checks
+            raise inf.error(node.args[0], f"Mask type must be an integer, got {mask}",
+                            "pass a lane mask such as 0xffffffff or cuda.activemask()")
+        if not isinstance(predicate, (t.Integer, t.Boolean)):
+            raise inf.error(node.args[1], "Predicate must be an integer or boolean, got "
+                            f"{predicate}", "compare explicitly, e.g. x > 0.0")
         inf.require(Feature.WARP_BARRIER)
         return t.uint32 if self.mode == "ballot" else t.boolean
 

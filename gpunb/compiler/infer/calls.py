@@ -27,7 +27,7 @@ from gpunb.compiler.values import (
 )
 from gpunb.compiler.values import missing as is_missing
 from gpunb.foundation import types as t
-from gpunb.foundation.errors import did_you_mean
+from gpunb.foundation.errors import CompileError, did_you_mean
 from gpunb.foundation.pyobjects import is_gpu_function, lookup_global
 
 
@@ -153,10 +153,11 @@ class CallTyping:
                 value = getattr(base.obj, func.attr)
                 self.record(func, PyValue(value))
                 return value
-            if isinstance(base, t.Array):  # a.sum(), a.max(), ...: whole-array reductions
+            if isinstance(base, t.Array):  # a.sum(), a.max(), ...: reductions; a.reshape()
+                from gpunb.compiler.builtins.arraymethods import METHODS
                 from gpunb.compiler.builtins.reductions import METHOD_BUILTINS
 
-                return METHOD_BUILTINS.get(func.attr)
+                return METHOD_BUILTINS.get(func.attr) or METHODS.get(func.attr)
             if t.is_number(base) and not isinstance(base, t.Boolean) and \
                     func.attr == "conjugate":
                 from gpunb.compiler.builtins.pybuiltins import CONJUGATE
@@ -223,7 +224,40 @@ class CallTyping:
 
     def infer_callee(self, node, py_func, args: list, argtypes: tuple, declared=None):
         """Infer a callee for these argument types; where it needs a parameter as a
-        compile-time constant and this call passes one, bind that value and infer again."""
+        compile-time constant and this call passes one, bind that value and infer again.
+
+        numba types a device function with the literal types of the constants passed to it
+        (and so prunes `if flag:` on a literal flag before typing the dead branch); gpunb binds
+        constant flags only when the callee does not type without them, which keeps one
+        specialisation where the constants make no difference."""
+        try:
+            return self.infer_binding(node, py_func, args, argtypes, declared)
+        except NeedsConstant:
+            raise
+        except CompileError as error:
+            literal = self.literal_argtypes(args, argtypes)
+            if literal is None or error.function != py_func.__name__:
+                raise
+            try:
+                return self.infer_binding(node, py_func, args, literal, declared)
+            except CompileError:
+                raise error from None
+
+    def literal_argtypes(self, args: list, argtypes: tuple) -> tuple | None:
+        """The argument types with every constant flag (a bool) bound to its value (numba's
+        Literal types); None when there is none not bound yet. Only flags: a number bound to
+        its value would specialise a recursion on every value it passes and move errors from
+        the callee to the caller."""
+        bound, changed = list(argtypes), False
+        for k, (arg, ty) in enumerate(zip(args, argtypes, strict=True)):
+            if not isinstance(ty, t.Boolean):
+                continue
+            value = self.constant_argument(arg)
+            if isinstance(value, (bool, np.bool_)):
+                bound[k], changed = ConstValue(value, ty), True
+        return tuple(bound) if changed else None
+
+    def infer_binding(self, node, py_func, args: list, argtypes: tuple, declared=None):
         params = list(inspect.signature(py_func).parameters)
         while True:
             try:

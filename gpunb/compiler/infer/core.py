@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import types
+import warnings
 
 from gpunb.compiler import promotion, scopes
 from gpunb.compiler import typed as ty
@@ -102,6 +103,7 @@ class InferenceCore:
         self.unrolled: dict = {}  # For node -> its literal_unroll copies (target, body)
         self.assumed_return = None  # the return type its own recursive calls were typed with
         self.signature_return = None  # the declared signature's return type, when there is one
+        self.falls_off = False  # a pass reached the end of the body (an implicit return None)
         self.locals = scopes.assigned_names(source.tree) | set(self.argnames)
         # per pass
         self.env: dict = {}
@@ -115,11 +117,21 @@ class InferenceCore:
         self.changed = False
         self.inner_functions = inner.collect(self, enclosing or {})
         self.enclosing_inner: set = set(enclosing or ())
+        self.warned: set = set()  # nodes warned about (warn(): once, however many passes)
 
     # ---- errors --------------------------------------------------------------------------------
 
     def error(self, node, message: str, hint: str | None = None) -> CompileError:
         return CompileError(message, self.source.loc(node), hint, function=self.source.name)
+
+    def warn(self, node, message: str, category: type) -> None:
+        """A compile-time warning pointing at the user's line, once per inference."""
+        if node in self.warned:
+            return
+        self.warned.add(node)
+        loc = self.source.loc(node)
+        warnings.warn_explicit(f"{message} (in GPU function '{self.source.name}')", category,
+                               loc.filename, loc.line)
 
     def visible_names(self) -> set:
         """Names the function body could mean: its locals, its module's globals, builtins
@@ -135,7 +147,9 @@ class InferenceCore:
         previous_deferred = None
         for _ in range(MAX_PASSES):
             self.begin_pass()
-            self.visit_body(self.source.tree.body)
+            # falling off the end returns None: a recursive procedure's calls of itself are
+            # typed None from the next pass on (assumed_return_type)
+            self.falls_off = not self.visit_body(self.source.tree.body) or self.falls_off
             self.settle_phis()
             if self.new_back_edges != self.back_edges:
                 self.back_edges = self.new_back_edges
@@ -166,6 +180,9 @@ class InferenceCore:
         assumed last pass, else the join of the returns typed so far (Deferred if none)."""
         if self.assumed_return is None:
             values = [rt for _, rt in self.return_types if not isinstance(rt, t.NoneType)]
+            if not values and (self.return_types or self.falls_off):  # only None returns:
+                self.assumed_return = t.none  # a procedure, or a base case returning None
+                return self.assumed_return
             if not values:
                 raise Deferred(call_node, None)
             joined = values[0]
@@ -213,6 +230,8 @@ class InferenceCore:
                     return True
             except Deferred as deferred:
                 self.deferred.append(deferred)
+                if isinstance(stmt, (ast.Return, ast.Raise)):
+                    return True  # it ends the block however its value types
         return False
 
     # ---- variables -----------------------------------------------------------------------------

@@ -146,6 +146,12 @@ class ExpressionTyping:
                 if base.ndim == 2:
                     layout = {"C": "F", "F": "C"}.get(base.layout, "A")
                 return base.derived(base.ndim, layout)
+            if attr in ("real", "imag") and isinstance(base.dtype, t.Complex):
+                # views of the components (numba's): every other float, strides unchanged
+                return t.Array(base.dtype.component, base.ndim, "A", base.readonly,
+                               base.aligned)
+            if attr == "real" and isinstance(base.dtype, (t.Integer, t.Float)):
+                return base  # a real array is its own real part (numba: the same array)
         if isinstance(base, t.Complex) and attr in ("real", "imag"):
             return base.component
         if isinstance(base, (t.Integer, t.Float)) and attr in ("real", "imag"):

@@ -27,9 +27,17 @@ class IndexTyping:
         raise self.error(node, f"{base} cannot be indexed")
 
     def record_field_type(self, base: t.Record, index) -> t.Type:
+        if isinstance(index, ast.Constant) and type(index.value) is int:  # rec[0]: by position
+            n = len(base.fields)
+            if not -n <= index.value < n:
+                raise self.error(index, f"record index {index.value} out of range",
+                                 f"the record has {n} fields")
+            self.record(index, t.int64)
+            name, ftype, offset = base.fields[index.value]
+            return field_value_type(base, ftype, offset)
         if not (isinstance(index, ast.Constant) and isinstance(index.value, str)):
-            raise self.error(index, "a record field is selected with a string constant, "
-                             "e.g. rec['x'] or rec.x")
+            raise self.error(index, "a record field is selected with a string or integer "
+                             "constant, e.g. rec['x'], rec.x or rec[0]")
         found = base.field(index.value)
         if found is None:
             names = ", ".join(f[0] for f in base.fields)

@@ -80,7 +80,9 @@ class IndexLowering:
         base = self.expr(node.value)
         b = self.builder
         if isinstance(base_t, t.Record):
-            return arrays.field_address(b, base_t, base, node.slice.value)
+            key = node.slice.value  # a field name, or its position (rec[0])
+            name = base_t.fields[key][0] if isinstance(key, int) else key
+            return arrays.field_address(b, base_t, base, name)
         data, shape, strides = arrays.parts(b, base, base_t.ndim)
         indices = [p[1] for p in self.index_parts(node, base_t, base)]
         return (arrays.element_pointer(b, base_t, data, shape, strides, indices), base_t.dtype,

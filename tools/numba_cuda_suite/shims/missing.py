@@ -107,14 +107,15 @@ def gpunb_attr(numba_name: str, *candidates: str):
     """The first of `candidates` ("gpunb.types.from_dtype") that exists, read attribute by
     attribute from the gpunb package; else a Missing saying gpunb lacks `numba_name`."""
     for path in candidates:
-        head, *rest = path.split(".")
-        try:
-            value = importlib.import_module(head)
-            for part in rest:
-                value = getattr(value, part)
-        except (ImportError, AttributeError):
-            continue
-        return value
+        parts = path.split(".")
+        for cut in range(len(parts) - 1, 0, -1):  # the longest importable module first
+            try:
+                value = importlib.import_module(".".join(parts[:cut]))
+                for part in parts[cut:]:
+                    value = getattr(value, part)
+            except (ImportError, AttributeError):
+                continue
+            return value
     return Missing(numba_name, f"has no gpunb counterpart (looked for {', '.join(candidates)})",
                    MissingInGpunb)
 

@@ -9,3 +9,8 @@ from_dtype = gpunb_attr(f"{_HERE}.from_dtype", "gpunb.cuda.from_dtype", "gpunb.t
 as_dtype = gpunb_attr(f"{_HERE}.as_dtype", "gpunb.cuda.as_dtype", "gpunb.types.to_dtype")
 carray = gpunb_attr(f"{_HERE}.carray", "gpunb.cuda.carray")
 farray = gpunb_attr(f"{_HERE}.farray", "gpunb.cuda.farray")
+
+# numpy's own version, which upstream tests read to pick numpy-version-dependent expectations
+import numpy as _np  # noqa: E402
+
+numpy_version = tuple(int(part) for part in _np.__version__.split(".")[:2])

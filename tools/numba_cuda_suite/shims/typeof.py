@@ -4,4 +4,5 @@ from __future__ import annotations
 
 from .missing import gpunb_attr
 
-typeof = gpunb_attr("numba.cuda.typing.typeof.typeof", "gpunb.cuda.typeof")
+typeof = gpunb_attr("numba.cuda.typing.typeof.typeof", "gpunb.cuda.typeof",
+                    "gpunb.runtime.typeof.typeof")
