@@ -339,7 +339,7 @@ class WorkGroupLowerer(FunctionLowerer):
 
     # ---- one region: for z, y, x over the block ------------------------------------------------
 
-    def _counted(self, n, name: str, start=None, vectorize: bool = True):
+    def _counted(self, n, name: str, start=None, vectorize: bool = True, cold: bool = False):
         """A counted loop skeleton (n's type): returns (counter, next block, done block)."""
         b = self.builder
         pre = b.block
@@ -353,11 +353,11 @@ class WorkGroupLowerer(FunctionLowerer):
         latch = ir.IRBuilder(nxt)
         i.add_incoming(latch.add(i, ir.Constant(n.type, 1), flags=["nuw", "nsw"]), nxt)
         back = latch.branch(head)
-        if not vectorize:
-            from gpunb.backends.cpu.objects import NO_VECTORIZE
+        if cold or not vectorize:
+            from gpunb.backends.cpu.objects import COLD_LOOP, NO_VECTORIZE
 
             back.set_metadata("llvm.loop", self.mb.module.add_metadata(
-                [ir.MetaDataString(self.mb.module, NO_VECTORIZE)]))
+                [ir.MetaDataString(self.mb.module, COLD_LOOP if cold else NO_VECTORIZE)]))
         b.position_at_end(body)
         return i, nxt, done
 
@@ -419,7 +419,7 @@ class WorkGroupLowerer(FunctionLowerer):
             b.branch(done_bb)
             b.position_at_end(slow_bb)
             self._restore_lowering_state(replay)
-            self._thread_loops(items, x_start, x_stop, rid, final)
+            self._thread_loops(items, x_start, x_stop, rid, final, cold=True)
             b.branch(done_bb)
             b.position_at_end(done_bb)
         self._commit_block_phis(rid, before=False)
@@ -454,8 +454,10 @@ class WorkGroupLowerer(FunctionLowerer):
         self.wg.local_count, target.static_shared, n_layout, self.mb.shared_static_bytes = state
         del target.shared_layout[n_layout:]
 
-    def _thread_loops(self, items: list, x_start, x_stop, rid: int, final: bool) -> None:
-        """for z, y, x over the block (x in [x_start, x_stop)): the region's statements."""
+    def _thread_loops(self, items: list, x_start, x_stop, rid: int, final: bool,
+                      cold: bool = False) -> None:
+        """for z, y, x over the block (x in [x_start, x_stop)): the region's statements (`cold`:
+        the exact loop beside a fast one, kept scalar and rolled)."""
         wg, b = self.wg, self.builder
         nx, ny, nz = (wg.block_values[("ntid", a)] for a in "xyz")
         z, z_next, z_done = self._counted(nz, f"wg{rid}.z")
@@ -465,7 +467,8 @@ class WorkGroupLowerer(FunctionLowerer):
         # vectorises directly (threadIdx.x is its truncation)
         x64, x_next, x_done = self._counted(b.zext(x_stop, dm.i64), f"wg{rid}.x",
                                             b.zext(x_start, dm.i64),
-                                            vectorize=not _guarded_memory(items, wg.true_tests))
+                                            vectorize=not _guarded_memory(items, wg.true_tests),
+                                            cold=cold)
         x = b.trunc(x64, dm.i32)
         wg.thread = (x, y, z, b.add(row, x))
         wg.region = rid
