@@ -12,7 +12,9 @@ host thread and no per-chunk overhead.
 
 Idle workers first poll the job counter for a while, yielding the core each time (back-to-back
 launches then start without a futex wake-up), then sleep on the condition variable.
-The pool is per process: a forked child (whose copy has no worker threads) makes a new one.
+The pool is per process: a forked child (whose copy has no worker threads) makes a new one. At
+exit the workers are told to end and are waited for, before the interpreter frees the pool's
+memory and the code they run.
 """
 
 from __future__ import annotations
@@ -30,17 +32,21 @@ from gpunb.compiler import datamodel as dm
 # runner and its argument
 MUTEX, COND_WORK, COND_DONE = 0, 128, 256
 GENERATION, PENDING, ACTIVE, FN, ARG = 384, 392, 396, 400, 408
+QUIT, LIVE = 416, 420  # i32: workers are to end; i32: workers not yet ended
 POOL_BYTES = 448
 # worker argument: the pool, the worker's index, the generation it has seen
 W_POOL, W_INDEX, W_SEEN = 0, 8, 16
 WORKER_BYTES = 24
-# polls of the job counter (each a sched_yield) before an idle worker sleeps
-SPIN = 2000
+# polls of the job counter (each a sched_yield, ~0.1-1 us) before an idle worker sleeps: a
+# launch that follows within tens of microseconds finds the workers awake; longer polling
+# would take cores from whatever runs between launches
+SPIN = 200
 _JOB = ir.FunctionType(dm.void, [dm.ptr])  # void runner(abi.Launch *)
 
 _RUN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
 _INIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _SPAWN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+_QUIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 def _i32(v: int):
@@ -122,6 +128,14 @@ def _emit_worker(module: ir.Module, lib: dict) -> ir.Function:
     b.call(lib["wait"], [_at(b, pool, COND_WORK), mutex])
     b.branch(check)
     b.position_at_end(got)
+    quit_bb, job_bb = fn.append_basic_block("quit"), fn.append_basic_block("job")
+    b.cbranch(b.icmp_signed("!=", b.load(_at(b, pool, QUIT), typ=dm.i32), _i32(0)), quit_bb,
+              job_bb)
+    b.position_at_end(quit_bb)  # the process is exiting: leave before its memory goes
+    b.call(lib["unlock"], [mutex])
+    b.atomic_rmw("sub", _at(b, pool, LIVE), _i32(1), "acq_rel")
+    b.ret(ir.Constant(dm.ptr, None))
+    b.position_at_end(job_bb)
     # the job is read under the mutex with its generation: a consistent snapshot
     active = b.load(_at(b, pool, ACTIVE), typ=dm.i32)
     job = b.load(_at(b, pool, FN), typ=_JOB.as_pointer())  # typed: llvmlite calls through it
@@ -200,6 +214,16 @@ def _emit_setup(module: ir.Module, lib: dict, worker: ir.Function) -> None:
     b.branch(out)
     b.position_at_end(out)
     b.ret(rc)
+    stop = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), "gpunb_pool_quit")
+    b = ir.IRBuilder(stop.append_basic_block("entry"))
+    pool = stop.args[0]
+    mutex = _at(b, pool, MUTEX)
+    b.call(lib["lock"], [mutex])
+    b.atomic_rmw("xchg", _at(b, pool, QUIT), _i32(1), "release")
+    b.atomic_rmw("add", _at(b, pool, GENERATION), _i64(1), "release")
+    b.call(lib["broadcast"], [_at(b, pool, COND_WORK)])
+    b.call(lib["unlock"], [mutex])
+    b.ret_void()
 
 
 def pool_module() -> str:
@@ -237,6 +261,7 @@ class HostPool:
             self._run = _RUN(address("gpunb_pool_run"))
             init = _INIT(address("gpunb_pool_init"))
             self._spawn = _SPAWN(address("gpunb_pool_spawn"))
+            self._quit = _QUIT(address("gpunb_pool_quit"))
         self.memory = ctypes.create_string_buffer(POOL_BYTES + 64)
         self.address = (ctypes.addressof(self.memory) + 63) // 64 * 64
         if init(self.address) != 0:
@@ -248,13 +273,16 @@ class HostPool:
     def _grow(self, count: int) -> int:
         """Start workers up to `count` (called with `busy` held: no job is running)."""
         generation = ctypes.c_int64.from_address(self.address + GENERATION).value
+        live = ctypes.c_int32.from_address(self.address + LIVE)
         while len(self.workers) < count:
             arg = ctypes.create_string_buffer(WORKER_BYTES)
             base = ctypes.addressof(arg)
             ctypes.c_void_p.from_address(base + W_POOL).value = self.address
             ctypes.c_int32.from_address(base + W_INDEX).value = len(self.workers)
             ctypes.c_int64.from_address(base + W_SEEN).value = generation
+            live.value += 1  # no worker can end before shutdown(): no race on it here
             if self._spawn(base) != 0:
+                live.value -= 1
                 break  # no more threads to be had: run with those there are
             self.workers.append(arg)
         return min(count, len(self.workers))
@@ -272,8 +300,28 @@ class HostPool:
         return True
 
 
+    def shutdown(self, timeout: float = 2.0) -> None:
+        """End the workers (at exit: their code and this memory are freed with the module)."""
+        import time
+
+        if not self.busy.acquire(timeout=timeout):
+            return
+        self._quit(self.address)
+        live = ctypes.c_int32.from_address(self.address + LIVE)
+        deadline = time.monotonic() + timeout
+        while live.value > 0 and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        # `busy` stays held: nothing may use the pool after this
+
+
 _pool: HostPool | None = None
 _pool_lock = threading.Lock()
+
+
+def _shutdown() -> None:
+    pool = _pool
+    if pool is not None and pool.pid == os.getpid():
+        pool.shutdown()
 
 
 def host_pool() -> HostPool:
@@ -284,5 +332,9 @@ def host_pool() -> HostPool:
         return pool
     with _pool_lock:
         if _pool is None or _pool.pid != os.getpid():
+            if _pool is None:
+                import atexit
+
+                atexit.register(_shutdown)
             _pool = HostPool()
         return _pool

@@ -120,3 +120,38 @@ def test_forked_child_gets_a_pool_of_its_own(monkeypatch):
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
     assert native_pool.host_pool() is parent
+
+
+def test_shutdown_ends_the_workers_before_exit():
+    """At exit the workers leave before the interpreter frees their code and the pool's memory
+    (atexit); checked in a child process so this process keeps its pool."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import ctypes, numpy as np, gpunb
+        from gpunb import cuda
+        from gpunb.backends.cpu import pool as P
+        gpunb.set_target("cpu")
+
+        @cuda.jit
+        def fill(out):
+            i = cuda.grid(1)
+            if i < out.size:
+                out[i] = i
+
+        out = np.zeros(1 << 16, np.float32)
+        fill[256, 256](out)
+        pool = P.host_pool()
+        live = ctypes.c_int32.from_address(pool.address + P.LIVE)
+        assert len(pool.workers) == 3 and live.value == 3, (len(pool.workers), live.value)
+        pool.shutdown()
+        assert live.value == 0, live.value
+        print("ok", out[-1])
+    """)
+    env = {**os.environ, "GPUNB_CPU_THREADS": "4"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=120, cwd=os.getcwd())
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ok 65535.0"
