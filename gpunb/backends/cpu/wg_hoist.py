@@ -205,14 +205,19 @@ class Analysis:
                 return self.grid_item(expr, index)
             if _exact_int(ty) and self.uniform_leaf(node):
                 return {ONE: [(1, (("node", node),))]}
+            value = self._assigned_value(var) if var is not None and \
+                var.kind is VarKind.DEF and var in self.wg.plan.uniform_vars else None
+            if value is not None and _exact_int(ty) and ty.bitwidth == 64:
+                return self.form(value)  # `stride = cuda.gridsize(1)` set in this region
             raise _Reject
         if self.uniform_leaf(node) and _exact_int(ty):
             return {ONE: [(1, (("node", node),))]}
         if ty != t.int64:
             raise _Reject  # narrower arithmetic wraps where the test's would not
         if isinstance(node, ast.Call) and isinstance(call, BuiltinCall) and \
-                type(call.builtin).__name__ == "Grid" and not call.builtin.size and \
-                call.data == 1:
+                type(call.builtin).__name__ == "Grid" and call.data == 1:
+            if call.builtin.size:  # cuda.gridsize(1)
+                return {ONE: [(1, (("block", "ntid", "x"), ("block", "nctaid", "x")))]}
             return self.grid_axis("x")
         if isinstance(node, ast.BinOp):
             left, right = self.form(node.left), self.form(node.right)
@@ -257,22 +262,36 @@ class Analysis:
             self.visit(child)
 
     def iter_loop(self, node: ast.For) -> None:
+        """A range() loop's counter is one more axis of the test's box: [lowest start, highest
+        stop - 1] counting up (a superset of its values; an empty range runs nothing to
+        check), [lowest stop + 1, highest start] counting down. Start and stop may depend on
+        the thread (a grid-stride loop); a step that is not a constant must be uniform, and is
+        then required positive by the test."""
         loop = self.typed.loops.get(node)
         var = self.typed.defs.get(node.target) if isinstance(node.target, ast.Name) else None
         src = loop.sources[0] if loop is not None and len(loop.sources) == 1 else None
-        axis = None
+        axis, facts = None, []
         if isinstance(src, RangeSource) and var is not None and not loop.copies and \
                 not loop.unrolled and not loop.enumerate and src.item.signed and \
-                src.step_value:
+                src.item.bitwidth == 64:
             try:
-                bounds = [None if n is None else self.form(n) for n in (src.start, src.stop)]
-                if all(b is None or _uniform_only(b) for b in bounds):
-                    axis = (bounds[0] or {ONE: [(0, ())]}, bounds[1], src.step_value)
+                start = {ONE: [(0, ())]} if src.start is None else self.form(src.start)
+                stop = self.form(src.stop)
+                if src.step_value is not None:
+                    up = src.step_value > 0
+                else:
+                    up = True
+                    step = {ONE: [(1, ())]} if src.step is None else self.form(src.step)
+                    if not _uniform_only(step):
+                        raise _Reject
+                    facts.append(Fact(step, ">", sides=(step,)))
+                axis = (start, stop, up)
             except _Reject:
                 axis = None
         self.visit(node.iter)
         if axis is not None:
             self.plan.loops[var] = axis
+            self.plan.facts.extend(facts)
             self.axes.append(var)
         for stmt in node.body + node.orelse:
             self.visit(stmt)
@@ -415,15 +434,15 @@ class Precheck:
         return lo, hi
 
     def loop_bounds(self) -> None:
-        """The box of each range() counter: [start, stop - 1] (step > 0) or [stop + 1, start]
-        (a superset of the values it takes; an empty range runs nothing to check)."""
-        for var, (start, stop, step) in self.plan.loops.items():
-            first, _ = self.extremes(start)
-            end, _ = self.extremes(stop)
-            if step > 0:
-                self.box[("loop", var)] = (first, self.ar.sub(end, _i64(1)))
+        """The box of each range() counter (Analysis.iter_loop), outer loops first."""
+        one = _i64(1)
+        for var, (start, stop, up) in self.plan.loops.items():
+            start_lo, start_hi = self.extremes(start)
+            stop_lo, stop_hi = self.extremes(stop)
+            if up:
+                self.box[("loop", var)] = (start_lo, self.ar.sub(stop_hi, one))
             else:
-                self.box[("loop", var)] = (self.ar.add(end, _i64(1)), first)
+                self.box[("loop", var)] = (self.ar.add(stop_lo, one), start_hi)
 
     def emit(self):
         b = self.b

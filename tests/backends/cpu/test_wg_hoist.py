@@ -87,6 +87,21 @@ def uniform_loop_counter(out, x, rounds):
         out[i] = acc
 
 
+def grid_stride(out, x, y):
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, out.size, stride):
+        out[i] = x[i] * 2 + y[i]
+
+
+def strided_down(out, x, step):
+    i = cuda.grid(1)
+    acc = float32(0.0)
+    for j in range(x.size - 1 - i, -1, step):  # a uniform step: required positive... or not
+        acc += x[j]
+    out[i] = acc
+
+
 _kernels: dict = {}
 
 
@@ -206,3 +221,33 @@ def test_boundscheck_off_is_unchanged():
     out = np.zeros(n, np.float32)
     kernel[4, TPB](out, x, x, np.float32(2))
     np.testing.assert_array_equal(out, np.full(n, 3, np.float32))
+
+
+@pytest.mark.parametrize("n", [5, 4 * TPB, 10 * TPB + 3])
+def test_grid_stride_loop(n):
+    rng = np.random.default_rng(n)
+    x, y = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    (a, _, _), (b, _, _) = run_both(grid_stride, 3, TPB,
+                                    lambda: (np.zeros(n, np.float32), x, y))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(a, x * 2 + y, rtol=1e-6)
+
+
+def test_grid_stride_loop_past_the_end_names_the_thread():
+    n = 4 * TPB
+    x = np.ones(n - 7, np.float32)  # shorter than out: x[i] fails at i = n - 7
+    first, second = errors_of(grid_stride, 2, TPB,
+                              lambda: (np.zeros(n, np.float32), x, x))
+    assert first == second
+    assert f"index {n - 7} is out of bounds" in first
+
+
+@pytest.mark.parametrize("step", [-1, -3, 2])
+def test_uniform_step_of_either_sign(step):
+    n = 2 * TPB
+    x = np.arange(n, dtype=np.float32)
+    (a, _, _), (b, _, _) = run_both(strided_down, 2, TPB,
+                                    lambda: (np.zeros(n, np.float32), x, step))
+    np.testing.assert_array_equal(a, b)
+    expect = [x[n - 1 - i::-1][::-step].sum() if step < 0 else 0.0 for i in range(n)]
+    np.testing.assert_allclose(a, expect, rtol=1e-6)
