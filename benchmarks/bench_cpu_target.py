@@ -50,6 +50,7 @@ def _njit_row(figure: str, n: int, limit: float, workdir: Path, repeats: int) ->
     from benchmarks import njit_figures
     from benchmarks.kernelsrc import load_kernels
     from gpunb import cuda
+    from gpunb.foundation import config
 
     gpunb.set_target("cpu")
     kernels = load_kernels("gpunb", workdir)
@@ -67,7 +68,9 @@ def _njit_row(figure: str, n: int, limit: float, workdir: Path, repeats: int) ->
     for _ in range(repeats):
         gp_ms.append(_best_ms(lambda: problem.launch(problem.total), cuda.synchronize, 1))
         nj_ms.append(_best_ms(nj_run, lambda: None, 1))
-    coroutine = _coroutine_ms(figure, n, workdir, max(2, repeats // 3))
+    coroutine = _variant_ms(figure, n, workdir, max(2, repeats // 3),
+                            {"GPUNB_CPU_MODE": "coroutine"})
+    unchecked = _variant_ms(figure, n, workdir, repeats, {"GPUNB_BOUNDSCHECK": "0"})
     gp, nj = min(gp_ms), min(nj_ms)
     ratio = gp / nj
     verdict = (f"met: {ratio:.2f}x njit" if ratio <= limit else
@@ -75,32 +78,36 @@ def _njit_row(figure: str, n: int, limit: float, workdir: Path, repeats: int) ->
     title = TITLES[figure].format(size=size_text(figure, n))
     return Row(f"CPU vs njit: {title}", "ms",
                cell(gp, "{:.2f} ms", f"best of {repeats}; mode: {mode}; coroutine mode: "
-                                     f"{coroutine:.1f} ms"),
+                                     f"{coroutine:.1f} ms; without bounds checks: "
+                                     f"{unchecked:.2f} ms; {config.cpu_threads()} threads"),
                cell(nj, "{:.2f} ms", f"best of {repeats}"),
                na("CuPy has no CPU target"), f"gpunb <= {limit:g}x njit(parallel)", verdict,
                ("numba-cuda column: the same work for numba @njit(parallel=True) "
                 "(benchmarks/njit_figures.py), measured alternately with gpunb in this run",))
 
 
-def _coroutine_ms(figure: str, n: int, workdir: Path, repeats: int) -> float:
-    """The same figure with the kernel forced onto the coroutine path (the pre-issue-17 way)."""
+def _variant_ms(figure: str, n: int, workdir: Path, repeats: int, env: dict) -> float:
+    """The same figure with kernels compiled under `env`: GPUNB_CPU_MODE=coroutine (the
+    pre-issue-17 way), GPUNB_BOUNDSCHECK=0 (what the default bounds checks cost)."""
     import os
 
     from benchmarks.kernelsrc import load_kernels
     from gpunb import cuda
 
-    old = os.environ.get("GPUNB_CPU_MODE")
-    os.environ["GPUNB_CPU_MODE"] = "coroutine"
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
-        kernels = load_kernels("gpunb", workdir / "coroutine")
+        tag = "-".join(f"{k}={v}" for k, v in sorted(env.items()))
+        kernels = load_kernels("gpunb", workdir / tag)
         problem = prepare(figure, cuda, kernels, n)
         problem.launch(problem.total)
         return _best_ms(lambda: problem.launch(problem.total), cuda.synchronize, repeats)
     finally:
-        if old is None:
-            os.environ.pop("GPUNB_CPU_MODE")
-        else:
-            os.environ["GPUNB_CPU_MODE"] = old
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k)
+            else:
+                os.environ[k] = v
 
 
 def _gpunb(figure: str, n: int, workdir: Path, repeats: int) -> Cell:

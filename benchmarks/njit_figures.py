@@ -27,10 +27,18 @@ def _kernels():
         for i in prange(out.size):
             out[i] = a * x[i] + y[i]
 
+    @njit
+    def total_of(partial):
+        s = np.float32(0.0)
+        for k in range(partial.size):
+            s += partial[k]
+        return s
+
     @njit(parallel=True)
     def block_sum(values, total):
         """Per-block partial sums in parallel (the shared-memory tree), then their total (the
-        one atomic add per block)."""
+        one atomic add per block). The total is a plain loop in its own function: numba 0.68.0
+        fails on `partial.sum()` after this prange ("unexpected cycle in lookup()")."""
         blocks = (values.size + RTPB - 1) // RTPB
         partial = np.zeros(blocks, np.float32)
         for b in prange(blocks):
@@ -40,7 +48,7 @@ def _kernels():
                 if i < values.size:
                     s += values[i]
             partial[b] = s
-        total[0] = partial.sum()
+        total[0] = total_of(partial)
 
     @njit(parallel=True)
     def matmul(a, b, c):

@@ -75,13 +75,16 @@ STATUS_OFFSETS = {name: getattr(Status, name).offset for name, _ in Status._fiel
 
 
 class Launch(ctypes.Structure):
-    """One host worker's share of a launch: a range of blocks."""
+    """A launch's blocks [block_begin, block_end), shared by the host threads that run it: each
+    claims `chunk` blocks at a time from `next_block` (an atomic counter) until none are left."""
 
     _fields_ = [
         ("grid", ctypes.c_int32 * 3),
         ("block", ctypes.c_int32 * 3),
         ("block_begin", ctypes.c_int64),
         ("block_end", ctypes.c_int64),
+        ("next_block", ctypes.c_int64),
+        ("chunk", ctypes.c_int64),
         ("shared_bytes", ctypes.c_int64),
         ("dyn_shared", ctypes.c_int64),
         ("status", ctypes.c_void_p),

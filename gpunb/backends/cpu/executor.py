@@ -1,7 +1,8 @@
 """Runs CPU-target kernels: loads host objects into MCJIT, splits blocks over host threads.
 
-The generated runner (runner.py) executes a range of blocks per call; ctypes
-releases the GIL for the call, so blocks run in parallel on the host's cores. Errors recorded by
+The generated runner (runner.py) claims ranges of a launch's blocks until none are left; the
+native pool (pool.py) runs it on several host threads at once, with the GIL released (ctypes),
+so blocks run in parallel on the host's cores. Errors recorded by
 generated code (bounds checks, divergent barriers, debug raises) come back in a Status and are
 raised here.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from gpunb.backends.cpu import abi
 from gpunb.foundation import config
@@ -24,8 +24,9 @@ PRINT_BUFFER_BYTES = 4 << 20
 # launches of at most this many threads run on the launching thread alone (a pool round trip
 # costs tens of microseconds, more than such a launch takes)
 SMALL_LAUNCH_THREADS = 4096
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+# claims of blocks per host thread and launch (runner.py: each claim is an atomic add)
+CLAIMS = 16
+_native_pool_failed = False
 # helpers LLVM calls instead of emitting code on x86 hosts (float64 -> float16 has no instruction);
 # MCJIT resolves them in the process, so the library that has them must be loaded globally: an
 # unresolved one is a call to address 0 (a segfault) rather than an error
@@ -73,6 +74,7 @@ class LoadedCpuKernel:
         if not address:
             raise LaunchError(f"CPU kernel '{artifact.name}': entry {artifact.symbol} not found")
         self.runner = _RUNNER(address)
+        self.address = address
 
     def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int) -> None:
         n_blocks = grid[0] * grid[1] * grid[2]
@@ -94,8 +96,8 @@ class LoadedCpuKernel:
             status.rec_buf = records.ctypes.data
             status.rec_cap = cap
             status.rec_shared = shared
+        threads = n_blocks * block[0] * block[1] * block[2]
         if self.artifact.cooperative or records is not None:
-            threads = n_blocks * block[0] * block[1] * block[2]
             if threads > MAX_COOPERATIVE_THREADS:
                 raise LaunchError(
                     f"cooperative kernel '{self.artifact.name}': a grid of {n_blocks} blocks "
@@ -105,30 +107,26 @@ class LoadedCpuKernel:
                          f"({MAX_COOPERATIVE_THREADS} threads in all) and a grid-stride loop")
             # grid sync: every block of the grid is scheduled together; a recording launch
             # runs on this thread alone (its log is in launch order)
-            chunks = [(0, n_blocks)]
-        elif n_blocks * block[0] * block[1] * block[2] <= SMALL_LAUNCH_THREADS:
-            chunks = [(0, n_blocks)]  # handing work to the pool costs more than it saves
+            workers = 1
+        elif threads <= SMALL_LAUNCH_THREADS:
+            workers = 1  # waking the pool costs more than such a launch takes
         else:
-            chunks = _chunks(n_blocks, config.cpu_threads())
-        launches = []
-        for begin, end in chunks:
-            launch = abi.Launch()
-            launch.grid[:] = grid
-            launch.block[:] = block
-            launch.block_begin, launch.block_end = begin, end
-            launch.shared_bytes = shared
-            launch.dyn_shared = dynamic_shared
-            launch.status = ctypes.addressof(status)
-            launch.params = params_address
-            launches.append(launch)
-        if len(launches) == 1:
-            self.runner(ctypes.addressof(launches[0]))
-        else:
-            pool = _executor()
-            futures = [pool.submit(self.runner, ctypes.addressof(lc)) for lc in launches[1:]]
-            self.runner(ctypes.addressof(launches[0]))  # the launching thread works too
-            for f in futures:
-                f.result()
+            workers = min(config.cpu_threads(), n_blocks)
+        launch = abi.Launch()
+        launch.grid[:] = grid
+        launch.block[:] = block
+        launch.block_begin, launch.block_end = 0, n_blocks
+        launch.next_block = 0
+        # a few claims per thread and launch: late threads still find work, and one claim
+        # still covers many blocks (an atomic add per claim)
+        launch.chunk = n_blocks if workers == 1 else max(1, n_blocks // (workers * CLAIMS))
+        launch.shared_bytes = shared
+        launch.dyn_shared = dynamic_shared
+        launch.status = ctypes.addressof(status)
+        launch.params = params_address
+        address = ctypes.addressof(launch)
+        if workers == 1 or not _run_on_pool(self.address, address, workers):
+            self.runner(address)
         if prints is not None:
             _flush_prints(prints, min(status.print_len, PRINT_BUFFER_BYTES),
                           status.print_len > PRINT_BUFFER_BYTES)
@@ -281,18 +279,17 @@ def _align16(n: int) -> int:
     return (n + 15) // 16 * 16
 
 
-def _chunks(n_blocks: int, workers: int) -> list:
-    if workers <= 1 or n_blocks <= 1:
-        return [(0, n_blocks)]
-    pieces = min(n_blocks, workers * 4)
-    size = -(-n_blocks // pieces)
-    return [(b, min(b + size, n_blocks)) for b in range(0, n_blocks, size)]
+def _run_on_pool(runner_address: int, launch_address: int, workers: int) -> bool:
+    """The launch on the native pool (pool.py); False when it cannot take it (in use by
+    another launch, or pthreads are not to be had here): the caller runs it alone."""
+    global _native_pool_failed
+    if _native_pool_failed:
+        return False
+    from gpunb.backends.cpu.pool import host_pool
 
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=config.cpu_threads(),
-                                       thread_name_prefix="gpunb-cpu")
-        return _pool
+    try:
+        pool = host_pool()
+    except (OSError, RuntimeError):  # no pthreads in this process: one host thread
+        _native_pool_failed = True
+        return False
+    return pool.run(runner_address, launch_address, workers)

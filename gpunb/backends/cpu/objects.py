@@ -10,6 +10,12 @@ from __future__ import annotations
 from gpunb.backends.cpu.target import _llvm, host_target_machine
 
 NO_VECTORIZE = "gpunb.no_vectorize"
+# the exact thread loop of a region whose checks wg_hoist proves for most blocks: it runs for
+# ragged or failing blocks only, so LLVM spends no time vectorising or unrolling it
+COLD_LOOP = "gpunb.cold_loop"
+_HINTS = {NO_VECTORIZE: ['!{!"llvm.loop.vectorize.enable", i1 false}'],
+          COLD_LOOP: ['!{!"llvm.loop.vectorize.enable", i1 false}',
+                      '!{!"llvm.loop.unroll.disable"}']}
 
 
 def _loop_hints(module_text: str) -> str:
@@ -17,16 +23,20 @@ def _loop_hints(module_text: str) -> str:
     per-thread condition) get `llvm.loop.vectorize.enable false`: the masked loads and stores
     LLVM would vectorise them with are slower than the scalar loop on x86 (measured: a guarded
     4M-element load 11x, saxpy's tail guard 7x on the 2-core AMD EPYC development machine).
+    COLD_LOOP ones are neither vectorised nor unrolled (compile time).
     llvmlite cannot write the self-referencing loop id, so it is written into the text here."""
     import re
 
-    marker = re.compile(r'^(!\d+) = !\{ ?!"' + re.escape(NO_VECTORIZE) + r'" ?\}$', re.M)
-    if not marker.search(module_text):
-        return module_text
-    top = max(int(n) for n in re.findall(r"^!(\d+) = ", module_text, re.M)) + 1
-    module_text = marker.sub(lambda m: f"{m.group(1)} = distinct !{{{m.group(1)}, !{top}}}",
-                             module_text)
-    return module_text + f'\n!{top} = !{{!"llvm.loop.vectorize.enable", i1 false}}\n'
+    for marker_name, hints in _HINTS.items():
+        marker = re.compile(r'^(!\d+) = !\{ ?!"' + re.escape(marker_name) + r'" ?\}$', re.M)
+        if not marker.search(module_text):
+            continue
+        top = max(int(n) for n in re.findall(r"^!(\d+) = ", module_text, re.M)) + 1
+        ids = ", ".join(f"!{top + k}" for k in range(len(hints)))
+        module_text = marker.sub(lambda m, ids=ids: f"{m.group(1)} = distinct !{{{m.group(1)}, "
+                                 f"{ids}}}", module_text)
+        module_text += "".join(f"\n!{top + k} = {h}" for k, h in enumerate(hints)) + "\n"
+    return module_text
 
 
 def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: bool = True,

@@ -83,7 +83,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         slot_ptr = b.load(b.gep(params, [_i64(k)], source_etype=dm.ptr), typ=dm.ptr)
         slots.append(b.load(slot_ptr, typ=st))
     nthreads = b.mul(b.mul(block[0], block[1]), block[2])
-    # blocks scheduled together: one, or (grid sync) every block of the range
+    chunk = b.load(_at(b, launch, lo["chunk"]), typ=dm.i64)
+    # blocks scheduled together: one, or (grid sync) every block of the launch (one chunk)
     per_group = b.sub(end, begin) if cooperative else _i64(1)
     malloc = _declare(module, "malloc", dm.ptr, [dm.i64])
     free = _declare(module, "free", dm.void, [dm.ptr])
@@ -97,7 +98,18 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     b.call(memset, [ctxs, ir.Constant(dm.i8, 0), ctx_bytes, ir.Constant(dm.i1, 0)])
     handles = b.call(malloc, [b.mul(group_threads, _i64(8))]) if coroutine else None
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
-    with _loop(b, begin, end, "group", step=per_group) as (first, _):
+    # claim `chunk` blocks at a time until the launch has none left (every host thread of the
+    # launch runs this function on the same Launch)
+    claim_bb, claimed_bb, finish_bb = (fn.append_basic_block(n) for n in
+                                       ("claim", "claimed", "finish"))
+    b.branch(claim_bb)
+    b.position_at_end(claim_bb)
+    first_claimed = b.atomic_rmw("add", _at(b, launch, lo["next_block"]), chunk, "monotonic")
+    b.cbranch(b.icmp_signed("<", first_claimed, end), claimed_bb, finish_bb)
+    b.position_at_end(claimed_bb)
+    claim_end = b.add(first_claimed, chunk)
+    claim_end = b.select(b.icmp_signed("<", claim_end, end), claim_end, end)
+    with _loop(b, first_claimed, claim_end, "group", step=per_group) as (first, _):
         b.call(memset, [shared, ir.Constant(dm.i8, 0), shared_total, ir.Constant(dm.i1, 0)])
         with _loop(b, _i64(0), per_group, "block") as (local, _):
             blk = b.add(first, local)
@@ -144,6 +156,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         _free_all(b, free, shared, ctxs, handles)
         b.ret_void()
         b.position_at_end(cont)
+    b.branch(claim_bb)
+    b.position_at_end(finish_bb)
     _free_all(b, free, shared, ctxs, handles)
     b.ret_void()
     return fn

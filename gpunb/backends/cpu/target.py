@@ -480,6 +480,8 @@ class CpuTarget(Target):
     def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent) -> None:
         if not self.boundscheck:
             return
+        if self.wg is not None and (node, axis) in self.wg.unchecked:
+            return  # proved for the whole block before the thread loop (wg_hoist.py)
         import ast
 
         b = low.builder

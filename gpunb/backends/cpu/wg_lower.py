@@ -53,6 +53,11 @@ class WorkGroupState:
         self.block_values: dict = {}  # ("ntid", "x") ... and "shared", "dyn_shared", "n"
         self.bases: list = []  # per-thread array base pointers (pass 2)
         self.scratch = None
+        # Var of a uniform for's counter -> (its block-level value, type), inside its body
+        self.block_known: dict = {}
+        # while lowering a region's fast version (wg_hoist.py): what its test proved
+        self.unchecked: frozenset = frozenset()  # (Subscript node, axis): no bounds check
+        self.true_tests: frozenset = frozenset()  # conditions known to be true
 
 
 class WorkGroupLowerer(FunctionLowerer):
@@ -113,6 +118,11 @@ class WorkGroupLowerer(FunctionLowerer):
         if slot is None:
             return None
         return self.builder.load(slot, typ=dm.value_type(self.var_type(var)))
+
+    def condition(self, node):
+        if node in self.wg.true_tests:  # proved for the whole block (wg_hoist.py)
+            return ir.Constant(dm.i1, 1)
+        return super().condition(node)
 
     def _shadow(self, var):
         """Where a region writes a block phi (copied into the phi after the region)."""
@@ -317,7 +327,11 @@ class WorkGroupLowerer(FunctionLowerer):
         b.cbranch(cond, body_bb, end_bb)
         b.position_at_end(body_bb)
         bind = [lambda: self.store_target(node.target, current, source.item)]
+        target = self.typed.defs.get(node.target) if isinstance(node.target, ast.Name) else None
+        if target is not None:  # in the body's regions the counter is `current`
+            self.wg.block_known[target] = (current, source.item)
         self.region(self.block_sequence(node.body, bind))
+        self.wg.block_known.pop(target, None)
         b.store(b.add(b.load(index), step), index)
         b.branch(cond_bb)
         b.position_at_end(end_bb)
@@ -325,7 +339,7 @@ class WorkGroupLowerer(FunctionLowerer):
 
     # ---- one region: for z, y, x over the block ------------------------------------------------
 
-    def _counted(self, n, name: str, start=None, vectorize: bool = True):
+    def _counted(self, n, name: str, start=None, vectorize: bool = True, cold: bool = False):
         """A counted loop skeleton (n's type): returns (counter, next block, done block)."""
         b = self.builder
         pre = b.block
@@ -339,15 +353,15 @@ class WorkGroupLowerer(FunctionLowerer):
         latch = ir.IRBuilder(nxt)
         i.add_incoming(latch.add(i, ir.Constant(n.type, 1), flags=["nuw", "nsw"]), nxt)
         back = latch.branch(head)
-        if not vectorize:
-            from gpunb.backends.cpu.objects import NO_VECTORIZE
+        if cold or not vectorize:
+            from gpunb.backends.cpu.objects import COLD_LOOP, NO_VECTORIZE
 
             back.set_metadata("llvm.loop", self.mb.module.add_metadata(
-                [ir.MetaDataString(self.mb.module, NO_VECTORIZE)]))
+                [ir.MetaDataString(self.mb.module, COLD_LOOP if cold else NO_VECTORIZE)]))
         b.position_at_end(body)
         return i, nxt, done
 
-    def _x_range(self, items: list, nx, thread_yz, rid: int):
+    def _x_range(self, items: list, nx, rid: int):
         """(first x, stop x, items): a region that is only `if threadIdx.x < u:` (or `== u`)
         loops over those threads and drops the test (a tree reduction's halving steps)."""
         wg, b = self.wg, self.builder
@@ -356,10 +370,10 @@ class WorkGroupLowerer(FunctionLowerer):
                 not self.typed.joins.get((items[0], JoinKind.IF)):
             bound = wg.plan.uniformity.x_bound(items[0], wg.plan.rematerialise)
         if bound is None:
-            return None, nx, items
+            return ir.Constant(dm.i32, 0), nx, items
         op, node = bound
         zero = ir.Constant(dm.i32, 0)
-        wg.thread, wg.region = (zero, *thread_yz), rid  # u is uniform: thread 0 computes it
+        wg.thread, wg.region = (zero, zero, zero, zero), rid  # u is uniform: thread 0 says it
         value = ops.cast(b, self.expr(node), self.type_of(node), t.int64)
         wg.thread, wg.region = None, BLOCK
         wide_nx = b.zext(nx, dm.i64)
@@ -372,23 +386,89 @@ class WorkGroupLowerer(FunctionLowerer):
         return b.trunc(first, dm.i32), b.trunc(stop, dm.i32), list(items[0].body)
 
     def region(self, items: list, final: bool = False) -> None:
-        """Emit `items` (statements, or callables that emit per-thread code) as a thread loop."""
+        """Emit `items` (statements, or callables that emit per-thread code) as a thread loop;
+        where one test per block proves the region's index checks and guards (wg_hoist.py), as
+        two: the loop without them when the test holds, the exact one when it does not."""
         if not items:
             return
         wg, b = self.wg, self.builder
         rid = wg.n_regions
         wg.n_regions += 1
         self._commit_block_phis(rid, before=True)
+        nx = wg.block_values[("ntid", "x")]
+        x_start, x_stop, items = self._x_range(items, nx, rid)
+        hoist = None
+        if wg.layout is not None:  # pass 2 (pass 1 only learns where variables are touched)
+            from gpunb.backends.cpu import wg_hoist
+
+            hoist = wg_hoist.plan_region(self, items, rid)
+        if hoist is None:
+            self._thread_loops(items, x_start, x_stop, rid, final)
+        else:
+            ok = self._precheck(hoist, x_start, x_stop, rid)
+            fast_bb, slow_bb, done_bb = (self.new_block(f"wg{rid}.{n}") for n in
+                                         ("fast", "exact", "joined"))
+            b.cbranch(ok, fast_bb, slow_bb)
+            b.position_at_end(fast_bb)
+            replay = self._lowering_state()
+            wg.unchecked, wg.true_tests = frozenset(hoist.unchecked), frozenset(hoist.true_tests)
+            try:
+                self._thread_loops(items, x_start, x_stop, rid, final)
+            finally:
+                wg.unchecked, wg.true_tests = frozenset(), frozenset()
+            b.branch(done_bb)
+            b.position_at_end(slow_bb)
+            self._restore_lowering_state(replay)
+            self._thread_loops(items, x_start, x_stop, rid, final, cold=True)
+            b.branch(done_bb)
+            b.position_at_end(done_bb)
+        self._commit_block_phis(rid, before=False)
+
+    def _precheck(self, hoist, x_start, x_stop, rid: int):
+        """The block-level test of wg_hoist: the thread ids' box is [x_start, x_stop) x
+        [0, ntid.y) x [0, ntid.z)."""
+        from gpunb.backends.cpu.wg_hoist import Precheck
+
+        wg, b = self.wg, self.builder
+        one = ir.Constant(dm.i64, 1)
+        box = {("tid", "x"): (b.zext(x_start, dm.i64), b.sub(b.zext(x_stop, dm.i64), one))}
+        for axis in "yz":
+            box[("tid", axis)] = (ir.Constant(dm.i64, 0),
+                                  b.sub(b.zext(wg.block_values[("ntid", axis)], dm.i64), one))
+        zero = ir.Constant(dm.i32, 0)
+        wg.thread, wg.region = (zero, zero, zero, zero), rid  # leaves are uniform
+        try:
+            return Precheck(self, hoist, box).emit()
+        finally:
+            wg.thread, wg.region = None, BLOCK
+
+    def _lowering_state(self) -> tuple:
+        """What lowering a region allocates (local arrays' per-thread slots, static shared
+        memory): the exact version allocates the same as the fast one, not more."""
+        target = self.target
+        return (self.wg.local_count, target.static_shared, len(target.shared_layout),
+                self.mb.shared_static_bytes)
+
+    def _restore_lowering_state(self, state: tuple) -> None:
+        target = self.target
+        self.wg.local_count, target.static_shared, n_layout, self.mb.shared_static_bytes = state
+        del target.shared_layout[n_layout:]
+
+    def _thread_loops(self, items: list, x_start, x_stop, rid: int, final: bool,
+                      cold: bool = False) -> None:
+        """for z, y, x over the block (x in [x_start, x_stop)): the region's statements (`cold`:
+        the exact loop beside a fast one, kept scalar and rolled)."""
+        wg, b = self.wg, self.builder
         nx, ny, nz = (wg.block_values[("ntid", a)] for a in "xyz")
         z, z_next, z_done = self._counted(nz, f"wg{rid}.z")
         y, y_next, y_done = self._counted(ny, f"wg{rid}.y")
         row = b.mul(b.add(b.mul(z, ny), y), nx)
-        x_start, x_stop, items = self._x_range(items, nx, (y, z, row), rid)
         # a 64-bit counter: cuda.grid()'s 64-bit index then is an induction variable LLVM
         # vectorises directly (threadIdx.x is its truncation)
-        x_start = None if x_start is None else b.zext(x_start, dm.i64)
-        x64, x_next, x_done = self._counted(b.zext(x_stop, dm.i64), f"wg{rid}.x", x_start,
-                                            vectorize=not _guarded_memory(items))
+        x64, x_next, x_done = self._counted(b.zext(x_stop, dm.i64), f"wg{rid}.x",
+                                            b.zext(x_start, dm.i64),
+                                            vectorize=not _guarded_memory(items, wg.true_tests),
+                                            cold=cold)
         x = b.trunc(x64, dm.i32)
         wg.thread = (x, y, z, b.add(row, x))
         wg.region = rid
@@ -411,16 +491,20 @@ class WorkGroupLowerer(FunctionLowerer):
         b.position_at_end(y_done)
         b.branch(z_next)
         b.position_at_end(z_done)
-        self._commit_block_phis(rid, before=False)
 
 
-def _guarded_memory(items: list) -> bool:
+def _guarded_memory(items: list, proved: frozenset = frozenset()) -> bool:
     """Whether a region reads or writes memory under a condition (`if`, `a if c else b`, `and`)
-    outside inner loops: LLVM would vectorise its thread loop with masked memory operations."""
+    outside inner loops: LLVM would vectorise its thread loop with masked memory operations.
+    Conditions in `proved` (known true for the block) guard nothing."""
     todo = [n for n in items if isinstance(n, ast.AST)]
     while todo:
         node = todo.pop()
-        if isinstance(node, (ast.If, ast.IfExp, ast.BoolOp)):
+        if isinstance(node, (ast.If, ast.IfExp)) and node.test in proved:
+            todo.extend(n for n in ast.iter_child_nodes(node) if n is not node.test)
+        elif node in proved:
+            continue
+        elif isinstance(node, (ast.If, ast.IfExp, ast.BoolOp)):
             if any(isinstance(n, ast.Subscript) for n in ast.walk(node)):
                 return True
         elif not isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):

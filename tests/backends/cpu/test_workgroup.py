@@ -239,16 +239,29 @@ def test_uniform_loops_agree_on_generated_trip_counts(rounds, limit, seed):
 
 
 
+def keep_positive(out, x):
+    i = cuda.grid(1)
+    if x[i] > 0:  # a guard on memory: no test before the loop proves it
+        out[i] = x[i]
+
+
 def test_guarded_thread_loops_are_kept_scalar_and_others_vectorised():
-    """saxpy's tail guard would become masked loads/stores (slow on x86): its thread loop
-    carries `vectorize.enable false`; an unguarded thread loop is vectorised."""
+    """A guard the block's test cannot prove would become masked loads/stores (slow on x86):
+    its thread loop carries `vectorize.enable false`. saxpy's tail guard is proved for all but
+    the ragged block (wg_hoist.py): its fast loop is vectorised, the exact one is kept cold
+    (neither vectorised nor unrolled); an unguarded thread loop is vectorised."""
     wg, _ = both(corpus.saxpy)
     x = np.ones(100, np.float32)
-    wg[1, 128](np.zeros(100, np.float32), x, x, np.float32(2.0))
+    wg[1, 128](np.zeros(100, np.float32), x, x, np.float32(2))
     ir_text = wg.inspect_llvm(wg.signatures[0])
-    assert '!"llvm.loop.vectorize.enable", i1 false' in ir_text
+    assert "x float>" in ir_text  # the fast loop
+    assert '!{!"llvm.loop.unroll.disable"}' in ir_text  # the exact loop
+    guarded = cuda.jit(keep_positive)
+    guarded[1, 64](np.zeros(64, np.float32), np.ones(64, np.float32))
+    text = guarded.inspect_llvm(guarded.signatures[0])
+    assert '!"llvm.loop.vectorize.enable", i1 false' in text
+    assert "x float>" not in text
     plain, _ = both(corpus.block_3d)
     plain[2, (4, 4, 4)](np.zeros((2, 64), np.int32))
     text = plain.inspect_llvm(plain.signatures[0])
     assert "x i32>" in text  # an unguarded thread loop is vectorised
-    assert "vectorize.enable" not in text
