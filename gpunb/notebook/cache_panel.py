@@ -123,20 +123,38 @@ class Explanation:
 
 
 class LiveCachePanel:
-    """An HTML widget holding the status table, refreshed after every cell (while displayed)."""
+    """An HTML widget holding the status table, refreshed after every cell (while displayed),
+    shown with its static copy (widgets.show_live), which follows every refresh."""
 
     def __init__(self, shell, status_factory):
         import ipywidgets as w
 
+        from gpunb.notebook.widgets import StaticCopy
+
         self.status_factory = status_factory
-        self.html = w.HTML(status_factory()._repr_html_())
+        self._status = status_factory()
+        self.static = StaticCopy(self._static_bundle)
+        self.html = w.HTML(self._widget_html())
         shell_hooks = _hooks(shell)
         if shell_hooks is not None:
             shell_hooks.after_cell.append(self.refresh)
 
+    def _static_bundle(self) -> dict:
+        return {"text/plain": self._status.text(), "text/html": self._status._repr_html_()}
+
+    def _widget_html(self) -> str:
+        return self._status._repr_html_() + self.static.hide_rule()
+
     def refresh(self) -> bool:
-        self.html.value = self.status_factory()._repr_html_()
+        self._status = self.status_factory()
+        self.html.value = self._widget_html()
+        self.static.update()
         return True  # keep refreshing after later cells
+
+    def _ipython_display_(self) -> None:
+        from gpunb.notebook.widgets import show_live
+
+        show_live(self.static, lambda: self.html)
 
 
 def _hooks(shell):
