@@ -232,8 +232,12 @@ def test_unsupported_numpy_in_a_fused_function_points_at_its_line(shell, capsys)
     count = run_cell(shell, "@gpunb.fuse\ndef ordered(v):\n    return np.sort(v) + 1\n\n"
                             "ordered(x)").execution_count
     text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
-    assert "TypeError: gpunb.fuse: np.sort is not supported" in text
-    assert f"Cell In[{count}], line 3, in ordered" in text  # the line that used np.sort
+    # a typed gpunb error (no traceback) at the line and column that used np.sort, with a caret
+    assert "FuseError: gpunb.fuse: np.sort is not supported" in text
+    assert f"Cell In[{count}], line 3, column 12:" in text
+    assert "    return np.sort(v) + 1\n           ^~~~~~~~~~\n" in text
+    assert "hint: " in text and "Traceback" not in text
+    assert f"from Cell In[{count}], line 5: ordered(x)" in text  # the call, set apart
     assert "gpunb/fusion" not in text  # the tracer's frames are not the user's story
 
 
