@@ -7,6 +7,7 @@ time, entry size and the cell that defined the function. A live panel re-renders
 
 from __future__ import annotations
 
+from gpunb.foundation import types as t
 from gpunb.foundation.events import CacheEvent
 from gpunb.notebook import render
 
@@ -47,11 +48,30 @@ def _size(value: int | None) -> str:
     return str(value)
 
 
+def describe_failure(error: BaseException) -> str:
+    """A failed compile in one line: its message (first line) and where it points."""
+    message = getattr(error, "message", None) or str(error)
+    text = f"{type(error).__name__}: {message.splitlines()[0] if message else ''}"
+    loc = getattr(error, "loc", None)
+    return f"{text} ({loc.describe()})" if loc is not None else text
+
+
+def failure_rows(name: str, dispatcher) -> list[list[str]]:
+    """One row per argument types whose last compile failed (none succeeded since)."""
+    rows = []
+    for (target, argtypes), error in list(getattr(dispatcher, "failed_compiles", {}).items()):
+        signature = str(t.Signature(t.void, argtypes))
+        rows.append([name, signature, target, "failed", describe_failure(error), "", "",
+                     defined_in(dispatcher)])
+    return rows
+
+
 def status_rows(namespace: dict) -> list[list[str]]:
     rows = []
     for name, dispatcher in find_kernels(namespace).items():
         infos = dispatcher.cache_info()
-        if not infos:
+        failed = failure_rows(name, dispatcher)
+        if not infos and not failed:
             what = ("(device function: compiled into the kernels that call it)"
                     if getattr(dispatcher, "device", False) else
                     "(not compiled: never launched, or every launch failed before compiling)")
@@ -61,6 +81,7 @@ def status_rows(namespace: dict) -> list[list[str]]:
             rows.append([name, info.get("signature", ""), info.get("target", ""), outcome, why,
                          f"{float(info.get('compile_ms') or 0.0):.1f}", size,
                          defined_in(dispatcher)])
+        rows.extend(failed)
     return rows
 
 
@@ -85,7 +106,8 @@ class CacheStatus:
         rows = []
         for row in self.rows:
             cells = [render.esc(c) for c in row]
-            css = "hit" if row[3].startswith("hit") else "miss" if row[3].startswith("miss") else ""
+            css = "hit" if row[3].startswith("hit") else "miss" if row[3].startswith("miss") \
+                else "bad" if row[3] == "failed" else ""
             if css:
                 cells[3] = f'<span class="{css}">{cells[3]}</span>'
             rows.append(cells)

@@ -96,6 +96,25 @@ def test_gpucache_status_is_a_text_table(shell, capsys):
     assert "cache on" in text
 
 
+def test_gpucache_status_names_a_failed_compile_until_one_succeeds(shell, capsys):
+    run_cell(shell, "%%gpukernel\ndef fill(v):\n    v[0] = helper(2.0)\n")
+    count = run_cell(shell, "import numpy as np\nv = np.zeros(4, np.float32)\n"
+                            "fill[1, 1](v)").execution_count
+    capsys.readouterr()
+    run_cell(shell, "%gpucache status")
+    text = capsys.readouterr().out
+    (row,) = [line for line in text.splitlines() if line.startswith("fill ")]
+    # the launch's error, not "(not compiled: ...)": which types, what failed, where
+    assert "void(float32[::1])" in row and " failed " in row
+    assert "CompileError: " in row and "helper" in row and f"(Cell In[{count - 1}], line 3)" in row
+    run_cell(shell, "%%gpukernel\ndef helper(x):\n    return x * 2\n")
+    run_cell(shell, "fill[1, 1](v)\nprint(v[0])")
+    assert "4.0" in capsys.readouterr().out
+    run_cell(shell, "%gpucache status")
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("fill ")]
+    assert " failed " not in row and "miss" in row  # the failure is gone once it compiled
+
+
 def test_gpucache_usage_errors(shell, capsys):
     run_cell(shell, "%gpucache frobnicate")
     assert "usage: %gpucache" in capsys.readouterr().err
