@@ -16,6 +16,8 @@ from gpunb.foundation.errors import GpunbError
 from gpunb.foundation.sources import debug_source_path
 
 _SASS_LINE = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)')
+_SASS_INSTR = re.compile(r"/\*(?P<addr>[0-9a-f]{4,})\*/\s*(?P<text>.*?)\s*;")
+_SASS_LABEL = re.compile(r"^\s*(\.L_x_\d+):")
 TABS = ("source", "types", "llvm", "ptx", "sass")
 TAB_TITLES = {"source": "Source", "types": "Types", "llvm": "LLVM", "ptx": "PTX", "sass": "SASS"}
 
@@ -42,6 +44,9 @@ class KernelReport:
     cache: str = ""  # the cache's decision for this specialisation: "miss (new)", "hit (disk)"
     cache_why: str = ""  # that decision's reason as a sentence
     compile_ms: float = 0.0
+    # python line -> (SASS instructions, most registers live at one of them, or None when
+    # nvdisasm's life ranges are not available)
+    sass_counts: dict = field(default_factory=dict)
 
     @property
     def source_lines(self) -> range:
@@ -60,6 +65,15 @@ class KernelReport:
     def sass_to_source(self) -> dict:
         return _invert(self.sass_map)
 
+    def sass_note(self, line: int) -> str:
+        """`5 instr, 9 regs live`: a source line's SASS instructions and the most registers
+        live at one of them ("" for a line without SASS)."""
+        if line not in self.sass_counts:
+            return ""
+        count, live = self.sass_counts[line]
+        regs = f", {live} reg{'s' if live != 1 else ''} live" if live is not None else ""
+        return f"{count} instr{regs}"
+
     def section(self, tab: str) -> str:
         """The text of one tab: source, types, llvm, ptx or sass."""
         return {"source": self.source, "types": self.types, "llvm": self.llvm_ir,
@@ -74,6 +88,10 @@ class KernelReport:
                f"cache: {self.cache} (compiled in {self.compile_ms:.0f} ms)",
                f"line map: {len(self.mapped_lines)} source line(s) -> "
                f"{sum(len(v) for v in self.line_map.values())} PTX line(s)"]
+        own = [line for line in sorted(self.sass_counts) if line in self.source_lines]
+        if own:
+            out.append("SASS by line: " + "; ".join(
+                f"{line}: {self.sass_note(line)}" for line in own))
         for tab in tabs:
             body = self.section(tab) or self.problems.get(tab, "")
             out.append(f"---- {TAB_TITLES[tab]} ----\n{body.rstrip()}")
@@ -126,6 +144,10 @@ def build_report(dispatcher, signature=None, arch: str | None = None) -> KernelR
     line_map = {int(line): list(lines) for line, lines in ptx_artifact.line_map} \
         if ptx_artifact is not None else {}
     sass = _section(problems, "sass", lambda: inspection.sass_for(dispatcher, spec, arch))
+    sass_map = sass_line_map(sass, debug_source_path(source_file))
+    live = _section(problems, "registers",
+                    lambda: inspection.live_registers_for(dispatcher, spec, arch), None) \
+        if sass else None
     resources = _section(problems, "resources",
                          lambda: inspection.resources_for(dispatcher, spec, arch), {})
     # the LLVM tab shows the IR the PTX/SASS tabs were made from (the device's), not the host's
@@ -136,7 +158,7 @@ def build_report(dispatcher, signature=None, arch: str | None = None) -> KernelR
         name=dispatcher.__name__, signature=str(spec.artifact.signature), target=spec.target,
         arch=arch or _ptx_arch(ptx), source=source, source_file=source_file,
         first_line=first_line, types=types, llvm_ir=llvm_ir, ptx=ptx, sass=sass,
-        line_map=line_map, sass_map=sass_line_map(sass, debug_source_path(source_file)),
+        line_map=line_map, sass_map=sass_map, sass_counts=sass_line_counts(sass, sass_map, live),
         resources=dict(resources or {}), problems=problems,
         cache=event.outcome if event is not None else "", cache_why=event.why if event else "",
         compile_ms=float(spec.compile_ms or 0.0))
@@ -172,15 +194,43 @@ def _ptx_arch(ptx: str) -> str:
 
 
 def sass_line_map(sass: str, source_file: str) -> dict:
-    """python line -> [sass line, ...] from nvdisasm -g's `//## File "...", line N` markers."""
+    """python line -> [sass line, ...] from nvdisasm -g's `//## File "...", line N` markers.
+    The function's padding (NOPs, the closing branch-to-itself) belongs to no line."""
     out: dict = {}
     current = None
+    label = None
     for number, text in enumerate((sass or "").splitlines(), start=1):
         m = _SASS_LINE.search(text)
         if m:
             same_file = not source_file or m.group("file") == source_file
             current = int(m.group("line")) if same_file else None
             continue
-        if current is not None and "/*" in text and "*/" in text:
+        found = _SASS_LABEL.match(text)
+        if found:
+            label = found.group(1)
+            continue
+        instr = _SASS_INSTR.search(text)
+        if instr is None:
+            continue
+        body = instr.group("text")
+        padding = body == "NOP" or (label is not None and body == f"BRA `({label})")
+        label = None
+        if current is not None and not padding:
             out.setdefault(current, []).append(number)
+    return out
+
+
+def sass_line_counts(sass: str, sass_map: dict, live: dict | None) -> dict:
+    """python line -> (its SASS instructions, the most registers live at one of them or None),
+    joining the -g listing's lines to nvdisasm's life ranges by instruction address."""
+    lines = (sass or "").splitlines()
+    out = {}
+    for source_line, numbers in sass_map.items():
+        most = None
+        if live is not None:
+            found = [live[int(m.group("addr"), 16)] for n in numbers
+                     if (m := _SASS_INSTR.search(lines[n - 1])) is not None
+                     and int(m.group("addr"), 16) in live]
+            most = max(found) if found else None
+        out[source_line] = (len(numbers), most)
     return out

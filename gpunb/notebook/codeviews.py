@@ -81,8 +81,10 @@ def link_rules(dom_id: str, source_lines: Iterable[int]) -> str:
 
 
 def split_view(dom_id: str, source: str, first_line: int, target_text: str, language: str,
-               mapping: dict, selected_source: int | None = None) -> str:
-    """Source (left) and target code (right); `mapping` is python line -> [target lines]."""
+               mapping: dict, selected_source: int | None = None,
+               notes: dict[int, str] | None = None) -> str:
+    """Source (left) and target code (right); `mapping` is python line -> [target lines];
+    `notes` annotates source lines (the SASS view's instruction and live-register counts)."""
     # an inlined callee's instruction is listed under its own line and its call line: the
     # reverse link goes to the most specific (fewest targets) of them
     inverse = {t: s for s, targets in sorted(mapping.items(), key=lambda i: -len(i[1]))
@@ -90,7 +92,8 @@ def split_view(dom_id: str, source: str, first_line: int, target_text: str, lang
     selected_targets = mapping.get(selected_source, []) if selected_source is not None else []
     left = render.code_block(source, "python", first_line=first_line, line_class="s",
                              line_attrs={line: f'data-l="{line}"' for line in mapping},
-                             selected=[selected_source] if selected_source else [])
+                             selected=[selected_source] if selected_source else [],
+                             notes=notes)
     right = render.code_block(target_text, language, line_class="t",
                               line_attrs={t: f'data-l="{s}"' for t, s in inverse.items()},
                               selected=selected_targets)

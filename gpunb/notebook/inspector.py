@@ -106,15 +106,16 @@ class Inspector:
             return codeviews.split_view(f"{uid}-ptx", r.source, r.first_line, r.ptx, "ptx",
                                         _own(r.line_map, r.source_lines), self.selected_line)
         return codeviews.split_view(f"{uid}-sass", r.source, r.first_line, r.sass, "sass",
-                                    _own(r.sass_map, r.source_lines), self.selected_line)
+                                    _own(r.sass_map, r.source_lines), self.selected_line,
+                                    notes={line: r.sass_note(line) for line in r.sass_counts})
 
     def link_summary_html(self) -> str:
         if self.selected_line is None:
             return ('<span class="muted">click a source line in the PTX/SASS tabs (or pick one '
                     "here) to see the code it produced</span>")
         ptx = self.highlighted_ptx
-        return (f"line {self.selected_line} → {len(ptx)} PTX line(s), "
-                f"{len(self.highlighted_sass)} SASS line(s)"
+        sass = self.report.sass_note(self.selected_line) or "no SASS"
+        return (f"line {self.selected_line} → {len(ptx)} PTX line(s); SASS: {sass}"
                 + codeviews.excerpt(self.report.ptx, ptx, "ptx"))
 
     def _repr_html_(self) -> str:

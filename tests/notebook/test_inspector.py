@@ -156,3 +156,29 @@ def test_split_view_pins_on_click_and_offers_search_and_copy(compiled):
     assert 'class="err"' not in insp.tab_html("llvm")
     assert "nvptx64" in insp.report.llvm_ir  # the device IR of the shown arch, not the host's
     assert "#ffe9a8" not in html and "var(--jp-" in insp._repr_html_()
+
+
+def test_sass_view_counts_instructions_and_live_registers_per_line(compiled):
+    """nvdisasm -g attributes SASS to source lines, its life ranges give the registers live at
+    each instruction: the SASS tab notes both on each source line."""
+    from gpunb.backends.cuda.toolchain import find_tool
+
+    if find_tool("nvdisasm") is None or find_tool("ptxas") is None:
+        pytest.skip("needs ptxas and nvdisasm (the nvidia-cuda-nvcc / -nvdisasm wheels)")
+    insp = inspector_for(compiled, arch="sm_90")
+    r = insp.report
+    store = _line_of("out[i] =")
+    count, live = r.sass_counts[store]
+    # the store line: its loads, the FFMA and the STG, and every one of them counted
+    assert count == len(r.sass_map[store]) and count >= 4
+    sass_lines = r.sass.splitlines()
+    assert any("STG" in sass_lines[n - 1] for n in r.sass_map[store])
+    assert not any(sass_lines[n - 1].strip().endswith("NOP ;") for ns in r.sass_map.values()
+                   for n in ns)  # padding is no line's code
+    # registers: x, y, out addresses (2 each) and values are live around the FFMA
+    assert 4 <= live <= r.resources["registers"]
+    html = insp.tab_html("sass")
+    assert f'<span class="note">{count} instr, {live} regs live</span>' in html
+    assert f"{store}: {count} instr, {live} regs live" in r.text()
+    insp.select_line(store)
+    assert f"SASS: {count} instr, {live} regs live" in insp.link_summary_html()

@@ -68,3 +68,37 @@ def test_sass_line_map_reads_nvdisasm_markers():
         "        /*0030*/                   EXIT ;",
     ])
     assert sass_line_map(sass, "<cell-1>") == {5: [3, 4], 6: [8]}
+
+
+def test_sass_line_map_leaves_out_padding_and_counts_live_registers():
+    from gpunb.backends.cuda.sass import parse_live_registers
+    from gpunb.jit.report import sass_line_counts
+
+    sass = "\n".join([
+        '\t//## File "<cell-1>", line 5',
+        "        /*0000*/                   LDC R1, c[0x0][0x28] ;",
+        "        /*0010*/                   S2R R0, SR_TID.X ;",
+        ".L_x_2:",
+        "        /*0020*/                   EXIT ;",
+        ".L_x_0:",
+        "        /*0030*/                   BRA `(.L_x_0);",
+        "        /*0040*/                   NOP;",
+    ])
+    sass_map = sass_line_map(sass, "<cell-1>")
+    assert sass_map == {5: [2, 3, 5]}  # the EXIT after a label counts; BRA-to-itself, NOP not
+    life = "\n".join([
+        "        /*0000*/     LDC R1, c[0x0][0x28] ;       // |   1   |        |        |",
+        "        /*0010*/     S2R R0, SR_TID.X ;           // |   2   |        |   1    |",
+        ".L_x_2:                                          // |   2   |        |        |",
+        "        /*0020*/     EXIT ;                       // |       |        |        |",
+    ])
+    live = parse_live_registers(life)
+    assert live == {0x0: 1, 0x10: 2, 0x20: 0}
+    assert sass_line_counts(sass, sass_map, live) == {5: (3, 2)}
+    assert sass_line_counts(sass, sass_map, None) == {5: (3, None)}
+
+
+def test_code_block_notes_follow_their_line():
+    html = render.code_block("a = 1\nb = 2\n", "python", first_line=7, notes={8: "3 instr"})
+    rows = html.split('<span class="gl')[1:]
+    assert '<span class="note">3 instr</span>' in rows[1] and "note" not in rows[0]
