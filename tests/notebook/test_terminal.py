@@ -177,7 +177,12 @@ def test_inspector_and_explorer_text(shell):
     text = repr(report)
     assert isinstance(report, KernelReport)
     assert text.startswith("saxpy ") and "registers=" in text and "line map:" in text
-    shown, _ = shell.display_formatter.format(report)  # %load_ext registered the inspector
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as captured:  # %load_ext registered the inspector for reports
+        display(report)
+    (shown,) = [output.data for output in captured.outputs]  # no widget outside a kernel
     assert shown["text/plain"] == text and "<details" in shown["text/html"]
     insp = inspector_for(shell.user_ns["saxpy"])
     assert insp.mapped_lines and insp.select_line(insp.mapped_lines[-1])
