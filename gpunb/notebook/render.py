@@ -142,9 +142,10 @@ def _lexer(language: str, get_lexer_by_name):
 def code_block(code: str, language: str, *, first_line: int = 1,
                line_attrs: dict[int, str] | None = None, line_class: str = "",
                selected: Iterable[int] = (), css_class: str = "",
-               notes: dict[int, str] | None = None) -> str:
+               notes: dict[int, str] | None = None, pre_attrs: str = "") -> str:
     """A numbered code listing; lines in `line_attrs` get those attributes and `line_class`;
-    `notes` puts a muted remark after a line (e.g. its instruction count)."""
+    `notes` puts a muted remark after a line (e.g. its instruction count); `pre_attrs` are the
+    listing's own attributes (a scroll handler)."""
     selected = set(selected)
     line_attrs = line_attrs or {}
     rows = []
@@ -162,7 +163,7 @@ def code_block(code: str, language: str, *, first_line: int = 1,
             if notes and notes.get(number) else ""
         rows.append(f'<span class="{" ".join(classes)}" {attrs}><span class="ln">{number}'
                     f"</span>{line_html or ' '}{note}</span>")
-    return f'<pre class="gpunb-code {css_class}">{"".join(rows)}</pre>'
+    return f'<pre class="gpunb-code {css_class}" {pre_attrs}>{"".join(rows)}</pre>'
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]], raw_html: bool = False) -> str:

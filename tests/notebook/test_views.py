@@ -102,3 +102,13 @@ def test_code_block_notes_follow_their_line():
     html = render.code_block("a = 1\nb = 2\n", "python", first_line=7, notes={8: "3 instr"})
     rows = html.split('<span class="gl')[1:]
     assert '<span class="note">3 instr</span>' in rows[1] and "note" not in rows[0]
+
+
+def test_split_view_panes_scroll_together():
+    html = codeviews.split_view("v2", SOURCE, 1, PTX, "ptx", MAPPING)
+    # both listings report their scrolling; one checkbox (on) turns the following off
+    assert html.count('<pre class="gpunb-code " onscroll="window.gpunbInsp&amp;&amp;'
+                      'gpunbInsp.sync&amp;&amp;gpunbInsp.sync(this)"') == 2
+    assert html.count('<input type="checkbox" class="gpunb-sync" checked>') == 1
+    # the handlers are versioned: a page holding an older gpunb's object gets this one
+    assert "gpunbInsp.v!==2" in codeviews.PIN_JS and "sync(pre){" in codeviews.PIN_JS
