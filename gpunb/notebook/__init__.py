@@ -98,4 +98,8 @@ def __getattr__(name: str):
         from gpunb.notebook.explorer import launch_explorer
 
         return launch_explorer
+    if name == "diff_view":
+        from gpunb.notebook.diffview import diff_view
+
+        return diff_view
     raise AttributeError(f"module 'gpunb.notebook' has no attribute {name!r}")

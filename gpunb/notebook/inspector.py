@@ -40,6 +40,9 @@ class Inspector:
 
         # the static form shown beside the widget, re-sent on every change (widgets.py)
         self.static = StaticCopy(self._repr_mimebundle_)
+        from gpunb.notebook.diffview import remember
+
+        remember(report)  # the earlier version for diff_view after a redefinition
 
     # ---- the selection model ------------------------------------------------------------------
 

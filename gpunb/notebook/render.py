@@ -44,7 +44,7 @@ STYLE = """
 .gpunb .gpunb-tools input,.gpunb .gpunb-tools button{font-size:12px;
   color:var(--jp-ui-font-color1,#222);background:var(--jp-layout-color1,#fff);
   border:1px solid var(--jp-border-color1,#bbb);border-radius:3px;padding:1px 6px}
-.gpunb .gpunb-tools input{width:9em}
+.gpunb .gpunb-tools input[type=search]{width:9em}
 .gpunb table.gpunb-table{border-collapse:collapse;margin:4px 0;max-width:100%}
 .gpunb table.gpunb-table th,.gpunb table.gpunb-table td{
   border:1px solid var(--jp-border-color2,#ddd);padding:2px 8px;text-align:left;
