@@ -144,7 +144,8 @@ def build_report(dispatcher, signature=None, arch: str | None = None) -> KernelR
     line_map = {int(line): list(lines) for line, lines in ptx_artifact.line_map} \
         if ptx_artifact is not None else {}
     sass = _section(problems, "sass", lambda: inspection.sass_for(dispatcher, spec, arch))
-    sass_map = sass_line_map(sass, debug_source_path(source_file))
+    own_lines = range(first_line, first_line + len(source.splitlines()))
+    sass_map = sass_line_map(sass, debug_source_path(source_file), ptx, line_map, own_lines)
     live = _section(problems, "registers",
                     lambda: inspection.live_registers_for(dispatcher, spec, arch), None) \
         if sass else None
@@ -193,17 +194,44 @@ def _ptx_arch(ptx: str) -> str:
     return m.group(1) if m else ""
 
 
-def sass_line_map(sass: str, source_file: str) -> dict:
+def sass_line_map(sass: str, source_file: str, ptx: str = "", line_map: dict | None = None,
+                  own_lines: range | None = None) -> dict:
     """python line -> [sass line, ...] from nvdisasm -g's `//## File "...", line N` markers.
-    The function's padding (NOPs, the closing branch-to-itself) belongs to no line."""
+
+    The function's padding (NOPs, the closing branch-to-itself) belongs to no line. With the PTX
+    and its line map, a call line also gets the SASS that ptxas attributes to the lines of the
+    device functions inlined into it (in this file or another cell's; `own_lines` are the
+    kernel's), as the PTX view does:
+    SASS marked (file, line) came from the PTX under `.loc file line`, and the line map says
+    which of this kernel's lines those PTX lines belong to.
+    """
+    by_loc = _sass_by_location(sass)
+    out: dict = {}
+    for (path, line), numbers in by_loc.items():
+        if not source_file or path == source_file:
+            out.setdefault(line, []).extend(numbers)
+    if ptx and line_map and own_lines is not None:
+        own = set(own_lines)
+        ptx_by_loc = _ptx_by_location(ptx)
+        for (path, line), numbers in by_loc.items():
+            if (not source_file or path == source_file) and line in own:
+                continue  # the kernel's own line: not an inlined callee's
+            ptx_lines = set(ptx_by_loc.get((path, line), ()))
+            for caller, targets in line_map.items():
+                if caller in own and ptx_lines & set(targets):
+                    out[caller] = sorted(set(out.get(caller, ())) | set(numbers))
+    return out
+
+
+def _sass_by_location(sass: str) -> dict:
+    """(file, line) -> [sass line, ...] of the instructions under each nvdisasm -g marker."""
     out: dict = {}
     current = None
     label = None
     for number, text in enumerate((sass or "").splitlines(), start=1):
         m = _SASS_LINE.search(text)
         if m:
-            same_file = not source_file or m.group("file") == source_file
-            current = int(m.group("line")) if same_file else None
+            current = (m.group("file"), int(m.group("line")))
             continue
         found = _SASS_LABEL.match(text)
         if found:
@@ -216,6 +244,26 @@ def sass_line_map(sass: str, source_file: str) -> dict:
         padding = body == "NOP" or (label is not None and body == f"BRA `({label})")
         label = None
         if current is not None and not padding:
+            out.setdefault(current, []).append(number)
+    return out
+
+
+_PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
+_PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)")
+
+
+def _ptx_by_location(ptx: str) -> dict:
+    """(file, line) -> [ptx line, ...]: the lines under each `.loc` (files by `.file` index)."""
+    lines = ptx.splitlines()
+    files = {m.group(1): m.group(2) for text in lines if (m := _PTX_FILE.match(text))}
+    out: dict = {}
+    current = None
+    for number, text in enumerate(lines, start=1):
+        m = _PTX_LOC.match(text)
+        if m:
+            path = files.get(m.group(1))
+            current = (path, int(m.group(2))) if path is not None else None
+        elif current is not None and text.strip() and not text.lstrip().startswith(("$", "//")):
             out.setdefault(current, []).append(number)
     return out
 

@@ -182,3 +182,37 @@ def test_sass_view_counts_instructions_and_live_registers_per_line(compiled):
     assert f"{store}: {count} instr, {live} regs live" in r.text()
     insp.select_line(store)
     assert f"SASS: {count} instr, {live} regs live" in insp.link_summary_html()
+
+
+@cuda.jit(device=True)
+def _root_helper(x, a):
+    t = x * a + 1.0
+    return t * t - a
+
+
+@cuda.jit
+def _calls_helper(out, x, a):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = _root_helper(x[i], a)  # <- call line
+
+
+def test_sass_of_an_inlined_device_function_counts_for_the_call_line(compiled):
+    from gpunb.backends.cuda.toolchain import find_tool
+
+    if find_tool("nvdisasm") is None or find_tool("ptxas") is None:
+        pytest.skip("needs ptxas and nvdisasm (the nvidia-cuda-nvcc / -nvdisasm wheels)")
+    r = inspector_for(_calls_helper, "void(float32[::1], float32[::1], float32)",
+                      arch="sm_90").report
+    first = _root_helper.py_func.__code__.co_firstlineno
+    helper_lines = {first + 2, first + 3}
+    call = next(n for n in r.source_lines if "<- call line" in
+                r.source.splitlines()[n - r.first_line])
+    from gpunb.jit.report import sass_line_map
+
+    # the helper's lines are outside the kernel; ptxas gives them FFMA/FMUL instructions
+    plain = sass_line_map(r.sass, r.source_file)
+    helper_sass = sorted(n for line in helper_lines for n in plain.get(line, []))
+    assert helper_sass, plain
+    assert set(helper_sass) <= set(r.sass_map[call])  # credited to the call line
+    assert r.sass_counts[call][0] == len(r.sass_map[call]) > len(plain.get(call, []))

@@ -112,3 +112,30 @@ def test_split_view_panes_scroll_together():
     assert html.count('<input type="checkbox" class="gpunb-sync" checked>') == 1
     # the handlers are versioned: a page holding an older gpunb's object gets this one
     assert "gpunbInsp.v!==2" in codeviews.PIN_JS and "sync(pre){" in codeviews.PIN_JS
+
+
+def test_sass_of_an_inlined_callee_counts_for_its_call_line():
+    """ptxas marks the callee's instructions with the callee's cell and line; the PTX line map
+    (the callee's PTX under the call line, from DWARF inlinedAt) credits them to the call line."""
+    ptx = "\n".join([
+        '\t.loc\t1 5 3',            # 1: the kernel's line 5
+        "\tmov.u32 %r1, %tid.x;",   # 2
+        '\t.loc\t2 2 1',            # 3: the helper, another cell's line 2
+        "\tmul.f32 %r2, %r1, 2.0;",  # 4
+        '\t.loc\t1 6 3',            # 5
+        "\tst.global.f32 [%rd1], %r2;",  # 6
+        '\t.file\t1 "/c/kernel.py"',
+        '\t.file\t2 "/c/helper.py"',
+    ])
+    line_map = {5: [2], 6: [4, 6], 2: [4]}  # the helper's PTX line 4 also under call line 6
+    sass = "\n".join([
+        '\t//## File "/c/kernel.py", line 5',
+        "        /*0000*/   S2R R0, SR_TID.X ;",
+        '\t//## File "/c/helper.py", line 2',
+        "        /*0010*/   FMUL R0, R0, 2 ;",
+        '\t//## File "/c/kernel.py", line 6',
+        "        /*0020*/   STG.E desc[UR4][R2.64], R0 ;",
+    ])
+    assert sass_line_map(sass, "/c/kernel.py") == {5: [2], 6: [6]}
+    assert sass_line_map(sass, "/c/kernel.py", ptx, line_map, range(4, 8)) == \
+        {5: [2], 6: [4, 6]}
