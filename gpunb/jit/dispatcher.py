@@ -85,8 +85,9 @@ class Dispatcher(NumbaDispatcherAPI):
         self._configs: dict = {}
         self._lock = threading.RLock()
         self.specializations: dict = {}  # (target, argtypes) -> Specialization
-        # (target, argtypes) -> the GpunbError of the last compile that failed for them (until
-        # one succeeds): `%gpucache status` names it
+        # (target, argtypes) -> (error type name, message, SourceLocation or None) of the last
+        # compile that failed for them, until one succeeds: `%gpucache status` names it (not the
+        # exception itself: its traceback would keep the launch's arguments alive)
         self.failed_compiles: dict = {}
         _live.add(self)
         if extensions:
@@ -282,7 +283,9 @@ class Dispatcher(NumbaDispatcherAPI):
                 spec = build_specialization(self, argtypes, backends.get(target),
                                             previous=found)
             except GpunbError as exc:
-                self.failed_compiles[(target, argtypes)] = exc
+                self.failed_compiles[(target, argtypes)] = (
+                    type(exc).__name__, getattr(exc, "message", None) or str(exc),
+                    getattr(exc, "loc", None))
                 raise
             self.failed_compiles.pop((target, argtypes), None)
             self.specializations[(target, argtypes)] = spec

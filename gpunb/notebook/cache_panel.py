@@ -48,20 +48,20 @@ def _size(value: int | None) -> str:
     return str(value)
 
 
-def describe_failure(error: BaseException) -> str:
-    """A failed compile in one line: its message (first line) and where it points."""
-    message = getattr(error, "message", None) or str(error)
-    text = f"{type(error).__name__}: {message.splitlines()[0] if message else ''}"
-    loc = getattr(error, "loc", None)
+def describe_failure(failure: tuple) -> str:
+    """A failed compile (error type, message, location) in one line: the message's first line
+    and where it points."""
+    kind, message, loc = failure
+    text = f"{kind}: {message.splitlines()[0] if message else ''}"
     return f"{text} ({loc.describe()})" if loc is not None else text
 
 
 def failure_rows(name: str, dispatcher) -> list[list[str]]:
     """One row per argument types whose last compile failed (none succeeded since)."""
     rows = []
-    for (target, argtypes), error in list(getattr(dispatcher, "failed_compiles", {}).items()):
+    for (target, argtypes), failure in list(getattr(dispatcher, "failed_compiles", {}).items()):
         signature = str(t.Signature(t.void, argtypes))
-        rows.append([name, signature, target, "failed", describe_failure(error), "", "",
+        rows.append([name, signature, target, "failed", describe_failure(failure), "", "",
                      defined_in(dispatcher)])
     return rows
 
