@@ -235,7 +235,8 @@ def _check_static_copy(page, line: str) -> list:
         "([js, l]) => eval(js)().some(c => c.cell === 2 && c.pinned.includes(l))",
         arg=[STATIC_COPIES, line], timeout=30_000)
     copies = page.evaluate(STATIC_COPIES)
-    assert {c["cell"] for c in copies} >= {1, 2, 3}, copies  # --show ptx, inspect(), explorer
+    # inspect() and the explorer (and a slow compile's progress line, when there was one)
+    assert {c["cell"] for c in copies} >= {2, 3}, copies
     assert all(c["display"] == "none" for c in copies), copies
     return copies
 
