@@ -55,10 +55,16 @@ class FusedFunction:
             return self.func(*args, **kwargs)
         try:
             plan, values = self._plan_for(args, kwargs)
-        except Exception as exc:
-            if not str(exc).startswith("gpunb.fuse:"):
+        except TypeError as exc:
+            from gpunb.fusion.errors import is_report, located
+
+            if not is_report(exc):
                 raise  # not a deliberate report about the user's code: keep every frame
-            raise exc.with_traceback(_user_frames(exc.__traceback__)) from None
+            from gpunb.jit.options import user_location
+
+            # where the tracer's report names no line of the function (an argument it cannot
+            # take), the call of the fused function is the line
+            raise located(exc, user_location()) from None
         result = run(plan, values)
         self.last_launches = tuple((s.source.name, s.grid, BLOCK) for s in plan.steps
                                    if s.grid is not None and plan.size)
@@ -170,21 +176,3 @@ def _identifier(name: str) -> str:
 
 
 __all__ = ["FusedFunction", "fuse"]
-
-
-def _user_frames(tb):
-    """The traceback without gpunb's own frames: an unsupported operation is reported at the
-    line of the fused function that used it, not inside the tracer."""
-    import os
-    import types
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frames = []
-    while tb is not None:
-        if not os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(package + os.sep):
-            frames.append(tb)
-        tb = tb.tb_next
-    trimmed = None
-    for entry in reversed(frames):
-        trimmed = types.TracebackType(trimmed, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
-    return trimmed

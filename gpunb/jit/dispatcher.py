@@ -19,6 +19,7 @@ from gpunb.foundation import events as _events
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import (
     CompileError,
+    GpunbError,
     LaunchConfigError,
     LaunchError,
     NoMatchingSignatureError,
@@ -84,6 +85,10 @@ class Dispatcher(NumbaDispatcherAPI):
         self._configs: dict = {}
         self._lock = threading.RLock()
         self.specializations: dict = {}  # (target, argtypes) -> Specialization
+        # (target, argtypes) -> (error type name, message, SourceLocation or None) of the last
+        # compile that failed for them, until one succeeds: `%gpucache status` names it (not the
+        # exception itself: its traceback would keep the launch's arguments alive)
+        self.failed_compiles: dict = {}
         _live.add(self)
         if extensions:
             self.extensions.extend(extensions)
@@ -274,7 +279,15 @@ class Dispatcher(NumbaDispatcherAPI):
             from gpunb import backends
             from gpunb.jit.slow_path import build_specialization
 
-            spec = build_specialization(self, argtypes, backends.get(target), previous=found)
+            try:
+                spec = build_specialization(self, argtypes, backends.get(target),
+                                            previous=found)
+            except GpunbError as exc:
+                self.failed_compiles[(target, argtypes)] = (
+                    type(exc).__name__, getattr(exc, "message", None) or str(exc),
+                    getattr(exc, "loc", None))
+                raise
+            self.failed_compiles.pop((target, argtypes), None)
             self.specializations[(target, argtypes)] = spec
             return spec
 

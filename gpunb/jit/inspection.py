@@ -65,6 +65,14 @@ def sass_for(dispatcher, spec, arch=None) -> str:
                      artifact)
 
 
+def live_registers_for(dispatcher, spec, arch=None) -> dict:
+    """SASS instruction address -> registers live there (nvdisasm's life ranges), for the
+    inspector's per-line register figures."""
+    from gpunb.backends.cuda import sass
+
+    return sass.live_registers(ptx_for(dispatcher, spec.argtypes, arch))
+
+
 def resources_for(dispatcher, spec, arch=None) -> dict:
     """Registers, shared/local/const bytes, max threads: the driver's figures for a kernel
     loaded on a GPU, ptxas's for PTX compiled for inspection."""

@@ -16,6 +16,8 @@ from gpunb.foundation.errors import GpunbError
 from gpunb.foundation.sources import debug_source_path
 
 _SASS_LINE = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)')
+_SASS_INSTR = re.compile(r"/\*(?P<addr>[0-9a-f]{4,})\*/\s*(?P<text>.*?)\s*;")
+_SASS_LABEL = re.compile(r"^\s*(\.L_x_\d+):")
 TABS = ("source", "types", "llvm", "ptx", "sass")
 TAB_TITLES = {"source": "Source", "types": "Types", "llvm": "LLVM", "ptx": "PTX", "sass": "SASS"}
 
@@ -42,6 +44,9 @@ class KernelReport:
     cache: str = ""  # the cache's decision for this specialisation: "miss (new)", "hit (disk)"
     cache_why: str = ""  # that decision's reason as a sentence
     compile_ms: float = 0.0
+    # python line -> (SASS instructions, most registers live at one of them, or None when
+    # nvdisasm's life ranges are not available)
+    sass_counts: dict = field(default_factory=dict)
 
     @property
     def source_lines(self) -> range:
@@ -60,6 +65,15 @@ class KernelReport:
     def sass_to_source(self) -> dict:
         return _invert(self.sass_map)
 
+    def sass_note(self, line: int) -> str:
+        """`5 instr, 9 regs live`: a source line's SASS instructions and the most registers
+        live at one of them ("" for a line without SASS)."""
+        if line not in self.sass_counts:
+            return ""
+        count, live = self.sass_counts[line]
+        regs = f", {live} reg{'s' if live != 1 else ''} live" if live is not None else ""
+        return f"{count} instr{regs}"
+
     def section(self, tab: str) -> str:
         """The text of one tab: source, types, llvm, ptx or sass."""
         return {"source": self.source, "types": self.types, "llvm": self.llvm_ir,
@@ -74,6 +88,10 @@ class KernelReport:
                f"cache: {self.cache} (compiled in {self.compile_ms:.0f} ms)",
                f"line map: {len(self.mapped_lines)} source line(s) -> "
                f"{sum(len(v) for v in self.line_map.values())} PTX line(s)"]
+        own = [line for line in sorted(self.sass_counts) if line in self.source_lines]
+        if own:
+            out.append("SASS by line: " + "; ".join(
+                f"{line}: {self.sass_note(line)}" for line in own))
         for tab in tabs:
             body = self.section(tab) or self.problems.get(tab, "")
             out.append(f"---- {TAB_TITLES[tab]} ----\n{body.rstrip()}")
@@ -126,6 +144,11 @@ def build_report(dispatcher, signature=None, arch: str | None = None) -> KernelR
     line_map = {int(line): list(lines) for line, lines in ptx_artifact.line_map} \
         if ptx_artifact is not None else {}
     sass = _section(problems, "sass", lambda: inspection.sass_for(dispatcher, spec, arch))
+    own_lines = range(first_line, first_line + len(source.splitlines()))
+    sass_map = sass_line_map(sass, debug_source_path(source_file), ptx, line_map, own_lines)
+    live = _section(problems, "registers",
+                    lambda: inspection.live_registers_for(dispatcher, spec, arch), None) \
+        if sass else None
     resources = _section(problems, "resources",
                          lambda: inspection.resources_for(dispatcher, spec, arch), {})
     # the LLVM tab shows the IR the PTX/SASS tabs were made from (the device's), not the host's
@@ -136,7 +159,7 @@ def build_report(dispatcher, signature=None, arch: str | None = None) -> KernelR
         name=dispatcher.__name__, signature=str(spec.artifact.signature), target=spec.target,
         arch=arch or _ptx_arch(ptx), source=source, source_file=source_file,
         first_line=first_line, types=types, llvm_ir=llvm_ir, ptx=ptx, sass=sass,
-        line_map=line_map, sass_map=sass_line_map(sass, debug_source_path(source_file)),
+        line_map=line_map, sass_map=sass_map, sass_counts=sass_line_counts(sass, sass_map, live),
         resources=dict(resources or {}), problems=problems,
         cache=event.outcome if event is not None else "", cache_why=event.why if event else "",
         compile_ms=float(spec.compile_ms or 0.0))
@@ -171,16 +194,91 @@ def _ptx_arch(ptx: str) -> str:
     return m.group(1) if m else ""
 
 
-def sass_line_map(sass: str, source_file: str) -> dict:
-    """python line -> [sass line, ...] from nvdisasm -g's `//## File "...", line N` markers."""
+def sass_line_map(sass: str, source_file: str, ptx: str = "", line_map: dict | None = None,
+                  own_lines: range | None = None) -> dict:
+    """python line -> [sass line, ...] from nvdisasm -g's `//## File "...", line N` markers.
+
+    The function's padding (NOPs, the closing branch-to-itself) belongs to no line. With the PTX
+    and its line map, a call line also gets the SASS that ptxas attributes to the lines of the
+    device functions inlined into it (in this file or another cell's; `own_lines` are the
+    kernel's), as the PTX view does:
+    SASS marked (file, line) came from the PTX under `.loc file line`, and the line map says
+    which of this kernel's lines those PTX lines belong to.
+    """
+    by_loc = _sass_by_location(sass)
+    out: dict = {}
+    for (path, line), numbers in by_loc.items():
+        if not source_file or path == source_file:
+            out.setdefault(line, []).extend(numbers)
+    if ptx and line_map and own_lines is not None:
+        own = set(own_lines)
+        ptx_by_loc = _ptx_by_location(ptx)
+        for (path, line), numbers in by_loc.items():
+            if (not source_file or path == source_file) and line in own:
+                continue  # the kernel's own line: not an inlined callee's
+            ptx_lines = set(ptx_by_loc.get((path, line), ()))
+            for caller, targets in line_map.items():
+                if caller in own and ptx_lines & set(targets):
+                    out[caller] = sorted(set(out.get(caller, ())) | set(numbers))
+    return out
+
+
+def _sass_by_location(sass: str) -> dict:
+    """(file, line) -> [sass line, ...] of the instructions under each nvdisasm -g marker."""
     out: dict = {}
     current = None
+    label = None
     for number, text in enumerate((sass or "").splitlines(), start=1):
         m = _SASS_LINE.search(text)
         if m:
-            same_file = not source_file or m.group("file") == source_file
-            current = int(m.group("line")) if same_file else None
+            current = (m.group("file"), int(m.group("line")))
             continue
-        if current is not None and "/*" in text and "*/" in text:
+        found = _SASS_LABEL.match(text)
+        if found:
+            label = found.group(1)
+            continue
+        instr = _SASS_INSTR.search(text)
+        if instr is None:
+            continue
+        body = instr.group("text")
+        padding = body == "NOP" or (label is not None and body == f"BRA `({label})")
+        label = None
+        if current is not None and not padding:
             out.setdefault(current, []).append(number)
+    return out
+
+
+_PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
+_PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)")
+
+
+def _ptx_by_location(ptx: str) -> dict:
+    """(file, line) -> [ptx line, ...]: the lines under each `.loc` (files by `.file` index)."""
+    lines = ptx.splitlines()
+    files = {m.group(1): m.group(2) for text in lines if (m := _PTX_FILE.match(text))}
+    out: dict = {}
+    current = None
+    for number, text in enumerate(lines, start=1):
+        m = _PTX_LOC.match(text)
+        if m:
+            path = files.get(m.group(1))
+            current = (path, int(m.group(2))) if path is not None else None
+        elif current is not None and text.strip() and not text.lstrip().startswith(("$", "//")):
+            out.setdefault(current, []).append(number)
+    return out
+
+
+def sass_line_counts(sass: str, sass_map: dict, live: dict | None) -> dict:
+    """python line -> (its SASS instructions, the most registers live at one of them or None),
+    joining the -g listing's lines to nvdisasm's life ranges by instruction address."""
+    lines = (sass or "").splitlines()
+    out = {}
+    for source_line, numbers in sass_map.items():
+        most = None
+        if live is not None:
+            found = [live[int(m.group("addr"), 16)] for n in numbers
+                     if (m := _SASS_INSTR.search(lines[n - 1])) is not None
+                     and int(m.group("addr"), 16) in live]
+            most = max(found) if found else None
+        out[source_line] = (len(numbers), most)
     return out

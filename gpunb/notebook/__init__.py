@@ -44,7 +44,7 @@ def unload_ipython_extension(ipython) -> None:
     hooks = _loaded.pop(id(ipython), None)
     if hooks is not None:
         hooks.unregister()
-        formatter = _mimebundle_formatter(ipython)
+        formatter = _display_formatter(ipython)
         if formatter is not None:
             formatter.pop(".".join(_REPORT_TYPE), None)
 
@@ -54,24 +54,24 @@ def hooks_for(ipython):
     return _loaded.get(id(ipython))
 
 
-def _mimebundle_formatter(ipython):
+def _display_formatter(ipython):
     display_formatter = getattr(ipython, "display_formatter", None)
-    return getattr(display_formatter, "mimebundle_formatter", None)
+    return getattr(display_formatter, "ipython_display_formatter", None)
 
 
 def _register_displays(ipython) -> None:
     """`kernel.inspect()` returns a KernelReport (plain jit-level data); in this shell it shows
     as the inspector widget (static HTML and text where widgets cannot show)."""
-    formatter = _mimebundle_formatter(ipython)
+    formatter = _display_formatter(ipython)
     if formatter is None:
         return
 
-    def report_bundle(report):
-        from gpunb.notebook.inspector import report_mimebundle
+    def show_report(report):
+        from gpunb.notebook.inspector import show_report
 
-        return report_mimebundle(report)
+        show_report(report)
 
-    formatter.for_type_by_name(*_REPORT_TYPE, report_bundle)
+    formatter.for_type_by_name(*_REPORT_TYPE, show_report)
 
 
 def _ensure_cuda_name(ipython) -> None:
@@ -98,4 +98,8 @@ def __getattr__(name: str):
         from gpunb.notebook.explorer import launch_explorer
 
         return launch_explorer
+    if name == "diff_view":
+        from gpunb.notebook.diffview import diff_view
+
+        return diff_view
     raise AttributeError(f"module 'gpunb.notebook' has no attribute {name!r}")

@@ -7,6 +7,7 @@ time, entry size and the cell that defined the function. A live panel re-renders
 
 from __future__ import annotations
 
+from gpunb.foundation import types as t
 from gpunb.foundation.events import CacheEvent
 from gpunb.notebook import render
 
@@ -47,11 +48,30 @@ def _size(value: int | None) -> str:
     return str(value)
 
 
+def describe_failure(failure: tuple) -> str:
+    """A failed compile (error type, message, location) in one line: the message's first line
+    and where it points."""
+    kind, message, loc = failure
+    text = f"{kind}: {message.splitlines()[0] if message else ''}"
+    return f"{text} ({loc.describe()})" if loc is not None else text
+
+
+def failure_rows(name: str, dispatcher) -> list[list[str]]:
+    """One row per argument types whose last compile failed (none succeeded since)."""
+    rows = []
+    for (target, argtypes), failure in list(getattr(dispatcher, "failed_compiles", {}).items()):
+        signature = str(t.Signature(t.void, argtypes))
+        rows.append([name, signature, target, "failed", describe_failure(failure), "", "",
+                     defined_in(dispatcher)])
+    return rows
+
+
 def status_rows(namespace: dict) -> list[list[str]]:
     rows = []
     for name, dispatcher in find_kernels(namespace).items():
         infos = dispatcher.cache_info()
-        if not infos:
+        failed = failure_rows(name, dispatcher)
+        if not infos and not failed:
             what = ("(device function: compiled into the kernels that call it)"
                     if getattr(dispatcher, "device", False) else
                     "(not compiled: never launched, or every launch failed before compiling)")
@@ -61,6 +81,7 @@ def status_rows(namespace: dict) -> list[list[str]]:
             rows.append([name, info.get("signature", ""), info.get("target", ""), outcome, why,
                          f"{float(info.get('compile_ms') or 0.0):.1f}", size,
                          defined_in(dispatcher)])
+        rows.extend(failed)
     return rows
 
 
@@ -85,7 +106,8 @@ class CacheStatus:
         rows = []
         for row in self.rows:
             cells = [render.esc(c) for c in row]
-            css = "hit" if row[3].startswith("hit") else "miss" if row[3].startswith("miss") else ""
+            css = "hit" if row[3].startswith("hit") else "miss" if row[3].startswith("miss") \
+                else "bad" if row[3] == "failed" else ""
             if css:
                 cells[3] = f'<span class="{css}">{cells[3]}</span>'
             rows.append(cells)
@@ -123,20 +145,38 @@ class Explanation:
 
 
 class LiveCachePanel:
-    """An HTML widget holding the status table, refreshed after every cell (while displayed)."""
+    """An HTML widget holding the status table, refreshed after every cell (while displayed),
+    shown with its static copy (widgets.show_live), which follows every refresh."""
 
     def __init__(self, shell, status_factory):
         import ipywidgets as w
 
+        from gpunb.notebook.widgets import StaticCopy
+
         self.status_factory = status_factory
-        self.html = w.HTML(status_factory()._repr_html_())
+        self._status = status_factory()
+        self.static = StaticCopy(self._static_bundle)
+        self.html = w.HTML(self._widget_html())
         shell_hooks = _hooks(shell)
         if shell_hooks is not None:
             shell_hooks.after_cell.append(self.refresh)
 
+    def _static_bundle(self) -> dict:
+        return {"text/plain": self._status.text(), "text/html": self._status._repr_html_()}
+
+    def _widget_html(self) -> str:
+        return self._status._repr_html_() + self.static.hide_rule()
+
     def refresh(self) -> bool:
-        self.html.value = self.status_factory()._repr_html_()
+        self._status = self.status_factory()
+        self.html.value = self._widget_html()
+        self.static.update()
         return True  # keep refreshing after later cells
+
+    def _ipython_display_(self) -> None:
+        from gpunb.notebook.widgets import show_live
+
+        show_live(self.static, lambda: self.html)
 
 
 def _hooks(shell):

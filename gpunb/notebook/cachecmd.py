@@ -33,7 +33,7 @@ def cmd_status(shell, args: list):
         from gpunb.notebook.widgets import in_kernel, widgets_available
 
         if in_kernel() and widgets_available():
-            return LiveCachePanel(shell, snapshot).html
+            return LiveCachePanel(shell, snapshot)
     return snapshot()
 
 

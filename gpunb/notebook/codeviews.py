@@ -3,10 +3,12 @@
 Hover linking is CSS only (`:has()` + `:hover`, one rule pair per mapped source line, scoped to
 the view's id), so it works in any page. Clicking pins a line: its partner lines in the other pane
 are highlighted and scrolled into view, and in the widget the source-line picker follows, so the
-Python-side selection model (and the saved widget state) holds the pinned line. The pin, search
-and copy behaviour is a few lines of inline event-handler script (PIN_JS): inline handlers are the
-only script that runs in an ipywidgets HTML view and in nbconvert's page alike. A pinned selection
-rendered by Python (`sel` class) is scrolled into view when the HTML is (re)drawn.
+Python-side selection model (and the saved widget state) holds the pinned line. Scrolling one pane
+scrolls the other to the partner of its first linked line ("sync scroll", on by default). The
+pin, scroll sync, search and copy behaviour is a few lines of inline event-handler script
+(PIN_JS): inline handlers are the only script that runs in an ipywidgets HTML view and in
+nbconvert's page alike. A pinned selection rendered by Python (`sel` class) is scrolled into view
+when the HTML is (re)drawn.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ from gpunb.notebook import render
 
 HOVER = "color-mix(in srgb,var(--jp-brand-color1,#2196f3) 14%,transparent)"
 
-# window.gpunbInsp: pin(event, view) for clicks, reveal(view) after a (re)draw, find(input),
-# copy(button). Installed once per page by the first view drawn (an <img> that fails to load
-# is the one element whose handler runs when HTML is inserted).
+# window.gpunbInsp: pin(event, view) for clicks, reveal(view) after a (re)draw, sync(pre) when a
+# pane scrolls, find(input), copy(button). Installed once per page (per version: a page that
+# drew an older gpunb's views gets this one) by the first view drawn (an <img> that fails to
+# load is the one element whose handler runs when HTML is inserted).
 PIN_JS = (
-    "if(!window.gpunbInsp)window.gpunbInsp={"
+    "if(!window.gpunbInsp||gpunbInsp.v!==2)window.gpunbInsp={v:2,"
     "keep:{},"
+    "set(pre,top){const b=pre.scrollTop;pre.scrollTop=top;"
+    "if(pre.scrollTop!==b)pre._gpunbQuiet=Date.now();},"
     "pin(ev,v){const g=ev.target.closest('.gl[data-l]');if(!g||!v.contains(g))return;"
     "const l=g.dataset.l,on=g.classList.contains('pin');"
     "v.querySelectorAll('.gl.pin').forEach(e=>e.classList.remove('pin'));"
@@ -37,9 +42,22 @@ PIN_JS = (
     "reveal(v,skip){const k=this.keep[v.id];"
     "v.querySelectorAll('pre.gpunb-code').forEach(pre=>{if(pre===skip)return;"
     "const side=pre.closest('[data-side]');"
-    "if(!skip&&k&&side&&side.dataset.side===k.side){pre.scrollTop=k.top;return;}"
+    "if(!skip&&k&&side&&side.dataset.side===k.side){this.set(pre,k.top);return;}"
     "const f=pre.querySelector('.gl.pin')||pre.querySelector('.gl.sel');"
-    "if(f)pre.scrollTop=Math.max(0,f.offsetTop-pre.clientHeight/3);});},"
+    "if(f)this.set(pre,Math.max(0,f.offsetTop-pre.clientHeight/3));});},"
+    # free scrolling: the first linked line at the top of the scrolled pane brings its partner
+    # in the other pane to the same height (a scroll this code made is not echoed back)
+    "sync(pre){if(Date.now()-(pre._gpunbQuiet||0)<150)return;"
+    "const v=pre.closest('.gpunb-split'),box=v&&v.querySelector('input.gpunb-sync');"
+    "if(!v||(box&&!box.checked))return;"
+    "const side=pre.closest('[data-side]').dataset.side,"
+    "other=v.querySelector('[data-side=\"'+(side==='s'?'t':'s')+'\"] pre');if(!other)return;"
+    "const gl=pre._gpunbLines||(pre._gpunbLines=[...pre.querySelectorAll('.gl[data-l]')]);"
+    "let lo=0,hi=gl.length;while(lo<hi){const m=(lo+hi)>>1;"
+    "if(gl[m].offsetTop+gl[m].offsetHeight<=pre.scrollTop)lo=m+1;else hi=m;}"
+    "const g=gl[lo];if(!g)return;"
+    "const t=other.querySelector('.gl[data-l=\"'+g.dataset.l+'\"]');if(!t)return;"
+    "this.set(other,Math.max(0,t.offsetTop-(g.offsetTop-pre.scrollTop)));},"
     "find(inp){const pane=inp.closest('[data-side]'),q=inp.value.toLowerCase();let first=null;"
     "pane.querySelectorAll('.gl').forEach(g=>{const m=q&&g.textContent.toLowerCase()"
     ".includes(q);g.classList.toggle('hit-search',!!m);if(m&&!first)first=g;});"
@@ -47,8 +65,8 @@ PIN_JS = (
     "pre.scrollTop=Math.max(0,first.offsetTop-pre.clientHeight/3);"
     "inp.title=q?pane.querySelectorAll('.hit-search').length+' line(s)':'';},"
     "copy(b){const pane=b.closest('[data-side]');const t=[...pane.querySelectorAll('.gl')]"
-    ".map(g=>{const c=g.cloneNode(true);const n=c.querySelector('.ln');if(n)n.remove();"
-    "return c.textContent;}).join('\\n');"
+    ".map(g=>{const c=g.cloneNode(true);c.querySelectorAll('.ln,.note')"
+    ".forEach(n=>n.remove());return c.textContent;}).join('\\n');"
     "if(navigator.clipboard)navigator.clipboard.writeText(t).then(()=>{b.textContent='copied';"
     "setTimeout(()=>b.textContent='copy',1200);});}};"
 )
@@ -60,13 +78,18 @@ def installer(dom_id: str) -> str:
     return f'<img src="" alt="" style="display:none" onerror="{render.esc(js)}">'
 
 
-def tools(label: str) -> str:
-    """A pane's title with its search box and copy button."""
+SYNC_BOX = ('<label title="scrolling one pane scrolls the other to the linked lines">'
+            '<input type="checkbox" class="gpunb-sync" checked> sync scroll</label>')
+ON_SCROLL = 'onscroll="window.gpunbInsp&amp;&amp;gpunbInsp.sync&amp;&amp;gpunbInsp.sync(this)"'
+
+
+def tools(label: str, extra: str = "") -> str:
+    """A pane's title with its search box and copy button (and `extra` controls)."""
     return (f'<div class="gpunb-tools"><b>{render.esc(label)}</b>'
             '<input type="search" placeholder="search" aria-label="search" '
             'oninput="window.gpunbInsp&amp;&amp;gpunbInsp.find(this)">'
             '<button type="button" onclick="window.gpunbInsp&amp;&amp;gpunbInsp.copy(this)">'
-            "copy</button></div>")
+            f"copy</button>{extra}</div>")
 
 
 def link_rules(dom_id: str, source_lines: Iterable[int]) -> str:
@@ -81,8 +104,10 @@ def link_rules(dom_id: str, source_lines: Iterable[int]) -> str:
 
 
 def split_view(dom_id: str, source: str, first_line: int, target_text: str, language: str,
-               mapping: dict, selected_source: int | None = None) -> str:
-    """Source (left) and target code (right); `mapping` is python line -> [target lines]."""
+               mapping: dict, selected_source: int | None = None,
+               notes: dict[int, str] | None = None) -> str:
+    """Source (left) and target code (right); `mapping` is python line -> [target lines];
+    `notes` annotates source lines (the SASS view's instruction and live-register counts)."""
     # an inlined callee's instruction is listed under its own line and its call line: the
     # reverse link goes to the most specific (fewest targets) of them
     inverse = {t: s for s, targets in sorted(mapping.items(), key=lambda i: -len(i[1]))
@@ -90,15 +115,16 @@ def split_view(dom_id: str, source: str, first_line: int, target_text: str, lang
     selected_targets = mapping.get(selected_source, []) if selected_source is not None else []
     left = render.code_block(source, "python", first_line=first_line, line_class="s",
                              line_attrs={line: f'data-l="{line}"' for line in mapping},
-                             selected=[selected_source] if selected_source else [])
+                             selected=[selected_source] if selected_source else [],
+                             notes=notes, pre_attrs=ON_SCROLL)
     right = render.code_block(target_text, language, line_class="t",
                               line_attrs={t: f'data-l="{s}"' for t, s in inverse.items()},
-                              selected=selected_targets)
+                              selected=selected_targets, pre_attrs=ON_SCROLL)
     title = {"ptx": "PTX", "sass": "SASS"}.get(language, language)
     return (f'<div id="{dom_id}" class="gpunb-split" '
             f'onclick="window.gpunbInsp&amp;&amp;gpunbInsp.pin(event,this)">'
             f'<div data-side="s">{tools("Python")}{left}</div>'
-            f'<div data-side="t">{tools(title)}{right}</div>{installer(dom_id)}</div>'
+            f'<div data-side="t">{tools(title, SYNC_BOX)}{right}</div>{installer(dom_id)}</div>'
             + link_rules(dom_id, mapping))
 
 

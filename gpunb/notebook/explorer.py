@@ -79,6 +79,10 @@ class LaunchExplorer:
         self.shared = int(shared)
         self.applied: LaunchChoice | None = None
         self._widget = None
+        from gpunb.notebook.widgets import StaticCopy
+
+        # the static form shown beside the widget, re-sent on every change (widgets.py)
+        self.static = StaticCopy(self._repr_mimebundle_)
 
     @property
     def suggested_block(self) -> int | None:
@@ -173,6 +177,8 @@ class LaunchExplorer:
         self.dispatcher.launch_config = self.applied
         if self._widget is not None:
             self._widget.refresh()
+        else:
+            self.static.update()
         return self.applied
 
     # ---- rendering ----------------------------------------------------------------------------
@@ -260,11 +266,15 @@ class LaunchExplorer:
         printer.text(self.text())
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        from gpunb.notebook.widgets import widget_bundle
+        """The static forms (HTML and text); the live widget comes with `_ipython_display_`."""
+        return {"text/plain": self.text(), "text/html": self._repr_html_()}
 
-        bundle = {"text/plain": self.text(), "text/html": self._repr_html_()}
-        bundle.update(widget_bundle(self.widget))
-        return bundle
+    def _ipython_display_(self) -> None:
+        """In a notebook: the static copy, then the widget (widgets.show_live); elsewhere the
+        static forms."""
+        from gpunb.notebook.widgets import show_live
+
+        show_live(self.static, self.widget)
 
     def widget(self):
         if self._widget is None:

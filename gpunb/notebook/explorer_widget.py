@@ -1,7 +1,8 @@
 """The launch-config explorer as ipywidgets: slider, inputs, live occupancy, Apply and Suggest.
 
 Every control writes into the LaunchExplorer and re-renders from it, so the widget state (slider
-value, result text) always matches `explorer.row()`.
+value, result text) always matches `explorer.row()`, and so does the explorer's static copy
+(re-sent on every change, for the saved notebook: see widgets.py).
 """
 
 from __future__ import annotations
@@ -91,4 +92,7 @@ class LaunchExplorerWidget(w.VBox):
         self.applied.value = (render.wrap(f"applied: <code>kernel.launch_config = "
                                           f"{render.esc(tuple(e.applied))}</code>")
                               if e.applied else "")
-        self.table.value = render.wrap(e.resources_html() + e.table_html())
+        # the table's HTML also hides the explorer's static copy while this widget shows
+        self.table.value = render.wrap(e.resources_html() + e.table_html()) + \
+            e.static.hide_rule()
+        e.static.update()

@@ -3,7 +3,7 @@
 `Inspector` holds a KernelReport (what `kernel.inspect()` returns, jit/report.py) and a selection
 (a Python source line); the ipywidgets view, the static HTML (nbconvert, GitHub) and the plain
 text (terminal IPython) all render from that state, so what a test reads from the model is what a
-person sees. `%load_ext gpunb` registers `report_mimebundle` with IPython, so a KernelReport
+person sees. `%load_ext gpunb` registers `show_report` with IPython, so a KernelReport
 displayed in a notebook shows as this inspector.
 """
 
@@ -20,10 +20,10 @@ def inspector_for(dispatcher, signature=None, arch: str | None = None,
     return Inspector(dispatcher.inspect(signature, arch), tab=tab)
 
 
-def report_mimebundle(report: KernelReport) -> dict:
-    """IPython's display of a KernelReport after `%load_ext gpunb`: the inspector's bundle
-    (widget where a frontend can show one, static HTML, text)."""
-    return Inspector(report)._repr_mimebundle_()
+def show_report(report: KernelReport) -> None:
+    """IPython's display of a KernelReport after `%load_ext gpunb`: the inspector (widget and
+    its static copy where a frontend can show a widget, else static HTML and text)."""
+    Inspector(report)._ipython_display_()
 
 
 class Inspector:
@@ -36,6 +36,13 @@ class Inspector:
         self.text_tabs: tuple = ()  # tabs printed in full by the plain-text form (--show)
         self._widget = None
         self._uid = render.new_id("gpunb-insp")
+        from gpunb.notebook.widgets import StaticCopy
+
+        # the static form shown beside the widget, re-sent on every change (widgets.py)
+        self.static = StaticCopy(self._repr_mimebundle_)
+        from gpunb.notebook.diffview import remember
+
+        remember(report)  # the earlier version for diff_view after a redefinition
 
     # ---- the selection model ------------------------------------------------------------------
 
@@ -83,8 +90,11 @@ class Inspector:
                 f'<span class="muted">({render.esc(where)})</span></div>'
                 + cache + resources_strip(r.resources))
 
-    def tab_html(self, tab: str) -> str:
+    def tab_html(self, tab: str, uid: str | None = None) -> str:
+        """One tab's HTML; `uid` names its split view's DOM ids (the widget's and the static
+        copy's differ, as both can be in one page)."""
         r = self.report
+        uid = uid or self._uid
         if tab in r.problems and not r.section(tab):
             return f'<pre class="gpunb-code">{render.esc(r.problems[tab])}</pre>'
         if tab == "source":
@@ -96,28 +106,30 @@ class Inspector:
         if tab == "llvm":
             return render.code_block(r.llvm_ir, "llvm")
         if tab == "ptx":
-            return codeviews.split_view(f"{self._uid}-ptx", r.source, r.first_line, r.ptx, "ptx",
+            return codeviews.split_view(f"{uid}-ptx", r.source, r.first_line, r.ptx, "ptx",
                                         _own(r.line_map, r.source_lines), self.selected_line)
-        return codeviews.split_view(f"{self._uid}-sass", r.source, r.first_line, r.sass, "sass",
-                                    _own(r.sass_map, r.source_lines), self.selected_line)
+        return codeviews.split_view(f"{uid}-sass", r.source, r.first_line, r.sass, "sass",
+                                    _own(r.sass_map, r.source_lines), self.selected_line,
+                                    notes={line: r.sass_note(line) for line in r.sass_counts})
 
     def link_summary_html(self) -> str:
         if self.selected_line is None:
             return ('<span class="muted">click a source line in the PTX/SASS tabs (or pick one '
                     "here) to see the code it produced</span>")
         ptx = self.highlighted_ptx
-        return (f"line {self.selected_line} → {len(ptx)} PTX line(s), "
-                f"{len(self.highlighted_sass)} SASS line(s)"
+        sass = self.report.sass_note(self.selected_line) or "no SASS"
+        return (f"line {self.selected_line} → {len(ptx)} PTX line(s); SASS: {sass}"
                 + codeviews.excerpt(self.report.ptx, ptx, "ptx"))
 
     def _repr_html_(self) -> str:
         """Static HTML: every tab as an open/closed section; hover linking still works."""
+        uid = f"{self._uid}-static"
         sections = []
         for tab in TABS:
             opened = " open" if tab == self.tab else ""
             sections.append(f"<details{opened}><summary>{TAB_TITLES[tab]}</summary>"
-                            f"{self.tab_html(tab)}</details>")
-        return render.wrap(self.header_html() + "".join(sections), self._uid)
+                            f"{self.tab_html(tab, uid)}</details>")
+        return render.wrap(self.header_html() + "".join(sections), uid)
 
     def text(self, tabs: tuple | None = None) -> str:
         return self.report.text(self.text_tabs if tabs is None else tabs)
@@ -129,11 +141,15 @@ class Inspector:
         printer.text(self.text())
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        bundle = {"text/plain": self.text(), "text/html": self._repr_html_()}
-        from gpunb.notebook.widgets import widget_bundle
+        """The static forms (HTML and text); the live widget comes with `_ipython_display_`."""
+        return {"text/plain": self.text(), "text/html": self._repr_html_()}
 
-        bundle.update(widget_bundle(self.widget))
-        return bundle
+    def _ipython_display_(self) -> None:
+        """In a notebook: the static copy, then the widget (widgets.show_live); elsewhere the
+        static forms."""
+        from gpunb.notebook.widgets import show_live
+
+        show_live(self.static, self.widget)
 
     # ---- the live widget ----------------------------------------------------------------------
 
@@ -148,6 +164,7 @@ class Inspector:
     def _refresh(self) -> None:
         if self._widget is not None:
             self._widget.refresh()
+        self.static.update()
 
 
 def resources_strip(resources: dict) -> str:

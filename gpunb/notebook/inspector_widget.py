@@ -19,7 +19,8 @@ class InspectorWidget(w.VBox):
     def __init__(self, inspector, **kwargs):
         self.inspector = inspector
         r = inspector.report
-        self.header = w.HTML(render.wrap(inspector.header_html()))
+        # the header also hides the inspector's static copy while this widget is on the page
+        self.header = w.HTML(render.wrap(inspector.header_html()) + inspector.static.hide_rule())
         self.views = {tab: w.HTML() for tab in TABS}
         self.tabs = w.Tab(children=[self.views[t] for t in TABS],
                           titles=[TAB_TITLES[t] for t in TABS],

@@ -145,26 +145,38 @@ class _TextView:
 
 
 class _WidgetView:
-    """In a kernel: an HTML widget with the stage pills, updated in place, kept as a record."""
+    """In a kernel: an HTML widget with the stage pills, updated in place, kept as a record (with
+    its static copy, for a saved notebook: widgets.show_live)."""
 
     def __init__(self, kernel: str):
         import ipywidgets as w
-        from IPython.display import display
+
+        from gpunb.notebook.widgets import StaticCopy, show_live
 
         self.kernel = kernel
+        self._text = ""
+        self._html = ""
+        self.static = StaticCopy(lambda: {"text/plain": self._text, "text/html": self._html})
         self.html = w.HTML()
-        display(self.html)
+        show_live(self.static, lambda: self.html)
+
+    def _set(self, text: str, html: str) -> None:
+        from gpunb.notebook import render
+
+        self._text, self._html = text, render.wrap(html)
+        self.html.value = self._html + self.static.hide_rule()
+        self.static.update()
 
     def update(self, stage: str, elapsed: float, seen: list) -> None:
         from gpunb.notebook import render
 
         stages = [(s, s == stage) for s in STAGE_ORDER if s in seen or s == stage]
-        self.html.value = render.wrap(f"<div>{render.esc(_line(self.kernel, stage, elapsed))}"
-                                      f"</div>{render.pills(stages)}")
+        text = _line(self.kernel, stage, elapsed)
+        self._set(text, f"<div>{render.esc(text)}</div>{render.pills(stages)}")
 
     def finish(self, elapsed: float) -> str:
         from gpunb.notebook import render
 
         line = f"gpunb: compiled {self.kernel} in {elapsed:.1f} s"
-        self.html.value = render.wrap(f'<div class="muted">{render.esc(line)}</div>')
+        self._set(line, f'<div class="muted">{render.esc(line)}</div>')
         return line

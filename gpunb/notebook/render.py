@@ -32,6 +32,8 @@ STYLE = """
 .gpunb .gl{display:block;padding:0 6px;white-space:pre}
 .gpunb .gl .ln{display:inline-block;width:4.5em;color:var(--jp-ui-font-color3,#999);
   user-select:none}
+.gpunb .gl .note{margin-left:2em;color:var(--jp-ui-font-color2,#777);font-style:italic;
+  user-select:none}
 .gpunb .gl.mapped{border-left:3px solid var(--jp-brand-color2,#9ab);cursor:pointer}
 .gpunb .gl.sel,.gpunb .gl.pin{background:SEL}
 .gpunb .gl.hit-search{outline:1px dashed var(--jp-warn-color1,#c05621)}
@@ -42,7 +44,7 @@ STYLE = """
 .gpunb .gpunb-tools input,.gpunb .gpunb-tools button{font-size:12px;
   color:var(--jp-ui-font-color1,#222);background:var(--jp-layout-color1,#fff);
   border:1px solid var(--jp-border-color1,#bbb);border-radius:3px;padding:1px 6px}
-.gpunb .gpunb-tools input{width:9em}
+.gpunb .gpunb-tools input[type=search]{width:9em}
 .gpunb table.gpunb-table{border-collapse:collapse;margin:4px 0;max-width:100%}
 .gpunb table.gpunb-table th,.gpunb table.gpunb-table td{
   border:1px solid var(--jp-border-color2,#ddd);padding:2px 8px;text-align:left;
@@ -139,8 +141,11 @@ def _lexer(language: str, get_lexer_by_name):
 
 def code_block(code: str, language: str, *, first_line: int = 1,
                line_attrs: dict[int, str] | None = None, line_class: str = "",
-               selected: Iterable[int] = (), css_class: str = "") -> str:
-    """A numbered code listing; lines in `line_attrs` get those attributes and `line_class`."""
+               selected: Iterable[int] = (), css_class: str = "",
+               notes: dict[int, str] | None = None, pre_attrs: str = "") -> str:
+    """A numbered code listing; lines in `line_attrs` get those attributes and `line_class`;
+    `notes` puts a muted remark after a line (e.g. its instruction count); `pre_attrs` are the
+    listing's own attributes (a scroll handler)."""
     selected = set(selected)
     line_attrs = line_attrs or {}
     rows = []
@@ -154,9 +159,11 @@ def code_block(code: str, language: str, *, first_line: int = 1,
         if number in selected:
             classes.append("sel")
         attrs = line_attrs.get(number, "")
+        note = f'<span class="note">{esc(notes[number])}</span>' \
+            if notes and notes.get(number) else ""
         rows.append(f'<span class="{" ".join(classes)}" {attrs}><span class="ln">{number}'
-                    f"</span>{line_html or ' '}</span>")
-    return f'<pre class="gpunb-code {css_class}">{"".join(rows)}</pre>'
+                    f"</span>{line_html or ' '}{note}</span>")
+    return f'<pre class="gpunb-code {css_class}" {pre_attrs}>{"".join(rows)}</pre>'
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]], raw_html: bool = False) -> str:

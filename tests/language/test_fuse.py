@@ -496,6 +496,37 @@ def test_unsupported_operations_raise_clear_type_errors(target):
         gpunb.fuse(lambda a, b: a)(x, "text")
 
 
+def test_unsupported_code_is_a_located_compile_error(target):
+    """What gpunb.fuse cannot compile is a gpunb CompileError (still a TypeError, as cupy's)
+    naming the fused function's line and column with a caret, with only the user's frames."""
+    import traceback
+
+    @gpunb.fuse
+    def normed(x):
+        z = x * 2
+        return np.cumsum(z) + 1  # <- unsupported
+
+    with pytest.raises(gpunb.CompileError) as info:
+        normed(np.ones(4, np.float32))
+    error = info.value
+    assert isinstance(error, TypeError)
+    assert error.message == "gpunb.fuse: np.cumsum is not supported inside a fused function"
+    assert error.hint.startswith("supported: numpy's ufuncs")
+    line = normed.__wrapped__.__code__.co_firstlineno + 3  # (the decorator line is the first)
+    assert (error.loc.filename, error.loc.line) == (__file__, line)
+    text = str(error)
+    assert f'File "{__file__}", line {line}, column 16:' in text
+    assert "    return np.cumsum(z) + 1  # <- unsupported\n           ^~~~~~~~~~~~" in text
+    frames = [f.filename for f in traceback.extract_tb(error.__traceback__)]
+    assert not [f for f in frames if f.endswith(("trace.py", "graph.py"))]
+
+    # an argument it cannot take: the line that called the fused function
+    with pytest.raises(gpunb.CompileError) as info:
+        gpunb.fuse(lambda a, b: a)(np.ones(2), "text")  # <- bad argument
+    assert info.value.loc.line == sys._getframe().f_lineno - 1
+    assert "neither an array nor a scalar" in info.value.message
+
+
 def test_numpy_errors_are_numpy_errors(target):
     x = np.arange(6.0)
     with pytest.raises(ValueError, match="could not be broadcast"):

@@ -219,6 +219,28 @@ def _check_click_to_pin(page, inspector) -> dict:
     return {"pinned_line": line, "ptx_pane": seen, "reverse_line": first_line}
 
 
+STATIC_COPIES = """() => [...document.querySelectorAll('.jp-Cell')].map((cell, i) => {
+  const copy = cell.querySelector('[class^="gpunb-static-"]');
+  if (!copy) return null;
+  const child = copy.closest('.jp-OutputArea-child');
+  return {cell: i, display: getComputedStyle(child).display,
+          pinned: [...copy.querySelectorAll('.gl.s.sel')].map(e => e.dataset.l)};
+}).filter(x => x)"""
+
+
+def _check_static_copy(page, line: str) -> list:
+    """Each live view's static copy (what nbconvert shows) is hidden while its widget shows, and
+    the inspector's copy follows the line pinned in the widget (re-sent from a comm callback)."""
+    page.wait_for_function(
+        "([js, l]) => eval(js)().some(c => c.cell === 2 && c.pinned.includes(l))",
+        arg=[STATIC_COPIES, line], timeout=30_000)
+    copies = page.evaluate(STATIC_COPIES)
+    # inspect() and the explorer (and a slow compile's progress line, when there was one)
+    assert {c["cell"] for c in copies} >= {2, 3}, copies
+    assert all(c["display"] == "none" for c in copies), copies
+    return copies
+
+
 def test_inspector_explorer_and_panel_in_jupyterlab(lab):
     from playwright.sync_api import sync_playwright
 
@@ -241,6 +263,7 @@ def test_inspector_explorer_and_panel_in_jupyterlab(lab):
             visible_ptx = inspector.locator(".widget-tab-contents").inner_text()
             assert ".visible .entry saxpy" in visible_ptx
             summary["pin"] = _check_click_to_pin(page, inspector)
+            summary["static_copy"] = _check_static_copy(page, summary["pin"]["reverse_line"])
             inspector.screenshot(path=str(ARTIFACTS / "inspector-pinned-light.png"))
 
             explorer = page.locator(".gpunb-launch-explorer").first
@@ -337,3 +360,91 @@ def test_inspector_explorer_and_panel_in_jupyterlab(lab):
             page.screenshot(path=str(ARTIFACTS / "jupyterlab-gpunb-last.png"), full_page=True)
             browser.close()
             (ARTIFACTS / "jupyterlab-gpunb.json").write_text(json.dumps(summary, indent=2))
+
+
+def _long_kernel():
+    """A kernel whose source is taller than a listing (420 px), one PTX-producing line each."""
+    from gpunb import cuda
+
+    body = [f"        v = v * {1.0 + k / 64:.6f} + {k}.5" for k in range(40)]
+    source = "\n".join(["def tall(out, x):", "    i = cuda.grid(1)", "    if i < out.size:",
+                        "        v = x[i]", *body, "        out[i] = v", ""])
+    path = ARTIFACTS / "tall_kernel.py"  # a file, so the inspector can read its source
+    ARTIFACTS.mkdir(exist_ok=True)
+    path.write_text(source)
+    namespace = {"cuda": cuda}
+    exec(compile(source, str(path), "exec"), namespace)
+    return cuda.jit(namespace["tall"])
+
+
+SYNC_STATE = """(v) => {
+  const [s, t] = [...v.querySelectorAll('[data-side] pre')];
+  const top = (pre) => {  // the first linked line at the pane's top, and its offset there
+    const g = [...pre.querySelectorAll('.gl[data-l]')]
+      .find(e => e.offsetTop + e.offsetHeight > pre.scrollTop);
+    return g ? {l: g.dataset.l, at: g.offsetTop - pre.scrollTop} : null;
+  };
+  const partner = (pre, l) => {
+    const g = pre.querySelector('.gl[data-l="' + l + '"]');
+    return g ? g.offsetTop - pre.scrollTop : null;
+  };
+  const ts = top(t), ss = top(s);
+  return {s: s.scrollTop, t: t.scrollTop, t_top: ts, s_top: ss,
+          s_partner_of_t: ts && partner(s, ts.l), t_partner_of_s: ss && partner(t, ss.l)};
+}"""
+
+
+def test_static_split_view_scrolls_both_panes_together():
+    """The inspector's static HTML (what nbconvert shows) in chromium: scrolling the PTX pane
+    brings the source line of its first linked instruction level with it, scrolling the source
+    pane does the reverse, and the 'sync scroll' box turns it off."""
+    from playwright.sync_api import sync_playwright
+
+    import gpunb
+    from gpunb.notebook.inspector import inspector_for
+
+    gpunb.set_target("cpu")
+    try:
+        kernel = _long_kernel()
+        insp = inspector_for(kernel, "void(float32[::1], float32[::1])", arch="sm_90")
+        page_html = f"<!doctype html><html><body>{insp._repr_html_()}</body></html>"
+    finally:
+        gpunb.set_target(None)
+    assert len(insp.mapped_lines) > 35
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(),
+                                    args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.set_content(page_html)
+            page.wait_for_function("() => window.gpunbInsp && gpunbInsp.v === 2")
+            view = page.locator(".gpunb-split").first  # the PTX tab's (open by default)
+            line_px = view.evaluate("(v) => v.querySelector('.gl').offsetHeight")
+            # scroll the PTX pane to the instructions of a line further down the source
+            target_line = insp.mapped_lines[14]  # (the source pane can scroll that far)
+            view.evaluate("""(v, l) => { const t = v.querySelector('[data-side=t] pre');
+              t.scrollTop = t.querySelector('.gl[data-l="' + l + '"]').offsetTop; }""",
+                          target_line)
+            page.wait_for_timeout(400)
+            state = view.evaluate(SYNC_STATE)
+            assert state["s"] > 0, state  # the source pane followed
+            assert abs(state["s_partner_of_t"] - state["t_top"]["at"]) <= line_px, state
+            # and back: scroll the source pane near its top; the PTX pane follows
+            page.wait_for_timeout(300)
+            view.evaluate("(v) => { v.querySelector('[data-side=s] pre').scrollTop = 3 * "
+                          "v.querySelector('.gl').offsetHeight; }")
+            page.wait_for_timeout(400)
+            back = view.evaluate(SYNC_STATE)
+            assert back["t"] < state["t"], (state, back)
+            assert abs(back["t_partner_of_s"] - back["s_top"]["at"]) <= line_px, back
+            # sync off: the PTX pane scrolls alone
+            view.locator("input.gpunb-sync").uncheck()
+            page.wait_for_timeout(300)
+            view.evaluate("(v) => { v.querySelector('[data-side=t] pre').scrollTop = 4000; }")
+            page.wait_for_timeout(400)
+            alone = view.evaluate(SYNC_STATE)
+            assert alone["s"] == back["s"] and alone["t"] > back["t"], (back, alone)
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "static-split-view-sync.png"))
+        finally:
+            browser.close()

@@ -156,3 +156,63 @@ def test_split_view_pins_on_click_and_offers_search_and_copy(compiled):
     assert 'class="err"' not in insp.tab_html("llvm")
     assert "nvptx64" in insp.report.llvm_ir  # the device IR of the shown arch, not the host's
     assert "#ffe9a8" not in html and "var(--jp-" in insp._repr_html_()
+
+
+def test_sass_view_counts_instructions_and_live_registers_per_line(compiled):
+    """nvdisasm -g attributes SASS to source lines, its life ranges give the registers live at
+    each instruction: the SASS tab notes both on each source line."""
+    from gpunb.backends.cuda.toolchain import find_tool
+
+    if find_tool("nvdisasm") is None or find_tool("ptxas") is None:
+        pytest.skip("needs ptxas and nvdisasm (the nvidia-cuda-nvcc / -nvdisasm wheels)")
+    insp = inspector_for(compiled, arch="sm_90")
+    r = insp.report
+    store = _line_of("out[i] =")
+    count, live = r.sass_counts[store]
+    # the store line: its loads, the FFMA and the STG, and every one of them counted
+    assert count == len(r.sass_map[store]) and count >= 4
+    sass_lines = r.sass.splitlines()
+    assert any("STG" in sass_lines[n - 1] for n in r.sass_map[store])
+    assert not any(sass_lines[n - 1].strip().endswith("NOP ;") for ns in r.sass_map.values()
+                   for n in ns)  # padding is no line's code
+    # registers: x, y, out addresses (2 each) and values are live around the FFMA
+    assert 4 <= live <= r.resources["registers"]
+    html = insp.tab_html("sass")
+    assert f'<span class="note">{count} instr, {live} regs live</span>' in html
+    assert f"{store}: {count} instr, {live} regs live" in r.text()
+    insp.select_line(store)
+    assert f"SASS: {count} instr, {live} regs live" in insp.link_summary_html()
+
+
+@cuda.jit(device=True)
+def _root_helper(x, a):
+    t = x * a + 1.0
+    return t * t - a
+
+
+@cuda.jit
+def _calls_helper(out, x, a):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = _root_helper(x[i], a)  # <- call line
+
+
+def test_sass_of_an_inlined_device_function_counts_for_the_call_line(compiled):
+    from gpunb.backends.cuda.toolchain import find_tool
+
+    if find_tool("nvdisasm") is None or find_tool("ptxas") is None:
+        pytest.skip("needs ptxas and nvdisasm (the nvidia-cuda-nvcc / -nvdisasm wheels)")
+    r = inspector_for(_calls_helper, "void(float32[::1], float32[::1], float32)",
+                      arch="sm_90").report
+    first = _root_helper.py_func.__code__.co_firstlineno
+    helper_lines = {first + 2, first + 3}
+    call = next(n for n in r.source_lines if "<- call line" in
+                r.source.splitlines()[n - r.first_line])
+    from gpunb.jit.report import sass_line_map
+
+    # the helper's lines are outside the kernel; ptxas gives them FFMA/FMUL instructions
+    plain = sass_line_map(r.sass, r.source_file)
+    helper_sass = sorted(n for line in helper_lines for n in plain.get(line, []))
+    assert helper_sass, plain
+    assert set(helper_sass) <= set(r.sass_map[call])  # credited to the call line
+    assert r.sass_counts[call][0] == len(r.sass_map[call]) > len(plain.get(call, []))

@@ -8,6 +8,7 @@ import pytest
 from nbhelpers import REPO, html_text, outputs_text, widget_states
 
 pytestmark = pytest.mark.slow
+WIDGET = "application/vnd.jupyter.widget-view+json"
 
 SAXPY = """%%gpukernel --show ptx
 def scale(x, a):
@@ -174,21 +175,46 @@ def test_gpuinfo_and_gpuprofile(saxpy_notebook):
     assert "saxpy" in profile and re.search(r"saxpy\s+3\s+0", profile)
 
 
+def _static_and_widget(cell) -> tuple[dict, dict]:
+    """A live view's two outputs: its static copy (HTML and text) and the widget's view."""
+    static, widget = cell.outputs[-2], cell.outputs[-1]
+    assert static["output_type"] == widget["output_type"] == "display_data"
+    assert set(static["data"]) == {"text/plain", "text/html"}
+    assert WIDGET in widget["data"] and "text/html" not in widget["data"]
+    return static["data"], widget["data"][WIDGET]
+
+
 def test_live_cache_panel_updates_after_later_cells(saxpy_notebook):
     _no_errors(saxpy_notebook, 11, 12)
     assert "128.0" in outputs_text(saxpy_notebook.cells[12])
-    live = saxpy_notebook.cells[11].outputs[0]["data"]["application/vnd.jupyter.widget-view+json"]
+    static, live = _static_and_widget(saxpy_notebook.cells[11])
     state = widget_states(saxpy_notebook)[live["model_id"]]
     assert "twice" in html_text(state["value"])  # defined and launched after the panel was shown
+    # the static copy (what nbconvert shows) followed the refresh too
+    assert "twice" in html_text(static["text/html"]) and "twice" in static["text/plain"]
 
 
 def test_inspect_as_the_last_line_shows_the_inspector_widget(saxpy_notebook):
     _no_errors(saxpy_notebook, 15)
-    (shown,) = [o for o in saxpy_notebook.cells[15].outputs if o["output_type"] ==
-                "execute_result"]
-    assert "application/vnd.jupyter.widget-view+json" in shown["data"]
-    assert ".visible .entry saxpy" in html_text(shown["data"]["text/html"])
-    assert shown["data"]["text/plain"].startswith("saxpy ")
+    static, live = _static_and_widget(saxpy_notebook.cells[15])
+    assert live["model_id"] in widget_states(saxpy_notebook)
+    assert ".visible .entry saxpy" in html_text(static["text/html"])
+    assert static["text/plain"].startswith("saxpy ")
+
+
+def test_static_copies_follow_later_changes(saxpy_notebook):
+    """The explorer was changed (block 1024, Apply) in the cell after the one showing it: its
+    static copy shows that state, not the one at display time; the widget hides the copy."""
+    static, live = _static_and_widget(saxpy_notebook.cells[7])
+    page = static["text/html"]
+    assert "applied: <code>LaunchChoice(grid=977, block=1024" in page
+    assert '<tr class="best"><td>▶ 1024</td>' in page
+    key = re.search(r'<div class="(gpunb-static-[0-9a-f]+)">', page).group(1)
+    table = [s["value"] for s in _models(saxpy_notebook, "HTMLModel") if key in s["value"]]
+    assert table and f".{key}," in table[0] and "{display:none}" in table[0]
+    # the inspector shown with line 8 pinned: its static copy has that selection
+    inspector_static, _ = _static_and_widget(saxpy_notebook.cells[6])
+    assert 'class="gl mapped t sel" data-l="8"' in inspector_static["text/html"]
 
 
 def test_compile_progress_is_shown_for_slow_compiles(saxpy_notebook):

@@ -96,6 +96,25 @@ def test_gpucache_status_is_a_text_table(shell, capsys):
     assert "cache on" in text
 
 
+def test_gpucache_status_names_a_failed_compile_until_one_succeeds(shell, capsys):
+    run_cell(shell, "%%gpukernel\ndef fill(v):\n    v[0] = helper(2.0)\n")
+    count = run_cell(shell, "import numpy as np\nv = np.zeros(4, np.float32)\n"
+                            "fill[1, 1](v)").execution_count
+    capsys.readouterr()
+    run_cell(shell, "%gpucache status")
+    text = capsys.readouterr().out
+    (row,) = [line for line in text.splitlines() if line.startswith("fill ")]
+    # the launch's error, not "(not compiled: ...)": which types, what failed, where
+    assert "void(float32[::1])" in row and " failed " in row
+    assert "CompileError: " in row and "helper" in row and f"(Cell In[{count - 1}], line 3)" in row
+    run_cell(shell, "%%gpukernel\ndef helper(x):\n    return x * 2\n")
+    run_cell(shell, "fill[1, 1](v)\nprint(v[0])")
+    assert "4.0" in capsys.readouterr().out
+    run_cell(shell, "%gpucache status")
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("fill ")]
+    assert " failed " not in row and "miss" in row  # the failure is gone once it compiled
+
+
 def test_gpucache_usage_errors(shell, capsys):
     run_cell(shell, "%gpucache frobnicate")
     assert "usage: %gpucache" in capsys.readouterr().err
@@ -158,7 +177,12 @@ def test_inspector_and_explorer_text(shell):
     text = repr(report)
     assert isinstance(report, KernelReport)
     assert text.startswith("saxpy ") and "registers=" in text and "line map:" in text
-    shown, _ = shell.display_formatter.format(report)  # %load_ext registered the inspector
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as captured:  # %load_ext registered the inspector for reports
+        display(report)
+    (shown,) = [output.data for output in captured.outputs]  # no widget outside a kernel
     assert shown["text/plain"] == text and "<details" in shown["text/html"]
     insp = inspector_for(shell.user_ns["saxpy"])
     assert insp.mapped_lines and insp.select_line(insp.mapped_lines[-1])
@@ -232,8 +256,12 @@ def test_unsupported_numpy_in_a_fused_function_points_at_its_line(shell, capsys)
     count = run_cell(shell, "@gpunb.fuse\ndef ordered(v):\n    return np.sort(v) + 1\n\n"
                             "ordered(x)").execution_count
     text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
-    assert "TypeError: gpunb.fuse: np.sort is not supported" in text
-    assert f"Cell In[{count}], line 3, in ordered" in text  # the line that used np.sort
+    # a typed gpunb error (no traceback) at the line and column that used np.sort, with a caret
+    assert "FuseError: gpunb.fuse: np.sort is not supported" in text
+    assert f"Cell In[{count}], line 3, column 12:" in text
+    assert "    return np.sort(v) + 1\n           ^~~~~~~~~~\n" in text
+    assert "hint: " in text and "Traceback" not in text
+    assert f"from Cell In[{count}], line 5: ordered(x)" in text  # the call, set apart
     assert "gpunb/fusion" not in text  # the tracer's frames are not the user's story
 
 

@@ -68,3 +68,74 @@ def test_sass_line_map_reads_nvdisasm_markers():
         "        /*0030*/                   EXIT ;",
     ])
     assert sass_line_map(sass, "<cell-1>") == {5: [3, 4], 6: [8]}
+
+
+def test_sass_line_map_leaves_out_padding_and_counts_live_registers():
+    from gpunb.backends.cuda.sass import parse_live_registers
+    from gpunb.jit.report import sass_line_counts
+
+    sass = "\n".join([
+        '\t//## File "<cell-1>", line 5',
+        "        /*0000*/                   LDC R1, c[0x0][0x28] ;",
+        "        /*0010*/                   S2R R0, SR_TID.X ;",
+        ".L_x_2:",
+        "        /*0020*/                   EXIT ;",
+        ".L_x_0:",
+        "        /*0030*/                   BRA `(.L_x_0);",
+        "        /*0040*/                   NOP;",
+    ])
+    sass_map = sass_line_map(sass, "<cell-1>")
+    assert sass_map == {5: [2, 3, 5]}  # the EXIT after a label counts; BRA-to-itself, NOP not
+    life = "\n".join([
+        "        /*0000*/     LDC R1, c[0x0][0x28] ;       // |   1   |        |        |",
+        "        /*0010*/     S2R R0, SR_TID.X ;           // |   2   |        |   1    |",
+        ".L_x_2:                                          // |   2   |        |        |",
+        "        /*0020*/     EXIT ;                       // |       |        |        |",
+    ])
+    live = parse_live_registers(life)
+    assert live == {0x0: 1, 0x10: 2, 0x20: 0}
+    assert sass_line_counts(sass, sass_map, live) == {5: (3, 2)}
+    assert sass_line_counts(sass, sass_map, None) == {5: (3, None)}
+
+
+def test_code_block_notes_follow_their_line():
+    html = render.code_block("a = 1\nb = 2\n", "python", first_line=7, notes={8: "3 instr"})
+    rows = html.split('<span class="gl')[1:]
+    assert '<span class="note">3 instr</span>' in rows[1] and "note" not in rows[0]
+
+
+def test_split_view_panes_scroll_together():
+    html = codeviews.split_view("v2", SOURCE, 1, PTX, "ptx", MAPPING)
+    # both listings report their scrolling; one checkbox (on) turns the following off
+    assert html.count('<pre class="gpunb-code " onscroll="window.gpunbInsp&amp;&amp;'
+                      'gpunbInsp.sync&amp;&amp;gpunbInsp.sync(this)"') == 2
+    assert html.count('<input type="checkbox" class="gpunb-sync" checked>') == 1
+    # the handlers are versioned: a page holding an older gpunb's object gets this one
+    assert "gpunbInsp.v!==2" in codeviews.PIN_JS and "sync(pre){" in codeviews.PIN_JS
+
+
+def test_sass_of_an_inlined_callee_counts_for_its_call_line():
+    """ptxas marks the callee's instructions with the callee's cell and line; the PTX line map
+    (the callee's PTX under the call line, from DWARF inlinedAt) credits them to the call line."""
+    ptx = "\n".join([
+        '\t.loc\t1 5 3',            # 1: the kernel's line 5
+        "\tmov.u32 %r1, %tid.x;",   # 2
+        '\t.loc\t2 2 1',            # 3: the helper, another cell's line 2
+        "\tmul.f32 %r2, %r1, 2.0;",  # 4
+        '\t.loc\t1 6 3',            # 5
+        "\tst.global.f32 [%rd1], %r2;",  # 6
+        '\t.file\t1 "/c/kernel.py"',
+        '\t.file\t2 "/c/helper.py"',
+    ])
+    line_map = {5: [2], 6: [4, 6], 2: [4]}  # the helper's PTX line 4 also under call line 6
+    sass = "\n".join([
+        '\t//## File "/c/kernel.py", line 5',
+        "        /*0000*/   S2R R0, SR_TID.X ;",
+        '\t//## File "/c/helper.py", line 2',
+        "        /*0010*/   FMUL R0, R0, 2 ;",
+        '\t//## File "/c/kernel.py", line 6',
+        "        /*0020*/   STG.E desc[UR4][R2.64], R0 ;",
+    ])
+    assert sass_line_map(sass, "/c/kernel.py") == {5: [2], 6: [6]}
+    assert sass_line_map(sass, "/c/kernel.py", ptx, line_map, range(4, 8)) == \
+        {5: [2], 6: [4, 6]}

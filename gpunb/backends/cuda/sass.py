@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -51,14 +52,60 @@ def ptxas_resources(artifact: KernelArtifact) -> ResourceUsage:
                          max_threads_per_block=1024)
 
 
-def disassemble(artifact: KernelArtifact) -> str:
-    """SASS of the artifact (its cubin, or ptxas on its PTX), via nvdisasm."""
+def _nvdisasm() -> str:
     nvdisasm = find_tool("nvdisasm")
     if nvdisasm is None:
         raise ToolchainError("nvdisasm was not found; pip install nvidia-cuda-nvdisasm "
                              "(or gpunb[cuda]) to see SASS")
-    cubin = artifact.binary if artifact.target == "cuda" and artifact.binary else \
-        assemble(artifact.ptx, artifact.arch, ("-lineinfo",))[0]
+    return nvdisasm
+
+
+@functools.lru_cache(maxsize=8)
+def _lineinfo_cubin(ptx: str, arch: str) -> bytes:
+    """ptxas -lineinfo on inspected PTX, kept for the second nvdisasm pass (live registers)."""
+    return assemble(ptx, arch, ("-lineinfo",))[0]
+
+
+def _cubin(artifact: KernelArtifact) -> bytes:
+    return artifact.binary if artifact.target == "cuda" and artifact.binary else \
+        _lineinfo_cubin(artifact.ptx, artifact.arch)
+
+
+_ADDRESS = re.compile(r"/\*([0-9a-f]{4,})\*/")
+
+
+def live_registers(artifact: KernelArtifact) -> dict[int, int]:
+    """Instruction address -> general-purpose registers live there (nvdisasm's life ranges,
+    `-lrm count`: the "#" of its GPR column), for per-line register figures."""
+    nvdisasm = _nvdisasm()
+    with tempfile.TemporaryDirectory(prefix="gpunb-") as tmp:
+        path = os.path.join(tmp, "k.cubin")
+        with open(path, "wb") as f:
+            f.write(_cubin(artifact))
+        proc = subprocess.run([nvdisasm, "-lrm", "count", "-c", path], capture_output=True,
+                              text=True)
+    if proc.returncode != 0:
+        raise ToolchainError(f"nvdisasm (life ranges) failed: {proc.stderr.strip()}")
+    return parse_live_registers(proc.stdout)
+
+
+def parse_live_registers(text: str) -> dict[int, int]:
+    """`/*00a0*/ IMAD ... ;   // |   4   |        |   1    |` -> {0xa0: 4} (blank: 0)."""
+    out = {}
+    for line in text.splitlines():
+        m = _ADDRESS.search(line)
+        if m is None or "// |" not in line:
+            continue
+        columns = line.split("// |", 1)[1].split("|")
+        gpr = columns[0].strip() if columns else ""
+        out[int(m.group(1), 16)] = int(gpr) if gpr.isdigit() else 0
+    return out
+
+
+def disassemble(artifact: KernelArtifact) -> str:
+    """SASS of the artifact (its cubin, or ptxas on its PTX), via nvdisasm."""
+    nvdisasm = _nvdisasm()
+    cubin = _cubin(artifact)
     with tempfile.TemporaryDirectory(prefix="gpunb-") as tmp:
         path = os.path.join(tmp, "k.cubin")
         with open(path, "wb") as f:

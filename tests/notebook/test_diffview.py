@@ -1,0 +1,108 @@
+"""The diff view: a kernel's PTX/SASS against the version shown before a redefinition of a device
+function it calls, and against another arch (CPU target; PTX through the CUDA backend)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import gpunb
+from gpunb import cuda
+from gpunb.foundation.errors import CompileError
+from gpunb.notebook import diffview
+from gpunb.notebook.diffview import DiffView, comparable, diff_view
+from gpunb.notebook.inspector import inspector_for
+
+SIG = "void(float32[::1], float32[::1], float32[::1], float32)"
+
+
+@pytest.fixture
+def cpu():
+    gpunb.set_target("cpu")
+    diffview._history.clear()
+    yield
+    gpunb.set_target(None)
+    diffview._history.clear()
+
+
+def _saxpy():
+    """A kernel reading the module global `scale` (redefined by the tests)."""
+    @cuda.jit
+    def saxpy(out, x, y, a):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = scale(x[i], a) + y[i]
+
+    return saxpy
+
+
+@cuda.jit(device=True)
+def scale(x, a):
+    return x * a
+
+
+def test_diff_against_the_version_shown_before_a_redefinition(cpu):
+    global scale
+    kernel = _saxpy()
+    before = inspector_for(kernel, SIG).report  # shown: remembered as the earlier version
+    with pytest.raises(CompileError, match="no earlier version of saxpy's PTX"):
+        diff_view(kernel, signature=SIG)  # nothing changed since it was shown
+
+    original = scale
+
+    @cuda.jit(device=True)
+    def scale(x, a):  # noqa: F811 - the redefinition under test
+        return x * a * 2.0 + 1.0
+
+    try:
+        view = diff_view(kernel, signature=SIG)
+    finally:
+        scale = original
+    assert view.before is before and view.after.ptx != before.ptx
+    added = [r for r in view.rows() if r[0] in ("insert", "replace") and r[3]]
+    removed = [r for r in view.rows() if r[0] in ("delete", "replace") and r[1]]
+    assert view.added == len(added) > 0 and view.removed == len(removed) > 0
+    # the new helper's multiply-add shows as added; the old fused fma as removed
+    assert any("0f40000000" in r[4] for r in added)  # the literal 2.0
+    assert any("fma.rn.f32" in r[2] for r in removed)
+    # numbers are the PTX tab's own (debug lines left out of the comparison, not renumbered)
+    for kind, ln, left, rn, right in view.rows():
+        if kind != "fold" and ln:
+            assert before.ptx.splitlines()[ln - 1].rstrip() == left
+        if kind != "fold" and rn:
+            assert view.after.ptx.splitlines()[rn - 1].rstrip() == right
+    assert not any(".loc" in r[2] or ".loc" in r[4] for r in view.rows())
+    text = view.text()
+    assert text.startswith(f"PTX of saxpy {before.signature}, shown before → now: "
+                           f"+{view.added} −{view.removed} line(s)")
+    assert "\n--- shown before\n+++ now\n@@ " in text
+    html = view._repr_html_()
+    assert html.count('<td class="add">') == view.added
+    assert html.count('<td class="del">') == view.removed
+    assert re.search(r'<tr class="fold"><td></td><td colspan="3">… \d+ unchanged', html)
+
+
+def test_diff_against_another_arch_compares_sass_without_addresses(cpu):
+    from gpunb.backends.cuda.toolchain import find_tool
+
+    if find_tool("nvdisasm") is None or find_tool("ptxas") is None:
+        pytest.skip("needs ptxas and nvdisasm")
+    kernel = _saxpy()
+    view = diff_view(kernel, "sm_75", signature=SIG, arch="sm_90", tab="sass")
+    assert (view.before.arch, view.after.arch) == ("sm_75", "sm_90")
+    assert view.names == ("sm_75", "sm_90") and view.added + view.removed > 0
+    assert not any(re.search(r"/\*[0-9a-f]{4}\*/|//##", r[2] + r[4]) for r in view.rows())
+    same = diff_view(kernel, "sm_90", signature=SIG, arch="sm_90", tab="sass")
+    assert same.added == same.removed == 0 and "no difference" in same.summary()
+
+
+def test_comparable_lines_and_bad_tab(cpu):
+    ptx = "\t.loc\t1 5 3\n\tadd.s32 %r1, %r2, 1;\n\n\t.file\t1 \"x.py\"\n"
+    assert comparable(ptx, "ptx") == [(2, "\tadd.s32 %r1, %r2, 1;")]
+    sass = '\t//## File "x", line 5\n        /*0010*/   S2R R0, SR_TID.X ;  /* 0x000000 */\n'
+    assert comparable(sass, "sass") == [(2, "        S2R R0, SR_TID.X ;")]
+    with pytest.raises(CompileError, match="compares one of ptx, sass, llvm"):
+        diff_view(_saxpy(), tab="types")
+    report = inspector_for(_saxpy(), SIG).report
+    assert DiffView(report, report).added == 0
