@@ -14,7 +14,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class NamedEnum(str, enum.Enum):
@@ -69,9 +69,14 @@ class ArgumentInfo:
     shape: tuple = ()  # arrays: their shape; scalars: ()
 
 
-@dataclass(frozen=True, slots=True)
-class LaunchEvent:
-    """One kernel launch, published before the arguments are packed and after the launch call."""
+class LaunchEvent(NamedTuple):
+    """One kernel launch, published before the arguments are packed and after the launch call.
+
+    A named tuple rather than a dataclass: a launch someone listens to builds one per event,
+    and a tuple is made in a fraction of the time a frozen dataclass takes (the launch path
+    builds it with `tuple.__new__`, see jit/observe.py), which is most of what listening costs.
+    Read it by field name; it is immutable.
+    """
 
     kind: EventKind  # LAUNCH_BEFORE or LAUNCH_AFTER
     kernel: str
@@ -87,13 +92,14 @@ class LaunchEvent:
     ms: float = 0.0  # LAUNCH_AFTER: host time of packing + launch (no device synchronisation)
     error: str = ""  # LAUNCH_AFTER: the exception the launch raised, if any
     # the argument values themselves, for a subscriber that must read them before the launch
-    # (the replay snapshot of --ncu / --sanitize); the event holds them only while it lives
+    # (the replay snapshot of --ncu / --sanitize); only LAUNCH_BEFORE holds them
     args: tuple = ()
+    start_ns: int = 0  # LAUNCH_AFTER: time.perf_counter_ns() when packing began
 
     @property
     def arguments(self) -> tuple:
         """The arguments as ArgumentInfo records (type and shape), made when asked for: a
-        launch someone listens to pays for two events, not for a record per argument."""
+        launch someone listens to pays for its events, not for a record per argument."""
         return tuple(ArgumentInfo(ty, shape)
                      for ty, shape in zip(self.types, self.shapes, strict=False))
 
