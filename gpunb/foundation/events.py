@@ -237,6 +237,9 @@ class CacheEvent:
 
 _lock = threading.Lock()
 _table: dict = {}  # EventKind -> tuple of Subscriptions (replaced whole, read without the lock)
+# the same dict, public for the launch path (jit/observe.py), which looks a kind up itself rather
+# than call has_subscribers and publish; never mutate it, subscribe() does
+subscriptions = _table
 # the subscriptions to LAUNCH_BEFORE or LAUNCH_AFTER; the dispatcher's fast path tests this
 # tuple and takes its observed path only when it is not empty
 launch_subscribers: tuple = ()
@@ -294,9 +297,12 @@ def subscribe(kinds: EventKind | str | Iterable, fn: Callable[[Any], None]) -> S
     global launch_subscribers
     if not callable(fn):
         raise TypeError(f"gpunb.events.subscribe: {fn!r} is not callable")
-    if isinstance(kinds, (str, EventKind)):
-        kinds = (kinds,)
-    resolved = tuple(dict.fromkeys(_kind(k) for k in kinds))
+    if isinstance(kinds, EventKind):
+        resolved: tuple = (kinds,)
+    else:
+        if isinstance(kinds, str):
+            kinds = (kinds,)
+        resolved = tuple(dict.fromkeys(_kind(k) for k in kinds))
     if not resolved:
         raise ValueError("gpunb.events.subscribe: no event kind given")
     subscription = Subscription(resolved, fn)
@@ -317,7 +323,10 @@ def _kind(kind) -> EventKind:
 
 
 def _launch_union() -> tuple:
-    return tuple(dict.fromkeys(s for kind in _LAUNCH_KINDS for s in _table.get(kind, ())))
+    before, after = (_table.get(kind, ()) for kind in _LAUNCH_KINDS)
+    if not before or not after:
+        return before or after
+    return tuple(dict.fromkeys(before + after))
 
 
 def has_subscribers(kind: EventKind) -> bool:
@@ -335,10 +344,16 @@ def publish(kind: EventKind, event: Any) -> None:
         try:
             fn(event)
         except Exception as exc:  # noqa: BLE001 - a listener must not break a compile or launch
-            warnings.warn(f"gpunb: event subscriber {getattr(fn, '__qualname__', fn)!r} failed "
-                          f"on {kind}: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+            report_failure(fn, kind, exc, stacklevel=3)
+
+
+def report_failure(fn, kind: EventKind, exc: Exception, stacklevel: int = 4) -> None:
+    """A subscriber raised: a RuntimeWarning naming it, never an exception."""
+    warnings.warn(f"gpunb: event subscriber {getattr(fn, '__qualname__', fn)!r} failed "
+                  f"on {kind}: {type(exc).__name__}: {exc}", RuntimeWarning,
+                  stacklevel=stacklevel)
 
 
 __all__ = ["ArgumentInfo", "CacheChange", "CacheEvent", "CacheKind", "CacheReason", "CacheSource",
            "CompileEvent", "EventKind", "LaunchEvent", "Stage", "Subscription", "has_subscribers",
-           "publish", "subscribe"]
+           "publish", "report_failure", "subscribe", "subscriptions"]

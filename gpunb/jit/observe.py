@@ -19,6 +19,7 @@ from gpunb.foundation.events import EventKind, LaunchEvent
 _BEFORE, _AFTER = EventKind.LAUNCH_BEFORE, EventKind.LAUNCH_AFTER
 _new = tuple.__new__
 _clock = time.perf_counter_ns
+_subscriptions = events.subscriptions  # kind -> tuple of Subscriptions (read, never mutated)
 
 
 def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, sharedmem: int,
@@ -29,23 +30,34 @@ def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, shar
     if types is None:
         types = spec.type_names = tuple(str(ty) for ty in spec.argtypes)
     shapes = tuple([getattr(value, "shape", ()) for value in args])  # nothing kept alive
-    target = spec.target
-    if events.has_subscribers(_BEFORE):
-        events.publish(_BEFORE, _new(LaunchEvent, (
-            _BEFORE, name, spec, griddim, blockdim, stream, sharedmem, types, shapes, target,
-            new, 0.0, "", args, 0)))
+    subscriptions = _subscriptions.get(_BEFORE)
+    if subscriptions:
+        event = _new(LaunchEvent, (_BEFORE, name, spec, griddim, blockdim, stream, sharedmem,
+                                   types, shapes, spec.target, new, 0.0, "", args, 0))
+        for subscription in subscriptions:  # events.publish, inline
+            try:
+                subscription.fn(event)
+            except Exception as exc:  # noqa: BLE001 - a listener must not break a launch
+                events.report_failure(subscription.fn, _BEFORE, exc, stacklevel=3)
     started = _clock()
     error = ""
     try:
         params, writeback = spec.packer.pack(args, spec.argtypes)
         spec.launch(griddim, blockdim, sharedmem, stream, params)
-        for fn in writeback:
-            fn()
+        if writeback:
+            for fn in writeback:
+                fn()
     except BaseException as exc:
         error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
-        if events.has_subscribers(_AFTER):
-            events.publish(_AFTER, _new(LaunchEvent, (
-                _AFTER, name, spec, griddim, blockdim, stream, sharedmem, types, shapes, target,
-                new, (_clock() - started) / 1e6, error, (), started)))
+        subscriptions = _subscriptions.get(_AFTER)
+        if subscriptions:
+            event = _new(LaunchEvent, (_AFTER, name, spec, griddim, blockdim, stream, sharedmem,
+                                       types, shapes, spec.target, new,
+                                       (_clock() - started) / 1e6, error, (), started))
+            for subscription in subscriptions:
+                try:
+                    subscription.fn(event)
+                except Exception as exc:  # noqa: BLE001 - a listener must not break a launch
+                    events.report_failure(subscription.fn, _AFTER, exc, stacklevel=3)

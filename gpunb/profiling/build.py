@@ -11,7 +11,6 @@ once per profile, not per launch.
 from __future__ import annotations
 
 import threading
-import weakref
 
 from gpunb.profiling.records import LaunchRecord, Occupancy
 
@@ -31,8 +30,7 @@ class Recording:
         self.notes: list = []
         self._lock = threading.Lock()
         self._built: dict | None = None
-        # a profile dropped unread still releases its timers (CUPTI keeps records for it)
-        self._finalizer = weakref.finalize(self, _close_timers, self.timers)
+        self._closed = False
 
     def timer_for(self, target: str):
         timer = self.timers.get(target)
@@ -66,16 +64,22 @@ class Recording:
                 try:
                     self._built = _build(self)
                 finally:
-                    self._finalizer()
+                    self.close()
             return self._built
 
+    def close(self) -> None:
+        """Release the timers (CUPTI keeps records while a profile may still read them)."""
+        if self._closed:
+            return
+        self._closed = True
+        for timer in list(self.timers.values()):
+            try:
+                timer.close()
+            except Exception:  # noqa: BLE001 - closing must not mask the profile's result
+                pass
 
-def _close_timers(timers: dict) -> None:
-    for timer in list(timers.values()):
-        try:
-            timer.close()
-        except Exception:  # noqa: BLE001 - closing must not mask the profile's result
-            pass
+    def __del__(self) -> None:  # a profile dropped unread releases its timers too
+        self.close()
 
 
 def _build(recording: Recording) -> dict:

@@ -40,7 +40,7 @@ class ProfileSession:
         self.snapshot = snapshot  # a replay Snapshot that copies each launch's inputs
         self.profile: Profile | None = None
         self._recording: Recording | None = None
-        self._started = threading.local()
+        self._started: threading.local | None = None  # per thread: tokens of launches begun
         self._subscription = None
 
     def __enter__(self) -> ProfileSession:
@@ -51,6 +51,7 @@ class ProfileSession:
         if self.snapshot is None and not timer.needs_before:
             self._subscription = subscribe(EventKind.LAUNCH_AFTER, recording.events.append)
         else:
+            self._started = threading.local()
             self._subscription = subscribe((EventKind.LAUNCH_BEFORE, EventKind.LAUNCH_AFTER),
                                            self._on_launch)
         return self

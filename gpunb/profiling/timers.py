@@ -118,6 +118,8 @@ class _CuptiState:
         self.records: list = []
         self.running = 0
         self.holders = 0
+        self.starts: list = []  # the `since` of each profile holding records, oldest first
+        self.since = 0  # the oldest of them (records starting before it are dropped)
         self.enabled = False
         cupti.activity_register_callbacks(self._requested, self._completed)
 
@@ -129,10 +131,11 @@ class _CuptiState:
         if not self.holders:
             return
         kernel_kinds = (self.cupti.ActivityKind.CONCURRENT_KERNEL, self.cupti.ActivityKind.KERNEL)
+        since = self.since  # kernels before the oldest unread profile's block: nobody's
         rows = [(a.name, a.start, a.end, (a.grid_x, a.grid_y, a.grid_z),
                  (a.block_x, a.block_y, a.block_z), a.registers_per_thread,
                  a.static_shared_memory + a.dynamic_shared_memory)
-                for a in activities if a.kind in kernel_kinds]
+                for a in activities if a.kind in kernel_kinds and a.start >= since]
         with self.lock:
             if self.holders:
                 self.records.extend(rows)
@@ -144,9 +147,12 @@ class _CuptiState:
             if not self.enabled:  # raises when another profiler holds CUPTI: nothing counted
                 cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)
                 self.enabled = True
+            since = cupti.get_timestamp()
             self.running += 1
             self.holders += 1
-        return cupti.get_timestamp()
+            self.starts.append(since)
+            self.since = self.starts[0]
+        return since
 
     def stop(self) -> int:
         """A profile's block ends; the last one disables CUPTI unless KEEP_ENABLED."""
@@ -162,12 +168,16 @@ class _CuptiState:
                     pass
         return until
 
-    def release(self) -> None:
+    def release(self, since: int) -> None:
         """A profile's records were read (or it was dropped unread)."""
         with self.lock:
             self.holders -= 1
+            self.starts.remove(since)
+            self.since = self.starts[0] if self.starts else 0
             if not self.holders:
                 self.records.clear()
+            else:
+                self.records = [r for r in self.records if r[1] >= self.since]
 
 
 _cupti_state: _CuptiState | None = None
@@ -235,7 +245,7 @@ class CuptiTimer:
         if self._held:
             self._held = False
             self.stop()
-            self._state.release()
+            self._state.release(self._since)
 
 
 def cuda_timer(prefer: str = "auto"):
