@@ -4,9 +4,10 @@
 
 Figures (best of several loops, microseconds): a short launch with CUPTI's kernel activity off
 and on (what keeping it enabled between profiles would cost every launch), enabling plus
-disabling it, a flush of its buffers, reading its clock, a launch inside `gpunb.profile()` (one
-LAUNCH_AFTER event appended to a list), an empty profile block, and the first read of a
-100-launch profile's records (synchronise, flush, match, build).
+disabling it, the first launch after enabling it (what a block pays when CUPTI was idle), a
+flush of its buffers, reading its clock, a launch inside `gpunb.profile()` (one LAUNCH_AFTER
+event appended to a list), an empty profile block, and the first read of a 100-launch profile's
+records (synchronise, flush, match, build).
 """
 
 from __future__ import annotations
@@ -70,6 +71,16 @@ def main(argv: list[str]) -> int:
         cupti.activity_disable(kind)
 
     rows.append(("activity_enable + activity_disable", best_us(toggle, calls=20)))
+    firsts = []
+    for _ in range(10):  # the first launch after enabling: CUPTI sets itself up
+        cuda.synchronize()
+        cupti.activity_enable(kind)
+        started = time.perf_counter()
+        launch()
+        firsts.append((time.perf_counter() - started) * 1e6)
+        cuda.synchronize()
+        cupti.activity_disable(kind)
+    rows.append(("first launch after activity_enable (median)", sorted(firsts)[5]))
     rows.append(("activity_flush_all(1), nothing pending",
                  best_us(lambda: cupti.activity_flush_all(1), calls=20)))
     rows.append(("get_timestamp", best_us(cupti.get_timestamp, calls=2000)))

@@ -13,6 +13,7 @@ launches only. cupti-python is imported lazily, only when a profile starts on th
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict, deque
 
 
@@ -100,28 +101,37 @@ class EventTimer:
         self._used, self._pool = [], []
 
 
-# CUPTI's kernel activity stays enabled between profiles once a profile has enabled it (True),
-# or is disabled when the last running profile's block ends (False). See CuptiTimer.
-KEEP_ENABLED = False
+# CUPTI's kernel activity stays enabled this long after the last profile block ends, so that
+# back-to-back blocks (a loop of profiles, the benchmark's) enable it once: enabling it again
+# makes the block's next launch pay for CUPTI setting up (a few hundred microseconds on an H100
+# in benchmarks/bench_profile.py), while a launch with it enabled pays about 1 us more. After
+# this idle time a thread disables it, so launches outside profiles pay nothing for CUPTI.
+IDLE_DISABLE_S = 1.0
 
 
 class _CuptiState:
     """CUPTI's callbacks are registered once per process; records land here (any thread).
 
-    `running` counts profiles whose block is running (CUPTI records kernels while it is not 0);
-    `holders` counts profiles whose records have not been read yet: records arriving while it is
-    0 are dropped, so kernels launched outside profiles cost no memory."""
+    `running` counts profiles whose block is running (CUPTI records kernels while it is not 0,
+    and for IDLE_DISABLE_S after); `holders` counts profiles whose records have not been read
+    yet: records arriving while it is 0 are dropped, so kernels launched outside profiles cost
+    no memory. `toggle` guards enabling and disabling; `lock` the records (CUPTI's buffer
+    callback takes only `lock`, so a disable that flushes cannot deadlock with it)."""
 
     def __init__(self, cupti):
         self.cupti = cupti
         self.lock = threading.Lock()
         self.records: list = []
-        self.running = 0
         self.holders = 0
         self.starts: list = []  # the `since` of each profile holding records, oldest first
         self.since = 0  # the oldest of them (records starting before it are dropped)
+        self.idle = threading.Condition(threading.Lock())  # the toggle lock, and its wake-up
+        self.running = 0
         self.enabled = False
+        self.idle_since: float | None = None
         cupti.activity_register_callbacks(self._requested, self._completed)
+        threading.Thread(target=self._disable_when_idle, name="gpunb-cupti-idle",
+                         daemon=True).start()
 
     @staticmethod
     def _requested():
@@ -143,30 +153,46 @@ class _CuptiState:
     def start(self) -> int:
         """A profile's block begins: CUPTI records kernels from the returned timestamp on."""
         cupti = self.cupti
-        with self.lock:
+        with self.idle:
             if not self.enabled:  # raises when another profiler holds CUPTI: nothing counted
                 cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)
                 self.enabled = True
             since = cupti.get_timestamp()
             self.running += 1
+            self.idle_since = None
+        with self.lock:
             self.holders += 1
             self.starts.append(since)
             self.since = self.starts[0]
         return since
 
     def stop(self) -> int:
-        """A profile's block ends; the last one disables CUPTI unless KEEP_ENABLED."""
-        cupti = self.cupti
-        until = cupti.get_timestamp()
-        with self.lock:
+        """A profile's block ends; CUPTI is disabled after IDLE_DISABLE_S without a block."""
+        until = self.cupti.get_timestamp()
+        with self.idle:
             self.running -= 1
-            if not self.running and self.enabled and not KEEP_ENABLED:
-                self.enabled = False
-                try:
-                    cupti.activity_disable(cupti.ActivityKind.CONCURRENT_KERNEL)
-                except Exception:  # noqa: BLE001 - a profile never fails for its timer
-                    pass
+            if not self.running:
+                self.idle_since = time.monotonic()
+                self.idle.notify()
         return until
+
+    def _disable_when_idle(self) -> None:
+        """The idle thread: disables CUPTI once no block has run for IDLE_DISABLE_S."""
+        cupti = self.cupti
+        with self.idle:
+            while True:
+                if self.enabled and not self.running and self.idle_since is not None:
+                    wait = self.idle_since + IDLE_DISABLE_S - time.monotonic()
+                    if wait > 0:
+                        self.idle.wait(wait)
+                        continue
+                    self.enabled = False
+                    try:
+                        cupti.activity_disable(cupti.ActivityKind.CONCURRENT_KERNEL)
+                    except Exception:  # noqa: BLE001 - a profile never fails for its timer
+                        pass
+                else:
+                    self.idle.wait()
 
     def release(self, since: int) -> None:
         """A profile's records were read (or it was dropped unread)."""
@@ -188,8 +214,9 @@ class CuptiTimer:
     """Kernel activity records from CUPTI: every kernel on the context, timed by the GPU.
 
     Nothing happens per launch: CUPTI is enabled when the block begins (kernels starting before
-    that instant belong to no launch of the profile), the block's end only notes the time, and
-    the device synchronisation and CUPTI flush wait until the records are read. gpunb's launches
+    that instant belong to no launch of the profile), the block's end only notes the time (CUPTI
+    is disabled later, see IDLE_DISABLE_S), and the device synchronisation and CUPTI flush wait
+    until the records are read. gpunb's launches
     are matched to kernel records by entry symbol, in launch order."""
 
     name = "cupti"
