@@ -46,7 +46,9 @@ class ProfileSession:
     def __enter__(self) -> ProfileSession:
         recording = self._recording = Recording(self.prefer)
         # the timer of the active target starts now, before the first launch (CUPTI records
-        # from this instant); a launch on another target gets its timer at that launch
+        # from this instant). Listening to both events, a launch on another target gets its
+        # timer at that launch; listening after launches only, a CPU-target launch is timed by
+        # its event's host time and a GPU launch in a CPU-target profile is reported untimed
         timer = recording.timer_for(_default_target())
         if self.snapshot is None and not timer.needs_before:
             self._subscription = subscribe(EventKind.LAUNCH_AFTER, recording.events.append)
