@@ -175,3 +175,26 @@ def test_the_roofline_roofs_are_measured_on_the_device():
     datasheet = _datasheet_fp32(driver.current_device())
     assert 0.5 * datasheet < prof.peak_gflops < 1.1 * datasheet, (prof.peak_gflops, datasheet)
     assert "(measured)" in prof.text() and "GFLOP/s (measured)" in prof._repr_html_()
+
+
+def test_a_cpu_target_kernel_in_a_gpu_profile_is_timed_on_the_host():
+    from gpunb import cuda
+
+    @cuda.jit(target="cpu")
+    def add_one(out, x):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] + 1
+
+    x, y, out = _saxpy_data(1 << 12)
+    host_x = np.arange(8, dtype=np.float32)
+    host_out = np.zeros_like(host_x)
+    with gpunb.profile() as prof:
+        pk.saxpy[16, 256](out, x, y, np.float32(2.0))
+        add_one[2, 4](host_out, host_x)
+    gpu, cpu = prof.launches[:2]
+    assert (gpu.kernel, gpu.target, gpu.timing) == ("saxpy", "cuda", "device") and gpu.time_ms
+    assert (cpu.kernel, cpu.target, cpu.timing, cpu.timer) == ("add_one", "cpu", "host",
+                                                               "host clock")
+    assert cpu.time_ms > 0 and cpu.bytes == 2 * 8 * 4
+    np.testing.assert_array_equal(host_out, host_x + 1)
