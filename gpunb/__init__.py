@@ -65,7 +65,8 @@ def __getattr__(name: str):
     if name in ("profile", "last_profile", "sanitize"):  # profiling: loaded on first use
         from gpunb import profiling
 
-        return getattr(profiling, name)
+        value = globals()[name] = getattr(profiling, name)  # the next look-up is a plain read
+        return value
     if name == "jit":
         from gpunb.cuda import jit
 

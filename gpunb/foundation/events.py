@@ -14,7 +14,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class NamedEnum(str, enum.Enum):
@@ -69,9 +69,14 @@ class ArgumentInfo:
     shape: tuple = ()  # arrays: their shape; scalars: ()
 
 
-@dataclass(frozen=True, slots=True)
-class LaunchEvent:
-    """One kernel launch, published before the arguments are packed and after the launch call."""
+class LaunchEvent(NamedTuple):
+    """One kernel launch, published before the arguments are packed and after the launch call.
+
+    A named tuple rather than a dataclass: a launch someone listens to builds one per event,
+    and a tuple is made in a fraction of the time a frozen dataclass takes (the launch path
+    builds it with `tuple.__new__`, see jit/observe.py), which is most of what listening costs.
+    Read it by field name; it is immutable.
+    """
 
     kind: EventKind  # LAUNCH_BEFORE or LAUNCH_AFTER
     kernel: str
@@ -87,13 +92,14 @@ class LaunchEvent:
     ms: float = 0.0  # LAUNCH_AFTER: host time of packing + launch (no device synchronisation)
     error: str = ""  # LAUNCH_AFTER: the exception the launch raised, if any
     # the argument values themselves, for a subscriber that must read them before the launch
-    # (the replay snapshot of --ncu / --sanitize); the event holds them only while it lives
+    # (the replay snapshot of --ncu / --sanitize); only LAUNCH_BEFORE holds them
     args: tuple = ()
+    start_ns: int = 0  # LAUNCH_AFTER: time.perf_counter_ns() when packing began
 
     @property
     def arguments(self) -> tuple:
         """The arguments as ArgumentInfo records (type and shape), made when asked for: a
-        launch someone listens to pays for two events, not for a record per argument."""
+        launch someone listens to pays for its events, not for a record per argument."""
         return tuple(ArgumentInfo(ty, shape)
                      for ty, shape in zip(self.types, self.shapes, strict=False))
 
@@ -231,6 +237,9 @@ class CacheEvent:
 
 _lock = threading.Lock()
 _table: dict = {}  # EventKind -> tuple of Subscriptions (replaced whole, read without the lock)
+# the same dict, public for the launch path (jit/observe.py), which looks a kind up itself rather
+# than call has_subscribers and publish; never mutate it, subscribe() does
+subscriptions = _table
 # the subscriptions to LAUNCH_BEFORE or LAUNCH_AFTER; the dispatcher's fast path tests this
 # tuple and takes its observed path only when it is not empty
 launch_subscribers: tuple = ()
@@ -288,9 +297,12 @@ def subscribe(kinds: EventKind | str | Iterable, fn: Callable[[Any], None]) -> S
     global launch_subscribers
     if not callable(fn):
         raise TypeError(f"gpunb.events.subscribe: {fn!r} is not callable")
-    if isinstance(kinds, (str, EventKind)):
-        kinds = (kinds,)
-    resolved = tuple(dict.fromkeys(_kind(k) for k in kinds))
+    if isinstance(kinds, EventKind):
+        resolved: tuple = (kinds,)
+    else:
+        if isinstance(kinds, str):
+            kinds = (kinds,)
+        resolved = tuple(dict.fromkeys(_kind(k) for k in kinds))
     if not resolved:
         raise ValueError("gpunb.events.subscribe: no event kind given")
     subscription = Subscription(resolved, fn)
@@ -311,7 +323,10 @@ def _kind(kind) -> EventKind:
 
 
 def _launch_union() -> tuple:
-    return tuple(dict.fromkeys(s for kind in _LAUNCH_KINDS for s in _table.get(kind, ())))
+    before, after = (_table.get(kind, ()) for kind in _LAUNCH_KINDS)
+    if not before or not after:
+        return before or after
+    return tuple(dict.fromkeys(before + after))
 
 
 def has_subscribers(kind: EventKind) -> bool:
@@ -329,10 +344,16 @@ def publish(kind: EventKind, event: Any) -> None:
         try:
             fn(event)
         except Exception as exc:  # noqa: BLE001 - a listener must not break a compile or launch
-            warnings.warn(f"gpunb: event subscriber {getattr(fn, '__qualname__', fn)!r} failed "
-                          f"on {kind}: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+            report_failure(fn, kind, exc, stacklevel=3)
+
+
+def report_failure(fn, kind: EventKind, exc: Exception, stacklevel: int = 4) -> None:
+    """A subscriber raised: a RuntimeWarning naming it, never an exception."""
+    warnings.warn(f"gpunb: event subscriber {getattr(fn, '__qualname__', fn)!r} failed "
+                  f"on {kind}: {type(exc).__name__}: {exc}", RuntimeWarning,
+                  stacklevel=stacklevel)
 
 
 __all__ = ["ArgumentInfo", "CacheChange", "CacheEvent", "CacheKind", "CacheReason", "CacheSource",
            "CompileEvent", "EventKind", "LaunchEvent", "Stage", "Subscription", "has_subscribers",
-           "publish", "subscribe"]
+           "publish", "report_failure", "subscribe", "subscriptions"]

@@ -15,4 +15,5 @@ def __getattr__(name: str):
              "NcuReport": "ncu"}.get(name)
     if where is None:
         raise AttributeError(f"module 'gpunb.profiling' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"gpunb.profiling.{where}"), name)
+    value = globals()[name] = getattr(importlib.import_module(f"gpunb.profiling.{where}"), name)
+    return value  # kept as a module attribute: the next look-up costs nothing

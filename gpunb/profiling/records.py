@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,27 +120,71 @@ class KernelSummary:
         return out
 
 
-@dataclass
+def _built(name: str) -> property:
+    """A Profile field that build.py fills when the records are first read."""
+    private = "_" + name
+
+    def get(self):
+        if self._recording is not None:
+            self._materialise()
+        return getattr(self, private)
+
+    def put(self, value) -> None:
+        if self._recording is not None:
+            self._materialise()
+        setattr(self, private, value)
+
+    return property(get, put, doc=f"The profile's {name} (made when first read).")
+
+
 class Profile:
     """Every launch of a `with gpunb.profile()` block or a `%%gpuprofile` cell.
 
     `launches` are LaunchRecords in launch order (other libraries' kernels after gpunb's when
     CUPTI saw them); `notes` are one-line messages (CUPTI unavailable, ncu missing, ...);
-    `peak_gbps` is the copy bandwidth the percentages are against; `ncu` and `sanitizer` hold
-    replay results when `--ncu` / `--sanitize` asked for them.
+    `peak_gbps` is the copy bandwidth the percentages are against and `peak_gflops` the FP32
+    roof, both measured once per process on the device (`peak_source` says how each was
+    found); `ncu` and `sanitizer` hold replay results when `--ncu` / `--sanitize` asked for
+    them.
+
+    A profile made by a block is filled in when one of these fields is first read: the block
+    itself records each launch as it happens and nothing more, and the device synchronisation,
+    the CUPTI flush and the records (counts, occupancy, peaks) wait until they are needed.
     """
 
-    launches: list = field(default_factory=list)
-    timer: str = ""
-    peak_gbps: float | None = None
-    peak_gflops: float | None = None  # theoretical FP32 peak of the device (None on the CPU)
-    device: str = ""
-    notes: list = field(default_factory=list)
-    repeat: int = 1
-    warmup: int = 0
-    ncu: object = None  # NcuReport (profiling/ncu.py)
-    sanitizer: object = None  # SanitizerReport (profiling/sanitizer.py)
-    sources: dict = field(default_factory=dict)  # defined_at file -> its text, for line heat
+    launches = _built("launches")
+    timer = _built("timer")
+    peak_gbps = _built("peak_gbps")
+    peak_gflops = _built("peak_gflops")  # FP32 GFLOP/s: measured, or the datasheet's
+    peak_source = _built("peak_source")  # {"gbps": "measured: ...", "gflops": "..."}
+    device = _built("device")
+    notes = _built("notes")
+    sources = _built("sources")  # defined_at file -> its text, for line heat
+
+    def __init__(self, launches: list | None = None, timer: str = "",
+                 peak_gbps: float | None = None, peak_gflops: float | None = None,
+                 device: str = "", notes: list | None = None, repeat: int = 1, warmup: int = 0,
+                 ncu: object = None, sanitizer: object = None, sources: dict | None = None,
+                 peak_source: dict | None = None, *, recording=None):
+        self._recording = recording  # build.Recording until the records are made
+        self._launches = list(launches) if launches is not None else []
+        self._timer, self._device = timer, device
+        self._peak_gbps, self._peak_gflops = peak_gbps, peak_gflops
+        self._peak_source = dict(peak_source or {})
+        self._notes = list(notes) if notes is not None else []
+        self._sources = dict(sources or {})
+        self.repeat, self.warmup = repeat, warmup
+        self.ncu = ncu  # NcuReport (profiling/ncu.py)
+        self.sanitizer = sanitizer  # SanitizerReport (profiling/sanitizer.py)
+
+    def _materialise(self) -> None:
+        recording = self._recording
+        if recording is None:
+            return
+        built = recording.build()  # once per recording, shared by every Profile of it
+        for name, value in built.items():
+            setattr(self, "_" + name, value)
+        self._recording = None
 
     def summary(self) -> list:
         """One KernelSummary per kernel, in first-launch order."""
@@ -177,7 +221,8 @@ class Profile:
 
     def to_dict(self) -> dict:
         return {"timer": self.timer, "timing": self.timing, "peak_gbps": self.peak_gbps,
-                "peak_gflops": self.peak_gflops, "device": self.device, "notes": self.notes,
+                "peak_gflops": self.peak_gflops, "peak_source": self.peak_source,
+                "device": self.device, "notes": self.notes,
                 "repeat": self.repeat, "warmup": self.warmup,
                 "launches": [r.to_json() for r in self.launches],
                 "summary": [s.to_json() for s in self.summary()],

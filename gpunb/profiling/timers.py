@@ -1,8 +1,11 @@
 """Device timings of launches: CUPTI activity records, CUDA events as the fallback, the host clock
 on the CPU target.
 
-A timer sees each gpunb launch twice (`before`, `after`: the launch events) and is asked once at
-the end of the profile for every launch's time (`finish`). CUPTI also reports the kernels that
+A timer is made when a profile starts (`stop()` when its block ends) and asked once, when the
+profile's records are first read, for every launch's time (`finish`); `close()` releases it.
+CUPTI and the host clock need only the LAUNCH_AFTER event of a launch (`needs_before` False), so
+a profile timed by them listens to one event per launch; CUDA events are recorded on the
+launch's stream before and after it (`before`, `after`). CUPTI also reports the kernels that
 other libraries (CuPy, PyTorch) launched on the context meanwhile; CUDA events time gpunb's own
 launches only. cupti-python is imported lazily, only when a profile starts on the GPU.
 """
@@ -11,24 +14,30 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import defaultdict, deque
 
 
 class HostTimer:
-    """The CPU target: a launch is synchronous, so the host clock times the kernel itself."""
+    """The CPU target: a launch is synchronous, so the host time of packing + launch that the
+    LAUNCH_AFTER event carries (from `start_ns`, perf_counter_ns) is the kernel's own time."""
 
     name = "host clock"
     timing = "host"
     note = ""
+    needs_before = False
 
     def before(self, event) -> object:
-        return time.perf_counter_ns()
+        return None
 
     def after(self, event, token) -> object:
-        return token, time.perf_counter_ns()
+        return None
 
-    def finish(self, tokens: list) -> tuple:
+    def stop(self) -> None:
+        pass
+
+    def finish(self, events: list, tokens: list) -> tuple:
         """([(time_ms, start_ns)] per launch, [other libraries' kernels])."""
-        return [((end - start) / 1e6, start) for start, end in tokens], []
+        return [(event.ms, event.start_ns) for event in events], []
 
     def close(self) -> None:
         pass
@@ -40,6 +49,7 @@ class EventTimer:
 
     name = "cuda events"
     timing = "device"
+    needs_before = True
 
     def __init__(self, note: str = ""):
         from gpunb.backends.cuda import driver
@@ -70,9 +80,16 @@ class EventTimer:
     def after(self, event, token) -> object:
         return token, self._record(event)
 
-    def finish(self, tokens: list) -> tuple:
+    def stop(self) -> None:
+        pass
+
+    def finish(self, events: list, tokens: list) -> tuple:
         out = []
-        for start, end in tokens:
+        for token in tokens:
+            if token is None or token[0] is None:  # a launch whose before was not seen
+                out.append((None, None))
+                continue
+            start, end = token
             self._check(self._cu.cuEventSynchronize(end), "cuEventSynchronize")
             ms = float(self._check(self._cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
             out.append((ms, None))
@@ -84,29 +101,109 @@ class EventTimer:
         self._used, self._pool = [], []
 
 
+# CUPTI's kernel activity stays enabled this long after the last profile block ends, so that
+# back-to-back blocks (a loop of profiles, the benchmark's) enable it once: enabling it again
+# makes the block's next launch pay for CUPTI setting up (a few hundred microseconds on an H100
+# in benchmarks/bench_profile.py), while a launch with it enabled pays about 1 us more. After
+# this idle time a thread disables it, so launches outside profiles pay nothing for CUPTI.
+IDLE_DISABLE_S = 1.0
+
+
 class _CuptiState:
-    """CUPTI's callbacks are registered once per process; records land here (any thread)."""
+    """CUPTI's callbacks are registered once per process; records land here (any thread).
+
+    `running` counts profiles whose block is running (CUPTI records kernels while it is not 0,
+    and for IDLE_DISABLE_S after); `holders` counts profiles whose records have not been read
+    yet: records arriving while it is 0 are dropped, so kernels launched outside profiles cost
+    no memory. `toggle` guards enabling and disabling; `lock` the records (CUPTI's buffer
+    callback takes only `lock`, so a disable that flushes cannot deadlock with it)."""
 
     def __init__(self, cupti):
         self.cupti = cupti
         self.lock = threading.Lock()
         self.records: list = []
-        self.sessions = 0  # records arriving while no profile runs are dropped
+        self.holders = 0
+        self.starts: list = []  # the `since` of each profile holding records, oldest first
+        self.since = 0  # the oldest of them (records starting before it are dropped)
+        self.idle = threading.Condition(threading.Lock())  # the toggle lock, and its wake-up
+        self.running = 0
+        self.enabled = False
+        self.idle_since: float | None = None
         cupti.activity_register_callbacks(self._requested, self._completed)
+        threading.Thread(target=self._disable_when_idle, name="gpunb-cupti-idle",
+                         daemon=True).start()
 
     @staticmethod
     def _requested():
         return 8 << 20, 0
 
     def _completed(self, activities) -> None:
+        if not self.holders:
+            return
         kernel_kinds = (self.cupti.ActivityKind.CONCURRENT_KERNEL, self.cupti.ActivityKind.KERNEL)
+        since = self.since  # kernels before the oldest unread profile's block: nobody's
         rows = [(a.name, a.start, a.end, (a.grid_x, a.grid_y, a.grid_z),
                  (a.block_x, a.block_y, a.block_z), a.registers_per_thread,
                  a.static_shared_memory + a.dynamic_shared_memory)
-                for a in activities if a.kind in kernel_kinds]
+                for a in activities if a.kind in kernel_kinds and a.start >= since]
         with self.lock:
-            if self.sessions:
+            if self.holders:
                 self.records.extend(rows)
+
+    def start(self) -> int:
+        """A profile's block begins: CUPTI records kernels from the returned timestamp on."""
+        cupti = self.cupti
+        with self.idle:
+            if not self.enabled:  # raises when another profiler holds CUPTI: nothing counted
+                cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)
+                self.enabled = True
+            since = cupti.get_timestamp()
+            self.running += 1
+            self.idle_since = None
+        with self.lock:
+            self.holders += 1
+            self.starts.append(since)
+            self.since = self.starts[0]
+        return since
+
+    def stop(self) -> int:
+        """A profile's block ends; CUPTI is disabled after IDLE_DISABLE_S without a block."""
+        until = self.cupti.get_timestamp()
+        with self.idle:
+            self.running -= 1
+            if not self.running:
+                self.idle_since = time.monotonic()
+                self.idle.notify()
+        return until
+
+    def _disable_when_idle(self) -> None:
+        """The idle thread: disables CUPTI once no block has run for IDLE_DISABLE_S."""
+        cupti = self.cupti
+        with self.idle:
+            while True:
+                if self.enabled and not self.running and self.idle_since is not None:
+                    wait = self.idle_since + IDLE_DISABLE_S - time.monotonic()
+                    if wait > 0:
+                        self.idle.wait(wait)
+                        continue
+                    self.enabled = False
+                    try:
+                        cupti.activity_disable(cupti.ActivityKind.CONCURRENT_KERNEL)
+                    except Exception:  # noqa: BLE001 - a profile never fails for its timer
+                        pass
+                else:
+                    self.idle.wait()
+
+    def release(self, since: int) -> None:
+        """A profile's records were read (or it was dropped unread)."""
+        with self.lock:
+            self.holders -= 1
+            self.starts.remove(since)
+            self.since = self.starts[0] if self.starts else 0
+            if not self.holders:
+                self.records.clear()
+            else:
+                self.records = [r for r in self.records if r[1] >= self.since]
 
 
 _cupti_state: _CuptiState | None = None
@@ -114,61 +211,68 @@ _cupti_error: str | None = None
 
 
 class CuptiTimer:
-    """Kernel activity records from CUPTI: every kernel on the context, timed by the GPU."""
+    """Kernel activity records from CUPTI: every kernel on the context, timed by the GPU.
+
+    Nothing happens per launch: CUPTI is enabled when the block begins (kernels starting before
+    that instant belong to no launch of the profile), the block's end only notes the time (CUPTI
+    is disabled later, see IDLE_DISABLE_S), and the device synchronisation and CUPTI flush wait
+    until the records are read. gpunb's launches
+    are matched to kernel records by entry symbol, in launch order."""
 
     name = "cupti"
     timing = "device"
     note = ""
+    needs_before = False
 
     def __init__(self, state: _CuptiState):
         from gpunb.backends.cuda import driver
 
         self._state = state
         self._driver = driver
-        cupti = state.cupti
         driver.ensure_context()
-        # kernels that ran before this instant belong to no launch of the profile: records
-        # starting earlier are dropped at the end (no synchronisation or flush needed here)
-        self._since = cupti.get_timestamp()
-        cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)
-        with state.lock:
-            state.sessions += 1
+        self._since = state.start()
+        self._until: int | None = None
+        self._held = True
 
     def before(self, event) -> object:
         return None
 
     def after(self, event, token) -> object:
-        return event.specialization.artifact.symbol
+        return None
 
-    def finish(self, tokens: list) -> tuple:
+    def stop(self) -> None:
+        if self._until is None:
+            self._until = self._state.stop()
+
+    def finish(self, events: list, tokens: list) -> tuple:
+        self.stop()
         self._driver.synchronize()
-        cupti = self._state.cupti
-        cupti.activity_flush_all(1)
-        with self._state.lock:
-            rows = sorted((r for r in self._state.records if r[1] >= self._since),
-                          key=lambda r: r[1])
-            self._state.records.clear()
-        unmatched = list(rows)
+        state = self._state
+        state.cupti.activity_flush_all(1)
+        with state.lock:
+            rows = sorted((r for r in state.records if r[1] >= self._since), key=lambda r: r[1])
+        by_name: dict = defaultdict(deque)
+        for row in rows:
+            by_name[row[0]].append(row)
         out = []
-        for symbol in tokens:  # gpunb's launches, in launch order: the first record of its name
-            found = next((r for r in unmatched if r[0] == symbol), None)
-            if found is None:
+        taken = set()
+        for event in events:  # gpunb's launches, in launch order: the first record of its name
+            queue = by_name.get(event.specialization.artifact.symbol)
+            if not queue:
                 out.append((None, None))
                 continue
-            unmatched.remove(found)
+            found = queue.popleft()
+            taken.add(id(found))
             out.append(((found[2] - found[1]) / 1e6, found[1]))
-        return out, unmatched
+        until = self._until
+        others = [r for r in rows if id(r) not in taken and r[1] <= until]
+        return out, others
 
     def close(self) -> None:
-        cupti = self._state.cupti
-        with self._state.lock:
-            self._state.sessions -= 1
-            last = self._state.sessions == 0
-        if last:  # launches outside a profile pay nothing for CUPTI again
-            try:
-                cupti.activity_disable(cupti.ActivityKind.CONCURRENT_KERNEL)
-            except Exception:  # noqa: BLE001 - closing must not mask the profile's result
-                pass
+        if self._held:
+            self._held = False
+            self.stop()
+            self._state.release(self._since)
 
 
 def cuda_timer(prefer: str = "auto"):

@@ -1,8 +1,9 @@
 """How a Profile reads: a text table for terminals, static HTML for notebooks and nbconvert.
 
 The HTML is self-contained (inline SVG, no JavaScript): a table per kernel, a roofline
-(arithmetic intensity against GFLOP/s under the measured bandwidth roof), a launch timeline, and,
-after an `--ncu` replay, the hardware metrics and the kernel's source with per-line heat.
+(arithmetic intensity against GFLOP/s under the device's bandwidth and FP32 roofs, each labelled
+measured or datasheet), a launch timeline, and, after an `--ncu` replay, the hardware metrics and
+the kernel's source with per-line heat.
 """
 
 from __future__ import annotations
@@ -38,10 +39,28 @@ def timing_label(profile) -> str:
     return "no timings"
 
 
+def _how(profile, key: str) -> str:
+    """'measured' or 'datasheet' (the first word of peak_source[key]), '' when unknown."""
+    return (profile.peak_source or {}).get(key, "").split(":")[0]
+
+
+def peaks_label(profile) -> str:
+    """The roofs and how each was found: '3021 GB/s copy (measured), 59 TFLOP/s FP32
+    (measured)'."""
+    parts = []
+    if profile.peak_gbps:
+        parts.append(f"copy bandwidth {profile.peak_gbps:.1f} GB/s "
+                     f"({_how(profile, 'gbps') or 'measured'})")
+    if profile.peak_gflops:
+        parts.append(f"FP32 {profile.peak_gflops:.0f} GFLOP/s "
+                     f"({_how(profile, 'gflops') or 'datasheet'})")
+    return ", ".join(parts) + (f" on {profile.device}" if parts and profile.device else "")
+
+
 def _header(profile) -> str:
-    peak = f"; copy bandwidth {profile.peak_gbps:.1f} GB/s measured on {profile.device}" \
-        if profile.peak_gbps else ""
-    return f"gpunb profile: {len(profile.launches)} launches; {timing_label(profile)}{peak}"
+    peaks = peaks_label(profile)
+    return f"gpunb profile: {len(profile.launches)} launches; {timing_label(profile)}" + \
+        (f"; {peaks}" if peaks else "")
 
 
 def profile_text(profile) -> str:
@@ -94,6 +113,8 @@ def roofline_svg(profile, width: int = 360, height: int = 220) -> str:
         return f'<div class="gpunb-roofline muted">roofline: {_esc(why)}</div>'
     bw = profile.peak_gbps
     top = profile.peak_gflops or max(g for _, _, g in points) * 4
+    compute = f"{top:.0f} GFLOP/s ({_how(profile, 'gflops') or 'datasheet'})" \
+        if profile.peak_gflops else "no FP32 peak"
     x0, x1 = -3.0, 4.0
     y1 = math.log10(top * 2)
     y0 = y1 - 6
@@ -113,8 +134,9 @@ def roofline_svg(profile, width: int = 360, height: int = 220) -> str:
     return (f'<svg class="gpunb-roofline" width="{width}" height="{height}" '
             f'xmlns="http://www.w3.org/2000/svg"><polyline points="{path}" fill="none" '
             f'stroke="#c05621" stroke-width="2"/>{dots}'
-            f'<text x="40" y="12" font-size="11">roofline: {bw:.0f} GB/s, {top:.0f} GFLOP/s'
-            f'</text><text x="40" y="{height - 5}" font-size="11">flop/byte (log)</text></svg>')
+            f'<text x="40" y="12" font-size="11">roofs: {bw:.0f} GB/s '
+            f'({_esc(_how(profile, "gbps") or "measured")}), {_esc(compute)}</text>'
+            f'<text x="40" y="{height - 5}" font-size="11">flop/byte (log)</text></svg>')
 
 
 def timeline_svg(profile, width: int = 420, height: int = 0) -> str:

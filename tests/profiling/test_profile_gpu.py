@@ -140,3 +140,61 @@ def test_a_clean_kernel_is_clean_under_memcheck():
     x, y, out = _saxpy_data(1 << 12)
     report = gpunb.sanitize(lambda: pk.saxpy[16, 256](out, x, y, np.float32(2.0)), "memcheck")
     assert report.clean, report.text()
+
+
+def test_records_read_late_hold_the_blocks_launches_only():
+    """CUPTI is flushed when the records are read: launches after the block, unprofiled or in
+    another profile read first, do not leak into it."""
+    n = 1 << 20
+    x, y, out = _saxpy_data(n)
+    blocks = (n + 255) // 256
+    with gpunb.profile() as first:
+        for _ in range(5):
+            pk.saxpy[blocks, 256](out, x, y, np.float32(2.0))
+    for _ in range(3):  # outside any profile
+        pk.saxpy[blocks, 256](out, x, y, np.float32(2.0))
+    with gpunb.profile() as second:
+        pk.saxpy[blocks, 256](out, x, y, np.float32(2.0))
+    assert first.timer == second.timer == "cupti", first.notes
+    [late] = second.launches
+    records = first.launches
+    assert len(records) == 5 and all(r.source == "gpunb" and r.time_ms > 0 for r in records)
+    starts = [r.start_ns for r in records]
+    assert starts == sorted(starts) and starts[-1] < late.start_ns
+
+
+def test_the_roofline_roofs_are_measured_on_the_device():
+    from gpunb.backends.cuda import driver
+    from gpunb.profiling.peaks import _datasheet_fp32
+
+    x, y, out = _saxpy_data(1 << 16)
+    with gpunb.profile() as prof:
+        pk.saxpy[256, 256](out, x, y, np.float32(2.0))
+    assert prof.peak_source["gbps"].startswith("measured")
+    assert prof.peak_source["gflops"].startswith("measured"), prof.notes
+    datasheet = _datasheet_fp32(driver.current_device())
+    assert 0.5 * datasheet < prof.peak_gflops < 1.1 * datasheet, (prof.peak_gflops, datasheet)
+    assert "(measured)" in prof.text() and "GFLOP/s (measured)" in prof._repr_html_()
+
+
+def test_a_cpu_target_kernel_in_a_gpu_profile_is_timed_on_the_host():
+    from gpunb import cuda
+
+    @cuda.jit(target="cpu")
+    def add_one(out, x):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = x[i] + 1
+
+    x, y, out = _saxpy_data(1 << 12)
+    host_x = np.arange(8, dtype=np.float32)
+    host_out = np.zeros_like(host_x)
+    with gpunb.profile() as prof:
+        pk.saxpy[16, 256](out, x, y, np.float32(2.0))
+        add_one[2, 4](host_out, host_x)
+    gpu, cpu = prof.launches[:2]
+    assert (gpu.kernel, gpu.target, gpu.timing) == ("saxpy", "cuda", "device") and gpu.time_ms
+    assert (cpu.kernel, cpu.target, cpu.timing, cpu.timer) == ("add_one", "cpu", "host",
+                                                               "host clock")
+    assert cpu.time_ms > 0 and cpu.bytes == 2 * 8 * 4
+    np.testing.assert_array_equal(host_out, host_x + 1)

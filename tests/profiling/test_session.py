@@ -101,3 +101,37 @@ def test_unknown_timer_is_a_clear_error():
     with pytest.raises(ValueError, match="expected auto, cupti, events or host"):
         with gpunb.profile(timer="wallclock"):
             pass
+
+
+def test_records_are_made_when_first_read_and_stay_the_blocks():
+    x = np.arange(1024, dtype=np.float32)
+    out = np.zeros_like(x)
+    with gpunb.profile() as prof:
+        saxpy[4, 256](out, x, x, np.float32(2.0))
+    assert prof._recording is not None  # nothing built when the block ended
+    saxpy[4, 256](out, x, x, np.float32(2.0))  # after the block: not recorded
+    assert len(prof.launches) == 1 and prof._recording is None
+    assert gpunb.last_profile().launches is prof.launches  # one build, shared
+
+
+def test_roofs_are_measured_and_labelled():
+    prof, _, _ = _saxpy_block()
+    assert prof.peak_source["gbps"].startswith("measured")
+    assert prof.peak_source["gflops"] == "measured: gpunb FP32 FMA kernel on the CPU target"
+    assert prof.peak_gflops > 0
+    assert "GFLOP/s (measured)" in prof.text()
+    html = prof._repr_html_()
+    assert "roofs:" in html and "GB/s (measured), " in html and "GFLOP/s (measured)" in html
+    data = json.loads(prof.to_json())
+    assert data["peak_source"]["gflops"].startswith("measured") and data["peak_gflops"] > 0
+
+
+def test_launch_events_are_immutable_tuples_made_only_for_subscribed_kinds():
+    x = np.arange(256, dtype=np.float32)
+    seen = []
+    with events.subscribe("launch_after", seen.append):
+        saxpy[1, 256](np.zeros_like(x), x, x, np.float32(2.0))
+    [after] = seen
+    assert after.kind == "launch_after" and after.start_ns > 0 and after.args == ()
+    with pytest.raises(AttributeError):
+        after.ms = 1.0

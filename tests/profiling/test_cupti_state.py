@@ -1,0 +1,98 @@
+"""The CUPTI timer's bookkeeping (profiling/timers.py _CuptiState) without a GPU: when kernel
+activity is enabled and disabled, and which records a profile keeps. CUPTI itself is replaced by
+a recorder of the calls gpunb makes to it (the real library is exercised by the gpu tests)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from gpunb.profiling import timers
+
+
+class RecordingCupti:
+    """The part of cupti-python's API that _CuptiState calls, logging each call."""
+
+    ActivityKind = SimpleNamespace(CONCURRENT_KERNEL="concurrent_kernel", KERNEL="kernel")
+
+    def __init__(self):
+        self.calls: list = []
+        self.completed = None
+        self.toggled = threading.Event()
+
+    def activity_register_callbacks(self, requested, completed):
+        self.completed = completed
+
+    def activity_enable(self, kind):
+        self.calls.append(("enable", kind))
+        self.toggled.set()
+
+    def activity_disable(self, kind):
+        self.calls.append(("disable", kind))
+        self.toggled.set()
+
+    @staticmethod
+    def get_timestamp():
+        return time.monotonic_ns()
+
+
+def _kernel(name: str, start: int):
+    return SimpleNamespace(kind="concurrent_kernel", name=name, start=start, end=start + 1000,
+                           grid_x=1, grid_y=1, grid_z=1, block_x=32, block_y=1, block_z=1,
+                           registers_per_thread=8, static_shared_memory=0,
+                           dynamic_shared_memory=0)
+
+
+@pytest.fixture
+def state(monkeypatch):
+    monkeypatch.setattr(timers, "IDLE_DISABLE_S", 0.05)
+    return timers._CuptiState(RecordingCupti())
+
+
+def _wait_for_disable(cupti, timeout=2.0):
+    deadline = time.monotonic() + timeout
+    while cupti.calls[-1][0] != "disable" and time.monotonic() < deadline:
+        cupti.toggled.wait(0.01)
+        cupti.toggled.clear()
+
+
+def test_back_to_back_blocks_enable_once_and_idle_disables(state):
+    cupti = state.cupti
+    for _ in range(5):  # a loop of profile blocks
+        state.start()
+        state.stop()
+    assert [c[0] for c in cupti.calls] == ["enable"]  # not once per block
+    _wait_for_disable(cupti)
+    assert [c[0] for c in cupti.calls] == ["enable", "disable"]
+    state.start()  # a block after the idle time enables it again
+    assert [c[0] for c in cupti.calls] == ["enable", "disable", "enable"]
+    time.sleep(0.15)
+    assert cupti.calls[-1][0] == "enable"  # never disabled while a block runs
+    state.stop()
+    _wait_for_disable(cupti)
+    assert cupti.calls[-1][0] == "disable"
+
+
+def test_records_are_kept_for_unread_profiles_only_from_their_start(state):
+    old = _kernel("before", time.monotonic_ns())
+    state.cupti.completed([old])  # nobody holds records: dropped
+    assert state.records == []
+    since = state.start()
+    state.stop()
+    state.cupti.completed([old, _kernel("mine", since + 10)])
+    assert [r[0] for r in state.records] == ["mine"]  # older than the block: dropped
+    state.release(since)
+    assert state.records == [] and state.holders == 0
+
+
+def test_a_failed_enable_counts_no_profile(state):
+    def refuse(kind):
+        raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
+
+    state.cupti.activity_enable = refuse
+    with pytest.raises(RuntimeError):
+        state.start()
+    assert (state.running, state.holders, state.enabled) == (0, 0, False)
