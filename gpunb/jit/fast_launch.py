@@ -1,0 +1,73 @@
+"""When `kernel[grid, block]` gets a native launcher, and keeping it armed.
+
+A launch configuration (`_LaunchConfig`) calls its native launcher first (runtime/native_pack.py:
+type checks, watch list, packing and, on a GPU, cuLaunchKernel in machine code). When that
+declines - new argument kinds, a rebound global, a new epoch, another thread, a listener, a
+target change - the launch takes the Python path (Dispatcher.launch, which checks everything and
+raises the right errors), and `refresh` then (re)binds a launcher for the specialisation and
+argument kinds just launched. A process's first launches never wait for one: a configuration
+gets its launcher after NATIVE_AFTER launches through the Python path, and only once llvmlite is
+loaded (a compile loads it; a process running only cached kernels keeps its fast start).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from gpunb.cache.fingerprint import MISSING
+from gpunb.foundation import events, launch_gate
+from gpunb.runtime import native_pack
+from gpunb.runtime.typeof import type_key
+
+NATIVE_AFTER = 2  # Python-path launches of a configuration before it gets a native launcher
+GIVE_UP_AFTER = 16  # a configuration that could not get one then tries every 256th launch
+
+
+def refresh(config, spec, args: tuple) -> None:
+    """After `config` launched `spec` with `args` through the Python path: bind a native
+    launcher for the next launches of the same kinds where one applies."""
+    misses = config._native_misses + 1
+    config._native_misses = misses
+    if misses < NATIVE_AFTER or misses > GIVE_UP_AFTER and misses % 256:
+        return
+    gate = launch_gate.current()  # before the checks: a bump after them disarms what we bind
+    if events.launch_subscribers or not native_pack.available() or \
+            spec.packer._owner != threading.get_ident() or \
+            config.dispatcher.__dict__.get("_extensions"):
+        return
+    try:
+        key = tuple([type_key(a) for a in args])
+    except TypeError:
+        return
+    natives = spec.natives
+    launcher = natives.get(key, False)
+    if launcher is None:
+        return  # these kinds cannot be native (say, host arrays copied to the GPU)
+    plan = spec.program.native_config(config.grid, config.block, config.sharedmem,
+                                      config.stream)
+    if plan is None:
+        return
+    grid3, block3, shared, handle, launch_address, function, last_launch, run = plan
+    if launcher is False:
+        try:
+            launcher = native_pack.NativeLauncher(spec.packer, spec.argtypes, args,
+                                                  launch_address, function, last_launch,
+                                                  spec.program.name)
+        except native_pack.Unsupported:
+            launcher = None
+        if len(natives) < 16:
+            natives[key] = launcher
+        if launcher is None:
+            return
+    if launcher.watch is not spec.watch and not launcher.set_watch(spec.watch, MISSING):
+        return  # a watched name lives in a closure cell or an object: the Python path checks
+    launcher.arm(gate)
+    params = spec.packer.params_address
+    program = spec.program
+    if run is not None:
+        config._native_after = lambda status: run(params)
+    else:
+        config._native_after = lambda status: program.native_failed(status, grid3, block3,
+                                                                     shared, handle, params)
+    config._native = launcher.bind(grid3, block3, shared, handle)
+    config._native_misses = NATIVE_AFTER - 1  # the next miss (a new epoch) rebinds at once
