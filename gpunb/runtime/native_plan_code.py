@@ -329,7 +329,7 @@ def _source(gate_address: int) -> str:
         # a direct call through a constant pointer either way
         args = [f"{ty} %a{k}" for k, ty in enumerate(filter(None, params.split(", ")))]
         passed = ", ".join(args)
-        call = f"call {ret} %f({', '.join(a.split()[1] for a in args)})"
+        call = f"call {ret} %f({passed})"
         ending = f"  {call}\n  ret void\n" if ret == "void" else \
             f"  %r = {call}\n  ret {ret} %r\n"
         body = f"  %f = inttoptr i64 {address} to ptr\n" + ending
