@@ -2,7 +2,7 @@
 exactly the bytes the Python packer writes; what it must refuse it declines (-1) without leaving a
 Python exception set; its checks (thread, gate, watch list, count, kinds) each decline; with a
 launch function it calls it with the bound configuration. Launch functions here are recording C
-callbacks with cuLaunchKernel's signature; the GPU tests are in tests/jit/test_native_launch_path.py.
+callbacks with cuLaunchKernel's signature; GPU tests: tests/jit/test_native_launch_path.py.
 """
 
 from __future__ import annotations
@@ -82,9 +82,8 @@ def test_numpy_arrays_on_the_cpu_target_pack_pointer_shape_strides(array):
 
 
 def test_gpunb_host_arrays_pack_their_slot_tuples():
-    from gpunb import cuda
-
     import gpunb
+    from gpunb import cuda
 
     gpunb.set_target("cpu")
     try:
@@ -141,9 +140,8 @@ def test_other_kinds_decline_and_leave_no_exception():
 
 
 def test_array_of_another_key_declines():
-    from gpunb import cuda
-
     import gpunb
+    from gpunb import cuda
 
     gpunb.set_target("cpu")
     try:
