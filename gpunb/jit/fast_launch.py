@@ -6,8 +6,9 @@ declines - new argument kinds, a rebound global, a new epoch, another thread, a 
 target change - the launch takes the Python path (Dispatcher.launch, which checks everything and
 raises the right errors), and `refresh` then (re)binds a launcher for the specialisation and
 argument kinds just launched. A process's first launches never wait for one: a configuration
-gets its launcher after NATIVE_AFTER launches through the Python path, and only once llvmlite is
-loaded (a compile loads it; a process running only cached kernels keeps its fast start).
+gets its launcher after NATIVE_AFTER launches through the Python path; a process that only loaded
+cached kernels (no llvmlite yet) loads llvmlite on a background thread from then on, and its
+configurations get launchers on a later retry (every launch up to GIVE_UP_AFTER, then every 256th).
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ def refresh(config, spec, args: tuple) -> None:
     if misses < NATIVE_AFTER or misses > GIVE_UP_AFTER and misses % 256:
         return
     gate = launch_gate.current()  # before the checks: a bump after them disarms what we bind
-    if events.launch_subscribers or not native_pack.available() or \
+    if not native_pack.available():
+        native_pack.prepare_in_background()  # no compile in this process: no llvmlite yet
+        return
+    if events.launch_subscribers or \
             spec.packer._owner != threading.get_ident() or \
             config.dispatcher.__dict__.get("_extensions"):
         return

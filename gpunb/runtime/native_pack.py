@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
+import threading
 
 import numpy as np
 
@@ -88,11 +89,16 @@ def _array_flags(arr: np.ndarray) -> int:
 
 
 _layout_verdict: list = []
+_ready: list = []  # [True] once launchers can be built (then available() is one test)
+_background: list = []  # the thread loading llvmlite for a process that never compiled
 
 
 def available() -> bool:
     """Whether native launchers can be built now: llvmlite already loaded (a compile loads it;
-    launchers never load it themselves), layouts verified, not turned off."""
+    launchers never load it on a launch's path), layouts verified, not turned off
+    (GPUNB_NATIVE_LAUNCH=0, read until the first launcher is possible)."""
+    if _ready:
+        return True
     if "llvmlite.binding" not in sys.modules:
         return False
     from gpunb.foundation import config
@@ -101,7 +107,32 @@ def available() -> bool:
         return False
     if not _layout_verdict:
         _layout_verdict.append(_layouts_ok())
+    if _layout_verdict[0]:
+        _ready.append(True)
     return _layout_verdict[0]
+
+
+def prepare_in_background() -> None:
+    """A process that only loaded cached kernels has no llvmlite: load it and compile the plan
+    follower on a daemon thread (once), so launchers come later without a pause on any launch.
+    Called from the second launch of a configuration, never from a process's first launch."""
+    from gpunb.foundation import config
+
+    if _background or not config.native_launch_enabled():
+        return
+
+    def load() -> None:
+        try:
+            import llvmlite.binding  # noqa: F401 - what available() looks for
+
+            if available():
+                code.plan_code(launch_gate.address)
+        except Exception:  # noqa: BLE001 - no launchers is only slower: the Python path stays
+            pass
+
+    thread = threading.Thread(target=load, name="gpunb-native-launch", daemon=True)
+    _background.append(thread)
+    thread.start()
 
 
 # ---- argument kinds ----------------------------------------------------------------------------
@@ -177,12 +208,13 @@ class NativeLauncher:
             plan += _record(kind, [base + packer.offsets[k] for k in owned],
                             [struct.calcsize("<" + packer._slot_formats[k]) for k in owned])
         self._plan = (ctypes.c_int64 * len(plan))(*[_signed(w) for w in plan])
+        self._plan_address = ctypes.addressof(self._plan)
         self._code = code.plan_code(launch_gate.address)
 
     def bind(self, grid3: tuple = (1, 1, 1), block3: tuple = (1, 1, 1), shared: int = 0,
              stream: int = 0):
         """The builtin `f(args) -> int` for one launch configuration (validated by the caller)."""
-        dims = DIMS.pack(ctypes.addressof(self._plan), *grid3, *block3, shared, 0, stream)
+        dims = DIMS.pack(self._plan_address, *grid3, *block3, shared, 0, stream)
         return self._code.bind(dims, self)
 
     def set_watch(self, watch: tuple, missing: object) -> bool:

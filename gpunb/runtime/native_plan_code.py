@@ -368,6 +368,7 @@ class PlanCode:
             self._engine.finalize_object()
             address = self._engine.get_function_address("gpunb_plan_launch")
         self._def = _MethodDef(b"gpunb_native_launch", address, METH_O, None)
+        self._def_address = ctypes.addressof(self._def)
         new = ctypes.pythonapi.PyCFunction_NewEx
         new.restype = ctypes.py_object
         new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
@@ -376,7 +377,7 @@ class PlanCode:
     def bind(self, dims: bytes, keep):
         """A builtin `f(args) -> int` reading `dims` (DIMS-packed) as its `self`; `keep` (which
         must keep the plan alive) becomes its `__module__`, alive as long as the builtin."""
-        return self._new(ctypes.addressof(self._def), dims, keep)
+        return self._new(self._def_address, dims, keep)
 
 
 _lock = threading.Lock()
