@@ -24,15 +24,14 @@ from gpunb.foundation.errors import (
     NoMatchingSignatureError,
     NotAKernelError,
 )
-from gpunb.jit import fast_launch
 from gpunb.jit.numba_api import NumbaDispatcherAPI
 from gpunb.jit.observe import observed_launch
 from gpunb.jit.specialization import Specialization
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
-from gpunb.runtime.native_plan_code import DECLINED
 from gpunb.runtime.typeof import type_key
 
 _DEVICE_ARRAYS = (DeviceArray, HostDeviceArray)  # their type key is precomputed: read it inline
+_DECLINED = -1  # a native launcher's "take the Python path" (runtime/native_plan_code.DECLINED)
 _live: weakref.WeakSet = weakref.WeakSet()  # every Dispatcher, for _forget_targets
 
 
@@ -461,7 +460,7 @@ class _LaunchConfig:
             status = native(args)
             if status == 0:
                 return None
-            if status != DECLINED:
+            if status != _DECLINED:
                 return self._after_native(status)
         return self._launch(args, kwargs)
 
@@ -497,6 +496,11 @@ class _LaunchConfig:
         for cleanup in cleanups or ():
             cleanup()
         if spec is not None and cleanups is None:
+            if self._native_misses == 0:  # a first launch (a process's first: the cold figure)
+                self._native_misses = 1  # looks for no native launcher and imports nothing
+                return
+            from gpunb.jit import fast_launch
+
             fast_launch.refresh(self, spec, args)
 
 

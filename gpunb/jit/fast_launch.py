@@ -20,7 +20,9 @@ from gpunb.foundation import events, launch_gate
 from gpunb.runtime import native_pack
 from gpunb.runtime.typeof import type_key
 
-NATIVE_AFTER = 2  # Python-path launches of a configuration before it gets a native launcher
+# Python-path launches of a configuration before it gets a native launcher; at least 2: the
+# dispatcher counts a configuration's first launch itself, without importing this module
+NATIVE_AFTER = 2
 GIVE_UP_AFTER = 16  # a configuration that could not get one then tries every 256th launch
 
 

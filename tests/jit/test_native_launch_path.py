@@ -212,6 +212,22 @@ def test_eight_threads_share_a_configuration_with_a_native_launcher(cpu):
     assert np.array_equal(out0, 2 * x0)
 
 
+def test_a_processs_first_launch_imports_nothing_for_native_launchers():
+    """The first launch is the cold-start and disk-hit figure: no launcher, no imports."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, gpunb\nfrom gpunb import cuda\ngpunb.set_target('cpu')\n"
+            "@cuda.jit\ndef k(x):\n    x[0] = 1\n"
+            "x = np.zeros(1)\nk[1, 1](x)\n"
+            "print(sorted(m for m in sys.modules if 'native' in m or 'fast_launch' in m))\n"
+            "k[1, 1](x); k[1, 1](x)\nprint(k[1, 1]._native is not None)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["[]", "True"]
+
+
 # ---- on a GPU: the launcher calls cuLaunchKernel itself ----------------------------------------
 
 @pytest.fixture
