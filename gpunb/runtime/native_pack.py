@@ -1,16 +1,17 @@
-"""Native launchers: one specialisation's type check, argument packing and (on a GPU) the
-cuLaunchKernel call in a few hundred machine instructions, built by llvmlite.
+"""Native launchers: one specialisation's argument checks, packing and (on a GPU) cuLaunchKernel
+call as machine code, so a repeated `kernel[grid, block](args)` costs one call.
 
 Why: a launch's Python steps before the driver call (type keys, the specialisation lookup, the
-watch list, packing) cost more than the driver call's own Python wrapper. A `NativeLauncher` is
-built for one specialisation, one thread's parameter buffer and the argument *kinds* of a launch
-that went through the Python path; `bind(dims)` gives a builtin `f(args) -> int` for one launch
-configuration that
+watch list, packing) cost more than the driver call's own Python wrapper. A `NativeLauncher`
+writes a *plan* (native_plan_code.py: plain memory) for one specialisation, one thread's parameter
+buffer and the argument kinds of a launch that went through the Python path; the process's one
+compiled plan follower runs it. `bind(grid3, block3, shared, stream)` gives a builtin
+`f(args) -> int` for one launch configuration that
 
 - declines (-1) unless it runs on the buffer's thread, the launch gate (foundation/launch_gate)
-  has not moved, every watched name is still bound to the object seen (PyDict_GetItem and an
-  identity compare per entry) and each argument is of the kind seen: its exact class, and for a
-  gpunb array its interned type key, for a numpy array its dtype object, ndim and flags;
+  reads what `arm` saw, every watched name is still bound to the object seen (PyDict_GetItem and
+  an identity compare per entry) and each argument is of the kind seen: its exact class, and for
+  a gpunb array its interned type key, for a numpy array its dtype object, ndim and flags;
 - writes every argument into its parameter slot (numbers read from the object, arrays from their
   precomputed slot tuple or the numpy header);
 - returns -2 (packed: the caller runs the CPU program), or calls the launch function with the
