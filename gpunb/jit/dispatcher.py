@@ -425,7 +425,7 @@ class _LaunchConfig:
     """`kernel[grid, block, stream, shared]`: call it with the kernel's arguments."""
 
     __slots__ = ("dispatcher", "grid", "block", "stream", "sharedmem", "_native",
-                 "_native_after", "_native_misses")
+                 "_native_misses")
 
     def __init__(self, dispatcher, griddim, blockdim, stream, sharedmem):
         self.dispatcher = dispatcher
@@ -433,8 +433,7 @@ class _LaunchConfig:
         self.block = blockdim
         self.stream = stream
         self.sharedmem = sharedmem
-        self._native = None  # a native launcher builtin (jit/fast_launch.py), once bound
-        self._native_after = None
+        self._native = None  # (native launcher builtin, after) once bound (jit/fast_launch.py)
         self._native_misses = 0
 
     @property
@@ -455,19 +454,21 @@ class _LaunchConfig:
         return (_configured, (self.dispatcher, self.grid, self.block, self.sharedmem))
 
     def __call__(self, *args, **kwargs) -> None:
-        native = self._native  # jit/fast_launch.py: checks, packs and launches in machine code
+        # jit/fast_launch.py: (native launcher, what follows a packed or failed launch), one
+        # attribute so that both always belong to the same launcher
+        native = self._native
         if native is not None and not kwargs:
-            status = native(args)
+            status = native[0](args)
             if status == 0:
                 return None
             if status != _DECLINED:
-                return self._after_native(status)
+                return self._after_native(native[1], status)
         return self._launch(args, kwargs)
 
-    def _after_native(self, status: int) -> None:
+    def _after_native(self, after, status: int) -> None:
         """The native launcher packed (the CPU target runs the grid now) or the driver failed."""
         try:
-            self._native_after(status)
+            after(status)
         except LaunchError as exc:
             if exc.loc is None:
                 from gpunb.jit.options import user_location

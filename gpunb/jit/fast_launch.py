@@ -71,9 +71,10 @@ def refresh(config, spec, args: tuple) -> None:
     params = spec.packer.params_address
     program = spec.program
     if run is not None:
-        config._native_after = lambda status: run(params)
+        def after(status: int) -> None:  # packed: run the grid
+            run(params)
     else:
-        config._native_after = lambda status: program.native_failed(status, grid3, block3,
-                                                                     shared, handle, params)
-    config._native = launcher.bind(grid3, block3, shared, handle)
+        def after(status: int) -> None:  # the driver refused: retry or raise as launch_cuda
+            program.native_failed(status, grid3, block3, shared, handle, params)
+    config._native = (launcher.bind(grid3, block3, shared, handle), after)
     config._native_misses = NATIVE_AFTER - 1  # the next miss (a new epoch) rebinds at once

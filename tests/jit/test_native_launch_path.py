@@ -121,14 +121,14 @@ def test_a_new_epoch_and_a_target_change_rearm_it(cpu):
     out = np.zeros_like(x)
     config = axpb[2, 128]
     _warm(config, out, x, 2.0, 1.0)
-    native = config._native
-    assert native is not None and native((out, x, 2.0, 1.0)) != -1
+    native = config._native[0]
+    assert native((out, x, 2.0, 1.0)) != -1
     invalidate()
     assert native((out, x, 2.0, 1.0)) == -1  # the epoch entry of its watch list moved
     config(out, x, 2.0, 1.0)  # the Python path re-checks and re-arms at once
-    assert config._native((out, x, 2.0, 1.0)) != -1
+    assert config._native[0]((out, x, 2.0, 1.0)) != -1
     gpunb.set_target("cpu")  # any target change disarms every launcher
-    assert config._native((out, x, 2.0, 1.0)) == -1
+    assert config._native[0]((out, x, 2.0, 1.0)) == -1
     config(out, x, 2.0, 1.0)
     assert np.array_equal(out, 2 * x + 1)
 
@@ -228,6 +228,44 @@ def test_a_processs_first_launch_imports_nothing_for_native_launchers():
     assert proc.stdout.split("\n")[:2] == ["[]", "True"]
 
 
+def test_two_threads_owning_different_specialisations_share_a_configuration(cpu):
+    """Each thread compiled (and so owns the buffer of) its own specialisation; both launch
+    through one configuration, whose launcher each rebinds in turn, with the interpreter
+    switching threads as often as it can: every launch runs its own kernel on its own data."""
+    import sys
+
+    kernel = cuda.jit(axpb.py_func)
+    config = kernel[2, 128]
+    failures = []
+    start = threading.Barrier(2)
+
+    def work(dtype, a, b):
+        try:
+            x = np.arange(256, dtype=dtype)
+            out = np.zeros_like(x)
+            start.wait()
+            for j in range(150):
+                x[0] = j
+                config(out, x, a, b)
+                if not np.array_equal(out, (a * x + b).astype(dtype)):
+                    raise AssertionError(f"{dtype.__name__} launch {j}: {out[:3]}")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failures.append(repr(exc))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(np.float32, np.float32(2), np.float32(1))),
+                   threading.Thread(target=work, args=(np.float64, 3.0, -1.0))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
+
+
 # ---- on a GPU: the launcher calls cuLaunchKernel itself ----------------------------------------
 
 @pytest.fixture
@@ -247,7 +285,7 @@ def test_gpu_launches_go_native_and_compute_right(gpu):
     _warm(config, out, x, np.float32(2), np.float32(1))
     assert config._native is not None
     for k in range(50):
-        assert config._native((out, x, np.float32(k), np.float32(1))) == 0
+        assert config._native[0]((out, x, np.float32(k), np.float32(1))) == 0
     assert driver.last_launch[0] == "axpb"
     assert np.array_equal(out.copy_to_host(), np.arange(1000, dtype=np.float32) * 49 + 1)
     config(out, x, 3, 0.5)  # Python scalars: another specialisation, then native again
