@@ -94,6 +94,23 @@ def test_errors_still_come_from_the_python_path(cpu):
     assert np.array_equal(out, 2 * x + 3)
 
 
+def test_kernel_exceptions_come_through_the_native_launcher(cpu):
+    @cuda.jit(debug=True, opt=False)
+    def checked(out, i):
+        if i >= out.size:
+            raise ValueError("i is past the end")
+        out[i] = 1.0
+
+    out = np.zeros(4, np.float32)
+    config = checked[1, 1]
+    _warm(config, out, 1)
+    assert config._native is not None  # the CPU target runs the grid right after packing
+    with pytest.raises(ValueError, match="past the end"):
+        config(out, 10)
+    config(out, 2)
+    assert out.tolist() == [0, 1, 1, 0]
+
+
 def test_a_rebound_global_recompiles(cpu):
     global SCALE
     x = np.arange(256, dtype=np.float32)
