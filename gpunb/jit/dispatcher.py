@@ -497,7 +497,8 @@ class _LaunchConfig:
         for cleanup in cleanups or ():
             cleanup()
         if spec is not None and cleanups is None:
-            if self._native_misses == 0:  # a first launch (a process's first: the cold figure)
+            if self._native_misses == 0 and not spec.natives:
+                # the first launch of a specialisation (a process's first: the cold figure)
                 self._native_misses = 1  # looks for no native launcher and imports nothing
                 return
             from gpunb.jit import fast_launch

@@ -31,8 +31,8 @@ def refresh(config, spec, args: tuple) -> None:
     launcher for the next launches of the same kinds where one applies."""
     misses = config._native_misses + 1
     config._native_misses = misses
-    if misses < NATIVE_AFTER or misses > GIVE_UP_AFTER and misses % 256:
-        return
+    if misses > GIVE_UP_AFTER and misses % 256 or misses < NATIVE_AFTER and not spec.natives:
+        return  # (a specialisation that has launchers gives a new configuration one at once)
     gate = launch_gate.current()  # before the checks: a bump after them disarms what we bind
     if not native_pack.available():
         native_pack.prepare_in_background()  # no compile in this process: no llvmlite yet

@@ -79,6 +79,22 @@ def test_host_device_arrays_and_new_kinds_on_one_configuration(cpu):
         assert np.array_equal(out64, x64 * 0.5 + 2.0)
 
 
+def test_a_new_configuration_of_a_native_specialisation_goes_native_at_once(cpu):
+    """Loops over sizes make a configuration per grid: once the specialisation has a launcher,
+    each new configuration binds one at its first launch."""
+    x = np.arange(4096, dtype=np.float32)
+    out = np.zeros_like(x)
+    _warm(axpb[2, 128], out, x, 2.0, 1.0)
+    for blocks in (3, 5, 7):
+        config = axpb[blocks, 128]
+        config(out, x, 2.0, 1.0)
+        assert config._native is not None
+        out[:] = 0
+        config(out, x, 2.0, 1.0)
+        n = blocks * 128
+        assert np.array_equal(out[:n], 2 * x[:n] + 1) and not out[n:].any()
+
+
 def test_errors_still_come_from_the_python_path(cpu):
     x = np.arange(256, dtype=np.float32)
     out = np.zeros_like(x)
