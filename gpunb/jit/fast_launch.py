@@ -65,7 +65,9 @@ def refresh(config, spec, args: tuple) -> None:
             natives[key] = launcher
         if launcher is None:
             return
-    if launcher.watch is not spec.watch and not launcher.set_watch(spec.watch, MISSING):
+    if launcher.watch is not spec.watch:
+        launcher.set_watch(spec.watch, MISSING)
+    if not launcher.watch_ok:
         return  # a watched name lives in a closure cell or an object: the Python path checks
     launcher.arm(gate)
     params = spec.packer.params_address

@@ -200,6 +200,7 @@ class NativeLauncher:
         self.packer = packer
         self.owner = packer._owner
         self.watch = None
+        self.watch_ok = False  # whether `watch` is checked natively (else every launch declines)
         self._watch_block = None
         self._keep = [self.kinds, last_launch, name]
         plan = [self.owner, -1, 0, len(argtypes), packer.params_address, launch_address or 0,
@@ -228,14 +229,14 @@ class NativeLauncher:
             if type(namespace) is not dict or type(name) is not str:
                 self._plan[2] = 0
                 self._watch_block = None
-                self.watch = watch
+                self.watch, self.watch_ok = watch, False
                 return False
             entries += [id(namespace), id(name), 0 if obj is missing else id(obj)]
         block = (ctypes.c_int64 * (1 + len(entries)))(len(watch), *map(_signed, entries))
         # one store switches blocks; the native code reads them only while holding the GIL
         self._plan[2] = ctypes.addressof(block)
         self._watch_block = block
-        self.watch = watch  # keeps every watched namespace, name and object alive
+        self.watch, self.watch_ok = watch, True  # keeps the watched namespaces and objects alive
         return True
 
     def arm(self, gate_value: int) -> None:

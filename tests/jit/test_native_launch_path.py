@@ -208,6 +208,7 @@ def test_closure_dependencies_stay_on_the_python_path(cpu):
     config = kernel[2, 128]
     _warm(config, out, x)
     assert np.array_equal(out, x * 5)
+    assert config._native is None  # a launcher would decline every launch: none is bound
 
 
 def test_eight_threads_share_a_configuration_with_a_native_launcher(cpu):

@@ -18,6 +18,7 @@ import pytest
 pytest.importorskip("llvmlite")
 import llvmlite.binding  # noqa: E402,F401 - launchers are built only once llvmlite is loaded
 
+from gpunb import cuda  # noqa: E402
 from gpunb.foundation import abi, launch_gate  # noqa: E402
 from gpunb.foundation import types as t  # noqa: E402
 from gpunb.runtime import native_pack  # noqa: E402
@@ -282,3 +283,94 @@ def test_the_gil_is_released_around_the_launch_function():
     counter.join()
     assert ended - started >= 0.25
     assert sum(started < tick < ended for tick in ticks) >= 5
+
+
+# ---- the whole CUDA launch path against the simulated driver -----------------------------------
+
+@pytest.fixture
+def cuda_with_recorded_launches(fake_cuda, monkeypatch):
+    """The CUDA target on the simulated driver, native launchers calling a recording function
+    in place of libcuda's cuLaunchKernel."""
+    import gpunb
+    from gpunb.backends.cuda import native_launch
+
+    rec = Recorder()
+    monkeypatch.setattr(native_launch, "driver_launch_address", lambda: rec.address)
+    gpunb.set_target("cuda")
+    yield fake_cuda, rec
+    gpunb.set_target(None)
+
+
+def scale_add(out, x, a, n):
+    i = cuda.grid(1)
+    if i < n:
+        out[i] = x[i] * a
+
+
+def _scale_kernel():
+    return cuda.jit(scale_add)  # a fresh dispatcher per test: nothing compiled yet
+
+
+def test_cuda_launches_go_native_through_the_dispatcher(cuda_with_recorded_launches):
+    from gpunb.backends.cuda import driver
+
+    fake, rec = cuda_with_recorded_launches
+    kernel = _scale_kernel()
+    x = cuda.to_device(np.arange(8, dtype=np.float32))
+    out = cuda.device_array(8, np.float32)
+    stream = cuda.stream()
+    config = kernel[2, 4, stream, 16]
+    for _ in range(3):
+        config(out, x, np.float32(2), 8)
+    python_launches = len(fake.launches)
+    assert config._native is not None and python_launches == 2  # the first two: Python path
+    rec.calls.clear()
+    driver.last_launch[0] = None
+    config(out, x, np.float32(2), 8)
+    assert len(fake.launches) == python_launches  # the native launcher called the driver itself
+    spec = next(iter(kernel.specializations.values()))
+    assert rec.calls == [(0x7100, 2, 1, 1, 4, 1, 1, 16, int(stream.handle),
+                          spec.packer.params_address, 0)]
+    assert driver.last_launch[0] == "scale_add"
+    # what the driver would read: the packed arguments, as the Python packer writes them
+    native = bytes(spec.packer._buffer)
+    spec.packer.pack((out, x, np.float32(2), 8), spec.argtypes)
+    assert bytes(spec.packer._buffer) == native
+    assert int.from_bytes(native[:8], "little") == out._ptr
+
+
+def test_cuda_driver_errors_from_a_native_launch_are_launch_errors(cuda_with_recorded_launches):
+    from gpunb.foundation.errors import LaunchError
+
+    fake, rec = cuda_with_recorded_launches
+    kernel = _scale_kernel()
+    x = cuda.to_device(np.arange(8, dtype=np.float32))
+    out = cuda.device_array(8, np.float32)
+    config = kernel[1, 8]
+    for _ in range(3):
+        config(out, x, np.float32(2), 8)
+    rec.result = 719  # CUDA_ERROR_LAUNCH_FAILED
+    with pytest.raises(LaunchError, match="CUDA_ERROR_LAUNCH_FAILED") as info:
+        config(out, x, np.float32(2), 8)
+    assert info.value.loc is not None  # the user's launch line
+    rec.result = 0
+    config(out, x, np.float32(2), 8)
+
+
+def test_a_second_context_sends_cuda_launches_back_to_the_python_path(cuda_with_recorded_launches):
+    fake, rec = cuda_with_recorded_launches
+    fake.device_count = 2
+    kernel = _scale_kernel()
+    x = cuda.to_device(np.arange(8, dtype=np.float32))
+    out = cuda.device_array(8, np.float32)
+    config = kernel[1, 8]
+    for _ in range(3):
+        config(out, x, np.float32(2), 8)
+    assert config._native is not None
+    with cuda.gpus[1]:
+        cuda.device_array(1, np.float32)  # GPU 1's context: launches now check contexts
+    rec.calls.clear()
+    before = len(fake.launches)
+    for _ in range(3):
+        config(out, x, np.float32(2), 8)
+    assert rec.calls == [] and len(fake.launches) == before + 3
