@@ -8,7 +8,8 @@ Runs a fresh child process with the disk cache off. The child creates the CUDA c
 nothing, for --ptx/--cpu) and its arrays before the clock starts, then compiles and launches a
 small kernel once under cProfile, printing the time of each compile stage (from gpunb's compile
 events), the modules the first compile imported, and the 25 functions with the most cumulative
-time. `--noprof` prints the figures without the profiler's overhead.
+time. `--noprof` prints the figures without the profiler's overhead; `--no-warmup` runs the child
+with GPUNB_WARMUP=0 (no warm-up thread: backends/warmup.py), for an A/B of the two.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ CHILD = textwrap.dedent("""
     print(f"{what} ({mode}): {total:.1f} ms")
     for stage, ms in stages:
         print(f"  stage {stage:<12} {ms:7.1f} ms")
+    from gpunb.backends import warmup
+    print(f"  warm-up thread finished: {', '.join(warmup.done) or 'nothing'}")
     new = sorted(m for m in set(sys.modules) - before if not m.startswith("gpunb."))
     print(f"  {len(set(sys.modules) - before)} modules imported; outside gpunb: {' '.join(new)}")
     if profile:
@@ -79,6 +82,8 @@ def main(argv: list[str]) -> int:
             f.write(KERNEL)
         env = dict(os.environ, GPUNB_CACHE="0", GPUNB_CACHE_DIR=os.path.join(tmp, "cache"),
                    PYTHONPATH=os.pathsep.join([tmp, os.environ.get("PYTHONPATH", "")]))
+        if "--no-warmup" in argv:
+            env["GPUNB_WARMUP"] = "0"
         subprocess.run([sys.executable, "-c", CHILD, mode, profile], env=env, check=True)
     return 0
 

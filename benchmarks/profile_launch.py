@@ -60,6 +60,9 @@ def main(argv: list[str]) -> int:
     key = tuple([type_key(v) for v in args])
     config = kernel[4, 256]
     params, _ = spec.packer.pack(args, spec.argtypes)
+    config(*args)
+    config(*args)  # a configuration's native launcher is bound after its first launches
+    native = config._native[0] if config._native is not None else None
     rows = [
         ("kernel[4, 256](out, x, y, a)", best_us(lambda: kernel[4, 256](out, x, y, a))),
         ("config(out, x, y, a), config reused", best_us(lambda: config(out, x, y, a))),
@@ -71,7 +74,16 @@ def main(argv: list[str]) -> int:
         ("pack", best_us(lambda: spec.packer.pack(args, spec.argtypes))),
         ("program.launch (validate + launch)",
          best_us(lambda: spec.launch(4, 256, 0, 0, params))),
+        ("Python path: kernel.launch (keys .. program.launch)",
+         best_us(lambda: kernel.launch(4, 256, 0, 0, args))),
     ]
+    if native is not None:
+        # the native launcher alone: thread, gate, watch list, kinds, packing, and on a GPU the
+        # cuLaunchKernel call; on the CPU target it stops after packing (the grid runs after)
+        what = "checks + pack + cuLaunchKernel" if target == "cuda" else "checks + pack"
+        rows.append((f"native launcher alone ({what})", best_us(lambda: native(args))))
+    rows.append(("launch path", "native launcher" if native is not None else
+                 "Python (no native launcher: llvmlite not loaded, or turned off)"))
     # the fast path tests one empty tuple while nobody listens; a subscriber (a profiler) costs
     # two events per launch
     with gpunb.events.subscribe(["launch_before", "launch_after"], lambda event: None):
@@ -107,7 +119,7 @@ def main(argv: list[str]) -> int:
             native = launch._native[0].call
             rows.append(("bare cuLaunchKernel, native trampoline", best_us(
                 lambda: native(fptr, 4, 1, 1, 256, 1, 1, 0, 0, params))))
-        rows.append(("launches go through", "native trampoline" if launch._native
+        rows.append(("Python-path launches go through", "native trampoline" if launch._native
                      else "cuda.bindings"))
         driver.synchronize()
     width = max(len(name) for name, _ in rows)

@@ -44,14 +44,18 @@ def compile(py_func, argtypes: tuple, options: dict, backend, *,
     (compile_ptx(device=True); such a compile stops after the code stage). A device function's
     declared `return_type` is its return type, the returned values cast to it.
     """
-    from gpunb.backends.llvm_lock import LLVM_LOCK
-    from gpunb.compiler.guard import compile_guard
-    from gpunb.compiler.pipeline import infer_kernel
+    from gpunb.backends import warmup
 
     last = stop_after or backend.stages[-1]
     if last not in backend.stages:
         raise ValueError(f"the {backend.name} backend has no stage {last}; its stages are "
                          f"{', '.join(map(str, backend.stages))}")
+    if last is not Stage.TYPES:  # LLVM's library (and the driver's linker) load meanwhile
+        warmup.start(link=last is Stage.LINK)
+    from gpunb.backends.llvm_lock import LLVM_LOCK
+    from gpunb.compiler.guard import compile_guard
+    from gpunb.compiler.pipeline import infer_kernel
+
     signature = str(t.Signature(return_type if device else t.void, tuple(argtypes)))
     report = _Report(py_func.__name__, signature, backend.name)
     # one compile at a time in a process (LLVM's global context); threads launching kernels

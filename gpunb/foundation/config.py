@@ -21,7 +21,10 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_CPU_THREADS: host threads that run blocks in parallel on the CPU target. Default: cores.
 - GPUNB_NOTICES: `0` silences one-line notices (target fallback, host copies). Default 1.
 - GPUNB_NATIVE_LAUNCH: `0` launches through cuda.bindings instead of gpunb's native
-  cuLaunchKernel trampoline (backends/cuda/native_launch.py). Default 1.
+  cuLaunchKernel trampoline (backends/cuda/native_launch.py) and native launchers
+  (runtime/native_pack.py). Default 1.
+- GPUNB_WARMUP: `0` turns off the thread that a process's first compile starts to load LLVM's
+  library and start the driver's PTX linker meanwhile (backends/warmup.py). Default 1.
 - GPUNB_NVRTC_INCLUDE: extra header directories (a path list, like PATH) for CUDA C++ compiled
   by NVRTC for cuda.declare_device / link= (numba-cuda: CUDA_NVRTC_EXTRA_SEARCH_PATHS).
 - CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM (cuda.bindings' own): when set, the trampoline
@@ -167,6 +170,10 @@ def notices_enabled() -> bool:
 
 def native_launch_enabled() -> bool:
     return _flag("GPUNB_NATIVE_LAUNCH", True)
+
+
+def warmup_enabled() -> bool:
+    return _flag("GPUNB_WARMUP", True)
 
 
 def per_thread_default_stream() -> bool:

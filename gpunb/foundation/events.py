@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from gpunb.foundation import launch_gate
+
 
 class NamedEnum(str, enum.Enum):
     """An enum whose members read as their values: `kind == "hit"`, f"{kind}" and JSON all give
@@ -270,6 +272,7 @@ class Subscription:
                 else:
                     _table.pop(kind, None)
             launch_subscribers = _launch_union()
+        launch_gate.bump()  # native launchers re-check who listens
 
     close = unsubscribe
 
@@ -310,6 +313,7 @@ def subscribe(kinds: EventKind | str | Iterable, fn: Callable[[Any], None]) -> S
         for kind in resolved:
             _table[kind] = (*_table.get(kind, ()), subscription)
         launch_subscribers = _launch_union()
+    launch_gate.bump()  # native launchers publish nothing: they step aside while anyone listens
     return subscription
 
 

@@ -14,7 +14,7 @@ import threading
 import weakref
 
 from gpunb.cache.fingerprint import still_valid
-from gpunb.foundation import config
+from gpunb.foundation import config, launch_gate
 from gpunb.foundation import events as _events
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import (
@@ -32,6 +32,7 @@ from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.typeof import type_key
 
 _DEVICE_ARRAYS = (DeviceArray, HostDeviceArray)  # their type key is precomputed: read it inline
+_DECLINED = -1  # a native launcher's "take the Python path" (runtime/native_plan_code.DECLINED)
 _live: weakref.WeakSet = weakref.WeakSet()  # every Dispatcher, for _forget_targets
 
 
@@ -42,6 +43,7 @@ def _forget_targets() -> None:
     for dispatcher in list(_live):
         dispatcher._fast.clear()
         dispatcher._fast_target = None
+    launch_gate.bump()  # native launchers (of the old target's specialisations) step aside
 
 
 config._target_listeners.append(_forget_targets)
@@ -175,8 +177,9 @@ class Dispatcher(NumbaDispatcherAPI):
 
     # ---- the fast path -------------------------------------------------------------------------
 
-    def launch(self, griddim, blockdim, stream, sharedmem: int, args: tuple) -> None:
-        """Launch with these arguments: the fast path (see the module docstring)."""
+    def launch(self, griddim, blockdim, stream, sharedmem: int, args: tuple):
+        """Launch with these arguments: the fast path (see the module docstring). Returns the
+        specialisation launched (None when launch events were published)."""
         try:
             key = tuple([a._key if a.__class__ in _DEVICE_ARRAYS else type_key(a) for a in args])
         except TypeError:
@@ -194,6 +197,7 @@ class Dispatcher(NumbaDispatcherAPI):
         if writeback:
             for fn in writeback:
                 fn()
+        return spec
 
     # ---- the slow path -------------------------------------------------------------------------
 
@@ -433,7 +437,8 @@ class Dispatcher(NumbaDispatcherAPI):
 class _LaunchConfig:
     """`kernel[grid, block, stream, shared]`: call it with the kernel's arguments."""
 
-    __slots__ = ("dispatcher", "grid", "block", "stream", "sharedmem")
+    __slots__ = ("dispatcher", "grid", "block", "stream", "sharedmem", "_native",
+                 "_native_misses")
 
     def __init__(self, dispatcher, griddim, blockdim, stream, sharedmem):
         self.dispatcher = dispatcher
@@ -441,6 +446,8 @@ class _LaunchConfig:
         self.block = blockdim
         self.stream = stream
         self.sharedmem = sharedmem
+        self._native = None  # (native launcher builtin, after) once bound (jit/fast_launch.py)
+        self._native_misses = 0
 
     @property
     def griddim(self) -> tuple:
@@ -460,6 +467,30 @@ class _LaunchConfig:
         return (_configured, (self.dispatcher, self.grid, self.block, self.sharedmem))
 
     def __call__(self, *args, **kwargs) -> None:
+        # jit/fast_launch.py: (native launcher, what follows a packed or failed launch), one
+        # attribute so that both always belong to the same launcher
+        native = self._native
+        if native is not None and not kwargs:
+            status = native[0](args)
+            if status == 0:
+                return None
+            if status != _DECLINED:
+                return self._after_native(native[1], status)
+        return self._launch(args, kwargs)
+
+    def _after_native(self, after, status: int) -> None:
+        """The native launcher packed (the CPU target runs the grid now) or the driver failed."""
+        try:
+            after(status)
+        except LaunchError as exc:
+            if exc.loc is None:
+                from gpunb.jit.options import user_location
+
+                exc.loc = user_location()
+            raise
+
+    def _launch(self, args: tuple, kwargs: dict) -> None:
+        """The Python path: every check, the right error; then maybe a native launcher."""
         if kwargs:
             _refuse_keywords(self.dispatcher, kwargs)
         cleanups = None
@@ -468,7 +499,8 @@ class _LaunchConfig:
 
             args, cleanups = prepare_arguments(self.dispatcher.extensions, args, self.stream)
         try:
-            self.dispatcher.launch(self.grid, self.block, self.stream, self.sharedmem, args)
+            spec = self.dispatcher.launch(self.grid, self.block, self.stream, self.sharedmem,
+                                          args)
         except LaunchError as exc:
             if exc.loc is None:  # point at the user's launch line (costs nothing without errors)
                 from gpunb.jit.options import user_location
@@ -477,6 +509,14 @@ class _LaunchConfig:
             raise
         for cleanup in cleanups or ():
             cleanup()
+        if spec is not None and cleanups is None:
+            if self._native_misses == 0 and not spec.natives:
+                # the first launch of a specialisation (a process's first: the cold figure)
+                self._native_misses = 1  # looks for no native launcher and imports nothing
+                return
+            from gpunb.jit import fast_launch
+
+            fast_launch.refresh(self, spec, args)
 
 
 def _dim3_of(dim) -> tuple:

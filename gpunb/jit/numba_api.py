@@ -108,6 +108,9 @@ class NumbaDispatcherAPI:
         found = self.__dict__.get("_extensions")
         if found is None:
             found = self.__dict__["_extensions"] = []
+        from gpunb.foundation import launch_gate
+
+        launch_gate.bump()  # the list may change after this: native launchers re-check it
         return found
 
     def _variants(self) -> dict:

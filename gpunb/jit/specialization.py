@@ -17,7 +17,7 @@ class Specialization:
 
     __slots__ = ("argtypes", "artifact", "target", "backend", "packer", "program", "launch",
                  "watch", "typed", "cache_event", "compile_ms", "key", "fingerprint",
-                 "type_names")
+                 "type_names", "natives")
 
     def __init__(self, argtypes: tuple, artifact, backend, packer, program, typed=None):
         self.argtypes = argtypes
@@ -34,6 +34,7 @@ class Specialization:
         self.key = None
         self.fingerprint = None
         self.type_names: tuple | None = None  # str of each argtype, made by the first event
+        self.natives: dict = {}  # type key tuple -> NativeLauncher, or None (cannot be native)
 
     def __repr__(self) -> str:
         return f"<gpunb specialisation {self.artifact.name}{self.artifact.signature[4:]} " \

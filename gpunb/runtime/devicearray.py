@@ -124,6 +124,9 @@ def _has_memory_pools(device_id: int) -> bool:
     return found
 
 
+_TYPE_KEYS: dict = {}  # interned array type keys (few: one per class, dtype, ndim, layout)
+
+
 class _ArrayBase:
     """Geometry common to both array kinds; subclasses set shape, strides, dtype, _ptr."""
 
@@ -141,7 +144,9 @@ class _ArrayBase:
         self._c_contiguous = c
         self._f_contiguous = f
         self._layout = av.layout_of(self.ndim, c, f)
-        self._key = (type(self), dtype, self.ndim, self._layout)  # see typeof.type_key
+        key = (type(self), dtype, self.ndim, self._layout)  # see typeof.type_key
+        # one object per distinct key: native launchers (native_pack.py) compare by identity
+        self._key = _TYPE_KEYS.setdefault(key, key)
 
     def is_c_contiguous(self) -> bool:
         return self._c_contiguous

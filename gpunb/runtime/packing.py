@@ -164,6 +164,7 @@ class ArgPacker:
         self._struct = struct.Struct(layout)
         self._write = functools.partial(self._struct.pack_into, self._buffer, 0)
         self._slot_dtypes = tuple(dtypes)
+        self._slot_formats = tuple(formats)
         self._slot_args = tuple(owners)
         self._getters = tuple(self._getter(ty, i) for i, ty in enumerate(argtypes))
         self._nargs = len(argtypes)

@@ -45,6 +45,21 @@ class CpuProgram:
             return
         self.loaded.launch(grid3, block3, int(shared_bytes), params_address)
 
+    def native_config(self, grid, block, shared_bytes: int, stream) -> tuple | None:
+        """(grid3, block3, shared, stream handle, launch address, function, last-launch list,
+        run) for a native launcher (runtime/native_pack.py) of this configuration: on the CPU
+        target it only packs, and `run(params_address)` runs the grid; None where it cannot
+        apply."""
+        try:
+            grid3, block3 = validate_config(grid, block, self.limits,
+                                            shared_bytes + self._static_shared, self.name)
+        except Exception:  # noqa: BLE001 - the Python path raises the right error
+            return None
+        if grid3[0] * grid3[1] * grid3[2] == 0:
+            return None
+        run = functools.partial(self.loaded.launch, grid3, block3, int(shared_bytes))
+        return grid3, block3, int(shared_bytes), 0, None, 0, None, run
+
     def max_cooperative_blocks(self, threads: int, dynamic_shared: int = 0) -> int:
         """The CPU target's co-residency limit: as many threads as a large GPU holds."""
         return MAX_COOPERATIVE_THREADS // threads

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from gpunb.foundation import launch_gate
 from gpunb.foundation.errors import CudaUnavailableError, LaunchError
 
 _lock = threading.RLock()
@@ -168,6 +169,7 @@ def _make_current(device_id: int) -> ContextToken:
             _contexts_made += 1
             if _contexts_made > 1:
                 several_contexts = True
+                launch_gate.bump()  # native launchers assume one context
     check(cu.cuCtxSetCurrent(token.handle), "cuCtxSetCurrent")
     _tls.token = token
     _tls.context = token.handle
@@ -228,6 +230,7 @@ def reset(device_id: int | None = None) -> None:
             del _primary_contexts[token.device_id]
             token.alive = False
         several_contexts = True  # arrays and programs of the dead contexts may still be used
+        launch_gate.bump()
         for token in tokens:
             handle = cu.cuDeviceGet(token.device_id)[1]
             # a corrupt context refuses nothing here: reset destroys it, release drops our

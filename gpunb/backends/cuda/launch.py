@@ -75,6 +75,38 @@ class CudaProgram:
         if self._raises:  # debug=True: the launch waits and raises what the kernel raised
             check_cuda_exception(function.module, self.artifact)
 
+    def native_config(self, grid, block, shared_bytes: int, stream) -> tuple | None:
+        """(grid3, block3, shared, stream handle, launch address, CUfunction, the list naming the
+        last launched kernel, None) for a native
+        launcher (runtime/native_pack.py) of this configuration, which then calls the driver
+        itself; None where a launch needs more than one cuLaunchKernel (several contexts,
+        cooperative or raising kernels, a shared-memory attribute to set) or the real driver's
+        entry point is not at hand."""
+        if driver.several_contexts or self._cooperative or self._raises:
+            return None
+        from gpunb.backends.cuda import native_launch
+
+        address = native_launch.driver_launch_address()
+        if address is None:
+            return None
+        try:
+            grid3, block3 = validate_config(grid, block, self.limits,
+                                            shared_bytes + self._static_shared, self.name)
+            handle = stream if stream.__class__ is int else stream_handle(stream)
+        except Exception:  # noqa: BLE001 - the Python path raises the right error
+            return None
+        shared = int(shared_bytes)
+        if shared > self._dyn_limit or not 0 <= handle < 2**64 or \
+                not all(0 < n < 2**32 for n in grid3 + block3):
+            return None
+        return grid3, block3, shared, handle, address, self.function.address, _last_launch, None
+
+    def native_failed(self, err: int, grid3: tuple, block3: tuple, shared_bytes: int,
+                      handle: int, params_address: int) -> None:
+        """A native launcher's cuLaunchKernel returned `err`: retry or raise as launch_cuda does."""
+        _launch_failed(err, self.function, grid3, block3, shared_bytes, handle, params_address,
+                       False)
+
     def _load_here(self):
         """This kernel loaded into this thread's current context (another device, or a fresh
         context after gpunb.cuda.reset()): the cubin where the device's architecture matches,

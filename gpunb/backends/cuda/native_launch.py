@@ -167,3 +167,28 @@ def driver_trampolines() -> tuple | None:
             _driver_trampolines = None
         _tried = True
     return _driver_trampolines
+
+
+_launch_address: list = []  # [address or None] once looked up
+
+
+def driver_launch_address() -> int | None:
+    """libcuda's cuLaunchKernel (its per-thread-default-stream twin under that switch), called
+    directly by native launchers (runtime/native_pack.py); None unless this process drives the
+    real driver through cuda.bindings (a stand-in driver has no libcuda behind it)."""
+    from gpunb.backends.cuda import driver
+    from gpunb.foundation import config
+
+    if getattr(driver._cu, "__name__", None) != "cuda.bindings.driver" or \
+            not config.native_launch_enabled():
+        return None
+    if not _launch_address:
+        suffix = "_ptsz" if config.per_thread_default_stream() else ""
+        try:
+            library = ctypes.CDLL("libcuda.so.1")
+            address = ctypes.cast(getattr(library, "cuLaunchKernel" + suffix),
+                                  ctypes.c_void_p).value
+        except (OSError, AttributeError):
+            address = None
+        _launch_address.append(address)
+    return _launch_address[0]

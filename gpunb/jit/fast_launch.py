@@ -1,0 +1,82 @@
+"""When `kernel[grid, block]` gets a native launcher, and keeping it armed.
+
+A launch configuration (`_LaunchConfig`) calls its native launcher first (runtime/native_pack.py:
+type checks, watch list, packing and, on a GPU, cuLaunchKernel in machine code). When that
+declines - new argument kinds, a rebound global, a new epoch, another thread, a listener, a
+target change - the launch takes the Python path (Dispatcher.launch, which checks everything and
+raises the right errors), and `refresh` then (re)binds a launcher for the specialisation and
+argument kinds just launched. A process's first launches never wait for one: a configuration
+gets its launcher after NATIVE_AFTER launches through the Python path; a process that only loaded
+cached kernels (no llvmlite yet) loads llvmlite on a background thread from then on, and its
+configurations get launchers on a later retry (every launch up to GIVE_UP_AFTER, then every 256th).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from gpunb.cache.fingerprint import MISSING
+from gpunb.foundation import events, launch_gate
+from gpunb.runtime import native_pack
+from gpunb.runtime.typeof import type_key
+
+# Python-path launches of a configuration before it gets a native launcher; at least 2: the
+# dispatcher counts a configuration's first launch itself, without importing this module
+NATIVE_AFTER = 2
+GIVE_UP_AFTER = 16  # a configuration that could not get one then tries every 256th launch
+
+
+def refresh(config, spec, args: tuple) -> None:
+    """After `config` launched `spec` with `args` through the Python path: bind a native
+    launcher for the next launches of the same kinds where one applies."""
+    misses = config._native_misses + 1
+    config._native_misses = misses
+    if misses > GIVE_UP_AFTER and misses % 256 or misses < NATIVE_AFTER and not spec.natives:
+        return  # (a specialisation that has launchers gives a new configuration one at once)
+    gate = launch_gate.current()  # before the checks: a bump after them disarms what we bind
+    if not native_pack.available():
+        native_pack.prepare_in_background()  # no compile in this process: no llvmlite yet
+        return
+    if events.launch_subscribers or \
+            spec.packer._owner != threading.get_ident() or \
+            config.dispatcher.__dict__.get("_extensions"):
+        return
+    try:
+        key = tuple([type_key(a) for a in args])
+    except TypeError:
+        return
+    natives = spec.natives
+    launcher = natives.get(key, False)
+    if launcher is None:
+        return  # these kinds cannot be native (say, host arrays copied to the GPU)
+    plan = spec.program.native_config(config.grid, config.block, config.sharedmem,
+                                      config.stream)
+    if plan is None:
+        return
+    grid3, block3, shared, handle, launch_address, function, last_launch, run = plan
+    if launcher is False:
+        try:
+            launcher = native_pack.NativeLauncher(spec.packer, spec.argtypes, args,
+                                                  launch_address, function, last_launch,
+                                                  spec.program.name)
+        except native_pack.Unsupported:
+            launcher = None
+        if len(natives) < 16:
+            natives[key] = launcher
+        if launcher is None:
+            return
+    if launcher.watch is not spec.watch:
+        launcher.set_watch(spec.watch, MISSING)
+    if not launcher.watch_ok:
+        return  # a watched name lives in a closure cell or an object: the Python path checks
+    launcher.arm(gate)
+    params = spec.packer.params_address
+    program = spec.program
+    if run is not None:
+        def after(status: int) -> None:  # packed: run the grid
+            run(params)
+    else:
+        def after(status: int) -> None:  # the driver refused: retry or raise as launch_cuda
+            program.native_failed(status, grid3, block3, shared, handle, params)
+    config._native = (launcher.bind(grid3, block3, shared, handle), after)
+    config._native_misses = NATIVE_AFTER - 1  # the next miss (a new epoch) rebinds at once
