@@ -137,10 +137,14 @@ class Round(Builtin):
         b = low.builder
         a = call.argtypes[0]
         x = low.expr(node.args[0])
-        if isinstance(a, (t.Integer, t.Boolean)) and len(node.args) == 1:
-            return ops.cast(b, x, a, t.int64)
         if len(node.args) == 1:
-            ft = a if isinstance(a, t.Float) else t.float64
+            # numba types round() of an integer as round() of the float it converts to safely
+            # (float32 for 8/16-bit, float64 wider): round(2**62 + 1) is 2**62, as in numba
+            if isinstance(a, t.Float):
+                ft = a
+            else:
+                ft = t.float32 if promotion.conversion(a, t.float32) == promotion.SAFE \
+                    else t.float64
             x = ops.cast(b, x, a, ft)
             return ops.cast(b, low.math_call("rint", [x], [ft], ft), ft, t.int64)
         nd = ops.cast(b, low.expr(node.args[1]), call.argtypes[1], t.int64)

@@ -157,6 +157,8 @@ class InferenceCore:
             if self.recursive:
                 self.check_recursive_assumption()
             deferred = [(d.node, d.var) for d in self.deferred]
+            if not self.changed and self.provisional:
+                raise self.provisional[0]
             if not self.changed and not deferred:
                 return self.freeze()
             if not self.changed and deferred == previous_deferred:
@@ -168,6 +170,8 @@ class InferenceCore:
                 raise self.error(node, f"local variable '{var.name}' is used before it is "
                                  "assigned", "assign it on every path that reaches this line")
             previous_deferred = deferred
+        if self.provisional:
+            raise self.provisional[0]
         if self.recursive:
             raise self.error(self.source.tree, "Return type of recursive function does not "
                              "converge", "make every return give the same type (a recursion "
@@ -220,11 +224,13 @@ class InferenceCore:
         self.defined_inner = set(self.enclosing_inner)
         self.new_back_edges = {}
         self.deferred = []
+        self.provisional: list[CompileError] = []  # errors in loop bodies, see visit_body
 
     def visit_body(self, body: list) -> bool:
         """Type a statement list; True when it always leaves (return/raise/break/continue),
         after which nothing is typed (and lowering skips it too)."""
         for stmt in body:
+            frames = len(self.loop_frames)
             try:
                 if self.visit(stmt):
                     return True
@@ -232,6 +238,18 @@ class InferenceCore:
                 self.deferred.append(deferred)
                 if isinstance(stmt, (ast.Return, ast.Raise)):
                     return True  # it ends the block however its value types
+            except NeedsConstant:
+                raise
+            except CompileError as error:
+                if not frames:
+                    raise
+                # inside a loop, a type seen before the back edges are known may still widen
+                # (numba unifies a loop-carried bool with the int assigned further down):
+                # the error stands only if a pass that learns nothing new raises it again
+                del self.loop_frames[frames:]
+                self.provisional.append(error)
+                if isinstance(stmt, (ast.Return, ast.Raise)):
+                    return True
         return False
 
     # ---- variables -----------------------------------------------------------------------------
