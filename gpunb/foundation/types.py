@@ -345,15 +345,12 @@ def array_type_from_slices(dtype: Type, item) -> Array:
         raise TypeError(f"cannot make an array of {dtype}")
     dims = item if isinstance(item, tuple) else (item,)
     for d in dims:
-        if not isinstance(d, slice) or d.start is not None or d.stop is not None:
-            raise TypeError("array types are written with ':' and '::1' only, e.g. float32[:, ::1]")
-        if d.step not in (None, 1):
+        if not isinstance(d, slice) or d.start is not None or d.stop is not None or \
+                d.step not in (None, 1):
             raise TypeError("array types are written with ':' and '::1' only, e.g. float32[:, ::1]")
     ones = [d.step == 1 for d in dims]
     layout = "A"
-    if len(dims) == 1 and ones[0]:
-        layout = "C"
-    elif ones[-1] and not any(ones[:-1]):
+    if ones[-1] and not any(ones[:-1]):  # a 1-d '::1' too
         layout = "C"
     elif ones[0] and not any(ones[1:]):
         layout = "F"
@@ -478,14 +475,12 @@ def to_dtype(t: Type) -> np.dtype:
 
 
 def sizeof(t: Type) -> int:
-    if isinstance(t, Boolean):
+    if isinstance(t, (Boolean, FP8)):
         return 1
     if isinstance(t, (Integer, Float, Complex)):
         return t.bitwidth // 8
     if isinstance(t, BFloat16):
         return 2
-    if isinstance(t, FP8):
-        return 1
     if isinstance(t, Record):
         return t.size
     if isinstance(t, InlineArray):
@@ -557,9 +552,7 @@ def _complex_width(t: Type) -> int:
 
 def _int_as_float_width(t: Type) -> int:
     # numpy: int8/uint8 + float16 -> float16; int16 + float32 -> float32; int32/int64 -> float64
-    if isinstance(t, Boolean):
-        return 16
-    if t.bitwidth <= 8:
+    if isinstance(t, Boolean) or t.bitwidth <= 8:
         return 16
     if t.bitwidth <= 16:
         return 32
@@ -573,10 +566,8 @@ def unify(a: Type, b: Type) -> Type | None:
     if is_number(a) and is_number(b):
         if isinstance(a, Integer) and isinstance(b, Integer) and a.signed == b.signed:
             return Integer(max(a.bitwidth, b.bitwidth), a.signed)
-        if isinstance(a, Boolean):
-            return b
-        if isinstance(b, Boolean):
-            return a
+        if isinstance(a, Boolean) or isinstance(b, Boolean):
+            return b if isinstance(a, Boolean) else a
         return unify_numbers(a, b)
     if isinstance(a, Tuple) and isinstance(b, Tuple) and len(a.items) == len(b.items):
         items = tuple(unify(x, y) for x, y in zip(a.items, b.items, strict=False))
