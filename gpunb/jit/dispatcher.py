@@ -187,9 +187,9 @@ class Dispatcher(NumbaDispatcherAPI):
         spec = self._fast.get(key) if key is not None else None
         if spec is None or not still_valid(spec.watch):
             spec, new = self._specialize_for_args(args, key)
-            if _events.launch_subscribers:
+            if _events.launch_observers:
                 return observed_launch(self, spec, new, griddim, blockdim, stream, sharedmem, args)
-        elif _events.launch_subscribers:  # a profiler listens: the observed launch
+        elif _events.launch_observers:  # a profiler listens or records: the observed launch
             return observed_launch(self, spec, False, griddim, blockdim, stream, sharedmem, args)
         # jit/observe.py repeats these lines around its events; here they stay inline (no call)
         params, writeback = spec.packer.pack(args, spec.argtypes)

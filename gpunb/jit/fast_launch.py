@@ -3,12 +3,16 @@
 A launch configuration (`_LaunchConfig`) calls its native launcher first (runtime/native_pack.py:
 type checks, watch list, packing and, on a GPU, cuLaunchKernel in machine code). When that
 declines - new argument kinds, a rebound global, a new epoch, another thread, a listener, a
-target change - the launch takes the Python path (Dispatcher.launch, which checks everything and
-raises the right errors), and `refresh` then (re)binds a launcher for the specialisation and
-argument kinds just launched. A process's first launches never wait for one: a configuration
-gets its launcher after NATIVE_AFTER launches through the Python path; a process that only loaded
-cached kernels (no llvmlite yet) loads llvmlite on a background thread from then on, and its
-configurations get launchers on a later retry (every launch up to GIVE_UP_AFTER, then every 256th).
+target change, a recorder starting or stopping - the launch takes the Python path
+(Dispatcher.launch, which checks everything and raises the right errors), and `refresh` then
+(re)binds a launcher for the specialisation and argument kinds just launched. A process's
+first launches never wait for one: a configuration gets its launcher after NATIVE_AFTER
+launches through the Python path; a process that only loaded cached kernels (no llvmlite yet)
+loads llvmlite on a background thread from then on, and its configurations get launchers on a
+later retry (every launch up to GIVE_UP_AFTER, then every 256th).
+While `gpunb.events` has launch recorders (a profile timed by CUPTI or the host clock), the
+launcher bound is wrapped to append an entry per launch to each (jit/observe.py); subscribers
+to launch events keep every launch on the Python path.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import threading
 
 from gpunb.cache.fingerprint import MISSING
 from gpunb.foundation import events, launch_gate
+from gpunb.foundation.events import LaunchSite
+from gpunb.jit.observe import recording_launcher, type_names
 from gpunb.runtime import native_pack
 from gpunb.runtime.typeof import type_key
 
@@ -34,6 +40,7 @@ def refresh(config, spec, args: tuple) -> None:
     if misses > GIVE_UP_AFTER and misses % 256 or misses < NATIVE_AFTER and not spec.natives:
         return  # (a specialisation that has launchers gives a new configuration one at once)
     gate = launch_gate.current()  # before the checks: a bump after them disarms what we bind
+    recorders = events.launch_recorders  # (a recorder's start or stop bumps the gate too)
     if not native_pack.available():
         native_pack.prepare_in_background()  # no compile in this process: no llvmlite yet
         return
@@ -78,5 +85,10 @@ def refresh(config, spec, args: tuple) -> None:
     else:
         def after(status: int) -> None:  # the driver refused: retry or raise as launch_cuda
             program.native_failed(status, grid3, block3, shared, handle, params)
-    config._native = (launcher.bind(grid3, block3, shared, handle), after)
+    native = launcher.bind(grid3, block3, shared, handle)
+    if recorders:  # a profile records: the launcher also appends an entry per launch
+        site = LaunchSite(config.dispatcher.__name__, spec, config.grid, config.block,
+                          config.stream, config.sharedmem, type_names(spec), spec.target)
+        native = recording_launcher(native, after, site, recorders)
+    config._native = (native, after)
     config._native_misses = NATIVE_AFTER - 1  # the next miss (a new epoch) rebinds at once
