@@ -364,12 +364,20 @@ class LaunchSite(NamedTuple):
     types: tuple
     target: str
     new_specialization: bool = False
+    # None: an entry's shapes are every argument's (() for scalars); else the positions of the
+    # arguments whose shapes it holds (a native launcher records its arrays' shapes only)
+    shape_at: tuple | None = None
 
 
 def launch_event(entry: tuple) -> LaunchEvent:
     """A recorder's entry `(site, shapes, start_ns, end_ns, error)` as the LAUNCH_AFTER event
     a subscriber would have received for that launch."""
     site, shapes, start, end, error = entry
+    if site.shape_at is not None:
+        full = [()] * len(site.types)
+        for position, shape in zip(site.shape_at, shapes, strict=True):
+            full[position] = shape
+        shapes = tuple(full)
     return LaunchEvent(EventKind.LAUNCH_AFTER, site.kernel, site.specialization, site.grid,
                        site.block, site.stream, site.shared_bytes, site.types, shapes,
                        site.target, site.new_specialization, (end - start) / 1e6, error, (),

@@ -22,7 +22,7 @@ import threading
 from gpunb.cache.fingerprint import MISSING
 from gpunb.foundation import events, launch_gate
 from gpunb.foundation.events import LaunchSite
-from gpunb.jit.observe import recording_launcher, type_names
+from gpunb.jit.observe import recording_launcher, shape_positions, type_names
 from gpunb.runtime import native_pack
 from gpunb.runtime.typeof import type_key
 
@@ -88,7 +88,8 @@ def refresh(config, spec, args: tuple) -> None:
     native = launcher.bind(grid3, block3, shared, handle)
     if recorders:  # a profile records: the launcher also appends an entry per launch
         site = LaunchSite(config.dispatcher.__name__, spec, config.grid, config.block,
-                          config.stream, config.sharedmem, type_names(spec), spec.target)
+                          config.stream, config.sharedmem, type_names(spec), spec.target,
+                          False, shape_positions(args))
         native = recording_launcher(native, after, site, recorders)
     config._native = (native, after)
     config._native_misses = NATIVE_AFTER - 1  # the next miss (a new epoch) rebinds at once

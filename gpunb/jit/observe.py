@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from gpunb.foundation import events
 from gpunb.foundation.events import EventKind, LaunchEvent, LaunchSite
 
@@ -67,7 +69,7 @@ def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, shar
         recorders = events.launch_recorders
         if recorders:
             site = _new(LaunchSite, (name, spec, griddim, blockdim, stream, sharedmem, types,
-                                     spec.target, new))
+                                     spec.target, new, None))
             entry = (site, shapes, started, ended, error)
             for recorder in recorders:
                 recorder.log.append(entry)
@@ -88,10 +90,13 @@ def recording_launcher(native, after, site: LaunchSite, recorders: tuple):
     """`native` (a bound native launcher, `f(args) -> status`) that also appends an entry per
     launch to each recorder's log; `after(status)` runs a packed CPU grid or handles a driver
     failure, here rather than in the caller, so the entry's times and error cover it. Returns
-    0 (launched) or _DECLINED, as `native` does, or raises what `after` raised."""
+    0 (launched) or _DECLINED, as `native` does, or raises what `after` raised. The entries
+    hold the shapes of the arguments at `site.shape_at` (see shape_positions)."""
     appends = tuple(recorder.log.append for recorder in recorders)
     append = appends[0] if len(appends) == 1 else None
     clock = _clock
+    shape_at = site.shape_at
+    shapes_of = _shape_reader(shape_at)
 
     def launch(args: tuple) -> int:
         started = clock()
@@ -107,10 +112,9 @@ def recording_launcher(native, after, site: LaunchSite, recorders: tuple):
                 _locate(exc)
                 raise
             finally:
-                _append(appends, (site, _shapes(args), started, clock(), error))
+                _append(appends, (site, shapes_of(args), started, clock(), error))
             return 0
-        entry = (site, tuple([getattr(value, "shape", ()) for value in args]), started,
-                 clock(), "")
+        entry = (site, shapes_of(args), started, clock(), "")
         if append is not None:
             append(entry)
         else:
@@ -120,8 +124,32 @@ def recording_launcher(native, after, site: LaunchSite, recorders: tuple):
     return launch
 
 
-def _shapes(args: tuple) -> tuple:
-    return tuple([getattr(value, "shape", ()) for value in args])
+def shape_positions(args: tuple) -> tuple:
+    """Which of a launch's arguments have a shape to record: arrays, not scalars (a native
+    launcher accepts only arguments of the exact classes it was built for, so these positions
+    hold for every launch it makes)."""
+    return tuple(k for k, value in enumerate(args)
+                 if hasattr(value, "shape") and not isinstance(value, np.generic))
+
+
+def _shape_reader(positions: tuple):
+    """A function `args -> the shapes at positions`: indexing and attribute reads only (a
+    comprehension over the arguments costs several times as much per launch)."""
+    if not positions:
+        return lambda args: ()
+    if len(positions) == 1:
+        (p,) = positions
+        return lambda args: (args[p].shape,)
+    if len(positions) == 2:
+        p, q = positions
+        return lambda args: (args[p].shape, args[q].shape)
+    if len(positions) == 3:
+        p, q, r = positions
+        return lambda args: (args[p].shape, args[q].shape, args[r].shape)
+    if len(positions) == 4:
+        p, q, r, u = positions
+        return lambda args: (args[p].shape, args[q].shape, args[r].shape, args[u].shape)
+    return lambda args: tuple([args[k].shape for k in positions])
 
 
 def _append(appends: tuple, entry: tuple) -> None:

@@ -73,7 +73,7 @@ def test_a_recorder_keeps_the_native_launcher_and_sees_every_launch(cpu, observe
     assert (site.kernel, site.grid, site.block, site.stream, site.shared_bytes, site.target) == \
         ("axpb", 2, 128, 0, 0, "cpu")
     assert site.types == ("float32[::1]", "float32[::1]", "float32", "int64")
-    assert shapes == ((256,), (256,), (), ())
+    assert shapes == ((256,), (256,)) and site.shape_at == (0, 1)  # the arrays' shapes
     assert error == "" and end > start
     assert [entry[2] for entry in log] == sorted(entry[2] for entry in log)
     spec = site.specialization
@@ -81,7 +81,8 @@ def test_a_recorder_keeps_the_native_launcher_and_sees_every_launch(cpu, observe
     assert all(entry[0].specialization is spec for entry in log)
     event = launch_event(log[-1])  # what a LAUNCH_AFTER subscriber would have received
     assert (event.kind, event.kernel, event.shapes, event.error) == \
-        (EventKind.LAUNCH_AFTER, "axpb", shapes, "")
+        (EventKind.LAUNCH_AFTER, "axpb", ((256,), (256,), (), ()), "")
+    assert launch_event(log[0]).shapes == event.shapes  # the Python path's entry: every shape
     assert event.ms == pytest.approx((end - start) / 1e6) and event.start_ns == start
     assert events.launch_observers == () and events.launch_recorders == ()
     config(out, x, np.float32(1), 0)  # stopped: not recorded, and the plain launcher is back
@@ -179,6 +180,6 @@ def test_gpu_recorded_launches_go_native_and_compute_right(gpu, observed_calls):
     assert driver.last_launch[0] == "axpb"
     assert np.array_equal(out.copy_to_host(), np.arange(1000, dtype=np.float32) * 49 + 1)
     assert len(log) == 50 and all(entry[4] == "" for entry in log)
-    assert {entry[1] for entry in log} == {((1000,), (1000,), (), ())}
+    assert {launch_event(entry).shapes for entry in log} == {((1000,), (1000,), (), ())}
     assert {(entry[0].grid, entry[0].block, entry[0].target) for entry in log} == \
         {(4, 256, "cuda")}
