@@ -11,8 +11,9 @@ launches through the Python path; a process that only loaded cached kernels (no 
 loads llvmlite on a background thread from then on, and its configurations get launchers on a
 later retry (every launch up to GIVE_UP_AFTER, then every 256th).
 While `gpunb.events` has launch recorders (a profile timed by CUPTI or the host clock), the
-launcher bound is wrapped to append an entry per launch to each (jit/observe.py); subscribers
-to launch events keep every launch on the Python path.
+launcher bound is a separate one (plain launchers stay disarmed meanwhile), wrapped to append an
+entry per launch to each recorder (jit/observe.py); subscribers to launch events keep every
+launch on the Python path.
 """
 
 from __future__ import annotations
@@ -53,6 +54,11 @@ def refresh(config, spec, args: tuple) -> None:
     except TypeError:
         return
     natives = spec.natives
+    if recorders:
+        # a launcher of its own (its own plan, so its own arming): the configurations of one
+        # specialisation share a launcher, and arming the recording one must not re-arm the
+        # plain launchers other configurations hold, which would launch unrecorded
+        key = ("recording", key)
     launcher = natives.get(key, False)
     if launcher is None:
         return  # these kinds cannot be native (say, host arrays copied to the GPU)

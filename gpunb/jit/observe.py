@@ -99,6 +99,11 @@ def recording_launcher(native, after, site: LaunchSite, recorders: tuple):
     shapes_of = _shape_reader(shape_at)
 
     def launch(args: tuple) -> int:
+        if events.launch_recorders is not recorders:
+            # recorders came or went since this was bound: its launcher may have been armed
+            # again by another configuration's binding (jit/fast_launch.py), so the gate alone
+            # does not say that these are the recorders of the moment
+            return _DECLINED
         started = clock()
         status = native(args)
         if status == _DECLINED:

@@ -113,6 +113,29 @@ def test_two_recorders_and_a_subscriber_each_see_their_launches(cpu):
     assert seen[0].shapes == ((64,), (64,), (), ())
 
 
+def test_configurations_sharing_a_launcher_record_into_the_current_recorder_only(cpu):
+    # two configurations of one specialisation share its native launcher; arming it for one
+    # must neither revive the other's launcher of an earlier recorder nor its plain one
+    x = np.arange(512, dtype=np.float32)
+    out = np.zeros_like(x)
+    wide, narrow, third = axpb[2, 256], axpb[4, 128], axpb[8, 64]
+    for config in (wide, narrow, third):
+        _warm(config, out, x, 1.0, 0.0)
+    for round_ in range(3):
+        log: list = []
+        with events.record_launches(log):
+            for k in range(4):
+                wide(out, x, float(k), 0.0)
+                narrow(out, x, float(k), 1.0)
+            third(out, x, 2.0, 0.0)  # bound plainly before: must not launch unrecorded
+        assert [(entry[0].grid, entry[0].block) for entry in log] == \
+            [(2, 256), (4, 128)] * 4 + [(8, 64)], round_
+        assert np.array_equal(out, 2 * x)
+    wide(out, x, 1.0, 0.0)
+    narrow(out, x, 1.0, 0.0)
+    assert len(log) == 9  # after the last block: nothing recorded
+
+
 def test_a_kernel_raising_through_a_recording_launcher_is_recorded_with_its_error(cpu):
     @cuda.jit(debug=True, opt=False)
     def checked(out, i):
