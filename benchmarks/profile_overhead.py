@@ -124,13 +124,11 @@ def main(argv: list[str]) -> int:
     site = LaunchSite("scale3", spec, 1, 32, 0, 0, ("",) * 3, target, False,
                       shape_positions(args))
 
-    class _Log:
-        log: list = []
-
-    wrapped = recording_launcher(native, after, site, (_Log,))
+    # the wrapper around this plain launcher, with the (empty) recorders of the moment, so
+    # that it launches: everything a recorded launch pays but the list append
+    wrapped = recording_launcher(native, after, site, events.launch_recorders)
     rows.append(("  native launcher called directly", best_us(direct)))
     rows.append(("  the same through the recording wrapper", best_us(lambda: wrapped(args))))
-    _Log.log.clear()
     rows.append(("  argument shapes, every argument (the observed path)",
                  best_us(lambda: tuple([getattr(v, "shape", ()) for v in args]), calls=5000)))
     reader = _shape_reader(site.shape_at)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 
-from gpunb.cache.fingerprint import MISSING
+from gpunb.cache.fingerprint import MISSING, still_valid
 from gpunb.foundation import events, launch_gate
 from gpunb.foundation.events import LaunchSite
 from gpunb.jit.observe import recording_launcher, shape_positions, type_names
@@ -31,6 +31,30 @@ from gpunb.runtime.typeof import type_key
 # dispatcher counts a configuration's first launch itself, without importing this module
 NATIVE_AFTER = 2
 GIVE_UP_AFTER = 16  # a configuration that could not get one then tries every 256th launch
+
+
+def rebind(config, args: tuple):
+    """`config`'s native launcher declined `args`: when they are of kinds whose specialisation
+    the dispatcher knows and it is still valid, nobody subscribes to launch events and this
+    thread owns its buffer (what declining most often means then: the launch gate moved, as
+    it does when a profile begins or ends), bind a fresh launcher and return the new
+    `config._native`; else None (the caller takes the Python path, which checks everything).
+    Saves a profile block the two Python-path launches that re-armed launchers cost."""
+    dispatcher = config.dispatcher
+    if events.launch_subscribers or dispatcher.__dict__.get("_extensions"):
+        return None
+    try:
+        key = tuple([type_key(a) for a in args])
+    except TypeError:
+        return None
+    spec = dispatcher._fast.get(key)
+    if spec is None or spec.packer._owner != threading.get_ident() or \
+            not still_valid(spec.watch):
+        return None
+    before = config._native
+    refresh(config, spec, args)
+    native = config._native
+    return native if native is not before else None
 
 
 def refresh(config, spec, args: tuple) -> None:

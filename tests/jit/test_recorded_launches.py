@@ -13,7 +13,7 @@ import llvmlite.binding  # noqa: E402,F401 - launchers are built only once llvml
 
 import gpunb  # noqa: E402
 from gpunb import cuda  # noqa: E402
-from gpunb.foundation import events  # noqa: E402
+from gpunb.foundation import events, launch_gate  # noqa: E402
 from gpunb.foundation.events import EventKind, launch_event  # noqa: E402
 from gpunb.jit import dispatcher as dispatcher_module  # noqa: E402
 from gpunb.jit import fast_launch  # noqa: E402
@@ -64,9 +64,9 @@ def test_a_recorder_keeps_the_native_launcher_and_sees_every_launch(cpu, observe
             config(out, x, np.float32(k), 3)
         native = config._native[0]
     assert np.array_equal(out, 9 * x + 3)
-    # the recorder's start disarmed the plain launcher: one launch through the Python path,
-    # which bound a recording one; the other nine launched natively
-    assert observed_calls == ["axpb"]
+    # the recorder's start disarmed the plain launcher; the declined launch bound a recording
+    # one at once (fast_launch.rebind) and launched through it: none took the Python path
+    assert observed_calls == []
     assert getattr(native, "__qualname__", "").startswith("recording_launcher")
     assert len(log) == 10
     site, shapes, start, end, error = log[-1]
@@ -82,13 +82,36 @@ def test_a_recorder_keeps_the_native_launcher_and_sees_every_launch(cpu, observe
     event = launch_event(log[-1])  # what a LAUNCH_AFTER subscriber would have received
     assert (event.kind, event.kernel, event.shapes, event.error) == \
         (EventKind.LAUNCH_AFTER, "axpb", ((256,), (256,), (), ()), "")
-    assert launch_event(log[0]).shapes == event.shapes  # the Python path's entry: every shape
     assert event.ms == pytest.approx((end - start) / 1e6) and event.start_ns == start
     assert events.launch_observers == () and events.launch_recorders == ()
     config(out, x, np.float32(1), 0)  # stopped: not recorded, and the plain launcher is back
     config(out, x, np.float32(1), 0)
     assert len(log) == 10 and np.array_equal(out, x)
     assert not getattr(config._native[0], "__qualname__", "").startswith("recording_launcher")
+
+
+def test_a_moved_gate_rebinds_at_once_and_a_new_kind_still_takes_the_python_path(cpu, monkeypatch):
+    calls = []
+    real = dispatcher_module.Dispatcher.launch
+
+    def counting(self, *args):
+        calls.append(self.__name__)
+        return real(self, *args)
+
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    config = axpb[1, 64]
+    _warm(config, out, x, np.float32(2), 1)
+    monkeypatch.setattr(dispatcher_module.Dispatcher, "launch", counting)
+    launch_gate.bump()  # what a profile's start or end does
+    config(out, x, np.float32(3), 1)
+    assert calls == [] and np.array_equal(out, 3 * x + 1)
+    config(out, x.astype(np.float64), np.float32(3), 1)  # new kinds: the Python path decides
+    assert calls == ["axpb"]
+    with pytest.raises(gpunb.LaunchError, match="takes 4 argument"):
+        config(out, x, 2)
+    config(out, x, np.float32(4), 0)
+    assert np.array_equal(out, 4 * x)
 
 
 def test_two_recorders_and_a_subscriber_each_see_their_launches(cpu):
@@ -148,7 +171,7 @@ def test_a_kernel_raising_through_a_recording_launcher_is_recorded_with_its_erro
     _warm(config, out, 1)
     log: list = []
     with events.record_launches(log):
-        config(out, 2)  # through the Python path: binds the recording launcher
+        config(out, 2)  # declined by the plain launcher: binds the recording one
         config(out, 0)
         with pytest.raises(ValueError, match="past the end"):
             config(out, 10)
@@ -166,7 +189,8 @@ def test_a_failed_launch_on_the_python_path_is_recorded(cpu):
         with pytest.raises(gpunb.LaunchError, match="block"):
             axpb[1, 4096](np.zeros_like(x), x, 1.0, 0.0)
     assert len(log) == 1 and log[0][4].startswith("LaunchError")
-    assert log[0][0].block == 4096
+    assert log[0][0].block == 4096 and log[0][0].shape_at is None  # every argument's shape
+    assert launch_event(log[0]).shapes == ((8,), (8,), (), ())
 
 
 def test_record_launches_wants_a_list():
@@ -198,7 +222,7 @@ def test_gpu_recorded_launches_go_native_and_compute_right(gpu, observed_calls):
         for k in range(50):
             config(out, x, np.float32(k), np.float32(1))
         native = config._native[0]
-    assert observed_calls == ["axpb"]
+    assert observed_calls == []
     assert getattr(native, "__qualname__", "").startswith("recording_launcher")
     assert driver.last_launch[0] == "axpb"
     assert np.array_equal(out.copy_to_host(), np.arange(1000, dtype=np.float32) * 49 + 1)
