@@ -12,7 +12,6 @@ first read (build.py).
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 
 from gpunb.foundation.events import EventKind, LaunchEvent, record_launches, subscribe
 from gpunb.profiling.build import Recording
@@ -88,8 +87,7 @@ def _default_target() -> str:
         return "cpu"
 
 
-@contextmanager
-def profile(*, timer: str = "auto"):
+def profile(*, timer: str = "auto") -> ProfileBlock:
     """Record every kernel launch in the block: `with gpunb.profile() as prof: ...`, then
     `prof.launches`, `prof.summary()`, `prof.to_json()`, `prof.to_pandas()`.
 
@@ -98,11 +96,27 @@ def profile(*, timer: str = "auto"):
     says why); on the CPU target by the host clock, labelled `timing == "host"`. The records
     are made when first read, so the block itself pays only for recording each launch.
     """
-    session = ProfileSession(timer=timer)
-    holder = _ProfileHandle()
-    with session:
-        yield holder
-    holder._set(session.profile)
+    return ProfileBlock(ProfileSession(timer=timer))
+
+
+class ProfileBlock:
+    """The context manager `gpunb.profile()` returns (a class, not a generator: entering and
+    leaving a block is part of what a profiled loop pays)."""
+
+    __slots__ = ("_session", "_handle")
+
+    def __init__(self, session: ProfileSession):
+        self._session = session
+        self._handle: _ProfileHandle | None = None
+
+    def __enter__(self) -> _ProfileHandle:
+        self._session.__enter__()
+        handle = self._handle = _ProfileHandle()
+        return handle
+
+    def __exit__(self, *exc) -> None:
+        self._session.__exit__(*exc)
+        self._handle._set(self._session.profile)
 
 
 class _ProfileHandle(Profile):
