@@ -4,7 +4,7 @@ block after CUPTI has gone idle), the first read of that profile's records (made
 the block ends) and the time to render its pane.
 
 "No subscriber costs nothing" is checked two ways: the fast path's only extra work is one test
-of `gpunb.events.launch_subscribers` (an empty tuple), timed alone; and a launch with no
+of `gpunb.events.launch_observers` (an empty tuple), timed alone; and a launch with no
 subscriber is compared with one that an idle subscriber observes (the path a profiler takes).
 """
 
@@ -76,7 +76,7 @@ def _launches_seconds(launch, sync, calls: int, repeats: int, around=None) -> fl
 def _subscriber_rows(launch, sync, calls: int, repeats: int, target: str) -> list[Row]:
     import gpunb
 
-    check_ns = min(timeit.repeat("if events.launch_subscribers: pass",
+    check_ns = min(timeit.repeat("if events.launch_observers: pass",
                                  setup="from gpunb.foundation import events", number=1_000_000,
                                  repeat=5)) * 1e3  # ns per test (1e6 tests per run)
     bare = _launches_seconds(launch, sync, calls, repeats) / calls * 1e6
