@@ -4,7 +4,9 @@ Every layer publishes here and nothing here imports another layer, so the notebo
 a user script can listen to all of gpunb without replacing anything: `gpunb.events.subscribe`.
 Subscribers run in the publishing thread, synchronously; one that raises is reported as a
 warning and never breaks a compile or a launch. With no subscriber, publishing costs one dict
-lookup, and the launch fast path reads `launch_subscribers` (an empty tuple) and nothing more.
+lookup, and the launch fast path reads `launch_observers` (an empty tuple) and nothing more. A
+profiler that needs only what happened (not a say before each launch) uses `record_launches`
+instead: the native launchers keep running and each launch appends one small tuple to a list.
 """
 
 from __future__ import annotations
@@ -242,9 +244,15 @@ _table: dict = {}  # EventKind -> tuple of Subscriptions (replaced whole, read w
 # the same dict, public for the launch path (jit/observe.py), which looks a kind up itself rather
 # than call has_subscribers and publish; never mutate it, subscribe() does
 subscriptions = _table
-# the subscriptions to LAUNCH_BEFORE or LAUNCH_AFTER; the dispatcher's fast path tests this
-# tuple and takes its observed path only when it is not empty
+# the subscriptions to LAUNCH_BEFORE or LAUNCH_AFTER: while there are any, launches take the
+# observed path (jit/observe.py) and no native launcher runs
 launch_subscribers: tuple = ()
+# the active LaunchRecorders (below): every launch appends a compact entry to each one's log,
+# the native launchers' launches included
+launch_recorders: tuple = ()
+# launch_subscribers + launch_recorders: the dispatcher's Python path tests this tuple and
+# takes its observed path only when it is not empty
+launch_observers: tuple = ()
 _LAUNCH_KINDS = (EventKind.LAUNCH_BEFORE, EventKind.LAUNCH_AFTER)
 
 
@@ -272,6 +280,7 @@ class Subscription:
                 else:
                     _table.pop(kind, None)
             launch_subscribers = _launch_union()
+            _update_observers()
         launch_gate.bump()  # native launchers re-check who listens
 
     close = unsubscribe
@@ -313,6 +322,7 @@ def subscribe(kinds: EventKind | str | Iterable, fn: Callable[[Any], None]) -> S
         for kind in resolved:
             _table[kind] = (*_table.get(kind, ()), subscription)
         launch_subscribers = _launch_union()
+        _update_observers()
     launch_gate.bump()  # native launchers publish nothing: they step aside while anyone listens
     return subscription
 
@@ -331,6 +341,99 @@ def _launch_union() -> tuple:
     if not before or not after:
         return before or after
     return tuple(dict.fromkeys(before + after))
+
+
+def _update_observers() -> None:
+    global launch_observers
+    launch_observers = launch_subscribers + launch_recorders
+
+
+# ---- launch recorders: every launch, native ones included, as one compact entry ----------------
+
+
+class LaunchSite(NamedTuple):
+    """What every launch of one specialisation with one configuration shares; a recorded
+    launch's entry points at one (made once per native launcher, once per observed launch)."""
+
+    kernel: str
+    specialization: Any
+    grid: Any
+    block: Any
+    stream: Any
+    shared_bytes: int
+    types: tuple
+    target: str
+    new_specialization: bool = False
+    # None: an entry's shapes are every argument's (() for scalars); else the positions of the
+    # arguments whose shapes it holds (a native launcher records its arrays' shapes only)
+    shape_at: tuple | None = None
+
+
+def launch_event(entry: tuple) -> LaunchEvent:
+    """A recorder's entry `(site, shapes, start_ns, end_ns, error)` as the LAUNCH_AFTER event
+    a subscriber would have received for that launch."""
+    site, shapes, start, end, error = entry
+    if site.shape_at is not None:
+        full = [()] * len(site.types)
+        for position, shape in zip(site.shape_at, shapes, strict=True):
+            full[position] = shape
+        shapes = tuple(full)
+    return LaunchEvent(EventKind.LAUNCH_AFTER, site.kernel, site.specialization, site.grid,
+                       site.block, site.stream, site.shared_bytes, site.types, shapes,
+                       site.target, site.new_specialization, (end - start) / 1e6, error, (),
+                       start)
+
+
+class LaunchRecorder:
+    """`record_launches(log)`: every launch appends `(site, shapes, start_ns, end_ns, error)` to
+    `log` (a list) until `stop()`, in the launching thread.
+
+    Why not a LAUNCH_AFTER subscriber: a subscription sends launches through the Python path
+    and builds an event per launch; a recorder lets the native launchers keep running (each
+    bound with the recorders of the moment, jit/fast_launch.py) and costs a launch one small
+    tuple appended to a list. The entries become LaunchEvents (`launch_event`) when read."""
+
+    __slots__ = ("log", "_active")
+
+    def __init__(self, log: list):
+        self.log = log
+        self._active = True
+
+    def stop(self) -> None:
+        """Stop recording; safe to call twice and from any thread (also `close()`)."""
+        global launch_recorders
+        with _lock:
+            if not self._active:
+                return
+            self._active = False
+            launch_recorders = tuple(r for r in launch_recorders if r is not self)
+            _update_observers()
+        launch_gate.bump()  # native launchers bound with this recorder step aside
+
+    close = stop
+
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    def __enter__(self) -> LaunchRecorder:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def record_launches(log: list) -> LaunchRecorder:
+    """Append an entry per kernel launch to `log` until the returned recorder stops."""
+    global launch_recorders
+    if not isinstance(log, list):
+        raise TypeError(f"gpunb.events.record_launches: expected a list, got {type(log).__name__}")
+    recorder = LaunchRecorder(log)
+    with _lock:
+        launch_recorders = (*launch_recorders, recorder)
+        _update_observers()
+    launch_gate.bump()  # native launchers rebind with this recorder
+    return recorder
 
 
 def has_subscribers(kind: EventKind) -> bool:
@@ -359,5 +462,6 @@ def report_failure(fn, kind: EventKind, exc: Exception, stacklevel: int = 4) -> 
 
 
 __all__ = ["ArgumentInfo", "CacheChange", "CacheEvent", "CacheKind", "CacheReason", "CacheSource",
-           "CompileEvent", "EventKind", "LaunchEvent", "Stage", "Subscription", "has_subscribers",
-           "publish", "report_failure", "subscribe", "subscriptions"]
+           "CompileEvent", "EventKind", "LaunchEvent", "LaunchRecorder", "LaunchSite", "Stage",
+           "Subscription", "has_subscribers", "launch_event", "publish", "record_launches",
+           "report_failure", "subscribe", "subscriptions"]

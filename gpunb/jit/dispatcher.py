@@ -187,9 +187,9 @@ class Dispatcher(NumbaDispatcherAPI):
         spec = self._fast.get(key) if key is not None else None
         if spec is None or not still_valid(spec.watch):
             spec, new = self._specialize_for_args(args, key)
-            if _events.launch_subscribers:
+            if _events.launch_observers:
                 return observed_launch(self, spec, new, griddim, blockdim, stream, sharedmem, args)
-        elif _events.launch_subscribers:  # a profiler listens: the observed launch
+        elif _events.launch_observers:  # a profiler listens or records: the observed launch
             return observed_launch(self, spec, False, griddim, blockdim, stream, sharedmem, args)
         # jit/observe.py repeats these lines around its events; here they stay inline (no call)
         params, writeback = spec.packer.pack(args, spec.argtypes)
@@ -476,7 +476,22 @@ class _LaunchConfig:
                 return None
             if status != _DECLINED:
                 return self._after_native(native[1], status)
+            return self._rebind(args)
         return self._launch(args, kwargs)
+
+    def _rebind(self, args: tuple) -> None:
+        """The native launcher declined: where only the launch gate moved (a profile began or
+        ended) bind a fresh one and launch through it, else the Python path."""
+        from gpunb.jit import fast_launch
+
+        native = fast_launch.rebind(self, args)
+        if native is not None:
+            status = native[0](args)
+            if status == 0:
+                return None
+            if status != _DECLINED:
+                return self._after_native(native[1], status)
+        return self._launch(args, {})
 
     def _after_native(self, after, status: int) -> None:
         """The native launcher packed (the CPU target runs the grid now) or the driver failed."""

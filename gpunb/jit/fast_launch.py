@@ -3,20 +3,27 @@
 A launch configuration (`_LaunchConfig`) calls its native launcher first (runtime/native_pack.py:
 type checks, watch list, packing and, on a GPU, cuLaunchKernel in machine code). When that
 declines - new argument kinds, a rebound global, a new epoch, another thread, a listener, a
-target change - the launch takes the Python path (Dispatcher.launch, which checks everything and
-raises the right errors), and `refresh` then (re)binds a launcher for the specialisation and
-argument kinds just launched. A process's first launches never wait for one: a configuration
-gets its launcher after NATIVE_AFTER launches through the Python path; a process that only loaded
-cached kernels (no llvmlite yet) loads llvmlite on a background thread from then on, and its
-configurations get launchers on a later retry (every launch up to GIVE_UP_AFTER, then every 256th).
+target change, a recorder starting or stopping - the launch takes the Python path
+(Dispatcher.launch, which checks everything and raises the right errors), and `refresh` then
+(re)binds a launcher for the specialisation and argument kinds just launched. A process's
+first launches never wait for one: a configuration gets its launcher after NATIVE_AFTER
+launches through the Python path; a process that only loaded cached kernels (no llvmlite yet)
+loads llvmlite on a background thread from then on, and its configurations get launchers on a
+later retry (every launch up to GIVE_UP_AFTER, then every 256th).
+While `gpunb.events` has launch recorders (a profile timed by CUPTI or the host clock), the
+launcher bound is a separate one (plain launchers stay disarmed meanwhile), wrapped to append an
+entry per launch to each recorder (jit/observe.py); subscribers to launch events keep every
+launch on the Python path.
 """
 
 from __future__ import annotations
 
 import threading
 
-from gpunb.cache.fingerprint import MISSING
+from gpunb.cache.fingerprint import MISSING, still_valid
 from gpunb.foundation import events, launch_gate
+from gpunb.foundation.events import LaunchSite
+from gpunb.jit.observe import recording_launcher, shape_positions, type_names
 from gpunb.runtime import native_pack
 from gpunb.runtime.typeof import type_key
 
@@ -24,6 +31,30 @@ from gpunb.runtime.typeof import type_key
 # dispatcher counts a configuration's first launch itself, without importing this module
 NATIVE_AFTER = 2
 GIVE_UP_AFTER = 16  # a configuration that could not get one then tries every 256th launch
+
+
+def rebind(config, args: tuple):
+    """`config`'s native launcher declined `args`: when they are of kinds whose specialisation
+    the dispatcher knows and it is still valid, nobody subscribes to launch events and this
+    thread owns its buffer (what declining most often means then: the launch gate moved, as
+    it does when a profile begins or ends), bind a fresh launcher and return the new
+    `config._native`; else None (the caller takes the Python path, which checks everything).
+    Saves a profile block the two Python-path launches that re-armed launchers cost."""
+    dispatcher = config.dispatcher
+    if events.launch_subscribers or dispatcher.__dict__.get("_extensions"):
+        return None
+    try:
+        key = tuple([type_key(a) for a in args])
+    except TypeError:
+        return None
+    spec = dispatcher._fast.get(key)
+    if spec is None or spec.packer._owner != threading.get_ident() or \
+            not still_valid(spec.watch):
+        return None
+    before = config._native
+    refresh(config, spec, args)
+    native = config._native
+    return native if native is not before else None
 
 
 def refresh(config, spec, args: tuple) -> None:
@@ -34,6 +65,7 @@ def refresh(config, spec, args: tuple) -> None:
     if misses > GIVE_UP_AFTER and misses % 256 or misses < NATIVE_AFTER and not spec.natives:
         return  # (a specialisation that has launchers gives a new configuration one at once)
     gate = launch_gate.current()  # before the checks: a bump after them disarms what we bind
+    recorders = events.launch_recorders  # (a recorder's start or stop bumps the gate too)
     if not native_pack.available():
         native_pack.prepare_in_background()  # no compile in this process: no llvmlite yet
         return
@@ -46,6 +78,11 @@ def refresh(config, spec, args: tuple) -> None:
     except TypeError:
         return
     natives = spec.natives
+    if recorders:
+        # a launcher of its own (its own plan, so its own arming): the configurations of one
+        # specialisation share a launcher, and arming the recording one must not re-arm the
+        # plain launchers other configurations hold, which would launch unrecorded
+        key = ("recording", key)
     launcher = natives.get(key, False)
     if launcher is None:
         return  # these kinds cannot be native (say, host arrays copied to the GPU)
@@ -78,5 +115,11 @@ def refresh(config, spec, args: tuple) -> None:
     else:
         def after(status: int) -> None:  # the driver refused: retry or raise as launch_cuda
             program.native_failed(status, grid3, block3, shared, handle, params)
-    config._native = (launcher.bind(grid3, block3, shared, handle), after)
+    native = launcher.bind(grid3, block3, shared, handle)
+    if recorders:  # a profile records: the launcher also appends an entry per launch
+        site = LaunchSite(config.dispatcher.__name__, spec, config.grid, config.block,
+                          config.stream, config.sharedmem, type_names(spec), spec.target,
+                          False, shape_positions(args))
+        native = recording_launcher(native, after, site, recorders)
+    config._native = (native, after)
     config._native_misses = NATIVE_AFTER - 1  # the next miss (a new epoch) rebinds at once

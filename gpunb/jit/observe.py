@@ -1,34 +1,48 @@
-"""Launches someone listens to: LAUNCH_BEFORE, the launch, LAUNCH_AFTER (also when it fails).
+"""Launches someone listens to or records: events before and after, or one compact entry.
 
-The dispatcher comes here only while `gpunb.events` has launch subscribers (a profiler, the
-notebook's %%gpuprofile); otherwise its fast path launches inline and publishes nothing. Each
-event is built only when its kind has a subscriber (a profile timed by CUPTI or the host clock
-listens to LAUNCH_AFTER alone), as a named tuple made with `tuple.__new__`, and the two events
-share what they describe (the arguments' types are spelled once per specialisation, their shapes
-read once per launch): a listened launch costs one or two small tuples and the subscribers' own
-work.
+The dispatcher comes here only while `gpunb.events` has launch observers: subscribers (the
+replay snapshot, the CUDA-event timer, a user's hook) or recorders (a profile timed by CUPTI or
+the host clock, `events.record_launches`); otherwise its fast path launches inline and
+publishes nothing. Each event is built only when its kind has a subscriber, as a named tuple
+made with `tuple.__new__`, and the two events share what they describe (the arguments' types
+are spelled once per specialisation, their shapes read once per launch).
+
+Recorders do not stop the native launchers: `recording_launcher` wraps the one a configuration
+binds while recorders are active, so a recorded launch costs the native launch, two clock reads
+and one `(site, shapes, start_ns, end_ns, error)` tuple appended to each recorder's list.
 """
 
 from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from gpunb.foundation import events
-from gpunb.foundation.events import EventKind, LaunchEvent
+from gpunb.foundation.events import EventKind, LaunchEvent, LaunchSite
 
 _BEFORE, _AFTER = EventKind.LAUNCH_BEFORE, EventKind.LAUNCH_AFTER
 _new = tuple.__new__
 _clock = time.perf_counter_ns
 _subscriptions = events.subscriptions  # kind -> tuple of Subscriptions (read, never mutated)
+_DECLINED = -1  # a native launcher's "take the Python path" (runtime/native_plan_code.DECLINED)
 
 
-def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, sharedmem: int,
-                    args: tuple) -> None:
-    """Pack and launch `args` as the fast path does, with an event before and after."""
-    name = dispatcher.__name__
+def type_names(spec) -> tuple:
+    """The specialisation's argument types as text, spelled once."""
     types = spec.type_names
     if types is None:
         types = spec.type_names = tuple(str(ty) for ty in spec.argtypes)
+    return types
+
+
+def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, sharedmem: int,
+                    args: tuple):
+    """Pack and launch `args` as the fast path does, with an event before and after and an
+    entry for each recorder. Returns `spec` when only recorders observe (the caller may bind
+    a native launcher, which records too), else None."""
+    name = dispatcher.__name__
+    types = type_names(spec)
     shapes = tuple([getattr(value, "shape", ()) for value in args])  # nothing kept alive
     subscriptions = _subscriptions.get(_BEFORE)
     if subscriptions:
@@ -51,13 +65,109 @@ def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, shar
         error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
+        ended = _clock()
+        recorders = events.launch_recorders
+        if recorders:
+            site = _new(LaunchSite, (name, spec, griddim, blockdim, stream, sharedmem, types,
+                                     spec.target, new, None))
+            entry = (site, shapes, started, ended, error)
+            for recorder in recorders:
+                recorder.log.append(entry)
         subscriptions = _subscriptions.get(_AFTER)
         if subscriptions:
             event = _new(LaunchEvent, (_AFTER, name, spec, griddim, blockdim, stream, sharedmem,
-                                       types, shapes, spec.target, new,
-                                       (_clock() - started) / 1e6, error, (), started))
+                                       types, shapes, spec.target, new, (ended - started) / 1e6,
+                                       error, (), started))
             for subscription in subscriptions:
                 try:
                     subscription.fn(event)
                 except Exception as exc:  # noqa: BLE001 - a listener must not break a launch
                     events.report_failure(subscription.fn, _AFTER, exc, stacklevel=3)
+    return None if events.launch_subscribers else spec
+
+
+def recording_launcher(native, after, site: LaunchSite, recorders: tuple):
+    """`native` (a bound native launcher, `f(args) -> status`) that also appends an entry per
+    launch to each recorder's log; `after(status)` runs a packed CPU grid or handles a driver
+    failure, here rather than in the caller, so the entry's times and error cover it. Returns
+    0 (launched) or _DECLINED, as `native` does, or raises what `after` raised. The entries
+    hold the shapes of the arguments at `site.shape_at` (see shape_positions)."""
+    appends = tuple(recorder.log.append for recorder in recorders)
+    append = appends[0] if len(appends) == 1 else None
+    clock = _clock
+    shape_at = site.shape_at
+    shapes_of = _shape_reader(shape_at)
+
+    def launch(args: tuple) -> int:
+        if events.launch_recorders is not recorders:
+            # recorders came or went since this was bound: its launcher may have been armed
+            # again by another configuration's binding (jit/fast_launch.py), so the gate alone
+            # does not say that these are the recorders of the moment
+            return _DECLINED
+        started = clock()
+        status = native(args)
+        if status == _DECLINED:
+            return status
+        error = ""
+        if status:
+            try:
+                after(status)
+            except BaseException as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                _locate(exc)
+                raise
+            finally:
+                _append(appends, (site, shapes_of(args), started, clock(), error))
+            return 0
+        entry = (site, shapes_of(args), started, clock(), "")
+        if append is not None:
+            append(entry)
+        else:
+            _append(appends, entry)
+        return 0
+
+    return launch
+
+
+def shape_positions(args: tuple) -> tuple:
+    """Which of a launch's arguments have a shape to record: arrays, not scalars (a native
+    launcher accepts only arguments of the exact classes it was built for, so these positions
+    hold for every launch it makes)."""
+    return tuple(k for k, value in enumerate(args)
+                 if hasattr(value, "shape") and not isinstance(value, np.generic))
+
+
+def _shape_reader(positions: tuple):
+    """A function `args -> the shapes at positions`: indexing and attribute reads only (a
+    comprehension over the arguments costs several times as much per launch)."""
+    if not positions:
+        return lambda args: ()
+    if len(positions) == 1:
+        (p,) = positions
+        return lambda args: (args[p].shape,)
+    if len(positions) == 2:
+        p, q = positions
+        return lambda args: (args[p].shape, args[q].shape)
+    if len(positions) == 3:
+        p, q, r = positions
+        return lambda args: (args[p].shape, args[q].shape, args[r].shape)
+    if len(positions) == 4:
+        p, q, r, u = positions
+        return lambda args: (args[p].shape, args[q].shape, args[r].shape, args[u].shape)
+    return lambda args: tuple([args[k].shape for k in positions])
+
+
+def _append(appends: tuple, entry: tuple) -> None:
+    for append in appends:
+        append(entry)
+
+
+def _locate(exc: BaseException) -> None:
+    """A LaunchError from `after` points at the user's launch line, as the dispatcher's own
+    native path does (_LaunchConfig._after_native)."""
+    from gpunb.foundation.errors import LaunchError
+
+    if isinstance(exc, LaunchError) and exc.loc is None:
+        from gpunb.jit.options import user_location
+
+        exc.loc = user_location()

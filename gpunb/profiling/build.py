@@ -1,11 +1,11 @@
 """A profile's records, made when they are first read rather than when its block ends.
 
-A Recording is what a `gpunb.profile()` block saw: the LAUNCH_AFTER events of its launches (and
-the CUDA-event tokens when those time it) and the timers. `build()` turns it, once, into what a
-Profile shows: one LaunchRecord per launch (bytes, flops, occupancy, peaks, cache event), other
-libraries' kernels from CUPTI, and the notes. What is the same for every launch of one
-specialisation with one configuration (counts, occupancy, where it was defined) is worked out
-once per profile, not per launch.
+A Recording is what a `gpunb.profile()` block saw: the LAUNCH_AFTER events of its launches, or
+their recorded entries (and the CUDA-event tokens when those time it) and the timers.
+`build()` turns it, once, into what a Profile shows: one LaunchRecord per launch (bytes, flops,
+occupancy, peaks, cache event), other libraries' kernels from CUPTI, and the notes. What is the
+same for every launch of one specialisation with one configuration (counts, occupancy, where it
+was defined) is worked out once per profile, not per launch.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ class Recording:
     def __init__(self, prefer: str):
         self.prefer = prefer
         self.events: list = []  # LAUNCH_AFTER events, in the order the launches returned
+        # or, when the launches were recorded (events.record_launches), their compact entries,
+        # made into LAUNCH_AFTER events when the records are built
+        self.entries: list = []
         self.tokens: list = []  # the timers' tokens, parallel to events (CUDA events only)
         self.timers: dict = {}  # target -> timer
         self.notes: list = []
@@ -83,9 +86,10 @@ class Recording:
 
 
 def _build(recording: Recording) -> dict:
+    from gpunb.foundation.events import launch_event
     from gpunb.profiling.peaks import device_peaks
 
-    events = recording.events
+    events = recording.events + [launch_event(entry) for entry in recording.entries]
     tokens = recording.tokens or [None] * len(events)
     notes = list(dict.fromkeys(recording.notes))
     by_target: dict = {}

@@ -1,18 +1,19 @@
 """`with gpunb.profile() as prof:` - record every kernel launch of a block as a Profile.
 
-A ProfileSession subscribes to gpunb's launch events for the block's duration (any thread). When
-the launches' timer needs only the event after each launch (CUPTI, the host clock) the
-subscriber is the `append` of a list, so a launch pays for one event tuple and nothing else; the
-CUDA-event timer and a replay snapshot also listen before each launch. The records themselves
-(times, bytes, flops, occupancy, peaks) are made when the profile is first read (build.py).
+A ProfileSession observes gpunb's launches for the block's duration (any thread). When the
+launches' timer needs only what happened (CUPTI, the host clock) it records them
+(`events.record_launches`): the native launchers keep running and a launch pays for one small
+tuple appended to a list, made into a LAUNCH_AFTER event when the profile is read; the
+CUDA-event timer and a replay snapshot subscribe to the events before and after each launch.
+The records themselves (times, bytes, flops, occupancy, peaks) are made when the profile is
+first read (build.py).
 """
 
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 
-from gpunb.foundation.events import EventKind, LaunchEvent, subscribe
+from gpunb.foundation.events import EventKind, LaunchEvent, record_launches, subscribe
 from gpunb.profiling.build import Recording
 from gpunb.profiling.records import Profile
 
@@ -51,7 +52,7 @@ class ProfileSession:
         # its event's host time and a GPU launch in a CPU-target profile is reported untimed
         timer = recording.timer_for(_default_target())
         if self.snapshot is None and not timer.needs_before:
-            self._subscription = subscribe(EventKind.LAUNCH_AFTER, recording.events.append)
+            self._subscription = record_launches(recording.entries)
         else:
             self._started = threading.local()
             self._subscription = subscribe((EventKind.LAUNCH_BEFORE, EventKind.LAUNCH_AFTER),
@@ -59,7 +60,7 @@ class ProfileSession:
         return self
 
     def __exit__(self, *exc) -> None:
-        self._subscription.unsubscribe()
+        self._subscription.close()
         self._recording.stop()
         self.profile = Profile(recording=self._recording)
         remember(self.profile)
@@ -86,8 +87,7 @@ def _default_target() -> str:
         return "cpu"
 
 
-@contextmanager
-def profile(*, timer: str = "auto"):
+def profile(*, timer: str = "auto") -> ProfileBlock:
     """Record every kernel launch in the block: `with gpunb.profile() as prof: ...`, then
     `prof.launches`, `prof.summary()`, `prof.to_json()`, `prof.to_pandas()`.
 
@@ -96,11 +96,27 @@ def profile(*, timer: str = "auto"):
     says why); on the CPU target by the host clock, labelled `timing == "host"`. The records
     are made when first read, so the block itself pays only for recording each launch.
     """
-    session = ProfileSession(timer=timer)
-    holder = _ProfileHandle()
-    with session:
-        yield holder
-    holder._set(session.profile)
+    return ProfileBlock(ProfileSession(timer=timer))
+
+
+class ProfileBlock:
+    """The context manager `gpunb.profile()` returns (a class, not a generator: entering and
+    leaving a block is part of what a profiled loop pays)."""
+
+    __slots__ = ("_session", "_handle")
+
+    def __init__(self, session: ProfileSession):
+        self._session = session
+        self._handle: _ProfileHandle | None = None
+
+    def __enter__(self) -> _ProfileHandle:
+        self._session.__enter__()
+        handle = self._handle = _ProfileHandle()
+        return handle
+
+    def __exit__(self, *exc) -> None:
+        self._session.__exit__(*exc)
+        self._handle._set(self._session.profile)
 
 
 class _ProfileHandle(Profile):

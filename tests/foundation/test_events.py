@@ -72,6 +72,16 @@ def test_the_launch_flag_is_an_empty_tuple_unless_someone_listens():
     assert events.launch_subscribers == ()
 
 
+def test_launch_observers_are_the_subscribers_and_the_recorders():
+    assert events.launch_observers == ()
+    with events.subscribe("launch_after", print) as after:
+        with events.record_launches([]) as recorder:
+            assert events.launch_recorders == (recorder,)
+            assert events.launch_observers == (after, recorder)
+        assert events.launch_observers == (after,) and events.launch_recorders == ()
+    assert events.launch_observers == ()
+
+
 def test_subscribing_from_many_threads_loses_nothing():
     steady, churned = [], []
 

@@ -198,3 +198,31 @@ def test_a_cpu_target_kernel_in_a_gpu_profile_is_timed_on_the_host():
                                                                "host clock")
     assert cpu.time_ms > 0 and cpu.bytes == 2 * 8 * 4
     np.testing.assert_array_equal(host_out, host_x + 1)
+
+
+def test_native_launches_in_a_profile_are_each_timed_by_cupti():
+    """Inside a block the configuration keeps a native launcher (one that records); every one
+    of its launches is a record with its own device time and the issue's fields."""
+    pytest.importorskip("llvmlite")
+    n = 1 << 16
+    x, y, out = _saxpy_data(n)
+    config = pk.saxpy[n // 256, 256]
+    for _ in range(4):  # the configuration gets its native launcher (jit/fast_launch.py)
+        config(out, x, y, np.float32(1.0))
+    assert config._native is not None
+    with gpunb.profile() as prof:
+        for k in range(50):
+            config(out, x, y, np.float32(k))
+        recording = config._native[0]
+    assert getattr(recording, "__qualname__", "").startswith("recording_launcher"), recording
+    np.testing.assert_array_equal(out.copy_to_host(), np.full(n, 49 + 2.0, np.float32))
+    assert prof.timer == "cupti", prof.notes
+    records = [r for r in prof.launches if r.source == "gpunb"]
+    assert len(records) == 50
+    for r in records:
+        assert (r.kernel, r.grid, r.block, r.target, r.timing) == \
+            ("saxpy", (n // 256, 1, 1), (256, 1, 1), "cuda", "device")
+        assert r.time_ms and 0 < r.time_ms < 10 and r.bytes == 12 * n and r.flops == 2 * n
+        assert r.registers and r.occupancy is not None and r.defined_at.endswith(":8")
+    starts = [r.start_ns for r in records]
+    assert starts == sorted(starts) and len(set(starts)) == 50

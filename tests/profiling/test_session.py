@@ -135,3 +135,31 @@ def test_launch_events_are_immutable_tuples_made_only_for_subscribed_kinds():
     assert after.kind == "launch_after" and after.start_ns > 0 and after.args == ()
     with pytest.raises(AttributeError):
         after.ms = 1.0
+
+
+def test_launches_through_the_native_launcher_are_records_with_every_field():
+    pytest.importorskip("llvmlite")
+    n = 2048
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros_like(x)
+    config = saxpy[n // 256, 256]
+    for _ in range(4):  # the configuration gets its native launcher (jit/fast_launch.py)
+        config(out, x, x, np.float32(1.0))
+    assert config._native is not None
+    with gpunb.profile() as prof:
+        for k in range(20):
+            config(out, x, x, np.float32(k))
+        assert events.launch_recorders and events.launch_subscribers == ()
+    np.testing.assert_allclose(out, 20 * x)
+    assert len(prof.launches) == 20 and events.launch_observers == ()
+    for r in prof.launches:
+        assert (r.kernel, r.grid, r.block, r.target, r.timing) == \
+            ("saxpy", (8, 1, 1), (256, 1, 1), "cpu", "host")
+        assert r.defined_at.endswith("profiling_kernels.py:8") and r.error == ""
+        assert r.bytes == 12 * n and r.flops == 2 * n and r.time_ms > 0
+        assert r.achieved_gbps == pytest.approx(r.bytes / (r.time_ms * 1e-3) / 1e9)
+        assert r.cache is not None and r.cache.function == "saxpy" and not r.compiled
+    starts = [r.start_ns for r in prof.launches]
+    assert starts == sorted(starts) and len(set(starts)) == 20
+    [row] = prof.summary()
+    assert (row.kernel, row.launches) == ("saxpy", 20)

@@ -1,0 +1,232 @@
+"""Launch recorders (`gpunb.events.record_launches`, what `gpunb.profile()` uses): the native
+launchers keep running while one records, every launch is one entry with the right site, shapes
+and times, failures are recorded with their error, and nothing is recorded once it stops. The
+`gpu` test checks the same where the native launcher calls cuLaunchKernel itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llvmlite")
+import llvmlite.binding  # noqa: E402,F401 - launchers are built only once llvmlite is loaded
+
+import gpunb  # noqa: E402
+from gpunb import cuda  # noqa: E402
+from gpunb.foundation import events, launch_gate  # noqa: E402
+from gpunb.foundation.events import EventKind, launch_event  # noqa: E402
+from gpunb.jit import dispatcher as dispatcher_module  # noqa: E402
+from gpunb.jit import fast_launch  # noqa: E402
+
+
+@cuda.jit
+def axpb(out, x, a, b):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + b
+
+
+@pytest.fixture
+def cpu():
+    gpunb.set_target("cpu")
+    yield
+    gpunb.set_target(None)
+
+
+def _warm(config, *args) -> None:
+    for _ in range(fast_launch.NATIVE_AFTER + 1):
+        config(*args)
+
+
+@pytest.fixture
+def observed_calls(monkeypatch):
+    """How many launches took the Python observed path (the real one runs)."""
+    calls = []
+    real = dispatcher_module.observed_launch
+
+    def counting(*args):
+        calls.append(args[0].__name__)
+        return real(*args)
+
+    monkeypatch.setattr(dispatcher_module, "observed_launch", counting)
+    return calls
+
+
+def test_a_recorder_keeps_the_native_launcher_and_sees_every_launch(cpu, observed_calls):
+    x = np.arange(256, dtype=np.float32)
+    out = np.zeros_like(x)
+    config = axpb[2, 128]
+    _warm(config, out, x, np.float32(2), 3)
+    log: list = []
+    with events.record_launches(log) as recorder:
+        assert events.launch_observers == (recorder,) and events.launch_subscribers == ()
+        for k in range(10):
+            config(out, x, np.float32(k), 3)
+        native = config._native[0]
+    assert np.array_equal(out, 9 * x + 3)
+    # the recorder's start disarmed the plain launcher; the declined launch bound a recording
+    # one at once (fast_launch.rebind) and launched through it: none took the Python path
+    assert observed_calls == []
+    assert getattr(native, "__qualname__", "").startswith("recording_launcher")
+    assert len(log) == 10
+    site, shapes, start, end, error = log[-1]
+    assert (site.kernel, site.grid, site.block, site.stream, site.shared_bytes, site.target) == \
+        ("axpb", 2, 128, 0, 0, "cpu")
+    assert site.types == ("float32[::1]", "float32[::1]", "float32", "int64")
+    assert shapes == ((256,), (256,)) and site.shape_at == (0, 1)  # the arrays' shapes
+    assert error == "" and end > start
+    assert [entry[2] for entry in log] == sorted(entry[2] for entry in log)
+    spec = site.specialization
+    assert spec is axpb.specializations[("cpu", spec.argtypes)]
+    assert all(entry[0].specialization is spec for entry in log)
+    event = launch_event(log[-1])  # what a LAUNCH_AFTER subscriber would have received
+    assert (event.kind, event.kernel, event.shapes, event.error) == \
+        (EventKind.LAUNCH_AFTER, "axpb", ((256,), (256,), (), ()), "")
+    assert event.ms == pytest.approx((end - start) / 1e6) and event.start_ns == start
+    assert events.launch_observers == () and events.launch_recorders == ()
+    config(out, x, np.float32(1), 0)  # stopped: not recorded, and the plain launcher is back
+    config(out, x, np.float32(1), 0)
+    assert len(log) == 10 and np.array_equal(out, x)
+    assert not getattr(config._native[0], "__qualname__", "").startswith("recording_launcher")
+
+
+def test_a_moved_gate_rebinds_at_once_and_a_new_kind_still_takes_the_python_path(cpu, monkeypatch):
+    calls = []
+    real = dispatcher_module.Dispatcher.launch
+
+    def counting(self, *args):
+        calls.append(self.__name__)
+        return real(self, *args)
+
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    config = axpb[1, 64]
+    _warm(config, out, x, np.float32(2), 1)
+    monkeypatch.setattr(dispatcher_module.Dispatcher, "launch", counting)
+    launch_gate.bump()  # what a profile's start or end does
+    config(out, x, np.float32(3), 1)
+    assert calls == [] and np.array_equal(out, 3 * x + 1)
+    config(out, x.astype(np.float64), np.float32(3), 1)  # new kinds: the Python path decides
+    assert calls == ["axpb"]
+    with pytest.raises(gpunb.LaunchError, match="takes 4 argument"):
+        config(out, x, 2)
+    config(out, x, np.float32(4), 0)
+    assert np.array_equal(out, 4 * x)
+
+
+def test_two_recorders_and_a_subscriber_each_see_their_launches(cpu):
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    config = axpb[1, 64]
+    _warm(config, out, x, 1.0, 0.0)
+    outer: list = []
+    inner: list = []
+    seen: list = []
+    with events.record_launches(outer):
+        config(out, x, 1.0, 0.0)
+        with events.record_launches(inner):
+            for _ in range(3):
+                config(out, x, 1.0, 0.0)
+            with events.subscribe("launch_after", seen.append):  # the Python path meanwhile
+                config(out, x, 2.0, 0.0)
+            config(out, x, 1.0, 0.0)
+        config(out, x, 1.0, 0.0)
+    assert (len(outer), len(inner), len(seen)) == (7, 5, 1)
+    assert inner == outer[1:6]  # the same entries, shared
+    assert seen[0].shapes == ((64,), (64,), (), ())
+
+
+def test_configurations_sharing_a_launcher_record_into_the_current_recorder_only(cpu):
+    # two configurations of one specialisation share its native launcher; arming it for one
+    # must neither revive the other's launcher of an earlier recorder nor its plain one
+    x = np.arange(512, dtype=np.float32)
+    out = np.zeros_like(x)
+    wide, narrow, third = axpb[2, 256], axpb[4, 128], axpb[8, 64]
+    for config in (wide, narrow, third):
+        _warm(config, out, x, 1.0, 0.0)
+    for round_ in range(3):
+        log: list = []
+        with events.record_launches(log):
+            for k in range(4):
+                wide(out, x, float(k), 0.0)
+                narrow(out, x, float(k), 1.0)
+            third(out, x, 2.0, 0.0)  # bound plainly before: must not launch unrecorded
+        assert [(entry[0].grid, entry[0].block) for entry in log] == \
+            [(2, 256), (4, 128)] * 4 + [(8, 64)], round_
+        assert np.array_equal(out, 2 * x)
+    wide(out, x, 1.0, 0.0)
+    narrow(out, x, 1.0, 0.0)
+    assert len(log) == 9  # after the last block: nothing recorded
+
+
+def test_a_kernel_raising_through_a_recording_launcher_is_recorded_with_its_error(cpu):
+    @cuda.jit(debug=True, opt=False)
+    def checked(out, i):
+        if i >= out.size:
+            raise ValueError("i is past the end")
+        out[i] = 1.0
+
+    out = np.zeros(4, np.float32)
+    config = checked[1, 1]
+    _warm(config, out, 1)
+    log: list = []
+    with events.record_launches(log):
+        config(out, 2)  # declined by the plain launcher: binds the recording one
+        config(out, 0)
+        with pytest.raises(ValueError, match="past the end"):
+            config(out, 10)
+        config(out, 3)
+    assert out.tolist() == [1, 1, 1, 1]
+    errors = [entry[4] for entry in log]
+    assert errors[:2] == ["", ""] and errors[3] == ""
+    assert errors[2].startswith("KernelValueError") and "i is past the end" in errors[2]
+
+
+def test_a_failed_launch_on_the_python_path_is_recorded(cpu):
+    x = np.arange(8, dtype=np.float32)
+    log: list = []
+    with events.record_launches(log):
+        with pytest.raises(gpunb.LaunchError, match="block"):
+            axpb[1, 4096](np.zeros_like(x), x, 1.0, 0.0)
+    assert len(log) == 1 and log[0][4].startswith("LaunchError")
+    assert log[0][0].block == 4096 and log[0][0].shape_at is None  # every argument's shape
+    assert launch_event(log[0]).shapes == ((8,), (8,), (), ())
+
+
+def test_record_launches_wants_a_list():
+    with pytest.raises(TypeError, match="expected a list"):
+        events.record_launches(print)
+    recorder = events.record_launches([])
+    recorder.stop()
+    recorder.stop()  # twice is fine
+    assert not recorder.active and events.launch_recorders == ()
+
+
+@pytest.fixture
+def gpu():
+    gpunb.set_target("cuda")
+    yield
+    gpunb.set_target(None)
+
+
+@pytest.mark.gpu
+def test_gpu_recorded_launches_go_native_and_compute_right(gpu, observed_calls):
+    from gpunb.backends.cuda import driver
+
+    x = cuda.to_device(np.arange(1000, dtype=np.float32))
+    out = cuda.device_array(1000, np.float32)
+    config = axpb[4, 256]
+    _warm(config, out, x, np.float32(2), np.float32(1))
+    log: list = []
+    with events.record_launches(log):
+        for k in range(50):
+            config(out, x, np.float32(k), np.float32(1))
+        native = config._native[0]
+    assert observed_calls == []
+    assert getattr(native, "__qualname__", "").startswith("recording_launcher")
+    assert driver.last_launch[0] == "axpb"
+    assert np.array_equal(out.copy_to_host(), np.arange(1000, dtype=np.float32) * 49 + 1)
+    assert len(log) == 50 and all(entry[4] == "" for entry in log)
+    assert {launch_event(entry).shapes for entry in log} == {((1000,), (1000,), (), ())}
+    assert {(entry[0].grid, entry[0].block, entry[0].target) for entry in log} == \
+        {(4, 256, "cuda")}
