@@ -1,4 +1,4 @@
-"""config.cache_dir() without GPUNB_CACHE_DIR: the Linux fast path must give platformdirs' answer."""
+"""config.cache_dir() without GPUNB_CACHE_DIR: the Linux fast path gives platformdirs' answer."""
 
 from __future__ import annotations
 
