@@ -131,7 +131,7 @@ def _patch_pipeline(module) -> None:
 
 def _patch_slow_path(module) -> None:
     module._specialization = _timed("argument packer", module._specialization)
-    module.build_specialization = _timed("slow path: the rest (cache object, arch, ...)",
+    module.build_specialization = _timed("slow path: rest (cache object, arch)",
                                          module.build_specialization)
 
 
