@@ -116,6 +116,7 @@ def median_report(title: str, runs: list, report) -> None:
                    for run in runs]
         phases[name] = {k: med([e[k] for e in entries]) for k in ("ms", "import_ms", "modules")}
     data = {"total_ms": med([r["total_ms"] for r in runs]), "phases": phases,
+            "cpu_ms": med([r["cpu_ms"] for r in runs]),
             **{k: med([r[k] for r in runs]) for k in ("gc_count", "gc_ms", "import_ms",
                                                       "modules")}}
     totals = ", ".join(f"{r['total_ms']:.1f}" for r in runs)
