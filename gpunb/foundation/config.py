@@ -101,7 +101,7 @@ def _linux_user_cache_dir() -> str | None:
     """platformdirs' user cache dir on Linux in its two plain cases (XDG_CACHE_HOME absolute,
     else an absolute HOME's ~/.cache), without importing platformdirs: its import (tempfile,
     urllib...) cost a process's first disk-cache hit ~5 ms. None: ask platformdirs.
-    tests/foundation/test_config.py checks both cases against platformdirs."""
+    tests/foundation/test_config_cache_dir.py checks both cases against platformdirs."""
     if not sys.platform.startswith("linux"):
         return None
     xdg = os.environ.get("XDG_CACHE_HOME", "")

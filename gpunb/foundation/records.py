@@ -7,7 +7,7 @@ process imports. `record` lets dataclasses generate only what must be specialise
 the frozen __setattr__/__delattr__) and gives __eq__, __hash__ and __repr__ as shared functions
 over the class's fields. The result is a real dataclass (fields(), replace(), is_dataclass(),
 pickling, FrozenInstanceError) that compares, hashes and prints as `@dataclass(frozen=True,
-slots=True)` does (tests/foundation/test_records.py checks each against it).
+slots=True)` does (tests/foundation/test_record_classes.py checks each against it).
 """
 
 from __future__ import annotations
