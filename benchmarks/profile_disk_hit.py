@@ -1,63 +1,61 @@
-"""Where a disk-cache hit's milliseconds go in a new process (cProfile of the first launch).
+"""Where a disk-cache hit's milliseconds go in a new process: a per-phase breakdown.
 
-    python -m benchmarks.profile_disk_hit
+    python -m benchmarks.profile_disk_hit                  # on a GPU machine
+    python -m benchmarks.profile_disk_hit --repeat 7       # median of 7 fresh processes per phase
+    python -m benchmarks.profile_disk_hit --fake-driver    # anywhere: the host's share, on the
+                                                           # runtime tests' simulated driver
+    python -m benchmarks.profile_disk_hit --cpu            # the CPU target's disk hit
+    python -m benchmarks.profile_disk_hit --prof           # and the 30 costliest functions
 
-Compiles a small kernel into a fresh cache directory in one process, then, in a second process
-with the CUDA context already created, profiles the first launch (fingerprint, lookup, cubin load,
-packing, launch) and prints the 30 most expensive functions by cumulative time.
+Compiles a small kernel into a fresh cache directory in one process, then, in new processes
+with the CUDA context already created and the kernel's module imported (as
+benchmarks/bench_startup.py's "disk-cache hit" row does), times the first launch and prints
+each phase (benchmarks/breakdown.py: fingerprint, cache lookup with the entry's read, loading
+the cubin, the argument packer, the rest), the imports inside each and the garbage
+collector's pauses, and the cache's own event (which must say "hit (disk)").
 """
 
 from __future__ import annotations
 
+import compileall
+import json
 import os
 import subprocess
 import sys
 import tempfile
-import textwrap
 
-KERNEL = textwrap.dedent("""
-    from gpunb import cuda
-
-    @cuda.jit
-    def scale(out, x, a):
-        i = cuda.grid(1)
-        if i < out.size:
-            out[i] = x[i] * a
-""")
-
-SECOND = textwrap.dedent("""
-    import cProfile, pstats, sys, time
-    import numpy as np
-    from gpunb import cuda
-    from gpunb.backends.cuda import driver
-    driver.current_device()
-    x = cuda.to_device(np.ones(1024, np.float32)); out = cuda.device_array(1024, np.float32)
-    profiler = cProfile.Profile()
-    start = time.perf_counter()
-    profiler.enable()
-    import kernels_mod
-    kernels_mod.scale[4, 256](out, x, np.float32(2.0))
-    driver.synchronize()
-    profiler.disable()
-    print(f"first launch from the disk cache: {(time.perf_counter() - start) * 1e3:.1f} ms")
-    print(kernels_mod.scale.cache_info()[0]["event"])
-    pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
-""")
+from benchmarks.profile_cold import CHILD, KERNEL, REPO, child_env, median_report, repeat_option
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    mode = "cpu" if "--cpu" in argv else "cuda"
+    fake = "1" if "--fake-driver" in argv else "0"
+    profile = "1" if "--prof" in argv else "0"
+    repeat = repeat_option(argv)
+    compileall.compile_dir(os.path.join(REPO, "gpunb"), quiet=1)
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "kernels_mod.py"), "w") as f:
             f.write(KERNEL)
-        env = dict(os.environ, GPUNB_CACHE_DIR=os.path.join(tmp, "cache"), GPUNB_TARGET="cuda",
-                   PYTHONPATH=os.pathsep.join([tmp, os.environ.get("PYTHONPATH", "")]))
-        first = ("import numpy as np, kernels_mod\nfrom gpunb import cuda\n"
-                 "kernels_mod.scale[1, 32](cuda.device_array(32, np.float32), "
-                 "cuda.to_device(np.ones(32, np.float32)), np.float32(1))\n")
-        subprocess.run([sys.executable, "-c", first], env=env, check=True)
-        subprocess.run([sys.executable, "-c", SECOND], env=env, check=True)
+        env = child_env(tmp, cache=True, warmup="--no-warmup" not in argv)
+        # the first process compiles and stores the entry (and the toolchain stamp)
+        subprocess.run([sys.executable, "-c", CHILD, mode, "0", "1", fake], env=env, check=True,
+                       capture_output=True)
+        if repeat == 1:
+            subprocess.run([sys.executable, "-c", CHILD.replace(
+                "cold compile + first launch", "first launch from the disk cache"),
+                mode, profile, "0", fake], env=env, check=True)
+            return 0
+        runs = []
+        for _ in range(repeat):
+            out = subprocess.run([sys.executable, "-c", CHILD, mode, "0", "1", fake], env=env,
+                                 check=True, capture_output=True, text=True).stdout
+            runs.append(json.loads(out.strip().splitlines()[-1]))
+    from benchmarks.breakdown import report
+
+    median_report(f"first launch from the disk cache ({mode}"
+                  f"{', simulated driver' if fake == '1' else ''})", runs, report)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

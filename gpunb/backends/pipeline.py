@@ -13,16 +13,16 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from gpunb.foundation import events
 from gpunb.foundation import types as t
 from gpunb.foundation.artifact import KernelArtifact
 from gpunb.foundation.events import CompileEvent, EventKind, Stage
+from gpunb.foundation.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Compilation:
     """What compile() produced up to the stage it stopped after."""
 

@@ -32,7 +32,6 @@ import errno
 import json
 import os
 import re
-import socket
 import threading
 from collections import namedtuple
 
@@ -48,7 +47,13 @@ _MAX_LOCK_BYTES = 4096
 
 def host_tag() -> str:
     """This host's name, reduced to characters that are safe in a file name."""
-    name = re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname() or "host")
+    if hasattr(os, "uname"):  # what socket.gethostname() answers on POSIX, without importing
+        hostname = os.uname().nodename  # socket (its enums cost a first compile ~3 ms)
+    else:
+        import socket
+
+        hostname = socket.gethostname()
+    name = re.sub(r"[^A-Za-z0-9.-]", "_", hostname or "host")
     return name[:64] or "host"
 
 

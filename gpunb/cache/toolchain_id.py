@@ -9,7 +9,6 @@ data only decides whether to ask again, never what goes into a key.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -32,13 +31,13 @@ def _compiler_sources() -> tuple[str, list[str]]:
     return root, paths
 
 
-def compiler_digest(stamp: dict | None = None) -> str:
+def compiler_digest(stamp: dict | None = None, changed: list | None = None) -> str:
     """Digest of gpunb's compiler sources: an edit to the compiler invalidates its artifacts.
 
     gpunb's version string alone would keep stale artifacts across development edits; the sources
     (foundation/, compiler/ and backends/: everything that decides what an artifact contains)
     are ~400 KB, ~3 ms to hash, so a stamp whose per-file (size, mtime_ns) all still match is
-    trusted instead.
+    trusted instead. A recomputed digest is written into `stamp` and `changed` gets True.
     """
     root, paths = _compiler_sources()
     stats = [_stat(p) for p in paths]
@@ -56,6 +55,8 @@ def compiler_digest(stamp: dict | None = None) -> str:
     value = h.hexdigest()
     if stamp is not None:
         stamp["compiler"] = {"stat": stats, "value": value}
+        if changed is not None:
+            changed.append(True)
     return value
 
 
@@ -97,6 +98,8 @@ def _write_stamp(directory: str | None, data: dict) -> None:
 
 
 def _llvmlite_library() -> str | None:
+    import importlib.util
+
     spec = importlib.util.find_spec("llvmlite")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -137,13 +140,14 @@ def toolchain_identity(target: str, directory: str | None = None,
     from gpunb.foundation.version import VERSION
 
     stamp = _read_stamp(directory)
-    before = json.dumps(stamp, sort_keys=True)
-    identity = {"gpunb": VERSION, "compiler": compiler_digest(stamp)}
+    changed: list = []  # a True for each fact asked again (the stamp is then rewritten)
+    identity = {"gpunb": VERSION, "compiler": compiler_digest(stamp, changed)}
     if "llvmlite.binding" in sys.modules:
         identity["llvm"] = _toolchain().llvm_version()
     else:
-        identity["llvm"], _ = _remembered(stamp, "llvm", _stat(_llvmlite_library() or ""),
-                                          lambda: _toolchain().llvm_version())
+        identity["llvm"], asked = _remembered(stamp, "llvm", _stat(_llvmlite_library() or ""),
+                                              lambda: _toolchain().llvm_version())
+        changed.append(asked)
     if target == "cuda":
         libdevice = stamp.get("libdevice")
         path = libdevice.get("stat", [None])[0] if isinstance(libdevice, dict) else None
@@ -158,7 +162,8 @@ def toolchain_identity(target: str, directory: str | None = None,
                 path = ""
             stamp["libdevice"] = {"stat": _stat(path) if path else None,
                                   "env": _libdevice_search_env(), "value": identity["libdevice"]}
-    if write and json.dumps(stamp, sort_keys=True) != before:
+            changed.append(True)
+    if write and any(changed):  # (comparing JSON dumps of the stamp cost a disk hit ~1 ms)
         _write_stamp(directory, stamp)
     _identity_memo[memo_key] = identity
     return dict(identity)

@@ -12,14 +12,14 @@ import ast
 import inspect
 import linecache
 import textwrap
-from dataclasses import dataclass
 
 from gpunb.compiler import source_recovery
 from gpunb.compiler.folding import fold_constants
 from gpunb.foundation.errors import CompileError, SourceLocation
+from gpunb.foundation.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class KernelSource:
     """The located AST of one Python function that will become GPU code."""
 

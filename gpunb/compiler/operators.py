@@ -11,7 +11,6 @@ import ast
 
 from llvmlite import ir
 
-from gpunb.compiler import complexmath, lowfloat
 from gpunb.compiler import datamodel as dm
 from gpunb.foundation import types as t
 
@@ -21,6 +20,10 @@ def cast(b: ir.IRBuilder, value, src: t.Type, dst: t.Type):
     if src == dst or value is None:
         return value
     if isinstance(src, (t.BFloat16, t.FP8)) or isinstance(dst, (t.BFloat16, t.FP8)):
+        # imported here (and below): a kernel without bf16/fp8/complex powers never loads
+        # lowfloat or complexmath on its cold compile
+        from gpunb.compiler import lowfloat
+
         return lowfloat.convert(b, value, src, dst)
     if isinstance(dst, t.Boolean):
         return truth(b, value, src)
@@ -143,6 +146,8 @@ def binary(b: ir.IRBuilder, op, x, y, ty: t.Type, math_call, rhs_type: t.Type | 
     if isinstance(ty, t.Complex):
         return complex_binary(b, op, x, y, ty, math_call, rhs_const)
     if isinstance(ty, t.BFloat16):
+        from gpunb.compiler import lowfloat
+
         return lowfloat.bf16_binary(b, _BF16_OPS[type(op)], x, y)
     if isinstance(ty, t.Float):
         return float_binary(b, op, x, y, ty, math_call, rhs_type, rhs_const)
@@ -328,6 +333,8 @@ def complex_binary(b: ir.IRBuilder, op, x, y, ty: t.Complex, math_call, rhs_cons
     a, bi = b.extract_value(x, 0), b.extract_value(x, 1)
     c, d = b.extract_value(y, 0), b.extract_value(y, 1)
     if isinstance(op, ast.Pow):
+        from gpunb.compiler import complexmath
+
         f = complexmath.FloatOps(b, math_call, ty.component)
         re, im = complexmath.power(f, (a, bi), (c, d), rhs_const)
         return make_complex(b, re, im, ty)

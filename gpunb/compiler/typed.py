@@ -13,11 +13,11 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from gpunb.compiler.frontend import KernelSource
 from gpunb.foundation import types as t
+from gpunb.foundation.records import record
 
 
 class Feature(str, enum.Enum):
@@ -44,7 +44,7 @@ class JoinKind(str, enum.Enum):
     EXIT = "exit"  # after a loop: the header's exit, the else clause and every break
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Var:
     """One SSA value of a local variable: a definition, a parameter or a phi."""
 
@@ -63,14 +63,14 @@ class Var:
 # ---- resolved calls -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Const:
     """An argument bound at compile time (a parameter's default value)."""
 
     value: object
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpuCall:
     """A call of a GPU function or an inner function: its own typed body, called (or inlined);
     a call of the function from its own body has a RecursiveRef as callee."""
@@ -106,7 +106,7 @@ class RecursiveRef:
         return self._target
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BuiltinCall:
     """A call of an intrinsic, math function or Python builtin; `data` is the builtin's own
     frozen fact (an array spec, a print format, a folded dimension count...)."""
@@ -118,7 +118,7 @@ class BuiltinCall:
     data: object = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class BuiltinValue:
     """A builtin read as a value (cuda.threadIdx.x, cuda.warpsize)."""
 
@@ -126,7 +126,7 @@ class BuiltinValue:
     result: t.Type
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Cast:
     """np.float32(x), int(x), a numpy scalar type or Python type called on one number."""
 
@@ -139,7 +139,7 @@ class Cast:
         return self.target
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Typed:
     """What a builtin's typing returns when it has a fact for lowering besides the result."""
 
@@ -150,7 +150,7 @@ class Typed:
 # ---- loop plans ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RangeSource:
     """range(stop) / range(start, stop) / range(start, stop, step): the argument nodes once."""
 
@@ -161,7 +161,7 @@ class RangeSource:
     step_value: int | None = None  # the step when it is a compile-time constant
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ArraySource:
     """A 1-d array's elements (or an n-d array's rows, as views)."""
 
@@ -169,7 +169,7 @@ class ArraySource:
     item: t.Type
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LoopPlan:
     """How a `for` loop runs, decided once by inference.
 
@@ -195,7 +195,7 @@ class LoopPlan:
 # ---- index plans --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class IntIndex:
     """An integer index: the node's value, or item `position` of a tuple-valued node (a[idx]
     with idx = (i, j) indexes two axes)."""
@@ -205,14 +205,14 @@ class IntIndex:
     position: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SliceIndex:
     lower: ast.AST | None  # None also for a None bound (a[None:3])
     upper: ast.AST | None
     step: ast.AST | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class IndexPlan:
     """An array subscript: one part per indexed axis, `...` already expanded."""
 
@@ -223,7 +223,7 @@ class IndexPlan:
         return all(isinstance(p, IntIndex) for p in self.parts)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RaiseSite:
     """A `raise` (or, with debug=True, an `assert`): the builtin class's name and the message."""
 
@@ -238,7 +238,7 @@ def frozen(mapping: dict) -> Mapping:
     return MappingProxyType(dict(mapping))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class TypedFunction:
     """Inference's result for one function and one tuple of argument types."""
 

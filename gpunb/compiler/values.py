@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from gpunb.foundation import types as t
 from gpunb.foundation.pyobjects import MISSING
+from gpunb.foundation.records import record
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(eq=False)
 class PyValue(t.Type):
     """A compile-time Python object (module, GPU function, intrinsic, type, builtin function)."""
 
@@ -40,7 +40,7 @@ class PyValue(t.Type):
         return id(self.obj)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ConstValue(t.Type):
     """A parameter bound to a compile-time value at its call site (numba's Literal types): a
     device function that needs an argument as a constant (cuda.shared.array(n, dtype) with n a

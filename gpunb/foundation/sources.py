@@ -33,7 +33,6 @@ def debug_source_path(filename: str) -> str:
     notebook cell (text only in linecache) a copy of the text under the cache directory, named by
     its content (`<cache>/sources/<sha1>.py`), so Nsight Compute and nvdisasm can show the
     source of a cell's kernel. Falls back to `filename` when the text or the folder is missing."""
-    import hashlib
     import linecache
     import os
 
@@ -48,6 +47,8 @@ def debug_source_path(filename: str) -> str:
     if not os.path.isfile(filename):
         text = "".join(linecache.getlines(filename))
         if text:
+            import hashlib  # only here: loading OpenSSL costs a file-backed kernel ~3 ms
+
             digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:20]
             folder = os.path.join(config.cache_dir(), "sources")
             candidate = os.path.join(folder, f"{digest}.py")

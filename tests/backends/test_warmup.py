@@ -39,7 +39,7 @@ CHILD = textwrap.dedent("""
             break
         time.sleep(0.05)
     scale[1, 64](out, x, np.float32(2))  # a second compile starts nothing new
-    print(before, sorted(warmup._started), warmup.done)
+    print(before, sorted(warmup._started), sorted(warmup.done))
 """)
 
 

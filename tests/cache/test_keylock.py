@@ -140,3 +140,11 @@ def test_temp_names_carry_host_and_pid(tmp_path, monkeypatch):
     prefix = f".tmp-{keylock.host_tag()}-{os.getpid()}-"
     assert name.startswith(prefix)
     assert len(name) >= len(prefix) + 6, "a random part follows host and pid"
+
+
+def test_host_tag_is_the_sanitised_hostname():
+    import re
+    import socket
+
+    expected = re.sub(r"[^A-Za-z0-9.-]", "_", socket.gethostname() or "host")[:64] or "host"
+    assert keylock.host_tag() == expected

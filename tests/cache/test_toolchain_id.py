@@ -61,3 +61,18 @@ def test_a_stale_stamp_asks_again(tmp_path):
 def test_host_arch_names_cpu_and_features():
     triple, cpu, features = toolchain_id.host_arch().split("/")
     assert "-" in triple and cpu and len(features) == 12
+
+
+def test_stamp_rewritten_only_when_a_fact_was_asked_again(tmp_path):
+    _probe("cuda", tmp_path)
+    path = tmp_path / "toolchain.json"
+    os.utime(path, ns=(1, 1))  # a rewrite would move the mtime
+    _probe("cuda", tmp_path)
+    assert path.stat().st_mtime_ns == 1
+    stamp = json.loads(path.read_text())
+    stamp["llvm"]["stat"][1] += 1
+    path.write_text(json.dumps(stamp))
+    os.utime(path, ns=(1, 1))
+    _probe("cuda", tmp_path)
+    assert path.stat().st_mtime_ns != 1
+    assert json.loads(path.read_text())["llvm"]["stat"][1] == stamp["llvm"]["stat"][1] - 1

@@ -32,38 +32,73 @@ class Builtin:
         raise low.error(node, f"{self.name} is not a value")
 
 
-_TABLE: dict | None = None
+# Which modules' tables hold the keys of each prefix (the first prefix that matches a key wins).
+# A compile loads only the groups its kernel names: a small kernel that calls cuda.grid never
+# imports the bfloat16, complex, numpy-ufunc or reduction tables (about a tenth of a cold
+# compile's imports). tests/compiler/test_builtin_groups.py checks that the groups together are
+# exactly the whole table, entry for entry.
+_GROUPS = (
+    ("cuda.bf16.", ("bf16funcs",)),
+    ("cuda.fp16.", ("complexfuncs",)),
+    ("cuda.atomic.", ("atomics",)),
+    ("cuda.cg.", ("groups",)),
+    ("cuda.", ("cuda_intrinsics", "warp", "cache_hints")),
+    ("cmath.", ("complexfuncs",)),
+    ("math.", ("mathfuncs",)),
+    ("operator.", ("operator_funcs",)),
+    ("builtins.", ("pybuiltins", "complexfuncs", "printing")),
+    ("numpy.", ("mathfuncs", "pybuiltins", "reductions", "ufuncs")),
+)
+# the whole table's order of assembly: a later module's entry replaces an earlier one's
+_ORDER = ("cuda_intrinsics", "atomics", "mathfuncs", "pybuiltins", "warp", "groups",
+          "complexfuncs", "operator_funcs", "cache_hints", "reductions", "bf16funcs",
+          "printing", "ufuncs")
+_loaded: dict = {}  # group prefix -> its part of the table
+
+
+def _module_part(name: str, table: dict) -> dict:
+    """Module `name`'s entries; ufuncs wraps the scalar entries already in `table`."""
+    import importlib
+
+    module = importlib.import_module(f"gpunb.compiler.builtins.{name}")
+    if name == "printing":
+        return {"builtins.print": module.Print()}
+    if name == "ufuncs":  # numpy ufuncs: array forms around the scalar ones
+        return module.wrap(table)
+    return module.BUILTINS
+
+
+def _group_of(key: str) -> str | None:
+    for prefix, _ in _GROUPS:
+        if key.startswith(prefix):
+            return prefix
+    return None
+
+
+def _group(prefix: str) -> dict:
+    """The entries whose keys belong to group `prefix` (built at its first lookup)."""
+    part = _loaded.get(prefix)
+    if part is None:
+        modules = dict(_GROUPS)[prefix]
+        part = {}
+        for name in sorted(modules, key=_ORDER.index):
+            part.update((k, v) for k, v in _module_part(name, part).items()
+                        if _group_of(k) == prefix)
+        _loaded[prefix] = part
+    return part
 
 
 def _table() -> dict:
-    global _TABLE
-    if _TABLE is None:
-        from gpunb.compiler.builtins import (
-            atomics,
-            bf16funcs,
-            cache_hints,
-            complexfuncs,
-            cuda_intrinsics,
-            groups,
-            mathfuncs,
-            operator_funcs,
-            printing,
-            pybuiltins,
-            reductions,
-            ufuncs,
-            warp,
-        )
+    """The whole table, every group loaded (listings and tests; lookups load one group)."""
+    table: dict = {}
+    for prefix, _ in _GROUPS:
+        table.update(_group(prefix))
+    return table
 
-        table: dict = {}
-        for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
-                     pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS,
-                     complexfuncs.BUILTINS, operator_funcs.BUILTINS, cache_hints.BUILTINS,
-                    reductions.BUILTINS, bf16funcs.BUILTINS):
-            table.update(part)
-        table["builtins.print"] = printing.Print()
-        table.update(ufuncs.wrap(table))  # numpy ufuncs: array forms around the scalar ones
-        _TABLE = table
-    return _TABLE
+
+def _lookup(key: str):
+    prefix = _group_of(key)
+    return None if prefix is None else _group(prefix).get(key)
 
 
 _PY_BUILTIN_IDS = {id(getattr(_py_builtins, n)): n for n in
@@ -105,4 +140,4 @@ def find_builtin(obj) -> Builtin | None:
         from gpunb.compiler.builtins.libdevice import builtin_for
 
         return builtin_for(obj)
-    return _table().get(key)
+    return _lookup(key)
