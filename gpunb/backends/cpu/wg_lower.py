@@ -8,7 +8,8 @@ condition is evaluated in a region by every thread into one block slot, and thei
 regions of their own (loop fission).
 
 A local variable touched in more than one region (or written in one region and read in another)
-lives in a per-thread array in a per-block scratch buffer, indexed by the thread's linear id;
+lives in a per-thread array in the block's scratch buffer (allocated once per host thread and
+launch by the runner, reused by each block it runs), indexed by the thread's linear id;
 one touched in a single region (or written only at block level, like the arguments) stays a
 scalar that LLVM keeps in registers. Which is which is learnt by lowering twice: the first pass
 records where each variable is touched, the second lowers with that layout.
