@@ -4,8 +4,10 @@ First rows: the same work written for numba's multicore CPU JIT (njit_figures.py
 CPU target running the GPU kernel, at the issue-17 sizes (4M-element shared-memory reduction,
 256^3 shared-memory tiled matmul, 4M saxpy). Both are timed in this process, alternately, and the
 best of several runs is kept (the development machine is shared: the minimum is the figure least
-disturbed by other load). The note gives the coroutine path's time for the same kernel
-(cpu_mode="coroutine", what every barrier kernel ran as before work-group loops).
+disturbed by other load). The same kernels compiled without bounds checks (GPUNB_BOUNDSCHECK=0)
+run in the same alternation, so the note's "without bounds checks" figure is what the checks
+cost under the same conditions. The note also gives the coroutine path's time for the same
+kernel (cpu_mode="coroutine", what every barrier kernel ran as before work-group loops).
 
 Then gpunb vs numba's simulator (NUMBA_ENABLE_CUDASIM=1): gpunb runs each figure here, compiled,
 over the whole grid: median of several launches after a warm-up that compiles. The simulator runs
@@ -64,13 +66,18 @@ def _njit_row(figure: str, n: int, limit: float, workdir: Path, repeats: int) ->
     nj_run, nj_check = njit_figures.prepare(figure, n)
     if not nj_check():
         raise AssertionError(f"njit reference: wrong result for {figure}")
-    gp_ms, nj_ms = [], []
+    # the same kernels without bounds checks, timed in the same alternation: what the checks
+    # cost is then the difference of two figures taken under the same conditions
+    plain = _variant_problem(figure, n, workdir, {"GPUNB_BOUNDSCHECK": "0"})
+    gp_ms, nj_ms, plain_ms = [], [], []
     for _ in range(repeats):
         gp_ms.append(_best_ms(lambda: problem.launch(problem.total), cuda.synchronize, 1))
         nj_ms.append(_best_ms(nj_run, lambda: None, 1))
-    coroutine = _variant_ms(figure, n, workdir, max(2, repeats // 3),
-                            {"GPUNB_CPU_MODE": "coroutine"})
-    unchecked = _variant_ms(figure, n, workdir, repeats, {"GPUNB_BOUNDSCHECK": "0"})
+        plain_ms.append(_best_ms(lambda: plain.launch(plain.total), cuda.synchronize, 1))
+    slow = _variant_problem(figure, n, workdir, {"GPUNB_CPU_MODE": "coroutine"})
+    coroutine = _best_ms(lambda: slow.launch(slow.total), cuda.synchronize,
+                         max(2, repeats // 3))
+    unchecked = min(plain_ms)
     gp, nj = min(gp_ms), min(nj_ms)
     ratio = gp / nj
     verdict = (f"met: {ratio:.2f}x njit" if ratio <= limit else
@@ -80,15 +87,22 @@ def _njit_row(figure: str, n: int, limit: float, workdir: Path, repeats: int) ->
                cell(gp, "{:.2f} ms", f"best of {repeats}; mode: {mode}; coroutine mode: "
                                      f"{coroutine:.1f} ms; without bounds checks: "
                                      f"{unchecked:.2f} ms; {config.cpu_threads()} threads"),
-               cell(nj, "{:.2f} ms", f"best of {repeats}"),
+               cell(nj, "{:.2f} ms", f"best of {repeats}; {_njit_threads()} threads"),
                na("CuPy has no CPU target"), f"gpunb <= {limit:g}x njit(parallel)", verdict,
                ("numba-cuda column: the same work for numba @njit(parallel=True) "
                 "(benchmarks/njit_figures.py), measured alternately with gpunb in this run",))
 
 
-def _variant_ms(figure: str, n: int, workdir: Path, repeats: int, env: dict) -> float:
-    """The same figure with kernels compiled under `env`: GPUNB_CPU_MODE=coroutine (the
-    pre-issue-17 way), GPUNB_BOUNDSCHECK=0 (what the default bounds checks cost)."""
+def _njit_threads() -> int:
+    import numba
+
+    return numba.get_num_threads()
+
+
+def _variant_problem(figure: str, n: int, workdir: Path, env: dict):
+    """The figure with kernels compiled (by a first launch) under `env`:
+    GPUNB_CPU_MODE=coroutine (the pre-issue-17 way), GPUNB_BOUNDSCHECK=0 (what the default
+    bounds checks cost)."""
     import os
 
     from benchmarks.kernelsrc import load_kernels
@@ -101,7 +115,9 @@ def _variant_ms(figure: str, n: int, workdir: Path, repeats: int, env: dict) -> 
         kernels = load_kernels("gpunb", workdir / tag)
         problem = prepare(figure, cuda, kernels, n)
         problem.launch(problem.total)
-        return _best_ms(lambda: problem.launch(problem.total), cuda.synchronize, repeats)
+        if not problem.check():
+            raise AssertionError(f"gpunb CPU target ({tag}): wrong result for {figure}")
+        return problem
     finally:
         for k, v in old.items():
             if v is None:

@@ -18,7 +18,9 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
   they are proven safe, coroutines elsewhere) or `coroutine` (always coroutines, as a race
   detector needs). The `cpu_mode` option of @cuda.jit overrides it. Default auto.
 - GPUNB_ARCH: compute capability for PTX when no GPU is present, sm_XX. Default sm_90.
-- GPUNB_CPU_THREADS: host threads that run blocks in parallel on the CPU target. Default: cores.
+- GPUNB_CPU_THREADS: host threads that run blocks in parallel on the CPU target. Default: the
+  CPUs this process may run on (its affinity mask, as numba's NUMBA_NUM_THREADS), not every
+  core of the host.
 - GPUNB_NOTICES: `0` silences one-line notices (target fallback, host copies). Default 1.
 - GPUNB_NATIVE_LAUNCH: `0` launches through cuda.bindings instead of gpunb's native
   cuLaunchKernel trampoline (backends/cuda/native_launch.py) and native launchers
@@ -181,7 +183,14 @@ def default_arch() -> tuple[int, int]:
 
 def cpu_threads() -> int:
     value = os.environ.get("GPUNB_CPU_THREADS")
-    return max(1, int(value)) if value else max(1, os.cpu_count() or 1)
+    if value:
+        return max(1, int(value))
+    # a process pinned to some cores (taskset, a container's cpuset) gets only those: more
+    # threads than that would take turns on them, each launch waiting for the slowest
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity API (macOS, Windows)
+        return max(1, os.cpu_count() or 1)
 
 
 def notices_enabled() -> bool:

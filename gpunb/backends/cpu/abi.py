@@ -31,7 +31,10 @@ CTX_BAR_EPOCH = 120  # i32: block barriers (and grid syncs)
 CTX_WARP_EPOCH = 124  # i32: warp synchronisations (syncwarp, shuffles, votes, matches)
 CTX_GRID_EPOCH = 128  # i32: grid syncs
 CTX_MASK = 132  # i32: the member mask of the warp collective this thread waits at
-CTX_SIZE = 136
+# work-group mode: the block's per-thread variable arrays (wg_lower.py), allocated by the runner
+# once per host thread and launch, not once per block
+CTX_SCRATCH = 136  # ptr
+CTX_SIZE = 144
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
 

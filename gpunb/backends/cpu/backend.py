@@ -117,7 +117,8 @@ class CpuBackend(Backend):
         target.mode_reason = why
         runner.emit_runner(builder.module, symbol, target.body, target.slot_types,
                            target.coroutine, cooperative="grid_sync" in features,
-                           workgroup=plan is not None)
+                           workgroup=plan is not None,
+                           scratch_per_thread=target.scratch_bytes_per_thread())
         return builder
 
     def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:

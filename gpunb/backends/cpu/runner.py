@@ -62,9 +62,11 @@ def _declare(module, name, ret, args):
 
 def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: list,
                 coroutine: bool, cooperative: bool = False,
-                workgroup: bool = False) -> ir.Function:
+                workgroup: bool = False, scratch_per_thread: int = 0) -> ir.Function:
     """The entry: per block, one body call per thread (coroutines), or one call per block whose
-    body loops over the threads itself (workgroup mode: the context carries threadIdx 0)."""
+    body loops over the threads itself (workgroup mode: the context carries threadIdx 0, and
+    `scratch_per_thread` bytes per thread of the block hold its per-thread variables: allocated
+    here once, reused by every block this host thread runs)."""
     fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), symbol)
     launch = fn.args[0]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -97,6 +99,9 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     ctxs = b.call(malloc, [ctx_bytes])
     b.call(memset, [ctxs, ir.Constant(dm.i8, 0), ctx_bytes, ir.Constant(dm.i1, 0)])
     handles = b.call(malloc, [b.mul(group_threads, _i64(8))]) if coroutine else None
+    scratch = None
+    if scratch_per_thread:
+        scratch = b.call(malloc, [b.mul(b.zext(nthreads, dm.i64), _i64(scratch_per_thread))])
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
     # launch runs this function on the same Launch)
@@ -138,6 +143,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 b.store(b.urem(tid, _i32(32)), _at(b, ctx, abi.CTX_LANE))
                 b.store(b.udiv(tid, _i32(32)), _at(b, ctx, abi.CTX_WARP))
                 b.store(tid, _at(b, ctx, abi.CTX_LINEAR))
+                if scratch is not None:
+                    b.store(scratch, _at(b, ctx, abi.CTX_SCRATCH))
                 b.store(_i32(abi.WAIT_NONE), _at(b, ctx, abi.CTX_WAIT_KIND))
                 for offset in (abi.CTX_BAR_EPOCH, abi.CTX_WARP_EPOCH, abi.CTX_GRID_EPOCH):
                     b.store(_i32(0), _at(b, ctx, offset))
@@ -153,21 +160,22 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         early = fn.append_basic_block("group.error")
         b.cbranch(stop, early, cont)
         b.position_at_end(early)
-        _free_all(b, free, shared, ctxs, handles)
+        _free_all(b, free, shared, ctxs, handles, scratch)
         b.ret_void()
         b.position_at_end(cont)
     b.branch(claim_bb)
     b.position_at_end(finish_bb)
-    _free_all(b, free, shared, ctxs, handles)
+    _free_all(b, free, shared, ctxs, handles, scratch)
     b.ret_void()
     return fn
 
 
-def _free_all(b, free, shared, ctxs, handles):
+def _free_all(b, free, shared, ctxs, handles, scratch=None):
     b.call(free, [shared])
     b.call(free, [ctxs])
-    if handles is not None:
-        b.call(free, [handles])
+    for block in (handles, scratch):
+        if block is not None:
+            b.call(free, [block])
 
 
 class _Scheduler:

@@ -147,7 +147,8 @@ class CpuTarget(Target):
 
     def _workgroup_prologue(self, low) -> None:
         """Block-wide values read once (so region loops see no memory behind them) and the
-        per-block scratch of per-thread arrays: one malloc, each array 16-byte aligned."""
+        bases of the per-thread arrays in the block's scratch (the runner allocates it once per
+        host thread and launch, `scratch_bytes_per_thread()` for each thread of the block)."""
         b, wg = low.builder, self.wg
         values = wg.block_values
         m = low.mb.module
@@ -166,15 +167,23 @@ class CpuTarget(Target):
         n = values["n"] = b.zext(n, dm.i64)
         if not self.wg_types:
             return
+        wg.scratch = b.load(_field(b, low.ctx, abi.CTX_SCRATCH), typ=dm.ptr)
+        wg.bases = [b.gep(wg.scratch, [b.mul(n, ir.Constant(dm.i64, off))], source_etype=dm.i8)
+                    for off in self._scratch_offsets()[0]]
+
+    def _scratch_offsets(self) -> tuple[list, int]:
+        """Each per-thread array's offset per thread of the block (16-byte aligned), and the
+        bytes of all of them for one thread."""
         td = host_target_machine().target_data
         offsets, total = [], 0
         for llty in self.wg_types:
             offsets.append(total)
             total += (llty.get_abi_size(td) + 15) // 16 * 16
-        wg.scratch = b.call(self.intrinsic(m, "malloc", dm.ptr, [dm.i64]),
-                            [b.mul(n, ir.Constant(dm.i64, total))])
-        wg.bases = [b.gep(wg.scratch, [b.mul(n, ir.Constant(dm.i64, off))], source_etype=dm.i8)
-                    for off in offsets]
+        return offsets, total
+
+    def scratch_bytes_per_thread(self) -> int:
+        """Work-group mode: the per-thread arrays' bytes for one thread of a block (0: none)."""
+        return self._scratch_offsets()[1] if self.wg is not None else 0
 
     def publish_thread(self, low) -> None:
         """Workgroup mode: write the current thread's ids into the context before code that
@@ -191,9 +200,6 @@ class CpuTarget(Target):
         b.store(b.udiv(linear, ir.Constant(dm.i32, 32)), _field(b, low.ctx, abi.CTX_WARP))
 
     def kernel_epilogue(self, low) -> None:
-        if self.wg is not None and self.wg.scratch is not None:
-            low.builder.call(self.intrinsic(low.mb.module, "free", dm.void, [dm.ptr]),
-                             [self.wg.scratch])
         if not self.coroutine:
             low.builder.ret_void()
             return

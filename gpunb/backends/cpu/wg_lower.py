@@ -8,7 +8,8 @@ condition is evaluated in a region by every thread into one block slot, and thei
 regions of their own (loop fission).
 
 A local variable touched in more than one region (or written in one region and read in another)
-lives in a per-thread array in a per-block scratch buffer, indexed by the thread's linear id;
+lives in a per-thread array in the block's scratch buffer (allocated once per host thread and
+launch by the runner, reused by each block it runs), indexed by the thread's linear id;
 one touched in a single region (or written only at block level, like the arguments) stays a
 scalar that LLVM keeps in registers. Which is which is learnt by lowering twice: the first pass
 records where each variable is touched, the second lowers with that layout.
@@ -58,6 +59,9 @@ class WorkGroupState:
         # while lowering a region's fast version (wg_hoist.py): what its test proved
         self.unchecked: frozenset = frozenset()  # (Subscript node, axis): no bounds check
         self.true_tests: frozenset = frozenset()  # conditions known to be true
+        # pointer -> layout index: every pointer made into a per-thread variable's array
+        # (wg_alias.py gives those arrays alias scopes of their own)
+        self.thread_pointers: dict = {}
 
 
 class WorkGroupLowerer(FunctionLowerer):
@@ -90,7 +94,7 @@ class WorkGroupLowerer(FunctionLowerer):
         if wg.thread is None:
             raise self.error(self.typed.source.tree, f"internal: per-thread variable {var} "
                              "read at block level")
-        return self._thread_element(index, dm.value_type(vt))
+        return self._thread_element(index, dm.value_type(vt), var)
 
     def join(self, node, kind: JoinKind) -> None:
         wg = self.wg
@@ -144,9 +148,12 @@ class WorkGroupLowerer(FunctionLowerer):
                 src, dst = (phi, shadow) if before else (shadow, phi)
                 b.store(b.load(src, typ=llty), dst)
 
-    def _thread_element(self, index: int, llty):
+    def _thread_element(self, index: int, llty, key=None):
         linear = self.builder.zext(self.wg.thread[3], dm.i64)
-        return self.builder.gep(self.wg.bases[index], [linear], source_etype=llty)
+        pointer = self.builder.gep(self.wg.bases[index], [linear], source_etype=llty)
+        if key is not None and not isinstance(key, tuple):  # a variable, not a local array
+            self.wg.thread_pointers[pointer] = index
+        return pointer
 
     def _put(self, var, value) -> None:
         """Store `value` into var's slot; at block level a per-thread var gets it in every
@@ -154,8 +161,13 @@ class WorkGroupLowerer(FunctionLowerer):
         index = self._per_thread(var)
         if index is not None and self.wg.thread is None:
             base, b = self.wg.bases[index], self.builder
-            self.loop_range(self.wg.block_values["n"], lambda i: b.store(
-                value, b.gep(base, [i], source_etype=value.type)), "wg.broadcast")
+
+            def store(i):
+                pointer = b.gep(base, [i], source_etype=value.type)
+                self.wg.thread_pointers[pointer] = index
+                b.store(value, pointer)
+
+            self.loop_range(self.wg.block_values["n"], store, "wg.broadcast")
             return
         slot = self.slot(var, writing=True)
         if slot is not None:
@@ -539,6 +551,9 @@ def lower_workgroup(typed: TypedFunction, make_target, plan: WorkGroupPlan, opti
     target.wg_types = types
     mb = WorkGroupModuleBuilder(target, options, typed.name)
     mb.lower_kernel(typed, symbol)
+    from gpunb.backends.cpu.wg_alias import tag_per_thread_scopes
+
+    tag_per_thread_scopes(mb.module, target.body, target.wg.thread_pointers, symbol)
     return mb
 
 

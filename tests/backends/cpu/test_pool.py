@@ -69,6 +69,27 @@ def test_index_error_on_a_pool_thread_names_the_thread(monkeypatch, threads):
     assert out.sum() == blocks * 64
 
 
+def test_late_workers_never_touch_a_finished_launch(monkeypatch):
+    """More pool threads than cores and launches short enough that the calling thread often
+    runs out of blocks before every worker has woken: it closes the job, and a worker that wakes
+    after that must skip it (the launch's memory is gone once the call returns). Every block
+    still runs exactly once, launch after launch, and after each launch the pool is closed with
+    no worker inside it."""
+    import ctypes
+
+    monkeypatch.setenv("GPUNB_CPU_THREADS", "12")
+    blocks = 70  # 70 x 64 threads: more than the small-launch limit, so the pool takes them
+    for _ in range(150):
+        counts = np.zeros(blocks, np.int32)
+        out = np.zeros(blocks * 64, np.int64)
+        count_blocks[blocks, 64](counts, out)
+        np.testing.assert_array_equal(counts, np.ones(blocks, np.int32))
+        np.testing.assert_array_equal(out, np.arange(out.size) * 2 + 1)
+        base = native_pool.host_pool().address
+        assert ctypes.c_int32.from_address(base + native_pool.OPEN).value == 0
+        assert ctypes.c_int32.from_address(base + native_pool.PENDING).value == 0
+
+
 def test_launches_from_several_python_threads(monkeypatch):
     monkeypatch.setenv("GPUNB_CPU_THREADS", "3")
     blocks, failures = 257, []
