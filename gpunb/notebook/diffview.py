@@ -6,8 +6,10 @@ added, runs of unchanged lines fold away. Debug directives (PTX `.loc`/`.file`, 
 `//##` line markers) and SASS addresses and encodings are left out of the comparison, because
 they change whenever the source moves and would drown the change in the code itself.
 
-Every inspector shown in this session remembers its report (`remember`), so `diff_view(kernel)`
-after a redefinition compares with what was shown before it.
+`diff_view(kernel)` after a redefinition compares with the definition the kernel's cell had
+before (jit/versions keeps the last few definitions of every name and compiles one again on
+demand), or - the kernel unchanged, a device function it calls redefined - with what an inspector
+showed before (every inspector shown in this session remembers its report, `remember`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,39 @@ def previous_of(report: KernelReport, tab: str) -> KernelReport | None:
     return None
 
 
+def previous_definition(kernel, after: KernelReport, tab: str) -> tuple | None:
+    """(report, where it was defined) of the newest earlier definition of `kernel`'s name whose
+    `tab` differs from `after`'s, built for the same argument types and arch; None if there is
+    none (never redefined, or every earlier definition gives the same code or cannot take these
+    argument types)."""
+    from gpunb.foundation.errors import GpunbError
+    from gpunb.jit import versions
+
+    mine = _texts(after.section(tab), tab)
+    for definition in versions.earlier_definitions(kernel):
+        try:
+            report = _revive(definition).inspect(after.signature, after.arch)
+        except GpunbError:
+            continue  # its parameters differ, or it never compiled: not comparable
+        if _texts(report.section(tab), tab) != mine:
+            return report, definition.where
+    return None
+
+
+def _revive(definition):
+    """The dispatcher of an earlier definition: the same object while it lives, else a new one
+    built from its function and options (compiled on demand, not kept)."""
+    alive = definition.dispatcher()
+    if alive is not None:
+        return alive
+    from gpunb.jit.dispatcher import Dispatcher
+
+    return Dispatcher(definition.py_func, device=definition.device, target=definition.target,
+                      inspection_arch=definition.inspection_arch,
+                      signatures=list(definition.signatures), _eager=False,
+                      **dict(definition.options))
+
+
 def comparable(text: str, tab: str) -> list[tuple[int, str]]:
     """(line number in the tab, text) of the lines a diff compares: no debug directives or blank
     lines; SASS without addresses and encodings."""
@@ -91,12 +126,20 @@ def diff_view(kernel, against=None, *, signature=None, arch: str | None = None,
     names = (after.arch, after.arch)
     if against is None:
         names = ("shown before", "now")
-        before = previous_of(after, tab)
+        found = None if isinstance(kernel, KernelReport) else \
+            previous_definition(kernel, after, tab)
+        if found is not None:
+            before, where = found
+            names = (f"previous definition ({where})", "now")
+        else:
+            before = previous_of(after, tab)
         if before is None:
             raise CompileError(
-                f"no earlier version of {after.name}'s {tab.upper()} for {after.arch} was shown "
-                "in this session", hint=f"show it (kernel.inspect()) before you redefine it, or "
-                f"compare with another arch: diff_view({after.name}, 'sm_80')")
+                f"no earlier version of {after.name}'s {tab.upper()} for {after.arch}: the "
+                "kernel was not redefined, and no other version was shown in this session",
+                hint=f"redefine it (run its cell again, edited), show it (kernel.inspect()) "
+                f"before you redefine a device function it calls, or compare with another "
+                f"arch: diff_view({after.name}, 'sm_80')")
     elif isinstance(against, str):
         before = kernel.inspect(signature, against) if not isinstance(kernel, KernelReport) \
             else None
