@@ -325,6 +325,19 @@ def test_unsupported_numpy_in_a_fused_function_points_at_its_line(shell, capsys)
     assert "gpunb/fusion" not in text  # the tracer's frames are not the user's story
 
 
+def test_python_error_in_a_fused_function_shows_the_users_frames_only(shell, capsys):
+    """An ordinary Python error in the fused function's body (a misspelt name): the call line
+    and the function's line, with Python's own message, and no frame of gpunb's tracer."""
+    run_cell(shell, "import numpy as np\nimport gpunb\nx = np.ones(8, np.float32)")
+    count = run_cell(shell, "@gpunb.fuse\ndef shifted(v):\n    return np.sin(v) + offst\n\n"
+                            "shifted(x)").execution_count
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "NameError: name 'offst' is not defined" in text
+    assert text.count(f"Cell In[{count}], line ") == 2  # the call, then the function's line
+    assert "return np.sin(v) + offst" in text and "shifted(x)" in text
+    assert "gpunb/fusion" not in text and "_plan_for" not in text and "trace(" not in text
+
+
 def test_python_error_in_gpukernel_cell_starts_at_the_cell_line(shell, capsys):
     run_cell(shell, "%%gpukernel\ndef k(out):\n    out[0] = 1.0\n\nvalue = 1\n"
                     "value + undefined_name")
