@@ -11,6 +11,7 @@ NAMES names). A definition still alive elsewhere (`old = saxpy`) is reused as it
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import weakref
 from collections import OrderedDict
 
@@ -29,6 +30,7 @@ class Definition:
     options: tuple  # (name, value) pairs of the checked jit options
     signatures: tuple  # declared signatures (numba's eager form)
     dispatcher: weakref.ref
+    serial: int  # definitions are numbered in the order they were made
 
     @property
     def where(self) -> str:
@@ -41,6 +43,7 @@ class Definition:
 
 _latest: OrderedDict = OrderedDict()  # key -> Definition of the newest dispatcher
 _earlier: dict = {}  # key -> [Definition, ...] oldest first
+_serials = itertools.count(1)
 
 
 def _key(dispatcher) -> tuple:
@@ -50,7 +53,8 @@ def _key(dispatcher) -> tuple:
 def _definition(dispatcher) -> Definition:
     return Definition(dispatcher.py_func, dispatcher.device, dispatcher.requested_target,
                       dispatcher.inspection_arch, tuple(dispatcher.options.items()),
-                      tuple(dispatcher.declared_signatures), weakref.ref(dispatcher))
+                      tuple(dispatcher.declared_signatures), weakref.ref(dispatcher),
+                      next(_serials))
 
 
 def note(dispatcher) -> None:
@@ -74,15 +78,28 @@ def _same_code(a: Definition, b: Definition) -> bool:
             and code_a.co_names == code_b.co_names and a.options == b.options)
 
 
-def earlier_definitions(dispatcher) -> list[Definition]:
-    """The definitions of this function's name before `dispatcher`, newest first ([] for a
-    function that cuda.jit did not make, or one forgotten)."""
+def _chain(dispatcher) -> tuple[list[Definition], int | None]:
+    """(the remembered definitions of its name, oldest first; the index of `dispatcher`'s)."""
     key = _key(dispatcher)
     chain = [*_earlier.get(key, []), *([_latest[key]] if key in _latest else [])]
     for k, definition in enumerate(chain):
         if definition.dispatcher() is dispatcher:
-            return chain[:k][::-1]
-    return []
+            return chain, k
+    return chain, None
+
+
+def earlier_definitions(dispatcher) -> list[Definition]:
+    """The definitions of this function's name before `dispatcher`, newest first ([] for a
+    function that cuda.jit did not make, or one forgotten)."""
+    chain, index = _chain(dispatcher)
+    return [] if index is None else chain[:index][::-1]
+
+
+def serial_of(dispatcher) -> int | None:
+    """When `dispatcher` was defined, in definition order (None: not made by cuda.jit, or
+    forgotten)."""
+    chain, index = _chain(dispatcher)
+    return None if index is None else chain[index].serial
 
 
 def forget() -> None:

@@ -8,8 +8,9 @@ they change whenever the source moves and would drown the change in the code its
 
 `diff_view(kernel)` after a redefinition compares with the definition the kernel's cell had
 before (jit/versions keeps the last few definitions of every name and compiles one again on
-demand), or - the kernel unchanged, a device function it calls redefined - with what an inspector
-showed before (every inspector shown in this session remembers its report, `remember`).
+demand), or - the kernel unchanged, a device function it calls redefined - with the kernel
+compiled against that function's previous definition, or with what an inspector showed before
+(every inspector shown in this session remembers its report, `remember`).
 """
 
 from __future__ import annotations
@@ -62,22 +63,68 @@ def previous_of(report: KernelReport, tab: str) -> KernelReport | None:
 
 
 def previous_definition(kernel, after: KernelReport, tab: str) -> tuple | None:
-    """(report, where it was defined) of the newest earlier definition of `kernel`'s name whose
-    `tab` differs from `after`'s, built for the same argument types and arch; None if there is
-    none (never redefined, or every earlier definition gives the same code or cannot take these
-    argument types)."""
+    """(report, what it was) of the newest earlier version of `kernel` whose `tab` differs from
+    `after`'s, built for the same argument types and arch: an earlier definition of the kernel
+    itself, else the kernel as it was before a GPU function it calls was last redefined (the
+    callee's earlier definition put in its place). None if there is none."""
     from gpunb.foundation.errors import GpunbError
-    from gpunb.jit import versions
 
     mine = _texts(after.section(tab), tab)
-    for definition in versions.earlier_definitions(kernel):
+    for build, label in _earlier_versions(kernel):
         try:
-            report = _revive(definition).inspect(after.signature, after.arch)
+            report = build().inspect(after.signature, after.arch)
         except GpunbError:
             continue  # its parameters differ, or it never compiled: not comparable
         if _texts(report.section(tab), tab) != mine:
-            return report, definition.where
+            return report, label
     return None
+
+
+def _earlier_versions(kernel):
+    """(make the dispatcher, label) of each earlier version, newest definition first."""
+    from gpunb.jit import versions
+
+    for definition in versions.earlier_definitions(kernel):
+        yield (lambda d=definition: _revive(d)), f"previous definition ({definition.where})"
+    func = kernel.py_func
+    defined = versions.serial_of(kernel) or 0
+    for name in _global_names(func.__code__):
+        callee = func.__globals__.get(name)
+        if callee is kernel or not getattr(type(callee), "__gpunb_function__", False):
+            continue
+        if (versions.serial_of(callee) or 0) < defined:
+            continue  # redefined before the kernel was: the kernel never used the earlier one
+        for definition in versions.earlier_definitions(callee)[:1]:
+            yield ((lambda n=name, d=definition: _with_global(kernel, n, _revive(d))),
+                   f"before {name} was redefined ({definition.where})")
+
+
+def _global_names(code) -> list[str]:
+    """Names a function's code (and the code nested in it) reads as globals, in order."""
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names.extend(_global_names(const))
+    return list(dict.fromkeys(names))
+
+
+def _with_global(kernel, name: str, value):
+    """A dispatcher of `kernel`'s code that sees `value` as the global `name` (in a copy of its
+    globals: the user's namespace is not touched)."""
+    import types
+
+    from gpunb.jit.dispatcher import Dispatcher
+
+    func = kernel.py_func
+    namespace = dict(func.__globals__)
+    namespace[name] = value
+    variant = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
+                                 func.__closure__)
+    variant.__qualname__ = func.__qualname__
+    return Dispatcher(variant, device=kernel.device, target=kernel.requested_target,
+                      inspection_arch=kernel.inspection_arch,
+                      signatures=list(kernel.declared_signatures), _eager=False,
+                      **dict(kernel.options))
 
 
 def _revive(definition):
@@ -129,8 +176,8 @@ def diff_view(kernel, against=None, *, signature=None, arch: str | None = None,
         found = None if isinstance(kernel, KernelReport) else \
             previous_definition(kernel, after, tab)
         if found is not None:
-            before, where = found
-            names = (f"previous definition ({where})", "now")
+            before, label = found
+            names = (label, "now")
         else:
             before = previous_of(after, tab)
         if before is None:

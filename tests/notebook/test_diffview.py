@@ -192,3 +192,55 @@ def test_a_kernel_never_redefined_has_no_previous_definition(cpu):
     kernel = _run_cell(ns, 50, "x[i] * a + y[i]")
     with pytest.raises(CompileError, match="was not redefined, and no other version was shown"):
         diff_view(kernel, signature=SIG)
+
+
+def _run_text(ns: dict, number: int, text: str) -> None:
+    filename = f"/tmp/ipykernel_diffview/cell{number}_{abs(hash(text))}.py"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    register_cell(filename, number)
+    exec(compile(text, filename, "exec"), ns)  # noqa: S102 - a notebook cell, as IPython runs it
+
+
+HELPER = "@cuda.jit(device=True)\ndef scale(x, a):\n    return {body}\n"
+CALLER = """\
+@cuda.jit
+def saxpy(out, x, y, a):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = scale(x[i], a) + y[i]
+"""
+
+
+def test_diff_after_a_device_function_it_calls_is_redefined(cpu):
+    """The kernel's cell unchanged, a device function it calls redefined in a later cell, never
+    inspected: the kernel compiled against the helper's previous definition is the 'before'."""
+    ns = {"cuda": cuda, "__name__": "__main__"}
+    _run_text(ns, 20, HELPER.format(body="x * a"))
+    _run_text(ns, 21, CALLER)
+    kernel = ns["saxpy"]
+    x = np.arange(8, dtype=np.float32)
+    kernel[1, 8](np.zeros_like(x), x, x, np.float32(2.0))
+    with pytest.raises(CompileError, match="was not redefined"):
+        diff_view(kernel, signature=SIG)  # nothing redefined yet
+    _run_text(ns, 22, HELPER.format(body="x * a * 2.0 + 1.0"))
+    new_scale = ns["scale"]
+    out = np.zeros_like(x)
+    kernel[1, 8](out, x, x, np.float32(2.0))
+    assert out[1] == 1 * 2 * 2 + 1 + 1  # the new helper runs
+    view = diff_view(kernel, signature=SIG)
+    assert view.names == ("before scale was redefined (Cell In[20], line 1)", "now")
+    assert view.before.source == view.after.source  # the kernel's own code did not change
+    added = [r[4] for r in view.rows() if r[0] in ("insert", "replace") and r[3]]
+    assert any("0f40000000" in line for line in added)  # the new helper's literal 2.0
+    assert ns["scale"] is new_scale and ns["saxpy"] is kernel  # the user's names untouched
+    kernel[1, 8](out, x, x, np.float32(2.0))
+    assert out[1] == 6  # and the kernel still runs the new helper
+
+
+def test_a_helper_redefined_before_the_kernel_existed_is_not_its_earlier_version(cpu):
+    ns = {"cuda": cuda, "__name__": "__main__"}
+    _run_text(ns, 30, HELPER.format(body="x * a"))
+    _run_text(ns, 31, HELPER.format(body="x * a + 1.0"))
+    _run_text(ns, 32, CALLER)
+    with pytest.raises(CompileError, match="was not redefined"):
+        diff_view(ns["saxpy"], signature=SIG)
