@@ -136,8 +136,14 @@ def test_gpucache_status_names_a_launch_that_failed_before_compiling(shell, caps
     # not "(not compiled: ...)": the launch, what failed and the user's line
     assert " launch failed " in row and f"{kind}: " in row and says in row, row
     assert f"(Cell In[{count}], line 3)" in row and "never launched" not in row
+    run_cell(shell, "%gpucache explain fill")  # the cache saw nothing: the failure is the news
+    explained = capsys.readouterr().out
+    assert "failed since its last successful launch:\n    launch failed for " in explained
+    assert f"{kind}: " in explained and says in explained
     run_cell(shell, "fill[1, 1](v)\nprint(v[0])")
     assert "1.0" in capsys.readouterr().out
+    run_cell(shell, "%gpucache explain fill")
+    assert "failed since" not in capsys.readouterr().out
     rows = _status_rows(shell, capsys, "fill")
     assert not any("failed" in r for r in rows) and any("float32[::1]" in r for r in rows)
 
@@ -363,3 +369,16 @@ def test_misspelt_names_in_kernels_get_did_you_mean(shell, capsys):
     run_cell(shell, "k[1, 4](np.zeros(4, np.float32))")
     text = "".join(capsys.readouterr())
     assert "did you mean 'grid'?" in text
+
+
+def test_did_you_mean_offers_names_gpu_code_can_use(shell, capsys):
+    """A misspelt builtin the kernel language has gets its name; an undefined helper is not
+    offered `help` (or another builtin no kernel can call)."""
+    shell.user_ns.update(np=np)
+    run_cell(shell, "%%gpukernel\ndef k(out):\n    for i in rnage(4):\n        out[i] = 1.0\n")
+    run_cell(shell, "k[1, 1](np.zeros(4, np.float32))")
+    assert "did you mean 'range'?" in "".join(capsys.readouterr())
+    run_cell(shell, "%%gpukernel\ndef h(out):\n    out[0] = helper(1.0)\n")
+    run_cell(shell, "h[1, 1](np.zeros(4, np.float32))")
+    text = "".join(capsys.readouterr())
+    assert "name 'helper' is not defined" in text and "did you mean" not in text
