@@ -69,7 +69,8 @@ def _with_failures(namespace: dict, records: list[dict]) -> list[dict]:
         gone = _failures_sent.pop(record_id)
         if record_id not in out:
             out[record_id] = {**gone, "cache": "failure gone",
-                              "why": "a later launch of it worked", "problem": ""}
+                              "why": "a later launch of it worked, or it was redefined",
+                              "problem": ""}
     for record_id, record in current.items():
         sent = _failures_sent.get(record_id)
         if sent is None or sent["why"] != record["why"]:
