@@ -87,6 +87,8 @@ class FusedFunction:
         """(the plan for these arguments, the argument values as the plan takes them)."""
         from gpunb.runtime.target import active_target
 
+        __tracebackhide__ = True  # noqa: F841 - an error in the user's function shows its frame
+
         target = active_target()
         prepared = [prepare(v, target) for v in (*args, *kwargs.values())]
         values = [v for v, _ in prepared]
@@ -128,6 +130,7 @@ class FusedFunction:
         from gpunb.fusion.plan import build_plan
         from gpunb.fusion.trace import trace
 
+        __tracebackhide__ = True  # noqa: F841
         scalars = {k for k, kind in enumerate(kinds) if kind == "scalar"}
         traced = trace(self.func, tuple(values[:n_positional]),
                        dict(zip(kw_names, values[n_positional:], strict=True)), scalars)

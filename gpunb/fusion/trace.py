@@ -572,6 +572,7 @@ def _expand_dims(a, axis) -> Proxy:
 def trace(func, args: tuple, kwargs: dict, scalar_positions: set) -> Trace:
     """Run `func` on proxies of its arguments (argument i is a scalar if i is in
     scalar_positions, else an array); the graph of what it returned."""
+    __tracebackhide__ = True  # noqa: F841 - IPython shows an error in `func` at its own line
     tracer = Tracer()
     values = list(args) + list(kwargs.values())
     proxies = []

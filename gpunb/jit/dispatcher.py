@@ -91,6 +91,7 @@ class Dispatcher(NumbaDispatcherAPI):
         # compile that failed for them, until one succeeds: `%gpucache status` names it (not the
         # exception itself: its traceback would keep the launch's arguments alive)
         self.failed_compiles: dict = {}
+        self.failed_launch = None  # jit/failures.LaunchFailure of the last launch, until one works
         _live.add(self)
         if extensions:
             self.extensions.extend(extensions)
@@ -126,7 +127,13 @@ class Dispatcher(NumbaDispatcherAPI):
             found = None
         if found is not None:
             return found
-        made = self._make_config(config)
+        try:
+            made = self._make_config(config)
+        except LaunchError as exc:
+            from gpunb.jit.failures import note_launch_failure
+
+            note_launch_failure(self, exc)
+            raise
         try:
             if len(self._configs) >= 64:
                 self._configs.clear()
@@ -502,26 +509,34 @@ class _LaunchConfig:
                 from gpunb.jit.options import user_location
 
                 exc.loc = user_location()
+            from gpunb.jit.failures import note_launch_failure
+
+            note_launch_failure(self.dispatcher, exc)
             raise
 
     def _launch(self, args: tuple, kwargs: dict) -> None:
         """The Python path: every check, the right error; then maybe a native launcher."""
-        if kwargs:
-            _refuse_keywords(self.dispatcher, kwargs)
+        dispatcher = self.dispatcher
         cleanups = None
-        if self.dispatcher.__dict__.get("_extensions"):
-            from gpunb.jit.numba_api import prepare_arguments
-
-            args, cleanups = prepare_arguments(self.dispatcher.extensions, args, self.stream)
         try:
-            spec = self.dispatcher.launch(self.grid, self.block, self.stream, self.sharedmem,
-                                          args)
+            if kwargs:
+                _refuse_keywords(dispatcher, kwargs)
+            if dispatcher.__dict__.get("_extensions"):
+                from gpunb.jit.numba_api import prepare_arguments
+
+                args, cleanups = prepare_arguments(dispatcher.extensions, args, self.stream)
+            spec = dispatcher.launch(self.grid, self.block, self.stream, self.sharedmem, args)
         except LaunchError as exc:
             if exc.loc is None:  # point at the user's launch line (costs nothing without errors)
                 from gpunb.jit.options import user_location
 
                 exc.loc = user_location()
+            from gpunb.jit.failures import note_launch_failure
+
+            note_launch_failure(dispatcher, exc, args)  # for %gpucache status, the side panel
             raise
+        if dispatcher.failed_launch is not None:
+            dispatcher.failed_launch = None  # this launch worked
         for cleanup in cleanups or ():
             cleanup()
         if spec is not None and cleanups is None:

@@ -56,13 +56,27 @@ def describe_failure(failure: tuple) -> str:
     return f"{text} ({loc.describe()})" if loc is not None else text
 
 
+COMPILE_FAILED = "compile failed"
+LAUNCH_FAILED = "launch failed"
+NOT_COMPILED = "(launch failed before compiling)"
+
+
 def failure_rows(name: str, dispatcher) -> list[list[str]]:
-    """One row per argument types whose last compile failed (none succeeded since)."""
+    """One row per argument types whose last compile failed (none succeeded since), and one for
+    the function's last launch when it failed (jit/failures.py: before compiling - arguments,
+    launch configuration - or after it - the driver, an out-of-bounds index) and none worked
+    since."""
     rows = []
+    compiled = set()  # (type, first line) of the compile failures: a launch's is not repeated
     for (target, argtypes), failure in list(getattr(dispatcher, "failed_compiles", {}).items()):
         signature = str(t.Signature(t.void, argtypes))
-        rows.append([name, signature, target, "failed", describe_failure(failure), "", "",
+        compiled.add((failure[0], (failure[1] or "").split("\n")[0]))
+        rows.append([name, signature, target, COMPILE_FAILED, describe_failure(failure), "", "",
                      defined_in(dispatcher)])
+    launch = getattr(dispatcher, "failed_launch", None)
+    if launch is not None and (launch.kind, launch.message) not in compiled:
+        rows.append([name, launch.signature or NOT_COMPILED, launch.target, LAUNCH_FAILED,
+                     launch.describe(), "", "", defined_in(dispatcher)])
     return rows
 
 
@@ -74,7 +88,7 @@ def status_rows(namespace: dict) -> list[list[str]]:
         if not infos and not failed:
             what = ("(device function: compiled into the kernels that call it)"
                     if getattr(dispatcher, "device", False) else
-                    "(not compiled: never launched, or every launch failed before compiling)")
+                    "(not compiled: never launched)")
             rows.append([name, what, "", "", "", "", "", defined_in(dispatcher)])
         for info in infos:
             outcome, why, size = describe_event(info.get("event"))
@@ -107,7 +121,7 @@ class CacheStatus:
         for row in self.rows:
             cells = [render.esc(c) for c in row]
             css = "hit" if row[3].startswith("hit") else "miss" if row[3].startswith("miss") \
-                else "bad" if row[3] == "failed" else ""
+                else "bad" if row[3] in (COMPILE_FAILED, LAUNCH_FAILED) else ""
             if css:
                 cells[3] = f'<span class="{css}">{cells[3]}</span>'
             rows.append(cells)

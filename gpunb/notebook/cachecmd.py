@@ -39,10 +39,14 @@ def cmd_status(shell, args: list):
 
 def cmd_explain(shell, args: list):
     from gpunb import cache
-    from gpunb.notebook.cache_panel import Explanation
+    from gpunb.notebook.cache_panel import Explanation, failure_rows
 
     name, kernel = _kernel(shell, args, "explain")
-    return Explanation(name, cache.explain(kernel))
+    explained = str(cache.explain(kernel))
+    failures = [f"    {row[3]} for {row[1]}: {row[4]}" for row in failure_rows(name, kernel)]
+    if failures:  # the cache saw no event for them: say what did happen
+        explained += "\n  failed since its last successful launch:\n" + "\n".join(failures)
+    return Explanation(name, explained)
 
 
 def cmd_clear(shell, args: list):

@@ -30,7 +30,11 @@ Records:
 - K, a kernel (panel_feed.kernel_record): id, name, signature, target, arch, registers,
   local_bytes (spills), shared_bytes, occupancy (0..1 or null), limiter, block, cache (outcome),
   why, compile_ms, defined_at ("Cell In[3], line 2"), cell (execution count or null), cell_id
-  (the JupyterLab cell id the kernel was defined in, or null), file, line.
+  (the JupyterLab cell id the kernel was defined in, or null), file, line; problem (optional:
+  why the record is incomplete). A failed compile or launch is a K record too (panel_feed:
+  cache "compile failed" / "launch failed", the error in why and problem, no resources; the
+  signature "(launch failed before compiling)" when the arguments had no types); when it is
+  gone, its id is re-sent with cache "failure gone" unless a compiled record replaces it.
 - L, a launch (%%gpuprofile): kernel, grid, block, ms, compiled.
 - P, a profile: {"title": str, "target": "cuda"|"cpu", "timing": "device"|"host",
   "kernels": [{"kernel", "launches", "p50_ms", "min_ms", "max_ms", "total_ms", and optionally

@@ -6,8 +6,11 @@ added, runs of unchanged lines fold away. Debug directives (PTX `.loc`/`.file`, 
 `//##` line markers) and SASS addresses and encodings are left out of the comparison, because
 they change whenever the source moves and would drown the change in the code itself.
 
-Every inspector shown in this session remembers its report (`remember`), so `diff_view(kernel)`
-after a redefinition compares with what was shown before it.
+`diff_view(kernel)` after a redefinition compares with the definition the kernel's cell had
+before (jit/versions keeps the last few definitions of every name and compiles one again on
+demand), or - the kernel unchanged, a device function it calls redefined - with the kernel
+compiled against that function's previous definition, or with what an inspector showed before
+(every inspector shown in this session remembers its report, `remember`).
 """
 
 from __future__ import annotations
@@ -59,6 +62,85 @@ def previous_of(report: KernelReport, tab: str) -> KernelReport | None:
     return None
 
 
+def previous_definition(kernel, after: KernelReport, tab: str) -> tuple | None:
+    """(report, what it was) of the newest earlier version of `kernel` whose `tab` differs from
+    `after`'s, built for the same argument types and arch: an earlier definition of the kernel
+    itself, else the kernel as it was before a GPU function it calls was last redefined (the
+    callee's earlier definition put in its place). None if there is none."""
+    from gpunb.foundation.errors import GpunbError
+
+    mine = _texts(after.section(tab), tab)
+    for build, label in _earlier_versions(kernel):
+        try:
+            report = build().inspect(after.signature, after.arch)
+        except GpunbError:
+            continue  # its parameters differ, or it never compiled: not comparable
+        if _texts(report.section(tab), tab) != mine:
+            return report, label
+    return None
+
+
+def _earlier_versions(kernel):
+    """(make the dispatcher, label) of each earlier version, newest definition first."""
+    from gpunb.jit import versions
+
+    for definition in versions.earlier_definitions(kernel):
+        yield (lambda d=definition: _revive(d)), f"previous definition ({definition.where})"
+    func = kernel.py_func
+    defined = versions.serial_of(kernel) or 0
+    for name in _global_names(func.__code__):
+        callee = func.__globals__.get(name)
+        if callee is kernel or not getattr(type(callee), "__gpunb_function__", False):
+            continue
+        if (versions.serial_of(callee) or 0) < defined:
+            continue  # redefined before the kernel was: the kernel never used the earlier one
+        for definition in versions.earlier_definitions(callee)[:1]:
+            yield ((lambda n=name, d=definition: _with_global(kernel, n, _revive(d))),
+                   f"before {name} was redefined ({definition.where})")
+
+
+def _global_names(code) -> list[str]:
+    """Names a function's code (and the code nested in it) reads as globals, in order."""
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names.extend(_global_names(const))
+    return list(dict.fromkeys(names))
+
+
+def _with_global(kernel, name: str, value):
+    """A dispatcher of `kernel`'s code that sees `value` as the global `name` (in a copy of its
+    globals: the user's namespace is not touched)."""
+    import types
+
+    from gpunb.jit.dispatcher import Dispatcher
+
+    func = kernel.py_func
+    namespace = dict(func.__globals__)
+    namespace[name] = value
+    variant = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
+                                 func.__closure__)
+    variant.__qualname__ = func.__qualname__
+    return Dispatcher(variant, device=kernel.device, target=kernel.requested_target,
+                      inspection_arch=kernel.inspection_arch,
+                      signatures=list(kernel.declared_signatures), _eager=False,
+                      **dict(kernel.options))
+
+
+def _revive(definition):
+    """The dispatcher of an earlier definition: the same object while it lives, else a new one
+    built from its function and options (compiled on demand, not kept)."""
+    alive = definition.dispatcher()
+    if alive is not None:
+        return alive
+    from gpunb.jit.dispatcher import Dispatcher
+
+    return Dispatcher(definition.py_func, device=definition.device, target=definition.target,
+                      inspection_arch=definition.inspection_arch,
+                      signatures=list(definition.signatures), _eager=False,
+                      **dict(definition.options))
+
+
 def comparable(text: str, tab: str) -> list[tuple[int, str]]:
     """(line number in the tab, text) of the lines a diff compares: no debug directives or blank
     lines; SASS without addresses and encodings."""
@@ -91,12 +173,20 @@ def diff_view(kernel, against=None, *, signature=None, arch: str | None = None,
     names = (after.arch, after.arch)
     if against is None:
         names = ("shown before", "now")
-        before = previous_of(after, tab)
+        found = None if isinstance(kernel, KernelReport) else \
+            previous_definition(kernel, after, tab)
+        if found is not None:
+            before, label = found
+            names = (label, "now")
+        else:
+            before = previous_of(after, tab)
         if before is None:
             raise CompileError(
-                f"no earlier version of {after.name}'s {tab.upper()} for {after.arch} was shown "
-                "in this session", hint=f"show it (kernel.inspect()) before you redefine it, or "
-                f"compare with another arch: diff_view({after.name}, 'sm_80')")
+                f"no earlier version of {after.name}'s {tab.upper()} for {after.arch}: the "
+                "kernel was not redefined, and no other version was shown in this session",
+                hint=f"redefine it (run its cell again, edited), show it (kernel.inspect()) "
+                f"before you redefine a device function it calls, or compare with another "
+                f"arch: diff_view({after.name}, 'sm_80')")
     elif isinstance(against, str):
         before = kernel.inspect(signature, against) if not isinstance(kernel, KernelReport) \
             else None

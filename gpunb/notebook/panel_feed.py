@@ -13,6 +13,7 @@ from __future__ import annotations
 from gpunb.foundation.errors import describe_filename
 
 _seen: dict = {}  # id(specialization) -> record id (a specialisation is described once)
+_failures_sent: dict = {}  # record id -> the failure record sent to the panel
 cell_ids: dict = {}  # a cell's synthetic filename -> the JupyterLab cell id it ran from
 cell_ids_by_count: dict = {}  # execution count -> JupyterLab cell id (%%gpukernel's own files)
 DEFAULT_BLOCK = 256
@@ -46,37 +47,72 @@ def new_kernel_records(namespace: dict) -> list[dict]:
                 record["problem"] = f"{type(exc).__name__}: {exc}"
             _seen[id(spec)] = record["id"]
             out.append(record)
-    return out
+    return _with_failures(namespace, out)
 
 
-def _dispatchers(namespace: dict) -> list:
+def _with_failures(namespace: dict, records: list[dict]) -> list[dict]:
+    """`records` plus a record per failed compile or launch not sent yet (cache "compile
+    failed" / "launch failed", the error as `why` and `problem`), and, for a failure sent
+    earlier that is gone (a later compile or launch worked), a record saying so - unless a new
+    specialisation's record replaces it (same id)."""
+    from gpunb.notebook.cache_panel import failure_rows
+
+    current = {}
+    for dispatcher in _dispatchers(namespace, device=True):
+        for row in failure_rows(dispatcher.__name__, dispatcher):
+            _, signature, target, outcome, why = row[:5]
+            record = _record(dispatcher, signature, target)
+            record.update(cache=outcome, why=why, problem=why)
+            current[record["id"]] = record
+    out = {r["id"]: r for r in records}
+    for record_id in [i for i in _failures_sent if i not in current]:
+        gone = _failures_sent.pop(record_id)
+        if record_id not in out:
+            out[record_id] = {**gone, "cache": "failure gone",
+                              "why": "a later launch of it worked, or it was redefined",
+                              "problem": ""}
+    for record_id, record in current.items():
+        sent = _failures_sent.get(record_id)
+        if sent is None or sent["why"] != record["why"]:
+            _failures_sent[record_id] = record
+            out[record_id] = record
+    return list(out.values())
+
+
+def _dispatchers(namespace: dict, device: bool = False) -> list:
+    """The GPU functions in a namespace: kernels, and device functions too when `device`."""
     found = {}
     for value in list(namespace.values()):
-        if getattr(value, "__gpunb_function__", False) and not getattr(value, "device", True) \
-                and hasattr(value, "specializations"):
+        if getattr(value, "__gpunb_function__", False) and hasattr(value, "specializations") \
+                and (device or not getattr(value, "device", True)):
             found[id(value)] = value
     return list(found.values())
 
 
-def _basic_record(dispatcher, spec) -> dict:
+def _record(dispatcher, signature: str, target: str) -> dict:
+    """Record K's fields that do not need a compiled specialisation."""
     code = dispatcher.py_func.__code__
     filename, line = code.co_filename, code.co_firstlineno
     label = describe_filename(filename)
     cell = None
     if label.startswith("Cell In[") and label[8:-1].isdigit():
         cell = int(label[8:-1])
-    signature = str(spec.artifact.signature)
-    event = spec.cache_event
-    return {"id": f"{dispatcher.__name__} {signature} {spec.target} {filename}:{line}",
-            "name": dispatcher.__name__, "signature": signature, "target": spec.target,
+    return {"id": f"{dispatcher.__name__} {signature} {target} {filename}:{line}",
+            "name": dispatcher.__name__, "signature": signature, "target": target,
             "arch": "", "registers": None, "local_bytes": None, "shared_bytes": None,
-            "occupancy": None, "limiter": "", "block": DEFAULT_BLOCK,
-            "cache": event.outcome if event is not None else "",
-            "why": event.why if event is not None else "",
-            "compile_ms": float(spec.compile_ms or 0.0),
-            "defined_at": f"{label}, line {line}", "cell": cell,
+            "occupancy": None, "limiter": "", "block": DEFAULT_BLOCK, "cache": "", "why": "",
+            "compile_ms": 0.0, "defined_at": f"{label}, line {line}", "cell": cell,
             "cell_id": cell_ids.get(filename) or cell_ids_by_count.get(cell),
             "file": filename, "line": line}
+
+
+def _basic_record(dispatcher, spec) -> dict:
+    record = _record(dispatcher, str(spec.artifact.signature), spec.target)
+    event = spec.cache_event
+    record.update(cache=event.outcome if event is not None else "",
+                  why=event.why if event is not None else "",
+                  compile_ms=float(spec.compile_ms or 0.0))
+    return record
 
 
 def kernel_record(dispatcher, spec) -> dict:

@@ -112,7 +112,7 @@ def test_03_provenance_says_which_cell_changed_and_a_reformat_is_a_hit(cpu_env):
     assert re.search(r"^hit \(memory\), key ", outputs, re.M)
     assert "miss (changed: SLOPE)" in outputs
     assert "why: changed: global `SLOPE`" in outputs and "0.01 -> 0.2" in outputs
-    assert "another process: hit disk" in outputs
+    assert "another process: hit (disk)" in outputs
 
 
 def test_04_warp_and_grid_results_are_shown(cpu_env):

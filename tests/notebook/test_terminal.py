@@ -115,6 +115,72 @@ def test_gpucache_status_names_a_failed_compile_until_one_succeeds(shell, capsys
     assert " failed " not in row and "miss" in row  # the failure is gone once it compiled
 
 
+def _status_rows(shell, capsys, name: str) -> list[str]:
+    capsys.readouterr()
+    run_cell(shell, "%gpucache status")
+    return [line for line in capsys.readouterr().out.splitlines() if line.startswith(name + " ")]
+
+
+@pytest.mark.parametrize("launch, kind, says", [
+    ("fill[1, 1](v, v)", "LaunchError", "takes 1 argument (v) but 2 were given"),
+    ("fill[1, 1]('text')", "LaunchError", "cannot pass argument 1 ('v')"),
+    ("fill[1, 1, 0, 0, 9](v)", "LaunchError", "launch configuration of 'fill' must be"),
+    ("fill[1, 1](v=v)", "LaunchError", "launched with keyword argument(s) v"),
+])
+def test_gpucache_status_names_a_launch_that_failed_before_compiling(shell, capsys, launch,
+                                                                     kind, says):
+    run_cell(shell, "%%gpukernel\ndef fill(v):\n    v[0] = 1.0\n")
+    count = run_cell(shell, f"import numpy as np\nv = np.zeros(4, np.float32)\n{launch}"
+                     ).execution_count
+    (row,) = _status_rows(shell, capsys, "fill")
+    # not "(not compiled: ...)": the launch, what failed and the user's line
+    assert " launch failed " in row and f"{kind}: " in row and says in row, row
+    assert f"(Cell In[{count}], line 3)" in row and "never launched" not in row
+    run_cell(shell, "%gpucache explain fill")  # the cache saw nothing: the failure is the news
+    explained = capsys.readouterr().out
+    assert "failed since its last successful launch:\n    launch failed for " in explained
+    assert f"{kind}: " in explained and says in explained
+    run_cell(shell, "fill[1, 1](v)\nprint(v[0])")
+    assert "1.0" in capsys.readouterr().out
+    run_cell(shell, "%gpucache explain fill")
+    assert "failed since" not in capsys.readouterr().out
+    rows = _status_rows(shell, capsys, "fill")
+    assert not any("failed" in r for r in rows) and any("float32[::1]" in r for r in rows)
+
+
+def test_gpucache_status_names_a_launch_failure_with_its_argument_types(shell, capsys):
+    """A declared signature that no argument matches: the row carries the launch's types; a
+    device function launched: the row says so (not "compiled into the kernels...")."""
+    run_cell(shell, "from gpunb import cuda\nimport numpy as np\n"
+                    "@cuda.jit('void(float32[::1])')\ndef only32(v):\n    v[0] = 1.0\n"
+                    "@cuda.jit(device=True)\ndef helper(x):\n    return x\n")
+    count = run_cell(shell, "w = np.zeros(4, np.int64)\nonly32[1, 1](w)").execution_count
+    rows = [r for r in _status_rows(shell, capsys, "only32") if "launch failed" in r]
+    assert len(rows) == 1 and "void(int64[::1])" in rows[0]
+    assert "NoMatchingSignatureError: No matching definition" in rows[0]
+    assert f"(Cell In[{count}], line 2)" in rows[0]
+    run_cell(shell, "helper[1, 1](w)")
+    (row,) = _status_rows(shell, capsys, "helper")
+    assert "launch failed" in row and "NotAKernelError" in row and "device function" in row
+
+
+def test_gpucache_status_names_a_launch_that_failed_after_compiling(shell, capsys):
+    """An out-of-bounds index found by the CPU target fails the launch of compiled code; the
+    next good launch (through the native launcher, which steps aside once) clears it."""
+    defined = run_cell(shell, "%%gpukernel\ndef poke(v, i):\n    v[i] = 1.0\n").execution_count
+    run_cell(shell, "import numpy as np\nv = np.zeros(4, np.float32)\n"
+                    "for _ in range(4):\n    poke[1, 1](v, 0)\n")  # a native launcher now
+    count = run_cell(shell, "poke[1, 1](v, 99)").execution_count
+    rows = _status_rows(shell, capsys, "poke")
+    (failed,) = [r for r in rows if "launch failed" in r]
+    assert "void(float32[::1], int64)" in failed and "KernelIndexError" in failed
+    # where in the kernel, and the launch
+    assert f"(Cell In[{defined}], line 3; launched at Cell In[{count}], line 1)" in failed
+    assert any(" miss" in r or " hit" in r for r in rows if r is not failed)
+    run_cell(shell, "poke[1, 1](v, 1)")
+    assert not any("failed" in r for r in _status_rows(shell, capsys, "poke"))
+
+
 def test_gpucache_usage_errors(shell, capsys):
     run_cell(shell, "%gpucache frobnicate")
     assert "usage: %gpucache" in capsys.readouterr().err
@@ -265,6 +331,19 @@ def test_unsupported_numpy_in_a_fused_function_points_at_its_line(shell, capsys)
     assert "gpunb/fusion" not in text  # the tracer's frames are not the user's story
 
 
+def test_python_error_in_a_fused_function_shows_the_users_frames_only(shell, capsys):
+    """An ordinary Python error in the fused function's body (a misspelt name): the call line
+    and the function's line, with Python's own message, and no frame of gpunb's tracer."""
+    run_cell(shell, "import numpy as np\nimport gpunb\nx = np.ones(8, np.float32)")
+    count = run_cell(shell, "@gpunb.fuse\ndef shifted(v):\n    return np.sin(v) + offst\n\n"
+                            "shifted(x)").execution_count
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "NameError: name 'offst' is not defined" in text
+    assert text.count(f"Cell In[{count}], line ") == 2  # the call, then the function's line
+    assert "return np.sin(v) + offst" in text and "shifted(x)" in text
+    assert "gpunb/fusion" not in text and "_plan_for" not in text and "trace(" not in text
+
+
 def test_python_error_in_gpukernel_cell_starts_at_the_cell_line(shell, capsys):
     run_cell(shell, "%%gpukernel\ndef k(out):\n    out[0] = 1.0\n\nvalue = 1\n"
                     "value + undefined_name")
@@ -290,3 +369,16 @@ def test_misspelt_names_in_kernels_get_did_you_mean(shell, capsys):
     run_cell(shell, "k[1, 4](np.zeros(4, np.float32))")
     text = "".join(capsys.readouterr())
     assert "did you mean 'grid'?" in text
+
+
+def test_did_you_mean_offers_names_gpu_code_can_use(shell, capsys):
+    """A misspelt builtin the kernel language has gets its name; an undefined helper is not
+    offered `help` (or another builtin no kernel can call)."""
+    shell.user_ns.update(np=np)
+    run_cell(shell, "%%gpukernel\ndef k(out):\n    for i in rnage(4):\n        out[i] = 1.0\n")
+    run_cell(shell, "k[1, 1](np.zeros(4, np.float32))")
+    assert "did you mean 'range'?" in "".join(capsys.readouterr())
+    run_cell(shell, "%%gpukernel\ndef h(out):\n    out[0] = helper(1.0)\n")
+    run_cell(shell, "h[1, 1](np.zeros(4, np.float32))")
+    text = "".join(capsys.readouterr())
+    assert "name 'helper' is not defined" in text and "did you mean" not in text

@@ -134,12 +134,11 @@ class InferenceCore:
                                loc.filename, loc.line)
 
     def visible_names(self) -> set:
-        """Names the function body could mean: its locals, its module's globals, builtins
-        (the candidates for a "did you mean" hint)."""
-        import builtins
-
+        """Names the function body could mean: its locals, its module's globals, the builtins
+        GPU code can use (the candidates for a "did you mean" hint: `helper` misspelt is not
+        `help`, which no kernel can call)."""
         globals_ = getattr(self.py_func, "__globals__", {}) or {}
-        return set(self.locals) | set(globals_) | set(dir(builtins))
+        return set(self.locals) | set(globals_) | _usable_builtins()
 
     # ---- the fixed point -----------------------------------------------------------------------
 
@@ -469,3 +468,14 @@ class _LoopFrame:
 def _var_order(var: Var) -> tuple:
     return (getattr(var.site, "lineno", 0), getattr(var.site, "col_offset", 0), var.name,
             var.kind.value, var.join.value if var.join else "")
+
+
+def _usable_builtins() -> set:
+    """Python builtins GPU code can name: the functions the kernel language implements (range,
+    len, min ...) and the types (int, float, exceptions to raise)."""
+    import builtins
+
+    from gpunb.compiler.builtins import find_builtin
+
+    return {name for name, value in vars(builtins).items() if not name.startswith("_")
+            and (isinstance(value, type) or find_builtin(value) is not None)}
