@@ -65,6 +65,13 @@ def texts_named(filename: str):
             yield _text(source)
 
 
+def remember(code: types.CodeType, source: str, filename: str) -> None:
+    """Record `source` as the text `code` (and the code nested in it) came from: an unpickled GPU
+    function carries its text, since the process that unpickles it (a Dask worker, a fresh
+    kernel) may have no file, cell or string to read it from. The frontend verifies the text."""
+    _record_tree(code, source, filename, include_top=True)
+
+
 def _audit(event: str, args: tuple) -> None:
     # runs for every audit event in the process (sys._getframe, open, imports...): two string
     # comparisons and out for all but these two
@@ -96,16 +103,26 @@ def _on_exec(args: tuple) -> None:
         source, filename = last
         if type(code) is not types.CodeType or code.co_filename != filename:
             return  # not the code of the latest compile (exec of an older code object)
-        todo = [code]
-        while todo:
-            for const in todo.pop().co_consts:
-                if type(const) is types.CodeType:
-                    ref = _CodeRef(const, _forget)
-                    ref.key = id(const)
-                    _sources[ref.key] = (ref, source, filename)
-                    todo.append(const)
+        _record_tree(code, source, filename, include_top=False)
     except Exception:  # noqa: BLE001 - see _on_compile
         pass
+
+
+def _record_tree(code: types.CodeType, source, filename: str, include_top: bool) -> None:
+    todo = [code]
+    if include_top:
+        _record(code, source, filename)
+    while todo:
+        for const in todo.pop().co_consts:
+            if type(const) is types.CodeType:
+                _record(const, source, filename)
+                todo.append(const)
+
+
+def _record(code: types.CodeType, source, filename: str) -> None:
+    ref = _CodeRef(code, _forget)
+    ref.key = id(code)
+    _sources[ref.key] = (ref, source, filename)
 
 
 def _forget(ref: _CodeRef) -> None:

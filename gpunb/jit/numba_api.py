@@ -238,12 +238,19 @@ def prepare_arguments(extensions: list, args: tuple, stream) -> tuple:
 
 
 def rebuild_dispatcher(cls, function_bytes: bytes, device: bool, target, signatures: list,
-                       options: dict, extensions: list, specialized: bool):
+                       options: dict, extensions: list, specialized: bool,
+                       source_text: str | None = None):
     """pickle's constructor for a Dispatcher (`cls`): the Python function by value (as numba
-    pickles it, so local functions travel too), then a new dispatcher with the same options."""
+    pickles it, so local functions travel too), then a new dispatcher with the same options.
+    numba compiles bytecode; gpunb compiles source, so the function's text travels with it and
+    is recorded for the new code object (verified before use, see compiler.source_recovery)."""
     import cloudpickle
 
     func = cloudpickle.loads(function_bytes)
+    if source_text is not None:
+        from gpunb.foundation import exec_sources
+
+        exec_sources.remember(func.__code__, source_text, func.__code__.co_filename)
     dispatcher = cls(func, device=device, target=target, signatures=signatures,
                      extensions=extensions, **options)
     dispatcher._specialized = specialized
@@ -265,4 +272,23 @@ def reduce_dispatcher(dispatcher) -> tuple:
                                  dispatcher.device,
                                  dispatcher.requested_target,
                                  list(dispatcher.declared_signatures), dict(dispatcher.options),
-                                 list(dispatcher.extensions), dispatcher.specialized))
+                                 list(dispatcher.extensions), dispatcher.specialized,
+                                 _source_text(dispatcher.py_func)))
+
+
+def _source_text(py_func) -> str | None:
+    """The whole text (file, cell or exec'd string) `py_func` was defined in, or None."""
+    import linecache
+
+    from gpunb.compiler.frontend import load_source
+    from gpunb.foundation.errors import CompileError
+
+    try:
+        source = load_source(py_func)
+    except CompileError:
+        return None  # unpickled, it reports the missing source where it compiles
+    if source.text_lines is not None:
+        return "".join(source.text_lines)
+    # with the module's globals, linecache also asks the module's loader (as inspect does)
+    return "".join(linecache.getlines(source.filename,
+                                      getattr(py_func, "__globals__", None))) or None

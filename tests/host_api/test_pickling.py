@@ -78,3 +78,35 @@ def test_pickling_a_kernel_made_from_a_string():
     namespace: dict = {}
     exec(compile(text, "<generated-by-test>", "exec"), namespace)
     _check_call(namespace["foo"])
+
+
+def test_an_unpickled_kernel_compiles_where_its_text_cannot_be_read(tmp_path):
+    """A Dask worker or a fresh process unpickles a kernel whose cell, file or string it has
+    never seen: the text travels in the pickle, so the kernel compiles and runs there."""
+    import subprocess
+    import sys
+
+    text = (
+        "from gpunb import cuda\n"
+        "@cuda.jit\n"
+        "def triple(arr):\n"
+        "    i = cuda.grid(1)\n"
+        "    if i < arr.size:\n"
+        "        arr[i] *= 3\n"
+    )
+    namespace: dict = {}
+    exec(compile(text, "<only-in-the-parent>", "exec"), namespace)
+    blob = tmp_path / "kernel.pickle"
+    blob.write_bytes(pickle.dumps(namespace["triple"]))
+    child = (
+        "import pickle, sys, numpy as np, gpunb\n"
+        "gpunb.set_target('cpu')\n"
+        "kernel = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+        "arr = np.arange(5.0)\n"
+        "kernel[1, 8](arr)\n"
+        "print(arr.tolist())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", child, str(blob)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[0.0, 3.0, 6.0, 9.0, 12.0]"
