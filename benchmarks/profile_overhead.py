@@ -23,21 +23,15 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import profile_launch
 from benchmarks.kernelsrc import load_kernels
 
-_sync = [lambda: None]
+_sync = profile_launch._sync  # one synchronise hook for both scripts' timers
 
 
 def best_us(fn, calls: int = 500, loops: int = 15) -> float:
-    """Host time per call of fn: bursts synchronised between them, outside the clock."""
-    best = float("inf")
-    for _ in range(loops):
-        _sync[0]()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return best * 1e6
+    """profile_launch.best_us, with shorter bursts by default."""
+    return profile_launch.best_us(fn, calls, loops)
 
 
 def interleaved_us(fns: dict, calls: int = 500, rounds: int = 9) -> dict:

@@ -17,7 +17,6 @@ import llvmlite.binding  # noqa: E402,F401 - launchers are built only once llvml
 import gpunb  # noqa: E402
 from gpunb import cuda  # noqa: E402
 from gpunb.foundation.errors import LaunchError  # noqa: E402
-from gpunb.jit import fast_launch  # noqa: E402
 
 SCALE = 2.0
 
@@ -36,16 +35,7 @@ def scaled(out, x):
         out[i] = x[i] * SCALE
 
 
-@pytest.fixture
-def cpu():
-    gpunb.set_target("cpu")
-    yield
-    gpunb.set_target(None)
-
-
-def _warm(config, *args) -> None:
-    for _ in range(fast_launch.NATIVE_AFTER + 1):
-        config(*args)
+from launch_support import warm_until_native as _warm  # noqa: E402 - a sibling helper
 
 
 @pytest.mark.parametrize("a, b", [(2, 3), (2.5, -1.0), (True, 0.5), (np.float32(2), np.int8(-3)),

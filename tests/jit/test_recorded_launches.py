@@ -16,7 +16,6 @@ from gpunb import cuda  # noqa: E402
 from gpunb.foundation import events, launch_gate  # noqa: E402
 from gpunb.foundation.events import EventKind, launch_event  # noqa: E402
 from gpunb.jit import dispatcher as dispatcher_module  # noqa: E402
-from gpunb.jit import fast_launch  # noqa: E402
 
 
 @cuda.jit
@@ -26,16 +25,7 @@ def axpb(out, x, a, b):
         out[i] = a * x[i] + b
 
 
-@pytest.fixture
-def cpu():
-    gpunb.set_target("cpu")
-    yield
-    gpunb.set_target(None)
-
-
-def _warm(config, *args) -> None:
-    for _ in range(fast_launch.NATIVE_AFTER + 1):
-        config(*args)
+from launch_support import warm_until_native as _warm  # noqa: E402 - a sibling helper
 
 
 @pytest.fixture
