@@ -53,3 +53,15 @@ def test_rounding_an_integer_goes_through_float_as_in_numba():
     out = np.zeros(2, np.int64)
     kernel[1, 1](out, np.int64(2**62 + 1), np.int16(-7))
     assert out.tolist() == [2**62, -7]  # numba: float64(2**62 + 1) is 2**62
+
+
+def test_an_error_in_a_loop_is_reported_before_what_its_skipped_statement_causes_later():
+    @cuda.jit
+    def kernel(out, c):
+        for _ in range(3):
+            x = float(c)  # the error; x is never defined
+        out[0] = x + 1
+
+    with pytest.raises(CompileError, match="float\\(\\) takes a number, not a bool") as info:
+        kernel[1, 1](np.zeros(1), True)
+    assert "x = float(c)" in str(info.value)

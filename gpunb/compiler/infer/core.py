@@ -240,11 +240,12 @@ class InferenceCore:
             except NeedsConstant:
                 raise
             except CompileError as error:
-                if not frames:
+                if not frames and not self.provisional:
                     raise
                 # inside a loop, a type seen before the back edges are known may still widen
                 # (numba unifies a loop-carried bool with the int assigned further down):
-                # the error stands only if a pass that learns nothing new raises it again
+                # the error stands only if a pass that learns nothing new raises it again;
+                # an error after it (maybe caused by the skipped statement) waits for it too
                 del self.loop_frames[frames:]
                 self.provisional.append(error)
                 if isinstance(stmt, (ast.Return, ast.Raise)):
