@@ -77,7 +77,9 @@ CHILD = textwrap.dedent("""
     breakdown.measure(first_launch)
     data = breakdown.as_dict()
     from gpunb.backends import warmup
+    from gpunb.backends.cuda import preload
     data["warmup"] = ", ".join(warmup.done) or "nothing"
+    data["preload"] = ", ".join(preload.done) or "nothing"
     if mode != "ptx":
         data["event"] = str(kernels_mod.scale.cache_info()[0]["event"]).split(" scale")[0]
     if as_json:
@@ -85,7 +87,7 @@ CHILD = textwrap.dedent("""
     else:
         what = "cold compile to PTX" if mode == "ptx" else "cold compile + first launch"
         breakdown.report(f"{what} ({mode}{', simulated driver' if fake else ''})", data)
-        print(f"  warm-up thread finished: {data['warmup']}")
+        print(f"  warm-up thread finished: {data['warmup']}; preload: {data['preload']}")
     if profile:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
 """)
@@ -123,7 +125,9 @@ def median_report(title: str, runs: list, report) -> None:
     report(f"{title}, median of {len(runs)} processes (totals: {totals})", data)
     events = sorted({r.get("event", "") for r in runs} - {""})
     warm = sorted({r.get("warmup", "") for r in runs} - {""})
-    print(f"  cache events: {'; '.join(events) or '-'}; warm-up thread: {'; '.join(warm)}")
+    preload = sorted({r.get("preload", "") for r in runs} - {""})
+    print(f"  cache events: {'; '.join(events) or '-'}; warm-up thread: {'; '.join(warm)}; "
+          f"preload: {'; '.join(preload) or '-'}")
 
 
 def repeat_option(argv: list) -> int:

@@ -25,8 +25,10 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_NATIVE_LAUNCH: `0` launches through cuda.bindings instead of gpunb's native
   cuLaunchKernel trampoline (backends/cuda/native_launch.py) and native launchers
   (runtime/native_pack.py). Default 1.
-- GPUNB_WARMUP: `0` turns off the thread that a process's first compile starts to load LLVM's
-  library and start the driver's PTX linker meanwhile (backends/warmup.py). Default 1.
+- GPUNB_WARMUP: `0` turns off the threads that import the compiler and warm LLVM while the
+  driver makes the first CUDA context (backends/cuda/preload.py), and that a process's first
+  compile starts to load LLVM's library and the driver's PTX linker (backends/warmup.py).
+  Default 1.
 - GPUNB_NVRTC_INCLUDE: extra header directories (a path list, like PATH) for CUDA C++ compiled
   by NVRTC for cuda.declare_device / link= (numba-cuda: CUDA_NVRTC_EXTRA_SEARCH_PATHS).
 - CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM (cuda.bindings' own): when set, the trampoline

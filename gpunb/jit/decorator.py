@@ -6,7 +6,13 @@ helpers, gpunb.random's generators - can make GPU functions without importing th
 
 from __future__ import annotations
 
+from gpunb.backends.cuda import preload
 from gpunb.foundation.types import Signature
+
+# while the driver starts, a thread imports the compile path (down to these modules of the
+# layers above the backends) and warms LLVM's code generator: backends/cuda/preload.py
+preload.install("gpunb.jit.slow_path", "gpunb.cache.kernel_cache", "gpunb.runtime.packing",
+                "gpunb.runtime.arghints")
 
 
 def jit(func_or_sig=None, device: bool = False, target: str | None = None, **options):

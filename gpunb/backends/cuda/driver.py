@@ -25,6 +25,10 @@ _available: bool | None = None
 _selected_device = 0  # process-wide device used by threads that have not chosen one
 _primary_contexts: dict = {}  # device id -> ContextToken of its retained primary context
 _devices: dict = {}  # device id -> Device
+# called as fn(answered, device_cc) just before cuInit (preload.py starts the compiler then);
+# `answered` is set once cuInit has returned, whatever it said
+_init_listeners: list = []
+_answered = threading.Event()
 
 
 class CudaDriverError(LaunchError):
@@ -52,7 +56,6 @@ def cuda_driver():
 
 def init() -> None:
     """Call cuInit once per process; raise CudaUnavailableError (remembered) when it fails."""
-    global _initialized, _init_error
     if _initialized:
         return
     with _lock:
@@ -60,18 +63,56 @@ def init() -> None:
             return
         if _init_error is not None:
             raise CudaUnavailableError(str(_init_error))
+        for listener in _init_listeners:
+            listener(_answered, _selected_compute_capability)
         try:
-            cu = cuda_driver()
-            (err,) = cu.cuInit(0)
-        except Exception as exc:  # noqa: BLE001 - no driver library, wrong bindings, ...
-            # remembered with its explanation, so every later call says the same thing
-            _init_error = RuntimeError(f"the CUDA driver could not be loaded: {exc}")
-            raise CudaUnavailableError(str(_init_error)) from exc
-        if err:
-            _init_error = RuntimeError(f"cuInit failed: {_error_name(err)}")
-            raise CudaUnavailableError(f"cuInit failed: {_error_name(err)} "
-                                       f"({_error_string(err)})")
-        _initialized = True
+            _call_cuinit()
+        finally:
+            _answered.set()
+
+
+def _call_cuinit() -> None:
+    global _initialized, _init_error
+    try:
+        cu = cuda_driver()
+        (err,) = cu.cuInit(0)
+    except Exception as exc:  # noqa: BLE001 - no driver library, wrong bindings, ...
+        # remembered with its explanation, so every later call says the same thing
+        _init_error = RuntimeError(f"the CUDA driver could not be loaded: {exc}")
+        raise CudaUnavailableError(str(_init_error)) from exc
+    if err:
+        _init_error = RuntimeError(f"cuInit failed: {_error_name(err)}")
+        raise CudaUnavailableError(f"cuInit failed: {_error_name(err)} "
+                                   f"({_error_string(err)})")
+    _initialized = True
+
+
+def on_init(listener) -> None:
+    """Call `listener(answered, device_cc)` just before the process's cuInit (at once if cuInit
+    has already been called): `answered` (a threading.Event) is set when cuInit has returned,
+    and `device_cc()` is then the selected device's compute capability, or None where there
+    is no usable GPU. Never called twice for one listener."""
+    with _lock:
+        if listener in _init_listeners:
+            return
+        _init_listeners.append(listener)
+        started = _answered.is_set()
+    if started:
+        listener(_answered, _selected_compute_capability)
+
+
+def _selected_compute_capability() -> tuple | None:
+    """(major, minor) of the selected device without making a context; None without a GPU."""
+    if not _initialized:
+        return None
+    try:
+        attrs = cuda_driver().CUdevice_attribute
+        return (_device_attribute(_selected_device,
+                                  attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                _device_attribute(_selected_device,
+                                  attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+    except Exception:  # noqa: BLE001 - no device: nothing to warm
+        return None
 
 
 def is_available() -> bool:
