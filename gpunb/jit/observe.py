@@ -56,6 +56,10 @@ def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, shar
             except Exception as exc:  # noqa: BLE001 - a listener must not break a launch
                 events.report_failure(subscription.fn, _BEFORE, exc, stacklevel=3)
     started = _clock()
+    # the recorders the launch is recorded by: those active once it has begun (read after its
+    # clock, so that its times overlap their blocks; read at its end, a launch that ended
+    # just before a block began in another thread would be recorded by that block)
+    append = events.launch_append
     error = ""
     try:
         params, writeback = spec.packer.pack(args, spec.argtypes)
@@ -68,7 +72,6 @@ def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, shar
         raise
     finally:
         ended = _clock()
-        append = events.launch_append  # to every active recorder's log
         if append is not None:
             site = _new(LaunchSite, (name, spec, griddim, blockdim, stream, sharedmem, types,
                                      spec.target, new, None))
@@ -101,16 +104,17 @@ def recording_launcher(native, after, site: LaunchSite):
     gate value it passed at (or by one starting or stopping in that instant)."""
     clock = _clock
     shapes_of = _shape_reader(site.shape_at)
+    declined = _DECLINED
 
     def launch(args: tuple) -> int:
         append = events.launch_append
         if append is None:
-            return _DECLINED  # nothing records: the plain launcher is armed again instead
+            return declined  # nothing records: the plain launcher is armed again instead
         started = clock()
         status = native(args)
-        if status == _DECLINED:
-            return status
-        if status:
+        if status:  # (0: launched, on a GPU)
+            if status == declined:
+                return status
             error = ""
             try:
                 after(status)
