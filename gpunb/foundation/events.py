@@ -424,7 +424,10 @@ class LaunchRecorder:
             if not self._active:
                 return
             self._active = False
-            launch_recorders = tuple(r for r in launch_recorders if r is not self)
+            if launch_recorders[-1] is self:  # the latest (blocks end in the order they began)
+                launch_recorders = launch_recorders[:-1]
+            else:
+                launch_recorders = tuple([r for r in launch_recorders if r is not self])
             _update_observers()
         launch_gate.bump_recorders()  # recording launchers step aside, plain ones re-arm
 
