@@ -91,11 +91,13 @@ def rebind(config, args: tuple):
     `config._native`; else None (the caller takes the Python path, which checks everything).
     Where only recorders came or went (a profile block began or ended) and the configuration
     has a launcher of the mode that applies, `rearm` arms that one again instead."""
+    if events.launch_subscribers:
+        return None  # every launch takes the Python path, which publishes
     native = rearm(config)
     if native is not None:
         return native
     dispatcher = config.dispatcher
-    if events.launch_subscribers or dispatcher.__dict__.get("_extensions"):
+    if dispatcher.__dict__.get("_extensions"):
         return None
     try:
         key = tuple([type_key(a) for a in args])
