@@ -107,6 +107,10 @@ class EventTimer:
 # in benchmarks/bench_profile.py), while a launch with it enabled pays about 1 us more. After
 # this idle time a thread disables it, so launches outside profiles pay nothing for CUPTI.
 IDLE_DISABLE_S = 1.0
+# The size of each activity buffer CUPTI asks for: when it starts recording and after each
+# flush (a profile's first read), so the next block's first kernel waits for one. cupti-python
+# allocates it (libc) and frees it once its records are delivered; ~40 000 kernel records fit.
+ACTIVITY_BUFFER_BYTES = 8 << 20
 
 
 class _CuptiState:
@@ -139,7 +143,7 @@ class _CuptiState:
 
     @staticmethod
     def _requested():
-        return 8 << 20, 0
+        return ACTIVITY_BUFFER_BYTES, 0  # (size, no record limit): cupti-python allocates it
 
     def _completed(self, activities) -> None:
         if not self.holders:
