@@ -109,7 +109,8 @@ class EventTimer:
 IDLE_DISABLE_S = 1.0
 # The size of each activity buffer CUPTI asks for: when it starts recording and after each
 # flush (a profile's first read), so the next block's first kernel waits for one. cupti-python
-# allocates it (libc) and frees it once its records are delivered; ~40 000 kernel records fit.
+# allocates it (libc) and frees it once its records are delivered; tens of thousands of kernel
+# records fit.
 ACTIVITY_BUFFER_BYTES = 8 << 20
 
 
