@@ -108,7 +108,7 @@ class EventTimer:
 # this idle time a thread disables it, so launches outside profiles pay nothing for CUPTI.
 IDLE_DISABLE_S = 1.0
 # The size of each activity buffer CUPTI asks for: when it starts recording and after each
-# flush (a profile's first read), so the next block's first kernel waits for one. cupti-python
+# flush (a profile's first read), so the next kernel recorded may wait for one. cupti-python
 # allocates it (libc) and frees it once its records are delivered; tens of thousands of kernel
 # records fit.
 ACTIVITY_BUFFER_BYTES = 8 << 20
