@@ -253,6 +253,9 @@ launch_recorders: tuple = ()
 # launch_subscribers + launch_recorders: the dispatcher's Python path tests this tuple and
 # takes its observed path only when it is not empty
 launch_observers: tuple = ()
+# `launch_append(entry)` appends a launch's entry to every active recorder's log (None while
+# none records): a recording launcher (jit/observe.py) looks it up at each launch
+launch_append: Callable[[tuple], None] | None = None
 _LAUNCH_KINDS = (EventKind.LAUNCH_BEFORE, EventKind.LAUNCH_AFTER)
 
 
@@ -344,8 +347,20 @@ def _launch_union() -> tuple:
 
 
 def _update_observers() -> None:
-    global launch_observers
+    global launch_observers, launch_append
     launch_observers = launch_subscribers + launch_recorders
+    logs = [recorder.log for recorder in launch_recorders]
+    launch_append = logs[0].append if len(logs) == 1 else _append_to(logs) if logs else None
+
+
+def _append_to(logs: list) -> Callable[[tuple], None]:
+    appends = tuple(log.append for log in logs)
+
+    def append(entry: tuple) -> None:
+        for add in appends:
+            add(entry)
+
+    return append
 
 
 # ---- launch recorders: every launch, native ones included, as one compact entry ----------------
@@ -389,9 +404,12 @@ class LaunchRecorder:
     `log` (a list) until `stop()`, in the launching thread.
 
     Why not a LAUNCH_AFTER subscriber: a subscription sends launches through the Python path
-    and builds an event per launch; a recorder lets the native launchers keep running (each
-    bound with the recorders of the moment, jit/fast_launch.py) and costs a launch one small
-    tuple appended to a list. The entries become LaunchEvents (`launch_event`) when read."""
+    and builds an event per launch; a recorder lets the native launchers keep running (a
+    recording one appends to the logs of the recorders active when it launches,
+    `launch_append`, jit/fast_launch.py) and costs a launch one small tuple appended to a list.
+    Starting or stopping one moves the launch gate by `bump_recorders`, so the launchers
+    bound before are armed again as they are. The entries become LaunchEvents
+    (`launch_event`) when read."""
 
     __slots__ = ("log", "_active")
 
@@ -406,9 +424,12 @@ class LaunchRecorder:
             if not self._active:
                 return
             self._active = False
-            launch_recorders = tuple(r for r in launch_recorders if r is not self)
+            if launch_recorders[-1] is self:  # the latest (blocks end in the order they began)
+                launch_recorders = launch_recorders[:-1]
+            else:
+                launch_recorders = tuple([r for r in launch_recorders if r is not self])
             _update_observers()
-        launch_gate.bump()  # native launchers bound with this recorder step aside
+        launch_gate.bump_recorders()  # recording launchers step aside, plain ones re-arm
 
     close = stop
 
@@ -432,7 +453,7 @@ def record_launches(log: list) -> LaunchRecorder:
     with _lock:
         launch_recorders = (*launch_recorders, recorder)
         _update_observers()
-    launch_gate.bump()  # native launchers rebind with this recorder
+    launch_gate.bump_recorders()  # plain launchers step aside, recording ones re-arm
     return recorder
 
 

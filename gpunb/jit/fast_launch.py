@@ -14,6 +14,13 @@ While `gpunb.events` has launch recorders (a profile timed by CUPTI or the host 
 launcher bound is a separate one (plain launchers stay disarmed meanwhile), wrapped to append an
 entry per launch to each recorder (jit/observe.py); subscribers to launch events keep every
 launch on the Python path.
+
+A configuration keeps the last launcher it bound in each mode (plain, recording) for one
+specialisation and argument kinds (`Bound`, `config._native[2]`). A profile block's start or
+end moves the launch gate for the recorders only (launch_gate.bump_recorders), so the first
+launch in (or after) a block re-arms the launcher of the mode that now applies as it is
+(`rearm`): the checks it was armed after still hold. Anything else that moves the gate
+(launch_gate.bump) sends the next launch through `rebind` or the Python path, as before.
 """
 
 from __future__ import annotations
@@ -33,15 +40,64 @@ NATIVE_AFTER = 2
 GIVE_UP_AFTER = 16  # a configuration that could not get one then tries every 256th launch
 
 
+class Bound:
+    """One native launcher bound for a configuration: `config._native` is `(fn, after, bound)`.
+
+    `launcher` is the NativeLauncher whose plan `fn` follows; `recording` whether `fn` records
+    (a plan of its own: a plain plan is never armed while recorders are active, nor is a
+    recording one used while none is); `other` the configuration's launcher of the other mode
+    for the same specialisation and argument kinds, when it has had one."""
+
+    __slots__ = ("fn", "after", "launcher", "recording", "spec", "key", "other")
+
+    def __init__(self, fn, after, launcher, recording: bool, spec, key: tuple):
+        self.fn, self.after, self.launcher = fn, after, launcher
+        self.recording, self.spec, self.key = recording, spec, key
+        self.other: Bound | None = None
+
+
+def rearm(config):
+    """`config`'s native launcher declined: when only launch recorders came or went since its
+    launcher of the mode that applies now (recording while any records, else plain) was armed,
+    arm that one at the gate's current value and return the new `config._native`; else None
+    (`rebind` or the Python path decide). This is a profile block's first launch, and the first
+    after it: no type keys, no watch-list walk, no binding."""
+    native = config._native
+    if native is None:
+        return None
+    gate = launch_gate.current()  # first: a bump after the checks disarms what we arm
+    bound = native[2]
+    recording = events.launch_recorders != ()
+    if bound.recording is not recording:
+        bound = bound.other
+        if bound is None:
+            return None
+    elif bound.launcher.armed_at == gate:
+        return None  # armed now and declined all the same: new kinds, a rebound name, a thread
+    launcher = bound.launcher
+    if not launch_gate.unchanged_since(launcher.armed_at) or \
+            launcher.watch is not bound.spec.watch:
+        return None
+    launcher.arm(gate)
+    native = config._native = (bound.fn, bound.after, bound)
+    return native
+
+
 def rebind(config, args: tuple):
     """`config`'s native launcher declined `args`: when they are of kinds whose specialisation
     the dispatcher knows and it is still valid, nobody subscribes to launch events and this
     thread owns its buffer (what declining most often means then: the launch gate moved, as
     it does when a profile begins or ends), bind a fresh launcher and return the new
     `config._native`; else None (the caller takes the Python path, which checks everything).
-    Saves a profile block the two Python-path launches that re-armed launchers cost."""
+    Where only recorders came or went (a profile block began or ended) and the configuration
+    has a launcher of the mode that applies, `rearm` arms that one again instead."""
+    if events.launch_subscribers:
+        return None  # every launch takes the Python path, which publishes
+    native = rearm(config)
+    if native is not None:
+        return native
     dispatcher = config.dispatcher
-    if events.launch_subscribers or dispatcher.__dict__.get("_extensions"):
+    if dispatcher.__dict__.get("_extensions"):
         return None
     try:
         key = tuple([type_key(a) for a in args])
@@ -116,10 +172,26 @@ def refresh(config, spec, args: tuple) -> None:
         def after(status: int) -> None:  # the driver refused: retry or raise as launch_cuda
             program.native_failed(status, grid3, block3, shared, handle, params)
     native = launcher.bind(grid3, block3, shared, handle)
-    if recorders:  # a profile records: the launcher also appends an entry per launch
+    recording = bool(recorders)
+    if recording:  # a profile records: the launcher also appends an entry per launch
         site = LaunchSite(config.dispatcher.__name__, spec, config.grid, config.block,
                           config.stream, config.sharedmem, type_names(spec), spec.target,
                           False, shape_positions(args))
-        native = recording_launcher(native, after, site, recorders)
-    config._native = (native, after)
+        native = recording_launcher(native, after, site)
+        key = key[1]
+    bound = Bound(native, after, launcher, recording, spec, key)
+    _keep_other(bound, config._native)
+    config._native = (native, after, bound)
     config._native_misses = NATIVE_AFTER - 1  # the next miss (a new epoch) rebinds at once
+
+
+def _keep_other(bound: Bound, previous) -> None:
+    """Pair `bound` with the configuration's launcher of the other mode for the same
+    specialisation and argument kinds, if the binding it replaces is (or was paired with) one."""
+    if previous is None:
+        return
+    for candidate in (previous[2], previous[2].other):
+        if candidate is not None and candidate.recording is not bound.recording and \
+                candidate.spec is bound.spec and candidate.key == bound.key:
+            bound.other, candidate.other = candidate, bound
+            return

@@ -9,7 +9,9 @@ are spelled once per specialisation, their shapes read once per launch).
 
 Recorders do not stop the native launchers: `recording_launcher` wraps the one a configuration
 binds while recorders are active, so a recorded launch costs the native launch, two clock reads
-and one `(site, shapes, start_ns, end_ns, error)` tuple appended to each recorder's list.
+and one `(site, shapes, start_ns, end_ns, error)` tuple appended to each recorder's list. It
+looks the recorders up when it launches, so one profile block after another arms it again as
+it is rather than binding a new one.
 """
 
 from __future__ import annotations
@@ -54,6 +56,10 @@ def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, shar
             except Exception as exc:  # noqa: BLE001 - a listener must not break a launch
                 events.report_failure(subscription.fn, _BEFORE, exc, stacklevel=3)
     started = _clock()
+    # the recorders the launch is recorded by: those active once it has begun (read after its
+    # clock, so that its times overlap their blocks; read at its end, a launch that ended
+    # just before a block began in another thread would be recorded by that block)
+    append = events.launch_append
     error = ""
     try:
         params, writeback = spec.packer.pack(args, spec.argtypes)
@@ -66,13 +72,10 @@ def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, shar
         raise
     finally:
         ended = _clock()
-        recorders = events.launch_recorders
-        if recorders:
+        if append is not None:
             site = _new(LaunchSite, (name, spec, griddim, blockdim, stream, sharedmem, types,
                                      spec.target, new, None))
-            entry = (site, shapes, started, ended, error)
-            for recorder in recorders:
-                recorder.log.append(entry)
+            append((site, shapes, started, ended, error))
         subscriptions = _subscriptions.get(_AFTER)
         if subscriptions:
             event = _new(LaunchEvent, (_AFTER, name, spec, griddim, blockdim, stream, sharedmem,
@@ -86,30 +89,33 @@ def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, shar
     return None if events.launch_subscribers else spec
 
 
-def recording_launcher(native, after, site: LaunchSite, recorders: tuple):
+def recording_launcher(native, after, site: LaunchSite):
     """`native` (a bound native launcher, `f(args) -> status`) that also appends an entry per
-    launch to each recorder's log; `after(status)` runs a packed CPU grid or handles a driver
-    failure, here rather than in the caller, so the entry's times and error cover it. Returns
-    0 (launched) or _DECLINED, as `native` does, or raises what `after` raised. The entries
-    hold the shapes of the arguments at `site.shape_at` (see shape_positions)."""
-    appends = tuple(recorder.log.append for recorder in recorders)
-    append = appends[0] if len(appends) == 1 else None
+    launch to the log of each recorder active when it launches (`events.launch_append`);
+    `after(status)` runs a packed CPU grid or handles a driver failure, here rather than in the
+    caller, so the entry's times and error cover it. Returns 0 (launched) or _DECLINED, as
+    `native` does, or raises what `after` raised; declines while nothing records. The entries
+    hold the shapes of the arguments at `site.shape_at` (see shape_positions).
+
+    The recorders are looked up at each launch, not bound in: a configuration keeps this
+    launcher from one profile block to the next (the block's start re-arms it, fast_launch).
+    They are read before `native` checks the launch gate, which every change of the recorders
+    moves after making it: a launch that passes the check was recorded by the recorders of the
+    gate value it passed at (or by one starting or stopping in that instant)."""
     clock = _clock
-    shape_at = site.shape_at
-    shapes_of = _shape_reader(shape_at)
+    shapes_of = _shape_reader(site.shape_at)
+    declined = _DECLINED
 
     def launch(args: tuple) -> int:
-        if events.launch_recorders is not recorders:
-            # recorders came or went since this was bound: its launcher may have been armed
-            # again by another configuration's binding (jit/fast_launch.py), so the gate alone
-            # does not say that these are the recorders of the moment
-            return _DECLINED
+        append = events.launch_append
+        if append is None:
+            return declined  # nothing records: the plain launcher is armed again instead
         started = clock()
         status = native(args)
-        if status == _DECLINED:
-            return status
-        error = ""
-        if status:
+        if status:  # (0: launched, on a GPU)
+            if status == declined:
+                return status
+            error = ""
             try:
                 after(status)
             except BaseException as exc:
@@ -117,13 +123,9 @@ def recording_launcher(native, after, site: LaunchSite, recorders: tuple):
                 _locate(exc)
                 raise
             finally:
-                _append(appends, (site, shapes_of(args), started, clock(), error))
+                append((site, shapes_of(args), started, clock(), error))
             return 0
-        entry = (site, shapes_of(args), started, clock(), "")
-        if append is not None:
-            append(entry)
-        else:
-            _append(appends, entry)
+        append((site, shapes_of(args), started, clock(), ""))
         return 0
 
     return launch
@@ -155,11 +157,6 @@ def _shape_reader(positions: tuple):
         p, q, r, u = positions
         return lambda args: (args[p].shape, args[q].shape, args[r].shape, args[u].shape)
     return lambda args: tuple([args[k].shape for k in positions])
-
-
-def _append(appends: tuple, entry: tuple) -> None:
-    for append in appends:
-        append(entry)
 
 
 def _locate(exc: BaseException) -> None:

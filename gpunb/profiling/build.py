@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 
+from gpunb.profiling import timers
 from gpunb.profiling.records import LaunchRecord, Occupancy
 
 # the fields build() fills, which a Profile reads lazily (records.py)
@@ -38,8 +39,6 @@ class Recording:
     def timer_for(self, target: str):
         timer = self.timers.get(target)
         if timer is None:
-            from gpunb.profiling import timers
-
             if target == "cuda" and self.prefer != "host":
                 timer = timers.cuda_timer("events" if self.prefer == "events" else "auto")
             else:
@@ -107,9 +106,7 @@ def _build(recording: Recording) -> dict:
                          "them)")
             continue
         if timer is None:
-            from gpunb.profiling.timers import HostTimer
-
-            timer = HostTimer()
+            timer = timers.HostTimer()
         used[target] = timer
         try:
             measured, foreign = timer.finish([events[i] for i in indices],

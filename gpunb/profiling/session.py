@@ -16,6 +16,7 @@ import threading
 from gpunb.foundation.events import EventKind, LaunchEvent, record_launches, subscribe
 from gpunb.profiling.build import Recording
 from gpunb.profiling.records import Profile
+from gpunb.runtime.target import active_target
 
 _last: Profile | None = None
 
@@ -60,10 +61,17 @@ class ProfileSession:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.finish(Profile())
+
+    def finish(self, profile: Profile) -> Profile:
+        """End the block: `profile` (empty until now) becomes its Profile, made when read."""
         self._subscription.close()
-        self._recording.stop()
-        self.profile = Profile(recording=self._recording)
-        remember(self.profile)
+        recording = self._recording
+        recording.stop()
+        profile._recording = recording
+        self.profile = profile
+        remember(profile)
+        return profile
 
     def _on_launch(self, event: LaunchEvent) -> None:
         stack = getattr(self._started, "stack", None)
@@ -79,8 +87,6 @@ class ProfileSession:
 
 
 def _default_target() -> str:
-    from gpunb.runtime.target import active_target
-
     try:
         return active_target(None)
     except Exception:  # noqa: BLE001
@@ -107,20 +113,14 @@ class ProfileBlock:
 
     def __init__(self, session: ProfileSession):
         self._session = session
-        self._handle: _ProfileHandle | None = None
+        self._handle: Profile | None = None
 
-    def __enter__(self) -> _ProfileHandle:
+    def __enter__(self) -> Profile:
+        """What `with gpunb.profile() as prof` binds: a Profile, empty inside the block, whose
+        records are the block's once it has ended."""
         self._session.__enter__()
-        handle = self._handle = _ProfileHandle()
+        handle = self._handle = Profile()
         return handle
 
     def __exit__(self, *exc) -> None:
-        self._session.__exit__(*exc)
-        self._handle._set(self._session.profile)
-
-
-class _ProfileHandle(Profile):
-    """What `with gpunb.profile() as prof` binds: empty inside the block, the Profile after."""
-
-    def _set(self, profile: Profile) -> None:
-        self.__dict__.update(profile.__dict__)
+        self._session.finish(self._handle)

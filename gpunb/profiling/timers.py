@@ -107,6 +107,11 @@ class EventTimer:
 # in benchmarks/bench_profile.py), while a launch with it enabled pays about 1 us more. After
 # this idle time a thread disables it, so launches outside profiles pay nothing for CUPTI.
 IDLE_DISABLE_S = 1.0
+# The size of each activity buffer CUPTI asks for: when it starts recording and after each
+# flush (a profile's first read), so the next kernel recorded may wait for one. cupti-python
+# allocates it (libc) and frees it once its records are delivered; tens of thousands of kernel
+# records fit.
+ACTIVITY_BUFFER_BYTES = 8 << 20
 
 
 class _CuptiState:
@@ -115,8 +120,12 @@ class _CuptiState:
     `running` counts profiles whose block is running (CUPTI records kernels while it is not 0,
     and for IDLE_DISABLE_S after); `holders` counts profiles whose records have not been read
     yet: records arriving while it is 0 are dropped, so kernels launched outside profiles cost
-    no memory. `toggle` guards enabling and disabling; `lock` the records (CUPTI's buffer
-    callback takes only `lock`, so a disable that flushes cannot deadlock with it)."""
+    no memory. `idle` guards enabling and disabling; `lock` the records (CUPTI's buffer
+    callback takes only `lock`, so a disable that flushes cannot deadlock with it).
+
+    A block's start and end only count and note the time: the idle thread is woken when CUPTI
+    is enabled, and otherwise looks again every IDLE_DISABLE_S while it is, so a loop of
+    blocks does not wake it (a thread switch per block) at each block's end."""
 
     def __init__(self, cupti):
         self.cupti = cupti
@@ -135,7 +144,7 @@ class _CuptiState:
 
     @staticmethod
     def _requested():
-        return 8 << 20, 0
+        return ACTIVITY_BUFFER_BYTES, 0  # (size, no record limit): cupti-python allocates it
 
     def _completed(self, activities) -> None:
         if not self.holders:
@@ -157,6 +166,7 @@ class _CuptiState:
             if not self.enabled:  # raises when another profiler holds CUPTI: nothing counted
                 cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)
                 self.enabled = True
+                self.idle.notify()  # the idle thread waits for this without a time limit
             since = cupti.get_timestamp()
             self.running += 1
             self.idle_since = None
@@ -172,8 +182,7 @@ class _CuptiState:
         with self.idle:
             self.running -= 1
             if not self.running:
-                self.idle_since = time.monotonic()
-                self.idle.notify()
+                self.idle_since = time.monotonic()  # the idle thread reads it when it wakes
         return until
 
     def _disable_when_idle(self) -> None:
@@ -181,18 +190,21 @@ class _CuptiState:
         cupti = self.cupti
         with self.idle:
             while True:
-                if self.enabled and not self.running and self.idle_since is not None:
-                    wait = self.idle_since + IDLE_DISABLE_S - time.monotonic()
-                    if wait > 0:
-                        self.idle.wait(wait)
-                        continue
-                    self.enabled = False
-                    try:
-                        cupti.activity_disable(cupti.ActivityKind.CONCURRENT_KERNEL)
-                    except Exception:  # noqa: BLE001 - a profile never fails for its timer
-                        pass
-                else:
-                    self.idle.wait()
+                if not self.enabled:
+                    self.idle.wait()  # until a block enables CUPTI (start notifies)
+                    continue
+                if self.running or self.idle_since is None:
+                    self.idle.wait(IDLE_DISABLE_S)  # a block runs: look again later
+                    continue
+                wait = self.idle_since + IDLE_DISABLE_S - time.monotonic()
+                if wait > 0:
+                    self.idle.wait(wait)
+                    continue
+                self.enabled = False
+                try:
+                    cupti.activity_disable(cupti.ActivityKind.CONCURRENT_KERNEL)
+                except Exception:  # noqa: BLE001 - a profile never fails for its timer
+                    pass
 
     def release(self, since: int) -> None:
         """A profile's records were read (or it was dropped unread)."""
@@ -208,6 +220,7 @@ class _CuptiState:
 
 _cupti_state: _CuptiState | None = None
 _cupti_error: str | None = None
+_driver: list = [None]  # gpunb.backends.cuda.driver once a CuptiTimer imported it (per block)
 
 
 class CuptiTimer:
@@ -225,8 +238,11 @@ class CuptiTimer:
     needs_before = False
 
     def __init__(self, state: _CuptiState):
-        from gpunb.backends.cuda import driver
+        driver = _driver[0]
+        if driver is None:
+            from gpunb.backends.cuda import driver
 
+            _driver[0] = driver
         self._state = state
         self._driver = driver
         driver.ensure_context()

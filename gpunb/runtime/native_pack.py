@@ -246,6 +246,11 @@ class NativeLauncher:
     def disarm(self) -> None:
         self._plan[1] = -1
 
+    @property
+    def armed_at(self) -> int:
+        """The gate value it launches at (`arm`'s), -1 when disarmed."""
+        return self._plan[1]
+
 
 def _record(kind: tuple, addresses: list, sizes: list) -> list:
     """One plan record: op, exact class, key or dtype, count, flags, destination."""

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import gpunb
-from gpunb.foundation import events
+from gpunb.foundation import events, launch_gate
 from gpunb.foundation.events import CompileEvent, EventKind, Stage
 
 
@@ -80,6 +80,31 @@ def test_launch_observers_are_the_subscribers_and_the_recorders():
             assert events.launch_observers == (after, recorder)
         assert events.launch_observers == (after,) and events.launch_recorders == ()
     assert events.launch_observers == ()
+
+
+def test_launch_append_writes_to_every_active_recorder_only():
+    assert events.launch_append is None
+    first, second = [], []
+    with events.record_launches(first):
+        events.launch_append("a")
+        with events.record_launches(second):
+            events.launch_append("b")
+        events.launch_append("c")
+    assert events.launch_append is None
+    assert (first, second) == (["a", "b", "c"], ["b"])
+
+
+def test_recorders_move_the_launch_gate_without_invalidating_what_launchers_checked():
+    seen = launch_gate.current()
+    with events.record_launches([]):
+        moved = launch_gate.current()
+    assert moved == seen + 1 and launch_gate.current() == seen + 2  # every launcher declines
+    assert launch_gate.unchanged_since(seen)  # ... and one armed at `seen` may be re-armed
+    with events.subscribe("launch_after", print):  # a listener: launchers must be checked again
+        pass
+    assert not launch_gate.unchanged_since(seen) and not launch_gate.unchanged_since(moved)
+    assert launch_gate.unchanged_since(launch_gate.current())
+    assert not launch_gate.unchanged_since(-1)  # a disarmed launcher never is
 
 
 def test_subscribing_from_many_threads_loses_nothing():

@@ -5,6 +5,10 @@ and times, failures are recorded with their error, and nothing is recorded once 
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -16,6 +20,7 @@ from gpunb import cuda  # noqa: E402
 from gpunb.foundation import events, launch_gate  # noqa: E402
 from gpunb.foundation.events import EventKind, launch_event  # noqa: E402
 from gpunb.jit import dispatcher as dispatcher_module  # noqa: E402
+from gpunb.jit import fast_launch  # noqa: E402
 
 
 @cuda.jit
@@ -147,6 +152,158 @@ def test_configurations_sharing_a_launcher_record_into_the_current_recorder_only
     wide(out, x, 1.0, 0.0)
     narrow(out, x, 1.0, 0.0)
     assert len(log) == 9  # after the last block: nothing recorded
+
+
+@pytest.fixture
+def binds(monkeypatch):
+    """Each time a configuration bound a native launcher (fast_launch.refresh, which runs)."""
+    calls = []
+    real = fast_launch.refresh
+
+    def counting(config, spec, args):
+        before = config._native
+        real(config, spec, args)
+        if config._native is not before:
+            calls.append(config)
+
+    monkeypatch.setattr(fast_launch, "refresh", counting)
+    return calls
+
+
+def test_consecutive_blocks_re_arm_a_configurations_launchers_and_record_each_launch_once(
+        cpu, binds, observed_calls):
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    config = axpb[1, 64]
+    _warm(config, out, x, np.float32(1), 0.0)
+    binds.clear()
+    plain = config._native[0]
+    logs, recording = [], None
+    for block in range(4):
+        log: list = []
+        with events.record_launches(log):
+            for k in range(3):
+                config(out, x, np.float32(block), float(k))
+            recording = recording or config._native[0]
+            assert config._native[0] is recording  # the same recording launcher every block
+            assert np.array_equal(out, block * x + 2)
+        logs.append(log)
+        config(out, x, np.float32(1), 0.0)  # after the block: the plain launcher, unrecorded
+        assert config._native[0] is plain
+    # bound once (the first block's recording launcher), armed again since; never Python
+    assert binds == [config] and observed_calls == []
+    assert getattr(recording, "__qualname__", "").startswith("recording_launcher")
+    assert [len(log) for log in logs] == [3, 3, 3, 3]
+    starts = [entry[2] for log in logs for entry in log]
+    assert starts == sorted(set(starts))  # each launch once, in its own block's log
+    assert all(entry[0].grid == 1 and entry[4] == "" for log in logs for entry in log)
+
+
+def test_a_full_gate_bump_between_blocks_binds_again(cpu, binds):
+    # anything but a recorder moving the gate (a listener, a target change, a failed launch)
+    # may have changed what a launcher was checked for: the next block binds, not re-arms
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    config = axpb[1, 64]
+    _warm(config, out, x, np.float32(1), 0.0)
+    for _ in range(2):
+        with events.record_launches([]):
+            config(out, x, np.float32(1), 0.0)
+    config(out, x, np.float32(1), 0.0)
+    binds.clear()
+    seen: list = []
+    with events.subscribe("launch_after", seen.append):
+        config(out, x, np.float32(2), 0.0)  # the Python path, published
+    log: list = []
+    with events.record_launches(log):
+        config(out, x, np.float32(3), 0.0)
+        config(out, x, np.float32(4), 0.0)
+    config(out, x, np.float32(5), 0.0)
+    assert len(seen) == 1 and len(log) == 2 and np.array_equal(out, 5 * x)
+    assert binds == [config, config]  # after the listener: recording, then plain, bound again
+    launch_gate.bump()
+    with events.record_launches(log):
+        config(out, x, np.float32(6), 0.0)
+    assert len(log) == 3 and binds == [config, config, config]
+
+
+def _launch_and_time(config, done: threading.Event, spans: list, errors: list) -> None:
+    """Launch `config` until `done`, noting each launch's (start, end) on the host clock."""
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    try:
+        _warm(config, out, x, np.float32(1), 0.0)
+        k = 0
+        while not done.is_set():
+            started = time.perf_counter_ns()
+            config(out, x, np.float32(k), 0.0)
+            spans.append((started, time.perf_counter_ns()))
+            k += 1
+        assert np.array_equal(out, (k - 1) * x)
+    except BaseException as exc:  # noqa: BLE001 - the test reports it
+        errors.append(exc)
+
+
+def _blocks(count: int, blocks: list) -> None:
+    """Start and stop `count` recorders, noting each one's times and log."""
+    for n in range(count):
+        log: list = []
+        entering = time.perf_counter_ns()
+        recorder = events.record_launches(log)
+        entered = time.perf_counter_ns()
+        while time.perf_counter_ns() < entered + 20_000 * (n % 4):
+            pass  # the launching threads get turns (the switch interval is short)
+        leaving = time.perf_counter_ns()
+        recorder.stop()
+        blocks.append((entering, entered, leaving, time.perf_counter_ns(), log))
+
+
+def test_blocks_starting_and_ending_while_other_threads_launch(cpu):
+    # a launch is recorded by every block it overlaps, at most once, and by no other; one that
+    # runs entirely inside a block always is. Two threads launch (one configuration each: the
+    # first through its native launcher, the second, not the specialisation's owner, through
+    # the Python path) while two others start and stop blocks, overlapping
+    configs = (axpb[1, 64], axpb[2, 32])
+    done = threading.Event()
+    spans: dict = {config.grid: [] for config in configs}
+    errors: list = []
+    blocks: list = []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    launchers = [threading.Thread(target=_launch_and_time,
+                                  args=(config, done, spans[config.grid], errors))
+                 for config in configs]
+    try:
+        for thread in launchers:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while min(map(len, spans.values())) < 5 and time.monotonic() < deadline and not errors:
+            time.sleep(0.001)
+        togglers = [threading.Thread(target=_blocks, args=(150, blocks)) for _ in range(2)]
+        for thread in togglers:
+            thread.start()
+        for thread in togglers:
+            thread.join()
+    finally:
+        done.set()
+        for thread in launchers:
+            thread.join()
+        sys.setswitchinterval(interval)
+    assert errors == []
+    inside = 0
+    for entering, entered, leaving, left, log in blocks:
+        for grid, launched in spans.items():
+            mine = [entry for entry in log if entry[0].grid == grid]
+            starts = [entry[2] for entry in mine]
+            assert len(set(starts)) == len(starts)  # never twice in one profile
+            outside = [(start - entering, end - entering, left - entering)
+                       for _, _, start, end, _ in mine if start > left or end < entering]
+            assert outside == [], grid  # (ns from the block's start: launch, block's end)
+            for start, end in launched:  # each launch wholly inside the block is in its log
+                if entered < start and end < leaving:
+                    inside += 1
+                    assert any(start <= entry[2] <= entry[3] <= end for entry in mine)
+    assert inside > 0 and len(blocks) == 300
 
 
 def test_a_kernel_raising_through_a_recording_launcher_is_recorded_with_its_error(cpu):

@@ -96,3 +96,34 @@ def test_a_failed_enable_counts_no_profile(state):
     with pytest.raises(RuntimeError):
         state.start()
     assert (state.running, state.holders, state.enabled) == (0, 0, False)
+
+
+def test_a_loop_of_blocks_does_not_wake_the_idle_thread(monkeypatch):
+    # a block's end only notes the time: waking the idle thread at each would cost every block
+    # of a profiled loop a thread switch (with the GIL), for a decision due a second later
+    monkeypatch.setattr(timers, "IDLE_DISABLE_S", 30.0)
+    state = timers._CuptiState(RecordingCupti())
+    waits: list = []
+    real_wait = state.idle.wait
+
+    def counting_wait(timeout=None):
+        waits.append(timeout)
+        return real_wait(timeout)
+
+    state.idle.wait = counting_wait
+    since = state.start()  # enables CUPTI: wakes the idle thread, once
+    deadline = time.monotonic() + 2.0
+    while not waits and time.monotonic() < deadline:
+        time.sleep(0.01)
+    state.stop()
+    state.release(since)
+    time.sleep(0.1)
+    settled = len(waits)  # back to sleep, for the idle time
+    assert 1 <= settled <= 2 and all(w is not None and w > 29 for w in waits)
+    for _ in range(200):  # a profiled loop
+        since = state.start()
+        state.stop()
+        state.release(since)
+    time.sleep(0.1)
+    assert len(waits) == settled and state.enabled
+    assert [c[0] for c in state.cupti.calls] == ["enable"]

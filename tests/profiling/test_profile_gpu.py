@@ -226,3 +226,38 @@ def test_native_launches_in_a_profile_are_each_timed_by_cupti():
         assert r.registers and r.occupancy is not None and r.defined_at.endswith(":8")
     starts = [r.start_ns for r in records]
     assert starts == sorted(starts) and len(set(starts)) == 50
+
+
+def test_back_to_back_blocks_keep_the_recording_launcher_and_cupti_times_every_launch():
+    """A profiled loop: each block re-arms the configuration's recording launcher (bound once)
+    and CUPTI times each of its launches, in its own profile only; a block whose predecessor's
+    records were read (CUPTI flushed, a new activity buffer asked for) too."""
+    pytest.importorskip("llvmlite")
+    n = 1 << 16
+    x, y, out = _saxpy_data(n)
+    config = pk.saxpy[n // 256, 256]
+    for _ in range(4):
+        config(out, x, y, np.float32(1.0))
+    plain = config._native[0]
+    profiles, launchers = [], set()
+    for block in range(6):
+        with gpunb.profile() as prof:
+            for k in range(10):
+                config(out, x, y, np.float32(block * 10 + k))
+            launchers.add(config._native[0])
+        config(out, x, y, np.float32(0.0))  # between blocks: unrecorded, the plain launcher
+        assert config._native[0] is plain
+        profiles.append(prof)
+        if block % 2:
+            assert len(prof.launches) == 10  # read now: the next block follows a flush
+    assert len(launchers) == 1
+    assert getattr(launchers.pop(), "__qualname__", "").startswith("recording_launcher")
+    np.testing.assert_array_equal(out.copy_to_host(), np.full(n, 2.0, np.float32))
+    last_end = 0
+    for prof in profiles:
+        assert prof.timer == "cupti", prof.notes
+        records = [r for r in prof.launches if r.source == "gpunb"]
+        assert len(records) == 10 and all(r.time_ms and r.time_ms > 0 for r in records)
+        starts = [r.start_ns for r in records]
+        assert starts == sorted(starts) and len(set(starts)) == 10 and starts[0] > last_end
+        last_end = starts[-1]

@@ -114,6 +114,26 @@ def test_records_are_made_when_first_read_and_stay_the_blocks():
     assert gpunb.last_profile().launches is prof.launches  # one build, shared
 
 
+def test_a_profiled_loop_gives_each_block_its_launches_and_binds_one_profile_each():
+    x = np.arange(1024, dtype=np.float32)
+    out = np.zeros_like(x)
+    config = saxpy[4, 256]
+    profiles = []
+    for block in range(5):
+        with gpunb.profile() as prof:
+            assert prof.launches == []  # empty inside the block
+            for k in range(block + 1):
+                config(out, x, x, np.float32(k))
+        config(out, x, x, np.float32(1.0))  # between blocks: not recorded
+        assert gpunb.last_profile() is prof
+        profiles.append(prof)
+    np.testing.assert_allclose(out, 2 * x)
+    assert [len(p.launches) for p in profiles] == [1, 2, 3, 4, 5]
+    starts = [r.start_ns for p in profiles for r in p.launches]
+    assert starts == sorted(set(starts))  # each launch once, in its own block's profile
+    assert all(r.kernel == "saxpy" and r.time_ms > 0 for p in profiles for r in p.launches)
+
+
 def test_roofs_are_measured_and_labelled():
     prof, _, _ = _saxpy_block()
     assert prof.peak_source["gbps"].startswith("measured")
