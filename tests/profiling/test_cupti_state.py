@@ -127,3 +127,38 @@ def test_a_loop_of_blocks_does_not_wake_the_idle_thread(monkeypatch):
     time.sleep(0.1)
     assert len(waits) == settled and state.enabled
     assert [c[0] for c in state.cupti.calls] == ["enable"]
+
+
+class ZeroingCupti(RecordingCupti):
+    """cupti-python with ATTR_ZEROED_OUT_BUFFER: reads the value and size gpunb passes (by
+    address, as cupti-python's low-level binding takes them)."""
+
+    ActivityAttribute = SimpleNamespace(ATTR_ZEROED_OUT_BUFFER=31)
+
+    def activity_set_attribute(self, attr, value_size, value):
+        import ctypes
+
+        size = ctypes.c_size_t.from_address(value_size).value
+        self.calls.append(("set", attr, size, ctypes.c_uint8.from_address(value).value))
+
+
+def test_cupti_is_asked_not_to_zero_its_buffers_before_recording_starts(monkeypatch):
+    monkeypatch.setattr(timers, "IDLE_DISABLE_S", 0.05)
+    cupti = ZeroingCupti()
+    state = timers._CuptiState(cupti)
+    assert cupti.calls == [("set", 31, 1, 0)]
+    state.start()
+    assert cupti.calls[1] == ("enable", "concurrent_kernel")
+
+
+def test_a_cupti_without_the_attribute_or_refusing_it_still_records(monkeypatch):
+    monkeypatch.setattr(timers, "IDLE_DISABLE_S", 0.05)
+
+    class Refusing(ZeroingCupti):
+        def activity_set_attribute(self, attr, value_size, value):
+            raise RuntimeError("CUPTI_ERROR_INVALID_PARAMETER")
+
+    for cupti in (RecordingCupti(), Refusing()):
+        state = timers._CuptiState(cupti)
+        state.start()
+        assert cupti.calls == [("enable", "concurrent_kernel")]
