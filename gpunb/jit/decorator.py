@@ -11,8 +11,9 @@ from gpunb.foundation.types import Signature
 
 # while the driver starts, a thread imports the compile path (down to these modules of the
 # layers above the backends) and warms LLVM's code generator: backends/cuda/preload.py
-preload.install("gpunb.jit.slow_path", "gpunb.cache.kernel_cache", "gpunb.runtime.packing",
-                "gpunb.runtime.arghints")
+preload.install("gpunb.jit.slow_path", "gpunb.cache.kernel_cache", "gpunb.cache.toolchain_id",
+                "gpunb.cache.compile_once", "gpunb.cache.keylock", "gpunb.foundation.sources",
+                "gpunb.runtime.packing", "gpunb.runtime.arghints")
 
 
 def jit(func_or_sig=None, device: bool = False, target: str | None = None, **options):

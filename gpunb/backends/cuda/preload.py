@@ -46,6 +46,7 @@ MODULES = (
     "llvmlite.binding",
     "gpunb.backends.cuda.linemap",
     "gpunb.backends.cuda.modules",
+    "gpunb.backends.cuda.toolchain",
 )
 
 # a kernel in NVPTX's LLVM IR: emitting it runs every pass and the code generator once
