@@ -25,10 +25,7 @@ _available: bool | None = None
 _selected_device = 0  # process-wide device used by threads that have not chosen one
 _primary_contexts: dict = {}  # device id -> ContextToken of its retained primary context
 _devices: dict = {}  # device id -> Device
-# called as fn(answered, device_cc) just before cuInit (preload.py starts the compiler then);
-# `answered` is set once cuInit has returned, whatever it said
-_init_listeners: list = []
-_answered = threading.Event()
+_answered = threading.Event()  # set once cuInit has returned, whatever it said (preload.py)
 
 
 class CudaDriverError(LaunchError):
@@ -63,8 +60,7 @@ def init() -> None:
             return
         if _init_error is not None:
             raise CudaUnavailableError(str(_init_error))
-        for listener in _init_listeners:
-            listener(_answered, _selected_compute_capability)
+        _start_preload()
         try:
             _call_cuinit()
         finally:
@@ -87,18 +83,13 @@ def _call_cuinit() -> None:
     _initialized = True
 
 
-def on_init(listener) -> None:
-    """Call `listener(answered, device_cc)` just before the process's cuInit (at once if cuInit
-    has already been called): `answered` (a threading.Event) is set when cuInit has returned,
-    and `device_cc()` is then the selected device's compute capability, or None where there
-    is no usable GPU. Never called twice for one listener."""
-    with _lock:
-        if listener in _init_listeners:
-            return
-        _init_listeners.append(listener)
-        started = _answered.is_set()
-    if started:
-        listener(_answered, _selected_compute_capability)
+def _start_preload() -> None:
+    """Just before cuInit: the thread that imports the compiler while the driver starts
+    (preload.py; it waits for `_answered` and does nothing without a GPU)."""
+    from gpunb.backends.cuda import preload
+
+    real = getattr(_cu, "__name__", None) in (None, "cuda.bindings.driver")
+    preload.start(_answered, _selected_compute_capability, real_driver=real)
 
 
 def _selected_compute_capability() -> tuple | None:

@@ -28,7 +28,6 @@ import importlib
 import os
 import threading
 
-from gpunb.backends.cuda import driver
 from gpunb.foundation import config
 
 # what a first compile on this backend imports (their imports follow), in the order it does
@@ -79,20 +78,22 @@ done: list = []  # what finished, in order: "imports", "ptx sm_XY", or "failed: 
 
 
 def install(*names: str) -> None:
-    """Preload when the driver starts, importing also `names` (modules of the compile path
-    above this layer: the dispatcher's slow path, the cache) after MODULES."""
+    """Import also `names` (modules of the compile path above this layer: the dispatcher's slow
+    path, the cache) after MODULES."""
     for name in names:
         if name not in _extra:
             _extra.append(name)
-    driver.on_init(start)
 
 
-def start(answered: threading.Event, device_cc) -> threading.Thread | None:
-    """cuInit is about to be called: start the thread (once per process). `answered` is set
-    when the driver has started (or failed to); `device_cc()` is then the compute capability
-    to warm the code generator for, or None where there is no usable GPU."""
+def start(answered: threading.Event, device_cc,
+          real_driver: bool = True) -> threading.Thread | None:
+    """cuInit is about to be called (driver.init): start the thread, once per process.
+    `answered` is set when cuInit has returned; `device_cc()` is then the compute capability to
+    warm the code generator for, or None where there is no usable GPU. Not for a simulated
+    driver (`real_driver` False: the tests'), which has no context creation to hide the work
+    behind and whose recorded calls are the tests' to check."""
     global _thread
-    if not config.warmup_enabled() or not _real_driver():
+    if not config.warmup_enabled() or not real_driver:
         return None
     with _lock:
         if _thread is not None:
@@ -105,15 +106,6 @@ def start(answered: threading.Event, device_cc) -> threading.Thread | None:
         os.register_at_fork(before=_before_fork)
     _thread.start()
     return _thread
-
-
-def _real_driver() -> bool:
-    """cuda.bindings' driver: a simulated one (the tests') has no context creation to hide
-    the work behind, and its recorded calls are the tests' to check."""
-    try:
-        return getattr(driver.cuda_driver(), "__name__", None) == "cuda.bindings.driver"
-    except Exception:  # noqa: BLE001 - no bindings: cuInit will say so
-        return False
 
 
 def wait(timeout: float | None = None) -> bool:
