@@ -9,8 +9,9 @@ context (cuDevicePrimaryCtxRetain: 100-130 ms on the H100 host) in native code, 
 released. So once cuInit has found a GPU, a thread does the compile's kernel-independent work
 then: it imports the compile path's modules (this backend's, and those the layers above name
 with `install`), creates the device's target machine and emits PTX for a trivial kernel (under
-LLVM_LOCK, as every compile). Measured on the H100: cold compile + first launch 83 -> 16 ms,
-a first launch from the disk cache 10.9 -> 5.1 ms (benchmarks/profile_cold.py, RESULTS.md).
+LLVM_LOCK, as every compile). driver.init starts it just before cuInit. Measured on the H100:
+cold compile + first launch 76 -> 13 ms, a first launch from the disk cache 8.7 -> 3.1 ms
+(benchmarks/profile_cold.py, profile_disk_hit.py; RESULTS.md).
 
 A machine without a GPU never starts it (cuInit fails). A process whose kernels all come from
 the disk cache pays for it only where the context's creation does not hide it (its native
