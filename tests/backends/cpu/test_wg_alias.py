@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from llvmlite import ir
+from wg_corpus import both
 
 import gpunb
 from gpunb import cuda, float32, int32
@@ -92,13 +93,6 @@ def last_step_past_the_tile(out, x, steps):
     out[i] = acc
 
 
-_kernels: dict = {}
-
-
-def both(fn):
-    if fn not in _kernels:
-        _kernels[fn] = (cuda.jit(fn), cuda.jit(cpu_mode="coroutine")(fn))
-    return _kernels[fn]
 
 
 @pytest.mark.parametrize("n", [8 * TILE, 5 * TILE + 3])

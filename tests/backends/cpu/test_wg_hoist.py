@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 import pytest
+from wg_corpus import both
 
 import gpunb
 from gpunb import cuda, float32, int64
@@ -102,13 +103,6 @@ def strided_down(out, x, step):
     out[i] = acc
 
 
-_kernels: dict = {}
-
-
-def both(fn):
-    if fn not in _kernels:
-        _kernels[fn] = (cuda.jit(fn), cuda.jit(cpu_mode="coroutine")(fn))
-    return _kernels[fn]
 
 
 def run_both(fn, grid, block, make_args):

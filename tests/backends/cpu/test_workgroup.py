@@ -12,6 +12,7 @@ import pytest
 import wg_corpus as corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from wg_corpus import both
 
 import gpunb
 from gpunb import cuda
@@ -25,16 +26,6 @@ def cpu_target():
     gpunb.set_target("cpu")
     yield
     gpunb.set_target(None)
-
-
-_compiled: dict = {}
-
-
-def both(fn):
-    """(default-mode kernel, coroutine kernel) for a corpus function, compiled once."""
-    if fn not in _compiled:
-        _compiled[fn] = (cuda.jit(fn), cuda.jit(cpu_mode="coroutine")(fn))
-    return _compiled[fn]
 
 
 def run_both(fn, grid, block, make_args, expect_mode="workgroup"):

@@ -1,9 +1,19 @@
 """Barrier kernels run by test_workgroup.py in both CPU modes (work-group loops and coroutines).
 
-Plain Python functions: each test compiles them twice, `cuda.jit(cpu_mode=...)`.
+Plain Python functions: each test compiles them twice, `cuda.jit(cpu_mode=...)`, through
+`both` (which the other work-group test modules use for their own kernels too).
 """
 
 from gpunb import cuda, float32, int32
+
+_compiled: dict = {}
+
+
+def both(fn):
+    """(default-mode kernel, coroutine kernel) for a kernel function, compiled once."""
+    if fn not in _compiled:
+        _compiled[fn] = (cuda.jit(fn), cuda.jit(cpu_mode="coroutine")(fn))
+    return _compiled[fn]
 
 TPB = 64
 TILE = 8
