@@ -130,6 +130,16 @@ def median_report(title: str, runs: list, report) -> None:
           f"preload: {'; '.join(preload) or '-'}")
 
 
+def child_runs(mode: str, fake: str, env: dict, repeat: int) -> list:
+    """The breakdowns (breakdown.as_dict()) of `repeat` fresh CHILD processes, as JSON."""
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", CHILD, mode, "0", "1", fake], env=env,
+                             check=True, capture_output=True, text=True).stdout
+        runs.append(json.loads(out.strip().splitlines()[-1]))
+    return runs
+
+
 def repeat_option(argv: list) -> int:
     if "--repeat" in argv:
         return max(1, int(argv[argv.index("--repeat") + 1]))
@@ -150,11 +160,7 @@ def main(argv: list[str]) -> int:
             subprocess.run([sys.executable, "-c", CHILD, mode, profile, "0", fake], env=env,
                            check=True)
             return 0
-        runs = []
-        for _ in range(repeat):
-            out = subprocess.run([sys.executable, "-c", CHILD, mode, "0", "1", fake], env=env,
-                                 check=True, capture_output=True, text=True).stdout
-            runs.append(json.loads(out.strip().splitlines()[-1]))
+        runs = child_runs(mode, fake, env, repeat)
     from benchmarks.breakdown import report
 
     what = "cold compile to PTX" if mode == "ptx" else "cold compile + first launch"

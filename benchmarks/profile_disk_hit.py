@@ -18,13 +18,20 @@ collector's pauses, and the cache's own event (which must say "hit (disk)").
 from __future__ import annotations
 
 import compileall
-import json
 import os
 import subprocess
 import sys
 import tempfile
 
-from benchmarks.profile_cold import CHILD, KERNEL, REPO, child_env, median_report, repeat_option
+from benchmarks.profile_cold import (
+    CHILD,
+    KERNEL,
+    REPO,
+    child_env,
+    child_runs,
+    median_report,
+    repeat_option,
+)
 
 
 def main(argv: list[str]) -> int:
@@ -45,11 +52,7 @@ def main(argv: list[str]) -> int:
                 "cold compile + first launch", "first launch from the disk cache"),
                 mode, profile, "0", fake], env=env, check=True)
             return 0
-        runs = []
-        for _ in range(repeat):
-            out = subprocess.run([sys.executable, "-c", CHILD, mode, "0", "1", fake], env=env,
-                                 check=True, capture_output=True, text=True).stdout
-            runs.append(json.loads(out.strip().splitlines()[-1]))
+        runs = child_runs(mode, fake, env, repeat)
     from benchmarks.breakdown import report
 
     median_report(f"first launch from the disk cache ({mode}"
