@@ -93,15 +93,12 @@ def _start_preload() -> None:
 
 
 def _selected_compute_capability() -> tuple | None:
-    """(major, minor) of the selected device without making a context; None without a GPU."""
+    """(major, minor) of the selected device without making a context (its Device is queried
+    and cached, as the first launch would); None without a GPU."""
     if not _initialized:
         return None
     try:
-        attrs = cuda_driver().CUdevice_attribute
-        return (_device_attribute(_selected_device,
-                                  attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
-                _device_attribute(_selected_device,
-                                  attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+        return tuple(get_device(_selected_device).compute_capability)
     except Exception:  # noqa: BLE001 - no device: nothing to warm
         return None
 
