@@ -85,6 +85,11 @@ class Target:
         """Bounds checking hook; targets without it do nothing."""
         return
 
+    def async_ops(self):
+        """The lowering of cp.async, mbarriers, TMA and wgmma (an object with one method per
+        operation, from the backend's async_ops module), or None where the target has none."""
+        return None
+
     def string_constant(self, low, text: str, addrspace: int = 0):
         """A generic pointer to a NUL-terminated constant string (print()'s %s arguments)."""
         data = bytearray(text.encode("utf-8") + b"\0")

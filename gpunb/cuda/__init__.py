@@ -9,6 +9,15 @@ from __future__ import annotations
 
 import sys as _sys
 
+from gpunb.compiler.async_api import (  # noqa: F401 - re-exported kernel language
+    cp_async,
+    fence_proxy_async,
+    mbarrier,
+    setmaxnreg_dec,
+    setmaxnreg_inc,
+    tma,
+    wgmma,
+)
 from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel language
     activemask,
     all_sync,
@@ -79,6 +88,10 @@ from gpunb.cuda.devices import (  # noqa: F401
     list_devices,
 )
 from gpunb.jit.decorator import jit  # noqa: F401 - re-exported: @cuda.jit
+from gpunb.runtime.tma import descriptor as _tma_descriptor
+
+# cuda.tma.descriptor(array, box, swizzle): the one host function of the TMA namespace
+tma.descriptor = _tma_descriptor
 
 # `from gpunb.cuda.bf16 import hadd` as numba-cuda's `from numba.cuda.bf16 import hadd`
 _sys.modules[__name__ + ".bf16"] = bf16

@@ -19,8 +19,9 @@ from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
 from gpunb.foundation import types as t
 
 TRIPLE = "nvptx64-nvidia-cuda"
-# the lowest PTX ISA LLVM accepts for each architecture (what we ask the backend to write)
-_PTX_VERSION = {50: 40, 52: 40, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 70,
+# the lowest PTX ISA LLVM accepts for each architecture (what we ask the backend to write);
+# sm_80 asks 7.1, which has mbarrier.test_wait.parity (cuda.mbarrier.wait on Ampere)
+_PTX_VERSION = {50: 40, 52: 40, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 71,
                 86: 71, 87: 74, 89: 78, 90: 78, 100: 86, 101: 86, 120: 87}
 _SREG_NAMES = {"tid": "tid", "ctaid": "ctaid", "ntid": "ntid", "nctaid": "nctaid"}
 _LIBDEVICE_NAMES = {"gamma": "tgamma"}
@@ -79,6 +80,18 @@ def keep_shared_arrays(module: ir.Module) -> None:
     used.initializer = ir.Constant(used.value_type, shared)
 
 
+def _grid_constant(module: ir.Module, fn: ir.Function, k: int) -> None:
+    """Parameter k of kernel `fn` passed by value as a __grid_constant__ (CUDA's spelling for a
+    parameter whose address is taken): `byval` 64-byte aligned, annotated so that the backend
+    reads it in place in param space (cvta.param) rather than copying it to local memory."""
+    arg = fn.args[k]
+    arg.add_attribute("byval")
+    arg.attributes.align = 64
+    module.add_named_metadata("nvvm.annotations", [fn, ir.MetaDataString(module, "grid_constant"),
+                                                   module.add_metadata([ir.Constant(dm.i32,
+                                                                                    k + 1)])])
+
+
 class CudaTarget(Target):
     name = "cuda"
     triple = TRIPLE
@@ -94,7 +107,18 @@ class CudaTarget(Target):
     def define_kernel(self, mb, symbol: str, slot_types: list):
         fn = ir.Function(mb.module, ir.FunctionType(dm.void, slot_types), symbol)
         fn.calling_convention = "ptx_kernel"
+        for k, slot in enumerate(slot_types):
+            if isinstance(slot, dm.TensorMapSlot):  # a TMA descriptor: 128 bytes in param space
+                _grid_constant(mb.module, fn, k)
         return fn, list(fn.args)
+
+    def async_ops(self):
+        ops = getattr(self, "_async_ops", None)
+        if ops is None:
+            from gpunb.backends.cuda.async_ops import CudaAsyncOps
+
+            ops = self._async_ops = CudaAsyncOps(self)
+        return ops
 
     # ---- threads -------------------------------------------------------------------------------
 
