@@ -325,7 +325,7 @@ class CudaTarget(Target):
 
     # ---- memory --------------------------------------------------------------------------------
 
-    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool):
+    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool, align: int = 16):
         m = low.mb.module
         shared_ptr = ir.PointerType(addrspace=3)
         if dynamic:
@@ -335,13 +335,15 @@ class CudaTarget(Target):
                                        addrspace=3)
                 gv.linkage = "external"
                 gv.align = 16
+            gv.align = max(gv.align, align)
         else:
             gv = ir.GlobalVariable(m, ir.ArrayType(dm.memory_type(elem), count),
                                    low.mb.unique("_gpunb_shared"), addrspace=3)
             gv.linkage = "internal"
             gv.initializer = ir.Constant(gv.value_type, ir.Undefined)
-            gv.align = 16
-            low.mb.shared_static_bytes += count * t.sizeof(elem)
+            gv.align = align
+            # an aligned array may need padding before it (ptxas and the driver count exactly)
+            low.mb.shared_static_bytes += count * t.sizeof(elem) + (align - 16)
         return low.builder.addrspacecast(gv.bitcast(shared_ptr) if gv.type != shared_ptr else gv,
                                          dm.ptr)
 
