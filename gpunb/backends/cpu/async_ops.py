@@ -221,7 +221,7 @@ class CpuAsyncOps:
         slots = low.alloca(ir.ArrayType(dm.i32, tma.RANK), "tma.coords")
         for d in range(tma.RANK):
             value = coords[d] if d < len(coords) else st.i32(0)
-            b.store(value, b.gep(slots, [st.i64(0), st.i32(d)], source_etype=slots.allocated_type))
+            b.store(value, b.gep(slots, [st.i32(0), st.i32(d)], inbounds=True))
         b.call(tma.issue_function(low.mb.module, self.target.record),
                [low.ctx, st.i32(kind), tile[0], tmap, bar if bar is not None else
                 ir.Constant(dm.ptr, None), slots, st.i32(done), st.i32(site)])
