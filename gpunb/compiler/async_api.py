@@ -16,7 +16,7 @@ mbarrier = Namespace("cuda.mbarrier", ["init", "arrive", "arrive_expect_tx", "ex
                                        "try_wait", "try_wait_parity", "wait", "inval"])
 tma = Namespace("cuda.tma", ["load", "store", "commit_group", "wait_group", "wait_group_read"])
 wgmma = Namespace("cuda.wgmma", ["fence", "commit_group", "wait_group", "mma_async",
-                                 "descriptor"])
+                                 "descriptor", "store"])
 fence_proxy_async = KernelOnly("cuda.fence_proxy_async")
 setmaxnreg_inc = KernelOnly("cuda.setmaxnreg_inc")
 setmaxnreg_dec = KernelOnly("cuda.setmaxnreg_dec")

@@ -192,7 +192,16 @@ class CpuAsyncOps:
         data, shape, strides = tile
         itemsize = t.sizeof(desc.dtype)
         expected = itemsize
-        for axis in range(desc.ndim - 1, -1, -1):
+        if len(shape) != desc.ndim:  # a flat view of the box's elements
+            count = 1
+            for n in desc.box:
+                count *= n
+            self.check(low, b.icmp_signed("!=", shape[0], st.i64(count)), site,
+                       st.Reason.TILE_SHAPE, st.i64(0), shape[0])
+            self.check(low, b.icmp_signed("!=", strides[0], st.i64(itemsize)), site,
+                       st.Reason.TILE_NOT_CONTIGUOUS, st.i64(0), strides[0])
+            expected = count * itemsize
+        for axis in range(desc.ndim - 1, -1, -1) if len(shape) == desc.ndim else ():
             self.check(low, b.icmp_signed("!=", shape[axis], st.i64(desc.box[axis])), site,
                        st.Reason.TILE_SHAPE, st.i64(axis), shape[axis])
             if desc.box[axis] > 1:

@@ -6,7 +6,8 @@
 
 `desc` is a kernel argument made on the host by cuda.tma.descriptor(array, box, swizzle); its
 type carries the element type, rank, box and swizzle, so a tile of another dtype or rank, or
-coordinates of the wrong count, are compile-time errors. `coords` are element coordinates of the
+coordinates of the wrong count, are compile-time errors. The tile is a shared view of the box's
+shape, or a flat 1-d view of its elements (a slice of dynamic shared memory). `coords` are element coordinates of the
 box's first element in numpy order (outermost first), e.g. (row, col).
 """
 
@@ -43,10 +44,11 @@ def _tile(inf, bound: aa.Bound, param: str, desc: t.TensorMap, name: str) -> Non
     if tile.dtype != desc.dtype:
         raise inf.error(bound.node(param), f"{name}: the shared tile holds {tile.dtype} but the "
                         f"descriptor copies {desc.dtype}")
-    if tile.ndim != desc.ndim:
+    if tile.ndim not in (desc.ndim, 1):
         raise inf.error(bound.node(param), f"{name}: the shared tile has {tile.ndim} "
                         f"dimension(s), the descriptor's box {desc.box} has {desc.ndim}",
-                        f"pass a shared view of shape {desc.box}")
+                        f"pass a shared view of shape {desc.box} (or a flat one of its "
+                        "elements)")
 
 
 def coordinate_values(low, bound: aa.Bound) -> list:

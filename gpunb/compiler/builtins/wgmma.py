@@ -5,6 +5,7 @@
     cuda.wgmma.mma_async(acc, a, b, (64, N, K), dtype[, scale_d][, trans_a][, trans_b]
                          [, negate_a][, negate_b])
     cuda.wgmma.commit_group(); cuda.wgmma.wait_group(n)
+    cuda.wgmma.store(dst, acc, N)                # the D fragment into a 2-d view
     cuda.setmaxnreg_inc(n); cuda.setmaxnreg_dec(n)
 
 `acc` is the warpgroup's D fragment: a per-thread array (cuda.local.array(N // 2, float32), or
@@ -210,6 +211,94 @@ class MmaAsync(Builtin):
         ops_.wgmma_mma(low, node, spec, acc_ptr, acc_len, a, b_desc, scale_d)
 
 
+class StoreFragment(Builtin):
+    """cuda.wgmma.store(dst, acc, n): the warpgroup's m64nN D fragment into the 2-d view `dst`
+    (its [0, 0] is the fragment's), converted to dst's dtype; elements outside dst's shape are
+    skipped, so a view of a partial tile stores only what fits. The per-thread loop is unrolled
+    here, in the IR, so `acc` stays in registers without a literal_unroll in the kernel."""
+
+    name = "cuda.wgmma.store"
+    params = ("dst", "acc", "n")
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        bound = aa.bind(inf, node, self.name, self.params, 3, argtypes, kwtypes)
+        dst = aa.view_operand(inf, bound, "dst", self.name, ndim=2)
+        acc = aa.view_operand(inf, bound, "acc", self.name, ndim=1)
+        if dst.readonly:
+            raise inf.error(bound.node("dst"), f"{self.name}: dst is read-only")
+        if not t.can_convert(acc.dtype, dst.dtype):
+            raise inf.error(node, f"{self.name}: cannot store {acc.dtype} values into {dst}")
+        n = aa.const_int(inf, bound, "n", f"the N of {self.name}", tuple(range(8, 257, 8)))
+        return Typed(t.none, bound.with_consts(n=n))
+
+    def lower_call(self, low, node, call):
+        from gpunb.compiler import arrays
+        from gpunb.compiler.builtins.groups import thread_rank
+
+        bound = call.data
+        b = low.builder
+        n = bound.const("n")
+        dst_t, acc_t = bound.type("dst"), bound.type("acc")
+        data, shape, strides = arrays.parts(b, low.expr(bound.node("dst")), 2)
+        acc = b.extract_value(low.expr(bound.node("acc")), 0)
+        elem = dm.value_type(acc_t.dtype)
+        rank = b.trunc(thread_rank(low, "block"), dm.i32)
+        lane = b.urem(rank, ir.Constant(dm.i32, 32))
+        warp = b.urem(b.udiv(rank, ir.Constant(dm.i32, 32)), ir.Constant(dm.i32, 4))
+        row0 = b.zext(b.add(b.mul(warp, ir.Constant(dm.i32, 16)),
+                            b.udiv(lane, ir.Constant(dm.i32, 4))), dm.i64)
+        col0 = b.zext(b.mul(b.urem(lane, ir.Constant(dm.i32, 4)), ir.Constant(dm.i32, 2)),
+                      dm.i64)
+
+        def store(value, row, col):
+            pointer = arrays.element_pointer(b, dst_t, data, shape, strides, [row, col])
+            low.target.record_access(low, node, pointer, "write")
+            arrays.store_element(b, dst_t.dtype, pointer,
+                                 ops.cast(b, value, acc_t.dtype, dst_t.dtype))
+
+        def value(i):
+            return b.load(b.gep(acc, [ir.Constant(dm.i64, i)], source_etype=elem), typ=elem)
+
+        whole = b.and_(b.icmp_signed(">=", shape[0], ir.Constant(dm.i64, 64)),
+                       b.icmp_signed(">=", shape[1], ir.Constant(dm.i64, n)))
+        with b.if_else(whole) as (then, otherwise):
+            with then:  # the whole fragment fits: straight-line stores, acc in registers
+                for i in range(n // 2):
+                    store(value(i), b.add(row0, ir.Constant(dm.i64, 8 * ((i // 2) % 2))),
+                          b.add(col0, ir.Constant(dm.i64, 8 * (i // 4) + i % 2)))
+            with otherwise:  # a partial tile: a copy of acc indexed in a loop, each guarded
+                spill = low.alloca(ir.ArrayType(elem, n // 2), "wgmma.store")
+                for i in range(n // 2):
+                    b.store(value(i), b.gep(spill, [ir.Constant(dm.i32, 0),
+                                                    ir.Constant(dm.i32, i)]))
+                _guarded_loop(low, n // 2, spill, elem, row0, col0, shape, store)
+
+
+def _guarded_loop(low, count: int, spill, elem, row0, col0, shape, store) -> None:
+    """for i in range(count): D value i (from `spill`) stored where it falls inside `shape`."""
+    b = low.builder
+    two, four, eight = (ir.Constant(dm.i64, v) for v in (2, 4, 8))
+    pre = b.block
+    head = low.new_block("wgmma.store.head")
+    body = low.new_block("wgmma.store.body")
+    done = low.new_block("wgmma.store.done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(dm.i64)
+    i.add_incoming(ir.Constant(dm.i64, 0), pre)
+    b.cbranch(b.icmp_signed("<", i, ir.Constant(dm.i64, count)), body, done)
+    b.position_at_end(body)
+    row = b.add(row0, b.mul(b.urem(b.udiv(i, two), two), eight))
+    col = b.add(col0, b.add(b.mul(b.udiv(i, four), eight), b.urem(i, two)))
+    inside = b.and_(b.icmp_signed("<", row, shape[0]), b.icmp_signed("<", col, shape[1]))
+    with b.if_then(inside):
+        slot = b.gep(spill, [ir.Constant(dm.i64, 0), i])
+        store(b.load(slot), row, col)
+    i.add_incoming(b.add(i, ir.Constant(dm.i64, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
 class WarpgroupOp(Builtin):
     """fence(), commit_group(), wait_group(n)."""
 
@@ -254,6 +343,7 @@ class SetMaxNReg(Builtin):
 BUILTINS = {
     "cuda.wgmma.descriptor": Descriptor(),
     "cuda.wgmma.mma_async": MmaAsync(),
+    "cuda.wgmma.store": StoreFragment(),
     **{f"cuda.wgmma.{op}": WarpgroupOp(op) for op in ("fence", "commit_group", "wait_group")},
     "cuda.setmaxnreg_inc": SetMaxNReg(True),
     "cuda.setmaxnreg_dec": SetMaxNReg(False),
