@@ -7,8 +7,8 @@
 `desc` is a kernel argument made on the host by cuda.tma.descriptor(array, box, swizzle); its
 type carries the element type, rank, box and swizzle, so a tile of another dtype or rank, or
 coordinates of the wrong count, are compile-time errors. The tile is a shared view of the box's
-shape, or a flat 1-d view of its elements (a slice of dynamic shared memory). `coords` are element coordinates of the
-box's first element in numpy order (outermost first), e.g. (row, col).
+shape, or a flat 1-d view of its elements (a slice of dynamic shared memory). `coords` are the
+element coordinates of the box's first element in numpy order (outermost first): (row, col).
 """
 
 from __future__ import annotations
