@@ -20,9 +20,10 @@ from gpunb.foundation import types as t
 
 TRIPLE = "nvptx64-nvidia-cuda"
 # the lowest PTX ISA LLVM accepts for each architecture (what we ask the backend to write);
-# sm_80 asks 7.1, which has mbarrier.test_wait.parity (cuda.mbarrier.wait on Ampere)
+# sm_80 asks 7.1, which has mbarrier.test_wait.parity (cuda.mbarrier.wait on Ampere), sm_90
+# 8.0, where LLVM selects the mbarrier expect_tx and counted arrive intrinsics
 _PTX_VERSION = {50: 40, 52: 40, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 71,
-                86: 71, 87: 74, 89: 78, 90: 78, 100: 86, 101: 86, 120: 87}
+                86: 71, 87: 74, 89: 78, 90: 80, 100: 86, 101: 86, 120: 87}
 _SREG_NAMES = {"tid": "tid", "ctaid": "ctaid", "ntid": "ntid", "nctaid": "nctaid"}
 _LIBDEVICE_NAMES = {"gamma": "tgamma"}
 _FAST_VARIANTS = {"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "pow"}
