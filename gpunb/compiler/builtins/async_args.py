@@ -76,6 +76,17 @@ def const_int(inf, bound: Bound, param: str, what: str, allowed=None, default=No
     return value
 
 
+def const_flag(inf, bound: Bound, param: str, what: str) -> bool:
+    """A compile-time True/False (or 0/1) argument; False when not given."""
+    node = bound.node(param)
+    if node is None:
+        return False
+    value = inf.const(node, what)
+    if value not in (True, False, 0, 1) or not isinstance(value, (bool, int)):
+        raise inf.error(node, f"{what} must be a constant True or False, got {value!r}")
+    return bool(value)
+
+
 def integer_operand(inf, bound: Bound, param: str, what: str) -> None:
     ty = bound.type(param)
     if ty is not None and not isinstance(ty, (t.Integer, t.Boolean)):

@@ -165,8 +165,7 @@ class MmaAsync(Builtin):
                             f"{valid_n[0]}, {valid_n[1]}, ... {valid_n[-1]}")
         flags = {}
         for param in ("trans_a", "trans_b", "negate_a", "negate_b"):
-            flags[param] = bool(aa.const_int(inf, bound, param, f"{param} of {self.name}",
-                                             (0, 1), default=0))
+            flags[param] = aa.const_flag(inf, bound, param, f"{param} of {self.name}")
         if (flags["trans_a"] or flags["trans_b"]) and ptx_ab not in ("f16", "bf16"):
             raise inf.error(node, f"{self.name}: transposed (MN-major) operands exist for "
                             f"float16 and bfloat16 only, not {ptx_ab}",
