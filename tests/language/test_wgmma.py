@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gpunb
-from gpunb import AsyncCopyError, CompileError, cuda, float16, float32, int32, uint8, uint64
+from gpunb import AsyncCopyError, CompileError, cuda, float16, float32, int32, uint8
 from gpunb.foundation import types as t
 
 IMAGE = 16384  # bytes of shared memory per operand image
