@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from gpunb import cuda, float32, uint64
+from gpunb import cuda, float32, uint32, uint64
 from gpunb.cuda.bf16 import bfloat16
 
 D, BM, BN, STAGES = 128, 128, 128, 2
@@ -32,6 +32,7 @@ Q_FULL, KV_FULL, KV_EMPTY = BARS, BARS + 1, BARS + 1 + STAGES
 SMEM_BYTES = (KV_AT + STAGES * STAGE) * 2 + (1 + 2 * STAGES) * 8
 THREADS = 384
 R64 = tuple(range(64))
+R32 = tuple(range(32))
 R8 = tuple(range(8))
 LOG2E = 1.4426950408889634
 
@@ -53,15 +54,15 @@ def attention_fwd(out, dq, dk, dv, seq, scale_log2):
             cuda.mbarrier.init(bars, KV_EMPTY + s, 2)
     cuda.syncthreads()
     if group == 0:
-        cuda.setmaxnreg_dec(24)
+        cuda.setmaxnreg_dec(40)
         if tid == 0:
             _produce(smem, bars, dq, dk, dv, head_row, qb, tiles)
     else:
-        cuda.setmaxnreg_inc(240)
+        cuda.setmaxnreg_inc(232)
         _consume(out, smem, bars, head_row, qb, tiles, group - 1, tid % 128, scale_log2)
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True, forceinline=True)
 def _produce(smem, bars, dq, dk, dv, head_row, qb, tiles):
     cuda.mbarrier.arrive_expect_tx(bars, Q_FULL, 2 * BOX * 2)
     for half in range(2):
@@ -80,36 +81,40 @@ def _produce(smem, bars, dq, dk, dv, head_row, qb, tiles):
                           (head_row + j * BN, half * 64), bars, KV_FULL + s)
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True, forceinline=True)
 def _consume(out, smem, bars, head_row, qb, tiles, wg, t, scale_log2):
     warp, lane = t // 32, t % 32
     row_lo = qb * BM + wg * 64 + warp * 16 + lane // 4  # this thread's rows: row_lo, row_lo + 8
     s_acc = cuda.local.array(64, float32)
     o_acc = cuda.local.array(64, float32)
-    p = cuda.local.array(64, bfloat16)
-    m_lo, m_hi = -math.inf, -math.inf
-    l_lo, l_hi = 0.0, 0.0
+    p = cuda.local.array(32, uint32)  # P as bfloat16 pairs, the A registers of P V
+    m_lo, m_hi = float32(-math.inf), float32(-math.inf)  # float32 all through: no doubles
+    l_lo, l_hi = float32(0), float32(0)
     cuda.mbarrier.wait(bars, Q_FULL, 0)
-    q_rows = Q_AT + wg * 64 * 64  # this warpgroup's 64 rows in each Q box
+    # this warpgroup's 64 rows of Q; descriptors move in 16-byte units (+ bytes // 16)
+    q_desc = cuda.wgmma.descriptor(smem[Q_AT + wg * 64 * 64:], 128)
     for j in range(tiles):
         s = j % STAGES
         base = KV_AT + s * STAGE
+        k_desc = cuda.wgmma.descriptor(smem[base:], 128)
+        v_desc = cuda.wgmma.descriptor(smem[base + 2 * BOX:], 128, 1024, BOX * 2)
         cuda.mbarrier.wait(bars, KV_FULL + s, (j // STAGES) % 2)
         # S = Q K^T: head dim 128 in 8 steps of 16, 4 per 64-column box
         cuda.wgmma.fence()
-        for kk in range(8):
-            box = (kk // 4) * BOX + (kk % 4) * 16
-            cuda.wgmma.mma_async(s_acc, cuda.wgmma.descriptor(smem[q_rows + box:], 128),
-                                 cuda.wgmma.descriptor(smem[base + box:], 128),
-                                 (64, BN, 16), bfloat16, scale_d=kk > 0)
+        for kk in cuda.literal_unroll(R8):  # constant kk: the first step ignores old S values
+            step = ((kk // 4) * BOX + (kk % 4) * 16) * 2 // 16
+            cuda.wgmma.mma_async(s_acc, q_desc + step, k_desc + step, (64, BN, 16), bfloat16,
+                                 scale_d=kk > 0)
         cuda.wgmma.commit_group()
         cuda.wgmma.wait_group(0)
         if j == qb:  # the diagonal tile: keys after the query are masked
+            # column j*BN + 8(i//4) + 2(lane%4) + i%2 > row row_lo + 8((i//2)%2), arranged so
+            # that the left side is a constant per i (nothing per i stays live in registers)
+            limit = row_lo - j * BN - 2 * (lane % 4)
             for i in cuda.literal_unroll(R64):
-                col = j * BN + 8 * (i // 4) + 2 * (lane % 4) + i % 2
-                if col > row_lo + 8 * ((i // 2) % 2):
+                if 8 * (i // 4) + i % 2 - 8 * ((i // 2) % 2) > limit:
                     s_acc[i] = -math.inf
-        x_lo, x_hi = -math.inf, -math.inf
+        x_lo, x_hi = float32(-math.inf), float32(-math.inf)
         for i in cuda.literal_unroll(R64):
             if (i // 2) % 2 == 0:
                 x_lo = max(x_lo, s_acc[i])
@@ -120,15 +125,17 @@ def _consume(out, smem, bars, head_row, qb, tiles, wg, t, scale_log2):
             x_hi = max(x_hi, cuda.shfl_xor_sync(0xFFFFFFFF, x_hi, d))
         new_lo, new_hi = max(m_lo, x_lo * scale_log2), max(m_hi, x_hi * scale_log2)
         alpha_lo, alpha_hi = math.exp2(m_lo - new_lo), math.exp2(m_hi - new_hi)
-        sum_lo, sum_hi = 0.0, 0.0
-        for i in cuda.literal_unroll(R64):
-            if (i // 2) % 2 == 0:
-                e = math.exp2(s_acc[i] * scale_log2 - new_lo)
-                sum_lo += e
+        sum_lo, sum_hi = float32(0), float32(0)
+        for q in cuda.literal_unroll(R32):  # pairs of D values: one row, adjacent columns
+            if q % 2 == 0:
+                e0 = math.exp2(s_acc[2 * q] * scale_log2 - new_lo)
+                e1 = math.exp2(s_acc[2 * q + 1] * scale_log2 - new_lo)
+                sum_lo += e0 + e1
             else:
-                e = math.exp2(s_acc[i] * scale_log2 - new_hi)
-                sum_hi += e
-            p[i] = bfloat16(e)
+                e0 = math.exp2(s_acc[2 * q] * scale_log2 - new_hi)
+                e1 = math.exp2(s_acc[2 * q + 1] * scale_log2 - new_hi)
+                sum_hi += e0 + e1
+            p[q] = _pack(e0, e1)  # packed now: 32 registers of P rather than 64
         l_lo, l_hi = l_lo * alpha_lo + sum_lo, l_hi * alpha_hi + sum_hi
         m_lo, m_hi = new_lo, new_hi
         if j > 0:
@@ -139,11 +146,9 @@ def _consume(out, smem, bars, head_row, qb, tiles, wg, t, scale_log2):
                     o_acc[i] *= alpha_hi
         # O += P V: P's k16 slice kk is its D values 8kk..8kk+7 (A in registers); V MN-major
         cuda.wgmma.fence()
-        for kk in cuda.literal_unroll(R8):
-            v_desc = cuda.wgmma.descriptor(smem[base + 2 * BOX + kk * 16 * 64:], 128, 1024,
-                                           BOX * 2)
-            cuda.wgmma.mma_async(o_acc, p[kk * 8:kk * 8 + 8], v_desc, (64, D, 16), bfloat16,
-                                 scale_d=j + kk > 0, trans_b=True)
+        for kk in cuda.literal_unroll(R8):  # 16 keys (16 rows of 128 bytes) per step
+            cuda.wgmma.mma_async(o_acc, p[kk * 4:kk * 4 + 4], v_desc + kk * 128, (64, D, 16),
+                                 bfloat16, scale_d=j + kk > 0, trans_b=True)
         cuda.wgmma.commit_group()
         cuda.wgmma.wait_group(0)
         if t == 0:
@@ -158,6 +163,14 @@ def _consume(out, smem, bars, head_row, qb, tiles, wg, t, scale_log2):
             o_acc[i] /= l_hi
     first = head_row + qb * BM + wg * 64
     cuda.wgmma.store(out[first:first + 64, :], o_acc, D)
+
+
+@cuda.jit(device=True, forceinline=True)
+def _pack(lo, hi):
+    """Two float32 values as bfloat16 in one uint32, the first in the low half."""
+    a = uint32(cuda.bf16.bfloat16_as_uint16(bfloat16(lo)))
+    b = uint32(cuda.bf16.bfloat16_as_uint16(bfloat16(hi)))
+    return a | (b << 16)
 
 
 def descriptors(q, k, v) -> tuple:

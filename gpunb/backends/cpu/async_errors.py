@@ -71,7 +71,7 @@ def _message(reason: int, a: int, b: int) -> tuple[str, str]:
         Reason.ACC_SHORT: (f"the accumulator holds {a} values, the fragment has {b}",
                            f"acc = cuda.local.array({b}, float32)"),
         Reason.A_SHORT: (f"the A register array holds {a} values, not {b}",
-                         "pass cuda.local.array(8, float16) (or bfloat16)"),
+                         "pass cuda.local.array(8, float16) (or bfloat16, or 4 packed uint32)"),
         Reason.DESCRIPTOR_RANGE: (f"a matrix descriptor reaches shared offset {a}, outside the "
                                   f"block's {b} bytes", "check the descriptor's tile, sbo and lbo"),
         Reason.DESCRIPTOR_BASE_OFFSET: (f"a matrix descriptor with base offset {a}: gpunb "

@@ -277,8 +277,9 @@ class CpuAsyncOps:
         parity = b.and_(epoch, st.i32(1))
         a_desc = st.i64(0)
         if a[0] == "regs":
-            self.check(low, b.icmp_signed("<", a[2], st.i64(8)), site, st.Reason.A_SHORT, a[2],
-                       st.i64(8))
+            needed = st.i64(4 if a[3] else 8)  # packed uint32 pairs, or 16-bit values
+            self.check(low, b.icmp_signed("<", a[2], needed), site, st.Reason.A_SHORT, a[2],
+                       needed)
             slot = b.add(st.i64(st.AREA_A_SLOTS), b.zext(b.mul(parity, st.i32(16)), dm.i64))
             st.memcpy(b, st.at(b, state, slot), a[1], st.i64(16))
         else:

@@ -39,12 +39,15 @@ class WgmmaLowering:
         elem = dm.i32 if spec.acc == "s32" else ir.FloatType()
         slots = [b.gep(acc_ptr, [ir.Constant(dm.i64, i)], source_etype=elem)
                  for i in range(count)]
-        old = [b.load(p, typ=elem) for p in slots]
+        # D = A x B when scale_d is a constant False: the old values are no operands, so they
+        # need not stay live (in registers) up to this instruction
+        fresh = isinstance(scale_d, ir.Constant) and not scale_d.constant
+        old = [] if fresh else [b.load(p, typ=elem) for p in slots]
         if a[0] == "desc":
             a_values, a_constraints = [a[1]], ["l"]
             a_text = f"${count}"
         else:
-            a_values, a_constraints = _packed_registers(b, a[1]), ["r"] * 4
+            a_values, a_constraints = _packed_registers(b, a[1], a[3]), ["r"] * 4
             a_text = "{" + ", ".join(f"${count + j}" for j in range(4)) + "}"
         b_index = count + len(a_values)
         text = ("{\n.reg .pred p;\n"
@@ -52,7 +55,8 @@ class WgmmaLowering:
                 f"{spec.ptx()} {{{', '.join(f'${i}' for i in range(count))}}}, {a_text}, "
                 f"${b_index}, p{_immediates(spec)};\n}}")
         out = "=r" if spec.acc == "s32" else "=f"
-        constraints = [out] * count + a_constraints + ["l", "r"] + [str(i) for i in range(count)]
+        tied = [str(i) for i in range(len(old))]
+        constraints = [out] * count + a_constraints + ["l", "r"] + tied
         values = a_values + [b_desc, b.zext(scale_d, dm.i32)] + old
         result = b.asm(ir.FunctionType(ir.LiteralStructType([elem] * count),
                                        [v.type for v in values]),
@@ -72,8 +76,12 @@ def _immediates(spec) -> str:
     return scales + trans_b if spec.a_regs else scales + f", {int(spec.trans_a)}" + trans_b
 
 
-def _packed_registers(b: ir.IRBuilder, pointer) -> list:
-    """8 16-bit values of the A fragment as 4 .b32 registers (element 2j in the low half)."""
+def _packed_registers(b: ir.IRBuilder, pointer, packed: bool) -> list:
+    """8 16-bit values of the A fragment as 4 .b32 registers (element 2j in the low half), or
+    the 4 registers as the kernel packed them."""
+    if packed:
+        return [b.load(b.gep(pointer, [ir.Constant(dm.i64, j)], source_etype=dm.i32), typ=dm.i32)
+                for j in range(4)]
     half = ir.IntType(16)
     out = []
     for j in range(4):

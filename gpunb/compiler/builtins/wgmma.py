@@ -11,7 +11,8 @@
 `acc` is the warpgroup's D fragment: a per-thread array (cuda.local.array(N // 2, float32), or
 int32 for int8 inputs) that mma_async updates in place: D = A x B + (D if scale_d else 0). `a` is
 a descriptor (uint64) of A in shared memory, or a per-thread array of 8 float16/bfloat16 (A in
-registers, the layout of the D fragment of a k16 slice); `b` is a descriptor. A descriptor is
+registers, the layout of the D fragment of a k16 slice, or its 4 uint32 pairs); `b` is a
+descriptor. A descriptor is
 plain uint64 data: adding (bytes >> 4) moves its start address, as CUTLASS's iterators do.
 """
 
@@ -183,9 +184,10 @@ class MmaAsync(Builtin):
     def _check_a(self, inf, bound, spec: WgmmaSpec, ab_t) -> None:
         a = bound.type("a")
         if spec.a_regs:
-            if spec.ab not in ("f16", "bf16") or a.ndim != 1 or a.dtype != ab_t:
+            if spec.ab not in ("f16", "bf16") or a.ndim != 1 or a.dtype not in (ab_t, t.uint32):
                 raise inf.error(bound.node("a"), f"{self.name}: A in registers is a 1-d array "
-                                f"of 8 float16 or bfloat16 matching dtype, got {a}",
+                                f"of 8 float16 or bfloat16 matching dtype (or of their 4 packed "
+                                f"uint32 pairs, low half first), got {a}",
                                 "or pass a shared-memory descriptor (uint64)")
         elif not isinstance(a, t.Integer):
             raise inf.error(bound.node("a"), f"{self.name}: a must be a descriptor (uint64) or "
@@ -199,8 +201,9 @@ class MmaAsync(Builtin):
         acc = low.expr(bound.node("acc"))
         acc_ptr, acc_len = b.extract_value(acc, 0), b.extract_value(acc, [1, 0])
         a_value = low.expr(bound.node("a"))
-        if spec.a_regs:
-            a = ("regs", b.extract_value(a_value, 0), b.extract_value(a_value, [1, 0]))
+        if spec.a_regs:  # (pointer, extent, packed: 4 uint32 rather than 8 halves)
+            a = ("regs", b.extract_value(a_value, 0), b.extract_value(a_value, [1, 0]),
+                 bound.type("a").dtype == t.uint32)
         else:
             a = ("desc", ops.cast(b, a_value, bound.type("a"), t.uint64))
         b_desc = ops.cast(b, low.expr(bound.node("b")), bound.type("b"), t.uint64)
