@@ -111,11 +111,23 @@ def _array_facts(array) -> tuple:
         array = array._array
     if isinstance(array, np.ndarray):
         return "cpu", array.shape, array.strides, array.ctypes.data, array.dtype
-    if isinstance(array, DeviceArray) or hasattr(array, "__cuda_array_interface__"):
+    desc = None
+    if isinstance(array, DeviceArray) or hasattr(type(array), "__cuda_array_interface__"):
+        try:
+            desc = array.__cuda_array_interface__
+        except (TypeError, AttributeError):  # torch's bfloat16 has none: DLPack below
+            desc = None
+    if desc is None and hasattr(array, "__dlpack__"):
+        from gpunb.runtime import dlpack
+
+        tensor = dlpack.import_capsule(array.__dlpack__(stream=-1))
+        if tensor.device_type in (dlpack.kDLCPU, dlpack.kDLCUDAHost):
+            raise _fail("cuda.tma.descriptor of a host DLPack array: pass a numpy array")
+        return "cuda", tensor.shape, tensor.strides, tensor.data, tensor.dtype
+    if desc is not None:
         from gpunb.runtime import arrayview as av
         from gpunb.runtime.devicearray import cai_dtype
 
-        desc = array.__cuda_array_interface__
         dtype = cai_dtype(desc)
         shape = tuple(desc["shape"])
         strides = desc.get("strides") or av.c_strides(shape, dtype.itemsize)
