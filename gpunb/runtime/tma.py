@@ -115,7 +115,11 @@ def _array_facts(array) -> tuple:
     if isinstance(array, DeviceArray) or hasattr(type(array), "__cuda_array_interface__"):
         try:
             desc = array.__cuda_array_interface__
-        except (TypeError, AttributeError):  # torch's bfloat16 has none: DLPack below
+        except (TypeError, AttributeError):
+            desc = None
+        # an opaque element ("<V2": torch's and CuPy's bfloat16) is named by DLPack
+        if desc is not None and not isinstance(array, DeviceArray) and \
+                "V" in str(desc.get("typestr", "")) and hasattr(array, "__dlpack__"):
             desc = None
     if desc is None and hasattr(array, "__dlpack__"):
         from gpunb.runtime import dlpack

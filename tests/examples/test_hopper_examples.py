@@ -35,6 +35,14 @@ def test_gemm_with_partial_tiles_on_the_cpu_target(cpu, dtype):
         np.abs(exact).max() * (2.0 ** -7 if dtype is ml_dtypes.bfloat16 else 2.0 ** -10)
 
 
+def test_persistent_blocks_walk_several_tiles_on_the_cpu_target(cpu):
+    a, b = _gemm_inputs(272, 264, 136, np.float16, seed=5)  # 3 x 2 tiles for 2 blocks
+    c = np.zeros((272, 264), np.float16)
+    hopper_gemm.launch(c, a, b, blocks=2)
+    exact = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -10
+
+
 def test_attention_on_the_cpu_target(cpu):
     rng = np.random.default_rng(1)
     q, k, v = (rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16) for _ in range(3))

@@ -263,17 +263,48 @@ class StoreFragment(Builtin):
 
         whole = b.and_(b.icmp_signed(">=", shape[0], ir.Constant(dm.i64, 64)),
                        b.icmp_signed(">=", shape[1], ir.Constant(dm.i64, n)))
+        # 16-bit outputs go out in 32-bit pairs where the view allows (contiguous rows, 4-byte
+        # aligned): half the store instructions
+        pairs = t.sizeof(dst_t.dtype) == 2 and not getattr(low.target, "record", False)
+        if pairs:
+            aligned = b.icmp_signed("==", b.urem(b.or_(b.ptrtoint(data, dm.i64), strides[0]),
+                                                 ir.Constant(dm.i64, 4)), ir.Constant(dm.i64, 0))
+            whole = b.and_(whole, b.and_(aligned, b.icmp_signed("==", strides[1],
+                                                                ir.Constant(dm.i64, 2))))
         with b.if_else(whole) as (then, otherwise):
             with then:  # the whole fragment fits: straight-line stores, acc in registers
-                for i in range(n // 2):
-                    store(value(i), b.add(row0, ir.Constant(dm.i64, 8 * ((i // 2) % 2))),
-                          b.add(col0, ir.Constant(dm.i64, 8 * (i // 4) + i % 2)))
+                if pairs:
+                    _store_pairs(low, node, dst_t, acc_t, data, strides, value, row0, col0, n)
+                else:
+                    for i in range(n // 2):
+                        store(value(i), b.add(row0, ir.Constant(dm.i64, 8 * ((i // 2) % 2))),
+                              b.add(col0, ir.Constant(dm.i64, 8 * (i // 4) + i % 2)))
             with otherwise:  # a partial tile: a copy of acc indexed in a loop, each guarded
                 spill = low.alloca(ir.ArrayType(elem, n // 2), "wgmma.store")
                 for i in range(n // 2):
                     b.store(value(i), b.gep(spill, [ir.Constant(dm.i32, 0),
                                                     ir.Constant(dm.i32, i)]))
                 _guarded_loop(low, n // 2, spill, elem, row0, col0, shape, store)
+
+
+def _store_pairs(low, node, dst_t, acc_t, data, strides, value, row0, col0, n) -> None:
+    """D values 2j and 2j+1 (one row, adjacent columns) as one 32-bit store of two 16-bit
+    outputs: half the store instructions of element-wise stores."""
+    b = low.builder
+    pair = ir.VectorType(dm.value_type(dst_t.dtype), 2)
+    for i in range(0, n // 2, 2):
+        row = b.add(row0, ir.Constant(dm.i64, 8 * ((i // 2) % 2)))
+        col = b.add(col0, ir.Constant(dm.i64, 8 * (i // 4)))
+        offset = b.add(b.mul(row, strides[0]), b.mul(col, strides[1]))
+        pointer = b.gep(data, [offset], source_etype=dm.i8)
+        low.target.record_access(low, node, pointer, "write")
+        low.target.record_access(low, node, b.gep(pointer, [ir.Constant(dm.i64, 2)],
+                                                  source_etype=dm.i8), "write")
+        both = ir.Constant(pair, ir.Undefined)
+        for k in (0, 1):
+            both = b.insert_element(both, ops.cast(b, value(i + k), acc_t.dtype, dst_t.dtype),
+                                    ir.Constant(dm.i32, k))
+        b.store(both, pointer, align=4)
 
 
 def _guarded_loop(low, count: int, spill, elem, row0, col0, shape, store) -> None:
