@@ -273,6 +273,11 @@ class TensorMap(Type):
     box: tuple
     swizzle: int = 0
 
+    def __post_init__(self):
+        if len(self.box) != self.ndim:  # the text prints the box only: it must say the rank
+            raise ValueError(f"a TensorMap of {self.ndim} dimensions has a box of "
+                             f"{len(self.box)}: {self.box}")
+
     def __str__(self) -> str:
         box = ", ".join(str(b) for b in self.box)
         return f"TensorMap({self.dtype}, box=({box}), swizzle={self.swizzle})"

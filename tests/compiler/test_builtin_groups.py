@@ -8,6 +8,7 @@ import sys
 
 from gpunb.compiler import builtins
 from gpunb.compiler.builtins import (
+    async_copy,
     atomics,
     bf16funcs,
     cache_hints,
@@ -19,8 +20,10 @@ from gpunb.compiler.builtins import (
     printing,
     pybuiltins,
     reductions,
+    tma,
     ufuncs,
     warp,
+    wgmma,
 )
 
 
@@ -34,6 +37,8 @@ def _eager_table() -> dict:
         table.update(part)
     table["builtins.print"] = printing.Print()
     table.update(ufuncs.wrap(table))
+    for part in (async_copy.BUILTINS, tma.BUILTINS, wgmma.BUILTINS):  # the Hopper language
+        table.update(part)
     return table
 
 
