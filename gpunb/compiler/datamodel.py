@@ -61,7 +61,7 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.LiteralStructType([value_type(x) for x in ty.items])
     if isinstance(ty, (t.NoneType, t.Group)):
         return ir.LiteralStructType([])
-    if isinstance(ty, t.Record):
+    if isinstance(ty, (t.Record, t.Fragment)):  # a fragment: its storage
         return ptr
     raise TypeError(f"{ty} has no LLVM representation")
 

@@ -65,6 +65,13 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     threadIdx,
     warpsize,
 )
+from gpunb.compiler.kernel_api import (  # noqa: F401 - tensor cores (README "Tensor cores")
+    inline_ptx,
+    ldmatrix,
+    mma_sync,
+    stmatrix,
+    wmma,
+)
 from gpunb.cuda.compiling import (  # noqa: F401 - re-exported
     compile,
     compile_all,
@@ -83,6 +90,7 @@ from gpunb.jit.decorator import jit  # noqa: F401 - re-exported: @cuda.jit
 # `from gpunb.cuda.bf16 import hadd` as numba-cuda's `from numba.cuda.bf16 import hadd`
 _sys.modules[__name__ + ".bf16"] = bf16
 _sys.modules[__name__ + ".fp8"] = fp8
+_sys.modules[__name__ + ".wmma"] = wmma
 
 
 def declare_device(name: str, sig, link=None, use_cooperative: bool = False, abi: str = "numba"):

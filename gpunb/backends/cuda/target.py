@@ -115,6 +115,11 @@ class CudaTarget(Target):
                 "or": "llvm.nvvm.barrier0.or"}[kind]
         return b.call(self.intrinsic(m, name, dm.i32, [dm.i32]), [b.zext(pred, dm.i32)])
 
+    def tensor_cores(self):
+        from gpunb.backends.cuda.tensorcore import CudaTensorCores
+
+        return CudaTensorCores(self)
+
     def string_constant(self, low, text: str, addrspace: int = 4):
         return super().string_constant(low, text, addrspace)
 
@@ -409,6 +414,10 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
     tm = target_machine(tuple(cc))
     _optimise(mod, tm, 3 if opt else 0, keep=kernel_symbols)
     ptx = tm.emit_assembly(mod)
+    if ".e4m3" in ptx or ".e5m2" in ptx:  # fp8 mma.sync needs a newer PTX ISA than the default
+        from gpunb.backends.cuda.ptx_check import raise_ptx_version
+
+        ptx = raise_ptx_version(ptx)
     # `.loc` lines stay either way (the inspector's line map); DWARF sections only for lineinfo
     return (ptx if lineinfo else strip_debug_sections(ptx)), str(mod)
 

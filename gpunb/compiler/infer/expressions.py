@@ -134,6 +134,10 @@ class ExpressionTyping:
         return self.attribute_of_value(node, base, attr)
 
     def attribute_of_value(self, node, base: t.Type, attr: str) -> t.Type:
+        if isinstance(base, t.Fragment):  # frag.x, frag.num_elements (nvcuda::wmma)
+            from gpunb.compiler.builtins.tensorcore_wmma import fragment_attribute_type
+
+            return fragment_attribute_type(self, node, base, attr)
         if isinstance(base, t.Array):
             if attr in ("shape", "strides"):
                 return t.Tuple((t.int64,) * base.ndim)

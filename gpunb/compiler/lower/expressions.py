@@ -104,6 +104,10 @@ class ExpressionLowering:
         b = self.builder
         if isinstance(base_t, t.Array):
             return arrays.attribute(b, base_t, base, node.attr, found)
+        if isinstance(base_t, t.Fragment):
+            from gpunb.compiler.builtins.tensorcore_wmma import lower_fragment_attribute
+
+            return lower_fragment_attribute(self, node, base_t, base, node.attr)
         if isinstance(base_t, t.Complex):
             return b.extract_value(base, 0 if node.attr == "real" else 1)
         if isinstance(base_t, t.Record):
