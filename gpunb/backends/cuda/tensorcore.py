@@ -123,7 +123,7 @@ class CudaTensorCores:
         count = frag.num_elements * tl.KIND_BITS[frag.kind] // 32
         name = (f"llvm.nvvm.wmma.m{frag.m}n{frag.n}k{frag.k}.load.{role}."
                 f"{'row' if row_major else 'col'}.stride.{frag.kind}.p0")
-        ret = ir.LiteralStructType([reg] * count)
+        ret = reg if count == 1 else ir.LiteralStructType([reg] * count)
         regs = _struct_values(low.builder, self._call(low, name, ret, [base, ldm]), count)
         return unpack(low.builder, regs, frag.kind)
 
