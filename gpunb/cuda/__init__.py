@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys as _sys
 
-from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel language
+from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel language  # noqa: F401 - tensor cores (README "Tensor cores")
     activemask,
     all_sync,
     any_sync,
@@ -31,6 +31,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     grid,
     gridDim,
     gridsize,
+    inline_ptx,
     laneid,
     lanemask_lt,
     ldca,
@@ -38,10 +39,12 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     ldcs,
     ldcv,
     ldlu,
+    ldmatrix,
     literal_unroll,
     local,
     match_all_sync,
     match_any_sync,
+    mma_sync,
     nanosleep,
     popc,
     selp,
@@ -52,6 +55,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     shfl_xor_sync,
     stcg,
     stcs,
+    stmatrix,
     stwb,
     stwt,
     syncthreads,
@@ -64,12 +68,6 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     threadfence_system,
     threadIdx,
     warpsize,
-)
-from gpunb.compiler.kernel_api import (  # noqa: F401 - tensor cores (README "Tensor cores")
-    inline_ptx,
-    ldmatrix,
-    mma_sync,
-    stmatrix,
     wmma,
 )
 from gpunb.cuda.compiling import (  # noqa: F401 - re-exported

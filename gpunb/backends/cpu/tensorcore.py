@@ -35,7 +35,10 @@ def _i32(v: int):
     return ir.Constant(dm.i32, v)
 
 
-def _table(low, key: str, values: list, ty: ir.IntType = ir.IntType(16)):
+_I16 = ir.IntType(16)
+
+
+def _table(low, key: str, values: list, ty: ir.IntType = _I16):
     """A constant lookup table in the module (one per key)."""
     module = low.mb.module
     name = f"_gpunb_tc_{key}"

@@ -105,7 +105,8 @@ def check_inline_ptx(template: str, outputs: tuple, inputs: tuple,
     return 1, (proc.stderr.strip().splitlines() or ["ptxas failed"])[-1]
 
 
-_NEEDS_84 = ("mma.sync.aligned.m16n8k32.row.col.f32.e4m3", "mma.sync.aligned.m16n8k32.row.col.f32.e5m2")
+_NEEDS_84 = ("mma.sync.aligned.m16n8k32.row.col.f32.e4m3",
+             "mma.sync.aligned.m16n8k32.row.col.f32.e5m2")
 _VERSION_LINE = re.compile(r"^\.version (\d+)\.(\d+)$", re.MULTILINE)
 
 
