@@ -221,7 +221,8 @@ class CudaTensorCores:
         if problem is not None:
             line, message = problem
             where = f" (line {line} of the template)" if template.count("\n") else ""
-            raise low.error(node.args[0], f"ptxas rejects this inline PTX{where}: {message}",
+            raise low.error(_template_line(node.args[0], template, line),
+                            f"ptxas rejects this inline PTX{where}: {message}",
                             "check the instruction and its operand types in the PTX ISA; "
                             "%0, %1 ... are the operands in constraint order")
         b = low.builder
@@ -253,3 +254,20 @@ def _unpack_b16(b: ir.IRBuilder, regs: list, dtype: t.Type) -> list:
             out.append(b.bitcast(half, dm.value_type(dtype))
                        if isinstance(dtype, (t.Float, t.BFloat16)) else half)
     return out
+
+
+def _template_line(literal, template: str, line: int):
+    """Where line `line` of a template is in the source: its own line when the template is a
+    multi-line string literal written out line for line, else the literal."""
+    import ast
+
+    lines = template.split("\n")
+    if not isinstance(literal, ast.Constant) or len(lines) == 1 or line > len(lines) or \
+            getattr(literal, "end_lineno", None) != literal.lineno + len(lines) - 1:
+        return literal
+    text = lines[line - 1]
+    marker = ast.Constant(value=None)
+    marker.lineno = marker.end_lineno = literal.lineno + line - 1
+    marker.col_offset = len(text) - len(text.lstrip()) if line > 1 else literal.col_offset
+    marker.end_col_offset = len(text) if line > 1 else literal.end_col_offset
+    return marker
