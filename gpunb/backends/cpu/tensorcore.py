@@ -172,12 +172,13 @@ class CpuTensorCores:
                            else b.add(b.mul(col, ldm64), row))
         return offsets
 
-    def wmma_load(self, low, node, frag: t.Fragment, base, ldm, row_major: bool) -> list:
+    def wmma_load(self, low, node, frag: t.Fragment, base, ldm, row_major: bool,
+                  space: str | None = None) -> list:
         return self._tile_access(low, node, frag, base, ldm, row_major,
                                  "wmma.load_matrix_sync", None)
 
     def wmma_store(self, low, node, frag: t.Fragment, base, ldm, row_major: bool,
-                   values: list) -> None:
+                   values: list, space: str | None = None) -> None:
         self._tile_access(low, node, frag, base, ldm, row_major, "wmma.store_matrix_sync",
                           values)
 

@@ -116,23 +116,26 @@ class CudaTensorCores:
             return kinds[frag.kind].sm
         return min(s.sm for s in kinds.values() if frag.kind in s.accumulators)
 
-    def wmma_load(self, low, node, frag: t.Fragment, base, ldm, row_major: bool) -> list:
+    def wmma_load(self, low, node, frag: t.Fragment, base, ldm, row_major: bool,
+                  space: str | None = None) -> list:
         self.require(low, node, self._wmma_sm(frag), f"wmma.load_matrix_sync of {frag}")
         role = {"matrix_a": "a", "matrix_b": "b", "accumulator": "c"}[frag.use]
         reg = _reg_type(frag.kind, True)
         count = frag.num_elements * tl.KIND_BITS[frag.kind] // 32
         name = (f"llvm.nvvm.wmma.m{frag.m}n{frag.n}k{frag.k}.load.{role}."
-                f"{'row' if row_major else 'col'}.stride.{frag.kind}.p0")
+                f"{'row' if row_major else 'col'}.stride.{frag.kind}")
+        name, base = _in_space(low.builder, name, base, space)
         ret = reg if count == 1 else ir.LiteralStructType([reg] * count)
         regs = _struct_values(low.builder, self._call(low, name, ret, [base, ldm]), count)
         return unpack(low.builder, regs, frag.kind)
 
     def wmma_store(self, low, node, frag: t.Fragment, base, ldm, row_major: bool,
-                   values: list) -> None:
+                   values: list, space: str | None = None) -> None:
         self.require(low, node, self._wmma_sm(frag), f"wmma.store_matrix_sync of {frag}")
         regs = pack(low.builder, values, frag.kind, True)
         name = (f"llvm.nvvm.wmma.m{frag.m}n{frag.n}k{frag.k}.store.d."
-                f"{'row' if row_major else 'col'}.stride.{frag.kind}.p0")
+                f"{'row' if row_major else 'col'}.stride.{frag.kind}")
+        name, base = _in_space(low.builder, name, base, space)
         self._call(low, name, dm.void, [base, *regs, ldm])
 
     def mma(self, low, node, op: tl.MmaOp, a: list, b: list, c: list) -> list:
@@ -240,6 +243,16 @@ class CudaTensorCores:
             return []
         return [result] if len(outputs) == 1 else \
             [b.extract_value(result, k) for k in range(len(outputs))]
+
+
+def _in_space(b: ir.IRBuilder, name: str, pointer, space: str | None):
+    """The intrinsic's name and pointer for a tile known to be in shared (p3) or global (p1)
+    memory: ld.shared / ld.global instead of a generic address."""
+    if space == "shared":
+        return name + ".p3", b.addrspacecast(pointer, _SHARED)
+    if space == "global":
+        return name + ".p1", b.addrspacecast(pointer, ir.PointerType(addrspace=1))
+    return name + ".p0", pointer
 
 
 def _b16_bits(b: ir.IRBuilder, value, dtype: t.Type):

@@ -147,3 +147,44 @@ def check(low, node, failed, message: str) -> None:
     b.position_at_end(fail)
     low.raise_exception(node, "ValueError", message, report=True)
     b.position_at_end(ok)
+
+
+def memory_space(low, node, depth: int = 0) -> str | None:
+    """"shared" or "global" when the view `node` provably lies in that memory (a view of a
+    cuda.shared.array, of a kernel's array argument), else None: the CUDA target then uses the
+    instruction's shared (ld.shared) or global form instead of a generic address."""
+    from gpunb.compiler.typed import BuiltinCall, VarKind
+
+    if depth > 12:
+        return None
+    if isinstance(node, ast.Subscript):
+        return memory_space(low, node.value, depth + 1)
+    if isinstance(node, ast.Attribute) and node.attr == "T":
+        return memory_space(low, node.value, depth + 1)
+    if isinstance(node, ast.Call):
+        call = low.typed.calls.get(node)
+        if isinstance(call, BuiltinCall):
+            name = getattr(call.builtin, "name", "")
+            if name == "cuda.shared.array":
+                return "shared"
+            if name == "array.reshape" and isinstance(node.func, ast.Attribute):
+                return memory_space(low, node.func.value, depth + 1)
+        return None
+    if not isinstance(node, ast.Name):
+        return None
+    var = low.typed.uses.get(node)
+    if var is None:
+        return None
+    if var.kind is VarKind.PARAM:
+        return "global" if low.is_kernel else None
+    if var.kind is not VarKind.DEF:
+        return None
+    value = _assigned_values(low.typed).get(var.site)
+    return None if value is None else memory_space(low, value, depth + 1)
+
+
+def _assigned_values(typed) -> dict:
+    """Assignment target Name node -> the value assigned (plain `x = value` only), per function."""
+    return {stmt.targets[0]: stmt.value for stmt in ast.walk(typed.source.tree)
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
+            isinstance(stmt.targets[0], ast.Name)}

@@ -16,7 +16,11 @@ from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.builtins import Builtin
 from gpunb.compiler.builtins import tensorcore_layouts as tl
-from gpunb.compiler.builtins.tensorcore_tiles import check_tile_statically, tile_parts
+from gpunb.compiler.builtins.tensorcore_tiles import (
+    check_tile_statically,
+    memory_space,
+    tile_parts,
+)
 from gpunb.compiler.kernel_api import intrinsic_name
 from gpunb.compiler.typed import Feature, Typed
 from gpunb.compiler.values import dtype_to_type
@@ -193,7 +197,9 @@ class LoadMatrix(Builtin):
         row_major = call.data == "row_major"
         base, ldm = tile_parts(low, node, low.expr(node.args[1]), tile_type, rows, cols,
                                row_major, self.name)
-        values = low.target.tensor_cores().wmma_load(low, node, frag, base, ldm, row_major)
+        space = memory_space(low, node.args[1])
+        values = low.target.tensor_cores().wmma_load(low, node, frag, base, ldm, row_major,
+                                                     space)
         write_elements(low, frag, storage, values)
 
 
@@ -224,7 +230,9 @@ class StoreMatrix(Builtin):
         base, ldm = tile_parts(low, node, low.expr(node.args[0]), tile_type, rows, cols,
                                row_major, self.name)
         values = read_elements(low, frag, low.expr(node.args[1]))
-        low.target.tensor_cores().wmma_store(low, node, frag, base, ldm, row_major, values)
+        space = memory_space(low, node.args[0])
+        low.target.tensor_cores().wmma_store(low, node, frag, base, ldm, row_major, values,
+                                             space)
 
 
 class MmaSync(Builtin):
