@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys as _sys
 
-from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel language  # noqa: F401 - tensor cores (README "Tensor cores")
+from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel language
     activemask,
     all_sync,
     any_sync,

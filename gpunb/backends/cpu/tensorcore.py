@@ -22,6 +22,7 @@ from gpunb.compiler import datamodel as dm
 from gpunb.compiler import lowfloat
 from gpunb.compiler.builtins import tensorcore_layouts as tl
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import Fragment
 
 _FULL = ir.Constant(dm.i32, 0xFFFFFFFF)
 _F32 = ir.FloatType()
@@ -136,7 +137,7 @@ class CpuTensorCores:
 
     # ---- WMMA loads and stores ---------------------------------------------------------------
 
-    def _tile_access(self, low, node, frag: t.Fragment, base, ldm, row_major: bool,
+    def _tile_access(self, low, node, frag: Fragment, base, ldm, row_major: bool,
                      what: str, values: list | None) -> list:
         """Load (values None) or store the lane's fragment elements between the two waits."""
         b = low.builder
@@ -158,7 +159,7 @@ class CpuTensorCores:
         self._release(low, node, what)
         return out
 
-    def _tile_offsets(self, low, frag: t.Fragment, lane, ldm, row_major: bool) -> list:
+    def _tile_offsets(self, low, frag: Fragment, lane, ldm, row_major: bool) -> list:
         """The element offset of each of this lane's fragment elements (for access records)."""
         b = low.builder
         table, count = _fragment_table(low, frag)
@@ -172,12 +173,12 @@ class CpuTensorCores:
                            else b.add(b.mul(col, ldm64), row))
         return offsets
 
-    def wmma_load(self, low, node, frag: t.Fragment, base, ldm, row_major: bool,
+    def wmma_load(self, low, node, frag: Fragment, base, ldm, row_major: bool,
                   space: str | None = None) -> list:
         return self._tile_access(low, node, frag, base, ldm, row_major,
                                  "wmma.load_matrix_sync", None)
 
-    def wmma_store(self, low, node, frag: t.Fragment, base, ldm, row_major: bool,
+    def wmma_store(self, low, node, frag: Fragment, base, ldm, row_major: bool,
                    values: list, space: str | None = None) -> None:
         self._tile_access(low, node, frag, base, ldm, row_major, "wmma.store_matrix_sync",
                           values)
@@ -329,7 +330,7 @@ def _mma_helper(low, op: tl.MmaOp, a_count: int):
     return fn
 
 
-def _fragment_table(low, frag: t.Fragment):
+def _fragment_table(low, frag: Fragment):
     """(table of this fragment's (row << 8 | col) per lane and element, elements per lane)."""
     role = {"matrix_a": "a", "matrix_b": "b", "accumulator": "c"}[frag.use]
     layout = tl.wmma_map(role, f"m{frag.m}n{frag.n}k{frag.k}", frag.kind)
@@ -338,7 +339,7 @@ def _fragment_table(low, frag: t.Fragment):
     return table, frag.num_elements
 
 
-def _tile_helper(low, frag: t.Fragment, row_major: bool, store: bool):
+def _tile_helper(low, frag: Fragment, row_major: bool, store: bool):
     """void(base, ldm, lane, storage): this lane's elements between the tile and storage."""
     role = {"matrix_a": "a", "matrix_b": "b", "accumulator": "c"}[frag.use]
     name = (f"gpunb_tc_wmma_{'store' if store else 'load'}_{frag.m}_{frag.n}_{frag.k}_{role}_"

@@ -33,22 +33,10 @@ def llvm_asm_text(template: str) -> str:
     return _OPERAND.sub(convert, text)
 
 
-def ptx_isa_version(cc: tuple) -> tuple[int, int]:
-    """The PTX ISA version gpunb's modules declare for this arch (LLVM's +ptxNN feature)."""
-    from gpunb.backends.cuda.target import _PTX_VERSION
-
-    key = cc[0] * 10 + cc[1]
-    version = _PTX_VERSION.get(key) or max(v for k, v in _PTX_VERSION.items() if k <= key)
-    if len(cc) > 2:
-        version = max(version, 88 if cc[2] == "f" else 80 if cc[0] == 9 else 86)
-    return divmod(version, 10)
-
-
-def _check_kernel(template: str, outputs: tuple, inputs: tuple, cc: tuple) -> tuple[str, int]:
+def _check_kernel(template: str, outputs: tuple, inputs: tuple, arch: str,
+                  version: tuple) -> tuple[str, int]:
     """A kernel holding the template with registers for its operands; and the line (1-based)
     of the template's first line in it."""
-    from gpunb.backends.cuda.target import arch_string
-
     letters = list(outputs) + list(inputs)
     names, counts = [], {}
     for letter in letters:
@@ -64,8 +52,7 @@ def _check_kernel(template: str, outputs: tuple, inputs: tuple, cc: tuple) -> tu
             return "0"
         return names[int(token)] if int(token) < len(names) else f"%{token}"
 
-    major, minor = ptx_isa_version(cc)
-    head = [f".version {major}.{minor}", f".target {arch_string(cc)}", ".address_size 64",
+    head = [f".version {version[0]}.{version[1]}", f".target {arch}", ".address_size 64",
             ".visible .entry _gpunb_inline_ptx_check()", "{"]
     head += [f"\t.reg {_REGISTERS[letter][1]} {_REGISTERS[letter][0]}<{count}>;"
              for letter, count in counts.items()]
@@ -74,8 +61,8 @@ def _check_kernel(template: str, outputs: tuple, inputs: tuple, cc: tuple) -> tu
 
 
 @functools.lru_cache(maxsize=512)
-def check_inline_ptx(template: str, outputs: tuple, inputs: tuple,
-                     cc: tuple) -> tuple[int, str] | None:
+def check_inline_ptx(template: str, outputs: tuple, inputs: tuple, arch: str,
+                     version: tuple) -> tuple[int, str] | None:
     """None when ptxas accepts the template (or is not installed: the driver's linker then
     checks it); else (line in the template, ptxas's first error)."""
     from gpunb.backends.cuda.toolchain import find_tool
@@ -83,15 +70,14 @@ def check_inline_ptx(template: str, outputs: tuple, inputs: tuple,
     ptxas = find_tool("ptxas")
     if ptxas is None:
         return None
-    text, first = _check_kernel(template, outputs, inputs, cc)
-    from gpunb.backends.cuda.target import arch_string
+    text, first = _check_kernel(template, outputs, inputs, arch, version)
 
     with tempfile.TemporaryDirectory(prefix="gpunb-ptx-") as tmp:
         path = os.path.join(tmp, "inline.ptx")
         with open(path, "w") as f:
             f.write(text)
         try:
-            proc = subprocess.run([ptxas, f"-arch={arch_string(cc)}", path, "-o",
+            proc = subprocess.run([ptxas, f"-arch={arch}", path, "-o",
                                    os.path.join(tmp, "inline.cubin")],
                                   capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired):

@@ -41,14 +41,20 @@ def _llvm():
     return llvm
 
 
-@functools.cache
-def target_machine(cc: tuple, opt: int = 3):
-    llvm = _llvm()
+def ptx_isa_version(cc: tuple) -> int:
+    """The PTX ISA version (78 for 7.8) the modules for this arch declare."""
     ptx = _PTX_VERSION.get(cc[0] * 10 + cc[1])
     if ptx is None:
         ptx = max(v for k, v in _PTX_VERSION.items() if k <= cc[0] * 10 + cc[1])
     if len(cc) > 2:  # arch- and family-specific targets need newer PTX ISAs
         ptx = max(ptx, 88 if cc[2] == "f" else 80 if cc[0] == 9 else 86)
+    return ptx
+
+
+@functools.cache
+def target_machine(cc: tuple, opt: int = 3):
+    llvm = _llvm()
+    ptx = ptx_isa_version(cc)
     target = llvm.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu=arch_string(cc), features=f"+ptx{ptx}", opt=opt)
 
@@ -118,7 +124,7 @@ class CudaTarget(Target):
     def tensor_cores(self):
         from gpunb.backends.cuda.tensorcore import CudaTensorCores
 
-        return CudaTensorCores(self)
+        return CudaTensorCores(self, arch_string(self.cc), ptx_isa_version(self.cc))
 
     def string_constant(self, low, text: str, addrspace: int = 4):
         return super().string_constant(low, text, addrspace)

@@ -12,6 +12,7 @@ from gpunb.backends.cuda import ptx_check
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.builtins import tensorcore_layouts as tl
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import Fragment
 
 _HALF2 = ir.VectorType(ir.HalfType(), 2)
 _SHARED = ir.PointerType(addrspace=3)
@@ -88,17 +89,17 @@ def _struct_values(b: ir.IRBuilder, value, count: int) -> list:
 class CudaTensorCores:
     """Lowering of the tensorcore builtins for one CudaTarget."""
 
-    def __init__(self, target):
+    def __init__(self, target, arch: str, ptx_version: int):
         self.target = target
+        self.arch = arch  # "sm_90a"
+        self.ptx_version = ptx_version  # 78: PTX ISA 7.8
         self.sm = target.cc[0] * 10 + target.cc[1]
 
     def require(self, low, node, sm: int, what: str) -> None:
         if self.sm >= sm:
             return
-        from gpunb.backends.cuda.target import arch_string
-
         raise low.error(node, f"{what} needs sm_{sm} or newer; this kernel compiles for "
-                        f"{arch_string(self.target.cc)}",
+                        f"{self.arch}",
                         f"compile for a GPU of compute capability {sm // 10}.{sm % 10} or "
                         "later (cc=...), or run the kernel on the CPU target, which has every "
                         "tensor-core instruction")
@@ -109,14 +110,14 @@ class CudaTensorCores:
 
     # ---- WMMA ------------------------------------------------------------------------------
 
-    def _wmma_sm(self, frag: t.Fragment) -> int:
+    def _wmma_sm(self, frag: Fragment) -> int:
         shape = f"m{frag.m}n{frag.n}k{frag.k}"
         kinds = tl.WMMA[shape]
         if frag.use != "accumulator":
             return kinds[frag.kind].sm
         return min(s.sm for s in kinds.values() if frag.kind in s.accumulators)
 
-    def wmma_load(self, low, node, frag: t.Fragment, base, ldm, row_major: bool,
+    def wmma_load(self, low, node, frag: Fragment, base, ldm, row_major: bool,
                   space: str | None = None) -> list:
         self.require(low, node, self._wmma_sm(frag), f"wmma.load_matrix_sync of {frag}")
         role = {"matrix_a": "a", "matrix_b": "b", "accumulator": "c"}[frag.use]
@@ -129,7 +130,7 @@ class CudaTensorCores:
         regs = _struct_values(low.builder, self._call(low, name, ret, [base, ldm]), count)
         return unpack(low.builder, regs, frag.kind)
 
-    def wmma_store(self, low, node, frag: t.Fragment, base, ldm, row_major: bool,
+    def wmma_store(self, low, node, frag: Fragment, base, ldm, row_major: bool,
                    values: list, space: str | None = None) -> None:
         self.require(low, node, self._wmma_sm(frag), f"wmma.store_matrix_sync of {frag}")
         regs = pack(low.builder, values, frag.kind, True)
@@ -220,7 +221,8 @@ class CudaTensorCores:
                    volatile: bool, memory: bool) -> list:
         from gpunb.compiler.builtins.inline_ptx import CONSTRAINT_TYPES
 
-        problem = ptx_check.check_inline_ptx(template, outputs, inputs, self.target.cc)
+        problem = ptx_check.check_inline_ptx(template, outputs, inputs, self.arch,
+                                             divmod(self.ptx_version, 10))
         if problem is not None:
             line, message = problem
             where = f" (line {line} of the template)" if template.count("\n") else ""

@@ -25,6 +25,7 @@ from gpunb.compiler.kernel_api import intrinsic_name
 from gpunb.compiler.typed import Feature, Typed
 from gpunb.compiler.values import dtype_to_type
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import Fragment
 
 USES = {"cuda.wmma.matrix_a": "matrix_a", "cuda.wmma.matrix_b": "matrix_b",
         "cuda.wmma.accumulator": "accumulator"}
@@ -37,11 +38,11 @@ _TYPE_HINT = ("float16, bfloat16, int8, uint8 or wmma.precision.tf32 for matrix_
               "float32, float16 or int32 for the accumulator")
 
 
-def element_type(frag: t.Fragment) -> t.Type:
+def element_type(frag: Fragment) -> t.Type:
     return tl.KIND_TYPES[frag.kind]
 
 
-def memory_dtype(frag: t.Fragment) -> t.Type:
+def memory_dtype(frag: Fragment) -> t.Type:
     """The element type of the arrays a fragment loads from and stores to."""
     return element_type(frag)
 
@@ -97,7 +98,7 @@ class FragmentCtor(Builtin):
                             "give the memory layout to load_matrix_sync / store_matrix_sync "
                             "instead (wmma.mem_row_major or wmma.mem_col_major)")
         count = tl.wmma_num_elements(ROLES[use], shape, kind)
-        return t.Fragment(use, m, n, k, kind, layout, count)
+        return Fragment(use, m, n, k, kind, layout, count)
 
     def lower_call(self, low, node, call):
         frag = call.result
@@ -105,26 +106,26 @@ class FragmentCtor(Builtin):
                           "wmma.fragment")
 
 
-def _element_pointer(low, frag: t.Fragment, storage, index: int):
+def _element_pointer(low, frag: Fragment, storage, index: int):
     return low.builder.gep(storage, [ir.Constant(dm.i32, 0), ir.Constant(dm.i32, index)],
                            source_etype=ir.ArrayType(dm.memory_type(element_type(frag)),
                                                      frag.num_elements))
 
 
-def read_elements(low, frag: t.Fragment, storage) -> list:
+def read_elements(low, frag: Fragment, storage) -> list:
     ty = element_type(frag)
     return [arrays.load_element(low.builder, ty, _element_pointer(low, frag, storage, i))
             for i in range(frag.num_elements)]
 
 
-def write_elements(low, frag: t.Fragment, storage, values: list) -> None:
+def write_elements(low, frag: Fragment, storage, values: list) -> None:
     ty = element_type(frag)
     for i, value in enumerate(values):
         arrays.store_element(low.builder, ty, _element_pointer(low, frag, storage, i), value)
 
 
-def _fragment_arg(inf, node, argtype, what: str, use: str | None = None) -> t.Fragment:
-    if not isinstance(argtype, t.Fragment):
+def _fragment_arg(inf, node, argtype, what: str, use: str | None = None) -> Fragment:
+    if not isinstance(argtype, Fragment):
         raise inf.error(node, f"{what} needs a wmma.fragment here, got {argtype}")
     if use is not None and argtype.use != use:
         raise inf.error(node, f"{what} needs a {use} fragment here, got a {argtype.use} one")
@@ -159,7 +160,7 @@ def _memory_layout(inf, node, what: str) -> str:
     return layout
 
 
-def _tile_dims(frag: t.Fragment) -> tuple[int, int]:
+def _tile_dims(frag: Fragment) -> tuple[int, int]:
     return tl.operand_dims(ROLES[frag.use], frag.m, frag.n, frag.k)
 
 
@@ -307,7 +308,7 @@ def round_to_tf32(b: ir.IRBuilder, x):
 
 # ---- fragment attributes: frag.num_elements, frag.x ------------------------------------------
 
-def fragment_attribute_type(inf, node, frag: t.Fragment, attr: str) -> t.Type:
+def fragment_attribute_type(inf, node, frag: Fragment, attr: str) -> t.Type:
     if attr == "num_elements":
         inf.constants[node] = frag.num_elements
         return t.int64
@@ -317,7 +318,7 @@ def fragment_attribute_type(inf, node, frag: t.Fragment, attr: str) -> t.Type:
                     "fragments have num_elements and x (x[i] is this lane's i-th element)")
 
 
-def lower_fragment_attribute(low, node, frag: t.Fragment, storage, attr: str):
+def lower_fragment_attribute(low, node, frag: Fragment, storage, attr: str):
     if attr == "num_elements":
         return ir.Constant(dm.i64, frag.num_elements)
     itemsize = t.sizeof(element_type(frag))

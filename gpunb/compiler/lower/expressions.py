@@ -12,6 +12,7 @@ from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.values import PyValue
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import Fragment
 
 
 class ExpressionLowering:
@@ -104,7 +105,7 @@ class ExpressionLowering:
         b = self.builder
         if isinstance(base_t, t.Array):
             return arrays.attribute(b, base_t, base, node.attr, found)
-        if isinstance(base_t, t.Fragment):
+        if isinstance(base_t, Fragment):
             from gpunb.compiler.builtins.tensorcore_wmma import lower_fragment_attribute
 
             return lower_fragment_attribute(self, node, base_t, base, node.attr)
