@@ -171,7 +171,13 @@ def wmma_num_elements(role: str, shape: str, kind: str) -> int:
 
 @functools.cache
 def wmma_map(role: str, shape: str, kind: str) -> tuple:
-    """WMMA's layout: mma.sync's blocks, repeated to fill a float16 multiplicand fragment."""
+    """WMMA's layout: mma.sync's blocks, repeated to fill a float16 multiplicand fragment.
+    m8n32k16 is m32n8k16 transposed (D^T = B^T A^T): its A is m32n8k16's B transposed, its B
+    m32n8k16's A, its accumulator m32n8k16's (as an H100's tensor cores lay them out)."""
+    if shape == "m8n32k16":
+        other = {"a": "b", "b": "a", "c": "c"}[role]
+        return tuple(tuple((c, r) for r, c in lane)
+                     for lane in wmma_map(other, "m32n8k16", kind))
     m, n, k = shape_dims(shape)
     bits = KIND_BITS[kind] if role != "c" else 32
     base = fragment_map(role, *operand_dims(role, m, n, k), bits)
