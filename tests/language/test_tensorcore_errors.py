@@ -55,7 +55,8 @@ def _bad_mma_shape(c, a, b):
 def _bad_mma_types(c, a, b):
     x = a[0, 0]
     y = np.int8(1)
-    d = cuda.mma_sync("m16n8k16", (x, x, x, x, x, x, x, x), (y, y, y, y), (0.0, 0.0, 0.0, 0.0))  # <-
+    zero = (0.0, 0.0, 0.0, 0.0)
+    d = cuda.mma_sync("m16n8k16", (x, x, x, x, x, x, x, x), (y, y, y, y), zero)  # <-
     c[0, 0] = d[0]
 
 
