@@ -198,7 +198,8 @@ def _launch_facts(spec, event) -> tuple:
     counts = counts_for(_dispatcher_of(spec), spec)
     meta = meta_from_types(spec.argtypes, event.shapes)
     nbytes = counts.bytes_for(meta) if counts is not None and meta else None
-    flops = counts.flops_for(meta, threads) if counts is not None and meta else None
+    flops = counts.flops_for(meta, threads, event.shapes, grid, block) \
+        if counts is not None and meta else None
     return (grid, block, shared, nbytes, flops, artifact.resources.registers if cuda else None,
             _defined_at(artifact), _occupancy(artifact, block, shared) if cuda else None)
 

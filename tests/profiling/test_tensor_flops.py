@@ -1,0 +1,68 @@
+"""The profile's FLOPs of tensor-core kernels: each WMMA / mma.sync operation's 2 m n k per
+warp, times the trip counts of the loops around it, evaluated for the launch's shapes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks import tensorcore_kernels as tk
+from gpunb import cuda
+from gpunb.foundation import types as t
+from gpunb.jit import inspection
+from gpunb.profiling.counts import count_llvm
+
+
+def _flops(kernel, argtypes, shapes, grid, block):
+    counts = count_llvm(inspection.ptx_for(kernel, argtypes).llvm_ir, argtypes)
+    threads = int(np.prod(grid) * np.prod(block))
+    meta = tuple((t.sizeof(a.dtype), int(np.prod(s))) if isinstance(a, t.Array) else None
+                 for a, s in zip(argtypes, shapes, strict=True))
+    return counts.flops_for(meta, threads, shapes, grid, block)
+
+
+@pytest.mark.parametrize("n, k", [(256, 256), (512, 1024)])
+def test_gemm_kernels_count_2mnk(n, k):
+    f16 = t.float16[:, ::1]
+    grid, block = (n // 128, n // 128, 1), (256, 1, 1)
+    mma_types = (t.float32[:, ::1], f16, f16)
+    shapes = ((n, n), (n, k), (k, n))
+    assert _flops(tk.make_mma_gemm(np.float16), mma_types, shapes, grid, block) == 2 * n * n * k
+    wmma_types = mma_types + (t.uint64[:, ::1], t.uint64[:, ::1])
+    wmma_shapes = shapes + ((n, k // 4), (k, n // 4))
+    assert _flops(tk.make_wmma_gemm(np.float16), wmma_types, wmma_shapes, grid,
+                  block) == 2 * n * n * k
+
+
+def test_loop_bound_from_a_scalar_is_not_counted():
+    from gpunb.cuda import wmma
+
+    @cuda.jit
+    def repeat(c, a, times):
+        fa = wmma.fragment(wmma.matrix_a, 16, 16, 16, np.float16, wmma.row_major)
+        fb = wmma.fragment(wmma.matrix_b, 16, 16, 16, np.float16, wmma.row_major)
+        acc = wmma.fragment(wmma.accumulator, 16, 16, 16, np.float32)
+        wmma.fill_fragment(acc, 0.0)
+        wmma.load_matrix_sync(fa, a[0:16, 0:16])
+        wmma.load_matrix_sync(fb, a[0:16, 0:16])
+        for _ in range(times):
+            wmma.mma_sync(acc, fa, fb, acc)
+        wmma.store_matrix_sync(c[0:16, 0:16], acc, wmma.mem_row_major)
+
+    types = (t.float32[:, ::1], t.float16[:, ::1], t.int64)
+    assert _flops(repeat, types, ((16, 16), (16, 16), ()), (1, 1, 1), (32, 1, 1)) is None
+
+    @cuda.jit
+    def once(c, a):
+        fa = wmma.fragment(wmma.matrix_a, 16, 16, 16, np.float16, wmma.row_major)
+        acc = wmma.fragment(wmma.accumulator, 16, 16, 16, np.float32)
+        wmma.fill_fragment(acc, 0.0)
+        wmma.load_matrix_sync(fa, a[0:16, 0:16])
+        fb = wmma.fragment(wmma.matrix_b, 16, 16, 16, np.float16, wmma.row_major)
+        wmma.load_matrix_sync(fb, a[0:16, 0:16])
+        wmma.mma_sync(acc, fa, fb, acc)
+        wmma.store_matrix_sync(c[0:16, 0:16], acc, wmma.mem_row_major)
+
+    types = (t.float32[:, ::1], t.float16[:, ::1])
+    assert _flops(once, types, ((16, 16), (16, 16)), (3, 1, 1), (64, 1, 1)) == \
+        2 * 16 * 16 * 16 * 3 * 2  # one mma per warp: 3 blocks of 2 warps
