@@ -17,7 +17,7 @@ from gpunb.profiling.records import LaunchRecord, Occupancy
 
 # the fields build() fills, which a Profile reads lazily (records.py)
 BUILT_FIELDS = ("launches", "timer", "peak_gbps", "peak_gflops", "peak_source", "device",
-                "notes", "sources")
+                "notes", "sources", "peak_tensor_gflops")
 
 
 class Recording:
@@ -141,6 +141,7 @@ def _build(recording: Recording) -> dict:
         notes.append(peaks.note)
     return {"launches": launches, "timer": timer_name, "peak_gbps": peak,
             "peak_gflops": peaks.gflops if peaks else None,
+            "peak_tensor_gflops": peaks.tensor_gflops if peaks else None,
             "peak_source": peaks.source if peaks else {}, "device": peaks.device if peaks else "",
             "notes": notes, "sources": _sources(launches)}
 

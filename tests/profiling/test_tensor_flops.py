@@ -66,3 +66,30 @@ def test_loop_bound_from_a_scalar_is_not_counted():
     types = (t.float32[:, ::1], t.float16[:, ::1])
     assert _flops(once, types, ((16, 16), (16, 16)), (3, 1, 1), (64, 1, 1)) == \
         2 * 16 * 16 * 16 * 3 * 2  # one mma per warp: 3 blocks of 2 warps
+
+
+def test_profile_of_a_wmma_gemm_counts_its_flops_and_draws_the_tensor_roof():
+    import gpunb
+    from gpunb.profiling.records import Profile
+    from gpunb.profiling.view import peaks_label, roofline_svg
+
+    gpunb.set_target("cpu")
+    try:
+        n = 256
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((n, n)).astype(np.float16)
+        b = rng.standard_normal((n, n)).astype(np.float16)
+        c = np.zeros((n, n), np.float32)
+        kernel = tk.make_wmma_gemm(np.float16)
+        with gpunb.profile() as prof:
+            tk.wmma_launch(kernel, c, a, b)
+        record = prof.launches[0]
+        assert record.flops == 2 * n ** 3
+        assert prof.peak_tensor_gflops is None  # the CPU target has no tensor cores
+        drawn = Profile([record], peak_gbps=100.0, peak_gflops=1000.0,
+                        peak_tensor_gflops=50000.0, peak_source={"tensor_gflops": "measured: x"})
+        assert 'class="gpunb-tensor-roof"' in roofline_svg(drawn)
+        assert "FP16 tensor cores 50000 GFLOP/s (measured)" in peaks_label(drawn)
+        assert drawn.to_dict()["peak_tensor_gflops"] == 50000.0
+    finally:
+        gpunb.set_target(None)
