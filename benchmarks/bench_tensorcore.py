@@ -5,7 +5,7 @@ PyTorch's matmul, fp16 reduced-precision reductions off), measured in the same r
 Targets (issue 24): WMMA >= 35 % of cuBLAS, mma.sync + ldmatrix + cp.async >= 55 %.
 TFLOP/s = 2 n^3 / device time. numba-cuda has no tensor cores: its column says so.
 
-    python -m benchmarks.bench_tensorcore [--quick] [--stages 3 4]
+    python -m benchmarks.bench_tensorcore [--quick] [--variant mma:256:4 ...]
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _check(c: np.ndarray, a: np.ndarray, b: np.ndarray, who: str, rtol: float = 
         raise AssertionError(f"{who}: wrong result (max error {error:.3g})")
 
 
-def _gpunb(kind: str, a, b, iters: int, repeats: int, stages: int = 3) -> Cell:
+def _gpunb(kind: str, a, b, iters: int, repeats: int, bn: int = 128, stages: int = 3) -> Cell:
     import gpunb
     from benchmarks import tensorcore_kernels as tk
     from gpunb import cuda
@@ -55,19 +55,11 @@ def _gpunb(kind: str, a, b, iters: int, repeats: int, stages: int = 3) -> Cell:
     d_a, d_b = cuda.to_device(a), cuda.to_device(b)
     d_c = cuda.device_array((n, n), np.float32)
     if kind == "wmma":
-        kernel = tk.make_wmma_gemm(a.dtype.type)
-        a64, b64 = cuda.to_device(a.view(np.uint64)), cuda.to_device(b.view(np.uint64))
-        grid = (n // tk.BN, n // tk.BM)
-
-        def launch():
-            kernel[grid, tk.THREADS, 0, tk.WMMA_SHARED_BYTES](d_c, d_a, d_b, a64, b64)
+        kernel = tk.make_wmma_gemm(a.dtype.type, stages=stages)
     else:
-        kernel = tk.make_mma_gemm(a.dtype.type, stages=stages)
-
-        def launch():
-            tk.mma_launch(kernel, d_c, d_a, d_b, stages)
-    ms = gpu_event_ms(launch, cuda.event(), cuda.event(), lambda s, e: s.elapsed_time(e),
-                      iters, repeats)
+        kernel = tk.make_mma_gemm(a.dtype.type, stages=stages, bn=bn)
+    ms = gpu_event_ms(lambda: tk.launch(kernel, d_c, d_a, d_b), cuda.event(), cuda.event(),
+                      lambda s, e: s.elapsed_time(e), iters, repeats)
     _check(d_c.copy_to_host(), a, b, f"gpunb {kind}")
     return cell(_tflops(ms, n), "{:.1f} TFLOP/s", f"{ms:.2f} ms per launch")
 
@@ -89,8 +81,10 @@ def _cublas(a, b, iters: int, repeats: int) -> Cell:
     return cell(_tflops(ms, a.shape[0]), "{:.1f} TFLOP/s", f"cuBLAS via torch.matmul, {ms:.2f} ms")
 
 
-def _row(kind: str, dtype_name: str, n: int, ours: Cell, ref: Cell, stages: int) -> Row:
-    label = "WMMA" if kind == "wmma" else f"mma.sync+ldmatrix+cp.async ({stages} stages)"
+def _row(variant: tuple, dtype_name: str, n: int, ours: Cell, ref: Cell) -> Row:
+    kind, bn, stages = variant
+    label = (f"WMMA 128x{bn}, {stages} stages" if kind == "wmma" else
+             f"mma.sync+ldmatrix+cp.async 128x{bn}, {stages} stages")
     target = TARGETS[kind]
     anchor = f">= {target:.0%} of cuBLAS (issue 24)"
     if ours.value is None or ref.value is None:
@@ -103,7 +97,11 @@ def _row(kind: str, dtype_name: str, n: int, ours: Cell, ref: Cell, stages: int)
                          "(same run)",))
 
 
-def run(opts: Options, stages_list: tuple = (3,)) -> list[Row]:
+# (kernel, block width, pipeline stages): the configurations the table reports
+VARIANTS = (("wmma", 128, 3), ("mma", 128, 3), ("mma", 256, 3))
+
+
+def run(opts: Options, variants: tuple = VARIANTS) -> list[Row]:
     n = 1024 if opts.quick else 8192
     iters, repeats = (2, 3) if opts.quick else (5, 5)
     no_gpu = gpu_missing()
@@ -114,25 +112,28 @@ def run(opts: Options, stages_list: tuple = (3,)) -> list[Row]:
     for dtype_name in ("fp16", "bf16"):
         a, b = _inputs(n, dtype_name)
         ref = attempt(lambda a=a, b=b: _cublas(a, b, iters, repeats))
-        ours = attempt(lambda a=a, b=b: _gpunb("wmma", a, b, iters, repeats))
-        rows.append(_row("wmma", dtype_name, n, ours, ref, 0))
-        for stages in stages_list:
-            ours = attempt(lambda a=a, b=b, s=stages: _gpunb("mma", a, b, iters, repeats, s))
-            rows.append(_row("mma", dtype_name, n, ours, ref, stages))
+        for variant in variants:
+            kind, bn, stages = variant
+            ours = attempt(lambda a=a, b=b, k=kind, w=bn, s=stages:
+                           _gpunb(k, a, b, iters, repeats, w, s))
+            rows.append(_row(variant, dtype_name, n, ours, ref))
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--stages", type=int, nargs="+", default=[3])
+    parser.add_argument("--variant", action="append", default=[],
+                        help="kernel:block_width:stages, e.g. mma:256:4 (repeatable)")
     args = parser.parse_args()
-    for row in run(Options(suite="gpu", quick=args.quick), tuple(args.stages)):
-        print(f"{row.figure:58} {row.gpunb.text:>16} {row.cupy.text:>16}  {row.verdict}"
+    variants = tuple((k, int(w), int(s)) for k, w, s in (v.split(":") for v in args.variant)) \
+        or VARIANTS
+    for row in run(Options(suite="gpu", quick=args.quick), variants):
+        print(f"{row.figure:62} {row.gpunb.text:>15} {row.cupy.text:>15}  {row.verdict}"
               f"  [{row.gpunb.note}]")
-        for note in (row.gpunb.note, row.cupy.note):
-            if row.gpunb.value is None or row.cupy.value is None:
-                print("    ", note)
+        for cell_ in (row.gpunb, row.cupy):
+            if cell_.value is None:
+                print("    ", cell_.note)
 
 
 if __name__ == "__main__":

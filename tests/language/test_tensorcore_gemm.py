@@ -27,27 +27,25 @@ def _check(c, a, b):
 def test_wmma_gemm(target, dtype):
     a, b = _operands(256, dtype)
     c = np.zeros((256, 256), np.float32)
-    tk.wmma_launch(tk.make_wmma_gemm(dtype), c, a, b)
+    tk.launch(tk.make_wmma_gemm(dtype, async_copies=target == "cuda"), c, a, b)
     _check(c, a, b)
 
 
-@pytest.mark.parametrize("stages", [3, 4])
-def test_mma_gemm(target, stages):
+@pytest.mark.parametrize("stages, bn", [(3, 128), (4, 256)])
+def test_mma_gemm(target, stages, bn):
     a, b = _operands(256, np.float16)
     c = np.zeros((256, 256), np.float32)
-    kernel = tk.make_mma_gemm(np.float16, async_copies=target == "cuda", stages=stages)
-    tk.mma_launch(kernel, c, a, b, stages)
+    kernel = tk.make_mma_gemm(np.float16, async_copies=target == "cuda", stages=stages, bn=bn)
+    tk.launch(kernel, c, a, b)
     _check(c, a, b)
 
 
 def test_gemm_ptx_accepted_by_ptxas(ptxas):
     for dtype, name in ((np.float16, "float16"), (NP_TYPES["bf16"], "bfloat16")):
-        ptx, _ = cuda.compile_ptx(tk.make_mma_gemm(dtype),
-                                  f"void(float32[:, ::1], {name}[:, ::1], {name}[:, ::1])",
-                                  cc=(8, 0))
+        sig = f"void(float32[:, ::1], {name}[:, ::1], {name}[:, ::1])"
+        ptx, _ = cuda.compile_ptx(tk.make_mma_gemm(dtype), sig, cc=(8, 0))
         assert "cp.async.cg.shared.global" in ptx and "ldmatrix" in ptx
         ptxas(ptx, "sm_80")
-        ptx, _ = cuda.compile_ptx(tk.make_wmma_gemm(dtype),
-                                  f"void(float32[:, ::1], {name}[:, ::1], {name}[:, ::1], "
-                                  "uint64[:, ::1], uint64[:, ::1])", cc=(9, 0))
+        ptx, _ = cuda.compile_ptx(tk.make_wmma_gemm(dtype), sig, cc=(9, 0))
+        assert "cp.async.cg.shared.global" in ptx and "wmma.mma" in ptx
         ptxas(ptx, "sm_90")

@@ -32,10 +32,8 @@ def test_gemm_kernels_agree_with_the_cpu_target(which):
 
     def run(target):
         c = np.zeros((256, 256), np.float32)
-        if which == "wmma":
-            tk.wmma_launch(tk.make_wmma_gemm(np.float16), c, a, b)
-        else:
-            tk.mma_launch(tk.make_mma_gemm(np.float16, async_copies=target == "cuda"), c, a, b)
+        make = tk.make_wmma_gemm if which == "wmma" else tk.make_mma_gemm
+        tk.launch(make(np.float16, async_copies=target == "cuda"), c, a, b)
         return c
 
     cpu, gpu = _on("cpu", lambda: run("cpu")), _on("cuda", lambda: run("cuda"))
@@ -52,9 +50,9 @@ def test_profile_counts_tensor_flops_and_measures_the_tensor_roof():
     b = cuda.to_device(rng.standard_normal((n, n)).astype(np.float16))
     c = cuda.device_array((n, n), np.float32)
     kernel = tk.make_mma_gemm(np.float16)
-    tk.mma_launch(kernel, c, a, b)
+    tk.launch(kernel, c, a, b)
     with gpunb.profile() as prof:
-        tk.mma_launch(kernel, c, a, b)
+        tk.launch(kernel, c, a, b)
     record = prof.launches[-1]
     assert record.flops == 2 * n ** 3 and record.gflops > 1000
     assert prof.peak_tensor_gflops > 4 * prof.peak_gflops  # tensor cores beat FP32 FMAs

@@ -13,6 +13,8 @@ from gpunb import cuda
 from gpunb.foundation.artifact import KernelArtifact
 from gpunb.jit.report import sass_line_map
 
+SIG = "void(float32[:, ::1], float16[:, ::1], float16[:, ::1])"
+
 
 def _sass_by_line(kernel, sig):
     from gpunb.backends.cuda import sass
@@ -36,15 +38,12 @@ def _sass_by_line(kernel, sig):
 
 
 def test_mma_gemm_sass_lines():
-    found = _sass_by_line(tk.make_mma_gemm(np.float16),
-                          "void(float32[:, ::1], float16[:, ::1], float16[:, ::1])")
+    found = _sass_by_line(tk.make_mma_gemm(np.float16), SIG)
     assert found["HMMA"] == {"d = cuda.mma_sync"}
     assert found["LDSM"] == {"frag = cuda.ldmatrix"}
-    assert found["LDGSTS"] == {"cuda.inline_ptx"}
+    assert found["LDGSTS"] == {"cuda.inline_ptx"}  # cp.async, written in inline PTX
 
 
 def test_wmma_gemm_sass_lines():
-    found = _sass_by_line(tk.make_wmma_gemm(np.float16),
-                          "void(float32[:, ::1], float16[:, ::1], float16[:, ::1], "
-                          "uint64[:, ::1], uint64[:, ::1])")
+    found = _sass_by_line(tk.make_wmma_gemm(np.float16), SIG)
     assert found["HMMA"] == {"wmma.mma_sync"}

@@ -25,13 +25,12 @@ def _flops(kernel, argtypes, shapes, grid, block):
 def test_gemm_kernels_count_2mnk(n, k):
     f16 = t.float16[:, ::1]
     grid, block = (n // 128, n // 128, 1), (256, 1, 1)
-    mma_types = (t.float32[:, ::1], f16, f16)
+    types = (t.float32[:, ::1], f16, f16)
     shapes = ((n, n), (n, k), (k, n))
-    assert _flops(tk.make_mma_gemm(np.float16), mma_types, shapes, grid, block) == 2 * n * n * k
-    wmma_types = mma_types + (t.uint64[:, ::1], t.uint64[:, ::1])
-    wmma_shapes = shapes + ((n, k // 4), (k, n // 4))
-    assert _flops(tk.make_wmma_gemm(np.float16), wmma_types, wmma_shapes, grid,
-                  block) == 2 * n * n * k
+    assert _flops(tk.make_mma_gemm(np.float16), types, shapes, grid, block) == 2 * n * n * k
+    assert _flops(tk.make_wmma_gemm(np.float16), types, shapes, grid, block) == 2 * n * n * k
+    wide = tk.make_mma_gemm(np.float16, bn=256, stages=4)
+    assert _flops(wide, types, shapes, (n // 256, n // 128, 1), block) == 2 * n * n * k
 
 
 def test_loop_bound_from_a_scalar_is_not_counted():
@@ -80,9 +79,9 @@ def test_profile_of_a_wmma_gemm_counts_its_flops_and_draws_the_tensor_roof():
         a = rng.standard_normal((n, n)).astype(np.float16)
         b = rng.standard_normal((n, n)).astype(np.float16)
         c = np.zeros((n, n), np.float32)
-        kernel = tk.make_wmma_gemm(np.float16)
+        kernel = tk.make_wmma_gemm(np.float16, async_copies=False)
         with gpunb.profile() as prof:
-            tk.wmma_launch(kernel, c, a, b)
+            tk.launch(kernel, c, a, b)
         record = prof.launches[0]
         assert record.flops == 2 * n ** 3
         assert prof.peak_tensor_gflops is None  # the CPU target has no tensor cores
