@@ -126,6 +126,13 @@ class Target:
         pair = b.cmpxchg(pointer, expected, value, "monotonic", "monotonic")
         return b.extract_value(pair, 0)
 
+    # ---- tensor cores and inline PTX (compiler/builtins/tensorcore_*, inline_ptx) ------------
+
+    def tensor_cores(self):
+        """The object that lowers WMMA, mma.sync, ldmatrix/stmatrix and inline PTX for this
+        target (backends/<target>/tensorcore.py)."""
+        raise NotImplementedError
+
     # ---- helpers shared by targets -------------------------------------------------------------
 
     @staticmethod

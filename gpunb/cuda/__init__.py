@@ -40,6 +40,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     grid,
     gridDim,
     gridsize,
+    inline_ptx,
     laneid,
     lanemask_lt,
     ldca,
@@ -47,10 +48,12 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     ldcs,
     ldcv,
     ldlu,
+    ldmatrix,
     literal_unroll,
     local,
     match_all_sync,
     match_any_sync,
+    mma_sync,
     nanosleep,
     popc,
     selp,
@@ -61,6 +64,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     shfl_xor_sync,
     stcg,
     stcs,
+    stmatrix,
     stwb,
     stwt,
     syncthreads,
@@ -73,6 +77,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     threadfence_system,
     threadIdx,
     warpsize,
+    wmma,
 )
 from gpunb.cuda.compiling import (  # noqa: F401 - re-exported
     compile,
@@ -96,6 +101,7 @@ tma.descriptor = _tma_descriptor
 # `from gpunb.cuda.bf16 import hadd` as numba-cuda's `from numba.cuda.bf16 import hadd`
 _sys.modules[__name__ + ".bf16"] = bf16
 _sys.modules[__name__ + ".fp8"] = fp8
+_sys.modules[__name__ + ".wmma"] = wmma
 
 
 def declare_device(name: str, sig, link=None, use_cooperative: bool = False, abi: str = "numba"):

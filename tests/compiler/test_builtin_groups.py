@@ -15,11 +15,14 @@ from gpunb.compiler.builtins import (
     complexfuncs,
     cuda_intrinsics,
     groups,
+    inline_ptx,
     mathfuncs,
     operator_funcs,
     printing,
     pybuiltins,
     reductions,
+    tensorcore_mma,
+    tensorcore_wmma,
     tma,
     ufuncs,
     warp,
@@ -33,7 +36,8 @@ def _eager_table() -> dict:
     for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                  pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS, complexfuncs.BUILTINS,
                  operator_funcs.BUILTINS, cache_hints.BUILTINS, reductions.BUILTINS,
-                 bf16funcs.BUILTINS):
+                 bf16funcs.BUILTINS, tensorcore_wmma.BUILTINS, tensorcore_mma.BUILTINS,
+                 inline_ptx.BUILTINS):
         table.update(part)
     table["builtins.print"] = printing.Print()
     table.update(ufuncs.wrap(table))

@@ -466,6 +466,11 @@ class CpuTarget(Target):
     def nanosleep(self, low, ns) -> None:
         return
 
+    def tensor_cores(self):
+        from gpunb.backends.cpu.tensorcore import CpuTensorCores
+
+        return CpuTensorCores(self)
+
     # ---- memory --------------------------------------------------------------------------------
 
     def shared_array(self, low, elem: t.Type, count: int, dynamic: bool, align: int = 16):

@@ -43,14 +43,20 @@ def _llvm():
     return llvm
 
 
-@functools.cache
-def target_machine(cc: tuple, opt: int = 3):
-    llvm = _llvm()
+def ptx_isa_version(cc: tuple) -> int:
+    """The PTX ISA version (78 for 7.8) the modules for this arch declare."""
     ptx = _PTX_VERSION.get(cc[0] * 10 + cc[1])
     if ptx is None:
         ptx = max(v for k, v in _PTX_VERSION.items() if k <= cc[0] * 10 + cc[1])
     if len(cc) > 2:  # arch- and family-specific targets need newer PTX ISAs
         ptx = max(ptx, 88 if cc[2] == "f" else 80 if cc[0] == 9 else 86)
+    return ptx
+
+
+@functools.cache
+def target_machine(cc: tuple, opt: int = 3):
+    llvm = _llvm()
+    ptx = ptx_isa_version(cc)
     target = llvm.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu=arch_string(cc), features=f"+ptx{ptx}", opt=opt)
 
@@ -139,6 +145,11 @@ class CudaTarget(Target):
         name = {"count": "llvm.nvvm.barrier0.popc", "and": "llvm.nvvm.barrier0.and",
                 "or": "llvm.nvvm.barrier0.or"}[kind]
         return b.call(self.intrinsic(m, name, dm.i32, [dm.i32]), [b.zext(pred, dm.i32)])
+
+    def tensor_cores(self):
+        from gpunb.backends.cuda.tensorcore import CudaTensorCores
+
+        return CudaTensorCores(self, arch_string(self.cc), ptx_isa_version(self.cc))
 
     def string_constant(self, low, text: str, addrspace: int = 4):
         return super().string_constant(low, text, addrspace)
@@ -436,6 +447,10 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
     tm = target_machine(tuple(cc))
     _optimise(mod, tm, 3 if opt else 0, keep=kernel_symbols)
     ptx = tm.emit_assembly(mod)
+    if ".e4m3" in ptx or ".e5m2" in ptx:  # fp8 mma.sync needs a newer PTX ISA than the default
+        from gpunb.backends.cuda.ptx_check import raise_ptx_version
+
+        ptx = raise_ptx_version(ptx)
     # `.loc` lines stay either way (the inspector's line map); DWARF sections only for lineinfo
     return (ptx if lineinfo else strip_debug_sections(ptx)), str(mod)
 
