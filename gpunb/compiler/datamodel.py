@@ -10,7 +10,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpunb.foundation import types as t
-from gpunb.foundation.tensor_types import Fragment
+from gpunb.foundation.tensor_types import Fragment, TensorMap
 
 i1 = ir.IntType(1)
 i8 = ir.IntType(8)
@@ -62,7 +62,7 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.LiteralStructType([value_type(x) for x in ty.items])
     if isinstance(ty, (t.NoneType, t.Group)):
         return ir.LiteralStructType([])
-    if isinstance(ty, (t.Record, t.TensorMap, Fragment)):  # a fragment: its storage
+    if isinstance(ty, (t.Record, TensorMap, Fragment)):  # a fragment: its storage
         return ptr
     raise TypeError(f"{ty} has no LLVM representation")
 

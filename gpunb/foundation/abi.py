@@ -46,7 +46,9 @@ def param_slots(ty: t.Type) -> tuple[str, ...]:
         return out
     if isinstance(ty, t.Record):
         return ("ptr",)
-    if isinstance(ty, t.TensorMap):
+    from gpunb.foundation.tensor_types import TensorMap
+
+    if isinstance(ty, TensorMap):
         return ("tmap",)
     return (scalar_slot(ty),)
 

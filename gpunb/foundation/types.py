@@ -262,28 +262,6 @@ class Group(Type):
 
 
 @dataclass(frozen=True, slots=True)
-class TensorMap(Type):
-    """A TMA tensor-map descriptor (`cuda.tma.descriptor(array, box, swizzle)`): the array's
-    element type and rank, the box it copies (numpy order, outermost first) and the swizzle in
-    bytes (0, 32, 64 or 128). Passed to a kernel by value; box and swizzle are part of the type
-    so that a copy into a shared tile of the wrong shape is a compile-time error."""
-
-    dtype: Type
-    ndim: int
-    box: tuple
-    swizzle: int = 0
-
-    def __post_init__(self):
-        if len(self.box) != self.ndim:  # the text prints the box only: it must say the rank
-            raise ValueError(f"a TensorMap of {self.ndim} dimensions has a box of "
-                             f"{len(self.box)}: {self.box}")
-
-    def __str__(self) -> str:
-        box = ", ".join(str(b) for b in self.box)
-        return f"TensorMap({self.dtype}, box=({box}), swizzle={self.swizzle})"
-
-
-@dataclass(frozen=True, slots=True)
 class Signature:
     """A function signature; `return_type` None means "infer it"."""
 

@@ -23,6 +23,7 @@ from gpunb.backends.cuda import driver
 from gpunb.foundation import abi
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.tensor_types import TensorMap
 from gpunb.runtime.arghints import ArgHint
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 
@@ -183,7 +184,7 @@ class ArgPacker:
             return lambda value: self._record_slots(value, ty)
         if isinstance(ty, (t.BFloat16, t.FP8)):
             return lambda value: (_low_precision_bits(value, ty),)
-        if isinstance(ty, t.TensorMap):
+        if isinstance(ty, TensorMap):
             return lambda value: (self._tensor_map_slot(value, index),)
         return None
 
@@ -390,7 +391,7 @@ def _slot_ctype(slot: str, target: str):
 
 def _slot_formats(ty: t.Type, target: str = "cuda") -> list:
     """(struct format, numpy dtype) of each slot of a value of type `ty` (see compiler/abi.py)."""
-    if isinstance(ty, t.TensorMap):
+    if isinstance(ty, TensorMap):
         return [("128s", None)] if target == "cuda" else [("Q", np.dtype(np.uint64))]
     if isinstance(ty, t.Array):
         return [("Q", np.dtype(np.uint64))] + [("q", np.dtype(np.int64))] * (2 * ty.ndim)

@@ -18,6 +18,7 @@ import numpy as np
 
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import SourceLocation, TensorMapError
+from gpunb.foundation.tensor_types import TensorMap as TensorMapType
 
 SWIZZLES = (0, 32, 64, 128)
 FILLS = ("zero", "nan")
@@ -40,7 +41,7 @@ class TensorMap:
     __slots__ = ("array", "target", "type", "shape", "strides", "box", "swizzle", "fill",
                  "_bytes", "_cpu_buffer")
 
-    def __init__(self, array, target: str, ty: t.TensorMap, shape: tuple, strides: tuple,
+    def __init__(self, array, target: str, ty: TensorMapType, shape: tuple, strides: tuple,
                  fill: str):
         self.array = array
         self.target = target
@@ -80,7 +81,7 @@ def descriptor(array, box, swizzle: int = 0, *, fill: str = "zero") -> TensorMap
     elem = _element_type(dtype)
     box = _box(box, len(shape))
     _check(shape, strides, data, box, swizzle, fill, elem)
-    ty = t.TensorMap(elem, len(shape), box, int(swizzle))
+    ty = TensorMapType(elem, len(shape), box, int(swizzle))
     tm = TensorMap(array, target, ty, shape, strides, fill)
     if target == "cuda":
         tm.cuda_bytes()  # the driver's own checks, reported here rather than at a launch

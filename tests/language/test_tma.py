@@ -10,6 +10,7 @@ import pytest
 import gpunb
 from gpunb import AsyncCopyError, CompileError, TensorMapError, cuda, float16, float32, uint64
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import TensorMap
 
 
 @pytest.fixture
@@ -196,7 +197,7 @@ def test_descriptors_the_hardware_refuses_are_refused_on_the_host():
 
 
 def test_tiles_of_another_dtype_rank_or_coordinates_are_compile_errors():
-    desc = t.TensorMap(float16, 2, (16, 64), 128)
+    desc = TensorMap(float16, 2, (16, 64), 128)
 
     def dtype(d):
         s = cuda.shared.array((16, 64), float32)
@@ -219,7 +220,7 @@ def test_tiles_of_another_dtype_rank_or_coordinates_are_compile_errors():
 
 
 def test_tma_needs_sm_90_and_its_ptx_is_accepted(ptxas):
-    sig = (float16[:], t.TensorMap(float16, 2, (16, 64), 128), t.int64, t.int64)
+    sig = (float16[:], TensorMap(float16, 2, (16, 64), 128), t.int64, t.int64)
     with pytest.raises(CompileError, match=r"needs sm_90 \(Hopper\) or newer; this kernel "
                                            r"compiles for sm_80"):
         cuda.compile_ptx(LOADERS[64].py_func, sig, cc=(8, 0))
@@ -227,7 +228,7 @@ def test_tma_needs_sm_90_and_its_ptx_is_accepted(ptxas):
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" \
         in ptx and ".param .align 64 .b8" in ptx
     ptxas(ptx, "sm_90")
-    sig = (t.TensorMap(float32, 2, (16, 32), 128),) * 2 + (t.int64, t.int64)
+    sig = (TensorMap(float32, 2, (16, 32), 128),) * 2 + (t.int64, t.int64)
     ptx, _ = cuda.compile_ptx(copy_through.py_func, sig, cc=(9, 0))
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx and "fence.proxy.async" in ptx
     ptxas(ptx, "sm_90")

@@ -21,6 +21,7 @@ from gpunb.backends.cpu import async_tma as tma
 from gpunb.backends.cpu import async_wgmma as wg
 from gpunb.compiler import datamodel as dm
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import TensorMap
 
 ISSUE, DONE = "async_issue", "async_done"  # the roles of a copy's two access sites
 
@@ -185,7 +186,7 @@ class CpuAsyncOps:
 
     # ---- TMA -------------------------------------------------------------------------------------
 
-    def _tile(self, low, node, tile, desc: t.TensorMap, site: int):
+    def _tile(self, low, node, tile, desc: TensorMap, site: int):
         """Check a shared tile against the descriptor's box: shape, C order, 128-byte
         alignment, inside shared memory; returns its element count."""
         b = low.builder

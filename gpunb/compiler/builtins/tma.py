@@ -18,18 +18,19 @@ from gpunb.compiler.builtins import Builtin
 from gpunb.compiler.builtins import async_args as aa
 from gpunb.compiler.typed import Feature, Typed
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import TensorMap
 
 
-def _descriptor(inf, bound: aa.Bound, name: str) -> t.TensorMap:
+def _descriptor(inf, bound: aa.Bound, name: str) -> TensorMap:
     desc = bound.type("desc")
-    if not isinstance(desc, t.TensorMap):
+    if not isinstance(desc, TensorMap):
         raise inf.error(bound.node("desc"), f"{name} needs a TMA descriptor, got {desc}",
                         "make one on the host with cuda.tma.descriptor(array, box, swizzle) "
                         "and pass it to the kernel")
     return desc
 
 
-def _coords(inf, bound: aa.Bound, desc: t.TensorMap, name: str) -> None:
+def _coords(inf, bound: aa.Bound, desc: TensorMap, name: str) -> None:
     coords = bound.type("coords")
     items = coords.items if isinstance(coords, t.Tuple) else (coords,)
     if len(items) != desc.ndim or not all(isinstance(c, (t.Integer, t.Boolean))
@@ -39,7 +40,7 @@ def _coords(inf, bound: aa.Bound, desc: t.TensorMap, name: str) -> None:
                         "pass the box's first element, e.g. (row, col) for a 2-d array")
 
 
-def _tile(inf, bound: aa.Bound, param: str, desc: t.TensorMap, name: str) -> None:
+def _tile(inf, bound: aa.Bound, param: str, desc: TensorMap, name: str) -> None:
     tile = aa.view_operand(inf, bound, param, name)
     if tile.dtype != desc.dtype:
         raise inf.error(bound.node(param), f"{name}: the shared tile holds {tile.dtype} but the "
