@@ -232,3 +232,20 @@ def test_tma_needs_sm_90_and_its_ptx_is_accepted(ptxas):
     ptx, _ = cuda.compile_ptx(copy_through.py_func, sig, cc=(9, 0))
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx and "fence.proxy.async" in ptx
     ptxas(ptx, "sm_90")
+
+
+@pytest.mark.gpu
+def test_descriptors_of_torch_tensors_through_dlpack():
+    torch = pytest.importorskip("torch")
+    gpunb.set_target("cuda")
+    try:
+        a = torch.arange(100 * 80, device="cuda", dtype=torch.float32).reshape(100, 80) % 2047
+        desc = cuda.tma.descriptor(a.to(torch.float16), (16, 64), 128)  # float16: CAI
+        out = np.zeros(16 * 64, np.float16)
+        LOADERS[64][1, 64](out, desc, 90, 40)
+        host = a.cpu().numpy().astype(np.float16)
+        np.testing.assert_array_equal(out, expected_tile(host, 90, 40, 16, 64, 128))
+        bf16 = cuda.tma.descriptor(a.to(torch.bfloat16), (16, 64), 128)  # bfloat16: DLPack
+        assert str(bf16.type) == "TensorMap(bfloat16, box=(16, 64), swizzle=128)"
+    finally:
+        gpunb.set_target(None)
