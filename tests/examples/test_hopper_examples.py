@@ -12,6 +12,8 @@ import gpunb
 from gpunb import cuda
 from gpunb.examples import hopper_attention, hopper_gemm
 
+pytestmark = pytest.mark.slow  # each test compiles asynchronous kernels for the CPU target
+
 
 @pytest.fixture
 def cpu():

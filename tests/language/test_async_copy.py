@@ -37,6 +37,7 @@ def staged_copy(out, x, nbytes_kind):
         out[t * 4 + k] = s[(t * 4 + k + 5) % 512]
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 @pytest.mark.parametrize("nbytes", [4, 8, 16])
 def test_copies_of_each_size_land_at_the_wait(target, nbytes):
     x = np.arange(512, dtype=np.float32) * 1.5
@@ -55,6 +56,7 @@ def zero_filled(out, x, keep):
         out[t * 4 + k] = s[t * 4 + k]
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_src_bytes_zero_fills_the_rest(target):
     x = np.arange(1, 257, dtype=np.int32)
     out = np.full(256, -1, np.int32)
@@ -79,6 +81,7 @@ def two_groups(first, second, x):
     cuda.cp_async.wait_group(0)
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_wait_group_completes_older_groups_only(cpu):
     x = np.arange(1, 129, dtype=np.float32)
     first, second = np.zeros(64, np.float32), np.full(64, -1, np.float32)
@@ -99,6 +102,7 @@ def read_before_wait(out, x):
     cuda.cp_async.wait_group(0)
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_racecheck_names_a_read_before_the_wait(cpu):
     with pytest.raises(AsyncCopyError, match=r"read of s\[0\] .* asynchronous copy issued at "
                                              r"line \d+") as info:
@@ -115,6 +119,7 @@ def other_threads_without_barrier(out, x):
     out[t] = s[(t * 4 + 4) % 128]  # another thread's copy: needs a syncthreads first
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_racecheck_names_another_threads_copy_read_without_a_barrier(cpu):
     with pytest.raises(gpunb.LaunchError, match="cp_async|asynchronous|data race"):
         other_threads_without_barrier[1, 32](np.zeros(32, np.float32), np.ones(128, np.float32))
@@ -128,12 +133,14 @@ def misaligned(out, x, offset):
     out[0] = s[offset]
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_a_misaligned_copy_is_reported_at_its_line(cpu):
     with pytest.raises(AsyncCopyError, match="not aligned to the copy's 16 bytes") as info:
         misaligned[1, 1](np.zeros(1, np.float32), np.ones(64, np.float32), 1)
     assert "cuda.cp_async.copy(s[offset:]" in str(info.value)
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_a_view_shorter_than_the_copy_is_reported(cpu):
     with pytest.raises(AsyncCopyError, match="holds 8 bytes, the copy moves 16"):
         misaligned[1, 1](np.zeros(1, np.float32), np.ones(64, np.float32), 62)
@@ -160,6 +167,7 @@ def phases(out, rounds):
     out[t] = total
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_mbarrier_phases_alternate_parity(target):
     out = np.zeros(64, np.int32)
     phases[1, 64](out, 5)
@@ -187,6 +195,7 @@ def tokens_and_counts(out):
     out[t] = 1
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_arrive_counts_tokens_and_try_wait(target):
     out = np.zeros(16, np.int32)
     tokens_and_counts[1, 16](out)
@@ -206,6 +215,7 @@ def wrong_parity(out):
     out[t] = 1
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_a_phase_that_never_completes_is_named_not_a_hang(cpu):
     with pytest.raises(AsyncCopyError, match="parity 1, which never completes.*0 of 32 "
                                              "arrivals pending|parity 1, which never completes"):
@@ -229,6 +239,7 @@ def overarrival(out):
     out[0] = 1
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_mbarrier_misuse_is_reported(cpu):
     with pytest.raises(AsyncCopyError, match="used before cuda.mbarrier.init"):
         uninitialised[1, 1](np.zeros(1, np.int32))

@@ -69,6 +69,7 @@ def make_loader(rows, cols, dtype):
 LOADERS = {cols: make_loader(16, cols, float16) for cols in (16, 32, 64)}
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 @pytest.mark.parametrize("swizzle, cols", [(0, 64), (32, 16), (64, 32), (128, 64)])
 def test_loads_lay_the_box_out_swizzled_with_zero_fill(target, swizzle, cols):
     a = (np.arange(100 * 80) % 2047).astype(np.float16).reshape(100, 80)
@@ -78,6 +79,7 @@ def test_loads_lay_the_box_out_swizzled_with_zero_fill(target, swizzle, cols):
     np.testing.assert_array_equal(out, expected_tile(a, 90, 40, 16, cols, swizzle))
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_nan_fill(target):
     a = np.ones((20, 64), np.float16)
     desc = cuda.tma.descriptor(_on(target, a), (16, 64), 128, fill="nan")
@@ -109,6 +111,7 @@ def copy_through(dst_desc, src_desc, r, c):
         cuda.tma.wait_group(0)
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_store_writes_the_tile_back_skipping_out_of_bounds(target):
     src = np.arange(40 * 48, dtype=np.float32).reshape(40, 48)
     dst = np.full((40, 48), -1.0, np.float32)
@@ -136,6 +139,7 @@ def read_too_early(out, desc):
     out[t] = s[0, t]
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_a_wait_on_the_wrong_phase_then_reading_the_tile_is_reported(cpu):
     desc = cuda.tma.descriptor(np.ones((16, 64), np.float16), (16, 64), 128)
     with pytest.raises(AsyncCopyError, match=r"read of s\[.*asynchronous copy issued at line"):
@@ -168,6 +172,7 @@ def misaligned_tile(out, desc):
     out[0] = s[0, 0]
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
 def test_tiles_that_do_not_fit_the_box_are_reported_at_the_line(cpu):
     desc = cuda.tma.descriptor(np.ones((64, 64), np.float16), (16, 64), 0)
     with pytest.raises(AsyncCopyError, match="axis 0 has 8 elements, not the descriptor's box"):

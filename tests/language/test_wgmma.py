@@ -15,6 +15,9 @@ from gpunb.foundation import types as t
 IMAGE = 16384  # bytes of shared memory per operand image
 
 
+pytestmark = pytest.mark.slow  # each test compiles asynchronous kernels for the CPU target
+
+
 @pytest.fixture
 def cpu():
     gpunb.set_target("cpu")
