@@ -129,7 +129,8 @@ def _run_one(puzzle: Puzzle, dispatcher, size, rng) -> tuple[str, object]:
 
 
 def _rule_problem(puzzle: Puzzle, size, access) -> str:
-    """A data race, or a thread over the puzzle's global read/write limit: '' when none."""
+    """A data race, a thread over the puzzle's global read/write limit, or the puzzle's method
+    not kept: '' when none."""
     if access.races:
         race = access.races[0]
         return f"data race: {race}\nhint: a cuda.syncthreads() between the write and the read " \
@@ -144,7 +145,7 @@ def _rule_problem(puzzle: Puzzle, size, access) -> str:
                 f"({int((counts > limit).sum())} threads are over)\n"
                 + ("hint: read each value once into shared memory and share it from there"
                    if which == "reads" else "hint: write each output element once"))
-    return ""
+    return puzzle.method(size, access) if puzzle.method is not None else ""
 
 
 def _thread_name(access, thread: int) -> str:

@@ -41,6 +41,10 @@ class Puzzle:
     rtol: float = 0.0
     topic: str = ""
     constants: dict = field(default_factory=dict)
+    # how the kernel must work, checked from the launch's AccessMap: method(size, access)
+    # returns '' when kept, else what is wrong; `method_text` is the rule as the statement says it
+    method: Callable[[Any, Any], str] | None = None
+    method_text: str = ""
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -66,6 +70,8 @@ class Puzzle:
                 more = "" if not callable(self.max_reads if which == "reads" else
                                           self.max_writes) else f" (at size {size})"
                 lines.append(f"global {which} per thread: at most {n}{more}")
+        if self.method_text:
+            lines.append(f"method: {self.method_text}")
         lines.append("graded at sizes: " + ", ".join(str(s) for s in self.sizes))
         return lines
 

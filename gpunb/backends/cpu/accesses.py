@@ -308,6 +308,14 @@ def find_uninitialised_read(log: AccessLog):
     return recs[int(bad.min())] if len(bad) else None
 
 
+def copy_roles(log: AccessLog) -> np.ndarray:
+    """Per record: 1 for an asynchronous copy's issue record, 2 for its completion record, 0
+    for every other access (the sites' roles, async_ops.py)."""
+    roles = np.array([{"async_issue": 1, "async_done": 2}.get(s[6] if len(s) > 6 else "", 0)
+                      for s in log.sites] or [0], np.int8)
+    return roles[log.records["site"]] if len(log.records) else np.zeros(0, np.int8)
+
+
 def find_pending_read(log: AccessLog) -> tuple | None:
     """(access, issue) records of the first read or write of memory an asynchronous copy
     (cp.async, TMA load) was still filling: between the copy's issue record and its completion
