@@ -230,3 +230,21 @@ def test_11_tensor_cores_each_step_matches_numpy_and_shows_the_layouts(cpu_env):
     assert "mma.sync m16n8k16, float16" in html and "ldmatrix .x4 .trans" in html
     for kernel in ("wmma_simple", "wmma_gemm", "mma_gemm"):  # %%gpuprofile tables
         assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
+
+
+def test_11_tma_wgmma_step_runs_checks_and_inspects_for_sm_90a(cpu_env):
+    nb = execute(_notebook("11_tensor_cores"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    for step in ("TMA + wgmma, one consumer", "TMA + wgmma, hopper_gemm"):
+        assert f"{step}: matches numpy" in outputs, step
+    assert "box (64, 64), swizzle 128" in outputs and "box (128, 64), swizzle 128" in outputs
+    assert "PTX   wgmma.mma_async: 4   cp.async.bulk.tensor: 2   mbarrier.try_wait: 2" in outputs
+    if "SASS " in outputs:  # ptxas and nvdisasm installed
+        assert "'HGMMA.64x128x16.F32': 4" in outputs and "'UTMALDG.2D': 2" in outputs
+    assert "[runs on cpu; PTX for sm_90a]" in outputs  # the inspector's report
+    for kernel in ("tma_wgmma_gemm", "gemm"):  # %%gpuprofile tables
+        assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    # the H100 figures are shown as recorded, with their date and device
+    assert "Measured on an H100** (NVIDIA H100 80GB HBM3, 2026-11-28" in markdown
+    assert "| 604 | 642 | 719 / 789 | 84 % / 81 % |" in markdown
