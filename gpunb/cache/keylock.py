@@ -7,9 +7,9 @@ dead on the *same* host; a lock left by a node that is gone would block every wa
 timeout. Here:
 
 - **Acquire**: write the holder's identity (host, machine, pid, process start time, nonce) to a
-  private `.tmp-<host>-<pid>-<random>` file, then `link()` it to `<key>.lock`. link is atomic on
-  every NFS version and the lock appears with its content complete. (Where hard links are not
-  supported, `O_CREAT | O_EXCL` and a write.)
+  private `.tmp-<host>+<machine>+<pid>+<start>+<random>` file (temp_prefix), then `link()` it
+  to `<key>.lock`. link is atomic on every NFS version and the lock appears with its content
+  complete. (Where hard links are not supported, `O_CREAT | O_EXCL` and a write.)
 - **Heartbeat**: while compiling, one daemon thread per process touches each held lock every
   `stale / 5` seconds (`utime` without times: NFS sets the server's clock); the period is
   written in the lock, so a waiter configured with a shorter stale time still waits 3 periods.
@@ -32,8 +32,11 @@ import errno
 import json
 import os
 import re
+import stat
 import threading
 from collections import namedtuple
+
+from gpunb.cache.encode import blake2b
 
 LockState = namedtuple("LockState", "text mtime_ns")
 LockState.__doc__ = "What a waiter saw of a lock file: its raw content and its mtime."
@@ -159,14 +162,49 @@ def holder_gone(holder: dict | None) -> bool:
 
 # ---- the lock file ----------------------------------------------------------------------------
 
+# ---- temporary files: named after their writer, so a dead writer's are known at once ---------
+
+TEMP_PREFIX = ".tmp-"
+
+
+def temp_prefix() -> str:
+    """`.tmp-<host>+<machine>+<pid>+<start>+`: the start of this process's temporary file names
+    in the cache directory (a random part follows). '+' never occurs in a host tag."""
+    me = identity()
+    return f"{TEMP_PREFIX}{me['host']}+{_machine_tag(me)}+{me['pid']}+{me['started']}+"
+
+
+def _machine_tag(me: dict) -> str:
+    """8 hex digits naming this machine's boot and pid namespace (identity()'s `machine`)."""
+    return blake2b(me["machine"].encode(), digest_size=4).hexdigest()
+
+
+def temp_writer_state(name: str) -> str:
+    """Whether the process that made the temporary file `name` is "dead" (proven: it ran on this
+    machine - host, boot and pid namespace - and its pid is free or a newer process's), "alive"
+    (on this machine), or "unknown" (another host or container, or not a name of this form)."""
+    fields = name[len(TEMP_PREFIX):].split("+", 4) if name.startswith(TEMP_PREFIX) else ()
+    if len(fields) != 5 or not fields[2].isdigit():
+        return "unknown"
+    host, machine_tag, pid, started, _ = fields
+    me = identity()
+    if host != me["host"] or machine_tag != _machine_tag(me):
+        return "unknown"
+    now = process_start(int(pid))
+    if now is None or (now and started and now != started):
+        return "dead"
+    return "alive"
+
+
 def _private_name(folder: str, what: str) -> str:
-    return os.path.join(folder, f".tmp-{host_tag()}-{os.getpid()}-{os.urandom(6).hex()}.{what}")
+    return os.path.join(folder, f"{temp_prefix()}{os.urandom(6).hex()}.{what}")
 
 
 def observe(path: str) -> LockState | None:
     """The lock's content and mtime, None if there is no lock."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:  # O_NONBLOCK: a FIFO put in a lock's place must not block the waiter
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None
     except OSError:
@@ -175,11 +213,11 @@ def observe(path: str) -> LockState | None:
         except OSError:
             return None
     try:
-        mtime = os.fstat(fd).st_mtime_ns
-        text = os.read(fd, _MAX_LOCK_BYTES)
+        st = os.fstat(fd)
+        text = os.read(fd, _MAX_LOCK_BYTES) if stat.S_ISREG(st.st_mode) else b""
     finally:
         os.close(fd)
-    return LockState(text, mtime)
+    return LockState(text, st.st_mtime_ns)
 
 
 class KeyLock:

@@ -131,6 +131,7 @@ class CacheReason(NamedEnum):
     TOOLCHAIN_CHANGED = "toolchain changed"
     FORMAT_CHANGED = "format changed"
     CORRUPT = "corrupt"
+    UNTRUSTED = "untrusted"  # the trust model refused the entry or its directory (cache/trust.py)
     DISABLED = "disabled"
     RECHECKED = "re-checked"
 
