@@ -310,7 +310,7 @@ class KernelCache:
             return body
         try:
             return self.disk.read_meta(key)
-        except CorruptEntry:
+        except (CorruptEntry, Untrusted):
             return None
 
     # ---- store ---------------------------------------------------------------------------------
