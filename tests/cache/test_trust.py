@@ -491,3 +491,82 @@ def test_keygen_cli_writes_a_private_key(tmp_path, capsys):
     assert stat.S_IMODE(path.stat().st_mode) == 0o400
     assert "GPUNB_CACHE_SHARED=1" in capsys.readouterr().out
     assert main(["keygen", str(path)]) == 1  # never overwrites a key
+
+
+# ---- the issue's attack end to end: a CPU-target host object planted by another user ----------
+
+KERNEL_TIMES = """
+from gpunb import cuda
+
+
+@cuda.jit
+def kern(out, x):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] * {factor}
+"""
+
+
+def _worker(cache_dir, src, spec: str) -> dict:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    env = dict(os.environ, GPUNB_CACHE_DIR=str(cache_dir), GPUNB_TARGET="cpu",
+               GPUNB_NOTICES="0", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.pathsep.join([str(here.parents[1]), str(here)]))
+    env.pop("GPUNB_CACHE", None)
+    proc = subprocess.run([sys.executable, str(here / "real_worker.py"), str(src), spec],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1]), proc.stderr
+
+
+@needs_root
+def test_planted_host_code_never_runs(tmp_path, open_dir):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "twice.py").write_text(KERNEL_TIMES.format(factor=2.0))
+    (src / "thrice.py").write_text(KERNEL_TIMES.format(factor=3.0))
+    private = tmp_path / "private"
+    victim, _ = _worker(private, src, "twice:kern")
+    other, _ = _worker(private, src, "thrice:kern")
+    store = DiskStore(str(private), 1 << 30)
+    twice, thrice = store.read(victim["key"]), store.read(other["key"])
+    body = dict(thrice.body, parts=twice.body["parts"])
+    ptx = thrice.ptx.encode()
+    body["blobs"] = {"bin": {"size": len(thrice.binary), "blake2b": digest(thrice.binary)},
+                     "ptx": {"size": len(ptx), "blake2b": digest(ptx)}}
+    doc = {"format": 1, "key": victim["key"], "body_blake2b": digest(_canonical(body)),
+           "body": body}
+    files = {"json": json.dumps(doc).encode(), "bin": thrice.binary, "ptx": ptx}
+    expected = [2.0 * i for i in range(16)]
+
+    own = tmp_path / "own"  # control: planted by the user themselves, the forgery runs
+    own.mkdir(mode=0o700)
+    plant(own, victim["key"], files, mode=0o600)
+    shutil.copy(private / "toolchain.json", own / "toolchain.json")
+    result, _ = _worker(own, src, "twice:kern")
+    assert result["outcome"] == "hit (disk)" and result["out"] == [3.0 * i for i in range(16)]
+
+    team = os.path.join(open_dir, "team")  # a group-writable directory, another member
+    os.mkdir(team)
+    os.chown(team, 0, TEAM)
+    os.chmod(team, 0o2770)
+    as_user(ATTACKER, [TEAM], lambda: plant(team, victim["key"], files))
+    result, stderr = _worker(team, src, "twice:kern")
+    assert result["out"] == expected and result["outcome"].startswith("miss (untrusted: ")
+    assert "UntrustedCacheWarning" in stderr and team in stderr
+
+    mine = tmp_path / "mine"  # a private directory holding another user's 0666 files
+    mine.mkdir(mode=0o700)
+    plant(mine, victim["key"], files, mode=0o666)
+    for ext in files:
+        os.chown(mine / f"{victim['key']}.{ext}", ATTACKER, ATTACKER)
+    result, _ = _worker(mine, src, "twice:kern")
+    assert result["out"] == expected
+    assert result["outcome"] == f"miss (untrusted: owned by uid {ATTACKER}, not by you (uid 0) " \
+                                "or root)"
+    result, _ = _worker(mine, src, "twice:kern")  # rebuilt by the user: a plain hit now
+    assert result["outcome"] == "hit (disk)" and result["out"] == expected
