@@ -230,7 +230,7 @@ class KernelCache:
         try:
             return claim(self.disk.lock_path(key), lambda: self._probe(key), wait_s, stale_s)
         except OSError as exc:  # read-only or full: one warning, then memory only
-            self.disk.give_up(exc)
+            self.disk.failed(exc, "taking a compile lock")  # (anything else: this key only)
             return Claim(None, None, 0.0, "compile")
 
     def _probe(self, key: str):
