@@ -1,6 +1,6 @@
 """File operations in the cache directory: atomic writes, clearing an entry's path, leftovers.
 
-- Every file is written to a temporary file named after its writer (keylock.temp_prefix: host,
+- Every file is written to a temporary file named after its writer (writers.temp_prefix: host,
   machine, pid and start time) and `os.replace`d into place, so readers see the old file or the
   new one, and a writer that died is recognised from the name alone.
 - Whatever stands where an entry's file should be (a directory left by a tool, a FIFO, a link) is
@@ -15,10 +15,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat
 
-from gpunb.cache import keylock
+from gpunb.cache import writers
 
 # errors that mean the directory cannot take writes: later writes would fail the same way
 _PERSISTENT = {errno.EROFS, errno.ENOSPC, errno.EACCES, errno.EPERM,
@@ -34,14 +33,14 @@ def is_persistent(exc: OSError) -> bool:
 def atomic_write(path: str, data: bytes, mode: int | None = None) -> None:
     """Write to a temporary file in the same directory, then os.replace: readers see old or new.
 
-    The temporary name starts with keylock.temp_prefix() before mkstemp's random part (created
+    The temporary name starts with writers.temp_prefix() before mkstemp's random part (created
     O_EXCL, mode 0600): writers on several nodes of a shared filesystem never pick the same
     name (numba#7952), and a dead writer's file is known by its pid. `mode` widens the file's
     permissions (a shared cache's group read bit) before it appears under `path`."""
     folder = os.path.dirname(path)
     import tempfile  # writes only: a disk hit never pays for importing it
 
-    fd, tmp = tempfile.mkstemp(prefix=keylock.temp_prefix(), dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=writers.temp_prefix(), dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
             if mode is not None and hasattr(os, "fchmod"):
@@ -62,6 +61,8 @@ def clear_path(path: str) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISDIR(st.st_mode):
+        import shutil  # only here: a disk hit never pays for importing it
+
         shutil.rmtree(path)  # never follows symbolic links inside the tree
         return
     with contextlib.suppress(FileNotFoundError):
@@ -72,7 +73,7 @@ def leftover_to_remove(name: str, mtime: float, now: float) -> bool:
     """Whether the temporary file `name` was abandoned: its writer ran on this machine and is
     gone (at once, whatever its age), or - a writer that cannot be checked (another host) - it
     is older than FOREIGN_TEMP_AGE_S."""
-    state = keylock.temp_writer_state(name)
+    state = writers.temp_writer_state(name)
     if state != "unknown":
         return state == "dead"
     return now - mtime > FOREIGN_TEMP_AGE_S

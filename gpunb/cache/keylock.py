@@ -31,12 +31,17 @@ import contextlib
 import errno
 import json
 import os
-import re
 import stat
 import threading
 from collections import namedtuple
 
-from gpunb.cache.encode import blake2b
+from gpunb.cache.writers import (  # noqa: F401 - who we are: keylock's API since it began
+    host_tag,
+    identity,
+    process_start,
+    temp_prefix,
+    temp_writer_state,
+)
 
 LockState = namedtuple("LockState", "text mtime_ns")
 LockState.__doc__ = "What a waiter saw of a lock file: its raw content and its mtime."
@@ -44,80 +49,6 @@ LockState.__doc__ = "What a waiter saw of a lock file: its raw content and its m
 _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EXDEV,
                   errno.EMLINK}
 _MAX_LOCK_BYTES = 4096
-
-
-# ---- who we are -----------------------------------------------------------------------------
-
-def host_tag() -> str:
-    """This host's name, reduced to characters that are safe in a file name."""
-    if hasattr(os, "uname"):  # what socket.gethostname() answers on POSIX, without importing
-        hostname = os.uname().nodename  # socket (its enums cost a first compile ~3 ms)
-    else:
-        import socket
-
-        hostname = socket.gethostname()
-    name = re.sub(r"[^A-Za-z0-9.-]", "_", hostname or "host")
-    return name[:64] or "host"
-
-
-def _read_text(path: str) -> str:
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            return f.read(256).strip()
-    except OSError:
-        return ""
-
-
-def _machine() -> str:
-    """Boot id and pid namespace: two processes with equal values can see each other's pids.
-    (Containers on one kernel share the boot id, not the pid namespace; two machines given one
-    host name, or a node after a reboot, differ in boot id.)"""
-    boot = _read_text("/proc/sys/kernel/random/boot_id")
-    try:
-        pidns = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        pidns = ""
-    return f"{boot}/{pidns}"
-
-
-def process_start(pid: int) -> str | None:
-    """A token that changes when `pid` is reused: Linux's start time in ticks since boot.
-    None when no live process has this pid (a zombie counts as gone); "" when it cannot tell."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rpartition(b")")[2].split()
-        if fields[0] in (b"Z", b"X"):  # killed but not yet reaped by its parent
-            return None
-        return fields[19].decode()
-    except FileNotFoundError:
-        return None if os.path.isdir("/proc/self") else _alive_by_signal(pid)
-    except (OSError, IndexError):
-        return _alive_by_signal(pid)
-
-
-def _alive_by_signal(pid: int) -> str | None:
-    if os.name == "nt":  # signal 0 is CTRL_C_EVENT there: never send it; cannot tell
-        return ""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except OSError:
-        pass  # EPERM: it exists
-    return ""
-
-
-_identity: dict = {}
-
-
-def identity() -> dict:
-    """This process as a lock holder (recomputed after a fork: the pid changed)."""
-    pid = os.getpid()
-    if _identity.get("pid") != pid:
-        _identity.clear()
-        _identity.update(host=host_tag(), machine=_machine(), pid=pid,
-                         started=process_start(pid) or "")
-    return dict(_identity)
 
 
 def holder_of(state: LockState | None) -> dict | None:
@@ -161,40 +92,6 @@ def holder_gone(holder: dict | None) -> bool:
 
 
 # ---- the lock file ----------------------------------------------------------------------------
-
-# ---- temporary files: named after their writer, so a dead writer's are known at once ---------
-
-TEMP_PREFIX = ".tmp-"
-
-
-def temp_prefix() -> str:
-    """`.tmp-<host>+<machine>+<pid>+<start>+`: the start of this process's temporary file names
-    in the cache directory (a random part follows). '+' never occurs in a host tag."""
-    me = identity()
-    return f"{TEMP_PREFIX}{me['host']}+{_machine_tag(me)}+{me['pid']}+{me['started']}+"
-
-
-def _machine_tag(me: dict) -> str:
-    """8 hex digits naming this machine's boot and pid namespace (identity()'s `machine`)."""
-    return blake2b(me["machine"].encode(), digest_size=4).hexdigest()
-
-
-def temp_writer_state(name: str) -> str:
-    """Whether the process that made the temporary file `name` is "dead" (proven: it ran on this
-    machine - host, boot and pid namespace - and its pid is free or a newer process's), "alive"
-    (on this machine), or "unknown" (another host or container, or not a name of this form)."""
-    fields = name[len(TEMP_PREFIX):].split("+", 4) if name.startswith(TEMP_PREFIX) else ()
-    if len(fields) != 5 or not fields[2].isdigit():
-        return "unknown"
-    host, machine_tag, pid, started, _ = fields
-    me = identity()
-    if host != me["host"] or machine_tag != _machine_tag(me):
-        return "unknown"
-    now = process_start(int(pid))
-    if now is None or (now and started and now != started):
-        return "dead"
-    return "alive"
-
 
 def _private_name(folder: str, what: str) -> str:
     return os.path.join(folder, f"{temp_prefix()}{os.urandom(6).hex()}.{what}")
@@ -375,7 +272,6 @@ def _forget_in_child() -> None:
     """A forked child holds none of its parent's locks and has no heartbeat thread."""
     global _heartbeat
     _heartbeat = _Heartbeat()
-    _identity.clear()
 
 
 def _release_all() -> None:

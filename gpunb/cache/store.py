@@ -31,9 +31,9 @@ from collections import OrderedDict, namedtuple
 from gpunb.cache import trust
 from gpunb.cache.encode import blake2b
 from gpunb.cache.files import atomic_write, clear_path, is_persistent, leftover_to_remove
-from gpunb.cache.keylock import TEMP_PREFIX
 from gpunb.cache.trust import NotAFile, Untrusted
-from gpunb.foundation.errors import CacheDirWarning, UntrustedCacheWarning
+from gpunb.cache.writers import TEMP_PREFIX
+from gpunb.foundation.user_warnings import CacheDirWarning, UntrustedCacheWarning
 
 try:
     import fcntl

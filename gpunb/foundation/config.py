@@ -148,8 +148,7 @@ def cache_dir_anchor() -> str | None:
 
 
 def _warn_cache_setting(message: str, what: str) -> None:
-    from gpunb.foundation.errors import CacheDirWarning
-    from gpunb.foundation.user_warnings import warn_user
+    from gpunb.foundation.user_warnings import CacheDirWarning, warn_user
 
     warn_user(f"gpunb cache: {message}", CacheDirWarning, once=("config", what, message))
 

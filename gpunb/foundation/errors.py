@@ -104,21 +104,6 @@ class InvalidConfigWarning(UserWarning):
     debug=True with optimisation on."""
 
 
-class CacheDirWarning(UserWarning):
-    """The cache directory cannot be used (or a cache setting is not usable as given); the cache
-    goes on in memory, or with the default, as the message says."""
-
-
-class UntrustedCacheWarning(CacheDirWarning):
-    """A cache directory or entry that others could have written was not loaded: the message
-    names the path, why, and the fix (README: "Cache security")."""
-
-
-class StaleSourceWarning(UserWarning):
-    """A module that GPU functions came from changed on disk after it was imported: its kernels
-    compile from the text as imported until the module is reloaded (importlib.reload)."""
-
-
 class CompileWarning(UserWarning):
     """Kernel code that compiles but will not do all it says (numba's NumbaWarning): print()
     with more than CUDA's 32 arguments prints its format instead."""

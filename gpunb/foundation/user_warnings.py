@@ -1,4 +1,4 @@
-"""Warnings that point at the user's line: the first frame outside gpunb, not gpunb's own.
+"""Warnings that point at the user's line (the first frame outside gpunb), and their kinds.
 
 `warnings.warn(..., stacklevel=N)` with a fixed N names whichever gpunb function happens to be N
 frames up, and a disk-cache warning is raised many frames below the launch that caused it. Here
@@ -12,6 +12,21 @@ import sys
 import warnings
 
 _shown: set = set()  # once-keys of warnings already given in this process
+
+
+class CacheDirWarning(UserWarning):
+    """The cache directory cannot be used (or a cache setting is not usable as given); the cache
+    goes on in memory, or with the default, as the message says."""
+
+
+class UntrustedCacheWarning(CacheDirWarning):
+    """A cache directory or entry that others could have written was not loaded: the message
+    names the path, why, and the fix (README: "Cache security")."""
+
+
+class StaleSourceWarning(UserWarning):
+    """A module that GPU functions came from changed on disk after it was imported: its kernels
+    compile from the text as imported until the module is reloaded (importlib.reload)."""
 
 
 def _is_internal(frame) -> bool:

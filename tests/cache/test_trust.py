@@ -25,7 +25,7 @@ from cache_support import SIGNATURE, TOOLCHAIN, fake_artifact, jit
 
 from gpunb.cache import KernelCache, collect
 from gpunb.cache.store import DiskStore, _canonical, digest
-from gpunb.foundation.errors import CacheDirWarning, UntrustedCacheWarning
+from gpunb.foundation.user_warnings import CacheDirWarning, UntrustedCacheWarning
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="a second uid needs root (os.setuid)")
