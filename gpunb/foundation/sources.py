@@ -64,3 +64,154 @@ def debug_source_path(filename: str) -> str:
                 path = filename
     _debug_paths[memo] = path
     return path
+
+
+# ---- module text as imported ------------------------------------------------------------------
+#
+# A kernel compiles at its first launch, from its source text: read then, an edit made to the
+# module's file after the import would be compiled although the module itself still runs the
+# imported code. So the text of a module's file is kept when a GPU function is made while the
+# module body runs (its import or reload), and the frontend compiles from that copy; when the
+# file on disk differs, one StaleSourceWarning says so and how to pick the change up.
+
+class LoadedText:
+    """The text of a module file as it was when the module (last) ran: lines, the file's
+    (size, mtime_ns) and content digest then, the module's name, and whether it was read while
+    the module body ran (at_import) or later (a function decorated after the import)."""
+
+    __slots__ = ("path", "lines", "size", "mtime_ns", "digest", "module", "at_import", "seen")
+
+    def __init__(self, path: str, data: bytes, size: int, mtime_ns: int, module: str,
+                 at_import: bool):
+        from importlib.util import decode_source  # the encoding cookie, as the import did
+
+        self.path = path
+        self.lines = decode_source(data).splitlines(keepends=True)
+        self.size, self.mtime_ns = size, mtime_ns
+        self.digest = _digest(data)
+        self.module = module
+        self.at_import = at_import
+        self.seen = (size, mtime_ns)  # the last (size, mtime_ns) whose content was compared
+
+    def stamp(self) -> tuple:
+        """(size, mtime_ns, digest) as the module ran: the epoch's baseline for the file."""
+        return (self.size, self.mtime_ns, self.digest)
+
+    def on_disk(self) -> tuple[str, str]:
+        """("same" | "edited" | "deleted", digest of what is on disk now): a (size, mtime_ns)
+        that moved only triggers a re-hash; content decides."""
+        import os
+
+        try:
+            st = os.stat(self.path)
+            if (st.st_size, st.st_mtime_ns) in (self.seen, (self.size, self.mtime_ns)):
+                return "same", self.digest
+            with open(self.path, "rb") as f:
+                now = _digest(f.read())
+        except OSError:
+            return "deleted", ""
+        if now == self.digest:
+            self.seen = (st.st_size, st.st_mtime_ns)  # touched or saved unchanged
+            return "same", now
+        return "edited", now
+
+
+def _digest(data: bytes) -> str:
+    try:  # hashlib.blake2b without loading OpenSSL (~2.5 ms), as cache/encode.py does
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - other Python implementations
+        from hashlib import blake2b
+    return blake2b(data, digest_size=16).hexdigest()
+
+
+_loaded_files: dict = {}  # path -> the latest LoadedText of that file
+_loaded_code: dict = {}  # id(code) -> (weak reference to the code, its LoadedText)
+
+
+def remember_module_text(py_func) -> None:
+    """Called when a GPU function is made: keep the text of its module's file as it runs now.
+
+    Only for a function defined in its module's own file (not a notebook cell, an exec'd
+    string or a file another module's code claims). The file is read once per import of its
+    module; a function made later from an imported module (cuda.jit(mod.f) in a later cell)
+    shares the text kept at the import, if any."""
+    import os
+    import sys
+    import weakref
+
+    code = getattr(py_func, "__code__", None)
+    filename = getattr(code, "co_filename", "")
+    if not filename or filename.startswith("<") or is_cell(filename):
+        return
+    module = getattr(py_func, "__module__", None) or ""
+    module_file = getattr(sys.modules.get(module), "__file__", None)
+    if not module_file or os.path.abspath(module_file) != os.path.abspath(filename):
+        return
+    try:
+        st = os.stat(filename)
+    except OSError:
+        return
+    at_import = _module_body_running(filename)
+    found = _loaded_files.get(filename)
+    if found is None or (at_import and (st.st_size, st.st_mtime_ns) != (found.size,
+                                                                         found.mtime_ns)):
+        try:
+            with open(filename, "rb") as f:
+                data = f.read()
+        except OSError:
+            return
+        found = _loaded_files[filename] = LoadedText(filename, data, st.st_size,
+                                                     st.st_mtime_ns, module, at_import)
+    _loaded_code[id(code)] = (weakref.ref(code, _forget_code(id(code))), found)
+
+
+def _forget_code(key: int):
+    def forget(ref) -> None:
+        entry = _loaded_code.get(key)
+        if entry is not None and entry[0] is ref:
+            del _loaded_code[key]
+    return forget
+
+
+def _module_body_running(filename: str) -> bool:
+    """Whether the first frame outside gpunb is the body of the module in `filename` (it is
+    being imported or reloaded: the file holds the text that runs)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("gpunb"):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_name == "<module>" \
+        and frame.f_code.co_filename == filename
+
+
+def loaded_text(code) -> LoadedText | None:
+    """The text `code`'s module file had when the module ran, if gpunb kept it: the function's
+    own, else the latest kept for the file (a plain helper of that module)."""
+    entry = _loaded_code.get(id(code))
+    if entry is not None and entry[0]() is code:
+        return entry[1]
+    return _loaded_files.get(code.co_filename)
+
+
+def loaded_text_of(path: str) -> LoadedText | None:
+    """The latest text kept for the module file `path`, if any."""
+    return _loaded_files.get(path)
+
+
+def warn_stale(text: LoadedText, state: str, now: str, function: str = "") -> None:
+    """One StaleSourceWarning per file content: the file changed (or went) since its module
+    ran; GPU functions compile from the text as it ran; how to pick the change up."""
+    from gpunb.foundation.user_warnings import StaleSourceWarning, warn_user
+
+    module = text.module or "the module"
+    who = f"GPU function '{function}' compiles" if function else "its GPU functions compile"
+    if state == "deleted":
+        message = (f"{text.path} was deleted or moved after module '{module}' was imported; "
+                   f"{who} from the text as imported (the code the module runs). Once the file "
+                   f"is back, importlib.reload({module}) picks up what it holds")
+    else:
+        message = (f"{text.path} changed on disk after module '{module}' was imported; {who} "
+                   "from the text as imported (the code the module runs). To use the edit: "
+                   f"importlib.reload({module}), then launch again")
+    warn_user(message, StaleSourceWarning, once=("stale", text.path, now))
