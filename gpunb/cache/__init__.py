@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["CacheEvent", "FunctionFingerprint", "KernelCache", "cache_dir", "cache_key", "clear",
+__all__ = ["CacheDirWarning", "CacheEvent", "FunctionFingerprint", "StaleSourceWarning",
+           "UntrustedCacheWarning", "KernelCache", "cache_dir", "cache_key", "clear",
            "collect", "configure", "default_cache", "enabled", "events", "explain", "host_arch",
            "invalidate", "last_event", "prune", "set_enabled", "still_valid"]
 
 _LAZY = {
     "CacheEvent": "gpunb.foundation.events",
+    "CacheDirWarning": "gpunb.foundation.user_warnings",
+    "UntrustedCacheWarning": "gpunb.foundation.user_warnings",
+    "StaleSourceWarning": "gpunb.foundation.user_warnings",
     "FunctionFingerprint": "gpunb.cache.fingerprint",
     "Dependency": "gpunb.cache.fingerprint",
     "collect": "gpunb.cache.fingerprint",

@@ -11,6 +11,7 @@ import copy
 import multiprocessing
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -248,3 +249,12 @@ def test_pickled_arrays_unpickle_on_the_current_device(fake_cuda):
     again = pickle.loads(text)
     assert again.device_id == 0 and again.gpu_data.token.alive
     np.testing.assert_array_equal(again.copy_to_host(), host())
+
+
+def test_the_readme_example_runs_as_written():
+    """README's "Device arrays are values" snippet, on the CPU target."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Device arrays are values\n", 1)[1].split("\n## ", 1)[0]
+    (snippet,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    with cuda_target_cpu():
+        exec(compile(snippet, "README.md", "exec"), {})  # noqa: S102
