@@ -401,7 +401,9 @@ class DiskStore:
         folder = os.path.dirname(path)
         if not os.path.isdir(folder) or os.path.islink(folder):
             clear_path(folder)
-            os.makedirs(folder, mode=0o770 if self.shared else 0o700, exist_ok=True)
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            if self.shared:  # the team may write it as it writes the cache directory
+                os.chmod(folder, os.stat(self.directory).st_mode & 0o2770)
         _no_directory_at(path)
         atomic_write(path, key.encode(), self._file_mode())
 

@@ -46,7 +46,17 @@ def open_dir():
 
 
 def as_user(uid: int, groups: list[int], action) -> None:
-    """Run `action` in a forked child that is another user (uid, its groups)."""
+    """Run `action` in a forked child that is another user (uid, its groups).
+
+    What the child may import lazily is imported first: here Python's own library lies under
+    /root, which the second uid cannot read."""
+    import codecs
+    import shutil  # noqa: F401 - for the child
+    import tempfile  # noqa: F401 - for the child
+
+    from gpunb.cache import auth, keylock  # noqa: F401 - for the child
+
+    codecs.lookup("ascii")
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         code = 1
@@ -570,3 +580,28 @@ def test_planted_host_code_never_runs(tmp_path, open_dir):
                                 "or root)"
     result, _ = _worker(mine, src, "twice:kern")  # rebuilt by the user: a plain hit now
     assert result["outcome"] == "hit (disk)" and result["out"] == expected
+
+
+@needs_root
+def test_two_key_holders_share_one_cache_without_warnings(cells, open_dir):
+    """Members of the team (not root) write, lock and read each other's entries."""
+    shared, key_file = _team_cache(open_dir)
+    settings = {"shared": True, "key_file": key_file}
+    first, second = _fingerprint(cells, VICTIM), _fingerprint(cells, OTHER)
+
+    def member(store_fp, load_fp):
+        def act():
+            os.umask(0o022)  # a common umask: the cache's modes must not depend on it
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", CacheDirWarning)
+                _store(shared, store_fp, **settings)
+                if load_fp is not None:
+                    artifact, pending = _lookup(shared, load_fp, **settings)
+                    assert artifact is not None and pending.event.source == "disk"
+        return act
+
+    as_user(MEMBER, [TEAM, KEYHOLDERS], member(first, None))
+    as_user(MEMBER + 1, [TEAM, KEYHOLDERS], member(second, first))
+    names = os.listdir(shared)
+    assert len([n for n in names if n.endswith(".json")]) == 2
+    assert stat.S_IMODE(os.stat(os.path.join(shared, "by-name")).st_mode) & 0o070 == 0o070
