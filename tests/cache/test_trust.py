@@ -534,6 +534,7 @@ def _worker(cache_dir, src, spec: str) -> dict:
 
 
 @needs_root
+@pytest.mark.slow
 def test_planted_host_code_never_runs(tmp_path, open_dir):
     src = tmp_path / "src"
     src.mkdir()

@@ -175,6 +175,7 @@ print("RESULT", out.tolist())
 """
 
 
+@pytest.mark.slow
 def test_a_kernel_reading_a_global_device_array_travels_with_its_data(tmp_path):
     """Pickled (by value, through cloudpickle), the kernel's global array goes as data: the
     process that unpickles it launches it on a new array holding the same values."""
