@@ -156,16 +156,73 @@ def remember_module_text(py_func) -> None:
         return
     at_import = _module_body_running(filename)
     found = _loaded_files.get(filename)
-    if found is None or (at_import and (st.st_size, st.st_mtime_ns) != (found.size,
-                                                                         found.mtime_ns)):
-        try:
-            with open(filename, "rb") as f:
-                data = f.read()
-        except OSError:
+    unchanged = found is not None and (st.st_size, st.st_mtime_ns) == (found.size,
+                                                                        found.mtime_ns)
+    if found is None or (not unchanged and at_import):
+        found = _read_text_of(filename, st, module, at_import)
+        if found is None:
             return
-        found = _loaded_files[filename] = LoadedText(filename, data, st.st_size,
-                                                     st.st_mtime_ns, module, at_import)
+        if not at_import and not _made_from(found, code, sys.modules.get(module)):
+            _warn_unconfirmed(found, py_func)  # made late, from a file edited since the import
+            return
+        _loaded_files[filename] = found
+    elif not unchanged:  # made late, and the file changed since the text kept: which one is it?
+        current = _read_text_of(filename, st, module, False)
+        if current is not None and _defines(current, code):
+            found = _loaded_files[filename] = current  # the module was reloaded since
     _loaded_code[id(code)] = (weakref.ref(code, _forget_code(id(code))), found)
+
+
+def _read_text_of(filename: str, st, module: str, at_import: bool) -> LoadedText | None:
+    try:
+        with open(filename, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    return LoadedText(filename, data, st.st_size, st.st_mtime_ns, module, at_import)
+
+
+def _made_from(text: LoadedText, code, module) -> bool:
+    """Whether `code` can have been compiled from `text`. Asked only of a module that Python's
+    own loader compiled from its source (pytest, for one, rewrites its test modules' asserts:
+    their code is not the text's)."""
+    loader = type(getattr(module, "__loader__", None)).__name__
+    if loader != "SourceFileLoader":
+        return True
+    return _defines(text, code)
+
+
+def _defines(text: LoadedText, code) -> bool:
+    """Whether compiling `text` gives a code object equal to `code` (bytecode, constants, names,
+    positions): the text the code was made from."""
+    import __future__
+
+    import types
+
+    source = "".join(text.lines)
+    for flags in (0, __future__.annotations.compiler_flag):  # the one future flag that matters
+        try:
+            todo = [compile(source, text.path, "exec", flags=flags, dont_inherit=True)]
+        except (SyntaxError, ValueError):
+            return False
+        while todo:
+            for const in todo.pop().co_consts:
+                if isinstance(const, types.CodeType):
+                    if const == code:
+                        return True
+                    todo.append(const)
+    return False
+
+
+def _warn_unconfirmed(text: LoadedText, py_func) -> None:
+    from gpunb.foundation.user_warnings import StaleSourceWarning, warn_user
+
+    module = text.module
+    warn_user(f"{text.path} does not hold the code of '{py_func.__qualname__}' that module "
+              f"'{module}' runs (the file was edited after the import?), and gpunb kept no copy "
+              "of the text as imported: the GPU function compiles from the file as it is now. "
+              f"importlib.reload({module}) makes the module and the file agree",
+              StaleSourceWarning, once=("stale", text.path, text.digest))
 
 
 def _forget_code(key: int):

@@ -143,3 +143,37 @@ def test_a_kernel_made_later_from_an_imported_module_uses_the_imported_text(modu
         warnings.simplefilter("always")
         assert _launch(cuda.jit(mod.plain)) == [7.0] * 4  # kept when `fill` was made
     assert len(_stale(caught)) == 1
+
+
+PLAIN = """
+    from gpunb import cuda
+
+
+    def plain(out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = {value}
+"""
+
+
+def test_a_function_made_gpu_after_a_reload_compiles_the_reloaded_text(modules):
+    """No GPU function is made while the module imports: the text is kept when one is made
+    later, and a reload (the file edited) is told apart by which text makes the code."""
+    mod = modules.write("plain_reloaded", PLAIN.format(value=1))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _launch(cuda.jit(mod.plain)) == [1.0] * 4
+        modules.edit("plain_reloaded", PLAIN.format(value=2))
+        mod = importlib.reload(mod)
+        assert _launch(cuda.jit(mod.plain)) == [2.0] * 4
+    assert not _stale(caught)
+
+
+def test_a_function_made_gpu_from_a_file_edited_since_the_import_says_so(modules):
+    mod = modules.write("plain_edited", PLAIN.format(value=3))
+    modules.edit("plain_edited", PLAIN.format(value=4))
+    with pytest.warns(StaleSourceWarning, match="does not hold the code of 'plain'") as caught:
+        kernel = cuda.jit(mod.plain)
+    assert caught[0].filename == __file__ and "importlib.reload(plain_edited)" in \
+        str(caught[0].message)
+    assert _launch(kernel) == [4.0] * 4  # the file as it is: gpunb has no other text
