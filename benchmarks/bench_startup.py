@@ -129,17 +129,26 @@ def disk_hit_row(opts: Options) -> Row:
                 "clock; cell notes show each tool's own hit/miss report",))
 
 
-def shared_disk_hit_row(opts: Options) -> Row:
-    """The disk hit of a shared cache: every entry's MAC is checked before it is loaded."""
+def shared_disk_hit_row(opts: Options, private_ms: float | None = None) -> Row:
+    """The disk hit of a shared cache: every entry's MAC is checked before it is loaded. On the
+    GPU the target is issue 23's 5 ms; on the CPU target (whose disk hit loads LLVM's host
+    object machinery) it is the private disk hit measured in the same run, plus 10%."""
     count = 2 if opts.quick else 5
     target, name = ("cpu", "gpunb-cpu") if opts.suite == "cpu" else ("cuda", "gpunb")
     no_gpu = None if opts.suite == "cpu" else gpu_missing()
     gp = attempt(lambda: _seconds_cell("diskhit", name, _gpunb_env(target, True, shared=True),
                                        count, "{:.1f} ms", 1e3, populate=True), no_gpu)
+    if opts.suite == "cpu":
+        limit = None if private_ms is None else private_ms * 1.1
+        anchor = (f"<= the private hit + 10% ({limit:.1f} ms)" if limit is not None
+                  else "the private hit + 10%")
+        verdict = verdict_at_most(gp.value, limit, "ms") if limit is not None else "n/a"
+    else:
+        anchor, verdict = "<= 5 ms (issue 23)", verdict_at_most(gp.value, 5.0, "ms")
     prefix = "CPU: " if opts.suite == "cpu" else ""
     return Row(f"{prefix}disk-cache hit, shared cache (authenticated)", "ms", gp,
                na("numba's cache has no shared mode"), na("not one of DESIGN's figures"),
-               "<= 5 ms (issue 23)", verdict_at_most(gp.value, 5.0, "ms"),
+               anchor, verdict,
                ("as the disk-cache hit row, with GPUNB_CACHE_SHARED=1 and a team key: the "
                 "entry's keyed-BLAKE2b MAC is verified before its code is loaded",))
 
@@ -160,5 +169,6 @@ def import_row(opts: Options) -> Row:
 
 
 def run(opts: Options) -> list[Row]:
-    return [import_row(opts), cold_compile_row(opts), disk_hit_row(opts),
-            shared_disk_hit_row(opts)]
+    private = disk_hit_row(opts)
+    return [import_row(opts), cold_compile_row(opts), private,
+            shared_disk_hit_row(opts, private.gpunb.value)]
