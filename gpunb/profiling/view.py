@@ -54,6 +54,9 @@ def peaks_label(profile) -> str:
     if profile.peak_gflops:
         parts.append(f"FP32 {profile.peak_gflops:.0f} GFLOP/s "
                      f"({_how(profile, 'gflops') or 'datasheet'})")
+    if getattr(profile, "peak_tensor_gflops", None):
+        parts.append(f"FP16 tensor cores {profile.peak_tensor_gflops:.0f} GFLOP/s "
+                     f"({_how(profile, 'tensor_gflops') or 'measured'})")
     return ", ".join(parts) + (f" on {profile.device}" if parts and profile.device else "")
 
 
@@ -112,11 +115,15 @@ def roofline_svg(profile, width: int = 360, height: int = 220) -> str:
         why = "no kernel with countable flops" if profile.peak_gbps else "no measured bandwidth"
         return f'<div class="gpunb-roofline muted">roofline: {_esc(why)}</div>'
     bw = profile.peak_gbps
+    tensor = getattr(profile, "peak_tensor_gflops", None)
     top = profile.peak_gflops or max(g for _, _, g in points) * 4
+    highest = max(top, tensor or 0, max(g for _, _, g in points))
     compute = f"{top:.0f} GFLOP/s ({_how(profile, 'gflops') or 'datasheet'})" \
         if profile.peak_gflops else "no FP32 peak"
+    if tensor:
+        compute += f", tensor cores {tensor:.0f} GFLOP/s"
     x0, x1 = -3.0, 4.0
-    y1 = math.log10(top * 2)
+    y1 = math.log10(highest * 2)
     y0 = y1 - 6
 
     def sx(ai):
@@ -128,12 +135,20 @@ def roofline_svg(profile, width: int = 360, height: int = 220) -> str:
     ridge = top / bw
     roof = [(10 ** x0, bw * 10 ** x0), (ridge, top), (10 ** x1, top)]
     path = " ".join(f"{sx(a):.1f},{sy(g):.1f}" for a, g in roof)
+    if tensor:  # the tensor-core roof: the same bandwidth slope up to its own ridge
+        tensor_roof = [(tensor / bw, tensor), (10 ** x1, tensor)]
+        path_t = " ".join(f"{sx(a):.1f},{sy(g):.1f}" for a, g in [(ridge, top)] + tensor_roof
+                          if a >= ridge)
+        roof_t = (f'<polyline class="gpunb-tensor-roof" points="{path_t}" fill="none" '
+                  'stroke="#6b46c1" stroke-width="2" stroke-dasharray="4 2"/>')
+    else:
+        roof_t = ""
     dots = "".join(f'<circle cx="{sx(a):.1f}" cy="{sy(g):.1f}" r="4" fill="#2b6cb0">'
                    f"<title>{_esc(k)}: {a:.3g} flop/B, {g:.3g} GFLOP/s</title></circle>"
                    for k, a, g in points)
     return (f'<svg class="gpunb-roofline" width="{width}" height="{height}" '
             f'xmlns="http://www.w3.org/2000/svg"><polyline points="{path}" fill="none" '
-            f'stroke="#c05621" stroke-width="2"/>{dots}'
+            f'stroke="#c05621" stroke-width="2"/>{roof_t}{dots}'
             f'<text x="40" y="12" font-size="11">roofs: {bw:.0f} GB/s '
             f'({_esc(_how(profile, "gbps") or "measured")}), {_esc(compute)}</text>'
             f'<text x="40" y="{height - 5}" font-size="11">flop/byte (log)</text></svg>')
