@@ -14,7 +14,7 @@ import threading
 import weakref
 
 from gpunb.cache.fingerprint import still_valid
-from gpunb.foundation import config, launch_gate, sources
+from gpunb.foundation import config, launch_gate
 from gpunb.foundation import events as _events
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import (
@@ -64,7 +64,6 @@ class Dispatcher(NumbaDispatcherAPI):
         from gpunb.jit import options as jit_checks
 
         jit_checks.check_function(py_func)
-        sources.remember_module_text(py_func)  # compiled later from the text as imported
         checked_options = jit_checks.check_options(options, _OPTION_NAMES)
         jit_checks.check_target(target)
         device = jit_checks.check_flag("device", device)
