@@ -175,8 +175,10 @@ def show_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
         return show_gpunb_error(shell, etype, value, tb, tb_offset)
     cell_file = getattr(value, CELL_FILE_ATTR, None)
     if cell_file is None:
+        # a SyntaxError met while IPython parsed the cell (no user code ran) shows as IPython
+        # shows it without the extension: the cell's line and a caret, no IPython frames
         shell.showtraceback((etype, value, tb), tb_offset=tb_offset,
-                            running_compiled_code=True)
+                            running_compiled_code=not _raised_by_ipython(tb))
         return []
     start = tb
     while start is not None and start.tb_frame.f_code.co_filename != cell_file:
@@ -184,6 +186,22 @@ def show_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
     stb = shell.InteractiveTB.structured_traceback(etype, value, start or tb, tb_offset=0)
     shell._showtraceback(etype, value, stb)
     return stb
+
+
+def _raised_by_ipython(tb) -> bool:
+    """Whether every frame of a traceback is IPython's own (the cell was being parsed)."""
+    import os
+
+    import IPython
+
+    package = os.path.dirname(IPython.__file__) + os.sep
+    frames = 0
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(package):
+            return False
+        frames += 1
+        tb = tb.tb_next
+    return frames > 0
 
 
 def show_gpunb_error(shell, etype, value, tb, tb_offset=None) -> list[str]:

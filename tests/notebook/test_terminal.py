@@ -382,3 +382,22 @@ def test_did_you_mean_offers_names_gpu_code_can_use(shell, capsys):
     run_cell(shell, "h[1, 1](np.zeros(4, np.float32))")
     text = "".join(capsys.readouterr())
     assert "name 'helper' is not defined" in text and "did you mean" not in text
+
+
+@pytest.mark.parametrize("source", ["x = (", "def f():\nreturn 1", "1 +* 2"])
+def test_a_plain_syntax_error_shows_no_ipython_frames(shell, capsys, source):
+    """A cell that does not parse reads as it does without the extension: the line and a
+    caret, not IPython's own frames (interactiveshell.py, compilerop.py)."""
+    result = run_cell(shell, source)
+    assert isinstance(result.error_before_exec, SyntaxError)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "Error" in text and "Cell In[" in text, text
+    assert "interactiveshell.py" not in text and "compilerop.py" not in text, text
+
+
+def test_a_syntax_error_raised_by_running_code_keeps_its_frames(shell, capsys):
+    result = run_cell(shell, "def parse(text):\n    return compile(text, 'snippet', 'exec')\n\n"
+                             "parse('x = (')")
+    assert isinstance(result.error_in_exec, SyntaxError)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "parse('x = (')" in text and "snippet" in text, text
