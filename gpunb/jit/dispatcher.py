@@ -36,6 +36,19 @@ _DECLINED = -1  # a native launcher's "take the Python path" (runtime/native_pla
 _live: weakref.WeakSet = weakref.WeakSet()  # every Dispatcher, for _forget_targets
 
 
+def _at_user_line(exc: LaunchError) -> LaunchError:
+    """`exc`, or the same error pointing at the user's line (`kernel[2.5, 256]`: a caret under
+    the launch) when the check that raised it had no location to give."""
+    if exc.loc is not None or type(exc) not in (LaunchError, LaunchConfigError, NotAKernelError):
+        return exc
+    from gpunb.jit.options import user_location
+
+    loc = user_location()
+    if loc is None:
+        return exc
+    return type(exc)(exc.message, loc, hint=exc.hint, function=exc.function)
+
+
 def _forget_targets() -> None:
     """gpunb.set_target changed the target: fast-path entries (which hold specialisations of the
     old target) go, so the next launch resolves the target again. The fast path itself checks
@@ -132,8 +145,11 @@ class Dispatcher(NumbaDispatcherAPI):
         except LaunchError as exc:
             from gpunb.jit.failures import note_launch_failure
 
-            note_launch_failure(self, exc)
-            raise
+            located = _at_user_line(exc)
+            note_launch_failure(self, located)
+            if located is exc:
+                raise
+            raise located from None
         try:
             if len(self._configs) >= 64:
                 self._configs.clear()
@@ -168,10 +184,12 @@ class Dispatcher(NumbaDispatcherAPI):
                 f"gpunb.fuse: the GPU function '{self.__name__}' is not supported inside a fused "
                 "function; write the helper as a plain Python function of numpy operations (fuse "
                 "traces through it) or write the whole computation as a @cuda.jit kernel")
+        from gpunb.jit.options import user_location
+
         raise LaunchConfigError(
             f"'{self.__name__}' is a GPU function: launch it as {self.__name__}[grid, block](...) "
             "or call it from another GPU function (the launch configuration was not specified)",
-            hint="Python code cannot call GPU functions directly")
+            user_location(), hint="Python code cannot call GPU functions directly")
 
     def forall(self, ntasks: int, tpb: int = 0, stream=0, sharedmem: int = 0) -> _LaunchConfig:
         """A 1-d launch covering `ntasks` threads (block size from occupancy when tpb == 0)."""

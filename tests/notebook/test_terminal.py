@@ -401,3 +401,24 @@ def test_a_syntax_error_raised_by_running_code_keeps_its_frames(shell, capsys):
     assert isinstance(result.error_in_exec, SyntaxError)
     text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
     assert "parse('x = (')" in text and "snippet" in text, text
+
+
+@pytest.mark.parametrize("launch, caret_under", [
+    ("saxpy[2.5, 256](out, x, x, 1.0)", "saxpy[2.5, 256]"),
+    ("saxpy[(1, 1, 1, 1), 256](out, x, x, 1.0)", "saxpy[(1, 1, 1, 1), 256]"),
+    ("saxpy(out, x, x, 1.0)", "saxpy(out, x, x, 1.0)"),
+])
+def test_a_malformed_launch_has_a_caret_under_it(shell, capsys, launch, caret_under):
+    """A float grid, a 4-tuple grid and a call without [grid, block]: the error names the cell's
+    line and puts a caret under the launch, as every other launch error does."""
+    run_cell(shell, SAXPY)
+    shell.user_ns.update(np=np, out=np.zeros(8, np.float32), x=np.ones(8, np.float32))
+    result = run_cell(shell, f"y = 1\n{launch}")
+    assert result.error_in_exec is not None
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    lines = text.splitlines()
+    assert f"Cell In[{result.execution_count}], line 2, column 1:" in text, text
+    at = next(k for k, line in enumerate(lines) if line.strip() == launch)
+    caret = lines[at + 1]
+    start = lines[at].index(launch)
+    assert caret.index("^") == start and len(caret.strip()) == len(caret_under), (lines[at], caret)
