@@ -12,6 +12,7 @@ instead: the native launchers keep running and each launch appends one small tup
 from __future__ import annotations
 
 import enum
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable
@@ -39,6 +40,7 @@ class EventKind(NamedEnum):
     LAUNCH_BEFORE = "launch_before"  # LaunchEvent, before the arguments are packed
     LAUNCH_AFTER = "launch_after"  # LaunchEvent with ms (host time, not synchronised)
     CACHE = "cache"  # CacheEvent: one cache decision
+    NOTICE = "notice"  # Notice: a one-line message for the user (see notify)
 
 
 class Stage(NamedEnum):
@@ -106,6 +108,23 @@ class LaunchEvent(NamedTuple):
         launch someone listens to pays for its events, not for a record per argument."""
         return tuple(ArgumentInfo(ty, shape)
                      for ty, shape in zip(self.types, self.shapes, strict=False))
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A one-line message for the user that is no error (e.g. the CPU-target fallback)."""
+
+    text: str
+    topic: str = ""  # what it is about: "target", ...
+
+
+def notify(text: str, topic: str = "") -> None:
+    """Tell the user something once: the NOTICE subscribers show it (the notebook as a plain
+    output line, not an error box); with none, it goes to stderr, as a script expects."""
+    if EventKind.NOTICE in _table:
+        publish(EventKind.NOTICE, Notice(text, topic))
+    else:
+        print(text, file=sys.stderr)
 
 
 # ---- cache decisions ---------------------------------------------------------------------------
@@ -483,6 +502,7 @@ def report_failure(fn, kind: EventKind, exc: Exception, stacklevel: int = 4) -> 
 
 
 __all__ = ["ArgumentInfo", "CacheChange", "CacheEvent", "CacheKind", "CacheReason", "CacheSource",
-           "CompileEvent", "EventKind", "LaunchEvent", "LaunchRecorder", "LaunchSite", "Stage",
-           "Subscription", "has_subscribers", "launch_event", "publish", "record_launches",
+           "CompileEvent", "EventKind", "LaunchEvent", "LaunchRecorder", "LaunchSite", "Notice",
+           "Stage", "Subscription", "has_subscribers", "launch_event", "notify", "publish",
+           "record_launches",
            "report_failure", "subscribe", "subscriptions"]

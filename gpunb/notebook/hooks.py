@@ -24,6 +24,7 @@ class CellHooks:
         self.cell_number: int | None = None  # the execution count of the running cell
         self.cell_filename: str | None = None  # the running cell's synthetic filename
         self._previous_exc = None
+        self._notices = None  # the NOTICE subscription while registered
 
     def register(self) -> None:
         self._wrap_compiler_cache()
@@ -36,6 +37,10 @@ class CellHooks:
         # (not at the `run_cell_magic(...)` call IPython made of the cell); any other error is
         # shown exactly as IPython shows it
         self.shell.set_custom_exc((Exception,), show_error)
+        # one-line notices (the CPU-target fallback) are plain output, not a red stderr box
+        from gpunb.foundation.events import EventKind, subscribe
+
+        self._notices = subscribe(EventKind.NOTICE, show_notice)
 
     def _wrap_compiler_cache(self) -> None:
         """Learn each cell's synthetic filename and number where IPython makes them.
@@ -65,6 +70,9 @@ class CellHooks:
 
     def unregister(self) -> None:
         self._unwrap_compiler_cache()
+        if self._notices is not None:
+            self._notices.unsubscribe()
+            self._notices = None
         for name, fn in (("pre_run_cell", self.pre_run_cell),
                          ("post_run_cell", self.post_run_cell)):
             try:
@@ -102,6 +110,11 @@ class CellHooks:
             if keep:
                 self.after_cell.append(action)
         publish_to_panel(self.shell, self.cell_filename, self.cell_number)
+
+
+def show_notice(notice) -> None:
+    """A gpunb notice as one plain line of the cell's output (stdout)."""
+    print(notice.text, file=sys.stdout, flush=True)
 
 
 def publish_to_panel(shell, cell_filename: str | None, cell_number: int | None) -> None:

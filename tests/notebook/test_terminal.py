@@ -422,3 +422,19 @@ def test_a_malformed_launch_has_a_caret_under_it(shell, capsys, launch, caret_un
     caret = lines[at + 1]
     start = lines[at].index(launch)
     assert caret.index("^") == start and len(caret.strip()) == len(caret_under), (lines[at], caret)
+
+
+def test_notices_are_plain_output_once_the_extension_is_loaded(shell, capsys):
+    """The CPU-target fallback notice goes to stdout in a notebook (a plain line, not the red
+    stderr box); without the extension a script still gets it on stderr."""
+    from gpunb.foundation import events
+    from gpunb.runtime import target
+
+    events.notify(target.NOTICE, "target")
+    captured = capsys.readouterr()
+    assert captured.out.strip() == target.NOTICE and captured.err == ""
+    shell.run_line_magic("unload_ext", "gpunb")
+    events.notify(target.NOTICE, "target")
+    captured = capsys.readouterr()
+    assert captured.err.strip() == target.NOTICE and captured.out == ""
+    shell.run_line_magic("load_ext", "gpunb")
