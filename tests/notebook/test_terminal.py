@@ -94,6 +94,9 @@ def test_gpucache_status_is_a_text_table(shell, capsys):
     assert header.split()[:3] == ["function", "signature", "target"]
     assert "saxpy" in text and "float32" in text and f"Cell In[{count}], line 5" in text
     assert "cache on" in text
+    # `scale` is a device function of the %%gpukernel cell: compiled into saxpy, not "unused"
+    (scale,) = [line for line in text.splitlines() if line.startswith("scale ")]
+    assert "(device function: compiled into saxpy)" in scale, scale
 
 
 def test_gpucache_status_names_a_failed_compile_until_one_succeeds(shell, capsys):
