@@ -16,6 +16,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -476,6 +477,33 @@ def record_launches(log: list) -> LaunchRecorder:
     return recorder
 
 
+# ---- gpunb's own kernels ------------------------------------------------------------------------
+
+_internal = threading.local()  # .depth > 0 while this thread does gpunb's own work
+# what gpunb's own work does not tell anyone: its compiles and cache decisions (launches are only
+# seen by those who asked for every launch: a profiler, a launch subscriber)
+_QUIET_KINDS = frozenset({EventKind.COMPILE_STARTED, EventKind.STAGE_STARTED,
+                          EventKind.STAGE_FINISHED, EventKind.COMPILE_FINISHED, EventKind.CACHE})
+
+
+@contextmanager
+def internal_work():
+    """Mark gpunb's own kernels (the one that measures the FP32 peak): while this thread is in
+    the block their compile and cache events reach no subscriber and no log, so a user's
+    progress line, panel and `%gpucache` show only the user's kernels."""
+    depth = getattr(_internal, "depth", 0)
+    _internal.depth = depth + 1
+    try:
+        yield
+    finally:
+        _internal.depth = depth
+
+
+def in_internal_work() -> bool:
+    """Whether this thread is inside `internal_work()`."""
+    return getattr(_internal, "depth", 0) > 0
+
+
 def has_subscribers(kind: EventKind) -> bool:
     """Whether publishing `kind` would reach anyone (to skip building costly events)."""
     return kind in _table
@@ -485,6 +513,8 @@ def publish(kind: EventKind, event: Any) -> None:
     """Hand `event` to the subscribers of `kind`, in subscription order, in this thread."""
     subscriptions = _table.get(kind)
     if not subscriptions:
+        return
+    if kind in _QUIET_KINDS and getattr(_internal, "depth", 0):
         return
     for subscription in subscriptions:
         fn = subscription.fn
@@ -503,6 +533,7 @@ def report_failure(fn, kind: EventKind, exc: Exception, stacklevel: int = 4) -> 
 
 __all__ = ["ArgumentInfo", "CacheChange", "CacheEvent", "CacheKind", "CacheReason", "CacheSource",
            "CompileEvent", "EventKind", "LaunchEvent", "LaunchRecorder", "LaunchSite", "Notice",
-           "Stage", "Subscription", "has_subscribers", "launch_event", "notify", "publish",
+           "Stage", "Subscription", "has_subscribers", "in_internal_work", "internal_work",
+           "launch_event", "notify", "publish",
            "record_launches",
            "report_failure", "subscribe", "subscriptions"]

@@ -184,3 +184,23 @@ def test_launches_through_the_native_launcher_are_records_with_every_field():
     assert starts == sorted(starts) and len(set(starts)) == 20
     [row] = prof.summary()
     assert (row.kernel, row.launches) == ("saxpy", 20)
+
+
+def test_the_peak_kernel_is_gpunb_s_own_and_shows_nowhere(monkeypatch):
+    """Measuring the FP32 roof compiles and launches gpunb_fp32_peak: no compile or cache event
+    of it reaches a subscriber (the progress line, the panel) or the cache's log (%gpucache)."""
+    import gpunb.cache
+    from gpunb.profiling import peaks
+
+    monkeypatch.setattr(peaks, "_measured", {})
+    monkeypatch.setattr(peaks, "_kernel", None)
+    seen = []
+    kinds = ("compile_started", "compile_finished", "cache")
+    with events.subscribe(kinds, seen.append):
+        found = peaks.device_peaks("cpu")
+        prof, _, _ = _saxpy_block(launches=1)  # a user kernel in the same process still shows
+    assert found.gflops and found.source["gflops"].startswith("measured")
+    names = {getattr(e, "kernel", None) or getattr(e, "function", None) for e in seen}
+    assert "gpunb_fp32_peak" not in names
+    assert not [e for e in gpunb.cache.events() if e.function == "gpunb_fp32_peak"]
+    assert not events.in_internal_work()
