@@ -417,7 +417,7 @@ def test_static_split_view_scrolls_both_panes_together():
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
             page.set_content(page_html)
-            page.wait_for_function("() => window.gpunbInsp && gpunbInsp.v === 2")
+            page.wait_for_function("() => window.gpunbInsp && gpunbInsp.v === 3")
             view = page.locator(".gpunb-split").first  # the PTX tab's (open by default)
             line_px = view.evaluate("(v) => v.querySelector('.gl').offsetHeight")
             # scroll the PTX pane to the instructions of a line further down the source

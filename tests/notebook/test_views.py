@@ -111,7 +111,7 @@ def test_split_view_panes_scroll_together():
                       'gpunbInsp.sync&amp;&amp;gpunbInsp.sync(this)"') == 2
     assert html.count('<input type="checkbox" class="gpunb-sync" checked>') == 1
     # the handlers are versioned: a page holding an older gpunb's object gets this one
-    assert "gpunbInsp.v!==2" in codeviews.PIN_JS and "sync(pre){" in codeviews.PIN_JS
+    assert "gpunbInsp.v!==3" in codeviews.PIN_JS and "sync(pre){" in codeviews.PIN_JS
 
 
 def test_sass_of_an_inlined_callee_counts_for_its_call_line():
