@@ -42,6 +42,9 @@ class EventKind(NamedEnum):
     LAUNCH_AFTER = "launch_after"  # LaunchEvent with ms (host time, not synchronised)
     CACHE = "cache"  # CacheEvent: one cache decision
     NOTICE = "notice"  # Notice: a one-line message for the user (see notify)
+    SPECIALIZED = "specialized"  # KernelEvent: a GPU function has code for new argument types
+    FAILED = "failed"  # KernelEvent: a compile or a launch of a GPU function failed
+    PROFILE = "profile"  # the Profile of a `gpunb.profile()` block or %%gpuprofile cell, ended
 
 
 class Stage(NamedEnum):
@@ -126,6 +129,22 @@ def notify(text: str, topic: str = "") -> None:
         publish(EventKind.NOTICE, Notice(text, topic))
     else:
         print(text, file=sys.stderr)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelEvent:
+    """A GPU function's code for one signature became ready (SPECIALIZED: compiled or from the
+    cache) or could not be made or launched (FAILED). Published off the launch fast path only:
+    the slow path and error paths."""
+
+    kind: EventKind  # SPECIALIZED or FAILED
+    function: str
+    signature: str  # "void(float32[::1], float32)"; "" for a launch refused before typing
+    target: str  # "cuda" or "cpu" ("" when no target could be chosen)
+    dispatcher: Any  # the jit layer's Dispatcher (py_func says where it was defined)
+    specialization: Any = None  # SPECIALIZED: artifact, cache event, compile time
+    stage: str = ""  # FAILED: "compile" or "launch"
+    error: str = ""  # FAILED: the error in one line, with where it points
 
 
 # ---- cache decisions ---------------------------------------------------------------------------
@@ -483,7 +502,8 @@ _internal = threading.local()  # .depth > 0 while this thread does gpunb's own w
 # what gpunb's own work does not tell anyone: its compiles and cache decisions (launches are only
 # seen by those who asked for every launch: a profiler, a launch subscriber)
 _QUIET_KINDS = frozenset({EventKind.COMPILE_STARTED, EventKind.STAGE_STARTED,
-                          EventKind.STAGE_FINISHED, EventKind.COMPILE_FINISHED, EventKind.CACHE})
+                          EventKind.STAGE_FINISHED, EventKind.COMPILE_FINISHED, EventKind.CACHE,
+                          EventKind.SPECIALIZED, EventKind.FAILED})
 
 
 @contextmanager
@@ -532,8 +552,7 @@ def report_failure(fn, kind: EventKind, exc: Exception, stacklevel: int = 4) -> 
 
 
 __all__ = ["ArgumentInfo", "CacheChange", "CacheEvent", "CacheKind", "CacheReason", "CacheSource",
-           "CompileEvent", "EventKind", "LaunchEvent", "LaunchRecorder", "LaunchSite", "Notice",
-           "Stage", "Subscription", "has_subscribers", "in_internal_work", "internal_work",
-           "launch_event", "notify", "publish",
-           "record_launches",
+           "CompileEvent", "EventKind", "KernelEvent", "LaunchEvent", "LaunchRecorder",
+           "LaunchSite", "Notice", "Stage", "Subscription", "has_subscribers", "in_internal_work",
+           "internal_work", "launch_event", "notify", "publish", "record_launches",
            "report_failure", "subscribe", "subscriptions"]

@@ -25,6 +25,7 @@ from gpunb.foundation.errors import (
     NoMatchingSignatureError,
     NotAKernelError,
 )
+from gpunb.jit import failures as _failures
 from gpunb.jit.numba_api import NumbaDispatcherAPI
 from gpunb.jit.observe import observed_launch
 from gpunb.jit.specialization import Specialization
@@ -34,19 +35,6 @@ from gpunb.runtime.typeof import type_key
 _DEVICE_ARRAYS = (DeviceArray, HostDeviceArray)  # their type key is precomputed: read it inline
 _DECLINED = -1  # a native launcher's "take the Python path" (runtime/native_plan_code.DECLINED)
 _live: weakref.WeakSet = weakref.WeakSet()  # every Dispatcher, for _forget_targets
-
-
-def _at_user_line(exc: LaunchError) -> LaunchError:
-    """`exc`, or the same error pointing at the user's line (`kernel[2.5, 256]`: a caret under
-    the launch) when the check that raised it had no location to give."""
-    if exc.loc is not None or type(exc) not in (LaunchError, LaunchConfigError, NotAKernelError):
-        return exc
-    from gpunb.jit.options import user_location
-
-    loc = user_location()
-    if loc is None:
-        return exc
-    return type(exc)(exc.message, loc, hint=exc.hint, function=exc.function)
 
 
 def _forget_targets() -> None:
@@ -143,10 +131,8 @@ class Dispatcher(NumbaDispatcherAPI):
         try:
             made = self._make_config(config)
         except LaunchError as exc:
-            from gpunb.jit.failures import note_launch_failure
-
-            located = _at_user_line(exc)
-            note_launch_failure(self, located)
+            located = _failures.at_user_line(exc)
+            _failures.note_launch_failure(self, located)
             if located is exc:
                 raise
             raise located from None
@@ -312,12 +298,12 @@ class Dispatcher(NumbaDispatcherAPI):
                 spec = build_specialization(self, argtypes, backends.get(target),
                                             previous=found)
             except GpunbError as exc:
-                self.failed_compiles[(target, argtypes)] = (
-                    type(exc).__name__, getattr(exc, "message", None) or str(exc),
-                    getattr(exc, "loc", None))
+                _failures.note_compile_failure(self, target, argtypes, exc)
                 raise
             self.failed_compiles.pop((target, argtypes), None)
             self.specializations[(target, argtypes)] = spec
+            if spec is not found:  # new code (compiled or from the cache), not a kept one
+                _failures.announce_specialization(self, target, argtypes, spec)
             return spec
 
     # ---- compile-time API (numba.cuda compatible) ----------------------------------------------
@@ -527,9 +513,7 @@ class _LaunchConfig:
                 from gpunb.jit.options import user_location
 
                 exc.loc = user_location()
-            from gpunb.jit.failures import note_launch_failure
-
-            note_launch_failure(self.dispatcher, exc)
+            _failures.note_launch_failure(self.dispatcher, exc)
             raise
 
     def _launch(self, args: tuple, kwargs: dict) -> None:
@@ -549,9 +533,7 @@ class _LaunchConfig:
                 from gpunb.jit.options import user_location
 
                 exc.loc = user_location()
-            from gpunb.jit.failures import note_launch_failure
-
-            note_launch_failure(dispatcher, exc, args)  # for %gpucache status, the side panel
+            _failures.note_launch_failure(dispatcher, exc, args)  # %gpucache status, the panel
             raise
         if dispatcher.failed_launch is not None:
             dispatcher.failed_launch = None  # this launch worked

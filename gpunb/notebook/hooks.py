@@ -25,6 +25,7 @@ class CellHooks:
         self.cell_filename: str | None = None  # the running cell's synthetic filename
         self._previous_exc = None
         self._notices = None  # the NOTICE subscription while registered
+        self.panel_feed = None  # panel_feed.PanelFeed, in a Jupyter kernel (start_panel_feed)
 
     def register(self) -> None:
         self._wrap_compiler_cache()
@@ -68,8 +69,18 @@ class CellHooks:
         if getattr(cache, "gpunb_original", None) is not None:
             del self.shell.compile.cache  # the instance attribute; the class method shows again
 
+    def start_panel_feed(self) -> None:
+        """Collect what the side panel shows from gpunb's events (in a Jupyter kernel)."""
+        from gpunb.notebook.panel_feed import PanelFeed
+
+        if self.panel_feed is None:
+            self.panel_feed = PanelFeed().start()
+
     def unregister(self) -> None:
         self._unwrap_compiler_cache()
+        if self.panel_feed is not None:
+            self.panel_feed.stop()
+            self.panel_feed = None
         if self._notices is not None:
             self._notices.unsubscribe()
             self._notices = None
@@ -109,7 +120,8 @@ class CellHooks:
                 keep = False
             if keep:
                 self.after_cell.append(action)
-        publish_to_panel(self.shell, self.cell_filename, self.cell_number)
+        if self.panel_feed is not None:
+            publish_to_panel(self.shell, self.panel_feed, self.cell_filename, self.cell_number)
 
 
 def show_notice(notice) -> None:
@@ -117,16 +129,18 @@ def show_notice(notice) -> None:
     print(notice.text, file=sys.stdout, flush=True)
 
 
-def publish_to_panel(shell, cell_filename: str | None, cell_number: int | None) -> None:
-    """After a cell: new cache events, and (while a panel listens) the kernels it compiled."""
+def publish_to_panel(shell, feed, cell_filename: str | None, cell_number: int | None) -> None:
+    """After a cell: its cache events, and the kernels, failures and profiles `feed` (a
+    panel_feed.PanelFeed) heard of while it ran."""
     from gpunb.notebook import comm, panel_feed
 
     panel_feed.note_cell(cell_filename, cell_number, _execute_request(shell))
     comm.publish_new_events()
-    if comm.panel_connected():
-        records = panel_feed.new_kernel_records(shell.user_ns)
-        if records:
-            comm.publish({"type": "kernels", "kernels": records})
+    kernels, profiles = feed.take(cell_number)
+    if kernels:
+        comm.publish({"type": "kernels", "kernels": kernels})
+    for profile in profiles:
+        comm.publish_profile(profile)
 
 
 def _execute_request(shell) -> dict | None:
