@@ -33,10 +33,11 @@ Records:
   why, compile_ms, defined_at ("Cell In[3], line 2"), cell (execution count or null), cell_id
   (the JupyterLab cell id the kernel was defined in, or null), file, line; problem (optional:
   why the record is incomplete); note (optional: why resources are absent, e.g. the CPU
-  target's "CPU target: registers, ... are a GPU's figures"). A failed compile or launch is a K record too (panel_feed:
-  cache "compile failed" / "launch failed", the error in why and problem, no resources; the
-  signature "(launch failed before compiling)" when the arguments had no types); when it is
-  gone, its id is re-sent with cache "failure gone" unless a compiled record replaces it.
+  target's "CPU target: registers, ... are a GPU's figures"). A failed compile or launch is a
+  K record too (panel_feed: cache "compile failed" / "launch failed", the error in why and
+  problem, no resources; the signature "(launch failed before compiling)" when the arguments
+  had no types); when it is gone, its id is re-sent with cache "failure gone" unless a
+  compiled record replaces it.
 - L, a launch (%%gpuprofile): kernel, grid, block, ms, compiled.
 - P, a profile: {"title": str ("Cell In[5]: 3 launches"), "target": "cuda"|"cpu",
   "timing": "device"|"host", "cell": execution count or null, "cell_id": the JupyterLab cell

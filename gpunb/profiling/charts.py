@@ -16,6 +16,8 @@ MUTED = "var(--jp-ui-font-color2,#555)"
 GRID = "var(--jp-border-color2,#ddd)"
 AXIS = "var(--jp-border-color1,#999)"
 ROOF = "var(--jp-warn-color1,#c05621)"
+# text in the roof's colour, pulled towards the theme's strongest text colour for contrast
+ROOF_TEXT = "color-mix(in srgb,var(--jp-warn-color0,#c05621) 70%,var(--jp-ui-font-color0,#000))"
 POINT = "var(--jp-brand-color1,#2b6cb0)"
 OTHER = "var(--jp-ui-font-color3,#888)"
 
@@ -163,7 +165,7 @@ def roofline_svg(profile, width: int = 380, height: int = 250) -> str:
             + _text(axes.right - 2, axes.y(top) - 4, compute, "end", "gpunb-roof-label")
             + _text(axes.left + 4, 13, "GFLOP/s", "start", "gpunb-axis-label", MUTED)
             + _text(width - 10, 13, f"memory roof {bw:.4g} GB/s", "end", "gpunb-roof-label",
-                    ROOF)
+                    ROOF_TEXT)
             + _labels(points, axes)
             + _text((axes.left + axes.right) / 2, height - 6,
                     "arithmetic intensity (flop/byte)", "middle", "gpunb-axis-label", MUTED))
