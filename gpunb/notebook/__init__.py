@@ -39,6 +39,15 @@ def _connect_panel(ipython, hooks) -> None:
     hooks.start_panel_feed()
     if comm.register_target():
         comm.publish({"type": "hello", "version": comm.VERSION})
+    from gpunb.foundation import config
+
+    if config.notices_enabled():  # no silent absence: say how to get the panel
+        from gpunb.foundation.events import notify
+        from gpunb.notebook.labext import panel_notice
+
+        line = panel_notice()
+        if line:
+            notify(line, "panel")
 
 
 def unload_ipython_extension(ipython) -> None:
