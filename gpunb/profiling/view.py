@@ -14,10 +14,15 @@ from gpunb.profiling.charts import plural, roofline_svg, timeline_svg
 # the columns of KernelSummary.row(), in its order
 SUMMARY_HEADERS = ("kernel", "launches", "compiling", "p50 ms", "min ms", "max ms",
                    "total ms", "GB/s", "% of peak", "GFLOP/s", "occupancy")
+# the HTML table's narrower columns (a notebook output is ~700 px wide): compiling launches in
+# the launches cell, min and max in one
+HTML_HEADERS = ("kernel", "launches", "p50 ms", "min–max ms", "total ms", "GB/s", "% of peak",
+                "GFLOP/s", "occupancy")
 # what a header means, shown on hover in the HTML table
 HEADER_TIPS = {
-    "compiling": "launches that compiled (or loaded from the cache) their code; their "
-                          "times are left out of p50/min/max when others were timed",
+    "launches": "launches recorded; (N compiling): launches that compiled (or loaded from the "
+                "cache) their code, whose times are left out of p50/min/max when others were "
+                "timed",
     "p50 ms": "median launch time", "GB/s": "bytes moved to and from global memory per second, "
     "at the p50 launch", "% of peak": "GB/s against the measured copy bandwidth",
     "GFLOP/s": "counted floating-point operations per second, at the p50 launch",
@@ -88,6 +93,16 @@ def summary_rows(profile) -> list[list[str]]:
     return rows
 
 
+def html_rows(rows: list[list[str]]) -> list[list[str]]:
+    """summary_rows in HTML_HEADERS' columns."""
+    out = []
+    for kernel, launches, compiling, p50, low, high, total, gbps, pct, gflops, occ in rows:
+        count = f"{launches} ({compiling} compiling)" if compiling not in ("0", "") else launches
+        spread = f"{low}–{high}" if low or high else ""
+        out.append([kernel, count, p50, spread, total, gbps, pct, gflops, occ])
+    return out
+
+
 def profile_text(profile) -> str:
     parts = [_header(profile)]
     parts += [f"note: {n}" for n in profile.notes]
@@ -105,10 +120,10 @@ def profile_text(profile) -> str:
 # JupyterLab's fixed layout for output tables, which breaks headers mid-word ("launche s").
 _TABLE = ('style="border-collapse:collapse;margin:4px 0;table-layout:auto;width:auto;'
           'color:var(--jp-ui-font-color1,#1a1a1a)"')
-_TH = ('style="border:1px solid var(--jp-border-color2,#ccc);padding:2px 8px;'
+_TH = ('style="border:1px solid var(--jp-border-color2,#ccc);padding:2px 6px;'
        'white-space:nowrap;text-align:{align};background:var(--jp-layout-color2,#f0f0f0);'
        'color:var(--jp-ui-font-color0,#000)"')
-_TD = ('style="border:1px solid var(--jp-border-color2,#ccc);padding:2px 8px;'
+_TD = ('style="border:1px solid var(--jp-border-color2,#ccc);padding:2px 6px;'
        'white-space:nowrap;text-align:{align}"')
 
 
@@ -156,7 +171,7 @@ def profile_html(profile) -> str:
     parts = [_html_header(profile)]
     parts += [f'<div class="gpunb-note">note: {_esc(n)}</div>' for n in profile.notes]
     if profile.launches:
-        parts.append(_html_table(SUMMARY_HEADERS, summary_rows(profile)))
+        parts.append(_html_table(HTML_HEADERS, html_rows(summary_rows(profile))))
         parts.append('<div style="display:flex;gap:16px;flex-wrap:wrap;align-items:flex-start">'
                      + roofline_svg(profile) + timeline_svg(profile) + "</div>")
     if profile.ncu is not None:
