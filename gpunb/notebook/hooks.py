@@ -120,8 +120,7 @@ class CellHooks:
                 keep = False
             if keep:
                 self.after_cell.append(action)
-        if self.panel_feed is not None:
-            publish_to_panel(self.shell, self.panel_feed, self.cell_filename, self.cell_number)
+        publish_to_panel(self.shell, self.panel_feed, self.cell_filename, self.cell_number)
 
 
 def show_notice(notice) -> None:
@@ -131,11 +130,13 @@ def show_notice(notice) -> None:
 
 def publish_to_panel(shell, feed, cell_filename: str | None, cell_number: int | None) -> None:
     """After a cell: its cache events, and the kernels, failures and profiles `feed` (a
-    panel_feed.PanelFeed) heard of while it ran."""
+    panel_feed.PanelFeed, None outside a Jupyter kernel) heard of while it ran."""
     from gpunb.notebook import comm, panel_feed
 
     panel_feed.note_cell(cell_filename, cell_number, _execute_request(shell))
     comm.publish_new_events()
+    if feed is None:
+        return
     kernels, profiles = feed.take(cell_number)
     if kernels:
         comm.publish({"type": "kernels", "kernels": kernels})
