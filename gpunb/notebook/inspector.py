@@ -136,7 +136,13 @@ class Inspector:
         return render.wrap(self.header_html() + "".join(sections), uid)
 
     def text(self, tabs: tuple | None = None) -> str:
-        return self.report.text(self.text_tabs if tabs is None else tabs)
+        """The report as text (`--show` in a terminal), its listings named and laid out as the
+        HTML tabs show them (asmview.py)."""
+        import dataclasses
+
+        r = self.report
+        shown = dataclasses.replace(r, ptx=tidy_ptx(r.ptx), sass=tidy_sass(r.sass))
+        return shown.text(self.text_tabs if tabs is None else tabs)
 
     def __repr__(self) -> str:
         return self.text()

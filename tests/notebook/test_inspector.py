@@ -285,3 +285,13 @@ def test_the_sass_tab_shows_opcodes_near_the_left_edge(compiled):
     stg = next(row for row in rows if "STG" in row)  # '>46/*01a0*/     STG.E desc...'
     assert stg.index("STG") < 20, stg  # line number, address, predicate field, opcode
     assert not any("/sources/" in row for row in rows)
+
+
+def test_the_text_form_shows_the_listings_as_the_tabs_do(compiled):
+    from gpunb.notebook.asmview import tidy_sass
+
+    insp = inspector_for(compiled, arch="sm_90")
+    text = insp.text(("sass",))
+    if insp.report.sass:
+        assert tidy_sass(insp.report.sass).splitlines()[-1] in text
+        assert "/sources/" not in text

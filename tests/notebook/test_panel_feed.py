@@ -171,3 +171,28 @@ def test_a_stopped_feed_hears_nothing(feed):
     x = np.arange(8, dtype=np.float32)
     kernel[1, 8](np.zeros_like(x), x, np.float32(3.0))
     assert feed.take() == ([], [])
+
+
+def test_a_gpuprofile_cell_reaches_the_comm_as_it_finishes(shell):
+    """Through the cell hooks (as in a Jupyter kernel): a %%gpuprofile cell's profile and its
+    kernel are published after that cell, the profile linked to the cell that ran it."""
+    from nbhelpers import run_cell
+
+    from gpunb.notebook import comm, hooks_for
+
+    hooks_for(shell).start_panel_feed()
+    run_cell(shell, "%%gpukernel\ndef add_one(v):\n    i = cuda.grid(1)\n"
+                    "    if i < v.size:\n        v[i] += 1.0\n")
+    shell.user_ns["np"] = np
+    before = len(comm.sent)
+    result = run_cell(shell, "%%gpuprofile\nv = np.zeros(64, np.float32)\n"
+                             "for _ in range(3):\n    add_one[1, 64](v)")
+    assert result.error_in_exec is None
+    sent = comm.sent[before:]
+    (profile,) = [m["profile"] for m in sent if m["type"] == "profile"]
+    assert profile["cell"] == result.execution_count
+    assert profile["title"] == f"Cell In[{result.execution_count}]: 3 launches"
+    assert profile["kernels"][0]["kernel"] == "add_one"
+    kernels = [k for m in sent if m["type"] == "kernels" for k in m["kernels"]]
+    assert [k["name"] for k in kernels] == ["add_one"]
+    assert comm.snapshot()["profiles"][-1] == profile  # a panel that connects later gets it
