@@ -381,6 +381,10 @@ def _check_panel_and_outputs(page, theme: str) -> dict:
     # the CPU target says why there are no registers; the profile says its launches
     assert "CPU target" in panel_text and "3 launches" in panel_text, panel_text
     assert "gpunb_fp32_peak" not in panel_text  # gpunb's own kernel is not the user's
+    details = panel.locator(".gpunb-profile details").first
+    if details.get_attribute("open") is None:  # the rest of the profile, expanded
+        details.locator("summary").click()
+    assert "n/a (CPU target)" in panel.locator(".gpunb-profile dl").first.inner_text()
     found = {"panel": readability(panel)}
     assert found["panel"]["width"] <= 320, found["panel"]  # the sidebar's default width
     panel.screenshot(path=str(ARTIFACTS / f"panel-{theme}.png"))
