@@ -114,3 +114,12 @@ def __getattr__(name: str):
 
         return diff_view
     raise AttributeError(f"module 'gpunb.notebook' has no attribute {name!r}")
+
+
+def tensorcore_layout(shape: str = "m16n8k16", dtype: str = "float16", api: str = "mma",
+                      trans: bool = False, num: int = 4):
+    """Which lane holds which element of A, B and C of mma.sync (api="mma"), WMMA (api="wmma")
+    or ldmatrix (shape="ldmatrix"): an HTML view, `.text()`, or `.widget()` with dropdowns."""
+    from gpunb.notebook.layout_view import tensorcore_layout as draw
+
+    return draw(shape, dtype, api, trans, num)

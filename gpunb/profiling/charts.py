@@ -20,6 +20,7 @@ ROOF = "var(--jp-warn-color1,#c05621)"
 ROOF_TEXT = "color-mix(in srgb,var(--jp-warn-color0,#c05621) 70%,var(--jp-ui-font-color0,#000))"
 POINT = "var(--jp-brand-color1,#2b6cb0)"
 OTHER = "var(--jp-ui-font-color3,#888)"
+TENSOR = "var(--jp-accent-color1,#6b46c1)"
 
 
 def _esc(value: object) -> str:
@@ -46,6 +47,18 @@ def plural(count: int, word: str) -> str:
     if count == 1:
         return f"{count} {word}"
     return f"{count} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{count} {word}s"
+
+
+def flop_rate(gflops: float) -> str:
+    """A compute roof as one reads it: 5.57 GFLOP/s, 312 GFLOP/s, 59.8 TFLOP/s, 800 TFLOP/s."""
+    if gflops >= 1000:
+        return f"{gflops / 1000:.3g} TFLOP/s"
+    return f"{gflops:.3g} GFLOP/s"
+
+
+def byte_rate(gbps: float) -> str:
+    """7.44 GB/s, 3021 GB/s (no exponents)."""
+    return f"{gbps:.0f} GB/s" if gbps >= 100 else f"{gbps:.3g} GB/s"
 
 
 def decade_label(exponent: int) -> str:
@@ -138,6 +151,20 @@ def _labels(points: list, axes: _LogAxes) -> str:
     return "".join(out)
 
 
+def _tensor_roof(axes: _LogAxes, bw: float, ridge: float, top: float, tensor: float | None,
+                 xs: tuple[int, int]) -> str:
+    """The tensor-core roof (dashed): the bandwidth slope on from the FP32 ridge up to its own
+    ridge, then flat; labelled below the line at the right."""
+    if not tensor or tensor <= top:
+        return ""
+    points = [(ridge, top), (tensor / bw, tensor), (10.0 ** xs[1], tensor)]
+    path = " ".join(f"{axes.x(a):.1f},{axes.y(g):.1f}" for a, g in points)
+    return (f'<polyline points="{path}" class="gpunb-tensor-roof" style="fill:none;'
+            f'stroke:{TENSOR};stroke-width:2;stroke-dasharray:4 2"/>'
+            + _text(axes.right - 2, axes.y(tensor) + 12, f"{flop_rate(tensor)} tensor cores",
+                    "end", "gpunb-roof-label"))
+
+
 def roofline_svg(profile, width: int = 380, height: int = 250) -> str:
     """The roofline: each kernel's p50 launch at (flop/byte, GFLOP/s) under the bandwidth and
     FP32 roofs, log axes with a value per decade; or one line saying why there is none."""
@@ -148,29 +175,32 @@ def roofline_svg(profile, width: int = 380, height: int = 250) -> str:
         return f'<div class="gpunb-roofline muted">roofline: {_esc(why)}</div>'
     bw = profile.peak_gbps
     top = profile.peak_gflops or max(g for _, _, g in points) * 4
+    tensor = getattr(profile, "peak_tensor_gflops", None)
     ridge = top / bw
-    intensities = [a for _, a, _ in points] + [ridge]
+    intensities = [a for _, a, _ in points] + [ridge] + ([tensor / bw] if tensor else [])
     xs = _decades(min(intensities) / 3, max(intensities) * 3, 3)
-    ys = _decades(min(g for _, _, g in points) / 3, top * 1.5, 3)
+    highest = max([top, tensor or 0.0] + [g for _, _, g in points])
+    ys = _decades(min(g for _, _, g in points) / 3, highest * 1.5, 3)
     axes = _LogAxes((48, 22, width - 10, height - 36), xs, ys)
     low_x = 10.0 ** xs[0]
     roof = [(low_x, bw * low_x), (ridge, top), (10.0 ** xs[1], top)]
     if bw * low_x < 10.0 ** ys[0]:  # the slope enters the plot above its left edge
         roof[0] = (10.0 ** ys[0] / bw, 10.0 ** ys[0])
     path = " ".join(f"{axes.x(a):.1f},{axes.y(g):.1f}" for a, g in roof)
-    compute = f"{top:.4g} GFLOP/s FP32" if profile.peak_gflops else "no FP32 peak"
+    compute = f"{flop_rate(top)} FP32" if profile.peak_gflops else "no FP32 peak"
     body = (axes.grid()
             + f'<polyline points="{path}" class="gpunb-roof" '
               f'style="fill:none;stroke:{ROOF};stroke-width:2"/>'
+            + _tensor_roof(axes, bw, ridge, top, tensor, xs)
             + _text(axes.right - 2, axes.y(top) - 4, compute, "end", "gpunb-roof-label")
             + _text(axes.left + 4, 13, "GFLOP/s", "start", "gpunb-axis-label", MUTED)
-            + _text(width - 10, 13, f"memory roof {bw:.4g} GB/s", "end", "gpunb-roof-label",
+            + _text(width - 10, 13, f"memory roof {byte_rate(bw)}", "end", "gpunb-roof-label",
                     ROOF_TEXT)
             + _labels(points, axes)
             + _text((axes.left + axes.right) / 2, height - 6,
                     "arithmetic intensity (flop/byte)", "middle", "gpunb-axis-label", MUTED))
     return _svg("gpunb-roofline", width, height, body,
-                f"roofline: {plural(len(points), 'kernel')} under {bw:.4g} GB/s and {compute}")
+                f"roofline: {plural(len(points), 'kernel')} under {byte_rate(bw)} and {compute}")
 
 
 def duration(ms: float) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from gpunb.profiling.charts import plural, roofline_svg, timeline_svg
+from gpunb.profiling.charts import byte_rate, flop_rate, plural, roofline_svg, timeline_svg
 
 # the columns of KernelSummary.row(), in its order
 SUMMARY_HEADERS = ("kernel", "launches", "compiling", "p50 ms", "min ms", "max ms",
@@ -70,6 +70,9 @@ def peaks_label(profile) -> str:
     if profile.peak_gflops:
         parts.append(f"FP32 {profile.peak_gflops:.0f} GFLOP/s "
                      f"({_how(profile, 'gflops') or 'datasheet'})")
+    if getattr(profile, "peak_tensor_gflops", None):
+        parts.append(f"FP16 tensor cores {profile.peak_tensor_gflops:.0f} GFLOP/s "
+                     f"({_how(profile, 'tensor_gflops') or 'measured'})")
     return ", ".join(parts) + (f" on {profile.device}" if parts and profile.device else "")
 
 
@@ -154,13 +157,16 @@ def _html_header(profile) -> str:
              f'<div class="gpunb-muted" style="color:var(--jp-ui-font-color2,#555)">'
              f"{_esc(timing_label(profile))}</div>"]
     if profile.peak_gbps or profile.peak_gflops:
-        roofs = []
+        roofs: list[str] = []
         if profile.peak_gbps:
-            roofs.append(f"copy {profile.peak_gbps:.4g} GB/s "
+            roofs.append(f"copy {byte_rate(profile.peak_gbps)} "
                          f"({_how(profile, 'gbps') or 'measured'})")
         if profile.peak_gflops:
-            roofs.append(f"FP32 {profile.peak_gflops:.4g} GFLOP/s "
+            roofs.append(f"FP32 {flop_rate(profile.peak_gflops)} "
                          f"({_how(profile, 'gflops') or 'datasheet'})")
+        if getattr(profile, "peak_tensor_gflops", None):
+            roofs.append(f"FP16 tensor cores {flop_rate(profile.peak_tensor_gflops)} "
+                         f"({_how(profile, 'tensor_gflops') or 'measured'})")
         device = f" on {profile.device}" if profile.device else ""
         lines.append(f'<div style="color:var(--jp-ui-font-color2,#555)">roofs: '
                      f"{_esc(', '.join(roofs))}{_esc(device)}</div>")

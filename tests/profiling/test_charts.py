@@ -48,7 +48,7 @@ def test_the_roofline_has_log_axes_ticks_and_a_label_per_kernel():
     ticks = re.findall(r'class="gpunb-tick"[^>]*>([^<]*)<', svg)
     assert {"0.1", "1", "10", "100"} <= set(ticks), ticks
     assert "arithmetic intensity (flop/byte)" in texts and "GFLOP/s" in texts
-    assert any("GB/s" in t for t in texts) and any("GFLOP/s FP32" in t for t in texts)
+    assert any("GB/s" in t for t in texts) and any("FLOP/s FP32" in t for t in texts)
     # points sit inside the plot area, under the title line
     frame = re.search(r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="([\d.]+)"', svg)
     left, top, w, h = map(float, frame.groups())
@@ -113,3 +113,15 @@ def test_occupancy_says_why_it_is_empty_on_the_cpu_target():
     assert 'title="occupancy is a GPU figure' in cpu._repr_html_()
     gpu = _profile([_record(occupancy=Occupancy(0.75, 48, 64, "registers", "sm_90"))])
     assert view.summary_rows(gpu)[0][-1] == "75% (registers)"
+
+
+def test_a_tensor_core_roof_is_drawn_dashed_and_labelled_above_the_fp32_one():
+    profile = _profile([_record("gemm", ms=1.0, nbytes=10**8, flops=10**12)], gbps=3000.0,
+                       gflops=60000.0)
+    profile._peak_tensor_gflops = 800000.0
+    svg = charts.roofline_svg(profile)
+    assert 'class="gpunb-tensor-roof"' in svg and "stroke-dasharray" in svg
+    assert "800 TFLOP/s tensor cores" in _texts(svg) and "60 TFLOP/s FP32" in _texts(svg)
+    ticks = re.findall(r'class="gpunb-tick"[^>]*>([^<]*)<', svg)
+    assert "1M" in ticks  # the y axis reaches above the tensor roof
+    assert "FP16 tensor cores 800 TFLOP/s (measured)" in profile._repr_html_()
