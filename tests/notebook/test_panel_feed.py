@@ -196,3 +196,27 @@ def test_a_gpuprofile_cell_reaches_the_comm_as_it_finishes(shell):
     kernels = [k for m in sent if m["type"] == "kernels" for k in m["kernels"]]
     assert [k["name"] for k in kernels] == ["add_one"]
     assert comm.snapshot()["profiles"][-1] == profile  # a panel that connects later gets it
+
+
+@pytest.mark.gpu
+def test_a_gpu_kernel_s_record_has_the_driver_s_resources():
+    """On the device: the record of a cuda-target specialisation carries the loaded kernel's
+    registers and shared memory and its occupancy, made without compiling anything more."""
+    started = panel_feed.PanelFeed().start()
+    try:
+        gpunb.set_target("cuda")
+        stages = []
+        kernel = _cell(CELL.replace("x[i] * a", "x[i] * a - 3.0"), 21)["scale_rows"]
+        x = np.arange(1024, dtype=np.float32)
+        out = np.zeros_like(x)
+        kernel[4, 256](out, x, np.float32(2.0))
+        np.testing.assert_allclose(out, x * 2 - 3)
+        with events.subscribe("compile_started", stages.append):
+            (record,), _ = started.take()
+        assert stages == []
+        assert record["target"] == "cuda" and record["registers"] > 0
+        assert record["arch"].startswith("sm_") and 0 < record["occupancy"] <= 1
+        assert record["limiter"] and "note" not in record
+    finally:
+        started.stop()
+        gpunb.set_target(None)
