@@ -250,11 +250,12 @@ def timeline_svg(profile, width: int = 420) -> str:
         x = left + t * 1e6 * scale
         ticks.append(f'<line x1="{x:.1f}" y1="{axis_y}" x2="{x:.1f}" y2="{axis_y + 4}" '
                      f'style="stroke:{AXIS}"/>')
-        ticks.append(_text(x, axis_y + 15, "0" if t == 0 else duration(t), "middle",
-                           "gpunb-tick"))
+        near_edge = x > width - 28  # a value at the right end ends there, inside the chart
+        ticks.append(_text(x, axis_y + 15, "0" if t == 0 else duration(t),
+                           "end" if near_edge else "middle", "gpunb-tick"))
     axis = (f'<line x1="{left}" y1="{axis_y}" x2="{right}" y2="{axis_y}" '
             f'style="stroke:{AXIS}"/>' + "".join(ticks))
-    title = _text(left, 12, f"launch timeline: {duration(span / 1e6)} from the first launch",
+    title = _text(2, 12, f"launch timeline: {duration(span / 1e6)} from the first launch",
                   "start", "gpunb-axis-label", MUTED)
     return _svg("gpunb-timeline", width, height, title + labels + "".join(bars) + axis,
                 f"timeline of {plural(len(records), 'launch')} over {duration(span / 1e6)}")

@@ -125,3 +125,18 @@ def test_a_tensor_core_roof_is_drawn_dashed_and_labelled_above_the_fp32_one():
     ticks = re.findall(r'class="gpunb-tick"[^>]*>([^<]*)<', svg)
     assert "1M" in ticks  # the y axis reaches above the tensor roof
     assert "FP16 tensor cores 800 TFLOP/s (measured)" in profile._repr_html_()
+
+
+def test_every_chart_text_lies_inside_its_svg():
+    """A rough box per text (0.62 em per character at 11 px): none crosses the drawing's edge,
+    whatever the span of the timeline (the last tick's value at the right end included)."""
+    for span_ms in (0.3, 1.0, 9.0, 100.0, 1510.0):
+        records = [_record("saxpy", ms=span_ms / 4, start=int(k * span_ms / 4 * 1e6))
+                   for k in range(4)]
+        for svg in (charts.roofline_svg(_profile(records)), charts.timeline_svg(_profile(records))):
+            width = float(re.search(r'width="(\d+)"', svg).group(1))
+            for x, anchor, text in re.findall(
+                    r'<text x="([\d.]+)" y="[\d.]+" text-anchor="(\w+)"[^>]*>([^<]*)<', svg):
+                w = 11 * 0.62 * len(text)
+                left = {"start": 0, "middle": w / 2, "end": w}[anchor]
+                assert float(x) - left >= -1 and float(x) - left + w <= width + 1, (span_ms, text)
