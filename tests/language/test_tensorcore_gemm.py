@@ -11,6 +11,8 @@ from tensorcore_support import NP_TYPES, reference
 from benchmarks import tensorcore_kernels as tk
 from gpunb import cuda
 
+pytestmark = pytest.mark.slow  # dozens of kernels compiled for two targets
+
 
 def _operands(n: int, dtype):
     rng = np.random.default_rng(9)

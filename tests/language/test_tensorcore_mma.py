@@ -21,6 +21,8 @@ from tensorcore_support import (
 from gpunb import cuda
 from gpunb.compiler.builtins import tensorcore_layouts as tl
 
+pytestmark = pytest.mark.slow  # dozens of kernels compiled for two targets
+
 CASES = [  # shape, A kind, B kind, C kind
     ("m16n8k8", "f16", "f16", "f32"), ("m16n8k8", "f16", "f16", "f16"),
     ("m16n8k8", "bf16", "bf16", "f32"), ("m16n8k8", "tf32", "tf32", "f32"),

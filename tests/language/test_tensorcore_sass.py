@@ -13,6 +13,8 @@ from gpunb import cuda
 from gpunb.foundation.artifact import KernelArtifact
 from gpunb.jit.report import sass_line_map
 
+pytestmark = pytest.mark.slow  # GEMM kernels compiled (and run on the CPU target)
+
 SIG = "void(float32[:, ::1], float16[:, ::1], float16[:, ::1])"
 
 

@@ -13,6 +13,8 @@ from gpunb import cuda
 from gpunb.compiler.builtins import tensorcore_layouts as tl
 from gpunb.cuda import wmma
 
+pytestmark = pytest.mark.slow  # dozens of kernels compiled for two targets
+
 DTYPES = {"f16": np.float16, "bf16": NP_TYPES["bf16"], "tf32": wmma.precision.tf32,
           "s8": np.int8, "u8": np.uint8, "f32": np.float32, "s32": np.int32}
 

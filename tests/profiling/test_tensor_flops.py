@@ -12,6 +12,8 @@ from gpunb.foundation import types as t
 from gpunb.jit import inspection
 from gpunb.profiling.counts import count_llvm
 
+pytestmark = pytest.mark.slow  # GEMM kernels compiled (and run on the CPU target)
+
 
 def _flops(kernel, argtypes, shapes, grid, block):
     counts = count_llvm(inspection.ptx_for(kernel, argtypes).llvm_ir, argtypes)
