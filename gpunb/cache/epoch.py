@@ -13,7 +13,7 @@ import os
 import threading
 
 from gpunb.cache.encode import blake2b
-from gpunb.foundation import sources
+from gpunb.foundation import loaded_sources
 from gpunb.foundation.user_warnings import StaleSourceWarning  # noqa: F401 - re-exported
 
 # A dict, not a global int, so that a watch entry (_state.get, "epoch", <int object>) is checked by
@@ -61,11 +61,11 @@ def _digest_file(path: str) -> str | None:
 
 def track_module_files(paths) -> None:
     """Remember (size, mtime_ns, content digest) of module files that GPU functions came from:
-    of the text kept when the module ran (foundation/sources.py), else of the file now."""
+    of the text kept when the module ran (foundation/loaded_sources.py), else of the file now."""
     for path in paths:
         if path in _files:
             continue
-        kept = sources.loaded_text_of(path)
+        kept = loaded_sources.loaded_text_of(path)
         if kept is not None:
             _files[path] = kept.stamp()
             continue
@@ -118,9 +118,9 @@ def check_module_files() -> tuple[str, ...]:
 
 
 def _warn_changed(path: str, digest: str) -> None:
-    kept = sources.loaded_text_of(path)
+    kept = loaded_sources.loaded_text_of(path)
     if kept is not None:  # the same once-only warning the frontend gives for this content
-        sources.warn_stale(kept, "edited", digest)
+        loaded_sources.warn_stale(kept, "edited", digest)
         return
     from gpunb.foundation.user_warnings import warn_user
 

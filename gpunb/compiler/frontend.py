@@ -15,7 +15,7 @@ import textwrap
 
 from gpunb.compiler import source_recovery
 from gpunb.compiler.folding import fold_constants
-from gpunb.foundation import sources
+from gpunb.foundation import loaded_sources
 from gpunb.foundation.errors import CompileError, SourceLocation
 from gpunb.foundation.records import record
 
@@ -122,7 +122,7 @@ def source_lines(py_func) -> tuple:
 def _source_block(py_func) -> tuple:
     """(lines, first line number, the whole text when it is not what linecache holds, else None).
 
-    A function of a module whose text gpunb kept when the module ran (foundation/sources.py)
+    A function of a module whose text gpunb kept when the module ran (foundation/loaded_sources.py)
     compiles from that text: an edit made to the file since is not what the module runs, and
     one StaleSourceWarning says how to pick it up. Other functions read linecache (files and
     notebook cells alike; an edited file is read again, as inspect does).
@@ -134,12 +134,12 @@ def _source_block(py_func) -> tuple:
     unusual falls back to it.
     """
     code = py_func.__code__
-    kept = sources.loaded_text(code)
+    kept = loaded_sources.loaded_text(code)
     text_lines = None
     if kept is not None:
         state, now = kept.on_disk()
         if state != "same":
-            sources.warn_stale(kept, state, now, py_func.__qualname__)
+            loaded_sources.warn_stale(kept, state, now, py_func.__qualname__)
             text_lines = tuple(kept.lines)  # errors show the compiled text, not the file's
         lines = kept.lines
     else:
