@@ -44,7 +44,10 @@ def device_peaks(target: str) -> Peaks:
     with _lock:
         found = _measured.get(key)
         if found is None:
-            found = _measured[key] = _measure_cuda() if target == "cuda" else _measure_cpu()
+            from gpunb.foundation.events import internal_work
+
+            with internal_work():  # its kernel is gpunb's: no progress line, panel or log entry
+                found = _measured[key] = _measure_cuda() if target == "cuda" else _measure_cpu()
         return found
 
 
