@@ -75,7 +75,8 @@ class Status(ctypes.Structure):
         ("rec_buf", ctypes.c_void_p),  # access records (RECORD_FIELDS), when the kernel records
         ("rec_cap", ctypes.c_int64),  # records the buffer holds
         ("rec_len", ctypes.c_int64),  # records written (may exceed rec_cap: then truncated)
-        ("rec_shared", ctypes.c_int64),  # shared bytes per block: offsets below are shared
+        ("rec_shared", ctypes.c_int64),  # shared bytes per block (every launch): offsets below
+        # it are shared memory (access records; ldmatrix/stmatrix's check)
         ("mask", ctypes.c_int32),  # warp-mask errors: the lanes named that did not arrive
         ("lane", ctypes.c_int32),
     ]

@@ -85,6 +85,7 @@ class LoadedCpuKernel:
             status.print_buf = ctypes.addressof(prints)
             status.print_cap = PRINT_BUFFER_BYTES
         shared = _align16(dynamic_shared) + self.artifact.resources.shared_bytes
+        status.rec_shared = shared  # (also ldmatrix/stmatrix's check that a row is shared)
         records = None
         if self.artifact.access_sites:
             import numpy as np
@@ -95,7 +96,6 @@ class LoadedCpuKernel:
             records = np.empty(max(cap, 1), RECORD_DTYPE)
             status.rec_buf = records.ctypes.data
             status.rec_cap = cap
-            status.rec_shared = shared
         threads = n_blocks * block[0] * block[1] * block[2]
         if self.artifact.cooperative or records is not None:
             if threads > MAX_COOPERATIVE_THREADS:
