@@ -17,8 +17,8 @@ from gpunb.backends.cpu.accesses import (
     find_pending_read,
     find_race,
     pending_read_error,
-    race_error,
 )
+from gpunb.backends.cpu.async_races import find_missing_fence, missing_fence_error, race_report
 from gpunb.jit.access_types import (
     BANK_BYTES,
     BANKS,
@@ -180,12 +180,16 @@ def build_map(log: AccessLog, names: list) -> AccessMap:
 
 def _first_race(log: AccessLog) -> tuple:
     """The first access to memory an asynchronous operation still owned, else the first data
-    race, as a one-element tuple (empty when there is none): what racecheck would raise."""
+    race, else the first generic write the async proxy read without a fence, as a one-element
+    tuple (empty when there is none): what racecheck would raise."""
     pending = find_pending_read(log)
     if pending is not None:
         return (pending_read_error(log, pending),)
     race = find_race(log)
-    return (race_error(log, race),) if race is not None else ()
+    if race is not None:
+        return (race_report(log, race),)
+    unfenced = find_missing_fence(log)
+    return (missing_fence_error(log, unfenced),) if unfenced is not None else ()
 
 
 def _async_overlap(log: AccessLog, shared, kinds, block, n_blocks: int) -> AsyncOverlap | None:

@@ -53,6 +53,14 @@ RECORD_FIELDS = (("address", "<i8"), ("site", "<i4"), ("thread", "<i4"), ("block
                  ("space", "<i2"))
 RECORD_SIZE = 32
 SPACE_GLOBAL, SPACE_SHARED = 0, 1
+# a synchronisation record (racecheck of asynchronous kernels, backends/cpu/happens_before.py):
+# its address field is a value - bits 0-31 the object (an mbarrier's shared offset, a copy's or
+# wgmma's serial), 32-39 the SYNC_* kind, bit 40 "this update completed the phase", 41-62 extra
+SPACE_SYNC = 2
+(SYNC_MB_INIT, SYNC_MB_ARRIVE, SYNC_MB_TX, SYNC_MB_COMPLETE_TX, SYNC_MB_WAIT, SYNC_COPY_ISSUE,
+ SYNC_COPY_LAND, SYNC_COPY_END, SYNC_FENCE, SYNC_WGMMA_ISSUE, SYNC_WGMMA_END,
+ SYNC_WGMMA_WAIT) = range(1, 13)
+SYNC_KIND_SHIFT, SYNC_DONE_BIT, SYNC_EXTRA_SHIFT = 32, 40, 41
 
 
 class Status(ctypes.Structure):

@@ -154,9 +154,14 @@ class LoadedCpuKernel:
         pending = accesses.find_pending_read(log)
         if pending is not None:
             raise accesses.pending_read_error(log, pending)
+        from gpunb.backends.cpu import async_races
+
         race = accesses.find_race(log)
         if race is not None:
-            raise accesses.race_error(log, race)
+            raise async_races.race_report(log, race)
+        unfenced = async_races.find_missing_fence(log)
+        if unfenced is not None:
+            raise async_races.missing_fence_error(log, unfenced)
         unset = accesses.find_uninitialised_read(log)
         if unset is not None:
             raise accesses.initcheck_error(log, unset)

@@ -56,7 +56,48 @@ def record_function(module: ir.Module) -> ir.Function:
     in_shared = b.icmp_unsigned("<", offset, b.load(_at(b, status, so["rec_shared"]),
                                                      typ=dm.i64))
     rec = b.gep(buf, [b.mul(n, ir.Constant(dm.i64, abi.RECORD_SIZE))], source_etype=dm.i8)
-    b.store(b.select(in_shared, offset, addr), rec)
+    _fill(b, ctx, rec, b.select(in_shared, offset, addr), site, b.zext(in_shared, ir.IntType(16)))
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def record_sync_function(module: ir.Module) -> ir.Function:
+    """void gpunb_record_sync(ctx, i32 site, i64 value): append a synchronisation record
+    (abi.SPACE_SYNC; `value` in place of the address) to the launch's log."""
+    name = "gpunb_record_sync"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, dm.i64]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    ctx, site, value = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    done = fn.append_basic_block("done")
+    so = abi.STATUS_OFFSETS
+    status = b.load(_at(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
+    buf = b.load(_at(b, status, so["rec_buf"]), typ=dm.ptr)
+    write = fn.append_basic_block("write")
+    b.cbranch(b.icmp_unsigned("==", buf, ir.Constant(dm.ptr, None)), done, write)
+    b.position_at_end(write)
+    n = b.atomic_rmw("add", _at(b, status, so["rec_len"]), ir.Constant(dm.i64, 1), "monotonic")
+    fits = b.icmp_signed("<", n, b.load(_at(b, status, so["rec_cap"]), typ=dm.i64))
+    store = fn.append_basic_block("store")
+    b.cbranch(fits, store, done)
+    b.position_at_end(store)
+    rec = b.gep(buf, [b.mul(n, ir.Constant(dm.i64, abi.RECORD_SIZE))], source_etype=dm.i8)
+    _fill(b, ctx, rec, value, site, ir.Constant(ir.IntType(16), abi.SPACE_SYNC))
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def _fill(b: ir.IRBuilder, ctx, rec, address, site, space) -> None:
+    """Write one record: address (or value), site, thread, block, epochs, space."""
+    b.store(address, rec)
     b.store(site, _at(b, rec, 8))
     b.store(b.load(_at(b, ctx, abi.CTX_LINEAR), typ=dm.i32), _at(b, rec, 12))
     ctaid = [b.load(_at(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32) for k in range(3)]
@@ -67,11 +108,29 @@ def record_function(module: ir.Module) -> ir.Function:
     b.store(b.load(_at(b, ctx, abi.CTX_WARP_EPOCH), typ=dm.i32), _at(b, rec, 24))
     grid = b.load(_at(b, ctx, abi.CTX_GRID_EPOCH), typ=dm.i32)
     b.store(b.trunc(grid, ir.IntType(16)), _at(b, rec, 28))
-    b.store(b.zext(in_shared, ir.IntType(16)), _at(b, rec, 30))
-    b.branch(done)
-    b.position_at_end(done)
-    b.ret_void()
-    return fn
+    b.store(space, _at(b, rec, 30))
+
+
+def sync_value(b: ir.IRBuilder, kind: int, obj, done=None, extra=None):
+    """The i64 value of a synchronisation record (abi.SYNC_*): object, kind, flag, extra."""
+    i64 = dm.i64
+    value = b.or_(b.and_(b.zext(obj, i64) if obj.type != i64 else obj,
+                         ir.Constant(i64, 0xFFFFFFFF)),
+                  ir.Constant(i64, kind << abi.SYNC_KIND_SHIFT))
+    if done is not None:
+        value = b.or_(value, b.shl(b.zext(done, i64), ir.Constant(i64, abi.SYNC_DONE_BIT)))
+    if extra is not None:
+        wide = b.zext(extra, i64) if extra.type != i64 else extra
+        value = b.or_(value, b.shl(b.and_(wide, ir.Constant(i64, (1 << 22) - 1)),
+                                   ir.Constant(i64, abi.SYNC_EXTRA_SHIFT)))
+    return value
+
+
+def record_sync(b: ir.IRBuilder, ctx, kind: int, obj, site: int = -1, done=None,
+                extra=None) -> None:
+    """Call gpunb_record_sync for one synchronisation event of the calling thread."""
+    b.call(record_sync_function(b.module),
+           [ctx, ir.Constant(dm.i32, site), sync_value(b, kind, obj, done, extra)])
 
 
 def bump_epoch(b: ir.IRBuilder, ctx, offset: int) -> None:
