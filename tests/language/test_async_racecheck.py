@@ -366,6 +366,23 @@ def test_the_hopper_gemm_example_is_clean_under_racecheck():
     assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -10
 
 
+def test_the_attention_example_is_clean_under_racecheck():
+    import math
+
+    import ml_dtypes
+
+    from gpunb.examples import hopper_attention as ha
+
+    rng = np.random.default_rng(6)
+    q, k, v = (rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16) for _ in range(3))
+    out = np.zeros_like(q)
+    checked = cuda.jit(racecheck=True, launch_bounds=(ha.THREADS, 1))(ha.attention_fwd.py_func)
+    dq, dk, dv = ha.descriptors(q, k, v)
+    checked[256 // ha.BM, ha.THREADS, 0, ha.SMEM_BYTES](
+        out, dq, dk, dv, 256, np.float32(ha.LOG2E / math.sqrt(ha.D)))
+    np.testing.assert_allclose(out.astype(np.float64), ha.reference(q, k, v, 256), atol=1.5e-2)
+
+
 # ---- cp.async writes through the generic proxy ------------------------------------------------
 
 

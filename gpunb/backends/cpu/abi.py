@@ -37,7 +37,10 @@ CTX_SCRATCH = 136  # ptr
 # kernels with asynchronous copies (cp.async, TMA, wgmma): this thread's queues and state
 # (backends/cpu/async_state.py), allocated by the runner
 CTX_ASYNC = 144  # ptr
-CTX_SIZE = 152
+# a recording coroutine thread's frame (where its local arrays live): the recorder skips it
+CTX_FRAME = 152  # ptr
+CTX_FRAME_BYTES = 160  # i64
+CTX_SIZE = 168
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
 # an mbarrier wait (CTX_XCHG: the barrier's address, CTX_PRED: the parity waited for) and a

@@ -14,7 +14,8 @@ from gpunb.backends.cpu import abi
 from gpunb.compiler import datamodel as dm
 
 # a thread's own stack data (cuda.local.array, spilled values) lies just above the recorder's
-# frame; those addresses are reused by the next thread and are never shared, so they are skipped
+# frame, or in its coroutine frame (abi.CTX_FRAME); those addresses are reused by the next
+# thread or block and are never shared, so they are skipped
 _STACK_WINDOW = 1 << 18
 READ, WRITE, ATOMIC = "read", "write", "atomic"
 
@@ -42,7 +43,12 @@ def record_function(module: ir.Module) -> ir.Function:
     addr = b.ptrtoint(address, dm.i64)
     above_frame = b.sub(addr, b.ptrtoint(marker, dm.i64))
     on_stack = b.icmp_unsigned("<", above_frame, ir.Constant(dm.i64, _STACK_WINDOW))
-    skip = b.or_(b.icmp_unsigned("==", buf, ir.Constant(dm.ptr, None)), on_stack)
+    # a coroutine thread's local arrays live in its heap frame, which a later block reuses
+    frame = b.ptrtoint(b.load(_at(b, ctx, abi.CTX_FRAME), typ=dm.ptr), dm.i64)
+    in_frame = b.icmp_unsigned("<", b.sub(addr, frame),
+                               b.load(_at(b, ctx, abi.CTX_FRAME_BYTES), typ=dm.i64))
+    skip = b.or_(b.icmp_unsigned("==", buf, ir.Constant(dm.ptr, None)),
+                 b.or_(on_stack, in_frame))
     write = fn.append_basic_block("write")
     b.cbranch(skip, done, write)
     b.position_at_end(write)
