@@ -69,6 +69,18 @@ def record_function(module: ir.Module) -> ir.Function:
     return fn
 
 
+def allocate_frame(b: ir.IRBuilder, ctx, size, record: bool):
+    """malloc a coroutine thread's frame; a recording thread notes where it is (abi.CTX_FRAME):
+    its local arrays live there, and the recorder skips them."""
+    malloc = b.module.globals.get("malloc") or \
+        ir.Function(b.module, ir.FunctionType(dm.ptr, [dm.i64]), "malloc")
+    mem = b.call(malloc, [size])
+    if record:
+        b.store(mem, _at(b, ctx, abi.CTX_FRAME))
+        b.store(size, _at(b, ctx, abi.CTX_FRAME_BYTES))
+    return mem
+
+
 def record_sync_function(module: ir.Module) -> ir.Function:
     """void gpunb_record_sync(ctx, i32 site, i64 value): append a synchronisation record
     (abi.SPACE_SYNC; `value` in place of the address) to the launch's log."""

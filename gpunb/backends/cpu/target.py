@@ -131,10 +131,7 @@ class CpuTarget(Target):
                          [ir.Constant(dm.i32, 0), ir.Constant(dm.ptr, None),
                           ir.Constant(dm.ptr, None), ir.Constant(dm.ptr, None)])
         size = b.call(self.intrinsic(m, "llvm.coro.size.i64", dm.i64, []), [])
-        mem = b.call(self.intrinsic(m, "malloc", dm.ptr, [dm.i64]), [size])
-        if self.record:  # the thread's private memory: local arrays live in its frame
-            b.store(mem, _field(b, low.ctx, abi.CTX_FRAME))
-            b.store(size, _field(b, low.ctx, abi.CTX_FRAME_BYTES))
+        mem = instrument.allocate_frame(b, low.ctx, size, self.record)
         handle = b.call(self.intrinsic(m, "llvm.coro.begin", dm.ptr, [token, dm.ptr]),
                         [coro_id, mem])
         self.coro_id, self.handle = coro_id, handle
