@@ -278,8 +278,11 @@ def launch(kernel, c, a, b) -> None:
     kernel[(n // config.bn, m // config.bm), config.threads, 0, config.shared_bytes()](c, a, b)
 
 
-# the variants bench_tensorcore times (--variant mma2:all): the candidate (two blocks of 4 warps
-# per multiprocessor), a deeper pipeline, 8-warp blocks, and the candidate without each change
-# (fragments not double-buffered, padded rows instead of swizzled ones, 32-wide K steps)
-VARIANTS = ("128x128x64:2x2:3", "128x128x64:2x2:4", "128x256x64:2x4:3", "256x128x64:4x2:3",
-            "128x128x64:2x2:3:nodb", "128x128x64:2x2:3:pad", "128x128x32:2x2:4:nodb")
+# the variants bench_tensorcore times (--variant mma2:all): two blocks of 4 warps per
+# multiprocessor, a deeper pipeline, 8-warp blocks of 128 x 256 and 256 x 128 (a third less
+# traffic from L2 per flop than 128 x 128, which at 55 % of cuBLAS needs about 6 TB/s of it),
+# and the first without each change (fragments not double-buffered, padded rows instead of
+# swizzled ones, 32-wide K steps)
+VARIANTS = ("128x128x64:2x2:3", "128x128x64:2x2:4", "128x256x64:2x4:3", "128x256x64:2x4:4",
+            "256x128x64:4x2:3", "256x128x64:4x2:4", "128x128x64:2x2:3:nodb",
+            "128x128x64:2x2:3:pad", "128x128x32:2x2:4:nodb")
