@@ -1,0 +1,56 @@
+"""JSON read from the cache directory is data from a file others may have written (a shared
+cache's members without the key, a damaged disk): whatever it holds - nesting deeper than
+Python's recursion limit included - a lookup misses, a listing names the problem, a lock is
+judged unreadable; nothing raises out of gpunb."""
+
+from __future__ import annotations
+
+import os
+
+from cache_support import SIGNATURE, TOOLCHAIN, fake_artifact, jit
+
+from gpunb.cache import KernelCache, collect, keylock, toolchain_id
+
+DEEP = b"[" * 100_000 + b"]" * 100_000  # json.loads: RecursionError, not ValueError
+DEEP_LOCK = b"[" * 4000  # fits the 4 KiB a lock is read to
+
+KERNEL = "def kern(out, x):\n    out[0] = x[0]\n"
+
+
+def _stored(cells, cache_dir) -> tuple:
+    cells.run(KERNEL)
+    fp = collect(jit(cells.ns["kern"]))
+    cache = KernelCache(str(cache_dir))
+    artifact, pending = cache.lookup("kern", fp, SIGNATURE, {}, "cpu", "test-arch", TOOLCHAIN)
+    assert artifact is None
+    cache.store(pending, fake_artifact(fp), fp, 1.0)
+    return fp, pending.key
+
+
+def test_deeply_nested_entry_metadata_is_a_corrupt_miss(cells, tmp_path):
+    cache_dir = tmp_path / "c"
+    fp, key = _stored(cells, cache_dir)
+    (cache_dir / f"{key}.json").write_bytes(DEEP)
+    cache = KernelCache(str(cache_dir))
+    (info,) = cache.disk.entries()  # `python -m gpunb.cache status`, `%gpucache`
+    assert info.key == key and "not JSON" in info.problem
+    artifact, pending = cache.lookup("kern", fp, SIGNATURE, {}, "cpu", "test-arch", TOOLCHAIN)
+    assert artifact is None and pending.changes[0].reason == "corrupt"
+    cache.store(pending, fake_artifact(fp), fp, 1.0)  # rebuilt, and it serves again
+    assert KernelCache(str(cache_dir)).lookup("kern", fp, SIGNATURE, {}, "cpu", "test-arch",
+                                              TOOLCHAIN)[0] is not None
+
+
+def test_a_deeply_nested_toolchain_stamp_is_asked_again(tmp_path):
+    folder = tmp_path / "c"
+    folder.mkdir(mode=0o700)
+    (folder / "toolchain.json").write_bytes(DEEP)
+    os.chmod(folder / "toolchain.json", 0o600)
+    assert toolchain_id._read_stamp(str(folder)) == {}
+
+
+def test_a_deeply_nested_compile_lock_names_no_holder(tmp_path):
+    lock = tmp_path / f"{'a' * 40}.lock"
+    lock.write_bytes(DEEP_LOCK)
+    state = keylock.observe(str(lock))
+    assert state is not None and keylock.holder_of(state) is None
