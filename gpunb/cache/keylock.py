@@ -35,6 +35,7 @@ import stat
 import threading
 from collections import namedtuple
 
+from gpunb.cache.trust import parse_json
 from gpunb.cache.writers import (  # noqa: F401 - who we are: keylock's API since it began
     host_tag,
     identity,
@@ -56,7 +57,7 @@ def holder_of(state: LockState | None) -> dict | None:
     if state is None:
         return None
     try:
-        holder = json.loads(state.text)
+        holder = parse_json(state.text)
     except ValueError:
         return None
     return holder if isinstance(holder, dict) else None

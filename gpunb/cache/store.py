@@ -507,8 +507,8 @@ class DiskStore:
 def _verify_meta(key: str, raw: bytes) -> tuple[dict, dict]:
     """(the entry document, its body) once its format, key and checksum verify."""
     try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        doc = trust.parse_json(raw)
+    except ValueError:
         raise CorruptEntry("metadata is not JSON (truncated or overwritten)") from None
     if not isinstance(doc, dict) or "body" not in doc:
         raise CorruptEntry("metadata is not a gpunb cache entry")

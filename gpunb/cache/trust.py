@@ -19,6 +19,7 @@ file swapped in between is refused too), and no file is read past a size limit.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 
@@ -48,6 +49,16 @@ class NotAFile(Untrusted):
         super().__init__(path, f"a {kind}, not a regular file",
                          f"remove it (rm -r {path}); gpunb reads only regular files it wrote")
         self.kind = kind
+
+
+def parse_json(raw: bytes | str):
+    """json.loads of what was read from the cache directory; ValueError for anything that is no
+    JSON Python can hold: malformed, not UTF-8, or nested deeper than the recursion limit
+    (which json.loads raises as RecursionError - a file of "[[[[" is enough)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def kind_of(mode: int) -> str:
