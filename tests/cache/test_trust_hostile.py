@@ -1,7 +1,10 @@
-"""JSON read from the cache directory is data from a file others may have written (a shared
-cache's members without the key, a damaged disk): whatever it holds - nesting deeper than
-Python's recursion limit included - a lookup misses, a listing names the problem, a lock is
-judged unreadable; nothing raises out of gpunb."""
+"""What others can put in a cache directory (a shared cache's members without the key, a
+damaged disk), beyond test_trust.py's forged entries.
+
+JSON is data from such a file: whatever it holds - nesting deeper than Python's recursion limit
+included - a lookup misses, a listing names the problem, a lock is judged unreadable; nothing
+raises out of gpunb. Paths are theirs to swap: a symbolic link put where gpunb just made a
+folder never redirects a chmod or a write."""
 
 from __future__ import annotations
 
@@ -54,3 +57,34 @@ def test_a_deeply_nested_compile_lock_names_no_holder(tmp_path):
     lock.write_bytes(DEEP_LOCK)
     state = keylock.observe(str(lock))
     assert state is not None and keylock.holder_of(state) is None
+
+
+def test_a_link_swapped_in_for_the_by_name_folder_is_never_chmodded(tmp_path, monkeypatch):
+    """In a shared cache (mode 2770, no sticky bit) any member may replace `by-name`. A key
+    holder who finds it missing makes it and gives it the directory's group bits; a member who
+    puts a symbolic link there between the two steps must not get the key holder's own
+    directory (~/.ssh, the key's folder) made group-writable, nor files written into it."""
+    from gpunb.cache import store
+
+    team = tmp_path / "team"
+    team.mkdir()
+    os.chmod(team, 0o2770)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    os.chmod(mine, 0o700)
+    real_clear = store.clear_path
+
+    def clear_then_the_attacker_links(path):
+        real_clear(path)
+        if os.path.basename(path) == "by-name":
+            os.symlink(mine, path)  # the member wins the race
+
+    monkeypatch.setattr(store, "clear_path", clear_then_the_attacker_links)
+    (team / "by-name").write_text("not a folder")  # the key holder's next pointer remakes it
+    disk = store.DiskStore(str(team), 1 << 30, shared=True)
+    try:
+        disk.write_pointer("kern (float32[::1],) cpu", "a" * 40)
+    except OSError:
+        pass  # refusing is right; only the effects below matter
+    assert oct(os.stat(mine).st_mode & 0o7777) == oct(0o700)
+    assert os.listdir(mine) == []
