@@ -403,7 +403,7 @@ class DiskStore:
             clear_path(folder)
             os.makedirs(folder, mode=0o700, exist_ok=True)
             if self.shared:  # the team may write it as it writes the cache directory
-                os.chmod(folder, os.stat(self.directory).st_mode & 0o2770)
+                _chmod_folder(folder, os.stat(self.directory).st_mode & 0o2770)
         _no_directory_at(path)
         atomic_write(path, key.encode(), self._file_mode())
 
@@ -532,6 +532,21 @@ def _no_directory_at(path: str) -> None:
     cannot put a file over it, and it would break this entry for good."""
     if os.path.isdir(path):
         clear_path(path)
+
+
+def _chmod_folder(folder: str, mode: int) -> None:
+    """chmod the directory at `folder` itself: through a descriptor opened without following a
+    symbolic link, so one that a member of a shared cache swapped in after makedirs raises
+    (ELOOP, ENOTDIR) instead of redirecting the chmod - and the write after it - to a
+    directory of ours it names."""
+    if not hasattr(os, "fchmod"):  # pragma: no cover - Windows: no group bits to give
+        return
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(folder, flags)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def _scandir(directory: str) -> list:
