@@ -9,7 +9,9 @@ folder never redirects a chmod or a write."""
 from __future__ import annotations
 
 import os
+import warnings
 
+import pytest
 from cache_support import SIGNATURE, TOOLCHAIN, fake_artifact, jit
 
 from gpunb.cache import KernelCache, collect, keylock, toolchain_id
@@ -88,3 +90,35 @@ def test_a_link_swapped_in_for_the_by_name_folder_is_never_chmodded(tmp_path, mo
         pass  # refusing is right; only the effects below matter
     assert oct(os.stat(mine).st_mode & 0o7777) == oct(0o700)
     assert os.listdir(mine) == []
+
+
+@pytest.mark.parametrize("kind", ["directory", "link to a file", "dangling link", "fifo"])
+def test_anything_but_a_file_at_the_writers_lock_is_replaced(cells, tmp_path, kind):
+    """`<dir>/.lock`, the writers' flock: something else there (a tool's directory, a link a
+    shared cache's member put there) costs no entry and no traceback - stores, clear and prune
+    go on, and a link's target is never touched."""
+    cache_dir = tmp_path / "c"
+    _, key = _stored(cells, cache_dir)
+    lock = cache_dir / ".lock"
+    lock.unlink()
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    if kind == "directory":
+        (lock / "inside").mkdir(parents=True)
+    elif kind == "link to a file":
+        os.symlink(outside, lock)
+    elif kind == "dangling link":
+        os.symlink(tmp_path / "nowhere", lock)
+    else:
+        os.mkfifo(lock)
+    for ext in ("json", "bin", "ptx"):
+        (cache_dir / f"{key}.{ext}").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "storing an entry failed" either
+        _stored(cells, cache_dir)
+        disk = KernelCache(str(cache_dir)).disk
+        assert [e.key for e in disk.entries()] == [key]
+        assert disk.prune(1 << 30) == 0
+        cache = KernelCache(str(cache_dir))
+        assert cache.clear(None) >= 1 and disk.entries() == []
+    assert outside.read_text() == "keep me" and not (tmp_path / "nowhere").exists()
