@@ -22,6 +22,7 @@ pruning removes the least recently touched entries until the total is under 90% 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -49,6 +50,8 @@ _BLOBS = ("bin", "ptx")
 LOCK_SUFFIX = ".lock"  # `<key>.lock`: a process is compiling that key (keylock.py)
 _POINTER_LIMIT = 64
 _MIN_FILE_LIMIT = 64 << 20  # no file is read past max(the cache's size cap, this)
+# what opening a path says when something other than a file is there (O_NOFOLLOW: a link)
+_NOT_A_FILE = {errno.EISDIR, errno.ELOOP, errno.ENXIO}
 _warned_dirs: set = set()  # (directory, what) of the warnings already given
 
 
@@ -230,16 +233,25 @@ class DiskStore:
             yield
             return
         path = os.path.join(self.directory, ".lock")
-        flags = os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
-            fd = os.open(path, os.O_RDWR | flags, 0o644 if self.shared else 0o600)
-        except PermissionError:  # a shared cache's lock file made by another member
-            fd = os.open(path, os.O_RDONLY | flags)  # flock needs no write access
+            fd = self._open_lock_file(path)
+        except OSError as exc:
+            if exc.errno not in _NOT_A_FILE:
+                raise
+            clear_path(path)  # a directory or a link where the lock file belongs: once more
+            fd = self._open_lock_file(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)  # closing releases the lock
+
+    def _open_lock_file(self, path: str) -> int:
+        flags = os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            return os.open(path, os.O_RDWR | flags, 0o644 if self.shared else 0o600)
+        except PermissionError:  # a shared cache's lock file made by another member
+            return os.open(path, os.O_RDONLY | flags)  # flock needs no write access
 
     # ---- reading -------------------------------------------------------------------------------
 
