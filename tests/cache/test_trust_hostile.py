@@ -122,3 +122,21 @@ def test_anything_but_a_file_at_the_writers_lock_is_replaced(cells, tmp_path, ki
         cache = KernelCache(str(cache_dir))
         assert cache.clear(None) >= 1 and disk.entries() == []
     assert outside.read_text() == "keep me" and not (tmp_path / "nowhere").exists()
+
+
+def test_a_key_reached_through_a_link_others_can_replace_is_refused(tmp_path):
+    """GPUNB_CACHE_KEY_FILE naming a symbolic link in a folder the team may write: any member
+    can point the link at a key of their own (and sign entries with it), however safe the
+    folder of the key it names today."""
+    from gpunb.cache import auth
+
+    safe = tmp_path / "safe"
+    safe.mkdir(mode=0o700)
+    auth.generate(str(safe / "cache.key"))
+    team = tmp_path / "team"
+    team.mkdir()
+    os.chmod(team, 0o2770)
+    os.symlink(safe / "cache.key", team / "cache.key")
+    with pytest.raises(auth.Untrusted, match="can be changed by others"):
+        auth.load_key(str(team / "cache.key"))
+    assert auth.load_key(str(safe / "cache.key")).key_id  # the key itself is fine
