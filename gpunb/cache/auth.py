@@ -85,16 +85,19 @@ def _check_key_permissions(path: str, st: os.stat_result) -> None:
     if mode & 0o007 or mode & 0o020:
         raise Untrusted(path, f"the key file is open to others (mode {mode:04o})",
                         f"chmod o-rwx,g-w {path}: only those who may write entries may read it")
-    folder = os.path.dirname(os.path.realpath(path))
-    try:
-        parent = os.stat(folder)
-    except OSError:
-        return
-    if parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX:
-        raise Untrusted(path, f"the key's directory {folder} can be changed by others (mode "
-                              f"{stat.S_IMODE(parent.st_mode):04o}): they could replace the key",
-                        f"keep the key in a directory only its owner can change "
-                        f"(chmod go-w {folder})")
+    # the folder of the path as given (a link there can be repointed) and of the file it names
+    for folder in dict.fromkeys((os.path.dirname(os.path.abspath(path)),
+                                 os.path.dirname(os.path.realpath(path)))):
+        try:
+            parent = os.stat(folder)
+        except OSError:
+            continue
+        if parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX:
+            mode = stat.S_IMODE(parent.st_mode)
+            raise Untrusted(path, f"the key's directory {folder} can be changed by others "
+                                  f"(mode {mode:04o}): they could replace the key",
+                            "keep the key in a directory only its owner can change "
+                            f"(chmod go-w {folder})")
 
 
 def _message(format_version: int, key: str, body_digest: str) -> bytes:
