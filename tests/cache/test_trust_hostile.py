@@ -140,3 +140,4 @@ def test_a_key_reached_through_a_link_others_can_replace_is_refused(tmp_path):
     with pytest.raises(auth.Untrusted, match="can be changed by others"):
         auth.load_key(str(team / "cache.key"))
     assert auth.load_key(str(safe / "cache.key")).key_id  # the key itself is fine
+
