@@ -130,7 +130,11 @@ def check(cache_key: CacheKey, record, format_version: int, key: str, body_diges
 def generate(path: str) -> CacheKey:
     """Write a new random key to `path` (which must not exist), readable by its owner only."""
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not os.path.isdir(folder):
+        # one those given read access to the key can reach (/etc/gpunb for a team), whatever
+        # the umask; only its owner may change it. The key is its owner's alone until then.
+        os.makedirs(folder, mode=0o755)
+        os.chmod(folder, 0o755)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
     try:
         os.write(fd, os.urandom(32).hex().encode() + b"\n")
