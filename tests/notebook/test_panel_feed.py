@@ -220,3 +220,32 @@ def test_a_gpu_kernel_s_record_has_the_driver_s_resources():
     finally:
         started.stop()
         gpunb.set_target(None)
+
+
+def test_launch_records_are_built_only_for_a_listening_panel(shell, monkeypatch):
+    """A %%gpuprofile cell's launch records (about 1 KB each: 20 000 launches are ~19 MB and
+    seconds of JSON) go to a panel that listens, and are not even built without one (a
+    terminal, nbclient, a frontend without the labextension)."""
+    from nbhelpers import run_cell
+    from test_comm import FakeChannel
+
+    from gpunb.notebook import comm, profile
+
+    built = []
+    real = profile.launches_json
+    monkeypatch.setattr(profile, "launches_json", lambda p: built.append(1) or real(p))
+    monkeypatch.setattr(comm, "_channels", [])
+    monkeypatch.setitem(comm._state, "comm", None)
+    monkeypatch.setitem(comm._state, "closed", True)
+    run_cell(shell, "%%gpukernel\ndef add_two(v):\n    i = cuda.grid(1)\n"
+                    "    if i < v.size:\n        v[i] += 2.0\n")
+    shell.user_ns["np"] = np
+    cell = "%%gpuprofile\nv = np.zeros(64, np.float32)\nfor _ in range(3):\n    add_two[1, 64](v)"
+    before = len(comm.sent)
+    assert run_cell(shell, cell).error_in_exec is None
+    assert built == [] and "launches" not in [m["type"] for m in comm.sent[before:]]
+    channel = FakeChannel()
+    comm._on_panel_open(channel, {})  # a panel connects
+    assert run_cell(shell, cell).error_in_exec is None
+    (launches,) = [m["launches"] for m in channel.sent if m["type"] == "launches"]
+    assert len(launches) == 3 and launches[0]["kernel"] == "add_two"
