@@ -33,9 +33,16 @@ def _stored(cells, cache_dir) -> tuple:
 
 
 def test_deeply_nested_entry_metadata_is_a_corrupt_miss(cells, tmp_path):
+    """A body that its header vouches for (a private cache's own file: no MAC) nested too
+    deeply for json.loads."""
+    import json
+
+    from gpunb.cache import store
+
     cache_dir = tmp_path / "c"
     fp, key = _stored(cells, cache_dir)
-    (cache_dir / f"{key}.json").write_bytes(DEEP)
+    header = {"body_blake2b": store.digest(DEEP), "format": store.FORMAT_VERSION, "key": key}
+    (cache_dir / f"{key}.json").write_bytes(json.dumps(header).encode() + b"\n" + DEEP)
     cache = KernelCache(str(cache_dir))
     (info,) = cache.disk.entries()  # `python -m gpunb.cache status`, `%gpucache`
     assert info.key == key and "not JSON" in info.problem
