@@ -38,7 +38,14 @@ from collections import OrderedDict, namedtuple
 
 from gpunb.cache import trust
 from gpunb.cache.encode import blake2b
-from gpunb.cache.files import atomic_write, clear_path, is_persistent, leftover_to_remove
+from gpunb.cache.files import (
+    atomic_write,
+    atomic_write_at,
+    clear_path,
+    is_persistent,
+    leftover_to_remove,
+    open_folder,
+)
 from gpunb.cache.trust import NotAFile, TooLarge, Untrusted
 from gpunb.cache.writers import TEMP_PREFIX
 from gpunb.foundation.user_warnings import CacheDirWarning, UntrustedCacheWarning
@@ -371,8 +378,9 @@ class DiskStore:
             raise first from None
 
     def touch(self, key: str) -> None:
-        with contextlib.suppress(OSError):
-            os.utime(self.path(key, "json"))
+        """Mark the entry used (LRU): its metadata file's mtime, never what a link there names."""
+        with contextlib.suppress(OSError, NotImplementedError):
+            os.utime(self.path(key, "json"), follow_symlinks=False)
 
     # ---- writing -------------------------------------------------------------------------------
 
@@ -443,15 +451,29 @@ class DiskStore:
         return os.path.join(self.directory, "by-name", name)
 
     def write_pointer(self, pointer: str, key: str) -> None:
+        """Point `pointer` at `key`: written through a descriptor of `by-name` opened without
+        following links, so in a shared cache a member who swaps a symbolic link in for the
+        folder - before, during or after it is made and given its group bits - redirects no
+        chmod and no write (files.atomic_write_at)."""
         path = self._pointer_path(pointer)
         folder = os.path.dirname(path)
-        if not os.path.isdir(folder) or os.path.islink(folder):
-            clear_path(folder)
+        try:
+            folder_fd = open_folder(folder)
+            made = False
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                raise
+            clear_path(folder)  # a file or a link where the folder belongs, or nothing
             os.makedirs(folder, mode=0o700, exist_ok=True)
-            if self.shared:  # the team may write it as it writes the cache directory
-                _chmod_folder(folder, os.stat(self.directory).st_mode & 0o2770)
-        _no_directory_at(path)
-        atomic_write(path, key.encode(), self._file_mode())
+            folder_fd = open_folder(folder)  # raises if a link was swapped in since
+            made = True
+        try:
+            if made and self.shared and hasattr(os, "fchmod"):
+                # the team may write it as it writes the cache directory
+                os.fchmod(folder_fd, os.stat(self.directory).st_mode & 0o2770)
+            atomic_write_at(folder_fd, os.path.basename(path), key.encode(), self._file_mode())
+        finally:
+            os.close(folder_fd)
 
     def read_pointer(self, pointer: str) -> str | None:
         if not self._is_trusted():
@@ -613,21 +635,6 @@ def _no_directory_at(path: str) -> None:
     cannot put a file over it, and it would break this entry for good."""
     if os.path.isdir(path):
         clear_path(path)
-
-
-def _chmod_folder(folder: str, mode: int) -> None:
-    """chmod the directory at `folder` itself: through a descriptor opened without following a
-    symbolic link, so one that a member of a shared cache swapped in after makedirs raises
-    (ELOOP, ENOTDIR) instead of redirecting the chmod - and the write after it - to a
-    directory of ours it names."""
-    if not hasattr(os, "fchmod"):  # pragma: no cover - Windows: no group bits to give
-        return
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(folder, flags)
-    try:
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
 
 
 def _scandir(directory: str) -> list:

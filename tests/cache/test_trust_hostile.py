@@ -203,3 +203,16 @@ def test_touches_never_follow_a_link(cells, tmp_path):
     finally:
         lock.release()
     assert os.stat(victim).st_mtime == 1_000_000
+
+
+@pytest.mark.skipif(__import__("sys").version_info < (3, 11), reason="rmtree's dir_fd: 3.11")
+def test_a_directory_at_a_pointer_is_replaced_by_the_pointer(tmp_path):
+    from gpunb.cache import store
+
+    disk = store.DiskStore(str(tmp_path / "c"), 1 << 30)
+    disk.write_pointer("kern (float32[::1],) cpu", "a" * 40)
+    path = disk._pointer_path("kern (float32[::1],) cpu")
+    os.unlink(path)
+    os.makedirs(os.path.join(path, "inner"))
+    disk.write_pointer("kern (float32[::1],) cpu", "b" * 40)
+    assert disk.read_pointer("kern (float32[::1],) cpu") == "b" * 40
