@@ -2,18 +2,16 @@
 
 One disk entry is `<key>.json`, its metadata, and its blobs: `<key>.bin` (cubin or host object),
 `<key>.ptx`, `<key>.ll` (LLVM IR) and `<key>.s` (host assembly); an empty blob has no file. The
-metadata is two lines: a small JSON header (format, key, the digest of the second line, and in a
-shared cache its MAC) and the JSON body, which lists the size and digest of every blob. A reader
-reads at most META_LIMIT bytes of it, checks the second line's raw bytes against the header (and
-the MAC) before parsing them, and reads each blob no further than the size listed for it - so
-what others put in the directory costs at most a few MiB and no parsing. Blobs are written first
-and the metadata last, each to a temp file in the same directory and `os.replace`d, so a reader
-that finds the metadata finds its blobs. Writers take an exclusive `flock` on `<dir>/.lock`, and
-never replace the blobs of an entry that verifies (same key, same content: first writer wins); so
-8 processes storing the same key cannot interleave one's metadata with another's blobs. Readers
-take no lock; a failed verification is confirmed under the lock before the entry is removed (it
-may have been a concurrent prune or repair, not corruption). An entry of another format (an
-older gpunb's) is a miss of its own kind, removed and rebuilt like a corrupt one.
+metadata's format is entry_format.py's: at most META_LIMIT bytes of it are read, its body's raw
+bytes checked (and a shared cache's MAC) before they are parsed; each blob is read no further
+than the size the metadata lists. Blobs are written first and the metadata last, each to a temp
+file in the same directory and `os.replace`d, so a reader that finds the metadata finds its
+blobs. Writers take an exclusive `flock` on `<dir>/.lock`, and never replace the blobs of an
+entry that verifies (same key, same content: first writer wins); so 8 processes storing the same
+key cannot interleave one's metadata with another's blobs. Readers take no lock; a failed
+verification is confirmed under the lock before the entry is removed (it may have been a
+concurrent prune or repair, not corruption). An entry of another format (an older gpunb's) is a
+miss of its own kind, removed and rebuilt like a corrupt one.
 
 Only what the trust model allows is read (trust.py): in a private cache, a directory and files of
 this user that nobody else can write; in a shared one, entries whose MAC verifies with the team's
@@ -30,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import re
 import time
@@ -38,6 +35,18 @@ from collections import OrderedDict, namedtuple
 
 from gpunb.cache import trust
 from gpunb.cache.encode import blake2b
+from gpunb.cache.entry_format import (
+    BLOBS,
+    FORMAT_VERSION,
+    META_LIMIT,
+    CorruptEntry,
+    FormatMismatch,
+    check_header,
+    digest,
+    encode_metadata,
+    parse_body,
+    split_metadata,
+)
 from gpunb.cache.files import (
     atomic_write,
     atomic_write_at,
@@ -55,45 +64,17 @@ try:
 except ImportError:  # pragma: no cover - Windows: no advisory locks, writes stay atomic
     fcntl = None
 
-__all__ = ["CacheDirWarning", "CorruptEntry", "DiskStore", "EntryInfo", "FormatMismatch",
-           "MemoryStore", "StoredEntry", "Untrusted", "atomic_write", "encode_metadata",
-           "split_metadata"]
+__all__ = ["BLOBS", "FORMAT_VERSION", "CacheDirWarning", "CorruptEntry", "DiskStore", "EntryInfo",
+           "FormatMismatch", "MemoryStore", "StoredEntry", "Untrusted", "atomic_write", "digest",
+           "encode_metadata", "split_metadata"]
 
-FORMAT_VERSION = 2  # 1: one JSON document holding the artifact's texts, its MAC over the parse
 _KEY = re.compile(r"^[0-9a-f]{40}$")
-BLOBS = ("bin", "ptx", "ll", "s")  # the files an entry may have besides its metadata
-# Real metadata (the artifact's facts, key parts, dependencies, sites) is at most ~70 KB; the
-# texts that made it ~1.6 MB are blobs. Nothing past this is read, whatever the size cap.
-META_LIMIT = 4 << 20
-_HEADER_LIMIT = 1024  # the first line: format, key, digest, MAC
 LOCK_SUFFIX = ".lock"  # `<key>.lock`: a process is compiling that key (keylock.py)
 _POINTER_LIMIT = 64
 _MIN_FILE_LIMIT = 64 << 20  # no blob is listed (or read) past max(the cache's size cap, this)
 # what opening a path says when something other than a file is there (O_NOFOLLOW: a link)
 _NOT_A_FILE = {errno.EISDIR, errno.ELOOP, errno.ENXIO}
 _warned_dirs: set = set()  # (directory, what) of the warnings already given
-
-
-class CorruptEntry(Exception):
-    """An entry failed verification (what failed is the message)."""
-
-
-class FormatMismatch(CorruptEntry):
-    """An entry written in another cache format (`found`: its version, 1 for gpunb's first)."""
-
-    def __init__(self, found):
-        age = "an older" if isinstance(found, int) and found < FORMAT_VERSION else "another"
-        super().__init__(f"written by {age} gpunb (cache format {found!r}, this one reads "
-                         f"{FORMAT_VERSION})")
-        self.found = found
-
-
-def digest(data: bytes) -> str:
-    return blake2b(data, digest_size=20).hexdigest()
-
-
-def _canonical(body: dict) -> bytes:
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
 # Records as namedtuples: immutable like frozen dataclasses, without their ~1 ms definition cost
@@ -318,13 +299,13 @@ class DiskStore:
         if raw is None:
             return None
         header, body_raw = split_metadata(raw)
-        body_digest = _check_header(key, header, body_raw)
+        body_digest = check_header(key, header, body_raw)
         if self.shared:  # authenticated before a byte of the body is parsed
             from gpunb.cache import auth
 
             auth.check(self.cache_key(), header.get("mac"), FORMAT_VERSION, key, body_digest,
                        self.path(key, "json"))
-        return _parse_body(body_raw), len(raw)
+        return parse_body(body_raw), len(raw)
 
     def read(self, key: str) -> StoredEntry | None:
         """The verified entry, None if absent; CorruptEntry (after removing it) if it fails;
@@ -570,64 +551,6 @@ class DiskStore:
                 total -= group["size"]
                 removed += 1
         return removed
-
-
-def encode_metadata(key: str, body: dict, cache_key=None) -> bytes:
-    """The metadata file of an entry: the header line (format, key, the body's digest and,
-    with a shared cache's auth.CacheKey, its MAC), then the canonical JSON of `body`."""
-    body_raw = _canonical(body)
-    header = {"body_blake2b": digest(body_raw), "format": FORMAT_VERSION, "key": key}
-    if cache_key is not None:
-        from gpunb.cache import auth
-
-        header["mac"] = auth.sign(cache_key, FORMAT_VERSION, key, header["body_blake2b"])
-    return json.dumps(header, sort_keys=True, separators=(",", ":")).encode() + b"\n" + body_raw
-
-
-def split_metadata(raw: bytes) -> tuple[dict, bytes]:
-    """(the header, the body's raw bytes) of a metadata file; nothing checked but the shape
-    of the header (CorruptEntry, or FormatMismatch for another format's file)."""
-    end = raw.find(b"\n", 0, _HEADER_LIMIT)
-    if end < 0:
-        if raw.startswith(b'{"body":'):  # format 1: one document, its keys sorted
-            raise FormatMismatch(1)
-        raise CorruptEntry("metadata has no header line (truncated or overwritten)")
-    try:
-        header = trust.parse_json(raw[:end])
-    except ValueError:
-        raise CorruptEntry("metadata header is not JSON (truncated or overwritten)") from None
-    if not isinstance(header, dict):
-        raise CorruptEntry("metadata is not a gpunb cache entry")
-    return header, raw[end + 1:]
-
-
-def _check_header(key: str, header: dict, body_raw: bytes) -> str:
-    """The digest of the body's raw bytes, once the header says they are this key's body."""
-    if header.get("format") != FORMAT_VERSION:
-        raise FormatMismatch(header.get("format"))
-    if header.get("key") != key:
-        raise CorruptEntry("metadata belongs to another key")
-    body_digest = digest(body_raw)
-    if body_digest != header.get("body_blake2b"):
-        raise CorruptEntry("metadata checksum mismatch")
-    return body_digest
-
-
-def _parse_body(body_raw: bytes) -> dict:
-    """The body of checked metadata, once it lists every blob with its size and digest."""
-    try:
-        body = trust.parse_json(body_raw)
-    except ValueError:
-        raise CorruptEntry("metadata is not JSON (truncated or overwritten)") from None
-    if not isinstance(body, dict):
-        raise CorruptEntry("metadata is not a gpunb cache entry")
-    blobs = body.get("blobs")
-    if not isinstance(blobs, dict) or any(
-            not isinstance(blobs.get(ext), dict) or type(blobs[ext].get("size")) is not int
-            or blobs[ext]["size"] < 0 or not isinstance(blobs[ext].get("blake2b"), str)
-            for ext in BLOBS):
-        raise CorruptEntry("metadata lists no blobs")
-    return body
 
 
 def _no_directory_at(path: str) -> None:
