@@ -17,9 +17,10 @@ from gpunb.cache.encode import blake2b
 
 FORMAT_VERSION = 2  # 1: one JSON document holding the artifact's texts, its MAC over the parse
 BLOBS = ("bin", "ptx", "ll", "s")  # the files an entry may have besides its metadata
-# Real metadata (the artifact's facts, key parts, dependencies, sites) is at most ~70 KB; the
-# texts that made it ~1.6 MB are blobs. Nothing past this is read, whatever the size cap.
-META_LIMIT = 4 << 20
+# Real metadata (the artifact's facts, key parts, dependencies, error and barrier sites) is tens
+# of KB, ~0.6 MB for a large unrolled tensor-core GEMM with bounds checks; the texts that made
+# entries 1-3 MB are blobs. Nothing past this is read, whatever the cache's size cap.
+META_LIMIT = 8 << 20
 _HEADER_LIMIT = 1024  # the first line: format, key, digest, MAC
 
 

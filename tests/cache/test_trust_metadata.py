@@ -186,3 +186,21 @@ def test_a_previous_entry_of_the_older_format_explains_the_miss(cells, tmp_path)
     artifact, pending = _lookup(folder, key_file, edited)
     assert artifact is None
     assert [c.reason for c in pending.changes] == ["format changed"]
+
+
+def test_metadata_over_the_limit_is_kept_in_memory_with_one_warning(cells, tmp_path,
+                                                                    monkeypatch):
+    """An entry readers would refuse is not written: one CacheDirWarning naming the function,
+    and the process goes on from memory."""
+    monkeypatch.setattr(store, "META_LIMIT", 512)
+    folder, key_file = _setting(tmp_path, shared=False)
+    cells.run(KERNEL)
+    fp = collect(jit(cells.ns["kern"]))
+    cache = _cache(folder, False)
+    _, pending = cache.lookup("kern", fp, SIGNATURE, {}, "cpu", "test-arch", TOOLCHAIN)
+    with pytest.warns(CacheDirWarning, match="the entry of kern has .* bytes of metadata, over "
+                                             "the 512-byte limit; it is kept in memory only"):
+        event = cache.store(pending, fake_artifact(fp), fp, 1.0)
+    assert event.entry_bytes == 0 and not list(folder.glob("*.json"))
+    artifact, pending = cache.lookup("kern", fp, SIGNATURE, {}, "cpu", "test-arch", TOOLCHAIN)
+    assert artifact is not None and pending.event.source == "memory"
