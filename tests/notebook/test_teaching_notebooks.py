@@ -242,6 +242,7 @@ def test_11_tma_wgmma_step_runs_checks_and_inspects_for_sm_90a(cpu_env):
     if "SASS " in outputs:  # ptxas and nvdisasm installed
         assert "'HGMMA.64x128x16.F32': 4" in outputs and "'UTMALDG.2D': 2" in outputs
     assert "[runs on cpu; PTX for sm_90a]" in outputs  # the inspector's report
+    assert "racecheck: no race, no missing fence; matches numpy: True" in outputs
     for kernel in ("tma_wgmma_gemm", "gemm"):  # %%gpuprofile tables
         assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
