@@ -145,12 +145,19 @@ def parse_variant(spec: str) -> tuple:
     if kind == "mma2":
         specs = tp.VARIANTS if rest == "all" else (rest,)
         for one in specs:
-            tp.parse(one)  # a bad spec fails here, before the GPU is touched
+            try:
+                tp.parse(one)  # a bad spec fails here, before the GPU is touched
+            except ValueError as err:
+                raise SystemExit(f"--variant {spec!r}: {err}") from None
         return tuple(("mma2", one) for one in specs)
     if kind not in ("wmma", "mma"):
         raise SystemExit(f"unknown kernel {kind!r} in --variant {spec!r}: wmma, mma or mma2")
-    width, stages = rest.split(":")
-    return ((kind, int(width), int(stages)),)
+    try:
+        width, stages = (int(v) for v in rest.split(":"))
+    except ValueError:
+        raise SystemExit(f"--variant {spec!r} is not {kind}:<block width>:<stages>, e.g. "
+                         f"{kind}:128:4") from None
+    return ((kind, width, stages),)
 
 
 def main() -> None:

@@ -89,10 +89,16 @@ class Config:
 def parse(spec: str) -> Config:
     """'128x128x64:2x2:3' (block tile, warps, stages), then optional ':pad' and ':nodb'."""
     parts = spec.split(":")
-    bm, bn, bk = (int(v) for v in parts[0].split("x"))
-    wm, wn = (int(v) for v in parts[1].split("x"))
-    config = Config(bm, bn, bk, (wm, wn), int(parts[2]), "pad" not in parts[3:],
-                    "nodb" not in parts[3:])
+    try:
+        bm, bn, bk = (int(v) for v in parts[0].split("x"))
+        wm, wn = (int(v) for v in parts[1].split("x"))
+        stages = int(parts[2])
+        if set(parts[3:]) - {"pad", "nodb"}:
+            raise ValueError(f"unknown flags {sorted(set(parts[3:]) - {'pad', 'nodb'})}")
+    except (ValueError, IndexError) as err:
+        raise ValueError(f"variant {spec!r} is not <bm>x<bn>x<bk>:<warps m>x<warps n>:<stages>"
+                         f"[:pad][:nodb], e.g. 128x128x64:2x2:3 ({err})") from None
+    config = Config(bm, bn, bk, (wm, wn), stages, "pad" not in parts[3:], "nodb" not in parts[3:])
     config.check()
     return config
 

@@ -46,6 +46,18 @@ def test_variant_specs_and_their_limits():
         tp.parse("128x128x48:2x2:3")
     with pytest.raises(ValueError, match="passes of a multiple of 8 rows"):
         tp.parse("64x64x64:1x1:3")
+    with pytest.raises(ValueError, match=r"variant '12x3' is not <bm>x<bn>x<bk>:<warps m>x"):
+        tp.parse("12x3")
+    with pytest.raises(ValueError, match=r"unknown flags \['fast'\]"):
+        tp.parse("128x128x64:2x2:3:fast")
+    from benchmarks.bench_tensorcore import parse_variant
+
+    assert parse_variant("mma2:all") == tuple(("mma2", v) for v in tp.VARIANTS)
+    assert parse_variant("mma:256:3") == (("mma", 256, 3),)
+    for bad, text in (("mma2:1x2", "is not <bm>x<bn>"), ("mma:256", "is not mma:<block width>"),
+                      ("tcgen05:1:1", "unknown kernel 'tcgen05'")):
+        with pytest.raises(SystemExit, match=text):
+            parse_variant(bad)
     kernel, c, a, b = _run(config)
     with pytest.raises(ValueError, match="must be multiples of 128, 128, 64"):
         tp.launch(kernel, c[:100], a[:100], b)
