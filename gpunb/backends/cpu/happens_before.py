@@ -125,33 +125,39 @@ class Order:
         recs = self.log.records
         n = len(recs)
         comp, ep, row = np.full(n, -1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
-        position = np.arange(n)
+        n_agents = max(len(self.agents), 1)
         for blk, state in self.blocks.items():
             mine = np.flatnonzero(recs["block"] == blk)
             threads = recs["thread"][mine].astype(np.int64)
             agents = self.agent_of[mine]
+            by_thread = np.full(self.log.threads_per_block(), -1, np.int64)
+            by_agent, agent_row = np.full(n_agents, -1, np.int64), np.zeros(n_agents, np.int64)
             for (kind, who), index in state.comps.items():
-                hit = mine[(agents == who) if kind == "a" else ((agents < 0) & (threads == who))]
-                comp[hit] = index
-                if kind == "t":
-                    ep[hit] = np.searchsorted(state.releases.get(who, []), position[hit],
-                                              "right")
+                (by_agent if kind == "a" else by_thread)[who] = index
+            for agent, table_row in state.agent_rows.items():
+                agent_row[agent] = table_row
+            own = agents < 0
+            comp[mine] = np.where(own, by_thread[threads], by_agent[np.maximum(agents, 0)])
             epochs = np.array([e for e, _ in state.epoch_rows] or [0], np.int64)
             epoch_row = np.array([r for _, r in state.epoch_rows] or [state.zero], np.int64)
-            bar = recs["bar_epoch"][mine].astype(np.int64)
-            k = np.searchsorted(epochs, bar, "right") - 1
-            row[mine] = np.where(k >= 0, epoch_row[np.maximum(k, 0)], state.zero)
-            for thread, snaps in state.snaps.items():
-                hit = mine[(agents < 0) & (threads == thread)]
-                at = np.array([s[0] for s in snaps], np.int64)
-                which = np.searchsorted(at, position[hit], "right") - 1
-                ok = which >= 0
-                snap_epoch = np.array([s[1] for s in snaps], np.int64)[np.maximum(which, 0)]
-                ok &= snap_epoch == recs["bar_epoch"][hit]
-                rows = np.array([s[2] for s in snaps], np.int64)[np.maximum(which, 0)]
-                row[hit[ok]] = rows[ok]
-            for index in np.unique(agents[agents >= 0]):
-                row[mine[agents == index]] = state.agent_rows[int(index)]
+            k = np.searchsorted(epochs, recs["bar_epoch"][mine], "right") - 1
+            row[mine] = np.where(own, np.where(k >= 0, epoch_row[np.maximum(k, 0)], state.zero),
+                                 agent_row[np.maximum(agents, 0)])
+            # each thread's own records, in order: its releases and acquisitions so far
+            order = mine[own][np.argsort(threads[own], kind="stable")]
+            sorted_threads = recs["thread"][order]
+            for thread in set(state.releases) | set(state.snaps):
+                lo, hi = np.searchsorted(sorted_threads, [thread, thread + 1])
+                hit = order[lo:hi]
+                if thread in state.releases:
+                    ep[hit] = np.searchsorted(state.releases[thread], hit, "right")
+                snaps = state.snaps.get(thread)
+                if snaps:
+                    at, snap_epoch, rows = (np.array(v, np.int64) for v in zip(*snaps, strict=True))
+                    which = np.searchsorted(at, hit, "right") - 1
+                    ok = (which >= 0) & (snap_epoch[np.maximum(which, 0)] ==
+                                         recs["bar_epoch"][hit])
+                    row[hit[ok]] = rows[np.maximum(which, 0)][ok]
         return comp, ep, row
 
     def ordered(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
