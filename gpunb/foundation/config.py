@@ -13,7 +13,10 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_CACHE_LOCK_STALE_SECONDS: a compiling process touches its lock file every fifth of this;
   a lock that has not been touched for this long (its holder was killed, or its node is gone) is
   taken over. A holder on the same machine whose process is gone is taken over at once. Default 30.
-- GPUNB_BOUNDSCHECK: `1` checks every array access on the CPU target (as debug=True). Default 0.
+- GPUNB_BOUNDSCHECK: the CPU target checks every array access: an index out of range raises
+  gpunb's KernelIndexError (an IndexError) naming the line instead of reading or writing outside
+  the array. `0` turns the checks off (kernels compiled with debug=True still check;
+  boundscheck=False turns them off for one kernel). Default 1.
 - GPUNB_CPU_MODE: how the CPU target runs a block's threads: `auto` (work-group loops where
   they are proven safe, coroutines elsewhere) or `coroutine` (always coroutines, as a race
   detector needs). The `cpu_mode` option of @cuda.jit overrides it. Default auto.
@@ -22,9 +25,9 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
   CPUs this process may run on (its affinity mask, as numba's NUMBA_NUM_THREADS), not every
   core of the host.
 - GPUNB_NOTICES: `0` silences one-line notices (target fallback, host copies). Default 1.
-- GPUNB_NATIVE_LAUNCH: `0` launches through cuda.bindings instead of gpunb's native
-  cuLaunchKernel trampoline (backends/cuda/native_launch.py) and native launchers
-  (runtime/native_pack.py). Default 1.
+- GPUNB_NATIVE_LAUNCH: `0` launches through the Python path and cuda.bindings instead of
+  gpunb's machine code (backends/native_launch/: native launchers and the cuLaunchKernel
+  trampoline). Default 1.
 - GPUNB_WARMUP: `0` turns off the threads that import the compiler and warm LLVM while the
   driver makes the first CUDA context (backends/cuda/preload.py), and that a process's first
   compile starts to load LLVM's library and the driver's PTX linker (backends/warmup.py).
@@ -67,12 +70,9 @@ def set_process_target(target: str | None) -> None:
     if target is not None and target not in ("auto", "cpu", "cuda"):
         raise ValueError(f"target {target!r}: expected one of auto, cpu, cuda")
     _process_target = target
-    for listener in _target_listeners:
-        listener()
+    from gpunb.foundation import events
 
-
-# called after every set_process_target: launch fast paths that remember a target forget it
-_target_listeners: list = []
+    events.runtime_changed(events.RuntimeChange.TARGET)  # launchers bound for the old one stop
 
 
 def cache_enabled() -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpunb.foundation import launch_gate
 from gpunb.foundation.errors import LaunchError, SourceLocation
 
 
@@ -44,8 +43,8 @@ def note_launch_failure(dispatcher, exc: LaunchError, args: tuple | None = None)
     """Remember `exc` as `dispatcher`'s last launch failure (the exception itself is not kept:
     its traceback would hold the launch's arguments alive).
 
-    Every native launcher steps aside once (launch_gate), so the next launch of this function
-    takes the Python path, whose success clears the failure.
+    Its launchers launch no more (its launch version moves), so the next launch of this
+    function takes the Python path, whose success clears the failure.
     """
     from gpunb.jit.options import user_location
 
@@ -55,7 +54,7 @@ def note_launch_failure(dispatcher, exc: LaunchError, args: tuple | None = None)
         type(exc).__name__, message.splitlines()[0] if message else "",
         getattr(exc, "loc", None) or launched_at, launched_at, _signature_of(args),
         _target_of(dispatcher))
-    launch_gate.bump()
+    dispatcher.version.bump()
 
 
 def _signature_of(args: tuple | None) -> str:

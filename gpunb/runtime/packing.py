@@ -140,6 +140,25 @@ class ArgPacker:
                      f"to GPU {here} first: inside `with cuda.gpus[{here}]:`, "
                      "copy = cuda.device_array_like(ary); copy.copy_to_device(ary)")
 
+    # ---- what native launch plans read (runtime/native_pack.py) -------------------------------
+
+    @property
+    def owner_thread(self) -> int:
+        """The thread whose launches pack into this packer's buffer (others get their own)."""
+        return self._owner
+
+    def argument_slots(self, argtypes: tuple) -> tuple:
+        """Where each argument's values go: per argument, its parameter slots as
+        (address in this packer's buffer, struct format), in order."""
+        if argtypes is not self._argtypes:
+            self._prepare(argtypes)
+        base = ctypes.addressof(self._buffer)
+        out: list = [[] for _ in argtypes]
+        for offset, fmt, owner in zip(self.offsets, self._slot_formats, self._slot_args,
+                                      strict=True):
+            out[owner].append((base + offset, fmt))
+        return tuple(tuple(slots) for slots in out)
+
     # ---- building the plan ---------------------------------------------------------------------
 
     def _prepare(self, argtypes: tuple) -> None:

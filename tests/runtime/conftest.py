@@ -16,7 +16,7 @@ def fake_cuda(monkeypatch):
     from gpunb.backends.cuda import driver, launch
 
     fake = FakeDriver()
-    monkeypatch.setattr(launch, "_native", None)  # launches reach the simulated driver
+    monkeypatch.setattr(launch.driver_calls, "trampolines", None)  # reach the simulated driver
     monkeypatch.setattr(driver, "_cu", fake)
     monkeypatch.setattr(driver, "_initialized", False)
     monkeypatch.setattr(driver, "_init_error", None)
@@ -27,7 +27,7 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(driver, "_tls", threading.local())
     monkeypatch.setattr(driver, "several_contexts", False)
     monkeypatch.setattr(driver, "_contexts_made", 0)
-    driver.last_launch[0] = None
+    driver.last_launch.clear()
     yield fake
     gc.collect()  # simulated handles are released while the simulated driver is in place
 

@@ -428,7 +428,7 @@ def test_native_launch_trampoline(on_gpu):
     x = np.arange(n, dtype=np.float32)
     d_out, d_x, d_y = memory.device_array(n, np.float32), memory.to_device(x), memory.to_device(x)
     kernel[4, 256](d_out, d_x, d_y, np.float32(3.0))
-    assert launch.prepare_native_launch() and launch._native is not None
+    assert launch.driver_calls.prepare() and launch.driver_calls.trampolines is not None
     np.testing.assert_array_equal(d_out.copy_to_host(), 4 * x)
     kernel[np.int64(4), np.int32(256)](d_out, d_x, d_y, np.float32(2.0))  # the fallback path
     np.testing.assert_array_equal(d_out.copy_to_host(), 3 * x)
@@ -437,7 +437,7 @@ def test_native_launch_trampoline(on_gpu):
     packer = ArgPacker(abi.signature_slots(ADD_VALUE_TYPES), target="cuda", kernel="add_value")
     params, _ = packer.pack((memory.device_array(4, np.float32), 1.0), ADD_VALUE_TYPES)
     cu = driver.cuda_driver()
-    native = launch._native[0].call
+    native = launch.driver_calls.trampolines[0].call
     native_us = _best_time_us(lambda: native(function.address, 1, 1, 1, 256, 1, 1, 0, 0, params))
     bindings_us = _best_time_us(
         lambda: cu.cuLaunchKernel(function.handle, 1, 1, 1, 256, 1, 1, 0, 0, params, 0))

@@ -9,10 +9,12 @@ Modules, functions and PTX linking live in modules.py, which builds on this modu
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 
-from gpunb.foundation import launch_gate
+from gpunb.backends.cuda.last_launch import LastLaunch
+from gpunb.foundation import events
 from gpunb.foundation.errors import CudaUnavailableError, LaunchError
 
 _lock = threading.RLock()
@@ -103,6 +105,33 @@ def _selected_compute_capability() -> tuple | None:
         return None
 
 
+def drives_libcuda() -> bool:
+    """Whether launches reach libcuda through cuda.bindings (not a stand-in driver, as the
+    tests' simulated one): only then may machine code call libcuda's entry points itself."""
+    return getattr(_cu, "__name__", None) == "cuda.bindings.driver"
+
+
+def has_context() -> bool:
+    """Whether this process made a CUDA context (never makes one)."""
+    return bool(_primary_contexts)
+
+
+def entry_point(name: str) -> int | None:
+    """The address of libcuda's function `name` (its per-thread-default-stream twin when
+    CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM is set, as cuda.bindings then calls), for
+    machine code to call; None where this process does not drive libcuda or lacks it."""
+    from gpunb.foundation import config
+
+    if not drives_libcuda():
+        return None
+    suffix = "_ptsz" if config.per_thread_default_stream() else ""
+    try:
+        return ctypes.cast(getattr(ctypes.CDLL("libcuda.so.1"), name + suffix),
+                           ctypes.c_void_p).value
+    except (OSError, AttributeError):
+        return None
+
+
 def is_available() -> bool:
     """True when a CUDA driver and at least one device are usable. Never raises."""
     global _available
@@ -153,7 +182,9 @@ class ContextToken:
 several_contexts = False
 _contexts_made = 0
 _reset_listeners: list = []  # callables run by reset() (cached per-context state elsewhere)
-last_launch = [None]  # the kernel name of the latest launch (named by sticky-error messages)
+
+
+last_launch = LastLaunch()  # the kernel launched last (sticky errors name it)
 
 
 def ensure_context(force: bool = False):
@@ -183,6 +214,7 @@ def _make_current(device_id: int) -> ContextToken:
     global several_contexts, _contexts_made
     init()
     cu = cuda_driver()
+    made_another = False
     with _lock:
         token = _primary_contexts.get(device_id)
         if token is None:
@@ -198,7 +230,9 @@ def _make_current(device_id: int) -> ContextToken:
             _contexts_made += 1
             if _contexts_made > 1:
                 several_contexts = True
-                launch_gate.bump()  # native launchers assume one context
+                made_another = True
+    if made_another:  # native launchers assume one context: they stop
+        events.runtime_changed(events.RuntimeChange.CONTEXTS)
     check(cu.cuCtxSetCurrent(token.handle), "cuCtxSetCurrent")
     _tls.token = token
     _tls.context = token.handle
@@ -259,7 +293,7 @@ def reset(device_id: int | None = None) -> None:
             del _primary_contexts[token.device_id]
             token.alive = False
         several_contexts = True  # arrays and programs of the dead contexts may still be used
-        launch_gate.bump()
+        events.runtime_changed(events.RuntimeChange.CONTEXTS)
         for token in tokens:
             handle = cu.cuDeviceGet(token.device_id)[1]
             # a corrupt context refuses nothing here: reset destroys it, release drops our
@@ -268,7 +302,7 @@ def reset(device_id: int | None = None) -> None:
             cu.cuDevicePrimaryCtxRelease(handle)
         _tls.__dict__.pop("token", None)
         _tls.__dict__.pop("context", None)
-        last_launch[0] = None
+        last_launch.clear()
         for listener in list(_reset_listeners):
             listener()
         for token in tokens:
@@ -307,7 +341,7 @@ def on_reset(listener) -> None:
 def synchronize() -> None:
     """Wait for all work on the current device (cuCtxSynchronize); surfaces async errors."""
     ensure_context()
-    check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize", last_launch[0])
+    check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize", last_launch.kernel)
 
 
 def memory_info() -> tuple:
@@ -530,7 +564,7 @@ def driver_error(err, what: str, kernel: str | None = None) -> CudaDriverError:
     message = f"{what} failed: {name}: {_error_string(err)}"
     hint = HINTS.get(name)
     if name in STICKY_ERRORS:
-        culprit = kernel or last_launch[0]
+        culprit = kernel or last_launch.kernel
         if "launch" not in what.lower():
             cause = f"kernel '{culprit}' (the latest launched)" if culprit else \
                 "an earlier kernel launch"

@@ -56,9 +56,15 @@ class Function:
         self.handle = handle
         self.address = int(handle)  # what the native launch trampoline takes
         self.name = name
+        driver.last_launch.name_function(self.address, name)
         self.module = module  # keeps the module loaded while the function is in use
         self._attributes: dict | None = None
         self._max_dynamic_shared: int | None = None
+
+    def rename(self, name: str) -> None:
+        """Call it `name` in errors (the Python function's name rather than the symbol)."""
+        self.name = name
+        driver.last_launch.name_function(self.address, name)
 
     def attributes(self) -> dict:
         """Resources ptxas gave this kernel: num_regs, shared/local/const bytes, max threads."""

@@ -29,7 +29,7 @@ PRELUDE = textwrap.dedent("""
 
     fake = FakeDriver()
     fake.__name__ = "cuda.bindings.driver"  # what preload starts for (the real bindings)
-    launch._native = None  # no trampoline into a libcuda that is not there
+    launch.driver_calls.trampolines = None  # no trampoline into a libcuda that is not there
     driver._cu = fake
     gpunb.set_target("cuda")
 

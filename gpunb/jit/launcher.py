@@ -1,0 +1,197 @@
+"""A launch is one object: a Launcher, one specialisation bound to one launch configuration and
+the kinds of its arguments, at one version of its dispatcher.
+
+`Specialization.bind(config, kinds, args, version=..., native=...)` makes one; it is frozen.
+`Launcher.run(args)` is the launch, written once: the hooks' `enter`, then the native part (the
+machine code of runtime/native_pack.py: checks, packing and, on a GPU, cuLaunchKernel) or the
+Python packing and `Program.launch`, then the hooks' `exit`. Hooks observe launches
+(jit/launch_hooks.py: events for subscribers, entries for recorders); anything else that must see
+each launch (CUDA-graph capture) passes hooks of its own the same way.
+
+A launcher launches only while its dispatcher's `LaunchVersion` reads the value it was bound at:
+that number is the one thing that invalidates launchers. The dispatcher bumps it when anything a
+launcher took as given changes - the target, who observes launches, the CUDA contexts (all three
+announced by gpunb.events' RUNTIME_CHANGED), the kernel's numba extensions, a failed launch.
+The native part reads the version word itself, with the watch list (a rebound global), the
+thread and the arguments' kinds; a Python-packing launcher is used only by the dispatcher's
+Python path, which checks all of that before it runs one.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from gpunb.backends.base import DECLINED
+from gpunb.cache.fingerprint import MISSING
+from gpunb.foundation import events
+from gpunb.jit.launch_hooks import hooks_for
+
+_bump_lock = threading.Lock()
+
+
+class LaunchVersion:
+    """A dispatcher's launch version: one i64 word that native launchers read at each launch."""
+
+    __slots__ = ("word",)
+
+    def __init__(self):
+        self.word = ctypes.c_int64(0)
+
+    @property
+    def value(self) -> int:
+        return self.word.value
+
+    def bump(self) -> None:
+        """Every launcher bound before launches no more (its dispatcher binds again)."""
+        with _bump_lock:
+            self.word.value += 1
+
+
+class LaunchHooks(Protocol):
+    """What runs around each launch of a launcher bound with it. `enter` runs before the
+    arguments are packed and returns a token; `exit` follows with it, with `declined` True
+    where the native part refused the arguments (nothing launched: the dispatcher's Python path
+    launches them through another launcher) and `error` the exception's text if one was
+    raised ("" otherwise)."""
+
+    def enter(self, launcher: Launcher, args: tuple, new: bool) -> Any:
+        ...
+
+    def exit(self, launcher: Launcher, args: tuple, token: Any, new: bool, declined: bool,
+             error: str) -> None:
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class NativePart:
+    """A launcher's machine code: `builtin(args)` returns 0 (launched), DECLINED, PACKED (the
+    CPU target: run the program) or the launch function's error code, which `finish` takes
+    (it runs the program, or retries or raises); `launch` is the Program's description of the
+    configuration it was bound to."""
+
+    builtin: Any
+    plan: Any  # the runtime/native_pack.NativePlan it follows (shared by the launchers of
+    # one specialisation and argument kinds)
+    launch: Any  # backends.base.NativeLaunch
+    finish: Any  # status -> None
+
+
+def _finisher(launch, params_address: int):
+    """What follows a native part's non-zero status: with no launch function the machine code
+    only packed, and `launch.run` launches; else the launch function failed."""
+    if launch.launch_function == 0:
+        run = launch.run
+
+        def finish(status: int) -> None:
+            run(params_address)
+    else:
+        failed = launch.failed
+
+        def finish(status: int) -> None:
+            failed(status, params_address)
+    return finish
+
+
+@dataclass(frozen=True, slots=True)
+class Launcher:
+    """One specialisation bound to one launch configuration, argument kinds and dispatcher
+    version, with the hooks that observe its launches and, where it has one, its native part."""
+
+    spec: Any  # jit.specialization.Specialization
+    config: Any  # the kernel[grid, block, stream, shared] it launches with
+    kinds: tuple | None  # the arguments' type keys (runtime/typeof.type_key)
+    version: int  # its dispatcher's launch version when bound
+    hooks: LaunchHooks | None = None
+    native: NativePart | None = None
+    # what a configuration calls first: the bare machine code where nothing runs around it,
+    # else `run` (which returns 0 or DECLINED only)
+    call: Any = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        bare = self.native is not None and self.hooks is None
+        object.__setattr__(self, "call", self.native.builtin if bare else self.run)
+
+    def run(self, args: tuple, new: bool = False) -> int:
+        """Launch `args` (`new`: this launch made the specialisation). Returns 0, or DECLINED
+        where the native part refused them and nothing was launched. The launch body: this
+        and `_launch` are the only place where gpunb launches a kernel."""
+        hooks = self.hooks
+        if hooks is None:
+            return self._launch(args)
+        token = hooks.enter(self, args, new)
+        try:
+            status = self._launch(args)
+        except BaseException as exc:
+            hooks.exit(self, args, token, new, False, f"{type(exc).__name__}: {exc}")
+            raise
+        hooks.exit(self, args, token, new, status == DECLINED, "")
+        return status
+
+    def _launch(self, args: tuple) -> int:
+        native = self.native
+        if native is not None:
+            status = native.builtin(args)
+            if status and status != DECLINED:
+                native.finish(status)
+                return 0
+            return status
+        spec, config = self.spec, self.config
+        params, writeback = spec.packer.pack(args, spec.argtypes)
+        spec.launch(config.grid, config.block, config.sharedmem, config.stream, params)
+        for fn in writeback:
+            fn()
+        return 0
+
+    def finish(self, status: int) -> None:
+        """The native part returned `status` (neither 0 nor DECLINED): PACKED runs the program
+        on the packed arguments (the CPU target); an error code is retried or raised."""
+        self.native.finish(status)
+
+
+def bind(spec, config, kinds: tuple | None, args: tuple, *, version: int,
+         native: bool) -> Launcher:
+    """`spec` bound to `config` for arguments of `kinds` (those of `args`), at the dispatcher
+    version `version` (read before the caller checked the specialisation: a bump after that
+    makes this launcher decline). With `native` it gets a native part where one applies: these
+    kinds can be packed natively, the program can launch this configuration from machine code,
+    the watch list is plain dicts', this thread owns the parameter buffer and nobody subscribes
+    to launch events (subscribers get their events from the Python path)."""
+    part = None
+    if native and kinds is not None and not events.launch_subscribers:
+        part = _native_part(spec, config, kinds, args, version)
+    hooks = hooks_for(spec, config, args, native=part is not None)
+    return Launcher(spec, config, kinds, version, hooks, part)
+
+
+PLANS_PER_SPECIALIZATION = 16  # argument kinds whose plans a specialisation keeps
+
+
+def _native_part(spec, config, kinds: tuple, args: tuple, version: int) -> NativePart | None:
+    from gpunb.runtime import native_pack  # (not on a process's first launch)
+
+    if not native_pack.available():
+        native_pack.prepare_in_background()  # no compile in this process: no llvmlite yet
+        return None
+    if spec.packer.owner_thread != threading.get_ident():
+        return None  # another thread's launches pack into buffers of their own
+    launch = spec.program.native_launch(config.grid, config.block, config.sharedmem,
+                                        config.stream)
+    if launch is None:
+        return None
+    plan = spec.plans.get(kinds, False)
+    if plan is False:
+        try:
+            plan = native_pack.NativePlan(spec.packer, spec.argtypes, args)
+        except native_pack.Unsupported:
+            plan = None  # these kinds cannot be native (say, host arrays copied to the GPU)
+        if len(spec.plans) < PLANS_PER_SPECIALIZATION:
+            spec.plans[kinds] = plan
+    if plan is None:
+        return None
+    builtin = plan.bind(launch, config.dispatcher.version.word, version, spec.watch, MISSING)
+    if builtin is None:
+        return None
+    return NativePart(builtin, plan, launch, _finisher(launch, spec.packer.params_address))
