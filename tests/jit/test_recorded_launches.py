@@ -253,9 +253,10 @@ def _blocks(count: int, blocks: list) -> None:
         entering = time.perf_counter_ns()
         recorder = events.record_launches(log)
         entered = time.perf_counter_ns()
-        while time.perf_counter_ns() < entered + 100_000 * (n % 4):
-            pass  # the launching threads get turns (the switch interval is short): the first
-            # launch of a configuration in a block binds a launcher, so some take tens of us
+        while time.perf_counter_ns() < entered + 400_000 * (n % 4):
+            pass  # the launching threads get turns (the switch interval is short); with four
+            # threads taking turns, a launch that binds a launcher (the first of a
+            # configuration after a block's start or end) can take a hundred us or more
         leaving = time.perf_counter_ns()
         recorder.stop()
         blocks.append((entering, entered, leaving, time.perf_counter_ns(), log))
