@@ -71,7 +71,8 @@ class LaunchConfiguration:
         launcher = self._native
         if launcher is not None and not kwargs:
             try:
-                status = launcher.call(args)  # the machine code, or run() with hooks around it
+                call = launcher.call  # (LOAD_ATTR of a slot; a method-style call would not be)
+                status = call(args)  # the machine code, or run() with hooks around it
                 if status == 0:
                     return None
                 if status != DECLINED:  # packed (the CPU target runs it now), or the driver
@@ -122,7 +123,8 @@ class LaunchConfiguration:
             (retry or not reusable and (misses >= NATIVE_AFTER or bool(spec.plans)))
         if reusable and not native:
             return previous, new
-        launcher = spec.bind(self, key, args, version=version, native=native)
+        launcher = spec.bind(self, key, args, version=version, native=native,
+                             previous=self._native)
         if launcher.native is not None:
             self._native = launcher
             self._python_launches = NATIVE_AFTER - 1  # the next miss (a new epoch) binds again

@@ -26,7 +26,7 @@ from gpunb.foundation.errors import (
     NotAKernelError,
 )
 from gpunb.jit.configuration import LaunchConfiguration
-from gpunb.jit.launcher import LaunchVersion
+from gpunb.jit.launcher import LaunchVersion, bump_all
 from gpunb.jit.numba_api import NumbaDispatcherAPI
 from gpunb.jit.specialization import Specialization
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
@@ -37,29 +37,43 @@ _DEVICE_ARRAYS = (DeviceArray, HostDeviceArray)  # their type key is precomputed
 
 class _LiveDispatchers:
     """Every Dispatcher alive, so that a change of what all launches were prepared for (the
-    RUNTIME_CHANGED event: the target, launch observers, CUDA contexts) reaches each: it forgets
-    its specialisation lookup and bumps its launch version. Subscribed by the first dispatcher
+    RUNTIME_CHANGED event: the target, launch observers, CUDA contexts) reaches each: every
+    launch version moves (under one lock: profile blocks start and end often), and after a
+    target change each forgets its specialisation lookup. Subscribed by the first dispatcher
     made, not by importing this module."""
 
     def __init__(self):
-        self._dispatchers: weakref.WeakSet = weakref.WeakSet()
+        self._dispatchers: dict = {}  # id -> weakref to a Dispatcher (dropped when it dies)
+        self._versions: dict = {}  # id -> that Dispatcher's LaunchVersion
         self._subscription = None
         self._lock = threading.Lock()
 
     def add(self, dispatcher: Dispatcher) -> None:
+        key = id(dispatcher)
         with self._lock:
-            self._dispatchers.add(dispatcher)
+            self._dispatchers[key] = weakref.ref(dispatcher, lambda _, key=key: self._drop(key))
+            self._versions[key] = dispatcher.version
             if self._subscription is None:
                 self._subscription = events.subscribe(events.EventKind.RUNTIME_CHANGED,
                                                       self._runtime_changed)
 
+    def _drop(self, key: int) -> None:
+        with self._lock:
+            self._dispatchers.pop(key, None)
+            self._versions.pop(key, None)
+
     def all(self) -> list:
         with self._lock:
-            return list(self._dispatchers)
+            refs = list(self._dispatchers.values())
+        return [dispatcher for ref in refs if (dispatcher := ref()) is not None]
 
     def _runtime_changed(self, what: events.RuntimeChange) -> None:
-        for dispatcher in self.all():
-            dispatcher.runtime_changed(what)
+        if what is events.RuntimeChange.TARGET:
+            for dispatcher in self.all():
+                dispatcher.forget_target()
+        with self._lock:
+            versions = list(self._versions.values())
+        bump_all(versions)
 
 
 _live = _LiveDispatchers()
@@ -225,12 +239,11 @@ class Dispatcher(NumbaDispatcherAPI):
 
         return prepare_arguments(self._extensions, args, stream)
 
-    def runtime_changed(self, what: events.RuntimeChange) -> None:
-        """What every launch was prepared for changed (RUNTIME_CHANGED): the next launch binds a
-        new launcher (after a target change, for a specialisation looked up again)."""
-        if what is events.RuntimeChange.TARGET:
-            self._fast.clear()  # its specialisations are the old target's
-            self._fast_target = None
+    def forget_target(self) -> None:
+        """The target changed: the next launch looks its specialisation up again (those found
+        so far are the old target's), and binds a new launcher (its version moves)."""
+        self._fast.clear()
+        self._fast_target = None
         self.version.bump()
 
     def specialization_for_launch(self, args: tuple) -> tuple:

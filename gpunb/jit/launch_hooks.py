@@ -33,22 +33,35 @@ _clock = time.perf_counter_ns
 _subscriptions = events.subscriptions  # kind -> tuple of Subscriptions (read, never mutated)
 
 
+HOOKS_PER_SPECIALIZATION = 16  # configurations whose hooks a specialisation keeps
+
+
 def hooks_for(spec, config, args: tuple, native: bool):
     """The hooks of a launcher of `spec` for `config` bound now, for arguments like `args`
     (`native`: it has a native part, which accepts only arguments of their exact classes);
-    None while nobody observes launches."""
+    None while nobody observes launches. Kept per specialisation for its last configurations:
+    a configuration binds again at every profile block's start and end."""
     if not events.launch_observers:
         return None
+    wanted = Publishing if events.launch_subscribers else Recording
+    key = (wanted, config.grid, config.block, config.stream, config.sharedmem, native)
+    try:
+        found = spec.hooks.get(key)
+    except TypeError:  # an unhashable configuration (lists): made each time
+        found, key = None, None
+    if found is not None:
+        return found
     name = config.dispatcher.__name__
-    if events.launch_subscribers:
-        site = LaunchSite(name, spec, config.grid, config.block, config.stream, config.sharedmem,
-                          type_names(spec), spec.target, False, None)
-        return Publishing(site)
-    # the launches of a native part have arrays at the positions these args have
-    positions = shape_positions(args) if native else None
-    site = LaunchSite(name, spec, config.grid, config.block, config.stream, config.sharedmem,
-                      type_names(spec), spec.target, False, positions)
-    return Recording(site)
+    # a native part's launches have arrays at the positions these args have (arrays of the
+    # specialisation's types: the same positions for every launch it accepts)
+    positions = shape_positions(args) if native and wanted is Recording else None
+    made = wanted(LaunchSite(name, spec, config.grid, config.block, config.stream,
+                             config.sharedmem, type_names(spec), spec.target, False, positions))
+    if key is not None:
+        if len(spec.hooks) >= HOOKS_PER_SPECIALIZATION:
+            del spec.hooks[next(iter(spec.hooks))]  # the oldest
+        spec.hooks[key] = made
+    return made
 
 
 class Recording:

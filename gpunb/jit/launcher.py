@@ -46,8 +46,15 @@ class LaunchVersion:
 
     def bump(self) -> None:
         """Every launcher bound before launches no more (its dispatcher binds again)."""
-        with _bump_lock:
+        with _bump_lock:  # (two bumps at once must not write the same value)
             self.word.value += 1
+
+
+def bump_all(versions: list) -> None:
+    """Bump each of these launch versions (what changed concerns every launch)."""
+    with _bump_lock:
+        for version in versions:
+            version.word.value += 1
 
 
 class LaunchHooks(Protocol):
@@ -98,7 +105,13 @@ def _finisher(launch, params_address: int):
 @dataclass(frozen=True, slots=True)
 class Launcher:
     """One specialisation bound to one launch configuration, argument kinds and dispatcher
-    version, with the hooks that observe its launches and, where it has one, its native part."""
+    version, with the hooks that observe its launches and, where it has one, its native part.
+
+    `run(args, new=False)` launches `args` (`new`: this launch made the specialisation) and
+    returns 0, or DECLINED where the native part refused them and nothing was launched (the
+    caller's Python path launches them). `call(args)` is what a configuration calls first: the
+    bare machine code where nothing runs around it (it may also return PACKED or a driver error
+    code, which `finish` takes), else `run`."""
 
     spec: Any  # jit.specialization.Specialization
     config: Any  # the kernel[grid, block, stream, shared] it launches with
@@ -106,44 +119,14 @@ class Launcher:
     version: int  # its dispatcher's launch version when bound
     hooks: LaunchHooks | None = None
     native: NativePart | None = None
-    # what a configuration calls first: the bare machine code where nothing runs around it,
-    # else `run` (which returns 0 or DECLINED only)
+    run: Any = field(init=False, repr=False, compare=False)
     call: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        run = _body(self)
+        object.__setattr__(self, "run", run)
         bare = self.native is not None and self.hooks is None
-        object.__setattr__(self, "call", self.native.builtin if bare else self.run)
-
-    def run(self, args: tuple, new: bool = False) -> int:
-        """Launch `args` (`new`: this launch made the specialisation). Returns 0, or DECLINED
-        where the native part refused them and nothing was launched. The launch body: this
-        and `_launch` are the only place where gpunb launches a kernel."""
-        hooks = self.hooks
-        if hooks is None:
-            return self._launch(args)
-        token = hooks.enter(self, args, new)
-        try:
-            status = self._launch(args)
-        except BaseException as exc:
-            hooks.exit(self, args, token, new, False, f"{type(exc).__name__}: {exc}")
-            raise
-        hooks.exit(self, args, token, new, status == DECLINED, "")
-        return status
-
-    def _launch(self, args: tuple) -> int:
-        native = self.native
-        if native is not None:
-            status = native.builtin(args)
-            if status and status != DECLINED:
-                native.finish(status)
-                return 0
-            return status
-        spec, config = self.spec, self.config
-        params, writeback = spec.packer.pack(args, spec.argtypes)
-        spec.launch(config.grid, config.block, config.sharedmem, config.stream, params)
-        for fn in writeback:
-            fn()
-        return 0
+        object.__setattr__(self, "call", self.native.builtin if bare else run)
 
     def finish(self, status: int) -> None:
         """The native part returned `status` (neither 0 nor DECLINED): PACKED runs the program
@@ -151,17 +134,58 @@ class Launcher:
         self.native.finish(status)
 
 
-def bind(spec, config, kinds: tuple | None, args: tuple, *, version: int,
-         native: bool) -> Launcher:
+def _body(launcher: Launcher):
+    """`launcher.run`: the launch, written once - the hooks' `enter`, the native part or the
+    Python packing and `Program.launch`, the hooks' `exit` - as a closure over what it reads
+    (one launch reads locals, not attributes)."""
+    hooks, native, spec, config = launcher.hooks, launcher.native, launcher.spec, launcher.config
+    enter = exit_ = None
+    if hooks is not None:
+        enter, exit_ = hooks.enter, hooks.exit
+    builtin = finish = None
+    if native is not None:
+        builtin, finish = native.builtin, native.finish
+    packer, argtypes, program_launch = spec.packer, spec.argtypes, spec.launch
+    grid, block, shared, stream = config.grid, config.block, config.sharedmem, config.stream
+
+    def run(args: tuple, new: bool = False) -> int:
+        token = enter(launcher, args, new) if enter is not None else None
+        try:
+            if builtin is not None:
+                status = builtin(args)
+                if status and status != DECLINED:
+                    finish(status)
+                    status = 0
+            else:
+                params, writeback = packer.pack(args, argtypes)
+                program_launch(grid, block, shared, stream, params)
+                for fn in writeback:
+                    fn()
+                status = 0
+        except BaseException as exc:
+            if exit_ is not None:
+                exit_(launcher, args, token, new, False, f"{type(exc).__name__}: {exc}")
+            raise
+        if exit_ is not None:
+            exit_(launcher, args, token, new, status == DECLINED, "")
+        return status
+
+    return run
+
+
+def bind(spec, config, kinds: tuple | None, args: tuple, *, version: int, native: bool,
+         previous: Launcher | None = None) -> Launcher:
     """`spec` bound to `config` for arguments of `kinds` (those of `args`), at the dispatcher
     version `version` (read before the caller checked the specialisation: a bump after that
     makes this launcher decline). With `native` it gets a native part where one applies: these
     kinds can be packed natively, the program can launch this configuration from machine code,
     the watch list is plain dicts', this thread owns the parameter buffer and nobody subscribes
-    to launch events (subscribers get their events from the Python path)."""
+    to launch events (subscribers get their events from the Python path). What `previous` (the
+    configuration's last launcher) holds is reused where it still applies: a configuration
+    binds again at every profile block's start and end."""
     part = None
     if native and kinds is not None and not events.launch_subscribers:
-        part = _native_part(spec, config, kinds, args, version)
+        part = _native_part(spec, config, kinds, args, version, previous)
     hooks = hooks_for(spec, config, args, native=part is not None)
     return Launcher(spec, config, kinds, version, hooks, part)
 
@@ -169,7 +193,8 @@ def bind(spec, config, kinds: tuple | None, args: tuple, *, version: int,
 PLANS_PER_SPECIALIZATION = 16  # argument kinds whose plans a specialisation keeps
 
 
-def _native_part(spec, config, kinds: tuple, args: tuple, version: int) -> NativePart | None:
+def _native_part(spec, config, kinds: tuple, args: tuple, version: int,
+                 previous: Launcher | None) -> NativePart | None:
     from gpunb.runtime import native_pack  # (not on a process's first launch)
 
     if not native_pack.available():
@@ -181,6 +206,13 @@ def _native_part(spec, config, kinds: tuple, args: tuple, version: int) -> Nativ
                                         config.stream)
     if launch is None:
         return None
+    before = previous.native if previous is not None else None
+    if before is not None and before.launch is launch and previous.spec is spec and \
+            previous.kinds == kinds:  # the same plan and program launch: a new version only
+        builtin = before.plan.bind(launch, config.dispatcher.version.word, version, spec.watch,
+                                   MISSING)
+        return None if builtin is None else NativePart(builtin, before.plan, launch,
+                                                        before.finish)
     plan = spec.plans.get(kinds, False)
     if plan is False:
         try:

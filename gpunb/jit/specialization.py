@@ -7,6 +7,8 @@ makes them) so that each can import it without importing the other. `bind` makes
 
 from __future__ import annotations
 
+from gpunb.jit.launcher import Launcher, bind
+
 
 class Specialization:
     """A kernel compiled (or loaded from the cache) for one target and argument types.
@@ -17,7 +19,7 @@ class Specialization:
 
     __slots__ = ("argtypes", "artifact", "target", "backend", "packer", "program", "launch",
                  "watch", "typed", "cache_event", "compile_ms", "key", "fingerprint",
-                 "type_names", "plans")
+                 "type_names", "plans", "hooks")
 
     def __init__(self, argtypes: tuple, artifact, backend, packer, program, typed=None):
         self.argtypes = argtypes
@@ -36,14 +38,16 @@ class Specialization:
         self.type_names: tuple | None = None  # str of each argtype, made by the first event
         # argument kinds (type keys) -> runtime/native_pack.NativePlan, or None (not native)
         self.plans: dict = {}
+        self.hooks: dict = {}  # a configuration's launch hooks (jit/launch_hooks.hooks_for)
 
-    def bind(self, config, kinds: tuple | None, args: tuple, *, version: int, native: bool):
+    def bind(self, config, kinds: tuple | None, args: tuple, *, version: int, native: bool,
+             previous: Launcher | None = None) -> Launcher:
         """The Launcher of this specialisation for `config` (kernel[grid, block, ...]) and
         arguments of `kinds` (their type keys; `args` are such arguments), at its dispatcher's
-        launch version `version`; with a native part where `native` and one applies."""
-        from gpunb.jit.launcher import bind
-
-        return bind(self, config, kinds, args, version=version, native=native)
+        launch version `version`; with a native part where `native` and one applies; reusing
+        what `previous` (the configuration's last launcher) holds where it still applies."""
+        return bind(self, config, kinds, args, version=version, native=native,
+                    previous=previous)
 
     def __repr__(self) -> str:
         return f"<gpunb specialisation {self.artifact.name}{self.artifact.signature[4:]} " \
