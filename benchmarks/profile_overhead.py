@@ -49,9 +49,6 @@ def main(argv: list[str]) -> int:
     import gpunb
     from gpunb import cuda
     from gpunb.foundation import events
-    from gpunb.foundation.events import LaunchSite
-    from gpunb.jit.launch_hooks import Recording, shape_positions
-    from gpunb.jit.launcher import Launcher
 
     target = "cpu" if "--cpu" in argv else "cuda"
     gpunb.set_target(target)
@@ -117,15 +114,11 @@ def main(argv: list[str]) -> int:
         status = plain.call(args)
         if status:  # the CPU target: packed, run the grid
             plain.finish(status)
-    spec = next(iter(scale3.specializations.values()))
-    site = LaunchSite("scale3", spec, 1, 32, 0, 0, ("",) * 3, target, False,
-                      shape_positions(args))
-    hooks = Recording(site)
     rows.append(("  native launcher called directly", best_us(direct)))
-    with events.record_launches([]):  # the same native part with recording hooks around it,
-        # bound at the version now (the recorder's start moved it)
-        recording = Launcher(plain.spec, plain.config, plain.kinds, scale3.version.value, hooks,
-                             plain.native)
+    with events.record_launches([]):  # the configuration binds a recording launcher: its
+        launch()  # native part with recording hooks around it (recorded into a list of its own)
+        recording = config.launcher
+        hooks = recording.hooks
         rows.append(("  the same with recording hooks (Launcher.run)",
                      best_us(lambda: recording.run(args))))
     rows.append(("  argument shapes, every argument (the Python path)",

@@ -174,7 +174,7 @@ def _body(launcher: Launcher):
 
 
 def bind(spec, config, kinds: tuple | None, args: tuple, *, version: int, native: bool,
-         previous: Launcher | None = None) -> Launcher:
+         previous: Launcher | None = None, hooks: LaunchHooks | None = None) -> Launcher:
     """`spec` bound to `config` for arguments of `kinds` (those of `args`), at the dispatcher
     version `version` (read before the caller checked the specialisation: a bump after that
     makes this launcher decline). With `native` it gets a native part where one applies: these
@@ -182,11 +182,13 @@ def bind(spec, config, kinds: tuple | None, args: tuple, *, version: int, native
     the watch list is plain dicts', this thread owns the parameter buffer and nobody subscribes
     to launch events (subscribers get their events from the Python path). What `previous` (the
     configuration's last launcher) holds is reused where it still applies: a configuration
-    binds again at every profile block's start and end."""
+    binds again at every profile block's start and end. `hooks` of the caller's own (say, a
+    capture into a CUDA graph) replace those of the launch observers."""
     part = None
     if native and kinds is not None and not events.launch_subscribers:
         part = _native_part(spec, config, kinds, args, version, previous)
-    hooks = hooks_for(spec, config, args, native=part is not None)
+    if hooks is None:
+        hooks = hooks_for(spec, config, args, native=part is not None)
     return Launcher(spec, config, kinds, version, hooks, part)
 
 

@@ -41,13 +41,15 @@ class Specialization:
         self.hooks: dict = {}  # a configuration's launch hooks (jit/launch_hooks.hooks_for)
 
     def bind(self, config, kinds: tuple | None, args: tuple, *, version: int, native: bool,
-             previous: Launcher | None = None) -> Launcher:
-        """The Launcher of this specialisation for `config` (kernel[grid, block, ...]) and
-        arguments of `kinds` (their type keys; `args` are such arguments), at its dispatcher's
-        launch version `version`; with a native part where `native` and one applies; reusing
-        what `previous` (the configuration's last launcher) holds where it still applies."""
+             previous: Launcher | None = None, hooks=None) -> Launcher:
+        """The Launcher of this specialisation for `config` (kernel[grid, block, stream, ...])
+        and arguments of `kinds` (their type keys; `args` are such arguments), at its
+        dispatcher's launch version `version`; with a native part where `native` and one
+        applies; reusing what `previous` (the configuration's last launcher) holds where it
+        still applies; with `hooks` (jit/launcher.LaunchHooks) in place of the launch
+        observers' when given."""
         return bind(self, config, kinds, args, version=version, native=native,
-                    previous=previous)
+                    previous=previous, hooks=hooks)
 
     def __repr__(self) -> str:
         return f"<gpunb specialisation {self.artifact.name}{self.artifact.signature[4:]} " \
