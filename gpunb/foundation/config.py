@@ -20,7 +20,9 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_CPU_MODE: how the CPU target runs a block's threads: `auto` (work-group loops where
   they are proven safe, coroutines elsewhere) or `coroutine` (always coroutines, as a race
   detector needs). The `cpu_mode` option of @cuda.jit overrides it. Default auto.
-- GPUNB_ARCH: compute capability for PTX when no GPU is present, sm_XX. Default sm_90.
+- GPUNB_ARCH: the architecture PTX is made for when no GPU is present: sm_XY, or sm_90a /
+  sm_100a (arch-specific) / sm_100f (family) as nvcc spells them (foundation/arch.py).
+  Default sm_90.
 - GPUNB_CPU_THREADS: host threads that run blocks in parallel on the CPU target. Default: the
   CPUs this process may run on (its affinity mask, as numba's NUMBA_NUM_THREADS), not every
   core of the host.
@@ -176,11 +178,15 @@ def record_limit() -> int:
     return int(value)
 
 
-def default_arch() -> tuple[int, int]:
-    value = os.environ.get("GPUNB_ARCH", "sm_90").strip().lower().removeprefix("sm_")
-    if not value.isdigit() or len(value) < 2:
-        raise ValueError(f"GPUNB_ARCH={value!r}: expected sm_XX, e.g. sm_90")
-    return int(value[:-1]), int(value[-1])
+def default_arch() -> tuple:
+    """GPUNB_ARCH as (major, minor), or (major, minor, "a" | "f") for sm_90a, sm_100f."""
+    from gpunb.foundation.arch import parse_arch
+
+    value = os.environ.get("GPUNB_ARCH", "sm_90")
+    try:
+        return parse_arch(value).key
+    except ValueError as exc:
+        raise ValueError(f"GPUNB_ARCH={value!r}: {exc}") from None
 
 
 def cpu_threads() -> int:

@@ -33,6 +33,10 @@ from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.typeof import type_key
 
 _DEVICE_ARRAYS = (DeviceArray, HostDeviceArray)  # their type key is precomputed: read it inline
+# `kernel[grid, block]` objects a dispatcher keeps, oldest dropped first: a dict lookup, not
+# functools.lru_cache, because `kernel[4, 256](...)` looks one up at every launch (lru_cache's
+# lookup costs ~40 ns more; benchmarks/profile_launch.py's "config lookup" row)
+CONFIGS_KEPT = 64
 
 
 class _LiveDispatchers:
@@ -171,8 +175,8 @@ class Dispatcher(NumbaDispatcherAPI):
             note_launch_failure(self, exc)
             raise
         try:
-            if len(self._configs) >= 64:
-                self._configs.clear()
+            if len(self._configs) >= CONFIGS_KEPT:
+                del self._configs[next(iter(self._configs))]  # the oldest
             self._configs[config] = made
         except TypeError:
             pass

@@ -239,18 +239,17 @@ def check_target(target, what: str = "target") -> None:
 
 def check_arch(cc) -> tuple:
     """compile_ptx's cc: a (major, minor) compute capability of sm_50 or newer, or numba's
-    arch-specific (major, minor, 'a') / family (major, minor, 'f') form of sm_90 and newer."""
-    suffix = ()
+    arch-specific (major, minor, 'a') / family (major, minor, 'f') form of sm_90 and newer
+    (foundation/arch.py reads them)."""
+    from gpunb.foundation.arch import parse_arch
+
     try:
-        if len(cc) == 3 and cc[2] in ("a", "f") and int(cc[0]) >= 9:
-            suffix, cc = (cc[2],), tuple(cc[:2])
-        major, minor = (int(v) for v in cc)
-        ok = (major, minor) == tuple(cc) and major >= 5 and 0 <= minor <= 9
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
+        arch = parse_arch(cc) if isinstance(cc, (tuple, list)) else None
+    except ValueError:
+        arch = None
+    if arch is None or arch.major < 5:
         raise JitOptionError(f"cc={cc!r} is not a compute capability gpunb can target",
                              user_location(),
                              hint="pass (major, minor) of sm_50 or newer, e.g. cc=(9, 0) for "
                                   "sm_90, or (9, 0, 'a') for sm_90a")
-    return (major, minor, *suffix)
+    return arch.key

@@ -6,12 +6,10 @@ Kept apart from the magics so the parsing rules (and their error messages) are t
 from __future__ import annotations
 
 import argparse
-import re
 import shlex
 from dataclasses import dataclass
 
 SHOW_CHOICES = ("ptx", "llvm", "sass", "types", "source", "all")
-_ARCH = re.compile(r"^sm_(\d)(\d{1,2})[a-z]?$")  # sm_90, sm_90a, sm_100
 
 
 class OptionError(ValueError):
@@ -58,12 +56,14 @@ class KernelCellOptions:
 
 
 def parse_arch(arch: str) -> tuple[int, int]:
-    """"sm_80" -> (8, 0); "sm_100" -> (10, 0); raises OptionError otherwise."""
-    m = _ARCH.match(arch.strip().lower())
-    if m is None:
-        raise OptionError(f"arch {arch!r}: expected sm_XX, e.g. sm_80 or sm_90")
-    digits = m.group(1) + m.group(2)
-    return int(digits[:-1]), int(digits[-1])
+    """"sm_80" -> (8, 0); "sm_100" -> (10, 0); "sm_90a" -> (9, 0) (foundation/arch.py reads
+    every spelling); raises OptionError otherwise."""
+    from gpunb.foundation.arch import parse_arch as read_arch
+
+    try:
+        return read_arch(arch).cc
+    except ValueError as exc:
+        raise OptionError(f"arch {arch!r}: {exc}") from None
 
 
 class _Parser(argparse.ArgumentParser):

@@ -122,7 +122,7 @@ def kernel_record(dispatcher, spec) -> dict:
     from gpunb.jit import inspection
 
     record = _basic_record(dispatcher, spec)
-    major, minor = backends.get("cuda").default_arch()
+    major, minor = backends.get("cuda").default_arch()[:2]  # (sm_90a's tables are sm_90's)
     arch = f"sm_{major}{minor}"
     on_gpu = spec.target == "cuda"
     usage = inspection.resources_for(dispatcher, spec, None if on_gpu else arch)

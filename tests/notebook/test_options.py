@@ -28,7 +28,7 @@ def test_show_all_expands_to_every_tab():
 @pytest.mark.parametrize("line, words", [
     ("--target gpu", "invalid choice"),
     ("--show asm", "--show asm"),
-    ("--arch 80", "expected sm_XX"),
+    ("--arch volta", "expected sm_XY"),
     ("--max-registers 4", "16..255"),
     ("--bogus", "unrecognized arguments"),
     ("--show 'ptx", "No closing quotation"),

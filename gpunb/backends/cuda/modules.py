@@ -11,6 +11,7 @@ import ctypes
 import weakref
 
 from gpunb.backends.cuda import driver
+from gpunb.foundation.arch import parse_arch as _parse_arch
 from gpunb.foundation.errors import ToolchainError
 
 LOG_BUFFER_BYTES = 1 << 16
@@ -134,19 +135,9 @@ def _unload_module(cu, handle, token) -> None:
 
 
 def parse_arch(arch) -> tuple:
-    """(major, minor) from (9, 0), "sm_90", "90", "9.0" or "compute_90"."""
-    if isinstance(arch, (tuple, list)):
-        return int(arch[0]), int(arch[1])
-    text = str(arch).strip().lower()
-    for prefix in ("sm_", "compute_"):
-        text = text.removeprefix(prefix)
-    text = text.rstrip("af")  # sm_90a / sm_100f: the family suffix is not a JIT target here
-    if "." in text:
-        major, minor = text.split(".", 1)
-        return int(major), int(minor)
-    if not text.isdigit() or len(text) < 2:
-        raise ValueError(f"cannot read a compute capability from {arch!r}; expected e.g. 'sm_90'")
-    return int(text[:-1]), int(text[-1])
+    """(major, minor) of an architecture's name (foundation/arch.py); the driver's JIT target
+    of sm_90a / sm_100f is their compute capability."""
+    return _parse_arch(arch).cc
 
 
 def link_ptx(ptx: str, arch=None, *, max_registers: int | None = None, lineinfo: bool = False,
