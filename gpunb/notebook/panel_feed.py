@@ -10,9 +10,12 @@ while a panel is listening).
 
 from __future__ import annotations
 
+import weakref
+
 from gpunb.foundation.errors import describe_filename
 
-_seen: dict = {}  # id(specialization) -> record id (a specialisation is described once)
+# specialisation -> its record id (a specialisation is described once), while it lives
+_seen: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _failures_sent: dict = {}  # record id -> the failure record sent to the panel
 cell_ids: dict = {}  # a cell's synthetic filename -> the JupyterLab cell id it ran from
 cell_ids_by_count: dict = {}  # execution count -> JupyterLab cell id (%%gpukernel's own files)
@@ -38,14 +41,14 @@ def new_kernel_records(namespace: dict) -> list[dict]:
     out = []
     for dispatcher in _dispatchers(namespace):
         for spec in list(dispatcher.specializations.values()):
-            if id(spec) in _seen:
+            if spec in _seen:
                 continue
             try:
                 record = kernel_record(dispatcher, spec)
             except Exception as exc:  # noqa: BLE001 - one kernel's record must not hide the rest
                 record = _basic_record(dispatcher, spec)
                 record["problem"] = f"{type(exc).__name__}: {exc}"
-            _seen[id(spec)] = record["id"]
+            _seen[spec] = record["id"]
             out.append(record)
     return _with_failures(namespace, out)
 

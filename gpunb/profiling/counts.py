@@ -13,6 +13,7 @@ largest array it stores to; a kernel with loops reports None (not countable stat
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
 from gpunb.foundation import abi
@@ -120,16 +121,17 @@ def _has_back_edge(body: str) -> bool:
     return False
 
 
-_cache: dict = {}
+# specialisation -> its KernelCounts (or None), for as long as the specialisation lives
+_counts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_NOT_YET = object()
 
 
 def counts_for(dispatcher, spec) -> KernelCounts | None:
     """KernelCounts of a specialisation, computed once per specialisation (None if its CUDA
     LLVM cannot be produced, e.g. a feature the CUDA target lacks)."""
-    key = id(spec)
-    found = _cache.get(key)
-    if found is not None and found[0] is spec:
-        return found[1]
+    found = _counts.get(spec, _NOT_YET)
+    if found is not _NOT_YET:
+        return found
     from gpunb.jit import inspection
 
     try:
@@ -140,7 +142,7 @@ def counts_for(dispatcher, spec) -> KernelCounts | None:
         counts = count_llvm(artifact.llvm_ir, spec.argtypes)
     except Exception:  # noqa: BLE001 - counts are an extra; a profile never fails for them
         counts = None
-    _cache[key] = (spec, counts)
+    _counts[spec] = counts
     return counts
 
 

@@ -72,3 +72,23 @@ declare float @llvm.fma.f32(float, float, float)
     counts = count_llvm(ir, (arr, arr))
     assert counts.flops_per_thread == 3
     assert [(a.reads, a.writes) for a in counts.accesses] == [(True, False), (False, True)]
+
+
+def test_counts_do_not_keep_a_specialisation_alive():
+    """Counted once per specialisation, for as long as it lives: a redefined kernel's old
+    specialisations are freed with it (a notebook redefines kernels all day)."""
+    import gc
+    import weakref
+
+    from gpunb import cuda
+
+    kernel = cuda.jit(saxpy.py_func)
+    x = np.ones(256, np.float32)
+    kernel[1, 256](np.zeros_like(x), x, x, np.float32(1.0))
+    spec = _spec(kernel)
+    first = counts_for(kernel, spec)
+    assert first is not None and counts_for(kernel, spec) is first  # once
+    gone = weakref.ref(spec)
+    del kernel, spec
+    gc.collect()
+    assert gone() is None
