@@ -92,3 +92,30 @@ def test_counts_do_not_keep_a_specialisation_alive():
     del kernel, spec
     gc.collect()
     assert gone() is None
+
+
+def test_loops_are_found_in_unnamed_blocks_too():
+    """llvmlite's view of the IR, not its text: numbered blocks (as LLVM prints an optimised
+    module) are told apart as well as named ones."""
+    from gpunb.foundation import types as t
+
+    arr = t.float32[::1]
+    looped = """
+define void @k(ptr readonly %0, i64 %1, i64 %2, i64 %3) {
+4:
+  br label %5
+5:
+  %6 = phi i64 [0, %4], [%8, %5]
+  %7 = fadd float 1.0, 2.0
+  %8 = add i64 %6, 1
+  %9 = icmp slt i64 %8, 10
+  br i1 %9, label %5, label %10
+10:
+  ret void
+}
+"""
+    counts = count_llvm(looped, (arr,))
+    assert counts.has_loops and counts.flops_per_thread is None
+    straight = looped.replace("br i1 %9, label %5, label %10", "br label %10")
+    counts = count_llvm(straight, (arr,))
+    assert not counts.has_loops and counts.flops_per_thread == 1
