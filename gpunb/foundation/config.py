@@ -105,8 +105,9 @@ def cache_dir() -> str:
 
 def _linux_user_cache_dir() -> str | None:
     """platformdirs' user cache dir on Linux in its two plain cases (XDG_CACHE_HOME absolute,
-    else an absolute HOME's ~/.cache), without importing platformdirs: its import (tempfile,
-    urllib...) cost a process's first disk-cache hit ~5 ms. None: ask platformdirs.
+    else an absolute HOME's ~/.cache), without importing platformdirs: importing and asking it
+    costs a process's first disk-cache hit 5-40 ms (benchmarks/library_costs.py), against a
+    10 ms target. None: ask platformdirs (every other case, every other system).
     tests/foundation/test_config_cache_dir.py checks both cases against platformdirs."""
     if not sys.platform.startswith("linux"):
         return None
