@@ -6,7 +6,9 @@ the kinds of its arguments, at one version of its dispatcher.
 machine code of runtime/native_pack.py: checks, packing and, on a GPU, cuLaunchKernel) or the
 Python packing and `Program.launch`, then the hooks' `exit`. Hooks observe launches
 (jit/launch_hooks.py: events for subscribers, entries for recorders); anything else that must see
-each launch (CUDA-graph capture) passes hooks of its own the same way.
+each launch (CUDA-graph capture, say) passes hooks of its own to `bind`, and a launch on another
+stream is a launcher of another configuration (`kernel[grid, block, stream]`), the stream's
+handle bound into its native part.
 
 A launcher launches only while its dispatcher's `LaunchVersion` reads the value it was bound at:
 that number is the one thing that invalidates launchers. The dispatcher bumps it when anything a
