@@ -51,7 +51,9 @@ class _LiveDispatchers:
         self._dispatchers: dict = {}  # id -> weakref to a Dispatcher (dropped when it dies)
         self._versions: dict = {}  # id -> that Dispatcher's LaunchVersion
         self._subscription = None
-        self._lock = threading.Lock()
+        # reentrant: a dispatcher dying in a garbage collection that runs while this thread
+        # holds the lock (an allocation inside it) drops itself through _drop in this thread
+        self._lock = threading.RLock()
 
     def add(self, dispatcher: Dispatcher) -> None:
         key = id(dispatcher)
