@@ -17,8 +17,14 @@ _USER_CONSTANT = re.compile(r"\.nv\.constant([1-9]\d*)$")
 
 def section_sizes(cubin: bytes) -> dict[str, int]:
     """{section name: size in bytes} of an ELF file; {} when it is not one."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
+    try:
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+    except ImportError:  # a dependency of gpunb's, but an install may lack it
+        from gpunb.foundation.errors import ToolchainError
+
+        raise ToolchainError("reading a cubin's sections needs pyelftools",
+                             hint="pip install pyelftools") from None
 
     try:
         elf = ELFFile(io.BytesIO(bytes(cubin)))
