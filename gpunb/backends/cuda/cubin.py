@@ -23,8 +23,8 @@ def section_sizes(cubin: bytes) -> dict[str, int]:
     except ImportError:  # a dependency of gpunb's, but an install may lack it
         from gpunb.foundation.errors import ToolchainError
 
-        raise ToolchainError("reading a cubin's sections needs pyelftools",
-                             hint="pip install pyelftools") from None
+        raise ToolchainError("reading a cubin's sections needs pyelftools (a dependency of "
+                             "gpunb's): pip install pyelftools") from None
 
     try:
         elf = ELFFile(io.BytesIO(bytes(cubin)))
