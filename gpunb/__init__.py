@@ -9,6 +9,7 @@ from gpunb.foundation import exec_sources as _exec_sources
 from gpunb.foundation.errors import (
     CompileError,
     GpunbError,
+    GraphError,
     InitcheckError,
     JitOptionError,
     LaunchError,
@@ -22,10 +23,11 @@ from gpunb.foundation.version import VERSION as __version__
 # kernels exec'd from strings after this point can be compiled: their text is recorded
 _exec_sources.install()
 
-__all__ = ["CompileError", "GpunbError", "InitcheckError", "JitOptionError", "LaunchError",
-           "RaceError", "SignatureError", "ToolchainError", "WarpMaskError", "__version__",
-           "access_map", "cuda", "events", "fuse", "guvectorize", "jit", "last_profile",
-           "profile", "sanitize", "set_target", "load_ipython_extension", "vectorize"]
+__all__ = ["CompileError", "GpunbError", "GraphError", "InitcheckError", "JitOptionError",
+           "LaunchError", "RaceError", "SignatureError", "ToolchainError", "WarpMaskError",
+           "__version__", "access_map", "cuda", "events", "fuse", "graph", "guvectorize", "jit",
+           "last_profile", "profile", "sanitize", "set_target", "load_ipython_extension",
+           "vectorize"]
 
 
 def set_target(target: str | None) -> None:
@@ -83,6 +85,10 @@ def __getattr__(name: str):
         from gpunb.fusion import fuse
 
         return fuse
+    if name == "graph":  # capture launches and copies, replay them (CUDA graphs on a GPU)
+        from gpunb.graphs import graph
+
+        return graph
     if name in _TYPE_NAMES or name == "types":
         from gpunb.foundation import types
 
