@@ -86,7 +86,7 @@ def enter(capture: Capture) -> None:
     """Make `capture` this thread's (one at a time: captures do not nest)."""
     global open_captures
     if current() is not None:
-        raise GraphError("a graph capture is already open on this thread",
+        raise GraphError("a graph capture is already open on this thread", user_location(),
                          hint="end the `with gpunb.graph():` block before opening another one; "
                               "replay a captured graph inside a capture instead")
     with _lock:

@@ -128,6 +128,9 @@ class FakeDriver(FakeGraphs):
             return refused
         if stream and self._capturing(stream[0]) is not None:  # a node: copied at each replay
             self.calls.append((name, (dst, src, nbytes) + stream))
+            err = self.fail_next.pop(name, None)
+            if err is not None:
+                return (err,)
             return (self._add_node(stream[0], {"type": "memcpy", "dst": int(dst),
                                                "src": int(src), "nbytes": nbytes}),)
         result = self._call(name, (dst, src, nbytes) + stream)
