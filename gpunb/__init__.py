@@ -59,11 +59,11 @@ _TYPE_NAMES = {"void", "boolean", "int8", "int16", "int32", "int64", "uint8", "u
 
 
 def __getattr__(name: str):
-    if name in ("cuda", "events"):  # events: subscribe to compiles, launches, cache decisions
-        import importlib
+    if name in ("cuda", "events", "torch"):  # events: compiles, launches, cache decisions;
+        import importlib  # torch: PyTorch operators (imports torch)
 
-        return importlib.import_module("gpunb.cuda" if name == "cuda" else
-                                       "gpunb.foundation.events")
+        return importlib.import_module({"cuda": "gpunb.cuda", "torch": "gpunb.torch"}.get(
+            name, "gpunb.foundation.events"))
     if name in ("profile", "last_profile", "sanitize"):  # profiling: loaded on first use
         from gpunb import profiling
 
