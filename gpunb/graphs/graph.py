@@ -179,6 +179,7 @@ class GraphCapture:
     def __enter__(self) -> Graph:
         from gpunb.runtime.target import active_target
 
+        capture_state.check_none_open()  # (before a stream is made for the graph)
         target = active_target(self._target)
         engine = _engine_for(target, self._stream)
         graph = Graph(engine, target)
@@ -231,8 +232,8 @@ def _engine_for(target: str, stream):
     from gpunb.runtime.streams import Stream
 
     driver.ensure_context()
-    if stream is None:
-        return CudaEngine(Stream.create())
+    if stream is None:  # non-blocking: other threads' work on the legacy default stream goes
+        return CudaEngine(Stream.create(non_blocking=True))  # on while this thread captures
     if not isinstance(stream, Stream):
         from gpunb.backends.cuda.launch import stream_handle
 

@@ -82,13 +82,18 @@ def current() -> Capture | None:
     return getattr(_tls, "capture", None)
 
 
+def check_none_open() -> None:
+    """GraphError when this thread captures already (captures do not nest)."""
+    if current() is not None:
+        raise GraphError("a graph capture is already open on this thread", user_location(),
+                         hint="end the `with gpunb.graph():` block before opening another one "
+                              "(graphs do not nest)")
+
+
 def enter(capture: Capture) -> None:
     """Make `capture` this thread's (one at a time: captures do not nest)."""
     global open_captures
-    if current() is not None:
-        raise GraphError("a graph capture is already open on this thread", user_location(),
-                         hint="end the `with gpunb.graph():` block before opening another one; "
-                              "replay a captured graph inside a capture instead")
+    check_none_open()
     with _lock:
         open_captures += 1
     _tls.capture = capture

@@ -223,3 +223,30 @@ def test_host_arrays_passed_to_kernels_are_refused_on_the_gpu(simulated_gpu):
     with pytest.raises(gpunb.GraphError, match="argument 1 of 'inc' is a host numpy array"):
         with gpunb.graph():
             kernel[1, 8](np.zeros(8, np.float32))
+
+
+def test_the_graphs_stream_does_not_block_other_threads_legacy_stream_work(simulated_gpu):
+    import threading
+
+    fake = simulated_gpu
+    kernel = cuda.jit(inc)
+    mine = cuda.to_device(np.zeros(8, np.float32))
+    theirs = cuda.to_device(np.zeros(8, np.float32))
+    kernel[1, 8](theirs)
+    errors = []
+
+    def other():
+        try:
+            kernel[1, 8](theirs)  # the legacy default stream, in another thread
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    with gpunb.graph() as g:
+        kernel[1, 8](mine)
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+    assert errors == [] and len(g.launches) == 1
+    flags = called(fake, "cuStreamCreate")[-1][0]
+    assert int(flags) == int(fake.CUstream_flags.CU_STREAM_NON_BLOCKING)
+    assert fake.launches[-1][4] in (0, 1)  # the worker's launch ran, on the legacy stream

@@ -170,22 +170,26 @@ def test_copies_are_captured_and_read_the_host_array_at_each_replay(target):
 
 
 @pytest.mark.parametrize("action, message", [
-    (lambda d: cuda.synchronize(), r"cuda.synchronize\(\) waits for the GPU"),
-    (lambda d: cuda.stream().synchronize(), r"stream.synchronize\(\) waits"),
-    (lambda d: cuda.device_array(4), r"cuda.device_array\(\) allocates memory"),
-    (lambda d: cuda.to_device(np.ones(4)), r"cuda.to_device\(\) allocates memory"),
-    (lambda d: d.copy_to_host(), "without a destination"),
-    (lambda d: cuda.event().record(), "recording an event"),
-    (lambda d: gpunb.graph().__enter__(), "already open on this thread"),
+    (lambda d, s, e: cuda.synchronize(), r"cuda.synchronize\(\) waits for the GPU"),
+    (lambda d, s, e: s.synchronize(), r"stream.synchronize\(\) waits"),
+    (lambda d, s, e: s.query(), r"stream.query\(\) waits"),
+    (lambda d, s, e: e.synchronize(), r"event.synchronize\(\) waits"),
+    (lambda d, s, e: cuda.device_array(4), r"cuda.device_array\(\) allocates memory"),
+    (lambda d, s, e: cuda.to_device(np.ones(4)), r"cuda.to_device\(\) allocates memory"),
+    (lambda d, s, e: cuda.pinned_array(4), r"cuda.pinned_array\(\) allocates memory"),
+    (lambda d, s, e: d.copy_to_host(), "without a destination"),
+    (lambda d, s, e: e.record(), "recording an event"),
+    (lambda d, s, e: gpunb.graph().__enter__(), "already open on this thread"),
 ])
 def test_what_a_graph_cannot_hold_is_refused_at_the_users_line(target, action, message):
     _, k_inc = kernels()
     d = cuda.to_device(np.zeros(8, np.float32))
+    stream, event = cuda.stream(), cuda.event()
     k_inc[1, 8](d)  # compiled before
     with pytest.raises(gpunb.GraphError, match=message) as info:
         with gpunb.graph() as g:
             k_inc[1, 8](d)
-            action(d)
+            action(d, stream, event)
     assert info.value.loc is not None and info.value.loc.filename == __file__
     with pytest.raises(gpunb.GraphError, match="capture failed"):
         g.replay()

@@ -164,6 +164,7 @@ class FakeDriver(FakeGraphs):
     # ---- streams and events ----
     def cuStreamCreate(self, flags):
         self.streams += 1
+        self.stream_flags[0x5000 + self.streams] = int(flags)
         return self._call("cuStreamCreate", (flags,), real.CUstream(0x5000 + self.streams))
 
     def cuStreamSynchronize(self, stream):

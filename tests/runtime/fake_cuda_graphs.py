@@ -29,6 +29,7 @@ class FakeGraphs:
         self.execs: dict = {}  # exec handle -> list of [node, kernelParams] (a copy)
         self.nodes: dict = {}  # node handle -> node dict
         self.pinned: dict = {}  # host address -> buffer (cuMemHostAlloc)
+        self.stream_flags: dict = {}  # stream -> its cuStreamCreate flags
         self._next = 0
 
     def _handle(self, base: int) -> int:
@@ -39,12 +40,14 @@ class FakeGraphs:
         return self.captures.get(int(stream or 0))
 
     def _implicit(self, stream) -> tuple | None:
-        """The legacy stream while a (blocking) stream captures: refused, capture invalidated."""
-        if int(stream or 0) in (0, 1) and self.captures:
-            for capture in self.captures.values():
-                capture["invalidated"] = True
-            return (real.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,)
-        return None
+        """The legacy stream while a blocking stream captures (it would wait for the capture):
+        refused, that capture invalidated. Non-blocking streams do not order with it."""
+        if int(stream or 0) not in (0, 1):
+            return None
+        blocking = [c for s, c in self.captures.items() if not self.stream_flags.get(s, 0) & 1]
+        for capture in blocking:
+            capture["invalidated"] = True
+        return (real.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,) if blocking else None
 
     def _add_node(self, stream, node: dict):
         capture = self._capturing(stream)
