@@ -11,6 +11,7 @@ node reads its own copy), each copy copies again.
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 from gpunb.backends.cuda import graphs as cuda_graphs
@@ -88,6 +89,7 @@ class CpuEngine:
     def __init__(self, stream):
         self.stream = stream
         self.items: list = []
+        self._steps: list = []  # (run(params address) or None for a copy, record)
 
     def begin(self) -> None:
         return None
@@ -99,18 +101,29 @@ class CpuEngine:
         self.items.append(copy)
 
     def end(self) -> None:
-        return None
+        """Each launch's run, bound once: the program's checked configuration (what a native
+        launcher runs), so a replay repeats no checks."""
+        steps = []
+        for item in self.items:
+            if item.__class__ is CapturedCopy:
+                steps.append((None, item))
+                continue
+            program = item.spec.program
+            native = program.native_launch(item.grid, item.block, item.shared_bytes, 0)
+            run = native.run if native is not None and native.run is not None else \
+                functools.partial(program.launch, item.grid, item.block, item.shared_bytes, 0)
+            steps.append((run, item))
+        self._steps = steps
 
     def abandon(self) -> None:
         self.items.clear()
 
     def replay(self, stream_handle: int) -> None:
-        for item in self.items:
-            if item.__class__ is CapturedCopy:
+        for run, item in self._steps:
+            if run is None:
                 item.replay()
             else:
-                item.spec.launch(item.grid, item.block, item.shared_bytes, 0,
-                                 item.params.address)
+                run(item.params.address)  # (an update replaces item.params)
 
     def set_arguments(self, launch) -> None:
         return None  # the replay reads launch.params, which the update rewrote
@@ -120,3 +133,4 @@ class CpuEngine:
 
     def close(self) -> None:
         self.items.clear()
+        self._steps = []
