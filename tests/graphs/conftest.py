@@ -27,3 +27,13 @@ def simulated_gpu(fake_cuda):
     gpunb.set_target("cuda")
     yield fake_cuda
     gpunb.set_target(None)
+
+
+@pytest.fixture
+def cpu():
+    """The CPU target, for tests that run the same on every machine."""
+    import gpunb
+
+    gpunb.set_target("cpu")
+    yield "cpu"
+    gpunb.set_target(None)
