@@ -174,7 +174,7 @@ def _use_fake_driver() -> None:
     from gpunb.backends.cuda import driver, launch
 
     launch.driver_calls.trampolines = None  # no trampoline into a libcuda that is not there
-    driver._cu = FakeDriver()  # (the tests' own way of standing it in)
+    driver.state = driver.DriverState(cu=FakeDriver())
 
 
 def measure(launch) -> float:

@@ -35,7 +35,7 @@ def _stand_in_driver() -> None:
     from gpunb.backends.native_launch.builtins import CompiledFunction
 
     launch.driver_calls.trampolines = None  # no trampoline into a libcuda that is not there
-    driver._cu = FakeDriver()  # (the tests' own way of standing it in)
+    driver.state = driver.DriverState(cu=FakeDriver())
     code = ("define i32 @no_launch(i64 %f, i32 %gx, i32 %gy, i32 %gz, i32 %bx, i32 %by, "
             "i32 %bz, i32 %shared, i64 %stream, i64 %params, i64 %extra) {\n  ret i32 0\n}\n")
     function = CompiledFunction(code, "no_launch", "no_launch", fastcall=False)

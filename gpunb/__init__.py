@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from gpunb.foundation import exec_sources as _exec_sources
 from gpunb.foundation.errors import (
+    AsyncCopyError,
     CompileError,
     GpunbError,
     GraphError,
@@ -15,6 +16,7 @@ from gpunb.foundation.errors import (
     LaunchError,
     RaceError,
     SignatureError,
+    TensorMapError,
     ToolchainError,
     WarpMaskError,
 )
@@ -23,10 +25,11 @@ from gpunb.foundation.version import VERSION as __version__
 # kernels exec'd from strings after this point can be compiled: their text is recorded
 _exec_sources.install()
 
-__all__ = ["CompileError", "GpunbError", "GraphError", "InitcheckError", "JitOptionError",
-           "LaunchError", "RaceError", "SignatureError", "ToolchainError", "WarpMaskError",
-           "__version__", "access_map", "cuda", "events", "fuse", "graph", "guvectorize", "jit",
-           "last_profile", "profile", "sanitize", "set_target", "load_ipython_extension",
+__all__ = ["AsyncCopyError", "CompileError", "GpunbError", "GraphError", "InitcheckError",
+           "JitOptionError", "LaunchError", "RaceError", "SignatureError", "TensorMapError",
+           "ToolchainError", "WarpMaskError", "__version__", "access_map", "cuda", "events",
+           "fuse", "graph", "guvectorize", "jit", "last_profile", "profile", "sanitize",
+           "set_target", "load_ipython_extension",
            "vectorize"]
 
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
+from gpunb.foundation.records import record
 
 # what the machine code of a native launcher returns besides a CUresult
 DECLINED = -1  # it refused the arguments: nothing launched (the Python path launches them)
 PACKED = -2  # the arguments are packed and nothing launched: the caller runs the program
 
 
-@dataclass(frozen=True, slots=True)
+@record  # (a frozen, slotted dataclass: foundation/records.py; this module loads with gpunb)
 class NativeLaunch:
     """How machine code launches one configuration of a Program, which checked it: what a
     native launcher (jit/launcher.py, backends/native_launch/) binds. The code packs the

@@ -49,7 +49,9 @@ def ptx_for(dispatcher, argtypes: tuple, arch=None) -> KernelArtifact:
 @functools.lru_cache(maxsize=256)
 def _ptx_by_content(request: ContentKeyed) -> KernelArtifact:
     """PTX artifacts by their content key (inspection asks for the same ones again)."""
-    return request.make()
+    artifact = request.make()
+    request.make = None  # kept as the cache's key: not the function (and kernel) it made it of
+    return artifact
 
 
 def sass_for(dispatcher, spec, arch=None) -> str:

@@ -128,7 +128,7 @@ def _publish(subscriptions: tuple, kind: EventKind, event: LaunchEvent) -> None:
         try:
             subscription.fn(event)
         except Exception as exc:  # noqa: BLE001 - a listener must not break a launch
-            events.report_failure(subscription.fn, kind, exc, stacklevel=7)  # the user's launch
+            events.report_failure(subscription.fn, kind, exc)  # (it finds the user's line)
 
 
 def type_names(spec) -> tuple:

@@ -6,7 +6,9 @@ the kinds of its arguments, at one version of its dispatcher.
 machine code of runtime/native_pack.py: checks, packing and, on a GPU, cuLaunchKernel) or the
 Python packing and `Program.launch`, then the hooks' `exit`. Hooks observe launches
 (jit/launch_hooks.py: events for subscribers, entries for recorders); anything else that must see
-each launch (CUDA-graph capture) passes hooks of its own the same way.
+each launch (CUDA-graph capture, say) passes hooks of its own to `bind`, and a launch on another
+stream is a launcher of another configuration (`kernel[grid, block, stream]`), the stream's
+handle bound into its native part.
 
 A launcher launches only while its dispatcher's `LaunchVersion` reads the value it was bound at:
 that number is the one thing that invalidates launchers. The dispatcher bumps it when anything a
@@ -21,12 +23,13 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpunb.backends.base import DECLINED
 from gpunb.cache.fingerprint import MISSING
 from gpunb.foundation import events
+from gpunb.foundation.records import record
 from gpunb.jit.launch_hooks import hooks_for
 
 _bump_lock = threading.Lock()
@@ -57,22 +60,23 @@ def bump_all(versions: list) -> None:
             version.word.value += 1
 
 
-class LaunchHooks(Protocol):
-    """What runs around each launch of a launcher bound with it. `enter` runs before the
-    arguments are packed and returns a token; `exit` follows with it, with `declined` True
-    where the native part refused the arguments (nothing launched: the dispatcher's Python path
-    launches them through another launcher) and `error` the exception's text if one was
-    raised ("" otherwise)."""
+if TYPE_CHECKING:  # (a Protocol class costs a module import milliseconds: types only)
+    class LaunchHooks(Protocol):
+        """What runs around each launch of a launcher bound with it. `enter` runs before the
+        arguments are packed and returns a token; `exit` follows with it, with `declined` True
+        where the native part refused the arguments (nothing launched: the dispatcher's Python
+        path launches them through another launcher) and `error` the exception's text if one
+        was raised ("" otherwise). jit/launch_hooks.py has the launch observers' two."""
 
-    def enter(self, launcher: Launcher, args: tuple, new: bool) -> Any:
-        ...
+        def enter(self, launcher: Launcher, args: tuple, new: bool) -> Any:
+            ...
 
-    def exit(self, launcher: Launcher, args: tuple, token: Any, new: bool, declined: bool,
-             error: str) -> None:
-        ...
+        def exit(self, launcher: Launcher, args: tuple, token: Any, new: bool, declined: bool,
+                 error: str) -> None:
+            ...
 
 
-@dataclass(frozen=True, slots=True)
+@record  # (a frozen, slotted dataclass made at half the import cost: foundation/records.py)
 class NativePart:
     """A launcher's machine code: `builtin(args)` returns 0 (launched), DECLINED, PACKED (the
     CPU target: run the program) or the launch function's error code, which `finish` takes
@@ -102,7 +106,7 @@ def _finisher(launch, params_address: int):
     return finish
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Launcher:
     """One specialisation bound to one launch configuration, argument kinds and dispatcher
     version, with the hooks that observe its launches and, where it has one, its native part.

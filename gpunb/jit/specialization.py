@@ -19,7 +19,7 @@ class Specialization:
 
     __slots__ = ("argtypes", "artifact", "target", "backend", "packer", "program", "launch",
                  "watch", "typed", "cache_event", "compile_ms", "key", "fingerprint",
-                 "type_names", "plans", "hooks")
+                 "type_names", "plans", "hooks", "__weakref__")
 
     def __init__(self, argtypes: tuple, artifact, backend, packer, program, typed=None):
         self.argtypes = argtypes

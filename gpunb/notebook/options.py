@@ -5,9 +5,11 @@ Kept apart from the magics so the parsing rules (and their error messages) are t
 
 from __future__ import annotations
 
-import argparse
 import shlex
 from dataclasses import dataclass
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments
 
 SHOW_CHOICES = ("ptx", "llvm", "sass", "types", "source", "all")
 
@@ -67,34 +69,32 @@ def parse_arch(arch: str) -> tuple[int, int]:
         raise OptionError(f"arch {arch!r}: {exc}") from None
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse would print usage and sys.exit(2)
-        raise OptionError(f"%%gpukernel: {message}\n{self.format_usage().strip()}")
+@magic_arguments()
+@argument("--target", choices=("cpu", "cuda", "auto"))
+@argument("--arch", help="PTX architecture for the inspector, e.g. sm_80")
+@argument("--show", action="append", default=[],
+          help="open the inspector after the first compile: " + "|".join(SHOW_CHOICES) +
+               " (comma-separated or repeated)")
+@argument("--lineinfo", action="store_true")
+@argument("--fastmath", action="store_true")
+@argument("--no-cache", dest="no_cache", action="store_true")
+@argument("--debug", action="store_true")
+@argument("--racecheck", action="store_true",
+          help="CPU target: report data races (gpunb.RaceError)")
+@argument("--max-registers", dest="max_registers", type=int)
+@argument("--sanitize", choices=("memcheck", "racecheck", "synccheck", "initcheck"))
+@argument("--graph", nargs="?", const="graph", metavar="NAME",
+          help="capture the cell's launches and copies into a graph bound to NAME (default: "
+               "graph); NAME.replay() runs them")
+def gpukernel(line: str = "", cell: str = ""):
+    """%%gpukernel: every top-level def in the cell becomes a GPU function (its options, for
+    IPython's magic_arguments: `gpukernel.parser` parses them, `gpukernel.__doc__` lists them)."""
 
-    def exit(self, status: int = 0, message: str | None = None):
-        raise OptionError(message or self.format_help())
 
-
-def _parser() -> _Parser:
-    p = _Parser(prog="%%gpukernel", add_help=True,
-                description="Every top-level def in the cell becomes a GPU function.")
-    p.add_argument("--target", choices=("cpu", "cuda", "auto"))
-    p.add_argument("--arch", help="PTX architecture for the inspector, e.g. sm_80")
-    p.add_argument("--show", action="append", default=[],
-                   help="open the inspector after the first compile: "
-                        + "|".join(SHOW_CHOICES) + " (comma-separated or repeated)")
-    p.add_argument("--lineinfo", action="store_true")
-    p.add_argument("--fastmath", action="store_true")
-    p.add_argument("--no-cache", dest="no_cache", action="store_true")
-    p.add_argument("--debug", action="store_true")
-    p.add_argument("--racecheck", action="store_true",
-                   help="CPU target: report data races (gpunb.RaceError)")
-    p.add_argument("--max-registers", dest="max_registers", type=int)
-    p.add_argument("--sanitize", choices=("memcheck", "racecheck", "synccheck", "initcheck"))
-    p.add_argument("--graph", nargs="?", const="graph", metavar="NAME",
-                   help="capture the cell's launches and copies into a graph bound to NAME "
-                        "(default: graph); NAME.replay() runs them")
-    return p
+def usage(magic) -> str:
+    """`usage: %%gpukernel [--target ...] ...` of a magic_arguments stub, on one line."""
+    words = magic.parser.format_usage().replace("::", "").split()
+    return "usage: %" + " ".join(words)
 
 
 def parse_kernel_options(line: str) -> KernelCellOptions:
@@ -103,7 +103,10 @@ def parse_kernel_options(line: str) -> KernelCellOptions:
         argv = shlex.split(line)
     except ValueError as exc:
         raise OptionError(f"%%gpukernel: {exc}") from None
-    ns = _parser().parse_args(argv)
+    try:
+        ns = gpukernel.parser.parse_args(argv)  # IPython's MagicArgumentParser: raises, never exits
+    except UsageError as exc:
+        raise OptionError(f"%%gpukernel: {exc}\n{usage(gpukernel)}") from None
     show: list[str] = []
     for item in ns.show:
         for name in filter(None, (s.strip().lower() for s in item.split(","))):

@@ -34,11 +34,18 @@ CTX_MASK = 132  # i32: the member mask of the warp collective this thread waits 
 # work-group mode: the block's per-thread variable arrays (wg_lower.py), allocated by the runner
 # once per host thread and launch, not once per block
 CTX_SCRATCH = 136  # ptr
-CTX_SIZE = 144
+# kernels with asynchronous copies (cp.async, TMA, wgmma): this thread's queues and state
+# (backends/cpu/async_state.py), allocated by the runner
+CTX_ASYNC = 144  # ptr
+CTX_SIZE = 152
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
+# an mbarrier wait (CTX_XCHG: the barrier's address, CTX_PRED: the parity waited for) and a
+# warpgroup's rendezvous at a wgmma.mma_async (all 128 threads of an aligned warpgroup)
+WAIT_MBARRIER, WAIT_WARPGROUP = 4, 5
 
 ERROR_NONE, ERROR_INDEX, ERROR_BARRIER, ERROR_RAISE, ERROR_WARP_MASK = 0, 1, 2, 3, 4
+ERROR_ASYNC = 5  # site: the operation's barrier site, count: async_state.Reason, index/extent
 
 # one recorded memory access (racecheck, access maps): 32 bytes, read back with numpy
 RECORD_FIELDS = (("address", "<i8"), ("site", "<i4"), ("thread", "<i4"), ("block", "<i4"),

@@ -113,8 +113,10 @@ class CpuBackend(Backend):
             mode, why, plan = choose_mode(typed, options)
 
         def make_target():
-            return CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
-                             record=record)
+            target = CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
+                               record=record)
+            target.uses_async = "async" in features
+            return target
 
         if plan is not None:
             from gpunb.backends.cpu.wg_lower import lower_workgroup
@@ -127,7 +129,8 @@ class CpuBackend(Backend):
         runner.emit_runner(builder.module, symbol, target.body, target.slot_types,
                            target.coroutine, cooperative="grid_sync" in features,
                            workgroup=plan is not None,
-                           scratch_per_thread=target.scratch_bytes_per_thread())
+                           scratch_per_thread=target.scratch_bytes_per_thread(),
+                           async_state=target.uses_async, record=record)
         return builder
 
     def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:

@@ -151,6 +151,9 @@ class LoadedCpuKernel:
         if logs is not None:
             logs.append(log)
             return
+        pending = accesses.find_pending_read(log)
+        if pending is not None:
+            raise accesses.pending_read_error(log, pending)
         race = accesses.find_race(log)
         if race is not None:
             raise accesses.race_error(log, race)
@@ -195,6 +198,10 @@ class LoadedCpuKernel:
                                     "move the barrier out of the divergent branch")
         if status.code == abi.ERROR_WARP_MASK:
             return _warp_mask_error(art, status)
+        if status.code == abi.ERROR_ASYNC:
+            from gpunb.backends.cpu.async_errors import async_error
+
+            return async_error(art, status)
         return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
 
 

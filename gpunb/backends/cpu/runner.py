@@ -62,11 +62,13 @@ def _declare(module, name, ret, args):
 
 def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: list,
                 coroutine: bool, cooperative: bool = False,
-                workgroup: bool = False, scratch_per_thread: int = 0) -> ir.Function:
+                workgroup: bool = False, scratch_per_thread: int = 0,
+                async_state: bool = False, record: bool = False) -> ir.Function:
     """The entry: per block, one body call per thread (coroutines), or one call per block whose
     body loops over the threads itself (workgroup mode: the context carries threadIdx 0, and
     `scratch_per_thread` bytes per thread of the block hold its per-thread variables: allocated
-    here once, reused by every block this host thread runs)."""
+    here once, reused by every block this host thread runs). With `async_state` each thread
+    also gets an area for its queued asynchronous copies (async_state.py), cleared per block."""
     fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), symbol)
     launch = fn.args[0]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -102,6 +104,12 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     scratch = None
     if scratch_per_thread:
         scratch = b.call(malloc, [b.mul(b.zext(nthreads, dm.i64), _i64(scratch_per_thread))])
+    areas = areas_bytes = None
+    if async_state:
+        from gpunb.backends.cpu import async_state as st
+
+        areas_bytes = b.mul(group_threads, _i64(st.AREA_BYTES))
+        areas = b.call(malloc, [areas_bytes])
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
     # launch runs this function on the same Launch)
@@ -116,6 +124,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     claim_end = b.select(b.icmp_signed("<", claim_end, end), claim_end, end)
     with _loop(b, first_claimed, claim_end, "group", step=per_group) as (first, _):
         b.call(memset, [shared, ir.Constant(dm.i8, 0), shared_total, ir.Constant(dm.i1, 0)])
+        if areas is not None:
+            b.call(memset, [areas, ir.Constant(dm.i8, 0), areas_bytes, ir.Constant(dm.i1, 0)])
         with _loop(b, _i64(0), per_group, "block") as (local, _):
             blk = b.add(first, local)
             cx = b.trunc(b.urem(blk, gx), dm.i32)
@@ -145,6 +155,10 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 b.store(tid, _at(b, ctx, abi.CTX_LINEAR))
                 if scratch is not None:
                     b.store(scratch, _at(b, ctx, abi.CTX_SCRATCH))
+                if areas is not None:
+                    area = b.gep(areas, [b.mul(index, _i64(st.AREA_BYTES))], source_etype=dm.i8)
+                    b.store(area, _at(b, ctx, abi.CTX_ASYNC))
+                    b.store(shared_bytes, _at(b, area, st.AREA_SHARED_BYTES))
                 b.store(_i32(abi.WAIT_NONE), _at(b, ctx, abi.CTX_WAIT_KIND))
                 for offset in (abi.CTX_BAR_EPOCH, abi.CTX_WARP_EPOCH, abi.CTX_GRID_EPOCH):
                     b.store(_i32(0), _at(b, ctx, offset))
@@ -152,7 +166,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 if coroutine:
                     b.store(result, b.gep(handles, [index], source_etype=dm.ptr))
         if coroutine:
-            scheduler = emit_scheduler(module)
+            scheduler = emit_scheduler(module, async_state, record)
             b.call(scheduler, [handles, ctxs, b.trunc(group_threads, dm.i32), nthreads, status])
         code = b.load(status, typ=dm.i32)
         stop = b.icmp_signed("!=", code, _i32(0))
@@ -160,20 +174,20 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         early = fn.append_basic_block("group.error")
         b.cbranch(stop, early, cont)
         b.position_at_end(early)
-        _free_all(b, free, shared, ctxs, handles, scratch)
+        _free_all(b, free, shared, ctxs, handles, scratch, areas)
         b.ret_void()
         b.position_at_end(cont)
     b.branch(claim_bb)
     b.position_at_end(finish_bb)
-    _free_all(b, free, shared, ctxs, handles, scratch)
+    _free_all(b, free, shared, ctxs, handles, scratch, areas)
     b.ret_void()
     return fn
 
 
-def _free_all(b, free, shared, ctxs, handles, scratch=None):
+def _free_all(b, free, shared, ctxs, handles, scratch=None, areas=None):
     b.call(free, [shared])
     b.call(free, [ctxs])
-    for block in (handles, scratch):
+    for block in (handles, scratch, areas):
         if block is not None:
             b.call(free, [block])
 
@@ -468,14 +482,17 @@ class _Scheduler:
         b.branch(finish_bb)
 
 
-def emit_scheduler(module: ir.Module) -> ir.Function:
+def emit_scheduler(module: ir.Module, async_state: bool = False,
+                   record: bool = False) -> ir.Function:
     """void gpunb_schedule(handles, ctxs, i32 n, i32 per_block, status): run threads to the end.
 
     Each round resumes, in order: warps whose live lanes all wait at a warp collective; blocks
     whose live threads all wait at the same block barrier; the grid when every live thread waits
-    at the same grid barrier. A round without progress while threads still wait is a deadlock.
+    at the same grid barrier (with `async_state`, async_schedule.py's waits too, and an idle
+    round first lands the queued TMA loads). A round without progress while threads still wait
+    is a deadlock.
     """
-    name = "gpunb_schedule"
+    name = "gpunb_schedule_async" if async_state else "gpunb_schedule"
     fn = module.globals.get(name)
     if fn is not None:
         return fn
@@ -493,18 +510,26 @@ def emit_scheduler(module: ir.Module) -> ir.Function:
     sched.warps(n_blocks)
     sched.blocks(n_blocks)
     sched.grid()
+    if async_state:
+        from gpunb.backends.cpu import async_schedule
+
+        async_schedule.resume_waiters(sched, n_blocks)
     again_bb = fn.append_basic_block("round.again")
     idle_bb = fn.append_basic_block("round.idle")
     b.cbranch(b.icmp_signed("!=", sched.get("progressed"), _i32(0)), again_bb, idle_bb)
     b.position_at_end(again_bb)
     b.branch(round_bb)
     b.position_at_end(idle_bb)
+    if async_state:
+        async_schedule.land_copies(sched, record, round_bb)
     sched.put("live", _i32(0))
     sched.for_live(_i32(0), sched.n, "alive",
                    lambda i: sched.put("live", b.add(sched.get("live"), _i32(1))))
     stuck_bb = fn.append_basic_block("stuck")
     b.cbranch(b.icmp_signed("==", sched.get("live"), _i32(0)), finish_bb, stuck_bb)
     b.position_at_end(stuck_bb)
+    if async_state:
+        async_schedule.diagnose(sched)
     sched.deadlock(finish_bb)
     b.position_at_end(finish_bb)
     with _loop(b, _i32(0), sched.n, "destroy") as (i, _):

@@ -23,6 +23,7 @@ JIT), and the IR is written out as text with `$NAME` placeholders filled in by `
 from __future__ import annotations
 
 import ctypes
+import functools
 import string
 import threading
 
@@ -365,14 +366,15 @@ class PlanCode:
         return self._function.builtin(bytes(binding), keep)
 
 
-_lock = threading.Lock()
-_code: list = []
+_lock = threading.Lock()  # (a launch and the background loader may ask at once: one compile)
 
 
 def plan_code() -> PlanCode:
     """The process's compiled plan follower (built on first use, ~10 ms)."""
-    if not _code:
-        with _lock:
-            if not _code:
-                _code.append(PlanCode())
-    return _code[0]
+    with _lock:
+        return _compiled()
+
+
+@functools.cache
+def _compiled() -> PlanCode:
+    return PlanCode()

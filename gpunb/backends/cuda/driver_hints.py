@@ -1,5 +1,7 @@
-"""What to do about each CUDA driver error: the hints `driver.check` adds to its messages, and
-which errors leave the context unusable (sticky). Plain data, kept apart from the driver's calls.
+"""What to do about each CUDA driver error: the hints driver.check's errors carry.
+
+The sticky errors leave the process's context unusable; their hint says how to recover (a fresh
+context, or a restart) and how to find the bug without crashing again.
 """
 
 from __future__ import annotations
@@ -12,24 +14,27 @@ STICKY_ERRORS = frozenset({
     "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_TRAP",
 })
 
-_LOST = ("the CUDA context was lost: every later CUDA call fails with the same error. NVIDIA "
+LOST = ("the CUDA context was lost: every later CUDA call fails with the same error. NVIDIA "
          "documents these errors as leaving the whole process unusable for CUDA (\"the process "
          "must be terminated and relaunched\"); gpunb.cuda.reset() still tries a fresh context "
          "and says at once when the driver refuses, as the H100's driver 580 does. Then the way "
          "out is restarting the Python process (in Jupyter: Kernel > Restart) and running the "
          "cells again; first save what you need to disk (device arrays are gone already; numpy "
          "arrays and other Python state go with the restart)")
-_FIND = ("To find the bug without crashing again: run the kernel on the CPU target "
+FIND = ("To find the bug without crashing again: run the kernel on the CPU target "
          "(gpunb.set_target('cpu') or @cuda.jit(target='cpu')), where every out-of-bounds "
          "access is reported with its line, or check the launch with "
          "gpunb.profiling.sanitize_launch(kernel[grid, block], *args, tool='memcheck'), which "
          "runs it only in a child process under compute-sanitizer (%%gpukernel --sanitize "
          "memcheck runs the cell here first, then replays it); @cuda.jit(debug=True) checks "
          "bounds on the GPU")
-_RESTART = _LOST + ". " + _FIND
-_CAPTURED = ("a stream is capturing a CUDA graph (gpunb.graph, torch.cuda.graph, CuPy) and this "
-             "cannot be captured (a wait for the GPU, an allocation, a pageable host copy, the "
-             "legacy default stream): do it before or after the capture")
+RESTART = LOST + ". " + FIND
+
+CAPTURED = ("a stream is capturing a CUDA graph (gpunb.graph, torch.cuda.graph, CuPy's capture) "
+            "and this operation cannot be captured: it waits for the GPU, allocates, copies "
+            "pageable host memory or uses the legacy default stream. Do it before or after the "
+            "capture; inside it, launch on the capturing stream and copy between device arrays "
+            "or pinned host arrays (cuda.pinned_array)")
 
 HINTS = {
     "CUDA_ERROR_OUT_OF_MEMORY":
@@ -37,18 +42,18 @@ HINTS = {
         "gc.collect()), use smaller arrays, or check other processes with nvidia-smi",
     "CUDA_ERROR_ILLEGAL_ADDRESS":
         "the kernel read or wrote outside its arrays (an index past the end, a wrong stride or "
-        "size, a pointer into an array of another GPU or of a reset context); " + _RESTART,
+        "size, a pointer into an array of another GPU or of a reset context); " + RESTART,
     "CUDA_ERROR_MISALIGNED_ADDRESS":
         "the kernel accessed memory at a misaligned address (a reinterpreted view, a record "
-        "field); " + _RESTART,
-    "CUDA_ERROR_LAUNCH_FAILED": "the kernel crashed; " + _RESTART,
-    "CUDA_ERROR_ASSERT": "a device-side assert failed; " + _RESTART,
-    "CUDA_ERROR_TRAP": "a kernel executed a trap instruction; " + _RESTART,
+        "field); " + RESTART,
+    "CUDA_ERROR_LAUNCH_FAILED": "the kernel crashed; " + RESTART,
+    "CUDA_ERROR_ASSERT": "a device-side assert failed; " + RESTART,
+    "CUDA_ERROR_TRAP": "a kernel executed a trap instruction; " + RESTART,
     "CUDA_ERROR_LAUNCH_TIMEOUT":
-        "the kernel ran longer than the display watchdog allows (an endless loop?); " + _RESTART,
-    "CUDA_ERROR_ILLEGAL_INSTRUCTION": "the kernel executed an illegal instruction; " + _RESTART,
+        "the kernel ran longer than the display watchdog allows (an endless loop?); " + RESTART,
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION": "the kernel executed an illegal instruction; " + RESTART,
     "CUDA_ERROR_HARDWARE_STACK_ERROR":
-        "the kernel overflowed its call stack (deep recursion?); " + _RESTART,
+        "the kernel overflowed its call stack (deep recursion?); " + RESTART,
     "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES":
         "the block needs more registers than the SM has: launch with a smaller block, or "
         "compile with max_registers=N (e.g. @cuda.jit(max_registers=64))",
@@ -68,7 +73,11 @@ HINTS = {
     "CUDA_ERROR_INVALID_PTX": "the driver rejected the PTX; the log above says why",
     "CUDA_ERROR_NO_DEVICE": "no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES, nvidia-smi)",
     "CUDA_ERROR_NOT_INITIALIZED": "the CUDA driver was not initialised",
-    "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED": _CAPTURED, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT":
-        _CAPTURED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED": "an earlier operation invalidated "
-        "the capture: end it, move that work out of it and capture again",
+    "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED": CAPTURED,
+    "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT": CAPTURED,
+    "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED":
+        "an earlier operation invalidated the stream's capture (a synchronisation, an allocation "
+        "or a pageable host copy while it captured): end the capture, do that work before it, "
+        "and capture again",
+    "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD": "a capture must end on the thread that began it",
 }
