@@ -8,14 +8,14 @@ the graph's stream inside the block) are listed after them with the driver's nod
 
 from __future__ import annotations
 
-import dataclasses
 import html
 
+from gpunb.foundation.records import record
 from gpunb.graphs import updates
 from gpunb.runtime.capture import CapturedLaunch
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class GraphNode:
     """One node of a graph as the inspector lists it."""
 

@@ -12,7 +12,7 @@ captures on the CPU target captures on a GPU. Nothing here knows CUDA graphs: th
 from __future__ import annotations
 
 import threading
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpunb.backends.cuda.launch import stream_handle
 from gpunb.foundation.errors import GraphError, user_location
@@ -60,19 +60,20 @@ class CapturedCopy:
         self.replay = replay  # CPU target: () -> None, the copy again
 
 
-class Capture(Protocol):
-    """What a graph capture offers the layers below it."""
+if TYPE_CHECKING:  # (a Protocol class costs a module import milliseconds: types only)
+    class Capture(Protocol):
+        """What a graph capture offers the layers below it."""
 
-    target: str  # "cuda" or "cpu": the target whose kernels it captures
-    stream: int  # the CUDA stream it captures on (0 on the CPU target)
-    capture_id: int  # the driver's id of the capture sequence (0 on the CPU target)
+        target: str  # "cuda" or "cpu": the target whose kernels it captures
+        stream: int  # the CUDA stream it captures on (0 on the CPU target)
+        capture_id: int  # the driver's id of the capture sequence (0 on the CPU target)
 
-    def add_launch(self, launch: CapturedLaunch, args: tuple) -> None:
-        """Take a launch (on CUDA: launch it on `stream`, where the driver captures it);
-        `args` are its arguments, whose memory the graph must outlive."""
+        def add_launch(self, launch: CapturedLaunch, args: tuple) -> None:
+            """Take a launch (on CUDA: launch it on `stream`, where the driver captures it);
+            `args` are its arguments, whose memory the graph must outlive."""
 
-    def add_copy(self, copy: CapturedCopy, arrays: tuple) -> None:
-        """Take a copy made (CUDA) or to be made at each replay (CPU) between `arrays`."""
+        def add_copy(self, copy: CapturedCopy, arrays: tuple) -> None:
+            """Take a copy made (CUDA) or to be made at each replay (CPU) between `arrays`."""
 
 
 def current() -> Capture | None:

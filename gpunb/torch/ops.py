@@ -20,12 +20,13 @@ torch.compile), the CPU target for CPU tensors. `backward=` registers autograd.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import torch
 
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.records import record
 from gpunb.torch.tensors import kernel_argument
 
 _PYTHON_SCALARS = {float: float, int: int, bool: bool, "float": float, "int": int,
@@ -33,7 +34,7 @@ _PYTHON_SCALARS = {float: float, int: int, bool: bool, "float": float, "int": in
 DEFAULT_BLOCK = 256
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OpPlan:
     """What one operator does: its kernel, parameter names and kinds, outputs, launch rule."""
 
