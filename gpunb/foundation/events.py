@@ -122,6 +122,8 @@ class RuntimeChange(NamedEnum):
     TARGET = "target"  # gpunb.set_target
     LAUNCH_OBSERVERS = "launch observers"  # a launch subscriber or recorder came or went
     CONTEXTS = "contexts"  # a second CUDA context was made, or the contexts were reset
+    CAPTURE = "capture"  # a graph capture began on a thread: its launches take the Python
+    # path (which records them into the graph), so launchers bound before launch no more
 
 
 def runtime_changed(what: RuntimeChange) -> None:

@@ -16,6 +16,7 @@ import inspect
 from gpunb.backends.base import DECLINED
 from gpunb.foundation.errors import LaunchError
 from gpunb.jit.launcher import Launcher
+from gpunb.runtime import capture
 
 # Python-path launches of a configuration before it binds a native launcher: a process's first
 # launches never wait for one (the cold-start and disk-hit figures); then, where none could be
@@ -86,6 +87,8 @@ class LaunchConfiguration:
     def _launch(self, args: tuple, kwargs: dict) -> None:
         """The Python path: every check, the right error; a launcher bound for what it found."""
         dispatcher = self.dispatcher
+        if capture.open_captures and (open_capture := capture.current()) is not None:
+            return self._captured(open_capture, args, kwargs)
         cleanups = None
         try:
             if kwargs:
@@ -104,6 +107,21 @@ class LaunchConfiguration:
             dispatcher.failed_launch = None  # this launch worked
         for cleanup in cleanups or ():
             cleanup()
+
+    def _captured(self, open_capture, args: tuple, kwargs: dict) -> None:
+        """This thread captures a graph: the launch becomes a record of it (nothing runs)."""
+        from gpunb.jit.capture_launch import launch_into
+
+        try:
+            if kwargs:
+                _refuse_keywords(self.dispatcher, kwargs)
+            launch_into(open_capture, self, args)
+        except LaunchError as exc:
+            if exc.loc is None:
+                from gpunb.jit.options import user_location
+
+                exc.loc = user_location()
+            raise
 
     def _bind(self, args: tuple, may_be_native: bool) -> tuple:
         """(the launcher for `args`, whether their specialisation was made just now)."""

@@ -32,6 +32,7 @@ class KernelCellOptions:
     max_registers: int | None = None
     sanitize: str | None = None  # replay the cell's launches under compute-sanitizer --tool
     racecheck: bool = False  # CPU target: record accesses, raise gpunb.RaceError on races
+    graph: str | None = None  # capture the cell's launches and copies into a graph of this name
 
     def jit_options(self) -> dict:
         """Keyword arguments for `gpunb.cuda.jit`: only what was asked for, so defaults stay."""
@@ -82,6 +83,9 @@ def parse_arch(arch: str) -> tuple[int, int]:
           help="CPU target: report data races (gpunb.RaceError)")
 @argument("--max-registers", dest="max_registers", type=int)
 @argument("--sanitize", choices=("memcheck", "racecheck", "synccheck", "initcheck"))
+@argument("--graph", nargs="?", const="graph", metavar="NAME",
+          help="capture the cell's launches and copies into a graph bound to NAME (default: "
+               "graph); NAME.replay() runs them")
 def gpukernel(line: str = "", cell: str = ""):
     """%%gpukernel: every top-level def in the cell becomes a GPU function (its options, for
     IPython's magic_arguments: `gpukernel.parser` parses them, `gpukernel.__doc__` lists them)."""
@@ -118,9 +122,15 @@ def parse_kernel_options(line: str) -> KernelCellOptions:
             parse_arch(arch)
         except OptionError as exc:
             raise OptionError(f"%%gpukernel: --{exc}") from None
+    if ns.graph is not None and not ns.graph.isidentifier():
+        raise OptionError(f"%%gpukernel: --graph {ns.graph}: expected a Python name to bind "
+                          "the graph to")
+    if ns.graph is not None and ns.sanitize:
+        raise OptionError("%%gpukernel: --graph and --sanitize cannot go together: a captured "
+                          "cell runs nothing to sanitize (sanitize the graph's replay instead)")
     if ns.max_registers is not None and not 16 <= ns.max_registers <= 255:
         raise OptionError(f"%%gpukernel: --max-registers {ns.max_registers}: expected 16..255")
     return KernelCellOptions(target=ns.target, arch=arch, show=tuple(dict.fromkeys(show)),
                              lineinfo=ns.lineinfo, fastmath=ns.fastmath, no_cache=ns.no_cache,
                              debug=ns.debug, max_registers=ns.max_registers,
-                             sanitize=ns.sanitize, racecheck=ns.racecheck)
+                             sanitize=ns.sanitize, racecheck=ns.racecheck, graph=ns.graph)

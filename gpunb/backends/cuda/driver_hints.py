@@ -30,6 +30,12 @@ FIND = ("To find the bug without crashing again: run the kernel on the CPU targe
          "bounds on the GPU")
 RESTART = LOST + ". " + FIND
 
+CAPTURED = ("a stream is capturing a CUDA graph (gpunb.graph, torch.cuda.graph, CuPy's capture) "
+            "and this operation cannot be captured: it waits for the GPU, allocates, copies "
+            "pageable host memory or uses the legacy default stream. Do it before or after the "
+            "capture; inside it, launch on the capturing stream and copy between device arrays "
+            "or pinned host arrays (cuda.pinned_array)")
+
 HINTS = {
     "CUDA_ERROR_OUT_OF_MEMORY":
         "the GPU is out of memory: drop device arrays you no longer need (del them, then "
@@ -67,4 +73,11 @@ HINTS = {
     "CUDA_ERROR_INVALID_PTX": "the driver rejected the PTX; the log above says why",
     "CUDA_ERROR_NO_DEVICE": "no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES, nvidia-smi)",
     "CUDA_ERROR_NOT_INITIALIZED": "the CUDA driver was not initialised",
+    "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED": CAPTURED,
+    "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT": CAPTURED,
+    "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED":
+        "an earlier operation invalidated the stream's capture (a synchronisation, an allocation "
+        "or a pageable host copy while it captured): end the capture, do that work before it, "
+        "and capture again",
+    "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD": "a capture must end on the thread that began it",
 }

@@ -87,8 +87,10 @@ class CudaProgram:
         """The machine code calls libcuda's cuLaunchKernel itself; None where a launch needs more
         than one cuLaunchKernel (several contexts, cooperative or raising kernels, a
         shared-memory attribute to set), the configuration is invalid (the Python path raises
-        the error) or libcuda's entry point is not at hand (a stand-in driver)."""
-        if driver.several_contexts or self._cooperative or self._raises:
+        the error), the stream is one read at each launch (gpunb.torch.current_stream) or
+        libcuda's entry point is not at hand (a stand-in driver)."""
+        if driver.several_contexts or self._cooperative or self._raises or \
+                getattr(stream, "__gpunb_dynamic_stream__", False):  # a handle read per launch
             return None
         try:
             return self._native_launches(grid, block, shared_bytes, stream)
