@@ -69,6 +69,26 @@ class Target:
         the builder's block terminated; with a site id, first record it for the launcher."""
         raise NotImplementedError
 
+    # ---- stopping points -----------------------------------------------------------------------
+
+    # the target wants `poll` at loop back-edges and before real calls (the CPU target: a
+    # launch told to stop - Ctrl-C, the watchdog - stops there); counted loops are then cut into
+    # chunks (lower/loops.py) so that their inner loop stays plain for LLVM
+    polls = False
+
+    def poll(self, low) -> None:
+        """A point where a running launch may be told to stop (loop back-edges, calls); the
+        builder continues after it."""
+        return
+
+    def enter_call(self, low) -> None:
+        """Before a real (not inlined) call of a GPU function."""
+        return
+
+    def leave_call(self, low) -> None:
+        """After that call returned."""
+        return
+
     def hinted_load(self, low, pointer, dtype: t.Type, hint: str):
         """A load with a cache hint (cuda.ldcs and friends); targets without hints load."""
         return arrays.load_element(low.builder, dtype, pointer)

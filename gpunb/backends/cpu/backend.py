@@ -103,9 +103,11 @@ class CpuBackend(Backend):
         else:
             mode, why, plan = choose_mode(typed, options)
 
+        polls = config.cpu_interrupt_checks()  # 0 only to measure what stopping points cost
+
         def make_target():
             return CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
-                             record=record)
+                             record=record, polls=polls)
 
         if plan is not None:
             from gpunb.backends.cpu.wg_lower import lower_workgroup

@@ -62,7 +62,9 @@ class CallLowering:
         extra = [self.ctx] if self.ctx is not None else []
         passed = [v for v, a in zip(values, call.argtypes, strict=True)
                   if not is_compile_time(a)]
+        self.target.enter_call(self)
         result = b.call(fn, extra + passed)
+        self.target.leave_call(self)
         return None if isinstance(callee.return_type, t.NoneType) else result
 
     def inline_call(self, callee: TypedFunction, values: list):

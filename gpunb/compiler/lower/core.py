@@ -179,23 +179,44 @@ class LoweringCore:
     def new_block(self, name: str):
         return self.fn.append_basic_block(name)
 
-    def emit_loop(self, first, condition, body, advance, header=None, prefix: str = "loop"):
+    def emit_loop(self, first, condition, body, advance, header=None, prefix: str = "loop",
+                  strip=None):
         """The one loop emitter: index = first; while condition(index): body(index, continue
         block, break block), then index = advance(index). `header()` runs at the top of every
         iteration. Returns (the block where the condition fails, the block after the loop),
-        the first unterminated; the builder is left in neither."""
+        the first unterminated; the builder is left in neither.
+
+        With `strip` (a LoopStrip) on a target that polls, the loop runs in chunks: an outer
+        step polls and computes where the chunk ends, the inner loop tests only that bound -
+        one exit, as LLVM wants to vectorise or unroll it."""
         b = self.builder
         index = self.alloca(first.type, f"{prefix}.index")
         b.store(first, index)
         cond_bb, body_bb = self.new_block(f"{prefix}.cond"), self.new_block(f"{prefix}.body")
         inc_bb, else_bb, end_bb = (self.new_block(f"{prefix}.{n}")
                                    for n in ("inc", "else", "end"))
-        b.branch(cond_bb)
-        b.position_at_end(cond_bb)
-        if header is not None:
-            header()
-        current = b.load(index)
-        b.cbranch(condition(current), body_bb, else_bb)
+        if strip is None or not self.target.polls:
+            b.branch(cond_bb)
+            b.position_at_end(cond_bb)
+            if header is not None:
+                header()
+            current = b.load(index)
+            b.cbranch(condition(current), body_bb, else_bb)
+        else:
+            bound = self.alloca(first.type, f"{prefix}.chunk")
+            chunk_bb, past_bb = self.new_block(f"{prefix}.chunk"), self.new_block(f"{prefix}.past")
+            b.branch(chunk_bb)
+            b.position_at_end(chunk_bb)
+            self.target.poll(self)
+            b.store(strip.bound(b, b.load(index)), bound)
+            b.branch(cond_bb)
+            b.position_at_end(cond_bb)
+            if header is not None:
+                header()  # runs again when a chunk ends: it only passes values on
+            current = b.load(index)
+            b.cbranch(strip.inside(b, current, b.load(bound)), body_bb, past_bb)
+            b.position_at_end(past_bb)
+            b.cbranch(condition(current), chunk_bb, else_bb)
         b.position_at_end(body_bb)
         body(current, inc_bb, end_bb)
         if not b.block.is_terminated:
