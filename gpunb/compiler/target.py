@@ -25,6 +25,14 @@ class Target:
 
     # ---- functions -----------------------------------------------------------------------------
 
+    def debug_info(self, module: ir.Module):
+        """The module's line-table builder (compiler/debuginfo.py), or None for none."""
+        if not self.emits_line_info:
+            return None
+        from gpunb.compiler.debuginfo import DebugInfo
+
+        return DebugInfo(module)
+
     def extra_params(self) -> list:
         """Hidden leading parameters of every GPU function (the CPU target's thread context)."""
         return []

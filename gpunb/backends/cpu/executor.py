@@ -81,6 +81,14 @@ class LoadedCpuKernel:
         self.runner = _RUNNER(address)
         self.address = address
 
+    def _text_base(self) -> int:
+        """Where the object's text section was loaded: the entry's address less its offset
+        there (faults.py reads the line table by offsets)."""
+        from gpunb.backends.cpu.codesites import symbol_offset
+
+        offset = symbol_offset(self.artifact.binary, self.artifact.symbol)
+        return self.address - offset if offset is not None else self.address
+
     def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int) -> None:
         n_blocks = grid[0] * grid[1] * grid[2]
         status = abi.Status()
@@ -137,7 +145,7 @@ class LoadedCpuKernel:
             _flush_prints(prints, min(status.print_len, PRINT_BUFFER_BYTES),
                           status.print_len > PRINT_BUFFER_BYTES)
         if status.code != abi.ERROR_NONE:
-            raise self.error_from_status(status)
+            raise self.error_from_status(status, params_address)
         if launch.cancel != abi.CANCEL_NONE:
             from gpunb.backends.cpu.stops import stopped_error
 
@@ -193,8 +201,12 @@ class LoadedCpuKernel:
                           f"accesses of {status.rec_len} were checked (GPUNB_RECORD_LIMIT); "
                           "launch a smaller grid to check them all", stacklevel=2)
 
-    def error_from_status(self, status: abi.Status) -> LaunchError:
+    def error_from_status(self, status: abi.Status, params_address: int = 0) -> LaunchError:
         art = self.artifact
+        if status.code == abi.ERROR_FAULT:
+            from gpunb.backends.cpu.faults import fault_error
+
+            return fault_error(art, status, self._text_base(), params_address)
         if status.code == abi.ERROR_INDEX:
             filename, line, col, what, func = art.error_sites[status.site]
             axis = f" along axis {status.axis}" if status.axis else ""

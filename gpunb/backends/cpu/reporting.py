@@ -138,8 +138,9 @@ def stop_function(module: ir.Module) -> ir.Function:
         return fn
     fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), name)
     fn.linkage = "internal"
+    # not `cold`: LLVM would move it to a .text.unlikely section, out of the one text
+    # section whose line table a fault is read from (the branch to it is weighted instead)
     fn.attributes.add("noinline")
-    fn.attributes.add("cold")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     guard = b.load(_field(b, fn.args[0], abi.CTX_GUARD), typ=dm.ptr)
     jump, out = fn.append_basic_block("jump"), fn.append_basic_block("out")

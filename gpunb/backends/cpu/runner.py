@@ -64,14 +64,18 @@ def _declare(module, name, ret, args):
 
 def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: list,
                 coroutine: bool, cooperative: bool = False,
-                workgroup: bool = False, scratch_per_thread: int = 0) -> ir.Function:
+                workgroup: bool = False, scratch_per_thread: int = 0,
+                location=None) -> ir.Function:
     """The entry: per block, one body call per thread (coroutines), or one call per block whose
     body loops over the threads itself (workgroup mode: the context carries threadIdx 0, and
     `scratch_per_thread` bytes per thread of the block hold its per-thread variables: allocated
-    here once, reused by every block this host thread runs)."""
+    here once, reused by every block this host thread runs). `location(fn)`: the debug
+    location of the runner's own code, where the module has line tables."""
     fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr]), symbol)
     launch, guard = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    if location is not None:  # (fn) -> the runner's debug location (codesites.py)
+        b.debug_metadata = location(fn)
     lo = abi.LAUNCH_OFFSETS
     grid = [b.load(_at(b, launch, lo["grid"] + 4 * k), typ=dm.i32) for k in range(3)]
     block = [b.load(_at(b, launch, lo["block"] + 4 * k), typ=dm.i32) for k in range(3)]

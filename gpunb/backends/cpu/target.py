@@ -103,6 +103,12 @@ class CpuTarget(Target):
     def extra_params(self) -> list:
         return [dm.ptr]
 
+    def debug_info(self, module: ir.Module):
+        """Line tables of code-site ids (codesites.py): a fault names its source line."""
+        from gpunb.backends.cpu.codesites import SiteDebugInfo
+
+        return SiteDebugInfo(module)
+
     # ---- kernel function -----------------------------------------------------------------------
 
     def define_kernel(self, mb, symbol: str, slot_types: list):

@@ -71,6 +71,7 @@ class CallLowering:
         """Lower the callee's body here (CPU target: suspend points must be in the kernel)."""
         inner = type(self)(self.mb, callee, self.fn, self.builder, self.alloca_block, self.ctx)
         inner.exit_block = self.new_block(f"{callee.name}.return")
+        inner.subprogram = self.subprogram  # its code is this function's, for line tables
         if not isinstance(callee.return_type, t.NoneType):
             inner.return_slot = self.alloca(dm.value_type(callee.return_type),
                                             f"{callee.name}.ret")

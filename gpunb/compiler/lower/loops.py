@@ -18,45 +18,6 @@ from gpunb.compiler import operators as ops
 from gpunb.compiler.typed import JoinKind, LoopPlan, RangeSource
 from gpunb.foundation import types as t
 
-# iterations of a counted loop between two polls on a target that polls (compiler/target.py):
-# a few microseconds of the tightest loop, one test per chunk
-CHUNK = 1 << 12
-
-
-class LoopStrip:
-    """Where a chunk of a counted loop ends: CHUNK steps on, or the loop's stop if nearer (an
-    overflowing sum is the stop). `direction`: 1 or -1 for a constant step's sign, None for a
-    step known at run time only."""
-
-    def __init__(self, stop, step, signed: bool, direction: int | None):
-        self.stop, self.step, self.signed, self.direction = stop, step, signed, direction
-
-    def bound(self, b: ir.IRBuilder, current):
-        chunk = ir.Constant(current.type, CHUNK)
-        mul, add = (b.smul_with_overflow, b.sadd_with_overflow) if self.signed else \
-            (b.umul_with_overflow, b.uadd_with_overflow)
-        span = mul(self.step, chunk)
-        end = add(current, b.extract_value(span, 0))
-        overflow = b.or_(b.extract_value(span, 1), b.extract_value(end, 1))
-        end = b.extract_value(end, 0)
-        cmp = b.icmp_signed if self.signed else b.icmp_unsigned
-        nearer_up = b.select(cmp("<", end, self.stop), end, self.stop)
-        nearer_down = b.select(cmp(">", end, self.stop), end, self.stop)
-        nearer = {1: nearer_up, -1: nearer_down}.get(self.direction)
-        if nearer is None:
-            up = b.icmp_signed(">", self.step, ir.Constant(self.step.type, 0))
-            nearer = b.select(up, nearer_up, nearer_down)
-        return b.select(overflow, self.stop, nearer)
-
-    def inside(self, b: ir.IRBuilder, index, bound):
-        cmp = b.icmp_signed if self.signed else b.icmp_unsigned
-        if self.direction == 1 or not self.signed:
-            return cmp("<", index, bound)
-        if self.direction == -1:
-            return cmp(">", index, bound)
-        up = b.icmp_signed(">", self.step, ir.Constant(self.step.type, 0))
-        return b.select(up, cmp("<", index, bound), cmp(">", index, bound))
-
 
 class LoopLowering:
     def visit_For(self, node: ast.For) -> None:
@@ -89,16 +50,29 @@ class LoopLowering:
             else:
                 self.store_target(node.target, item, plan.item)
 
-        one = ir.Constant(dm.i64, 1)
         self.counted_loop(node, ir.Constant(dm.i64, 0),
                           lambda k: b.icmp_signed("<", k, length), bind,
-                          lambda k: b.add(k, one), LoopStrip(length, one, True, 1))
+                          lambda k: b.add(k, ir.Constant(dm.i64, 1), flags=["nsw"]), length)
 
     def range_loop(self, node: ast.For, source: RangeSource) -> None:
         """for i in range(...): i itself is the loop's index, compared with stop in the step's
         direction (the form LLVM keeps as one grid-stride loop rather than unrolling it); a zero
-        step runs no iteration (Python raises; with debug=True so does the kernel)."""
+        step runs no iteration (Python raises; with debug=True so does the kernel). A target
+        that polls counts iterations instead (k in range(trip count), i = start + k * step),
+        the form its chunked loops need."""
         b = self.builder
+        if self.target.polls:
+            start, step, count = self.range_bounds(source)
+            item = source.item
+
+            def bind_item(k):
+                i = b.add(start, b.mul(ops.cast(b, k, t.int64, item), step))
+                self.store_target(node.target, i, item)
+
+            self.counted_loop(node, ir.Constant(dm.i64, 0),
+                              lambda k: b.icmp_signed("<", k, count), bind_item,
+                              lambda k: b.add(k, ir.Constant(dm.i64, 1), flags=["nsw"]), count)
+            return
         start, stop, step = self.range_operands(source)
         cmp = b.icmp_signed if source.item.signed else b.icmp_unsigned
         zero = ir.Constant(step.type, 0)
@@ -110,16 +84,15 @@ class LoopLowering:
             down = b.and_(b.icmp_signed("<", step, zero), cmp(">", i, stop))
             return b.or_(up, down)
 
-        direction = None if source.step_value is None else (1 if source.step_value > 0 else -1)
         self.counted_loop(node, start, condition,
                           lambda i: self.store_target(node.target, i, source.item),
-                          lambda i: b.add(i, step),
-                          LoopStrip(stop, step, source.item.signed, direction))
+                          lambda i: b.add(i, step))
 
     def counted_loop(self, node: ast.For, first, condition, bind, advance,
-                     strip: LoopStrip | None = None) -> None:
+                     count=None) -> None:
         """A `for` statement on the one loop emitter: the loop's header joins at the condition,
-        `bind` binds the loop target, `continue` advances, and the exit runs the else clause."""
+        `bind` binds the loop target, `continue` advances, and the exit runs the else clause.
+        `count`: the loop is k in range(count) (emit_loop chunks it on a target that polls)."""
 
         def header():
             self.join(node, JoinKind.HEADER)
@@ -129,7 +102,7 @@ class LoopLowering:
             self.loop_body(node.body, continue_bb, break_bb)
 
         else_bb, end_bb = self.emit_loop(first, condition, body, advance, header, "for",
-                                         strip=strip)
+                                         count=count)
         self.loop_else(node, else_bb, end_bb)
 
     def loop_source(self, source) -> tuple:
