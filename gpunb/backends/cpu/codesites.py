@@ -43,8 +43,13 @@ class SiteDebugInfo(DebugInfo):
 
     def subprogram(self, fn: ir.Function, source):
         # its prologue's rows say the def line's site (a stack overflow faults there)
-        site = self.site(source.filename, source.first_line, 0, source.name)
-        return self.make_subprogram(fn, source, site + 1)
+        return self.make_subprogram(fn, source, self.def_site(source, source.name) + 1)
+
+    def def_site(self, source, function: str) -> int:
+        """The site of a function's `def` line (not its decorators')."""
+        tree = source.tree
+        return self.site(source.filename, getattr(tree, "lineno", source.first_line),
+                         getattr(tree, "col_offset", 0), function)
 
     def site_location(self, site: int, scope):
         return self.module.add_debug_info("DILocation", {"line": site + 1, "column": 0,
@@ -57,8 +62,7 @@ class SiteDebugInfo(DebugInfo):
         return self.site_location(site, low.subprogram)
 
     def entry(self, low):
-        src = low.typed.source
-        return self.site_location(self.site(src.filename, src.first_line, 0, low.typed.name),
+        return self.site_location(self.def_site(low.typed.source, low.typed.name),
                                   low.subprogram)
 
 
@@ -66,7 +70,7 @@ def runner_location(debug: SiteDebugInfo, fn: ir.Function, source, name: str):
     """A subprogram for the runner (which the kernel's body is inlined into) and the location of
     its code: the kernel's `def` line. Without a subprogram, code inlined into the runner would
     leave the line table."""
-    site = debug.site(source.filename, source.first_line, 0, name)
+    site = debug.def_site(source, name)
     return debug.site_location(site, debug.make_subprogram(fn, source, site + 1))
 
 
@@ -79,12 +83,25 @@ def site_at(binary: bytes, offset: int) -> int | None:
     if not rows:
         return None
     k = bisect.bisect_right(rows, (offset, float("inf"), True)) - 1
-    if k < 0:
+    if k < 0 or rows[k][2]:  # before the table, or past the end of a sequence
         return None
-    _, line, end = rows[k]
-    if end or line <= 0:  # past the end of a sequence, or a row without a line
-        return None
-    return line - 1
+    return _nearest_statement(rows, k)
+
+
+def _nearest_statement(rows: list, k: int) -> int | None:
+    """Row k's site; for a row of line 0 (code of no statement: a prologue, where a stack
+    overflow faults) the nearest statement before it in its sequence, else after it."""
+    for j in range(k, -1, -1):
+        if rows[j][2] and j < k:
+            break  # the previous sequence (function) ended here
+        if rows[j][1] > 0:
+            return rows[j][1] - 1
+    for j in range(k + 1, len(rows)):
+        if rows[j][2]:
+            break
+        if rows[j][1] > 0:
+            return rows[j][1] - 1
+    return None
 
 
 def symbol_offset(binary: bytes, symbol: str) -> int | None:
