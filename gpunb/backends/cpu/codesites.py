@@ -23,8 +23,11 @@ class SiteDebugInfo(DebugInfo):
         self.sites: list = []
         self._ids: dict = {}
 
-    def site(self, filename: str, line: int, col: int, function: str) -> int:
-        key = (filename, int(line), int(col), function)
+    def site(self, filename: str, line: int, col: int, function: str,
+             kind: str = "statement") -> int:
+        """The id of a code site; `kind` "def" for a function's def line (its prologue, and
+        code optimisation moved away from any one statement)."""
+        key = (filename, int(line), int(col), function, kind)
         found = self._ids.get(key)
         if found is None:
             found = self._ids[key] = len(self.sites)
@@ -49,7 +52,7 @@ class SiteDebugInfo(DebugInfo):
         """The site of a function's `def` line (not its decorators')."""
         tree = source.tree
         return self.site(source.filename, getattr(tree, "lineno", source.first_line),
-                         getattr(tree, "col_offset", 0), function)
+                         getattr(tree, "col_offset", 0), function, "def")
 
     def site_location(self, site: int, scope):
         return self.module.add_debug_info("DILocation", {"line": site + 1, "column": 0,
