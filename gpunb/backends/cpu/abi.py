@@ -7,6 +7,9 @@ status (one per launch). Offsets are in bytes; everything is naturally aligned.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import signal
+import sys
 
 # ---- thread context ----
 CTX_TID = 0  # i32[3]
@@ -130,3 +133,61 @@ class Launch(ctypes.Structure):
 
 
 LAUNCH_OFFSETS = {name: getattr(Launch, name).offset for name, _ in Launch._fields_}
+
+
+# ---- the guard (guard_ir.py, guard.py) ----
+# guard record (one per host thread and launch, on the stack of gpunb_job)
+REC_JMPBUF = 0  # 512 bytes: more than any libc's jmp_buf
+REC_THREAD = 512  # pthread_self()
+REC_LAUNCH = 520
+REC_CTX = 528  # the context of the thread running now (its ids name a fault's thread)
+REC_SHARED, REC_CTXS, REC_NCTX, REC_HANDLES, REC_SCRATCH = 536, 544, 552, 560, 568
+REC_SIGNAL, REC_CODE, REC_ADDR, REC_PC, REC_SP = 576, 580, 584, 592, 600
+REC_SLOT = 608  # i32: its registry slot (-1: none free)
+REC_BYTES = 640
+# registry entry: the record, its thread, its launch
+SLOTS = 256
+SLOT_REC, SLOT_THREAD, SLOT_LAUNCH = 0, 8, 16
+SLOT_BYTES = 32
+ALTSTACK_BYTES = 1 << 16  # room for the kernel's signal frame (AVX-512 state) and a handler
+JUMP_STOP, JUMP_FAULT = 1, 2
+FAULT_SIGNALS = tuple(s for s in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL") if hasattr(signal, s))
+
+
+@dataclasses.dataclass(frozen=True)
+class Platform:
+    """Where this OS keeps what the handlers read (offsets in bytes; -1: not known here)."""
+
+    si_addr: int
+    uc_pc: int
+    uc_sp: int
+    ss_flags: int  # stack_t: ss_sp at 0, then flags and size in the OS's order
+    ss_size: int
+    ss_disable: int
+    sa_siginfo: int
+    sa_onstack: int
+    sa_nodefer: int
+
+    def values(self) -> list:
+        """The values guard.py writes into the module's `gpunb_guard_platform` (PLATFORM_*)."""
+        return [self.si_addr, self.uc_pc, self.uc_sp, self.ss_flags, self.ss_size,
+                self.ss_disable]
+
+    @classmethod
+    def host(cls) -> Platform:
+        import platform
+
+        machine = platform.machine().lower()
+        if sys.platform.startswith("linux"):
+            pc, sp = {"x86_64": (168, 160), "amd64": (168, 160),
+                      "aarch64": (440, 432), "arm64": (440, 432)}.get(machine, (-1, -1))
+            return cls(16, pc, sp, 8, 16, 2, 4, 0x08000000, 0x40000000)
+        # macOS (and the BSDs' layout): the machine context is behind a pointer: no pc/sp
+        return cls(24, -1, -1, 16, 8, 4, 0x40, 1, 0x10)
+
+
+# gpunb_guard_platform: i64 slots the handlers read (the same code then serves every OS)
+PLATFORM_SI_ADDR, PLATFORM_UC_PC, PLATFORM_UC_SP, PLATFORM_SS_FLAGS, PLATFORM_SS_SIZE, \
+    PLATFORM_SS_DISABLE = range(6)
+
+

@@ -23,8 +23,8 @@ import signal
 import sys
 import threading
 
-from gpunb.backends.cpu import guard_ir
-from gpunb.backends.cpu.guard_ir import SLOT_BYTES, SLOT_LAUNCH, SLOTS
+from gpunb.backends.cpu import abi
+from gpunb.backends.cpu.abi import SLOT_BYTES, SLOT_LAUNCH, SLOTS
 
 _JOB = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _INIT = ctypes.CFUNCTYPE(ctypes.c_int32)
@@ -53,13 +53,15 @@ class Guard:
         from gpunb.backends.cpu.target import host_target_machine
         from gpunb.backends.llvm_lock import LLVM_LOCK
 
-        self.platform = guard_ir.Platform.host()
-        text = guard_ir.guard_module(self.platform)
+        self.platform = abi.Platform.host()
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "guard.ll")) as f:
+            text = f.read()  # guard_ir.py's output (written there, not built at run time)
         with LLVM_LOCK:
             mod = llvm.parse_assembly(text)
-            mod.verify()
+            tm = host_target_machine.__wrapped__(opt=0)
+            mod.triple, mod.data_layout = tm.triple, str(tm.target_data)
             # no optimisation: nothing here is hot enough to pay for it at the first launch
-            self.engine = llvm.create_mcjit_compiler(mod, host_target_machine.__wrapped__(opt=0))
+            self.engine = llvm.create_mcjit_compiler(mod, tm)
             self.engine.finalize_object()
             function = self.engine.get_function_address
             variable = self.engine.get_global_value_address
@@ -67,9 +69,12 @@ class Guard:
             self.sigint_handler = function("gpunb_guard_sigint")
             self.fault_handler = function("gpunb_guard_fault")
             init = _INIT(function("gpunb_guard_init"))
+            platform_values = variable("gpunb_guard_platform")
             self.slots = variable("gpunb_guard_slots")
             self.previous = variable("gpunb_guard_previous")
             self.previous_info = variable("gpunb_guard_previous_info")
+        for k, value in enumerate(self.platform.values()):
+            ctypes.c_int64.from_address(platform_values + 8 * k).value = value
         if init() != 0:
             raise OSError("gpunb CPU guard: pthread_key_create failed")
         self.job = _JOB(self.job_address)
@@ -108,7 +113,7 @@ class Guard:
         if os.getpid() != self.pid:
             return
         with self.lock:
-            for name in guard_ir.FAULT_SIGNALS:
+            for name in abi.FAULT_SIGNALS:
                 signum = int(getattr(signal, name))
                 current = self._current(signum)
                 if current.handler != self.fault_handler:

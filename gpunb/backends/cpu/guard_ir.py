@@ -18,64 +18,46 @@ for the life of the process.
 
 from __future__ import annotations
 
-import dataclasses
-import signal
-import sys
-
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
+from gpunb.backends.cpu.abi import (
+    ALTSTACK_BYTES,
+    JUMP_FAULT,
+    PLATFORM_SI_ADDR,
+    PLATFORM_SS_DISABLE,
+    PLATFORM_SS_FLAGS,
+    PLATFORM_SS_SIZE,
+    PLATFORM_UC_PC,
+    PLATFORM_UC_SP,
+    REC_ADDR,
+    REC_BYTES,
+    REC_CODE,
+    REC_CTX,
+    REC_CTXS,
+    REC_HANDLES,
+    REC_LAUNCH,
+    REC_NCTX,
+    REC_PC,
+    REC_SCRATCH,
+    REC_SHARED,
+    REC_SIGNAL,
+    REC_SLOT,
+    REC_SP,
+    REC_THREAD,
+    SLOT_BYTES,
+    SLOT_LAUNCH,
+    SLOT_REC,
+    SLOT_THREAD,
+    SLOTS,
+)
 from gpunb.compiler import datamodel as dm
 
-# guard record (one per host thread and launch, on the stack of gpunb_job)
-REC_JMPBUF = 0  # 512 bytes: more than any libc's jmp_buf
-REC_THREAD = 512  # pthread_self()
-REC_LAUNCH = 520
-REC_CTX = 528  # the context of the thread running now (its ids name a fault's thread)
-REC_SHARED, REC_CTXS, REC_NCTX, REC_HANDLES, REC_SCRATCH = 536, 544, 552, 560, 568
-REC_SIGNAL, REC_CODE, REC_ADDR, REC_PC, REC_SP = 576, 580, 584, 592, 600
-REC_SLOT = 608  # i32: its registry slot (-1: none free)
-REC_BYTES = 640
-# registry entry: the record, its thread, its launch
-SLOTS = 256
-SLOT_REC, SLOT_THREAD, SLOT_LAUNCH = 0, 8, 16
-SLOT_BYTES = 32
-ALTSTACK_BYTES = 1 << 16  # room for the kernel's signal frame (AVX-512 state) and a handler
-JUMP_STOP, JUMP_FAULT = 1, 2
 # void runner(launch, guard record): the kernel's entry (runner.py)
 RUNNER = ir.FunctionType(dm.void, [dm.ptr, dm.ptr])
 _HANDLER = ir.FunctionType(dm.void, [dm.i32])
 _HANDLER_INFO = ir.FunctionType(dm.void, [dm.i32, dm.ptr, dm.ptr])
-FAULT_SIGNALS = tuple(s for s in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL") if hasattr(signal, s))
 _NSIG = 65
-
-
-@dataclasses.dataclass(frozen=True)
-class Platform:
-    """Where this OS keeps what the handlers read (offsets in bytes; -1: not known here)."""
-
-    si_addr: int
-    uc_pc: int
-    uc_sp: int
-    ss_flags: int  # stack_t: ss_sp at 0, then flags and size in the OS's order
-    ss_size: int
-    ss_disable: int
-    sa_siginfo: int
-    sa_onstack: int
-    sa_nodefer: int
-    key_bits: int  # pthread_key_t
-
-    @classmethod
-    def host(cls) -> Platform:
-        import platform
-
-        machine = platform.machine().lower()
-        if sys.platform.startswith("linux"):
-            pc, sp = {"x86_64": (168, 160), "amd64": (168, 160),
-                      "aarch64": (440, 432), "arm64": (440, 432)}.get(machine, (-1, -1))
-            return cls(16, pc, sp, 8, 16, 2, 4, 0x08000000, 0x40000000, 32)
-        # macOS (and the BSDs' layout): the machine context is behind a pointer: no pc/sp
-        return cls(24, -1, -1, 16, 8, 4, 0x40, 1, 0x10, 64)
 
 
 def _i32(v: int):
@@ -115,14 +97,15 @@ def _global(module: ir.Module, name: str, ty: ir.Type) -> ir.GlobalVariable:
 class GuardModule:
     """Builds the module: its globals first, then one method per function."""
 
-    def __init__(self, plat: Platform):
-        from gpunb.backends.cpu.target import host_target_machine
-
-        self.plat = plat
+    def __init__(self):
+        # no triple or data layout: the text is the same on every host (guard.ll), and
+        # guard.py gives the parsed module the host's
         self.module = m = ir.Module(name="gpunb_guard")
-        tm = host_target_machine()
-        m.triple, m.data_layout = tm.triple, str(tm.target_data)
-        self.key_type = ir.IntType(plat.key_bits)
+        m.triple = ""
+        # pthread_key_t is 32 bits on Linux, 64 on macOS: kept in 64 (the key is small, and
+        # the calling conventions pass the low half where 32 bits are expected)
+        self.key_type = dm.i64
+        self.platform = _global(m, "gpunb_guard_platform", ir.ArrayType(dm.i64, 8))
         self.slots = _global(m, "gpunb_guard_slots", ir.ArrayType(dm.i8, SLOTS * SLOT_BYTES))
         # the handlers replaced (written by guard.py when it installs ours): function and
         # whether it takes siginfo, by signal number
@@ -159,6 +142,15 @@ class GuardModule:
         return str(self.module)
 
     # ---- helpers -------------------------------------------------------------------------------
+
+    def plat(self, b: ir.IRBuilder, k: int):
+        """Platform value k (PLATFORM_*), an i64."""
+        slot = b.gep(self.platform, [_i64(0), _i64(k)], source_etype=self.platform.value_type)
+        return b.load(slot, typ=dm.i64)
+
+    def at_plat(self, b: ir.IRBuilder, base, k: int):
+        """base + platform value k (an offset)."""
+        return b.gep(base, [self.plat(b, k)], source_etype=dm.i8)
 
     def slot(self, b: ir.IRBuilder, i, field: int):
         offset = b.add(b.mul(b.zext(i, dm.i64), _i64(SLOT_BYTES)), _i64(field))
@@ -215,7 +207,7 @@ class GuardModule:
     def emit_altstack_destructor(self) -> ir.Function:
         """At thread exit: turn off and free the alternate stack this module gave the thread
         (1 marks a thread that had one of its own: left alone)."""
-        plat, lib = self.plat, self.lib
+        lib = self.lib
         fn = ir.Function(self.module, ir.FunctionType(dm.void, [dm.ptr]),
                          "gpunb_guard_altstack_free")
         fn.linkage = "internal"
@@ -231,7 +223,8 @@ class GuardModule:
         b.position_at_end(free_bb)
         off = _buffer(b, 32)
         b.call(lib["memset"], [off, ir.Constant(dm.i8, 0), _i64(32), ir.Constant(dm.i1, 0)])
-        b.store(_i32(plat.ss_disable), _at(b, off, plat.ss_flags))
+        b.store(b.trunc(self.plat(b, PLATFORM_SS_DISABLE), dm.i32),
+                self.at_plat(b, off, PLATFORM_SS_FLAGS))
         b.call(lib["sigaltstack"], [off, ir.Constant(dm.ptr, None)])
         b.call(lib["free"], [mem])
         b.branch(out_bb)
@@ -247,7 +240,7 @@ class GuardModule:
     def emit_thread_setup(self) -> ir.Function:
         """Once per host thread: an alternate signal stack, so a stack overflow can still be
         handled (a thread that has one already keeps it)."""
-        plat, lib = self.plat, self.lib
+        lib = self.lib
         fn = ir.Function(self.module, ir.FunctionType(dm.void, []), "gpunb_guard_thread")
         fn.linkage = "internal"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -260,8 +253,9 @@ class GuardModule:
         current = _buffer(b, 32)
         b.call(lib["memset"], [current, ir.Constant(dm.i8, 0), _i64(32), ir.Constant(dm.i1, 0)])
         b.call(lib["sigaltstack"], [ir.Constant(dm.ptr, None), current])
-        flags = b.load(_at(b, current, plat.ss_flags), typ=dm.i32)
-        disabled = b.icmp_unsigned("!=", b.and_(flags, _i32(plat.ss_disable)), _i32(0))
+        flags = b.load(self.at_plat(b, current, PLATFORM_SS_FLAGS), typ=dm.i32)
+        disable = b.trunc(self.plat(b, PLATFORM_SS_DISABLE), dm.i32)
+        disabled = b.icmp_unsigned("!=", b.and_(flags, disable), _i32(0))
         b.cbranch(disabled, make_bb, has_bb)
         b.position_at_end(has_bb)
         b.call(lib["setspecific"], [key, b.inttoptr(_i64(1), dm.ptr)])
@@ -274,7 +268,7 @@ class GuardModule:
         stack = _buffer(b, 32)
         b.call(lib["memset"], [stack, ir.Constant(dm.i8, 0), _i64(32), ir.Constant(dm.i1, 0)])
         b.store(mem, stack)
-        b.store(_i64(ALTSTACK_BYTES), _at(b, stack, plat.ss_size))
+        b.store(_i64(ALTSTACK_BYTES), self.at_plat(b, stack, PLATFORM_SS_SIZE))
         b.call(lib["sigaltstack"], [stack, ir.Constant(dm.ptr, None)])
         b.call(lib["setspecific"], [key, mem])
         b.branch(out_bb)
@@ -435,7 +429,7 @@ class GuardModule:
     def emit_fault(self) -> None:
         """SIGSEGV & co.: on a host thread running a guarded launch, note where and jump back
         to its record; elsewhere, what the process did before gpunb."""
-        plat, lib = self.plat, self.lib
+        lib = self.lib
         fn = ir.Function(self.module, ir.FunctionType(dm.void, [dm.i32, dm.ptr, dm.ptr]),
                          "gpunb_guard_fault")
         sig, info, uctx = fn.args
@@ -468,14 +462,35 @@ class GuardModule:
         b.position_at_end(jump_bb)
         b.store(sig, _at(b, rec, REC_SIGNAL))
         b.store(b.load(_at(b, info, 8), typ=dm.i32), _at(b, rec, REC_CODE))  # si_code
-        b.store(b.load(_at(b, info, plat.si_addr), typ=dm.i64), _at(b, rec, REC_ADDR))
-        if plat.uc_pc >= 0:
-            b.store(b.load(_at(b, uctx, plat.uc_pc), typ=dm.i64), _at(b, rec, REC_PC))
-            b.store(b.load(_at(b, uctx, plat.uc_sp), typ=dm.i64), _at(b, rec, REC_SP))
+        b.store(b.load(self.at_plat(b, info, PLATFORM_SI_ADDR), typ=dm.i64), _at(b, rec, REC_ADDR))
+        context_bb, go_bb = fn.append_basic_block("context"), fn.append_basic_block("go")
+        known = b.icmp_signed(">=", self.plat(b, PLATFORM_UC_PC), _i64(0))
+        b.cbranch(known, context_bb, go_bb)  # where the OS's context says pc and sp
+        b.position_at_end(context_bb)
+        b.store(b.load(self.at_plat(b, uctx, PLATFORM_UC_PC), typ=dm.i64), _at(b, rec, REC_PC))
+        b.store(b.load(self.at_plat(b, uctx, PLATFORM_UC_SP), typ=dm.i64), _at(b, rec, REC_SP))
+        b.branch(go_bb)
+        b.position_at_end(go_bb)
         b.call(lib["longjmp"], [rec, _i32(JUMP_FAULT)])
         b.unreachable()
 
 
-def guard_module(plat: Platform | None = None) -> str:
-    """The guard's LLVM IR for this host."""
-    return GuardModule(plat or Platform.host()).build()
+def guard_module() -> str:
+    """The guard's LLVM IR (the same for every host: platform values are data)."""
+    return GuardModule().build()
+
+
+GUARD_LL = "guard.ll"  # beside this file: guard_module()'s text, read at run time
+
+
+def write_guard_ll() -> str:
+    """Write guard.ll from guard_module() (run after editing this module:
+    `python -c "from gpunb.backends.cpu.guard_ir import write_guard_ll; write_guard_ll()"`;
+    tests/backends/cpu/test_guard.py checks it is up to date). Building the text here at run
+    time would import llvmlite.ir, ~50 ms of a process's first launch."""
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), GUARD_LL)
+    with open(path, "w") as f:
+        f.write(guard_module())
+    return path

@@ -130,8 +130,6 @@ def stop_function(module: ir.Module) -> ir.Function:
     """void gpunb_stop(ctx): the launch is to stop - jump back to this host thread's guard
     record (guard_ir.py), which frees the launch's memory; returns only where the process has
     no guard (the kernel then runs on)."""
-    from gpunb.backends.cpu import guard_ir
-
     name = "gpunb_stop"
     fn = module.globals.get(name)
     if fn is not None:
@@ -150,7 +148,7 @@ def stop_function(module: ir.Module) -> ir.Function:
     longjmp = module.globals.get("_longjmp") or ir.Function(
         module, ir.FunctionType(dm.void, [dm.ptr, dm.i32]), "_longjmp")
     longjmp.attributes.add("noreturn")
-    b.call(longjmp, [guard, ir.Constant(dm.i32, guard_ir.JUMP_STOP)])
+    b.call(longjmp, [guard, ir.Constant(dm.i32, abi.JUMP_STOP)])
     b.unreachable()
     b.position_at_end(out)
     b.ret_void()

@@ -210,9 +210,8 @@ def _if_guarded(b: ir.IRBuilder, guard, emit) -> None:
 
 
 def _note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch) -> None:
-    """What the guard frees when the launch is abandoned (guard_ir.py's record layout)."""
-    from gpunb.backends.cpu import guard_ir as g
-
+    """What the guard frees when the launch is abandoned (abi.py's guard record layout)."""
+    g = abi
     null = ir.Constant(dm.ptr, None)
 
     def note():
@@ -226,9 +225,7 @@ def _note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch) -> None:
 
 def _note_current(b, guard, ctx) -> None:
     """The context of the thread about to run: a fault names its thread and block."""
-    from gpunb.backends.cpu import guard_ir as g
-
-    _if_guarded(b, guard, lambda: b.store(ctx, _at(b, guard, g.REC_CTX)))
+    _if_guarded(b, guard, lambda: b.store(ctx, _at(b, guard, abi.REC_CTX)))
 
 
 def _check_allocations(b, status, free, shared, ctxs, handles, scratch) -> None:
