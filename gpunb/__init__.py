@@ -25,7 +25,8 @@ from gpunb.foundation.version import VERSION as __version__
 _exec_sources.install()
 
 __all__ = ["CompileError", "GpunbError", "InitcheckError", "JitOptionError", "KernelFaultError",
-           "LaunchError", "LaunchTimeoutError", "RaceError", "SignatureError", "ToolchainError", "WarpMaskError", "__version__",
+           "LaunchError", "LaunchTimeoutError", "RaceError", "SignatureError", "ToolchainError",
+           "WarpMaskError", "__version__",
            "access_map", "cuda", "events", "fuse", "guvectorize", "jit", "last_profile",
            "profile", "sanitize", "set_target", "load_ipython_extension", "vectorize"]
 

@@ -61,7 +61,8 @@ class Stream:
         from gpunb.backends.cuda import waits
 
         driver.ensure_context()
-        waits.wait_until(waits.stream_done(self.handle), "stream.synchronize()")
+        waits.wait_until(waits.stream_done(driver.cuda_driver(), driver.check, self.handle),
+                         "stream.synchronize()", driver.last_launch[0])
 
     def query(self) -> bool:
         """True when all work queued on this stream has finished (does not wait)."""
@@ -122,7 +123,8 @@ class Event:
     def synchronize(self) -> None:
         from gpunb.backends.cuda import waits
 
-        waits.wait_until(waits.event_done(self.handle), "event.synchronize()")
+        waits.wait_until(waits.event_done(driver.cuda_driver(), driver.check, self.handle),
+                         "event.synchronize()", driver.last_launch[0])
 
     def wait(self, stream=0) -> None:
         """Make `stream` wait for this event (no host blocking)."""

@@ -69,7 +69,8 @@ def _what(artifact: KernelArtifact, status: abi.Status, params_address: int) -> 
                     "a device function recursing too deep, or large local arrays in a "
                     "recursive function; a GPU thread's stack is smaller still (about 1 KiB by "
                     "default): turn the recursion into a loop")
-        return (f"invalid memory access at address {addr:#x}{_near_array(artifact, addr, params_address)}",
+        near = _near_array(artifact, addr, params_address)
+        return (f"invalid memory access at address {addr:#x}{near}",
                 "an index out of bounds with bounds checks off (boundscheck=False or "
                 "GPUNB_BOUNDSCHECK=0): run with bounds checks on (the CPU target's default) to "
                 "get the index, the array and the thread")

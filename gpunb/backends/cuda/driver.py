@@ -311,7 +311,12 @@ def synchronize() -> None:
     from gpunb.backends.cuda import waits
 
     ensure_context()
-    waits.wait_until(waits.stream_done(0), "cuda.synchronize()")
+    kernel = last_launch[0]  # named by an error the wait surfaces, as cuCtxSynchronize's
+
+    def checked(result, what):
+        return check(result, what, kernel)
+
+    waits.wait_until(waits.stream_done(cuda_driver(), checked, 0), "cuda.synchronize()", kernel)
     check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize", last_launch[0])
 
 

@@ -18,8 +18,9 @@ SPIN_SECONDS = 0.01
 POLL_SECONDS = 0.001
 
 
-def wait_until(done, what: str) -> None:
-    """Return once `done()` (a query: True when the work waited for has finished) is true."""
+def wait_until(done, what: str, kernel: str | None = None) -> None:
+    """Return once `done()` (a query: True when the work waited for has finished) is true;
+    `kernel`: the latest kernel launched, named if the wait is interrupted."""
     if done():
         return
     from gpunb.foundation import config
@@ -30,12 +31,12 @@ def wait_until(done, what: str) -> None:
         while not done():
             waited = time.monotonic() - start
             if limit is not None and waited > limit:
-                raise _timeout(what, limit)
+                raise _timeout(what, limit, kernel)
             if waited > SPIN_SECONDS:
                 time.sleep(POLL_SECONDS)
     except KeyboardInterrupt:
-        raise KeyboardInterrupt(f"interrupted while waiting for the GPU ({what}){_running()}: "
-                                f"{STILL_RUNNING}") from None
+        raise KeyboardInterrupt(f"interrupted while waiting for the GPU ({what})"
+                                f"{_running(kernel)}: {STILL_RUNNING}") from None
 
 
 STILL_RUNNING = ("the kernel keeps running on the device (the host cannot stop a GPU kernel); "
@@ -47,50 +48,43 @@ STILL_RUNNING = ("the kernel keeps running on the device (the host cannot stop a
                  "it")
 
 
-def _running() -> str:
-    from gpunb.backends.cuda import driver
-
-    name = driver.last_launch[0]
-    return f"; the latest kernel launched: '{name}'" if name else ""
+def _running(kernel: str | None) -> str:
+    return f"; the latest kernel launched: '{kernel}'" if kernel else ""
 
 
-def _timeout(what: str, limit: float):
+def _timeout(what: str, limit: float, kernel: str | None):
     from gpunb.foundation.errors import LaunchTimeoutError
 
     return LaunchTimeoutError(
-        f"the GPU was still busy after {limit:g} s ({what}){_running()}: the watchdog "
+        f"the GPU was still busy after {limit:g} s ({what}){_running(kernel)}: the watchdog "
         f"(GPUNB_LAUNCH_TIMEOUT or %%gpukernel --timeout) gave up waiting; {STILL_RUNNING}",
         hint="look for a loop that never ends, or raise the limit for kernels that need longer")
 
 
-def stream_done(stream_handle: int):
-    """A query for wait_until: all work queued on the stream has finished (errors raise)."""
-    from gpunb.backends.cuda import driver
-
-    cu = driver.cuda_driver()
+def stream_done(cu, check, stream_handle: int):
+    """A query for wait_until: all work queued on the stream has finished (`cu`: the driver
+    module, `check`: driver.check, which raises the driver's errors)."""
     not_ready = cu.CUresult.CUDA_ERROR_NOT_READY
 
     def done() -> bool:
         (err,) = cu.cuStreamQuery(stream_handle)
         if err == not_ready:
             return False
-        driver.check((err,), "cuStreamQuery", driver.last_launch[0])
+        check((err,), "cuStreamQuery")
         return True
 
     return done
 
 
-def event_done(event_handle):
-    from gpunb.backends.cuda import driver
-
-    cu = driver.cuda_driver()
+def event_done(cu, check, event_handle):
+    """A query for wait_until: the work before the event's recorded point has finished."""
     not_ready = cu.CUresult.CUDA_ERROR_NOT_READY
 
     def done() -> bool:
         (err,) = cu.cuEventQuery(event_handle)
         if err == not_ready:
             return False
-        driver.check((err,), "cuEventQuery", driver.last_launch[0])
+        check((err,), "cuEventQuery")
         return True
 
     return done

@@ -264,7 +264,7 @@ def test_no_limit_lets_a_long_launch_finish(cpu, monkeypatch):
 
     @cuda.jit
     def count(o, n):
-        for k in range(n):
+        for _ in range(n):
             o[0] += 1
 
     monkeypatch.setenv("GPUNB_LAUNCH_TIMEOUT", "0.2")
