@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from gpunb.foundation import exec_sources as _exec_sources
 from gpunb.foundation.errors import (
+    AsyncCopyError,
     CompileError,
     GpunbError,
     InitcheckError,
@@ -16,6 +17,7 @@ from gpunb.foundation.errors import (
     LaunchTimeoutError,
     RaceError,
     SignatureError,
+    TensorMapError,
     ToolchainError,
     WarpMaskError,
 )
@@ -24,11 +26,11 @@ from gpunb.foundation.version import VERSION as __version__
 # kernels exec'd from strings after this point can be compiled: their text is recorded
 _exec_sources.install()
 
-__all__ = ["CompileError", "GpunbError", "InitcheckError", "JitOptionError", "KernelFaultError",
-           "LaunchError", "LaunchTimeoutError", "RaceError", "SignatureError", "ToolchainError",
-           "WarpMaskError", "__version__",
-           "access_map", "cuda", "events", "fuse", "guvectorize", "jit", "last_profile",
-           "profile", "sanitize", "set_target", "load_ipython_extension", "vectorize"]
+__all__ = ["AsyncCopyError", "CompileError", "GpunbError", "InitcheckError", "JitOptionError",
+           "KernelFaultError", "LaunchError", "LaunchTimeoutError", "RaceError", "SignatureError",
+           "TensorMapError", "ToolchainError", "WarpMaskError", "__version__", "access_map",
+           "cuda", "events", "fuse", "guvectorize", "jit", "last_profile", "profile", "sanitize",
+           "set_target", "load_ipython_extension", "vectorize"]
 
 
 def set_target(target: str | None) -> None:

@@ -247,13 +247,34 @@ class KernelCache:
              size: int = 0):
         fp = pending.fingerprint
         artifact = relocate(artifact, body.get("locations"), fp.locations)
+        pointer = _pointer(fp, pending.signature, pending.target)
         with self._lock:
-            self.latest[_pointer(fp, pending.signature, pending.target)] = pending.key
+            previous = self.latest.get(pointer)
+            self.latest[pointer] = pending.key
             self.bodies[pending.key] = body
+        # this process had other code for the function (a helper was redefined) and the new
+        # code was in the cache already: the hit says what changed, as a miss would
+        changes = self._why_changed(previous, pending) \
+            if previous is not None and previous != pending.key else ()
         pending.time_ms = (time.perf_counter() - started) * 1000.0
-        pending.event = _decided(pending, CacheKind.HIT, CacheSource(source), None, (), 0.0,
+        pending.event = _decided(pending, CacheKind.HIT, CacheSource(source), None, changes, 0.0,
                                  size or int(body.get("entry_bytes", 0)))
         return artifact
+
+    def _why_changed(self, previous: str, pending: Lookup) -> tuple:
+        """What differs from this process's previous entry of the function, and where the new
+        code came from (a hit found it compiled already)."""
+        body = self.body_of(previous)
+        if body is None:
+            return ()
+        old_deps = [Dependency.from_json(d) for d in body.get("dependencies", ())]
+        changes = explain_change(body.get("parts", {}), old_deps,
+                                 str(body.get("code_digest", "")), pending.parts,
+                                 pending.fingerprint)
+        changes.append(CacheChange(changes[0].reason, text=(
+            "its code for the new definition was in the cache already (compiled by another "
+            "process sharing the cache, or for an earlier definition)")))
+        return tuple(changes)
 
     def _missed(self, pending: Lookup, started: float) -> tuple:
         pending.time_ms = (time.perf_counter() - started) * 1000.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import Fragment, TensorMap
 
 i1 = ir.IntType(1)
 i8 = ir.IntType(8)
@@ -61,7 +62,7 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.LiteralStructType([value_type(x) for x in ty.items])
     if isinstance(ty, (t.NoneType, t.Group)):
         return ir.LiteralStructType([])
-    if isinstance(ty, t.Record):
+    if isinstance(ty, (t.Record, TensorMap, Fragment)):  # a fragment: its storage
         return ptr
     raise TypeError(f"{ty} has no LLVM representation")
 
@@ -75,9 +76,20 @@ def memory_type(ty: t.Type) -> ir.Type:
     return value_type(ty)
 
 
+class TensorMapSlot(ir.PointerType):
+    """The parameter of a TMA tensor map (a `ptr`): the CUDA target makes it a byval
+    __grid_constant__ parameter of 128 bytes, the CPU target receives a pointer to them."""
+
+    def __init__(self):
+        super().__init__()
+        self.pointee = ir.ArrayType(i8, 128)  # what `byval(...)` copies
+
+
 def slot_type(slot: str) -> ir.Type:
     if slot == "ptr":
         return ptr
+    if slot == "tmap":
+        return TensorMapSlot()
     if slot.startswith("i"):
         return ir.IntType(int(slot[1:]))
     if slot == "bf16":

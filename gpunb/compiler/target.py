@@ -63,7 +63,7 @@ class Target:
     def threadfence(self, low, scope: str) -> None:
         low.builder.fence("seq_cst")
 
-    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool):
+    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool, align: int = 16):
         raise NotImplementedError
 
     def dynamic_shared_bytes(self, low):
@@ -113,6 +113,11 @@ class Target:
         """Bounds checking hook; targets without it do nothing."""
         return
 
+    def async_ops(self):
+        """The lowering of cp.async, mbarriers, TMA and wgmma (an object with one method per
+        operation, from the backend's async_ops module), or None where the target has none."""
+        return None
+
     def string_constant(self, low, text: str, addrspace: int = 0):
         """A generic pointer to a NUL-terminated constant string (print()'s %s arguments)."""
         data = bytearray(text.encode("utf-8") + b"\0")
@@ -148,6 +153,13 @@ class Target:
             return b.bitcast(b.extract_value(pair, 0), dm.value_type(dtype))
         pair = b.cmpxchg(pointer, expected, value, "monotonic", "monotonic")
         return b.extract_value(pair, 0)
+
+    # ---- tensor cores and inline PTX (compiler/builtins/tensorcore_*, inline_ptx) ------------
+
+    def tensor_cores(self):
+        """The object that lowers WMMA, mma.sync, ldmatrix/stmatrix and inline PTX for this
+        target (backends/<target>/tensorcore.py)."""
+        raise NotImplementedError
 
     # ---- helpers shared by targets -------------------------------------------------------------
 

@@ -166,6 +166,17 @@ class KernelFaultError(LaunchError):
     a stack overflow from deep recursion): the launch was abandoned, the process lives on."""
 
 
+class AsyncCopyError(LaunchError):
+    """A misuse of the asynchronous machinery found by the CPU target: data of a cp.async or a
+    TMA copy read before the wait that completes it, an mbarrier waited on a phase that never
+    completes, a wgmma issued by part of a warpgroup, a misaligned asynchronous copy."""
+
+
+class TensorMapError(LaunchError, ValueError):
+    """A TMA descriptor that cannot be made (cuda.tma.descriptor): a box that does not fit the
+    array or the hardware's limits, an unsupported swizzle, strides TMA cannot express."""
+
+
 class LaunchConfigError(LaunchError, TypeError, ValueError):
     """A launch configuration that is malformed (too many dimensions, non-integer sizes, a
     negative forall count) or missing; a TypeError/ValueError too, as numba raises them."""

@@ -64,3 +64,12 @@ def debug_source_path(filename: str) -> str:
                 path = filename
     _debug_paths[memo] = path
     return path
+
+
+def debug_path_origin(path: str) -> str | None:
+    """The filename whose text `debug_source_path` copied to `path` (a cell's synthetic
+    filename), or None when this process made no such copy."""
+    for (filename, _), copy in list(_debug_paths.items()):
+        if copy == path and copy != filename:
+            return filename
+    return None

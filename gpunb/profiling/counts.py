@@ -41,6 +41,8 @@ class KernelCounts:
     accesses: tuple  # of ArrayAccess, one per array argument
     flops_per_thread: int | None  # None: the kernel loops (not countable statically)
     has_loops: bool
+    tensor: object = None  # tensor_flops.TensorCounts: its tensor-core operations
+    argtypes: tuple = ()
 
     def bytes_for(self, args_meta: tuple) -> int:
         """Bytes a launch moves, given (itemsize, size) per argument (None for non-arrays)."""
@@ -53,9 +55,21 @@ class KernelCounts:
             total += itemsize * size * (int(access.reads) + int(access.writes))
         return total
 
-    def flops_for(self, args_meta: tuple, threads: int) -> int | None:
+    def flops_for(self, args_meta: tuple, threads: int, shapes: tuple | None = None,
+                  grid: tuple = (1, 1, 1), block: tuple = (1, 1, 1)) -> int | None:
         """Floating-point operations of a launch: per-thread count times the threads that
-        work (capped by the largest stored array: threads past its end take the guard)."""
+        work (capped by the largest stored array: threads past its end take the guard). A
+        kernel with tensor-core operations counts their FLOPs (tensor_flops.py), looping or
+        not, and with loops nothing else."""
+        if self.tensor is not None and self.tensor.sites and shapes is not None:
+            from gpunb.profiling.tensor_flops import slot_values
+
+            per_thread = self.tensor.flops_for(
+                slot_values(self.tensor.params, self.argtypes, shapes, grid, block))
+            if per_thread is None:
+                return None
+            scalar = 0 if self.flops_per_thread is None else self.flops_per_thread
+            return (per_thread + scalar) * threads
         if self.flops_per_thread is None:
             return None
         written = [args_meta[a.index][1] for a in self.accesses
@@ -88,7 +102,12 @@ def count_llvm(llvm_ir: str, argtypes: tuple) -> KernelCounts:
     body = str(kernel)
     loops = _has_back_edge(body)
     flops = None if loops else _flops(body)
-    return KernelCounts(tuple(accesses), flops, loops)
+    tensor = None
+    if "mma" in body:
+        from gpunb.profiling.tensor_flops import find_sites
+
+        tensor = find_sites(body, tuple(f"%{p.name}" for p in params))
+    return KernelCounts(tuple(accesses), flops, loops, tensor, tuple(argtypes))
 
 
 def _flops(body: str) -> int:

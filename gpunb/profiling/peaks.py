@@ -31,6 +31,7 @@ class Peaks:
     device: str
     source: dict = field(default_factory=dict)  # {"gbps": "measured: ...", "gflops": "..."}
     note: str = ""  # one line when a figure fell back or is missing
+    tensor_gflops: float | None = None  # FP16 tensor cores (tensor_peak.py); None: no roof
 
 
 _lock = threading.Lock()
@@ -43,7 +44,10 @@ def device_peaks(target: str) -> Peaks:
     with _lock:
         found = _measured.get(key)
         if found is None:
-            found = _measured[key] = _measure_cuda() if target == "cuda" else _measure_cpu()
+            from gpunb.foundation.events import internal_work
+
+            with internal_work():  # its kernel is gpunb's: no progress line, panel or log entry
+                found = _measured[key] = _measure_cuda() if target == "cuda" else _measure_cpu()
         return found
 
 
@@ -253,4 +257,14 @@ def _measure_cuda() -> Peaks:
             note = f"FP32 peak from the datasheet: the FMA kernel did not run ({why})"
         else:
             note = f"no FP32 peak: the FMA kernel did not run ({why})"
-    return Peaks(gbps, gflops, device.name, source, note)
+    tensor = None
+    try:
+        from gpunb.profiling.tensor_peak import tensor_gflops_cuda
+
+        tensor = tensor_gflops_cuda(device)
+        if tensor is not None:
+            source["tensor_gflops"] = "measured: gpunb mma.sync m16n8k16 FP16 kernel"
+    except Exception as exc:  # noqa: BLE001 - the roofline then has no tensor-core roof
+        note = (note + "; " if note else "") + \
+            f"no tensor-core roof: its kernel did not run ({type(exc).__name__}: {exc})"
+    return Peaks(gbps, gflops, device.name, source, note, tensor)

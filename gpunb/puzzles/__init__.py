@@ -11,14 +11,15 @@ Reference solutions are not in the package (they live in the tests).
 
 from __future__ import annotations
 
-from gpunb.puzzles import catalogue_basics, catalogue_shared
+from gpunb.puzzles import catalogue_basics, catalogue_shared, catalogue_tensor
 from gpunb.puzzles.grading import Grade, grade
 from gpunb.puzzles.model import Puzzle, PuzzleList
 
 __all__ = ["Grade", "Puzzle", "check", "get", "list"]
 
 _PUZZLES: dict[str, Puzzle] = {p.name: p for p in (*catalogue_basics.PUZZLES,
-                                                  *catalogue_shared.PUZZLES)}
+                                                  *catalogue_shared.PUZZLES,
+                                                  *catalogue_tensor.PUZZLES)}
 
 
 def list() -> PuzzleList:  # noqa: A001 - the name the puzzles' users type

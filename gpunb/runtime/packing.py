@@ -23,6 +23,7 @@ from gpunb.backends.cuda import driver
 from gpunb.foundation import abi
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.tensor_types import TensorMap
 from gpunb.runtime.arghints import ArgHint
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 
@@ -62,7 +63,7 @@ class ArgPacker:
         self.slots = tuple(param_slots)
         self.target = target
         self.kernel = kernel
-        fields = [(f"s{i}", _CTYPES[slot]) for i, slot in enumerate(self.slots)]
+        fields = [(f"s{i}", _slot_ctype(slot, target)) for i, slot in enumerate(self.slots)]
         self._buffer = type("ParamSlots", (ctypes.Structure,), {"_fields_": fields})()
         base = ctypes.addressof(self._buffer)
         self.offsets = tuple(getattr(type(self._buffer), name).offset for name, _ in fields)
@@ -150,7 +151,7 @@ class ArgPacker:
                               function=self.kernel)
         formats, dtypes, owners = [], [], []
         for index, ty in enumerate(argtypes):
-            for fmt, dtype in _slot_formats(ty):
+            for fmt, dtype in _slot_formats(ty, self.target):
                 formats.append(fmt)
                 dtypes.append(dtype)
                 owners.append(index)
@@ -183,7 +184,25 @@ class ArgPacker:
             return lambda value: self._record_slots(value, ty)
         if isinstance(ty, (t.BFloat16, t.FP8)):
             return lambda value: (_low_precision_bits(value, ty),)
+        if isinstance(ty, TensorMap):
+            return lambda value: (self._tensor_map_slot(value, index),)
         return None
+
+    def _tensor_map_slot(self, value, index: int):
+        """A TMA descriptor's slot: its 128 bytes on the GPU, their address on the CPU."""
+        from gpunb.runtime.tma import TensorMap
+
+        if not isinstance(value, TensorMap):
+            raise self._arg_error(index, f"is a {type(value).__name__}, not a TMA descriptor",
+                                  hint="make one with cuda.tma.descriptor(array, box, swizzle)")
+        if value.target != self.target:
+            made = "a device array" if value.target == "cuda" else "a host (numpy) array"
+            raise self._arg_error(index, f"is a TMA descriptor of {made}, but this kernel runs "
+                                  f"on the {self.target} target",
+                                  hint="make the descriptor from an array of the target the "
+                                       "kernel runs on")
+        self._keep_alive(value)
+        return value.cuda_bytes() if self.target == "cuda" else value.cpu_address()
 
     def _array_getter(self, ty: t.Array, index: int):
         expected = 1 + 2 * ty.ndim
@@ -362,12 +381,22 @@ def _data_pointer(array: np.ndarray) -> int:
     return pointer
 
 
-def _slot_formats(ty: t.Type) -> list:
+def _slot_ctype(slot: str, target: str):
+    """The ctypes field of a parameter slot: a TMA descriptor is its 128 bytes on the GPU, a
+    pointer to them on the CPU target."""
+    if slot == "tmap":
+        return ctypes.c_uint8 * 128 if target == "cuda" else ctypes.c_uint64
+    return _CTYPES[slot]
+
+
+def _slot_formats(ty: t.Type, target: str = "cuda") -> list:
     """(struct format, numpy dtype) of each slot of a value of type `ty` (see compiler/abi.py)."""
+    if isinstance(ty, TensorMap):
+        return [("128s", None)] if target == "cuda" else [("Q", np.dtype(np.uint64))]
     if isinstance(ty, t.Array):
         return [("Q", np.dtype(np.uint64))] + [("q", np.dtype(np.int64))] * (2 * ty.ndim)
     if isinstance(ty, t.Tuple):
-        return [f for item in ty.items for f in _slot_formats(item)]
+        return [f for item in ty.items for f in _slot_formats(item, target)]
     if isinstance(ty, t.Record):
         return [("Q", np.dtype(np.uint64))]
     if isinstance(ty, t.Complex):

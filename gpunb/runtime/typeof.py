@@ -45,6 +45,10 @@ def typeof(value) -> t.Type:
 
     if isinstance(value, ArgHint):  # cuda.In(a) & co: the array's type
         return typeof(value.value)
+    from gpunb.runtime.tma import TensorMap
+
+    if isinstance(value, TensorMap):  # cuda.tma.descriptor(...): its type says box and swizzle
+        return value.type
     if isinstance(value, (bool, int, float, complex)):  # subclasses, e.g. IntEnum members
         return _PYTHON_SCALARS[next(k for k in (bool, int, float, complex) if isinstance(value, k))]
     raise TypeError(f"cannot pass a {cls.__name__} to a kernel")

@@ -8,19 +8,25 @@ import sys
 
 from gpunb.compiler import builtins
 from gpunb.compiler.builtins import (
+    async_copy,
     atomics,
     bf16funcs,
     cache_hints,
     complexfuncs,
     cuda_intrinsics,
     groups,
+    inline_ptx,
     mathfuncs,
     operator_funcs,
     printing,
     pybuiltins,
     reductions,
+    tensorcore_mma,
+    tensorcore_wmma,
+    tma,
     ufuncs,
     warp,
+    wgmma,
 )
 
 
@@ -30,10 +36,13 @@ def _eager_table() -> dict:
     for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                  pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS, complexfuncs.BUILTINS,
                  operator_funcs.BUILTINS, cache_hints.BUILTINS, reductions.BUILTINS,
-                 bf16funcs.BUILTINS):
+                 bf16funcs.BUILTINS, tensorcore_wmma.BUILTINS, tensorcore_mma.BUILTINS,
+                 inline_ptx.BUILTINS):
         table.update(part)
     table["builtins.print"] = printing.Print()
     table.update(ufuncs.wrap(table))
+    for part in (async_copy.BUILTINS, tma.BUILTINS, wgmma.BUILTINS):  # the Hopper language
+        table.update(part)
     return table
 
 

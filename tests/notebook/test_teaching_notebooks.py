@@ -22,7 +22,7 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 TEACHING = ("01_first_kernels", "02_shared_memory_and_barriers", "03_cache_and_provenance",
             "04_warps_and_cooperative_groups", "05_fuse", "06_memory_coalescing",
             "07_atomics_and_histograms", "08_reductions_and_scans", "09_tiled_matmul",
-            "10_profiling_and_debugging", "puzzles")
+            "10_profiling_and_debugging", "11_tensor_cores", "puzzles")
 EXAMPLES = ("dask_cluster",)  # run by test_dask_notebook.py (it starts a local Dask cluster)
 
 _executed: dict = {}
@@ -214,3 +214,19 @@ def test_10_profile_roofline_bounds_check_race_and_sanitizer_message(cpu_env):
     text = _error_text(nb, "def block_sum_racy")
     assert "data race on buf[" in text and "(shared memory)" in text
     assert "compute-sanitizer racecheck: compute-sanitizer checks GPU launches" in outputs
+
+
+def test_11_tensor_cores_each_step_matches_numpy_and_shows_the_layouts(cpu_env):
+    nb = execute(_notebook("11_tensor_cores"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    assert "one tile matches numpy: True" in outputs
+    assert "mma.sync matches numpy: True" in outputs
+    for step in ("wmma, global", "wmma, shared pipeline", "mma.sync + ldmatrix + cp.async"):
+        assert f"{step}: matches numpy" in outputs, step
+    assert "wmma.mma: 16   wmma.load (shared): 12   cp.async: 12" in outputs
+    assert "mma.sync: 64   ldmatrix: 16   ld.local: 0" in outputs
+    html = "\n".join(o.get("data", {}).get("text/html", "") for c in nb.cells
+                     if c.cell_type == "code" for o in c.outputs)
+    assert "mma.sync m16n8k16, float16" in html and "ldmatrix .x4 .trans" in html
+    for kernel in ("wmma_simple", "wmma_gemm", "mma_gemm"):  # %%gpuprofile tables
+        assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel

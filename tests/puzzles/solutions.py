@@ -5,7 +5,10 @@ Constants carry the puzzle's name (the starters all say TPB) because they share 
 
 from __future__ import annotations
 
+import numpy as np
+
 from gpunb import cuda, float32
+from gpunb.cuda import wmma
 
 FULL = 0xFFFFFFFF
 
@@ -281,6 +284,36 @@ def matmul_kernel(out, a, b, size):
         cuda.syncthreads()
     if i < size and j < size:
         out[i, j] = acc
+
+
+def wmma_gemm_kernel(out, a, b):
+    r = cuda.blockIdx.y * 16
+    c = cuda.blockIdx.x * 16
+    fa = wmma.fragment(wmma.matrix_a, 16, 16, 16, np.float16, wmma.row_major)
+    fb = wmma.fragment(wmma.matrix_b, 16, 16, 16, np.float16, wmma.row_major)
+    acc = wmma.fragment(wmma.accumulator, 16, 16, 16, np.float32)
+    wmma.fill_fragment(acc, 0.0)
+    for k in range(0, a.shape[1], 16):
+        wmma.load_matrix_sync(fa, a[r:r + 16, k:k + 16])
+        wmma.load_matrix_sync(fb, b[k:k + 16, c:c + 16])
+        wmma.mma_sync(acc, fa, fb, acc)
+    wmma.store_matrix_sync(out[r:r + 16, c:c + 16], acc, wmma.mem_row_major)
+
+
+def ldmatrix_transpose_kernel(out, a):
+    lane = cuda.laneid
+    block = cuda.blockIdx.x
+    tile = cuda.shared.array((16, 16), np.float16)
+    for j in range(8):
+        tile[lane // 2, (lane % 2) * 8 + j] = a[16 * block + lane // 2, (lane % 2) * 8 + j]
+    cuda.syncwarp()
+    i = lane // 8  # the matrix whose row this lane addresses: the quarters, down then across
+    v = cuda.ldmatrix(tile, (lane % 8 + 8 * (i % 2), 8 * (i // 2)), 4, True)
+    g, q = lane // 4, lane % 4
+    for m in range(4):
+        row0, col0 = 8 * (m % 2), 8 * (m // 2)
+        for j in range(2):  # value 2m + j is tile[row0 + 2q + j, col0 + g]
+            out[col0 + g, 16 * block + row0 + 2 * q + j] = v[2 * m + j]
 
 
 SOLUTIONS = {name[:-len("_kernel")]: f for name, f in dict(globals()).items()

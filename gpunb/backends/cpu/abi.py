@@ -37,23 +37,30 @@ CTX_MASK = 132  # i32: the member mask of the warp collective this thread waits 
 # work-group mode: the block's per-thread variable arrays (wg_lower.py), allocated by the runner
 # once per host thread and launch, not once per block
 CTX_SCRATCH = 136  # ptr
+# kernels with asynchronous copies (cp.async, TMA, wgmma): this thread's queues and state
+# (backends/cpu/async_state.py), allocated by the runner
+CTX_ASYNC = 144  # ptr
 # stopping a launch (guard.py): the launch's cancel word (polled at loop back-edges and
 # barriers), this host thread's guard record (where a stop or a fault jumps back to), the
 # coroutine frame's memory (freed by the guard when a launch is abandoned mid-way) and whether
 # CTX_TID holds the running thread (always with coroutines; work-group mode only around calls)
-CTX_CANCEL = 144  # ptr to i32
-CTX_GUARD = 152  # ptr
-CTX_FRAME = 160  # ptr
-CTX_TID_KNOWN = 168  # i32
-CTX_SIZE = 176
+CTX_CANCEL = 152  # ptr to i32
+CTX_GUARD = 160  # ptr
+CTX_FRAME = 168  # ptr
+CTX_TID_KNOWN = 176  # i32
+CTX_SIZE = 184
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
+# an mbarrier wait (CTX_XCHG: the barrier's address, CTX_PRED: the parity waited for) and a
+# warpgroup's rendezvous at a wgmma.mma_async (all 128 threads of an aligned warpgroup)
+WAIT_MBARRIER, WAIT_WARPGROUP = 4, 5
 
 ERROR_NONE, ERROR_INDEX, ERROR_BARRIER, ERROR_RAISE, ERROR_WARP_MASK = 0, 1, 2, 3, 4
+ERROR_ASYNC = 5  # site: the operation's barrier site, count: async_state.Reason, index/extent
 # the kernel faulted (a signal: invalid access, stack overflow...): guard.py records it
-ERROR_FAULT = 5
+ERROR_FAULT = 6
 # the runner could not allocate a launch's host memory (shared memory, contexts, scratch)
-ERROR_NO_MEMORY = 6
+ERROR_NO_MEMORY = 7
 
 # Launch.cancel: why a launch is being abandoned (0: it is not)
 CANCEL_NONE, CANCEL_INTERRUPT, CANCEL_TIMEOUT, CANCEL_FAULT = 0, 1, 2, 3
@@ -144,6 +151,7 @@ REC_CTX = 528  # the context of the thread running now (its ids name a fault's t
 REC_SHARED, REC_CTXS, REC_NCTX, REC_HANDLES, REC_SCRATCH = 536, 544, 552, 560, 568
 REC_SIGNAL, REC_CODE, REC_ADDR, REC_PC, REC_SP = 576, 580, 584, 592, 600
 REC_SLOT = 608  # i32: its registry slot (-1: none free)
+REC_AREAS = 616  # the runner's asynchronous-copy areas (async_state.py)
 REC_BYTES = 640
 # registry entry: the record, its thread, its launch
 SLOTS = 256

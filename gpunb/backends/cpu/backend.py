@@ -106,8 +106,10 @@ class CpuBackend(Backend):
         polls = config.cpu_interrupt_checks()  # 0 only to measure what stopping points cost
 
         def make_target():
-            return CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
-                             record=record, polls=polls)
+            target = CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
+                               record=record, polls=polls)
+            target.uses_async = "async" in features
+            return target
 
         if plan is not None:
             from gpunb.backends.cpu.wg_lower import lower_workgroup
@@ -123,6 +125,7 @@ class CpuBackend(Backend):
                            target.coroutine, cooperative="grid_sync" in features,
                            workgroup=plan is not None,
                            scratch_per_thread=target.scratch_bytes_per_thread(),
+                           async_state=target.uses_async, record=record,
                            location=None if builder.debug is None else
                            lambda fn: runner_location(builder.debug, fn, typed.source,
                                                       typed.name))

@@ -167,6 +167,9 @@ class LoadedCpuKernel:
         if logs is not None:
             logs.append(log)
             return
+        pending = accesses.find_pending_read(log)
+        if pending is not None:
+            raise accesses.pending_read_error(log, pending)
         race = accesses.find_race(log)
         if race is not None:
             raise accesses.race_error(log, race)
@@ -220,6 +223,10 @@ class LoadedCpuKernel:
                                "(shared memory, thread contexts, per-thread variables) could not "
                                "be allocated", function=art.name,
                                hint="launch fewer threads per block or less shared memory")
+        if status.code == abi.ERROR_ASYNC:
+            from gpunb.backends.cpu.async_errors import async_error
+
+            return async_error(art, status)
         return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
 
 

@@ -121,7 +121,7 @@ entry:
 fault:
   %".8" = getelementptr i8, ptr %".5", i64 72
   %".9" = load ptr, ptr %".8"
-  %".10" = cmpxchg ptr %".9", i32 0, i32 5 seq_cst monotonic
+  %".10" = cmpxchg ptr %".9", i32 0, i32 6 seq_cst monotonic
   %".11" = extractvalue {i32, i1} %".10", 1
   br i1 %".11", label %"fault.write", label %"fault.out"
 free:
@@ -191,7 +191,7 @@ fault.ids:
   %".65" = load i32, ptr %".64"
   %".66" = getelementptr i8, ptr %".9", i64 48
   store i32 %".65", ptr %".66"
-  %".68" = getelementptr i8, ptr %".40", i64 168
+  %".68" = getelementptr i8, ptr %".40", i64 176
   %".69" = load i32, ptr %".68"
   %".70" = getelementptr i8, ptr %".9", i64 168
   store i32 %".69", ptr %".70"
@@ -203,9 +203,9 @@ frames.head:
   %".83" = icmp slt i64 %"i", %".81"
   br i1 %".83", label %"frames.body", label %"frames.done"
 frames.body:
-  %".85" = mul i64 %"i", 176
+  %".85" = mul i64 %"i", 184
   %".86" = getelementptr i8, ptr %".79", i64 %".85"
-  %".87" = getelementptr i8, ptr %".86", i64 160
+  %".87" = getelementptr i8, ptr %".86", i64 168
   %".88" = load ptr, ptr %".87"
   call void @"free"(ptr %".88")
   br label %"frames.step"
@@ -225,6 +225,9 @@ frames.done:
   %".102" = getelementptr i8, ptr %".1", i64 568
   %".103" = load ptr, ptr %".102"
   call void @"free"(ptr %".103")
+  %".105" = getelementptr i8, ptr %".1", i64 616
+  %".106" = load ptr, ptr %".105"
+  call void @"free"(ptr %".106")
   ret void
 }
 

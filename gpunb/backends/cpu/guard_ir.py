@@ -31,6 +31,7 @@ from gpunb.backends.cpu.abi import (
     PLATFORM_UC_PC,
     PLATFORM_UC_SP,
     REC_ADDR,
+    REC_AREAS,
     REC_BYTES,
     REC_CODE,
     REC_CTX,
@@ -369,7 +370,7 @@ class GuardModule:
         i.add_incoming(b.add(i, _i64(1)), step)
         b.branch(head)
         b.position_at_end(done)
-        for offset in (REC_SHARED, REC_CTXS, REC_HANDLES, REC_SCRATCH):
+        for offset in (REC_SHARED, REC_CTXS, REC_HANDLES, REC_SCRATCH, REC_AREAS):
             b.call(lib["free"], [b.load(_at(b, rec, offset), typ=dm.ptr)])
         b.ret_void()
         return fn

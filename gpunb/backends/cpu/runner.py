@@ -65,12 +65,15 @@ def _declare(module, name, ret, args):
 def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: list,
                 coroutine: bool, cooperative: bool = False,
                 workgroup: bool = False, scratch_per_thread: int = 0,
+                async_state: bool = False, record: bool = False,
                 location=None) -> ir.Function:
     """The entry: per block, one body call per thread (coroutines), or one call per block whose
     body loops over the threads itself (workgroup mode: the context carries threadIdx 0, and
     `scratch_per_thread` bytes per thread of the block hold its per-thread variables: allocated
-    here once, reused by every block this host thread runs). `location(fn)`: the debug
-    location of the runner's own code, where the module has line tables."""
+    here once, reused by every block this host thread runs). With `async_state` each thread
+    also gets an area for its queued asynchronous copies (async_state.py), cleared per block.
+    `location(fn)`: the debug location of the runner's own code, where the module has line
+    tables."""
     fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr]), symbol)
     launch, guard = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -108,8 +111,14 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     scratch = None
     if scratch_per_thread:
         scratch = b.call(malloc, [b.mul(b.zext(nthreads, dm.i64), _i64(scratch_per_thread))])
-    _note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch)
-    _check_allocations(b, status, free, shared, ctxs, handles, scratch)
+    areas = areas_bytes = None
+    if async_state:
+        from gpunb.backends.cpu import async_state as st
+
+        areas_bytes = b.mul(group_threads, _i64(st.AREA_BYTES))
+        areas = b.call(malloc, [areas_bytes])
+    _note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch, areas)
+    _check_allocations(b, status, free, shared, ctxs, handles, scratch, areas)
     cancel = _at(b, launch, lo["cancel"])
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
@@ -125,6 +134,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     claim_end = b.select(b.icmp_signed("<", claim_end, end), claim_end, end)
     with _loop(b, first_claimed, claim_end, "group", step=per_group) as (first, _):
         b.call(memset, [shared, ir.Constant(dm.i8, 0), shared_total, ir.Constant(dm.i1, 0)])
+        if areas is not None:
+            b.call(memset, [areas, ir.Constant(dm.i8, 0), areas_bytes, ir.Constant(dm.i1, 0)])
         with _loop(b, _i64(0), per_group, "block") as (local, _):
             blk = b.add(first, local)
             cx = b.trunc(b.urem(blk, gx), dm.i32)
@@ -154,6 +165,10 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 b.store(tid, _at(b, ctx, abi.CTX_LINEAR))
                 if scratch is not None:
                     b.store(scratch, _at(b, ctx, abi.CTX_SCRATCH))
+                if areas is not None:
+                    area = b.gep(areas, [b.mul(index, _i64(st.AREA_BYTES))], source_etype=dm.i8)
+                    b.store(area, _at(b, ctx, abi.CTX_ASYNC))
+                    b.store(shared_bytes, _at(b, area, st.AREA_SHARED_BYTES))
                 b.store(_i32(abi.WAIT_NONE), _at(b, ctx, abi.CTX_WAIT_KIND))
                 for offset in (abi.CTX_BAR_EPOCH, abi.CTX_WARP_EPOCH, abi.CTX_GRID_EPOCH):
                     b.store(_i32(0), _at(b, ctx, offset))
@@ -166,7 +181,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 if coroutine:
                     b.store(result, b.gep(handles, [index], source_etype=dm.ptr))
         if coroutine:
-            scheduler = emit_scheduler(module)
+            scheduler = emit_scheduler(module, async_state, record)
             b.call(scheduler, [handles, ctxs, b.trunc(group_threads, dm.i32), nthreads, status,
                                cancel, guard])
         code = b.load(status, typ=dm.i32)
@@ -179,20 +194,20 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         early = fn.append_basic_block("group.error")
         b.cbranch(stop, early, cont)
         b.position_at_end(early)
-        _free_all(b, free, shared, ctxs, handles, scratch)
+        _free_all(b, free, shared, ctxs, handles, scratch, areas)
         b.ret_void()
         b.position_at_end(cont)
     b.branch(claim_bb)
     b.position_at_end(finish_bb)
-    _free_all(b, free, shared, ctxs, handles, scratch)
+    _free_all(b, free, shared, ctxs, handles, scratch, areas)
     b.ret_void()
     return fn
 
 
-def _free_all(b, free, shared, ctxs, handles, scratch=None):
+def _free_all(b, free, shared, ctxs, handles, scratch=None, areas=None):
     b.call(free, [shared])
     b.call(free, [ctxs])
-    for block in (handles, scratch):
+    for block in (handles, scratch, areas):
         if block is not None:
             b.call(free, [block])
 
@@ -209,14 +224,15 @@ def _if_guarded(b: ir.IRBuilder, guard, emit) -> None:
     b.position_at_end(done)
 
 
-def _note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch) -> None:
+def _note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch, areas) -> None:
     """What the guard frees when the launch is abandoned (abi.py's guard record layout)."""
     g = abi
     null = ir.Constant(dm.ptr, None)
 
     def note():
         for offset, value in ((g.REC_SHARED, shared), (g.REC_CTXS, ctxs),
-                              (g.REC_HANDLES, handles or null), (g.REC_SCRATCH, scratch or null)):
+                              (g.REC_HANDLES, handles or null), (g.REC_SCRATCH, scratch or null),
+                              (g.REC_AREAS, areas or null)):
             b.store(value, _at(b, guard, offset))
         b.store(n_ctx, _at(b, guard, g.REC_NCTX))
 
@@ -228,12 +244,12 @@ def _note_current(b, guard, ctx) -> None:
     _if_guarded(b, guard, lambda: b.store(ctx, _at(b, guard, abi.REC_CTX)))
 
 
-def _check_allocations(b, status, free, shared, ctxs, handles, scratch) -> None:
+def _check_allocations(b, status, free, shared, ctxs, handles, scratch, areas) -> None:
     """A launch whose host memory cannot be had (a huge shared or scratch area) reports it
     instead of writing through a null pointer."""
     fn = b.function
     missing = None
-    for block in (shared, ctxs, handles, scratch):
+    for block in (shared, ctxs, handles, scratch, areas):
         if block is not None:
             null = b.icmp_unsigned("==", b.ptrtoint(block, dm.i64), _i64(0))
             missing = null if missing is None else b.or_(missing, null)
@@ -241,7 +257,7 @@ def _check_allocations(b, status, free, shared, ctxs, handles, scratch) -> None:
     b.cbranch(missing, fail, ok)
     b.position_at_end(fail)
     b.cmpxchg(status, _i32(abi.ERROR_NONE), _i32(abi.ERROR_NO_MEMORY), "seq_cst", "monotonic")
-    _free_all(b, free, shared, ctxs, handles, scratch)
+    _free_all(b, free, shared, ctxs, handles, scratch, areas)
     b.ret_void()
     b.position_at_end(ok)
 
@@ -541,16 +557,19 @@ class _Scheduler:
         b.branch(finish_bb)
 
 
-def emit_scheduler(module: ir.Module) -> ir.Function:
+def emit_scheduler(module: ir.Module, async_state: bool = False,
+                   record: bool = False) -> ir.Function:
     """void gpunb_schedule(handles, ctxs, i32 n, i32 per_block, status, cancel, guard): run
     threads to the end.
 
     Each round resumes, in order: warps whose live lanes all wait at a warp collective; blocks
     whose live threads all wait at the same block barrier; the grid when every live thread waits
-    at the same grid barrier. A round without progress while threads still wait is a deadlock.
-    A launch told to stop (its cancel word) ends at the next round: every thread is destroyed.
+    at the same grid barrier (with `async_state`, async_schedule.py's waits too, and an idle
+    round first lands the queued TMA loads). A round without progress while threads still wait
+    is a deadlock. A launch told to stop (its cancel word) ends at the next round: every thread
+    is destroyed.
     """
-    name = "gpunb_schedule"
+    name = "gpunb_schedule_async" if async_state else "gpunb_schedule"
     fn = module.globals.get(name)
     if fn is not None:
         return fn
@@ -572,18 +591,26 @@ def emit_scheduler(module: ir.Module) -> ir.Function:
     sched.warps(n_blocks)
     sched.blocks(n_blocks)
     sched.grid()
+    if async_state:
+        from gpunb.backends.cpu import async_schedule
+
+        async_schedule.resume_waiters(sched, n_blocks)
     again_bb = fn.append_basic_block("round.again")
     idle_bb = fn.append_basic_block("round.idle")
     b.cbranch(b.icmp_signed("!=", sched.get("progressed"), _i32(0)), again_bb, idle_bb)
     b.position_at_end(again_bb)
     b.branch(round_bb)
     b.position_at_end(idle_bb)
+    if async_state:
+        async_schedule.land_copies(sched, record, round_bb)
     sched.put("live", _i32(0))
     sched.for_live(_i32(0), sched.n, "alive",
                    lambda i: sched.put("live", b.add(sched.get("live"), _i32(1))))
     stuck_bb = fn.append_basic_block("stuck")
     b.cbranch(b.icmp_signed("==", sched.get("live"), _i32(0)), finish_bb, stuck_bb)
     b.position_at_end(stuck_bb)
+    if async_state:
+        async_schedule.diagnose(sched)
     sched.deadlock(finish_bb)
     b.position_at_end(finish_bb)
     with _loop(b, _i32(0), sched.n, "destroy") as (i, _):

@@ -99,6 +99,8 @@ class CpuTarget(Target):
         self.barrier_sites: list = []
         self.error_sites: list = []
         self.static_shared = 0
+        self.uses_async = False  # cp.async / TMA / wgmma: threads have async areas
+        self._async_ops = None
 
     def extra_params(self) -> list:
         return [dm.ptr]
@@ -237,7 +239,16 @@ class CpuTarget(Target):
         one): a stopping point, so deep or endless recursion stops too."""
         self.poll(low)
 
+    def async_ops(self):
+        if self._async_ops is None:
+            from gpunb.backends.cpu.async_ops import CpuAsyncOps
+
+            self._async_ops = CpuAsyncOps(self)
+        return self._async_ops
+
     def kernel_epilogue(self, low) -> None:
+        if self.uses_async:  # copies the thread queued and never waited for still land
+            self.async_ops().thread_end(low)
         if not self.coroutine:
             low.builder.ret_void()
             return
@@ -292,6 +303,11 @@ class CpuTarget(Target):
         if self.record:
             for offset in instrument.EPOCH_OF_WAIT[kind]:
                 instrument.bump_epoch(b, low.ctx, offset)
+
+    def wait_at(self, low, node, kind: int, what: str, pred=None) -> None:
+        """Suspend the calling thread at a wait of `kind` (abi.WAIT_*) until the scheduler
+        resumes it (async_ops.py's mbarrier waits and warpgroup rendezvous)."""
+        self._wait(low, node, kind, what, pred)
 
     def _check_own_lane(self, low, site: int, mask) -> None:
         """Store the collective's member mask for the scheduler; a mask without the calling
@@ -488,9 +504,17 @@ class CpuTarget(Target):
     def nanosleep(self, low, ns) -> None:
         return
 
+    def tensor_cores(self):
+        from gpunb.backends.cpu.tensorcore import CpuTensorCores
+
+        return CpuTensorCores(self)
+
     # ---- memory --------------------------------------------------------------------------------
 
-    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool):
+    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool, align: int = 16):
+        """Dynamic shared memory starts at the block's shared base; static arrays follow it,
+        16-byte aligned (or `align`: offsets from the base are what the GPU's addresses are
+        modulo the alignment, so TMA and wgmma swizzles, computed from offsets, agree)."""
         b = low.builder
         if self.wg is not None:
             base = self.wg.block_values["shared"]
@@ -498,13 +522,18 @@ class CpuTarget(Target):
             base = b.load(_field(b, low.ctx, abi.CTX_SHARED), typ=dm.ptr)
         if dynamic:
             return base
-        offset = (self.static_shared + 15) // 16 * 16
-        self.static_shared = offset + count * t.sizeof(elem)
+        offset = (self.static_shared + align - 1) // align * align
+        # with dynamic shared memory before it the array moves up to `align - 16` bytes
+        self.static_shared = offset + count * t.sizeof(elem) + (align - 16)
         self.shared_layout.append((offset, count, str(elem)))
         low.mb.shared_static_bytes = self.static_shared
         dyn = self.dynamic_shared_bytes(low)
         dyn = b.and_(b.add(dyn, ir.Constant(dm.i64, 15)), ir.Constant(dm.i64, ~15))
-        return b.gep(base, [b.add(dyn, ir.Constant(dm.i64, offset))], source_etype=dm.i8)
+        start = b.add(dyn, ir.Constant(dm.i64, offset))
+        if align > 16:
+            start = b.and_(b.add(start, ir.Constant(dm.i64, align - 1)),
+                           ir.Constant(dm.i64, -align))
+        return b.gep(base, [start], source_etype=dm.i8)
 
     def dynamic_shared_bytes(self, low):
         if self.wg is not None:

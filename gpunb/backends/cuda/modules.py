@@ -190,7 +190,9 @@ def _jit_options(cu, arch, info_log, error_log, max_registers, lineinfo, debug, 
         options[option.CU_JIT_TARGET_FROM_CUCONTEXT] = 1
     else:
         major, minor = parse_arch(arch)
-        target = getattr(cu.CUjit_target, f"CU_TARGET_COMPUTE_{major}{minor}", None)
+        # sm_90a code (wgmma) JITs for the arch-specific target, whose PTX sm_90 cannot take
+        suffix = "A" if str(arch).lower().endswith("a") else ""
+        target = getattr(cu.CUjit_target, f"CU_TARGET_COMPUTE_{major}{minor}{suffix}", None)
         if target is None:
             raise ToolchainError(f"this CUDA driver binding cannot JIT for sm_{major}{minor}")
         options[option.CU_JIT_TARGET] = target

@@ -173,6 +173,25 @@ def _shape_and_dtype(inf, node, what: str):
     return tuple(int(s) for s in shape), elem, shape_node, dtype_node
 
 
+def _alignment(inf, node) -> int:
+    """numba-cuda's `alignment=` of cuda.shared.array (a power of two; TMA and wgmma tiles want
+    128 to 1024): at least the 16 bytes every shared array gets."""
+    found = next((kw.value for kw in node.keywords if kw.arg == "alignment"), None)
+    if found is None and len(node.args) > 2:
+        found = node.args[2]
+    if found is None:
+        return 16
+    value = inf.const(found, "the alignment of cuda.shared.array")
+    if value is None:
+        return 16
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0 or \
+            value & (value - 1) or value > 4096:
+        raise inf.error(found, f"the alignment of cuda.shared.array must be a power of two up "
+                        f"to 4096, got {value!r}", "e.g. alignment=128 for a TMA tile, 1024 "
+                        "for a 128-byte-swizzled one")
+    return max(16, int(value))
+
+
 class SharedArray(Builtin):
     """cuda.shared.array(shape, dtype): per-block memory; shape 0 means dynamic shared memory."""
 
@@ -181,15 +200,15 @@ class SharedArray(Builtin):
     def type_call(self, inf, node, argtypes, kwtypes):
         shape, elem, shape_node, dtype_node = _shape_and_dtype(inf, node, self.name)
         inf.require(Feature.DYNAMIC_SHARED if 0 in shape else Feature.SHARED)
-        return Typed(t.Array(elem, len(shape), "C"), (shape, elem))
+        return Typed(t.Array(elem, len(shape), "C"), (shape, elem, _alignment(inf, node)))
 
     def lower_call(self, low, node, call):
-        shape, elem = call.data
+        shape, elem, align = call.data
         dynamic = 0 in shape
         count = 1
         for s in shape:
             count *= s
-        pointer = low.target.shared_array(low, elem, count, dynamic)
+        pointer = low.target.shared_array(low, elem, count, dynamic, align)
         return _contiguous(low, call.result, pointer, shape, elem, dynamic)
 
 

@@ -12,6 +12,7 @@ from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.values import PyValue
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import Fragment
 
 
 class ExpressionLowering:
@@ -104,6 +105,10 @@ class ExpressionLowering:
         b = self.builder
         if isinstance(base_t, t.Array):
             return arrays.attribute(b, base_t, base, node.attr, found)
+        if isinstance(base_t, Fragment):
+            from gpunb.compiler.builtins.tensorcore_wmma import lower_fragment_attribute
+
+            return lower_fragment_attribute(self, node, base_t, base, node.attr)
         if isinstance(base_t, t.Complex):
             return b.extract_value(base, 0 if node.attr == "real" else 1)
         if isinstance(base_t, t.Record):
