@@ -18,6 +18,12 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
+from gpunb.backends.cpu.launch_memory import (
+    check_allocations,
+    free_all,
+    note_allocations,
+    note_current,
+)
 from gpunb.compiler import datamodel as dm
 
 
@@ -117,8 +123,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
 
         areas_bytes = b.mul(group_threads, _i64(st.AREA_BYTES))
         areas = b.call(malloc, [areas_bytes])
-    _note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch, areas)
-    _check_allocations(b, status, free, shared, ctxs, handles, scratch, areas)
+    note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch, areas)
+    check_allocations(b, status, free, shared, ctxs, handles, scratch, areas)
     cancel = _at(b, launch, lo["cancel"])
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
@@ -176,7 +182,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 b.store(guard, _at(b, ctx, abi.CTX_GUARD))
                 # a coroutine's context holds its own thread; a work-group one only the block's
                 b.store(_i32(int(coroutine)), _at(b, ctx, abi.CTX_TID_KNOWN))
-                _note_current(b, guard, ctx)
+                note_current(b, guard, ctx)
                 result = b.call(body, [ctx] + slots)
                 if coroutine:
                     b.store(result, b.gep(handles, [index], source_etype=dm.ptr))
@@ -194,72 +200,14 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         early = fn.append_basic_block("group.error")
         b.cbranch(stop, early, cont)
         b.position_at_end(early)
-        _free_all(b, free, shared, ctxs, handles, scratch, areas)
+        free_all(b, free, shared, ctxs, handles, scratch, areas)
         b.ret_void()
         b.position_at_end(cont)
     b.branch(claim_bb)
     b.position_at_end(finish_bb)
-    _free_all(b, free, shared, ctxs, handles, scratch, areas)
+    free_all(b, free, shared, ctxs, handles, scratch, areas)
     b.ret_void()
     return fn
-
-
-def _free_all(b, free, shared, ctxs, handles, scratch=None, areas=None):
-    b.call(free, [shared])
-    b.call(free, [ctxs])
-    for block in (handles, scratch, areas):
-        if block is not None:
-            b.call(free, [block])
-
-
-def _if_guarded(b: ir.IRBuilder, guard, emit) -> None:
-    """emit() where the host thread has a guard record (None only where the process has no
-    guard: guard.py could not be built)."""
-    fn = b.function
-    yes, done = fn.append_basic_block("guarded"), fn.append_basic_block("guarded.done")
-    b.cbranch(b.icmp_unsigned("!=", b.ptrtoint(guard, dm.i64), _i64(0)), yes, done)
-    b.position_at_end(yes)
-    emit()
-    b.branch(done)
-    b.position_at_end(done)
-
-
-def _note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch, areas) -> None:
-    """What the guard frees when the launch is abandoned (abi.py's guard record layout)."""
-    g = abi
-    null = ir.Constant(dm.ptr, None)
-
-    def note():
-        for offset, value in ((g.REC_SHARED, shared), (g.REC_CTXS, ctxs),
-                              (g.REC_HANDLES, handles or null), (g.REC_SCRATCH, scratch or null),
-                              (g.REC_AREAS, areas or null)):
-            b.store(value, _at(b, guard, offset))
-        b.store(n_ctx, _at(b, guard, g.REC_NCTX))
-
-    _if_guarded(b, guard, note)
-
-
-def _note_current(b, guard, ctx) -> None:
-    """The context of the thread about to run: a fault names its thread and block."""
-    _if_guarded(b, guard, lambda: b.store(ctx, _at(b, guard, abi.REC_CTX)))
-
-
-def _check_allocations(b, status, free, shared, ctxs, handles, scratch, areas) -> None:
-    """A launch whose host memory cannot be had (a huge shared or scratch area) reports it
-    instead of writing through a null pointer."""
-    fn = b.function
-    missing = None
-    for block in (shared, ctxs, handles, scratch, areas):
-        if block is not None:
-            null = b.icmp_unsigned("==", b.ptrtoint(block, dm.i64), _i64(0))
-            missing = null if missing is None else b.or_(missing, null)
-    fail, ok = fn.append_basic_block("nomem"), fn.append_basic_block("mem.ok")
-    b.cbranch(missing, fail, ok)
-    b.position_at_end(fail)
-    b.cmpxchg(status, _i32(abi.ERROR_NONE), _i32(abi.ERROR_NO_MEMORY), "seq_cst", "monotonic")
-    _free_all(b, free, shared, ctxs, handles, scratch, areas)
-    b.ret_void()
-    b.position_at_end(ok)
 
 
 class _Scheduler:
@@ -336,7 +284,7 @@ class _Scheduler:
                       b.icmp_signed("==", self.get("site2"), _i32(-1)))
 
     def resume(self, i) -> None:
-        _note_current(self.b, self.guard, self.ctx(i))
+        note_current(self.b, self.guard, self.ctx(i))
         self.b.call(self.resume_fn, [self.handle(i)])
 
     def release(self, lo, hi, name: str):
