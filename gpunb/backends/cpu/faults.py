@@ -32,7 +32,8 @@ def fault_error(artifact: KernelArtifact, status: abi.Status, text_base: int,
         what += (" (the optimiser moved the faulting code away from its statement: the "
                  "function's def line is shown)")
     where = _who(status)
-    return KernelFaultError(f"{what} in kernel '{artifact.name}' ({where}); the launch was "
+    kernel = "" if function == artifact.name else f" in kernel '{artifact.name}'"
+    return KernelFaultError(f"{what}{kernel} ({where}); the launch was "
                             "abandoned (what its output arrays hold is undefined); the next "
                             "launch of any kernel works", loc, function=function, hint=hint)
 

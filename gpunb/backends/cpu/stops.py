@@ -23,7 +23,7 @@ def stopped_error(artifact: KernelArtifact, why: int) -> BaseException:
         seconds = f"{limit:g} s" if limit is not None else "its time limit"
         return LaunchTimeoutError(
             f"kernel '{name}' ran longer than {seconds} (the watchdog: GPUNB_LAUNCH_TIMEOUT or "
-            f"%%gpukernel --timeout); {ABANDONED}", function=name,
+            f"%%gpukernel --timeout); {ABANDONED}",
             hint="look for a loop whose condition never changes (a while loop that no thread "
                  "ends), or raise the limit for kernels that need longer")
     return KeyboardInterrupt(f"kernel '{name}' interrupted (Ctrl-C, SIGINT or the notebook's "

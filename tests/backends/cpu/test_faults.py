@@ -153,7 +153,8 @@ def test_out_of_bounds_store_in_a_coroutine_names_the_thread():
         except gpunb.KernelFaultError as exc:
             print(exc)
     ''')
-    assert "kernel 'far_store_coroutine' (thread (37, 0, 0), block (0, 0, 0))" in out
+    assert "in GPU function 'far_store_coroutine': invalid memory access" in out
+    assert "(thread (37, 0, 0), block (0, 0, 0))" in out
     assert "o[10**9] = 1" in out
 
 
