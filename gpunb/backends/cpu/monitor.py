@@ -32,6 +32,11 @@ class LaunchMonitor:
         self.thread: threading.Thread | None = None
         self.pid = os.getpid()
         self.first_seen: dict = {}  # (Launch address, serial) -> monotonic time
+        # a forked child has no monitor thread: its first launch starts one
+        os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        self.thread, self.asleep, self.event = None, True, threading.Event()
 
     def launch_started(self) -> None:
         """Called by a launch that found the monitor asleep (or in a forked child)."""

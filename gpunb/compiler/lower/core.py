@@ -222,16 +222,19 @@ class LoweringCore:
     def _chunks(self, index, count, cond_bb, body_bb, else_bb, header, prefix: str) -> None:
         """The outer loop of a chunked `for k in range(count)`: leaves the builder in the inner
         loop's condition block, with self._chunk_end (where this chunk ends) and
-        self._chunk_past (the block after a chunk) set for the caller's test."""
+        self._chunk_past (the block after a chunk) set for the caller's test. The poll comes
+        between chunks, never on entry: a loop of at most CHUNK iterations known at compile
+        time keeps no poll at all (LLVM folds the next chunk away), so the loop around it (a
+        work-group thread loop) still vectorises."""
         b = self.builder
         i64 = dm.i64
         start = self.alloca(i64, f"{prefix}.chunk.start")
         end = self.alloca(i64, f"{prefix}.chunk.end")
         b.store(ir.Constant(i64, 0), start)
         chunk_bb, past_bb = self.new_block(f"{prefix}.chunk"), self.new_block(f"{prefix}.past")
+        poll_bb = self.new_block(f"{prefix}.poll")
         b.branch(chunk_bb)
         b.position_at_end(chunk_bb)
-        self.target.poll(self)
         first = b.load(start)
         b.store(first, index)
         left = b.sub(count, first, flags=["nsw"])
@@ -242,7 +245,10 @@ class LoweringCore:
         b.position_at_end(past_bb)
         after = b.add(b.load(start), ir.Constant(i64, CHUNK), flags=["nsw"])
         b.store(after, start)
-        b.cbranch(b.icmp_signed("<", after, count), chunk_bb, else_bb)
+        b.cbranch(b.icmp_signed("<", after, count), poll_bb, else_bb)
+        b.position_at_end(poll_bb)
+        self.target.poll(self)
+        b.branch(chunk_bb)
         b.position_at_end(cond_bb)
         if header is not None:
             header()  # runs again as a chunk starts: it only passes values on

@@ -313,3 +313,50 @@ def test_stopping_points_compile_out_with_gpunb_cpu_interrupt_0(cpu, monkeypatch
 
     assert "load atomic" in ir(with_points) and "gpunb_stop" in ir(with_points)
     assert "gpunb_stop" not in ir(without)
+
+
+# ---- loops around the stopping points keep Python's meaning ---------------------------------
+
+def _loops(o, n, stop_at):
+    # a plain while loop (two copies: the first 4096 iterations without polls), with continue,
+    # break and else
+    k = 0
+    total = 0
+    while k < n:
+        k += 1
+        if k % 3 == 0:
+            continue
+        if k == stop_at:
+            break
+        total += k
+    else:
+        total += 1000000
+    o[0] = total
+    # a counted loop in chunks of 4096, stepping down, with break and else
+    s = 0
+    for j in range(n, 0, -2):
+        if j == stop_at:
+            break
+        s += j
+    else:
+        s -= 1
+    o[1] = s
+    # a while loop whose condition calls something: one poll per iteration
+    m = 0
+    while min(m, n) < n:
+        m += 2
+    o[2] = m
+
+
+@pytest.mark.parametrize("mode", ["auto", "coroutine"])
+@pytest.mark.parametrize(("n", "stop_at"), [(10, 7), (10000, 9001), (10000, -1), (4096, 4096),
+                                            (4097, -1), (0, -1)])
+def test_chunked_loops_give_pythons_answers(cpu, mode, n, stop_at):
+    from gpunb import cuda
+
+    kernel = cuda.jit(cpu_mode=mode)(_loops)
+    o = np.zeros(3, np.int64)
+    kernel[1, 1](o, n, stop_at)
+    expected = np.zeros(3, np.int64)
+    _loops(expected, n, stop_at)
+    assert o.tolist() == expected.tolist()
