@@ -4,7 +4,8 @@ cuStreamSynchronize and friends block inside the driver: Python's SIGINT handler
 until the kernel ends, so a kernel that never ends hangs the notebook. Here the host asks
 (cuStreamQuery / cuEventQuery) instead: in a tight loop for the first SPIN_SECONDS (a short
 kernel is seen finished within a microsecond or two, as a blocking wait would see it), then
-every POLL_SECONDS. Between two questions Python runs its signal handlers, so Ctrl-C raises a
+after sleeps of a hundredth of the time waited so far (at most POLL_SECONDS): a wait is never
+more than about 1% longer than the kernel. Between two questions Python runs its signal handlers, so Ctrl-C raises a
 KeyboardInterrupt that says what it means: the kernel keeps running on the device (the host
 cannot stop a GPU kernel), and what to do. GPUNB_LAUNCH_TIMEOUT (a cell's --timeout) turns a
 wait longer than that into LaunchTimeoutError.
@@ -33,7 +34,7 @@ def wait_until(done, what: str, kernel: str | None = None) -> None:
             if limit is not None and waited > limit:
                 raise _timeout(what, limit, kernel)
             if waited > SPIN_SECONDS:
-                time.sleep(POLL_SECONDS)
+                time.sleep(min(POLL_SECONDS, waited / 100))
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"interrupted while waiting for the GPU ({what})"
                                 f"{_running(kernel)}: {STILL_RUNNING}") from None
