@@ -170,6 +170,7 @@ class CacheReason(NamedEnum):
     TOOLCHAIN_CHANGED = "toolchain changed"
     FORMAT_CHANGED = "format changed"
     CORRUPT = "corrupt"
+    UNTRUSTED = "untrusted"  # the trust model refused the entry or its directory (cache/trust.py)
     DISABLED = "disabled"
     RECHECKED = "re-checked"
 
@@ -541,14 +542,17 @@ def publish(kind: EventKind, event: Any) -> None:
         try:
             fn(event)
         except Exception as exc:  # noqa: BLE001 - a listener must not break a compile or launch
-            report_failure(fn, kind, exc, stacklevel=3)
+            report_failure(fn, kind, exc)
 
 
-def report_failure(fn, kind: EventKind, exc: Exception, stacklevel: int = 4) -> None:
-    """A subscriber raised: a RuntimeWarning naming it, never an exception."""
+def report_failure(fn, kind: EventKind, exc: Exception) -> None:
+    """A subscriber raised: a RuntimeWarning naming it, never an exception; it points at the
+    user's line that caused the event (the launch, the compile), not at gpunb's."""
+    from gpunb.foundation.user_warnings import user_stacklevel
+
     warnings.warn(f"gpunb: event subscriber {getattr(fn, '__qualname__', fn)!r} failed "
                   f"on {kind}: {type(exc).__name__}: {exc}", RuntimeWarning,
-                  stacklevel=stacklevel)
+                  stacklevel=user_stacklevel())
 
 
 __all__ = ["ArgumentInfo", "CacheChange", "CacheEvent", "CacheKind", "CacheReason", "CacheSource",
