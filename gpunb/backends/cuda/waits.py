@@ -5,10 +5,11 @@ until the kernel ends, so a kernel that never ends hangs the notebook. Here the 
 (cuStreamQuery / cuEventQuery) instead: in a tight loop for the first SPIN_SECONDS (a short
 kernel is seen finished within a microsecond or two, as a blocking wait would see it), then
 after sleeps of a hundredth of the time waited so far (at most POLL_SECONDS): a wait is never
-more than about 1% longer than the kernel. Between two questions Python runs its signal handlers, so Ctrl-C raises a
-KeyboardInterrupt that says what it means: the kernel keeps running on the device (the host
-cannot stop a GPU kernel), and what to do. GPUNB_LAUNCH_TIMEOUT (a cell's --timeout) turns a
-wait longer than that into LaunchTimeoutError.
+more than about 1 % longer than the kernel. Between two questions Python runs its signal
+handlers, so Ctrl-C raises a KeyboardInterrupt that says what it means: the kernel keeps
+running on the device (the host cannot stop a GPU kernel), and what to do.
+GPUNB_LAUNCH_TIMEOUT (a cell's --timeout) turns a wait longer than that into
+LaunchTimeoutError.
 """
 
 from __future__ import annotations
