@@ -10,6 +10,7 @@ from llvmlite import ir
 
 from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.debuginfo import DebugInfo
 from gpunb.foundation import types as t
 
 
@@ -27,11 +28,7 @@ class Target:
 
     def debug_info(self, module: ir.Module):
         """The module's line-table builder (compiler/debuginfo.py), or None for none."""
-        if not self.emits_line_info:
-            return None
-        from gpunb.compiler.debuginfo import DebugInfo
-
-        return DebugInfo(module)
+        return DebugInfo(module) if self.emits_line_info else None
 
     def extra_params(self) -> list:
         """Hidden leading parameters of every GPU function (the CPU target's thread context)."""

@@ -81,7 +81,7 @@ class Guard:
         self.pid = os.getpid()
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.libc.sigaction.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-        self.installed: set = set()
+        self.replaced: dict = {}  # signal -> the sigaction ours replaced (restored at exit)
         self.lock = threading.Lock()
         self.ensure_handlers()
 
@@ -105,7 +105,7 @@ class Guard:
         # its signal blocked; SA_ONSTACK: a stack overflow is handled on the alternate stack
         ours.flags = plat.sa_siginfo | plat.sa_onstack | plat.sa_nodefer
         self.libc.sigaction(signum, ctypes.byref(ours), None)
-        self.installed.add(signum)
+        self.replaced[signum] = current
 
     def ensure_handlers(self) -> None:
         """Ours in front for the fault signals, and for SIGINT while Ctrl-C means
@@ -121,7 +121,7 @@ class Guard:
             self._ensure_sigint()
 
     def _ensure_sigint(self) -> None:
-        if threading.main_thread() is None or not _python_handles_sigint():
+        if not _python_handles_sigint():
             return
         current = self._current(signal.SIGINT)
         handler = current.handler or _SIG_DFL
@@ -134,17 +134,12 @@ class Guard:
         if os.getpid() != self.pid:
             return
         with self.lock:
-            for signum in sorted(self.installed):
+            for signum, previous in sorted(self.replaced.items()):
                 current = self._current(signum)
-                if current.handler not in (self.fault_handler, self.sigint_handler):
-                    continue  # replaced since: whoever did it keeps theirs
-                previous = _Sigaction()
-                previous.handler = ctypes.c_void_p.from_address(self.previous + 8 * signum).value
-                info = ctypes.c_int32.from_address(self.previous_info + 4 * signum).value
-                previous.flags = self.platform.sa_onstack | (
-                    self.platform.sa_siginfo if info else 0)
-                self.libc.sigaction(signum, ctypes.byref(previous), None)
-            self.installed.clear()
+                if current.handler in (self.fault_handler, self.sigint_handler):
+                    self.libc.sigaction(signum, ctypes.byref(previous), None)
+                # else: replaced since - whoever did it keeps theirs
+            self.replaced.clear()
 
     # ---- the registry, for the monitor ---------------------------------------------------------
 
