@@ -26,8 +26,9 @@ NOT_READY = real.CUresult.CUDA_ERROR_NOT_READY
 
 
 @pytest.fixture
-def busy_gpu(fake_cuda):
-    """A GPU whose default stream and events never finish."""
+def busy_gpu(fake_cuda, fresh_target):
+    """A GPU whose default stream and events never finish (the target decided for it here is
+    forgotten afterwards: later tests find no GPU again)."""
     fake_cuda.busy = True
 
     def query(name):
