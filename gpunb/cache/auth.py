@@ -2,10 +2,11 @@
 
 The MAC is keyed BLAKE2b-256 (RFC 7693's keyed mode, a MAC as strong as HMAC-SHA256, and the
 hash the cache already uses, so a disk hit loads no OpenSSL) over the entry's format, its key
-and the digest of its canonical metadata - which holds the size and digest of every blob, so the
-MAC covers the whole entry. A member of the cache's group without the key can delete or spoil
-entries of a directory they can write (then a key holder's lookup misses and rebuilds them) but
-cannot make one that verifies.
+and the digest of its metadata body's raw bytes - which hold the size and digest of every blob,
+so the MAC covers the whole entry. The store checks it before it parses those bytes (store.py).
+A member of the cache's group without the key can delete or spoil entries of a directory they
+can write (then a key holder's lookup misses and rebuilds them) but cannot make one that
+verifies.
 
 The key file holds at least 16 random bytes (`python -m gpunb.cache keygen PATH` makes one). It
 must be a regular file that others cannot read or write and its group cannot write, in a
@@ -85,16 +86,19 @@ def _check_key_permissions(path: str, st: os.stat_result) -> None:
     if mode & 0o007 or mode & 0o020:
         raise Untrusted(path, f"the key file is open to others (mode {mode:04o})",
                         f"chmod o-rwx,g-w {path}: only those who may write entries may read it")
-    folder = os.path.dirname(os.path.realpath(path))
-    try:
-        parent = os.stat(folder)
-    except OSError:
-        return
-    if parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX:
-        raise Untrusted(path, f"the key's directory {folder} can be changed by others (mode "
-                              f"{stat.S_IMODE(parent.st_mode):04o}): they could replace the key",
-                        f"keep the key in a directory only its owner can change "
-                        f"(chmod go-w {folder})")
+    # the folder of the path as given (a link there can be repointed) and of the file it names
+    for folder in dict.fromkeys((os.path.dirname(os.path.abspath(path)),
+                                 os.path.dirname(os.path.realpath(path)))):
+        try:
+            parent = os.stat(folder)
+        except OSError:
+            continue
+        if parent.st_mode & 0o022 and not parent.st_mode & stat.S_ISVTX:
+            mode = stat.S_IMODE(parent.st_mode)
+            raise Untrusted(path, f"the key's directory {folder} can be changed by others "
+                                  f"(mode {mode:04o}): they could replace the key",
+                            "keep the key in a directory only its owner can change "
+                            f"(chmod go-w {folder})")
 
 
 def _message(format_version: int, key: str, body_digest: str) -> bytes:
@@ -127,7 +131,11 @@ def check(cache_key: CacheKey, record, format_version: int, key: str, body_diges
 def generate(path: str) -> CacheKey:
     """Write a new random key to `path` (which must not exist), readable by its owner only."""
     folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not os.path.isdir(folder):
+        # one those given read access to the key can reach (/etc/gpunb for a team), whatever
+        # the umask; only its owner may change it. The key is its owner's alone until then.
+        os.makedirs(folder, mode=0o755)
+        os.chmod(folder, 0o755)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
     try:
         os.write(fd, os.urandom(32).hex().encode() + b"\n")

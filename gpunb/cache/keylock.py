@@ -35,6 +35,7 @@ import stat
 import threading
 from collections import namedtuple
 
+from gpunb.cache.trust import parse_json
 from gpunb.cache.writers import (  # noqa: F401 - who we are: keylock's API since it began
     host_tag,
     identity,
@@ -56,7 +57,7 @@ def holder_of(state: LockState | None) -> dict | None:
     if state is None:
         return None
     try:
-        holder = json.loads(state.text)
+        holder = parse_json(state.text)
     except ValueError:
         return None
     return holder if isinstance(holder, dict) else None
@@ -127,8 +128,10 @@ class KeyLock:
         self.released = False
 
     def touch(self) -> None:
-        with contextlib.suppress(OSError):
-            os.utime(self.path)
+        """The heartbeat: the lock file's mtime. A symbolic link someone put in its place is
+        touched itself, never the file it names."""
+        with contextlib.suppress(OSError, NotImplementedError):
+            os.utime(self.path, follow_symlinks=False)
 
     def release(self) -> bool:
         """Remove the lock if it is still ours (True), stop its heartbeat either way."""

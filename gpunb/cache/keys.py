@@ -14,7 +14,7 @@ from gpunb.cache.encode import blake2b
 from gpunb.cache.fingerprint import Dependency, FunctionFingerprint
 from gpunb.foundation.events import CacheChange, CacheReason
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: entries of store format 2 (an older gpunb keeps its own keys)
 
 # Options at their documented defaults are dropped, so `jit()` and `jit(fastmath=False)` share keys.
 _OPTION_DEFAULTS = {"fastmath": False, "lineinfo": False, "debug": False, "opt": True,

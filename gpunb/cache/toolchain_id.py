@@ -94,7 +94,7 @@ def _read_stamp(directory: str | None, shared: bool = False) -> dict:
     try:
         raw = trust.read_file(os.path.join(directory, _stamp_name(shared)), _STAMP_LIMIT,
                               private=True)
-        data = json.loads(raw) if raw else None
+        data = trust.parse_json(raw) if raw else None
     except (OSError, ValueError, trust.Untrusted):
         return {}  # absent, damaged or someone else's: ask the tools (and write our own)
     return data if isinstance(data, dict) else {}

@@ -114,6 +114,11 @@ def missing_source_hint(py_func) -> str:
                 "or define the function in a file or a notebook cell")
     if not os.path.exists(filename):
         module = getattr(py_func, "__module__", None) or "its module"
+        loaded_from = str(getattr(sys.modules.get(module), "__file__", None) or "")
+        if loaded_from.endswith((".pyc", ".pyo")):
+            return (f"module '{module}' was imported from compiled bytecode alone "
+                    f"({loaded_from}), which holds no source text: gpunb compiles GPU functions "
+                    f"from their source, so ship {os.path.basename(filename)} beside it")
         return (f"its file {filename} (module '{module}') is gone - deleted or moved since "
                 f"'{module}' was imported: put the file back, or import the module again from "
                 "where it is now (importlib.reload after fixing sys.path)")

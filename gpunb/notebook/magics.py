@@ -129,7 +129,7 @@ class GpuMagics(Magics):
         from gpunb.notebook.hooks import current_cell_number
         from gpunb.notebook.profile import (
             ProfileOptionError,
-            launches_json,
+            launches_message,
             parse_profile_options,
             profile_cell,
         )
@@ -145,7 +145,8 @@ class GpuMagics(Magics):
                             ipython_compiler=self.shell.compile).value
 
         value, profile = profile_cell(run, options)
-        comm.publish({"type": "launches", "launches": launches_json(profile)})
+        if comm.panel_connected():  # built only for a panel that reads it
+            comm.publish(launches_message(profile))
         display(profile)
         return value
 

@@ -177,3 +177,27 @@ def test_a_function_made_gpu_from_a_file_edited_since_the_import_says_so(modules
     assert caught[0].filename == __file__ and "importlib.reload(plain_edited)" in \
         str(caught[0].message)
     assert _launch(kernel) == [4.0] * 4  # the file as it is: gpunb has no other text
+
+
+def test_a_module_imported_from_bytecode_alone_says_so(modules):
+    """A sourceless module (only its .pyc was shipped): the file was never there to be
+    deleted; the hint says the source is needed beside it."""
+    import py_compile
+    import sys
+    import textwrap
+
+    source = modules.path / "shipped_compiled.py"
+    source.write_text(textwrap.dedent(KERNEL.format(value=7)))
+    py_compile.compile(str(source), cfile=str(modules.path / "shipped_compiled.pyc"))
+    source.unlink()
+    importlib.invalidate_caches()
+    try:
+        mod = importlib.import_module("shipped_compiled")
+        with pytest.raises(CompileError) as info:
+            _launch(mod.fill)
+    finally:
+        sys.modules.pop("shipped_compiled", None)
+    hint = info.value.hint
+    assert "shipped_compiled.pyc" in hint and "bytecode" in hint
+    assert "ship shipped_compiled.py beside it" in hint
+    assert "deleted or moved" not in hint
