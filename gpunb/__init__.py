@@ -13,7 +13,9 @@ from gpunb.foundation.errors import (
     GraphError,
     InitcheckError,
     JitOptionError,
+    KernelFaultError,
     LaunchError,
+    LaunchTimeoutError,
     RaceError,
     SignatureError,
     TensorMapError,
@@ -26,11 +28,10 @@ from gpunb.foundation.version import VERSION as __version__
 _exec_sources.install()
 
 __all__ = ["AsyncCopyError", "CompileError", "GpunbError", "GraphError", "InitcheckError",
-           "JitOptionError", "LaunchError", "RaceError", "SignatureError", "TensorMapError",
-           "ToolchainError", "WarpMaskError", "__version__", "access_map", "cuda", "events",
-           "fuse", "graph", "guvectorize", "jit", "last_profile", "profile", "sanitize",
-           "set_target", "load_ipython_extension",
-           "vectorize"]
+           "JitOptionError", "KernelFaultError", "LaunchError", "LaunchTimeoutError", "RaceError",
+           "SignatureError", "TensorMapError", "ToolchainError", "WarpMaskError", "__version__",
+           "access_map", "cuda", "events", "fuse", "graph", "guvectorize", "jit", "last_profile",
+           "profile", "sanitize", "set_target", "load_ipython_extension", "vectorize"]
 
 
 def set_target(target: str | None) -> None:

@@ -191,6 +191,16 @@ class WarpMaskError(LaunchError):
     lanes that never arrive there: undefined behaviour on a GPU, found by the CPU target."""
 
 
+class LaunchTimeoutError(LaunchError, TimeoutError):
+    """A launch that ran (CPU target), or a kernel the host waited for (GPU), longer than the
+    watchdog's limit (GPUNB_LAUNCH_TIMEOUT, `%%gpukernel --timeout S`); also a TimeoutError."""
+
+
+class KernelFaultError(LaunchError):
+    """Kernel code that faulted on the CPU target (an invalid address with bounds checks off,
+    a stack overflow from deep recursion): the launch was abandoned, the process lives on."""
+
+
 class AsyncCopyError(LaunchError):
     """A misuse of the asynchronous machinery found by the CPU target: data of a cp.async or a
     TMA copy read before the wait that completes it, an mbarrier waited on a phase that never

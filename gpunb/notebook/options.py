@@ -33,6 +33,7 @@ class KernelCellOptions:
     sanitize: str | None = None  # replay the cell's launches under compute-sanitizer --tool
     racecheck: bool = False  # CPU target: record accesses, raise gpunb.RaceError on races
     graph: str | None = None  # capture the cell's launches and copies into a graph of this name
+    timeout: float | None = None  # the watchdog's limit for the cell's launches and GPU waits
 
     def jit_options(self) -> dict:
         """Keyword arguments for `gpunb.cuda.jit`: only what was asked for, so defaults stay."""
@@ -86,6 +87,9 @@ def parse_arch(arch: str) -> tuple[int, int]:
 @argument("--graph", nargs="?", const="graph", metavar="NAME",
           help="capture the cell's launches and copies into a graph bound to NAME (default: "
                "graph); NAME.replay() runs them")
+@argument("--timeout", type=float, metavar="S",
+          help="abandon a launch (CPU target) or a wait for the GPU that takes longer than S "
+               "seconds in this cell (gpunb.LaunchTimeoutError); 0: no limit")
 def gpukernel(line: str = "", cell: str = ""):
     """%%gpukernel: every top-level def in the cell becomes a GPU function (its options, for
     IPython's magic_arguments: `gpukernel.parser` parses them, `gpukernel.__doc__` lists them)."""
@@ -130,7 +134,10 @@ def parse_kernel_options(line: str) -> KernelCellOptions:
                           "cell runs nothing to sanitize (sanitize the graph's replay instead)")
     if ns.max_registers is not None and not 16 <= ns.max_registers <= 255:
         raise OptionError(f"%%gpukernel: --max-registers {ns.max_registers}: expected 16..255")
+    if ns.timeout is not None and not ns.timeout >= 0:  # also rejects nan
+        raise OptionError(f"%%gpukernel: --timeout {ns.timeout}: expected seconds >= 0")
     return KernelCellOptions(target=ns.target, arch=arch, show=tuple(dict.fromkeys(show)),
                              lineinfo=ns.lineinfo, fastmath=ns.fastmath, no_cache=ns.no_cache,
                              debug=ns.debug, max_registers=ns.max_registers,
-                             sanitize=ns.sanitize, racecheck=ns.racecheck, graph=ns.graph)
+                             sanitize=ns.sanitize, racecheck=ns.racecheck, graph=ns.graph,
+                             timeout=ns.timeout)

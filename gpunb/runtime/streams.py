@@ -61,11 +61,14 @@ class Stream:
         return self.handle in (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD)
 
     def synchronize(self) -> None:
-        """Wait until all work queued on this stream has finished."""
+        """Wait until all work queued on this stream has finished (Ctrl-C and the watchdog can
+        end the wait: backends/cuda/waits.py)."""
+        from gpunb.backends.cuda import waits
+
         capture.refuse_synchronize("stream.synchronize()")
         driver.ensure_context()
-        driver.check(driver.cuda_driver().cuStreamSynchronize(self.handle),
-                     "cuStreamSynchronize")
+        waits.wait_until(waits.stream_done(driver.cuda_driver(), driver.check, self.handle),
+                         "stream.synchronize()", driver.last_launch.kernel)
 
     def query(self) -> bool:
         """True when all work queued on this stream has finished (does not wait)."""
@@ -126,8 +129,11 @@ class Event:
                      "cuEventRecord")
 
     def synchronize(self) -> None:
+        from gpunb.backends.cuda import waits
+
         capture.refuse_synchronize("event.synchronize()")
-        driver.check(driver.cuda_driver().cuEventSynchronize(self.handle), "cuEventSynchronize")
+        waits.wait_until(waits.event_done(driver.cuda_driver(), driver.check, self.handle),
+                         "event.synchronize()", driver.last_launch.kernel)
 
     def wait(self, stream=0) -> None:
         """Make `stream` wait for this event (no host blocking)."""

@@ -112,9 +112,11 @@ class CpuBackend(Backend):
         else:
             mode, why, plan = choose_mode(typed, options)
 
+        polls = config.cpu_interrupt_checks()  # 0 only to measure what stopping points cost
+
         def make_target():
             target = CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
-                               record=record)
+                               record=record, polls=polls)
             target.uses_async = "async" in features
             return target
 
@@ -126,11 +128,17 @@ class CpuBackend(Backend):
             builder = lower_kernel(typed, make_target(), options, symbol)
         target = builder.target
         target.mode_reason = why
+        from gpunb.backends.cpu.codesites import runner_location
+
         runner.emit_runner(builder.module, symbol, target.body, target.slot_types,
                            target.coroutine, cooperative="grid_sync" in features,
                            workgroup=plan is not None,
                            scratch_per_thread=target.scratch_bytes_per_thread(),
-                           async_state=target.uses_async, record=record)
+                           async_state=target.uses_async, record=record,
+                           location=None if builder.debug is None else
+                           lambda fn: runner_location(builder.debug, fn, typed.source,
+                                                      typed.name))
+        one_code_section(builder.module)
         return builder
 
     def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
@@ -156,13 +164,35 @@ class CpuBackend(Backend):
             source_file=typed.source.filename, first_line=typed.source.first_line,
             error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
             prints="print" in features, raise_sites=tuple(builder.raise_sites),
-            access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout))
+            access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout),
+            code_sites=tuple(builder.debug.sites) if builder.debug is not None else ())
 
     def load(self, artifact: KernelArtifact) -> CpuProgram:
         return CpuProgram(artifact)
 
     def assembly(self, artifact: KernelArtifact) -> str:
         return artifact.asm
+
+
+def one_code_section(module) -> None:
+    """Every function in one named text section (ELF): LLVM would put cold ones in a
+    `.text.unlikely` section of their own, loaded elsewhere, and a fault's offset into the line
+    table (codesites.py) is relative to the section the kernel's entry is in. And every
+    function nounwind (nothing unwinds through kernel code: a stop or a fault longjmps), so the
+    object has no .eh_frame, whose relocations the line-table reader cannot apply."""
+    import sys
+
+    elf = sys.platform.startswith("linux")
+    for fn in module.functions:
+        if fn.name.startswith("llvm."):
+            continue
+        fn.attributes.add("nounwind")
+        if elf and not fn.is_declaration:
+            fn.section = CODE_SECTION
+
+
+# the section the CPU target's machine code lives in (one_code_section)
+CODE_SECTION = ".text.gpunb"
 
 
 def choose_mode(typed, options: dict) -> tuple:

@@ -348,8 +348,18 @@ def on_reset(listener) -> None:
 
 
 def synchronize() -> None:
-    """Wait for all work on the current device (cuCtxSynchronize); surfaces async errors."""
+    """Wait for all work on the current device (cuCtxSynchronize); surfaces async errors. The
+    default stream's work (where kernels launch unless told otherwise) is waited for first in
+    a way Ctrl-C and the watchdog can end (waits.py)."""
+    from gpunb.backends.cuda import waits
+
     ensure_context()
+    kernel = last_launch.kernel  # named by an error the wait surfaces, as cuCtxSynchronize's
+
+    def checked(result, what):
+        return check(result, what, kernel)
+
+    waits.wait_until(waits.stream_done(cuda_driver(), checked, 0), "cuda.synchronize()", kernel)
     check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize", last_launch.kernel)
 
 
