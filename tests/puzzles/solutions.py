@@ -268,10 +268,10 @@ MM_TPB = 4
 def matmul_kernel(out, a, b, size):
     a_shared = cuda.shared.array((MM_TPB, MM_TPB), float32)
     b_shared = cuda.shared.array((MM_TPB, MM_TPB), float32)
-    i = cuda.blockIdx.x * MM_TPB + cuda.threadIdx.x
-    j = cuda.blockIdx.y * MM_TPB + cuda.threadIdx.y
-    local_i = cuda.threadIdx.x
-    local_j = cuda.threadIdx.y
+    i = cuda.blockIdx.y * MM_TPB + cuda.threadIdx.y
+    j = cuda.blockIdx.x * MM_TPB + cuda.threadIdx.x
+    local_i = cuda.threadIdx.y
+    local_j = cuda.threadIdx.x
     acc = float32(0.0)
     for k0 in range(0, size, MM_TPB):
         a_shared[local_i, local_j] = a[i, k0 + local_j] if i < size and k0 + local_j < size \
