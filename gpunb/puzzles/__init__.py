@@ -21,7 +21,13 @@ their defaults, so catalogues written against an earlier Puzzle keep working.
 
 from __future__ import annotations
 
-from gpunb.puzzles import catalogue_basics, catalogue_shared, catalogue_tensor
+from gpunb.puzzles import (
+    catalogue_basics,
+    catalogue_shared,
+    catalogue_tensor,
+    exercises_basics,
+    exercises_performance,
+)
 from gpunb.puzzles.grading import Grade, grade
 from gpunb.puzzles.method import Method
 from gpunb.puzzles.model import Puzzle, PuzzleList
@@ -31,7 +37,8 @@ from gpunb.puzzles.show import show as _show
 __all__ = ["Grade", "Method", "Puzzle", "Show", "check", "exercises", "get", "hint", "list",
            "show"]
 
-_CATALOGUES = (catalogue_basics, catalogue_shared, catalogue_tensor)
+_CATALOGUES = (catalogue_basics, catalogue_shared, catalogue_tensor, exercises_basics,
+               exercises_performance)
 _PUZZLES: dict[str, Puzzle] = {p.name: p for c in _CATALOGUES for p in c.PUZZLES}
 
 

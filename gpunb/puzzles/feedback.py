@@ -32,6 +32,8 @@ class Finding:
 VALUE_HINTS = {
     "unwritten": "some elements were never written: every element needs a thread that writes "
                  "it (check the guard and the index: every block, every thread up to the size)",
+    "outside": "elements the puzzle says to leave alone were written: only write the "
+               "elements your launch is responsible for",
     "shifted": "the values are right but one place off: an off-by-one in an index",
     "edge": "only elements near the end are wrong: an off-by-one in the guard or the last "
             "(partial) block or tile",
@@ -63,9 +65,14 @@ def compare(name: str, expected: np.ndarray, got: np.ndarray, rtol: float = 0.0,
 
 
 def _equal(expected: np.ndarray, got: np.ndarray, rtol: float) -> np.ndarray:
+    """Element-wise equality; NaN equals NaN (an output element the puzzle says to leave
+    alone stays NaN)."""
     if rtol:
-        return np.isclose(got, expected, rtol=rtol, atol=0.0)
-    return got == expected
+        return np.isclose(got, expected, rtol=rtol, atol=0.0, equal_nan=True)
+    same = got == expected
+    if got.dtype.kind == "f":
+        same |= np.isnan(got) & np.isnan(expected)
+    return same
 
 
 def _element_line(name: str, key: tuple, expected, got, trace) -> str:
@@ -95,6 +102,8 @@ def value_pattern(expected: np.ndarray, got: np.ndarray, wrong: np.ndarray,
     elements, or plain wrong values."""
     if got.dtype.kind == "f" and np.isnan(got[wrong]).any():
         return "unwritten"
+    if expected.dtype.kind == "f" and np.isnan(expected[wrong]).any():
+        return "outside"
     flat_e, flat_g = expected.reshape(-1), got.reshape(-1)
     wrong_flat = np.flatnonzero(wrong.reshape(-1))
     if flat_e.size >= 3:  # got[k] == expected[k -/+ 1] nearly everywhere: an index shifted

@@ -38,6 +38,8 @@ class Method:
     min_efficiency: every global-memory line's coalescing efficiency (ideal / moved sectors)
         must be at least this (only checked at sizes whose warps are full).
     max_bank_conflicts: the most shared-memory bank conflicts any line may have (in all).
+    max_atomics_per_block: the most atomic operations on global memory one block may make
+        (privatisation: one per bin or per block, not one per element).
     must_read: inputs of which every element must be read (None: every array input).
     rule: a puzzle's own check, `rule(trace, size) -> message` ('' when it holds).
     rule_hint: the hint shown when `rule` fails.
@@ -54,6 +56,7 @@ class Method:
     min_warp_ops: Limit = None
     min_efficiency: float | None = None
     max_bank_conflicts: Limit = None
+    max_atomics_per_block: Limit = None
     must_read: tuple[str, ...] | None = None
     rule: Callable | None = None
     rule_hint: str = ""
@@ -81,7 +84,9 @@ class Method:
                   ("max_barriers", "barriers (cuda.syncthreads) per block: at most {}"),
                   ("max_warp_ops", "warp-collective operations per thread: at most {}"),
                   ("min_warp_ops", "warp-collective operations per thread: at least {}"),
-                  ("max_bank_conflicts", "shared-memory bank conflicts per line: at most {}"))
+                  ("max_bank_conflicts", "shared-memory bank conflicts per line: at most {}"),
+                  ("max_atomics_per_block", "atomic operations on global memory per block: at "
+                                            "most {}"))
         for name, words in worded:
             value = self.limit(name, size)
             if value is not None:

@@ -71,9 +71,16 @@ class Puzzle:
         return Method(shared_flow=FLOW_OWN) if self.shared == SHARED_REQUIRED else Method()
 
     @property
+    def kernel_name(self) -> str:
+        """The kernel's name: the starter's last top-level `def` (device functions it calls,
+        if any, come before it)."""
+        head = [line for line in self.starter.splitlines() if line.startswith("def ")][-1]
+        return head[4:head.index("(")].strip()
+
+    @property
     def params(self) -> tuple[str, ...]:
-        """The kernel's parameters, in order: those of the starter's `def`."""
-        head = next(line for line in self.starter.splitlines() if line.startswith("def "))
+        """The kernel's parameters, in order: those of the starter's last `def`."""
+        head = [line for line in self.starter.splitlines() if line.startswith("def ")][-1]
         inside = head[head.index("(") + 1:head.rindex(")")]
         return tuple(p.strip() for p in inside.split(",") if p.strip())
 

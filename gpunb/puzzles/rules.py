@@ -79,7 +79,8 @@ def method(puzzle: Puzzle, size, trace) -> list[Finding]:
     found = _unread_inputs(puzzle, trace, rules)
     found += _global_limits(puzzle, size, trace)
     found += _shared_flow(puzzle, trace, rules)
-    for check in (_step_work, _barriers, _warp_ops, _coalescing, _bank_conflicts, _own_rule):
+    for check in (_step_work, _barriers, _warp_ops, _atomics, _coalescing, _bank_conflicts,
+                  _own_rule):
         finding = check(puzzle, size, trace, rules)
         if finding is not None:
             found.append(finding)
@@ -257,6 +258,23 @@ def _warp_ops(puzzle, size, trace, rules) -> Finding | None:
                 f"method takes {low} (the warp's values are combined with shuffles)",
                 "every lane takes part in every shuffle, offsets 16, 8, 4, 2, 1")
     return None
+
+
+def _atomics(puzzle, size, trace, rules) -> Finding | None:
+    limit = rules.limit("max_atomics_per_block", size)
+    if limit is None:
+        return None
+    tpb = trace.log.threads_per_block()
+    atomic = (trace.kind == 2) & ~trace.shared
+    counts = np.bincount(trace.gid[atomic] // tpb, minlength=trace.threads // tpb)
+    if not len(counts) or counts.max() <= limit:
+        return None
+    return Finding(
+        "atomics",
+        f"block {int(np.argmax(counts))} made {int(counts.max())} atomic operations on global "
+        f"memory; puzzle {puzzle.name!r} allows at most {limit} per block",
+        "atomics on one address serialise: combine within the block first (shared memory, "
+        "shuffles or a ballot), then one thread per block (or per bin) updates global memory")
 
 
 def _coalescing(puzzle, size, trace, rules) -> Finding | None:

@@ -16,6 +16,7 @@ import linecache
 import textwrap
 from dataclasses import dataclass
 
+import exercise_solutions
 import numpy as np
 import solutions
 from solutions import (
@@ -31,7 +32,7 @@ from solutions import (
     SUM_TPB,
 )
 
-from gpunb import cuda, float32
+from gpunb import cuda, float32, int32
 from gpunb.cuda import wmma
 
 
@@ -60,7 +61,8 @@ def hard_coded(name: str, reference=None):
     from gpunb import puzzles
 
     puzzle = puzzles.get(name)
-    reference = reference or solutions.SOLUTIONS[name]
+    module = solutions if name in solutions.SOLUTIONS else exercise_solutions
+    reference = reference or module.SOLUTIONS[name]
     args = puzzle.inputs(puzzle.sizes[0], np.random.default_rng(12345))
     inputs = [p for p in puzzle.params
               if p not in puzzle.outputs and isinstance(args[p], np.ndarray)]
@@ -73,7 +75,7 @@ def hard_coded(name: str, reference=None):
     source = ast.unparse(tree)
     filename = f"<hard-coded {name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = dict(vars(solutions))
+    namespace = dict(vars(module))
     namespace.update({p: args[p] for p in inputs})
     exec(compile(source, filename, "exec"), namespace)
     return namespace[function.name]
@@ -807,4 +809,81 @@ def ldmatrix_transpose_untransposed(out, a):
             out[col0 + g, 16 * block + row0 + 2 * q + j] = v[2 * m + j]
 
 
-HARD_CODED = [name for name in solutions.SOLUTIONS]
+# ---- exercises: mistakes beyond each starter's own ---------------------------------------------
+
+
+@wrong("ex07_private_histogram", "uninitialised", "still store their slot",
+       "private bins never zeroed")
+def private_histogram_unzeroed(out, a):
+    local = cuda.shared.array(8, int32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    if i < a.size:
+        cuda.atomic.add(local, a[i], 1)
+    cuda.syncthreads()
+    if t < 8:
+        cuda.atomic.add(out, t, local[t])
+
+
+@wrong("ex07_private_histogram", "race", "cuda.syncthreads()", "no barrier before the merge")
+def private_histogram_no_barrier(out, a):
+    local = cuda.shared.array(8, int32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    if t < 8:
+        local[t] = 0
+    cuda.syncthreads()
+    if i < a.size:
+        cuda.atomic.add(local, a[i], 1)
+    if t < 8:
+        cuda.atomic.add(out, t, local[t])
+
+
+@wrong("ex04_shuffle_all_lanes", "values", "", "offsets from 8: half a warp")
+def shuffle_half_warp(out, a):
+    i = cuda.grid(1)
+    v = a[i] if i < a.size else float32(0.0)
+    offset = 8
+    while offset > 0:
+        v += cuda.shfl_down_sync(FULL, v, offset)
+        offset //= 2
+    if cuda.laneid == 0 and i < a.size:
+        out[i // 32] = v
+
+
+@wrong("ex06_bank_conflicts", "coalescing", "threadIdx.x", "padded, but the write goes down "
+       "a column again")
+def transpose_padded_strided(out, a):
+    tile = cuda.shared.array((32, 33), float32)
+    x, y = cuda.grid(2)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    tile[ty, tx] = a[y, x]
+    cuda.syncthreads()
+    out[x, y] = tile[ty, tx]
+
+
+@wrong("ex09_coarsen", "race", "cuda.syncthreads()", "coarsened, second barrier dropped")
+def coarsen_one_barrier(C, A, B):
+    sA = cuda.shared.array((8, 8), float32)
+    sB = cuda.shared.array((8, 16), float32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    row = cuda.blockIdx.y * 8 + ty
+    col = cuda.blockIdx.x * 16 + tx
+    acc0 = float32(0.0)
+    acc1 = float32(0.0)
+    for k0 in range(0, A.shape[1], 8):
+        sA[ty, tx] = A[row, k0 + tx]
+        sB[ty, tx] = B[k0 + ty, col]
+        sB[ty, tx + 8] = B[k0 + ty, col + 8]
+        cuda.syncthreads()
+        for k in range(8):
+            v = sA[ty, k]
+            acc0 += v * sB[k, tx]
+            acc1 += v * sB[k, tx + 8]
+    C[row, col] = acc0
+    C[row, col + 8] = acc1
+
+
+HARD_CODED = [*solutions.SOLUTIONS, *exercise_solutions.SOLUTIONS]
