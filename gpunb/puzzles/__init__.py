@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from gpunb.puzzles import (
     catalogue_basics,
+    catalogue_capstones,
+    catalogue_lessons,
     catalogue_shared,
     catalogue_tensor,
     exercises_basics,
@@ -37,8 +39,8 @@ from gpunb.puzzles.show import show as _show
 __all__ = ["Grade", "Method", "Puzzle", "Show", "check", "exercises", "get", "hint", "list",
            "show"]
 
-_CATALOGUES = (catalogue_basics, catalogue_shared, catalogue_tensor, exercises_basics,
-               exercises_performance)
+_CATALOGUES = (catalogue_basics, catalogue_shared, catalogue_tensor, catalogue_lessons,
+               catalogue_capstones, exercises_basics, exercises_performance)
 _PUZZLES: dict[str, Puzzle] = {p.name: p for c in _CATALOGUES for p in c.PUZZLES}
 
 

@@ -44,13 +44,13 @@ VALUE_HINTS = {
 
 
 def compare(name: str, expected: np.ndarray, got: np.ndarray, rtol: float = 0.0,
-            trace=None) -> Finding | None:
+            trace=None, atol: float = 0.0) -> Finding | None:
     """None when `got` equals `expected`, else a Finding naming the first wrong elements of
     output `name` (expected vs got), who wrote each (from `trace`) and the matching hint."""
     expected = np.asarray(expected)
     if expected.shape != got.shape:
         return Finding("values", f"'{name}' has shape {got.shape}, expected {expected.shape}")
-    wrong = ~_equal(expected, got, rtol)
+    wrong = ~_equal(expected, got, rtol, atol)
     bad = np.argwhere(wrong)
     if not len(bad):
         return None
@@ -60,15 +60,16 @@ def compare(name: str, expected: np.ndarray, got: np.ndarray, rtol: float = 0.0,
         lines.append("  " + _element_line(name, key, expected, got, trace))
     if len(bad) > SHOWN_ELEMENTS:
         lines.append(f"  ... and {len(bad) - SHOWN_ELEMENTS} more")
-    pattern = value_pattern(expected, got, wrong, rtol)
+    pattern = value_pattern(expected, got, wrong, rtol, atol)
     return Finding("values", "\n".join(lines), VALUE_HINTS[pattern])
 
 
-def _equal(expected: np.ndarray, got: np.ndarray, rtol: float) -> np.ndarray:
-    """Element-wise equality; NaN equals NaN (an output element the puzzle says to leave
-    alone stays NaN)."""
-    if rtol:
-        return np.isclose(got, expected, rtol=rtol, atol=0.0, equal_nan=True)
+def _equal(expected: np.ndarray, got: np.ndarray, rtol: float,
+           atol: float = 0.0) -> np.ndarray:
+    """Element-wise equality within the tolerances; NaN equals NaN (an output element the
+    puzzle says to leave alone stays NaN)."""
+    if rtol or atol:
+        return np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
     same = got == expected
     if got.dtype.kind == "f":
         same |= np.isnan(got) & np.isnan(expected)
@@ -97,7 +98,7 @@ def _element_line(name: str, key: tuple, expected, got, trace) -> str:
 
 
 def value_pattern(expected: np.ndarray, got: np.ndarray, wrong: np.ndarray,
-                  rtol: float) -> str:
+                  rtol: float, atol: float = 0.0) -> str:
     """Which VALUE_HINTS entry fits: unwritten elements, a one-place shift, only the last
     elements, or plain wrong values."""
     if got.dtype.kind == "f" and np.isnan(got[wrong]).any():
@@ -108,7 +109,7 @@ def value_pattern(expected: np.ndarray, got: np.ndarray, wrong: np.ndarray,
     wrong_flat = np.flatnonzero(wrong.reshape(-1))
     if flat_e.size >= 3:  # got[k] == expected[k -/+ 1] nearly everywhere: an index shifted
         for ahead, behind in ((flat_g[1:], flat_e[:-1]), (flat_g[:-1], flat_e[1:])):
-            if _equal(behind, ahead, rtol).mean() >= 0.75:
+            if _equal(behind, ahead, rtol, atol).mean() >= 0.75:
                 return "shifted"
     if expected.ndim and wrong_flat.min() >= flat_e.size - max(2, flat_e.size // 8) \
             and len(wrong_flat) < flat_e.size:

@@ -152,7 +152,7 @@ def _run_one(puzzle: Puzzle, dispatcher, size, hidden: bool, rng):
     findings = [] if trace is None else rules.integrity(puzzle, trace)
     findings += _changed_inputs(puzzle, before, args)
     for name in puzzle.outputs:
-        wrong = compare(name, expected[name], args[name], puzzle.rtol, trace)
+        wrong = compare(name, expected[name], args[name], puzzle.rtol, trace, puzzle.atol)
         if wrong is not None:
             findings.append(wrong)
     if trace is not None:

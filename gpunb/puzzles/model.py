@@ -53,6 +53,7 @@ class Puzzle:
     max_writes: int | Callable[[Any], int] | None = 1
     shared: str = SHARED_NONE
     rtol: float = 0.0
+    atol: float = 0.0
     topic: str = ""
     constants: dict = field(default_factory=dict)
     method: Method | None = None
