@@ -166,7 +166,10 @@ def matmul_tiled(C, A, B):
         sizes=(16, 8, 24), hidden=_tiles_of_8, outputs=("C",),
         max_reads=lambda n: 2 * n // 8, shared=SHARED_REQUIRED, constants={"TILE": 8},
         method=Method(shared_flow=FLOW_BETWEEN, max_step_reads=16, max_warp_ops=0,
-                      min_efficiency=0.75, max_bank_conflicts=0),
+                      min_efficiency=0.75, max_bank_conflicts=0,
+                      hints={"bank_conflicts": "with threadIdx.x on the column, a warp stores "
+                                               "and reads along rows of the tiles: sA[ty, tx], "
+                                               "sA[ty, j] (a broadcast) and sB[j, tx]"}),
         hints=("A warp is 32 consecutive threads: threadIdx.x varies fastest. Which index of "
                "C[row, col] changes between them?",
                "row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x; "

@@ -910,6 +910,64 @@ def row_max_unset(out, a, n):
         out[r, 0] = cache[0]
 
 
+@wrong("row_max", "race", BARRIER_HINT, "no barrier after the stores")
+def row_max_no_barrier(out, a, n):
+    cache = cuda.shared.array(ROW_TPB, float32)
+    t = cuda.threadIdx.x
+    r = cuda.blockIdx.x
+    m = -math.inf
+    for j in range(t, n, ROW_TPB):
+        m = max(m, a[r, j])
+    cache[t] = m
+    step = ROW_TPB // 2
+    while step > 0:
+        if t < step:
+            cache[t] = max(cache[t], cache[t + step])
+        cuda.syncthreads()
+        step //= 2
+    if t == 0:
+        out[r, 0] = cache[0]
+
+
+@wrong("flash_attention", "race", BARRIER_HINT, "the next tile's scores stored too early")
+def flash_attention_no_second_barrier(out, q, k, v, seq, dim):
+    qs = cuda.shared.array(FLASH_TILE, float32)
+    s = cuda.shared.array(FLASH_TILE, float32)
+    t = cuda.threadIdx.x
+    r = cuda.blockIdx.x
+    if t < dim:
+        qs[t] = q[r, t]
+    cuda.syncthreads()
+    m = -math.inf
+    total = float32(0.0)
+    acc = float32(0.0)
+    for j0 in range(0, seq, FLASH_TILE):
+        score = -math.inf
+        if j0 + t < seq:
+            score = float32(0.0)
+            for d in range(dim):
+                score += qs[d] * k[j0 + t, d]
+            score /= math.sqrt(dim)
+        s[t] = score
+        cuda.syncthreads()
+        tile_max = -math.inf
+        for j in range(FLASH_TILE):
+            tile_max = max(tile_max, s[j])
+        m_new = max(m, tile_max)
+        rescale = math.exp(m - m_new)
+        total *= rescale
+        acc *= rescale
+        for j in range(FLASH_TILE):
+            if j0 + j < seq:
+                p = math.exp(s[j] - m_new)
+                total += p
+                if t < dim:
+                    acc += p * v[j0 + j, t]
+        m = m_new
+    if t < dim:
+        out[r, t] = acc / total
+
+
 @wrong("softmax", "race", BARRIER_HINT, "cache reused for the sum before every thread read m")
 def softmax_reuse_race(out, a, n):
     cache = cuda.shared.array(ROW_TPB, float32)
