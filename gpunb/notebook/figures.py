@@ -22,6 +22,8 @@ from pathlib import Path
 from gpunb.foundation import config
 
 DEFAULT_FILE = Path("notebooks") / "figures" / "h100.json"
+# the file of the source checkout gpunb is imported from (what its notebooks show)
+REPO_FILE = Path(__file__).resolve().parents[2] / DEFAULT_FILE
 RECORD_COMMAND = ("GPUNB_RECORD_FIGURES=notebooks/figures/h100.json python -m pytest -m gpu "
                   "-n 0 tests/notebook/test_gpu_teaching_notebooks.py")
 HIGHER_IS_BETTER = ("GB/s", "TFLOP/s", "G values/s", "G elements/s")
@@ -35,9 +37,8 @@ def figures_path() -> Path | None:
     explicit = config.figures_file()
     if explicit:
         return Path(explicit)
-    checkout = Path(__file__).resolve().parents[2]
     for candidate in (Path.cwd() / DEFAULT_FILE, Path.cwd() / DEFAULT_FILE.relative_to(
-            "notebooks"), checkout / DEFAULT_FILE):
+            "notebooks"), REPO_FILE):
         if candidate.is_file():
             return candidate
     return None
