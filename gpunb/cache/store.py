@@ -1,4 +1,4 @@
-"""Cache entries in memory and on disk: atomic writes, verified reads, LRU pruning. No pickle.
+"""Cache entries in memory and on disk: atomic writes, verified reads, trusted files, LRU pruning.
 
 One disk entry is `<key>.json` (metadata and the artifact's JSON, checksummed) + `<key>.bin` (cubin
 or host object) + `<key>.ptx`. Blobs are written first and the JSON last, each to a temp file in
@@ -7,6 +7,11 @@ an exclusive `flock` on `<dir>/.lock`, and never replace the blobs of an entry t
 key, same content: first writer wins); so 8 processes storing the same key cannot interleave one's
 JSON with another's blobs. Readers take no lock; a failed verification is confirmed under the lock
 before the entry is removed (it may have been a concurrent prune or repair, not corruption).
+
+Only what the trust model allows is read (trust.py): in a private cache, a directory and files of
+this user that nobody else can write; in a shared one, entries whose MAC verifies with the team's
+key (auth.py). A refused file raises `Untrusted` (the lookup's `miss (untrusted: why)`, one warning
+per path); it is left alone, and the next write of that key replaces it.
 
 `<key>.lock` files are the per-key compile locks of compile_once.py, not part of entries.
 
@@ -17,33 +22,41 @@ pruning removes the least recently touched entries until the total is under 90% 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
 import time
-import warnings
 from collections import OrderedDict, namedtuple
 
+from gpunb.cache import trust
 from gpunb.cache.encode import blake2b
+from gpunb.cache.files import atomic_write, clear_path, is_persistent, leftover_to_remove
+from gpunb.cache.trust import NotAFile, Untrusted
+from gpunb.cache.writers import TEMP_PREFIX
+from gpunb.foundation.user_warnings import CacheDirWarning, UntrustedCacheWarning
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no advisory locks, writes stay atomic
     fcntl = None
 
+__all__ = ["CacheDirWarning", "CorruptEntry", "DiskStore", "EntryInfo", "MemoryStore",
+           "StoredEntry", "Untrusted", "atomic_write"]
+
 FORMAT_VERSION = 1
 _KEY = re.compile(r"^[0-9a-f]{40}$")
 _BLOBS = ("bin", "ptx")
 LOCK_SUFFIX = ".lock"  # `<key>.lock`: a process is compiling that key (keylock.py)
-_warned_dirs: set[str] = set()
+_POINTER_LIMIT = 64
+_MIN_FILE_LIMIT = 64 << 20  # no file is read past max(the cache's size cap, this)
+# what opening a path says when something other than a file is there (O_NOFOLLOW: a link)
+_NOT_A_FILE = {errno.EISDIR, errno.ELOOP, errno.ENXIO}
+_warned_dirs: set = set()  # (directory, what) of the warnings already given
 
 
 class CorruptEntry(Exception):
     """An entry failed verification (what failed is the message)."""
-
-
-class CacheDirWarning(UserWarning):
-    """The cache directory cannot be used; the cache works in memory only."""
 
 
 def digest(data: bytes) -> str:
@@ -52,27 +65,6 @@ def digest(data: bytes) -> str:
 
 def _canonical(body: dict) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
-
-
-def atomic_write(path: str, data: bytes) -> None:
-    """Write to a temp file in the same directory, then os.replace: readers see old or new.
-
-    The temp name carries host and pid before mkstemp's random part (created O_EXCL): writers
-    on several nodes of a shared filesystem never pick the same name (numba#7952)."""
-    from gpunb.cache.keylock import host_tag
-
-    folder = os.path.dirname(path)
-    import tempfile  # writes only: a disk hit never pays for importing it
-
-    fd, tmp = tempfile.mkstemp(prefix=f".tmp-{host_tag()}-{os.getpid()}-", dir=folder)  # 0600
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # Records as namedtuples: immutable like frozen dataclasses, without their ~1 ms definition cost
@@ -114,13 +106,23 @@ class MemoryStore:
 
 
 class DiskStore:
-    """The on-disk tier of one directory; degrades to "absent" (reads) / no-op (writes)."""
+    """The on-disk tier of one directory; degrades to "absent" (reads) / no-op (writes).
 
-    def __init__(self, directory: str, max_bytes: int):
+    `shared`: the directory may be written by others (trust.py); entries are then signed and
+    verified with the key in `key_file`. `anchor`: a directory that must exist before this one
+    is created (the home directory of a default cache directory: never created)."""
+
+    def __init__(self, directory: str, max_bytes: int, shared: bool = False,
+                 key_file: str | None = None, anchor: str | None = None):
         self.directory = directory
         self.max_bytes = max_bytes
+        self.shared = shared
+        self.key_file = key_file
+        self.anchor = anchor
         self.writable = True
-        self.trusted: bool | None = None  # None: not checked yet
+        self.trusted: bool | None = None  # None: not checked yet (or the directory is absent)
+        self.problem: Untrusted | None = None  # why the directory is not trusted
+        self._key = None  # shared caches: the auth.CacheKey, or the Untrusted saying why none
 
     # ---- paths and safety ----------------------------------------------------------------------
 
@@ -132,93 +134,187 @@ class DiskStore:
         return os.path.join(self.directory, f"{key}{LOCK_SUFFIX}")
 
     def can_write(self) -> bool:
-        """The directory exists (created if need be), is ours, and has not failed a write."""
+        """The directory exists (created if need be), is trusted, and has not failed a write."""
         return self._ensure_dir()
 
-    def give_up(self, exc: OSError) -> None:
-        """A write failed (read-only, full disk): memory only from now on, one warning."""
-        self.writable = False
-        self._warn_once(f"cannot write to {self.directory} ({exc.strerror or exc})")
+    def ready(self) -> bool:
+        """Whether the directory may be read: it exists (or was just created) and is trusted."""
+        return self._ensure_dir() or self._is_trusted()
 
-    def _warn_once(self, message: str) -> None:
-        if self.directory not in _warned_dirs:
-            _warned_dirs.add(self.directory)
-            warnings.warn(f"gpunb cache: {message}; using the in-memory cache only",
-                          CacheDirWarning, stacklevel=4)
+    def give_up(self, exc: OSError) -> None:
+        """A write failed for good (read-only, full disk, no permission): memory only from now
+        on, one warning. Any other error costs just the one write (see failed)."""
+        self.writable = False
+        self._warn_once(f"cannot write to {self.directory} ({exc.strerror or exc}); using the "
+                        "in-memory cache only", "write")
+
+    def failed(self, exc: OSError, what: str) -> None:
+        """An operation on the directory failed: give up if it always will, else warn once per
+        kind of error and go on (one ENOENT - the directory removed under us - is not the end
+        of the disk tier)."""
+        if is_persistent(exc):
+            self.give_up(exc)
+            return
+        self._warn_once(f"{what} in {self.directory} failed ({exc.strerror or exc}); the disk "
+                        "cache goes on", f"errno {exc.errno}")
+
+    def _warn_once(self, message: str, what: str,
+                   category: type[Warning] = CacheDirWarning) -> None:
+        from gpunb.foundation.user_warnings import warn_user
+
+        if (self.directory, what) not in _warned_dirs:
+            _warned_dirs.add((self.directory, what))
+            warn_user(f"gpunb cache: {message}", category)
+
+    def warn_untrusted(self, exc: Untrusted) -> None:
+        """One warning per refused path: what, why, and the fix."""
+        self._warn_once(f"{exc.path}: {exc.why}; nothing there is loaded. Fix: {exc.fix}",
+                        f"untrusted {exc.path}", UntrustedCacheWarning)
 
     def _is_trusted(self) -> bool:
-        """Only a directory we own and others cannot write holds code we will load."""
+        """Only a directory the trust model accepts (trust.py) holds code we will load."""
         if self.trusted is None:
-            try:
-                st = os.stat(self.directory)
-            except OSError:
-                return False  # absent: nothing to read; not cached, it may be created later
-            owned = not hasattr(os, "geteuid") or st.st_uid == os.geteuid()
-            self.trusted = owned and not st.st_mode & 0o002
-            if not self.trusted:
+            self.problem = trust.directory_problem(self.directory, self.shared)
+            if self.problem is None and not os.path.isdir(self.directory):
+                return False  # absent: nothing to read; not memoised, it may be created later
+            self.trusted = self.problem is None
+            if self.problem is not None:
                 self.writable = False
-                self._warn_once(f"{self.directory} is not owned by this user or is world-writable")
+                self.warn_untrusted(self.problem)
         return self.trusted
 
     def _ensure_dir(self) -> bool:
         if not self.writable:
             return False
+        if self.anchor is not None and not os.path.isdir(self.anchor):
+            self.writable = False
+            self._warn_once(f"the home directory {self.anchor} does not exist, and gpunb does "
+                            "not create it: the disk cache is off (memory only). Set "
+                            "GPUNB_CACHE_DIR to a directory of yours, or HOME to your home",
+                            "anchor")
+            return False
         try:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
         except OSError as exc:
             self.writable = False
-            self._warn_once(f"cannot create {self.directory} ({exc.strerror or exc})")
+            self._warn_once(f"cannot create {self.directory} ({exc.strerror or exc}); using the "
+                            "in-memory cache only", "create")
             return False
         return self._is_trusted()
+
+    def cache_key(self):
+        """The shared cache's auth.CacheKey; Untrusted when there is none to use."""
+        if self._key is None:
+            from gpunb.cache import auth
+            from gpunb.foundation import config
+
+            path = self.key_file or config.cache_key_file()
+            try:
+                self._key = auth.load_key(path)
+            except Untrusted as exc:
+                self._key = exc
+        if isinstance(self._key, Untrusted):
+            raise self._key
+        return self._key
+
+    def _file_mode(self) -> int | None:
+        """A shared cache's files are readable where the directory is (its group): mode 0640
+        in a 2770 directory. Private files stay 0600."""
+        if not self.shared:
+            return None
+        try:
+            return 0o600 | (os.stat(self.directory).st_mode & 0o044)
+        except OSError:
+            return None
 
     @contextlib.contextmanager
     def _locked(self):
         if fcntl is None:
             yield
             return
-        fd = os.open(os.path.join(self.directory, ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        path = os.path.join(self.directory, ".lock")
+        try:
+            fd = self._open_lock_file(path)
+        except OSError as exc:
+            if exc.errno not in _NOT_A_FILE:
+                raise
+            clear_path(path)  # a directory or a link where the lock file belongs: once more
+            fd = self._open_lock_file(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)  # closing releases the lock
 
+    def _open_lock_file(self, path: str) -> int:
+        flags = os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            return os.open(path, os.O_RDWR | flags, 0o644 if self.shared else 0o600)
+        except PermissionError:  # a shared cache's lock file made by another member
+            return os.open(path, os.O_RDONLY | flags)  # flock needs no write access
+
     # ---- reading -------------------------------------------------------------------------------
 
+    def _read(self, key: str, ext: str) -> bytes | None:
+        """A file of an entry through the trust model (trust.read_file), at most the cache's
+        size cap (or 64 MiB); a directory in its place is a broken entry (CorruptEntry:
+        removed and rebuilt)."""
+        path = self.path(key, ext)
+        try:
+            return trust.read_file(path, max(self.max_bytes, _MIN_FILE_LIMIT),
+                                   private=not self.shared)
+        except NotAFile as exc:
+            if exc.kind == "directory":
+                raise CorruptEntry(f"{key}.{ext} is a directory") from None
+            raise
+        except Untrusted:
+            raise
+        except OSError as exc:
+            raise CorruptEntry(f"unreadable {key}.{ext} ({exc.strerror or exc})") from None
+
     def read_meta(self, key: str) -> dict | None:
-        """The verified metadata body of an entry, None if absent; CorruptEntry if it fails."""
+        """The verified metadata body of an entry, None if absent; CorruptEntry if it fails,
+        Untrusted if the trust model refuses it."""
+        found = self._read_meta(key)
+        return None if found is None else found[0]
+
+    def _read_meta(self, key: str) -> tuple | None:
+        """(verified body, size of the JSON) or None; see read_meta."""
         if not self._is_trusted():
             return None
-        try:
-            with open(self.path(key, "json"), "rb") as f:
-                raw = f.read()
-        except FileNotFoundError:
+        raw = self._read(key, "json")
+        if raw is None:
             return None
-        except OSError as exc:
-            raise CorruptEntry(f"unreadable metadata ({exc.strerror or exc})") from None
-        return _verify_meta(key, raw)
+        doc, body = _verify_meta(key, raw)
+        if self.shared:  # before anything in it is believed
+            from gpunb.cache import auth
+
+            auth.check(self.cache_key(), doc.get("mac"), FORMAT_VERSION, key,
+                       doc["body_blake2b"], self.path(key, "json"))
+        return body, len(raw)
 
     def read(self, key: str) -> StoredEntry | None:
-        """The verified entry, None if absent; CorruptEntry (after removing it) if it fails."""
+        """The verified entry, None if absent; CorruptEntry (after removing it) if it fails;
+        Untrusted (left in place, with one warning) if the trust model refuses it."""
         try:
             return self._read_unlocked(key)
         except CorruptEntry as first:
             return self._confirm_corrupt(key, first)
+        except Untrusted as exc:
+            self.warn_untrusted(exc)
+            raise
 
     def _read_unlocked(self, key: str) -> StoredEntry | None:
-        body = self.read_meta(key)
-        if body is None:
+        found = self._read_meta(key)
+        if found is None:
             return None
+        body, size = found
         blobs = {}
-        size = os.path.getsize(self.path(key, "json")) if os.path.exists(self.path(key, "json")) \
-            else 0
         for ext in _BLOBS:
-            try:
-                with open(self.path(key, ext), "rb") as f:
-                    data = f.read()
-            except OSError:
-                raise CorruptEntry(f"missing {key}.{ext}") from None
             info = body["blobs"][ext]
+            data = self._read(key, ext)
+            if data is None:
+                raise CorruptEntry(f"missing {key}.{ext}")
             if len(data) != info["size"]:
                 raise CorruptEntry(f"{key}.{ext} is {len(data)} bytes, expected {info['size']}")
             if digest(data) != info["blake2b"]:
@@ -256,34 +352,55 @@ class DiskStore:
         """Store an entry (no-op if an identical key verifies); entry bytes, 0 if not stored."""
         if not self._ensure_dir():
             return 0
+        try:
+            meta, size = self._entry_document(key, body, binary, ptx)
+        except Untrusted as exc:  # a shared cache without its key
+            self.warn_untrusted(exc)
+            return 0
+        for attempt in (1, 2):
+            try:
+                return self._write_locked(key, meta, binary, ptx.encode("utf-8"), pointer, size)
+            except OSError as exc:
+                if isinstance(exc, FileNotFoundError) and attempt == 1 and self._ensure_dir():
+                    continue  # the directory was removed under us: made again, once more
+                self.failed(exc, "storing an entry")
+                return 0
+        return 0
+
+    def _entry_document(self, key: str, body: dict, binary: bytes, ptx: str) -> tuple:
+        """(the JSON bytes of the entry, the entry's total size)."""
         ptx_bytes = ptx.encode("utf-8")
         body = dict(body)
         body["blobs"] = {"bin": {"size": len(binary), "blake2b": digest(binary)},
                          "ptx": {"size": len(ptx_bytes), "blake2b": digest(ptx_bytes)}}
         doc = {"format": FORMAT_VERSION, "key": key, "body_blake2b": digest(_canonical(body)),
                "body": body}
+        if self.shared:
+            from gpunb.cache import auth
+
+            doc["mac"] = auth.sign(self.cache_key(), FORMAT_VERSION, key, doc["body_blake2b"])
         meta = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
-        try:
-            with self._locked():
-                try:
-                    existing = self._read_unlocked(key)
-                except CorruptEntry:
-                    existing = None
-                if existing is None:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self.path(key, "json"))  # never leave JSON over new blobs
-                    atomic_write(self.path(key, "bin"), binary)
-                    atomic_write(self.path(key, "ptx"), ptx_bytes)
-                    atomic_write(self.path(key, "json"), meta)
-                if pointer is not None:
+        return meta, len(meta) + len(binary) + len(ptx_bytes)
+
+    def _write_locked(self, key: str, meta: bytes, binary: bytes, ptx_bytes: bytes,
+                      pointer: str | None, size: int) -> int:
+        mode = self._file_mode()
+        with self._locked():
+            try:
+                existing = self._read_unlocked(key)
+            except (CorruptEntry, Untrusted):
+                existing = None  # replaced below: a key holder's write repairs a forged entry
+            if existing is None:
+                clear_path(self.path(key, "json"))  # never leave JSON over new blobs
+                for ext, data in (("bin", binary), ("ptx", ptx_bytes), ("json", meta)):
+                    path = self.path(key, ext)
+                    _no_directory_at(path)  # rename replaces anything but a directory
+                    atomic_write(path, data, mode)
+            if pointer is not None:
+                with contextlib.suppress(OSError):  # only explanations of misses read them
                     self.write_pointer(pointer, key)
-                self._prune_locked(self.max_bytes)
-            if existing is not None:
-                return existing.size
-            return len(meta) + len(binary) + len(ptx_bytes)
-        except OSError as exc:
-            self.give_up(exc)
-            return 0
+            self._prune_locked(self.max_bytes)
+        return existing.size if existing is not None else size
 
     # ---- "previous entry of this function" pointers --------------------------------------------
 
@@ -293,25 +410,31 @@ class DiskStore:
 
     def write_pointer(self, pointer: str, key: str) -> None:
         path = self._pointer_path(pointer)
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        atomic_write(path, key.encode())
+        folder = os.path.dirname(path)
+        if not os.path.isdir(folder) or os.path.islink(folder):
+            clear_path(folder)
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            if self.shared:  # the team may write it as it writes the cache directory
+                _chmod_folder(folder, os.stat(self.directory).st_mode & 0o2770)
+        _no_directory_at(path)
+        atomic_write(path, key.encode(), self._file_mode())
 
     def read_pointer(self, pointer: str) -> str | None:
         if not self._is_trusted():
             return None
         try:
-            with open(self._pointer_path(pointer), "rb") as f:
-                key = f.read(64).decode("ascii", "replace").strip()
-        except OSError:
-            return None
+            raw = trust.read_file(self._pointer_path(pointer), _POINTER_LIMIT,
+                                  private=not self.shared)
+        except (OSError, Untrusted):
+            return None  # a pointer only explains a miss: a bad one explains nothing
+        key = (raw or b"").decode("ascii", "replace").strip()
         return key if _KEY.match(key) else None
 
     # ---- listing, removing, pruning ------------------------------------------------------------
 
     def _remove_files(self, key: str) -> None:
         for ext in ("json",) + _BLOBS:  # JSON first: no reader may find JSON without blobs
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path(key, ext))
+            clear_path(self.path(key, ext))
 
     def entries(self) -> list[EntryInfo]:
         if not self._is_trusted():
@@ -322,11 +445,13 @@ class DiskStore:
             if ext != "json" or not _KEY.match(stem):
                 continue
             try:
-                st = item.stat()
+                st = item.stat(follow_symlinks=False)
                 size = st.st_size + sum(_size(self.path(stem, e)) for e in _BLOBS)
                 body, problem = self.read_meta(stem) or {}, ""
             except CorruptEntry as exc:
                 body, problem = {}, str(exc)
+            except Untrusted as exc:
+                body, problem = {}, f"untrusted: {exc.why}"
             except OSError:
                 continue
             out.append(EntryInfo(stem, str(body.get("function", "?")),
@@ -339,7 +464,8 @@ class DiskStore:
             return 0
         with self._locked():
             for key in keys:
-                self._remove_files(key)
+                with contextlib.suppress(OSError):
+                    self._remove_files(key)
         return len(keys)
 
     def prune(self, max_bytes: int | None = None) -> int:
@@ -354,22 +480,20 @@ class DiskStore:
         groups: dict[str, dict] = {}
         for item in _scandir(self.directory):
             name = item.name
-            if name.startswith(".tmp-"):
-                with contextlib.suppress(OSError):
-                    if now - item.stat().st_mtime > 600:  # a writer that died mid-write
+            with contextlib.suppress(OSError):
+                st = item.stat(follow_symlinks=False)
+                if name.startswith(TEMP_PREFIX):
+                    if leftover_to_remove(name, st.st_mtime, now):  # its writer died mid-write
                         os.unlink(item.path)
-                continue
-            stem, _, ext = name.partition(".")
-            if f".{ext}" == LOCK_SUFFIX and _KEY.match(stem):  # not `.lock`, the writers' flock
-                with contextlib.suppress(OSError):
+                    continue
+                stem, _, ext = name.partition(".")
+                if f".{ext}" == LOCK_SUFFIX and _KEY.match(stem):  # not `.lock`, the flock
                     # a compiling holder touches its lock every few seconds; one untouched for
                     # a day was left by a crash on a key nobody looked up since
-                    if now - item.stat().st_mtime > 86400:
+                    if now - st.st_mtime > 86400:
                         os.unlink(item.path)
-                continue
-            if _KEY.match(stem) and ext in ("json",) + _BLOBS:
-                with contextlib.suppress(OSError):
-                    st = item.stat()
+                    continue
+                if _KEY.match(stem) and ext in ("json",) + _BLOBS:
                     group = groups.setdefault(stem, {"size": 0, "used": None})
                     group["size"] += st.st_size
                     if ext == "json":
@@ -377,23 +501,26 @@ class DiskStore:
         removed = 0
         for stem, group in list(groups.items()):
             if group["used"] is None:  # blobs without JSON: a crashed writer (we hold the lock)
-                self._remove_files(stem)
+                with contextlib.suppress(OSError):
+                    self._remove_files(stem)
                 del groups[stem]
         total = sum(g["size"] for g in groups.values())
         if total > max_bytes:
             for stem, group in sorted(groups.items(), key=lambda kv: kv[1]["used"]):
                 if total <= max_bytes * 0.9:
                     break
-                self._remove_files(stem)
+                with contextlib.suppress(OSError):
+                    self._remove_files(stem)
                 total -= group["size"]
                 removed += 1
         return removed
 
 
-def _verify_meta(key: str, raw: bytes) -> dict:
+def _verify_meta(key: str, raw: bytes) -> tuple[dict, dict]:
+    """(the entry document, its body) once its format, key and checksum verify."""
     try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        doc = trust.parse_json(raw)
+    except ValueError:
         raise CorruptEntry("metadata is not JSON (truncated or overwritten)") from None
     if not isinstance(doc, dict) or "body" not in doc:
         raise CorruptEntry("metadata is not a gpunb cache entry")
@@ -409,7 +536,29 @@ def _verify_meta(key: str, raw: bytes) -> dict:
             not isinstance(blobs.get(ext), dict) or not isinstance(blobs[ext].get("size"), int)
             for ext in _BLOBS):
         raise CorruptEntry("metadata lists no blobs")
-    return body
+    return doc, body
+
+
+def _no_directory_at(path: str) -> None:
+    """A directory where a file should be (left by a tool or a user) is removed: os.replace
+    cannot put a file over it, and it would break this entry for good."""
+    if os.path.isdir(path):
+        clear_path(path)
+
+
+def _chmod_folder(folder: str, mode: int) -> None:
+    """chmod the directory at `folder` itself: through a descriptor opened without following a
+    symbolic link, so one that a member of a shared cache swapped in after makedirs raises
+    (ELOOP, ENOTDIR) instead of redirecting the chmod - and the write after it - to a
+    directory of ours it names."""
+    if not hasattr(os, "fchmod"):  # pragma: no cover - Windows: no group bits to give
+        return
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(folder, flags)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def _scandir(directory: str) -> list:
@@ -422,6 +571,6 @@ def _scandir(directory: str) -> list:
 
 def _size(path: str) -> int:
     try:
-        return os.path.getsize(path)
+        return os.lstat(path).st_size
     except OSError:
         return 0

@@ -5,7 +5,15 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_TARGET: `cuda`, `cpu` or `auto` (cuda when a usable GPU exists, else cpu). Default auto.
 - GPUNB_CACHE: `0` disables the compiled-kernel cache (memory and disk). Default 1;
   `gpunb.cache.set_enabled` (and `%gpucache on|off`) overrides it for the process.
-- GPUNB_CACHE_DIR: directory of the disk cache. Default: platformdirs' user cache dir.
+- GPUNB_CACHE_DIR: directory of the disk cache. Default: platformdirs' user cache dir (never
+  created when the HOME it lies in does not exist). Set but empty: the default, with a warning.
+- GPUNB_CACHE_SHARED: `1` opts into a cache directory that other users may write (a team's
+  cache): entries are then loaded whoever owns them, but only when authenticated with the key
+  in GPUNB_CACHE_KEY_FILE (cache/trust.py, cache/auth.py). Default 0: only a directory and
+  files owned by this user (or root) and writable by nobody else are read.
+  `gpunb.cache.configure(shared=..., key_file=...)` overrides both for the process.
+- GPUNB_CACHE_KEY_FILE: the shared cache's key (readable only by those who may write entries).
+  Default: `$XDG_CONFIG_HOME/gpunb/cache.key`, else `~/.config/gpunb/cache.key`.
 - GPUNB_CACHE_MAX_BYTES: size cap of the disk cache; LRU entries pruned. Default 1 GiB.
 - GPUNB_CACHE_WAIT_SECONDS: how long a miss waits for another process sharing the cache
   directory (or another thread) already compiling the same kernel, before compiling it itself.
@@ -47,6 +55,7 @@ import sys
 
 _process_target: str | None = None
 _process_cache: bool | None = None  # set_cache_enabled's override of GPUNB_CACHE
+_process_sharing: dict = {}  # set_cache_sharing's overrides: "shared", "key_file"
 
 
 def _flag(name: str, default: bool) -> bool:
@@ -95,9 +104,18 @@ def set_cache_enabled(on: bool | None) -> None:
 
 
 def cache_dir() -> str:
+    """The disk cache's directory: GPUNB_CACHE_DIR, else the user cache dir."""
     explicit = os.environ.get("GPUNB_CACHE_DIR")
-    if explicit:
+    if explicit is not None and not explicit.strip():
+        _warn_cache_setting(
+            "GPUNB_CACHE_DIR is set but empty; using the default cache directory "
+            f"{_default_cache_dir()} (unset it, or set it to a directory)", "empty-dir")
+    elif explicit:
         return os.path.abspath(os.path.expanduser(explicit))
+    return _default_cache_dir()
+
+
+def _default_cache_dir() -> str:
     fast = _linux_user_cache_dir()
     if fast is not None:
         return fast
@@ -120,6 +138,51 @@ def _linux_user_cache_dir() -> str | None:
     if os.path.isabs(home):
         return os.path.join(home, ".cache", "gpunb")
     return None
+
+
+def cache_dir_anchor() -> str | None:
+    """A directory that must already exist for the cache directory to be created: the home
+    directory when the cache directory is the default one below it (gpunb never creates a home
+    directory: HOME=/nonexistent means no disk cache, with a warning); None otherwise."""
+    if os.environ.get("GPUNB_CACHE_DIR", "").strip():
+        return None
+    if os.path.isabs(os.environ.get("XDG_CACHE_HOME", "")) and sys.platform.startswith("linux"):
+        return None  # XDG says: create it when missing
+    home = os.path.expanduser("~")
+    return home if os.path.isabs(home) else None
+
+
+def _warn_cache_setting(message: str, what: str) -> None:
+    from gpunb.foundation.user_warnings import CacheDirWarning, warn_user
+
+    warn_user(f"gpunb cache: {message}", CacheDirWarning, once=("config", what, message))
+
+
+def cache_shared() -> bool:
+    """Whether the cache directory may be shared with other users (entries authenticated)."""
+    found = _process_sharing.get("shared")
+    return _flag("GPUNB_CACHE_SHARED", False) if found is None else found
+
+
+def cache_key_file() -> str:
+    """Where the shared cache's key is (GPUNB_CACHE_KEY_FILE, else the user config dir)."""
+    found = _process_sharing.get("key_file") or os.environ.get("GPUNB_CACHE_KEY_FILE", "").strip()
+    if found:
+        return os.path.abspath(os.path.expanduser(found))
+    base = os.environ.get("XDG_CONFIG_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "gpunb", "cache.key")
+
+
+def set_cache_sharing(shared: bool | None, key_file: str | None = None) -> None:
+    """Override GPUNB_CACHE_SHARED / GPUNB_CACHE_KEY_FILE for the process (None: back to the
+    environment)."""
+    _process_sharing.clear()
+    if shared is not None:
+        _process_sharing["shared"] = bool(shared)
+    if key_file:
+        _process_sharing["key_file"] = str(key_file)
 
 
 def cache_max_bytes() -> int:

@@ -12,9 +12,11 @@ instead: the native launchers keep running and each launch appends one small tup
 from __future__ import annotations
 
 import enum
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -39,6 +41,10 @@ class EventKind(NamedEnum):
     LAUNCH_BEFORE = "launch_before"  # LaunchEvent, before the arguments are packed
     LAUNCH_AFTER = "launch_after"  # LaunchEvent with ms (host time, not synchronised)
     CACHE = "cache"  # CacheEvent: one cache decision
+    NOTICE = "notice"  # Notice: a one-line message for the user (see notify)
+    SPECIALIZED = "specialized"  # KernelEvent: a GPU function has code for new argument types
+    FAILED = "failed"  # KernelEvent: a compile or a launch of a GPU function failed
+    PROFILE = "profile"  # the Profile of a `gpunb.profile()` block or %%gpuprofile cell, ended
 
 
 class Stage(NamedEnum):
@@ -108,6 +114,39 @@ class LaunchEvent(NamedTuple):
                      for ty, shape in zip(self.types, self.shapes, strict=False))
 
 
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A one-line message for the user that is no error (e.g. the CPU-target fallback)."""
+
+    text: str
+    topic: str = ""  # what it is about: "target", ...
+
+
+def notify(text: str, topic: str = "") -> None:
+    """Tell the user something once: the NOTICE subscribers show it (the notebook as a plain
+    output line, not an error box); with none, it goes to stderr, as a script expects."""
+    if EventKind.NOTICE in _table:
+        publish(EventKind.NOTICE, Notice(text, topic))
+    else:
+        print(text, file=sys.stderr)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelEvent:
+    """A GPU function's code for one signature became ready (SPECIALIZED: compiled or from the
+    cache) or could not be made or launched (FAILED). Published off the launch fast path only:
+    the slow path and error paths."""
+
+    kind: EventKind  # SPECIALIZED or FAILED
+    function: str
+    signature: str  # "void(float32[::1], float32)"; "" for a launch refused before typing
+    target: str  # "cuda" or "cpu" ("" when no target could be chosen)
+    dispatcher: Any  # the jit layer's Dispatcher (py_func says where it was defined)
+    specialization: Any = None  # SPECIALIZED: artifact, cache event, compile time
+    stage: str = ""  # FAILED: "compile" or "launch"
+    error: str = ""  # FAILED: the error in one line, with where it points
+
+
 # ---- cache decisions ---------------------------------------------------------------------------
 
 
@@ -131,6 +170,7 @@ class CacheReason(NamedEnum):
     TOOLCHAIN_CHANGED = "toolchain changed"
     FORMAT_CHANGED = "format changed"
     CORRUPT = "corrupt"
+    UNTRUSTED = "untrusted"  # the trust model refused the entry or its directory (cache/trust.py)
     DISABLED = "disabled"
     RECHECKED = "re-checked"
 
@@ -457,6 +497,34 @@ def record_launches(log: list) -> LaunchRecorder:
     return recorder
 
 
+# ---- gpunb's own kernels ------------------------------------------------------------------------
+
+_internal = threading.local()  # .depth > 0 while this thread does gpunb's own work
+# what gpunb's own work does not tell anyone: its compiles and cache decisions (launches are only
+# seen by those who asked for every launch: a profiler, a launch subscriber)
+_QUIET_KINDS = frozenset({EventKind.COMPILE_STARTED, EventKind.STAGE_STARTED,
+                          EventKind.STAGE_FINISHED, EventKind.COMPILE_FINISHED, EventKind.CACHE,
+                          EventKind.SPECIALIZED, EventKind.FAILED})
+
+
+@contextmanager
+def internal_work():
+    """Mark gpunb's own kernels (the one that measures the FP32 peak): while this thread is in
+    the block their compile and cache events reach no subscriber and no log, so a user's
+    progress line, panel and `%gpucache` show only the user's kernels."""
+    depth = getattr(_internal, "depth", 0)
+    _internal.depth = depth + 1
+    try:
+        yield
+    finally:
+        _internal.depth = depth
+
+
+def in_internal_work() -> bool:
+    """Whether this thread is inside `internal_work()`."""
+    return getattr(_internal, "depth", 0) > 0
+
+
 def has_subscribers(kind: EventKind) -> bool:
     """Whether publishing `kind` would reach anyone (to skip building costly events)."""
     return kind in _table
@@ -467,22 +535,28 @@ def publish(kind: EventKind, event: Any) -> None:
     subscriptions = _table.get(kind)
     if not subscriptions:
         return
+    if kind in _QUIET_KINDS and getattr(_internal, "depth", 0):
+        return
     for subscription in subscriptions:
         fn = subscription.fn
         try:
             fn(event)
         except Exception as exc:  # noqa: BLE001 - a listener must not break a compile or launch
-            report_failure(fn, kind, exc, stacklevel=3)
+            report_failure(fn, kind, exc)
 
 
-def report_failure(fn, kind: EventKind, exc: Exception, stacklevel: int = 4) -> None:
-    """A subscriber raised: a RuntimeWarning naming it, never an exception."""
+def report_failure(fn, kind: EventKind, exc: Exception) -> None:
+    """A subscriber raised: a RuntimeWarning naming it, never an exception; it points at the
+    user's line that caused the event (the launch, the compile), not at gpunb's."""
+    from gpunb.foundation.user_warnings import user_stacklevel
+
     warnings.warn(f"gpunb: event subscriber {getattr(fn, '__qualname__', fn)!r} failed "
                   f"on {kind}: {type(exc).__name__}: {exc}", RuntimeWarning,
-                  stacklevel=stacklevel)
+                  stacklevel=user_stacklevel())
 
 
 __all__ = ["ArgumentInfo", "CacheChange", "CacheEvent", "CacheKind", "CacheReason", "CacheSource",
-           "CompileEvent", "EventKind", "LaunchEvent", "LaunchRecorder", "LaunchSite", "Stage",
-           "Subscription", "has_subscribers", "launch_event", "publish", "record_launches",
+           "CompileEvent", "EventKind", "KernelEvent", "LaunchEvent", "LaunchRecorder",
+           "LaunchSite", "Notice", "Stage", "Subscription", "has_subscribers", "in_internal_work",
+           "internal_work", "launch_event", "notify", "publish", "record_launches",
            "report_failure", "subscribe", "subscriptions"]

@@ -25,6 +25,7 @@ from gpunb.foundation.errors import (
     NoMatchingSignatureError,
     NotAKernelError,
 )
+from gpunb.jit import failures as _failures
 from gpunb.jit.numba_api import NumbaDispatcherAPI
 from gpunb.jit.observe import observed_launch
 from gpunb.jit.specialization import Specialization
@@ -130,10 +131,11 @@ class Dispatcher(NumbaDispatcherAPI):
         try:
             made = self._make_config(config)
         except LaunchError as exc:
-            from gpunb.jit.failures import note_launch_failure
-
-            note_launch_failure(self, exc)
-            raise
+            located = _failures.at_user_line(exc)
+            _failures.note_launch_failure(self, located)
+            if located is exc:
+                raise
+            raise located from None
         try:
             if len(self._configs) >= 64:
                 self._configs.clear()
@@ -168,10 +170,12 @@ class Dispatcher(NumbaDispatcherAPI):
                 f"gpunb.fuse: the GPU function '{self.__name__}' is not supported inside a fused "
                 "function; write the helper as a plain Python function of numpy operations (fuse "
                 "traces through it) or write the whole computation as a @cuda.jit kernel")
+        from gpunb.jit.options import user_location
+
         raise LaunchConfigError(
             f"'{self.__name__}' is a GPU function: launch it as {self.__name__}[grid, block](...) "
             "or call it from another GPU function (the launch configuration was not specified)",
-            hint="Python code cannot call GPU functions directly")
+            user_location(), hint="Python code cannot call GPU functions directly")
 
     def forall(self, ntasks: int, tpb: int = 0, stream=0, sharedmem: int = 0) -> _LaunchConfig:
         """A 1-d launch covering `ntasks` threads (block size from occupancy when tpb == 0)."""
@@ -294,12 +298,12 @@ class Dispatcher(NumbaDispatcherAPI):
                 spec = build_specialization(self, argtypes, backends.get(target),
                                             previous=found)
             except GpunbError as exc:
-                self.failed_compiles[(target, argtypes)] = (
-                    type(exc).__name__, getattr(exc, "message", None) or str(exc),
-                    getattr(exc, "loc", None))
+                _failures.note_compile_failure(self, target, argtypes, exc)
                 raise
             self.failed_compiles.pop((target, argtypes), None)
             self.specializations[(target, argtypes)] = spec
+            if spec is not found:  # new code (compiled or from the cache), not a kept one
+                _failures.announce_specialization(self, target, argtypes, spec)
             return spec
 
     # ---- compile-time API (numba.cuda compatible) ----------------------------------------------
@@ -509,9 +513,7 @@ class _LaunchConfig:
                 from gpunb.jit.options import user_location
 
                 exc.loc = user_location()
-            from gpunb.jit.failures import note_launch_failure
-
-            note_launch_failure(self.dispatcher, exc)
+            _failures.note_launch_failure(self.dispatcher, exc)
             raise
 
     def _launch(self, args: tuple, kwargs: dict) -> None:
@@ -531,9 +533,7 @@ class _LaunchConfig:
                 from gpunb.jit.options import user_location
 
                 exc.loc = user_location()
-            from gpunb.jit.failures import note_launch_failure
-
-            note_launch_failure(dispatcher, exc, args)  # for %gpucache status, the side panel
+            _failures.note_launch_failure(dispatcher, exc, args)  # %gpucache status, the panel
             raise
         if dispatcher.failed_launch is not None:
             dispatcher.failed_launch = None  # this launch worked

@@ -54,7 +54,7 @@ def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, shar
             try:
                 subscription.fn(event)
             except Exception as exc:  # noqa: BLE001 - a listener must not break a launch
-                events.report_failure(subscription.fn, _BEFORE, exc, stacklevel=3)
+                events.report_failure(subscription.fn, _BEFORE, exc)
     started = _clock()
     # the recorders the launch is recorded by: those active once it has begun (read after its
     # clock, so that its times overlap their blocks; read at its end, a launch that ended
@@ -85,7 +85,7 @@ def observed_launch(dispatcher, spec, new: bool, griddim, blockdim, stream, shar
                 try:
                     subscription.fn(event)
                 except Exception as exc:  # noqa: BLE001 - a listener must not break a launch
-                    events.report_failure(subscription.fn, _AFTER, exc, stacklevel=3)
+                    events.report_failure(subscription.fn, _AFTER, exc)
     return None if events.launch_subscribers else spec
 
 

@@ -12,11 +12,12 @@ kernel -> panel, each a JSON object with "type":
 - `{"type": "snapshot", "version": 2, "kernels": [K...], "events": [E...], "profiles": [P...]}`:
   all the kernel remembers (bounded); the panel replaces its view of this notebook with it.
 - `{"type": "cache_events", "events": [E...]}`: new cache decisions, after each cell.
-- `{"type": "kernels", "kernels": [K...]}`: kernels (re)compiled in the last cell; a record
-  replaces the panel's record with the same "id".
+- `{"type": "kernels", "kernels": [K...]}`: specialisations made (or failed) in the last cell,
+  from the SPECIALIZED / FAILED events (panel_feed.py); a record replaces the panel's record
+  with the same "id".
 - `{"type": "launches", "launches": [L...]}`: the launches of one %%gpuprofile cell.
 - `{"type": "profile", "profile": P}`: one finished profile (`with gpunb.profile()`,
-  %%gpuprofile); publish it with `comm.publish_profile(P)`.
+  %%gpuprofile), after the cell it ran in (from the PROFILE event; `comm.publish_profile(P)`).
 - `{"type": "cleared"}`: the kernel forgot its history (after the panel's clear button).
 panel -> kernel (comm messages):
 - `{"type": "hello"}`, as the data of a panel-opened comm's open: answer with a snapshot; as a
@@ -31,15 +32,20 @@ Records:
   local_bytes (spills), shared_bytes, occupancy (0..1 or null), limiter, block, cache (outcome),
   why, compile_ms, defined_at ("Cell In[3], line 2"), cell (execution count or null), cell_id
   (the JupyterLab cell id the kernel was defined in, or null), file, line; problem (optional:
-  why the record is incomplete). A failed compile or launch is a K record too (panel_feed:
-  cache "compile failed" / "launch failed", the error in why and problem, no resources; the
-  signature "(launch failed before compiling)" when the arguments had no types); when it is
-  gone, its id is re-sent with cache "failure gone" unless a compiled record replaces it.
+  why the record is incomplete); note (optional: why resources are absent, e.g. the CPU
+  target's "CPU target: registers, ... are a GPU's figures"). A failed compile or launch is a
+  K record too (panel_feed: cache "compile failed" / "launch failed", the error in why and
+  problem, no resources; the signature "(launch failed before compiling)" when the arguments
+  had no types); when it is gone, its id is re-sent with cache "failure gone" unless a
+  compiled record replaces it.
 - L, a launch (%%gpuprofile): kernel, grid, block, ms, compiled.
-- P, a profile: {"title": str, "target": "cuda"|"cpu", "timing": "device"|"host",
-  "kernels": [{"kernel", "launches", "p50_ms", "min_ms", "max_ms", "total_ms", and optionally
-  "achieved_gbps", "pct_of_peak", "occupancy", "defined_at"}], "note": str (optional, e.g.
-  "CUDA events: CUPTI could not be loaded")}. Unknown extra keys are kept and ignored.
+- P, a profile: {"title": str ("Cell In[5]: 3 launches"), "target": "cuda"|"cpu",
+  "timing": "device"|"host", "cell": execution count or null, "cell_id": the JupyterLab cell
+  id it ran in or null, "kernels": [{"kernel", "launches", "p50_ms", "min_ms", "max_ms",
+  "total_ms", and optionally "achieved_gbps", "pct_of_peak", "gflops", "occupancy" (0..1),
+  "occupancy_note" (the limiter, or why there is none: "n/a (CPU target)"), "defined_at"}],
+  "note": str (optional, e.g. "CUDA events: CUPTI could not be loaded")}. Unknown extra keys
+  are kept and ignored.
 """
 
 from __future__ import annotations
@@ -103,25 +109,9 @@ def register_target() -> bool:
     return True
 
 
-def _refresh_kernels() -> None:
-    """Describe the kernels compiled while no panel listened (they join the snapshot)."""
-    try:
-        from IPython import get_ipython
-
-        from gpunb.notebook import panel_feed
-
-        shell = get_ipython()
-        records = panel_feed.new_kernel_records(shell.user_ns) if shell is not None else []
-    except Exception:  # noqa: BLE001 - the snapshot still goes out without them
-        return
-    for record in records:
-        history["kernels"][record.get("id")] = to_json(record)
-
-
 def _on_panel_open(channel, _open_msg) -> None:
     """A panel connected (page load or reload): remember its comm and send what we know."""
     _channels.append(channel)
-    _refresh_kernels()
 
     def on_close(_msg):
         if channel in _channels:
@@ -139,13 +129,12 @@ def _on_panel_message(msg) -> None:
         publish({"type": "cleared"})
     elif data.get("type") == "hello":
         _state["acked"] = True
-        _refresh_kernels()
         publish(snapshot())
 
 
 def panel_connected() -> bool:
-    """Whether a panel is listening (worth computing kernel records for): it opened a comm, or
-    answered ours (a frontend without the labextension never does)."""
+    """Whether a panel is listening: it opened a comm, or answered ours (a frontend without
+    the labextension never does)."""
     return bool(_channels) or (_state["comm"] is not None and _state["acked"])
 
 

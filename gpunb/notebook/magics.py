@@ -133,7 +133,8 @@ class GpuMagics(Magics):
                             ipython_compiler=self.shell.compile).value
 
         value, profile = profile_cell(run, options)
-        comm.publish({"type": "launches", "launches": launches_json(profile)})
+        if comm.panel_connected():  # ~1 KB a launch: built only for a panel that reads them
+            comm.publish({"type": "launches", "launches": launches_json(profile)})
         display(profile)
         return value
 

@@ -42,38 +42,16 @@ def _mma_kernel():
 def tensor_gflops_cuda(device) -> float | None:
     """FP16 tensor-core GFLOP/s of the current GPU (None before sm_80)."""
     from gpunb import cuda
-    from gpunb.backends.cuda import driver
-    from gpunb.runtime.typeof import typeof
+    from gpunb.profiling.peak_runs import best_event_seconds, spec_launcher
 
     if tuple(device.compute_capability) < (8, 0):
         return None
-    cu, check = driver.cuda_driver(), driver.check
     blocks, threads = device.multiprocessor_count * 4, 256
     out = cuda.device_array(blocks * threads, np.float32)
     seed = cuda.to_device(np.array([2.0 ** -10], np.float16))
-    kernel = _mma_kernel()
-
-    def run(iters: int) -> None:  # through the specialisation: a running profile records none
-        args = (out, seed, np.int64(iters))
-        spec = kernel.specialization_for(tuple(typeof(x) for x in args), "cuda")
-        params, _ = spec.packer.pack(args, spec.argtypes)
-        spec.launch(blocks, threads, 0, 0, params)
-
-    run(16)
-    start = check(cu.cuEventCreate(0), "cuEventCreate")
-    end = check(cu.cuEventCreate(0), "cuEventCreate")
-    try:
-        iters, best = 4096, float("inf")
-        for _ in range(5):  # the first passes may run before the clocks have risen
-            check(cu.cuEventRecord(start, 0), "cuEventRecord")
-            run(iters)
-            check(cu.cuEventRecord(end, 0), "cuEventRecord")
-            check(cu.cuEventSynchronize(end), "cuEventSynchronize")
-            ms = float(check(cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
-            best = min(best, ms * 1e-3)
-    finally:
-        for event in (start, end):
-            cu.cuEventDestroy(event)
+    iters = 4096
+    best = best_event_seconds(spec_launcher(_mma_kernel(), "cuda", blocks, threads, (out, seed)),
+                              iters)
     if not np.isfinite(out.copy_to_host()[0]):
         raise RuntimeError("the tensor-core kernel's result is not finite")
     warps = blocks * threads // 32

@@ -7,8 +7,6 @@ request is cached and recomputed only when the request changes.
 
 from __future__ import annotations
 
-import sys
-
 from gpunb.foundation import config
 
 _TARGETS = ("auto", "cpu", "cuda")
@@ -52,7 +50,9 @@ def _notify_fallback() -> None:
     if _notice_shown or not config.notices_enabled():
         return
     _notice_shown = True
-    print(NOTICE, file=sys.stderr)
+    from gpunb.foundation.events import notify
+
+    notify(NOTICE, "target")
 
 
 def reset() -> None:

@@ -45,6 +45,14 @@ export interface IKernelRecord {
   cell: number | null;
   cell_id: string | null;
   problem?: string;
+  /** Why the resources are absent (the CPU target has no registers or occupancy). */
+  note?: string;
+}
+
+/** Where a record came from: the cell to jump to (by JupyterLab cell id, else count). */
+export interface ICellLink {
+  cell?: number | null;
+  cell_id?: string | null;
 }
 
 /** Record L: one launch of a %%gpuprofile cell. */
@@ -56,8 +64,8 @@ export interface ILaunchRecord {
   compiled: boolean;
 }
 
-/** Record P: one finished profile. */
-export interface IProfileRecord {
+/** Record P: one finished profile, linked to the cell it ran in. */
+export interface IProfileRecord extends ICellLink {
   title?: string;
   target?: string;
   timing?: string;
@@ -132,6 +140,20 @@ export function launchRows(records: ILaunchRecord[]): ILaunchRow[] {
     });
   });
   return rows;
+}
+
+/** A number with `digits` decimals, `—` when absent or not finite. */
+export function num(value: unknown, digits: number): string {
+  const v = Number(value);
+  return value === undefined || value === null || !Number.isFinite(v) ? '—' : v.toFixed(digits);
+}
+
+/** `1 launch`, `3 launches`. */
+export function plural(count: number, word: string): string {
+  if (count === 1) {
+    return `${count} ${word}`;
+  }
+  return /(s|sh|ch|x)$/.test(word) ? `${count} ${word}es` : `${count} ${word}s`;
 }
 
 /** `62 %` for 0.62, `—` when unknown. */

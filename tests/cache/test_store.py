@@ -143,9 +143,10 @@ def test_world_writable_dir_is_not_trusted(cells, cache_dir):
     fp, key = _stored(cells, cache_dir)
     os.chmod(cache_dir, 0o777)
     try:
-        with pytest.warns(CacheDirWarning, match="world-writable"):
+        with pytest.warns(CacheDirWarning, match="writable by everyone"):
             art, pending = _lookup_fresh(cache_dir, fp)
         assert art is None  # nothing is loaded from a directory others can write
+        assert pending.changes[0].reason == "untrusted"
     finally:
         os.chmod(cache_dir, 0o700)
 

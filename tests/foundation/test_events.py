@@ -125,3 +125,28 @@ def test_subscribing_from_many_threads_loses_nothing():
             thread.join()
     assert len(steady) == 500  # the steady subscription saw every event, whatever the churn
     assert not events.has_subscribers(EventKind.STAGE_STARTED)
+
+
+def test_notify_goes_to_subscribers_else_to_stderr(capsys):
+    seen = []
+    with events.subscribe(events.EventKind.NOTICE, seen.append):
+        events.notify("gpunb: something to know", "target")
+    assert seen == [events.Notice("gpunb: something to know", "target")]
+    assert capsys.readouterr().err == ""
+    events.notify("gpunb: said again")
+    assert capsys.readouterr().err == "gpunb: said again\n"
+
+
+def test_internal_work_is_told_to_no_one_but_launch_listeners():
+    seen = []
+    with events.subscribe(("stage_started", "notice"), seen.append):
+        with events.internal_work():
+            assert events.in_internal_work()
+            events.publish(EventKind.STAGE_STARTED, _event())
+            with events.internal_work():  # nests
+                pass
+            assert events.in_internal_work()
+            events.notify("still said")
+        assert not events.in_internal_work()
+        events.publish(EventKind.STAGE_STARTED, _event())
+    assert [type(e).__name__ for e in seen] == ["Notice", "CompileEvent"]

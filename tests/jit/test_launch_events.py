@@ -76,9 +76,10 @@ def test_a_broken_subscriber_does_not_break_the_launch():
         raise KeyError("nope")
 
     with events.subscribe("launch_before", broken):
-        with pytest.warns(RuntimeWarning, match="broken"):
+        with pytest.warns(RuntimeWarning, match="broken") as caught:
             add_one[2, 4](out, x)
     np.testing.assert_array_equal(out, x + 1)
+    assert caught[0].filename == __file__  # the launch's line, not gpunb's
 
 
 def test_gpuprofile_records_through_hooks_without_replacing_launch():
