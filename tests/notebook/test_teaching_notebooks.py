@@ -161,6 +161,9 @@ def test_09_each_matmul_step_matches_numpy_and_the_last_keeps_acc_in_registers(c
     assert re.search(r"matmul_registers: \d+ registers/thread, 8192 bytes of shared "
                      r"memory/block, 0 bytes local", outputs)
     assert "fma.rn.f32: 64   ld.shared: 16   ld.local: 0" in outputs
+    # the register tile's layout: coalesced global accesses, no bank conflicts
+    assert "global accesses: read A 100%, read B 100%, write C 100%" in outputs
+    assert "shared-memory bank conflicts: 0" in outputs
     for kernel in ("matmul_naive", "matmul_tiled", "matmul_registers"):  # %%gpuprofile tables
         assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
 
