@@ -1,9 +1,13 @@
-"""The grader cannot be fooled: every wrong submission of the corpus (wrong_submissions.py) is
-rejected with the finding of its mistake and the hint for it, whatever the attempt's inputs;
-every puzzle's hard-coded answer is rejected; every puzzle has its corpus."""
+"""The grader cannot be fooled: every wrong submission of the corpus (corpus_*.py) is rejected
+with the finding of its mistake and the hint for it, whatever the attempt's inputs; every
+puzzle's hard-coded answer is rejected; every puzzle has its corpus."""
 
 from __future__ import annotations
 
+import corpus_basics
+import corpus_exercises
+import corpus_lessons
+import corpus_shared
 import pytest
 import wrong_submissions as corpus
 
@@ -13,13 +17,15 @@ from gpunb.puzzles.model import SHARED_REQUIRED
 pytestmark = pytest.mark.slow  # ~100 kernels to compile
 
 ALL = list(puzzles.list()) + list(puzzles.exercises())
+CASES = (corpus_basics.CASES + corpus_shared.CASES + corpus_lessons.CASES
+         + corpus_exercises.CASES)
 # the kinds that mean "another algorithm than the statement's"
 ALGORITHM = {"step_work", "warp_ops", "shared_flow", "global_reads", "barriers", "coalescing",
              "bank_conflicts", "method"}
 
 
-@pytest.mark.parametrize("case", corpus.CASES,
-                         ids=[f"{c.puzzle}: {c.what}" for c in corpus.CASES])
+@pytest.mark.parametrize("case", CASES,
+                         ids=[f"{c.puzzle}: {c.what}" for c in CASES])
 @pytest.mark.parametrize("seed", [None, 11])
 def test_wrong_submission_is_rejected_with_the_right_hint(case, seed):
     grade = puzzles.check(case.puzzle, case.kernel, seed=seed)
@@ -47,7 +53,7 @@ def test_every_puzzle_has_its_wrong_submissions():
     another algorithm and a read of unwritten shared memory; an exercise has at least its
     starter (test_exercises.py)."""
     kinds: dict = {}
-    for case in corpus.CASES:
+    for case in CASES:
         kinds.setdefault(case.puzzle, set()).add(case.kind)
     for name in ALL:
         puzzle = puzzles.get(name)
