@@ -2,10 +2,11 @@
 
 The MAC is keyed BLAKE2b-256 (RFC 7693's keyed mode, a MAC as strong as HMAC-SHA256, and the
 hash the cache already uses, so a disk hit loads no OpenSSL) over the entry's format, its key
-and the digest of its canonical metadata - which holds the size and digest of every blob, so the
-MAC covers the whole entry. A member of the cache's group without the key can delete or spoil
-entries of a directory they can write (then a key holder's lookup misses and rebuilds them) but
-cannot make one that verifies.
+and the digest of its metadata body's raw bytes - which hold the size and digest of every blob,
+so the MAC covers the whole entry. The store checks it before it parses those bytes (store.py).
+A member of the cache's group without the key can delete or spoil entries of a directory they
+can write (then a key holder's lookup misses and rebuilds them) but cannot make one that
+verifies.
 
 The key file holds at least 16 random bytes (`python -m gpunb.cache keygen PATH` makes one). It
 must be a regular file that others cannot read or write and its group cannot write, in a

@@ -5,6 +5,9 @@
   new one, and a writer that died is recognised from the name alone.
 - Whatever stands where an entry's file should be (a directory left by a tool, a FIFO, a link) is
   removed before the entry is written, so one broken path costs one entry, not the disk tier.
+- In a folder others may change (a shared cache's `by-name`), files are written through a
+  descriptor of the folder opened without following a link (open_folder, atomic_write_at), so a
+  symbolic link swapped in for it at any moment redirects nothing.
 - Errors are sorted: a read-only or full filesystem, or no permission, is persistent (the cache
   goes on in memory); anything else (a directory removed under us, a stale NFS handle) costs the
   one operation.
@@ -16,6 +19,7 @@ import contextlib
 import errno
 import os
 import stat
+import sys
 
 from gpunb.cache import writers
 
@@ -50,6 +54,44 @@ def atomic_write(path: str, data: bytes, mode: int | None = None) -> None:
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        raise
+
+
+_FOLDER_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+_NEW_FILE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                   | getattr(os, "O_CLOEXEC", 0))
+
+
+def open_folder(path: str) -> int:
+    """A descriptor of the directory at `path` itself: OSError (ELOOP, ENOTDIR) when a
+    symbolic link or anything but a directory is there."""
+    return os.open(path, _FOLDER_FLAGS)
+
+
+def atomic_write_at(folder_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
+    """atomic_write of `name` in the directory `folder_fd` (open_folder): the temporary file is
+    made, and renamed over `name`, relative to the descriptor, so every step stays in that
+    directory whatever is done to its path meanwhile. A directory at `name` is removed first."""
+    import shutil  # writes only: a disk hit never pays for importing it
+
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISDIR(os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_mode) \
+                and sys.version_info >= (3, 11):  # rmtree's dir_fd; on 3.10 os.replace fails
+            shutil.rmtree(name, dir_fd=folder_fd)  # os.replace cannot put a file over it
+    tmp = f"{writers.temp_prefix()}{os.urandom(6).hex()}"
+    fd = os.open(tmp, _NEW_FILE_FLAGS, 0o600, dir_fd=folder_fd)
+    try:
+        try:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=folder_fd)
         raise
 
 

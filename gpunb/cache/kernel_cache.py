@@ -28,7 +28,8 @@ from gpunb.cache import provenance
 from gpunb.cache.fingerprint import Dependency, FunctionFingerprint
 from gpunb.cache.keys import explain_change, key_of, key_parts
 from gpunb.cache.relocate import relocate
-from gpunb.cache.store import CorruptEntry, DiskStore, MemoryStore, Untrusted
+from gpunb.cache.store import FORMAT_VERSION as STORE_FORMAT
+from gpunb.cache.store import CorruptEntry, DiskStore, FormatMismatch, MemoryStore, Untrusted
 from gpunb.foundation.events import CacheChange, CacheEvent, CacheKind, CacheReason, CacheSource
 
 
@@ -141,6 +142,9 @@ class KernelCache:
         try:
             entry = self.disk.read(key)
             artifact = _artifact_from(key, entry) if entry is not None else None
+        except FormatMismatch as exc:  # an older gpunb's entry: compiled again, no warning
+            pending.changes = (_format_changed(key, exc),)
+            return self._missed(pending, started)
         except CorruptEntry as exc:
             pending.changes = (_corrupt(f"corrupt entry {key}: {exc}"),)
             return self._missed(pending, started)
@@ -313,7 +317,12 @@ class KernelCache:
             return [_NEW]
         if previous == pending.key:
             return [_NEW, _removed("its entry was removed (cache cleared or pruned)")]
-        body = self.body_of(previous)
+        try:
+            body = self._body(previous)
+        except FormatMismatch as exc:  # the first lookup after an upgrade: nothing to diff
+            return [_format_changed(previous, exc)]
+        except (CorruptEntry, Untrusted):
+            body = None
         if body is None:
             return [_NEW, _removed("the previous entry was removed (cache cleared or pruned)")]
         old_deps = [Dependency.from_json(d) for d in body.get("dependencies", ())]
@@ -322,6 +331,13 @@ class KernelCache:
 
     def body_of(self, key: str) -> dict | None:
         """The metadata body of an entry (memory or disk), None if gone or unreadable."""
+        try:
+            return self._body(key)
+        except (CorruptEntry, Untrusted):
+            return None
+
+    def _body(self, key: str) -> dict | None:
+        """body_of, with the disk's CorruptEntry or Untrusted raised."""
         with self._lock:
             body = self.bodies.get(key)
             if body is None:
@@ -329,10 +345,7 @@ class KernelCache:
                 body = found[1] if found is not None else None
         if body is not None:
             return body
-        try:
-            return self.disk.read_meta(key)
-        except (CorruptEntry, Untrusted):
-            return None
+        return self.disk.read_meta(key)
 
     # ---- store ---------------------------------------------------------------------------------
 
@@ -355,8 +368,7 @@ class KernelCache:
                 self.latest[pointer] = pending.key
                 self.bodies[pending.key] = body
             try:
-                size = self.disk.write(pending.key, body, artifact.binary, artifact.ptx or "",
-                                       pointer)
+                size = self.disk.write(pending.key, body, _blobs_of(artifact), pointer)
             finally:
                 self._release(pending)  # after the entry is in place: waiters find it
         changes = pending.changes or (_NEW,)
@@ -408,6 +420,11 @@ def _corrupt(text: str) -> CacheChange:
     return CacheChange(CacheReason.CORRUPT, text=text)
 
 
+def _format_changed(key: str, exc: FormatMismatch) -> CacheChange:
+    return CacheChange(CacheReason.FORMAT_CHANGED, "", f"format changed: entry {key} was {exc}",
+                       "format", before=str(exc.found), after=str(STORE_FORMAT))
+
+
 def _untrusted(exc: Untrusted) -> CacheChange:
     """`miss (untrusted: owned by uid 1001)`: the why as subject, path and fix in the text."""
     return CacheChange(CacheReason.UNTRUSTED, exc.why, f"untrusted: {exc}", "cache entry",
@@ -444,13 +461,25 @@ def _artifact_from(key: str, entry):
     if made_for != key:
         raise WrongKey(f"it was made for key {made_for} (copied or renamed)")
     data = dict(entry.body["artifact"])
-    data["ptx"] = entry.ptx
-    return KernelArtifact.from_json_dict(data, entry.binary)
+    for ext, field in _TEXT_BLOBS:
+        data[field] = entry.blobs[ext].decode("utf-8")
+    return KernelArtifact.from_json_dict(data, entry.blobs["bin"])
+
+
+# the artifact's texts, each a blob of its entry (store.BLOBS): the metadata stays small
+_TEXT_BLOBS = (("ptx", "ptx"), ("ll", "llvm_ir"), ("s", "asm"))
+
+
+def _blobs_of(artifact) -> dict:
+    blobs = {ext: (getattr(artifact, field) or "").encode("utf-8") for ext, field in _TEXT_BLOBS}
+    blobs["bin"] = artifact.binary
+    return blobs
 
 
 def _body(pending: Lookup, fp: FunctionFingerprint, artifact, compile_ms: float) -> dict:
     data = artifact.to_json_dict()
-    data.pop("ptx", None)  # stored as its own blob
+    for _, field in _TEXT_BLOBS:
+        data.pop(field, None)  # stored as blobs
     return {
         "function": pending.function, "qualname": fp.qualname, "signature": pending.signature,
         "target": pending.target, "arch": pending.parts.get("arch"), "parts": pending.parts,

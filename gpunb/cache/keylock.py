@@ -128,8 +128,10 @@ class KeyLock:
         self.released = False
 
     def touch(self) -> None:
-        with contextlib.suppress(OSError):
-            os.utime(self.path)
+        """The heartbeat: the lock file's mtime. A symbolic link someone put in its place is
+        touched itself, never the file it names."""
+        with contextlib.suppress(OSError, NotImplementedError):
+            os.utime(self.path, follow_symlinks=False)
 
     def release(self) -> bool:
         """Remove the lock if it is still ours (True), stop its heartbeat either way."""

@@ -1,12 +1,17 @@
 """Cache entries in memory and on disk: atomic writes, verified reads, trusted files, LRU pruning.
 
-One disk entry is `<key>.json` (metadata and the artifact's JSON, checksummed) + `<key>.bin` (cubin
-or host object) + `<key>.ptx`. Blobs are written first and the JSON last, each to a temp file in
-the same directory and `os.replace`d, so a reader that finds the JSON finds its blobs. Writers take
-an exclusive `flock` on `<dir>/.lock`, and never replace the blobs of an entry that verifies (same
-key, same content: first writer wins); so 8 processes storing the same key cannot interleave one's
-JSON with another's blobs. Readers take no lock; a failed verification is confirmed under the lock
-before the entry is removed (it may have been a concurrent prune or repair, not corruption).
+One disk entry is `<key>.json`, its metadata, and its blobs: `<key>.bin` (cubin or host object),
+`<key>.ptx`, `<key>.ll` (LLVM IR) and `<key>.s` (host assembly); an empty blob has no file. The
+metadata's format is entry_format.py's: at most META_LIMIT bytes of it are read, its body's raw
+bytes checked (and a shared cache's MAC) before they are parsed; each blob is read no further
+than the size the metadata lists. Blobs are written first and the metadata last, each to a temp
+file in the same directory and `os.replace`d, so a reader that finds the metadata finds its
+blobs. Writers take an exclusive `flock` on `<dir>/.lock`, and never replace the blobs of an
+entry that verifies (same key, same content: first writer wins); so 8 processes storing the same
+key cannot interleave one's metadata with another's blobs. Readers take no lock; a failed
+verification is confirmed under the lock before the entry is removed (it may have been a
+concurrent prune or repair, not corruption). An entry of another format (an older gpunb's) is a
+miss of its own kind, removed and rebuilt like a corrupt one.
 
 Only what the trust model allows is read (trust.py): in a private cache, a directory and files of
 this user that nobody else can write; in a shared one, entries whose MAC verifies with the team's
@@ -15,15 +20,14 @@ per path); it is left alone, and the next write of that key replaces it.
 
 `<key>.lock` files are the per-key compile locks of compile_once.py, not part of entries.
 
-LRU: a disk hit touches the JSON's mtime (atime is unreliable under relatime/noatime mounts), and
-pruning removes the least recently touched entries until the total is under 90% of the cap.
+LRU: a disk hit touches the metadata's mtime (atime is unreliable under relatime/noatime mounts),
+and pruning removes the least recently touched entries until the total is under 90% of the cap.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import re
 import time
@@ -31,8 +35,27 @@ from collections import OrderedDict, namedtuple
 
 from gpunb.cache import trust
 from gpunb.cache.encode import blake2b
-from gpunb.cache.files import atomic_write, clear_path, is_persistent, leftover_to_remove
-from gpunb.cache.trust import NotAFile, Untrusted
+from gpunb.cache.entry_format import (
+    BLOBS,
+    FORMAT_VERSION,
+    META_LIMIT,
+    CorruptEntry,
+    FormatMismatch,
+    check_header,
+    digest,
+    encode_metadata,
+    parse_body,
+    split_metadata,
+)
+from gpunb.cache.files import (
+    atomic_write,
+    atomic_write_at,
+    clear_path,
+    is_persistent,
+    leftover_to_remove,
+    open_folder,
+)
+from gpunb.cache.trust import NotAFile, TooLarge, Untrusted
 from gpunb.cache.writers import TEMP_PREFIX
 from gpunb.foundation.user_warnings import CacheDirWarning, UntrustedCacheWarning
 
@@ -41,36 +64,23 @@ try:
 except ImportError:  # pragma: no cover - Windows: no advisory locks, writes stay atomic
     fcntl = None
 
-__all__ = ["CacheDirWarning", "CorruptEntry", "DiskStore", "EntryInfo", "MemoryStore",
-           "StoredEntry", "Untrusted", "atomic_write"]
+__all__ = ["BLOBS", "FORMAT_VERSION", "CacheDirWarning", "CorruptEntry", "DiskStore", "EntryInfo",
+           "FormatMismatch", "MemoryStore", "StoredEntry", "Untrusted", "atomic_write", "digest",
+           "encode_metadata", "split_metadata"]
 
-FORMAT_VERSION = 1
 _KEY = re.compile(r"^[0-9a-f]{40}$")
-_BLOBS = ("bin", "ptx")
 LOCK_SUFFIX = ".lock"  # `<key>.lock`: a process is compiling that key (keylock.py)
 _POINTER_LIMIT = 64
-_MIN_FILE_LIMIT = 64 << 20  # no file is read past max(the cache's size cap, this)
+_MIN_FILE_LIMIT = 64 << 20  # no blob is listed (or read) past max(the cache's size cap, this)
 # what opening a path says when something other than a file is there (O_NOFOLLOW: a link)
 _NOT_A_FILE = {errno.EISDIR, errno.ELOOP, errno.ENXIO}
 _warned_dirs: set = set()  # (directory, what) of the warnings already given
 
 
-class CorruptEntry(Exception):
-    """An entry failed verification (what failed is the message)."""
-
-
-def digest(data: bytes) -> str:
-    return blake2b(data, digest_size=20).hexdigest()
-
-
-def _canonical(body: dict) -> bytes:
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
-
-
 # Records as namedtuples: immutable like frozen dataclasses, without their ~1 ms definition cost
 # each on the disk-hit path of a new process.
-StoredEntry = namedtuple("StoredEntry", "key body binary ptx size")
-StoredEntry.__doc__ = "A verified disk entry: metadata body and blobs."
+StoredEntry = namedtuple("StoredEntry", "key body blobs size")
+StoredEntry.__doc__ = "A verified disk entry: metadata body and blobs ({ext: bytes}, all of BLOBS)."
 EntryInfo = namedtuple("EntryInfo", "key function signature target size last_used defined_at "
                                     "problem", defaults=("",))
 EntryInfo.__doc__ = ("One entry as listed by status/prune/clear (metadata only); last_used is "
@@ -255,14 +265,17 @@ class DiskStore:
 
     # ---- reading -------------------------------------------------------------------------------
 
-    def _read(self, key: str, ext: str) -> bytes | None:
-        """A file of an entry through the trust model (trust.read_file), at most the cache's
-        size cap (or 64 MiB); a directory in its place is a broken entry (CorruptEntry:
-        removed and rebuilt)."""
+    def _read(self, key: str, ext: str, limit: int) -> bytes | None:
+        """A file of an entry through the trust model (trust.read_file), never read past
+        `limit` bytes; one larger, or a directory in its place, is a broken entry
+        (CorruptEntry: removed and rebuilt)."""
         path = self.path(key, ext)
         try:
-            return trust.read_file(path, max(self.max_bytes, _MIN_FILE_LIMIT),
-                                   private=not self.shared)
+            return trust.read_file(path, limit, private=not self.shared)
+        except TooLarge as exc:
+            what = "the limit of entry metadata" if ext == "json" else "the size its metadata lists"
+            raise CorruptEntry(f"{key}.{ext} is {exc.size} bytes, over {what} "
+                               f"({limit} bytes)") from None
         except NotAFile as exc:
             if exc.kind == "directory":
                 raise CorruptEntry(f"{key}.{ext} is a directory") from None
@@ -279,19 +292,20 @@ class DiskStore:
         return None if found is None else found[0]
 
     def _read_meta(self, key: str) -> tuple | None:
-        """(verified body, size of the JSON) or None; see read_meta."""
+        """(verified body, size of the metadata file) or None; see read_meta."""
         if not self._is_trusted():
             return None
-        raw = self._read(key, "json")
+        raw = self._read(key, "json", META_LIMIT)
         if raw is None:
             return None
-        doc, body = _verify_meta(key, raw)
-        if self.shared:  # before anything in it is believed
+        header, body_raw = split_metadata(raw)
+        body_digest = check_header(key, header, body_raw)
+        if self.shared:  # authenticated before a byte of the body is parsed
             from gpunb.cache import auth
 
-            auth.check(self.cache_key(), doc.get("mac"), FORMAT_VERSION, key,
-                       doc["body_blake2b"], self.path(key, "json"))
-        return body, len(raw)
+            auth.check(self.cache_key(), header.get("mac"), FORMAT_VERSION, key, body_digest,
+                       self.path(key, "json"))
+        return parse_body(body_raw), len(raw)
 
     def read(self, key: str) -> StoredEntry | None:
         """The verified entry, None if absent; CorruptEntry (after removing it) if it fails;
@@ -310,22 +324,25 @@ class DiskStore:
             return None
         body, size = found
         blobs = {}
-        for ext in _BLOBS:
+        for ext in BLOBS:
             info = body["blobs"][ext]
-            data = self._read(key, ext)
+            expected = info["size"]
+            if expected == 0:
+                blobs[ext] = b""  # an empty blob has no file
+                continue
+            if expected > max(self.max_bytes, _MIN_FILE_LIMIT):
+                raise CorruptEntry(f"{key}.{ext} is listed at {expected} bytes, over the limit "
+                                   "of a cache file")
+            data = self._read(key, ext, expected)
             if data is None:
                 raise CorruptEntry(f"missing {key}.{ext}")
-            if len(data) != info["size"]:
-                raise CorruptEntry(f"{key}.{ext} is {len(data)} bytes, expected {info['size']}")
+            if len(data) != expected:
+                raise CorruptEntry(f"{key}.{ext} is {len(data)} bytes, expected {expected}")
             if digest(data) != info["blake2b"]:
                 raise CorruptEntry(f"{key}.{ext} checksum mismatch")
             blobs[ext] = data
             size += len(data)
-        try:
-            ptx = blobs["ptx"].decode("utf-8")
-        except UnicodeDecodeError:
-            raise CorruptEntry(f"{key}.ptx is not text") from None
-        return StoredEntry(key, body, blobs["bin"], ptx, size)
+        return StoredEntry(key, body, blobs, size)
 
     def _confirm_corrupt(self, key: str, first: CorruptEntry) -> StoredEntry | None:
         """Re-verify under the writers' lock; remove the entry only if it still fails."""
@@ -342,24 +359,31 @@ class DiskStore:
             raise first from None
 
     def touch(self, key: str) -> None:
-        with contextlib.suppress(OSError):
-            os.utime(self.path(key, "json"))
+        """Mark the entry used (LRU): its metadata file's mtime, never what a link there names."""
+        with contextlib.suppress(OSError, NotImplementedError):
+            os.utime(self.path(key, "json"), follow_symlinks=False)
 
     # ---- writing -------------------------------------------------------------------------------
 
-    def write(self, key: str, body: dict, binary: bytes, ptx: str,
-              pointer: str | None = None) -> int:
-        """Store an entry (no-op if an identical key verifies); entry bytes, 0 if not stored."""
+    def write(self, key: str, body: dict, blobs: dict, pointer: str | None = None) -> int:
+        """Store an entry (no-op if an identical key verifies): `blobs` maps each of BLOBS
+        (those left out are empty) to its bytes. The entry's bytes, 0 if not stored."""
         if not self._ensure_dir():
             return 0
         try:
-            meta, size = self._entry_document(key, body, binary, ptx)
+            meta, blobs = self._entry_files(key, body, blobs)
         except Untrusted as exc:  # a shared cache without its key
             self.warn_untrusted(exc)
             return 0
+        if len(meta) > META_LIMIT:  # readers would refuse it: keep it in memory only
+            self._warn_once(f"the entry of {body.get('function', key)} has {len(meta)} bytes of "
+                            f"metadata, over the {META_LIMIT}-byte limit; it is kept in memory "
+                            "only", f"metadata of {key}")
+            return 0
+        size = len(meta) + sum(len(data) for data in blobs.values())
         for attempt in (1, 2):
             try:
-                return self._write_locked(key, meta, binary, ptx.encode("utf-8"), pointer, size)
+                return self._write_locked(key, meta, blobs, pointer, size)
             except OSError as exc:
                 if isinstance(exc, FileNotFoundError) and attempt == 1 and self._ensure_dir():
                     continue  # the directory was removed under us: made again, once more
@@ -367,23 +391,19 @@ class DiskStore:
                 return 0
         return 0
 
-    def _entry_document(self, key: str, body: dict, binary: bytes, ptx: str) -> tuple:
-        """(the JSON bytes of the entry, the entry's total size)."""
-        ptx_bytes = ptx.encode("utf-8")
+    def _entry_files(self, key: str, body: dict, blobs: dict) -> tuple:
+        """(the metadata's bytes, {ext: bytes} for every one of BLOBS)."""
+        unknown = set(blobs) - set(BLOBS)
+        if unknown:
+            raise ValueError(f"not blobs of a cache entry: {sorted(unknown)}")
+        blobs = {ext: bytes(blobs.get(ext, b"")) for ext in BLOBS}
         body = dict(body)
-        body["blobs"] = {"bin": {"size": len(binary), "blake2b": digest(binary)},
-                         "ptx": {"size": len(ptx_bytes), "blake2b": digest(ptx_bytes)}}
-        doc = {"format": FORMAT_VERSION, "key": key, "body_blake2b": digest(_canonical(body)),
-               "body": body}
-        if self.shared:
-            from gpunb.cache import auth
+        body["blobs"] = {ext: {"size": len(data), "blake2b": digest(data)}
+                         for ext, data in blobs.items()}
+        return encode_metadata(key, body, self.cache_key() if self.shared else None), blobs
 
-            doc["mac"] = auth.sign(self.cache_key(), FORMAT_VERSION, key, doc["body_blake2b"])
-        meta = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
-        return meta, len(meta) + len(binary) + len(ptx_bytes)
-
-    def _write_locked(self, key: str, meta: bytes, binary: bytes, ptx_bytes: bytes,
-                      pointer: str | None, size: int) -> int:
+    def _write_locked(self, key: str, meta: bytes, blobs: dict, pointer: str | None,
+                      size: int) -> int:
         mode = self._file_mode()
         with self._locked():
             try:
@@ -391,9 +411,12 @@ class DiskStore:
             except (CorruptEntry, Untrusted):
                 existing = None  # replaced below: a key holder's write repairs a forged entry
             if existing is None:
-                clear_path(self.path(key, "json"))  # never leave JSON over new blobs
-                for ext, data in (("bin", binary), ("ptx", ptx_bytes), ("json", meta)):
+                clear_path(self.path(key, "json"))  # never leave metadata over new blobs
+                for ext, data in [*blobs.items(), ("json", meta)]:
                     path = self.path(key, ext)
+                    if not data:
+                        clear_path(path)  # an empty blob has no file
+                        continue
                     _no_directory_at(path)  # rename replaces anything but a directory
                     atomic_write(path, data, mode)
             if pointer is not None:
@@ -409,15 +432,29 @@ class DiskStore:
         return os.path.join(self.directory, "by-name", name)
 
     def write_pointer(self, pointer: str, key: str) -> None:
+        """Point `pointer` at `key`: written through a descriptor of `by-name` opened without
+        following links, so in a shared cache a member who swaps a symbolic link in for the
+        folder - before, during or after it is made and given its group bits - redirects no
+        chmod and no write (files.atomic_write_at)."""
         path = self._pointer_path(pointer)
         folder = os.path.dirname(path)
-        if not os.path.isdir(folder) or os.path.islink(folder):
-            clear_path(folder)
+        try:
+            folder_fd = open_folder(folder)
+            made = False
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                raise
+            clear_path(folder)  # a file or a link where the folder belongs, or nothing
             os.makedirs(folder, mode=0o700, exist_ok=True)
-            if self.shared:  # the team may write it as it writes the cache directory
-                _chmod_folder(folder, os.stat(self.directory).st_mode & 0o2770)
-        _no_directory_at(path)
-        atomic_write(path, key.encode(), self._file_mode())
+            folder_fd = open_folder(folder)  # raises if a link was swapped in since
+            made = True
+        try:
+            if made and self.shared and hasattr(os, "fchmod"):
+                # the team may write it as it writes the cache directory
+                os.fchmod(folder_fd, os.stat(self.directory).st_mode & 0o2770)
+            atomic_write_at(folder_fd, os.path.basename(path), key.encode(), self._file_mode())
+        finally:
+            os.close(folder_fd)
 
     def read_pointer(self, pointer: str) -> str | None:
         if not self._is_trusted():
@@ -433,7 +470,7 @@ class DiskStore:
     # ---- listing, removing, pruning ------------------------------------------------------------
 
     def _remove_files(self, key: str) -> None:
-        for ext in ("json",) + _BLOBS:  # JSON first: no reader may find JSON without blobs
+        for ext in ("json",) + BLOBS:  # metadata first: no reader may find it without blobs
             clear_path(self.path(key, ext))
 
     def entries(self) -> list[EntryInfo]:
@@ -446,7 +483,7 @@ class DiskStore:
                 continue
             try:
                 st = item.stat(follow_symlinks=False)
-                size = st.st_size + sum(_size(self.path(stem, e)) for e in _BLOBS)
+                size = st.st_size + sum(_size(self.path(stem, e)) for e in BLOBS)
                 body, problem = self.read_meta(stem) or {}, ""
             except CorruptEntry as exc:
                 body, problem = {}, str(exc)
@@ -493,7 +530,7 @@ class DiskStore:
                     if now - st.st_mtime > 86400:
                         os.unlink(item.path)
                     continue
-                if _KEY.match(stem) and ext in ("json",) + _BLOBS:
+                if _KEY.match(stem) and ext in ("json",) + BLOBS:
                     group = groups.setdefault(stem, {"size": 0, "used": None})
                     group["size"] += st.st_size
                     if ext == "json":
@@ -516,49 +553,11 @@ class DiskStore:
         return removed
 
 
-def _verify_meta(key: str, raw: bytes) -> tuple[dict, dict]:
-    """(the entry document, its body) once its format, key and checksum verify."""
-    try:
-        doc = trust.parse_json(raw)
-    except ValueError:
-        raise CorruptEntry("metadata is not JSON (truncated or overwritten)") from None
-    if not isinstance(doc, dict) or "body" not in doc:
-        raise CorruptEntry("metadata is not a gpunb cache entry")
-    if doc.get("format") != FORMAT_VERSION:
-        raise CorruptEntry(f"format version {doc.get('format')!r}, expected {FORMAT_VERSION}")
-    if doc.get("key") != key:
-        raise CorruptEntry("metadata belongs to another key")
-    body = doc["body"]
-    if not isinstance(body, dict) or digest(_canonical(body)) != doc.get("body_blake2b"):
-        raise CorruptEntry("metadata checksum mismatch")
-    blobs = body.get("blobs")
-    if not isinstance(blobs, dict) or any(
-            not isinstance(blobs.get(ext), dict) or not isinstance(blobs[ext].get("size"), int)
-            for ext in _BLOBS):
-        raise CorruptEntry("metadata lists no blobs")
-    return doc, body
-
-
 def _no_directory_at(path: str) -> None:
     """A directory where a file should be (left by a tool or a user) is removed: os.replace
     cannot put a file over it, and it would break this entry for good."""
     if os.path.isdir(path):
         clear_path(path)
-
-
-def _chmod_folder(folder: str, mode: int) -> None:
-    """chmod the directory at `folder` itself: through a descriptor opened without following a
-    symbolic link, so one that a member of a shared cache swapped in after makedirs raises
-    (ELOOP, ENOTDIR) instead of redirecting the chmod - and the write after it - to a
-    directory of ours it names."""
-    if not hasattr(os, "fchmod"):  # pragma: no cover - Windows: no group bits to give
-        return
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(folder, flags)
-    try:
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
 
 
 def _scandir(directory: str) -> list:

@@ -51,6 +51,17 @@ class NotAFile(Untrusted):
         self.kind = kind
 
 
+class TooLarge(Untrusted):
+    """A file over the size limit it was read with (`size`: as far as it was seen)."""
+
+    def __init__(self, path: str, size: int, limit: int):
+        super().__init__(path, f"{size} bytes, over the {limit}-byte limit of a cache file",
+                         f"remove it (rm {path}); raise GPUNB_CACHE_MAX_BYTES if entries are "
+                         "this large")
+        self.size = size
+        self.limit = limit
+
+
 def parse_json(raw: bytes | str):
     """json.loads of what was read from the cache directory; ValueError for anything that is no
     JSON Python can hold: malformed, not UTF-8, or nested deeper than the recursion limit
@@ -119,7 +130,8 @@ def directory_problem(path: str, shared: bool) -> Untrusted | None:
 def read_file(path: str, limit: int, private: bool) -> bytes | None:
     """The bytes of the regular file `path`, None if there is none.
 
-    Raises Untrusted for anything else at the path, for a file too large, and - with `private`
+    Raises Untrusted for anything else at the path, TooLarge (an Untrusted) for a file over
+    `limit` bytes (never read past it), and - with `private`
     - for a file that is not owned by this user (or root) or that group or others may write.
     Other OSErrors (EIO, ESTALE, a directory that vanished) propagate: they say nothing about
     who wrote the file.
@@ -151,7 +163,7 @@ def read_file(path: str, limit: int, private: bool) -> bytes | None:
                                 f"remove it (rm {path}): gpunb writes its own entries, and "
                                 f"check who can write to {os.path.dirname(path)}")
         if st.st_size > limit:
-            raise _too_large(path, st.st_size, limit)
+            raise TooLarge(path, st.st_size, limit)
         return _read_at_most(fd, path, st.st_size, limit)
     finally:
         os.close(fd)
@@ -168,10 +180,5 @@ def _read_at_most(fd: int, path: str, size: int, limit: int) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
         if total > limit:
-            raise _too_large(path, total, limit)
+            raise TooLarge(path, total, limit)
 
-
-def _too_large(path: str, size: int, limit: int) -> Untrusted:
-    return Untrusted(path, f"{size} bytes, over the {limit}-byte limit of a cache file",
-                     f"remove it (rm {path}); raise GPUNB_CACHE_MAX_BYTES if entries are this "
-                     "large")

@@ -1,6 +1,7 @@
 """The channel to the JupyterLab side panel: comms with target 'gpunb' carrying JSON messages.
 
-This docstring is THE message schema (labextension/src/model.ts reads exactly these); version 2.
+This docstring is THE message schema (labextension/src/model.ts reads exactly these); version 3
+(version 2's L was one record per launch; the panel still reads those).
 
 Either side may open a comm. The kernel opens one lazily on its first message; the panel opens one
 each time it meets a kernel connection (page load, page reload, a notebook opened on a kernel that
@@ -8,14 +9,16 @@ was started earlier) and the kernel answers that open with a `snapshot`, so the 
 for the next cell to show what the kernel already knows. Every message goes to every open comm.
 
 kernel -> panel, each a JSON object with "type":
-- `{"type": "hello", "version": 2}`: the data of the kernel-opened comm's open message.
-- `{"type": "snapshot", "version": 2, "kernels": [K...], "events": [E...], "profiles": [P...]}`:
+- `{"type": "hello", "version": 3}`: the data of the kernel-opened comm's open message.
+- `{"type": "snapshot", "version": 3, "kernels": [K...], "events": [E...], "profiles": [P...]}`:
   all the kernel remembers (bounded); the panel replaces its view of this notebook with it.
 - `{"type": "cache_events", "events": [E...]}`: new cache decisions, after each cell.
 - `{"type": "kernels", "kernels": [K...]}`: specialisations made (or failed) in the last cell,
   from the SPECIALIZED / FAILED events (panel_feed.py); a record replaces the panel's record
   with the same "id".
-- `{"type": "launches", "launches": [L...]}`: the launches of one %%gpuprofile cell.
+- `{"type": "launches", "launches": [L...], "omitted_kernels": n}`: the launches of one
+  %%gpuprofile cell summarised per kernel, at most 50 rows (the most launched kernels; n, when
+  present, counts the kernels left out).
 - `{"type": "profile", "profile": P}`: one finished profile (`with gpunb.profile()`,
   %%gpuprofile), after the cell it ran in (from the PROFILE event; `comm.publish_profile(P)`).
 - `{"type": "cleared"}`: the kernel forgot its history (after the panel's clear button).
@@ -38,7 +41,9 @@ Records:
   problem, no resources; the signature "(launch failed before compiling)" when the arguments
   had no types); when it is gone, its id is re-sent with cache "failure gone" unless a
   compiled record replaces it.
-- L, a launch (%%gpuprofile): kernel, grid, block, ms, compiled.
+- L, one kernel's launches in a %%gpuprofile cell: kernel, launches, compiling (launches that
+  compiled or loaded it: their time is not the kernel's), mean_ms, min_ms, max_ms (of the
+  other launches; null when there are none).
 - P, a profile: {"title": str ("Cell In[5]: 3 launches"), "target": "cuda"|"cpu",
   "timing": "device"|"host", "cell": execution count or null, "cell_id": the JupyterLab cell
   id it ran in or null, "kernels": [{"kernel", "launches", "p50_ms", "min_ms", "max_ms",
@@ -57,7 +62,7 @@ from typing import Any
 from gpunb.foundation.events import CacheEvent
 
 TARGET = "gpunb"
-VERSION = 2
+VERSION = 3
 
 _state: dict = {"comm": None, "last_event": None, "closed": False, "registered": None,
                 "acked": False}

@@ -29,7 +29,10 @@ class GpuMagics(Magics):
 
         %%gpukernel [--target cpu|cuda|auto] [--arch sm_XX] [--show ptx|llvm|sass|types|all]
                     [--lineinfo] [--fastmath] [--no-cache] [--debug] [--max-registers N]
-                    [--sanitize memcheck|racecheck|synccheck|initcheck]
+                    [--sanitize memcheck|racecheck|synccheck|initcheck] [--graph [NAME]]
+
+        With --graph NAME the cell's launches and copies are captured into a graph (nothing
+        runs), bound to NAME in the notebook and shown; NAME.replay() runs them.
         """
         __tracebackhide__ = True  # noqa: F841 - an error in the cell shows the cell, not this
         from gpunb.notebook.cellexec import run_cell
@@ -67,6 +70,8 @@ class GpuMagics(Magics):
             display(sanitize_snapshot(snapshot, options.sanitize, failure=failure))
             if failure is not None:
                 raise failure
+        elif options.graph:
+            result = run_captured(run, options, self.shell.user_ns)
         else:
             result = run()
         if options.show:
@@ -117,7 +122,7 @@ class GpuMagics(Magics):
         from gpunb.notebook.hooks import current_cell_number
         from gpunb.notebook.profile import (
             ProfileOptionError,
-            launches_json,
+            launches_message,
             parse_profile_options,
             profile_cell,
         )
@@ -133,10 +138,21 @@ class GpuMagics(Magics):
                             ipython_compiler=self.shell.compile).value
 
         value, profile = profile_cell(run, options)
-        if comm.panel_connected():  # ~1 KB a launch: built only for a panel that reads them
-            comm.publish({"type": "launches", "launches": launches_json(profile)})
+        if comm.panel_connected():  # built only for a panel that reads it
+            comm.publish(launches_message(profile))
         display(profile)
         return value
+
+
+def run_captured(run, options, user_ns: dict):
+    """Run the cell inside `gpunb.graph()`; bind the graph to its name and show it."""
+    import gpunb
+
+    with gpunb.graph(target=options.target) as graph:
+        result = run()
+    user_ns[options.graph] = graph
+    display(graph)
+    return result
 
 
 def make_wrapper(options):

@@ -50,7 +50,7 @@ def test_a_shared_cache_on_the_gpu_loads_authenticated_cubins_only(tmp_path):
     import os
 
     from gpunb.cache import auth
-    from gpunb.cache.store import DiskStore, _canonical, digest
+    from gpunb.cache.store import DiskStore, digest, encode_metadata
 
     src, cache_dir = tmp_path / "src", tmp_path / "cache"
     _write(src, "b", HELPER_B.format(inc="1.0"))
@@ -69,15 +69,13 @@ def test_a_shared_cache_on_the_gpu_loads_authenticated_cubins_only(tmp_path):
         # recomputed over a changed cubin
         entry = DiskStore(str(cache_dir), 1 << 30, shared=True,
                           key_file=str(key_file)).read(first["key"])
-        cubin = bytearray(entry.binary)
+        cubin = bytearray(entry.blobs["bin"])
         cubin[-1] ^= 0x01
         body = dict(entry.body)
         body["blobs"] = dict(body["blobs"], bin={"size": len(cubin),
                                                  "blake2b": digest(bytes(cubin))})
-        doc = {"format": 1, "key": first["key"], "body_blake2b": digest(_canonical(body)),
-               "body": body}
         (cache_dir / f"{first['key']}.bin").write_bytes(bytes(cubin))
-        (cache_dir / f"{first['key']}.json").write_text(json.dumps(doc))
+        (cache_dir / f"{first['key']}.json").write_bytes(encode_metadata(first["key"], body))
         (forged,) = _run_cuda(cache_dir, src, "a:kern")
         assert forged["outcome"] == "miss (untrusted: not signed)"
         assert forged["out"] == [i + 1.0 for i in range(16)]

@@ -24,7 +24,7 @@ import pytest
 from cache_support import SIGNATURE, TOOLCHAIN, fake_artifact, jit
 
 from gpunb.cache import KernelCache, collect
-from gpunb.cache.store import DiskStore, _canonical, digest
+from gpunb.cache.store import DiskStore, digest, encode_metadata, split_metadata
 from gpunb.foundation.user_warnings import CacheDirWarning, UntrustedCacheWarning
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -116,14 +116,18 @@ def forged_files(cells, tmp_path) -> tuple[str, dict]:
     other_key = _store(private, other_fp)
     store = DiskStore(str(private), 1 << 30)
     victim, other = store.read(victim_key), store.read(other_key)
+    return victim_key, _forgery(victim, other), victim_fp, other_fp
+
+
+def _forgery(victim, other) -> dict:
+    """{ext: bytes}: `other`'s code and metadata under `victim`'s key and key parts, every
+    unkeyed checksum right - what anyone can write who can read gpunb's source."""
     body = dict(other.body, parts=victim.body["parts"])  # hashes to the victim's key
-    ptx = other.ptx.encode()
-    body["blobs"] = {"bin": {"size": len(other.binary), "blake2b": digest(other.binary)},
-                     "ptx": {"size": len(ptx), "blake2b": digest(ptx)}}
-    doc = {"format": 1, "key": victim_key, "body_blake2b": digest(_canonical(body)),
-           "body": body}
-    files = {"json": json.dumps(doc).encode(), "bin": other.binary, "ptx": ptx}
-    return victim_key, files, victim_fp, other_fp
+    files = {ext: data for ext, data in other.blobs.items() if data}
+    body["blobs"] = {ext: {"size": len(data), "blake2b": digest(data)}
+                     for ext, data in other.blobs.items()}
+    files["json"] = encode_metadata(victim.key, body)
+    return files
 
 
 def plant(folder, key, files, mode=0o644) -> None:
@@ -282,14 +286,18 @@ def test_special_files_are_never_opened(cells, tmp_path, kind):
 
 
 def test_a_sparse_giant_is_refused_without_reading_it(cells, tmp_path):
+    """A blob is read no further than the size its metadata lists: a corrupt miss, rebuilt."""
     fp = _fingerprint(cells, VICTIM)
     cache_dir = tmp_path / "c"
     key = _store(cache_dir, fp)
     with open(cache_dir / f"{key}.bin", "r+b") as f:
         f.truncate(1 << 40)  # a terabyte of holes
-    with pytest.warns(UntrustedCacheWarning, match="over the"):
-        artifact, pending = _lookup(cache_dir, fp)
-    assert artifact is None and "limit" in pending.changes[0].subject
+    artifact, pending = _lookup(cache_dir, fp)
+    assert artifact is None and pending.changes[0].reason == "corrupt"
+    assert f"{key}.bin is {1 << 40} bytes, over the size its metadata lists" in \
+        pending.changes[0].text
+    _finish(pending, fp)
+    assert _lookup(cache_dir, fp)[0] is not None
 
 
 def test_an_entry_copied_under_another_key_is_a_miss(cells, tmp_path):
@@ -300,9 +308,9 @@ def test_an_entry_copied_under_another_key_is_a_miss(cells, tmp_path):
     key_a, key_b = _store(cache_dir, fp_a), _store(cache_dir, fp_b)
     for ext in ("bin", "ptx"):
         shutil.copyfile(cache_dir / f"{key_b}.{ext}", cache_dir / f"{key_a}.{ext}")
-    doc = json.loads((cache_dir / f"{key_b}.json").read_text())
-    doc["key"] = key_a
-    (cache_dir / f"{key_a}.json").write_text(json.dumps(doc))
+    header, body = split_metadata((cache_dir / f"{key_b}.json").read_bytes())
+    header["key"] = key_a
+    (cache_dir / f"{key_a}.json").write_bytes(json.dumps(header).encode() + b"\n" + body)
     artifact, pending = _lookup(cache_dir, fp_a)
     assert artifact is None
     change = pending.changes[0]
@@ -544,14 +552,7 @@ def test_planted_host_code_never_runs(tmp_path, open_dir):
     victim, _ = _worker(private, src, "twice:kern")
     other, _ = _worker(private, src, "thrice:kern")
     store = DiskStore(str(private), 1 << 30)
-    twice, thrice = store.read(victim["key"]), store.read(other["key"])
-    body = dict(thrice.body, parts=twice.body["parts"])
-    ptx = thrice.ptx.encode()
-    body["blobs"] = {"bin": {"size": len(thrice.binary), "blake2b": digest(thrice.binary)},
-                     "ptx": {"size": len(ptx), "blake2b": digest(ptx)}}
-    doc = {"format": 1, "key": victim["key"], "body_blake2b": digest(_canonical(body)),
-           "body": body}
-    files = {"json": json.dumps(doc).encode(), "bin": thrice.binary, "ptx": ptx}
+    files = _forgery(store.read(victim["key"]), store.read(other["key"]))
     expected = [2.0 * i for i in range(16)]
 
     own = tmp_path / "own"  # control: planted by the user themselves, the forgery runs

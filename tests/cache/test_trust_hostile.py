@@ -33,9 +33,16 @@ def _stored(cells, cache_dir) -> tuple:
 
 
 def test_deeply_nested_entry_metadata_is_a_corrupt_miss(cells, tmp_path):
+    """A body that its header vouches for (a private cache's own file: no MAC) nested too
+    deeply for json.loads."""
+    import json
+
+    from gpunb.cache import store
+
     cache_dir = tmp_path / "c"
     fp, key = _stored(cells, cache_dir)
-    (cache_dir / f"{key}.json").write_bytes(DEEP)
+    header = {"body_blake2b": store.digest(DEEP), "format": store.FORMAT_VERSION, "key": key}
+    (cache_dir / f"{key}.json").write_bytes(json.dumps(header).encode() + b"\n" + DEEP)
     cache = KernelCache(str(cache_dir))
     (info,) = cache.disk.entries()  # `python -m gpunb.cache status`, `%gpucache`
     assert info.key == key and "not JSON" in info.problem
@@ -141,3 +148,71 @@ def test_a_key_reached_through_a_link_others_can_replace_is_refused(tmp_path):
         auth.load_key(str(team / "cache.key"))
     assert auth.load_key(str(safe / "cache.key")).key_id  # the key itself is fine
 
+
+
+def test_a_link_swapped_in_for_by_name_after_its_chmod_gets_no_pointer(tmp_path, monkeypatch):
+    """The member's later chance: `by-name` replaced by a symbolic link after the key holder
+    gave it its group bits and before the pointer is written. The pointer is written into the
+    folder that was made and checked (by descriptor), never through the link."""
+    from gpunb.cache import store
+
+    team = tmp_path / "team"
+    team.mkdir()
+    os.chmod(team, 0o2770)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    os.chmod(mine, 0o700)
+    real_fchmod = os.fchmod
+
+    def fchmod_then_the_attacker_links(fd, mode):
+        real_fchmod(fd, mode)
+        by_name = team / "by-name"
+        if by_name.is_dir() and not by_name.is_symlink():
+            os.rename(by_name, team / "by-name.moved")
+            os.symlink(mine, by_name)  # the member wins the race
+
+    monkeypatch.setattr(os, "fchmod", fchmod_then_the_attacker_links)
+    disk = store.DiskStore(str(team), 1 << 30, shared=True)
+    try:
+        disk.write_pointer("kern (float32[::1],) cpu", "a" * 40)
+    except OSError:
+        pass  # refusing is right; only the effects below matter
+    monkeypatch.undo()
+    assert os.listdir(mine) == []
+    assert oct(os.stat(mine).st_mode & 0o7777) == oct(0o700)
+
+
+def test_touches_never_follow_a_link(cells, tmp_path):
+    """A disk hit's touch of `<key>.json` and a compile lock's heartbeat: a symbolic link a
+    member put there is touched itself (or not at all), never the file it names."""
+    cache_dir = tmp_path / "c"
+    _, key = _stored(cells, cache_dir)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    os.utime(victim, (1_000_000, 1_000_000))
+    entry = cache_dir / f"{key}.json"
+    entry.unlink()
+    os.symlink(victim, entry)
+    KernelCache(str(cache_dir)).disk.touch(key)
+    lock_path = cache_dir / f"{key}.lock"
+    lock = keylock.acquire(str(lock_path), 30.0)
+    try:
+        lock_path.unlink()  # broken by someone, and a link put in its place
+        os.symlink(victim, lock_path)
+        lock.touch()
+    finally:
+        lock.release()
+    assert os.stat(victim).st_mtime == 1_000_000
+
+
+@pytest.mark.skipif(__import__("sys").version_info < (3, 11), reason="rmtree's dir_fd: 3.11")
+def test_a_directory_at_a_pointer_is_replaced_by_the_pointer(tmp_path):
+    from gpunb.cache import store
+
+    disk = store.DiskStore(str(tmp_path / "c"), 1 << 30)
+    disk.write_pointer("kern (float32[::1],) cpu", "a" * 40)
+    path = disk._pointer_path("kern (float32[::1],) cpu")
+    os.unlink(path)
+    os.makedirs(os.path.join(path, "inner"))
+    disk.write_pointer("kern (float32[::1],) cpu", "b" * 40)
+    assert disk.read_pointer("kern (float32[::1],) cpu") == "b" * 40

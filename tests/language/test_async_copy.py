@@ -146,6 +146,24 @@ def test_a_view_shorter_than_the_copy_is_reported(cpu):
         misaligned[1, 1](np.zeros(1, np.float32), np.ones(64, np.float32), 62)
 
 
+@cuda.jit
+def into_global_through_a_local(out, x):
+    s = cuda.shared.array(64, float32, alignment=128)
+    staging = out[4:]  # a view of global memory the compiler does not follow
+    cuda.cp_async.copy(staging, x, 16)
+    cuda.cp_async.wait_all()
+    out[0] = s[0]
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_a_global_destination_is_named_at_run_time_in_plain_words(cpu):
+    """A destination the compiler cannot prove global: the CPU target says what is wrong
+    (no shared offset of a global address, which means nothing)."""
+    with pytest.raises(AsyncCopyError, match="the destination is not in shared memory") as info:
+        into_global_through_a_local[1, 1](np.zeros(64, np.float32), np.ones(64, np.float32))
+    assert "offset" not in str(info.value) and "cuda.shared.array" in info.value.hint
+
+
 # ---- mbarriers --------------------------------------------------------------------------------
 
 
@@ -272,6 +290,50 @@ def test_bad_copy_sizes_and_modes_are_compile_errors():
     assert "must be one of 4, 8, 16, got 12" in _compile_error(twelve, "void(float32[:])")
     assert "cache='cg' copies 16 bytes only" in _compile_error(cg_eight, "void(float32[:])")
     assert "one element size" in _compile_error(mixed, "void(float64[:])")
+
+
+def test_a_copy_into_a_kernel_argument_is_a_compile_error():
+    """cp.async copies global memory into shared memory; a kernel's array arguments are global
+    memory, so a destination that is one (or a view of one) can never be right: a CompileError
+    at the call on every target, before anything runs."""
+    def whole(out, x):
+        cuda.cp_async.copy(out, x, 16)
+
+    def view(out, x):
+        t = cuda.threadIdx.x
+        cuda.cp_async.copy(out[t * 4:], x[t * 4:], 16)
+
+    def row(out, x):
+        cuda.cp_async.copy(out[1][4:], x[0], 16)
+
+    for fn, sig, shown in ((whole, "void(float32[::1], float32[::1])", "out"),
+                           (view, "void(float32[::1], float32[::1])", "out[t * 4:]"),
+                           (row, "void(float32[:, ::1], float32[:, ::1])", "out[1][4:]")):
+        message = _compile_error(fn, sig, cc=(8, 0))
+        assert f"dst {shown} is in global memory (the kernel argument 'out')" in message, message
+        assert "cuda.shared.array" in message
+    gpunb.set_target("cpu")
+    try:
+        with pytest.raises(CompileError, match="is in global memory"):
+            cuda.jit(view)[1, 1](np.zeros(64, np.float32), np.ones(64, np.float32))
+    finally:
+        gpunb.set_target(None)
+
+
+def test_a_device_function_may_copy_into_the_shared_array_it_is_given():
+    """A device function's parameter may be a shared array its caller passes: not refused."""
+    @cuda.jit(device=True)
+    def stage(dst, src):
+        cuda.cp_async.copy(dst, src, 16)
+
+    def kernel(out, x):
+        s = cuda.shared.array(64, float32, alignment=128)
+        stage(s[0:], x[0:])
+        cuda.cp_async.wait_all()
+        out[0] = s[0]
+
+    ptx, _ = cuda.compile_ptx(kernel, "void(float32[::1], float32[::1])", cc=(8, 0))
+    assert "cp.async" in ptx
 
 
 def test_mbarriers_must_be_uint64_arrays():

@@ -223,17 +223,16 @@ def test_a_gpu_kernel_s_record_has_the_driver_s_resources():
 
 
 def test_launch_records_are_built_only_for_a_listening_panel(shell, monkeypatch):
-    """A %%gpuprofile cell's launch records (about 1 KB each: 20 000 launches are ~19 MB and
-    seconds of JSON) go to a panel that listens, and are not even built without one (a
-    terminal, nbclient, a frontend without the labextension)."""
+    """A %%gpuprofile cell's launch summary goes to a panel that listens, and is not even
+    built without one (a terminal, nbclient, a frontend without the labextension)."""
     from nbhelpers import run_cell
     from test_comm import FakeChannel
 
     from gpunb.notebook import comm, profile
 
     built = []
-    real = profile.launches_json
-    monkeypatch.setattr(profile, "launches_json", lambda p: built.append(1) or real(p))
+    real = profile.launches_message
+    monkeypatch.setattr(profile, "launches_message", lambda p: built.append(1) or real(p))
     monkeypatch.setattr(comm, "_channels", [])
     monkeypatch.setitem(comm._state, "comm", None)
     monkeypatch.setitem(comm._state, "closed", True)
@@ -247,5 +246,54 @@ def test_launch_records_are_built_only_for_a_listening_panel(shell, monkeypatch)
     channel = FakeChannel()
     comm._on_panel_open(channel, {})  # a panel connects
     assert run_cell(shell, cell).error_in_exec is None
-    (launches,) = [m["launches"] for m in channel.sent if m["type"] == "launches"]
-    assert len(launches) == 3 and launches[0]["kernel"] == "add_two"
+    (row,) = [m for m in channel.sent if m["type"] == "launches"][0]["launches"]
+    assert (row["kernel"], row["launches"], row["compiling"]) == ("add_two", 3, 0)
+    assert 0 < row["min_ms"] <= row["mean_ms"] <= row["max_ms"]
+
+
+def test_a_profiled_cell_sends_one_summary_per_kernel_however_many_launches(shell, monkeypatch):
+    """Records were ~1 KB a launch (20 000 launches: ~19 MB of JSON to the panel); the panel
+    gets one row per kernel instead: the payload is bounded by the kernels, not the launches."""
+    import json
+
+    from nbhelpers import run_cell
+    from test_comm import FakeChannel
+
+    from gpunb.notebook import comm
+
+    monkeypatch.setattr(comm, "_channels", [])
+    monkeypatch.setitem(comm._state, "comm", None)
+    monkeypatch.setitem(comm._state, "closed", True)
+    run_cell(shell, "%%gpukernel\ndef add_one(v):\n    i = cuda.grid(1)\n"
+                    "    if i < v.size:\n        v[i] += 1.0\n"
+                    "def add_three(v):\n    i = cuda.grid(1)\n"
+                    "    if i < v.size:\n        v[i] += 3.0\n")
+    shell.user_ns["np"] = np
+    channel = FakeChannel()
+    comm._on_panel_open(channel, {})
+    cell = ("%%gpuprofile\nv = np.zeros(32, np.float32)\nadd_three[1, 32](v)\n"
+            "for _ in range(2000):\n    add_one[1, 32](v)")
+    assert run_cell(shell, cell).error_in_exec is None
+    (message,) = [m for m in channel.sent if m["type"] == "launches"]
+    assert len(json.dumps(message)) < 1000
+    rows = {r["kernel"]: r for r in message["launches"]}
+    assert set(rows) == {"add_one", "add_three"}
+    assert (rows["add_one"]["launches"], rows["add_one"]["compiling"]) == (2000, 1)
+    assert (rows["add_three"]["launches"], rows["add_three"]["compiling"]) == (1, 1)
+    assert rows["add_three"]["mean_ms"] is None  # no launch that did not compile: no timing
+    assert 0 < rows["add_one"]["min_ms"] <= rows["add_one"]["mean_ms"] <= rows["add_one"]["max_ms"]
+
+
+def test_the_launch_summary_keeps_the_busiest_kernels(monkeypatch):
+    """However many kernels a cell launched, the message holds at most MAX_LAUNCH_KERNELS rows
+    (the most launched) and says how many it left out."""
+    from types import SimpleNamespace
+
+    from gpunb.notebook import profile
+
+    launches = [SimpleNamespace(kernel=f"k{i}", time_ms=0.5, compiled=False)
+                for i in range(profile.MAX_LAUNCH_KERNELS + 40) for _ in range(1 + (i == 7))]
+    message = profile.launches_message(SimpleNamespace(launches=launches))
+    rows = message["launches"]
+    assert len(rows) == profile.MAX_LAUNCH_KERNELS and message["omitted_kernels"] == 40
+    assert rows[0]["kernel"] == "k7" and rows[0]["launches"] == 2

@@ -211,8 +211,8 @@ def test_kernel_thread_limit_is_named():
 
 
 def test_launch_cuda_calls_the_driver_and_translates_errors(fake_cuda):
-    class Fn:
-        handle = 1234
+    class Fn:  # modules.Function's attributes the launch reads
+        handle = address = 1234
         name = "saxpy"
 
     launch.launch_cuda(Fn, (4, 1, 1), (256, 1, 1), 0, 0, 0xFEED)

@@ -26,8 +26,26 @@ def mbarrier_text(state: int) -> str:
             f"{state >> MB_COUNT_BITS & mask} arrivals pending, {tx} transaction bytes pending")
 
 
-def _message(reason: int, a: int, b: int) -> tuple[str, str]:
+def _not_shared(what: str, offset: int, limit: int) -> tuple[str, str]:
+    """NOT_SHARED in words: which operand, and whether it is elsewhere (global or local
+    memory: its "shared offset" would mean nothing) or runs past the block's shared memory."""
+    if what == "cuda.cp_async.copy":
+        noun, fix = "the destination", ("copy into a cuda.shared.array (or a view of one): "
+                                        "cp.async copies global memory into shared memory")
+    elif what.startswith("cuda.mbarrier"):
+        noun, fix = "the mbarrier", "declare the mbarriers with cuda.shared.array(n, uint64)"
+    else:
+        noun, fix = "the operand", "pass a cuda.shared.array (or a view of one)"
+    if 0 <= offset < limit:
+        return (f"{noun} runs past the end of the block's {limit} bytes of shared memory (it "
+                f"starts {offset} bytes in)", "launch with enough dynamic shared memory for it")
+    return f"{noun} is not in shared memory", fix
+
+
+def _message(reason: int, a: int, b: int, what: str = "") -> tuple[str, str]:
     r = Reason(reason) if reason in Reason._value2member_map_ else None
+    if r is Reason.NOT_SHARED:
+        return _not_shared(what, a, b)
     table = {
         Reason.DST_SHORT: (f"the destination view holds {b} bytes, the copy moves {a}",
                            "slice a view with room for the copy, e.g. s[i:i + n]"),
@@ -78,15 +96,13 @@ def _message(reason: int, a: int, b: int) -> tuple[str, str]:
                                         "models canonical layouts (base offset 0)",
                                         "align swizzled tiles to their pattern (1024 bytes for "
                                         "128-byte swizzle)"),
-        Reason.NOT_SHARED: (f"the operand (offset {a}) is not in the block's {b} bytes of "
-                            "shared memory", "pass a cuda.shared.array (or a view of one)"),
     }
     return table.get(r, (f"asynchronous operation failed (reason {reason})", None))
 
 
 def async_error(artifact, status) -> AsyncCopyError:
     filename, line, col, what = artifact.barrier_sites[status.site]
-    message, hint = _message(status.count, status.index, status.extent)
+    message, hint = _message(status.count, status.index, status.extent, what)
     who = f"thread {tuple(status.tid)} of block {tuple(status.ctaid)}"
     return AsyncCopyError(f"{what}: {message} ({who})", SourceLocation(filename, line, col),
                           hint=hint, function=artifact.name)

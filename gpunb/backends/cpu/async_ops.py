@@ -90,11 +90,12 @@ class CpuAsyncOps:
             if count > 1:
                 self.check(low, b.icmp_signed("!=", stride, st.i64(itemsize)), site,
                            st.Reason.NOT_CONTIGUOUS, stride, st.i64(itemsize))
+            if pointer is dst[0]:  # in shared memory before its shared offset means anything
+                self.in_shared(low, pointer, st.i64(nbytes), site)
             address = st.shared_offset(b, low.ctx, pointer) if pointer is dst[0] \
                 else b.ptrtoint(pointer, dm.i64)
             self.check(low, b.icmp_unsigned("!=", b.urem(address, st.i64(nbytes)), st.i64(0)),
                        site, misaligned, address, st.i64(nbytes))
-        self.in_shared(low, dst[0], st.i64(nbytes), site)
         size = st.i32(nbytes) if src_bytes is None else src_bytes
         if src_bytes is not None:
             self.check(low, b.icmp_unsigned(">", src_bytes, st.i32(nbytes)), site,

@@ -17,6 +17,8 @@ memory, as cuda.atomic names an element by (array, index).
 
 from __future__ import annotations
 
+import ast
+
 from gpunb.compiler.builtins import Builtin
 from gpunb.compiler.builtins import async_args as aa
 from gpunb.compiler.typed import Feature, Typed
@@ -35,6 +37,14 @@ class CpAsyncCopy(Builtin):
         src = aa.view_operand(inf, bound, "src", self.name)
         if dst.readonly:
             raise inf.error(bound.node("dst"), f"{self.name}: dst is read-only")
+        argument = _kernel_argument_under(inf, bound.node("dst"))
+        if argument is not None:
+            raise inf.error(bound.node("dst"), f"{self.name}: dst {ast.unparse(bound.node('dst'))} "
+                            f"is in global memory (the kernel argument '{argument}'); cp.async "
+                            "copies from global memory into shared memory",
+                            "copy into a cuda.shared.array (or a view of one), e.g. "
+                            "s = cuda.shared.array(256, float32); cuda.cp_async.copy(s[i:], "
+                            "x[j:], 16)")
         if t.sizeof(dst.dtype) != t.sizeof(src.dtype):
             raise inf.error(node, f"{self.name} copies between views of one element size, got "
                             f"{dst.dtype} and {src.dtype}",
@@ -65,6 +75,19 @@ class CpAsyncCopy(Builtin):
         src_bytes = aa.int_value(low, bound, "src_bytes", t.int32)
         ops.cp_async(low, node, dst, src, t.sizeof(bound.type("dst").dtype),
                      bound.const("nbytes"), src_bytes, bound.const("cache"))
+
+
+def _kernel_argument_under(inf, node) -> str | None:
+    """The kernel argument `node` is, or is a view of (`out`, `out[i:]`, `out[1][4:]`): global
+    memory for sure. None where that is not provable - a local name (checked at run time on
+    the CPU target), or a device function's parameter, which may be its caller's shared array."""
+    if not inf.is_kernel:
+        return None
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Name) and inf.env.get(node.id) in inf.params:
+        return node.id
+    return None
 
 
 def _view(low, bound: aa.Bound, param: str) -> tuple:
