@@ -49,6 +49,11 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
   driver makes the first CUDA context (backends/cuda/preload.py), and that a process's first
   compile starts to load LLVM's library and the driver's PTX linker (backends/warmup.py).
   Default 1.
+- GPUNB_FIGURES: the file of measured GPU figures the teaching notebooks show beside their
+  CPU-target runs (gpunb.notebook.figures). Default: notebooks/figures/h100.json, looked for
+  from the working directory and from the source checkout gpunb is imported from.
+- GPUNB_RECORD_FIGURES: a file; when set, notebooks running on a GPU add what they measure to
+  it (tests/notebook/test_gpu_teaching_notebooks.py sets it). Default unset: nothing recorded.
 - GPUNB_NVRTC_INCLUDE: extra header directories (a path list, like PATH) for CUDA C++ compiled
   by NVRTC for cuda.declare_device / link= (numba-cuda: CUDA_NVRTC_EXTRA_SEARCH_PATHS).
 - CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM (cuda.bindings' own): when set, the trampoline
@@ -327,3 +332,13 @@ def nvrtc_include_dirs() -> tuple:
     """GPUNB_NVRTC_INCLUDE as a tuple of directories."""
     value = os.environ.get("GPUNB_NVRTC_INCLUDE", "")
     return tuple(d for d in value.split(os.pathsep) if d)
+
+
+def figures_file() -> str | None:
+    """GPUNB_FIGURES: the measured-figures file the notebooks render, or None (look it up)."""
+    return os.environ.get("GPUNB_FIGURES") or None
+
+
+def record_figures_file() -> str | None:
+    """GPUNB_RECORD_FIGURES: where notebooks on a GPU record their figures, or None."""
+    return os.environ.get("GPUNB_RECORD_FIGURES") or None

@@ -252,13 +252,16 @@ def _warp_mask_error(art: KernelArtifact, status: abi.Status) -> LaunchError:
     if status.count == 1:
         msg = (f"{what} called by {who} with mask {mask:#010x}, which does not include the "
                "calling lane")
-        hint = "a lane must name itself in the mask: e.g. cuda.activemask() or 0xffffffff"
+        hint = ("a lane must name itself in the mask: 0xffffffff for the whole warp, or a "
+                "mask computed before the branch (cuda.ballot_sync(0xffffffff, condition))")
     else:
         fate = "had exited" if status.count == 0 else "wait elsewhere"
         msg = (f"{what} at line {line}, reached by {who}: its mask names lanes {_lanes(mask)}, "
                f"which {fate} instead of arriving; on a GPU this is undefined behaviour")
-        hint = ("name only the lanes that reach this call (e.g. mask = cuda.activemask() in "
-                "a divergent branch), or move the call out of the branch")
+        hint = ("let every lane named in the mask reach this call: lanes with no data take "
+                "part with a neutral value (0 for a sum); or compute the mask of the lanes that "
+                "take part before the branch, cuda.ballot_sync(0xffffffff, condition) - not "
+                "cuda.activemask(), which names the lanes that happen to be converged")
     return WarpMaskError(msg, SourceLocation(filename, line, col), function=art.name, hint=hint)
 
 
