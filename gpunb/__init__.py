@@ -10,9 +10,12 @@ from gpunb.foundation.errors import (
     AsyncCopyError,
     CompileError,
     GpunbError,
+    GraphError,
     InitcheckError,
     JitOptionError,
+    KernelFaultError,
     LaunchError,
+    LaunchTimeoutError,
     RaceError,
     SignatureError,
     TensorMapError,
@@ -24,11 +27,11 @@ from gpunb.foundation.version import VERSION as __version__
 # kernels exec'd from strings after this point can be compiled: their text is recorded
 _exec_sources.install()
 
-__all__ = ["AsyncCopyError", "CompileError", "GpunbError", "InitcheckError", "JitOptionError",
-           "LaunchError", "RaceError", "SignatureError", "TensorMapError", "ToolchainError",
-           "WarpMaskError", "__version__", "access_map", "cuda", "events", "fuse", "guvectorize",
-           "jit", "last_profile", "profile", "sanitize", "set_target", "load_ipython_extension",
-           "vectorize"]
+__all__ = ["AsyncCopyError", "CompileError", "GpunbError", "GraphError", "InitcheckError",
+           "JitOptionError", "KernelFaultError", "LaunchError", "LaunchTimeoutError", "RaceError",
+           "SignatureError", "TensorMapError", "ToolchainError", "WarpMaskError", "__version__",
+           "access_map", "cuda", "events", "fuse", "graph", "guvectorize", "jit", "last_profile",
+           "profile", "sanitize", "set_target", "load_ipython_extension", "vectorize"]
 
 
 def set_target(target: str | None) -> None:
@@ -60,11 +63,11 @@ _TYPE_NAMES = {"void", "boolean", "int8", "int16", "int32", "int64", "uint8", "u
 
 
 def __getattr__(name: str):
-    if name in ("cuda", "events"):  # events: subscribe to compiles, launches, cache decisions
-        import importlib
+    if name in ("cuda", "events", "torch"):  # events: compiles, launches, cache decisions;
+        import importlib  # torch: PyTorch operators (imports torch)
 
-        return importlib.import_module("gpunb.cuda" if name == "cuda" else
-                                       "gpunb.foundation.events")
+        return importlib.import_module({"cuda": "gpunb.cuda", "torch": "gpunb.torch"}.get(
+            name, "gpunb.foundation.events"))
     if name in ("profile", "last_profile", "sanitize"):  # profiling: loaded on first use
         from gpunb import profiling
 
@@ -86,6 +89,10 @@ def __getattr__(name: str):
         from gpunb.fusion import fuse
 
         return fuse
+    if name == "graph":  # capture launches and copies, replay them (CUDA graphs on a GPU)
+        from gpunb.graphs import graph
+
+        return graph
     if name in _TYPE_NAMES or name == "types":
         from gpunb.foundation import types
 

@@ -21,22 +21,39 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_CACHE_LOCK_STALE_SECONDS: a compiling process touches its lock file every fifth of this;
   a lock that has not been touched for this long (its holder was killed, or its node is gone) is
   taken over. A holder on the same machine whose process is gone is taken over at once. Default 30.
-- GPUNB_BOUNDSCHECK: `1` checks every array access on the CPU target (as debug=True). Default 0.
+- GPUNB_BOUNDSCHECK: the CPU target checks every array access: an index out of range raises
+  gpunb's KernelIndexError (an IndexError) naming the line instead of reading or writing outside
+  the array. `0` turns the checks off (kernels compiled with debug=True still check;
+  boundscheck=False turns them off for one kernel). Default 1.
 - GPUNB_CPU_MODE: how the CPU target runs a block's threads: `auto` (work-group loops where
   they are proven safe, coroutines elsewhere) or `coroutine` (always coroutines, as a race
   detector needs). The `cpu_mode` option of @cuda.jit overrides it. Default auto.
-- GPUNB_ARCH: compute capability for PTX when no GPU is present, sm_XX. Default sm_90.
+- GPUNB_CPU_INTERRUPT: `0` compiles CPU-target kernels without their stopping points (loop
+  back-edges, barriers), so Ctrl-C and the watchdog cannot stop them: only for measuring what
+  the points cost (benchmarks/bench_cpu_target.py). Default 1.
+- GPUNB_LAUNCH_TIMEOUT: seconds a launch may run on the CPU target, or the host may wait for a
+  GPU kernel (a synchronize, a copy back, an event wait), before the watchdog abandons it with a
+  gpunb.LaunchTimeoutError. `%%gpukernel --timeout S` sets it for one cell; `0` or unset: no
+  limit. Default unset.
+- GPUNB_ARCH: the architecture PTX is made for when no GPU is present: sm_XY, or sm_90a /
+  sm_100a (arch-specific) / sm_100f (family) as nvcc spells them (foundation/arch.py).
+  Default sm_90.
 - GPUNB_CPU_THREADS: host threads that run blocks in parallel on the CPU target. Default: the
   CPUs this process may run on (its affinity mask, as numba's NUMBA_NUM_THREADS), not every
   core of the host.
 - GPUNB_NOTICES: `0` silences one-line notices (target fallback, host copies). Default 1.
-- GPUNB_NATIVE_LAUNCH: `0` launches through cuda.bindings instead of gpunb's native
-  cuLaunchKernel trampoline (backends/cuda/native_launch.py) and native launchers
-  (runtime/native_pack.py). Default 1.
+- GPUNB_NATIVE_LAUNCH: `0` launches through the Python path and cuda.bindings instead of
+  gpunb's machine code (backends/native_launch/: native launchers and the cuLaunchKernel
+  trampoline). Default 1.
 - GPUNB_WARMUP: `0` turns off the threads that import the compiler and warm LLVM while the
   driver makes the first CUDA context (backends/cuda/preload.py), and that a process's first
   compile starts to load LLVM's library and the driver's PTX linker (backends/warmup.py).
   Default 1.
+- GPUNB_FIGURES: the file of measured GPU figures the teaching notebooks show beside their
+  CPU-target runs (gpunb.notebook.figures). Default: notebooks/figures/h100.json, looked for
+  from the working directory and from the source checkout gpunb is imported from.
+- GPUNB_RECORD_FIGURES: a file; when set, notebooks running on a GPU add what they measure to
+  it (tests/notebook/test_gpu_teaching_notebooks.py sets it). Default unset: nothing recorded.
 - GPUNB_NVRTC_INCLUDE: extra header directories (a path list, like PATH) for CUDA C++ compiled
   by NVRTC for cuda.declare_device / link= (numba-cuda: CUDA_NVRTC_EXTRA_SEARCH_PATHS).
 - CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM (cuda.bindings' own): when set, the trampoline
@@ -76,12 +93,9 @@ def set_process_target(target: str | None) -> None:
     if target is not None and target not in ("auto", "cpu", "cuda"):
         raise ValueError(f"target {target!r}: expected one of auto, cpu, cuda")
     _process_target = target
-    for listener in _target_listeners:
-        listener()
+    from gpunb.foundation import events
 
-
-# called after every set_process_target: launch fast paths that remember a target forget it
-_target_listeners: list = []
+    events.runtime_changed(events.RuntimeChange.TARGET)  # launchers bound for the old one stop
 
 
 def cache_enabled() -> bool:
@@ -121,8 +135,9 @@ def _default_cache_dir() -> str:
 
 def _linux_user_cache_dir() -> str | None:
     """platformdirs' user cache dir on Linux in its two plain cases (XDG_CACHE_HOME absolute,
-    else an absolute HOME's ~/.cache), without importing platformdirs: its import (tempfile,
-    urllib...) cost a process's first disk-cache hit ~5 ms. None: ask platformdirs.
+    else an absolute HOME's ~/.cache), without importing platformdirs: importing and asking it
+    costs a process's first disk-cache hit 5-40 ms (benchmarks/library_costs.py), against a
+    10 ms target. None: ask platformdirs (every other case, every other system).
     tests/foundation/test_config_cache_dir.py checks both cases against platformdirs."""
     if not sys.platform.startswith("linux"):
         return None
@@ -228,6 +243,41 @@ def racecheck() -> bool:
     return _flag("GPUNB_RACECHECK", False)
 
 
+def cpu_interrupt_checks() -> bool:
+    """GPUNB_CPU_INTERRUPT: whether CPU-target kernels are compiled with stopping points."""
+    return _flag("GPUNB_CPU_INTERRUPT", True)
+
+
+_launch_timeout_override: list = []  # launch_timeout_for's stack (innermost last)
+
+
+def launch_timeout() -> float | None:
+    """Seconds a launch (CPU) or a host wait for a kernel (GPU) may take; None: no limit.
+    `launch_timeout_for` (a cell's --timeout) wins over GPUNB_LAUNCH_TIMEOUT."""
+    if _launch_timeout_override:
+        seconds = _launch_timeout_override[-1]
+    else:
+        seconds = _seconds("GPUNB_LAUNCH_TIMEOUT", 0.0)
+    return seconds if seconds and seconds > 0 else None
+
+
+class launch_timeout_for:
+    """`with config.launch_timeout_for(seconds):` the watchdog's limit inside the block (None
+    or 0: no limit there), whatever GPUNB_LAUNCH_TIMEOUT says."""
+
+    def __init__(self, seconds: float | None):
+        if seconds is not None and (seconds != seconds or seconds < 0):
+            raise ValueError(f"launch timeout {seconds!r}: expected seconds >= 0")
+        self.seconds = float(seconds or 0.0)
+
+    def __enter__(self) -> launch_timeout_for:
+        _launch_timeout_override.append(self.seconds)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _launch_timeout_override.pop()
+
+
 def record_limit() -> int:
     """GPUNB_RECORD_LIMIT: the most access records one recording launch keeps (32 bytes each);
     a longer log is truncated and says so."""
@@ -239,11 +289,15 @@ def record_limit() -> int:
     return int(value)
 
 
-def default_arch() -> tuple[int, int]:
-    value = os.environ.get("GPUNB_ARCH", "sm_90").strip().lower().removeprefix("sm_")
-    if not value.isdigit() or len(value) < 2:
-        raise ValueError(f"GPUNB_ARCH={value!r}: expected sm_XX, e.g. sm_90")
-    return int(value[:-1]), int(value[-1])
+def default_arch() -> tuple:
+    """GPUNB_ARCH as (major, minor), or (major, minor, "a" | "f") for sm_90a, sm_100f."""
+    from gpunb.foundation.arch import parse_arch
+
+    value = os.environ.get("GPUNB_ARCH", "sm_90")
+    try:
+        return parse_arch(value).key
+    except ValueError as exc:
+        raise ValueError(f"GPUNB_ARCH={value!r}: {exc}") from None
 
 
 def cpu_threads() -> int:
@@ -278,3 +332,13 @@ def nvrtc_include_dirs() -> tuple:
     """GPUNB_NVRTC_INCLUDE as a tuple of directories."""
     value = os.environ.get("GPUNB_NVRTC_INCLUDE", "")
     return tuple(d for d in value.split(os.pathsep) if d)
+
+
+def figures_file() -> str | None:
+    """GPUNB_FIGURES: the measured-figures file the notebooks render, or None (look it up)."""
+    return os.environ.get("GPUNB_FIGURES") or None
+
+
+def record_figures_file() -> str | None:
+    """GPUNB_RECORD_FIGURES: where notebooks on a GPU record their figures, or None."""
+    return os.environ.get("GPUNB_RECORD_FIGURES") or None

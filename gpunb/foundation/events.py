@@ -4,7 +4,8 @@ Every layer publishes here and nothing here imports another layer, so the notebo
 a user script can listen to all of gpunb without replacing anything: `gpunb.events.subscribe`.
 Subscribers run in the publishing thread, synchronously; one that raises is reported as a
 warning and never breaks a compile or a launch. With no subscriber, publishing costs one dict
-lookup, and the launch fast path reads `launch_observers` (an empty tuple) and nothing more. A
+lookup, and the launch fast path reads nothing here: launch observers coming or going is a
+RUNTIME_CHANGED event, after which launchers are bound again with the hooks that apply. A
 profiler that needs only what happened (not a say before each launch) uses `record_launches`
 instead: the native launchers keep running and each launch appends one small tuple to a list.
 """
@@ -19,8 +20,6 @@ from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
-
-from gpunb.foundation import launch_gate
 
 
 class NamedEnum(str, enum.Enum):
@@ -41,6 +40,7 @@ class EventKind(NamedEnum):
     LAUNCH_BEFORE = "launch_before"  # LaunchEvent, before the arguments are packed
     LAUNCH_AFTER = "launch_after"  # LaunchEvent with ms (host time, not synchronised)
     CACHE = "cache"  # CacheEvent: one cache decision
+    RUNTIME_CHANGED = "runtime_changed"  # RuntimeChange: what every launch is prepared for
     NOTICE = "notice"  # Notice: a one-line message for the user (see notify)
     SPECIALIZED = "specialized"  # KernelEvent: a GPU function has code for new argument types
     FAILED = "failed"  # KernelEvent: a compile or a launch of a GPU function failed
@@ -84,7 +84,8 @@ class LaunchEvent(NamedTuple):
 
     A named tuple rather than a dataclass: a launch someone listens to builds one per event,
     and a tuple is made in a fraction of the time a frozen dataclass takes (the launch path
-    builds it with `tuple.__new__`, see jit/observe.py), which is most of what listening costs.
+    builds it with `tuple.__new__`, see jit/launch_hooks.py), which is most of what listening
+    costs.
     Read it by field name; it is immutable.
     """
 
@@ -112,6 +113,23 @@ class LaunchEvent(NamedTuple):
         launch someone listens to pays for its events, not for a record per argument."""
         return tuple(ArgumentInfo(ty, shape)
                      for ty, shape in zip(self.types, self.shapes, strict=False))
+
+
+class RuntimeChange(NamedEnum):
+    """What changed of what every launch is prepared for (the event of RUNTIME_CHANGED): a
+    launcher bound before (jit/launcher.py) launches no more, its dispatcher binds again."""
+
+    TARGET = "target"  # gpunb.set_target
+    LAUNCH_OBSERVERS = "launch observers"  # a launch subscriber or recorder came or went
+    CONTEXTS = "contexts"  # a second CUDA context was made, or the contexts were reset
+    CAPTURE = "capture"  # a graph capture began on a thread: its launches take the Python
+    # path (which records them into the graph), so launchers bound before launch no more
+
+
+def runtime_changed(what: RuntimeChange) -> None:
+    """Tell RUNTIME_CHANGED's subscribers (the jit layer) that `what` changed, before the
+    caller returns: a launch that starts after this call sees the change."""
+    publish(EventKind.RUNTIME_CHANGED, what)
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,22 +299,22 @@ class CacheEvent:
 
 _lock = threading.Lock()
 _table: dict = {}  # EventKind -> tuple of Subscriptions (replaced whole, read without the lock)
-# the same dict, public for the launch path (jit/observe.py), which looks a kind up itself rather
-# than call has_subscribers and publish; never mutate it, subscribe() does
+# the same dict, public for the launch hooks (jit/launch_hooks.py), which look a kind up
+# themselves rather than call has_subscribers and publish; never mutate it, subscribe() does
 subscriptions = _table
-# the subscriptions to LAUNCH_BEFORE or LAUNCH_AFTER: while there are any, launches take the
-# observed path (jit/observe.py) and no native launcher runs
+# the subscriptions to LAUNCH_BEFORE or LAUNCH_AFTER: while there are any, launchers are bound
+# with hooks that publish (jit/launch_hooks.py), and without a native part
 launch_subscribers: tuple = ()
 # the active LaunchRecorders (below): every launch appends a compact entry to each one's log,
-# the native launchers' launches included
+# native launchers' launches included
 launch_recorders: tuple = ()
-# launch_subscribers + launch_recorders: the dispatcher's Python path tests this tuple and
-# takes its observed path only when it is not empty
+# launch_subscribers + launch_recorders: while it is empty, launchers are bound without hooks
 launch_observers: tuple = ()
 # `launch_append(entry)` appends a launch's entry to every active recorder's log (None while
-# none records): a recording launcher (jit/observe.py) looks it up at each launch
+# none records): a recording launcher's hooks look it up at each launch
 launch_append: Callable[[tuple], None] | None = None
 _LAUNCH_KINDS = (EventKind.LAUNCH_BEFORE, EventKind.LAUNCH_AFTER)
+_LAUNCH_KINDS_SET = frozenset(_LAUNCH_KINDS)
 
 
 class Subscription:
@@ -324,7 +342,8 @@ class Subscription:
                     _table.pop(kind, None)
             launch_subscribers = _launch_union()
             _update_observers()
-        launch_gate.bump()  # native launchers re-check who listens
+        if _LAUNCH_KINDS_SET.intersection(self.kinds):
+            runtime_changed(RuntimeChange.LAUNCH_OBSERVERS)
 
     close = unsubscribe
 
@@ -362,11 +381,14 @@ def subscribe(kinds: EventKind | str | Iterable, fn: Callable[[Any], None]) -> S
         raise ValueError("gpunb.events.subscribe: no event kind given")
     subscription = Subscription(resolved, fn)
     with _lock:
+        # told of the change its own arrival makes: those subscribed before it
+        told = _table.get(EventKind.RUNTIME_CHANGED, ())
         for kind in resolved:
             _table[kind] = (*_table.get(kind, ()), subscription)
         launch_subscribers = _launch_union()
         _update_observers()
-    launch_gate.bump()  # native launchers publish nothing: they step aside while anyone listens
+    if _LAUNCH_KINDS_SET.intersection(resolved):  # launchers bound before publish nothing
+        _deliver(told, EventKind.RUNTIME_CHANGED, RuntimeChange.LAUNCH_OBSERVERS)
     return subscription
 
 
@@ -444,12 +466,12 @@ class LaunchRecorder:
     `log` (a list) until `stop()`, in the launching thread.
 
     Why not a LAUNCH_AFTER subscriber: a subscription sends launches through the Python path
-    and builds an event per launch; a recorder lets the native launchers keep running (a
-    recording one appends to the logs of the recorders active when it launches,
-    `launch_append`, jit/fast_launch.py) and costs a launch one small tuple appended to a list.
-    Starting or stopping one moves the launch gate by `bump_recorders`, so the launchers
-    bound before are armed again as they are. The entries become LaunchEvents
-    (`launch_event`) when read."""
+    and builds an event per launch; a recorder lets the native launchers keep running (their
+    hooks append to the logs of the recorders active when a launch ends, `launch_append`,
+    jit/launch_hooks.py) and costs a launch one small tuple appended to a list. Starting or
+    stopping one is a RUNTIME_CHANGED event (launch observers): launchers bound before launch
+    no more, and the next launch of each configuration binds one with the hooks that apply.
+    The entries become LaunchEvents (`launch_event`) when read."""
 
     __slots__ = ("log", "_active")
 
@@ -469,7 +491,7 @@ class LaunchRecorder:
             else:
                 launch_recorders = tuple([r for r in launch_recorders if r is not self])
             _update_observers()
-        launch_gate.bump_recorders()  # recording launchers step aside, plain ones re-arm
+        runtime_changed(RuntimeChange.LAUNCH_OBSERVERS)  # its launchers record no more
 
     close = stop
 
@@ -493,7 +515,7 @@ def record_launches(log: list) -> LaunchRecorder:
     with _lock:
         launch_recorders = (*launch_recorders, recorder)
         _update_observers()
-    launch_gate.bump_recorders()  # plain launchers step aside, recording ones re-arm
+    runtime_changed(RuntimeChange.LAUNCH_OBSERVERS)  # launchers bound before do not record
     return recorder
 
 
@@ -537,6 +559,10 @@ def publish(kind: EventKind, event: Any) -> None:
         return
     if kind in _QUIET_KINDS and getattr(_internal, "depth", 0):
         return
+    _deliver(subscriptions, kind, event)
+
+
+def _deliver(subscriptions: tuple, kind: EventKind, event: Any) -> None:
     for subscription in subscriptions:
         fn = subscription.fn
         try:
@@ -557,6 +583,6 @@ def report_failure(fn, kind: EventKind, exc: Exception) -> None:
 
 __all__ = ["ArgumentInfo", "CacheChange", "CacheEvent", "CacheKind", "CacheReason", "CacheSource",
            "CompileEvent", "EventKind", "KernelEvent", "LaunchEvent", "LaunchRecorder",
-           "LaunchSite", "Notice", "Stage", "Subscription", "has_subscribers", "in_internal_work",
-           "internal_work", "launch_event", "notify", "publish", "record_launches",
-           "report_failure", "subscribe", "subscriptions"]
+           "LaunchSite", "Notice", "RuntimeChange", "Stage", "Subscription", "has_subscribers",
+           "in_internal_work", "internal_work", "launch_event", "notify", "publish",
+           "record_launches", "report_failure", "runtime_changed", "subscribe", "subscriptions"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpunb.foundation import events, launch_gate
+from gpunb.foundation import events
 from gpunb.foundation.errors import LaunchError, SourceLocation
 
 
@@ -46,8 +46,8 @@ def note_launch_failure(dispatcher, exc: LaunchError, args: tuple | None = None)
     """Remember `exc` as `dispatcher`'s last launch failure (the exception itself is not kept:
     its traceback would hold the launch's arguments alive).
 
-    Every native launcher steps aside once (launch_gate), so the next launch of this function
-    takes the Python path, whose success clears the failure.
+    Its launchers launch no more (its launch version moves), so the next launch of this
+    function takes the Python path, whose success clears the failure.
     """
     from gpunb.jit.options import user_location
 
@@ -57,7 +57,7 @@ def note_launch_failure(dispatcher, exc: LaunchError, args: tuple | None = None)
         type(exc).__name__, message.splitlines()[0] if message else "",
         getattr(exc, "loc", None) or launched_at, launched_at, _signature_of(args),
         _target_of(dispatcher))
-    launch_gate.bump()
+    dispatcher.version.bump()
     if events.has_subscribers(events.EventKind.FAILED):  # the side panel lists it
         events.publish(events.EventKind.FAILED, events.KernelEvent(
             events.EventKind.FAILED, dispatcher.__name__, failure.signature, failure.target,

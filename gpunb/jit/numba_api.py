@@ -1,5 +1,5 @@
 """numba-cuda's Dispatcher introspection, on gpunb's dispatcher: `overloads`, `specialize(*args)`,
-`specialized`, `get_regs_per_thread()` and its siblings, `extensions`.
+`specialized`, `get_regs_per_thread()` and its siblings (`extensions` is the dispatcher's own).
 
 numba-cuda code reads these to size launches and to check what was compiled; they answer from
 gpunb's specialisations (one per argument types on the active target). Resource figures are
@@ -101,18 +101,6 @@ class NumbaDispatcherAPI:
         """True for a dispatcher fixed to one signature (numba-cuda's meaning)."""
         return self._specialized
 
-    @property
-    def extensions(self) -> list:
-        """numba's argument-preparation hooks: objects whose `prepare_args(ty, val, stream=,
-        retr=)` transforms each argument before a launch, applied last to first."""
-        found = self.__dict__.get("_extensions")
-        if found is None:
-            found = self.__dict__["_extensions"] = []
-        from gpunb.foundation import launch_gate
-
-        launch_gate.bump()  # the list may change after this: native launchers re-check it
-        return found
-
     def _variants(self) -> dict:
         """{argtypes: Specialization} on the active target, compiling declared signatures."""
         from gpunb.runtime.target import active_target
@@ -142,10 +130,9 @@ class NumbaDispatcherAPI:
         spec = self.specialization_for(argtypes)
         child = type(self)(self.py_func, device=self.device, target=self.requested_target,
                            signatures=[t.Signature(t.void, argtypes)], _eager=False,
-                           **self.options)
+                           extensions=list(self.extensions), **self.options)
         child.specializations[(spec.target, argtypes)] = spec
         child._specialized = True
-        child.__dict__["_extensions"] = list(self.extensions)
         memo[argtypes] = child
         return child
 

@@ -9,9 +9,11 @@ with the options or the tools is one line; the cell's own results are never affe
 
 from __future__ import annotations
 
-import argparse
 import shlex
 from dataclasses import dataclass
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments
 
 
 class ProfileOptionError(ValueError):
@@ -27,26 +29,28 @@ class ProfileOptions:
     timeout: float = 300.0
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise ProfileOptionError(f"%%gpuprofile: {message}; usage: {self.format_usage().strip()}")
-
-    def exit(self, status: int = 0, message: str | None = None):
-        raise ProfileOptionError(message or self.format_help())
+@magic_arguments()
+@argument("--repeat", type=int, default=1, help="runs of the cell inside the profile")
+@argument("--warmup", type=int, default=0, help="runs of the cell before it, unrecorded")
+@argument("--ncu", action="store_true", help="also replay the launches under Nsight Compute")
+@argument("--timer", choices=("auto", "events", "host"), default="auto")
+@argument("--timeout", type=float, default=300.0, help="seconds the Nsight Compute replay may take")
+def gpuprofile(line: str = "", cell: str = ""):
+    """%%gpuprofile: the cell's kernel launches, profiled (its options, for IPython's
+    magic_arguments: `gpuprofile.parser` parses them, `gpuprofile.__doc__` lists them)."""
 
 
 def parse_profile_options(line: str) -> ProfileOptions:
-    parser = _Parser(prog="%%gpuprofile", add_help=True)
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--warmup", type=int, default=0)
-    parser.add_argument("--ncu", action="store_true")
-    parser.add_argument("--timer", choices=("auto", "events", "host"), default="auto")
-    parser.add_argument("--timeout", type=float, default=300.0)
+    from gpunb.notebook.options import usage
+
     try:
         argv = shlex.split(line)
     except ValueError as exc:
         raise ProfileOptionError(f"%%gpuprofile: {exc}") from None
-    ns = parser.parse_args(argv)
+    try:
+        ns = gpuprofile.parser.parse_args(argv)  # IPython's MagicArgumentParser: raises
+    except UsageError as exc:
+        raise ProfileOptionError(f"%%gpuprofile: {exc}; {usage(gpuprofile)}") from None
     if ns.repeat < 1:
         raise ProfileOptionError(f"%%gpuprofile: --repeat {ns.repeat}: the cell must run at "
                                  "least once (--repeat 1 or more)")

@@ -218,7 +218,7 @@ def _dispatcher_of(spec):
     """The Dispatcher owning a specialisation (counts compile its CUDA LLVM through it)."""
     from gpunb.jit import dispatcher as jit_dispatcher
 
-    for candidate in list(jit_dispatcher._live):
+    for candidate in jit_dispatcher.live_dispatchers():
         if spec in candidate.specializations.values():
             return candidate
     return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunb.puzzles.catalogue_basics import unwritten, values
+from gpunb.puzzles.method import FLOW_OWN, Method
 from gpunb.puzzles.model import SHARED_ALLOWED, SHARED_REQUIRED, Puzzle
 
 
@@ -25,14 +26,26 @@ def _transpose_inputs(count, rng):
 DB_TILE = 8  # the double buffer's tiles: 8 x 8, one element per thread of an 8 x 8 block
 
 
+def _matmul_size(rng) -> tuple:
+    """A hidden size: M, N multiples of 8 up to 24, K up to 32."""
+    m, n, k = (int(v) for v in rng.integers(1, (4, 4, 5)))
+    return 8 * m, 8 * n, 8 * k
+
+
 def _matmul_inputs(sizes, rng):
     m, n, k = sizes
     return {"out": unwritten((m, n)), "a": values((m, k), rng), "b": values((k, n), rng)}
 
 
-def _double_buffered(sizes, access) -> str:
-    """The method of cp_async_double_buffer: every global read through cuda.cp_async.copy, and
-    all but the last tile computed while the next one was being copied."""
+DOUBLE_BUFFER_HINT = ("stage every tile with cuda.cp_async.copy, and issue (and commit) the "
+                      "copy of tile k + 1 into the other buffer before computing on tile k, "
+                      "then cuda.cp_async.wait_group(1)")
+
+
+def _double_buffered(trace, sizes) -> str:
+    """The rule of cp_async_double_buffer: every global read through cuda.cp_async.copy, and
+    all but the last tile computed while the next one was being copied ('' when kept)."""
+    access = trace.access
     direct = np.flatnonzero(access.global_reads)
     if len(direct):
         return (f"{len(direct)} threads read global memory directly (thread {int(direct[0])}: "
@@ -49,9 +62,7 @@ def _double_buffered(sizes, access) -> str:
             gx = access.grid[0]
             return (f"block {(blk % gx, blk // gx, 0)} made {int(early)} of its {int(reads)} "
                     f"reads of shared memory while a copy was in flight; with {tiles} tiles, "
-                    f"{tiles - 1} of them must be computed while the next one is copied\n"
-                    "hint: issue (and commit) the copy of tile k + 1 into the other buffer "
-                    "before computing on tile k, then cuda.cp_async.wait_group(1)")
+                    f"{tiles - 1} of them must be computed while the next one is copied")
     return ""
 
 
@@ -135,8 +146,10 @@ def cp_async_double_buffer_kernel(out, a, b):
         reference=lambda args: {"out": args["a"] @ args["b"]},
         launch=lambda s: ((s[1] // DB_TILE, s[0] // DB_TILE), (DB_TILE, DB_TILE)),
         launch_text="(N / 8, M / 8) blocks of 8 x 8 threads",
-        sizes=((8, 8, 24), (16, 8, 16), (8, 16, 8)), max_reads=None, max_writes=1,
-        shared=SHARED_REQUIRED, constants={"T": DB_TILE}, method=_double_buffered,
-        method_text="every global read through cuda.cp_async.copy; all but the last K tile "
-                    "computed while the next tile's copies are in flight"),
+        sizes=((8, 8, 24), (16, 8, 16), (8, 16, 8)), hidden=_matmul_size,
+        max_reads=None, max_writes=1,
+        shared=SHARED_REQUIRED, constants={"T": DB_TILE},
+        method=Method(shared_flow=FLOW_OWN, rule=_double_buffered, rule_hint=DOUBLE_BUFFER_HINT,
+                      text="every global read through cuda.cp_async.copy; all but the last K "
+                           "tile computed while the next tile's copies are in flight")),
 ]

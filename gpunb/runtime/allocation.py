@@ -11,6 +11,7 @@ import os
 import weakref
 
 from gpunb.backends.cuda import driver
+from gpunb.runtime import capture
 
 
 class DeviceAllocation:
@@ -36,6 +37,7 @@ class DeviceAllocation:
             return
         self.ptr = 0
         if self.nbytes:
+            capture.refuse_allocation("a device array")
             cu = driver.cuda_driver()
             free = _free_device
             if stream_ordered and _has_memory_pools(self.device_id):

@@ -20,7 +20,7 @@ import numpy as np
 
 from gpunb.backends.cuda import driver
 from gpunb.runtime import arrayview as av
-from gpunb.runtime import dlpack
+from gpunb.runtime import capture, captured_copies, dlpack
 from gpunb.runtime.allocation import (  # noqa: F401 - DeviceAllocation is imported from here
     DeviceAllocation,
     dead_memory_error,
@@ -147,6 +147,8 @@ class DeviceArray(_ArrayBase):
 
         With a stream, the copy is asynchronous: synchronize the stream before reading."""
         self.gpu_data.check_usable("copy_to_host")
+        if capture.open_captures and (cap := capture.current()) is not None:
+            return captured_copies.copy_to_host(self, ary, stream, cap)
         if ary is not None:
             self._check_host_compatible(ary, "copy_to_host")
         if self.size == 0:
@@ -169,23 +171,16 @@ class DeviceArray(_ArrayBase):
         """Copy `ary` (numpy-like, or another device array - of this GPU or, peer to peer, of
         another) into this array."""
         self.gpu_data.check_usable("copy_to_device")
+        if capture.open_captures and (cap := capture.current()) is not None:
+            source = _device_source(ary)
+            host = _squeezed_to(ary, self.shape) if source is None and isinstance(
+                ary, np.ndarray) else None
+            return captured_copies.copy_to_device(self, source, host, stream, cap)
         if self.size == 0:
             return
         source = _device_source(ary)
         if source is not None:
-            if source.shape != self.shape or source.dtype != self.dtype or not _same_layout(
-                    source, self) or not (self._c_contiguous or self._f_contiguous):
-                raise ValueError("device-to-device copy needs the same shape, dtype and "
-                                 "contiguous layout; copy through the host otherwise")
-            other = getattr(source, "gpu_data", None)
-            if other is not None:
-                other.check_usable("copy_to_device (the source)")
-                if other.token is not self.gpu_data.token:  # another GPU: peer to peer
-                    copy_peer(self._ptr, self.gpu_data.token, source._ptr, other.token,
-                              self.nbytes, stream)
-                    return
-            copy_dtod(self._ptr, source._ptr, self.nbytes, stream)
-            return
+            return self.copy_from_device(source, stream)
         host = _squeezed_to(np.asarray(ary), self.shape)
         self._check_host_compatible(host, "copy_to_device")
         if self._c_contiguous:
@@ -194,6 +189,22 @@ class DeviceArray(_ArrayBase):
             copy_htod(self._ptr, np.asfortranarray(host), self.nbytes, stream)
         else:  # a strided view: only its own elements are written, row by row
             copy_strided(self, np.ascontiguousarray(host), to_device=True, stream=stream)
+
+    def copy_from_device(self, source, stream=0) -> None:
+        """Copy device array `source` (same shape, dtype and contiguous layout; of this GPU or,
+        peer to peer, of another) into this array."""
+        if source.shape != self.shape or source.dtype != self.dtype or not _same_layout(
+                source, self) or not (self._c_contiguous or self._f_contiguous):
+            raise ValueError("device-to-device copy needs the same shape, dtype and "
+                             "contiguous layout; copy through the host otherwise")
+        other = getattr(source, "gpu_data", None)
+        if other is not None:
+            other.check_usable("copy_to_device (the source)")
+            if other.token is not self.gpu_data.token:  # another GPU: peer to peer
+                copy_peer(self._ptr, self.gpu_data.token, source._ptr, other.token,
+                          self.nbytes, stream)
+                return
+        copy_dtod(self._ptr, source._ptr, self.nbytes, stream)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         host = self.copy_to_host()
@@ -404,6 +415,8 @@ class HostDeviceArray(_ArrayBase):
         return f"<gpunb HostDeviceArray shape={self.shape} dtype={self.dtype} (CPU target)>"
 
     def copy_to_host(self, ary: np.ndarray | None = None, stream=0) -> np.ndarray:
+        if capture.open_captures and (cap := capture.current()) is not None:
+            return captured_copies.copy_to_host(self, ary, stream, cap)
         if ary is None:
             return np.array(self._array, copy=True, order="K")
         self._check_host_compatible(ary, "copy_to_host")
@@ -411,6 +424,10 @@ class HostDeviceArray(_ArrayBase):
         return ary
 
     def copy_to_device(self, ary, stream=0) -> None:
+        if capture.open_captures and (cap := capture.current()) is not None:
+            source = ary if isinstance(ary, HostDeviceArray) else None
+            host = _squeezed_to(ary, self.shape) if isinstance(ary, np.ndarray) else None
+            return captured_copies.copy_to_device(self, source, host, stream, cap)
         host = ary._array if isinstance(ary, HostDeviceArray) else np.asarray(ary)
         host = _squeezed_to(host, self.shape)
         self._check_host_compatible(host, "copy_to_device")
@@ -440,6 +457,9 @@ class HostDeviceArray(_ArrayBase):
         return result  # one element: a numpy scalar (a copy), as DeviceArray returns
 
     def __setitem__(self, index, value) -> None:
+        capture.refuse("assigning to a device array's elements copies from the host now, "
+                       "which a graph would not repeat", "fill the array before the capture, "
+                       "or copy into it from an array: d.copy_to_device(h)")
         if isinstance(value, HostDeviceArray):
             value = value._array
         self._array[av.normalize_index(index)] = value

@@ -141,6 +141,67 @@ class ArgPacker:
                      f"to GPU {here} first: inside `with cuda.gpus[{here}]:`, "
                      "copy = cuda.device_array_like(ary); copy.copy_to_device(ary)")
 
+    # ---- parameters kept for a graph (runtime/capture.py) --------------------------------------
+
+    def snapshot(self, args: tuple, argtypes: tuple) -> PackedParams:
+        """Pack `args` and return a copy of the packed parameters that stays as it is (what a
+        captured graph replays); arguments that are copied for each launch (host arrays on the
+        GPU, records, DLPack imports) cannot be kept and raise GraphError."""
+        if self._owner != _get_ident():
+            return self._packer_of_this_thread().snapshot(args, argtypes)
+        _address, writeback = self.pack(args, argtypes)
+        if writeback:
+            raise _copied_argument_error(self.kernel)
+        return PackedParams(self._buffer, self.offsets)
+
+    def write_argument(self, params: PackedParams, index: int, value, argtypes: tuple) -> None:
+        """Write `value` as argument `index` into `params` (made by `snapshot`): a graph
+        update. The value's type was checked by the caller; its slots are packed as a launch
+        packs them."""
+        if self._owner != _get_ident():
+            return self._packer_of_this_thread().write_argument(params, index, value, argtypes)
+        if argtypes is not self._argtypes:
+            self._prepare(argtypes)
+        get = self._getters[index]
+        self._writeback = None
+        values = [value] if get is None else list(
+            value._slots if value.__class__ is self._fast_class else get(value))
+        if self._writeback is not None:
+            self._writeback = None
+            raise _copied_argument_error(self.kernel)
+        slots = [k for k, owner in enumerate(self._slot_args) if owner == index]
+        for k, item in zip(slots, values, strict=True):
+            layout = "<" + self._slot_formats[k]
+            try:
+                struct.pack_into(layout, params.buffer, self.offsets[k], item)
+            except (struct.error, OverflowError, TypeError, ValueError):
+                try:
+                    item = _convert(item, self._slot_dtypes[k])
+                except (OverflowError, TypeError, ValueError) as exc:
+                    raise self._arg_error(index, f"value {item!r} cannot be passed as "
+                                          f"{self._slot_dtypes[k]}: {exc}") from None
+                struct.pack_into(layout, params.buffer, self.offsets[k], item)
+        return None
+
+    # ---- what native launch plans read (runtime/native_pack.py) -------------------------------
+
+    @property
+    def owner_thread(self) -> int:
+        """The thread whose launches pack into this packer's buffer (others get their own)."""
+        return self._owner
+
+    def argument_slots(self, argtypes: tuple) -> tuple:
+        """Where each argument's values go: per argument, its parameter slots as
+        (address in this packer's buffer, struct format), in order."""
+        if argtypes is not self._argtypes:
+            self._prepare(argtypes)
+        base = ctypes.addressof(self._buffer)
+        out: list = [[] for _ in argtypes]
+        for offset, fmt, owner in zip(self.offsets, self._slot_formats, self._slot_args,
+                                      strict=True):
+            out[owner].append((base + offset, fmt))
+        return tuple(tuple(slots) for slots in out)
+
     # ---- building the plan ---------------------------------------------------------------------
 
     def _prepare(self, argtypes: tuple) -> None:
@@ -359,6 +420,34 @@ class ArgPacker:
 
     def _arg_error(self, index: int, message: str, hint: str | None = None) -> LaunchError:
         return LaunchError(f"argument {index + 1} {message}", hint=hint, function=self.kernel)
+
+
+class PackedParams:
+    """A launch's packed parameters copied out of its packer: the slots' bytes and a void*[] of
+    their addresses (`address`), read by a CUDA graph's kernel node when it is made or updated
+    and by the CPU target's replay at each launch."""
+
+    __slots__ = ("buffer", "pointers", "address")
+
+    def __init__(self, buffer, offsets: tuple):
+        self.buffer = type(buffer).from_buffer_copy(buffer)
+        base = ctypes.addressof(self.buffer)
+        self.pointers = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
+        self.address = ctypes.addressof(self.pointers) if offsets else 0
+
+    def raw(self) -> bytes:
+        """The slots' bytes (what a test compares)."""
+        return bytes(self.buffer)
+
+
+def _copied_argument_error(kernel: str | None):
+    from gpunb.foundation.errors import GraphError
+
+    return GraphError(
+        "an argument that gpunb copies for each launch (a host numpy array on the GPU, "
+        "cuda.In/Out, a record, a DLPack import) cannot be captured in a graph", function=kernel,
+        hint="pass device arrays (cuda.to_device(a), CuPy or PyTorch arrays) made before the "
+             "capture; a record goes in a device array of records")
 
 
 _pointers: dict = {}  # id(array) -> (weakref to it, nbytes, data pointer)

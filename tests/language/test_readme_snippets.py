@@ -13,6 +13,8 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 SECTIONS = {
     "tensor cores": "## Tensor cores\n",
     "async copies": "## Asynchronous copies, TMA and wgmma (Ampere and Hopper)\n",
+    # the watchdog stopping a spinning kernel, a fault told as KernelFaultError (CPU target)
+    "stopping": "## Stopping a runaway kernel, and kernels that crash\n",
 }
 
 
@@ -43,6 +45,8 @@ def test_the_sections_hold_the_snippets_they_teach():
         assert call in names["tensor cores"], call
     for call in ("cuda.cp_async.copy", "cuda.tma.load", "cuda.mbarrier.wait"):
         assert call in names["async copies"], call
+    for text in ("GPUNB_LAUNCH_TIMEOUT", "LaunchTimeoutError", "KernelFaultError"):
+        assert text in names["stopping"], text
 
 
 @pytest.mark.parametrize("name, index", CASES, ids=[f"{n}-{i + 1}" for n, i in CASES])

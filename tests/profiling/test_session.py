@@ -164,9 +164,9 @@ def test_launches_through_the_native_launcher_are_records_with_every_field():
     x = np.arange(n, dtype=np.float32)
     out = np.zeros_like(x)
     config = saxpy[n // 256, 256]
-    for _ in range(4):  # the configuration gets its native launcher (jit/fast_launch.py)
+    for _ in range(4):  # the configuration gets its native launcher (jit/launcher.py)
         config(out, x, x, np.float32(1.0))
-    assert config._native is not None
+    assert config.launcher is not None
     with gpunb.profile() as prof:
         for k in range(20):
             config(out, x, x, np.float32(k))

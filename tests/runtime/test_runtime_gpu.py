@@ -376,7 +376,7 @@ def test_native_launch_trampoline(on_gpu):
     x = np.arange(n, dtype=np.float32)
     d_out, d_x, d_y = memory.device_array(n, np.float32), memory.to_device(x), memory.to_device(x)
     kernel[4, 256](d_out, d_x, d_y, np.float32(3.0))
-    assert launch.prepare_native_launch() and launch._native is not None
+    assert launch.driver_calls.prepare() and launch.driver_calls.trampolines is not None
     np.testing.assert_array_equal(d_out.copy_to_host(), 4 * x)
     kernel[np.int64(4), np.int32(256)](d_out, d_x, d_y, np.float32(2.0))  # the fallback path
     np.testing.assert_array_equal(d_out.copy_to_host(), 3 * x)

@@ -61,7 +61,7 @@ def test_same_kernel_from_eight_threads(target):
     result must be its own (first launch, so the compile itself also races)."""
     on_device = target == "cuda"
     add_scalar.specializations.clear()
-    add_scalar._fast.clear()
+    add_scalar.forget_target()  # the lookup of its specialisations too
 
     def work(k):
         x, out, host_x = _arrays(k, on_device)

@@ -33,7 +33,7 @@ def resume_waiters(sched, n_blocks) -> None:
             bar = b.inttoptr(st.load(b, c, abi.CTX_XCHG, dm.i64), dm.ptr)
             with b.if_then(st.mbarrier_done(b, bar, st.load(b, c, abi.CTX_PRED, dm.i32))):
                 _wake(b, sched, i)
-                b.call(sched.resume_fn, [sched.handle(i)])
+                sched.resume(i)
                 sched.put("progressed", st.i32(1))
 
     sched.for_live(st.i32(0), sched.n, "mbwait", mbarrier)
@@ -47,8 +47,7 @@ def resume_waiters(sched, n_blocks) -> None:
             count = _at_rendezvous(sched, lo, hi, st.load(b, sched.ctx(lo), abi.CTX_SITE, dm.i32))
             with b.if_then(b.icmp_signed("==", count, st.i32(WARPGROUP))):
                 sched.for_live(lo, hi, "wgwake", lambda i: _wake(b, sched, i))
-                sched.for_live(lo, hi, "wgrun",
-                               lambda i: b.call(sched.resume_fn, [sched.handle(i)]))
+                sched.for_live(lo, hi, "wgrun", sched.resume)
                 sched.put("progressed", st.i32(1))
 
 

@@ -70,13 +70,14 @@ def record_function(module: ir.Module) -> ir.Function:
 
 
 def allocate_frame(b: ir.IRBuilder, ctx, size, record: bool):
-    """malloc a coroutine thread's frame; a recording thread notes where it is (abi.CTX_FRAME):
-    its local arrays live there, and the recorder skips them."""
+    """malloc a coroutine thread's frame and note it in the context (abi.CTX_FRAME: a launch
+    abandoned mid-way frees it); a recording thread also notes its size: its local arrays live
+    there, and the recorder skips them."""
     malloc = b.module.globals.get("malloc") or \
         ir.Function(b.module, ir.FunctionType(dm.ptr, [dm.i64]), "malloc")
     mem = b.call(malloc, [size])
+    b.store(mem, _at(b, ctx, abi.CTX_FRAME))
     if record:
-        b.store(mem, _at(b, ctx, abi.CTX_FRAME))
         b.store(size, _at(b, ctx, abi.CTX_FRAME_BYTES))
     return mem
 

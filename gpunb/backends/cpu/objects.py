@@ -39,6 +39,21 @@ def _loop_hints(module_text: str) -> str:
     return module_text
 
 
+def _probe_stack(module_text: str) -> str:
+    """Every function probes its stack frame page by page as it grows it (x86-64, AArch64): a
+    frame larger than the guard page below a thread's stack (large local arrays) then faults on
+    that page - a stack overflow the guard reports - instead of landing in whatever memory lies
+    beyond it. Costs nothing for frames under a page. llvmlite cannot write string attributes,
+    so they are written into the text here."""
+    import platform
+    import re
+
+    if platform.machine().lower() not in ("x86_64", "amd64", "aarch64", "arm64"):
+        return module_text
+    return re.sub(r'^(define [^\n]*?@(?:"[^"]*"|[\w.$]+)\([^\n]*?\))',
+                  r'\1 "probe-stack"="inline-asm"', module_text, flags=re.M)
+
+
 def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: bool = True,
                 fastmath: bool = False) -> tuple[bytes, str, str]:
     """Optimise and compile for the host. Returns (object file, optimised IR, assembly)."""
@@ -51,6 +66,7 @@ def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: boo
     if fastmath:
         module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
     module_text = _loop_hints(module_text)
+    module_text = _probe_stack(module_text)
     if "bfloat" in module_text:  # x86 calls these for -> bfloat16 (GCC 12's libgcc lacks them)
         from gpunb.compiler.lowfloat import host_helpers_ir
 
@@ -61,4 +77,19 @@ def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: boo
     pto = llvm.create_pipeline_tuning_options(speed_level=3 if opt else (1 if coroutine else 0))
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
-    return tm.emit_object(mod), str(mod), tm.emit_assembly(mod)
+    return tm.emit_object(mod), str(mod), _without_line_tables(tm.emit_assembly(mod))
+
+
+def _without_line_tables(asm: str) -> str:
+    """The assembly as a reader wants it: without the line table of code-site ids
+    (codesites.py), whose `.loc` numbers are not source lines, nor the debug sections."""
+    kept, skipping = [], False
+    for line in asm.splitlines(keepends=True):
+        word = line.split(None, 1)[0] if line.strip() else ""
+        if word == ".section":
+            skipping = ".debug_" in line
+        numbered_file = word == ".file" and len(line.split()) > 2  # the table's, not the unit's
+        if skipping or numbered_file or word in (".loc", ".cfi_sections"):
+            continue
+        kept.append(line)
+    return "".join(kept)
