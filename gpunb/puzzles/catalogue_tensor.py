@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from gpunb.puzzles.catalogue_basics import unwritten, values
+from gpunb.backends.cpu.abi import ROLE_COPY_SOURCE
 from gpunb.puzzles.method import FLOW_OWN, Method
 from gpunb.puzzles.model import SHARED_ALLOWED, SHARED_REQUIRED, Puzzle
+from gpunb.puzzles.trace import WRITE
 
 
 def _gemm_inputs(sizes, rng):
@@ -42,15 +44,23 @@ DOUBLE_BUFFER_HINT = ("stage every tile with cuda.cp_async.copy, and issue (and 
                       "then cuda.cp_async.wait_group(1)")
 
 
+def _copy_sources(trace) -> np.ndarray:
+    """Per record: whether it is a cp.async's read of its global source (not a direct load)."""
+    roles = np.array([len(s) > 6 and s[6] == ROLE_COPY_SOURCE for s in trace.log.sites] or [False])
+    return roles[trace.log.records["site"]] if len(trace.log.records) else np.zeros(0, bool)
+
+
 def _double_buffered(trace, sizes) -> str:
     """The rule of cp_async_double_buffer: every global read through cuda.cp_async.copy, and
     all but the last tile computed while the next one was being copied ('' when kept)."""
     access = trace.access
-    direct = np.flatnonzero(access.global_reads)
+    loads = trace.per_thread(~trace.shared & (trace.kind != WRITE) & (trace.array >= 0)
+                             & ~_copy_sources(trace))
+    direct = np.flatnonzero(loads)
     if len(direct):
         return (f"{len(direct)} threads read global memory directly (thread {int(direct[0])}: "
-                f"{int(access.global_reads[direct[0]])} reads); in this puzzle the tiles reach "
-                "shared memory through cuda.cp_async.copy only")
+                f"{int(loads[direct[0]])} reads); in this puzzle the tiles reach shared memory "
+                "through cuda.cp_async.copy only")
     overlap = access.async_overlap
     if overlap is None:
         return "the kernel made no cuda.cp_async.copy: stage the tiles of a and b with it"

@@ -74,6 +74,10 @@ RECORD_FIELDS = (("address", "<i8"), ("site", "<i4"), ("thread", "<i4"), ("block
                  ("space", "<i2"))
 RECORD_SIZE = 32
 SPACE_GLOBAL, SPACE_SHARED = 0, 1
+# the role (last field) of the access site of a cp.async's reads of its global source: recorded
+# at the issue as the issuing thread's reads (access maps count them; the puzzles' rules tell
+# them from direct loads)
+ROLE_COPY_SOURCE = "async_source"
 # a synchronisation record (racecheck of asynchronous kernels, backends/cpu/happens_before.py):
 # its address field is a value - bits 0-31 the object (an mbarrier's shared offset, a copy's or
 # wgmma's serial), 32-39 the SYNC_* kind, bit 40 "this update completed the phase", 41-62 extra

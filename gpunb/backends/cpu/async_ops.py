@@ -25,6 +25,7 @@ from gpunb.foundation.tensor_types import TensorMap
 
 ISSUE, DONE = "async_issue", "async_done"  # the roles of a copy's two access sites
 ASYNC_READ = "async_read"  # a site of the async proxy's reads (TMA store source, wgmma operands)
+ASYNC_SOURCE = abi.ROLE_COPY_SOURCE  # a cp.async's reads of its global source
 
 
 class CpuAsyncOps:
@@ -111,6 +112,11 @@ class CpuAsyncOps:
         issue = self.access_site(low, node, what, ISSUE)
         done = self.access_site(low, node, what, DONE)
         self.record_issue(low, issue, dst[0], st.i64(count), itemsize)
+        source = self.access_site(low, node, _text(node.args[1]) if len(node.args) > 1 else "src",
+                                  ASYNC_SOURCE, "read")
+        if source >= 0:  # the bytes it reads (src_bytes of them; the rest is zero-filled)
+            st.record_elements(b, low.ctx, st.i32(source), src[0], b.zext(size, dm.i64),
+                               st.i64(itemsize))
         b.call(st.cp_issue_function(low.mb.module, self.target.record),
                [low.ctx, dst[0], src[0], st.i32(nbytes), size, st.i32(done), st.i32(itemsize)])
 
