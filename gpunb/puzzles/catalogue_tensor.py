@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunb.puzzles.catalogue_basics import unwritten, values
 from gpunb.backends.cpu.abi import ROLE_COPY_SOURCE
+from gpunb.puzzles.catalogue_basics import unwritten, values
 from gpunb.puzzles.method import FLOW_OWN, Method
 from gpunb.puzzles.model import SHARED_ALLOWED, SHARED_REQUIRED, Puzzle
 from gpunb.puzzles.trace import WRITE
