@@ -30,6 +30,7 @@ class Feature(str, enum.Enum):
     SHARED = "shared"  # static shared memory
     DYNAMIC_SHARED = "dynamic_shared"  # cuda.shared.array(0, dtype)
     PRINT = "print"
+    BREAKPOINT = "breakpoint"  # breakpoint(): compiled as the CPU target's debug variant
 
 
 class VarKind(str, enum.Enum):

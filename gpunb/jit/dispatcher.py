@@ -50,7 +50,7 @@ config._target_listeners.append(_forget_targets)
 
 _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
                  "inline", "cpu_mode", "racecheck", "link", "lto", "launch_bounds",
-                 "shared_memory_carveout", "forceinline")
+                 "shared_memory_carveout", "forceinline", "debugger")
 
 
 class Dispatcher(NumbaDispatcherAPI):

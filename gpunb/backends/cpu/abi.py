@@ -34,6 +34,9 @@ CTX_MASK = 132  # i32: the member mask of the warp collective this thread waits 
 # work-group mode: the block's per-thread variable arrays (wg_lower.py), allocated by the runner
 # once per host thread and launch, not once per block
 CTX_SCRATCH = 136  # ptr
+# the debug variant (always coroutine mode, so the slot is free): this thread's debug area
+# (debug_abi.py)
+CTX_DEBUG_AREA = CTX_SCRATCH
 CTX_SIZE = 144
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
@@ -71,6 +74,7 @@ class Status(ctypes.Structure):
         ("rec_shared", ctypes.c_int64),  # shared bytes per block: offsets below are shared
         ("mask", ctypes.c_int32),  # warp-mask errors: the lanes named that did not arrive
         ("lane", ctypes.c_int32),
+        ("debug", ctypes.c_void_p),  # the debug variant's DebugControl (debug_abi.py)
     ]
 
 

@@ -55,8 +55,8 @@ class CpuProgram:
                                             shared_bytes + self._static_shared, self.name)
         except Exception:  # noqa: BLE001 - the Python path raises the right error
             return None
-        if grid3[0] * grid3[1] * grid3[2] == 0:
-            return None
+        if grid3[0] * grid3[1] * grid3[2] == 0 or self.artifact.debug_area:
+            return None  # the debug variant launches through the debugger only
         run = functools.partial(self.loaded.launch, grid3, block3, int(shared_bytes))
         return grid3, block3, int(shared_bytes), 0, None, 0, None, run
 
@@ -98,14 +98,18 @@ class CpuBackend(Backend):
             options.get("boundscheck") is not False and config.boundscheck())
         record = bool(options.get("racecheck")) or (
             options.get("racecheck") is not False and config.racecheck())
+        # the debug variant: asked for, or the kernel calls breakpoint()
+        debugger = bool(options.get("debugger")) or "breakpoint" in features
         if record:  # access recording needs one context (a coroutine) per thread
             mode, why, plan = "coroutine", "accesses are recorded (racecheck, access maps)", None
+        elif debugger:  # so does stopping one thread while the others wait
+            mode, why, plan = "coroutine", "compiled for the debugger", None
         else:
             mode, why, plan = choose_mode(typed, options)
 
         def make_target():
             return CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
-                             record=record)
+                             record=record, debugger=debugger)
 
         if plan is not None:
             from gpunb.backends.cpu.wg_lower import lower_workgroup
@@ -118,7 +122,8 @@ class CpuBackend(Backend):
         runner.emit_runner(builder.module, symbol, target.body, target.slot_types,
                            target.coroutine, cooperative="grid_sync" in features,
                            workgroup=plan is not None,
-                           scratch_per_thread=target.scratch_bytes_per_thread())
+                           scratch_per_thread=target.scratch_bytes_per_thread(),
+                           debug_area=target.debug.tables()[2] if target.debug else 0)
         return builder
 
     def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
@@ -128,6 +133,7 @@ class CpuBackend(Backend):
 
         target = builder.target
         features = typed.all_features()
+        sites, frames, area = target.debug.tables() if target.debug else ((), (), 0)
         obj, llvm_ir, asm = emit_object(str(builder.module), target.body.name, target.coroutine,
                                         opt=options.get("opt", True) is not False,
                                         fastmath=bool(options.get("fastmath")))
@@ -144,7 +150,8 @@ class CpuBackend(Backend):
             source_file=typed.source.filename, first_line=typed.source.first_line,
             error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
             prints="print" in features, raise_sites=tuple(builder.raise_sites),
-            access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout))
+            access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout),
+            debug_sites=sites, debug_frames=frames, debug_area=area)
 
     def load(self, artifact: KernelArtifact) -> CpuProgram:
         return CpuProgram(artifact)

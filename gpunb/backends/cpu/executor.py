@@ -76,9 +76,17 @@ class LoadedCpuKernel:
         self.runner = _RUNNER(address)
         self.address = address
 
-    def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int) -> None:
+    def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int,
+               debug=None) -> None:
+        """Run the grid; `debug` (a debug_abi.ControlBlock) drives a debug variant's launch,
+        which without one runs to its end without stopping."""
         n_blocks = grid[0] * grid[1] * grid[2]
         status = abi.Status()
+        if self.artifact.debug_area:
+            from gpunb.backends.cpu.debug_abi import ControlBlock
+
+            debug = debug if debug is not None else ControlBlock(self.artifact)
+            status.debug = ctypes.addressof(debug.control)
         prints = None
         if self.artifact.prints:
             prints = ctypes.create_string_buffer(PRINT_BUFFER_BYTES)
@@ -108,8 +116,10 @@ class LoadedCpuKernel:
             # grid sync: every block of the grid is scheduled together; a recording launch
             # runs on this thread alone (its log is in launch order)
             workers = 1
-        elif threads <= SMALL_LAUNCH_THREADS:
-            workers = 1  # waking the pool costs more than such a launch takes
+        elif threads <= SMALL_LAUNCH_THREADS or debug is not None:
+            # waking the pool costs more than such a launch takes; a debug launch runs its
+            # blocks one after another (the debugger reads the running block's threads)
+            workers = 1
         else:
             workers = min(config.cpu_threads(), n_blocks)
         launch = abi.Launch()

@@ -62,11 +62,14 @@ def _declare(module, name, ret, args):
 
 def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: list,
                 coroutine: bool, cooperative: bool = False,
-                workgroup: bool = False, scratch_per_thread: int = 0) -> ir.Function:
+                workgroup: bool = False, scratch_per_thread: int = 0,
+                debug_area: int = 0) -> ir.Function:
     """The entry: per block, one body call per thread (coroutines), or one call per block whose
     body loops over the threads itself (workgroup mode: the context carries threadIdx 0, and
     `scratch_per_thread` bytes per thread of the block hold its per-thread variables: allocated
-    here once, reused by every block this host thread runs)."""
+    here once, reused by every block this host thread runs). The debug variant (coroutines)
+    gives each thread `debug_area` bytes, zeroed per block, and tells the launch's DebugControl
+    which threads run now."""
     fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), symbol)
     launch = fn.args[0]
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -102,6 +105,11 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     scratch = None
     if scratch_per_thread:
         scratch = b.call(malloc, [b.mul(b.zext(nthreads, dm.i64), _i64(scratch_per_thread))])
+    areas = areas_bytes = control = None
+    if debug_area:
+        areas_bytes = b.mul(group_threads, _i64(debug_area))
+        areas = b.call(malloc, [areas_bytes])
+        control = b.load(_at(b, status, abi.STATUS_OFFSETS["debug"]), typ=dm.ptr)
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
     # launch runs this function on the same Launch)
@@ -116,6 +124,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     claim_end = b.select(b.icmp_signed("<", claim_end, end), claim_end, end)
     with _loop(b, first_claimed, claim_end, "group", step=per_group) as (first, _):
         b.call(memset, [shared, ir.Constant(dm.i8, 0), shared_total, ir.Constant(dm.i1, 0)])
+        if areas is not None:
+            _publish_group(b, memset, control, ctxs, areas, areas_bytes, group_threads, first)
         with _loop(b, _i64(0), per_group, "block") as (local, _):
             blk = b.add(first, local)
             cx = b.trunc(b.urem(blk, gx), dm.i32)
@@ -145,6 +155,9 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 b.store(tid, _at(b, ctx, abi.CTX_LINEAR))
                 if scratch is not None:
                     b.store(scratch, _at(b, ctx, abi.CTX_SCRATCH))
+                if areas is not None:
+                    area = b.gep(areas, [b.mul(index, _i64(debug_area))], source_etype=dm.i8)
+                    b.store(area, _at(b, ctx, abi.CTX_DEBUG_AREA))
                 b.store(_i32(abi.WAIT_NONE), _at(b, ctx, abi.CTX_WAIT_KIND))
                 for offset in (abi.CTX_BAR_EPOCH, abi.CTX_WARP_EPOCH, abi.CTX_GRID_EPOCH):
                     b.store(_i32(0), _at(b, ctx, offset))
@@ -160,20 +173,32 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         early = fn.append_basic_block("group.error")
         b.cbranch(stop, early, cont)
         b.position_at_end(early)
-        _free_all(b, free, shared, ctxs, handles, scratch)
+        _free_all(b, free, shared, ctxs, handles, scratch, areas)
         b.ret_void()
         b.position_at_end(cont)
     b.branch(claim_bb)
     b.position_at_end(finish_bb)
-    _free_all(b, free, shared, ctxs, handles, scratch)
+    _free_all(b, free, shared, ctxs, handles, scratch, areas)
     b.ret_void()
     return fn
 
 
-def _free_all(b, free, shared, ctxs, handles, scratch=None):
+def _publish_group(b, memset, control, ctxs, areas, areas_bytes, group_threads, first) -> None:
+    """Debug variant: fresh debug areas for the blocks about to run, and where the debugger
+    finds them (a debug launch runs on one host thread, so one group at a time)."""
+    from gpunb.backends.cpu.debug_abi import CONTROL_OFFSETS as co
+
+    b.call(memset, [areas, ir.Constant(dm.i8, 0), areas_bytes, ir.Constant(dm.i1, 0)])
+    b.store(ctxs, _at(b, control, co["group_ctxs"]))
+    b.store(areas, _at(b, control, co["group_areas"]))
+    b.store(group_threads, _at(b, control, co["group_threads"]))
+    b.store(first, _at(b, control, co["group_first_block"]))
+
+
+def _free_all(b, free, shared, ctxs, handles, scratch=None, areas=None):
     b.call(free, [shared])
     b.call(free, [ctxs])
-    for block in (handles, scratch):
+    for block in (handles, scratch, areas):
         if block is not None:
             b.call(free, [block])
 
