@@ -165,6 +165,12 @@ def racecheck() -> bool:
     return _flag("GPUNB_RACECHECK", False)
 
 
+def breakpoints_enabled() -> bool:
+    """breakpoint() in kernels stops the CPU target's debugger unless PYTHONBREAKPOINT=0 (the
+    variable that turns Python's own breakpoint() off); launches then run without stopping."""
+    return os.environ.get("PYTHONBREAKPOINT", "").strip() != "0"
+
+
 def record_limit() -> int:
     """GPUNB_RECORD_LIMIT: the most access records one recording launch keeps (32 bytes each);
     a longer log is truncated and says so."""
