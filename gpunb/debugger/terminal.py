@@ -192,11 +192,12 @@ class KernelDebugger(cmd.Cmd):
             self.say(f"{mark} {state.thread}  {state.where()}")
 
     def do_warp(self, arg: str) -> None:
-        """warp NAME: NAME in each lane of the focused warp (! marks a divergent lane)."""
+        """warp NAME: NAME in each lane of the focused warp (! a lane elsewhere in the code,
+        * another value than the focused thread's)."""
         self._table(arg, self.session.view().warp())
 
     def do_across(self, arg: str) -> None:
-        """across NAME: NAME in each thread of the focused block (! marks divergence)."""
+        """across NAME: NAME in each thread of the focused block (marks as for warp)."""
         self._table(arg, self.session.view().block_threads())
 
     def _table(self, name: str, threads: list) -> None:
@@ -204,9 +205,10 @@ class KernelDebugger(cmd.Cmd):
         if not name:
             self.say("*** give a variable name, e.g. warp i")
             return
-        for state, value, differs in self.session.view().across(name, threads):
-            shown = "-" if value is None else short_value(value)
-            self.say(f"{'!' if differs else ' '} {state.thread}  {shown:>14}  {state.where()}")
+        for row in self.session.view().across(name, threads):
+            shown = "-" if row.value is None else short_value(row.value)
+            mark = "!" if row.diverged else ("*" if row.differs else " ")
+            self.say(f"{mark} {row.state.thread}  {shown:>14}  {row.state.where()}")
 
     def do_shared(self, arg: str) -> None:
         """shared: the block's shared arrays the focused thread holds."""

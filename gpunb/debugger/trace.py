@@ -102,6 +102,8 @@ class Trace:
         """(line, value) of one variable of one thread at each of its steps where it has one."""
         out = []
         for step in self.of_thread(global_index):
+            if step.exited:
+                continue
             for variable in self.variables(step):
                 if variable.name == name:
                     out.append((step.line, variable.value))

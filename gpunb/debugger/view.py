@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import linecache
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,6 +16,16 @@ from gpunb.debugger.errors import DebuggerError
 from gpunb.debugger.request import unlinear
 from gpunb.debugger.values import ArrayValue, Variable, same_value
 from gpunb.foundation.errors import describe_filename
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One thread in a warp or block table."""
+
+    state: th.ThreadState
+    value: object  # None: the name holds no value in this thread
+    differs: bool  # another value than the focused thread's
+    diverged: bool  # elsewhere in the code than the focused thread
+
 
 _REASONS = {"breakpoint()": "breakpoint()", "breakpoint": "a breakpoint", "step": "a step",
             "barrier": "its next barrier", "error": "an error", "raise": "a raise",
@@ -99,9 +110,9 @@ class StopView:
                 return variable
         return None
 
-    def across(self, name: str, threads: list[th.ThreadState]) -> list[tuple]:
-        """(thread, its value of `name` or None, whether it differs from the focused thread's
-        value or place) for each thread: the divergence table."""
+    def across(self, name: str, threads: list[th.ThreadState]) -> list[Row]:
+        """`name` in each of `threads` beside the focused thread: which hold another value,
+        and which have diverged (are elsewhere in the code, or exited, or not started)."""
         focus = self.focus_state()
         mine = self.lookup(name, focus) if focus.index >= 0 else None
         rows = []
@@ -109,9 +120,11 @@ class StopView:
             var = self.lookup(name, state) if state.site else None
             value = None if var is None else var.value
             differs = (mine is None) != (var is None) or (
-                var is not None and not same_value(var.value, mine.value)) or \
-                state.status != focus.status and state is not focus or state.site != focus.site
-            rows.append((state, value, bool(differs)))
+                var is not None and not same_value(var.value, mine.value))
+            diverged = state.site != focus.site or \
+                (state.status in (th.EXITED, th.NOT_STARTED)) != \
+                (focus.status in (th.EXITED, th.NOT_STARTED))
+            rows.append(Row(state, value, differs, diverged))
         return rows
 
     def shared_arrays(self) -> list[tuple[str, ArrayValue]]:
@@ -177,16 +190,19 @@ class StopView:
         """How many other threads wait, and where: this block, blocks not started, done."""
         s = self.session
         in_group = [self.thread(k) for k in range(self.group.count)]
-        alive = sum(1 for st in in_group if st.status not in (th.EXITED,)) - 1
+        alive = sum(1 for st in in_group
+                    if st.status != th.EXITED and st.global_index != self.stop.global_index)
         done_blocks = self.group.first_block
         group_blocks = max(1, self.group.count // s.per_block)
         later = s.total_threads - (done_blocks + group_blocks) * s.per_block
-        exited = sum(1 for st in in_group if st.status == th.EXITED)
+        exited = sum(1 for st in in_group if st.status == th.EXITED
+                     and st.global_index != self.stop.global_index)
         waiting = alive + later
         return (f"{waiting:,} other thread{'s' if waiting != 1 else ''} of {s.total_threads:,} "
                 f"wait ({alive:,} in the running block{'s' if group_blocks > 1 else ''}, "
                 f"{later:,} in blocks not started yet); "
-                f"{done_blocks * s.per_block + exited:,} finished")
+                f"{done_blocks * s.per_block + exited:,} other{'s' if exited != 1 else ''} "
+                "finished")
 
     def source(self, context: int = 5) -> list[tuple[int, str, bool]]:
         """(line, text, is the focused thread's line) around the focused thread's line."""

@@ -81,10 +81,14 @@ def debug(launch, *args, breaks=(), thread=None, block=None, trace: bool = False
 
 
 def trace(launch, *args, threads=None, trace_bytes: int = 64 << 20):
-    """Run `kernel[grid, block](*args)` once, recording the lines of `threads`; the Trace."""
+    """Run `kernel[grid, block](*args)` once, recording the lines of `threads`; the Trace.
+    When the launch fails its error is raised, with the trace up to then as `error.trace`."""
     session = debug(launch, *args, trace=True, threads=threads, trace_bytes=trace_bytes)
-    session.wait()
-    session.result()
+    while not session.finished:
+        session.wait()
+    if session.error is not None:
+        session.error.trace = session.trace
+        raise session.error
     return session.trace
 
 

@@ -203,7 +203,7 @@ class DebugInstrumentation:
         branch.set_weights([1, 1000])
         b.position_at_end(cont)
 
-    def _checked(self, low, condition, event: int, site) -> None:
+    def _checked(self, low, condition, event: int, site, abort_ends: bool = True) -> None:
         """if condition: the event (cold)."""
         b = low.builder
         slow = low.fn.append_basic_block("debug.slow")
@@ -211,7 +211,7 @@ class DebugInstrumentation:
         branch = b.cbranch(condition, slow, cont)
         branch.set_weights([1, 1000])
         b.position_at_end(slow)
-        self._event(low, event, site)
+        self._event(low, event, site, abort_ends)
         if not b.block.is_terminated:
             b.branch(cont)
         b.position_at_end(cont)
@@ -332,7 +332,9 @@ class DebugInstrumentation:
             return
         b = low.builder
         b.store(_i32(dbg.STATE_EXITED), _at(b, self.area, dbg.H_STATE))
-        self._checked(low, self._wanted(low, None), dbg.EV_EXIT, _i32(0))
+        # the thread ends here anyway (and the exit block is this one: no abort branch)
+        last_line = b.load(_at(b, self.area, dbg.H_SITE), typ=dm.i32)
+        self._checked(low, self._wanted(low, None), dbg.EV_EXIT, last_line, abort_ends=False)
 
 
 def low_memset(module: ir.Module) -> ir.Function:
