@@ -24,7 +24,8 @@ _exec_sources.install()
 
 __all__ = ["CompileError", "GpunbError", "InitcheckError", "JitOptionError", "LaunchError",
            "RaceError", "SignatureError", "ToolchainError", "WarpMaskError", "__version__",
-           "access_map", "cuda", "events", "fuse", "guvectorize", "jit", "last_profile",
+           "DebuggerError", "DebugQuit", "access_map", "cuda", "debug", "events", "last_trace",
+           "post_mortem", "trace", "fuse", "guvectorize", "jit", "last_profile",
            "profile", "sanitize", "set_target", "load_ipython_extension", "vectorize"]
 
 
@@ -71,6 +72,14 @@ def __getattr__(name: str):
         from gpunb.cuda import jit
 
         return jit
+    if name in ("debug", "trace", "post_mortem", "last_trace"):  # the CPU target's debugger
+        from gpunb.jit import debug_launch
+
+        return getattr(debug_launch, name)
+    if name in ("DebuggerError", "DebugQuit"):
+        from gpunb.debugger import errors
+
+        return getattr(errors, name)
     if name == "access_map":  # which thread touched which element (CPU target, recording)
         from gpunb.jit.access_map import access_map
 

@@ -18,6 +18,7 @@ import atexit
 import math
 import queue
 import threading
+import time
 import weakref
 from dataclasses import dataclass
 
@@ -96,6 +97,7 @@ class DebugSession:
         self._step_fresh = False
         self._view = None
         self._worker: threading.Thread | None = None
+        self._wait_lock = threading.Lock()  # one thread takes events at a time
         self._apply_request(request)
 
     # ---- setup ---------------------------------------------------------------------------------
@@ -227,10 +229,18 @@ class DebugSession:
         """The next event (Stop or Finished), or None after `timeout` seconds of running."""
         if self.state in (FINISHED, FAILED, ABORTED):
             return Finished(self.state, self.error)
+        if not self._wait_lock.acquire(timeout=-1 if timeout is None else timeout):
+            return None  # another thread is waiting for this event
         try:
-            kind, payload = self._events.get(timeout=timeout)
-        except queue.Empty:
-            return None
+            try:
+                kind, payload = self._events.get(timeout=timeout)
+            except queue.Empty:
+                return None
+            return self._take(kind, payload)
+        finally:
+            self._wait_lock.release()
+
+    def _take(self, kind: str, payload):
         self._view = None
         if kind == "stop":
             self.state, self.stop = STOPPED, payload
@@ -258,9 +268,10 @@ class DebugSession:
             self.error = self.error or error
             self.state = FAILED if self.error is not None else FINISHED
         if self.control_block.trace is not None:
-            from gpunb.debugger.trace import Trace
+            from gpunb.debugger.trace import Trace, remember
 
             self.trace = Trace.from_control(self)
+            remember(self.trace)
         _open.discard(self)
 
     @property
@@ -370,6 +381,11 @@ class DebugSession:
         if self.state == STOPPED:
             self.state = RUNNING
             self._resume.put("abort")
+        if self._wait_lock.locked():  # another thread waits (a widget's watcher): it sees the end
+            deadline = time.monotonic() + timeout
+            while not self.finished and time.monotonic() < deadline:
+                time.sleep(0.02)
+            return self.finished
         while not self.finished:
             event = self.wait(timeout)
             if event is None:

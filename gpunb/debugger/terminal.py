@@ -242,10 +242,15 @@ class KernelDebugger(cmd.Cmd):
 
 
 def run_in_terminal(session: DebugSession, stdin=None, stdout=None) -> None:
-    """Drive a session with commands read from stdin until the launch ends; then raise its
-    error as a plain launch would (DebugQuit when it was abandoned)."""
+    """Start a session and drive it with commands read from stdin until the launch ends; then
+    raise its error as a plain launch would (DebugQuit when it was abandoned)."""
+    event = _waiting(session, session.start, stdout or sys.stdout)
+    drive_in_terminal(session, event, stdin, stdout)
+
+
+def drive_in_terminal(session: DebugSession, event, stdin=None, stdout=None) -> None:
+    """Drive a started session from its current event (a Stop or Finished) to its end."""
     out = stdout or sys.stdout
-    event = _waiting(session, session.start, out)
     while not isinstance(event, Finished):
         shell = KernelDebugger(session, stdin=stdin, stdout=stdout)
         shell.announce()
@@ -262,6 +267,8 @@ def run_in_terminal(session: DebugSession, stdin=None, stdout=None) -> None:
                      "gpunb.debug(...), or set PYTHONBREAKPOINT=0 to run without stopping"
             ) from None
         event = _waiting(session, shell.resumed, out)
+    if session.trace is not None:
+        print(repr(session.trace), file=out)
     session.result()
 
 

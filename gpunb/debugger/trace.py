@@ -20,6 +20,16 @@ from gpunb.debugger.request import unlinear
 from gpunb.debugger.tables import DebugTables, Frame
 from gpunb.debugger.values import Readable, Variable, decode
 
+_last: list = []  # the Trace of the last tracing launch in this process
+
+
+def last():
+    return _last[0] if _last else None
+
+
+def remember(trace) -> None:
+    _last[:] = [trace]
+
 
 @dataclass(frozen=True, slots=True)
 class TraceStep:

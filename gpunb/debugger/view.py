@@ -17,6 +17,7 @@ from gpunb.debugger.request import unlinear
 from gpunb.debugger.values import ArrayValue, Variable, same_value
 from gpunb.foundation.errors import describe_filename
 
+
 @dataclass(frozen=True, slots=True)
 class Row:
     """One thread in a warp or block table."""

@@ -92,6 +92,48 @@ def trace(launch, *args, threads=None, trace_bytes: int = 64 << 20):
     return session.trace
 
 
+def post_mortem(timeout: float | None = None) -> DebugSession:
+    """Run the last failed launch again under the debugger (CPU target), stopping at the thread
+    and line where it fails (`%gpudebug` in notebooks; pdb.pm() for kernels).
+
+    The replay reads the arguments as they are now: a launch that changed its own inputs
+    before failing may not fail the same way again (then a DebuggerError says so)."""
+    from gpunb.jit.failures import last_replay
+
+    replay = last_replay()
+    if replay is None:
+        raise DebuggerError("no kernel launch has failed yet in this process (or its failure "
+                            "was in its configuration, before any thread ran)",
+                            hint="post-mortem debugging replays the last launch that failed "
+                                 "inside its kernel")
+    dispatcher, args = replay.dispatcher(), replay.arguments()
+    name = replay.failure.describe().split(":", 1)[0]
+    if dispatcher is None or args is None:
+        raise DebuggerError(f"the failed launch cannot be replayed: its kernel or one of its "
+                            f"arrays is gone ({name})",
+                            hint="launch it again, then run %gpudebug / gpunb.post_mortem()")
+    request = DebugRequest(breakpoints=False, stop_on_error=True)
+    session = start_session(dispatcher, replay.config, args, request, timeout)
+    if session.state == "stopped" and session.stop.reason in ("error", "raise"):
+        return session
+    session.abort("post-mortem replay")
+    what = f"{type(session.error).__name__}: {getattr(session.error, 'message', '')}" \
+        if session.error is not None else "it ran to its end without error"
+    raise DebuggerError(
+        f"replaying the failed launch of '{dispatcher.__name__}' under the debugger did not "
+        f"stop at a failing thread ({what})", function=dispatcher.__name__,
+        hint=f"the failure was: {replay.failure.describe()}; if the kernel writes an array it "
+             "also reads, its inputs have changed since - launch it again with fresh inputs "
+             "under gpunb.debug(...)")
+
+
+def last_trace():
+    """The Trace of the last tracing launch (%%gpukernel --trace, gpunb.trace), or None."""
+    from gpunb.debugger.trace import last
+
+    return last()
+
+
 def start_session(dispatcher, launch_config, args: tuple, request: DebugRequest,
                   timeout: float | None = None) -> DebugSession:
     """Specialise the debug twin of `dispatcher` for `args`, pack them, start the session."""

@@ -482,7 +482,7 @@ class _LaunchConfig:
             if status == 0:
                 return None
             if status != _DECLINED:
-                return self._after_native(native[1], status)
+                return self._after_native(native[1], status, args)
             return self._rebind(args)
         return self._launch(args, kwargs)
 
@@ -497,10 +497,10 @@ class _LaunchConfig:
             if status == 0:
                 return None
             if status != _DECLINED:
-                return self._after_native(native[1], status)
+                return self._after_native(native[1], status, args)
         return self._launch(args, {})
 
-    def _after_native(self, after, status: int) -> None:
+    def _after_native(self, after, status: int, args: tuple) -> None:
         """The native launcher packed (the CPU target runs the grid now) or the driver failed."""
         try:
             after(status)
@@ -511,7 +511,7 @@ class _LaunchConfig:
                 exc.loc = user_location()
             from gpunb.jit.failures import note_launch_failure
 
-            note_launch_failure(self.dispatcher, exc)
+            note_launch_failure(self.dispatcher, exc, args, launch=self)
             raise
 
     def _launch(self, args: tuple, kwargs: dict) -> None:
@@ -533,7 +533,8 @@ class _LaunchConfig:
                 exc.loc = user_location()
             from gpunb.jit.failures import note_launch_failure
 
-            note_launch_failure(dispatcher, exc, args)  # for %gpucache status, the side panel
+            # for %gpucache status, the side panel, %gpudebug
+            note_launch_failure(dispatcher, exc, args, launch=self)
             raise
         if dispatcher.failed_launch is not None:
             dispatcher.failed_launch = None  # this launch worked

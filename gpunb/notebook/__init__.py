@@ -26,6 +26,7 @@ def load_ipython_extension(ipython) -> None:
     _register_displays(ipython)
     _loaded[id(ipython)] = hooks
     _connect_panel(ipython)
+    _use_debugger_widget(ipython)
 
 
 def _connect_panel(ipython) -> None:
@@ -39,9 +40,39 @@ def _connect_panel(ipython) -> None:
         comm.publish({"type": "hello", "version": comm.VERSION})
 
 
+def _use_debugger_widget(ipython) -> None:
+    """In a Jupyter kernel, launches that stop in the debugger show its widget (elsewhere the
+    terminal's pdb-style prompt stays). Nothing is imported for it until a launch stops."""
+    if getattr(ipython, "kernel", None) is None:
+        return
+    from gpunb.debugger import frontend
+
+    _debugger_frontends[id(ipython)] = frontend.use(_debugger_widget_frontend)
+
+
+_debugger_frontends: dict = {}  # shell -> the front end before %load_ext
+
+
+def _debugger_widget_frontend(session) -> None:
+    from gpunb.notebook.widgets import widgets_available
+
+    if not widgets_available():
+        from gpunb.debugger.terminal import run_in_terminal
+
+        run_in_terminal(session)
+        return
+    from gpunb.notebook.debug_widget import notebook_frontend
+
+    notebook_frontend(session)
+
+
 def unload_ipython_extension(ipython) -> None:
     """Remove the hooks (magics stay registered, as IPython offers no way to drop them)."""
     hooks = _loaded.pop(id(ipython), None)
+    if id(ipython) in _debugger_frontends:
+        from gpunb.debugger import frontend
+
+        frontend.use(_debugger_frontends.pop(id(ipython)))
     if hooks is not None:
         hooks.unregister()
         formatter = _display_formatter(ipython)

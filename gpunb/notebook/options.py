@@ -32,6 +32,16 @@ class KernelCellOptions:
     max_registers: int | None = None
     sanitize: str | None = None  # replay the cell's launches under compute-sanitizer --tool
     racecheck: bool = False  # CPU target: record accesses, raise gpunb.RaceError on races
+    breaks: tuple = ()  # lines of the cell where launches of its kernels stop (the debugger)
+    thread: str | None = None  # ... only in this thread ("x,y,z")
+    block: str | None = None  # ... of this block
+    trace: bool = False  # record the lines of `threads` in each launch (record and replay)
+    threads: str | None = None  # which threads --trace records ("warp 0", "block 1", "0-63")
+
+    @property
+    def debugger(self) -> bool:
+        """The cell's kernels compile as the CPU target's debug variant."""
+        return bool(self.breaks) or self.trace
 
     def jit_options(self) -> dict:
         """Keyword arguments for `gpunb.cuda.jit`: only what was asked for, so defaults stay."""
@@ -50,6 +60,9 @@ class KernelCellOptions:
             options["cache"] = False
         if self.max_registers is not None:
             options["max_registers"] = self.max_registers
+        if self.debugger:
+            options["debugger"] = True
+            options["target"] = "cpu"
         return options
 
     @property
@@ -90,6 +103,15 @@ def _parser() -> _Parser:
                    help="CPU target: report data races (gpunb.RaceError)")
     p.add_argument("--max-registers", dest="max_registers", type=int)
     p.add_argument("--sanitize", choices=("memcheck", "racecheck", "synccheck", "initcheck"))
+    p.add_argument("--break", dest="breaks", action="append", type=int, default=[],
+                   metavar="LINE", help="stop launches at this line of the cell (repeatable; "
+                                        "CPU target)")
+    p.add_argument("--thread", help="with --break: only in this thread, x[,y[,z]]")
+    p.add_argument("--block", help="with --break: only in this block, x[,y[,z]]")
+    p.add_argument("--trace", action="store_true",
+                   help="record the lines of --threads in each launch (CPU target)")
+    p.add_argument("--threads", help="with --trace: 'warp W', 'block x,y,z', 'all', 'lo-hi' "
+                                     "(default: warp 0)")
     return p
 
 
@@ -117,7 +139,33 @@ def parse_kernel_options(line: str) -> KernelCellOptions:
             raise OptionError(f"%%gpukernel: --{exc}") from None
     if ns.max_registers is not None and not 16 <= ns.max_registers <= 255:
         raise OptionError(f"%%gpukernel: --max-registers {ns.max_registers}: expected 16..255")
+    _check_debugger_options(ns)
     return KernelCellOptions(target=ns.target, arch=arch, show=tuple(dict.fromkeys(show)),
                              lineinfo=ns.lineinfo, fastmath=ns.fastmath, no_cache=ns.no_cache,
                              debug=ns.debug, max_registers=ns.max_registers,
-                             sanitize=ns.sanitize, racecheck=ns.racecheck)
+                             sanitize=ns.sanitize, racecheck=ns.racecheck,
+                             breaks=tuple(ns.breaks), thread=ns.thread, block=ns.block,
+                             trace=ns.trace, threads=ns.threads)
+
+
+def _check_debugger_options(ns) -> None:
+    """--break/--trace run on the CPU target; --thread/--block narrow a --break."""
+    asked = bool(ns.breaks) or ns.trace
+    if asked and ns.target == "cuda":
+        raise OptionError("%%gpukernel: --break and --trace run kernels in the CPU target's "
+                          "debugger; drop --target cuda (or use --target cpu)")
+    if (ns.thread or ns.block) and not ns.breaks:
+        raise OptionError("%%gpukernel: --thread and --block choose where a --break stops; "
+                          "add --break LINE")
+    if ns.threads and not ns.trace:
+        raise OptionError("%%gpukernel: --threads chooses what --trace records; add --trace")
+    if ns.breaks and ns.trace:
+        raise OptionError("%%gpukernel: --break stops a launch and --trace records one without "
+                          "stopping; use one of them")
+    if any(line < 1 for line in ns.breaks):
+        raise OptionError("%%gpukernel: --break LINE: cell lines start at 1")
+    for what in ("thread", "block"):
+        value = getattr(ns, what)
+        if value is not None and not all(p.strip().isdigit() for p in value.split(",")):
+            raise OptionError(f"%%gpukernel: --{what} {value!r}: expected x[,y[,z]] "
+                              "(non-negative integers)")
