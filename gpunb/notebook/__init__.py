@@ -10,6 +10,9 @@ _loaded: dict = {}
 # the jit layer's inspection record, displayed by IPython as the inspector (registered by name,
 # so %load_ext imports nothing for it)
 _REPORT_TYPE = ("gpunb.jit.report", "KernelReport")
+# debugger objects, displayed as their widgets (gpunb.debug(...) and gpunb.trace(...) results)
+_SESSION_TYPE = ("gpunb.debugger.session", "DebugSession")
+_TRACE_TYPE = ("gpunb.debugger.trace", "Trace")
 
 
 def load_ipython_extension(ipython) -> None:
@@ -77,7 +80,8 @@ def unload_ipython_extension(ipython) -> None:
         hooks.unregister()
         formatter = _display_formatter(ipython)
         if formatter is not None:
-            formatter.pop(".".join(_REPORT_TYPE), None)
+            for kind in (_REPORT_TYPE, _SESSION_TYPE, _TRACE_TYPE):
+                formatter.pop(".".join(kind), None)
 
 
 def hooks_for(ipython):
@@ -103,6 +107,19 @@ def _register_displays(ipython) -> None:
         show_report(report)
 
     formatter.for_type_by_name(*_REPORT_TYPE, show_report)
+
+    def show_session(session):
+        from gpunb.notebook.debug_view import show_session
+
+        show_session(session)
+
+    def show_trace(trace):
+        from gpunb.notebook.debug_view import show_trace
+
+        show_trace(trace)
+
+    formatter.for_type_by_name(*_SESSION_TYPE, show_session)
+    formatter.for_type_by_name(*_TRACE_TYPE, show_trace)
 
 
 def _ensure_cuda_name(ipython) -> None:

@@ -183,36 +183,17 @@ class DebuggerWidget(w.VBox):
             self.name.value, view.across(self.name.value, threads), self.session.focus))
 
 
-def static_bundle(session: DebugSession) -> dict:
-    """The session's state as HTML and text (what a saved notebook shows)."""
-    if session.state == "stopped":
-        parts = debug_view.stopped_html(session)
-        body = "".join(parts[k] for k in ("head", "source", "stack", "variables", "across",
-                                           "shared", "barriers"))
-        text = session.view().headline()
-    else:
-        body = debug_view.finished_html(session) if session.finished else \
-            f"<p>'{session.kernel}' is running…</p>"
-        text = f"debug session of '{session.kernel}': {session.state}"
-    return {"text/html": debug_view.fragment(body), "text/plain": text}
-
-
-def show_session(session: DebugSession) -> None:
-    """Display the widget (and its static copy) for a stopped session."""
-    static = widgets.StaticCopy(lambda: static_bundle(session))
-    widgets.show_live(static, lambda: DebuggerWidget(session, static))
-
-
 def notebook_frontend(session: DebugSession) -> None:
     """The front end in a notebook: run the launch until it stops (an interrupt pauses it at
     the next line; a second one abandons it), then show the widget and let the cell go on; a
     launch that never stops returns (or raises) as a plain launch."""
     event = _until_first_event(session)
     if isinstance(event, Finished):
-        _show_trace(session)
+        if session.trace is not None:
+            debug_view.show_trace(session.trace, session.error)
         session.result()
         return
-    show_session(session)
+    debug_view.show_session(session)
 
 
 def _until_first_event(session: DebugSession):
@@ -228,10 +209,3 @@ def _until_first_event(session: DebugSession):
                 return Finished(session.state, session.error)
             session.pause()
     return event
-
-
-def _show_trace(session: DebugSession) -> None:
-    if session.trace is not None:
-        from gpunb.notebook.trace_widget import show_trace
-
-        show_trace(session.trace, session.error)

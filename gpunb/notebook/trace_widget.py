@@ -63,7 +63,7 @@ class TraceWidget(w.VBox):
         steps = self.steps()
         self.position = steps[self.slider.value] if steps else 0
         parts = debug_view.trace_step_html(self.trace, self.position)
-        head = parts["head"] + _error_html(self.error)
+        head = parts["head"] + debug_view.error_html(self.error)
         hide = self.static.hide_rule() if self.static is not None else ""
         self.header.value = debug_view.fragment(head) + hide
         self.source.value = debug_view.fragment(parts["source"])
@@ -77,30 +77,3 @@ def _thread_label(trace: Trace, global_index: int) -> str:
 
     block, tid = divmod(global_index, trace.per_block)
     return f"thread {unlinear(tid, trace.block)} of block {unlinear(block, trace.grid)}"
-
-
-def _error_html(error) -> str:
-    if error is None:
-        return ""
-    message = getattr(error, "message", None) or str(error)
-    return (f"<p class='dbg-error'>the launch failed: {debug_view.esc(type(error).__name__)}: "
-            f"{debug_view.esc(message)}</p>")
-
-
-def static_bundle(trace: Trace, error, position: int) -> dict:
-    parts = debug_view.trace_step_html(trace, position)
-    body = parts["head"] + _error_html(error) + parts["source"] + parts["variables"]
-    return {"text/html": debug_view.fragment(body), "text/plain": repr(trace)}
-
-
-def show_trace(trace: Trace, error=None) -> None:
-    """Display the trace viewer (and its static copy, at the step the viewer shows)."""
-    holder: dict = {}
-    static = widgets.StaticCopy(lambda: static_bundle(
-        trace, error, holder["widget"].position if "widget" in holder else 0))
-
-    def factory():
-        holder["widget"] = TraceWidget(trace, error, static)
-        return holder["widget"]
-
-    widgets.show_live(static, factory)

@@ -119,4 +119,4 @@ class ControlBlock:
     def refresh(self) -> None:
         """`any`: whether every line check must ask the helper."""
         c = self.control
-        c.any = int(bool(c.step or c.pause or c.abort or c.tracing))
+        c.any = int(bool(c.step or c.barrier_step or c.pause or c.abort or c.tracing))
