@@ -83,7 +83,6 @@ def mixed_types(out, n):
 
 @cuda.jit
 def spin_until_told(flags):
-    i = cuda.grid(1)
     count = 0
     while flags[0] == 0:
         count += 1
