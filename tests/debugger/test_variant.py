@@ -9,6 +9,7 @@ from debug_kernels import conditional_stop, fill_index, line_of
 
 import gpunb
 from gpunb import CompileError, cuda
+from gpunb.backends.cpu.executor import LoadedCpuKernel, LoadedDebugKernel
 from gpunb.debugger.session import open_sessions
 
 
@@ -37,6 +38,7 @@ def test_a_kernel_without_breakpoints_compiles_and_launches_as_before():
     assert "gpunb_debug" not in art.llvm_ir and "gpunb_debug" not in art.asm
     assert art.cpu_mode == "workgroup"
     assert spec.launch == spec.program.launch  # the program's own launch, nothing around it
+    assert type(spec.program.loaded) is LoadedCpuKernel  # no debugger control in its launches
     assert launch._native is not None  # and the native fast path still takes it
 
 
@@ -48,6 +50,7 @@ def test_breakpoint_makes_the_debug_variant_and_its_launches_go_through_the_debu
     art = _spec(twin).artifact
     assert art.debug_area > 0 and "gpunb_debug_event" in art.llvm_ir
     assert art.cpu_mode == "coroutine" and art.cpu_mode_reason == "compiled for the debugger"
+    assert type(_spec(twin).program.loaded) is LoadedDebugKernel
     assert len(art.debug_sites) > 5
     lines = {site[1] for site in art.debug_sites[1:]}
     assert line_of(conditional_stop, "breakpoint()") in lines

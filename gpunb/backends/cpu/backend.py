@@ -10,7 +10,11 @@ from __future__ import annotations
 import functools
 
 from gpunb.backends.base import Backend
-from gpunb.backends.cpu.executor import MAX_COOPERATIVE_THREADS, LoadedCpuKernel
+from gpunb.backends.cpu.executor import (
+    MAX_COOPERATIVE_THREADS,
+    LoadedCpuKernel,
+    LoadedDebugKernel,
+)
 from gpunb.backends.launch_config import validate_config
 from gpunb.foundation import config
 from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
@@ -33,7 +37,7 @@ class CpuProgram:
         self.limits = LIMITS if kernel_max >= LIMITS["max_threads_per_block"] else \
             {**LIMITS, "max_threads_per_block": kernel_max,
              "kernel_max_threads_per_block": kernel_max}
-        self.loaded = LoadedCpuKernel(artifact)
+        self.loaded = (LoadedDebugKernel if artifact.debug_area else LoadedCpuKernel)(artifact)
         self.name = artifact.name
         self._static_shared = artifact.resources.shared_bytes
 

@@ -76,17 +76,13 @@ class LoadedCpuKernel:
         self.runner = _RUNNER(address)
         self.address = address
 
-    def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int,
-               debug=None) -> None:
-        """Run the grid; `debug` (a debug_abi.ControlBlock) drives a debug variant's launch,
-        which without one runs to its end without stopping."""
-        n_blocks = grid[0] * grid[1] * grid[2]
-        status = abi.Status()
-        if self.artifact.debug_area:
-            from gpunb.backends.cpu.debug_abi import ControlBlock
+    # the launch's Status (the debug variant's subclass gives one that points at its control)
+    _new_status = abi.Status
+    one_host_thread = False  # run every launch on the launching thread alone
 
-            debug = debug if debug is not None else ControlBlock(self.artifact)
-            status.debug = ctypes.addressof(debug.control)
+    def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int) -> None:
+        n_blocks = grid[0] * grid[1] * grid[2]
+        status = self._new_status()
         prints = None
         if self.artifact.prints:
             prints = ctypes.create_string_buffer(PRINT_BUFFER_BYTES)
@@ -116,10 +112,8 @@ class LoadedCpuKernel:
             # grid sync: every block of the grid is scheduled together; a recording launch
             # runs on this thread alone (its log is in launch order)
             workers = 1
-        elif threads <= SMALL_LAUNCH_THREADS or debug is not None:
-            # waking the pool costs more than such a launch takes; a debug launch runs its
-            # blocks one after another (the debugger reads the running block's threads)
-            workers = 1
+        elif threads <= SMALL_LAUNCH_THREADS or self.one_host_thread:
+            workers = 1  # waking the pool costs more than such a launch takes
         else:
             workers = min(config.cpu_threads(), n_blocks)
         launch = abi.Launch()
@@ -206,6 +200,31 @@ class LoadedCpuKernel:
         if status.code == abi.ERROR_WARP_MASK:
             return _warp_mask_error(art, status)
         return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
+
+
+class LoadedDebugKernel(LoadedCpuKernel):
+    """A debug variant (backends/cpu/debug_lower.py), loaded: each launch hands its code a
+    DebugControl and runs its blocks one after another on one host thread (the debugger reads
+    the running block's threads). Plain kernels load as LoadedCpuKernel and pay nothing."""
+
+    one_host_thread = True
+    _launching = threading.local()  # the control of the launch this host thread is starting
+
+    def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int,
+               debug=None) -> None:
+        """Run the grid under `debug` (a debug_abi.ControlBlock); without one nothing stops."""
+        from gpunb.backends.cpu.debug_abi import ControlBlock
+
+        self._launching.control = debug if debug is not None else ControlBlock(self.artifact)
+        try:
+            super().launch(grid, block, dynamic_shared, params_address)
+        finally:
+            self._launching.control = None
+
+    def _new_status(self) -> abi.Status:
+        status = abi.Status()
+        status.debug = ctypes.addressof(self._launching.control.control)
+        return status
 
 
 def _lanes(mask: int) -> str:
