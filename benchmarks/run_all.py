@@ -25,7 +25,8 @@ from benchmarks.common import Options, Row
 
 GPU_MODULES = ("bench_launch", "bench_startup", "bench_saxpy", "bench_sgemm",
                "bench_sgemm_registers", "bench_laplace", "bench_fuse", "bench_profile")
-CPU_MODULES = ("bench_startup", "bench_cpu_target", "bench_fuse", "bench_profile")
+CPU_MODULES = ("bench_startup", "bench_cpu_target", "bench_fuse", "bench_profile",
+               "bench_debugger")
 COLUMNS = ("#", "figure", "gpunb", "numba-cuda", "CuPy", "anchor / target", "verdict")
 WIDTHS = (2, 32, 13, 13, 13, 34, 26)
 

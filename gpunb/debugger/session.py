@@ -78,7 +78,9 @@ class DebugSession:
             self.artifact.resources.shared_bytes
         self.params = params_address
         self.request = request
-        self.arguments = _argument_regions(self.artifact.signature, params_address, arg_names)
+        self.arg_names = arg_names
+        self.arguments: list[Region] = []  # read at the first stop (view.py reads them)
+        self._arguments_read = False
         self.control_block = dbg.ControlBlock(self.artifact)
         self.control_block.set_hook(self._hook)
         self.state = "new"
@@ -174,6 +176,10 @@ class DebugSession:
         if event == dbg.EV_ERROR:
             status = abi.Status.from_address(read_i64(ctx + abi.CTX_STATUS))
             error = self.program.loaded.error_from_status(status)
+        if not self._arguments_read:  # the first stop comes before start() returns: the packed
+            self._arguments_read = True  # parameters are still this launch's
+            self.arguments = _argument_regions(self.artifact.signature, self.params,
+                                               self.arg_names)
         blk = tuple(read_i32(ctx + abi.CTX_CTAID + 4 * k) for k in range(3))
         tid = tuple(read_i32(ctx + abi.CTX_TID + 4 * k) for k in range(3))
         stop = Stop(reason, event, line_site, blk, tid, global_index, ctx, barrier, error)
