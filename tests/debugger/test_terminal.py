@@ -175,3 +175,18 @@ def test_ctrl_c_pauses_a_spinning_kernel_and_quit_abandons_it(tmp_path):
     assert "(gpunb) True" in stdout
     assert "DebugQuit" in stderr and "abandoned" in stderr
     assert "RESULT" not in stdout
+
+
+def test_the_readme_debugging_snippet_runs_as_written(tmp_path):
+    import re
+
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Debugging a kernel\n", 1)[1].split("\n## ", 1)[0]
+    snippet = re.findall(r"```python\n(.*?)```", section, re.S)[0]
+    result = subprocess.run(_script(tmp_path, snippet + "\nprint('OUT', out[36:39])\n"),
+                            input="p mean\nc\n", capture_output=True, text=True, env=_env(),
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "stopped at breakpoint(): thread (5, 0, 0) of block (1, 0, 0)" in result.stdout
+    assert "(gpunb) 36.5\n" in result.stdout
+    assert "OUT [35.5 36.5 37.5]" in result.stdout
