@@ -24,9 +24,10 @@ _exec_sources.install()
 
 __all__ = ["CompileError", "GpunbError", "InitcheckError", "JitOptionError", "LaunchError",
            "RaceError", "SignatureError", "ToolchainError", "WarpMaskError", "__version__",
-           "DebuggerError", "DebugQuit", "access_map", "cuda", "debug", "events", "last_trace",
-           "post_mortem", "trace", "fuse", "guvectorize", "jit", "last_profile",
-           "profile", "sanitize", "set_target", "load_ipython_extension", "vectorize"]
+           "DebuggerError", "DebugQuit", "access_map", "cuda", "debug", "debug_session",
+           "events", "last_trace", "post_mortem", "trace", "fuse", "guvectorize", "jit",
+           "last_profile", "profile", "sanitize", "set_target", "load_ipython_extension",
+           "vectorize"]
 
 
 def set_target(target: str | None) -> None:
@@ -72,7 +73,8 @@ def __getattr__(name: str):
         from gpunb.cuda import jit
 
         return jit
-    if name in ("debug", "trace", "post_mortem", "last_trace"):  # the CPU target's debugger
+    # the CPU target's debugger
+    if name in ("debug", "trace", "post_mortem", "last_trace", "debug_session"):
         from gpunb.jit import debug_launch
 
         return getattr(debug_launch, name)

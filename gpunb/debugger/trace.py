@@ -36,6 +36,7 @@ class TraceStep:
     """One line one traced thread was about to run (or its end)."""
 
     index: int  # in the trace
+    record: int  # in the recorded buffer
     block: tuple
     thread: tuple
     global_index: int
@@ -57,13 +58,19 @@ class Trace:
         self.truncated = asked_bytes > len(raw)
         self.per_block = math.prod(block)
         self.steps: list[TraceStep] = []
+        last_site: dict = {}  # thread -> the site of its previous record
         for k in range(len(raw) // self.record_bytes):
             g, site, event = np.frombuffer(raw, np.int64, 1, k * self.record_bytes)[0], \
                 *np.frombuffer(raw, np.int32, 2, k * self.record_bytes + 8)
-            blk, tid = divmod(int(g), self.per_block)
-            s = tables.site(int(site))
-            self.steps.append(TraceStep(k, unlinear(blk, grid), unlinear(tid, block), int(g),
-                                        int(site), s.line, s.filename, event == dbg.EV_EXIT))
+            g, site, exited = int(g), int(site), event == dbg.EV_EXIT
+            if not exited and last_site.get(g) == site:
+                continue  # a loop's first header check right after its statement's: one step
+            last_site[g] = site
+            blk, tid = divmod(g, self.per_block)
+            s = tables.site(site)
+            self.steps.append(TraceStep(len(self.steps), k, unlinear(blk, grid),
+                                        unlinear(tid, block), g, site, s.line, s.filename,
+                                        exited))
         self._buffer = ctypes.create_string_buffer(raw, len(raw)) if raw else None
 
     @classmethod
@@ -92,7 +99,7 @@ class Trace:
             return []
         stack = self.tables.stack(step.site)
         body = self.tables.bodies[stack[-1].body]
-        area = ctypes.addressof(self._buffer) + step.index * self.record_bytes + \
+        area = ctypes.addressof(self._buffer) + step.record * self.record_bytes + \
             dbg.TRACE_HEADER
         nothing = Readable([], local=False)
         out = []

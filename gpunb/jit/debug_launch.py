@@ -127,6 +127,15 @@ def post_mortem(timeout: float | None = None) -> DebugSession:
              "under gpunb.debug(...)")
 
 
+def debug_session():
+    """The open debug session (stopped or running: the one a debugger widget drives), or
+    None when no debug launch is open."""
+    from gpunb.debugger.session import open_sessions
+
+    sessions = open_sessions()
+    return sessions[-1] if sessions else None
+
+
 def last_trace():
     """The Trace of the last tracing launch (%%gpukernel --trace, gpunb.trace), or None."""
     from gpunb.debugger.trace import last
