@@ -11,7 +11,9 @@ from gpunb.foundation.errors import (
     GpunbError,
     InitcheckError,
     JitOptionError,
+    KernelFaultError,
     LaunchError,
+    LaunchTimeoutError,
     RaceError,
     SignatureError,
     ToolchainError,
@@ -22,12 +24,12 @@ from gpunb.foundation.version import VERSION as __version__
 # kernels exec'd from strings after this point can be compiled: their text is recorded
 _exec_sources.install()
 
-__all__ = ["CompileError", "GpunbError", "InitcheckError", "JitOptionError", "LaunchError",
-           "RaceError", "SignatureError", "ToolchainError", "WarpMaskError", "__version__",
-           "DebuggerError", "DebugQuit", "access_map", "cuda", "debug", "debug_session",
-           "events", "last_trace", "post_mortem", "trace", "fuse", "guvectorize", "jit",
-           "last_profile", "profile", "sanitize", "set_target", "load_ipython_extension",
-           "vectorize"]
+__all__ = ["CompileError", "GpunbError", "InitcheckError", "JitOptionError", "KernelFaultError",
+           "LaunchError", "LaunchTimeoutError", "RaceError", "SignatureError", "ToolchainError",
+           "WarpMaskError", "__version__", "DebuggerError", "DebugQuit", "access_map", "cuda",
+           "debug", "debug_session", "events", "last_trace", "post_mortem", "trace", "fuse",
+           "guvectorize", "jit", "last_profile", "profile", "sanitize", "set_target",
+           "load_ipython_extension", "vectorize"]
 
 
 def set_target(target: str | None) -> None:

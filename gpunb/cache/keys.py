@@ -58,6 +58,8 @@ def effective_options(options: dict | None, target: str) -> dict:
             out.pop("racecheck", None)
         if "cpu_mode" not in out and config.cpu_mode() != "auto":
             out["cpu_mode"] = config.cpu_mode()
+        if not config.cpu_interrupt_checks():  # kernels without stopping points (benchmarks)
+            out["interrupt_checks"] = False
     return dict(sorted(out.items()))
 
 

@@ -45,6 +45,7 @@ def relocate(artifact, old_locations, new_locations):
                "access_sites": tuple(site(tuple(s)) for s in artifact.access_sites),
                "debug_sites": tuple(site(tuple(s)) for s in artifact.debug_sites),
                "debug_frames": tuple(site(tuple(f)) for f in artifact.debug_frames),
+               "code_sites": tuple(site(tuple(s)) for s in artifact.code_sites),
                "line_map": tuple((line_only(line), ptx) if line else (line, ptx)
                                  for line, ptx in artifact.line_map)}
     if artifact.source_file == old[0][1] or not artifact.source_file:

@@ -29,6 +29,14 @@ class Target:
 
     # ---- functions -----------------------------------------------------------------------------
 
+    def debug_info(self, module: ir.Module):
+        """The module's line-table builder (compiler/debuginfo.py), or None for none."""
+        if not self.emits_line_info:
+            return None
+        from gpunb.compiler.debuginfo import DebugInfo
+
+        return DebugInfo(module)
+
     def extra_params(self) -> list:
         """Hidden leading parameters of every GPU function (the CPU target's thread context)."""
         return []
@@ -72,6 +80,26 @@ class Target:
         """End the calling GPU thread from anywhere (a raise, a failed debug assert), leaving
         the builder's block terminated; with a site id, first record it for the launcher."""
         raise NotImplementedError
+
+    # ---- stopping points -----------------------------------------------------------------------
+
+    # the target wants `poll` at loop back-edges and before real calls (the CPU target: a
+    # launch told to stop - Ctrl-C, the watchdog - stops there); counted loops are then cut into
+    # chunks (lower/loops.py) so that their inner loop stays plain for LLVM
+    polls = False
+
+    def poll(self, low) -> None:
+        """A point where a running launch may be told to stop (loop back-edges, calls); the
+        builder continues after it."""
+        return
+
+    def enter_call(self, low) -> None:
+        """Before a real (not inlined) call of a GPU function."""
+        return
+
+    def leave_call(self, low) -> None:
+        """After that call returned."""
+        return
 
     def hinted_load(self, low, pointer, dtype: t.Type, hint: str):
         """A load with a cache hint (cuda.ldcs and friends); targets without hints load."""

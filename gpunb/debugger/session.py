@@ -202,9 +202,10 @@ class DebugSession:
         if event == dbg.EV_EXIT:
             return "exit" if focused and self._mode != CONTINUE else None
         if c.pause:
+            why = "interrupt" if c.pause == dbg.PAUSE_INTERRUPT else "pause"
             c.pause = 0
             self.control_block.refresh()
-            return "pause"
+            return why
         if self._armed_for(site, area):
             return "breakpoint"
         if not (focused and c.step):

@@ -30,7 +30,7 @@ class Row:
 
 _REASONS = {"breakpoint()": "breakpoint()", "breakpoint": "a breakpoint", "step": "a step",
             "barrier": "its next barrier", "error": "an error", "raise": "a raise",
-            "exit": "its end", "pause": "a pause"}
+            "exit": "its end", "pause": "a pause", "interrupt": "an interrupt (Ctrl-C)"}
 
 
 class StopView:

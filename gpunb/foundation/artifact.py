@@ -55,6 +55,9 @@ class KernelArtifact:
     access_sites: tuple = ()
     # cpu static shared arrays: (byte offset after the dynamic area, elements, dtype) each
     shared_layout: tuple = ()
+    # cpu: (file, line, col, function) by code-site id, the "lines" of the host object's line
+    # table (backends/cpu/codesites.py): where a fault in the machine code was in the source
+    code_sites: tuple = ()
     # the CPU target's debug variant (backends/cpu/debug_lower.py): line sites (file, line, col,
     # body) by site id, the bodies (kernel and inlined calls) with their variables' layouts,
     # and the bytes of one thread's debug area; 0 means a plain kernel
@@ -79,7 +82,8 @@ class KernelArtifact:
         data["param_slots"] = tuple(data["param_slots"])
         data["line_map"] = tuple((line, tuple(ptx)) for line, ptx in data["line_map"])
         for name in ("printf_formats", "error_sites", "barrier_sites", "raise_sites",
-                     "access_sites", "shared_layout", "debug_sites", "debug_frames"):
+                     "access_sites", "shared_layout", "code_sites", "debug_sites",
+                     "debug_frames"):
             data[name] = tuple(tuple(x) if isinstance(x, list) else x
                                for x in data.get(name, ()))
         return cls(binary=binary, **data)

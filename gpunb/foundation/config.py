@@ -17,6 +17,13 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
 - GPUNB_CPU_MODE: how the CPU target runs a block's threads: `auto` (work-group loops where
   they are proven safe, coroutines elsewhere) or `coroutine` (always coroutines, as a race
   detector needs). The `cpu_mode` option of @cuda.jit overrides it. Default auto.
+- GPUNB_CPU_INTERRUPT: `0` compiles CPU-target kernels without their stopping points (loop
+  back-edges, barriers), so Ctrl-C and the watchdog cannot stop them: only for measuring what
+  the points cost (benchmarks/bench_cpu_target.py). Default 1.
+- GPUNB_LAUNCH_TIMEOUT: seconds a launch may run on the CPU target, or the host may wait for a
+  GPU kernel (a synchronize, a copy back, an event wait), before the watchdog abandons it with a
+  gpunb.LaunchTimeoutError. `%%gpukernel --timeout S` sets it for one cell; `0` or unset: no
+  limit. Default unset.
 - GPUNB_ARCH: compute capability for PTX when no GPU is present, sm_XX. Default sm_90.
 - GPUNB_CPU_THREADS: host threads that run blocks in parallel on the CPU target. Default: the
   CPUs this process may run on (its affinity mask, as numba's NUMBA_NUM_THREADS), not every
@@ -169,6 +176,41 @@ def breakpoints_enabled() -> bool:
     """breakpoint() in kernels stops the CPU target's debugger unless PYTHONBREAKPOINT=0 (the
     variable that turns Python's own breakpoint() off); launches then run without stopping."""
     return os.environ.get("PYTHONBREAKPOINT", "").strip() != "0"
+
+
+def cpu_interrupt_checks() -> bool:
+    """GPUNB_CPU_INTERRUPT: whether CPU-target kernels are compiled with stopping points."""
+    return _flag("GPUNB_CPU_INTERRUPT", True)
+
+
+_launch_timeout_override: list = []  # launch_timeout_for's stack (innermost last)
+
+
+def launch_timeout() -> float | None:
+    """Seconds a launch (CPU) or a host wait for a kernel (GPU) may take; None: no limit.
+    `launch_timeout_for` (a cell's --timeout) wins over GPUNB_LAUNCH_TIMEOUT."""
+    if _launch_timeout_override:
+        seconds = _launch_timeout_override[-1]
+    else:
+        seconds = _seconds("GPUNB_LAUNCH_TIMEOUT", 0.0)
+    return seconds if seconds and seconds > 0 else None
+
+
+class launch_timeout_for:
+    """`with config.launch_timeout_for(seconds):` the watchdog's limit inside the block (None
+    or 0: no limit there), whatever GPUNB_LAUNCH_TIMEOUT says."""
+
+    def __init__(self, seconds: float | None):
+        if seconds is not None and (seconds != seconds or seconds < 0):
+            raise ValueError(f"launch timeout {seconds!r}: expected seconds >= 0")
+        self.seconds = float(seconds or 0.0)
+
+    def __enter__(self) -> launch_timeout_for:
+        _launch_timeout_override.append(self.seconds)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _launch_timeout_override.pop()
 
 
 def record_limit() -> int:

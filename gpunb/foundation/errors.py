@@ -156,6 +156,16 @@ class WarpMaskError(LaunchError):
     lanes that never arrive there: undefined behaviour on a GPU, found by the CPU target."""
 
 
+class LaunchTimeoutError(LaunchError, TimeoutError):
+    """A launch that ran (CPU target), or a kernel the host waited for (GPU), longer than the
+    watchdog's limit (GPUNB_LAUNCH_TIMEOUT, `%%gpukernel --timeout S`); also a TimeoutError."""
+
+
+class KernelFaultError(LaunchError):
+    """Kernel code that faulted on the CPU target (an invalid address with bounds checks off,
+    a stack overflow from deep recursion): the launch was abandoned, the process lives on."""
+
+
 class LaunchConfigError(LaunchError, TypeError, ValueError):
     """A launch configuration that is malformed (too many dimensions, non-integer sizes, a
     negative forall count) or missing; a TypeError/ValueError too, as numba raises them."""

@@ -64,7 +64,7 @@ def _debugger_widget_frontend(session) -> None:
 
         run_in_terminal(session)
         return
-    from gpunb.notebook.debug_widget import notebook_frontend
+    from gpunb.notebook.debug_display import notebook_frontend
 
     notebook_frontend(session)
 
@@ -109,12 +109,12 @@ def _register_displays(ipython) -> None:
     formatter.for_type_by_name(*_REPORT_TYPE, show_report)
 
     def show_session(session):
-        from gpunb.notebook.debug_view import show_session
+        from gpunb.notebook.debug_display import show_session
 
         show_session(session)
 
     def show_trace(trace):
-        from gpunb.notebook.debug_view import show_trace
+        from gpunb.notebook.debug_display import show_trace
 
         show_trace(trace)
 

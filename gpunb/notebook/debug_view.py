@@ -176,6 +176,15 @@ def finished_html(session) -> str:
             f"{esc(type(error).__name__)}: {esc(message)}</p>")
 
 
+def error_html(error) -> str:
+    """A launch's error as a line of HTML ("" for none)."""
+    if error is None:
+        return ""
+    message = getattr(error, "message", None) or str(error)
+    return (f"<p class='dbg-error'>the launch failed: {esc(type(error).__name__)}: "
+            f"{esc(message)}</p>")
+
+
 def trace_step_html(trace, index: int) -> dict:
     """A trace step: source with the line, the thread's variables then, and where it is."""
     if not len(trace):
@@ -190,65 +199,3 @@ def trace_step_html(trace, index: int) -> dict:
     return {"head": head,
             "source": source_html(step.filename, step.line) if step.line else "",
             "variables": variables_html(trace.variables(step))}
-
-
-# ---- showing the views (their widgets where a widget can show, else this static HTML) -------
-
-
-def session_bundle(session) -> dict:
-    """A session's state as HTML and text (what a saved notebook shows)."""
-    if session.state == "stopped":
-        parts = stopped_html(session)
-        body = "".join(parts[k] for k in ("head", "source", "stack", "variables", "across",
-                                           "shared", "barriers"))
-        text = session.view().headline()
-    else:
-        body = finished_html(session) if session.finished else \
-            f"<p>'{esc(session.kernel)}' is running…</p>"
-        text = f"debug session of '{session.kernel}': {session.state}"
-    return {"text/html": fragment(body), "text/plain": text}
-
-
-def show_session(session) -> None:
-    """Display the debugger widget (and its static copy) for a session."""
-    from gpunb.notebook import widgets
-
-    static = widgets.StaticCopy(lambda: session_bundle(session))
-
-    def factory():
-        from gpunb.notebook.debug_widget import DebuggerWidget
-
-        return DebuggerWidget(session, static)
-
-    widgets.show_live(static, factory)
-
-
-def error_html(error) -> str:
-    if error is None:
-        return ""
-    message = getattr(error, "message", None) or str(error)
-    return (f"<p class='dbg-error'>the launch failed: {esc(type(error).__name__)}: "
-            f"{esc(message)}</p>")
-
-
-def trace_bundle(trace, error, position: int) -> dict:
-    parts = trace_step_html(trace, position)
-    body = parts["head"] + error_html(error) + parts["source"] + parts["variables"]
-    return {"text/html": fragment(body), "text/plain": repr(trace)}
-
-
-def show_trace(trace, error=None) -> None:
-    """Display the trace viewer (and its static copy, at the step the viewer shows)."""
-    from gpunb.notebook import widgets
-
-    holder: dict = {}
-    static = widgets.StaticCopy(lambda: trace_bundle(
-        trace, error, holder["widget"].position if "widget" in holder else 0))
-
-    def factory():
-        from gpunb.notebook.trace_widget import TraceWidget
-
-        holder["widget"] = TraceWidget(trace, error, static)
-        return holder["widget"]
-
-    widgets.show_live(static, factory)

@@ -1,5 +1,5 @@
-"""The debugger in a notebook: a widget that drives a stopped launch, and the front end that
-shows it.
+"""The debugger in a notebook: the widget that drives a stopped launch (debug_display.py
+shows it).
 
 A launch that stops runs on the debugger's worker thread; the cell that launched it returns
 with this widget in its output while the launch waits. Buttons resume it (step into / over /
@@ -17,7 +17,7 @@ import threading
 import ipywidgets as w
 
 from gpunb.debugger.errors import DebuggerError
-from gpunb.debugger.session import DebugSession, Finished
+from gpunb.debugger.session import DebugSession
 from gpunb.notebook import debug_view, widgets
 
 # how long a button waits for the next stop before handing the wait to a watcher thread
@@ -181,31 +181,3 @@ class DebuggerWidget(w.VBox):
         threads = view.warp() if self.scope.value == "warp" else view.block_threads()
         self.across.value = debug_view.fragment(debug_view.across_html(
             self.name.value, view.across(self.name.value, threads), self.session.focus))
-
-
-def notebook_frontend(session: DebugSession) -> None:
-    """The front end in a notebook: run the launch until it stops (an interrupt pauses it at
-    the next line; a second one abandons it), then show the widget and let the cell go on; a
-    launch that never stops returns (or raises) as a plain launch."""
-    event = _until_first_event(session)
-    if isinstance(event, Finished):
-        if session.trace is not None:
-            debug_view.show_trace(session.trace, session.error)
-        session.result()
-        return
-    debug_view.show_session(session)
-
-
-def _until_first_event(session: DebugSession):
-    event = session.start(0.25)
-    interrupts = 0
-    while event is None:
-        try:
-            event = session.wait(0.25)
-        except KeyboardInterrupt:
-            interrupts += 1
-            if interrupts > 1:
-                session.abort("interrupted")
-                return Finished(session.state, session.error)
-            session.pause()
-    return event

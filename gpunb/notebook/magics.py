@@ -109,7 +109,7 @@ class GpuMagics(Magics):
             raise UsageError("%gpudebug takes no arguments: it replays the last failed launch")
         session = post_mortem()
         if in_kernel() and widgets_available():
-            from gpunb.notebook.debug_view import show_session
+            from gpunb.notebook.debug_display import show_session
 
             show_session(session)
             return

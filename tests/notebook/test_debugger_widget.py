@@ -11,7 +11,7 @@ import pytest
 import gpunb
 from gpunb import cuda
 from gpunb.debugger.session import open_sessions
-from gpunb.notebook import debug_view
+from gpunb.notebook import debug_display, debug_view
 from gpunb.notebook.options import OptionError, parse_kernel_options
 
 
@@ -66,7 +66,7 @@ def test_the_stopped_view_as_html():
     assert 'class="dbg-focus" data-lane="4"' in parts["across"]
     assert "<b>tile</b>" in parts["shared"] and "<td>126</td>" in parts["shared"]  # 2 * 63
     assert parts["names"] == ["a", "i", "out", "tile"] and parts["chosen"] == "i"
-    bundle = debug_view.session_bundle(s)
+    bundle = debug_display.session_bundle(s)
     assert "stopped at a breakpoint" in bundle["text/plain"]
 
 

@@ -34,14 +34,29 @@ CTX_MASK = 132  # i32: the member mask of the warp collective this thread waits 
 # work-group mode: the block's per-thread variable arrays (wg_lower.py), allocated by the runner
 # once per host thread and launch, not once per block
 CTX_SCRATCH = 136  # ptr
+# stopping a launch (guard.py): the launch's cancel word (polled at loop back-edges and
+# barriers), this host thread's guard record (where a stop or a fault jumps back to), the
+# coroutine frame's memory (freed by the guard when a launch is abandoned mid-way) and whether
+# CTX_TID holds the running thread (always with coroutines; work-group mode only around calls)
+CTX_CANCEL = 144  # ptr to i32
+CTX_GUARD = 152  # ptr
+CTX_FRAME = 160  # ptr
+CTX_TID_KNOWN = 168  # i32
 # the debug variant (always coroutine mode, so the slot is free): this thread's debug area
 # (debug_abi.py)
 CTX_DEBUG_AREA = CTX_SCRATCH
-CTX_SIZE = 144
+CTX_SIZE = 176
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
 
 ERROR_NONE, ERROR_INDEX, ERROR_BARRIER, ERROR_RAISE, ERROR_WARP_MASK = 0, 1, 2, 3, 4
+# the kernel faulted (a signal: invalid access, stack overflow...): guard.py records it
+ERROR_FAULT = 5
+# the runner could not allocate a launch's host memory (shared memory, contexts, scratch)
+ERROR_NO_MEMORY = 6
+
+# Launch.cancel: why a launch is being abandoned (0: it is not)
+CANCEL_NONE, CANCEL_INTERRUPT, CANCEL_TIMEOUT, CANCEL_FAULT = 0, 1, 2, 3
 
 # one recorded memory access (racecheck, access maps): 32 bytes, read back with numpy
 RECORD_FIELDS = (("address", "<i8"), ("site", "<i4"), ("thread", "<i4"), ("block", "<i4"),
@@ -74,6 +89,17 @@ class Status(ctypes.Structure):
         ("rec_shared", ctypes.c_int64),  # shared bytes per block: offsets below are shared
         ("mask", ctypes.c_int32),  # warp-mask errors: the lanes named that did not arrive
         ("lane", ctypes.c_int32),
+        # ERROR_FAULT (guard.py): the signal, its si_code, the address it names, the faulting
+        # instruction and stack pointer, the stack the host thread had used, and whether
+        # tid/ctaid name the faulting thread (1) or only its block (0)
+        ("fault_signal", ctypes.c_int32),
+        ("fault_code", ctypes.c_int32),
+        ("fault_addr", ctypes.c_uint64),
+        ("fault_pc", ctypes.c_uint64),
+        ("fault_sp", ctypes.c_uint64),
+        ("fault_depth", ctypes.c_int64),
+        ("fault_tid_known", ctypes.c_int32),
+        ("fault_ctaid_known", ctypes.c_int32),
         ("debug", ctypes.c_void_p),  # the debug variant's DebugControl (debug_abi.py)
     ]
 
@@ -96,6 +122,14 @@ class Launch(ctypes.Structure):
         ("dyn_shared", ctypes.c_int64),
         ("status", ctypes.c_void_p),
         ("params", ctypes.c_void_p),
+        # guard.py: the kernel's runner (the guard's job calls it), why the launch is to stop
+        # (CANCEL_*: set by SIGINT, the watchdog or a faulting host thread; polled by the
+        # kernel's code) and the launch's serial number (the watchdog's way to tell launches
+        # that reuse one Launch apart)
+        ("runner", ctypes.c_void_p),
+        ("cancel", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
+        ("serial", ctypes.c_uint64),
     ]
 
 

@@ -111,9 +111,12 @@ class CpuBackend(Backend):
         else:
             mode, why, plan = choose_mode(typed, options)
 
+        polls = config.cpu_interrupt_checks()  # 0 only to measure what stopping points cost
+
         def make_target():
             return CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
-                             record=record, debugger=debugger)
+                             record=record, polls=polls and not debugger,
+                             debugger=debugger)
 
         if plan is not None:
             from gpunb.backends.cpu.wg_lower import lower_workgroup
@@ -123,11 +126,16 @@ class CpuBackend(Backend):
             builder = lower_kernel(typed, make_target(), options, symbol)
         target = builder.target
         target.mode_reason = why
+        from gpunb.backends.cpu.codesites import runner_location
+
         runner.emit_runner(builder.module, symbol, target.body, target.slot_types,
                            target.coroutine, cooperative="grid_sync" in features,
                            workgroup=plan is not None,
                            scratch_per_thread=target.scratch_bytes_per_thread(),
-                           debug_area=target.debug.tables()[2] if target.debug else 0)
+                           debug_area=target.debug.tables()[2] if target.debug else 0,
+                           location=lambda fn: runner_location(builder.debug, fn, typed.source,
+                                                               typed.name))
+        one_code_section(builder.module)
         return builder
 
     def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
@@ -155,6 +163,7 @@ class CpuBackend(Backend):
             error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
             prints="print" in features, raise_sites=tuple(builder.raise_sites),
             access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout),
+            code_sites=tuple(builder.debug.sites),
             debug_sites=sites, debug_frames=frames, debug_area=area)
 
     def load(self, artifact: KernelArtifact) -> CpuProgram:
@@ -162,6 +171,27 @@ class CpuBackend(Backend):
 
     def assembly(self, artifact: KernelArtifact) -> str:
         return artifact.asm
+
+
+def one_code_section(module) -> None:
+    """Every function in one named text section (ELF): LLVM would put cold ones in a
+    `.text.unlikely` section of their own, loaded elsewhere, and a fault's offset into the line
+    table (codesites.py) is relative to the section the kernel's entry is in. And every
+    function nounwind (nothing unwinds through kernel code: a stop or a fault longjmps), so the
+    object has no .eh_frame, whose relocations the line-table reader cannot apply."""
+    import sys
+
+    elf = sys.platform.startswith("linux")
+    for fn in module.functions:
+        if fn.name.startswith("llvm."):
+            continue
+        fn.attributes.add("nounwind")
+        if elf and not fn.is_declaration:
+            fn.section = CODE_SECTION
+
+
+# the section the CPU target's machine code lives in (one_code_section)
+CODE_SECTION = ".text.gpunb"
 
 
 def choose_mode(typed, options: dict) -> tuple:

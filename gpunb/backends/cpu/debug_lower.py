@@ -217,11 +217,14 @@ class DebugInstrumentation:
         b.position_at_end(cont)
 
     def _wanted(self, low, site: int | None):
-        """The line check's test: the site is armed, or the debugger wants every check."""
+        """The line check's test: the site is armed, the debugger wants every check, or the
+        launch was told to stop (Ctrl-C, the watchdog: the helper makes that a pause)."""
         b = low.builder
         control = b.load(_at(b, self.area, dbg.H_CONTROL), typ=dm.ptr)
         wanted = b.load_atomic(_at(b, control, dbg.CONTROL_OFFSETS["any"]), "monotonic", 4,
                                typ=dm.i32)
+        cancel = b.load(_at(b, low.ctx, abi.CTX_CANCEL), typ=dm.ptr)
+        wanted = b.or_(wanted, b.load_atomic(cancel, "monotonic", 4, typ=dm.i32))
         if site is not None:
             armed = b.load(_at(b, control, dbg.CONTROL_OFFSETS["armed"]), typ=dm.ptr)
             flag = b.load(_at(b, armed, site), typ=dm.i8)
@@ -415,6 +418,7 @@ def event_function(module: ir.Module) -> ir.Function:
     co = dbg.CONTROL_OFFSETS
     area = b.load(_at(b, ctx, abi.CTX_DEBUG_AREA), typ=dm.ptr)
     control = b.load(_at(b, area, dbg.H_CONTROL), typ=dm.ptr)
+    _take_cancel(b, fn, ctx, control)
 
     def flag(name_):
         return b.icmp_signed("!=", b.load_atomic(_at(b, control, co[name_]), "monotonic", 4,
@@ -472,6 +476,27 @@ def event_function(module: ir.Module) -> ir.Function:
     b.position_at_end(done_bb)
     b.ret(b.zext(flag("abort"), dm.i32))
     return fn
+
+
+def _take_cancel(b: ir.IRBuilder, fn, ctx, control) -> None:
+    """A launch under the debugger is not abandoned by Ctrl-C or the watchdog (its variant has
+    no stopping points of its own, guard.py's cancel word reaches it here): an interrupt becomes
+    a pause at this line (DebugControl.pause = PAUSE_INTERRUPT), a timeout is ignored (a
+    debugger holds launches as long as it likes). The word is cleared for both."""
+    cancel = b.load(_at(b, ctx, abi.CTX_CANCEL), typ=dm.ptr)
+    why = b.load_atomic(cancel, "monotonic", 4, typ=dm.i32)
+    take_bb = fn.append_basic_block("cancel.take")
+    done_bb = fn.append_basic_block("cancel.done")
+    stopping = b.or_(b.icmp_signed("==", why, _i32(abi.CANCEL_INTERRUPT)),
+                     b.icmp_signed("==", why, _i32(abi.CANCEL_TIMEOUT)))
+    b.cbranch(stopping, take_bb, done_bb)
+    b.position_at_end(take_bb)
+    b.cmpxchg(cancel, why, _i32(abi.CANCEL_NONE), "monotonic", "monotonic")
+    pause = _at(b, control, dbg.CONTROL_OFFSETS["pause"])
+    interrupted = b.icmp_signed("==", why, _i32(abi.CANCEL_INTERRUPT))
+    b.store(b.select(interrupted, _i32(dbg.PAUSE_INTERRUPT), b.load(pause, typ=dm.i32)), pause)
+    b.branch(done_bb)
+    b.position_at_end(done_bb)
 
 
 class _Callee:

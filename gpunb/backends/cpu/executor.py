@@ -10,6 +10,7 @@ raised here.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import threading
 
 from gpunb.backends.cpu import abi
@@ -17,7 +18,7 @@ from gpunb.foundation import config
 from gpunb.foundation.artifact import KernelArtifact
 from gpunb.foundation.errors import LaunchError, SourceLocation
 
-_RUNNER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_RUNNER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)  # (launch, guard record)
 # like a large GPU (132 SMs x 2048 threads): the most threads a grid-sync kernel may have here
 MAX_COOPERATIVE_THREADS = 1 << 18
 PRINT_BUFFER_BYTES = 4 << 20
@@ -33,6 +34,10 @@ _native_pool_failed = False
 RUNTIME_HELPERS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2", "__extendhfdf2")
 _helpers_loaded = False
 _capture = threading.local()  # access_map(): the logs of this thread's recording launches
+# each Python thread's Launch, reused by its launches: the SIGINT handler may still write the
+# cancel word of a Launch whose launch has just ended, so a Launch lives as long as its thread
+_launches = threading.local()
+_serials = itertools.count(1)
 
 
 class capture_accesses:
@@ -80,6 +85,14 @@ class LoadedCpuKernel:
     _new_status = abi.Status
     one_host_thread = False  # run every launch on the launching thread alone
 
+    def _text_base(self) -> int:
+        """Where the object's text section was loaded: the entry's address less its offset
+        there (faults.py reads the line table by offsets)."""
+        from gpunb.backends.cpu.codesites import symbol_offset
+
+        offset = symbol_offset(self.artifact.binary, self.artifact.symbol)
+        return self.address - offset if offset is not None else self.address
+
     def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int) -> None:
         n_blocks = grid[0] * grid[1] * grid[2]
         status = self._new_status()
@@ -116,7 +129,7 @@ class LoadedCpuKernel:
             workers = 1  # waking the pool costs more than such a launch takes
         else:
             workers = min(config.cpu_threads(), n_blocks)
-        launch = abi.Launch()
+        launch = _thread_launch()
         launch.grid[:] = grid
         launch.block[:] = block
         launch.block_begin, launch.block_end = 0, n_blocks
@@ -128,16 +141,40 @@ class LoadedCpuKernel:
         launch.dyn_shared = dynamic_shared
         launch.status = ctypes.addressof(status)
         launch.params = params_address
-        address = ctypes.addressof(launch)
-        if workers == 1 or not _run_on_pool(self.address, address, workers):
-            self.runner(address)
+        launch.runner = self.address
+        launch.cancel = abi.CANCEL_NONE
+        launch.serial = next(_serials)
+        self._run(launch, workers)
         if prints is not None:
             _flush_prints(prints, min(status.print_len, PRINT_BUFFER_BYTES),
                           status.print_len > PRINT_BUFFER_BYTES)
         if status.code != abi.ERROR_NONE:
-            raise self.error_from_status(status)
+            raise self.error_from_status(status, params_address)
+        if launch.cancel != abi.CANCEL_NONE:
+            from gpunb.backends.cpu.stops import stopped_error
+
+            raise stopped_error(self.artifact, launch.cancel)
         if records is not None:
             self._check_accesses(records, status, grid, block, dynamic_shared, params_address)
+
+    def _run(self, launch: abi.Launch, workers: int) -> None:
+        """The launch on `workers` host threads through the guard (guard.py): Ctrl-C and the
+        watchdog set its cancel word and it returns early; the caller reads why."""
+        address = ctypes.addressof(launch)
+        guard = _guard()
+        if guard is None:  # no guard in this process: the runner alone, unstoppable as before
+            self.runner(address, None)
+            return
+        if _monitor.asleep:
+            _monitor.launch_started()
+        try:
+            if workers == 1 or not _run_on_pool(guard.job_address, address, workers):
+                guard.job(address)
+        except KeyboardInterrupt:
+            # Python's handler (which ours calls) raises as soon as the native call returns:
+            # the launch stopped for it, and says so below; any other Ctrl-C stands
+            if launch.cancel == abi.CANCEL_NONE:
+                raise
 
     def _check_accesses(self, records, status, grid, block, dynamic_shared: int,
                         params_address: int) -> None:
@@ -168,8 +205,12 @@ class LoadedCpuKernel:
                           f"accesses of {status.rec_len} were checked (GPUNB_RECORD_LIMIT); "
                           "launch a smaller grid to check them all", stacklevel=2)
 
-    def error_from_status(self, status: abi.Status) -> LaunchError:
+    def error_from_status(self, status: abi.Status, params_address: int = 0) -> LaunchError:
         art = self.artifact
+        if status.code == abi.ERROR_FAULT:
+            from gpunb.backends.cpu.faults import fault_error
+
+            return fault_error(art, status, self._text_base(), params_address)
         if status.code == abi.ERROR_INDEX:
             filename, line, col, what, func = art.error_sites[status.site]
             axis = f" along axis {status.axis}" if status.axis else ""
@@ -199,6 +240,11 @@ class LoadedCpuKernel:
                                     "move the barrier out of the divergent branch")
         if status.code == abi.ERROR_WARP_MASK:
             return _warp_mask_error(art, status)
+        if status.code == abi.ERROR_NO_MEMORY:
+            return LaunchError(f"CPU kernel '{art.name}': the host memory for this launch "
+                               "(shared memory, thread contexts, per-thread variables) could not "
+                               "be allocated", function=art.name,
+                               hint="launch fewer threads per block or less shared memory")
         return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
 
 
@@ -306,6 +352,39 @@ def _flush_prints(buffer, used: int, truncated: bool) -> None:
 
 def _align16(n: int) -> int:
     return (n + 15) // 16 * 16
+
+
+def _thread_launch() -> abi.Launch:
+    launch = getattr(_launches, "launch", None)
+    if launch is None:
+        launch = _launches.launch = abi.Launch()
+    return launch
+
+
+class _NoMonitor:
+    asleep = False
+
+
+_monitor = _NoMonitor()  # the guard's LaunchMonitor once there is a guard
+
+
+def _guard():
+    """The process's guard (and its monitor), made at the first launch."""
+    global _guard_instance, _monitor
+    guard = _guard_instance
+    if guard is not None:
+        return guard
+    from gpunb.backends.cpu.guard import host_guard
+    from gpunb.backends.cpu.monitor import LaunchMonitor
+
+    guard = host_guard()
+    if guard is not None:
+        _monitor = LaunchMonitor(guard)
+        _guard_instance = guard
+    return guard
+
+
+_guard_instance = None
 
 
 def _run_on_pool(runner_address: int, launch_address: int, workers: int) -> bool:

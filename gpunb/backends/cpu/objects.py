@@ -39,6 +39,21 @@ def _loop_hints(module_text: str) -> str:
     return module_text
 
 
+def _probe_stack(module_text: str) -> str:
+    """Every function probes its stack frame page by page as it grows it (x86-64, AArch64): a
+    frame larger than the guard page below a thread's stack (large local arrays) then faults on
+    that page - a stack overflow the guard reports - instead of landing in whatever memory lies
+    beyond it. Costs nothing for frames under a page. llvmlite cannot write string attributes,
+    so they are written into the text here."""
+    import platform
+    import re
+
+    if platform.machine().lower() not in ("x86_64", "amd64", "aarch64", "arm64"):
+        return module_text
+    return re.sub(r'^(define [^\n]*?@(?:"[^"]*"|[\w.$]+)\([^\n]*?\))',
+                  r'\1 "probe-stack"="inline-asm"', module_text, flags=re.M)
+
+
 def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: bool = True,
                 fastmath: bool = False) -> tuple[bytes, str, str]:
     """Optimise and compile for the host. Returns (object file, optimised IR, assembly)."""
@@ -51,6 +66,7 @@ def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: boo
     if fastmath:
         module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
     module_text = _loop_hints(module_text)
+    module_text = _probe_stack(module_text)
     if "bfloat" in module_text:  # x86 calls these for -> bfloat16 (GCC 12's libgcc lacks them)
         from gpunb.compiler.lowfloat import host_helpers_ir
 

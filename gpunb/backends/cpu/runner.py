@@ -1,6 +1,8 @@
 """Generated host code that runs a range of blocks: plain loops, or a coroutine block scheduler.
 
-`void <symbol>(ptr launch)` is the entry the launcher calls once per host worker (abi.Launch).
+`void <symbol>(ptr launch, ptr guard)` is the entry the guard's job calls once per host thread
+(abi.Launch; guard_ir.py: the host thread's guard record, where the runner notes what it
+allocates so that a launch abandoned mid-way - a stop, a fault - still frees it).
 For barrier kernels it starts every thread of a block (each runs to its first suspend point), then
 repeatedly resumes the threads that may run: a warp whose live lanes all wait at a warp barrier,
 else - when every live thread waits at the same block barrier - the whole block. Threads that
@@ -63,16 +65,19 @@ def _declare(module, name, ret, args):
 def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: list,
                 coroutine: bool, cooperative: bool = False,
                 workgroup: bool = False, scratch_per_thread: int = 0,
-                debug_area: int = 0) -> ir.Function:
+                debug_area: int = 0, location=None) -> ir.Function:
     """The entry: per block, one body call per thread (coroutines), or one call per block whose
     body loops over the threads itself (workgroup mode: the context carries threadIdx 0, and
     `scratch_per_thread` bytes per thread of the block hold its per-thread variables: allocated
     here once, reused by every block this host thread runs). The debug variant (coroutines)
     gives each thread `debug_area` bytes, zeroed per block, and tells the launch's DebugControl
-    which threads run now."""
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), symbol)
-    launch = fn.args[0]
+    which threads run now. `location(fn)`: the debug location of the runner's own code, where
+    the module has line tables."""
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr]), symbol)
+    launch, guard = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    if location is not None:  # (fn) -> the runner's debug location (codesites.py)
+        b.debug_metadata = location(fn)
     lo = abi.LAUNCH_OFFSETS
     grid = [b.load(_at(b, launch, lo["grid"] + 4 * k), typ=dm.i32) for k in range(3)]
     block = [b.load(_at(b, launch, lo["block"] + 4 * k), typ=dm.i32) for k in range(3)]
@@ -110,6 +115,11 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         areas_bytes = b.mul(group_threads, _i64(debug_area))
         areas = b.call(malloc, [areas_bytes])
         control = b.load(_at(b, status, abi.STATUS_OFFSETS["debug"]), typ=dm.ptr)
+    # the debug areas (coroutine mode: no scratch) take the scratch's place in the guard record
+    per_thread = scratch if scratch is not None else areas
+    _note_allocations(b, guard, shared, ctxs, n_ctx, handles, per_thread)
+    _check_allocations(b, status, free, shared, ctxs, handles, per_thread)
+    cancel = _at(b, launch, lo["cancel"])
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
     # launch runs this function on the same Launch)
@@ -161,14 +171,24 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 b.store(_i32(abi.WAIT_NONE), _at(b, ctx, abi.CTX_WAIT_KIND))
                 for offset in (abi.CTX_BAR_EPOCH, abi.CTX_WARP_EPOCH, abi.CTX_GRID_EPOCH):
                     b.store(_i32(0), _at(b, ctx, offset))
+                b.store(cancel, _at(b, ctx, abi.CTX_CANCEL))
+                b.store(guard, _at(b, ctx, abi.CTX_GUARD))
+                # a coroutine's context holds its own thread; a work-group one only the block's
+                b.store(_i32(int(coroutine)), _at(b, ctx, abi.CTX_TID_KNOWN))
+                _note_current(b, guard, ctx)
                 result = b.call(body, [ctx] + slots)
                 if coroutine:
                     b.store(result, b.gep(handles, [index], source_etype=dm.ptr))
         if coroutine:
             scheduler = emit_scheduler(module)
-            b.call(scheduler, [handles, ctxs, b.trunc(group_threads, dm.i32), nthreads, status])
+            b.call(scheduler, [handles, ctxs, b.trunc(group_threads, dm.i32), nthreads, status,
+                               cancel, guard])
         code = b.load(status, typ=dm.i32)
-        stop = b.icmp_signed("!=", code, _i32(0))
+        # an error, or the launch is to stop (a stop within a block jumps out of the kernel;
+        # between blocks it is seen here)
+        stopping = b.icmp_signed("!=", b.load_atomic(cancel, "monotonic", 4, typ=dm.i32),
+                                 _i32(0))
+        stop = b.or_(b.icmp_signed("!=", code, _i32(0)), stopping)
         cont = fn.append_basic_block("group.continue")
         early = fn.append_basic_block("group.error")
         b.cbranch(stop, early, cont)
@@ -203,12 +223,65 @@ def _free_all(b, free, shared, ctxs, handles, scratch=None, areas=None):
             b.call(free, [block])
 
 
+def _if_guarded(b: ir.IRBuilder, guard, emit) -> None:
+    """emit() where the host thread has a guard record (None only where the process has no
+    guard: guard.py could not be built)."""
+    fn = b.function
+    yes, done = fn.append_basic_block("guarded"), fn.append_basic_block("guarded.done")
+    b.cbranch(b.icmp_unsigned("!=", b.ptrtoint(guard, dm.i64), _i64(0)), yes, done)
+    b.position_at_end(yes)
+    emit()
+    b.branch(done)
+    b.position_at_end(done)
+
+
+def _note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch) -> None:
+    """What the guard frees when the launch is abandoned (guard_ir.py's record layout)."""
+    from gpunb.backends.cpu import guard_ir as g
+
+    null = ir.Constant(dm.ptr, None)
+
+    def note():
+        for offset, value in ((g.REC_SHARED, shared), (g.REC_CTXS, ctxs),
+                              (g.REC_HANDLES, handles or null), (g.REC_SCRATCH, scratch or null)):
+            b.store(value, _at(b, guard, offset))
+        b.store(n_ctx, _at(b, guard, g.REC_NCTX))
+
+    _if_guarded(b, guard, note)
+
+
+def _note_current(b, guard, ctx) -> None:
+    """The context of the thread about to run: a fault names its thread and block."""
+    from gpunb.backends.cpu import guard_ir as g
+
+    _if_guarded(b, guard, lambda: b.store(ctx, _at(b, guard, g.REC_CTX)))
+
+
+def _check_allocations(b, status, free, shared, ctxs, handles, scratch) -> None:
+    """A launch whose host memory cannot be had (a huge shared or scratch area) reports it
+    instead of writing through a null pointer."""
+    fn = b.function
+    missing = None
+    for block in (shared, ctxs, handles, scratch):
+        if block is not None:
+            null = b.icmp_unsigned("==", b.ptrtoint(block, dm.i64), _i64(0))
+            missing = null if missing is None else b.or_(missing, null)
+    fail, ok = fn.append_basic_block("nomem"), fn.append_basic_block("mem.ok")
+    b.cbranch(missing, fail, ok)
+    b.position_at_end(fail)
+    b.cmpxchg(status, _i32(abi.ERROR_NONE), _i32(abi.ERROR_NO_MEMORY), "seq_cst", "monotonic")
+    _free_all(b, free, shared, ctxs, handles, scratch)
+    b.ret_void()
+    b.position_at_end(ok)
+
+
 class _Scheduler:
     """Builds gpunb_schedule: resumes warps, blocks and the grid as their barriers complete."""
 
     def __init__(self, module: ir.Module, fn: ir.Function):
         self.module, self.fn = module, fn
-        self.handles, self.ctxs, self.n, self.per_block, self.status = fn.args
+        self.handles, self.ctxs, self.n, self.per_block, self.status, self.cancel, self.guard = \
+            fn.args
         self.done_fn = _declare(module, "llvm.coro.done", dm.i1, [dm.ptr])
         self.resume_fn = _declare(module, "llvm.coro.resume", dm.void, [dm.ptr])
         self.destroy_fn = _declare(module, "llvm.coro.destroy", dm.void, [dm.ptr])
@@ -275,6 +348,10 @@ class _Scheduler:
                              b.icmp_signed("==", self.get("waiting"), live)),
                       b.icmp_signed("==", self.get("site2"), _i32(-1)))
 
+    def resume(self, i) -> None:
+        _note_current(self.b, self.guard, self.ctx(i))
+        self.b.call(self.resume_fn, [self.handle(i)])
+
     def release(self, lo, hi, name: str):
         b = self.b
         count, live = self.get("count"), self.get("live")
@@ -286,7 +363,7 @@ class _Scheduler:
             b.store(_i32(abi.WAIT_NONE), _at(b, c, abi.CTX_WAIT_KIND))
 
         self.for_live(lo, hi, name + ".wake", wake)
-        self.for_live(lo, hi, name + ".resume", lambda i: b.call(self.resume_fn, [self.handle(i)]))
+        self.for_live(lo, hi, name + ".resume", self.resume)
         self.put("progressed", _i32(1))
 
     def lane_bit(self, i, lo):
@@ -387,7 +464,7 @@ class _Scheduler:
 
         for_members("wsnap", snapshot)
         for_members("wwake", wake)
-        for_members("wresume", lambda i: b.call(self.resume_fn, [self.handle(i)]))
+        for_members("wresume", self.resume)
         self.put("progressed", _i32(1))
 
     def warp_error(self, site, missing, lane, thread, how: int = 0):
@@ -494,18 +571,20 @@ class _Scheduler:
 
 
 def emit_scheduler(module: ir.Module) -> ir.Function:
-    """void gpunb_schedule(handles, ctxs, i32 n, i32 per_block, status): run threads to the end.
+    """void gpunb_schedule(handles, ctxs, i32 n, i32 per_block, status, cancel, guard): run
+    threads to the end.
 
     Each round resumes, in order: warps whose live lanes all wait at a warp collective; blocks
     whose live threads all wait at the same block barrier; the grid when every live thread waits
     at the same grid barrier. A round without progress while threads still wait is a deadlock.
+    A launch told to stop (its cancel word) ends at the next round: every thread is destroyed.
     """
     name = "gpunb_schedule"
     fn = module.globals.get(name)
     if fn is not None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i32, dm.i32, dm.ptr]),
-                     name)
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i32, dm.i32, dm.ptr,
+                                                       dm.ptr, dm.ptr]), name)
     fn.linkage = "internal"
     sched = _Scheduler(module, fn)
     b = sched.b
@@ -513,6 +592,10 @@ def emit_scheduler(module: ir.Module) -> ir.Function:
     finish_bb = fn.append_basic_block("finish")
     b.branch(round_bb)
     b.position_at_end(round_bb)
+    go_bb = fn.append_basic_block("round.go")
+    stopping = b.load_atomic(sched.cancel, "monotonic", 4, typ=dm.i32)
+    b.cbranch(b.icmp_signed("!=", stopping, _i32(0)), finish_bb, go_bb)
+    b.position_at_end(go_bb)
     sched.put("progressed", _i32(0))
     n_blocks = b.udiv(sched.n, sched.per_block)
     sched.warps(n_blocks)

@@ -84,9 +84,10 @@ class CpuTarget(Target):
     checks_always = True
 
     def __init__(self, coroutine: bool = False, boundscheck: bool = False,
-                 record: bool = False, debugger: bool = False):
+                 record: bool = False, polls: bool = True, debugger: bool = False):
         # recording and the debugger need one context per thread
         self.coroutine = coroutine or record or debugger
+        self.polls = polls  # stopping points (a launch told to stop stops there)
         self.instrumented = debugger
         self.debug = None
         if debugger:
@@ -108,6 +109,12 @@ class CpuTarget(Target):
 
     def extra_params(self) -> list:
         return [dm.ptr]
+
+    def debug_info(self, module: ir.Module):
+        """Line tables of code-site ids (codesites.py): a fault names its source line."""
+        from gpunb.backends.cpu.codesites import SiteDebugInfo
+
+        return SiteDebugInfo(module)
 
     # ---- kernel function -----------------------------------------------------------------------
 
@@ -137,6 +144,8 @@ class CpuTarget(Target):
                           ir.Constant(dm.ptr, None), ir.Constant(dm.ptr, None)])
         size = b.call(self.intrinsic(m, "llvm.coro.size.i64", dm.i64, []), [])
         mem = b.call(self.intrinsic(m, "malloc", dm.ptr, [dm.i64]), [size])
+        # noted in the context: a launch abandoned mid-way frees it (guard_ir.py)
+        b.store(mem, _field(b, low.ctx, abi.CTX_FRAME))
         handle = b.call(self.intrinsic(m, "llvm.coro.begin", dm.ptr, [token, dm.ptr]),
                         [coro_id, mem])
         self.coro_id, self.handle = coro_id, handle
@@ -145,6 +154,7 @@ class CpuTarget(Target):
         cb = ir.IRBuilder(self.cleanup)
         freed = cb.call(self.intrinsic(m, "llvm.coro.free", dm.ptr, [token, dm.ptr]),
                         [coro_id, handle])
+        cb.store(ir.Constant(dm.ptr, None), _field(cb, low.ctx, abi.CTX_FRAME))
         cb.call(self.intrinsic(m, "free", dm.void, [dm.ptr]), [freed])
         cb.branch(self.suspend_ret)
         sb = ir.IRBuilder(self.suspend_ret)
@@ -171,6 +181,7 @@ class CpuTarget(Target):
                     [ir.Constant(dm.i32, int(kind != "ctaid")), ir.Constant(dm.i32, top)]))
                 values[(kind, axis)] = value
         values["shared"] = b.load(_field(b, low.ctx, abi.CTX_SHARED), typ=dm.ptr)
+        values["cancel"] = b.load(_field(b, low.ctx, abi.CTX_CANCEL), typ=dm.ptr)
         values["dyn_shared"] = b.load(_field(b, low.ctx, abi.CTX_DYN_SHARED), typ=dm.i64)
         n = b.mul(b.mul(values[("ntid", "x")], values[("ntid", "y")]), values[("ntid", "z")])
         n = values["n"] = b.zext(n, dm.i64)
@@ -207,6 +218,33 @@ class CpuTarget(Target):
         b.store(linear, _field(b, low.ctx, abi.CTX_LINEAR))
         b.store(b.urem(linear, ir.Constant(dm.i32, 32)), _field(b, low.ctx, abi.CTX_LANE))
         b.store(b.udiv(linear, ir.Constant(dm.i32, 32)), _field(b, low.ctx, abi.CTX_WARP))
+
+    # ---- stopping points -----------------------------------------------------------------------
+
+    def poll(self, low) -> None:
+        """Stop here when the launch's cancel word is set (SIGINT, the watchdog, a fault on
+        another host thread): one load and a branch LLVM lays out of the way."""
+        if not self.polls:
+            return
+        b = low.builder
+        if self.wg is not None:
+            word = self.wg.block_values["cancel"]
+        else:
+            word = b.load(_field(b, low.ctx, abi.CTX_CANCEL), typ=dm.ptr)
+        flag = b.load_atomic(word, "monotonic", 4, typ=dm.i32)
+        stop_bb = low.fn.append_basic_block("poll.stop")
+        go_bb = low.fn.append_basic_block("poll.go")
+        branch = b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(dm.i32, 0)), stop_bb, go_bb)
+        branch.set_weights([1, 1 << 20])
+        b.position_at_end(stop_bb)
+        b.call(reporting.stop_function(low.mb.module), [low.ctx])
+        b.branch(go_bb)
+        b.position_at_end(go_bb)
+
+    def enter_call(self, low) -> None:
+        """Before a real call (a recursive device function, which makes the kernel a coroutine
+        one): a stopping point, so deep or endless recursion stops too."""
+        self.poll(low)
 
     def kernel_epilogue(self, low) -> None:
         if not self.coroutine:

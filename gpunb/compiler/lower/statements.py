@@ -157,6 +157,7 @@ class StatementLowering:
         else_bb, end_bb = self.new_block("while.else"), self.new_block("while.end")
         self.builder.branch(cond_bb)
         self.builder.position_at_end(cond_bb)
+        self.target.poll(self)  # every iteration: a while loop has no count to chunk
         self.join(node, JoinKind.HEADER)
         self.builder.cbranch(self.condition(node.test), body_bb, else_bb)
         self.builder.position_at_end(body_bb)
