@@ -21,6 +21,8 @@ STYLE = """
 .gpunb table.gpunb-table tr.dbg-diverged td{
   background:color-mix(in srgb,var(--jp-warn-color1,#c05621) 16%,transparent)}
 .gpunb .dbg-head{margin:2px 0 6px 0;white-space:pre-wrap}
+.gpunb table.gpunb-dbg-vars td:nth-child(-n+2),.gpunb table.gpunb-dbg-vars th{
+  white-space:nowrap}
 .gpunb .dbg-error{color:var(--jp-error-color1,#c53030);font-weight:600;white-space:pre-wrap}
 """
 
@@ -42,20 +44,23 @@ def source_html(filename: str, line: int, other_lines=(), context: int = 8) -> s
     attrs = {n: f'data-l="{n}"' for n in range(first, first + len(lines))}
     block = render.code_block(code, "python", first_line=first, line_attrs=attrs,
                               css_class="gpunb-dbg-source")
-    block = block.replace(f'class="gl mapped" data-l="{line}"',
-                          f'class="gl mapped dbg-here" data-l="{line}"', 1)
+    block = block.replace('class="gl mapped"', 'class="gl"')  # numbered, not clickable links
+    block = block.replace(f'class="gl" data-l="{line}"', f'class="gl dbg-here" data-l="{line}"',
+                          1)
     for other in set(other_lines) - {line}:
-        block = block.replace(f'class="gl mapped" data-l="{other}"',
-                              f'class="gl mapped dbg-others" data-l="{other}"', 1)
+        block = block.replace(f'class="gl" data-l="{other}"',
+                              f'class="gl dbg-others" data-l="{other}"', 1)
     return block
 
 
 def variables_html(variables) -> str:
     if not variables:
         return '<p class="muted">(no variable holds a value yet)</p>'
-    rows = [(esc(v.name), esc(v.type), f"<pre style='margin:0'>{esc(_value_text(v.value))}</pre>")
-            for v in variables]
-    return render.table(["variable", "numba type", "value"], rows, raw_html=True)
+    rows = "".join(f"<tr><td>{esc(v.name)}</td><td>{esc(v.type)}</td>"
+                   f"<td><pre style='margin:0'>{esc(_value_text(v.value))}</pre></td></tr>"
+                   for v in variables)
+    return ('<table class="gpunb-table gpunb-dbg-vars"><tr><th>variable</th><th>numba type</th>'
+            f"<th>value</th></tr>{rows}</table>")
 
 
 def _value_text(value) -> str:
@@ -145,7 +150,13 @@ def stopped_html(session, variable: str | None = None, scope: str = "warp") -> d
     note = view.focus_note()
     others = {st.line for st in view.block_threads() if st.line and st.status != "not started"}
     threads = view.warp() if scope == "warp" else view.block_threads()
-    names = [v.name for v in view.variables()]
+    # the names the tables offer: the focused thread's, or (one that has not started) those of
+    # the thread that stopped
+    named = view.variables()
+    stopped = view.group.index_of(session.stop.global_index)
+    if not named and stopped is not None:
+        named = view.group.variables(view.thread(stopped))
+    names = [v.name for v in named]
     chosen = variable if variable in names else (names[0] if names else None)
     return {
         "head": f'<div class="dbg-head">{esc(view.headline())}</div>'
@@ -153,7 +164,7 @@ def stopped_html(session, variable: str | None = None, scope: str = "warp") -> d
                 + f"<p>focus: thread <b>{esc(state.thread)}</b> of block "
                   f"<b>{esc(state.block)}</b> — {esc(state.where())}</p>",
         "source": source_html(site.filename, site.line, others) if site.line else
-        '<p class="muted">(not started)</p>',
+        '<p class="muted">(no source line)</p>',
         "stack": stack_html(view.where(), session.frame_level),
         "variables": variables_html(view.variables()),
         "across": across_html(chosen, view.across(chosen, threads), session.focus)

@@ -56,7 +56,9 @@ class DebuggerWidget(w.VBox):
         self.up = self._button("Up", "level-up", "gpunb-dbg-up", lambda _b: self._frame(-1))
         self.down = self._button("Down", "level-down", "gpunb-dbg-down",
                                  lambda _b: self._frame(+1))
-        self.source, self.stack, self.variables = w.HTML(), w.HTML(), w.HTML()
+        # the listing does not size its box by its lines (render.py): give it the box's width
+        self.source = w.HTML(layout=w.Layout(width="100%"))
+        self.stack, self.variables = w.HTML(), w.HTML()
         self.name = w.Dropdown(description="variable", layout=w.Layout(width="220px"))
         self.scope = w.ToggleButtons(options=["warp", "block"], value="warp")
         self.across, self.shared, self.barriers, self.status = (w.HTML() for _ in range(4))

@@ -34,7 +34,8 @@ class TraceWidget(w.VBox):
         self.next.add_class("gpunb-trace-next")
         self.previous.on_click(lambda _b: self._move(-1))
         self.next.on_click(lambda _b: self._move(+1))
-        self.header, self.source, self.variables = w.HTML(), w.HTML(), w.HTML()
+        self.header, self.variables = w.HTML(), w.HTML()
+        self.source = w.HTML(layout=w.Layout(width="100%"))  # (as in debug_widget.py)
         self.slider.observe(lambda _c: self.refresh(), names="value")
         self.thread.observe(self._on_thread, names="value")
         body = w.HBox([w.Box([self.source], layout=w.Layout(flex="3 1 0", min_width="0")),

@@ -58,7 +58,7 @@ def test_the_stopped_view_as_html():
     parts = debug_view.stopped_html(s, "i", "warp")
     line = line_of(shared_shift, "j = (i + 1)")
     assert "stopped at a breakpoint: thread (4, 0, 0)" in parts["head"]
-    assert f'class="gl mapped dbg-here" data-l="{line}"' in parts["source"]
+    assert f'class="gl dbg-here" data-l="{line}"' in parts["source"]
     assert "<td>i</td><td>int32</td>" in parts["variables"]
     assert "<td>tile</td><td>float32[::1]</td>" in parts["variables"]
     assert parts["across"].count('data-lane="') == 32
