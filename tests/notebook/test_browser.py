@@ -7,8 +7,9 @@ line selects its source line, that moving the block-size slider changes the occu
 kernels and %%gpuprofile timings reach the gpunb side panel, that a page reload (here also switching
 to the dark theme) reconnects the panel to the running kernel, which still receives new events,
 that clicking a kernel in the panel jumps to its cell, and that a narrow window stacks the split
-view. Screenshots go to test-artifacts/. Needs: pip install jupyterlab playwright; apt-get install
-chromium; `npm ci && npm run build` in labextension/.
+view; and that the debugger widget drives a stopped launch (test_debugger_widget_in_jupyterlab).
+Screenshots go to test-artifacts/. Needs: pip install jupyterlab playwright (the `browser` extra); apt-get
+install chromium; `npm ci && npm run build` in labextension/.
 """
 
 from __future__ import annotations
