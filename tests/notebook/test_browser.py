@@ -8,8 +8,8 @@ kernels and %%gpuprofile timings reach the gpunb side panel, that a page reload 
 to the dark theme) reconnects the panel to the running kernel, which still receives new events,
 that clicking a kernel in the panel jumps to its cell, and that a narrow window stacks the split
 view; and that the debugger widget drives a stopped launch (test_debugger_widget_in_jupyterlab).
-Screenshots go to test-artifacts/. Needs: pip install jupyterlab playwright (the `browser` extra); apt-get
-install chromium; `npm ci && npm run build` in labextension/.
+Screenshots go to test-artifacts/. Needs: pip install jupyterlab playwright (the `browser`
+extra); apt-get install chromium; `npm ci && npm run build` in labextension/.
 """
 
 from __future__ import annotations
