@@ -100,3 +100,18 @@ def racy_sum(out, data):
     cuda.syncthreads()
     if i == 0:
         out[0] = acc[0]
+
+
+@cuda.jit(device=True)
+def clamp_and_stop(v, hi):
+    if v > hi:
+        breakpoint()
+        v = hi
+    return v
+
+
+@cuda.jit
+def clamp_all(out, hi):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = clamp_and_stop(i * 10, hi)

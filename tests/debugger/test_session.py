@@ -303,3 +303,23 @@ def test_trace_of_a_failing_launch_is_kept_on_the_error():
     with pytest.raises(KernelIndexError) as info:
         gpunb.trace(off_by_one[1, 8], out, threads="warp 0")
     assert len(info.value.trace.of_thread(7)) >= 2
+
+
+def test_breakpoint_in_a_device_function_shows_both_frames():
+    from debug_kernels import clamp_all, clamp_and_stop
+
+    out = np.zeros(8, np.int64)
+    s = gpunb.debug(clamp_all[1, 8], out, 35)
+    assert s.stop.reason == "breakpoint()" and s.stop.thread == (4, 0, 0)
+    stack = s.view().where()
+    assert [(f.function, f.line) for f in stack] == [
+        ("clamp_all", line_of(clamp_all, "out[i] = clamp")),
+        ("clamp_and_stop", line_of(clamp_and_stop, "breakpoint()"))]
+    assert {v.name: int(v.value) for v in s.view().variables()} == {"v": 40, "hi": 35}
+    s.frame_level = 0  # the caller's frame (pdb's `up`)
+    assert "i" in {v.name for v in s.view().variables()}
+    s.frame_level = None
+    s.clear_breakpoints()  # threads 5-7 would stop there too
+    s.continue_()
+    s.result()
+    np.testing.assert_array_equal(out, [0, 10, 20, 30, 35, 35, 35, 35])
