@@ -415,49 +415,13 @@ def event_function(module: ir.Module) -> ir.Function:
     fn.attributes.add("cold")
     ctx, event, site = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    co = dbg.CONTROL_OFFSETS
     area = b.load(_at(b, ctx, abi.CTX_DEBUG_AREA), typ=dm.ptr)
     control = b.load(_at(b, area, dbg.H_CONTROL), typ=dm.ptr)
     _take_cancel(b, fn, ctx, control)
-
-    def flag(name_):
-        return b.icmp_signed("!=", b.load_atomic(_at(b, control, co[name_]), "monotonic", 4,
-                                                 typ=dm.i32), _i32(0))
-
-    def field64(base, offset):
-        return b.load(_at(b, base, offset), typ=dm.i64)
-
-    is_event = {kind: b.icmp_signed("==", event, _i32(kind))
-                for kind in (dbg.EV_LINE, dbg.EV_BREAKPOINT, dbg.EV_BARRIER, dbg.EV_ERROR,
-                             dbg.EV_RAISE, dbg.EV_EXIT)}
-    focused = b.icmp_signed("==", field64(control, co["focus"]), field64(area, dbg.H_GLOBAL))
-    armed = b.load(_at(b, control, co["armed"]), typ=dm.ptr)
-    site64 = b.zext(site, dm.i64)
-    mark = b.select(is_event[dbg.EV_LINE], b.load(_at(b, armed, site64), typ=dm.i8),
-                    ir.Constant(dm.i8, 0))
-    tid, block = b.zext(b.load(_at(b, area, dbg.H_TID), typ=dm.i32), dm.i64), \
-        field64(area, dbg.H_BLOCK)
-
-    def matches(limit, value):
-        wanted = field64(control, co[limit])
-        return b.or_(b.icmp_signed("<", wanted, ir.Constant(dm.i64, 0)),
-                     b.icmp_signed("==", wanted, value))
-
-    filtered = b.and_(b.icmp_signed("==", mark, ir.Constant(dm.i8, dbg.ARMED_FILTERED)),
-                      b.and_(matches("filter_tid", tid), matches("filter_block", block)))
-    line_stop = b.or_(b.or_(b.icmp_signed("==", mark, ir.Constant(dm.i8, dbg.ARMED_ALL)),
-                            filtered),
-                      b.or_(flag("pause"), b.and_(flag("step"), focused)))
-    stepping = b.or_(flag("step"), flag("barrier_step"))
-    wants = b.or_(b.and_(is_event[dbg.EV_LINE], line_stop),
-                  b.and_(is_event[dbg.EV_BREAKPOINT], flag("breakpoints")))
-    wants = b.or_(wants, b.and_(is_event[dbg.EV_BARRIER], b.and_(stepping, focused)))
-    wants = b.or_(wants, b.and_(b.or_(is_event[dbg.EV_ERROR], is_event[dbg.EV_RAISE]),
-                                flag("stop_on_error")))
-    wants = b.or_(wants, b.and_(is_event[dbg.EV_EXIT], b.and_(stepping, focused)))
+    check = _EventCheck(b, control, area, event)
     traced = b.icmp_signed("!=", b.load(_at(b, area, dbg.H_TRACED), typ=dm.i32), _i32(0))
-    record = b.and_(b.and_(flag("tracing"), traced),
-                    b.or_(is_event[dbg.EV_LINE], is_event[dbg.EV_EXIT]))
+    record = b.and_(b.and_(check.flag("tracing"), traced),
+                    b.or_(check.event(dbg.EV_LINE), check.event(dbg.EV_EXIT)))
     record_bb = fn.append_basic_block("trace")
     after_bb = fn.append_basic_block("trace.done")
     b.cbranch(record, record_bb, after_bb)
@@ -467,15 +431,68 @@ def event_function(module: ir.Module) -> ir.Function:
     b.position_at_end(after_bb)
     call_bb = fn.append_basic_block("hook")
     done_bb = fn.append_basic_block("done")
-    b.cbranch(b.and_(wants, b.not_(flag("abort"))), call_bb, done_bb)
+    b.cbranch(b.and_(check.wants(site), b.not_(check.flag("abort"))), call_bb, done_bb)
     b.position_at_end(call_bb)
-    hook = _Callee(b.load(_at(b, control, co["hook"]), typ=dm.ptr),
+    hook = _Callee(b.load(_at(b, control, dbg.CONTROL_OFFSETS["hook"]), typ=dm.ptr),
                    ir.FunctionType(dm.i32, [dm.ptr, dm.i32, dm.i32]))
     b.call(hook, [ctx, event, site])  # its answer is also the abort flag, read below
     b.branch(done_bb)
     b.position_at_end(done_bb)
-    b.ret(b.zext(flag("abort"), dm.i32))
+    b.ret(b.zext(check.flag("abort"), dm.i32))
     return fn
+
+
+class _EventCheck:
+    """The event helper's test of whether the debugger wants an event: an armed line (in the
+    filtered thread and block, for a filtered breakpoint), a pause, the focused thread's line
+    while stepping, its barrier or end while stepping, breakpoint(), an error."""
+
+    def __init__(self, b: ir.IRBuilder, control, area, event):
+        self.b, self.control, self.area, self.event_value = b, control, area, event
+
+    def flag(self, name: str):
+        b = self.b
+        value = b.load_atomic(_at(b, self.control, dbg.CONTROL_OFFSETS[name]), "monotonic", 4,
+                              typ=dm.i32)
+        return b.icmp_signed("!=", value, _i32(0))
+
+    def field64(self, base, offset: int):
+        return self.b.load(_at(self.b, base, offset), typ=dm.i64)
+
+    def event(self, kind: int):
+        return self.b.icmp_signed("==", self.event_value, _i32(kind))
+
+    def matches(self, limit: str, value):
+        b = self.b
+        wanted = self.field64(self.control, dbg.CONTROL_OFFSETS[limit])
+        return b.or_(b.icmp_signed("<", wanted, ir.Constant(dm.i64, 0)),
+                     b.icmp_signed("==", wanted, value))
+
+    def line_stop(self, site, focused):
+        b, co = self.b, dbg.CONTROL_OFFSETS
+        armed = b.load(_at(b, self.control, co["armed"]), typ=dm.ptr)
+        mark = b.select(self.event(dbg.EV_LINE), b.load(_at(b, armed, b.zext(site, dm.i64)),
+                                                          typ=dm.i8), ir.Constant(dm.i8, 0))
+        tid = b.zext(b.load(_at(b, self.area, dbg.H_TID), typ=dm.i32), dm.i64)
+        block = self.field64(self.area, dbg.H_BLOCK)
+        filtered = b.and_(b.icmp_signed("==", mark, ir.Constant(dm.i8, dbg.ARMED_FILTERED)),
+                          b.and_(self.matches("filter_tid", tid),
+                                 self.matches("filter_block", block)))
+        armed_here = b.or_(b.icmp_signed("==", mark, ir.Constant(dm.i8, dbg.ARMED_ALL)),
+                           filtered)
+        return b.or_(armed_here, b.or_(self.flag("pause"), b.and_(self.flag("step"), focused)))
+
+    def wants(self, site):
+        b, co = self.b, dbg.CONTROL_OFFSETS
+        focused = b.icmp_signed("==", self.field64(self.control, co["focus"]),
+                                self.field64(self.area, dbg.H_GLOBAL))
+        stepping = b.and_(b.or_(self.flag("step"), self.flag("barrier_step")), focused)
+        wants = b.or_(b.and_(self.event(dbg.EV_LINE), self.line_stop(site, focused)),
+                      b.and_(self.event(dbg.EV_BREAKPOINT), self.flag("breakpoints")))
+        wants = b.or_(wants, b.and_(b.or_(self.event(dbg.EV_BARRIER),
+                                          self.event(dbg.EV_EXIT)), stepping))
+        return b.or_(wants, b.and_(b.or_(self.event(dbg.EV_ERROR), self.event(dbg.EV_RAISE)),
+                                   self.flag("stop_on_error")))
 
 
 def _take_cancel(b: ir.IRBuilder, fn, ctx, control) -> None:
