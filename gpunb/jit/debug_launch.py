@@ -171,7 +171,7 @@ def debug_twin(dispatcher):
         options = {k: v for k, v in dispatcher.options.items() if k not in ("debugger",)}
         # the dispatcher's own class: this module is below dispatcher.py (slow_path uses it)
         twin = type(dispatcher)(dispatcher.py_func, target="cpu", debugger=True,
-                          signatures=list(dispatcher.declared_signatures), **options)
+                                signatures=list(dispatcher.declared_signatures), **options)
         dispatcher._gpunb_debug_twin = twin
     return twin
 

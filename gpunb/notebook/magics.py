@@ -174,7 +174,13 @@ def make_wrapper(options):
 
     def wrap(func):
         if getattr(type(func), "__gpunb_function__", False):
-            return func  # already @cuda.jit: keep the user's own options
+            if request is None or func.device:
+                return func  # already @cuda.jit: keep the user's own options
+            from gpunb.jit.debug_launch import debug_twin, set_request
+
+            twin = debug_twin(func)  # --break/--trace: its debug variant, options kept
+            set_request(twin, request)
+            return twin
         made = cuda.jit(func, **jit_options)
         if request is not None:
             from gpunb.jit.debug_launch import set_request

@@ -143,3 +143,18 @@ def test_gpukernel_debugger_options():
                           ("--break four", "invalid int value")):
         with pytest.raises(OptionError, match=message):
             parse_kernel_options(line)
+
+
+def test_break_cells_debug_their_kernels_decorated_or_not(shell):
+    from gpunb.jit.debug_launch import request_for
+
+    shell.run_cell("%%gpukernel --break 4 --thread 1\n@cuda.jit(fastmath=True)\ndef k(a):\n"
+                   "    i = cuda.grid(1)\n    a[i] = i\n\ndef plain(a):\n    a[0] = 1\n\n"
+                   "@cuda.jit(device=True)\ndef helper(x):\n    return x\n")
+    k, plain, helper = (shell.user_ns[n] for n in ("k", "plain", "helper"))
+    assert k.options == {"fastmath": True, "debugger": True} and k.requested_target == "cpu"
+    assert plain.options == {"debugger": True} and plain.requested_target == "cpu"
+    assert helper.device and "debugger" not in helper.options  # inlined into debug variants
+    for kernel in (k, plain):
+        request = request_for(kernel)
+        assert request.breaks == ((None, 4),) and request.thread == "1"
