@@ -147,3 +147,12 @@ def test_the_debug_variant_of_a_recursive_kernel_steps_over_the_recursion():
     s.run_to_end()
     s.result()
     np.testing.assert_array_equal(out, [1, 2, 6, 24])
+
+
+def test_the_debugger_option_on_the_cuda_target_is_a_compile_error():
+    def kernel(a):
+        a[0] = 1
+
+    with pytest.raises(CompileError, match="debugger=True") as info:
+        cuda.jit(kernel, debugger=True).inspect_ptx("void(int64[::1])")  # PTX: the CUDA target
+    assert "target='cpu'" in info.value.hint
