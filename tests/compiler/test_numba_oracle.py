@@ -414,6 +414,7 @@ def programs(draw) -> Case:
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                  HealthCheck.data_too_large])
+@pytest.mark.slow
 @given(case=programs())
 def test_gpunb_types_like_numba(case):
     note(case.source())

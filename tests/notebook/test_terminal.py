@@ -233,6 +233,7 @@ def test_gpuprofile_counts_launches(shell, capsys):
     assert row.split()[1:3] == ["4", "1"]  # four launches, the first one compiled
 
 
+@pytest.mark.slow
 def test_inspector_and_explorer_text(shell):
     run_cell(shell, SAXPY)
     run_cell(shell, "import numpy as np\nv = np.ones(64, np.float32)\nsaxpy[1, 64](v, v, v, 1.0)")

@@ -86,6 +86,7 @@ def _make_kernel(k: int):
     return cuda.jit(scaled)
 
 
+@pytest.mark.slow
 def test_different_kernels_compiled_and_launched_from_eight_threads(target):
     """Eight kernels compiled at the same time (one per thread), each launched 100 times."""
     on_device = target == "cuda"
