@@ -55,8 +55,8 @@ class KernelArtifact:
     access_sites: tuple = ()
     # cpu static shared arrays: (byte offset after the dynamic area, elements, dtype) each
     shared_layout: tuple = ()
-    # cpu: (file, line, col, function) by code-site id, the "lines" of the host object's line
-    # table (backends/cpu/codesites.py): where a fault in the machine code was in the source
+    # cpu: (file, line, col, function, "statement" | "def") by code-site id, the "lines" of the
+    # host object's line table (backends/cpu/codesites.py): where a fault was in the source
     code_sites: tuple = ()
     # the CPU target's debug variant (backends/cpu/debug_lower.py): line sites (file, line, col,
     # body) by site id, the bodies (kernel and inlined calls) with their variables' layouts,

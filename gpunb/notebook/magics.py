@@ -29,8 +29,12 @@ class GpuMagics(Magics):
 
         %%gpukernel [--target cpu|cuda|auto] [--arch sm_XX] [--show ptx|llvm|sass|types|all]
                     [--lineinfo] [--fastmath] [--no-cache] [--debug] [--max-registers N]
-                    [--sanitize memcheck|racecheck|synccheck|initcheck]
+                    [--sanitize memcheck|racecheck|synccheck|initcheck] [--timeout S]
                     [--break LINE [--thread x,y,z] [--block x,y,z]] [--trace [--threads T]]
+
+        --timeout S: the watchdog for this cell - a launch on the CPU target, or a wait for the
+        GPU, that takes longer than S seconds raises gpunb.LaunchTimeoutError (as
+        GPUNB_LAUNCH_TIMEOUT does for a whole process).
         """
         __tracebackhide__ = True  # noqa: F841 - an error in the cell shows the cell, not this
         from gpunb.notebook.cellexec import run_cell
@@ -60,16 +64,24 @@ class GpuMagics(Magics):
                     pass
                 raise
 
+        def run_watched():  # --timeout: the watchdog's limit while the cell runs
+            if options.timeout is None:
+                return run()
+            from gpunb.foundation import config
+
+            with config.launch_timeout_for(options.timeout):
+                return run()
+
         if options.sanitize:  # run live, then replay the launches under compute-sanitizer
             from gpunb.profiling.api import capture_failure, sanitize_snapshot
 
             # a cell that crashed (an illegal address) still shows where, then fails
-            result, snapshot, failure = capture_failure(run)
+            result, snapshot, failure = capture_failure(run_watched)
             display(sanitize_snapshot(snapshot, options.sanitize, failure=failure))
             if failure is not None:
                 raise failure
         else:
-            result = run()
+            result = run_watched()
         if options.show:
             for dispatcher in result.functions.values():
                 self.hooks.after_cell.append(ShowWhenCompiled(self.shell, dispatcher,

@@ -32,6 +32,7 @@ class KernelCellOptions:
     max_registers: int | None = None
     sanitize: str | None = None  # replay the cell's launches under compute-sanitizer --tool
     racecheck: bool = False  # CPU target: record accesses, raise gpunb.RaceError on races
+    timeout: float | None = None  # the watchdog's limit for the cell's launches and GPU waits
     breaks: tuple = ()  # lines of the cell where launches of its kernels stop (the debugger)
     thread: str | None = None  # ... only in this thread ("x,y,z")
     block: str | None = None  # ... of this block
@@ -103,6 +104,9 @@ def _parser() -> _Parser:
                    help="CPU target: report data races (gpunb.RaceError)")
     p.add_argument("--max-registers", dest="max_registers", type=int)
     p.add_argument("--sanitize", choices=("memcheck", "racecheck", "synccheck", "initcheck"))
+    p.add_argument("--timeout", type=float, metavar="S",
+                   help="abandon a launch (CPU target) or a wait for the GPU that takes longer "
+                        "than S seconds in this cell (gpunb.LaunchTimeoutError); 0: no limit")
     p.add_argument("--break", dest="breaks", action="append", type=int, default=[],
                    metavar="LINE", help="stop launches at this line of the cell (repeatable; "
                                         "CPU target)")
@@ -139,11 +143,13 @@ def parse_kernel_options(line: str) -> KernelCellOptions:
             raise OptionError(f"%%gpukernel: --{exc}") from None
     if ns.max_registers is not None and not 16 <= ns.max_registers <= 255:
         raise OptionError(f"%%gpukernel: --max-registers {ns.max_registers}: expected 16..255")
+    if ns.timeout is not None and not ns.timeout >= 0:  # also rejects nan
+        raise OptionError(f"%%gpukernel: --timeout {ns.timeout}: expected seconds >= 0")
     _check_debugger_options(ns)
     return KernelCellOptions(target=ns.target, arch=arch, show=tuple(dict.fromkeys(show)),
                              lineinfo=ns.lineinfo, fastmath=ns.fastmath, no_cache=ns.no_cache,
                              debug=ns.debug, max_registers=ns.max_registers,
-                             sanitize=ns.sanitize, racecheck=ns.racecheck,
+                             sanitize=ns.sanitize, racecheck=ns.racecheck, timeout=ns.timeout,
                              breaks=tuple(ns.breaks), thread=ns.thread, block=ns.block,
                              trace=ns.trace, threads=ns.threads)
 

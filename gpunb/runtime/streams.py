@@ -56,10 +56,12 @@ class Stream:
         return self.handle in (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD)
 
     def synchronize(self) -> None:
-        """Wait until all work queued on this stream has finished."""
+        """Wait until all work queued on this stream has finished (Ctrl-C and the watchdog can
+        end the wait: backends/cuda/waits.py)."""
+        from gpunb.backends.cuda import waits
+
         driver.ensure_context()
-        driver.check(driver.cuda_driver().cuStreamSynchronize(self.handle),
-                     "cuStreamSynchronize")
+        waits.wait_until(waits.stream_done(self.handle), "stream.synchronize()")
 
     def query(self) -> bool:
         """True when all work queued on this stream has finished (does not wait)."""
@@ -118,7 +120,9 @@ class Event:
                      "cuEventRecord")
 
     def synchronize(self) -> None:
-        driver.check(driver.cuda_driver().cuEventSynchronize(self.handle), "cuEventSynchronize")
+        from gpunb.backends.cuda import waits
+
+        waits.wait_until(waits.event_done(self.handle), "event.synchronize()")
 
     def wait(self, stream=0) -> None:
         """Make `stream` wait for this event (no host blocking)."""

@@ -133,8 +133,9 @@ class CpuBackend(Backend):
                            workgroup=plan is not None,
                            scratch_per_thread=target.scratch_bytes_per_thread(),
                            debug_area=target.debug.tables()[2] if target.debug else 0,
-                           location=lambda fn: runner_location(builder.debug, fn, typed.source,
-                                                               typed.name))
+                           location=None if builder.debug is None else
+                           lambda fn: runner_location(builder.debug, fn, typed.source,
+                                                      typed.name))
         one_code_section(builder.module)
         return builder
 
@@ -163,7 +164,7 @@ class CpuBackend(Backend):
             error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
             prints="print" in features, raise_sites=tuple(builder.raise_sites),
             access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout),
-            code_sites=tuple(builder.debug.sites),
+            code_sites=tuple(builder.debug.sites) if builder.debug is not None else (),
             debug_sites=sites, debug_frames=frames, debug_area=area)
 
     def load(self, artifact: KernelArtifact) -> CpuProgram:

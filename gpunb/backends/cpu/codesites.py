@@ -5,7 +5,8 @@ of the artifact's `code_sites`, (file, line, column, function) of a statement. I
 lines keep the object the same wherever the kernel sits in its file (cache keys leave line
 numbers out, and a cached artifact is moved to its new lines by cache/relocate.py, sites and
 all). At a fault, faults.py maps the faulting instruction back through the table
-(`site_at`). Line tables change no code: LLVM keeps debug locations beside the instructions.
+(`site_at`: the object's .debug_line, relocated and decoded here; pyelftools reads the ELF).
+Line tables change no code: LLVM keeps debug locations beside the instructions.
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ class SiteDebugInfo(DebugInfo):
         self.sites: list = []
         self._ids: dict = {}
 
-    def site(self, filename: str, line: int, col: int, function: str) -> int:
-        key = (filename, int(line), int(col), function)
+    def site(self, filename: str, line: int, col: int, function: str,
+             kind: str = "statement") -> int:
+        """The id of a code site; `kind` "def" for a function's def line (its prologue, and
+        code optimisation moved away from any one statement)."""
+        key = (filename, int(line), int(col), function, kind)
         found = self._ids.get(key)
         if found is None:
             found = self._ids[key] = len(self.sites)
@@ -32,7 +36,10 @@ class SiteDebugInfo(DebugInfo):
         return found
 
     def unit_kind(self) -> str:
-        return "LineTablesOnly"  # an object file needs .debug_line (directives alone: asm only)
+        # `.loc` directives only: the object still gets its .debug_line table (the assembler
+        # makes it from them) but no .debug_info - measured: no compile cost, where full line
+        # tables cost ~5% of a CPU compile
+        return "DebugDirectivesOnly"
 
     def file(self, filename: str):
         # one made-up file: the table holds site ids, whose entries say the real file
@@ -49,7 +56,7 @@ class SiteDebugInfo(DebugInfo):
         """The site of a function's `def` line (not its decorators')."""
         tree = source.tree
         return self.site(source.filename, getattr(tree, "lineno", source.first_line),
-                         getattr(tree, "col_offset", 0), function)
+                         getattr(tree, "col_offset", 0), function, "def")
 
     def site_location(self, site: int, scope):
         return self.module.add_debug_info("DILocation", {"line": site + 1, "column": 0,
@@ -146,17 +153,108 @@ def _line_rows(binary: bytes) -> list:
 
 def _read_rows(binary: bytes) -> list:
     elf = _elf(binary)
-    if elf is None or not elf.has_dwarf_info():
+    section = elf.get_section_by_name(".debug_line") if elf is not None else None
+    if section is None:
         return []
-    dwarf = elf.get_dwarf_info(relocate_dwarf_sections=True)
-    rows = []
-    for cu in dwarf.iter_CUs():
-        program = dwarf.line_program_for_CU(cu)
-        if program is None:
-            continue
-        for entry in program.get_entries():
-            state = entry.state
-            if state is not None:
-                rows.append((state.address, state.line, bool(state.end_sequence)))
+    data = bytearray(section.data())
+    _relocate(elf, ".rela.debug_line", data)
+    rows: list = []
+    offset = 0
+    while offset < len(data):
+        offset = _line_program(bytes(data), offset, rows)
     rows.sort()
     return rows
+
+
+def _relocate(elf, name: str, data: bytearray) -> None:
+    """Apply the 64-bit absolute relocations (R_X86_64_64, R_AARCH64_ABS64) of `data`: the
+    addresses in the line program, as offsets into the code section."""
+    relocations = elf.get_section_by_name(name)
+    if relocations is None:
+        return
+    symbols = elf.get_section(relocations["sh_link"])
+    absolute = {"EM_X86_64": 1, "EM_AARCH64": 257}.get(elf["e_machine"])
+    for rel in relocations.iter_relocations():
+        if rel["r_info_type"] != absolute:
+            continue
+        addend = rel["r_addend"] if relocations.is_RELA() else 0
+        value = symbols.get_symbol(rel["r_info_sym"])["st_value"] + addend
+        at = rel["r_offset"]
+        data[at:at + 8] = (value & (2**64 - 1)).to_bytes(8, "little")
+
+
+def _uleb(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def _sleb(data: bytes, at: int) -> tuple[int, int]:
+    start = at
+    value, at = _uleb(data, at)
+    bits = 7 * (at - start)
+    return (value - (1 << bits) if value & (1 << (bits - 1)) else value), at
+
+
+def _line_program(data: bytes, at: int, rows: list) -> int:
+    """Decode the DWARF 2-4 line program at `at` into rows; returns where the next one
+    starts (a DWARF 5 unit is skipped: gpunb's objects are DWARF 4)."""
+    length = int.from_bytes(data[at:at + 4], "little")
+    end = at + 4 + length
+    version = int.from_bytes(data[at + 4:at + 6], "little")
+    if version not in (2, 3, 4):
+        return end
+    header_length = int.from_bytes(data[at + 6:at + 10], "little")
+    program = at + 10 + header_length
+    h = at + 10
+    min_length = data[h]
+    h += 2 if version >= 4 else 1  # maximum_operations_per_instruction from v4
+    line_base = int.from_bytes(data[h + 1:h + 2], "little", signed=True)
+    line_range, opcode_base = data[h + 2], data[h + 3]
+    arg_counts = list(data[h + 4:h + 4 + opcode_base - 1])
+    _run_program(data, program, end, min_length, line_base, line_range, opcode_base,
+                 arg_counts, rows)
+    return end
+
+
+def _run_program(data, at, end, min_length, line_base, line_range, opcode_base, arg_counts,
+                 rows) -> None:
+    address, line = 0, 1
+    while at < end:
+        op = data[at]
+        at += 1
+        if op >= opcode_base:  # special: advance address and line, add a row
+            adjusted = op - opcode_base
+            address += (adjusted // line_range) * min_length
+            line += line_base + adjusted % line_range
+            rows.append((address, line, False))
+        elif op == 0:  # extended
+            size, at = _uleb(data, at)
+            sub, body = data[at], at + 1
+            if sub == 1:  # end_sequence
+                rows.append((address, line, True))
+                address, line = 0, 1
+            elif sub == 2:  # set_address
+                address = int.from_bytes(data[body:body + size - 1], "little")
+            at += size
+        elif op == 1:  # copy
+            rows.append((address, line, False))
+        elif op == 2:
+            advance, at = _uleb(data, at)
+            address += advance * min_length
+        elif op == 3:
+            delta, at = _sleb(data, at)
+            line += delta
+        elif op == 8:  # const_add_pc
+            address += ((255 - opcode_base) // line_range) * min_length
+        elif op == 9:  # fixed_advance_pc
+            address += int.from_bytes(data[at:at + 2], "little")
+            at += 2
+        else:  # file, column, isa (one operand), flags (none), unknown: by the header's counts
+            for _ in range(arg_counts[op - 1] if op - 1 < len(arg_counts) else 0):
+                _, at = _uleb(data, at)

@@ -23,11 +23,14 @@ def fault_error(artifact: KernelArtifact, status: abi.Status, text_base: int,
     """`text_base`: where the object's text section was loaded (faulting pc - base = offset in
     the line table)."""
     site = _site(artifact, status.fault_pc, text_base)
-    loc, function = None, artifact.name
+    loc, function, kind = None, artifact.name, ""
     if site is not None:
-        filename, line, col, function = site
+        filename, line, col, function, kind = site
         loc = SourceLocation(filename, line, col)
     what, hint = _what(artifact, status, params_address)
+    if kind == "def" and not what.startswith("stack overflow"):
+        what += (" (the optimiser moved the faulting code away from its statement: the "
+                 "function's def line is shown)")
     where = _who(status)
     return KernelFaultError(f"{what} in kernel '{artifact.name}' ({where}); the launch was "
                             "abandoned (what its output arrays hold is undefined); the next "

@@ -77,4 +77,19 @@ def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: boo
     pto = llvm.create_pipeline_tuning_options(speed_level=3 if opt else (1 if coroutine else 0))
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
-    return tm.emit_object(mod), str(mod), tm.emit_assembly(mod)
+    return tm.emit_object(mod), str(mod), _without_line_tables(tm.emit_assembly(mod))
+
+
+def _without_line_tables(asm: str) -> str:
+    """The assembly as a reader wants it: without the line table of code-site ids
+    (codesites.py), whose `.loc` numbers are not source lines, nor the debug sections."""
+    kept, skipping = [], False
+    for line in asm.splitlines(keepends=True):
+        word = line.split(None, 1)[0] if line.strip() else ""
+        if word == ".section":
+            skipping = ".debug_" in line
+        numbered_file = word == ".file" and len(line.split()) > 2  # the table's, not the unit's
+        if skipping or numbered_file or word in (".loc", ".cfi_sections"):
+            continue
+        kept.append(line)
+    return "".join(kept)

@@ -305,8 +305,13 @@ def on_reset(listener) -> None:
 
 
 def synchronize() -> None:
-    """Wait for all work on the current device (cuCtxSynchronize); surfaces async errors."""
+    """Wait for all work on the current device (cuCtxSynchronize); surfaces async errors. The
+    default stream's work (where kernels launch unless told otherwise) is waited for first in
+    a way Ctrl-C and the watchdog can end (waits.py)."""
+    from gpunb.backends.cuda import waits
+
     ensure_context()
+    waits.wait_until(waits.stream_done(0), "cuda.synchronize()")
     check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize", last_launch[0])
 
 
