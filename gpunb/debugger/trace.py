@@ -101,7 +101,7 @@ class Trace:
         body = self.tables.bodies[stack[-1].body]
         area = ctypes.addressof(self._buffer) + step.record * self.record_bytes + \
             dbg.TRACE_HEADER
-        nothing = Readable([], local=False)
+        nothing = Readable([], local=False, unreadable="contents not recorded")
         out = []
         for name, offset in sorted(body.names.items()):
             number = ctypes.c_int32.from_address(area + offset).value

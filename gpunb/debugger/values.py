@@ -66,9 +66,10 @@ class Readable:
     """The regions readable at one stop; `local` (the stopped thread's own stack and frame)
     is trusted for the stopped thread only."""
 
-    def __init__(self, regions: list[Region], local: bool):
+    def __init__(self, regions: list[Region], local: bool, unreadable: str = "not readable here"):
         self.regions = regions
         self.local = local
+        self.unreadable = unreadable  # what an array whose elements cannot be read says
 
     def space_of(self, lo: int, hi: int) -> Region | None:
         for region in self.regions:
@@ -84,9 +85,10 @@ class ArrayValue:
     and the memory it lies in (None when the debugger cannot tell and will not read it)."""
 
     def __init__(self, data: int, shape: tuple, strides: tuple, dtype: np.dtype, type_name: str,
-                 region: Region | None):
+                 region: Region | None, unreadable: str = "not readable here"):
         self.data, self.shape, self.strides = data, shape, strides
         self.dtype, self.type_name, self.region = dtype, type_name, region
+        self.unreadable = unreadable
 
     @property
     def space(self) -> str:
@@ -107,7 +109,7 @@ class ArrayValue:
 
     def __repr__(self) -> str:
         where = self.region.label if self.region is not None else \
-            f"at {self.data:#x}, not readable here"
+            f"at {self.data:#x}, {self.unreadable}"
         head = f"{self.type_name} shape {self.shape} ({where})"
         values = self.numpy()
         if values is None:
@@ -157,7 +159,7 @@ def decode(layout, area: int, readable: Readable, type_name: str = ""):
         dtype = element_dtype(elem)
         lo, hi = span(data, shape, strides, dtype.itemsize)
         region = readable.space_of(lo, hi) if data else None
-        return ArrayValue(data, shape, strides, dtype, type_name, region)
+        return ArrayValue(data, shape, strides, dtype, type_name, region, readable.unreadable)
     if kind == "t":
         return tuple(decode(item, area, readable) for item in layout[1])
     if kind == "r":
