@@ -43,6 +43,8 @@ def relocate(artifact, old_locations, new_locations):
     changes = {"error_sites": tuple(site(tuple(s)) for s in artifact.error_sites),
                "barrier_sites": tuple(site(tuple(s)) for s in artifact.barrier_sites),
                "access_sites": tuple(site(tuple(s)) for s in artifact.access_sites),
+               "debug_sites": tuple(site(tuple(s)) for s in artifact.debug_sites),
+               "debug_frames": tuple(site(tuple(f)) for f in artifact.debug_frames),
                "code_sites": tuple(site(tuple(s)) for s in artifact.code_sites),
                "line_map": tuple((line_only(line), ptx) if line else (line, ptx)
                                  for line, ptx in artifact.line_map)}

@@ -5,8 +5,9 @@ front (IPython and ipykernel install Python's SIGINT handler afresh around each 
 replaces ours: a launch is interruptible from the monitor's first tick on) and it is the
 watchdog - a launch still running GPUNB_LAUNCH_TIMEOUT seconds (a cell's --timeout) after the
 monitor first saw it is told to stop (its cancel word), and its launcher raises
-LaunchTimeoutError. With no launch for IDLE_TICKS ticks it sleeps until a launch wakes it
-(`launch_started`: one attribute read per launch while it is awake).
+LaunchTimeoutError; a debug launch (Launch.no_deadline) has no deadline. With no launch for
+IDLE_TICKS ticks it sleeps until a launch wakes it (`launch_started`: one attribute read per
+launch while it is awake).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ TICK = 0.05
 IDLE_TICKS = 40
 _CANCEL = abi.Launch.cancel.offset
 _SERIAL = abi.Launch.serial.offset
+_NO_DEADLINE = abi.Launch.no_deadline.offset
 
 
 class LaunchMonitor:
@@ -86,7 +88,7 @@ class LaunchMonitor:
         if limit is None:
             return
         for (address, serial), since in current.items():
-            if now - since < limit:
+            if now - since < limit or ctypes.c_int32.from_address(address + _NO_DEADLINE).value:
                 continue
             cancel = ctypes.c_int32.from_address(address + _CANCEL)
             # the same launch still (a Launch is reused by its thread's next launch)
