@@ -150,7 +150,9 @@ def test_diff_against_the_previous_definition_without_inspecting_it(cpu):
     _run_cell(ns, 4, "x[i] * a + y[i]")  # the cell run again unchanged: not a version
     second = _run_cell(ns, 5, "x[i] * x[i] * a - y[i]")
     del first
-    fingerprint._fp_memo.clear()  # (a bounded memo of recent fingerprints holds their function)
+    for memo in fingerprint._fp_memo:  # (bounded memos of recent fingerprints hold the function)
+        memo.clear()
+    fingerprint._plain_fp_memo.clear()
     gc.collect()
     assert ref() is None  # the earlier definitions' dispatchers (and their code) are gone
     assert [d.where for d in versions.earlier_definitions(second)] == ["Cell In[4], line 1"]

@@ -41,8 +41,10 @@ def busy_gpu(fake_cuda, fresh_target):
     fake_cuda.cuEventQuery = query("cuEventQuery")
     from gpunb.backends.cuda import driver
 
-    driver.last_launch[0] = "spin"
-    return fake_cuda
+    driver.last_launch.name_function(0x5EED, "spin")  # a launch of "spin" was the last one
+    driver.last_launch.note(0x5EED)
+    yield fake_cuda
+    driver.last_launch.clear()
 
 
 def _interrupt_soon(seconds: float = 0.3) -> threading.Timer:
