@@ -9,11 +9,12 @@ so lists and tuples are both accepted.
 
 from __future__ import annotations
 
+import linecache
 import os
 from dataclasses import dataclass
 
 from gpunb.debugger.errors import DebuggerError
-from gpunb.foundation.errors import describe_filename
+from gpunb.foundation.errors import SourceLocation, describe_filename
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,16 +130,32 @@ class DebugTables:
         return sorted({s.line for s in self.sites[1:] if s.filename == filename})
 
     def check_line(self, filename: str | None, line: int) -> list[int]:
-        """The sites of a breakpoint line, or a DebuggerError naming the lines that have code."""
+        """The sites of a breakpoint line, or a DebuggerError at that line (with a caret when
+        the line has text) naming the lines that have code."""
         found = self.sites_at(filename, line)
         if found:
             return found
         wanted = self.resolve_file(filename)
         lines = self.code_lines(wanted)
-        raise DebuggerError(
-            f"line {line} of {describe_filename(wanted)} has no statement of kernel "
-            f"'{self.kernel}' (or of a device function it calls)", function=self.kernel,
-            hint="lines with code: " + _ranges(lines) if lines else None)
+        text = linecache.getline(wanted, line) if line > 0 else ""
+        stripped, loc = text.strip(), None
+        if not text:
+            count = len(linecache.getlines(wanted))
+            what = f"is past its end (it has {count} lines)" if count else "cannot be read"
+        elif not stripped:
+            what = "is empty"
+        else:
+            what = "is a comment" if stripped.startswith("#") else \
+                f"has no statement of kernel '{self.kernel}' (or of a device function it calls)"
+            loc = SourceLocation(wanted, line, len(text) - len(text.lstrip()),
+                                 len(text.rstrip()))
+        hint = None
+        if lines:
+            after = [n for n in lines if n > line]
+            hint = "lines with code: " + _ranges(lines) + \
+                (f" (the next after line {line}: {after[0]})" if after else "")
+        raise DebuggerError(f"line {line} of {describe_filename(wanted)} {what}: a breakpoint "
+                            "there never stops", loc, function=self.kernel, hint=hint)
 
     def barrier(self, site: int) -> tuple:
         """(file, line, col, what) of a barrier site."""
