@@ -1,12 +1,12 @@
 """Moves an artifact's source positions to where its functions are now.
 
 Keys exclude file paths and line numbers, so a hit may come from a kernel compiled in another
-file, or before blank lines were added above it. The code is identical, but the artifact's
-`source_file`, line map, bounds-check and barrier sites point at the old place; this rewrites them
-using the functions' (qualname, file, first line, last line) then and now. Inside a function, lines move
-by its nodes' positions then and now (blank lines or comments added between statements: the
-same code, so the same nodes in the same order); without them, by its first line's move. PTX
-text and cubin debug info keep their original positions (they only exist with lineinfo/debug, whose keys include them).
+file, or before blank lines were added above it or inside it. The code is identical, but the
+artifact's `source_file`, line map, error, barrier and debugger sites point at the old place;
+this rewrites them using the functions' (qualname, file, first line, last line, node positions)
+then and now: a line moves where the node at that position moved (the same code has the same
+nodes in the same order), else by its function's first line. PTX text and cubin debug info keep
+their original positions (they only exist with lineinfo/debug, whose keys include them).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ flag that every line check sees: each thread ends at its next statement.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import math
 import queue
 import threading
@@ -35,6 +36,8 @@ STEP, NEXT, RETURN, BARRIER, CONTINUE = "step", "next", "return", "barrier", "co
 # how long abandoning a session waits for its threads to end before saying it could not
 ABANDON_SECONDS = 10.0
 _open: weakref.WeakSet = weakref.WeakSet()  # sessions not finished yet
+# the launch's `held` word, from the address of its cancel word (a thread's context has that)
+_HELD_FROM_CANCEL = abi.Launch.held.offset - abi.Launch.cancel.offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +174,10 @@ class DebugSession:
         reason = self._reason(event, site, line_site, area, global_index)
         if reason is None:
             return dbg.HOOK_CONTINUE
+        if reason == "timeout":  # the watchdog: end the launch with its error, naming the line
+            self.error = self._timeout_error(line_site, ctx)
+            self._set_abort()
+            return dbg.HOOK_ABORT
         barrier = self.tables.barrier(site) if event == dbg.EV_BARRIER else None
         error = None
         if event == dbg.EV_ERROR:
@@ -183,9 +190,24 @@ class DebugSession:
         blk = tuple(read_i32(ctx + abi.CTX_CTAID + 4 * k) for k in range(3))
         tid = tuple(read_i32(ctx + abi.CTX_TID + 4 * k) for k in range(3))
         stop = Stop(reason, event, line_site, blk, tid, global_index, ctx, barrier, error)
-        self._events.put(("stop", stop))
-        self._resume.get()  # the controlling thread set the control block for what is next
+        held = ctypes.c_int32.from_address(read_i64(ctx + abi.CTX_CANCEL) + _HELD_FROM_CANCEL)
+        held.value = 1  # the watchdog's clock stands still while the user looks
+        try:
+            self._events.put(("stop", stop))
+            self._resume.get()  # the controlling thread set the control block for what is next
+        finally:
+            held.value = 0
         return dbg.HOOK_ABORT if c.abort else dbg.HOOK_CONTINUE
+
+    def _timeout_error(self, line_site: int, ctx: int) -> BaseException:
+        from gpunb.backends.cpu.stops import stopped_error
+
+        error = stopped_error(self.artifact, abi.CANCEL_TIMEOUT)
+        site = self.tables.site(line_site)
+        tid = tuple(read_i32(ctx + abi.CTX_TID + 4 * k) for k in range(3))
+        blk = tuple(read_i32(ctx + abi.CTX_CTAID + 4 * k) for k in range(3))
+        return type(error)(f"{error.message} (thread {tid} of block {blk} was at line "
+                           f"{site.line})", hint=error.hint)
 
     def _reason(self, event: int, site: int, line_site: int, area: int,
                 global_index: int) -> str | None:
@@ -202,7 +224,8 @@ class DebugSession:
         if event == dbg.EV_EXIT:
             return "exit" if focused and self._mode != CONTINUE else None
         if c.pause:
-            why = "interrupt" if c.pause == dbg.PAUSE_INTERRUPT else "pause"
+            why = {dbg.PAUSE_INTERRUPT: "interrupt", dbg.PAUSE_TIMEOUT: "timeout"}.get(
+                c.pause, "pause")
             c.pause = 0
             self.control_block.refresh()
             return why

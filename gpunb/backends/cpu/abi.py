@@ -134,12 +134,12 @@ class Launch(ctypes.Structure):
         ("params", ctypes.c_void_p),
         # guard.py: the kernel's runner (the guard's job calls it), why the launch is to stop
         # (CANCEL_*: set by SIGINT, the watchdog or a faulting host thread; polled by the
-        # kernel's code), whether the watchdog leaves the launch alone (a debug launch: a
-        # debugger holds it stopped as long as it likes) and the launch's serial number (the
-        # watchdog's way to tell launches that reuse one Launch apart)
+        # kernel's code), whether a debugger holds it stopped now (the watchdog's clock stops
+        # meanwhile: a debugger holds a launch as long as it likes) and the launch's serial
+        # number (the watchdog's way to tell launches that reuse one Launch apart)
         ("runner", ctypes.c_void_p),
         ("cancel", ctypes.c_int32),
-        ("no_deadline", ctypes.c_int32),
+        ("held", ctypes.c_int32),
         ("serial", ctypes.c_uint64),
     ]
 

@@ -35,8 +35,9 @@ EV_EXIT = 6  # the thread is about to end
 HOOK_CONTINUE, HOOK_ABORT = 0, 1
 HOOK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
 
-# DebugControl.pause: a pause asked for by the debugger, or made of an interrupt (Ctrl-C)
-PAUSE_ASKED, PAUSE_INTERRUPT = 1, 2
+# DebugControl.pause: a pause asked for by the debugger, made of an interrupt (Ctrl-C), or the
+# watchdog's limit reached while the launch ran (time held stopped does not count)
+PAUSE_ASKED, PAUSE_INTERRUPT, PAUSE_TIMEOUT = 1, 2, 3
 
 # armed[site] values
 ARMED_NONE, ARMED_ALL, ARMED_FILTERED = 0, 1, 2

@@ -496,10 +496,11 @@ class _EventCheck:
 
 
 def _take_cancel(b: ir.IRBuilder, fn, ctx, control) -> None:
-    """A launch under the debugger is not abandoned by Ctrl-C or the watchdog (its variant has
-    no stopping points of its own, guard.py's cancel word reaches it here): an interrupt becomes
-    a pause at this line (DebugControl.pause = PAUSE_INTERRUPT), a timeout is ignored (a
-    debugger holds launches as long as it likes). The word is cleared for both."""
+    """A launch under the debugger is not abandoned by Ctrl-C or the watchdog where the runner
+    polls (its variant has no stopping points of its own, guard.py's cancel word reaches it
+    here): an interrupt becomes a pause at this line (DebugControl.pause = PAUSE_INTERRUPT), a
+    timeout a PAUSE_TIMEOUT the debugger ends the launch with, naming this line (the watchdog
+    counts only the time the launch ran: monitor.py). The word is cleared for both."""
     cancel = b.load(_at(b, ctx, abi.CTX_CANCEL), typ=dm.ptr)
     why = b.load_atomic(cancel, "monotonic", 4, typ=dm.i32)
     take_bb = fn.append_basic_block("cancel.take")
@@ -511,7 +512,7 @@ def _take_cancel(b: ir.IRBuilder, fn, ctx, control) -> None:
     b.cmpxchg(cancel, why, _i32(abi.CANCEL_NONE), "monotonic", "monotonic")
     pause = _at(b, control, dbg.CONTROL_OFFSETS["pause"])
     interrupted = b.icmp_signed("==", why, _i32(abi.CANCEL_INTERRUPT))
-    b.store(b.select(interrupted, _i32(dbg.PAUSE_INTERRUPT), b.load(pause, typ=dm.i32)), pause)
+    b.store(b.select(interrupted, _i32(dbg.PAUSE_INTERRUPT), _i32(dbg.PAUSE_TIMEOUT)), pause)
     b.branch(done_bb)
     b.position_at_end(done_bb)
 

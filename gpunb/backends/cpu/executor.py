@@ -379,8 +379,6 @@ class _LaunchPlan:
         launch.shared_bytes = self.shared
         launch.dyn_shared = dynamic_shared
         launch.runner = kernel.address
-        # a debug launch stays as long as its debugger holds it: no watchdog (monitor.py)
-        launch.no_deadline = int(bool(art.debug_area))
         self.template = bytes(launch)
 
 
