@@ -120,7 +120,7 @@ def test_gpudebug_replays_the_failed_launch(executed):
 def test_bad_requests_are_clear_errors(executed):
     error, = _errors(executed.cells[9])
     assert error["ename"] == "DebuggerError"
-    assert "line 99 of Cell In[" in error["evalue"] and "has no statement" in error["evalue"]
+    assert "line 99 of Cell In[" in error["evalue"] and "is past its end" in error["evalue"]
     assert "lines with code: 3" in "\n".join(error["traceback"])
     text = outputs_text(executed.cells[10])  # IPython prints a UsageError, no traceback
     assert "UsageError" in text and "drop --target cuda" in text
