@@ -33,7 +33,9 @@ class KernelArtifact:
     binary: bytes  # cubin (cuda) or host object file (cpu)
     ptx: str = ""  # PTX text (cuda; on cpu the PTX the cuda target would produce, if asked)
     llvm_ir: str = ""  # optimised LLVM IR
-    asm: str = ""  # host assembly (cpu)
+    # host assembly (cpu) of entries cached before it was made on request from llvm_ir
+    # (CpuBackend.assembly); new compiles leave it empty
+    asm: str = ""
     cooperative: bool = False  # needs cuLaunchCooperativeKernel (grid sync)
     uses_barriers: bool = False  # the kernel calls syncthreads (or a block group sync)
     cpu_mode: str = ""  # cpu: "workgroup" (threads as loops) or "coroutine"

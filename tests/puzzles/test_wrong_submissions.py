@@ -40,9 +40,13 @@ def test_wrong_submission_is_rejected_with_the_right_hint(case, seed):
 def test_a_hard_coded_answer_is_rejected(name):
     kernel = corpus.hard_coded(name)
     grade = puzzles.check(name, kernel)
-    assert not grade and "values" in grade.kinds, repr(grade)
+    assert not grade, repr(grade)
     if puzzles.get(name).rules.must_read == ():
-        return  # a chunk's kernel reads only its chunk: the random values catch it
+        # a chunk's kernel reads only its chunk: the random values catch it
+        assert "values" in grade.kinds, repr(grade)
+        return
+    # the unread input is the finding; the values may match the frozen ones by chance (a count
+    # of positives among 32 random values often does), so they are not required to differ
     assert "unread_input" in grade.kinds, repr(grade)
     unread = next(f for f in grade.findings if f.kind == "unread_input")
     assert "drawn at random at every attempt" in unread.hint

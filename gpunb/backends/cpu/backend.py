@@ -159,13 +159,13 @@ class CpuBackend(Backend):
         target = builder.target
         features = typed.all_features()
         sites, frames, area = target.debug.tables() if target.debug else ((), (), 0)
-        obj, llvm_ir, asm = emit_object(str(builder.module), target.body.name, target.coroutine,
-                                        opt=options.get("opt", True) is not False,
-                                        fastmath=bool(options.get("fastmath")))
+        obj, llvm_ir = emit_object(str(builder.module), target.body.name, target.coroutine,
+                                   opt=options.get("opt", True) is not False,
+                                   fastmath=bool(options.get("fastmath")))
         return KernelArtifact(
             name=typed.name, symbol=symbol, target=self.name, arch=arch,
             signature=kernel_signature(typed), param_slots=slots_of(typed), binary=obj,
-            llvm_ir=llvm_ir, asm=asm, cooperative=bool({"grid_sync", "cooperative"} & features),
+            llvm_ir=llvm_ir, cooperative=bool({"grid_sync", "cooperative"} & features),
             uses_barriers="barrier" in features,
             cpu_mode="coroutine" if target.coroutine else "workgroup",
             cpu_mode_reason=target.mode_reason, uses_dynamic_shared="dynamic_shared" in features,
@@ -183,7 +183,11 @@ class CpuBackend(Backend):
         return CpuProgram(artifact)
 
     def assembly(self, artifact: KernelArtifact) -> str:
-        return artifact.asm
+        """The host assembly: made from the optimised IR on request (compiles skip it); an
+        entry cached before that carries its own."""
+        from gpunb.backends.cpu.objects import host_assembly
+
+        return artifact.asm or host_assembly(artifact.llvm_ir)
 
 
 def one_code_section(module) -> None:

@@ -306,9 +306,8 @@ def _check_runtime_helpers(artifact: KernelArtifact) -> None:
             except RuntimeError:
                 pass
         _helpers_loaded = True
-    asm = artifact.asm or ""
-    for name in RUNTIME_HELPERS:
-        if name in asm and not llvm.address_of_symbol(name):
+    for name in RUNTIME_HELPERS:  # an undefined symbol's name is in the object's string table
+        if name.encode() in artifact.binary and not llvm.address_of_symbol(name):
             raise LaunchError(f"CPU kernel '{artifact.name}' needs {name} (a float16 conversion "
                               "helper), which this process cannot resolve",
                               function=artifact.name,
