@@ -226,6 +226,23 @@ def test_10_profile_roofline_bounds_check_race_and_sanitizer_message(cpu_env):
     assert "index 64 is out of bounds for 'x' with extent 64 (thread (63, 0, 0)" in text
     text = _error_text(nb, "def block_sum_racy")
     assert "data race on buf[" in text and "(shared memory)" in text
+    # the debugger: post-mortem of the off-by-one, a --break stop in the race, a trace
+    assert "'shift_left' stopped at an error: thread (63, 0, 0) of block (0, 0, 0), line 4" \
+        in outputs
+    assert "   i: int64 = 63" in outputs and "failed - KernelIndexError" in outputs
+    assert "'block_sum_racy' stopped at a breakpoint: thread (0, 0, 0)" in outputs
+    assert "buf [0. 0. 0. 0. 0. 0. 0. 0.] ..." in outputs
+    assert "threads 1-63: {'not started'}" in outputs
+    assert "total: 0.0  expected: 2016.0" in outputs
+    assert "threads 1-63: {'at line 6 (waits for its turn)'}" in outputs  # past the barrier
+    assert "buf: [0. 1. 2. 3. 4. 5. 6. 7.] ..." in outputs
+    assert "total: 2016.0  expected: 2016.0" in outputs
+    assert "<gpunb trace of 'block_sum_traced': 17 steps of 1 thread(s)>" in outputs
+    assert "line 9: s = 0.0\nline 10: s = 0.0\nline 9: s = 1.0\nline 10: s = 1.0\n" \
+           "line 9: s = 3.0" in outputs
+    widgets = [c for c in nb.cells if "gpunb-debugger" in json.dumps(
+        nb.metadata.get("widgets", {}))]
+    assert widgets, "the debugger widgets were not saved"
     assert "compute-sanitizer racecheck: compute-sanitizer checks GPU launches" in outputs
 
 

@@ -51,6 +51,9 @@ CTX_FRAME = 168  # ptr
 CTX_TID_KNOWN = 176  # i32
 # a recording coroutine thread's frame size (beside CTX_FRAME: the recorder skips the frame)
 CTX_FRAME_BYTES = 184  # i64
+# the debug variant (always coroutine mode, so the slot is free): this thread's debug area
+# (debug_abi.py)
+CTX_DEBUG_AREA = CTX_SCRATCH
 CTX_SIZE = 192
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
@@ -123,6 +126,7 @@ class Status(ctypes.Structure):
         ("fault_depth", ctypes.c_int64),
         ("fault_tid_known", ctypes.c_int32),
         ("fault_ctaid_known", ctypes.c_int32),
+        ("debug", ctypes.c_void_p),  # the debug variant's DebugControl (debug_abi.py)
     ]
 
 
@@ -146,11 +150,12 @@ class Launch(ctypes.Structure):
         ("params", ctypes.c_void_p),
         # guard.py: the kernel's runner (the guard's job calls it), why the launch is to stop
         # (CANCEL_*: set by SIGINT, the watchdog or a faulting host thread; polled by the
-        # kernel's code) and the launch's serial number (the watchdog's way to tell launches
-        # that reuse one Launch apart)
+        # kernel's code), whether a debugger holds it stopped now (the watchdog's clock stops
+        # meanwhile: a debugger holds a launch as long as it likes) and the launch's serial
+        # number (the watchdog's way to tell launches that reuse one Launch apart)
         ("runner", ctypes.c_void_p),
         ("cancel", ctypes.c_int32),
-        ("pad", ctypes.c_int32),
+        ("held", ctypes.c_int32),
         ("serial", ctypes.c_uint64),
     ]
 

@@ -236,6 +236,31 @@ class LoadedCpuKernel:
         return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
 
 
+class LoadedDebugKernel(LoadedCpuKernel):
+    """A debug variant (backends/cpu/debug_lower.py), loaded: each launch hands its code a
+    DebugControl and runs its blocks one after another on one host thread (the debugger reads
+    the running block's threads). Plain kernels load as LoadedCpuKernel and pay nothing."""
+
+    _launching = threading.local()  # the control of the launch this host thread is starting
+
+    def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int,
+               debug=None) -> None:
+        """Run the grid under `debug` (a debug_abi.ControlBlock); without one nothing stops."""
+        from gpunb.backends.cpu.debug_abi import ControlBlock
+
+        self._launching.control = debug if debug is not None else ControlBlock(self.artifact)
+        try:
+            super().launch(grid, block, dynamic_shared, params_address)
+        finally:
+            self._launching.control = None
+
+    def _buffers(self, status: abi.Status) -> tuple:
+        """The plain kernel's buffers, and the launch's DebugControl in its Status (its
+        launch plan is `special`, so every launch comes here)."""
+        status.debug = ctypes.addressof(self._launching.control.control)
+        return super()._buffers(status)
+
+
 def _lanes(mask: int) -> str:
     """0x0000ffff -> "0-15"; runs of lanes as ranges."""
     lanes = [k for k in range(32) if mask >> k & 1]
@@ -287,9 +312,8 @@ def _check_runtime_helpers(artifact: KernelArtifact) -> None:
             except RuntimeError:
                 pass
         _helpers_loaded = True
-    asm = artifact.asm or ""
-    for name in RUNTIME_HELPERS:
-        if name in asm and not llvm.address_of_symbol(name):
+    for name in RUNTIME_HELPERS:  # an undefined symbol's name is in the object's string table
+        if name.encode() in artifact.binary and not llvm.address_of_symbol(name):
             raise LaunchError(f"CPU kernel '{artifact.name}' needs {name} (a float16 conversion "
                               "helper), which this process cannot resolve",
                               function=artifact.name,
@@ -330,7 +354,8 @@ class _LaunchPlan:
         art = kernel.artifact
         n_blocks = self.n_blocks = grid[0] * grid[1] * grid[2]
         self.shared = _align16(dynamic_shared) + art.resources.shared_bytes
-        self.special = bool(art.prints or art.access_sites)
+        # prints, access records, the debug variant's control: set in the Status per launch
+        self.special = bool(art.prints or art.access_sites or art.debug_area)
         threads = n_blocks * block[0] * block[1] * block[2]
         if art.cooperative or art.access_sites:
             if threads > MAX_COOPERATIVE_THREADS:
@@ -345,6 +370,8 @@ class _LaunchPlan:
             self.workers = 1
         elif threads <= SMALL_LAUNCH_THREADS:
             self.workers = 1  # waking the pool costs more than such a launch takes
+        elif art.debug_area:  # the debugger reads the running block's threads: one at a time
+            self.workers = 1
         else:
             self.workers = 0
         launch = abi.Launch()

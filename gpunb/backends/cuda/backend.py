@@ -40,6 +40,15 @@ class CudaBackend(Backend):
         from gpunb.backends.cuda.target import CudaTarget
         from gpunb.compiler.pipeline import lower_device_function, lower_kernel
 
+        if options.get("debugger") and not device:
+            from gpunb.foundation.errors import CompileError
+
+            raise CompileError(
+                f"'{typed.name}' was made with debugger=True, which compiles the CPU target's "
+                "debug variant; it is being compiled for the CUDA target",
+                typed.source.loc(typed.source.tree), function=typed.name,
+                hint="add target='cpu' (or set GPUNB_TARGET=cpu), or use gpunb.debug(kernel[grid, "
+                     "block], *args), which runs on the CPU target whatever the active target")
         arch = compiled_arch(typed, arch)
         target = CudaTarget(tuple(arch), fastmath=bool(options.get("fastmath")))
         if device:

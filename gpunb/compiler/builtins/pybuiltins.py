@@ -10,7 +10,7 @@ from llvmlite import ir
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler import promotion
-from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.builtins import Builtin, debugging
 from gpunb.foundation import types as t
 
 
@@ -265,6 +265,7 @@ BUILTINS = {
     "numpy.abs": Abs(),
     "numpy.minimum": MinMax("min"),
     "numpy.maximum": MinMax("max"),
+    **debugging.BUILTINS,
 }
 
 
