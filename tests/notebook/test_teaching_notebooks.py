@@ -267,10 +267,10 @@ def test_11_tma_wgmma_step_runs_checks_and_inspects_for_sm_90a(cpu_env):
     outputs = "\n".join(_code_outputs(nb))
     for step in ("TMA + wgmma, one consumer", "TMA + wgmma, hopper_gemm"):
         assert f"{step}: matches numpy" in outputs, step
-    assert "box (64, 64), swizzle 128" in outputs and "box (128, 64), swizzle 128" in outputs
+    assert outputs.count("box (64, 64), swizzle 128") >= 2  # A's and B's descriptors
     assert "PTX   wgmma.mma_async: 4   cp.async.bulk.tensor: 2   mbarrier.try_wait: 2" in outputs
     if "SASS " in outputs:  # ptxas and nvdisasm installed
-        assert "'HGMMA.64x128x16.F32': 4" in outputs and "'UTMALDG.2D': 2" in outputs
+        assert "'HGMMA.64x64x16.F32': 4" in outputs and "'UTMALDG.2D': 2" in outputs
     assert "[runs on cpu; PTX for sm_90a]" in outputs  # the inspector's report
     assert "racecheck: no race, no missing fence; matches numpy: True" in outputs
     for kernel in ("tma_wgmma_gemm", "gemm"):  # %%gpuprofile tables

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from gpunb.backends.base import Backend, NativeLaunch
+from gpunb.backends.base import Backend, NativeLaunch, check_static_shared
 from gpunb.backends.cpu.executor import (
     MAX_COOPERATIVE_THREADS,
     LoadedCpuKernel,
@@ -40,6 +40,8 @@ class CpuProgram:
         self.loaded = (LoadedDebugKernel if artifact.debug_area else LoadedCpuKernel)(artifact)
         self.name = artifact.name
         self._static_shared = artifact.resources.shared_bytes
+        check_static_shared(self.name, self._static_shared,  # as a GPU's loader would
+                            LIMITS["max_shared_memory_per_block"])
         # the native launches of the configurations launched last: a launcher is bound again
         # at every profile block's start and end
         self._native_launches = functools.lru_cache(maxsize=32)(self._checked_native_launch)
