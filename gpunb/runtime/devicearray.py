@@ -323,8 +323,16 @@ class DeviceArray(_ArrayBase):
         return self._view(shape, strides)
 
     def transpose(self, *axes) -> DeviceArray:
+        """numba-cuda's transpose: a 2-d array gives a new C-contiguous array holding the
+        transpose (writes to it do not reach this one); identity axes give this array. Other
+        ranks, which numba refuses, give numpy's strided view."""
         shape, strides = av.transposed(self.shape, self.strides, axes)
-        return self._view(shape, strides)
+        view = self._view(shape, strides)
+        if self.ndim != 2 or strides == self.strides:
+            return view if self.ndim != 2 else self
+        result = DeviceArray(shape, av.c_strides(shape, self.itemsize), self.dtype, self.stream)
+        result.copy_to_device(view.copy_to_host())  # strided copies both ways, synchronous
+        return result
 
     def view(self, dtype) -> DeviceArray:
         """The same device memory read as `dtype` (numba's DeviceNDArray.view)."""
@@ -475,10 +483,16 @@ class HostDeviceArray(_ArrayBase):
         return HostDeviceArray(self._array.reshape(shape, order=order), self.stream)
 
     def transpose(self, *axes) -> HostDeviceArray:
-        av.transposed(self.shape, self.strides, axes)  # same validation as DeviceArray
+        """DeviceArray.transpose's semantics: a 2-d array gives a C-contiguous copy (numba)."""
+        _, strides = av.transposed(self.shape, self.strides, axes)  # DeviceArray's validation
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        return HostDeviceArray(self._array.transpose(*axes), self.stream)
+        view = self._array.transpose(*axes)
+        if self.ndim != 2:
+            return HostDeviceArray(view, self.stream)
+        if strides == self.strides:
+            return self
+        return HostDeviceArray(np.ascontiguousarray(view), self.stream)
 
     def view(self, dtype) -> HostDeviceArray:
         """The same memory read as `dtype` (numba's DeviceNDArray.view)."""

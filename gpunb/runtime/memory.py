@@ -32,7 +32,29 @@ from gpunb.runtime.streams import (
     event_elapsed_time,
 )
 
-DeviceNDArray = DeviceArray  # numba's name
+
+class _DeviceNDArrayKind(type):
+    """numba's DeviceNDArray as one class for both targets: isinstance holds for a DeviceArray
+    (GPU memory) and a HostDeviceArray (the CPU target's); calling it allocates for the active
+    target, as numba's constructor does."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, (DeviceArray, HostDeviceArray))
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return issubclass(sub, (DeviceArray, HostDeviceArray))
+
+    def __call__(cls, shape, strides=None, dtype=np.float64, stream=0, gpu_data=None):
+        if gpu_data is not None:
+            raise TypeError("DeviceNDArray(gpu_data=...) is numba's allocator internals; gpunb "
+                            "allocates the memory itself (use cuda.device_array)")
+        shape = av.normalize_shape(shape)
+        return device_array(shape, dtype, strides=tuple(strides) if strides else None,
+                            stream=stream)
+
+
+class DeviceNDArray(metaclass=_DeviceNDArrayKind):
+    """numba's device array class (see _DeviceNDArrayKind)."""
 
 CU_MEMHOSTALLOC_PORTABLE = 0x01
 CU_MEMHOSTALLOC_DEVICEMAP = 0x02

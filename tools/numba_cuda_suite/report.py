@@ -109,6 +109,54 @@ def wrong_results(report: dict) -> list[str]:
                   and classify_failure(r) == "wrong_result")
 
 
+# exception types gpunb never raises on purpose: escaping from gpunb's code they are its bugs
+_INTERNAL_TYPES = {"NotImplementedError", "AttributeError", "KeyError", "IndexError",
+                   "UnboundLocalError", "NameError", "RecursionError", "ZeroDivisionError",
+                   "LLVMException"}
+_INTERNAL_TEXT = re.compile(r"internal (compiler )?error|has no LLVM representation|LLVM ERROR")
+
+TARGETS = {"pass_rate": 0.97, "wrong_results": 0, "internal_errors": 0}
+
+
+def is_internal_error(result: dict) -> bool:
+    """A failure that is gpunb's own crash: an internal-compiler-error text, or an exception
+    type gpunb never raises on purpose thrown from gpunb's code (not from the test)."""
+    if result["status"] not in ("failed", "error", "crashed"):
+        return False
+    message = result.get("message", "") or ""
+    if _INTERNAL_TEXT.search(message):
+        return True
+    if result["status"] == "crashed" and "signal" in message:
+        return True  # a segfault or abort in the process
+    mro = result.get("exc_mro") or []
+    if "GpunbError" in mro or "AssertionError" in mro or not mro:
+        return False
+    return mro[0] in _INTERNAL_TYPES and bool(result.get("gpunb_frame"))
+
+
+def internal_errors(report: dict) -> list[str]:
+    target = report.get("meta", {}).get("target", "cpu")
+    return sorted(n for n, r in report["tests"].items()
+                  if r["scope"] != scope.OUT and not _counts_as_gpu(r, target)
+                  and is_internal_error(r))
+
+
+def check_targets(report: dict) -> list[str]:
+    """What misses TARGETS, one line each (empty: all targets hold)."""
+    summary = summarize(report)
+    problems = []
+    rate = summary["pass_rate"] or 0.0
+    if rate < TARGETS["pass_rate"]:
+        problems.append(f"pass rate {rate * 100:.1f} % < {TARGETS['pass_rate'] * 100:.0f} %")
+    wrong = wrong_results(report)
+    if len(wrong) > TARGETS["wrong_results"]:
+        problems.append(f"{len(wrong)} wrong results: {', '.join(wrong[:5])}")
+    internal = internal_errors(report)
+    if len(internal) > TARGETS["internal_errors"]:
+        problems.append(f"{len(internal)} internal errors: {', '.join(internal[:5])}")
+    return problems
+
+
 def render(report: dict) -> str:
     summary = summarize(report)
     lines = []
@@ -136,5 +184,15 @@ def render(report: dict) -> str:
     lines.append("")
     lines.append(f"wrong results (a value assertion failed): {len(wrong)}")
     for nodeid in wrong:
-        lines.append(f"  {nodeid}: {report['tests'][nodeid].get('message', '').splitlines()[0]}")
+        lines.append(f"  {nodeid}: {_first(report['tests'][nodeid])}")
+    internal = internal_errors(report)
+    lines.append("")
+    lines.append(f"internal errors (gpunb crashed): {len(internal)}")
+    for nodeid in internal:
+        lines.append(f"  {nodeid}: {_first(report['tests'][nodeid])}")
     return "\n".join(lines)
+
+
+def _first(result: dict) -> str:
+    message = result.get("message", "") or result["status"]
+    return message.splitlines()[0][:200] if message else result["status"]
