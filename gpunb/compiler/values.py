@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from gpunb.foundation import types as t
+from gpunb.foundation.numba_types import from_numba
 from gpunb.foundation.pyobjects import MISSING
 from gpunb.foundation.records import record
 
@@ -149,7 +150,8 @@ def dtype_to_type(value) -> t.Type | None:
         return value
     if type(value).__module__.startswith("numba"):
         # numba's own type objects (`from numba import float32`) name the same types
-        return t.TYPE_NAMES.get(str(value))
+        found = from_numba(value)
+        return found if isinstance(found, t.Type) and not isinstance(found, t.Array) else None
     try:
         if isinstance(value, type) and issubclass(value, np.generic):
             return t.from_dtype(value)
