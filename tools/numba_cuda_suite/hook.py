@@ -201,10 +201,10 @@ def gpunb_counterpart(fullname: str) -> str | None:
     replaced `numba` with `gpunb` writes), else None."""
     name = "gpunb" + fullname[len("numba"):]
     try:
-        module = importlib.import_module(name)
+        importlib.import_module(name)  # a module, or a namespace gpunb registers as one (bf16)
     except ImportError:
         return None
-    return name if isinstance(module, pytypes.ModuleType) else None
+    return name
 
 
 class NumbaCudaFinder(importlib.abc.MetaPathFinder):

@@ -341,7 +341,61 @@ class SumTuple(Builtin):
         return acc
 
 
+class IsInstance(Builtin):
+    """isinstance(value, classes): decided at compile time from the value's type (numba's rule),
+    so `if isinstance(x, float):` prunes the other branch before it is typed."""
+
+    name = "isinstance"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        from gpunb.compiler.typed import Typed
+
+        if kwtypes or len(argtypes) != 2:
+            raise inf.error(node, "isinstance() takes a value and a class (or a tuple of them)")
+        classes = argtypes[1]
+        items = classes.items if isinstance(classes, t.Tuple) else (classes,)
+        objects = [getattr(item, "obj", item) for item in items]
+        known = [_isinstance_of(argtypes[0], obj) for obj in objects]
+        if any(k is None for k in known):
+            bad = objects[known.index(None)]
+            raise inf.error(node.args[1], f"isinstance() in GPU code cannot test for {bad!r}",
+                            "test for a number class (int, float, complex, bool), a numpy "
+                            "scalar type, a kernel type such as float32, tuple or np.ndarray")
+        value = any(known)
+        inf.constants[node] = value
+        return Typed(t.boolean, value)
+
+    def lower_call(self, low, node, call):
+        return ir.Constant(dm.value_type(t.boolean), int(call.data))
+
+
+def _isinstance_of(vt: t.Type, cls) -> bool | None:
+    """Whether a value of type `vt` is an instance of `cls` (None: a class GPU code cannot
+    test for)."""
+    import numpy as np
+
+    from gpunb.foundation.numba_types import from_numba, is_numba_object
+
+    if is_numba_object(cls):
+        cls = from_numba(cls)
+    if isinstance(cls, t.Type):
+        return vt == cls
+    # numba's: a Python number class is one type (int: int64, float: float64), not a family
+    numbers = {bool: t.boolean, int: t.int64, float: t.float64, complex: t.complex128}
+    if cls in numbers:
+        return vt == numbers[cls]
+    if cls in (tuple, np.ndarray):
+        return isinstance(vt, t.Tuple if cls is tuple else t.Array)
+    if isinstance(cls, type) and issubclass(cls, np.generic):
+        try:
+            return vt == t.from_dtype(np.dtype(cls))
+        except TypeError:
+            return None
+    return None
+
+
 BUILTINS.update({
+    "builtins.isinstance": IsInstance(),
     "builtins.enumerate": EnumerateTuple(),
     "builtins.zip": ZipTuples(),
     "builtins.sum": SumTuple(),

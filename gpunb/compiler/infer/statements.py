@@ -246,12 +246,13 @@ class StatementTyping:
     def static_truth(self, test) -> bool | None:
         """The truth of a condition known at compile time, whose dead branch numba prunes
         before typing (numba/core/analysis.py dead_branch_prune): `x is None`, a None value,
-        and conditions made of constants and global constants (`if DEBUG:`, `if 2 > 1:`)."""
+        and conditions made of constants and global constants (`if DEBUG:`, `if 2 > 1:`), and
+        isinstance() tests."""
         found = self.types[test]
         if isinstance(found, t.NoneType):
             return False
         value = self.constants.get(test)
-        if isinstance(test, (ast.Compare, ast.UnaryOp)) and isinstance(value, bool):
+        if isinstance(test, (ast.Compare, ast.UnaryOp, ast.Call)) and isinstance(value, bool):
             return value
         try:
             value = constant_condition(test, self.resolve_constant)
