@@ -26,7 +26,16 @@ def is_numba_dispatcher(obj) -> bool:
     function it compiles in `py_func`."""
     cls = type(obj)
     return cls.__module__.startswith("numba.") and \
-        callable(getattr(obj, "py_func", None)) and hasattr(obj, "targetoptions")
+        callable(getattr(obj, "py_func", None)) and hasattr(obj, "targetoptions") and \
+        getattr(obj, "_can_compile", True)  # an explicit signature: CPU only (numba-cuda too)
+
+
+def is_cpu_only_numba_function(obj) -> bool:
+    """A numba @jit function given explicit signatures: compiled for the CPU only, which
+    numba-cuda refuses to call from kernels."""
+    cls = type(obj)
+    return cls.__module__.startswith("numba.") and hasattr(obj, "py_func") and \
+        getattr(obj, "_can_compile", True) is False
 
 
 def closure_cell(py_func, name: str):

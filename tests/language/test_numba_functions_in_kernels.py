@@ -176,3 +176,19 @@ def test_numba_cuda_monte_carlo_doc_example(target):
 
     np.testing.assert_allclose(mc_integrate(1, 2, nsamps), math.log(2), atol=0.01)
     np.testing.assert_allclose(mc_integrate(2, 3, nsamps), math.log(1.5), atol=0.01)
+
+
+@numba.jit("f8(f8, f8)")
+def add_with_signature(a, b):
+    return a + b
+
+
+@cuda.jit
+def call_signature_function(out):
+    out[0] = add_with_signature(1.0, 2.0)
+
+
+def test_numba_function_with_explicit_signature_is_cpu_only_as_in_numba_cuda():
+    with pytest.raises(gpunb.CompileError, match="Untyped global name 'add_with_signature': "
+                       "using cpu function on device"):
+        call_signature_function[1, 1](np.zeros(1))

@@ -67,9 +67,10 @@ PUBLIC_MODULES = {
 }
 
 # attributes of numba.cuda that numba-cuda defines as test or packaging facts, not host API
-# HAS_NUMBA is False: gpunb is a standalone numba.cuda, so the tests take TypingError & co from
-# numba.cuda.core.errors (mapped to gpunb's classes) instead of numba.core.errors
-PROXY_OWN = {"HAS_NUMBA": False}
+# HAS_NUMBA is True: numba is installed beside gpunb (the tests of numba CPU functions called
+# from kernels run); the exception classes tests then import from numba.core.errors are mapped
+# to gpunb's (shims.errors.map_numba_error_names)
+PROXY_OWN = {"HAS_NUMBA": True}
 # submodules that `numba.cuda.<name>` reaches as attributes without an import in numba-cuda
 PROXY_SUBMODULES = {"types", "random", "testing", "config", "errors", "core", "np", "compiler",
                     "typing", "misc", "cudadrv", "tests", "kernels", "api", "launchconfig",

@@ -28,7 +28,11 @@ from gpunb.compiler.values import (
 from gpunb.compiler.values import missing as is_missing
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import CompileError, did_you_mean
-from gpunb.foundation.pyobjects import is_gpu_function, lookup_global
+from gpunb.foundation.pyobjects import (
+    is_cpu_only_numba_function,
+    is_gpu_function,
+    lookup_global,
+)
 
 
 class CallTyping:
@@ -72,6 +76,11 @@ class CallTyping:
         if target is not None:
             return self.conversion(node, callee, target)
         name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
+        if is_cpu_only_numba_function(callee):
+            raise self.error(node.func, f"Untyped global name '{callee.__name__}': using cpu "
+                             "function on device", "a numba @jit function given explicit "
+                             "signatures is compiled for the CPU only (numba-cuda refuses it "
+                             "too): drop the signatures, or use @cuda.jit(device=True)")
         raise self.error(node.func, f"cannot call {name} from GPU code", _call_hint(callee))
 
     def int_bit_count(self, node: ast.Call) -> t.Type | None:
