@@ -321,23 +321,6 @@ class Dispatcher(NumbaDispatcherAPI):
                                     "inspect_asm('void(float32[:])')")
         return next(reversed(self.specializations.values()))
 
-    def inspect_llvm(self, signature=None):
-        """Optimised LLVM IR: one string for a signature, else {signature: ir} for every one."""
-        if signature is not None:
-            return self._any_spec(signature).artifact.llvm_ir
-        self._any_spec()
-        return {k[1]: s.artifact.llvm_ir for k, s in self.specializations.items()}
-
-    def inspect_asm(self, signature=None):
-        """PTX on the CUDA target (host assembly on the CPU target)."""
-        def text(spec):
-            return spec.backend.assembly(spec.artifact)
-
-        if signature is not None:
-            return text(self._any_spec(signature))
-        self._any_spec()
-        return {k[1]: text(s) for k, s in self.specializations.items()}
-
     def inspect_ptx(self, signature=None) -> str:
         """PTX for these argument types, on any target (compiled for the CUDA target if needed)."""
         from gpunb.jit import inspection

@@ -62,10 +62,10 @@ class Overload:
         return int(self._usage()["max_threads_per_block"])
 
     def inspect_llvm(self) -> str:
-        return self._spec.artifact.llvm_ir
+        return gpu_artifact(self._dispatcher, self._spec).llvm_ir
 
     def inspect_asm(self, cc=None) -> str:
-        return self._spec.backend.assembly(self._spec.artifact)
+        return gpu_artifact(self._dispatcher, self._spec).ptx
 
     def inspect_sass(self) -> str:
         from gpunb.jit import inspection
@@ -79,6 +79,16 @@ class Overload:
 
     def __repr__(self) -> str:
         return f"<compiled {self._dispatcher.__name__} {self.signature}>"
+
+
+def gpu_artifact(dispatcher, spec):
+    """The CUDA target's artifact for a specialisation: its own on the CUDA target, else the
+    PTX compiled for the same argument types (no GPU needed)."""
+    if spec.backend.name == "cuda":
+        return spec.artifact
+    from gpunb.jit import inspection
+
+    return inspection.ptx_for(dispatcher, spec.argtypes)
 
 
 def argument_types(args: tuple) -> tuple:
@@ -148,6 +158,37 @@ class NumbaDispatcherAPI:
         child.__dict__["_extensions"] = list(self.extensions)
         memo[argtypes] = child
         return child
+
+    # ---- inspection: what a GPU runs, on every target (numba-cuda's meaning) -------------------
+
+    def inspect_llvm(self, signature=None):
+        """The LLVM IR a GPU runs (NVPTX), on every target: one string for a signature, else
+        {signature: ir} for every one compiled. The CPU target's own: inspect_host_llvm()."""
+        return self._inspected(signature, lambda spec: gpu_artifact(self, spec).llvm_ir)
+
+    def inspect_asm(self, signature=None):
+        """PTX, on every target (on the CPU target compiled for the CUDA target, no GPU needed);
+        the CPU target's host assembly: inspect_host_asm()."""
+        return self._inspected(signature, lambda spec: gpu_artifact(self, spec).ptx)
+
+    def inspect_lto_ptx(self, signature=None):
+        """numba-cuda's PTX after link-time optimisation: gpunb compiles a kernel and its device
+        functions as one module, so this is the kernel's PTX (inspect_asm)."""
+        return self.inspect_asm(signature)
+
+    def inspect_host_llvm(self, signature=None):
+        """The LLVM IR of the active target's code (host IR on the CPU target)."""
+        return self._inspected(signature, lambda spec: spec.artifact.llvm_ir)
+
+    def inspect_host_asm(self, signature=None):
+        """The active target's assembly (host assembly on the CPU target, PTX on CUDA)."""
+        return self._inspected(signature, lambda spec: spec.backend.assembly(spec.artifact))
+
+    def _inspected(self, signature, text):
+        if signature is not None:
+            return text(self._any_spec(signature))
+        self._any_spec()
+        return {k[1]: text(s) for k, s in self.specializations.items()}
 
     def _resource(self, name: str, signature):
         if signature is not None:
