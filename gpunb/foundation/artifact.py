@@ -55,6 +55,9 @@ class KernelArtifact:
     access_sites: tuple = ()
     # cpu static shared arrays: (byte offset after the dynamic area, elements, dtype) each
     shared_layout: tuple = ()
+    # warnings the compile emitted ((category name, message, file, line), ...): a cache hit
+    # emits them again, as the compile it stands for would have
+    compile_warnings: tuple = ()
     # foreign code to link (foundation.linkable items): needed by the link stage only, so not
     # stored (the cache stores the linked binary)
     links: tuple = ()
@@ -73,7 +76,7 @@ class KernelArtifact:
         data["param_slots"] = tuple(data["param_slots"])
         data["line_map"] = tuple((line, tuple(ptx)) for line, ptx in data["line_map"])
         for name in ("printf_formats", "error_sites", "barrier_sites", "raise_sites",
-                     "access_sites", "shared_layout"):
+                     "access_sites", "shared_layout", "compile_warnings"):
             data[name] = tuple(tuple(x) if isinstance(x, list) else x
                                for x in data.get(name, ()))
         return cls(binary=binary, **data)
