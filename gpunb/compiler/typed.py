@@ -79,6 +79,7 @@ class GpuCall:
     args: tuple  # per parameter: the argument's AST node, or a Const
     argtypes: tuple  # what each argument is converted to (the callee's parameter types)
     forceinline: bool = False  # the callee was made with cuda.jit(forceinline=True)
+    inline: bool = False  # cuda.jit(inline='always'/True/a cost model saying so): body inlined
 
     @property
     def result(self) -> t.Type:

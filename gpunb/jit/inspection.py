@@ -40,11 +40,50 @@ def ptx_for(dispatcher, argtypes: tuple, arch=None) -> KernelArtifact:
     found = _ptx_cache.get(key)
     if found is None:
         found = compile(dispatcher.py_func, argtypes, options, cuda, stop_after=Stage.PTX,
-                        arch=cc, device=dispatcher.device).artifact
+                        arch=cc, device=dispatcher.device,
+                        export_device=device_symbol(dispatcher, argtypes)).artifact
         if len(_ptx_cache) > 256:
             _ptx_cache.clear()
         _ptx_cache[key] = found
     return found
+
+
+def llvm_for(dispatcher, argtypes: tuple, arch=None) -> str:
+    """The LLVM IR gpunb hands to LLVM's optimiser for the CUDA target (numba-cuda's
+    inspect_llvm shows NVVM's input the same way): device functions are calls here unless
+    inlined by inline='always' (forceinline marks them alwaysinline)."""
+    from gpunb import backends
+    from gpunb.backends.pipeline import compile
+    from gpunb.cache.fingerprint import collect
+    from gpunb.compiler.guard import compile_guard
+
+    cuda = backends.get("cuda")
+    cc = cuda.default_arch() if arch is None else _cc(arch)
+    with compile_guard(dispatcher.py_func):
+        digest = collect(dispatcher, fresh=True).digest
+    options = dict(dispatcher.options)
+    key = ("llvm", digest, repr(sorted(options.items())), argtypes, cc,
+           dispatcher.py_func.__code__.co_filename)
+    found = _ptx_cache.get(key)
+    if found is None:
+        compiled = compile(dispatcher.py_func, argtypes, options, cuda, stop_after=Stage.LLVM,
+                           arch=cc, device=dispatcher.device,
+                           export_device=device_symbol(dispatcher, argtypes))
+        found = str(compiled.builder.module)
+        if len(_ptx_cache) > 256:
+            _ptx_cache.clear()
+        _ptx_cache[key] = found
+    return found
+
+
+def device_symbol(dispatcher, argtypes: tuple) -> str | bool:
+    """A device function is inspected as numba-cuda shows it: a function of its own (returning
+    its value, under a symbol unique to its argument types), not wrapped in a kernel entry."""
+    if not dispatcher.device:
+        return False
+    from gpunb.compiler.pipeline import mangle
+
+    return mangle(dispatcher.py_func.__name__, tuple(argtypes))
 
 
 def _cc(arch) -> tuple:

@@ -9,6 +9,8 @@ the kernel uses on the GPU of GPUNB_ARCH, which is what code sizing launches by 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from gpunb.foundation import types as t
 
 
@@ -62,7 +64,9 @@ class Overload:
         return int(self._usage()["max_threads_per_block"])
 
     def inspect_llvm(self) -> str:
-        return gpu_artifact(self._dispatcher, self._spec).llvm_ir
+        from gpunb.jit import inspection
+
+        return inspection.llvm_for(self._dispatcher, self._spec.argtypes)
 
     def inspect_asm(self, cc=None) -> str:
         return gpu_artifact(self._dispatcher, self._spec).ptx
@@ -81,10 +85,23 @@ class Overload:
         return f"<compiled {self._dispatcher.__name__} {self.signature}>"
 
 
+class CompiledDevice:
+    """What compile_device returns: the signature and the symbol a GPU sees (numba's
+    CompileResult, of which gpunb has these facts)."""
+
+    def __init__(self, signature, symbol: str, qualname: str):
+        self.signature = signature
+        self.fndesc = SimpleNamespace(mangled_name=symbol, qualname=qualname,
+                                      argtypes=signature.args)
+
+    def __repr__(self) -> str:
+        return f"<compiled device function {self.fndesc.mangled_name} {self.signature}>"
+
+
 def gpu_artifact(dispatcher, spec):
-    """The CUDA target's artifact for a specialisation: its own on the CUDA target, else the
-    PTX compiled for the same argument types (no GPU needed)."""
-    if spec.backend.name == "cuda":
+    """The CUDA target's artifact for a specialisation: a kernel's own on the CUDA target, else
+    the PTX compiled for the same argument types (no GPU needed; a device function as itself)."""
+    if spec.backend.name == "cuda" and not dispatcher.device:
         return spec.artifact
     from gpunb.jit import inspection
 
@@ -162,9 +179,13 @@ class NumbaDispatcherAPI:
     # ---- inspection: what a GPU runs, on every target (numba-cuda's meaning) -------------------
 
     def inspect_llvm(self, signature=None):
-        """The LLVM IR a GPU runs (NVPTX), on every target: one string for a signature, else
-        {signature: ir} for every one compiled. The CPU target's own: inspect_host_llvm()."""
-        return self._inspected(signature, lambda spec: gpu_artifact(self, spec).llvm_ir)
+        """The LLVM IR for a GPU (NVPTX), as gpunb hands it to LLVM's optimiser, on every
+        target (numba-cuda's is NVVM's input): one string for a signature, else {signature: ir}
+        for every one compiled. The CPU target's own (optimised): inspect_host_llvm()."""
+        from gpunb.jit import inspection
+
+        return self._inspected(signature,
+                               lambda spec: inspection.llvm_for(self, spec.argtypes))
 
     def inspect_asm(self, signature=None):
         """PTX, on every target (on the CPU target compiled for the CUDA target, no GPU needed);
@@ -183,6 +204,19 @@ class NumbaDispatcherAPI:
     def inspect_host_asm(self, signature=None):
         """The active target's assembly (host assembly on the CPU target, PTX on CUDA)."""
         return self._inspected(signature, lambda spec: spec.backend.assembly(spec.artifact))
+
+    def compile_device(self, args, return_type=None):
+        """numba's Dispatcher.compile_device: compile this function for the argument types
+        `args` now; the result names its symbol in inspect_llvm()/inspect_asm() as numba's
+        does (`.fndesc.mangled_name`) and holds its signature."""
+        from gpunb.jit import inspection
+        from gpunb.jit.options import parse_signature
+
+        argtypes = tuple(parse_signature(tuple(args), "compile_device argument types").args)
+        self.specialization_for(argtypes)  # errors come now, as numba's compile does
+        artifact = inspection.ptx_for(self, argtypes)
+        return CompiledDevice(t.Signature(return_type, argtypes), artifact.symbol,
+                              self.py_func.__qualname__)
 
     def _inspected(self, signature, text):
         if signature is not None:

@@ -174,9 +174,9 @@ def _opt(value):
 
 
 def _inline(value):
-    if value in ("always", "never") or isinstance(value, bool):
+    if value in ("always", "never") or isinstance(value, bool) or callable(value):
         return None, value
-    return "expected 'always', 'never', True or False", value
+    return "expected 'always', 'never', True, False or a cost model function", value
 
 
 def _cpu_mode(value):

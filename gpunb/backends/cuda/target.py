@@ -393,7 +393,7 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
     if fastmath:
         module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
         module_text = flush_denormals(module_text)
-    else:
+    elif opt:  # (NVVM at -opt=0 fuses nothing: numba-cuda's opt=False gives no fma)
         # a * b + c may become one fma, as numba-cuda's NVVM contracts by default (-fma=1):
         # the GPU's speed, and the results numba-cuda users get
         # (float and double only: bfloat16 arithmetic rounds each operation, as cuda_bf16.h's)
@@ -406,7 +406,9 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
         lib.triple = TRIPLE
         lib.data_layout = mod.data_layout
         mod.link_in(lib)
-    tm = target_machine(tuple(cc))
+    # opt=False: no IR passes and no codegen optimisation either (NVPTX's codegen runs SROA
+    # from -O1 on), as numba-cuda's NVVM at -opt=0: locals stay in local memory
+    tm = target_machine(tuple(cc), 3 if opt else 0)
     _optimise(mod, tm, 3 if opt else 0, keep=kernel_symbols)
     ptx = tm.emit_assembly(mod)
     # `.loc` lines stay either way (the inspector's line map); DWARF sections only for lineinfo

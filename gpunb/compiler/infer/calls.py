@@ -219,9 +219,23 @@ class CallTyping:
         callee = self.infer_callee(node, py_func, args, argtypes, declared)
         if not isinstance(callee, RecursiveRef):  # (a self-call is not a callee to collect)
             self.callees[(py_func.__code__, callee.argtypes)] = callee
-        forceinline = bool(getattr(dispatcher, "options", {}).get("forceinline"))
-        self.calls[node] = GpuCall(callee, tuple(args), callee.argtypes, forceinline)
+        options = getattr(dispatcher, "options", {}) or {}
+        self.calls[node] = GpuCall(callee, tuple(args), callee.argtypes,
+                                   bool(options.get("forceinline")),
+                                   self.inlines(node, options.get("inline"), py_func))
         return callee.return_type
+
+    def inlines(self, node, inline, callee_func) -> bool:
+        """numba-cuda's inline= of the callee: 'always' / True inline its body at the call (no
+        call in the IR handed to LLVM), a cost model decides per call: gpunb calls it with the
+        call's AST node and the caller's and callee's Python functions (numba passes its IR)."""
+        if not callable(inline):
+            return inline in ("always", True)
+        try:
+            return bool(inline(node, self.py_func, callee_func))
+        except Exception as exc:  # noqa: BLE001 - the user's cost model failed
+            raise self.error(node, f"the inline= cost model of '{callee_func.__name__}' raised "
+                             f"{type(exc).__name__}: {exc}") from None
 
     @staticmethod
     def declared_return(dispatcher, argtypes: tuple):
