@@ -55,7 +55,7 @@ class Target:
     def threadfence(self, low, scope: str) -> None:
         low.builder.fence("seq_cst")
 
-    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool):
+    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool, align: int = 16):
         raise NotImplementedError
 
     def dynamic_shared_bytes(self, low):

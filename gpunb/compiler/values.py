@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,6 +17,16 @@ from gpunb.foundation import types as t
 from gpunb.foundation.numba_types import from_numba
 from gpunb.foundation.pyobjects import MISSING
 from gpunb.foundation.records import record
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayCTypes(t.Type):
+    """`arr.ctypes` in GPU code: only its `.data` (the address, as numba's) is read."""
+
+    array: t.Array
+
+    def __str__(self) -> str:
+        return f"ctypes of {self.array}"
 
 
 @record(eq=False)

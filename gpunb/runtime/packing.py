@@ -388,6 +388,14 @@ def _slot_formats(ty: t.Type) -> list:
 
 
 def _convert(value, dtype: np.dtype):
+    if type(value) is int and dtype.kind in "iu" and -(1 << 63) <= value < (1 << 64):
+        # numba types a Python int as int64 (uint64 past it) and casts it to the declared
+        # integer type, wrapping: 0xFFFFFFFF passed as int32 is -1
+        bits = dtype.itemsize * 8
+        value &= (1 << bits) - 1
+        if dtype.kind == "i" and value >= 1 << (bits - 1):
+            value -= 1 << bits
+        return value
     if isinstance(value, (bool, int, float, complex)):
         converted = np.array(value, dtype=dtype)  # Python ints out of range raise here
     else:

@@ -452,7 +452,7 @@ class CpuTarget(Target):
 
     # ---- memory --------------------------------------------------------------------------------
 
-    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool):
+    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool, align: int = 16):
         b = low.builder
         if self.wg is not None:
             base = self.wg.block_values["shared"]
@@ -461,12 +461,17 @@ class CpuTarget(Target):
         if dynamic:
             return base
         offset = (self.static_shared + 15) // 16 * 16
-        self.static_shared = offset + count * t.sizeof(elem)
+        slack = max(align, 16) - 16  # alignment= past 16: room to round the address up
+        self.static_shared = offset + slack + count * t.sizeof(elem)
         self.shared_layout.append((offset, count, str(elem)))
         low.mb.shared_static_bytes = self.static_shared
         dyn = self.dynamic_shared_bytes(low)
         dyn = b.and_(b.add(dyn, ir.Constant(dm.i64, 15)), ir.Constant(dm.i64, ~15))
-        return b.gep(base, [b.add(dyn, ir.Constant(dm.i64, offset))], source_etype=dm.i8)
+        pointer = b.gep(base, [b.add(dyn, ir.Constant(dm.i64, offset))], source_etype=dm.i8)
+        if not slack:
+            return pointer
+        address = b.add(b.ptrtoint(pointer, dm.i64), ir.Constant(dm.i64, slack))
+        return b.inttoptr(b.and_(address, ir.Constant(dm.i64, -align)), dm.ptr)
 
     def dynamic_shared_bytes(self, low):
         if self.wg is not None:

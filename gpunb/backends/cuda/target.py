@@ -301,7 +301,7 @@ class CudaTarget(Target):
 
     # ---- memory --------------------------------------------------------------------------------
 
-    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool):
+    def shared_array(self, low, elem: t.Type, count: int, dynamic: bool, align: int = 16):
         m = low.mb.module
         shared_ptr = ir.PointerType(addrspace=3)
         if dynamic:
@@ -316,7 +316,7 @@ class CudaTarget(Target):
                                    low.mb.unique("_gpunb_shared"), addrspace=3)
             gv.linkage = "internal"
             gv.initializer = ir.Constant(gv.value_type, ir.Undefined)
-            gv.align = 16
+            gv.align = max(16, align)  # cuda.shared.array(..., alignment=)
             low.mb.shared_static_bytes += count * t.sizeof(elem)
         return low.builder.addrspacecast(gv.bitcast(shared_ptr) if gv.type != shared_ptr else gv,
                                          dm.ptr)

@@ -161,6 +161,8 @@ def _shape_and_dtype(inf, node, what: str):
     shape = inf.const(shape_node, f"the shape of {what}")
     dtype = inf.const(dtype_node, f"the dtype of {what}")
     shape = shape if isinstance(shape, tuple) else (shape,)
+    align_node = args[2] if len(args) > 2 else kws.get("alignment")
+    align = None if align_node is None else _alignment(inf, align_node, what)
     if not all(isinstance(s, (int, np.integer)) and s >= 0 for s in shape):
         raise inf.error(shape_node, f"the shape of {what} must be non-negative integers, "
                         f"got {shape!r}", "give an int or a tuple of ints, e.g. 128 or (16, 16)")
@@ -170,7 +172,29 @@ def _shape_and_dtype(inf, node, what: str):
             else f"{dtype!r} is not a dtype"  # numba's wording for a string numpy does not know
         raise inf.error(dtype_node, what_is_wrong,
                         "use e.g. float32, numba-style types, or numpy dtypes like np.float32")
-    return tuple(int(s) for s in shape), elem, shape_node, dtype_node
+    return tuple(int(s) for s in shape), elem, shape_node, dtype_node, align
+
+
+def _alignment(inf, node, what: str) -> int | None:
+    """`alignment=` of a shared or local array: numba-cuda's checks and messages (a
+    RequireLiteralValue for a value that is no integer constant, ValueError for a bad one)."""
+    from gpunb.foundation.errors import JitOptionError
+
+    value = inf.const(node, f"the alignment of {what}")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise inf.error(node, "RequireLiteralValue: alignment must be a constant integer, got "
+                        f"{value!r}", "pass a power of two that is a multiple of 8, e.g. 16")
+    value = int(value)
+    problem = ("Alignment must be positive" if value <= 0 else
+               "Alignment must be a power of 2" if value & (value - 1) else
+               "Alignment must be a multiple of 8" if value % 8 else None)
+    if problem:  # a JitOptionError is also a ValueError, which numba raises here
+        raise JitOptionError(f"{problem} (got {value})", inf.source.loc(node),
+                             hint="pass a power of two that is a multiple of 8, e.g. 16",
+                             function=inf.source.name)
+    return value
 
 
 class SharedArray(Builtin):
@@ -179,17 +203,17 @@ class SharedArray(Builtin):
     name = "cuda.shared.array"
 
     def type_call(self, inf, node, argtypes, kwtypes):
-        shape, elem, shape_node, dtype_node = _shape_and_dtype(inf, node, self.name)
+        shape, elem, shape_node, dtype_node, align = _shape_and_dtype(inf, node, self.name)
         inf.require(Feature.DYNAMIC_SHARED if 0 in shape else Feature.SHARED)
-        return Typed(t.Array(elem, len(shape), "C"), (shape, elem))
+        return Typed(t.Array(elem, len(shape), "C"), (shape, elem, align))
 
     def lower_call(self, low, node, call):
-        shape, elem = call.data
+        shape, elem, align = call.data
         dynamic = 0 in shape
         count = 1
         for s in shape:
             count *= s
-        pointer = low.target.shared_array(low, elem, count, dynamic)
+        pointer = low.target.shared_array(low, elem, count, dynamic, align or 16)
         return _contiguous(low, call.result, pointer, shape, elem, dynamic)
 
 
@@ -197,17 +221,19 @@ class LocalArray(Builtin):
     name = "cuda.local.array"
 
     def type_call(self, inf, node, argtypes, kwtypes):
-        shape, elem, shape_node, _ = _shape_and_dtype(inf, node, self.name)
+        shape, elem, shape_node, _, align = _shape_and_dtype(inf, node, self.name)
         if 0 in shape:
             raise inf.error(shape_node, "a local array needs a non-zero shape")
-        return Typed(t.Array(elem, len(shape), "C"), (shape, elem))
+        return Typed(t.Array(elem, len(shape), "C"), (shape, elem, align))
 
     def lower_call(self, low, node, call):
-        shape, elem = call.data
+        shape, elem, align = call.data
         count = 1
         for s in shape:
             count *= s
         storage = low.alloca(ir.ArrayType(dm.memory_type(elem), count), "local.array")
+        if align:
+            storage.align = align
         return _contiguous(low, call.result, storage, shape, elem, False)
 
 

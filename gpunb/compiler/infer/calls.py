@@ -372,7 +372,8 @@ class CallTyping:
             value = const_eval(node, self.resolve_constant)
         except NotConstant:
             params = self.parameters_in(node)
-            raise NeedsConstant(f"{what} must be a compile-time constant",
+            # numba's error is RequireLiteralValue; its name is kept for those who search it
+            raise NeedsConstant(f"RequireLiteralValue: {what} must be a compile-time constant",
                                 self.source.loc(node),
                                 "use a literal, a module-level constant, or a parameter that "
                                 "every caller passes a constant for", self.source.name,

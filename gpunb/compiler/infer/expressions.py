@@ -12,7 +12,14 @@ from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin, find_builtin
 from gpunb.compiler.infer import inner
 from gpunb.compiler.typed import BuiltinValue
-from gpunb.compiler.values import ConstValue, NotConstant, PyValue, constant_type, missing
+from gpunb.compiler.values import (
+    ArrayCTypes,
+    ConstValue,
+    NotConstant,
+    PyValue,
+    constant_type,
+    missing,
+)
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import did_you_mean
 from gpunb.foundation.pyobjects import lookup_global
@@ -141,6 +148,10 @@ class ExpressionTyping:
                 return t.int64
             if attr == "dtype":  # a compile-time dtype (cuda.local.array(n, dtype=a.dtype))
                 return PyValue(base.dtype)
+            if attr == "ctypes":  # numba's arr.ctypes.data: the address
+                return ArrayCTypes(base)
+        if isinstance(base, ArrayCTypes) and attr == "data":
+            return t.uint64
             if attr == "T" and base.ndim <= 2:
                 layout = base.layout
                 if base.ndim == 2:

@@ -10,7 +10,7 @@ from llvmlite import ir
 from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler.values import PyValue
+from gpunb.compiler.values import ArrayCTypes, PyValue
 from gpunb.foundation import types as t
 
 
@@ -102,6 +102,10 @@ class ExpressionLowering:
         base_t = self.type_of(node.value)
         base = self.expr(node.value)
         b = self.builder
+        if isinstance(base_t, t.Array) and node.attr == "ctypes":
+            return base  # only its .data is read, below
+        if isinstance(base_t, ArrayCTypes):  # arr.ctypes.data
+            return b.ptrtoint(b.extract_value(base, 0), dm.i64)
         if isinstance(base_t, t.Array):
             return arrays.attribute(b, base_t, base, node.attr, found)
         if isinstance(base_t, t.Complex):
