@@ -53,8 +53,9 @@ class CallTyping:
                 raise self.error(kw, "**kwargs is not supported in GPU code",
                                  "pass each keyword argument by name: f(a=x, b=y)")
         starred = next((a for a in node.args if isinstance(a, ast.Starred)), None)
-        if starred is not None:
-            raise self.error(starred, "*args is not supported in GPU code",
+        if starred is not None and not (isinstance(callee, inner.InnerFunction) or
+                                        is_gpu_function(callee)):
+            raise self.error(starred, "*args is only supported in calls of GPU functions",
                              "pass each argument: f(t[0], t[1])")
         if isinstance(callee, inner.InnerFunction):
             return inner.call(self, node, callee)
@@ -188,15 +189,27 @@ class CallTyping:
         """Arguments of a call, one per parameter in order: the argument's node, or Const of the
         parameter's default; and their types. Shared by GPU functions and inner functions."""
         try:
-            bound = signature.bind(*node.args, **{kw.arg: kw.value for kw in node.keywords})
+            bound = signature.bind(*self.positional_nodes(node),
+                                   **{kw.arg: kw.value for kw in node.keywords})
         except TypeError as exc:
             raise self.error(node, f"bad call of '{name}': {exc}",
                              f"its parameters are {signature}") from None
         args, argtypes = [], []
         for pname, param in signature.parameters.items():
+            if param.kind is param.VAR_POSITIONAL:  # *args: the extra arguments as one tuple
+                extra = list(bound.arguments.get(pname, ()))
+                arg = self.synthetic(("varargs", node), lambda extra=extra: ast.copy_location(
+                    ast.Tuple(elts=extra, ctx=ast.Load()), node))
+                args.append(arg)
+                argtypes.append(self.expr(arg))
+                continue
             if pname in bound.arguments:
                 arg = bound.arguments[pname]
-                found = self.expr(arg)  # a function or type passes as a compile-time value
+                if inner.passed_as_value(self, arg):  # an escaping closure (numba's)
+                    found = self.record(arg, PyValue(inner.escape(
+                        self, arg, self.inner_functions[arg.id])))
+                else:
+                    found = self.expr(arg)  # a function or type: a compile-time value
                 if isinstance(found, PyValue) and isinstance(found.obj, type(ast)):
                     raise self.error(arg, f"cannot pass the module {found} to '{name}'",
                                      "pass the function or constant it holds")
@@ -210,6 +223,29 @@ class CallTyping:
             args.append(arg)
             argtypes.append(found)
         return args, argtypes
+
+    def positional_nodes(self, node: ast.Call) -> list:
+        """The call's positional argument nodes, `*t` of a tuple expanded to `t[0], t[1], ...`
+        (numba's star-args of a tuple, whose length is known when the call is typed)."""
+        out = []
+        for arg in node.args:
+            if not isinstance(arg, ast.Starred):
+                out.append(arg)
+                continue
+            found = self.expr(arg.value)
+            if not isinstance(found, t.Tuple):
+                raise self.error(arg, f"*args needs a tuple in GPU code, got {found}")
+            out.extend(self.synthetic(("star", arg, k), lambda k=k, arg=arg: ast.copy_location(
+                ast.Subscript(value=arg.value, slice=ast.Constant(k), ctx=ast.Load()), arg))
+                for k in range(len(found.items)))
+        return out
+
+    def synthetic(self, key, make):
+        """A node made for a call (kept across passes, so that its facts are the same node's)."""
+        found = self.capture_refs.get(key)
+        if found is None:
+            found = self.capture_refs[key] = make()
+        return found
 
     def call_gpu_function(self, node: ast.Call, dispatcher) -> t.Type:
         py_func = dispatcher.py_func

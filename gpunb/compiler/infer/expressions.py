@@ -150,8 +150,6 @@ class ExpressionTyping:
                 return PyValue(base.dtype)
             if attr == "ctypes":  # numba's arr.ctypes.data: the address
                 return ArrayCTypes(base)
-        if isinstance(base, ArrayCTypes) and attr == "data":
-            return t.uint64
             if attr == "T" and base.ndim <= 2:
                 layout = base.layout
                 if base.ndim == 2:
@@ -163,6 +161,8 @@ class ExpressionTyping:
                                base.aligned)
             if attr == "real" and isinstance(base.dtype, (t.Integer, t.Float)):
                 return base  # a real array is its own real part (numba: the same array)
+        if isinstance(base, ArrayCTypes) and attr == "data":
+            return t.uint64
         if isinstance(base, t.Complex) and attr in ("real", "imag"):
             return base.component
         if isinstance(base, (t.Integer, t.Float)) and attr in ("real", "imag"):
