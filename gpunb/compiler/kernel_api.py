@@ -107,8 +107,25 @@ bf16 = Namespace("cuda.bf16", BF16_NAMES)
 bf16.bfloat16 = t.bfloat16
 # the fp8 types (numba-cuda has them in numba.cuda._internal.cuda_fp8): constructors and
 # conversions only
-fp8 = Namespace("cuda.fp8", [])
+# cuda_fp8.h's raw conversions on storage bytes (compiler/builtins/fp8funcs.py)
+fp8 = Namespace("cuda.fp8", ["cvt_float_to_fp8", "cvt_double_to_fp8", "cvt_bfloat16raw_to_fp8",
+                             "cvt_float_to_e8m0", "cvt_double_to_e8m0",
+                             "cvt_bfloat16raw_to_e8m0", "cvt_e8m0_to_bf16raw",
+                             "cvt_fp8_to_halfraw"])
 fp8.fp8_e5m2, fp8.fp8_e4m3, fp8.fp8_e8m0 = t.fp8_e5m2, t.fp8_e4m3, t.fp8_e8m0
+
+
+class saturation_t:  # noqa: N801 - CUDA's __nv_saturation_t
+    NOSAT = 0
+    SATFINITE = 1
+
+
+class fp8_interpretation_t:  # noqa: N801 - CUDA's __nv_fp8_interpretation_t
+    E4M3 = 0
+    E5M2 = 1
+
+
+fp8.saturation_t, fp8.fp8_interpretation_t = saturation_t, fp8_interpretation_t
 local = Namespace("cuda.local", ["array"])
 const = Namespace("cuda.const", ["array_like"])
 atomic = Namespace("cuda.atomic", ["add", "sub", "max", "min", "exch", "cas", "inc", "dec",

@@ -13,6 +13,7 @@ from gpunb.compiler.builtins import (
     cache_hints,
     complexfuncs,
     cuda_intrinsics,
+    fp8funcs,
     groups,
     mathfuncs,
     operator_funcs,
@@ -30,7 +31,7 @@ def _eager_table() -> dict:
     for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                  pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS, complexfuncs.BUILTINS,
                  operator_funcs.BUILTINS, cache_hints.BUILTINS, reductions.BUILTINS,
-                 bf16funcs.BUILTINS):
+                 bf16funcs.BUILTINS, fp8funcs.BUILTINS):
         table.update(part)
     table["builtins.print"] = printing.Print()
     table.update(ufuncs.wrap(table))

@@ -39,6 +39,7 @@ class Builtin:
 # exactly the whole table, entry for entry.
 _GROUPS = (
     ("cuda.bf16.", ("bf16funcs",)),
+    ("cuda.fp8.", ("fp8funcs",)),
     ("cuda.fp16.", ("complexfuncs",)),
     ("cuda.atomic.", ("atomics",)),
     ("cuda.cg.", ("groups",)),
@@ -52,7 +53,7 @@ _GROUPS = (
 # the whole table's order of assembly: a later module's entry replaces an earlier one's
 _ORDER = ("cuda_intrinsics", "atomics", "mathfuncs", "pybuiltins", "warp", "groups",
           "complexfuncs", "operator_funcs", "cache_hints", "reductions", "bf16funcs",
-          "printing", "ufuncs")
+          "fp8funcs", "printing", "ufuncs")
 _loaded: dict = {}  # group prefix -> its part of the table
 
 
