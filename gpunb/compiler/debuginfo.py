@@ -12,8 +12,10 @@ from llvmlite import ir
 
 
 class DebugInfo:
-    def __init__(self, module: ir.Module):
+    def __init__(self, module: ir.Module, full: bool = False):
         self.module = module
+        # debug=True: a full compile unit (numba's FullDebug), so the PTX carries DWARF sections
+        self.full = full
         self.files: dict = {}
         self.unit = None
         module.add_named_metadata("llvm.module.flags", module.add_metadata(
@@ -40,8 +42,9 @@ class DebugInfo:
                     "file": found,
                     "producer": "gpunb",
                     "runtimeVersion": 0,
-                    "isOptimized": True,
-                    "emissionKind": ir.DIToken("DebugDirectivesOnly"),
+                    "isOptimized": not self.full,
+                    "emissionKind": ir.DIToken("FullDebug" if self.full else
+                                               "DebugDirectivesOnly"),
                 }, is_distinct=True)
                 self.module.add_named_metadata("llvm.dbg.cu", self.unit)
         return found

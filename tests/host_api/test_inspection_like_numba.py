@@ -104,3 +104,12 @@ def test_compile_forceinline_needs_ltoir():
 def test_debug_with_lineinfo_warns_as_numba():
     with pytest.warns(InvalidConfigWarning, match="debug and lineinfo are mutually exclusive"):
         cuda.jit(debug=True, lineinfo=True, opt=False)(kernel_func)
+
+
+def test_debug_true_puts_dwarf_sections_in_the_ptx(ptxas):
+    sig = (int32[::1],)
+    ptx = cuda.jit(sig, debug=True, opt=False)(kernel_func).inspect_asm(sig)
+    assert re.search(r"\.section\s+\.debug_info\s+{", ptx)
+    ptxas(ptx)  # and ptxas accepts it
+    plain = cuda.jit(sig, opt=False)(kernel_func).inspect_asm(sig)
+    assert not re.search(r"\.section\s+\.debug_info", plain)

@@ -66,6 +66,7 @@ FILES: dict[str, tuple[str, str]] = {
                                           "CPU target's arrays do not export it"),
 }
 
+_FILECHECK = "FileCheck patterns over numba's own LLVM/PTX text (its value names, metadata layout)"
 _PYCACHE = "counts numba's index/data files in __pycache__ (numba's cache file layout)"
 _LIMITATION = "asserts a numba limitation that gpunb does not have"
 
@@ -85,6 +86,27 @@ TESTS: list[tuple[str, str, str]] = [
     ("test_caching.py::TestCUDACodeLibrary::*", OUT, f"CUDACodeLibrary ({_INTERNALS})"),
     ("test_cffi.py::*", GPU, "links a PTX file (declare_device link=) into a CUDA kernel"),
     ("test_compiler.py::*::test_compile_jitted_subroutine", OUT, f"uses @intrinsic ({_EXTENSION})"),
+    # debug=True is in scope; FileCheck patterns over numba's own IR text are numba's naming
+    *[(f"test_debuginfo.py::*::test_{name}", OUT, _FILECHECK) for name in (
+        "DILocation", "DILocation_versioned_variables", "DISubprogram_def_line_number",
+        "DW_LANG", "bool_param_ref_only", "debuginfo_asm", "llvm_dbg_value_loadvar_coverage",
+        "llvm_dbg_value_range", "llvm_inliner_flag_conflict", "prologue_line_number",
+        "shared_memory_address_class_*", "poly_variant_part")],
+    ("test_debuginfo_types.py::*::test_ditypes", OUT, _FILECHECK),
+    ("test_debuginfo.py::*::test_environment_override", OUT,
+     "numba config variable CUDA_DEBUGINFO_DEFAULT"),
+    ("test_debuginfo.py::*::test_no_if_op_bools_declared", OUT,
+     f"numba's private _dbg_optnone option ({_INTERNALS})"),
+    ("test_inspect.py::*::test_monotyped", OUT, _FILECHECK),
+    ("test_inspect.py::*::test_polytyped", OUT, _FILECHECK),
+    ("test_dispatcher.py::TestLaunchBounds::*", OUT,
+     "expects cuda.core's CUDAError class from the driver (numba-cuda's driver binding); gpunb "
+     "refuses the launch itself, with LaunchConfigError"),
+    ("test_atomics.py::*::test_atomic_add_double_global*", OUT,
+     "asserts numba's generic-address atomics in PTX (gpunb's are atom.global)"),
+    ("test_atomics.py::*::test_atomic_sub3", OUT,
+     "asserts numba-cuda's unchecked arguments of a specialized kernel (a uint32 array read as "
+     "int32[:,:]); gpunb refuses the mismatch, as numba's CPU dispatcher does"),
     ("test_array_alignment.py::*::test_array_alignment_*", OUT,
      "reads alignment from numba's own LLVM global names (_cudapy_smem_*, _cudapy_lmem)"),
     ("test_compiler.py::*::test_c_abi_no_env_global", OUT, "numba's environment global in PTX "

@@ -29,7 +29,8 @@ class ModuleBuilder:
         self.device_functions: dict = {}
         self.const_arrays: dict = {}
         self.counter = 0
-        self.debug = DebugInfo(self.module) if target.emits_line_info else None
+        self.debug = DebugInfo(self.module, full=bool(options.get("debug"))) \
+            if target.emits_line_info else None
         self.features: frozenset = frozenset()
         self.shared_static_bytes = 0
         self.raise_sites: list = []  # debug: exceptions.site_record by site id (the artifact's)
