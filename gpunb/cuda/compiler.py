@@ -51,6 +51,8 @@ def compile_ptx(pyfunc, sig, debug: bool = False, lineinfo: bool = False, device
     options = {"lineinfo": lineinfo, "debug": debug, "fastmath": fastmath, "opt": opt,
                "launch_bounds": launch_bounds}
     options = {**options, **jit_checks.check_options(options, tuple(options))}
+    if device:  # the calling convention of the exported function (numba's, or C's)
+        options["abi"] = abi
     if options["launch_bounds"] is None:
         del options["launch_bounds"]
     export = device and (abi_info or {}).get("abi_name") or device
