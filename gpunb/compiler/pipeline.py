@@ -45,6 +45,9 @@ def lower_device_function(typed: TypedFunction, target, options: dict, symbol: s
     params = list(fn.function_type.args)
     wrapper = ir.Function(mb.module, ir.FunctionType(dm.i32, [dm.ptr] + params), symbol)
     b = ir.IRBuilder(wrapper.append_basic_block("entry"))
+    if mb.debug is not None:  # the wrapper is the function's line of the line table
+        scope = mb.debug.subprogram(wrapper, typed.source)
+        b.debug_metadata = mb.debug.location(typed.source.first_line, 0, scope)
     result = b.call(fn, wrapper.args[1:])
     if not isinstance(typed.return_type, t.NoneType):
         b.store(result, wrapper.args[0])

@@ -86,6 +86,8 @@ TESTS: list[tuple[str, str, str]] = [
     ("test_caching.py::TestCUDACodeLibrary::*", OUT, f"CUDACodeLibrary ({_INTERNALS})"),
     ("test_cffi.py::*", GPU, "links a PTX file (declare_device link=) into a CUDA kernel"),
     ("test_compiler.py::*::test_compile_jitted_subroutine", OUT, f"uses @intrinsic ({_EXTENSION})"),
+    ("test_compiler.py::*::test_compile_cabi_calling_overloaded_function", OUT,
+     f"uses @overload ({_EXTENSION})"),
     # debug=True is in scope; FileCheck patterns over numba's own IR text are numba's naming
     *[(f"test_debuginfo.py::*::test_{name}", OUT, _FILECHECK) for name in (
         "DILocation", "DILocation_versioned_variables", "DISubprogram_def_line_number",

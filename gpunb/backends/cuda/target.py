@@ -27,6 +27,11 @@ _LIBDEVICE_NAMES = {"gamma": "tgamma"}
 _FAST_VARIANTS = {"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "pow"}
 
 
+def supported_arches() -> list:
+    """The (major, minor) compute capabilities this backend writes PTX for."""
+    return [(k // 10, k % 10) for k in sorted(_PTX_VERSION)]
+
+
 def arch_string(cc: tuple) -> str:
     """`sm_90`; `sm_90a` / `sm_100f` for numba's arch-specific cc=(9, 0, 'a') / (10, 0, 'f')."""
     return f"sm_{cc[0]}{cc[1]}{cc[2] if len(cc) > 2 else ''}"

@@ -147,7 +147,7 @@ class CallTyping:
                 return None
             value = lookup_global(self.py_func, func.id)
             if is_missing(value):
-                raise self.error(func, f"name '{func.id}' is not defined",
+                raise self.error(func, f"NameError: name '{func.id}' is not defined",
                                  did_you_mean(func.id, self.visible_names())
                                  + "define it before the GPU function is compiled")
             self.record(func, PyValue(value))
@@ -290,17 +290,25 @@ class CallTyping:
         constant flags only when the callee does not type without them, which keeps one
         specialisation where the constants make no difference."""
         try:
-            return self.infer_binding(node, py_func, args, argtypes, declared)
-        except NeedsConstant:
-            raise
-        except CompileError as error:
-            literal = self.literal_argtypes(args, argtypes)
-            if literal is None or error.function != py_func.__name__:
-                raise
             try:
-                return self.infer_binding(node, py_func, args, literal, declared)
-            except CompileError:
-                raise error from None
+                return self.infer_binding(node, py_func, args, argtypes, declared)
+            except NeedsConstant:
+                raise
+            except CompileError as error:
+                literal = self.literal_argtypes(args, argtypes)
+                if literal is None or error.function != py_func.__name__:
+                    raise
+                try:
+                    return self.infer_binding(node, py_func, args, literal, declared)
+                except CompileError:
+                    raise error from None
+        except CompileError as error:
+            if not isinstance(error, NeedsConstant):  # numba's words for where it came from
+                loc = self.source.loc(node)
+                error.add_context(f"During: resolving callee type: type(CUDADispatcher("
+                                  f"<function {py_func.__qualname__}>)), called from "
+                                  f"'{self.source.name}' at line {loc.line}")
+            raise
 
     def literal_argtypes(self, args: list, argtypes: tuple) -> tuple | None:
         """The argument types with every constant flag (a bool) bound to its value (numba's

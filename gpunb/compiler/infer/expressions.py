@@ -93,7 +93,7 @@ class ExpressionTyping:
             return found
         value = lookup_global(self.py_func, name)
         if missing(value):
-            raise self.error(node, f"name '{name}' is not defined",
+            raise self.error(node, f"NameError: name '{name}' is not defined",
                              did_you_mean(name, self.visible_names())
                              + "define it before the GPU function is compiled, or pass it in")
         builtin = find_builtin(value) if not isinstance(value, (int, float)) else None

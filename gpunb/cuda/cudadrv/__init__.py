@@ -4,7 +4,7 @@ streams, driver errors); the driver binding itself is gpunb's runtime, not expos
 
 def __getattr__(name: str):
     # `cuda.cudadrv.devicearray.X` works without an import, as in numba-cuda
-    if name in ("devicearray", "driver", "error"):
+    if name in ("devicearray", "driver", "error", "nvrtc", "runtime"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
