@@ -106,7 +106,47 @@ def constant_type(value) -> t.Type | None:
     if isinstance(value, tuple):
         items = tuple(constant_type(v) for v in value)
         return None if any(i is None for i in items) else t.Tuple(items)
-    return None
+    return foreign_array_type(value)
+
+
+def foreign_array(value) -> tuple | None:
+    """(address, shape, strides, dtype, readonly) of another library's GPU array (anything with
+    __cuda_array_interface__, CuPy's, PyTorch's, numba's), captured by reference as numba-cuda
+    captures it; None for other objects."""
+    try:
+        desc = getattr(value, "__cuda_array_interface__", None)
+    except Exception:  # noqa: BLE001 - a property that fails is no interface
+        return None
+    if not isinstance(desc, dict) or "shape" not in desc or "data" not in desc:
+        return None
+    descr = desc.get("descr")
+    dtype = np.dtype([tuple(d) for d in descr]) if descr and not (
+        len(descr) == 1 and descr[0][0] == "") else np.dtype(desc["typestr"])
+    shape = tuple(int(n) for n in desc["shape"])
+    strides = desc.get("strides")
+    if strides is None:  # C-contiguous
+        strides, step = [], dtype.itemsize
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= n
+    address, readonly = desc["data"]
+    return int(address or 0), shape, tuple(int(s) for s in strides), dtype, bool(readonly)
+
+
+def foreign_array_type(value) -> t.Array | None:
+    found = foreign_array(value)
+    if found is None:
+        return None
+    _, shape, strides, dtype, readonly = found
+    try:
+        element = t.from_dtype(dtype)
+    except TypeError:
+        return None
+    itemsize = dtype.itemsize
+    c = list(strides) == [int(np.prod(shape[k + 1:])) * itemsize for k in range(len(shape))]
+    f = list(strides) == [int(np.prod(shape[:k])) * itemsize for k in range(len(shape))]
+    layout = "C" if c else "F" if f else "A"
+    return t.Array(element, len(shape), layout, readonly)
 
 
 _BINOPS = {

@@ -62,6 +62,8 @@ FILES: dict[str, tuple[str, str]] = {
     "test_multigpu.py": (GPU, "several devices and contexts"),
     "test_multiprocessing.py": (GPU, "fork after the CUDA driver was initialised"),
     "test_cupy_bfloat16_interop.py": (GPU, "CuPy arrays (device memory) as kernel arguments"),
+    "test_device_array_capture.py": (GPU, "captures foreign (__cuda_array_interface__) GPU "
+                                          "arrays; the CPU target's arrays are host memory"),
     "test_cuda_array_interface.py": (GPU, "__cuda_array_interface__ describes device memory; the "
                                           "CPU target's arrays do not export it"),
 }

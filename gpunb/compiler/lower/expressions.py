@@ -10,7 +10,7 @@ from llvmlite import ir
 from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler.values import ArrayCTypes, PyValue
+from gpunb.compiler.values import ArrayCTypes, PyValue, foreign_array
 from gpunb.foundation import types as t
 
 
@@ -43,6 +43,19 @@ class ExpressionLowering:
         """A device array global: its address, shape and strides at compile time (numba-cuda
         captures device arrays by reference, so later in-place changes are seen; the cache key
         holds the address, cache/encode.py)."""
+        foreign = None if hasattr(type(value), "__gpunb_device_array__") else \
+            foreign_array(value)
+        if foreign is not None:  # another library's GPU array (its __cuda_array_interface__)
+            if self.mb.target.name != "cuda":
+                raise self.error(node, "a CUDA array of another library (its "
+                                 "__cuda_array_interface__) cannot be read by a kernel compiled "
+                                 f"for the {self.mb.target.name} target",
+                                 "run the kernel on the CUDA target, or pass a host array")
+            address, shape, strides, _, _ = foreign
+            data = self.builder.inttoptr(ir.Constant(dm.i64, address), dm.ptr)
+            return arrays.make_array(self.builder, found,
+                                     data, [ir.Constant(dm.i64, s) for s in shape],
+                                     [ir.Constant(dm.i64, s) for s in strides])
         owner = type(value).__gpunb_device_array__
         if owner != self.mb.target.name:
             raise self.error(node, f"a {owner}-target device array cannot be read by a kernel "
