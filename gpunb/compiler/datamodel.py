@@ -63,6 +63,8 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.LiteralStructType([])
     if isinstance(ty, t.Record):
         return ptr
+    if isinstance(ty, t.EnumMember):
+        return i64
     raise TypeError(f"{ty} has no LLVM representation")
 
 

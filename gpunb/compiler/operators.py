@@ -101,6 +101,8 @@ def constant(ty: t.Type, value):
     """An LLVM constant of kernel type `ty` from a Python value."""
     if isinstance(ty, t.Boolean):
         return ir.Constant(dm.i1, int(bool(value)))
+    if isinstance(ty, t.EnumMember):  # an Enum member: its position in the class
+        return ir.Constant(dm.i64, ty.index_of(value))
     if isinstance(ty, t.Integer):
         v = int(value)
         return ir.Constant(dm.value_type(ty), v & ((1 << ty.bitwidth) - 1))

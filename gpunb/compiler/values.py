@@ -82,6 +82,9 @@ def constant_type(value) -> t.Type | None:
     """The kernel type of a Python constant frozen into code, or None if it is not a constant."""
     if isinstance(value, (bool, np.bool_)):
         return t.boolean
+    enum_member = t.enum_type(value)
+    if enum_member is not None:
+        return enum_member
     if isinstance(value, int):
         return t.int64 if -(2**63) <= value < 2**63 else t.uint64
     if isinstance(value, float):

@@ -27,6 +27,8 @@ def scalar_slot(ty: t.Type) -> str:
         return "bf16"
     if isinstance(ty, t.FP8):
         return "i8"
+    if isinstance(ty, t.EnumMember):  # its position in the class
+        return "i64"
     raise TypeError(f"{ty} is not a scalar")
 
 

@@ -63,6 +63,48 @@ class Integer(Type):
 
 
 @dataclass(frozen=True, slots=True)
+class IntEnumMember(Integer):
+    """A member of an IntEnum class (numba's IntEnumMember): an int64 in arithmetic and
+    comparisons with numbers; `is` also compares classes."""
+
+    enum_class: type = None
+
+    def __str__(self) -> str:
+        return f"IntEnum({self.enum_class.__qualname__})"
+
+
+@dataclass(frozen=True, slots=True)
+class EnumMember(Type):
+    """A member of an Enum class (numba's EnumMember), held as its position in the class;
+    it compares (==, !=, is) with members of its own class only."""
+
+    enum_class: type
+
+    def __str__(self) -> str:
+        return f"Enum({self.enum_class.__qualname__})"
+
+    def index_of(self, member) -> int:
+        return list(self.enum_class).index(member)
+
+
+def enum_type(value) -> Type | None:
+    """The type of an Enum or IntEnum member, None for anything else."""
+    import enum
+
+    if not isinstance(value, enum.Enum):
+        return None
+    cls = type(value)
+    if isinstance(value, int):
+        return IntEnumMember(64, True, cls)
+    return EnumMember(cls)
+
+
+def plain(ty: Type) -> Type:
+    """An IntEnum member's type as the int64 it computes with."""
+    return int64 if isinstance(ty, IntEnumMember) else ty
+
+
+@dataclass(frozen=True, slots=True)
 class Float(Type):
     bitwidth: int
 
@@ -469,7 +511,7 @@ def to_dtype(t: Type) -> np.dtype:
     if isinstance(t, (BFloat16, FP8)):
         return ml_dtype(t)
     try:
-        return _TYPE_TO_DTYPE[t]
+        return _TYPE_TO_DTYPE[plain(t)]
     except KeyError:
         raise TypeError(f"{t} has no numpy dtype") from None
 
@@ -505,6 +547,7 @@ def is_fp8(t: Type) -> bool:
 
 def integer_result(a: Type, b: Type) -> Type:
     """numba's integer promotion: at least 64 bits; mixed signedness of 64 bits -> float64."""
+    a, b = plain(a), plain(b)
     a = int64 if isinstance(a, Boolean) else a
     b = int64 if isinstance(b, Boolean) else b
     if a.signed == b.signed:
@@ -517,6 +560,7 @@ def integer_result(a: Type, b: Type) -> Type:
 
 def unify_numbers(a: Type, b: Type) -> Type:
     """The type both operands of arithmetic are converted to (numpy/numba rules)."""
+    a, b = plain(a), plain(b)
     if isinstance(a, BFloat16) or isinstance(b, BFloat16):
         return _unify_with_bfloat16(a, b)
     small_int = isinstance(a, Integer) and a.bitwidth < 64

@@ -183,6 +183,8 @@ class ArgPacker:
             return lambda value: self._record_slots(value, ty)
         if isinstance(ty, (t.BFloat16, t.FP8)):
             return lambda value: (_low_precision_bits(value, ty),)
+        if isinstance(ty, t.EnumMember):
+            return lambda value: (ty.index_of(value),)
         return None
 
     def _array_getter(self, ty: t.Array, index: int):
@@ -384,6 +386,8 @@ def _slot_formats(ty: t.Type) -> list:
         return [("H", np.dtype(np.uint16))]
     if isinstance(ty, t.FP8):
         return [("B", np.dtype(np.uint8))]
+    if isinstance(ty, t.EnumMember):  # its position in the class
+        return [("q", np.dtype(np.int64))]
     raise LaunchError(f"cannot pass a value of type {ty} to a kernel")
 
 

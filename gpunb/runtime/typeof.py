@@ -45,7 +45,10 @@ def typeof(value) -> t.Type:
 
     if isinstance(value, ArgHint):  # cuda.In(a) & co: the array's type
         return typeof(value.value)
-    if isinstance(value, (bool, int, float, complex)):  # subclasses, e.g. IntEnum members
+    enum_member = t.enum_type(value)  # Enum / IntEnum members (numba's enum types)
+    if enum_member is not None:
+        return enum_member
+    if isinstance(value, (bool, int, float, complex)):  # subclasses
         return _PYTHON_SCALARS[next(k for k in (bool, int, float, complex) if isinstance(value, k))]
     raise TypeError(f"cannot pass a {cls.__name__} to a kernel")
 

@@ -271,6 +271,9 @@ class ExpressionTyping:
         operand_types = []
         for op, right in zip(node.ops, node.comparators, strict=True):
             rt = self.expr(right)
+            enums = self.enum_comparison(node, op, lt, rt)
+            if enums is not None:
+                return enums
             if isinstance(op, (ast.Is, ast.IsNot)) and len(node.ops) == 1 and (
                     isinstance(lt, t.NoneType) or isinstance(rt, t.NoneType)):
                 # only None has type none, so the answer is known at compile time
@@ -294,6 +297,27 @@ class ExpressionTyping:
                                                           right in self.weak))
             left, lt = right, rt
         self.comparisons[node] = tuple(operand_types)
+        return t.boolean
+
+    def enum_comparison(self, node, op, lt: t.Type, rt: t.Type) -> t.Type | None:
+        """==, != and is between Enum / IntEnum members (numba's rules): members of one class
+        compare by value; another class or a non-member is never equal (an IntEnum member
+        compares with numbers as the int it is); None when neither side is an Enum member."""
+        enum_kinds = (t.EnumMember, t.IntEnumMember)
+        if not isinstance(lt, enum_kinds) and not isinstance(rt, enum_kinds):
+            return None
+        identity = isinstance(op, (ast.Is, ast.IsNot))
+        if not identity and isinstance(lt, t.IntEnumMember) and t.is_number(rt) or \
+                not identity and isinstance(rt, t.IntEnumMember) and t.is_number(lt):
+            return None  # numbers compare as numbers
+        if len(node.ops) != 1 or not isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+            raise self.error(node, f"cannot compare {lt} with {rt} that way",
+                             "Enum members compare with ==, != and is")
+        positive = isinstance(op, (ast.Eq, ast.Is))
+        if type(lt) is not type(rt) or lt.enum_class is not rt.enum_class:
+            self.constants[node] = not positive  # another class: never the same member
+            return t.boolean
+        self.comparisons[node] = (t.int64,)  # positions (Enum) or values (IntEnum)
         return t.boolean
 
     def comparison_type(self, a: t.Type, b: t.Type, weak_a: bool, weak_b: bool) -> t.Type:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import enum
 
 from gpunb.compiler.infer.expressions import field_value_type
 from gpunb.compiler.typed import IndexPlan, IntIndex, SliceIndex
@@ -24,7 +25,19 @@ class IndexTyping:
             return self.tuple_item_type(base, index)
         if isinstance(base, PyValue) and isinstance(base.obj, t.Type):
             raise self.error(node, "array types cannot be built inside GPU code")
+        if isinstance(base, PyValue) and isinstance(base.obj, enum.EnumMeta):
+            return self.enum_by_name(node, base.obj, index)
         raise self.error(node, f"{base} cannot be indexed")
+
+    def enum_by_name(self, node, cls, index) -> t.Type:
+        """`Color["red"]`: the member named by a constant string, a compile-time constant."""
+        name = self.const(index, "an Enum class's subscript")
+        if not isinstance(name, str) or name not in cls.__members__:
+            raise self.error(index, f"{cls.__qualname__} has no member {name!r}",
+                             f"its members: {', '.join(cls.__members__)}")
+        member = cls[name]
+        self.constants[node] = member
+        return t.enum_type(member)
 
     def record_field_type(self, base: t.Record, index) -> t.Type:
         if isinstance(index, ast.Constant) and type(index.value) is int:  # rec[0]: by position

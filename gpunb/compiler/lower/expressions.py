@@ -225,6 +225,10 @@ class ExpressionLowering:
                     result = b.not_(result)
             else:
                 ct = operand_types[k]
+                if isinstance(op, (ast.Is, ast.IsNot)):  # Enum members of one class
+                    op = ast.Eq() if isinstance(op, ast.Is) else ast.NotEq()
+                if isinstance(lt, t.EnumMember):  # positions in the class, as int64
+                    lt = rt = t.int64
                 result = ops.compare(b, op, ops.cast(b, left, lt, ct), ops.cast(b, right, rt, ct),
                                      ct)
             if end_bb is None:
