@@ -78,11 +78,13 @@ def __getattr__(name: str):
         from gpunb.fusion import fuse
 
         return fuse
-    if name == "types" or not name.startswith("_"):  # numba's type names, short ones too (f8)
+    if name == "types":  # numba's type names and helpers (gpunb.cuda.types)
+        import importlib
+
+        return importlib.import_module("gpunb.cuda.types")
+    if not name.startswith("_"):  # numba's type names, short ones too (f8)
         from gpunb.foundation import types
 
-        if name == "types":
-            return types
         if name in types.TYPE_NAMES:
             return types.TYPE_NAMES[name]
     raise AttributeError(f"module 'gpunb' has no attribute {name!r}")

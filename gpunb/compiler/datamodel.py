@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 
 i1 = ir.IntType(1)
@@ -63,7 +64,7 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.LiteralStructType([])
     if isinstance(ty, t.Record):
         return ptr
-    if isinstance(ty, t.EnumMember):
+    if isinstance(ty, enum_types.EnumMember):
         return i64
     raise TypeError(f"{ty} has no LLVM representation")
 

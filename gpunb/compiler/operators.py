@@ -12,6 +12,7 @@ import ast
 from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 
 
@@ -101,7 +102,7 @@ def constant(ty: t.Type, value):
     """An LLVM constant of kernel type `ty` from a Python value."""
     if isinstance(ty, t.Boolean):
         return ir.Constant(dm.i1, int(bool(value)))
-    if isinstance(ty, t.EnumMember):  # an Enum member: its position in the class
+    if isinstance(ty, enum_types.EnumMember):  # an Enum member: its position in the class
         return ir.Constant(dm.i64, ty.index_of(value))
     if isinstance(ty, t.Integer):
         v = int(value)

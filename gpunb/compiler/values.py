@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 from gpunb.foundation.numba_types import from_numba
 from gpunb.foundation.pyobjects import MISSING
@@ -82,7 +83,7 @@ def constant_type(value) -> t.Type | None:
     """The kernel type of a Python constant frozen into code, or None if it is not a constant."""
     if isinstance(value, (bool, np.bool_)):
         return t.boolean
-    enum_member = t.enum_type(value)
+    enum_member = enum_types.enum_type(value)
     if enum_member is not None:
         return enum_member
     if isinstance(value, int):

@@ -10,6 +10,7 @@ The CUDA and CPU targets share this layout, so one argument packer (runtime/pack
 
 from __future__ import annotations
 
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 
 SLOT_SIZES = {"ptr": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "f32": 4, "f64": 8,
@@ -27,7 +28,7 @@ def scalar_slot(ty: t.Type) -> str:
         return "bf16"
     if isinstance(ty, t.FP8):
         return "i8"
-    if isinstance(ty, t.EnumMember):  # its position in the class
+    if isinstance(ty, enum_types.EnumMember):  # its position in the class
         return "i64"
     raise TypeError(f"{ty} is not a scalar")
 

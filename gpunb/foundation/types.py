@@ -62,46 +62,10 @@ class Integer(Type):
         return f"{'int' if self.signed else 'uint'}{self.bitwidth}"
 
 
-@dataclass(frozen=True, slots=True)
-class IntEnumMember(Integer):
-    """A member of an IntEnum class (numba's IntEnumMember): an int64 in arithmetic and
-    comparisons with numbers; `is` also compares classes."""
-
-    enum_class: type = None
-
-    def __str__(self) -> str:
-        return f"IntEnum({self.enum_class.__qualname__})"
-
-
-@dataclass(frozen=True, slots=True)
-class EnumMember(Type):
-    """A member of an Enum class (numba's EnumMember), held as its position in the class;
-    it compares (==, !=, is) with members of its own class only."""
-
-    enum_class: type
-
-    def __str__(self) -> str:
-        return f"Enum({self.enum_class.__qualname__})"
-
-    def index_of(self, member) -> int:
-        return list(self.enum_class).index(member)
-
-
-def enum_type(value) -> Type | None:
-    """The type of an Enum or IntEnum member, None for anything else."""
-    import enum
-
-    if not isinstance(value, enum.Enum):
-        return None
-    cls = type(value)
-    if isinstance(value, int):
-        return IntEnumMember(64, True, cls)
-    return EnumMember(cls)
-
-
 def plain(ty: Type) -> Type:
-    """An IntEnum member's type as the int64 it computes with."""
-    return int64 if isinstance(ty, IntEnumMember) else ty
+    """A kind of integer (an IntEnum member, enum_types.py) as the integer it computes with."""
+    return Integer(ty.bitwidth, ty.signed) if isinstance(ty, Integer) and \
+        type(ty) is not Integer else ty
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,28 +307,6 @@ complex64 = c8 = Complex(64)
 complex128 = c16 = Complex(128)
 intp = int64
 uintp = uint64
-
-# numba's C-name aliases and type domains (sets a ufunc or a test iterates over)
-byte, ubyte, short, ushort = int8, uint8, int16, uint16
-intc, uintc, long_, ulong, longlong, ulonglong = int32, uint32, int64, uint64, int64, uint64
-signed_domain = frozenset({int8, int16, int32, int64})
-unsigned_domain = frozenset({uint8, uint16, uint32, uint64})
-integer_domain = signed_domain | unsigned_domain
-real_domain, complex_domain = frozenset({float32, float64}), frozenset({complex64, complex128})
-number_domain = integer_domain | real_domain | complex_domain
-
-
-class _UniTupleKind(type):
-    """numba's UniTuple: UniTuple(int32, 3) makes a Tuple; isinstance asks if one is uniform."""
-
-    def __call__(cls, dtype: Type, count: int) -> Tuple:
-        return Tuple((dtype,) * int(count))
-
-    def __instancecheck__(cls, obj) -> bool:
-        return isinstance(obj, Tuple) and bool(obj.items) and len(set(obj.items)) == 1
-
-
-UniTuple = _UniTupleKind("UniTuple", (), {"__doc__": "numba's homogeneous tuple type"})
 
 TYPE_NAMES: dict[str, Type] = {
     "void": void, "none": none, "boolean": boolean, "bool_": boolean, "b1": boolean,

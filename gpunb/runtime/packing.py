@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from gpunb.backends.cuda import driver
-from gpunb.foundation import abi
+from gpunb.foundation import abi, enum_types
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
 from gpunb.runtime.arghints import ArgHint
@@ -183,7 +183,7 @@ class ArgPacker:
             return lambda value: self._record_slots(value, ty)
         if isinstance(ty, (t.BFloat16, t.FP8)):
             return lambda value: (_low_precision_bits(value, ty),)
-        if isinstance(ty, t.EnumMember):
+        if isinstance(ty, enum_types.EnumMember):
             return lambda value: (ty.index_of(value),)
         return None
 
@@ -386,7 +386,7 @@ def _slot_formats(ty: t.Type) -> list:
         return [("H", np.dtype(np.uint16))]
     if isinstance(ty, t.FP8):
         return [("B", np.dtype(np.uint8))]
-    if isinstance(ty, t.EnumMember):  # its position in the class
+    if isinstance(ty, enum_types.EnumMember):  # its position in the class
         return [("q", np.dtype(np.int64))]
     raise LaunchError(f"cannot pass a value of type {ty} to a kernel")
 

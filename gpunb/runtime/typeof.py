@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 from gpunb.runtime import arrayview as av
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
@@ -45,7 +46,7 @@ def typeof(value) -> t.Type:
 
     if isinstance(value, ArgHint):  # cuda.In(a) & co: the array's type
         return typeof(value.value)
-    enum_member = t.enum_type(value)  # Enum / IntEnum members (numba's enum types)
+    enum_member = enum_types.enum_type(value)  # Enum / IntEnum members (numba's enum types)
     if enum_member is not None:
         return enum_member
     if isinstance(value, (bool, int, float, complex)):  # subclasses

@@ -20,6 +20,7 @@ from gpunb.compiler.values import (
     constant_type,
     missing,
 )
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import did_you_mean
 from gpunb.foundation.pyobjects import lookup_global
@@ -303,12 +304,12 @@ class ExpressionTyping:
         """==, != and is between Enum / IntEnum members (numba's rules): members of one class
         compare by value; another class or a non-member is never equal (an IntEnum member
         compares with numbers as the int it is); None when neither side is an Enum member."""
-        enum_kinds = (t.EnumMember, t.IntEnumMember)
+        enum_kinds = (enum_types.EnumMember, enum_types.IntEnumMember)
         if not isinstance(lt, enum_kinds) and not isinstance(rt, enum_kinds):
             return None
         identity = isinstance(op, (ast.Is, ast.IsNot))
-        if not identity and isinstance(lt, t.IntEnumMember) and t.is_number(rt) or \
-                not identity and isinstance(rt, t.IntEnumMember) and t.is_number(lt):
+        if not identity and isinstance(lt, enum_types.IntEnumMember) and t.is_number(rt) or \
+                not identity and isinstance(rt, enum_types.IntEnumMember) and t.is_number(lt):
             return None  # numbers compare as numbers
         if len(node.ops) != 1 or not isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
             raise self.error(node, f"cannot compare {lt} with {rt} that way",

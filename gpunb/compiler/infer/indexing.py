@@ -8,6 +8,7 @@ import enum
 from gpunb.compiler.infer.expressions import field_value_type
 from gpunb.compiler.typed import IndexPlan, IntIndex, SliceIndex
 from gpunb.compiler.values import NotConstant, PyValue, const_eval
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 
 
@@ -37,7 +38,7 @@ class IndexTyping:
                              f"its members: {', '.join(cls.__members__)}")
         member = cls[name]
         self.constants[node] = member
-        return t.enum_type(member)
+        return enum_types.enum_type(member)
 
     def record_field_type(self, base: t.Record, index) -> t.Type:
         if isinstance(index, ast.Constant) and type(index.value) is int:  # rec[0]: by position

@@ -11,6 +11,7 @@ from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.values import ArrayCTypes, PyValue, foreign_array
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 
 
@@ -227,7 +228,7 @@ class ExpressionLowering:
                 ct = operand_types[k]
                 if isinstance(op, (ast.Is, ast.IsNot)):  # Enum members of one class
                     op = ast.Eq() if isinstance(op, ast.Is) else ast.NotEq()
-                if isinstance(lt, t.EnumMember):  # positions in the class, as int64
+                if isinstance(lt, enum_types.EnumMember):  # positions in the class, as int64
                     lt = rt = t.int64
                 result = ops.compare(b, op, ops.cast(b, left, lt, ct), ops.cast(b, right, rt, ct),
                                      ct)
