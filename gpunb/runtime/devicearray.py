@@ -16,7 +16,7 @@ import numpy as np
 
 from gpunb.backends.cuda import driver
 from gpunb.runtime import arrayview as av
-from gpunb.runtime import dlpack
+from gpunb.runtime import dlpack, ipc
 from gpunb.runtime.copies import copy_dtod, copy_dtoh, copy_htod, copy_peer, copy_strided
 from gpunb.runtime.streams import stream_handle, sync_producer_stream
 
@@ -340,6 +340,11 @@ class DeviceArray(_ArrayBase):
         shape, strides = self._viewed_geometry(dtype)
         return DeviceArray(shape, strides, dtype, self.stream, self.gpu_data,
                            self._ptr - self.gpu_data.ptr)
+
+    def get_ipc_handle(self):
+        """An IPC handle another process opens to use this array's memory (numba-cuda's;
+        Linux). Keep this array alive while the other process uses it."""
+        return ipc.get_ipc_handle(self)
 
     def bind(self, stream=0) -> DeviceArray:
         """The same array, associated with `stream` for its copies and interface exports."""
