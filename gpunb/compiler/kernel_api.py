@@ -203,6 +203,35 @@ class LibdeviceFunction(KernelOnly):
         return f"<gpunb libdevice function {d.name}({args}) -> {d.returns}>"
 
 
+# CUDA's built-in vector types (float32x4 & co, with C's aliases: float4, int2, uchar3, ...):
+# constructors inside kernels, giving values with fields x, y, z, w (builtins/vectors.py)
+VECTOR_BASES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float32", "float64")
+_VECTOR_ALIASES = {"char": "int8", "short": "int16", "int": "int32", "long": "int64",
+                   "longlong": "int64", "uchar": "uint8", "ushort": "uint16", "uint": "uint32",
+                   "ulong": "uint64", "ulonglong": "uint64", "float": "float32",
+                   "double": "float64"}
+
+
+class VectorConstructor(KernelOnly):
+    """cuda.float32x4 & co; `aliases` lists C's names for it (float4), as numba-cuda's."""
+
+    __slots__ = ("aliases",)
+
+    def __init__(self, qualname: str):
+        super().__init__(qualname)
+        self.aliases: list = []
+
+
+VECTOR_TYPES = {f"{base}x{n}": VectorConstructor(f"cuda.{base}x{n}") for base in VECTOR_BASES
+                for n in (1, 2, 3, 4)}
+VECTOR_NAMES = dict(VECTOR_TYPES)  # and C's aliases, the same objects
+for _alias, _base in _VECTOR_ALIASES.items():
+    for _n in (1, 2, 3, 4):
+        VECTOR_NAMES[f"{_alias}{_n}"] = VECTOR_TYPES[f"{_base}x{_n}"]
+        VECTOR_TYPES[f"{_base}x{_n}"].aliases.append(f"{_alias}{_n}")
+
+
 def intrinsic_name(obj) -> str | None:
     """The qualified kernel-language name of a marker object, or None."""
     name = getattr(obj, "_gpunb_intrinsic", None)

@@ -128,6 +128,10 @@ def __getattr__(name: str):
         from gpunb.runtime import arghints
 
         return getattr(arghints, name)
+    from gpunb.compiler.kernel_api import VECTOR_NAMES
+
+    if name in VECTOR_NAMES:  # CUDA's vector types: cuda.float32x4(...), cuda.int2(...)
+        return VECTOR_NAMES[name]
     if name in _SUBMODULES:  # numba.cuda's submodules, imported when first named
         import importlib
 

@@ -21,6 +21,7 @@ from gpunb.compiler.builtins import (
     pybuiltins,
     reductions,
     ufuncs,
+    vectors,
     warp,
 )
 
@@ -31,7 +32,7 @@ def _eager_table() -> dict:
     for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                  pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS, complexfuncs.BUILTINS,
                  operator_funcs.BUILTINS, cache_hints.BUILTINS, reductions.BUILTINS,
-                 bf16funcs.BUILTINS, fp8funcs.BUILTINS):
+                 bf16funcs.BUILTINS, fp8funcs.BUILTINS, vectors.BUILTINS):
         table.update(part)
     table["builtins.print"] = printing.Print()
     table.update(ufuncs.wrap(table))

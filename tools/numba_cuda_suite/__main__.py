@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     run.add_argument("--cpu-threads", type=int, default=2,
                      help="GPUNB_CPU_THREADS for each session (0: gpunb's default)")
-    run.add_argument("--test-timeout", type=float, default=120.0)
+    run.add_argument("--test-timeout", type=float, default=300.0)
     run.add_argument("--file-timeout", type=float, default=1800.0)
     run.add_argument("--all", action="store_true", help="also run out-of-scope tests")
     run.add_argument("--resume", action="store_true",

@@ -43,7 +43,7 @@ _GROUPS = (
     ("cuda.fp16.", ("complexfuncs",)),
     ("cuda.atomic.", ("atomics",)),
     ("cuda.cg.", ("groups",)),
-    ("cuda.", ("cuda_intrinsics", "warp", "cache_hints")),
+    ("cuda.", ("cuda_intrinsics", "warp", "cache_hints", "vectors")),
     ("cmath.", ("complexfuncs",)),
     ("math.", ("mathfuncs",)),
     ("operator.", ("operator_funcs",)),
@@ -53,7 +53,7 @@ _GROUPS = (
 # the whole table's order of assembly: a later module's entry replaces an earlier one's
 _ORDER = ("cuda_intrinsics", "atomics", "mathfuncs", "pybuiltins", "warp", "groups",
           "complexfuncs", "operator_funcs", "cache_hints", "reductions", "bf16funcs",
-          "fp8funcs", "printing", "ufuncs")
+          "fp8funcs", "vectors", "printing", "ufuncs")
 _loaded: dict = {}  # group prefix -> its part of the table
 
 
@@ -104,7 +104,7 @@ def _lookup(key: str):
 
 _PY_BUILTIN_IDS = {id(getattr(_py_builtins, n)): n for n in
                    ("len", "abs", "min", "max", "round", "print", "range", "divmod", "pow",
-                    "enumerate", "zip", "sum", "complex", "isinstance")}
+                    "enumerate", "zip", "sum", "complex", "isinstance", "tuple")}
 
 
 def builtin_key(obj) -> str | None:

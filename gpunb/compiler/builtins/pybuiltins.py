@@ -394,7 +394,22 @@ def _isinstance_of(vt: t.Type, cls) -> bool | None:
     return None
 
 
+class TupleOf(Builtin):
+    """tuple(t) of a tuple: the tuple itself (numba's)."""
+
+    name = "tuple"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if kwtypes or len(argtypes) != 1 or not isinstance(argtypes[0], t.Tuple):
+            raise inf.error(node, "tuple() in GPU code takes one tuple")
+        return t.Tuple(argtypes[0].items)
+
+    def lower_call(self, low, node, call):
+        return low.expr(node.args[0])
+
+
 BUILTINS.update({
+    "builtins.tuple": TupleOf(),
     "builtins.isinstance": IsInstance(),
     "builtins.enumerate": EnumerateTuple(),
     "builtins.zip": ZipTuples(),
