@@ -344,3 +344,37 @@ def test_assert_with_computed_message_is_a_compile_error_only_with_debug(ptxas):
 
     ptxas(cuda.compile_ptx(kern, "void(float32[::1])")[0])  # no debug: typed, compiled away
     assert "constant string" in _compile_error(kern, debug=True).message
+
+
+@cuda.jit(debug=True, opt=False)
+def _divide(r, x, y, n):
+    r[0] = y[0] / x[0]
+    r[1] = n // int(x[0])
+
+
+@cuda.jit
+def _divide_quietly(r, x, y, n):
+    r[0] = y[0] / x[0]
+    r[1] = n // int(x[0])
+
+
+def test_debug_divisions_by_zero_raise_zero_division_error_as_numba(target):
+    r = np.zeros(2)
+    with pytest.raises(ZeroDivisionError, match="float division by zero"):
+        _divide[1, 1](r, np.zeros(1), np.ones(1), 7)
+    _divide[1, 1](r, np.full(1, 2.0), np.ones(1), 7)
+    assert r.tolist() == [0.5, 3.0]
+    _divide_quietly[1, 1](r, np.zeros(1), np.ones(1), 7)  # numba's error model: no raise
+    assert r[0] == np.inf and r[1] == 0
+
+
+@cuda.jit(debug=True, opt=False)
+def _tuple_index(ary):
+    x = cuda.threadIdx.x
+    if x == 2:
+        ary[0] = ary.shape[-x]
+
+
+def test_debug_tuple_index_out_of_range_is_pythons_index_error(target):
+    with pytest.raises(IndexError, match="tuple index out of range"):
+        _tuple_index[1, 3](np.array([0, 1]))

@@ -160,8 +160,28 @@ class ExpressionLowering:
         if isinstance(op, ast.Pow) and isinstance(result, t.Float) and t.is_int(yt):
             return ops.binary(b, op, ops.cast(b, x, xt, result), y, result, self.math_call,
                               yt, rhs_const)
+        if isinstance(op, (ast.Div, ast.FloorDiv, ast.Mod)) and self.mb.options.get("debug") \
+                and rhs_const is None and t.is_number(yt):
+            self.check_divisor(rhs_node, y, yt, result)
         return ops.binary(b, op, ops.cast(b, x, xt, result), ops.cast(b, y, yt, result),
                           result, self.math_call, yt, rhs_const)
+
+    def check_divisor(self, node, y, yt: t.Type, result: t.Type) -> None:
+        """debug=True: numba's Python error model, a division by zero raises ZeroDivisionError
+        (integer and float alike); without debug it gives numba's 0 / inf / nan."""
+        b = self.builder
+        zero = b.fcmp_ordered("==", y, ir.Constant(y.type, 0.0)) if isinstance(yt, t.Float) \
+            else None
+        if zero is None:
+            if isinstance(yt, t.Complex) or not isinstance(yt, (t.Integer, t.Boolean)):
+                return  # complex, bfloat16, fp8: left to the arithmetic
+            zero = b.icmp_unsigned("==", y, ir.Constant(y.type, 0))
+        fail, ok = self.new_block("div.zero"), self.new_block("div.ok")
+        b.cbranch(zero, fail, ok)
+        b.position_at_end(fail)
+        what = "float" if isinstance(result, t.Float) else "integer"
+        self.raise_exception(node, "ZeroDivisionError", f"{what} division by zero")
+        b.position_at_end(ok)
 
     def expr_UnaryOp(self, node: ast.UnaryOp):
         b = self.builder

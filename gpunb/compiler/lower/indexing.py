@@ -47,7 +47,14 @@ class IndexLowering:
                     b.gep(storage, [ir.Constant(dm.i32, 0), ir.Constant(dm.i32, k)]))
         index = arrays.normalise_index(b, self.expr(node.slice), self.type_of(node.slice),
                                        ir.Constant(dm.i64, n))
-        self.target.check_bounds(self, node, base_t, 0, index, ir.Constant(index.type, n))
+        if self.mb.options.get("debug"):  # numba's Python error model: Python's IndexError
+            fail, ok = self.new_block("tuple.index.fail"), self.new_block("tuple.index.ok")
+            b.cbranch(b.icmp_unsigned("<", index, ir.Constant(index.type, n)), ok, fail)
+            b.position_at_end(fail)
+            self.raise_exception(node, "IndexError", "tuple index out of range")
+            b.position_at_end(ok)
+        else:
+            self.target.check_bounds(self, node, base_t, 0, index, ir.Constant(index.type, n))
         return b.load(b.gep(storage, [ir.Constant(dm.i32, 0), index]))
 
     def index_parts(self, node, base_t: t.Array, base) -> list:
