@@ -401,8 +401,8 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
     elif opt:  # (NVVM at -opt=0 fuses nothing: numba-cuda's opt=False gives no fma)
         # a * b + c may become one fma, as numba-cuda's NVVM contracts by default (-fma=1):
         # the GPU's speed, and the results numba-cuda users get
-        # (float and double only: bfloat16 arithmetic rounds each operation, as cuda_bf16.h's)
-        module_text = re.sub(r"= (fadd|fsub|fmul) (float|double) ", r"= \1 contract \2 ",
+        # (half, float and double: bfloat16 arithmetic rounds each operation, as cuda_bf16.h's)
+        module_text = re.sub(r"= (fadd|fsub|fmul) (half|float|double) ", r"= \1 contract \2 ",
                              module_text)
     mod = llvm.parse_assembly(module_text)
     uses_libdevice = "__nv_" in module_text
