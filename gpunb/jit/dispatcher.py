@@ -15,6 +15,7 @@ import weakref
 
 from gpunb.cache.fingerprint import still_valid
 from gpunb.foundation import config, launch_gate
+from gpunb.foundation import config as settings  # (`config` is also a launch config below)
 from gpunb.foundation import events as _events
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import (
@@ -25,7 +26,7 @@ from gpunb.foundation.errors import (
     NoMatchingSignatureError,
     NotAKernelError,
 )
-from gpunb.jit.numba_api import NumbaDispatcherAPI
+from gpunb.jit.numba_api import NumbaDispatcherAPI, warn_low_occupancy
 from gpunb.jit.observe import observed_launch
 from gpunb.jit.specialization import Specialization
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
@@ -160,6 +161,8 @@ class Dispatcher(NumbaDispatcherAPI):
         check_dims(blockdim, "block", self.__name__)
         stream = config[2] if len(config) > 2 else 0
         shared = config[3] if len(config) > 3 else 0
+        if settings.low_occupancy_warnings():  # numba-cuda's warning, opt-in in gpunb
+            warn_low_occupancy(griddim)
         return _LaunchConfig(self, griddim, blockdim, stream, shared)
 
     def __call__(self, *args, **kwargs):
@@ -428,7 +431,7 @@ class _LaunchConfig:
     """`kernel[grid, block, stream, shared]`: call it with the kernel's arguments."""
 
     __slots__ = ("dispatcher", "grid", "block", "stream", "sharedmem", "_native",
-                 "_native_misses")
+                 "_native_misses", "_callbacks")
 
     def __init__(self, dispatcher, griddim, blockdim, stream, sharedmem):
         self.dispatcher = dispatcher
@@ -438,6 +441,14 @@ class _LaunchConfig:
         self.sharedmem = sharedmem
         self._native = None  # (native launcher builtin, after) once bound (jit/fast_launch.py)
         self._native_misses = 0
+        self._callbacks = None  # numba-cuda's pre_launch_callbacks (see the property)
+
+    @property
+    def pre_launch_callbacks(self) -> list:
+        """numba-cuda's `callback(kernel, launch_config)` list, run before each launch."""
+        from gpunb.jit.numba_api import pre_launch_callbacks
+
+        return pre_launch_callbacks(self)
 
     @property
     def griddim(self) -> tuple:
@@ -450,10 +461,12 @@ class _LaunchConfig:
         return _dim3_of(self.block)
 
     def __reduce__(self):
-        if self.stream:
+        if self.stream or self._callbacks:
             import pickle
 
-            raise pickle.PicklingError("cannot pickle a launch configuration with a stream")
+            raise pickle.PicklingError(
+                "Cannot pickle configured launches with pre-launch callbacks" if
+                self._callbacks else "cannot pickle a launch configuration with a stream")
         return (_configured, (self.dispatcher, self.grid, self.block, self.sharedmem))
 
     def __call__(self, *args, **kwargs) -> None:
@@ -508,6 +521,10 @@ class _LaunchConfig:
                 from gpunb.jit.numba_api import prepare_arguments
 
                 args, cleanups = prepare_arguments(dispatcher.extensions, args, self.stream)
+            if self._callbacks:
+                from gpunb.jit.numba_api import run_pre_launch_callbacks
+
+                run_pre_launch_callbacks(self, args)
             spec = dispatcher.launch(self.grid, self.block, self.stream, self.sharedmem, args)
         except LaunchError as exc:
             if exc.loc is None:  # point at the user's launch line (costs nothing without errors)

@@ -367,3 +367,40 @@ def _source_text(py_func) -> str | None:
     # with the module's globals, linecache also asks the module's loader (as inspect does)
     return "".join(linecache.getlines(source.filename,
                                       getattr(py_func, "__globals__", None))) or None
+
+
+def pre_launch_callbacks(config) -> list:
+    """A launch configuration's numba-cuda pre_launch_callbacks (host code, run before each of
+    its launches with (kernel, launch_config); they must not launch CUDA work). A configuration
+    with callbacks is that object only: `kernel[grid, block]` later makes a fresh one, and its
+    launches take the Python path (a native launcher cannot call back)."""
+    if config._callbacks is None:
+        config._callbacks = []
+        config._native, config._native_misses = None, -(1 << 62)  # never bind a native one
+        configs = config.dispatcher._configs
+        for key in [k for k, v in configs.items() if v is config]:
+            del configs[key]
+    return config._callbacks
+
+
+def run_pre_launch_callbacks(config, args: tuple) -> None:
+    dispatcher = config.dispatcher
+    kernel = Overload(dispatcher, dispatcher._specialize_for_args(args, None)[0])
+    for callback in list(config._callbacks):
+        callback(kernel, config)
+
+
+def warn_low_occupancy(griddim) -> None:
+    """numba-cuda's warning for a grid of fewer than 128 blocks (on with
+    GPUNB_LOW_OCCUPANCY_WARNINGS=1): most such grids leave most of a GPU idle."""
+    import warnings
+
+    from gpunb.runtime.packing import PerformanceWarning
+
+    dims = griddim if isinstance(griddim, (tuple, list)) else (griddim,)
+    size = 1
+    for n in dims:
+        size *= int(n)
+    if size < 128:
+        warnings.warn(f"Grid size {size} will likely result in GPU under-utilization due to "
+                      "low occupancy.", PerformanceWarning, stacklevel=4)

@@ -82,7 +82,10 @@ class CallTyping:
                              "function on device", "a numba @jit function given explicit "
                              "signatures is compiled for the CPU only (numba-cuda refuses it "
                              "too): drop the signatures, or use @cuda.jit(device=True)")
-        raise self.error(node.func, f"cannot call {name} from GPU code", _call_hint(callee))
+        untyped = f"Untyped global name '{node.func.id}': " \
+            if isinstance(node.func, ast.Name) else ""  # numba's words, for those who search
+        raise self.error(node.func, f"{untyped}cannot call {name} from GPU code",
+                         _call_hint(callee))
 
     def int_bit_count(self, node: ast.Call) -> t.Type | None:
         """`x.bit_count()` on an integer value; None when `x` is not one (a module's function
