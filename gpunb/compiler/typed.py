@@ -199,7 +199,8 @@ class LoopPlan:
 @record
 class IntIndex:
     """An integer index: the node's value, or item `position` of a tuple-valued node (a[idx]
-    with idx = (i, j) indexes two axes)."""
+    with idx = (i, j) indexes two axes), or with position -1 the value a 0-d integer array
+    holds (numba indexes with those too)."""
 
     node: ast.AST
     type: t.Type

@@ -94,3 +94,19 @@ def test_transpose_of_a_view_is_numba_cudas_contiguous_copy(target):
     square = cuda.to_device(np.zeros((3, 3)))
     square.T[0, 1] = 5.0  # a copy: the original is unchanged
     assert square.copy_to_host()[1, 0] == 0.0
+
+
+def test_gpus_slices_like_a_list():
+    assert list(cuda.gpus[0:]) == list(cuda.gpus)
+    assert cuda.gpus[len(cuda.gpus):] == []
+
+
+@cuda.jit
+def _index_with_0d(out, values, i):
+    out[()] = values[i]
+
+
+def test_a_0d_integer_array_indexes_as_its_value(target):
+    out = np.zeros((), np.float64)
+    _index_with_0d[1, 1](out, np.arange(5.0), np.asarray(3))
+    assert out[()] == 3.0

@@ -130,6 +130,10 @@ class IndexTyping:
                 for k, item_type in enumerate(found.items):
                     parts.append(IntIndex(item, item_type, k))
                 continue
+            if isinstance(found, t.Array) and found.ndim == 0 and \
+                    isinstance(found.dtype, t.Integer):  # a 0-d integer array: its value
+                parts.append(IntIndex(item, found.dtype, -1))
+                continue
             if not isinstance(found, (t.Integer, t.Boolean)):
                 raise self.error(item, f"array index must be an integer, got {found}",
                                  "convert with int(...)")

@@ -68,7 +68,9 @@ class IndexLowering:
                 value = values.get(part.node)
                 if value is None:
                     value = values[part.node] = self.expr(part.node)
-                if part.position is not None:
+                if part.position == -1:  # a 0-d integer array: the value it holds
+                    value = arrays.load_element(b, part.type, b.extract_value(value, 0), None)
+                elif part.position is not None:
                     value = b.extract_value(value, part.position)
                 idx = arrays.normalise_index(b, value, part.type, shape[axis])
                 self.target.check_bounds(self, node, base_t, axis, idx, shape[axis])
