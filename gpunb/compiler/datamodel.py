@@ -11,6 +11,7 @@ from llvmlite import ir
 
 from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
+from gpunb.foundation.pointer_types import Pointer
 
 i1 = ir.IntType(1)
 i8 = ir.IntType(8)
@@ -62,7 +63,7 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.LiteralStructType([value_type(x) for x in ty.items])
     if isinstance(ty, (t.NoneType, t.Group)):
         return ir.LiteralStructType([])
-    if isinstance(ty, t.Record):
+    if isinstance(ty, (t.Record, Pointer)):
         return ptr
     if isinstance(ty, enum_types.EnumMember):
         return i64

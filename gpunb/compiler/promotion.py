@@ -17,6 +17,7 @@ import ast
 import numpy as np
 
 from gpunb.foundation import types as t
+from gpunb.foundation.pointer_types import Pointer
 
 # float32 with these stays float32 in arithmetic (numba's conversions to float32 are safe only
 # from them: see _CAN_CONVERT), likewise complex64
@@ -242,6 +243,10 @@ def conversion(src: t.Type, dst: t.Type, literal: int | None = None) -> int | No
         return None if found is None else max(found, PROMOTE)
     if isinstance(src, t.BFloat16) or isinstance(dst, t.BFloat16):
         return _bfloat16_conversion(src, dst)
+    if isinstance(dst, Pointer):  # an address passed as an int (numba-cuda's launches)
+        if isinstance(src, Pointer):
+            return EXACT if src == dst else SAFE if dst.dtype is None else None
+        return UNSAFE if isinstance(src, t.Integer) else None
     if src not in _INDEX or dst not in _INDEX:
         return EXACT if src == dst else None
     return _KINDS[_CAN_CONVERT[_INDEX[src]][_INDEX[dst]]]

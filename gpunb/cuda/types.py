@@ -5,6 +5,9 @@ aliases, type domains and UniTuple."""
 from __future__ import annotations
 
 from gpunb.foundation import types as _types
+from gpunb.foundation.pointer_types import CPointer as CPointer
+from gpunb.foundation.pointer_types import Pointer
+from gpunb.foundation.pointer_types import voidptr as voidptr
 from gpunb.foundation.types import (
     Tuple,
     Type,
@@ -43,6 +46,7 @@ class _UniTupleKind(type):
 
 
 UniTuple = _UniTupleKind("UniTuple", (), {"__doc__": "numba's homogeneous tuple type"})
+RawPointer = Pointer  # numba's voidptr is RawPointer('void*')
 
 
 def __getattr__(name: str):

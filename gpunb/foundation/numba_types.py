@@ -63,8 +63,21 @@ def _record(obj):
     return t.from_dtype(dtype) if isinstance(dtype, np.dtype) else None
 
 
+def _pointer(obj):
+    from gpunb.foundation.pointer_types import Pointer
+
+    dtype = from_numba(obj.dtype)
+    return None if dtype is None else Pointer(dtype)
+
+
+def _raw_pointer(obj):
+    from gpunb.foundation.pointer_types import voidptr
+
+    return voidptr
+
+
 _CONVERTERS = {
     "Array": _array, "UniTuple": _tuple, "Tuple": _tuple, "NamedUniTuple": _named_tuple,
     "NamedTuple": _named_tuple, "Record": _record, "NoneType": lambda obj: t.none,
-    "Omitted": lambda obj: None,
+    "Omitted": lambda obj: None, "CPointer": _pointer, "RawPointer": _raw_pointer,
 }

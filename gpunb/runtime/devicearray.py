@@ -56,6 +56,11 @@ class DeviceAllocation:
             finalizer = weakref.finalize(self, free, cu, self.ptr, self.token)
             finalizer.atexit = False  # the driver frees everything at exit; it may be gone
 
+    @property
+    def device_pointer(self) -> int:
+        """numba's MemoryPointer.device_pointer: the block's address (int() of it works)."""
+        return self.ptr
+
     def check_usable(self, what: str) -> None:
         """LaunchError when the memory's context was reset (gpunb.cuda.reset())."""
         if not self.token.alive:
@@ -428,6 +433,19 @@ def cai_dtype(desc: dict) -> np.dtype:
     return np.dtype(desc["typestr"])
 
 
+class _HostMemory:
+    """The CPU target's gpu_data: the address and size of a HostDeviceArray's memory."""
+
+    __slots__ = ("ptr", "nbytes")
+
+    def __init__(self, ptr: int, nbytes: int):
+        self.ptr, self.nbytes = ptr, nbytes
+
+    @property
+    def device_pointer(self) -> int:
+        return self.ptr
+
+
 class HostDeviceArray(_ArrayBase):
     """The CPU target's "device" array: numpy memory with DeviceArray's API and copy semantics."""
 
@@ -449,6 +467,11 @@ class HostDeviceArray(_ArrayBase):
     @property
     def __array_interface__(self) -> dict:
         return self._array.__array_interface__
+
+    @property
+    def gpu_data(self):
+        """numba's gpu_data: the memory's address as .device_pointer (numpy's memory here)."""
+        return _HostMemory(self._ptr, self.nbytes)
 
     def __repr__(self) -> str:
         return f"<gpunb HostDeviceArray shape={self.shape} dtype={self.dtype} (CPU target)>"

@@ -23,6 +23,7 @@ from gpunb.backends.cuda import driver
 from gpunb.foundation import abi, enum_types
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.pointer_types import Pointer, pointer_address
 from gpunb.runtime.arghints import ArgHint
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 
@@ -185,7 +186,16 @@ class ArgPacker:
             return lambda value: (_low_precision_bits(value, ty),)
         if isinstance(ty, enum_types.EnumMember):
             return lambda value: (ty.index_of(value),)
+        if isinstance(ty, Pointer):
+            return lambda value: (self._pointer_slot(value, ty, index),)
         return None
+
+    def _pointer_slot(self, value, ty: Pointer, index: int) -> int:
+        address = pointer_address(value)
+        if address is None:
+            raise self._arg_error(index, f"expects a pointer ({ty}): an integer address or a "
+                                  f"ctypes pointer, got {type(value).__name__}")
+        return address
 
     def _array_getter(self, ty: t.Array, index: int):
         expected = 1 + 2 * ty.ndim
@@ -370,7 +380,7 @@ def _slot_formats(ty: t.Type) -> list:
         return [("Q", np.dtype(np.uint64))] + [("q", np.dtype(np.int64))] * (2 * ty.ndim)
     if isinstance(ty, t.Tuple):
         return [f for item in ty.items for f in _slot_formats(item)]
-    if isinstance(ty, t.Record):
+    if isinstance(ty, (t.Record, Pointer)):
         return [("Q", np.dtype(np.uint64))]
     if isinstance(ty, t.Complex):
         part = ty.component

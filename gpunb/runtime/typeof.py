@@ -51,7 +51,26 @@ def typeof(value) -> t.Type:
         return enum_member
     if isinstance(value, (bool, int, float, complex)):  # subclasses
         return _PYTHON_SCALARS[next(k for k in (bool, int, float, complex) if isinstance(value, k))]
+    pointer = _ctypes_pointer_type(value)
+    if pointer is not None:
+        return pointer
     raise TypeError(f"cannot pass a {cls.__name__} to a kernel")
+
+
+def _ctypes_pointer_type(value):
+    """A ctypes pointer's type (numba types a c_void_p as voidptr, POINTER(c_int) as int32*)."""
+    import ctypes
+
+    from gpunb.foundation.pointer_types import Pointer, voidptr
+
+    if isinstance(value, ctypes.c_void_p):
+        return voidptr
+    if isinstance(value, ctypes._Pointer):
+        try:
+            return Pointer(t.from_dtype(np.dtype(value._type_)))
+        except (TypeError, ValueError, KeyError):
+            return voidptr
+    return None
 
 
 def _element_type(dtype: np.dtype) -> t.Type:

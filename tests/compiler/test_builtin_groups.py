@@ -17,6 +17,7 @@ from gpunb.compiler.builtins import (
     groups,
     mathfuncs,
     operator_funcs,
+    pointers,
     printing,
     pybuiltins,
     reductions,
@@ -32,7 +33,7 @@ def _eager_table() -> dict:
     for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                  pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS, complexfuncs.BUILTINS,
                  operator_funcs.BUILTINS, cache_hints.BUILTINS, reductions.BUILTINS,
-                 bf16funcs.BUILTINS, fp8funcs.BUILTINS, vectors.BUILTINS):
+                 bf16funcs.BUILTINS, fp8funcs.BUILTINS, vectors.BUILTINS, pointers.BUILTINS):
         table.update(part)
     table["builtins.print"] = printing.Print()
     table.update(ufuncs.wrap(table))

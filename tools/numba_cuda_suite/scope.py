@@ -161,6 +161,8 @@ TESTS: list[tuple[str, str, str]] = [
      f"launchconfig ({_EXTENSION})"),
     ("test_dispatcher.py::*::test_launch_config_args_are_thread_local", OUT,
      f"launchconfig ({_EXTENSION})"),
+    ("test_dispatcher.py::*::test_dispatcher_cpointer_arguments", GPU, "passes device pointers "
+     "read from __cuda_array_interface__, which the CPU target's arrays do not export"),
     ("test_enums.py::*::test_int_enum_no_conversion", OUT, f"numba's typing context "
      f"({_INTERNALS})"),
     ("test_localmem.py::*::test_n*_dtype", OUT, f"reads numba's typemap of an overload "

@@ -43,6 +43,7 @@ _GROUPS = (
     ("cuda.fp16.", ("complexfuncs",)),
     ("cuda.atomic.", ("atomics",)),
     ("cuda.cg.", ("groups",)),
+    ("cuda.np.", ("pointers",)),
     ("cuda.", ("cuda_intrinsics", "warp", "cache_hints", "vectors")),
     ("cmath.", ("complexfuncs",)),
     ("math.", ("mathfuncs",)),
@@ -53,7 +54,7 @@ _GROUPS = (
 # the whole table's order of assembly: a later module's entry replaces an earlier one's
 _ORDER = ("cuda_intrinsics", "atomics", "mathfuncs", "pybuiltins", "warp", "groups",
           "complexfuncs", "operator_funcs", "cache_hints", "reductions", "bf16funcs",
-          "fp8funcs", "vectors", "printing", "ufuncs")
+          "fp8funcs", "vectors", "pointers", "printing", "ufuncs")
 _loaded: dict = {}  # group prefix -> its part of the table
 
 
@@ -125,6 +126,8 @@ def builtin_key(obj) -> str | None:
         return "operator." + fname
     if module and module.startswith("numpy") and fname and callable(obj):
         return "numpy." + fname
+    if fname == "from_buffer" and type(getattr(obj, "__self__", None)).__module__ == "cffi.api":
+        return "cuda.np.ffi_from_buffer"  # cffi's ffi.from_buffer(arr): the data pointer
     return None
 
 

@@ -10,6 +10,7 @@ from gpunb.compiler.typed import IndexPlan, IntIndex, SliceIndex
 from gpunb.compiler.values import NotConstant, PyValue, const_eval
 from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
+from gpunb.foundation.pointer_types import Pointer
 
 
 class IndexTyping:
@@ -20,6 +21,8 @@ class IndexTyping:
             return self.array_index_type(node, base, index)
         if isinstance(base, t.Record):
             return self.record_field_type(base, index)
+        if isinstance(base, Pointer):
+            return self.pointer_item_type(base, index)
         if isinstance(base, t.Tuple) and isinstance(index, ast.Slice):
             return self.tuple_slice_type(index, base)
         if isinstance(base, t.Tuple):
@@ -39,6 +42,16 @@ class IndexTyping:
         member = cls[name]
         self.constants[node] = member
         return enum_types.enum_type(member)
+
+    def pointer_item_type(self, base: Pointer, index) -> t.Type:
+        """p[i] of a C pointer: the element i places on, unchecked (numba's CPointer)."""
+        if base.dtype is None:
+            raise self.error(index, "a void* cannot be indexed",
+                             "view it with carray(ptr, shape, dtype) first")
+        found = self.expr(index)
+        if not isinstance(found, (t.Integer, t.Boolean)):
+            raise self.error(index, f"a pointer index must be an integer, got {found}")
+        return base.dtype
 
     def record_field_type(self, base: t.Record, index) -> t.Type:
         if isinstance(index, ast.Constant) and type(index.value) is int:  # rec[0]: by position

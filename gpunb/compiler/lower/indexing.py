@@ -11,6 +11,7 @@ from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.typed import IntIndex
 from gpunb.foundation import types as t
+from gpunb.foundation.pointer_types import Pointer
 
 
 class IndexLowering:
@@ -92,6 +93,10 @@ class IndexLowering:
             key = node.slice.value  # a field name, or its position (rec[0])
             name = base_t.fields[key][0] if isinstance(key, int) else key
             return arrays.field_address(b, base_t, base, name)
+        if isinstance(base_t, Pointer):  # p[i]: i elements on, unchecked
+            index = ops.cast(b, self.expr(node.slice), self.type_of(node.slice), t.int64)
+            return (b.gep(base, [index], source_etype=dm.memory_type(base_t.dtype)),
+                    base_t.dtype, None)
         data, shape, strides = arrays.parts(b, base, base_t.ndim)
         indices = [p[1] for p in self.index_parts(node, base_t, base)]
         return (arrays.element_pointer(b, base_t, data, shape, strides, indices), base_t.dtype,

@@ -22,4 +22,42 @@ def as_dtype(nbtype: Type) -> np.dtype:
         raise TypeError(f"{nbtype} cannot be represented as a NumPy dtype") from None
 
 
-__all__ = ["as_dtype", "from_dtype", "numpy_version"]
+def carray(ptr, shape, dtype=None) -> np.ndarray:
+    """A numpy array (C order) over the memory a ctypes pointer points at (numba's carray); in
+    a kernel, an array view of the memory a CPointer argument points at."""
+    return _pointer_array(ptr, shape, dtype)
+
+
+def farray(ptr, shape, dtype=None) -> np.ndarray:
+    """As carray, in Fortran order: `shape` is the array's own shape."""
+    if not isinstance(shape, int):
+        shape = tuple(shape)[::-1]
+    return _pointer_array(ptr, shape, dtype).T
+
+
+carray._gpunb_intrinsic = "cuda.np.carray"
+farray._gpunb_intrinsic = "cuda.np.farray"
+
+
+def _pointer_array(ptr, shape, dtype) -> np.ndarray:
+    import ctypes
+
+    ptr = getattr(ptr, "_as_parameter_", ptr)
+    dtype = None if dtype is None else np.dtype(dtype)
+    if isinstance(ptr, ctypes.c_void_p):
+        if dtype is None:
+            raise TypeError("explicit dtype required for void* argument")
+        address = ptr.value or 0
+    elif isinstance(ptr, ctypes._Pointer):
+        own = np.dtype(ptr._type_)
+        if dtype is not None and dtype != own:
+            raise TypeError(f"mismatching dtype '{dtype}' for pointer {ptr}")
+        dtype, address = own, ctypes.cast(ptr, ctypes.c_void_p).value or 0
+    else:
+        raise TypeError(f"expected a ctypes pointer, got {ptr!r}")
+    count = int(np.prod(shape, dtype=np.intp))
+    buffer = (ctypes.c_byte * (count * dtype.itemsize)).from_address(address)
+    return np.frombuffer(buffer, dtype).reshape(shape)
+
+
+__all__ = ["as_dtype", "carray", "farray", "from_dtype", "numpy_version"]
