@@ -48,6 +48,8 @@ def value_type(ty: t.Type) -> ir.Type:
         return i1
     if isinstance(ty, t.Integer):
         return ir.IntType(ty.bitwidth)
+    if isinstance(ty, t.DateTime):  # a count of units (NaT the least int64)
+        return i64
     if isinstance(ty, t.Float):
         return _FLOATS[ty.bitwidth]
     if isinstance(ty, t.BFloat16):

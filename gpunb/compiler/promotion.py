@@ -243,6 +243,13 @@ def conversion(src: t.Type, dst: t.Type, literal: int | None = None) -> int | No
         return None if found is None else max(found, PROMOTE)
     if isinstance(src, t.BFloat16) or isinstance(dst, t.BFloat16):
         return _bfloat16_conversion(src, dst)
+    if isinstance(src, t.DateTime) or isinstance(dst, t.DateTime):  # a finer unit is safe
+        from gpunb.compiler import datetimes
+
+        if not (isinstance(src, t.DateTime) and isinstance(dst, t.DateTime)) or \
+                src.kind != dst.kind:
+            return None
+        return EXACT if src == dst else SAFE if datetimes.can_cast(src.unit, dst.unit) else None
     if isinstance(dst, Pointer):  # an address passed as an int (numba-cuda's launches)
         if isinstance(src, Pointer):
             return EXACT if src == dst else SAFE if dst.dtype is None else None
@@ -309,3 +316,23 @@ def range_type(argtypes: tuple, literals: tuple) -> t.Integer:
                   (t.uint64,) * len(argtypes)]
     chosen = best_match(tuple(argtypes), candidates, literals)
     return candidates[chosen][0] if chosen is not None else t.int64
+
+
+def unify(a: t.Type, b: t.Type) -> t.Type | None:
+    """The least type that holds values of both (for variables assigned in several places)."""
+    if a == b:
+        return a
+    if t.is_number(a) and t.is_number(b):
+        if isinstance(a, t.Integer) and isinstance(b, t.Integer) and a.signed == b.signed:
+            return t.Integer(max(a.bitwidth, b.bitwidth), a.signed)
+        if isinstance(a, t.Boolean) or isinstance(b, t.Boolean):
+            return b if isinstance(a, t.Boolean) else a
+        return t.unify_numbers(a, b)
+    if isinstance(a, t.Tuple) and isinstance(b, t.Tuple) and len(a.items) == len(b.items):
+        items = tuple(unify(x, y) for x, y in zip(a.items, b.items, strict=False))
+        return None if None in items else t.Tuple(items)
+    if isinstance(a, t.Array) and isinstance(b, t.Array) and a.dtype == b.dtype and \
+            a.ndim == b.ndim:
+        return t.Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A",
+                       a.readonly or b.readonly, a.aligned and b.aligned)
+    return None

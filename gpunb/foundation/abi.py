@@ -29,7 +29,7 @@ def scalar_slot(ty: t.Type) -> str:
         return "bf16"
     if isinstance(ty, t.FP8):
         return "i8"
-    if isinstance(ty, enum_types.EnumMember):  # its position in the class
+    if isinstance(ty, (enum_types.EnumMember, t.DateTime)):  # class position; count of units
         return "i64"
     raise TypeError(f"{ty} is not a scalar")
 

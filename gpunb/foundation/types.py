@@ -258,6 +258,18 @@ class InlineArray(Type):
 
 
 @dataclass(frozen=True, slots=True)
+class DateTime(Type):
+    """numpy's datetime64[unit] (kind 'M') or timedelta64[unit] (kind 'm'): numba's NPDatetime
+    and NPTimedelta, an int64 count of units whose least value is NaT (compiler/datetimes.py)."""
+
+    kind: str
+    unit: str  # numpy's: 'Y', 'M', 'W', 'D', 'h', ..., 'as', or '' (generic)
+
+    def __str__(self) -> str:
+        return f"{'datetime64' if self.kind == 'M' else 'timedelta64'}[{self.unit}]"
+
+
+@dataclass(frozen=True, slots=True)
 class Group(Type):
     """A cooperative group handle: `cuda.cg.this_grid()` or `cuda.cg.this_thread_block()`."""
 
@@ -325,7 +337,7 @@ TYPE_NAMES: dict[str, Type] = {
 
 def array_type_from_slices(dtype: Type, item) -> Array:
     """`float32[:, ::1]` -> Array(float32, 2, 'C'); `float32[::1, :]` -> 'F'; else 'A'."""
-    if not isinstance(dtype, (Boolean, Integer, Float, Complex, Record, BFloat16, FP8)):
+    if not isinstance(dtype, (Boolean, Integer, Float, Complex, Record, BFloat16, FP8, DateTime)):
         raise TypeError(f"cannot make an array of {dtype}")
     dims = item if isinstance(item, tuple) else (item,)
     for d in dims:
@@ -397,6 +409,9 @@ def from_dtype(dtype) -> Type:
         return found
     if dtype.type.__module__.startswith("ml_dtypes") and dtype.name in _ML_DTYPES:
         return _ML_DTYPES[dtype.name]
+    if dtype.kind in "mM" and np.datetime_data(dtype)[1] == 1:  # datetime64[D] & co
+        unit = np.datetime_data(dtype)[0]
+        return DateTime(dtype.kind, "" if unit == "generic" else unit)
     if dtype.fields:
         fields = tuple(
             (name, _field_type(dtype.fields[name][0]), dtype.fields[name][1])
@@ -452,6 +467,8 @@ def to_dtype(t: Type) -> np.dtype:
         return np.dtype((to_dtype(t.dtype), t.shape))
     if isinstance(t, (BFloat16, FP8)):
         return ml_dtype(t)
+    if isinstance(t, DateTime):
+        return np.dtype(f"{t.kind}8[{t.unit}]" if t.unit else f"{t.kind}8")
     try:
         return _TYPE_TO_DTYPE[plain(t)]
     except KeyError:
@@ -465,6 +482,8 @@ def sizeof(t: Type) -> int:
         return t.bitwidth // 8
     if isinstance(t, BFloat16):
         return 2
+    if isinstance(t, DateTime):
+        return 8
     if isinstance(t, Record):
         return t.size
     if isinstance(t, InlineArray):
@@ -543,25 +562,6 @@ def _int_as_float_width(t: Type) -> int:
     if t.bitwidth <= 16:
         return 32
     return 64
-
-
-def unify(a: Type, b: Type) -> Type | None:
-    """The least type that holds values of both (for variables assigned in several places)."""
-    if a == b:
-        return a
-    if is_number(a) and is_number(b):
-        if isinstance(a, Integer) and isinstance(b, Integer) and a.signed == b.signed:
-            return Integer(max(a.bitwidth, b.bitwidth), a.signed)
-        if isinstance(a, Boolean) or isinstance(b, Boolean):
-            return b if isinstance(a, Boolean) else a
-        return unify_numbers(a, b)
-    if isinstance(a, Tuple) and isinstance(b, Tuple) and len(a.items) == len(b.items):
-        items = tuple(unify(x, y) for x, y in zip(a.items, b.items, strict=False))
-        return None if None in items else Tuple(items)
-    if isinstance(a, Array) and isinstance(b, Array) and a.dtype == b.dtype and a.ndim == b.ndim:
-        return Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A",
-                     a.readonly or b.readonly, a.aligned and b.aligned)
-    return None
 
 
 def can_convert(src: Type, dst: Type) -> bool:

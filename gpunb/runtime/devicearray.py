@@ -445,6 +445,13 @@ class _HostMemory:
     def device_pointer(self) -> int:
         return self.ptr
 
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _HostMemory) and (self.ptr, self.nbytes) == (other.ptr,
+                                                                               other.nbytes)
+
+    def __hash__(self) -> int:
+        return hash((self.ptr, self.nbytes))
+
 
 class HostDeviceArray(_ArrayBase):
     """The CPU target's "device" array: numpy memory with DeviceArray's API and copy semantics."""

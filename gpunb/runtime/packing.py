@@ -188,6 +188,9 @@ class ArgPacker:
             return lambda value: (ty.index_of(value),)
         if isinstance(ty, Pointer):
             return lambda value: (self._pointer_slot(value, ty, index),)
+        if isinstance(ty, t.DateTime):  # datetime64/timedelta64: the count in its unit
+            unit = t.to_dtype(ty)
+            return lambda value: (int(np.asarray(value).astype(unit).view(np.int64)),)
         return None
 
     def _pointer_slot(self, value, ty: Pointer, index: int) -> int:
@@ -396,7 +399,7 @@ def _slot_formats(ty: t.Type) -> list:
         return [("H", np.dtype(np.uint16))]
     if isinstance(ty, t.FP8):
         return [("B", np.dtype(np.uint8))]
-    if isinstance(ty, enum_types.EnumMember):  # its position in the class
+    if isinstance(ty, (enum_types.EnumMember, t.DateTime)):  # class position; count of units
         return [("q", np.dtype(np.int64))]
     raise LaunchError(f"cannot pass a value of type {ty} to a kernel")
 

@@ -8,8 +8,8 @@ import ast
 from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler import datetimes, promotion
 from gpunb.compiler import operators as ops
-from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin
 from gpunb.foundation import types as t
 
@@ -36,6 +36,9 @@ class Abs(Builtin):
     name = "abs"
 
     def type_call(self, inf, node, argtypes, kwtypes):
+        if len(argtypes) == 1 and isinstance(argtypes[0], t.DateTime) and \
+                argtypes[0].kind == "m":
+            return argtypes[0]  # abs(timedelta64)
         if len(argtypes) != 1 or not t.is_number(argtypes[0]):
             raise inf.error(node, "abs() takes one number")
         a = argtypes[0]
@@ -49,6 +52,8 @@ class Abs(Builtin):
         b = low.builder
         a = call.argtypes[0]
         x = low.expr(node.args[0])
+        if isinstance(a, t.DateTime):
+            return datetimes.absolute(b, x)
         if isinstance(a, t.BFloat16):
             a, x = t.float32, ops.cast(b, x, a, t.float32)
         if isinstance(a, t.Float):
@@ -64,8 +69,9 @@ class Abs(Builtin):
 
 
 class MinMax(Builtin):
-    def __init__(self, name: str):
+    def __init__(self, name: str, datetimes: bool = False):
         self.name = name
+        self.datetimes = datetimes  # Python's min/max order datetimes too (numpy's do not)
 
     def operands(self, argtypes, nodes):
         if len(argtypes) == 1 and isinstance(argtypes[0], t.Tuple):
@@ -76,6 +82,8 @@ class MinMax(Builtin):
         if kwtypes or not argtypes:
             raise inf.error(node, f"{self.name}() takes numbers or one tuple")
         types, nodes = self.operands(argtypes, node.args)
+        if self.datetimes and types and datetimes.involved(*types):
+            return _common_datetime(inf, node, types)
         if len(types) < 1 or not all(t.is_number(a) and not isinstance(a, t.Complex)
                                      for a in types):
             raise inf.error(node, f"{self.name}() needs real numbers, got "
@@ -102,6 +110,19 @@ class MinMax(Builtin):
                 better = ops.compare(b, op, v, acc, result)
             acc = b.select(better, v, acc)
         return acc
+
+
+def _common_datetime(inf, node, types) -> t.Type:
+    """min/max of datetimes (or of timedeltas): numba's comparison unit, the finer one."""
+    common = types[0]
+    try:
+        for other in types[1:]:
+            common = datetimes.compare_type(None, common, other)
+    except datetimes.DateTimeTypeError as exc:
+        raise inf.error(node, str(exc)) from None
+    if len(types) == 1:
+        raise inf.error(node, "min()/max() of one datetime: pass two or more")
+    return common
 
 
 def _common(types, weak) -> t.Type:
@@ -251,13 +272,28 @@ class NotInKernels(Builtin):
 
 
 
+class IsNaT(Builtin):
+    """np.isnat(datetime or timedelta): whether it holds NaT."""
+
+    name = "isnat"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if kwtypes or len(argtypes) != 1 or not isinstance(argtypes[0], t.DateTime):
+            raise inf.error(node, "np.isnat() takes one datetime64 or timedelta64 value")
+        return t.boolean
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        return b.not_(datetimes.not_nat(b, low.expr(node.args[0])))
+
+
 CONJUGATE = Conjugate()
 
 BUILTINS = {
     "builtins.len": Len(),
     "builtins.abs": Abs(),
-    "builtins.min": MinMax("min"),
-    "builtins.max": MinMax("max"),
+    "builtins.min": MinMax("min", datetimes=True),
+    "builtins.max": MinMax("max", datetimes=True),
     "builtins.round": Round(),
     "builtins.divmod": DivMod(),
     "builtins.pow": Pow(),
@@ -265,6 +301,7 @@ BUILTINS = {
     "numpy.abs": Abs(),
     "numpy.minimum": MinMax("min"),
     "numpy.maximum": MinMax("max"),
+    "numpy.isnat": IsNaT(),
 }
 
 

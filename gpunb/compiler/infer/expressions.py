@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from gpunb.compiler import promotion
+from gpunb.compiler import datetimes, promotion
 from gpunb.compiler.builtins import Builtin, find_builtin
 from gpunb.compiler.infer import inner
 from gpunb.compiler.typed import BuiltinValue
@@ -190,6 +190,11 @@ class ExpressionTyping:
                                node.right in self.weak)
 
     def binop_type(self, node, op, a: t.Type, b: t.Type, weak_a: bool, weak_b: bool) -> t.Type:
+        if datetimes.involved(a, b):
+            try:
+                return datetimes.binop_type(op, a, b)
+            except datetimes.DateTimeTypeError as exc:
+                raise self.error(node, str(exc)) from None
         if isinstance(a, t.Tuple) and isinstance(b, t.Tuple) and isinstance(op, ast.Add):
             return t.Tuple(a.items + b.items)
         if not (t.is_number(a) and t.is_number(b)):
@@ -224,6 +229,9 @@ class ExpressionTyping:
             return t.boolean
         if node.operand in self.weak:
             self.weak.add(node)
+        if isinstance(found, t.DateTime) and found.kind == "m" and \
+                isinstance(node.op, (ast.USub, ast.UAdd)):
+            return found  # -timedelta, +timedelta
         try:
             return promotion.unary(node.op, found)
         except promotion.NoRule:
@@ -286,6 +294,11 @@ class ExpressionTyping:
                                  "code", "compare values with == and !=")
             if isinstance(op, (ast.In, ast.NotIn)):
                 operand_types.append(self.contains_types(node, left, lt, rt))
+            elif datetimes.involved(lt, rt):
+                try:
+                    operand_types.append(datetimes.compare_type(op, lt, rt))
+                except datetimes.DateTimeTypeError as exc:
+                    raise self.error(node, str(exc)) from None
             else:
                 if not (t.is_number(lt) and t.is_number(rt)):
                     raise self.error(node, f"cannot compare {lt} with {rt}",

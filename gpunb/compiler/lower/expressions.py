@@ -7,7 +7,7 @@ import ast
 import numpy as np
 from llvmlite import ir
 
-from gpunb.compiler import arrays
+from gpunb.compiler import arrays, datetimes
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.values import ArrayCTypes, PyValue, foreign_array
@@ -154,6 +154,8 @@ class ExpressionLowering:
             items = [b.extract_value(x, i) for i in range(len(xt.items))] + \
                 [b.extract_value(y, i) for i in range(len(yt.items))]
             return self.build_tuple(items, result)
+        if datetimes.involved(xt, yt):
+            return datetimes.lower_binop(b, op, x, xt, y, yt, result)
         rhs_const = self.typed.constants.get(rhs_node)
         if isinstance(rhs_node, ast.Constant):
             rhs_const = rhs_node.value
