@@ -6,8 +6,12 @@ CPU target running the GPU kernel, at the issue-17 sizes (4M-element shared-memo
 best of several runs is kept (the development machine is shared: the minimum is the figure least
 disturbed by other load). The same kernels compiled without bounds checks (GPUNB_BOUNDSCHECK=0)
 run in the same alternation, so the note's "without bounds checks" figure is what the checks
-cost under the same conditions. The note also gives the coroutine path's time for the same
-kernel (cpu_mode="coroutine", what every barrier kernel ran as before work-group loops).
+cost under the same conditions; so are the kernels compiled without stopping points
+(GPUNB_CPU_INTERRUPT=0: the loop back-edge and barrier checks that let Ctrl-C and the watchdog
+stop a launch), what the note's "without stopping points" figure gives. The note also gives the
+coroutine path's time for the same kernel (cpu_mode="coroutine", what every barrier kernel ran
+as before work-group loops). A last row times the densest case for stopping points, per-thread
+loops with small bodies, with and without them, alternately.
 
 Then gpunb vs numba's simulator (NUMBA_ENABLE_CUDASIM=1): gpunb runs each figure here, compiled,
 over the whole grid: median of several launches after a warm-up that compiles. The simulator runs
@@ -69,11 +73,14 @@ def _njit_row(figure: str, n: int, limit: float, workdir: Path, repeats: int) ->
     # the same kernels without bounds checks, timed in the same alternation: what the checks
     # cost is then the difference of two figures taken under the same conditions
     plain = _variant_problem(figure, n, workdir, {"GPUNB_BOUNDSCHECK": "0"})
-    gp_ms, nj_ms, plain_ms = [], [], []
+    unpolled = _variant_problem(figure, n, workdir, {"GPUNB_CPU_INTERRUPT": "0"})
+    gp_ms, nj_ms, plain_ms, unpolled_ms = [], [], [], []
     for _ in range(repeats):
         gp_ms.append(_best_ms(lambda: problem.launch(problem.total), cuda.synchronize, 1))
         nj_ms.append(_best_ms(nj_run, lambda: None, 1))
         plain_ms.append(_best_ms(lambda: plain.launch(plain.total), cuda.synchronize, 1))
+        unpolled_ms.append(_best_ms(lambda: unpolled.launch(unpolled.total), cuda.synchronize,
+                                    1))
     slow = _variant_problem(figure, n, workdir, {"GPUNB_CPU_MODE": "coroutine"})
     coroutine = _best_ms(lambda: slow.launch(slow.total), cuda.synchronize,
                          max(2, repeats // 3))
@@ -86,11 +93,73 @@ def _njit_row(figure: str, n: int, limit: float, workdir: Path, repeats: int) ->
     return Row(f"CPU vs njit: {title}", "ms",
                cell(gp, "{:.2f} ms", f"best of {repeats}; mode: {mode}; coroutine mode: "
                                      f"{coroutine:.1f} ms; without bounds checks: "
-                                     f"{unchecked:.2f} ms; {config.cpu_threads()} threads"),
+                                     f"{unchecked:.2f} ms; without stopping points: "
+                                     f"{min(unpolled_ms):.2f} ms; "
+                                     f"{config.cpu_threads()} threads"),
                cell(nj, "{:.2f} ms", f"best of {repeats}; {_njit_threads()} threads"),
                na("CuPy has no CPU target"), f"gpunb <= {limit:g}x njit(parallel)", verdict,
                ("numba-cuda column: the same work for numba @njit(parallel=True) "
                 "(benchmarks/njit_figures.py), measured alternately with gpunb in this run",))
+
+
+def _stopping_points_row(workdir: Path, n: int, repeats: int) -> Row:
+    """Per-thread loops (a counted loop LLVM vectorises, a while loop) with and without the
+    stopping points, alternately: what interruptibility costs where its checks are densest."""
+    import numpy as np
+
+    import gpunb
+    from benchmarks.kernelsrc import load_kernels
+    from gpunb import cuda
+
+    gpunb.set_target("cpu")
+    threads = 8192
+    x = cuda.to_device(np.arange(n, dtype=np.int64))
+    out = cuda.device_array(threads, np.int64)
+    expected = np.arange(1, threads + 1, dtype=np.int64) * int(np.arange(n).sum())
+    variants = {}
+    for flag in ("1", "0"):
+        kernels = _with_env({"GPUNB_CPU_INTERRUPT": flag},
+                            lambda tag=flag: load_kernels("gpunb", workdir / f"polls-{tag}"))
+        launches = [lambda k=k: k[threads // 256, 256](out, x, n)
+                    for k in (kernels.thread_for_sum, kernels.thread_while_sum)]
+        for launch in launches:  # compiled under the variant's environment
+            _with_env({"GPUNB_CPU_INTERRUPT": flag}, launch)
+            if not np.array_equal(out.copy_to_host(), expected):
+                raise AssertionError("gpunb CPU target: wrong per-thread loop sums")
+        variants[flag] = launches
+    best = {(flag, k): [] for flag in variants for k in range(2)}
+    for _ in range(repeats):
+        for flag, launches in variants.items():
+            for k, launch in enumerate(launches):
+                best[(flag, k)].append(_best_ms(launch, cuda.synchronize, 1))
+    with_points = sum(min(best[("1", k)]) for k in range(2))
+    without = sum(min(best[("0", k)]) for k in range(2))
+    ratio = with_points / without
+    detail = "; ".join(f"{name}: {min(best[('1', k)]):.2f} vs {min(best[('0', k)]):.2f} ms"
+                       for k, name in enumerate(("for", "while")))
+    return Row("CPU stopping points: per-thread loops", "ms",
+               cell(with_points, "{:.2f} ms", f"best of {repeats}, with vs without: {detail}; "
+                                              f"{threads} threads x {n} iterations"),
+               cell(without, "{:.2f} ms", "gpunb without stopping points (GPUNB_CPU_INTERRUPT=0)"),
+               na("CuPy has no CPU target"), "with <= 1.05x without",
+               f"met: {ratio:.3f}x" if ratio <= 1.05 else f"MISSED: {ratio:.2f}x",
+               ("numba-cuda column: gpunb's own kernels compiled without stopping points, "
+                "timed alternately in this run",))
+
+
+def _with_env(env: dict, fn):
+    import os
+
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return fn()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k)
+            else:
+                os.environ[k] = v
 
 
 def _njit_threads() -> int:
@@ -184,6 +253,13 @@ def run(opts: Options) -> list[Row]:
                 rows.append(Row(f"CPU vs njit: {figure}", "ms",
                                 na(f"error: {type(exc).__name__}: {str(exc)[:300]}"),
                                 na("not measured"), na("CuPy has no CPU target"), "", "n/a"))
+        try:
+            rows.append(_stopping_points_row(workdir, 256 if opts.quick else 2048,
+                                             3 if opts.quick else 9))
+        except Exception as exc:  # noqa: BLE001 - reported in the table
+            rows.append(Row("CPU stopping points: per-thread loops", "ms",
+                            na(f"error: {type(exc).__name__}: {str(exc)[:300]}"),
+                            na("not measured"), na("CuPy has no CPU target"), "", "n/a"))
         for figure, n in sizes.items():
             gp = attempt(lambda f=figure, n=n: _gpunb(f, n, workdir, repeats))
             sim = attempt(lambda f=figure, n=n: _simulator(f, n, workdir, opts), sim_absent)

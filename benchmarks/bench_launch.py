@@ -42,8 +42,8 @@ def _gpunb(workdir: Path, calls: int, repeats: int) -> Cell:
     assert (out.copy_to_host() == 2.0).all(), "gpunb: wrong result"
     from gpunb.backends.cuda import launch
 
-    path = "native launcher" if kernel[1, 32]._native is not None else \
-        "native trampoline" if launch._native else "cuda.bindings call"
+    path = "native launcher" if kernel[1, 32].launcher is not None else \
+        "native trampoline" if launch.driver_calls.trampolines else "cuda.bindings call"
     return cell(seconds * 1e6, "{:.2f} us", f"through the {path}")
 
 

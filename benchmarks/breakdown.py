@@ -173,8 +173,8 @@ def _use_fake_driver() -> None:
 
     from gpunb.backends.cuda import driver, launch
 
-    launch._native = None  # no native trampoline into a libcuda that is not there
-    driver._cu = FakeDriver()
+    launch.driver_calls.trampolines = None  # no trampoline into a libcuda that is not there
+    driver.state = driver.DriverState(cu=FakeDriver())
 
 
 def measure(launch) -> float:

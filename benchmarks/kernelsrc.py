@@ -48,6 +48,31 @@ def saxpy(out, x, y, a):
         out[i] = a * x[i] + y[i]
 
 
+@cuda.jit(boundscheck=False)
+def thread_for_sum(out, x, n):
+    """A per-thread counted loop over an array (LLVM vectorises it on the CPU target): where the
+    CPU target's stopping points are densest."""
+    i = cuda.grid(1)
+    if i < out.size:
+        acc = 0
+        for k in range(n):
+            acc += x[k] * (i + 1)
+        out[i] = acc
+
+
+@cuda.jit(boundscheck=False)
+def thread_while_sum(out, x, n):
+    """The same work as a while loop (a stopping point on every iteration)."""
+    i = cuda.grid(1)
+    if i < out.size:
+        acc = 0
+        k = 0
+        while k < n:
+            acc += x[k] * (i + 1)
+            k += 1
+        out[i] = acc
+
+
 RTPB = 256
 
 

@@ -52,10 +52,10 @@ def main(argv: list[str]) -> int:
 
     deadline = time.monotonic() + 10.0  # a cache hit loads llvmlite in the background first
     launch()
-    while scale3[1, 32]._native is None and time.monotonic() < deadline:
+    while scale3[1, 32].launcher is None and time.monotonic() < deadline:
         launch()
         time.sleep(0.001)
-    print("plain launches through the", "native launcher" if scale3[1, 32]._native is not None
+    print("plain launches through the", "native launcher" if scale3[1, 32].launcher is not None
           else "Python path")
     cuda.synchronize()
     timer = timers.cuda_timer()  # loads CUPTI (and starts one profile's recording)

@@ -6,6 +6,8 @@
                                                            # runtime tests' simulated driver
     python -m benchmarks.profile_disk_hit --cpu            # the CPU target's disk hit
     python -m benchmarks.profile_disk_hit --prof           # and the 30 costliest functions
+    python -m benchmarks.profile_disk_hit --shared         # a shared cache: entries carry a MAC
+                                                           # (team key), checked before loading
 
 Compiles a small kernel into a fresh cache directory in one process, then, in new processes
 with the CUDA context already created and the kernel's module imported (as
@@ -44,6 +46,12 @@ def main(argv: list[str]) -> int:
         with open(os.path.join(tmp, "kernels_mod.py"), "w") as f:
             f.write(KERNEL)
         env = child_env(tmp, cache=True, warmup="--no-warmup" not in argv)
+        if "--shared" in argv:  # README "Cache security": authenticated entries
+            from gpunb.cache import auth
+
+            key_file = os.path.join(tmp, "keys", "cache.key")
+            auth.generate(key_file)
+            env.update(GPUNB_CACHE_SHARED="1", GPUNB_CACHE_KEY_FILE=key_file)
         # the first process compiles and stores the entry (and the toolchain stamp)
         subprocess.run([sys.executable, "-c", CHILD, mode, "0", "1", fake], env=env, check=True,
                        capture_output=True)
@@ -56,7 +64,9 @@ def main(argv: list[str]) -> int:
     from benchmarks.breakdown import report
 
     median_report(f"first launch from the disk cache ({mode}"
-                  f"{', simulated driver' if fake == '1' else ''})", runs, report)
+                  f"{', simulated driver' if fake == '1' else ''}"
+                  f"{', shared cache, authenticated' if '--shared' in argv else ''})", runs,
+                  report)
     return 0
 
 

@@ -62,30 +62,38 @@ def main(argv: list[str]) -> int:
     params, _ = spec.packer.pack(args, spec.argtypes)
     config(*args)
     config(*args)  # a configuration's native launcher is bound after its first launches
-    native = config._native[0] if config._native is not None else None
+    native = config.launcher.native.builtin if config.launcher is not None else None
+
+    def bind_python():  # the Launcher the Python path binds where none can be reused
+        return spec.bind(config, key, args, version=kernel.version.value, native=False)
+
+    python_launcher = bind_python()
     rows = [
         ("kernel[4, 256](out, x, y, a)", best_us(lambda: kernel[4, 256](out, x, y, a))),
         ("config(out, x, y, a), config reused", best_us(lambda: config(out, x, y, a))),
         ("kernel[4, 256] (config lookup)", best_us(lambda: kernel[4, 256])),
         ("type keys (4 args)", best_us(lambda: tuple([type_key(v) for v in args]))),
-        ("specialisation lookup", best_us(lambda: kernel._fast.get(key))),
+        (f"specialisation lookup (keys, dict, {len(spec.watch)} watch entries)",
+         best_us(lambda: kernel.specialization_for_launch(args))),
         (f"still_valid ({len(spec.watch)} watch entries)",
          best_us(lambda: still_valid(spec.watch))),
         ("pack", best_us(lambda: spec.packer.pack(args, spec.argtypes))),
         ("program.launch (validate + launch)",
          best_us(lambda: spec.launch(4, 256, 0, 0, params))),
-        ("Python path: kernel.launch (keys .. program.launch)",
-         best_us(lambda: kernel.launch(4, 256, 0, 0, args))),
+        ("Python-packing launcher: run (pack .. program.launch)",
+         best_us(lambda: python_launcher.run(args))),
+        ("binding a Python-packing launcher", best_us(bind_python)),
     ]
     if native is not None:
-        # the native launcher alone: thread, gate, watch list, kinds, packing, and on a GPU the
-        # cuLaunchKernel call; on the CPU target it stops after packing (the grid runs after)
+        # the native launcher alone: thread, version, watch list, kinds, packing, and on a GPU
+        # the cuLaunchKernel call; on the CPU target it stops after packing (the grid runs
+        # after)
         what = "checks + pack + cuLaunchKernel" if target == "cuda" else "checks + pack"
         rows.append((f"native launcher alone ({what})", best_us(lambda: native(args))))
     rows.append(("launch path", "native launcher" if native is not None else
                  "Python (no native launcher: llvmlite not loaded, or turned off)"))
-    # the fast path tests one empty tuple while nobody listens; a subscriber (a profiler) costs
-    # two events per launch
+    # the fast path tests nothing about listeners; a subscriber (a profiler) costs two events
+    # per launch, on the Python path
     with gpunb.events.subscribe(["launch_before", "launch_after"], lambda event: None):
         rows.append(("kernel[4, 256](...) with a launch subscriber",
                      best_us(lambda: kernel[4, 256](out, x, y, a))))
@@ -100,7 +108,8 @@ def main(argv: list[str]) -> int:
 
         fptr = int(function.handle)
         # the same driver entry point through cuda.bindings, ctypes and gpunb's native
-        # trampoline (backends/cuda/native_launch.py), to show why launches go through the last
+        # trampoline (backends/native_launch/trampoline.py), to show why the Python path's
+        # launches go through the last
         # (measured on an H100 host, 2026-11-23: bindings 3.68 us, CDLL 5.00, PyDLL 4.91)
         argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
         c_raw = ctypes.CDLL("libcuda.so.1").cuLaunchKernel  # releases the GIL per call
@@ -115,12 +124,12 @@ def main(argv: list[str]) -> int:
             ("bare cuLaunchKernel, ctypes PyDLL", best_us(
                 lambda: raw(fptr, 4, 1, 1, 256, 1, 1, 0, 0, params, None))),
         ]
-        if launch.prepare_native_launch():
-            native = launch._native[0].call
+        if launch.driver_calls.prepare():
+            trampoline = launch.driver_calls.trampolines[0].call
             rows.append(("bare cuLaunchKernel, native trampoline", best_us(
-                lambda: native(fptr, 4, 1, 1, 256, 1, 1, 0, 0, params))))
-        rows.append(("Python-path launches go through", "native trampoline" if launch._native
-                     else "cuda.bindings"))
+                lambda: trampoline(fptr, 4, 1, 1, 256, 1, 1, 0, 0, params))))
+        rows.append(("Python-path launches go through", "native trampoline"
+                     if launch.driver_calls.trampolines else "cuda.bindings"))
         driver.synchronize()
     width = max(len(name) for name, _ in rows)
     print(f"launch profile, {target} target")

@@ -7,11 +7,11 @@ recorded by `gpunb.profile()`, taken apart step by step.
 Figures are host time per launch, the best of several interleaved loops (robust to a busy
 host): a plain launch (the native launcher); one inside `gpunb.profile(timer="host")` (gpunb's
 own recording, no CUPTI: on a GPU the difference from the CUPTI row is CUPTI's cost); one inside
-`gpunb.profile()` (CUPTI on a GPU); one with a LAUNCH_AFTER subscriber (the Python observed
-path a profile used to take); the recording wrapper's own parts (the argument shapes, the
-entry); an empty profile block (enter + exit) and the first launch of a block (the
-configuration's recording launcher is armed again), also right after a profile was read (on a
-GPU, CUPTI then asks for a new activity buffer). Last, 100 launches + sync, plain against
+`gpunb.profile()` (CUPTI on a GPU); one with a LAUNCH_AFTER subscriber (the Python path, which
+publishes: what a profile used to take); the recording hooks' own parts (the argument shapes,
+the entry); an empty profile block (enter + exit) and the first launch of a block (the
+configuration binds a recording launcher on its native plan), also right after a profile was
+read (on a GPU, CUPTI then asks for a new activity buffer). Last, 100 launches + sync, plain against
 profiled blocks back to back, as `bench_profile`'s row (issue 10's target: <= 1.5x).
 """
 
@@ -48,9 +48,7 @@ def interleaved_us(fns: dict, calls: int = 500, rounds: int = 9) -> dict:
 def main(argv: list[str]) -> int:
     import gpunb
     from gpunb import cuda
-    from gpunb.foundation import events, launch_gate
-    from gpunb.foundation.events import LaunchSite
-    from gpunb.jit.observe import _shape_reader, recording_launcher, shape_positions
+    from gpunb.foundation import events
 
     target = "cpu" if "--cpu" in argv else "cuda"
     gpunb.set_target(target)
@@ -66,13 +64,13 @@ def main(argv: list[str]) -> int:
         config(out, x, a)
 
     deadline = time.monotonic() + 10.0  # a cache hit loads llvmlite in the background first
-    while config._native is None and time.monotonic() < deadline:
+    while config.launcher is None and time.monotonic() < deadline:
         launch()
         time.sleep(0.001)
     if target == "cuda":
         _sync[0] = cuda.synchronize
     sync = _sync[0]
-    if config._native is None:
+    if config.launcher is None:
         print("no native launcher was bound (llvmlite missing?): the figures would not be "
               "the fast path's")
         return 1
@@ -103,35 +101,30 @@ def main(argv: list[str]) -> int:
         launch()
         rows.append(("launch with a LAUNCH_AFTER subscriber (observed)", best_us(launch)))
 
-    # the recording wrapper's parts, on the configuration's own native launcher (bound again
-    # now: the profiles and the subscriber above disarmed the earlier ones)
+    # a recording launcher's parts, on the configuration's own native launcher (bound again
+    # now: the profiles and the subscriber above stopped the earlier ones)
     for _ in range(3):
         launch()
-    native, after, bound = config._native
-    if native(args) == -1:
-        print("the native launcher declined: the wrapper rows would time a decline")
+    plain = config.launcher
+    if plain.call(args) == -1:
+        print("the native launcher declined: the hook rows would time a decline")
         return 1
 
     def direct():
-        status = native(args)
+        status = plain.call(args)
         if status:  # the CPU target: packed, run the grid
-            after(status)
-    spec = next(iter(scale3.specializations.values()))
-    site = LaunchSite("scale3", spec, 1, 32, 0, 0, ("",) * 3, target, False,
-                      shape_positions(args))
-
-    # the wrapper around this plain launcher, recording into a list of its own (the plain
-    # launcher armed again meanwhile, so that it launches)
-    wrapped = recording_launcher(native, after, site)
+            plain.finish(status)
     rows.append(("  native launcher called directly", best_us(direct)))
-    with events.record_launches([]):
-        bound.launcher.arm(launch_gate.current())
-        rows.append(("  the same through the recording wrapper", best_us(lambda: wrapped(args))))
-    rows.append(("  argument shapes, every argument (the observed path)",
+    with events.record_launches([]):  # the configuration binds a recording launcher: its
+        launch()  # native part with recording hooks around it (recorded into a list of its own)
+        recording = config.launcher
+        hooks = recording.hooks
+        rows.append(("  the same with recording hooks (Launcher.run)",
+                     best_us(lambda: recording.run(args))))
+    rows.append(("  argument shapes, every argument (the Python path)",
                  best_us(lambda: tuple([getattr(v, "shape", ()) for v in args]), calls=5000)))
-    reader = _shape_reader(site.shape_at)
     rows.append(("  argument shapes, the arrays' (a recording launcher)",
-                 best_us(lambda: reader(args), calls=5000)))
+                 best_us(lambda: hooks.shapes_of(args), calls=5000)))
     rows.append(("  time.perf_counter_ns()", best_us(time.perf_counter_ns, calls=5000)))
 
     def empty():
@@ -149,7 +142,7 @@ def main(argv: list[str]) -> int:
         return spent * 1e6
 
     firsts = sorted(first_in_block() for _ in range(21))
-    rows.append(("first launch in a block (median; re-arms the launcher)", firsts[10]))
+    rows.append(("first launch in a block (median; binds a recording launcher)", firsts[10]))
 
     def first_after_read():
         with gpunb.profile() as prof:

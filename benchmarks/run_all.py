@@ -24,14 +24,16 @@ from importlib import metadata
 from benchmarks.common import Options, Row
 
 GPU_MODULES = ("bench_launch", "bench_startup", "bench_saxpy", "bench_sgemm",
-               "bench_sgemm_registers", "bench_laplace", "bench_fuse", "bench_profile")
-CPU_MODULES = ("bench_startup", "bench_cpu_target", "bench_fuse", "bench_profile")
+               "bench_sgemm_registers", "bench_laplace", "bench_fuse", "bench_profile",
+               "bench_graphs", "bench_torch_op")
+CPU_MODULES = ("bench_startup", "bench_cpu_target", "bench_fuse", "bench_profile",
+               "bench_graphs")
 COLUMNS = ("#", "figure", "gpunb", "numba-cuda", "CuPy", "anchor / target", "verdict")
 WIDTHS = (2, 32, 13, 13, 13, 34, 26)
 
 
 DISTS = ("gpunb", "llvmlite", "numpy", "numba", "numba-cuda", "cupy-cuda12x", "cupy-cuda13x",
-         "cuda-bindings")
+         "cuda-bindings", "torch", "triton")
 
 
 def versions(numba_python: str) -> dict:

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 from gpunb.foundation import exec_sources as _exec_sources
 from gpunb.foundation.errors import (
+    AsyncCopyError,
     CompileError,
     GpunbError,
+    GraphError,
     InitcheckError,
     JitOptionError,
+    KernelFaultError,
     LaunchError,
+    LaunchTimeoutError,
     RaceError,
     SignatureError,
+    TensorMapError,
     ToolchainError,
     WarpMaskError,
 )
@@ -22,9 +27,10 @@ from gpunb.foundation.version import VERSION as __version__
 # kernels exec'd from strings after this point can be compiled: their text is recorded
 _exec_sources.install()
 
-__all__ = ["CompileError", "GpunbError", "InitcheckError", "JitOptionError", "LaunchError",
-           "RaceError", "SignatureError", "ToolchainError", "WarpMaskError", "__version__",
-           "access_map", "cuda", "events", "fuse", "guvectorize", "jit", "last_profile",
+__all__ = ["AsyncCopyError", "CompileError", "GpunbError", "GraphError", "InitcheckError",
+           "JitOptionError", "KernelFaultError", "LaunchError", "LaunchTimeoutError", "RaceError",
+           "SignatureError", "TensorMapError", "ToolchainError", "WarpMaskError", "__version__",
+           "access_map", "cuda", "events", "fuse", "graph", "guvectorize", "jit", "last_profile",
            "profile", "sanitize", "set_target", "load_ipython_extension", "vectorize"]
 
 
@@ -52,11 +58,11 @@ def unload_ipython_extension(ipython) -> None:
 
 
 def __getattr__(name: str):
-    if name in ("cuda", "events"):  # events: subscribe to compiles, launches, cache decisions
-        import importlib
+    if name in ("cuda", "events", "torch"):  # events: compiles, launches, cache decisions;
+        import importlib  # torch: PyTorch operators (imports torch)
 
-        return importlib.import_module("gpunb.cuda" if name == "cuda" else
-                                       "gpunb.foundation.events")
+        return importlib.import_module({"cuda": "gpunb.cuda", "torch": "gpunb.torch"}.get(
+            name, "gpunb.foundation.events"))
     if name in ("profile", "last_profile", "sanitize"):  # profiling: loaded on first use
         from gpunb import profiling
 
@@ -78,6 +84,10 @@ def __getattr__(name: str):
         from gpunb.fusion import fuse
 
         return fuse
+    if name == "graph":  # capture launches and copies, replay them (CUDA graphs on a GPU)
+        from gpunb.graphs import graph
+
+        return graph
     if name == "types":  # numba's type names and helpers (gpunb.cuda.types)
         import importlib
 

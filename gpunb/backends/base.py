@@ -10,9 +10,36 @@ backend import LLVM and the compiler only inside the stage methods, so loading a
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
+from gpunb.foundation.records import record
+
+# what the machine code of a native launcher returns besides a CUresult
+DECLINED = -1  # it refused the arguments: nothing launched (the Python path launches them)
+PACKED = -2  # the arguments are packed and nothing launched: the caller runs the program
+
+
+@record  # (a frozen, slotted dataclass: foundation/records.py; this module loads with gpunb)
+class NativeLaunch:
+    """How machine code launches one configuration of a Program, which checked it: what a
+    native launcher (jit/launcher.py, backends/native_launch/) binds. The code packs the
+    arguments, then either calls `launch_function` itself, or (where that is 0) returns and
+    `run` launches."""
+
+    grid: tuple  # (x, y, z), each in 1 .. 2**32 - 1
+    block: tuple  # (x, y, z)
+    shared_bytes: int  # dynamic shared memory
+    stream: int  # the stream's handle
+    # a C function shaped like cuLaunchKernel, called with the GIL released; 0: pack only
+    launch_function: int = 0
+    kernel_function: int = 0  # its first argument (a CUfunction)
+    last_launch_word: int = 0  # a u64 the code stores kernel_function in first (0: none)
+    # pack only: `run(params_address)` launches the packed arguments
+    run: Callable[[int], None] | None = None
+    # `failed(result, params_address)`: launch_function returned `result` (not 0); retry or raise
+    failed: Callable[[int, int], None] | None = None
 
 
 class Program(Protocol):
@@ -20,9 +47,14 @@ class Program(Protocol):
 
     artifact: KernelArtifact  # what was loaded, with the resources the loader measured
     limits: dict  # max_threads_per_block, max_block_dim, max_grid_dim, max_shared_memory_...
+    name: str  # the Python function's name
 
     def launch(self, grid, block, shared_bytes: int, stream, params_address: int) -> None:
         """Check the configuration against `limits`, launch, raise what the kernel raised."""
+
+    def native_launch(self, grid, block, shared_bytes: int, stream) -> NativeLaunch | None:
+        """How machine code may launch this configuration, checked now; None where a launch
+        needs more than the code does (the Python path then launches through `launch`)."""
 
     def max_cooperative_blocks(self, threads: int, dynamic_shared: int = 0) -> int:
         """Blocks of `threads` threads that can all be resident at once (grid sync)."""
@@ -101,4 +133,4 @@ class Backend(abc.ABC):
         return f"<gpunb backend {self.name}>"
 
 
-__all__ = ["Backend", "Program"]
+__all__ = ["DECLINED", "PACKED", "Backend", "NativeLaunch", "Program"]

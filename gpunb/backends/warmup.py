@@ -92,5 +92,4 @@ def _has_cuda_context() -> bool:
     """Whether the process made a CUDA context through cuda.bindings (never initialises one)."""
     from gpunb.backends.cuda import driver
 
-    return bool(driver._primary_contexts) and \
-        getattr(driver._cu, "__name__", None) == "cuda.bindings.driver"
+    return driver.has_context() and driver.drives_libcuda()

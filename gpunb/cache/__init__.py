@@ -1,7 +1,8 @@
 """gpunb's compiled-kernel cache: content keys, memory + disk store, and why each hit or miss.
 
 Public API: `events()`, `last_event(name)`, `explain(kernel)`, `invalidate()`, `clear(name)`,
-`prune()`, `cache_dir()`, `enabled()`, `set_enabled(on)`, and for the dispatcher
+`prune()`, `cache_dir()`, `enabled()`, `set_enabled(on)`, `configure(shared=, key_file=)` (the
+trust model: README "Cache security"), and for the dispatcher
 `default_cache()` (a KernelCache), `collect`, `still_valid`, `cache_key`. Importing this package
 imports no submodule (and so no numpy or llvmlite); each loads on first use.
 """
@@ -10,12 +11,16 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["CacheEvent", "FunctionFingerprint", "KernelCache", "cache_dir", "cache_key", "clear",
-           "collect", "default_cache", "enabled", "events", "explain", "host_arch", "invalidate",
-           "last_event", "prune", "set_enabled", "still_valid"]
+__all__ = ["CacheDirWarning", "CacheEvent", "FunctionFingerprint", "StaleSourceWarning",
+           "UntrustedCacheWarning", "KernelCache", "cache_dir", "cache_key", "clear",
+           "collect", "configure", "default_cache", "enabled", "events", "explain", "host_arch",
+           "invalidate", "last_event", "prune", "set_enabled", "still_valid"]
 
 _LAZY = {
     "CacheEvent": "gpunb.foundation.events",
+    "CacheDirWarning": "gpunb.foundation.user_warnings",
+    "UntrustedCacheWarning": "gpunb.foundation.user_warnings",
+    "StaleSourceWarning": "gpunb.foundation.user_warnings",
     "FunctionFingerprint": "gpunb.cache.fingerprint",
     "Dependency": "gpunb.cache.fingerprint",
     "collect": "gpunb.cache.fingerprint",
@@ -60,14 +65,28 @@ def set_enabled(on: bool | None) -> None:
     config.set_cache_enabled(on)
 
 
+def configure(shared: bool | None = None, key_file: str | None = None) -> None:
+    """Share the disk cache with other users (`shared=True`: entries of any owner are loaded when
+    their MAC verifies with the key in `key_file`), or keep it private (`False`: the default;
+    only this user's files that nobody else can write are loaded). None goes back to
+    GPUNB_CACHE_SHARED / GPUNB_CACHE_KEY_FILE. Takes effect at the next lookup."""
+    from gpunb.foundation import config
+
+    config.set_cache_sharing(shared, key_file)
+
+
 def default_cache():
-    """The process's KernelCache for the current cache_dir() (a new one if the setting moved)."""
+    """The process's KernelCache for the current cache settings (a new one if they moved)."""
     from gpunb.cache.kernel_cache import KernelCache
+    from gpunb.foundation import config
 
     directory = cache_dir()
+    shared = config.cache_shared()
+    key_file = config.cache_key_file() if shared else None
     cache = _default[0]
-    if cache is None or cache.directory != directory:
-        cache = _default[0] = KernelCache(directory)
+    if cache is None or cache.directory != directory or cache.shared != shared \
+            or cache.disk.key_file != key_file:
+        cache = _default[0] = KernelCache()  # settings from config: its home anchor too
     return cache
 
 

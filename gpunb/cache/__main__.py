@@ -1,4 +1,4 @@
-"""`python -m gpunb.cache status|clear [NAME]|prune [--max-bytes N]|dir` from a shell."""
+"""`python -m gpunb.cache status|clear [NAME]|prune [--max-bytes N]|dir|keygen PATH` in a shell."""
 
 from __future__ import annotations
 
@@ -34,10 +34,33 @@ def status(out=sys.stdout) -> int:
     for e in entries:
         used = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.last_used))
         rows.append([e.function, e.signature, e.target, _size(e.size), used,
-                     e.defined_at if not e.problem else f"CORRUPT: {e.problem}"])
+                     e.defined_at if not e.problem else _problem(e.problem)])
     print(_table(rows), file=out)
     total = sum(e.size for e in entries)
     print(f"{len(entries)} entries, {_size(total)} (cap {_size(store.max_bytes)})", file=out)
+    return 0
+
+
+def _problem(problem: str) -> str:
+    return problem.upper() if problem.startswith("untrusted") else f"CORRUPT: {problem}"
+
+
+def keygen(path: str, out=sys.stdout) -> int:
+    """Write a new key for a shared cache (README: "Cache security")."""
+    from gpunb.cache import auth
+
+    try:
+        key = auth.generate(path)
+    except FileExistsError:
+        print(f"{path} exists: gpunb never overwrites a key (remove it first to replace it)",
+              file=sys.stderr)
+        return 1
+    except auth.Untrusted as exc:
+        print(f"wrote {path}, but it cannot be used as it is: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote a new cache key to {path} (key id {key.key_id}, mode 0400). Give read access "
+          "to those who may write entries (chgrp TEAM; chmod 0440), then set "
+          f"GPUNB_CACHE_SHARED=1 GPUNB_CACHE_KEY_FILE={path}", file=out)
     return 0
 
 
@@ -51,7 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     prune = sub.add_parser("prune", help="remove least recently used entries over the size cap")
     prune.add_argument("--max-bytes", type=int, default=None)
     sub.add_parser("dir", help="print the cache directory")
+    keys = sub.add_parser("keygen", help="write a new key for a shared cache")
+    keys.add_argument("path")
     args = parser.parse_args(argv)
+    if args.command == "keygen":
+        return keygen(args.path)
 
     from gpunb import cache
 

@@ -18,7 +18,8 @@ import types
 
 from gpunb.foundation.pyobjects import MISSING, is_gpu_function
 
-try:  # hashlib.blake2b is this; importing it directly skips loading OpenSSL (~2.5 ms)
+try:  # hashlib.blake2b is this C code; importing it directly skips loading OpenSSL, 2.5-8 ms of
+    # a disk hit's 10 ms (benchmarks/library_costs.py)
     from _blake2 import blake2b
 except ImportError:  # pragma: no cover - other Python implementations
     from hashlib import blake2b

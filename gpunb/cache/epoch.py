@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 
 from gpunb.cache.encode import blake2b
+from gpunb.foundation import loaded_sources
+from gpunb.foundation.user_warnings import StaleSourceWarning  # noqa: F401 - re-exported
 
 # A dict, not a global int, so that a watch entry (_state.get, "epoch", <int object>) is checked by
 # the same `get(name) is obj` loop as every global: a bump stores a new int object, so the identity
@@ -25,10 +26,6 @@ _lock = threading.Lock()
 _files: dict[str, tuple[int, int, str]] = {}
 _changed_files: dict[str, str] = {}  # path -> the new content digest seen on disk
 _checked_at: list = [None]  # the epoch object at the last check_module_files()
-
-
-class StaleSourceWarning(UserWarning):
-    """A module that GPU functions came from changed on disk after it was imported."""
 
 
 def current() -> int:
@@ -63,9 +60,14 @@ def _digest_file(path: str) -> str | None:
 
 
 def track_module_files(paths) -> None:
-    """Remember (size, mtime_ns, content digest) of module files that GPU functions came from."""
+    """Remember (size, mtime_ns, content digest) of module files that GPU functions came from:
+    of the text kept when the module ran (foundation/loaded_sources.py), else of the file now."""
     for path in paths:
         if path in _files:
+            continue
+        kept = loaded_sources.loaded_text_of(path)
+        if kept is not None:
+            _files[path] = kept.stamp()
             continue
         try:
             st = os.stat(path)
@@ -110,11 +112,21 @@ def check_module_files() -> tuple[str, ...]:
             newly.append(path)
     if newly:
         for path in newly:
-            warnings.warn(f"{path} changed on disk after it was imported; GPU functions keep the "
-                          "imported code until the module is reloaded (importlib.reload)",
-                          StaleSourceWarning, stacklevel=3)
+            _warn_changed(path, _changed_files[path])
         bump()
     return tuple(_changed_files)
+
+
+def _warn_changed(path: str, digest: str) -> None:
+    kept = loaded_sources.loaded_text_of(path)
+    if kept is not None:  # the same once-only warning the frontend gives for this content
+        loaded_sources.warn_stale(kept, "edited", digest)
+        return
+    from gpunb.foundation.user_warnings import warn_user
+
+    warn_user(f"{path} changed on disk after it was imported; GPU functions keep the imported "
+              "code until the module is reloaded (importlib.reload)", StaleSourceWarning,
+              once=("stale", path, digest))
 
 
 def changed_module_files() -> tuple[str, ...]:

@@ -19,6 +19,7 @@ import builtins
 import copy
 import os
 import types
+import weakref
 from dataclasses import dataclass, field, replace
 
 from gpunb.cache import epoch
@@ -264,7 +265,35 @@ class _GlobalReads(ast.NodeVisitor):
 
 # ---- per function object: resolve and encode ---------------------------------------------------
 
-_fp_memo: dict[tuple, tuple] = {}  # (id(func), follow) -> (func, FunctionFingerprint)
+# fingerprints of GPU functions (Dispatchers), one table per `follow`, for as long as each lives:
+# a notebook redefines kernels all day, and the memo must not keep the old ones (their
+# specialisations, device code) alive. A fingerprint holds the Python function it describes,
+# so plain Python functions (what fusion follows) are kept apart, the oldest dropped first.
+_fp_memo = (weakref.WeakKeyDictionary(), weakref.WeakKeyDictionary())
+_plain_fp_memo: dict[tuple, tuple] = {}  # (id(func), follow) -> (func, FunctionFingerprint)
+PLAIN_FUNCTIONS_KEPT = 4096
+
+
+def _memoised(func, follow: bool):
+    if isinstance(func, types.FunctionType):
+        found = _plain_fp_memo.get((id(func), follow))
+        return found[1] if found is not None and found[0] is func else None
+    try:
+        return _fp_memo[follow].get(func)
+    except TypeError:  # not weak-referenceable: not memoised
+        return None
+
+
+def _memoise(func, follow: bool, fp) -> None:
+    if isinstance(func, types.FunctionType):
+        if len(_plain_fp_memo) >= PLAIN_FUNCTIONS_KEPT:
+            del _plain_fp_memo[next(iter(_plain_fp_memo))]
+        _plain_fp_memo[(id(func), follow)] = (func, fp)
+        return
+    try:
+        _fp_memo[follow][func] = fp
+    except TypeError:
+        pass
 
 
 def collect(func, fresh: bool = False, follow_python: bool = False) -> FunctionFingerprint:
@@ -304,9 +333,8 @@ def _fingerprint(func, stack: tuple, fresh: bool = False, follow: bool = False) 
     deeper (then it is content, whoever asks).
     """
     py_func, options = _unwrap(func)
-    found = _fp_memo.get((id(func), follow))
-    if found is not None and found[0] is func:
-        fp = found[1]
+    fp = _memoised(func, follow)
+    if fp is not None:
         if not fresh and fp.py_func is py_func and fp.code is py_func.__code__ \
                 and fp.defaults_seen[0] is py_func.__defaults__ \
                 and fp.defaults_seen[1] is py_func.__kwdefaults__ \
@@ -317,9 +345,7 @@ def _fingerprint(func, stack: tuple, fresh: bool = False, follow: bool = False) 
     builder = _Builder(py_func, (*stack, id(py_func)), fresh, follow)
     fp = builder.build(options)
     if builder.lowest_ref >= len(stack):  # self-contained: content, whoever asks
-        if len(_fp_memo) > 4096:
-            _fp_memo.clear()
-        _fp_memo[(id(func), follow)] = (func, fp)
+        _memoise(func, follow, fp)
     return fp, builder.lowest_ref
 
 

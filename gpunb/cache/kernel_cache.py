@@ -28,8 +28,13 @@ from gpunb.cache import provenance
 from gpunb.cache.fingerprint import Dependency, FunctionFingerprint
 from gpunb.cache.keys import explain_change, key_of, key_parts
 from gpunb.cache.relocate import relocate
-from gpunb.cache.store import CorruptEntry, DiskStore, MemoryStore
+from gpunb.cache.store import FORMAT_VERSION as STORE_FORMAT
+from gpunb.cache.store import CorruptEntry, DiskStore, FormatMismatch, MemoryStore, Untrusted
 from gpunb.foundation.events import CacheChange, CacheEvent, CacheKind, CacheReason, CacheSource
+
+
+class WrongKey(Exception):
+    """An entry that verifies but was made for another key (copied or renamed)."""
 
 
 class Lookup:
@@ -76,8 +81,13 @@ class KernelCache:
 
         self.directory = directory or config.cache_dir()
         self.memory = MemoryStore(memory_entries)
+        self.shared = config.cache_shared()
         self.disk = DiskStore(self.directory,
-                              config.cache_max_bytes() if max_bytes is None else max_bytes)
+                              config.cache_max_bytes() if max_bytes is None else max_bytes,
+                              shared=self.shared,
+                              key_file=config.cache_key_file() if self.shared else None,
+                              # a default directory is never created in a missing home
+                              anchor=None if directory else config.cache_dir_anchor())
         self.latest: dict[str, str] = {}  # pointer -> key of the last entry stored or hit
         self.bodies: dict[str, dict] = {}  # key -> metadata body, for explanations
         self.pending: dict[str, Lookup] = {}
@@ -106,7 +116,9 @@ class KernelCache:
             return {"cache": "disabled"}
         from gpunb.cache.toolchain_id import toolchain_identity
 
-        return toolchain_identity(target, self.directory, write=True)
+        # an untrusted (or uncreatable) directory is not read at all, its stamp included
+        return toolchain_identity(target, self.directory if self.disk.ready() else None,
+                                  write=True, shared=self.shared)
 
     def lookup(self, func_name: str, fingerprint: FunctionFingerprint, argtypes: str,
                options: dict | None, target: str, arch: str,
@@ -129,13 +141,23 @@ class KernelCache:
             return self._hit(pending, found[0], found[1], "memory", started), pending
         try:
             entry = self.disk.read(key)
-            artifact = _artifact_from(entry) if entry is not None else None
+            artifact = _artifact_from(key, entry) if entry is not None else None
+        except FormatMismatch as exc:  # an older gpunb's entry: compiled again, no warning
+            pending.changes = (_format_changed(key, exc),)
+            return self._missed(pending, started)
         except CorruptEntry as exc:
             pending.changes = (_corrupt(f"corrupt entry {key}: {exc}"),)
             return self._missed(pending, started)
+        except Untrusted as exc:
+            pending.changes = (_untrusted(exc),)
+            return self._missed(pending, started)
         except Exception as exc:  # noqa: BLE001 - verified JSON that is no artifact: corrupt too
-            self.disk.remove([key])
-            pending.changes = (_corrupt(f"entry {key} is no artifact: {exc}"),)
+            self.disk.remove([key])  # the files verify: only removing them lets a store rewrite
+            what = "corrupt entry" if isinstance(exc, WrongKey) else "no artifact in entry"
+            pending.changes = (_corrupt(f"{what} {key}: {exc}"),)
+            return self._missed(pending, started)
+        if artifact is None and self.disk.problem is not None:  # the directory is refused
+            pending.changes = (_untrusted(self.disk.problem),)
             return self._missed(pending, started)
         if artifact is not None:
             return self._disk_hit(pending, key, artifact, entry, started), pending
@@ -212,7 +234,7 @@ class KernelCache:
         try:
             return claim(self.disk.lock_path(key), lambda: self._probe(key), wait_s, stale_s)
         except OSError as exc:  # read-only or full: one warning, then memory only
-            self.disk.give_up(exc)
+            self.disk.failed(exc, "taking a compile lock")  # (anything else: this key only)
             return Claim(None, None, 0.0, "compile")
 
     def _probe(self, key: str):
@@ -223,8 +245,8 @@ class KernelCache:
             return "memory", found[0], found[1]
         try:
             entry = self.disk.read(key)
-            return None if entry is None else ("disk", _artifact_from(entry), entry)
-        except Exception:  # noqa: BLE001 - damaged while we wait: its writer or we rebuild it
+            return None if entry is None else ("disk", _artifact_from(key, entry), entry)
+        except Exception:  # noqa: BLE001 - damaged or refused: its writer or we rebuild it
             return None
 
     def _release(self, pending: Lookup) -> None:
@@ -247,13 +269,34 @@ class KernelCache:
              size: int = 0):
         fp = pending.fingerprint
         artifact = relocate(artifact, body.get("locations"), fp.locations)
+        pointer = _pointer(fp, pending.signature, pending.target)
         with self._lock:
-            self.latest[_pointer(fp, pending.signature, pending.target)] = pending.key
+            previous = self.latest.get(pointer)
+            self.latest[pointer] = pending.key
             self.bodies[pending.key] = body
+        # this process had other code for the function (a helper was redefined) and the new
+        # code was in the cache already: the hit says what changed, as a miss would
+        changes = self._why_changed(previous, pending) \
+            if previous is not None and previous != pending.key else ()
         pending.time_ms = (time.perf_counter() - started) * 1000.0
-        pending.event = _decided(pending, CacheKind.HIT, CacheSource(source), None, (), 0.0,
+        pending.event = _decided(pending, CacheKind.HIT, CacheSource(source), None, changes, 0.0,
                                  size or int(body.get("entry_bytes", 0)))
         return artifact
+
+    def _why_changed(self, previous: str, pending: Lookup) -> tuple:
+        """What differs from this process's previous entry of the function, and where the new
+        code came from (a hit found it compiled already)."""
+        body = self.body_of(previous)
+        if body is None:
+            return ()
+        old_deps = [Dependency.from_json(d) for d in body.get("dependencies", ())]
+        changes = explain_change(body.get("parts", {}), old_deps,
+                                 str(body.get("code_digest", "")), pending.parts,
+                                 pending.fingerprint)
+        changes.append(CacheChange(changes[0].reason, text=(
+            "its code for the new definition was in the cache already (compiled by another "
+            "process sharing the cache, or for an earlier definition)")))
+        return tuple(changes)
 
     def _missed(self, pending: Lookup, started: float) -> tuple:
         pending.time_ms = (time.perf_counter() - started) * 1000.0
@@ -274,7 +317,12 @@ class KernelCache:
             return [_NEW]
         if previous == pending.key:
             return [_NEW, _removed("its entry was removed (cache cleared or pruned)")]
-        body = self.body_of(previous)
+        try:
+            body = self._body(previous)
+        except FormatMismatch as exc:  # the first lookup after an upgrade: nothing to diff
+            return [_format_changed(previous, exc)]
+        except (CorruptEntry, Untrusted):
+            body = None
         if body is None:
             return [_NEW, _removed("the previous entry was removed (cache cleared or pruned)")]
         old_deps = [Dependency.from_json(d) for d in body.get("dependencies", ())]
@@ -283,6 +331,13 @@ class KernelCache:
 
     def body_of(self, key: str) -> dict | None:
         """The metadata body of an entry (memory or disk), None if gone or unreadable."""
+        try:
+            return self._body(key)
+        except (CorruptEntry, Untrusted):
+            return None
+
+    def _body(self, key: str) -> dict | None:
+        """body_of, with the disk's CorruptEntry or Untrusted raised."""
         with self._lock:
             body = self.bodies.get(key)
             if body is None:
@@ -290,10 +345,7 @@ class KernelCache:
                 body = found[1] if found is not None else None
         if body is not None:
             return body
-        try:
-            return self.disk.read_meta(key)
-        except CorruptEntry:
-            return None
+        return self.disk.read_meta(key)
 
     # ---- store ---------------------------------------------------------------------------------
 
@@ -316,8 +368,7 @@ class KernelCache:
                 self.latest[pointer] = pending.key
                 self.bodies[pending.key] = body
             try:
-                size = self.disk.write(pending.key, body, artifact.binary, artifact.ptx or "",
-                                       pointer)
+                size = self.disk.write(pending.key, body, _blobs_of(artifact), pointer)
             finally:
                 self._release(pending)  # after the entry is in place: waiters find it
         changes = pending.changes or (_NEW,)
@@ -369,6 +420,17 @@ def _corrupt(text: str) -> CacheChange:
     return CacheChange(CacheReason.CORRUPT, text=text)
 
 
+def _format_changed(key: str, exc: FormatMismatch) -> CacheChange:
+    return CacheChange(CacheReason.FORMAT_CHANGED, "", f"format changed: entry {key} was {exc}",
+                       "format", before=str(exc.found), after=str(STORE_FORMAT))
+
+
+def _untrusted(exc: Untrusted) -> CacheChange:
+    """`miss (untrusted: owned by uid 1001)`: the why as subject, path and fix in the text."""
+    return CacheChange(CacheReason.UNTRUSTED, exc.why, f"untrusted: {exc}", "cache entry",
+                       exc.path)
+
+
 def _decided(pending: Lookup, kind: CacheKind, source: CacheSource | None,
              reason: CacheReason | None, changes: tuple, compile_ms: float, size: int,
              fingerprint: FunctionFingerprint | None = None) -> CacheEvent:
@@ -386,17 +448,38 @@ def _enabled(options: dict | None) -> bool:
     return config.cache_enabled() and (options or {}).get("cache", True) is not False
 
 
-def _artifact_from(entry):
+def _artifact_from(key: str, entry):
+    """The entry's artifact, once the entry is shown to be what `key` names: its parts (the
+    content, types, options, target and toolchain it was made from) hash to `key`. An entry
+    copied or renamed under another key fails here - a miss, never another kernel's code."""
     from gpunb.foundation.artifact import KernelArtifact
 
+    parts = entry.body.get("parts")
+    if not isinstance(parts, dict):
+        raise WrongKey("it lists no key parts")
+    made_for = key_of(parts)
+    if made_for != key:
+        raise WrongKey(f"it was made for key {made_for} (copied or renamed)")
     data = dict(entry.body["artifact"])
-    data["ptx"] = entry.ptx
-    return KernelArtifact.from_json_dict(data, entry.binary)
+    for ext, field in _TEXT_BLOBS:
+        data[field] = entry.blobs[ext].decode("utf-8")
+    return KernelArtifact.from_json_dict(data, entry.blobs["bin"])
+
+
+# the artifact's texts, each a blob of its entry (store.BLOBS): the metadata stays small
+_TEXT_BLOBS = (("ptx", "ptx"), ("ll", "llvm_ir"), ("s", "asm"))
+
+
+def _blobs_of(artifact) -> dict:
+    blobs = {ext: (getattr(artifact, field) or "").encode("utf-8") for ext, field in _TEXT_BLOBS}
+    blobs["bin"] = artifact.binary
+    return blobs
 
 
 def _body(pending: Lookup, fp: FunctionFingerprint, artifact, compile_ms: float) -> dict:
     data = artifact.to_json_dict()
-    data.pop("ptx", None)  # stored as its own blob
+    for _, field in _TEXT_BLOBS:
+        data.pop(field, None)  # stored as blobs
     return {
         "function": pending.function, "qualname": fp.qualname, "signature": pending.signature,
         "target": pending.target, "arch": pending.parts.get("arch"), "parts": pending.parts,

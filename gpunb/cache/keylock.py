@@ -7,9 +7,9 @@ dead on the *same* host; a lock left by a node that is gone would block every wa
 timeout. Here:
 
 - **Acquire**: write the holder's identity (host, machine, pid, process start time, nonce) to a
-  private `.tmp-<host>-<pid>-<random>` file, then `link()` it to `<key>.lock`. link is atomic on
-  every NFS version and the lock appears with its content complete. (Where hard links are not
-  supported, `O_CREAT | O_EXCL` and a write.)
+  private `.tmp-<host>+<machine>+<pid>+<start>+<random>` file (temp_prefix), then `link()` it
+  to `<key>.lock`. link is atomic on every NFS version and the lock appears with its content
+  complete. (Where hard links are not supported, `O_CREAT | O_EXCL` and a write.)
 - **Heartbeat**: while compiling, one daemon thread per process touches each held lock every
   `stale / 5` seconds (`utime` without times: NFS sets the server's clock); the period is
   written in the lock, so a waiter configured with a shorter stale time still waits 3 periods.
@@ -31,9 +31,18 @@ import contextlib
 import errno
 import json
 import os
-import re
+import stat
 import threading
 from collections import namedtuple
+
+from gpunb.cache.trust import parse_json
+from gpunb.cache.writers import (  # noqa: F401 - who we are: keylock's API since it began
+    host_tag,
+    identity,
+    process_start,
+    temp_prefix,
+    temp_writer_state,
+)
 
 LockState = namedtuple("LockState", "text mtime_ns")
 LockState.__doc__ = "What a waiter saw of a lock file: its raw content and its mtime."
@@ -43,86 +52,12 @@ _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, er
 _MAX_LOCK_BYTES = 4096
 
 
-# ---- who we are -----------------------------------------------------------------------------
-
-def host_tag() -> str:
-    """This host's name, reduced to characters that are safe in a file name."""
-    if hasattr(os, "uname"):  # what socket.gethostname() answers on POSIX, without importing
-        hostname = os.uname().nodename  # socket (its enums cost a first compile ~3 ms)
-    else:
-        import socket
-
-        hostname = socket.gethostname()
-    name = re.sub(r"[^A-Za-z0-9.-]", "_", hostname or "host")
-    return name[:64] or "host"
-
-
-def _read_text(path: str) -> str:
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            return f.read(256).strip()
-    except OSError:
-        return ""
-
-
-def _machine() -> str:
-    """Boot id and pid namespace: two processes with equal values can see each other's pids.
-    (Containers on one kernel share the boot id, not the pid namespace; two machines given one
-    host name, or a node after a reboot, differ in boot id.)"""
-    boot = _read_text("/proc/sys/kernel/random/boot_id")
-    try:
-        pidns = os.readlink("/proc/self/ns/pid")
-    except OSError:
-        pidns = ""
-    return f"{boot}/{pidns}"
-
-
-def process_start(pid: int) -> str | None:
-    """A token that changes when `pid` is reused: Linux's start time in ticks since boot.
-    None when no live process has this pid (a zombie counts as gone); "" when it cannot tell."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rpartition(b")")[2].split()
-        if fields[0] in (b"Z", b"X"):  # killed but not yet reaped by its parent
-            return None
-        return fields[19].decode()
-    except FileNotFoundError:
-        return None if os.path.isdir("/proc/self") else _alive_by_signal(pid)
-    except (OSError, IndexError):
-        return _alive_by_signal(pid)
-
-
-def _alive_by_signal(pid: int) -> str | None:
-    if os.name == "nt":  # signal 0 is CTRL_C_EVENT there: never send it; cannot tell
-        return ""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except OSError:
-        pass  # EPERM: it exists
-    return ""
-
-
-_identity: dict = {}
-
-
-def identity() -> dict:
-    """This process as a lock holder (recomputed after a fork: the pid changed)."""
-    pid = os.getpid()
-    if _identity.get("pid") != pid:
-        _identity.clear()
-        _identity.update(host=host_tag(), machine=_machine(), pid=pid,
-                         started=process_start(pid) or "")
-    return dict(_identity)
-
-
 def holder_of(state: LockState | None) -> dict | None:
     """The identity written in a lock, None if the lock is absent or unreadable."""
     if state is None:
         return None
     try:
-        holder = json.loads(state.text)
+        holder = parse_json(state.text)
     except ValueError:
         return None
     return holder if isinstance(holder, dict) else None
@@ -160,13 +95,14 @@ def holder_gone(holder: dict | None) -> bool:
 # ---- the lock file ----------------------------------------------------------------------------
 
 def _private_name(folder: str, what: str) -> str:
-    return os.path.join(folder, f".tmp-{host_tag()}-{os.getpid()}-{os.urandom(6).hex()}.{what}")
+    return os.path.join(folder, f"{temp_prefix()}{os.urandom(6).hex()}.{what}")
 
 
 def observe(path: str) -> LockState | None:
     """The lock's content and mtime, None if there is no lock."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:  # O_NONBLOCK: a FIFO put in a lock's place must not block the waiter
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None
     except OSError:
@@ -175,11 +111,11 @@ def observe(path: str) -> LockState | None:
         except OSError:
             return None
     try:
-        mtime = os.fstat(fd).st_mtime_ns
-        text = os.read(fd, _MAX_LOCK_BYTES)
+        st = os.fstat(fd)
+        text = os.read(fd, _MAX_LOCK_BYTES) if stat.S_ISREG(st.st_mode) else b""
     finally:
         os.close(fd)
-    return LockState(text, mtime)
+    return LockState(text, st.st_mtime_ns)
 
 
 class KeyLock:
@@ -192,8 +128,10 @@ class KeyLock:
         self.released = False
 
     def touch(self) -> None:
-        with contextlib.suppress(OSError):
-            os.utime(self.path)
+        """The heartbeat: the lock file's mtime. A symbolic link someone put in its place is
+        touched itself, never the file it names."""
+        with contextlib.suppress(OSError, NotImplementedError):
+            os.utime(self.path, follow_symlinks=False)
 
     def release(self) -> bool:
         """Remove the lock if it is still ours (True), stop its heartbeat either way."""
@@ -337,7 +275,6 @@ def _forget_in_child() -> None:
     """A forked child holds none of its parent's locks and has no heartbeat thread."""
     global _heartbeat
     _heartbeat = _Heartbeat()
-    _identity.clear()
 
 
 def _release_all() -> None:

@@ -14,7 +14,7 @@ from gpunb.cache.encode import blake2b
 from gpunb.cache.fingerprint import Dependency, FunctionFingerprint
 from gpunb.foundation.events import CacheChange, CacheReason
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: entries of store format 2 (an older gpunb keeps its own keys)
 
 # Options at their documented defaults are dropped, so `jit()` and `jit(fastmath=False)` share keys.
 _OPTION_DEFAULTS = {"fastmath": False, "lineinfo": False, "debug": False, "opt": True,
@@ -34,9 +34,9 @@ def _json_value(value):
 def effective_options(options: dict | None, target: str) -> dict:
     """The options that shape code, canonical: sorted, defaults dropped, env-driven ones added.
 
-    On the CPU target GPUNB_BOUNDSCHECK=1 compiles bounds checks in (backends/cpu/backend.py), so
-    it is folded into `boundscheck` here: an environment variable that changes code must change
-    keys.
+    On the CPU target GPUNB_BOUNDSCHECK (on unless 0) compiles bounds checks in
+    (backends/cpu/backend.py), so it is folded into `boundscheck` here: an environment variable
+    that changes code must change keys.
     """
     out = {}
     for name, value in (options or {}).items():
@@ -58,6 +58,8 @@ def effective_options(options: dict | None, target: str) -> dict:
             out.pop("racecheck", None)
         if "cpu_mode" not in out and config.cpu_mode() != "auto":
             out["cpu_mode"] = config.cpu_mode()
+        if not config.cpu_interrupt_checks():  # kernels without stopping points (benchmarks)
+            out["interrupt_checks"] = False
     return dict(sorted(out.items()))
 
 

@@ -11,7 +11,7 @@ import threading
 import time
 from collections import deque
 
-from gpunb.foundation.events import CacheEvent, EventKind, publish
+from gpunb.foundation.events import CacheEvent, EventKind, in_internal_work, publish
 
 _LOG_SIZE = 2048
 
@@ -20,7 +20,10 @@ _lock = threading.Lock()
 
 
 def record(event: CacheEvent) -> CacheEvent:
-    """Keep `event` in the bounded log and publish it to `EventKind.CACHE` subscribers."""
+    """Keep `event` in the bounded log and publish it to `EventKind.CACHE` subscribers (neither
+    for gpunb's own kernels: events.internal_work)."""
+    if in_internal_work():
+        return event
     with _lock:
         _log.append(event)
     publish(EventKind.CACHE, event)

@@ -43,6 +43,7 @@ def relocate(artifact, old_locations, new_locations):
     changes = {"error_sites": tuple(site(tuple(s)) for s in artifact.error_sites),
                "barrier_sites": tuple(site(tuple(s)) for s in artifact.barrier_sites),
                "access_sites": tuple(site(tuple(s)) for s in artifact.access_sites),
+               "code_sites": tuple(site(tuple(s)) for s in artifact.code_sites),
                "line_map": tuple((line_only(line), ptx) if line else (line, ptx)
                                  for line, ptx in artifact.line_map)}
     if artifact.source_file == old[0][1] or not artifact.source_file:

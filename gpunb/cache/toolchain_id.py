@@ -5,6 +5,11 @@ cuda-pathfinder (~30 ms): together twice the budget of a disk hit in a new proce
 are remembered in `<cache dir>/toolchain.json`, each beside the (path, size, mtime_ns) of the file
 it was read from; a stamp that still matches is trusted, any difference asks the tools again. Stat
 data only decides whether to ask again, never what goes into a key.
+
+The stamp decides key parts, so it is read as a private file whatever the cache's mode
+(trust.py: owned by this user or root, writable by nobody else, a regular file), and only from a
+directory the trust model accepts. In a shared cache each user keeps their own stamp
+(`toolchain-<uid>.json`): their installations differ.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import sys
 from gpunb.cache.encode import blake2b
 
 _STAMP = "toolchain.json"
+_STAMP_LIMIT = 1 << 20
 # the layers whose code decides what an artifact contains (types and layouts, inference and
 # lowering, the backends' code generation)
 _ARTIFACT_LAYERS = ("foundation", "compiler", "backends")
@@ -74,25 +80,34 @@ def _stat(path: str) -> list | None:
     return [path, st.st_size, st.st_mtime_ns]
 
 
-def _read_stamp(directory: str | None) -> dict:
-    if not directory:
+def _stamp_name(shared: bool) -> str:
+    if shared and hasattr(os, "geteuid"):
+        return f"toolchain-{os.geteuid()}.json"
+    return _STAMP
+
+
+def _read_stamp(directory: str | None, shared: bool = False) -> dict:
+    from gpunb.cache import trust
+
+    if not directory or trust.directory_problem(directory, shared) is not None:
         return {}
     try:
-        with open(os.path.join(directory, _STAMP), encoding="utf-8") as f:
-            data = json.load(f)
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+        raw = trust.read_file(os.path.join(directory, _stamp_name(shared)), _STAMP_LIMIT,
+                              private=True)
+        data = trust.parse_json(raw) if raw else None
+    except (OSError, ValueError, trust.Untrusted):
+        return {}  # absent, damaged or someone else's: ask the tools (and write our own)
+    return data if isinstance(data, dict) else {}
 
 
-def _write_stamp(directory: str | None, data: dict) -> None:
-    if not directory:
-        return
-    from gpunb.cache.store import atomic_write
+def _write_stamp(directory: str | None, data: dict, shared: bool = False) -> None:
+    if not directory or not os.path.isdir(directory):
+        return  # never creates the directory: the cache decides whether it may exist
+    from gpunb.cache.files import atomic_write
 
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        atomic_write(os.path.join(directory, _STAMP), json.dumps(data, sort_keys=True).encode())
+        atomic_write(os.path.join(directory, _stamp_name(shared)),
+                     json.dumps(data, sort_keys=True).encode())
     except OSError:
         pass  # a read-only cache directory: ask the tools next time
 
@@ -128,18 +143,19 @@ _identity_memo: dict = {}
 
 
 def toolchain_identity(target: str, directory: str | None = None,
-                       write: bool = True) -> dict[str, str]:
+                       write: bool = True, shared: bool = False) -> dict[str, str]:
     """{gpunb, compiler, llvm[, libdevice]} for keys; memoised per process and stamped on disk.
 
-    `write=False` (the cache is disabled) still reads a stamp but never writes one.
+    `write=False` (the cache is disabled) still reads a stamp but never writes one; `shared`:
+    the directory is a shared cache (this user's own stamp there).
     """
-    memo_key = (target, directory)
+    memo_key = (target, directory, shared)
     found = _identity_memo.get(memo_key)
     if found is not None:
         return dict(found)
     from gpunb.foundation.version import VERSION
 
-    stamp = _read_stamp(directory)
+    stamp = _read_stamp(directory, shared)
     changed: list = []  # a True for each fact asked again (the stamp is then rewritten)
     identity = {"gpunb": VERSION, "compiler": compiler_digest(stamp, changed)}
     if "llvmlite.binding" in sys.modules:
@@ -164,7 +180,7 @@ def toolchain_identity(target: str, directory: str | None = None,
                                   "env": _libdevice_search_env(), "value": identity["libdevice"]}
             changed.append(True)
     if write and any(changed):  # (comparing JSON dumps of the stamp cost a disk hit ~1 ms)
-        _write_stamp(directory, stamp)
+        _write_stamp(directory, stamp, shared)
     _identity_memo[memo_key] = identity
     return dict(identity)
 

@@ -12,6 +12,7 @@ from llvmlite import ir
 from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 from gpunb.foundation.pointer_types import Pointer
+from gpunb.foundation.tensor_types import Fragment, TensorMap
 
 i1 = ir.IntType(1)
 i8 = ir.IntType(8)
@@ -65,7 +66,7 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.LiteralStructType([value_type(x) for x in ty.items])
     if isinstance(ty, (t.NoneType, t.Group)):
         return ir.LiteralStructType([])
-    if isinstance(ty, (t.Record, Pointer)):
+    if isinstance(ty, (t.Record, Pointer, TensorMap, Fragment)):  # a fragment: its storage
         return ptr
     if isinstance(ty, enum_types.EnumMember):
         return i64
@@ -81,9 +82,20 @@ def memory_type(ty: t.Type) -> ir.Type:
     return value_type(ty)
 
 
+class TensorMapSlot(ir.PointerType):
+    """The parameter of a TMA tensor map (a `ptr`): the CUDA target makes it a byval
+    __grid_constant__ parameter of 128 bytes, the CPU target receives a pointer to them."""
+
+    def __init__(self):
+        super().__init__()
+        self.pointee = ir.ArrayType(i8, 128)  # what `byval(...)` copies
+
+
 def slot_type(slot: str) -> ir.Type:
     if slot == "ptr":
         return ptr
+    if slot == "tmap":
+        return TensorMapSlot()
     if slot.startswith("i"):
         return ir.IntType(int(slot[1:]))
     if slot == "bf16":

@@ -31,25 +31,43 @@ class DebugInfo:
             # a notebook cell's text is written under the cache directory and named here, so
             # the PTX `.file` points at a file that ncu and nvdisasm can open
             path = debug_source_path(filename)
-            found = self.module.add_debug_info("DIFile", {
-                "filename": os.path.basename(path) or path,
-                "directory": os.path.dirname(path),
-            })
-            self.files[filename] = found
-            if self.unit is None:
-                self.unit = self.module.add_debug_info("DICompileUnit", {
-                    "language": ir.DIToken("DW_LANG_Python"),
-                    "file": found,
-                    "producer": "gpunb",
-                    "runtimeVersion": 0,
-                    "isOptimized": not self.full,
-                    "emissionKind": ir.DIToken("FullDebug" if self.full else
-                                               "DebugDirectivesOnly"),
-                }, is_distinct=True)
-                self.module.add_named_metadata("llvm.dbg.cu", self.unit)
+            found = self.files[filename] = self.make_file(os.path.basename(path) or path,
+                                                          os.path.dirname(path))
         return found
 
+    def make_file(self, name: str, directory: str):
+        """A DIFile (the first one also makes the compile unit)."""
+        found = self.module.add_debug_info("DIFile", {"filename": name, "directory": directory})
+        if self.unit is None:
+            self.unit = self.module.add_debug_info("DICompileUnit", {
+                "language": ir.DIToken("DW_LANG_Python"),
+                "file": found,
+                "producer": "gpunb",
+                "runtimeVersion": 0,
+                "isOptimized": not self.full,
+                "emissionKind": ir.DIToken(self.unit_kind()),
+            }, is_distinct=True)
+            self.module.add_named_metadata("llvm.dbg.cu", self.unit)
+        return found
+
+    def unit_kind(self) -> str:
+        """What LLVM emits: `.loc` directives for PTX (the inspector's map, lineinfo), or
+        everything (DWARF sections) with debug=True."""
+        return "FullDebug" if self.full else "DebugDirectivesOnly"
+
+    def statement(self, low, node):
+        """The location of a statement's code (lowering sets it before each statement)."""
+        return self.location(node.lineno, node.col_offset, low.subprogram)
+
+    def entry(self, low):
+        """The location of a function's first instructions."""
+        return self.location(low.typed.source.first_line, 0, low.subprogram)
+
     def subprogram(self, fn: ir.Function, source):
+        return self.make_subprogram(fn, source, source.first_line)
+
+    def make_subprogram(self, fn: ir.Function, source, line: int):
+        """fn's DISubprogram, its lines starting at `line`."""
         file = self.file(source.filename)
         subroutine = self.module.add_debug_info("DISubroutineType", {
             "types": self.module.add_metadata([]),
@@ -59,11 +77,11 @@ class DebugInfo:
             "linkageName": fn.name,
             "scope": file,
             "file": file,
-            "line": source.first_line,
+            "line": line,
             "type": subroutine,
             "isLocal": False,
             "isDefinition": True,
-            "scopeLine": source.first_line,
+            "scopeLine": line,
             "unit": self.unit,
         }, is_distinct=True)
         fn.set_metadata("dbg", sp)

@@ -15,6 +15,7 @@ import textwrap
 
 from gpunb.compiler import source_recovery
 from gpunb.compiler.folding import fold_constants
+from gpunb.foundation import loaded_sources
 from gpunb.foundation.errors import CompileError, SourceLocation
 from gpunb.foundation.records import record
 
@@ -63,7 +64,7 @@ def load_source(py_func) -> KernelSource:
     try:
         if source_recovery.linecache_disagrees(py_func):
             raise OSError("linecache holds another text under its file name")
-        lines, first_line = source_lines(py_func)
+        lines, first_line, text_lines = _source_block(py_func)
     except (OSError, TypeError) as exc:
         recovered = source_recovery.recover(py_func)
         if recovered is None:
@@ -115,31 +116,61 @@ def load_source(py_func) -> KernelSource:
 
 
 def source_lines(py_func) -> tuple:
-    """(lines, first line number) of a function's source, as inspect.getsourcelines gives them.
+    """(lines, first line number) of a function's source, as inspect.getsourcelines gives them,
+    from the text its module was imported from (see _source_block)."""
+    lines, first_line, _ = _source_block(py_func)
+    return lines, first_line
 
-    The function's lines are read from linecache (files and notebook cells alike) and end at
-    the last line any of its code (nested functions included) covers, accepted only when the
-    next line of code is indented no deeper than the `def` (so the block really ended there).
+
+def _source_block(py_func) -> tuple:
+    """(lines, first line number, the whole text when it is not what linecache holds, else None).
+
+    A function of a module whose text gpunb kept when the module ran (foundation/loaded_sources.py)
+    compiles from that text: an edit made to the file since is not what the module runs, and
+    one StaleSourceWarning says how to pick it up. Other functions read linecache (files and
+    notebook cells alike; an edited file is read again, as inspect does).
+
+    The block ends at the last line any of the function's code (nested functions included)
+    covers, accepted only when the next line of code is indented no deeper than the `def`.
     inspect's own way tokenizes the source, and compiling tokenize's patterns costs
     milliseconds on a process's first kernel (a disk-cache hit's budget is 10 ms); anything
     unusual falls back to it.
     """
     code = py_func.__code__
-    linecache.checkcache(code.co_filename)  # an edited file is read again, as inspect does
-    lines = linecache.getlines(code.co_filename, getattr(py_func, "__globals__", None))
+    kept = loaded_sources.loaded_text(code)
+    text_lines = None
+    if kept is not None:
+        state, now = kept.on_disk()
+        if state != "same":
+            loaded_sources.warn_stale(kept, state, now, py_func.__qualname__)
+            text_lines = tuple(kept.lines)  # errors show the compiled text, not the file's
+        lines = kept.lines
+    else:
+        linecache.checkcache(code.co_filename)
+        lines = linecache.getlines(code.co_filename, getattr(py_func, "__globals__", None))
     start = code.co_firstlineno - 1
     end = _last_line(code)
     if not lines or not 0 <= start < end <= len(lines) or not lines[start].lstrip().startswith(
             ("def ", "@", "async def ")):
-        return inspect.getsourcelines(py_func)
+        return (*_inspect_block(py_func, kept), text_lines)
     indent = len(lines[start]) - len(lines[start].lstrip())
     for line in lines[end:]:
         stripped = line.strip()
         if stripped and not stripped.startswith("#"):
-            if len(line) - len(line.lstrip()) > indent:
-                return inspect.getsourcelines(py_func)  # the block goes on: let inspect decide
+            if len(line) - len(line.lstrip()) > indent:  # the block goes on: let inspect decide
+                return (*_inspect_block(py_func, kept), text_lines)
             break
-    return lines[start:end], start + 1
+    return lines[start:end], start + 1, text_lines
+
+
+def _inspect_block(py_func, kept) -> tuple:
+    """inspect's answer: from the kept text when there is one (inspect would read the file)."""
+    if kept is None:
+        return inspect.getsourcelines(py_func)
+    start = py_func.__code__.co_firstlineno - 1
+    if not 0 <= start < len(kept.lines):
+        raise OSError(f"line {start + 1} is past the end of {kept.path} as imported")
+    return inspect.getblock(kept.lines[start:]), start + 1
 
 
 def _last_line(code) -> int:

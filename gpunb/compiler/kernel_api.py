@@ -131,6 +131,18 @@ const = Namespace("cuda.const", ["array_like"])
 atomic = Namespace("cuda.atomic", ["add", "sub", "max", "min", "exch", "cas", "inc", "dec",
                                    "and_", "or_", "xor", "compare_and_swap", "nanmax", "nanmin"])
 
+# tensor cores (compiler/builtins/tensorcore_*): nvcuda::wmma's names, and PTX-level mma.sync,
+# ldmatrix / stmatrix and inline PTX
+wmma = Namespace("cuda.wmma", ["fragment", "fill_fragment", "load_matrix_sync", "mma_sync",
+                               "store_matrix_sync", "float_to_tf32", "matrix_a", "matrix_b",
+                               "accumulator", "row_major", "col_major", "mem_row_major",
+                               "mem_col_major"])
+wmma.precision = Namespace("cuda.wmma.precision", ["tf32"])
+wmma.tf32 = wmma.precision.tf32
+_TENSOR_CORE = ["mma_sync", "ldmatrix", "stmatrix", "inline_ptx"]
+for _name in _TENSOR_CORE:
+    globals()[_name] = KernelOnly(f"cuda.{_name}")
+
 KERNEL_NAMES = {
     "threadIdx": threadIdx, "blockIdx": blockIdx, "blockDim": blockDim, "gridDim": gridDim,
     "laneid": laneid, "warpsize": warpsize, "grid": grid, "gridsize": gridsize,
@@ -142,6 +154,7 @@ KERNEL_NAMES = {
     "bf16": bf16, "fp8": fp8,
 }
 KERNEL_NAMES.update({name: globals()[name] for name in _WARP_AND_BITS})
+KERNEL_NAMES.update({name: globals()[name] for name in _TENSOR_CORE}, wmma=wmma)
 
 
 # ---- libdevice (gpunb.cuda.libdevice): declarations read from the bitcode, carried by the stubs --

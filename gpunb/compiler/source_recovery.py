@@ -12,6 +12,7 @@ import __future__
 
 import inspect
 import linecache
+import os
 import sys
 import types
 
@@ -111,4 +112,14 @@ def missing_source_hint(py_func) -> str:
         return ("it was built from a string (exec, eval or compile) whose text gpunb did not "
                 "see: import gpunb before the string is executed (gpunb records the text then), "
                 "or define the function in a file or a notebook cell")
+    if not os.path.exists(filename):
+        module = getattr(py_func, "__module__", None) or "its module"
+        loaded_from = str(getattr(sys.modules.get(module), "__file__", None) or "")
+        if loaded_from.endswith((".pyc", ".pyo")):
+            return (f"module '{module}' was imported from compiled bytecode alone "
+                    f"({loaded_from}), which holds no source text: gpunb compiles GPU functions "
+                    f"from their source, so ship {os.path.basename(filename)} beside it")
+        return (f"its file {filename} (module '{module}') is gone - deleted or moved since "
+                f"'{module}' was imported: put the file back, or import the module again from "
+                "where it is now (importlib.reload after fixing sys.path)")
     return "define GPU functions in a file or a notebook cell (in a notebook, %%gpukernel)"

@@ -10,6 +10,7 @@ from llvmlite import ir
 
 from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.debuginfo import DebugInfo
 from gpunb.foundation import types as t
 
 
@@ -24,6 +25,11 @@ class Target:
     checks_always = False
 
     # ---- functions -----------------------------------------------------------------------------
+
+    def debug_info(self, module: ir.Module, full: bool = False):
+        """The module's line-table builder (compiler/debuginfo.py), or None for none; `full`
+        (debug=True) asks for a full compile unit."""
+        return DebugInfo(module, full=full) if self.emits_line_info else None
 
     def extra_params(self) -> list:
         """Hidden leading parameters of every GPU function (the CPU target's thread context)."""
@@ -69,6 +75,26 @@ class Target:
         the builder's block terminated; with a site id, first record it for the launcher."""
         raise NotImplementedError
 
+    # ---- stopping points -----------------------------------------------------------------------
+
+    # the target wants `poll` at loop back-edges and before real calls (the CPU target: a
+    # launch told to stop - Ctrl-C, the watchdog - stops there); counted loops are then cut into
+    # chunks (lower/loops.py) so that their inner loop stays plain for LLVM
+    polls = False
+
+    def poll(self, low) -> None:
+        """A point where a running launch may be told to stop (loop back-edges, calls); the
+        builder continues after it."""
+        return
+
+    def enter_call(self, low) -> None:
+        """Before a real (not inlined) call of a GPU function."""
+        return
+
+    def leave_call(self, low) -> None:
+        """After that call returned."""
+        return
+
     def hinted_load(self, low, pointer, dtype: t.Type, hint: str):
         """A load with a cache hint (cuda.ldcs and friends); targets without hints load."""
         return arrays.load_element(low.builder, dtype, pointer)
@@ -84,6 +110,11 @@ class Target:
     def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent) -> None:
         """Bounds checking hook; targets without it do nothing."""
         return
+
+    def async_ops(self):
+        """The lowering of cp.async, mbarriers, TMA and wgmma (an object with one method per
+        operation, from the backend's async_ops module), or None where the target has none."""
+        return None
 
     def string_constant(self, low, text: str, addrspace: int = 0):
         """A generic pointer to a NUL-terminated constant string (print()'s %s arguments)."""
@@ -120,6 +151,13 @@ class Target:
             return b.bitcast(b.extract_value(pair, 0), dm.value_type(dtype))
         pair = b.cmpxchg(pointer, expected, value, "monotonic", "monotonic")
         return b.extract_value(pair, 0)
+
+    # ---- tensor cores and inline PTX (compiler/builtins/tensorcore_*, inline_ptx) ------------
+
+    def tensor_cores(self):
+        """The object that lowers WMMA, mma.sync, ldmatrix/stmatrix and inline PTX for this
+        target (backends/<target>/tensorcore.py)."""
+        raise NotImplementedError
 
     # ---- helpers shared by targets -------------------------------------------------------------
 

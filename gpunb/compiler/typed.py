@@ -30,6 +30,10 @@ class Feature(str, enum.Enum):
     SHARED = "shared"  # static shared memory
     DYNAMIC_SHARED = "dynamic_shared"  # cuda.shared.array(0, dtype)
     PRINT = "print"
+    # cp.async, mbarriers, TMA and wgmma: the CPU target runs such a kernel as coroutines with
+    # per-thread queues of pending copies (backends/cpu/async_*.py)
+    ASYNC = "async"
+    SM90A = "sm_90a"  # wgmma / setmaxnreg: the CUDA target compiles for sm_90a
 
 
 class VarKind(str, enum.Enum):

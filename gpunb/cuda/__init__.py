@@ -9,6 +9,15 @@ from __future__ import annotations
 
 import sys as _sys
 
+from gpunb.compiler.async_api import (  # noqa: F401 - re-exported kernel language
+    cp_async,
+    fence_proxy_async,
+    mbarrier,
+    setmaxnreg_dec,
+    setmaxnreg_inc,
+    tma,
+    wgmma,
+)
 from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel language
     activemask,
     all_sync,
@@ -31,6 +40,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     grid,
     gridDim,
     gridsize,
+    inline_ptx,
     laneid,
     lanemask_lt,
     ldca,
@@ -38,10 +48,12 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     ldcs,
     ldcv,
     ldlu,
+    ldmatrix,
     literal_unroll,
     local,
     match_all_sync,
     match_any_sync,
+    mma_sync,
     nanosleep,
     popc,
     selp,
@@ -52,6 +64,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     shfl_xor_sync,
     stcg,
     stcs,
+    stmatrix,
     stwb,
     stwt,
     syncthreads,
@@ -64,6 +77,7 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     threadfence_system,
     threadIdx,
     warpsize,
+    wmma,
 )
 from gpunb.cuda.api import (  # noqa: F401 - re-exported host API
     declare_device,
@@ -89,10 +103,15 @@ from gpunb.cuda.devices import (  # noqa: F401
     list_devices,
 )
 from gpunb.jit.decorator import jit  # noqa: F401 - re-exported: @cuda.jit
+from gpunb.runtime.tma import descriptor as _tma_descriptor
+
+# cuda.tma.descriptor(array, box, swizzle): the one host function of the TMA namespace
+tma.descriptor = _tma_descriptor
 
 # `from gpunb.cuda.bf16 import hadd` as numba-cuda's `from numba.cuda.bf16 import hadd`
 _sys.modules[__name__ + ".bf16"] = bf16
 _sys.modules[__name__ + ".fp8"] = fp8
+_sys.modules[__name__ + ".wmma"] = wmma
 
 # numba.cuda's submodules under their attribute names (`cuda.devicearray` is cudadrv's)
 _SUBMODULES = {name: name for name in ("libdevice", "libdevicefuncs", "types", "random", "np",

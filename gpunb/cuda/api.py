@@ -86,8 +86,10 @@ def select_device(device_id: int):
 
 
 def synchronize() -> None:
+    from gpunb.runtime import capture
     from gpunb.runtime.target import active_target
 
+    capture.refuse_synchronize("cuda.synchronize()")
     if active_target() == "cuda":
         from gpunb.backends.cuda import driver
 

@@ -39,7 +39,9 @@ class _GpuContext:
 
     def synchronize(self) -> None:
         from gpunb.backends.cuda import driver
+        from gpunb.runtime import capture
 
+        capture.refuse_synchronize("cuda.current_context().synchronize()")
         driver.synchronize()
 
     def __repr__(self) -> str:

@@ -5,7 +5,9 @@ The CUDA and CPU targets share this layout, so one argument packer (runtime/pack
 - a complex number is two slots (real, imaginary) of its component type;
 - an array is `ptr` (data), then `ndim` x `i64` shape, then `ndim` x `i64` strides in bytes;
 - a tuple is its items' slots in order;
-- a record (structured scalar) is a `ptr` to its bytes; a C pointer (CPointer) is a `ptr`.
+- a record (structured scalar) is a `ptr` to its bytes; a C pointer (CPointer) is a `ptr`;
+- a TMA tensor map is one `tmap` slot: its 128 bytes by value on the GPU (a __grid_constant__
+  parameter), a pointer to them on the CPU target.
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ def param_slots(ty: t.Type) -> tuple[str, ...]:
         return out
     if isinstance(ty, (t.Record, Pointer)):
         return ("ptr",)
+    from gpunb.foundation.tensor_types import TensorMap
+
+    if isinstance(ty, TensorMap):
+        return ("tmap",)
     return (scalar_slot(ty),)
 
 

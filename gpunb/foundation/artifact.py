@@ -33,7 +33,9 @@ class KernelArtifact:
     binary: bytes  # cubin (cuda) or host object file (cpu)
     ptx: str = ""  # PTX text (cuda; on cpu the PTX the cuda target would produce, if asked)
     llvm_ir: str = ""  # optimised LLVM IR
-    asm: str = ""  # host assembly (cpu)
+    # host assembly (cpu) of entries cached before it was made on request from llvm_ir
+    # (CpuBackend.assembly); new compiles leave it empty
+    asm: str = ""
     cooperative: bool = False  # needs cuLaunchCooperativeKernel (grid sync)
     uses_barriers: bool = False  # the kernel calls syncthreads (or a block group sync)
     cpu_mode: str = ""  # cpu: "workgroup" (threads as loops) or "coroutine"
@@ -58,6 +60,9 @@ class KernelArtifact:
     # warnings the compile emitted ((category name, message, file, line), ...): a cache hit
     # emits them again, as the compile it stands for would have
     compile_warnings: tuple = ()
+    # cpu: (file, line, col, function, "statement" | "def") by code-site id, the "lines" of the
+    # host object's line table (backends/cpu/codesites.py): where a fault was in the source
+    code_sites: tuple = ()
     # foreign code to link (foundation.linkable items): needed by the link stage only, so not
     # stored (the cache stores the linked binary)
     links: tuple = ()
@@ -76,7 +81,7 @@ class KernelArtifact:
         data["param_slots"] = tuple(data["param_slots"])
         data["line_map"] = tuple((line, tuple(ptx)) for line, ptx in data["line_map"])
         for name in ("printf_formats", "error_sites", "barrier_sites", "raise_sites",
-                     "access_sites", "shared_layout", "compile_warnings"):
+                     "access_sites", "shared_layout", "compile_warnings", "code_sites"):
             data[name] = tuple(tuple(x) if isinstance(x, list) else x
                                for x in data.get(name, ()))
         return cls(binary=binary, **data)

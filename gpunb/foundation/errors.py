@@ -7,7 +7,9 @@ same everywhere: what was found, where (file or notebook cell, line, column), an
 from __future__ import annotations
 
 import linecache
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 _IPYTHON_CELL = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")
@@ -63,6 +65,33 @@ def render_caret(loc: SourceLocation) -> str:
         width = min(loc.end_col - loc.col, max(len(stripped) - col, 1))
     marker = "^" + "~" * (width - 1)
     return f"    {stripped}\n    {' ' * col}{marker}"
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # gpunb/
+_SKIPPED_FILES = ("contextlib.py", "functools.py")
+
+
+def user_location() -> SourceLocation | None:
+    """The line of user code that called into gpunb (a decorator line, a launch, a call)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep) and \
+                not filename.endswith(_SKIPPED_FILES):
+            return _frame_location(frame)
+        frame = frame.f_back
+    return None
+
+
+def _frame_location(frame) -> SourceLocation:
+    import inspect
+
+    positions = getattr(inspect.getframeinfo(frame, context=0), "positions", None)  # 3.11+
+    if positions is not None and positions.col_offset is not None and \
+            positions.lineno == frame.f_lineno:
+        end = positions.end_col_offset if positions.end_lineno == positions.lineno else None
+        return SourceLocation(frame.f_code.co_filename, frame.f_lineno, positions.col_offset, end)
+    return SourceLocation(frame.f_code.co_filename, frame.f_lineno, 0)
 
 
 class GpunbError(Exception):
@@ -139,6 +168,12 @@ class LaunchError(LocatedError):
     """A launch that cannot run: bad grid/block, wrong arguments, driver failures, deadlocks."""
 
 
+class GraphError(LaunchError):
+    """Work that a graph cannot capture or replay (gpunb.graph): a synchronisation, an
+    allocation or a pageable host copy inside the capture, a replay after an argument's memory
+    was freed, an update with arguments of other types or shapes."""
+
+
 class RaceError(LaunchError):
     """Two threads touched the same address without a barrier (or warp synchronisation) between
     them, at least one writing and not both atomically: found by the CPU target's racecheck.
@@ -161,6 +196,27 @@ class InitcheckError(LaunchError):
 class WarpMaskError(LaunchError):
     """A warp collective (*_sync, syncwarp) whose mask leaves out the calling lane or names
     lanes that never arrive there: undefined behaviour on a GPU, found by the CPU target."""
+
+
+class LaunchTimeoutError(LaunchError, TimeoutError):
+    """A launch that ran (CPU target), or a kernel the host waited for (GPU), longer than the
+    watchdog's limit (GPUNB_LAUNCH_TIMEOUT, `%%gpukernel --timeout S`); also a TimeoutError."""
+
+
+class KernelFaultError(LaunchError):
+    """Kernel code that faulted on the CPU target (an invalid address with bounds checks off,
+    a stack overflow from deep recursion): the launch was abandoned, the process lives on."""
+
+
+class AsyncCopyError(LaunchError):
+    """A misuse of the asynchronous machinery found by the CPU target: data of a cp.async or a
+    TMA copy read before the wait that completes it, an mbarrier waited on a phase that never
+    completes, a wgmma issued by part of a warpgroup, a misaligned asynchronous copy."""
+
+
+class TensorMapError(LaunchError, ValueError):
+    """A TMA descriptor that cannot be made (cuda.tma.descriptor): a box that does not fit the
+    array or the hardware's limits, an unsupported swizzle, strides TMA cannot express."""
 
 
 class LaunchConfigError(LaunchError, TypeError, ValueError):

@@ -4,7 +4,8 @@ Every layer publishes here and nothing here imports another layer, so the notebo
 a user script can listen to all of gpunb without replacing anything: `gpunb.events.subscribe`.
 Subscribers run in the publishing thread, synchronously; one that raises is reported as a
 warning and never breaks a compile or a launch. With no subscriber, publishing costs one dict
-lookup, and the launch fast path reads `launch_observers` (an empty tuple) and nothing more. A
+lookup, and the launch fast path reads nothing here: launch observers coming or going is a
+RUNTIME_CHANGED event, after which launchers are bound again with the hooks that apply. A
 profiler that needs only what happened (not a say before each launch) uses `record_launches`
 instead: the native launchers keep running and each launch appends one small tuple to a list.
 """
@@ -12,13 +13,13 @@ instead: the native launchers keep running and each launch appends one small tup
 from __future__ import annotations
 
 import enum
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
-
-from gpunb.foundation import launch_gate
 
 
 class NamedEnum(str, enum.Enum):
@@ -39,6 +40,11 @@ class EventKind(NamedEnum):
     LAUNCH_BEFORE = "launch_before"  # LaunchEvent, before the arguments are packed
     LAUNCH_AFTER = "launch_after"  # LaunchEvent with ms (host time, not synchronised)
     CACHE = "cache"  # CacheEvent: one cache decision
+    RUNTIME_CHANGED = "runtime_changed"  # RuntimeChange: what every launch is prepared for
+    NOTICE = "notice"  # Notice: a one-line message for the user (see notify)
+    SPECIALIZED = "specialized"  # KernelEvent: a GPU function has code for new argument types
+    FAILED = "failed"  # KernelEvent: a compile or a launch of a GPU function failed
+    PROFILE = "profile"  # the Profile of a `gpunb.profile()` block or %%gpuprofile cell, ended
 
 
 class Stage(NamedEnum):
@@ -78,7 +84,8 @@ class LaunchEvent(NamedTuple):
 
     A named tuple rather than a dataclass: a launch someone listens to builds one per event,
     and a tuple is made in a fraction of the time a frozen dataclass takes (the launch path
-    builds it with `tuple.__new__`, see jit/observe.py), which is most of what listening costs.
+    builds it with `tuple.__new__`, see jit/launch_hooks.py), which is most of what listening
+    costs.
     Read it by field name; it is immutable.
     """
 
@@ -108,6 +115,56 @@ class LaunchEvent(NamedTuple):
                      for ty, shape in zip(self.types, self.shapes, strict=False))
 
 
+class RuntimeChange(NamedEnum):
+    """What changed of what every launch is prepared for (the event of RUNTIME_CHANGED): a
+    launcher bound before (jit/launcher.py) launches no more, its dispatcher binds again."""
+
+    TARGET = "target"  # gpunb.set_target
+    LAUNCH_OBSERVERS = "launch observers"  # a launch subscriber or recorder came or went
+    CONTEXTS = "contexts"  # a second CUDA context was made, or the contexts were reset
+    CAPTURE = "capture"  # a graph capture began on a thread: its launches take the Python
+    # path (which records them into the graph), so launchers bound before launch no more
+
+
+def runtime_changed(what: RuntimeChange) -> None:
+    """Tell RUNTIME_CHANGED's subscribers (the jit layer) that `what` changed, before the
+    caller returns: a launch that starts after this call sees the change."""
+    publish(EventKind.RUNTIME_CHANGED, what)
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A one-line message for the user that is no error (e.g. the CPU-target fallback)."""
+
+    text: str
+    topic: str = ""  # what it is about: "target", ...
+
+
+def notify(text: str, topic: str = "") -> None:
+    """Tell the user something once: the NOTICE subscribers show it (the notebook as a plain
+    output line, not an error box); with none, it goes to stderr, as a script expects."""
+    if EventKind.NOTICE in _table:
+        publish(EventKind.NOTICE, Notice(text, topic))
+    else:
+        print(text, file=sys.stderr)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelEvent:
+    """A GPU function's code for one signature became ready (SPECIALIZED: compiled or from the
+    cache) or could not be made or launched (FAILED). Published off the launch fast path only:
+    the slow path and error paths."""
+
+    kind: EventKind  # SPECIALIZED or FAILED
+    function: str
+    signature: str  # "void(float32[::1], float32)"; "" for a launch refused before typing
+    target: str  # "cuda" or "cpu" ("" when no target could be chosen)
+    dispatcher: Any  # the jit layer's Dispatcher (py_func says where it was defined)
+    specialization: Any = None  # SPECIALIZED: artifact, cache event, compile time
+    stage: str = ""  # FAILED: "compile" or "launch"
+    error: str = ""  # FAILED: the error in one line, with where it points
+
+
 # ---- cache decisions ---------------------------------------------------------------------------
 
 
@@ -131,6 +188,7 @@ class CacheReason(NamedEnum):
     TOOLCHAIN_CHANGED = "toolchain changed"
     FORMAT_CHANGED = "format changed"
     CORRUPT = "corrupt"
+    UNTRUSTED = "untrusted"  # the trust model refused the entry or its directory (cache/trust.py)
     DISABLED = "disabled"
     RECHECKED = "re-checked"
 
@@ -241,22 +299,22 @@ class CacheEvent:
 
 _lock = threading.Lock()
 _table: dict = {}  # EventKind -> tuple of Subscriptions (replaced whole, read without the lock)
-# the same dict, public for the launch path (jit/observe.py), which looks a kind up itself rather
-# than call has_subscribers and publish; never mutate it, subscribe() does
+# the same dict, public for the launch hooks (jit/launch_hooks.py), which look a kind up
+# themselves rather than call has_subscribers and publish; never mutate it, subscribe() does
 subscriptions = _table
-# the subscriptions to LAUNCH_BEFORE or LAUNCH_AFTER: while there are any, launches take the
-# observed path (jit/observe.py) and no native launcher runs
+# the subscriptions to LAUNCH_BEFORE or LAUNCH_AFTER: while there are any, launchers are bound
+# with hooks that publish (jit/launch_hooks.py), and without a native part
 launch_subscribers: tuple = ()
 # the active LaunchRecorders (below): every launch appends a compact entry to each one's log,
-# the native launchers' launches included
+# native launchers' launches included
 launch_recorders: tuple = ()
-# launch_subscribers + launch_recorders: the dispatcher's Python path tests this tuple and
-# takes its observed path only when it is not empty
+# launch_subscribers + launch_recorders: while it is empty, launchers are bound without hooks
 launch_observers: tuple = ()
 # `launch_append(entry)` appends a launch's entry to every active recorder's log (None while
-# none records): a recording launcher (jit/observe.py) looks it up at each launch
+# none records): a recording launcher's hooks look it up at each launch
 launch_append: Callable[[tuple], None] | None = None
 _LAUNCH_KINDS = (EventKind.LAUNCH_BEFORE, EventKind.LAUNCH_AFTER)
+_LAUNCH_KINDS_SET = frozenset(_LAUNCH_KINDS)
 
 
 class Subscription:
@@ -284,7 +342,8 @@ class Subscription:
                     _table.pop(kind, None)
             launch_subscribers = _launch_union()
             _update_observers()
-        launch_gate.bump()  # native launchers re-check who listens
+        if _LAUNCH_KINDS_SET.intersection(self.kinds):
+            runtime_changed(RuntimeChange.LAUNCH_OBSERVERS)
 
     close = unsubscribe
 
@@ -322,11 +381,14 @@ def subscribe(kinds: EventKind | str | Iterable, fn: Callable[[Any], None]) -> S
         raise ValueError("gpunb.events.subscribe: no event kind given")
     subscription = Subscription(resolved, fn)
     with _lock:
+        # told of the change its own arrival makes: those subscribed before it
+        told = _table.get(EventKind.RUNTIME_CHANGED, ())
         for kind in resolved:
             _table[kind] = (*_table.get(kind, ()), subscription)
         launch_subscribers = _launch_union()
         _update_observers()
-    launch_gate.bump()  # native launchers publish nothing: they step aside while anyone listens
+    if _LAUNCH_KINDS_SET.intersection(resolved):  # launchers bound before publish nothing
+        _deliver(told, EventKind.RUNTIME_CHANGED, RuntimeChange.LAUNCH_OBSERVERS)
     return subscription
 
 
@@ -404,12 +466,12 @@ class LaunchRecorder:
     `log` (a list) until `stop()`, in the launching thread.
 
     Why not a LAUNCH_AFTER subscriber: a subscription sends launches through the Python path
-    and builds an event per launch; a recorder lets the native launchers keep running (a
-    recording one appends to the logs of the recorders active when it launches,
-    `launch_append`, jit/fast_launch.py) and costs a launch one small tuple appended to a list.
-    Starting or stopping one moves the launch gate by `bump_recorders`, so the launchers
-    bound before are armed again as they are. The entries become LaunchEvents
-    (`launch_event`) when read."""
+    and builds an event per launch; a recorder lets the native launchers keep running (their
+    hooks append to the logs of the recorders active when a launch ends, `launch_append`,
+    jit/launch_hooks.py) and costs a launch one small tuple appended to a list. Starting or
+    stopping one is a RUNTIME_CHANGED event (launch observers): launchers bound before launch
+    no more, and the next launch of each configuration binds one with the hooks that apply.
+    The entries become LaunchEvents (`launch_event`) when read."""
 
     __slots__ = ("log", "_active")
 
@@ -429,7 +491,7 @@ class LaunchRecorder:
             else:
                 launch_recorders = tuple([r for r in launch_recorders if r is not self])
             _update_observers()
-        launch_gate.bump_recorders()  # recording launchers step aside, plain ones re-arm
+        runtime_changed(RuntimeChange.LAUNCH_OBSERVERS)  # its launchers record no more
 
     close = stop
 
@@ -453,8 +515,36 @@ def record_launches(log: list) -> LaunchRecorder:
     with _lock:
         launch_recorders = (*launch_recorders, recorder)
         _update_observers()
-    launch_gate.bump_recorders()  # plain launchers step aside, recording ones re-arm
+    runtime_changed(RuntimeChange.LAUNCH_OBSERVERS)  # launchers bound before do not record
     return recorder
+
+
+# ---- gpunb's own kernels ------------------------------------------------------------------------
+
+_internal = threading.local()  # .depth > 0 while this thread does gpunb's own work
+# what gpunb's own work does not tell anyone: its compiles and cache decisions (launches are only
+# seen by those who asked for every launch: a profiler, a launch subscriber)
+_QUIET_KINDS = frozenset({EventKind.COMPILE_STARTED, EventKind.STAGE_STARTED,
+                          EventKind.STAGE_FINISHED, EventKind.COMPILE_FINISHED, EventKind.CACHE,
+                          EventKind.SPECIALIZED, EventKind.FAILED})
+
+
+@contextmanager
+def internal_work():
+    """Mark gpunb's own kernels (the one that measures the FP32 peak): while this thread is in
+    the block their compile and cache events reach no subscriber and no log, so a user's
+    progress line, panel and `%gpucache` show only the user's kernels."""
+    depth = getattr(_internal, "depth", 0)
+    _internal.depth = depth + 1
+    try:
+        yield
+    finally:
+        _internal.depth = depth
+
+
+def in_internal_work() -> bool:
+    """Whether this thread is inside `internal_work()`."""
+    return getattr(_internal, "depth", 0) > 0
 
 
 def has_subscribers(kind: EventKind) -> bool:
@@ -467,22 +557,32 @@ def publish(kind: EventKind, event: Any) -> None:
     subscriptions = _table.get(kind)
     if not subscriptions:
         return
+    if kind in _QUIET_KINDS and getattr(_internal, "depth", 0):
+        return
+    _deliver(subscriptions, kind, event)
+
+
+def _deliver(subscriptions: tuple, kind: EventKind, event: Any) -> None:
     for subscription in subscriptions:
         fn = subscription.fn
         try:
             fn(event)
         except Exception as exc:  # noqa: BLE001 - a listener must not break a compile or launch
-            report_failure(fn, kind, exc, stacklevel=3)
+            report_failure(fn, kind, exc)
 
 
-def report_failure(fn, kind: EventKind, exc: Exception, stacklevel: int = 4) -> None:
-    """A subscriber raised: a RuntimeWarning naming it, never an exception."""
+def report_failure(fn, kind: EventKind, exc: Exception) -> None:
+    """A subscriber raised: a RuntimeWarning naming it, never an exception; it points at the
+    user's line that caused the event (the launch, the compile), not at gpunb's."""
+    from gpunb.foundation.user_warnings import user_stacklevel
+
     warnings.warn(f"gpunb: event subscriber {getattr(fn, '__qualname__', fn)!r} failed "
                   f"on {kind}: {type(exc).__name__}: {exc}", RuntimeWarning,
-                  stacklevel=stacklevel)
+                  stacklevel=user_stacklevel())
 
 
 __all__ = ["ArgumentInfo", "CacheChange", "CacheEvent", "CacheKind", "CacheReason", "CacheSource",
-           "CompileEvent", "EventKind", "LaunchEvent", "LaunchRecorder", "LaunchSite", "Stage",
-           "Subscription", "has_subscribers", "launch_event", "publish", "record_launches",
-           "report_failure", "subscribe", "subscriptions"]
+           "CompileEvent", "EventKind", "KernelEvent", "LaunchEvent", "LaunchRecorder",
+           "LaunchSite", "Notice", "RuntimeChange", "Stage", "Subscription", "has_subscribers",
+           "in_internal_work", "internal_work", "launch_event", "notify", "publish",
+           "record_launches", "report_failure", "runtime_changed", "subscribe", "subscriptions"]

@@ -61,6 +61,13 @@ _ALWAYS_CHECKED = {
 }
 
 
+# checks of tensor-core operands (compiler/builtins/tensorcore_*), by the message's first word
+_TENSOR_CORE_CHECKS = ("wmma.", "cuda.mma_sync", "cuda.ldmatrix", "cuda.stmatrix")
+_TENSOR_CORE_HINT = ("the CPU target checks tensor-core operands and warps as the PTX ISA "
+                     "requires them (a GPU with debug=True checks the tiles too); on a GPU this "
+                     "is undefined behaviour: wrong results, a hang or a misaligned-address error")
+
+
 def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchError:
     """The host exception for raise site `site`, fired by thread `tid` of block `ctaid`."""
     exc_name, message, filename, line, col, function = artifact.raise_sites[site]
@@ -70,6 +77,8 @@ def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchE
     hint = ("reported because the kernel was compiled with debug=True; without it the "
             "raising thread just ends, as in numba.cuda")
     hint = _ALWAYS_CHECKED.get(message, hint)
+    if message.startswith(_TENSOR_CORE_CHECKS):
+        hint = _TENSOR_CORE_HINT
     # numba-cuda's words too, for those who search for them
     numba_words = (f"In function '{function}', file {filename}, line {line}, "
                    f"tid={list(tid)} ctaid={list(ctaid)}" + (f": {message}" if message else ""))

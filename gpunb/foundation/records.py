@@ -3,11 +3,13 @@
 `@dataclass(frozen=True, slots=True)` compiles six generated methods from source text (init,
 repr, eq, hash, setattr, delattr) - about 0.5-1 ms per class on CPython 3.11/3.12, and the
 compiler's typed contract alone defines fifteen such classes that every first compile of a
-process imports. `record` lets dataclasses generate only what must be specialised (__init__ and
-the frozen __setattr__/__delattr__) and gives __eq__, __hash__ and __repr__ as shared functions
-over the class's fields. The result is a real dataclass (fields(), replace(), is_dataclass(),
-pickling, FrozenInstanceError) that compares, hashes and prints as `@dataclass(frozen=True,
-slots=True)` does (tests/foundation/test_record_classes.py checks each against it).
+process imports: benchmarks/library_costs.py times their modules' import at 10-20 ms more with
+dataclasses, against a 50 ms cold-compile target. `record` lets dataclasses generate only what
+must be specialised (__init__ and the frozen __setattr__/__delattr__) and gives __eq__, __hash__
+and __repr__ as shared functions over the class's fields. The result is a real dataclass
+(fields(), replace(), is_dataclass(), pickling, FrozenInstanceError) that compares, hashes and
+prints as `@dataclass(frozen=True, slots=True)` does (tests/foundation/test_record_classes.py
+checks each against it).
 """
 
 from __future__ import annotations

@@ -52,9 +52,12 @@ def debug_source_path(filename: str) -> str:
             digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:20]
             folder = os.path.join(config.cache_dir(), "sources")
             candidate = os.path.join(folder, f"{digest}.py")
+            anchor = config.cache_dir_anchor()  # a missing home is never created
             try:
+                if anchor is not None and not os.path.isdir(anchor):
+                    raise OSError("no home directory")
                 if not os.path.isfile(candidate):
-                    os.makedirs(folder, exist_ok=True)
+                    os.makedirs(folder, mode=0o700, exist_ok=True)
                     partial = f"{candidate}.{os.getpid()}.tmp"
                     with open(partial, "w", encoding="utf-8") as handle:
                         handle.write(text)
@@ -64,3 +67,12 @@ def debug_source_path(filename: str) -> str:
                 path = filename
     _debug_paths[memo] = path
     return path
+
+
+def debug_path_origin(path: str) -> str | None:
+    """The filename whose text `debug_source_path` copied to `path` (a cell's synthetic
+    filename), or None when this process made no such copy."""
+    for (filename, _), copy in list(_debug_paths.items()):
+        if copy == path and copy != filename:
+            return filename
+    return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 
+from gpunb.backends.cpu.accesses import AccessLog
 from gpunb.jit.access_stats import build_map
 from gpunb.jit.access_types import AccessMap
 
@@ -15,6 +16,15 @@ from gpunb.jit.access_types import AccessMap
 def access_map(launch, *args) -> AccessMap:
     """Run `launch(*args)` (a `kernel[grid, block]`) once on the CPU target, recording every
     array access, and return what it did. The launch really runs: arrays change as it writes."""
+    log = record_launch(launch, *args)
+    names = list(inspect.signature(launch.dispatcher.py_func).parameters)
+    return build_map(log, names)
+
+
+def record_launch(launch, *args) -> AccessLog:
+    """The raw access log of one recording launch of `launch(*args)` on the CPU target, for
+    tools that read it record by record (gpunb.puzzles' grader); nothing is checked or raised
+    for races or uninitialised reads: the log holds what happened."""
     from gpunb.backends.cpu.executor import capture_accesses
     from gpunb.foundation.errors import LaunchError
 
@@ -28,8 +38,7 @@ def access_map(launch, *args) -> AccessMap:
         recorder[launch.griddim, launch.blockdim, launch.stream, launch.sharedmem](*args)
     if not logs:
         raise LaunchError(f"access_map: the launch of '{dispatcher.__name__}' recorded nothing")
-    names = list(inspect.signature(dispatcher.py_func).parameters)
-    return build_map(logs[-1], names)
+    return logs[-1]
 
 
 def _recording_twin(dispatcher):

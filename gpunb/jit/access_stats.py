@@ -61,7 +61,7 @@ def _occurrence(block, thread, site) -> np.ndarray:
     return out
 
 
-def _flat_indices(arg, addresses: np.ndarray) -> np.ndarray:
+def flat_indices(arg, addresses: np.ndarray) -> np.ndarray:
     """Element flat (C-order) index of each address inside `arg`, -1 if between elements."""
     offset = addresses - arg.data
     index = np.zeros((len(addresses), len(arg.shape)), np.int64)
@@ -124,7 +124,7 @@ def build_map(log: AccessLog, names: list) -> AccessMap:
         lo, hi = arg.span()
         inside = ~shared & (address >= lo) & (address < hi) & (owner < 0)
         idx = np.flatnonzero(inside)
-        flat = _flat_indices(arg, address[idx])
+        flat = flat_indices(arg, address[idx])
         keep = flat >= 0
         idx, flat = idx[keep], flat[keep]
         owner[idx] = arg.position

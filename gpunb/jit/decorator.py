@@ -25,6 +25,7 @@ def jit(func_or_sig=None, device: bool = False, target: str | None = None, **opt
     "cpu" or "auto" (default: GPUNB_TARGET / gpunb.set_target). Compilation happens at the first
     launch (or first call from another GPU function) for the argument types seen.
     """
+    from gpunb.foundation import loaded_sources
     from gpunb.jit import versions
     from gpunb.jit.dispatcher import Dispatcher
 
@@ -44,12 +45,14 @@ def jit(func_or_sig=None, device: bool = False, target: str | None = None, **opt
                           "line info only with code generation unaffected.",
                           InvalidConfigWarning, stacklevel=2)
     if callable(func_or_sig) and not isinstance(func_or_sig, (str, Signature)):
+        loaded_sources.remember_module_text(func_or_sig)  # compiled from the text as imported
         made = Dispatcher(func_or_sig, device=device, target=target, **options)
         versions.note(made)  # a redefinition keeps the definition it replaces (diff view)
         return made
     signatures = func_or_sig
 
     def decorate(func):
+        loaded_sources.remember_module_text(func)
         made = Dispatcher(func, device=device, signatures=signatures, target=target, **options)
         versions.note(made)
         return made

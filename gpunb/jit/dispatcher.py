@@ -1,10 +1,11 @@
-"""@cuda.jit objects: specialise per argument types, `kernel[grid, block](...)`, the fast path.
+"""@cuda.jit objects: specialise per argument types, `kernel[grid, block]`, the launch version.
 
-A launch on the fast path: one type key per argument, one dict lookup, a validity check of the
-cached specialisation (identity checks of the globals its code reads), one test that nobody
-subscribes to launch events, argument packing into a persistent buffer, one program launch
-(driver or CPU runner). Everything else - inference, compilation, cache lookups (jit/slow_path.py)
-and publishing launch events (jit/observe.py) - happens off that path.
+A Dispatcher holds a GPU function's specialisations (one per target and argument types),
+finds the one for a launch's arguments (`specialization_for_launch`: type keys, one dict lookup,
+the watch list), and owns the launch version its launchers are bound at (jit/launcher.py).
+`kernel[grid, block]` is a LaunchConfiguration (jit/configuration.py), which launches.
+Inference, compilation and cache lookups happen in jit/slow_path.py, only for new argument
+types or a changed dependency.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import threading
 import weakref
 
 from gpunb.cache.fingerprint import still_valid
-from gpunb.foundation import config, launch_gate
-from gpunb.foundation import config as settings  # (`config` is also a launch config below)
-from gpunb.foundation import events as _events
+from gpunb.foundation import config as settings
+from gpunb.foundation import events
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import (
     CompileError,
@@ -26,28 +26,70 @@ from gpunb.foundation.errors import (
     NoMatchingSignatureError,
     NotAKernelError,
 )
+from gpunb.jit import failures as _failures
+from gpunb.jit.configuration import LaunchConfiguration
+from gpunb.jit.launcher import LaunchVersion, bump_all
 from gpunb.jit.numba_api import NumbaDispatcherAPI, warn_low_occupancy
-from gpunb.jit.observe import observed_launch
 from gpunb.jit.specialization import Specialization
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.typeof import type_key
 
 _DEVICE_ARRAYS = (DeviceArray, HostDeviceArray)  # their type key is precomputed: read it inline
-_DECLINED = -1  # a native launcher's "take the Python path" (runtime/native_plan_code.DECLINED)
-_live: weakref.WeakSet = weakref.WeakSet()  # every Dispatcher, for _forget_targets
+# `kernel[grid, block]` objects a dispatcher keeps, oldest dropped first: a dict lookup, not
+# functools.lru_cache, because `kernel[4, 256](...)` looks one up at every launch (lru_cache's
+# lookup costs ~40 ns more; benchmarks/profile_launch.py's "config lookup" row)
+CONFIGS_KEPT = 64
 
 
-def _forget_targets() -> None:
-    """gpunb.set_target changed the target: fast-path entries (which hold specialisations of the
-    old target) go, so the next launch resolves the target again. The fast path itself checks
-    nothing about targets: a launch costs the same."""
-    for dispatcher in list(_live):
-        dispatcher._fast.clear()
-        dispatcher._fast_target = None
-    launch_gate.bump()  # native launchers (of the old target's specialisations) step aside
+class _LiveDispatchers:
+    """Every Dispatcher alive, so that a change of what all launches were prepared for (the
+    RUNTIME_CHANGED event: the target, launch observers, CUDA contexts) reaches each: every
+    launch version moves (under one lock: profile blocks start and end often), and after a
+    target change each forgets its specialisation lookup. Subscribed by the first dispatcher
+    made, not by importing this module."""
+
+    def __init__(self):
+        self._dispatchers: dict = {}  # id -> weakref to a Dispatcher (dropped when it dies)
+        self._versions: dict = {}  # id -> that Dispatcher's LaunchVersion
+        self._subscription = None
+        # reentrant: a dispatcher dying in a garbage collection that runs while this thread
+        # holds the lock (an allocation inside it) drops itself through _drop in this thread
+        self._lock = threading.RLock()
+
+    def add(self, dispatcher: Dispatcher) -> None:
+        key = id(dispatcher)
+        with self._lock:
+            self._dispatchers[key] = weakref.ref(dispatcher, lambda _, key=key: self._drop(key))
+            self._versions[key] = dispatcher.version
+            if self._subscription is None:
+                self._subscription = events.subscribe(events.EventKind.RUNTIME_CHANGED,
+                                                      self._runtime_changed)
+
+    def _drop(self, key: int) -> None:
+        with self._lock:
+            self._dispatchers.pop(key, None)
+            self._versions.pop(key, None)
+
+    def all(self) -> list:
+        with self._lock:
+            refs = list(self._dispatchers.values())
+        return [dispatcher for ref in refs if (dispatcher := ref()) is not None]
+
+    def _runtime_changed(self, what: events.RuntimeChange) -> None:
+        if what is events.RuntimeChange.TARGET:
+            for dispatcher in self.all():
+                dispatcher.forget_target()
+        with self._lock:
+            versions = list(self._versions.values())
+        bump_all(versions)
 
 
-config._target_listeners.append(_forget_targets)
+_live = _LiveDispatchers()
+
+
+def live_dispatchers() -> list:
+    """Every GPU function (Dispatcher) alive now."""
+    return _live.all()
 
 _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
                  "inline", "cpu_mode", "racecheck", "link", "lto", "launch_bounds",
@@ -83,7 +125,10 @@ class Dispatcher(NumbaDispatcherAPI):
         self.launch_config = None
         self.options = checked_options
         self.declared_signatures = tuple(_parse_signatures(signatures, py_func))
-        self._fast: dict = {}
+        # the one thing that invalidates this function's launchers (jit/launcher.py)
+        self.version = LaunchVersion()
+        self._extensions: list = list(extensions or ())
+        self._fast: dict = {}  # the arguments' type keys -> specialisation (the active target's)
         self._fast_target = None
         self._configs: dict = {}
         self._lock = threading.RLock()
@@ -94,8 +139,6 @@ class Dispatcher(NumbaDispatcherAPI):
         self.failed_compiles: dict = {}
         self.failed_launch = None  # jit/failures.LaunchFailure of the last launch, until one works
         _live.add(self)
-        if extensions:
-            self.extensions.extend(extensions)
         # numba: one signature (not a list) fixes the dispatcher to it; signatures compile now
         self._specialized = bool(signatures) and not isinstance(signatures, list)
         if _eager and self.declared_signatures:
@@ -119,7 +162,7 @@ class Dispatcher(NumbaDispatcherAPI):
 
     # ---- launch syntax -------------------------------------------------------------------------
 
-    def __getitem__(self, config) -> _LaunchConfig:
+    def __getitem__(self, config) -> LaunchConfiguration:
         # a loop launching kernel[grid, block] reuses one config object (no validation, no
         # allocation); unhashable configs (lists) take the long way
         try:
@@ -131,19 +174,20 @@ class Dispatcher(NumbaDispatcherAPI):
         try:
             made = self._make_config(config)
         except LaunchError as exc:
-            from gpunb.jit.failures import note_launch_failure
-
-            note_launch_failure(self, exc)
-            raise
+            located = _failures.at_user_line(exc)
+            _failures.note_launch_failure(self, located)
+            if located is exc:
+                raise
+            raise located from None
         try:
-            if len(self._configs) >= 64:
-                self._configs.clear()
+            if len(self._configs) >= CONFIGS_KEPT:
+                del self._configs[next(iter(self._configs))]  # the oldest
             self._configs[config] = made
         except TypeError:
             pass
         return made
 
-    def _make_config(self, config) -> _LaunchConfig:
+    def _make_config(self, config) -> LaunchConfiguration:
         if self.device:
             raise NotAKernelError(f"'{self.__name__}' is a device function and cannot be "
                                   "launched (Cannot compile a device function as a kernel)",
@@ -163,7 +207,7 @@ class Dispatcher(NumbaDispatcherAPI):
         shared = config[3] if len(config) > 3 else 0
         if settings.low_occupancy_warnings():  # numba-cuda's warning, opt-in in gpunb
             warn_low_occupancy(griddim)
-        return _LaunchConfig(self, griddim, blockdim, stream, shared)
+        return LaunchConfiguration(self, griddim, blockdim, stream, shared)
 
     def __call__(self, *args, **kwargs):
         if any(getattr(a, "_gpunb_traced", False) for a in (*args, *kwargs.values())):
@@ -171,43 +215,63 @@ class Dispatcher(NumbaDispatcherAPI):
                 f"gpunb.fuse: the GPU function '{self.__name__}' is not supported inside a fused "
                 "function; write the helper as a plain Python function of numpy operations (fuse "
                 "traces through it) or write the whole computation as a @cuda.jit kernel")
+        from gpunb.jit.options import user_location
+
         raise LaunchConfigError(
             f"'{self.__name__}' is a GPU function: launch it as {self.__name__}[grid, block](...) "
             "or call it from another GPU function (the launch configuration was not specified)",
-            hint="Python code cannot call GPU functions directly")
+            user_location(), hint="Python code cannot call GPU functions directly")
 
-    def forall(self, ntasks: int, tpb: int = 0, stream=0, sharedmem: int = 0) -> _LaunchConfig:
+    def forall(self, ntasks: int, tpb: int = 0, stream=0,
+               sharedmem: int = 0) -> LaunchConfiguration:
         """A 1-d launch covering `ntasks` threads (block size from occupancy when tpb == 0)."""
         if ntasks < 0:
             raise LaunchConfigError(f"forall({ntasks}): the task count must not be negative "
                                     "(Can't create ForAll with negative task count)")
         block = tpb or 256
         grid = max(1, -(-ntasks // block))
-        return _LaunchConfig(self, grid, block, stream, sharedmem)
+        return LaunchConfiguration(self, grid, block, stream, sharedmem)
 
-    # ---- the fast path -------------------------------------------------------------------------
+    # ---- what launchers depend on ------------------------------------------------------------
 
-    def launch(self, griddim, blockdim, stream, sharedmem: int, args: tuple):
-        """Launch with these arguments: the fast path (see the module docstring). Returns the
-        specialisation launched (None when launch events were published)."""
+    @property
+    def extensions(self) -> list:
+        """numba's argument-preparation hooks: objects whose `prepare_args(ty, val, stream=,
+        retr=)` transforms each argument before a launch, applied last to first. The list may
+        be changed after this: launchers bound before launch no more."""
+        self.version.bump()
+        return self._extensions
+
+    @property
+    def has_extensions(self) -> bool:
+        return bool(self._extensions)
+
+    def prepare_arguments(self, args: tuple, stream) -> tuple:
+        """(the arguments as its extensions prepare them, cleanups to run after the launch)."""
+        from gpunb.jit.numba_api import prepare_arguments
+
+        return prepare_arguments(self._extensions, args, stream)
+
+    def forget_target(self) -> None:
+        """The target changed: the next launch looks its specialisation up again (those found
+        so far are the old target's), and binds a new launcher (its version moves)."""
+        self._fast.clear()
+        self._fast_target = None
+        self.version.bump()
+
+    def specialization_for_launch(self, args: tuple) -> tuple:
+        """(specialisation, the arguments' type keys or None, whether it was made just now) for
+        a launch's arguments: one dict lookup and the watch list where it is known, else the
+        slow path below."""
         try:
             key = tuple([a._key if a.__class__ in _DEVICE_ARRAYS else type_key(a) for a in args])
         except TypeError:
             key = None
         spec = self._fast.get(key) if key is not None else None
-        if spec is None or not still_valid(spec.watch):
-            spec, new = self._specialize_for_args(args, key)
-            if _events.launch_observers:
-                return observed_launch(self, spec, new, griddim, blockdim, stream, sharedmem, args)
-        elif _events.launch_observers:  # a profiler listens or records: the observed launch
-            return observed_launch(self, spec, False, griddim, blockdim, stream, sharedmem, args)
-        # jit/observe.py repeats these lines around its events; here they stay inline (no call)
-        params, writeback = spec.packer.pack(args, spec.argtypes)
-        spec.launch(griddim, blockdim, sharedmem, stream, params)
-        if writeback:
-            for fn in writeback:
-                fn()
-        return spec
+        if spec is not None and still_valid(spec.watch):
+            return spec, key, False
+        spec, new = self._specialize_for_args(args, key)
+        return spec, key, new
 
     # ---- the slow path -------------------------------------------------------------------------
 
@@ -297,12 +361,12 @@ class Dispatcher(NumbaDispatcherAPI):
                 spec = build_specialization(self, argtypes, backends.get(target),
                                             previous=found)
             except GpunbError as exc:
-                self.failed_compiles[(target, argtypes)] = (
-                    type(exc).__name__, getattr(exc, "message", None) or str(exc),
-                    getattr(exc, "loc", None))
+                _failures.note_compile_failure(self, target, argtypes, exc)
                 raise
             self.failed_compiles.pop((target, argtypes), None)
             self.specializations[(target, argtypes)] = spec
+            if spec is not found:  # new code (compiled or from the cache), not a kept one
+                _failures.announce_specialization(self, target, argtypes, spec)
             return spec
 
     # ---- compile-time API (numba.cuda compatible) ----------------------------------------------
@@ -425,149 +489,6 @@ class Dispatcher(NumbaDispatcherAPI):
     @property
     def signatures(self) -> list:
         return [k[1] for k in self.specializations]
-
-
-class _LaunchConfig:
-    """`kernel[grid, block, stream, shared]`: call it with the kernel's arguments."""
-
-    __slots__ = ("dispatcher", "grid", "block", "stream", "sharedmem", "_native",
-                 "_native_misses", "_callbacks")
-
-    def __init__(self, dispatcher, griddim, blockdim, stream, sharedmem):
-        self.dispatcher = dispatcher
-        self.grid = griddim  # as given: the launch path normalises (fast for plain ints)
-        self.block = blockdim
-        self.stream = stream
-        self.sharedmem = sharedmem
-        self._native = None  # (native launcher builtin, after) once bound (jit/fast_launch.py)
-        self._native_misses = 0
-        self._callbacks = None  # numba-cuda's pre_launch_callbacks (see the property)
-
-    @property
-    def pre_launch_callbacks(self) -> list:
-        """numba-cuda's `callback(kernel, launch_config)` list, run before each launch."""
-        from gpunb.jit.numba_api import pre_launch_callbacks
-
-        return pre_launch_callbacks(self)
-
-    @property
-    def griddim(self) -> tuple:
-        """numba's form: the grid as (x, y, z)."""
-        return _dim3_of(self.grid)
-
-    @property
-    def blockdim(self) -> tuple:
-        """numba's form: the block as (x, y, z)."""
-        return _dim3_of(self.block)
-
-    def __reduce__(self):
-        if self.stream or self._callbacks:
-            import pickle
-
-            raise pickle.PicklingError(
-                "Cannot pickle configured launches with pre-launch callbacks" if
-                self._callbacks else "cannot pickle a launch configuration with a stream")
-        return (_configured, (self.dispatcher, self.grid, self.block, self.sharedmem))
-
-    def __call__(self, *args, **kwargs) -> None:
-        # jit/fast_launch.py: (native launcher, what follows a packed or failed launch), one
-        # attribute so that both always belong to the same launcher
-        native = self._native
-        if native is not None and not kwargs:
-            status = native[0](args)
-            if status == 0:
-                return None
-            if status != _DECLINED:
-                return self._after_native(native[1], status)
-            return self._rebind(args)
-        return self._launch(args, kwargs)
-
-    def _rebind(self, args: tuple) -> None:
-        """The native launcher declined: where only the launch gate moved (a profile began or
-        ended) bind a fresh one and launch through it, else the Python path."""
-        from gpunb.jit import fast_launch
-
-        native = fast_launch.rebind(self, args)
-        if native is not None:
-            status = native[0](args)
-            if status == 0:
-                return None
-            if status != _DECLINED:
-                return self._after_native(native[1], status)
-        return self._launch(args, {})
-
-    def _after_native(self, after, status: int) -> None:
-        """The native launcher packed (the CPU target runs the grid now) or the driver failed."""
-        try:
-            after(status)
-        except LaunchError as exc:
-            if exc.loc is None:
-                from gpunb.jit.options import user_location
-
-                exc.loc = user_location()
-            from gpunb.jit.failures import note_launch_failure
-
-            note_launch_failure(self.dispatcher, exc)
-            raise
-
-    def _launch(self, args: tuple, kwargs: dict) -> None:
-        """The Python path: every check, the right error; then maybe a native launcher."""
-        dispatcher = self.dispatcher
-        cleanups = None
-        try:
-            if kwargs:
-                _refuse_keywords(dispatcher, kwargs)
-            if dispatcher.__dict__.get("_extensions"):
-                from gpunb.jit.numba_api import prepare_arguments
-
-                args, cleanups = prepare_arguments(dispatcher.extensions, args, self.stream)
-            if self._callbacks:
-                from gpunb.jit.numba_api import run_pre_launch_callbacks
-
-                run_pre_launch_callbacks(self, args)
-            spec = dispatcher.launch(self.grid, self.block, self.stream, self.sharedmem, args)
-        except LaunchError as exc:
-            if exc.loc is None:  # point at the user's launch line (costs nothing without errors)
-                from gpunb.jit.options import user_location
-
-                exc.loc = user_location()
-            from gpunb.jit.failures import note_launch_failure
-
-            note_launch_failure(dispatcher, exc, args)  # for %gpucache status, the side panel
-            raise
-        if dispatcher.failed_launch is not None:
-            dispatcher.failed_launch = None  # this launch worked
-        for cleanup in cleanups or ():
-            cleanup()
-        if spec is not None and cleanups is None:
-            if self._native_misses == 0 and not spec.natives:
-                # the first launch of a specialisation (a process's first: the cold figure)
-                self._native_misses = 1  # looks for no native launcher and imports nothing
-                return
-            from gpunb.jit import fast_launch
-
-            fast_launch.refresh(self, spec, args)
-
-
-def _dim3_of(dim) -> tuple:
-    items = tuple(int(n) for n in (dim if isinstance(dim, (tuple, list)) else (dim,)))
-    return items + (1,) * (3 - len(items))
-
-
-def _configured(dispatcher, grid, block, sharedmem) -> _LaunchConfig:
-    """pickle's constructor for `kernel[grid, block]`."""
-    return dispatcher[grid, block, 0, sharedmem]
-
-
-def _refuse_keywords(dispatcher, kwargs: dict) -> None:
-    """numba launches take positional arguments only; say so at the user's launch line."""
-    from gpunb.jit.options import user_location
-
-    params = ", ".join(inspect.signature(dispatcher.py_func).parameters)
-    raise LaunchError(f"kernel '{dispatcher.__name__}' was launched with keyword argument(s) "
-                      f"{', '.join(kwargs)}", user_location(), function=dispatcher.__name__,
-                      hint="kernels take every argument positionally, in order: "
-                           f"{dispatcher.__name__}[grid, block]({params})")
 
 
 def _parse_signatures(signatures, py_func) -> list:

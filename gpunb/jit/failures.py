@@ -4,14 +4,16 @@ A launch can fail before anything compiles (wrong argument count or kinds, no de
 matching, a malformed launch configuration, a device function launched) or after (the driver
 refuses the configuration, the CPU target finds an out-of-bounds index or a race). Compile
 failures are kept per argument types by the dispatcher itself (`failed_compiles`); this module
-keeps the other kind, one per function, until a launch of it succeeds. Only error paths call it.
+keeps the other kind, one per function, until a launch of it succeeds. Both are published as
+FAILED events, and new specialisations as SPECIALIZED ones (the side panel's). Only error paths
+and the slow path call it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from gpunb.foundation import launch_gate
+from gpunb.foundation import events
 from gpunb.foundation.errors import LaunchError, SourceLocation
 
 
@@ -44,18 +46,22 @@ def note_launch_failure(dispatcher, exc: LaunchError, args: tuple | None = None)
     """Remember `exc` as `dispatcher`'s last launch failure (the exception itself is not kept:
     its traceback would hold the launch's arguments alive).
 
-    Every native launcher steps aside once (launch_gate), so the next launch of this function
-    takes the Python path, whose success clears the failure.
+    Its launchers launch no more (its launch version moves), so the next launch of this
+    function takes the Python path, whose success clears the failure.
     """
     from gpunb.jit.options import user_location
 
     message = getattr(exc, "message", None) or str(exc)
     launched_at = user_location()
-    dispatcher.failed_launch = LaunchFailure(
+    failure = dispatcher.failed_launch = LaunchFailure(
         type(exc).__name__, message.splitlines()[0] if message else "",
         getattr(exc, "loc", None) or launched_at, launched_at, _signature_of(args),
         _target_of(dispatcher))
-    launch_gate.bump()
+    dispatcher.version.bump()
+    if events.has_subscribers(events.EventKind.FAILED):  # the side panel lists it
+        events.publish(events.EventKind.FAILED, events.KernelEvent(
+            events.EventKind.FAILED, dispatcher.__name__, failure.signature, failure.target,
+            dispatcher, None, "launch", failure.describe()))
 
 
 def _signature_of(args: tuple | None) -> str:
@@ -78,3 +84,46 @@ def _target_of(dispatcher) -> str:
         return active_target(dispatcher.requested_target)
     except Exception:  # noqa: BLE001 - no usable target is itself what the message says
         return ""
+
+
+def at_user_line(exc: LaunchError) -> LaunchError:
+    """`exc`, or the same error pointing at the user's line (`kernel[2.5, 256]`: a caret under
+    the launch) when the check that raised it had no location to give."""
+    from gpunb.foundation.errors import LaunchConfigError, NotAKernelError
+
+    if exc.loc is not None or type(exc) not in (LaunchError, LaunchConfigError, NotAKernelError):
+        return exc
+    from gpunb.jit.options import user_location
+
+    loc = user_location()
+    if loc is None:
+        return exc
+    return type(exc)(exc.message, loc, hint=exc.hint, function=exc.function)
+
+
+def note_compile_failure(dispatcher, target: str, argtypes: tuple, exc: Exception) -> None:
+    """Keep a failed compile for these argument types (until one works) and publish it."""
+    kind, message = type(exc).__name__, getattr(exc, "message", None) or str(exc)
+    loc = getattr(exc, "loc", None)
+    dispatcher.failed_compiles[(target, argtypes)] = (kind, message, loc)
+    if not events.has_subscribers(events.EventKind.FAILED):
+        return
+    text = f"{kind}: {message.splitlines()[0] if message else ''}"
+    error = f"{text} ({loc.describe()})" if loc is not None else text
+    events.publish(events.EventKind.FAILED, events.KernelEvent(
+        events.EventKind.FAILED, dispatcher.__name__, _signature_text(argtypes), target,
+        dispatcher, None, "compile", error))
+
+
+def announce_specialization(dispatcher, target: str, argtypes: tuple, spec) -> None:
+    """SPECIALIZED: the dispatcher has new code for these types (the side panel lists it)."""
+    if events.has_subscribers(events.EventKind.SPECIALIZED):
+        events.publish(events.EventKind.SPECIALIZED, events.KernelEvent(
+            events.EventKind.SPECIALIZED, dispatcher.__name__, _signature_text(argtypes),
+            target, dispatcher, spec))
+
+
+def _signature_text(argtypes: tuple) -> str:
+    from gpunb.foundation import types as t
+
+    return str(t.Signature(t.void, argtypes))

@@ -8,12 +8,13 @@ redefined device function it calls gives new PTX, as a launch would.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
+from gpunb.foundation.arch import parse_arch
 from gpunb.foundation.artifact import KernelArtifact
 from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.events import Stage
-
-_ptx_cache: dict = {}
+from gpunb.foundation.memo import ContentKeyed
 
 
 def ptx_for(dispatcher, argtypes: tuple, arch=None) -> KernelArtifact:
@@ -25,10 +26,10 @@ def ptx_for(dispatcher, argtypes: tuple, arch=None) -> KernelArtifact:
     from gpunb.compiler.guard import compile_guard
 
     cuda = backends.get("cuda")
-    cc = cuda.default_arch() if arch is None else _cc(arch)
+    cc = parse_arch(cuda.default_arch() if arch is None else arch).key
     for (target, types), spec in dispatcher.specializations.items():
         if target == cuda.name and types == argtypes and still_valid(spec.watch) and \
-                spec.artifact.arch == f"sm_{cc[0]}{cc[1]}":
+                spec.artifact.arch == parse_arch(cc).name:
             return spec.artifact
     options = dict(dispatcher.options)
     with compile_guard(dispatcher.py_func):
@@ -37,15 +38,21 @@ def ptx_for(dispatcher, argtypes: tuple, arch=None) -> KernelArtifact:
     # the digest leaves out where the source sits; the PTX's `.loc` lines (the line map) do not
     key = (digest, repr(sorted(options.items())), argtypes, cc, code.co_filename,
            code.co_firstlineno)
-    found = _ptx_cache.get(key)
-    if found is None:
-        found = compile(dispatcher.py_func, argtypes, options, cuda, stop_after=Stage.PTX,
-                        arch=cc, device=dispatcher.device,
-                        export_device=device_symbol(dispatcher, argtypes)).artifact
-        if len(_ptx_cache) > 256:
-            _ptx_cache.clear()
-        _ptx_cache[key] = found
-    return found
+
+    def make() -> KernelArtifact:
+        return compile(dispatcher.py_func, argtypes, options, cuda, stop_after=Stage.PTX,
+                       arch=cc, device=dispatcher.device,
+                       export_device=device_symbol(dispatcher, argtypes)).artifact
+
+    return _ptx_by_content(ContentKeyed(key, make))
+
+
+@functools.lru_cache(maxsize=256)
+def _ptx_by_content(request: ContentKeyed) -> KernelArtifact:
+    """PTX artifacts by their content key (inspection asks for the same ones again)."""
+    artifact = request.make()
+    request.make = None  # kept as the cache's key: not the function (and kernel) it made it of
+    return artifact
 
 
 def llvm_for(dispatcher, argtypes: tuple, arch=None) -> str:
@@ -58,22 +65,28 @@ def llvm_for(dispatcher, argtypes: tuple, arch=None) -> str:
     from gpunb.compiler.guard import compile_guard
 
     cuda = backends.get("cuda")
-    cc = cuda.default_arch() if arch is None else _cc(arch)
+    cc = parse_arch(cuda.default_arch() if arch is None else arch).key
     with compile_guard(dispatcher.py_func):
         digest = collect(dispatcher, fresh=True).digest
     options = dict(dispatcher.options)
     key = ("llvm", digest, repr(sorted(options.items())), argtypes, cc,
            dispatcher.py_func.__code__.co_filename)
-    found = _ptx_cache.get(key)
-    if found is None:
+
+    def make() -> str:
         compiled = compile(dispatcher.py_func, argtypes, options, cuda, stop_after=Stage.LLVM,
                            arch=cc, device=dispatcher.device,
                            export_device=device_symbol(dispatcher, argtypes))
-        found = str(compiled.builder.module)
-        if len(_ptx_cache) > 256:
-            _ptx_cache.clear()
-        _ptx_cache[key] = found
-    return found
+        return str(compiled.builder.module)
+
+    return _llvm_by_content(ContentKeyed(key, make))
+
+
+@functools.lru_cache(maxsize=256)
+def _llvm_by_content(request: ContentKeyed) -> str:
+    """LLVM IR texts by their content key."""
+    text = request.make()
+    request.make = None
+    return text
 
 
 def device_symbol(dispatcher, argtypes: tuple) -> str | bool:
@@ -84,13 +97,6 @@ def device_symbol(dispatcher, argtypes: tuple) -> str | bool:
     from gpunb.compiler.pipeline import mangle
 
     return mangle(dispatcher.py_func.__name__, tuple(argtypes))
-
-
-def _cc(arch) -> tuple:
-    """(major, minor) from "sm_80" or (8, 0)."""
-    from gpunb.backends.cuda.modules import parse_arch
-
-    return parse_arch(arch)
 
 
 def sass_for(dispatcher, spec, arch=None) -> str:

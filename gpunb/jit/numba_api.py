@@ -1,5 +1,5 @@
 """numba-cuda's Dispatcher introspection, on gpunb's dispatcher: `overloads`, `specialize(*args)`,
-`specialized`, `get_regs_per_thread()` and its siblings, `extensions`.
+`specialized`, `get_regs_per_thread()` and its siblings (`extensions` is the dispatcher's own).
 
 numba-cuda code reads these to size launches and to check what was compiled; they answer from
 gpunb's specialisations (one per argument types on the active target). Resource figures are
@@ -128,18 +128,6 @@ class NumbaDispatcherAPI:
         """True for a dispatcher fixed to one signature (numba-cuda's meaning)."""
         return self._specialized
 
-    @property
-    def extensions(self) -> list:
-        """numba's argument-preparation hooks: objects whose `prepare_args(ty, val, stream=,
-        retr=)` transforms each argument before a launch, applied last to first."""
-        found = self.__dict__.get("_extensions")
-        if found is None:
-            found = self.__dict__["_extensions"] = []
-        from gpunb.foundation import launch_gate
-
-        launch_gate.bump()  # the list may change after this: native launchers re-check it
-        return found
-
     def _variants(self) -> dict:
         """{argtypes: Specialization} on the active target, compiling declared signatures."""
         from gpunb.runtime.target import active_target
@@ -169,10 +157,9 @@ class NumbaDispatcherAPI:
         spec = self.specialization_for(argtypes)
         child = type(self)(self.py_func, device=self.device, target=self.requested_target,
                            signatures=[t.Signature(t.void, argtypes)], _eager=False,
-                           **self.options)
+                           extensions=list(self.extensions), **self.options)
         child.specializations[(spec.target, argtypes)] = spec
         child._specialized = True
-        child.__dict__["_extensions"] = list(self.extensions)
         memo[argtypes] = child
         return child
 
@@ -376,7 +363,7 @@ def pre_launch_callbacks(config) -> list:
     launches take the Python path (a native launcher cannot call back)."""
     if config._callbacks is None:
         config._callbacks = []
-        config._native, config._native_misses = None, -(1 << 62)  # never bind a native one
+        config._native = config._python = None  # its launches take the Python path
         configs = config.dispatcher._configs
         for key in [k for k, v in configs.items() if v is config]:
             del configs[key]
@@ -385,7 +372,7 @@ def pre_launch_callbacks(config) -> list:
 
 def run_pre_launch_callbacks(config, args: tuple) -> None:
     dispatcher = config.dispatcher
-    kernel = Overload(dispatcher, dispatcher._specialize_for_args(args, None)[0])
+    kernel = Overload(dispatcher, dispatcher.specialization_for_launch(args)[0])
     for callback in list(config._callbacks):
         callback(kernel, config)
 

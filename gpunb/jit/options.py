@@ -7,39 +7,19 @@ from __future__ import annotations
 
 import inspect
 import operator
-import os
-import sys
 
-from gpunb.foundation.errors import CompileError, JitOptionError, SignatureError, SourceLocation
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # gpunb/
-_SKIPPED_FILES = ("contextlib.py", "functools.py")
+from gpunb.foundation.errors import (  # noqa: F401 - user_location: its callers' import
+    CompileError,
+    JitOptionError,
+    SignatureError,
+    SourceLocation,
+    user_location,
+)
 
 FASTMATH_FLAGS = frozenset({"contract", "arcp", "nnan", "ninf", "nsz", "afn", "reassoc", "fast"})
 TARGETS = ("cpu", "cuda", "auto")
 _SIGNATURE_HINT = "write e.g. 'void(float32[::1], int32)': a return type, then the argument " \
                   "types in parentheses; arrays as float32[:], float32[::1] or float32[:, ::1]"
-
-
-def user_location() -> SourceLocation | None:
-    """The line of user code that called into gpunb (a decorator line, a compile_ptx call)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep) and \
-                not filename.endswith(_SKIPPED_FILES):
-            return _frame_location(frame)
-        frame = frame.f_back
-    return None
-
-
-def _frame_location(frame) -> SourceLocation:
-    positions = getattr(inspect.getframeinfo(frame, context=0), "positions", None)  # 3.11+
-    if positions is not None and positions.col_offset is not None and \
-            positions.lineno == frame.f_lineno:
-        end = positions.end_col_offset if positions.end_lineno == positions.lineno else None
-        return SourceLocation(frame.f_code.co_filename, frame.f_lineno, positions.col_offset, end)
-    return SourceLocation(frame.f_code.co_filename, frame.f_lineno, 0)
 
 
 def check_function(obj, what: str = "cuda.jit") -> None:
@@ -247,18 +227,17 @@ def check_target(target, what: str = "target") -> None:
 
 def check_arch(cc) -> tuple:
     """compile_ptx's cc: a (major, minor) compute capability of sm_50 or newer, or numba's
-    arch-specific (major, minor, 'a') / family (major, minor, 'f') form of sm_90 and newer."""
-    suffix = ()
+    arch-specific (major, minor, 'a') / family (major, minor, 'f') form of sm_90 and newer
+    (foundation/arch.py reads them)."""
+    from gpunb.foundation.arch import parse_arch
+
     try:
-        if len(cc) == 3 and cc[2] in ("a", "f") and int(cc[0]) >= 9:
-            suffix, cc = (cc[2],), tuple(cc[:2])
-        major, minor = (int(v) for v in cc)
-        ok = (major, minor) == tuple(cc) and major >= 5 and 0 <= minor <= 9
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
+        arch = parse_arch(cc) if isinstance(cc, (tuple, list)) else None
+    except ValueError:
+        arch = None
+    if arch is None or arch.major < 5:
         raise JitOptionError(f"cc={cc!r} is not a compute capability gpunb can target",
                              user_location(),
                              hint="pass (major, minor) of sm_50 or newer, e.g. cc=(9, 0) for "
                                   "sm_90, or (9, 0, 'a') for sm_90a")
-    return (major, minor, *suffix)
+    return arch.key

@@ -43,6 +43,7 @@ def build_specialization(dispatcher, argtypes: tuple, backend, previous=None) ->
         previous.watch = fingerprint.watch
         previous.fingerprint = fingerprint
         return previous
+    _check_load_in_capture(backend.name, dispatcher.__name__)
     started = time.perf_counter()
     artifact, pending = cache.lookup(dispatcher.__name__, fingerprint, signature, options,
                                      backend.name, arch)
@@ -77,6 +78,28 @@ def build_specialization(dispatcher, argtypes: tuple, backend, previous=None) ->
     spec.key = pending.key
     spec.cache_event = event
     return spec
+
+
+def _check_load_in_capture(target: str, name: str) -> None:
+    """A kernel first launched inside a graph capture is compiled (or loaded from the cache)
+    there: drivers from CUDA 12.3 load modules while a stream captures, older ones invalidate
+    the capture, so say beforehand what to do."""
+    from gpunb.runtime import capture
+
+    if target != "cuda" or capture.current() is None:
+        return
+    from gpunb.backends.cuda import driver, graphs
+
+    if driver.driver_version() < graphs.LOADS_DURING_CAPTURE:
+        from gpunb.foundation.errors import GraphError
+
+        have = ".".join(map(str, driver.driver_version()))
+        raise GraphError(f"kernel '{name}' is launched for the first time inside a graph "
+                         f"capture, and this driver (CUDA {have}) cannot load kernels while a "
+                         "stream captures (CUDA 12.3 and newer can)", function=name,
+                         hint="launch it once before the `with gpunb.graph():` block (or "
+                              "compile it: kernel.compile('void(float32[:], ...)')), or update "
+                              "the NVIDIA driver")
 
 
 def _specialization(dispatcher, argtypes: tuple, artifact, backend, program,

@@ -25,18 +25,29 @@ def load_ipython_extension(ipython) -> None:
     _ensure_cuda_name(ipython)
     _register_displays(ipython)
     _loaded[id(ipython)] = hooks
-    _connect_panel(ipython)
+    _connect_panel(ipython, hooks)
 
 
-def _connect_panel(ipython) -> None:
-    """Let the JupyterLab side panel open comms (page reloads) and tell an open one we are here
-    (only in a Jupyter kernel: terminal IPython imports nothing for it)."""
+def _connect_panel(ipython, hooks) -> None:
+    """Let the JupyterLab side panel open comms (page reloads), tell an open one we are here and
+    collect what it shows from events (only in a Jupyter kernel: terminal IPython imports
+    nothing for it)."""
     if getattr(ipython, "kernel", None) is None:
         return
     from gpunb.notebook import comm
 
+    hooks.start_panel_feed()
     if comm.register_target():
         comm.publish({"type": "hello", "version": comm.VERSION})
+    from gpunb.foundation import config
+
+    if config.notices_enabled():  # no silent absence: say how to get the panel
+        from gpunb.foundation.events import notify
+        from gpunb.notebook.labext import panel_notice
+
+        line = panel_notice()
+        if line:
+            notify(line, "panel")
 
 
 def unload_ipython_extension(ipython) -> None:
@@ -103,3 +114,12 @@ def __getattr__(name: str):
 
         return diff_view
     raise AttributeError(f"module 'gpunb.notebook' has no attribute {name!r}")
+
+
+def tensorcore_layout(shape: str = "m16n8k16", dtype: str = "float16", api: str = "mma",
+                      trans: bool = False, num: int = 4):
+    """Which lane holds which element of A, B and C of mma.sync (api="mma"), WMMA (api="wmma")
+    or ldmatrix (shape="ldmatrix"): an HTML view, `.text()`, or `.widget()` with dropdowns."""
+    from gpunb.notebook.layout_view import tensorcore_layout as draw
+
+    return draw(shape, dtype, api, trans, num)

@@ -80,15 +80,40 @@ def failure_rows(name: str, dispatcher) -> list[list[str]]:
     return rows
 
 
+def callers_of(dispatcher, kernels: dict) -> list[str]:
+    """The names of the kernels in `kernels` whose compiled code calls `dispatcher` (as a
+    device function: their fingerprints list it as a dependency)."""
+    code = getattr(dispatcher.py_func, "__code__", None)
+    if code is None:
+        return []
+    where = (code.co_filename, code.co_firstlineno)
+    out = []
+    for name, kernel in kernels.items():
+        if kernel is dispatcher:
+            continue
+        for spec in list(getattr(kernel, "specializations", {}).values()):
+            fingerprint = getattr(spec, "fingerprint", None)
+            deps = fingerprint.dependencies if fingerprint is not None else ()
+            if any(d.kind == "gpu function" and (d.filename, d.line) == where for d in deps):
+                out.append(name)
+                break
+    return out
+
+
 def status_rows(namespace: dict) -> list[list[str]]:
     rows = []
-    for name, dispatcher in find_kernels(namespace).items():
+    kernels = find_kernels(namespace)
+    for name, dispatcher in kernels.items():
         infos = dispatcher.cache_info()
         failed = failure_rows(name, dispatcher)
         if not infos and not failed:
-            what = ("(device function: compiled into the kernels that call it)"
-                    if getattr(dispatcher, "device", False) else
-                    "(not compiled: never launched)")
+            callers = callers_of(dispatcher, kernels)
+            if callers:
+                what = f"(device function: compiled into {', '.join(callers)})"
+            elif getattr(dispatcher, "device", False):
+                what = "(device function: compiled into the kernels that call it)"
+            else:
+                what = "(not compiled: not launched or called from a launched kernel yet)"
             rows.append([name, what, "", "", "", "", "", defined_in(dispatcher)])
         for info in infos:
             outcome, why, size = describe_event(info.get("event"))

@@ -24,7 +24,7 @@ HOVER = "color-mix(in srgb,var(--jp-brand-color1,#2196f3) 14%,transparent)"
 # drew an older gpunb's views gets this one) by the first view drawn (an <img> that fails to
 # load is the one element whose handler runs when HTML is inserted).
 PIN_JS = (
-    "if(!window.gpunbInsp||gpunbInsp.v!==2)window.gpunbInsp={v:2,"
+    "if(!window.gpunbInsp||gpunbInsp.v!==3)window.gpunbInsp={v:3,"
     "keep:{},"
     "set(pre,top){const b=pre.scrollTop;pre.scrollTop=top;"
     "if(pre.scrollTop!==b)pre._gpunbQuiet=Date.now();},"
@@ -34,8 +34,14 @@ PIN_JS = (
     "if(!on)v.querySelectorAll('.gl[data-l=\"'+l+'\"]').forEach(e=>e.classList.add('pin'));"
     "const pre=g.closest('pre');this.keep[v.id]={side:g.classList.contains('s')?'s':'t',"
     "top:pre?pre.scrollTop:0};this.reveal(v,pre);"
-    "const w=v.closest('.gpunb-inspector'),sel=w&&w.querySelector('select');"
-    "if(sel){const i=[...sel.options].findIndex(o=>on?o.textContent==='\u2014':"
+    "const w=v.closest('.gpunb-inspector'),sel=w&&w.querySelector('select'),"
+    # a PTX line clicked in the widget: its number goes in the 'PTX line' box, whose change
+    # selects the source line (Python's select_ptx_line); anything else goes through the picker
+    "num=w&&v.id.endsWith('-ptx')&&g.classList.contains('t')&&"
+    "w.querySelector('.gpunb-ptx-line input');"
+    "if(num&&!on){num.value=g.querySelector('.ln').textContent;"
+    "num.dispatchEvent(new Event('change',{bubbles:true}));}"
+    "else if(sel){const i=[...sel.options].findIndex(o=>on?o.textContent==='\u2014':"
     "o.textContent.startsWith(l+':'));"
     "if(i>=0&&sel.selectedIndex!==i){sel.selectedIndex=i;"
     "sel.dispatchEvent(new Event('change',{bubbles:true}));}}},"

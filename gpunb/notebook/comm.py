@@ -1,6 +1,7 @@
 """The channel to the JupyterLab side panel: comms with target 'gpunb' carrying JSON messages.
 
-This docstring is THE message schema (labextension/src/model.ts reads exactly these); version 2.
+This docstring is THE message schema (labextension/src/model.ts reads exactly these); version 3
+(version 2's L was one record per launch; the panel still reads those).
 
 Either side may open a comm. The kernel opens one lazily on its first message; the panel opens one
 each time it meets a kernel connection (page load, page reload, a notebook opened on a kernel that
@@ -8,15 +9,18 @@ was started earlier) and the kernel answers that open with a `snapshot`, so the 
 for the next cell to show what the kernel already knows. Every message goes to every open comm.
 
 kernel -> panel, each a JSON object with "type":
-- `{"type": "hello", "version": 2}`: the data of the kernel-opened comm's open message.
-- `{"type": "snapshot", "version": 2, "kernels": [K...], "events": [E...], "profiles": [P...]}`:
+- `{"type": "hello", "version": 3}`: the data of the kernel-opened comm's open message.
+- `{"type": "snapshot", "version": 3, "kernels": [K...], "events": [E...], "profiles": [P...]}`:
   all the kernel remembers (bounded); the panel replaces its view of this notebook with it.
 - `{"type": "cache_events", "events": [E...]}`: new cache decisions, after each cell.
-- `{"type": "kernels", "kernels": [K...]}`: kernels (re)compiled in the last cell; a record
-  replaces the panel's record with the same "id".
-- `{"type": "launches", "launches": [L...]}`: the launches of one %%gpuprofile cell.
+- `{"type": "kernels", "kernels": [K...]}`: specialisations made (or failed) in the last cell,
+  from the SPECIALIZED / FAILED events (panel_feed.py); a record replaces the panel's record
+  with the same "id".
+- `{"type": "launches", "launches": [L...], "omitted_kernels": n}`: the launches of one
+  %%gpuprofile cell summarised per kernel, at most 50 rows (the most launched kernels; n, when
+  present, counts the kernels left out).
 - `{"type": "profile", "profile": P}`: one finished profile (`with gpunb.profile()`,
-  %%gpuprofile); publish it with `comm.publish_profile(P)`.
+  %%gpuprofile), after the cell it ran in (from the PROFILE event; `comm.publish_profile(P)`).
 - `{"type": "cleared"}`: the kernel forgot its history (after the panel's clear button).
 panel -> kernel (comm messages):
 - `{"type": "hello"}`, as the data of a panel-opened comm's open: answer with a snapshot; as a
@@ -31,15 +35,22 @@ Records:
   local_bytes (spills), shared_bytes, occupancy (0..1 or null), limiter, block, cache (outcome),
   why, compile_ms, defined_at ("Cell In[3], line 2"), cell (execution count or null), cell_id
   (the JupyterLab cell id the kernel was defined in, or null), file, line; problem (optional:
-  why the record is incomplete). A failed compile or launch is a K record too (panel_feed:
-  cache "compile failed" / "launch failed", the error in why and problem, no resources; the
-  signature "(launch failed before compiling)" when the arguments had no types); when it is
-  gone, its id is re-sent with cache "failure gone" unless a compiled record replaces it.
-- L, a launch (%%gpuprofile): kernel, grid, block, ms, compiled.
-- P, a profile: {"title": str, "target": "cuda"|"cpu", "timing": "device"|"host",
-  "kernels": [{"kernel", "launches", "p50_ms", "min_ms", "max_ms", "total_ms", and optionally
-  "achieved_gbps", "pct_of_peak", "occupancy", "defined_at"}], "note": str (optional, e.g.
-  "CUDA events: CUPTI could not be loaded")}. Unknown extra keys are kept and ignored.
+  why the record is incomplete); note (optional: why resources are absent, e.g. the CPU
+  target's "CPU target: registers, ... are a GPU's figures"). A failed compile or launch is a
+  K record too (panel_feed: cache "compile failed" / "launch failed", the error in why and
+  problem, no resources; the signature "(launch failed before compiling)" when the arguments
+  had no types); when it is gone, its id is re-sent with cache "failure gone" unless a
+  compiled record replaces it.
+- L, one kernel's launches in a %%gpuprofile cell: kernel, launches, compiling (launches that
+  compiled or loaded it: their time is not the kernel's), mean_ms, min_ms, max_ms (of the
+  other launches; null when there are none).
+- P, a profile: {"title": str ("Cell In[5]: 3 launches"), "target": "cuda"|"cpu",
+  "timing": "device"|"host", "cell": execution count or null, "cell_id": the JupyterLab cell
+  id it ran in or null, "kernels": [{"kernel", "launches", "p50_ms", "min_ms", "max_ms",
+  "total_ms", and optionally "achieved_gbps", "pct_of_peak", "gflops", "occupancy" (0..1),
+  "occupancy_note" (the limiter, or why there is none: "n/a (CPU target)"), "defined_at"}],
+  "note": str (optional, e.g. "CUDA events: CUPTI could not be loaded")}. Unknown extra keys
+  are kept and ignored.
 """
 
 from __future__ import annotations
@@ -51,7 +62,7 @@ from typing import Any
 from gpunb.foundation.events import CacheEvent
 
 TARGET = "gpunb"
-VERSION = 2
+VERSION = 3
 
 _state: dict = {"comm": None, "last_event": None, "closed": False, "registered": None,
                 "acked": False}
@@ -103,25 +114,9 @@ def register_target() -> bool:
     return True
 
 
-def _refresh_kernels() -> None:
-    """Describe the kernels compiled while no panel listened (they join the snapshot)."""
-    try:
-        from IPython import get_ipython
-
-        from gpunb.notebook import panel_feed
-
-        shell = get_ipython()
-        records = panel_feed.new_kernel_records(shell.user_ns) if shell is not None else []
-    except Exception:  # noqa: BLE001 - the snapshot still goes out without them
-        return
-    for record in records:
-        history["kernels"][record.get("id")] = to_json(record)
-
-
 def _on_panel_open(channel, _open_msg) -> None:
     """A panel connected (page load or reload): remember its comm and send what we know."""
     _channels.append(channel)
-    _refresh_kernels()
 
     def on_close(_msg):
         if channel in _channels:
@@ -139,13 +134,12 @@ def _on_panel_message(msg) -> None:
         publish({"type": "cleared"})
     elif data.get("type") == "hello":
         _state["acked"] = True
-        _refresh_kernels()
         publish(snapshot())
 
 
 def panel_connected() -> bool:
-    """Whether a panel is listening (worth computing kernel records for): it opened a comm, or
-    answered ours (a frontend without the labextension never does)."""
+    """Whether a panel is listening: it opened a comm, or answered ours (a frontend without
+    the labextension never does)."""
     return bool(_channels) or (_state["comm"] is not None and _state["acked"])
 
 

@@ -301,8 +301,9 @@ def default_arch() -> str:
             return f"sm_{major}{minor}"
     except Exception:  # noqa: BLE001 - no driver, no bindings: fall back to the configured arch
         pass
-    major, minor = config.default_arch()
-    return f"sm_{major}{minor}"
+    from gpunb.foundation.arch import parse_arch
+
+    return parse_arch(config.default_arch()).name
 
 
 def launch_explorer(dispatcher, n: int, signature=None, **kwargs) -> LaunchExplorer:

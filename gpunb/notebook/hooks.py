@@ -24,6 +24,8 @@ class CellHooks:
         self.cell_number: int | None = None  # the execution count of the running cell
         self.cell_filename: str | None = None  # the running cell's synthetic filename
         self._previous_exc = None
+        self._notices = None  # the NOTICE subscription while registered
+        self.panel_feed = None  # panel_feed.PanelFeed, in a Jupyter kernel (start_panel_feed)
 
     def register(self) -> None:
         self._wrap_compiler_cache()
@@ -36,6 +38,10 @@ class CellHooks:
         # (not at the `run_cell_magic(...)` call IPython made of the cell); any other error is
         # shown exactly as IPython shows it
         self.shell.set_custom_exc((Exception,), show_error)
+        # one-line notices (the CPU-target fallback) are plain output, not a red stderr box
+        from gpunb.foundation.events import EventKind, subscribe
+
+        self._notices = subscribe(EventKind.NOTICE, show_notice)
 
     def _wrap_compiler_cache(self) -> None:
         """Learn each cell's synthetic filename and number where IPython makes them.
@@ -63,8 +69,21 @@ class CellHooks:
         if getattr(cache, "gpunb_original", None) is not None:
             del self.shell.compile.cache  # the instance attribute; the class method shows again
 
+    def start_panel_feed(self) -> None:
+        """Collect what the side panel shows from gpunb's events (in a Jupyter kernel)."""
+        from gpunb.notebook.panel_feed import PanelFeed
+
+        if self.panel_feed is None:
+            self.panel_feed = PanelFeed().start()
+
     def unregister(self) -> None:
         self._unwrap_compiler_cache()
+        if self.panel_feed is not None:
+            self.panel_feed.stop()
+            self.panel_feed = None
+        if self._notices is not None:
+            self._notices.unsubscribe()
+            self._notices = None
         for name, fn in (("pre_run_cell", self.pre_run_cell),
                          ("post_run_cell", self.post_run_cell)):
             try:
@@ -101,19 +120,28 @@ class CellHooks:
                 keep = False
             if keep:
                 self.after_cell.append(action)
-        publish_to_panel(self.shell, self.cell_filename, self.cell_number)
+        publish_to_panel(self.shell, self.panel_feed, self.cell_filename, self.cell_number)
 
 
-def publish_to_panel(shell, cell_filename: str | None, cell_number: int | None) -> None:
-    """After a cell: new cache events, and (while a panel listens) the kernels it compiled."""
+def show_notice(notice) -> None:
+    """A gpunb notice as one plain line of the cell's output (stdout)."""
+    print(notice.text, file=sys.stdout, flush=True)
+
+
+def publish_to_panel(shell, feed, cell_filename: str | None, cell_number: int | None) -> None:
+    """After a cell: its cache events, and the kernels, failures and profiles `feed` (a
+    panel_feed.PanelFeed, None outside a Jupyter kernel) heard of while it ran."""
     from gpunb.notebook import comm, panel_feed
 
     panel_feed.note_cell(cell_filename, cell_number, _execute_request(shell))
     comm.publish_new_events()
-    if comm.panel_connected():
-        records = panel_feed.new_kernel_records(shell.user_ns)
-        if records:
-            comm.publish({"type": "kernels", "kernels": records})
+    if feed is None:
+        return
+    kernels, profiles = feed.take(cell_number)
+    if kernels:
+        comm.publish({"type": "kernels", "kernels": kernels})
+    for profile in profiles:
+        comm.publish_profile(profile)
 
 
 def _execute_request(shell) -> dict | None:
@@ -175,8 +203,10 @@ def show_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
         return show_gpunb_error(shell, etype, value, tb, tb_offset)
     cell_file = getattr(value, CELL_FILE_ATTR, None)
     if cell_file is None:
+        # a SyntaxError met while IPython parsed the cell (no user code ran) shows as IPython
+        # shows it without the extension: the cell's line and a caret, no IPython frames
         shell.showtraceback((etype, value, tb), tb_offset=tb_offset,
-                            running_compiled_code=True)
+                            running_compiled_code=not _raised_by_ipython(tb))
         return []
     start = tb
     while start is not None and start.tb_frame.f_code.co_filename != cell_file:
@@ -184,6 +214,22 @@ def show_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
     stb = shell.InteractiveTB.structured_traceback(etype, value, start or tb, tb_offset=0)
     shell._showtraceback(etype, value, stb)
     return stb
+
+
+def _raised_by_ipython(tb) -> bool:
+    """Whether every frame of a traceback is IPython's own (the cell was being parsed)."""
+    import os
+
+    import IPython
+
+    package = os.path.dirname(IPython.__file__) + os.sep
+    frames = 0
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(package):
+            return False
+        frames += 1
+        tb = tb.tb_next
+    return frames > 0
 
 
 def show_gpunb_error(shell, etype, value, tb, tb_offset=None) -> list[str]:

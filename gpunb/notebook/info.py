@@ -62,9 +62,11 @@ def gather() -> GpuInfo:
     available = _probe_devices(info)
     info.target = "cuda" if requested == "cuda" or (requested == "auto" and available) else "cpu"
     info.toolchain = toolchain_versions()
-    major, minor = config.default_arch()
     if not available:
-        info.notes.append(f"inspector PTX/SASS use sm_{major}{minor} (GPUNB_ARCH)")
+        from gpunb.foundation.arch import parse_arch
+
+        arch = parse_arch(config.default_arch()).name
+        info.notes.append(f"inspector PTX/SASS use {arch} (GPUNB_ARCH)")
     return info
 
 

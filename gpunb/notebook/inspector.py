@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from gpunb.jit.report import TAB_TITLES, TABS, KernelReport
 from gpunb.notebook import codeviews, render
+from gpunb.notebook.asmview import tidy_ptx, tidy_sass
 
 
 def inspector_for(dispatcher, signature=None, arch: str | None = None,
@@ -56,6 +57,7 @@ class Inspector:
         self.selected_line = line
         if self._widget is not None and (line is None or line in self.mapped_lines):
             self._widget.link.value = line
+            self._widget.follow_selection(self.highlighted_ptx)
         self._refresh()
         return self.highlighted_ptx
 
@@ -106,9 +108,11 @@ class Inspector:
         if tab == "llvm":
             return render.code_block(r.llvm_ir, "llvm")
         if tab == "ptx":
-            return codeviews.split_view(f"{uid}-ptx", r.source, r.first_line, r.ptx, "ptx",
-                                        _own(r.line_map, r.source_lines), self.selected_line)
-        return codeviews.split_view(f"{uid}-sass", r.source, r.first_line, r.sass, "sass",
+            return codeviews.split_view(f"{uid}-ptx", r.source, r.first_line, tidy_ptx(r.ptx),
+                                        "ptx", _own(r.line_map, r.source_lines),
+                                        self.selected_line)
+        return codeviews.split_view(f"{uid}-sass", r.source, r.first_line, tidy_sass(r.sass),
+                                    "sass",
                                     _own(r.sass_map, r.source_lines), self.selected_line,
                                     notes={line: r.sass_note(line) for line in r.sass_counts})
 
@@ -119,7 +123,7 @@ class Inspector:
         ptx = self.highlighted_ptx
         sass = self.report.sass_note(self.selected_line) or "no SASS"
         return (f"line {self.selected_line} → {len(ptx)} PTX line(s); SASS: {sass}"
-                + codeviews.excerpt(self.report.ptx, ptx, "ptx"))
+                + codeviews.excerpt(tidy_ptx(self.report.ptx), ptx, "ptx"))
 
     def _repr_html_(self) -> str:
         """Static HTML: every tab as an open/closed section; hover linking still works."""
@@ -132,7 +136,13 @@ class Inspector:
         return render.wrap(self.header_html() + "".join(sections), uid)
 
     def text(self, tabs: tuple | None = None) -> str:
-        return self.report.text(self.text_tabs if tabs is None else tabs)
+        """The report as text (`--show` in a terminal), its listings named and laid out as the
+        HTML tabs show them (asmview.py)."""
+        import dataclasses
+
+        r = self.report
+        shown = dataclasses.replace(r, ptx=tidy_ptx(r.ptx), sass=tidy_sass(r.sass))
+        return shown.text(self.text_tabs if tabs is None else tabs)
 
     def __repr__(self) -> str:
         return self.text()

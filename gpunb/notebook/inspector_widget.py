@@ -30,7 +30,11 @@ class InspectorWidget(w.VBox):
             (f"{n}: {lines[n - r.first_line].strip()[:48]}", n) for n in inspector.mapped_lines]
         self.link = w.Dropdown(options=options, value=None, description="source line")
         self.ptx_line = w.BoundedIntText(value=0, min=0, max=max(len(r.ptx.splitlines()), 1),
-                                         description="PTX line")
+                                         description="PTX line",
+                                         tooltip="a PTX line number: selects its source line "
+                                                 "(0: none)")
+        self.ptx_line.add_class("gpunb-ptx-line")
+        self._following = False  # True while the box is set to follow the selection
         self.summary = w.HTML()
         self.line_map = w.Textarea(value=_map_text(r.line_map), disabled=True,
                                    description="line map", layout=w.Layout(display="none"))
@@ -51,8 +55,19 @@ class InspectorWidget(w.VBox):
         if self.inspector.selected_line != change["new"]:
             self.inspector.select_line(change["new"])
 
+    def follow_selection(self, ptx_lines: list[int]) -> None:
+        """Show the selection's first PTX line in the box (0 when none), unless the box already
+        holds one of its lines (the user typed or clicked that PTX line)."""
+        if self.ptx_line.value in ptx_lines:
+            return
+        self._following = True
+        try:
+            self.ptx_line.value = ptx_lines[0] if ptx_lines else 0
+        finally:
+            self._following = False
+
     def _on_ptx_line(self, change) -> None:
-        if change["new"]:
+        if change["new"] and not self._following:
             line = self.inspector.select_ptx_line(change["new"])
             if line is not None and self.tabs.selected_index == 0:
                 self.tabs.selected_index = 3

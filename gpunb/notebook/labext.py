@@ -1,18 +1,28 @@
-"""Put the built JupyterLab extension where JupyterLab looks: share/jupyter/labextensions.
+"""The JupyterLab extension's bundle: where it is, whether it matches its sources, whether
+JupyterLab will find it.
 
-`npm run build` in labextension/ writes the prebuilt extension to gpunb/notebook/labextension/;
-a wheel ships it as shared data, and a source checkout links it with
-`python -m gpunb.notebook.labext install` (used by the browser test and by developers).
+`npm run build` in labextension/ writes the prebuilt extension to gpunb/notebook/labextension/,
+which is kept in the repository, so wheels and editable installs carry it (as shared data, to
+`share/jupyter/labextensions/`) without node on the user's machine. `build-info.json` beside it
+holds a digest of the sources it was built from (`source_digest` computes the same) and the
+JupyterLab it was built against. `python -m gpunb.notebook.labext install` links the bundle into
+an environment (the browser test, developers); `panel_notice()` is the one line a notebook user
+gets when the side panel cannot appear.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import sys
 from pathlib import Path
 
 NAME = "gpunb-labextension"
+# what the bundle is made from, relative to labextension/ (scripts/build.mjs hashes the same)
+SOURCES = ("package.json", "package-lock.json", "tsconfig.json", "scripts", "src", "style")
+INSTALL_HINT = "pip install 'gpunb[lab]' and start it with `jupyter lab`"
 
 
 def built_path() -> Path:
@@ -22,6 +32,54 @@ def built_path() -> Path:
 
 def is_built() -> bool:
     return (built_path() / "package.json").is_file() and (built_path() / "static").is_dir()
+
+
+def build_info() -> dict:
+    """What build-info.json says: {"sources_sha256": ..., "jupyterlab": "4.6.6"} ({} if none)."""
+    try:
+        return json.loads((built_path() / "build-info.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def source_digest(labextension_dir: Path) -> str:
+    """sha256 of the extension's sources (SOURCES, paths sorted, CRLF as LF), as build.mjs
+    computes it when it builds."""
+    paths = []
+    for name in SOURCES:
+        top = labextension_dir / name
+        found = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+        paths.extend(p.relative_to(labextension_dir).as_posix() for p in found)
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        text = (labextension_dir / path).read_text(encoding="utf-8").replace("\r\n", "\n")
+        digest.update(f"{path}\0{text}\0".encode())
+    return digest.hexdigest()
+
+
+def found_by_jupyterlab() -> bool:
+    """Whether JupyterLab started from this environment finds the extension (a
+    `labextensions/gpunb-labextension` folder on its data path)."""
+    try:
+        from jupyter_core.paths import jupyter_path
+    except ImportError:
+        return False
+    return any((Path(p) / NAME / "package.json").is_file() for p in jupyter_path("labextensions"))
+
+
+def panel_notice() -> str | None:
+    """One line for a notebook user who will not see the side panel, saying how to get it;
+    None when JupyterLab and the extension are both installed here."""
+    import importlib.util
+
+    if importlib.util.find_spec("jupyterlab") is None:
+        return ("gpunb: kernels, cache events and profiles also show in a JupyterLab side panel: "
+                f"{INSTALL_HINT}")
+    if not found_by_jupyterlab():
+        return ("gpunb: JupyterLab is installed but not gpunb's side panel; reinstall gpunb "
+                "(pip install -e '.[lab]' in a clone) or run `python -m gpunb.notebook.labext "
+                "install`, then reload the page")
+    return None
 
 
 def install(prefix: str | None = None, symlink: bool = True) -> Path:

@@ -29,7 +29,15 @@ class GpuMagics(Magics):
 
         %%gpukernel [--target cpu|cuda|auto] [--arch sm_XX] [--show ptx|llvm|sass|types|all]
                     [--lineinfo] [--fastmath] [--no-cache] [--debug] [--max-registers N]
-                    [--sanitize memcheck|racecheck|synccheck|initcheck]
+                    [--sanitize memcheck|racecheck|synccheck|initcheck] [--graph [NAME]]
+                    [--timeout S]
+
+        With --graph NAME the cell's launches and copies are captured into a graph (nothing
+        runs), bound to NAME in the notebook and shown; NAME.replay() runs them.
+
+        --timeout S: the watchdog for this cell - a launch on the CPU target, or a wait for the
+        GPU, that takes longer than S seconds raises gpunb.LaunchTimeoutError (as
+        GPUNB_LAUNCH_TIMEOUT does for a whole process).
         """
         __tracebackhide__ = True  # noqa: F841 - an error in the cell shows the cell, not this
         from gpunb.notebook.cellexec import run_cell
@@ -59,16 +67,26 @@ class GpuMagics(Magics):
                     pass
                 raise
 
+        def run_watched():  # --timeout: the watchdog's limit while the cell runs
+            if options.timeout is None:
+                return run()
+            from gpunb.foundation import config
+
+            with config.launch_timeout_for(options.timeout):
+                return run()
+
         if options.sanitize:  # run live, then replay the launches under compute-sanitizer
             from gpunb.profiling.api import capture_failure, sanitize_snapshot
 
             # a cell that crashed (an illegal address) still shows where, then fails
-            result, snapshot, failure = capture_failure(run)
+            result, snapshot, failure = capture_failure(run_watched)
             display(sanitize_snapshot(snapshot, options.sanitize, failure=failure))
             if failure is not None:
                 raise failure
+        elif options.graph:
+            result = run_captured(run, options, self.shell.user_ns)
         else:
-            result = run()
+            result = run_watched()
         if options.show:
             for dispatcher in result.functions.values():
                 self.hooks.after_cell.append(ShowWhenCompiled(self.shell, dispatcher,
@@ -117,7 +135,7 @@ class GpuMagics(Magics):
         from gpunb.notebook.hooks import current_cell_number
         from gpunb.notebook.profile import (
             ProfileOptionError,
-            launches_json,
+            launches_message,
             parse_profile_options,
             profile_cell,
         )
@@ -133,9 +151,21 @@ class GpuMagics(Magics):
                             ipython_compiler=self.shell.compile).value
 
         value, profile = profile_cell(run, options)
-        comm.publish({"type": "launches", "launches": launches_json(profile)})
+        if comm.panel_connected():  # built only for a panel that reads it
+            comm.publish(launches_message(profile))
         display(profile)
         return value
+
+
+def run_captured(run, options, user_ns: dict):
+    """Run the cell inside `gpunb.graph()`; bind the graph to its name and show it."""
+    import gpunb
+
+    with gpunb.graph(target=options.target) as graph:
+        result = run()
+    user_ns[options.graph] = graph
+    display(graph)
+    return result
 
 
 def make_wrapper(options):

@@ -5,13 +5,13 @@ Kept apart from the magics so the parsing rules (and their error messages) are t
 
 from __future__ import annotations
 
-import argparse
-import re
 import shlex
 from dataclasses import dataclass
 
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments
+
 SHOW_CHOICES = ("ptx", "llvm", "sass", "types", "source", "all")
-_ARCH = re.compile(r"^sm_(\d)(\d{1,2})[a-z]?$")  # sm_90, sm_90a, sm_100
 
 
 class OptionError(ValueError):
@@ -32,6 +32,8 @@ class KernelCellOptions:
     max_registers: int | None = None
     sanitize: str | None = None  # replay the cell's launches under compute-sanitizer --tool
     racecheck: bool = False  # CPU target: record accesses, raise gpunb.RaceError on races
+    graph: str | None = None  # capture the cell's launches and copies into a graph of this name
+    timeout: float | None = None  # the watchdog's limit for the cell's launches and GPU waits
 
     def jit_options(self) -> dict:
         """Keyword arguments for `gpunb.cuda.jit`: only what was asked for, so defaults stay."""
@@ -58,39 +60,45 @@ class KernelCellOptions:
 
 
 def parse_arch(arch: str) -> tuple[int, int]:
-    """"sm_80" -> (8, 0); "sm_100" -> (10, 0); raises OptionError otherwise."""
-    m = _ARCH.match(arch.strip().lower())
-    if m is None:
-        raise OptionError(f"arch {arch!r}: expected sm_XX, e.g. sm_80 or sm_90")
-    digits = m.group(1) + m.group(2)
-    return int(digits[:-1]), int(digits[-1])
+    """"sm_80" -> (8, 0); "sm_100" -> (10, 0); "sm_90a" -> (9, 0) (foundation/arch.py reads
+    every spelling); raises OptionError otherwise."""
+    from gpunb.foundation.arch import parse_arch as read_arch
+
+    try:
+        return read_arch(arch).cc
+    except ValueError as exc:
+        raise OptionError(f"arch {arch!r}: {exc}") from None
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse would print usage and sys.exit(2)
-        raise OptionError(f"%%gpukernel: {message}\n{self.format_usage().strip()}")
+@magic_arguments()
+@argument("--target", choices=("cpu", "cuda", "auto"))
+@argument("--arch", help="PTX architecture for the inspector, e.g. sm_80")
+@argument("--show", action="append", default=[],
+          help="open the inspector after the first compile: " + "|".join(SHOW_CHOICES) +
+               " (comma-separated or repeated)")
+@argument("--lineinfo", action="store_true")
+@argument("--fastmath", action="store_true")
+@argument("--no-cache", dest="no_cache", action="store_true")
+@argument("--debug", action="store_true")
+@argument("--racecheck", action="store_true",
+          help="CPU target: report data races (gpunb.RaceError)")
+@argument("--max-registers", dest="max_registers", type=int)
+@argument("--sanitize", choices=("memcheck", "racecheck", "synccheck", "initcheck"))
+@argument("--graph", nargs="?", const="graph", metavar="NAME",
+          help="capture the cell's launches and copies into a graph bound to NAME (default: "
+               "graph); NAME.replay() runs them")
+@argument("--timeout", type=float, metavar="S",
+          help="abandon a launch (CPU target) or a wait for the GPU that takes longer than S "
+               "seconds in this cell (gpunb.LaunchTimeoutError); 0: no limit")
+def gpukernel(line: str = "", cell: str = ""):
+    """%%gpukernel: every top-level def in the cell becomes a GPU function (its options, for
+    IPython's magic_arguments: `gpukernel.parser` parses them, `gpukernel.__doc__` lists them)."""
 
-    def exit(self, status: int = 0, message: str | None = None):
-        raise OptionError(message or self.format_help())
 
-
-def _parser() -> _Parser:
-    p = _Parser(prog="%%gpukernel", add_help=True,
-                description="Every top-level def in the cell becomes a GPU function.")
-    p.add_argument("--target", choices=("cpu", "cuda", "auto"))
-    p.add_argument("--arch", help="PTX architecture for the inspector, e.g. sm_80")
-    p.add_argument("--show", action="append", default=[],
-                   help="open the inspector after the first compile: "
-                        + "|".join(SHOW_CHOICES) + " (comma-separated or repeated)")
-    p.add_argument("--lineinfo", action="store_true")
-    p.add_argument("--fastmath", action="store_true")
-    p.add_argument("--no-cache", dest="no_cache", action="store_true")
-    p.add_argument("--debug", action="store_true")
-    p.add_argument("--racecheck", action="store_true",
-                   help="CPU target: report data races (gpunb.RaceError)")
-    p.add_argument("--max-registers", dest="max_registers", type=int)
-    p.add_argument("--sanitize", choices=("memcheck", "racecheck", "synccheck", "initcheck"))
-    return p
+def usage(magic) -> str:
+    """`usage: %%gpukernel [--target ...] ...` of a magic_arguments stub, on one line."""
+    words = magic.parser.format_usage().replace("::", "").split()
+    return "usage: %" + " ".join(words)
 
 
 def parse_kernel_options(line: str) -> KernelCellOptions:
@@ -99,7 +107,10 @@ def parse_kernel_options(line: str) -> KernelCellOptions:
         argv = shlex.split(line)
     except ValueError as exc:
         raise OptionError(f"%%gpukernel: {exc}") from None
-    ns = _parser().parse_args(argv)
+    try:
+        ns = gpukernel.parser.parse_args(argv)  # IPython's MagicArgumentParser: raises, never exits
+    except UsageError as exc:
+        raise OptionError(f"%%gpukernel: {exc}\n{usage(gpukernel)}") from None
     show: list[str] = []
     for item in ns.show:
         for name in filter(None, (s.strip().lower() for s in item.split(","))):
@@ -115,9 +126,18 @@ def parse_kernel_options(line: str) -> KernelCellOptions:
             parse_arch(arch)
         except OptionError as exc:
             raise OptionError(f"%%gpukernel: --{exc}") from None
+    if ns.graph is not None and not ns.graph.isidentifier():
+        raise OptionError(f"%%gpukernel: --graph {ns.graph}: expected a Python name to bind "
+                          "the graph to")
+    if ns.graph is not None and ns.sanitize:
+        raise OptionError("%%gpukernel: --graph and --sanitize cannot go together: a captured "
+                          "cell runs nothing to sanitize (sanitize the graph's replay instead)")
     if ns.max_registers is not None and not 16 <= ns.max_registers <= 255:
         raise OptionError(f"%%gpukernel: --max-registers {ns.max_registers}: expected 16..255")
+    if ns.timeout is not None and not ns.timeout >= 0:  # also rejects nan
+        raise OptionError(f"%%gpukernel: --timeout {ns.timeout}: expected seconds >= 0")
     return KernelCellOptions(target=ns.target, arch=arch, show=tuple(dict.fromkeys(show)),
                              lineinfo=ns.lineinfo, fastmath=ns.fastmath, no_cache=ns.no_cache,
                              debug=ns.debug, max_registers=ns.max_registers,
-                             sanitize=ns.sanitize, racecheck=ns.racecheck)
+                             sanitize=ns.sanitize, racecheck=ns.racecheck, graph=ns.graph,
+                             timeout=ns.timeout)

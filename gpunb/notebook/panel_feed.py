@@ -1,22 +1,33 @@
-"""What the side panel shows about this notebook's kernels: one record per specialisation.
+"""What the side panel shows about this kernel process's GPU functions, fed by events.
 
-After each cell, the kernels in the user's namespace whose specialisations are new since the last
-cell become `kernels` messages (record K of the schema in comm.py): registers, spills, shared
-memory, theoretical occupancy with its limiting resource, the cache outcome and where the kernel
-was defined (with the JupyterLab cell id, so the panel can jump there). Resources come from the
-driver on a GPU and from ptxas on the CPU target (one PTX compile per new specialisation, done only
-while a panel is listening).
+`PanelFeed.start()` subscribes to SPECIALIZED, FAILED and PROFILE (foundation/events.py), so
+nothing scans the user's namespace and nothing is compiled to describe a kernel: a new
+specialisation becomes record K of comm.py's schema from the artifact its compile (or the cache)
+produced - registers, spills, shared memory, theoretical occupancy at a 256-thread block and its
+limiting resource on a GPU; on the CPU target those are a GPU's figures and the record says so.
+A failed compile or launch becomes a record with its error, replaced when a later compile of the
+same signature works and marked gone when a later launch works. A finished profile
+(`%%gpuprofile`, `with gpunb.profile()`) becomes record P, linked to the cell it ran in. After
+each cell `take()` hands over what the cell produced, with JupyterLab's cell ids (the panel
+jumps to the defining cell).
 """
 
 from __future__ import annotations
 
-from gpunb.foundation.errors import describe_filename
+import threading
+import weakref
+from collections import deque
 
-_seen: dict = {}  # id(specialization) -> record id (a specialisation is described once)
-_failures_sent: dict = {}  # record id -> the failure record sent to the panel
+from gpunb.foundation.errors import describe_filename
+from gpunb.foundation.events import EventKind, KernelEvent, subscribe
+
 cell_ids: dict = {}  # a cell's synthetic filename -> the JupyterLab cell id it ran from
 cell_ids_by_count: dict = {}  # execution count -> JupyterLab cell id (%%gpukernel's own files)
 DEFAULT_BLOCK = 256
+NOT_COMPILED = "(launch failed before compiling)"
+CPU_NOTE = ("CPU target: registers, spills, shared memory and occupancy are a GPU's figures "
+            "(inspect() shows them for the PTX)")
+MAX_PROFILES_PER_CELL = 5  # a loop of profiled blocks sends its last few
 
 
 def note_cell(filename: str | None, number: int | None, request: dict | None) -> None:
@@ -33,64 +44,79 @@ def note_cell(filename: str | None, number: int | None, request: dict | None) ->
         cell_ids_by_count[number] = cell_id
 
 
-def new_kernel_records(namespace: dict) -> list[dict]:
-    """Records for the kernels in `namespace` compiled since the last call."""
-    out = []
-    for dispatcher in _dispatchers(namespace):
-        for spec in list(dispatcher.specializations.values()):
-            if id(spec) in _seen:
-                continue
-            try:
-                record = kernel_record(dispatcher, spec)
-            except Exception as exc:  # noqa: BLE001 - one kernel's record must not hide the rest
-                record = _basic_record(dispatcher, spec)
-                record["problem"] = f"{type(exc).__name__}: {exc}"
-            _seen[id(spec)] = record["id"]
-            out.append(record)
-    return _with_failures(namespace, out)
+class PanelFeed:
+    """Records made from events since the last `take()`; thread-safe (kernels compile in any
+    thread)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._kernels: dict = {}  # record id -> record K, made since the last take()
+        self._failures: dict = {}  # record id -> (weakref to the dispatcher, stage, record)
+        self._profiles: deque = deque(maxlen=MAX_PROFILES_PER_CELL)
+        self._subscription = None
+
+    def start(self) -> PanelFeed:
+        self._subscription = subscribe(
+            (EventKind.SPECIALIZED, EventKind.FAILED, EventKind.PROFILE), self._on_event)
+        return self
+
+    def stop(self) -> None:
+        if self._subscription is not None:
+            self._subscription.unsubscribe()
+            self._subscription = None
+
+    def _on_event(self, event) -> None:
+        if not isinstance(event, KernelEvent):  # a Profile: read (and built) after the cell
+            with self._lock:
+                self._profiles.append(event)
+            return
+        if event.kind is EventKind.SPECIALIZED:
+            record = kernel_record(event)
+        else:
+            record = failure_record(event)
+        with self._lock:
+            self._kernels[record["id"]] = record
+            if event.kind is EventKind.FAILED:
+                self._failures[record["id"]] = (weakref.ref(event.dispatcher), event.stage,
+                                                record)
+            else:
+                self._failures.pop(record["id"], None)  # the compile works now
+
+    def take(self, cell_number: int | None = None) -> tuple[list[dict], list[dict]]:
+        """(kernel records, profile records) made since the last call; failures that are gone
+        (a later launch worked) come back marked so; profiles link to `cell_number`."""
+        with self._lock:
+            kernels, self._kernels = self._kernels, {}
+            profiles = list(self._profiles)
+            self._profiles.clear()
+            for record_id, (ref, stage, record) in list(self._failures.items()):
+                if record_id not in kernels and not _still_failing(ref(), stage, record):
+                    del self._failures[record_id]
+                    kernels[record_id] = {**record, "cache": "failure gone", "problem": "",
+                                          "why": "a later launch of it worked, or it was "
+                                                 "redefined"}
+        for record in kernels.values():
+            record["cell_id"] = _cell_id(record)
+        return list(kernels.values()), [profile_record(p, cell_number) for p in profiles]
 
 
-def _with_failures(namespace: dict, records: list[dict]) -> list[dict]:
-    """`records` plus a record per failed compile or launch not sent yet (cache "compile
-    failed" / "launch failed", the error as `why` and `problem`), and, for a failure sent
-    earlier that is gone (a later compile or launch worked), a record saying so - unless a new
-    specialisation's record replaces it (same id)."""
-    from gpunb.notebook.cache_panel import failure_rows
+def _still_failing(dispatcher, stage: str, record: dict) -> bool:
+    if dispatcher is None:
+        return False
+    if stage == "launch":
+        return getattr(dispatcher, "failed_launch", None) is not None
+    from gpunb.foundation import types as t
 
-    current = {}
-    for dispatcher in _dispatchers(namespace, device=True):
-        for row in failure_rows(dispatcher.__name__, dispatcher):
-            _, signature, target, outcome, why = row[:5]
-            record = _record(dispatcher, signature, target)
-            record.update(cache=outcome, why=why, problem=why)
-            current[record["id"]] = record
-    out = {r["id"]: r for r in records}
-    for record_id in [i for i in _failures_sent if i not in current]:
-        gone = _failures_sent.pop(record_id)
-        if record_id not in out:
-            out[record_id] = {**gone, "cache": "failure gone",
-                              "why": "a later launch of it worked, or it was redefined",
-                              "problem": ""}
-    for record_id, record in current.items():
-        sent = _failures_sent.get(record_id)
-        if sent is None or sent["why"] != record["why"]:
-            _failures_sent[record_id] = record
-            out[record_id] = record
-    return list(out.values())
+    return any(str(t.Signature(t.void, argtypes)) == record["signature"]
+               for (_, argtypes) in list(getattr(dispatcher, "failed_compiles", {})))
 
 
-def _dispatchers(namespace: dict, device: bool = False) -> list:
-    """The GPU functions in a namespace: kernels, and device functions too when `device`."""
-    found = {}
-    for value in list(namespace.values()):
-        if getattr(value, "__gpunb_function__", False) and hasattr(value, "specializations") \
-                and (device or not getattr(value, "device", True)):
-            found[id(value)] = value
-    return list(found.values())
+def _cell_id(record: dict) -> str | None:
+    return cell_ids.get(record.get("file")) or cell_ids_by_count.get(record.get("cell"))
 
 
 def _record(dispatcher, signature: str, target: str) -> dict:
-    """Record K's fields that do not need a compiled specialisation."""
+    """Record K's fields that do not need compiled code."""
     code = dispatcher.py_func.__code__
     filename, line = code.co_filename, code.co_firstlineno
     label = describe_filename(filename)
@@ -102,34 +128,65 @@ def _record(dispatcher, signature: str, target: str) -> dict:
             "arch": "", "registers": None, "local_bytes": None, "shared_bytes": None,
             "occupancy": None, "limiter": "", "block": DEFAULT_BLOCK, "cache": "", "why": "",
             "compile_ms": 0.0, "defined_at": f"{label}, line {line}", "cell": cell,
-            "cell_id": cell_ids.get(filename) or cell_ids_by_count.get(cell),
-            "file": filename, "line": line}
+            "cell_id": None, "file": filename, "line": line}
 
 
-def _basic_record(dispatcher, spec) -> dict:
-    record = _record(dispatcher, str(spec.artifact.signature), spec.target)
-    event = spec.cache_event
-    record.update(cache=event.outcome if event is not None else "",
-                  why=event.why if event is not None else "",
+def kernel_record(event: KernelEvent) -> dict:
+    """Record K of a new specialisation, from its artifact (no compile)."""
+    spec = event.specialization
+    record = _record(event.dispatcher, event.signature, event.target)
+    cache = spec.cache_event
+    record.update(cache=cache.outcome if cache is not None else "",
+                  why=cache.why if cache is not None else "",
                   compile_ms=float(spec.compile_ms or 0.0))
+    if event.target != "cuda":
+        record["note"] = CPU_NOTE
+        return record
+    artifact = spec.artifact
+    usage = artifact.resources
+    record.update(arch=artifact.arch, registers=int(usage.registers),
+                  local_bytes=int(usage.local_bytes), shared_bytes=int(usage.shared_bytes))
+    try:
+        from gpunb.backends.cuda import occupancy
+
+        occ = occupancy.occupancy(artifact.arch, DEFAULT_BLOCK, usage.registers,
+                                  usage.shared_bytes)
+        record.update(occupancy=round(occ.occupancy_fraction, 4), limiter=occ.limiter)
+    except Exception as exc:  # noqa: BLE001 - an arch the calculator does not know: say so
+        record["problem"] = f"occupancy unknown: {type(exc).__name__}: {exc}"
     return record
 
 
-def kernel_record(dispatcher, spec) -> dict:
-    """Record K for one specialisation (resources for the GPU's arch, else GPUNB_ARCH's)."""
-    from gpunb import backends
-    from gpunb.backends.cuda import occupancy
-    from gpunb.jit import inspection
-
-    record = _basic_record(dispatcher, spec)
-    major, minor = backends.get("cuda").default_arch()
-    arch = f"sm_{major}{minor}"
-    on_gpu = spec.target == "cuda"
-    usage = inspection.resources_for(dispatcher, spec, None if on_gpu else arch)
-    registers = int(usage.get("registers") or 0)
-    shared = int(usage.get("shared_bytes") or 0)
-    record.update(arch=arch, registers=registers, local_bytes=int(usage.get("local_bytes") or 0),
-                  shared_bytes=shared)
-    occ = occupancy.occupancy(arch, DEFAULT_BLOCK, registers, shared)
-    record.update(occupancy=round(occ.occupancy_fraction, 4), limiter=occ.limiter)
+def failure_record(event: KernelEvent) -> dict:
+    """Record K of a failed compile or launch: the error as `why` and `problem`."""
+    record = _record(event.dispatcher, event.signature or NOT_COMPILED, event.target)
+    outcome = "compile failed" if event.stage == "compile" else "launch failed"
+    record.update(cache=outcome, why=event.error, problem=event.error)
     return record
+
+
+def profile_record(profile, cell_number: int | None) -> dict:
+    """Record P of comm.py's schema for a finished profile, linked to the cell it ran in."""
+    from gpunb.profiling.view import CPU_OCCUPANCY, plural
+
+    kernels = []
+    cpu_only = {k for k in profile.kernels()
+                if all(r.target == "cpu" for r in profile.launches if r.kernel == k)}
+    defined = {r.kernel: r.defined_at for r in profile.launches}
+    for summary in profile.summary():
+        occ = summary.occupancy
+        kernels.append({
+            "kernel": summary.kernel, "launches": summary.launches,
+            "p50_ms": summary.p50_ms, "min_ms": summary.min_ms, "max_ms": summary.max_ms,
+            "total_ms": summary.total_ms, "achieved_gbps": summary.achieved_gbps,
+            "pct_of_peak": summary.pct_of_peak, "gflops": summary.gflops,
+            "occupancy": occ.fraction if occ is not None else None,
+            "occupancy_note": (occ.limiter if occ is not None else
+                               CPU_OCCUPANCY if summary.kernel in cpu_only else ""),
+            "defined_at": defined.get(summary.kernel, "")})
+    where = f"Cell In[{cell_number}]" if cell_number is not None else "profile"
+    return {"title": f"{where}: {plural(len(profile.launches), 'launch')}",
+            "target": ",".join(sorted({r.target for r in profile.launches})),
+            "timing": profile.timing, "note": "; ".join(profile.notes),
+            "kernels": kernels, "cell": cell_number,
+            "cell_id": cell_ids_by_count.get(cell_number)}

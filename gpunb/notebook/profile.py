@@ -9,9 +9,11 @@ with the options or the tools is one line; the cell's own results are never affe
 
 from __future__ import annotations
 
-import argparse
 import shlex
 from dataclasses import dataclass
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, magic_arguments
 
 
 class ProfileOptionError(ValueError):
@@ -27,26 +29,28 @@ class ProfileOptions:
     timeout: float = 300.0
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise ProfileOptionError(f"%%gpuprofile: {message}; usage: {self.format_usage().strip()}")
-
-    def exit(self, status: int = 0, message: str | None = None):
-        raise ProfileOptionError(message or self.format_help())
+@magic_arguments()
+@argument("--repeat", type=int, default=1, help="runs of the cell inside the profile")
+@argument("--warmup", type=int, default=0, help="runs of the cell before it, unrecorded")
+@argument("--ncu", action="store_true", help="also replay the launches under Nsight Compute")
+@argument("--timer", choices=("auto", "events", "host"), default="auto")
+@argument("--timeout", type=float, default=300.0, help="seconds the Nsight Compute replay may take")
+def gpuprofile(line: str = "", cell: str = ""):
+    """%%gpuprofile: the cell's kernel launches, profiled (its options, for IPython's
+    magic_arguments: `gpuprofile.parser` parses them, `gpuprofile.__doc__` lists them)."""
 
 
 def parse_profile_options(line: str) -> ProfileOptions:
-    parser = _Parser(prog="%%gpuprofile", add_help=True)
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--warmup", type=int, default=0)
-    parser.add_argument("--ncu", action="store_true")
-    parser.add_argument("--timer", choices=("auto", "events", "host"), default="auto")
-    parser.add_argument("--timeout", type=float, default=300.0)
+    from gpunb.notebook.options import usage
+
     try:
         argv = shlex.split(line)
     except ValueError as exc:
         raise ProfileOptionError(f"%%gpuprofile: {exc}") from None
-    ns = parser.parse_args(argv)
+    try:
+        ns = gpuprofile.parser.parse_args(argv)  # IPython's MagicArgumentParser: raises
+    except UsageError as exc:
+        raise ProfileOptionError(f"%%gpuprofile: {exc}; {usage(gpuprofile)}") from None
     if ns.repeat < 1:
         raise ProfileOptionError(f"%%gpuprofile: --repeat {ns.repeat}: the cell must run at "
                                  "least once (--repeat 1 or more)")
@@ -83,12 +87,36 @@ def profile_cell(run, options: ProfileOptions):
     return value, profile
 
 
-def launches_json(profile) -> list:
-    """What the side panel reads: the records plus the old keys (ms, compiled) it knows."""
-    out = []
+MAX_LAUNCH_KERNELS = 50  # rows of one cell's launch summary: the most launched kernels
+
+
+def launches_message(profile) -> dict:
+    """comm.py's `launches` message of a profiled cell: one summary row (record L) per kernel,
+    in one pass over the launches, so its size follows the kernels, never the launches (a
+    record per launch was ~1 KB: 20 000 launches made ~19 MB of JSON)."""
+    rows: dict = {}
     for record in profile.launches:
-        row = record.to_json()
-        row["ms"] = record.time_ms
-        row["grid"], row["block"] = str(record.grid), str(record.block)
-        out.append(row)
-    return out
+        row = rows.get(record.kernel)
+        if row is None:
+            row = rows[record.kernel] = {"kernel": record.kernel, "launches": 0, "compiling": 0,
+                                         "timed": 0, "total": 0.0, "min_ms": None,
+                                         "max_ms": None}
+        row["launches"] += 1
+        ms = record.time_ms
+        if record.compiled:
+            row["compiling"] += 1  # its time is the compile's: not a kernel time
+        elif ms is not None:
+            row["timed"] += 1
+            row["total"] += ms
+            row["min_ms"] = ms if row["min_ms"] is None else min(row["min_ms"], ms)
+            row["max_ms"] = ms if row["max_ms"] is None else max(row["max_ms"], ms)
+    busiest = sorted(rows.values(), key=lambda r: -r["launches"])  # stable: first seen first
+    kept = []
+    for row in busiest[:MAX_LAUNCH_KERNELS]:
+        timed, total = row.pop("timed"), row.pop("total")
+        row["mean_ms"] = total / timed if timed else None
+        kept.append(row)
+    message = {"type": "launches", "launches": kept}
+    if len(busiest) > len(kept):
+        message["omitted_kernels"] = len(busiest) - len(kept)
+    return message

@@ -18,8 +18,16 @@ _ids = itertools.count(1)
 # Every colour is a JupyterLab theme variable (--jp-*), so views follow the light and dark themes;
 # the fallback after each comma is for pages without JupyterLab's stylesheet (nbconvert, GitHub).
 # Code colours use the editor's own token variables (--jp-mirror-editor-*), matching the theme.
-_SEL = "color-mix(in srgb,var(--jp-brand-color1,#2196f3) 28%,transparent)"
+_SEL = "color-mix(in srgb,var(--jp-brand-color1,#2196f3) 20%,transparent)"
 _HOVER = "color-mix(in srgb,var(--jp-brand-color1,#2196f3) 14%,transparent)"
+# outcome colours: the theme's colour pulled 30% towards its strongest text colour (black in a
+# light theme, white in a dark one), so each keeps a 4.5:1 contrast in both themes
+HIT = "color-mix(in srgb,var(--jp-success-color0,#1b5e20) 70%,var(--jp-ui-font-color0,#000))"
+MISS = "color-mix(in srgb,var(--jp-warn-color0,#e65100) 70%,var(--jp-ui-font-color0,#000))"
+BAD = "color-mix(in srgb,var(--jp-error-color0,#b71c1c) 70%,var(--jp-ui-font-color0,#000))"
+# secondary text (line numbers, notes) that keeps 4.5:1 on a code listing's background and on a
+# highlighted line, in both themes (--jp-ui-font-color3 and 2 do not: 2.5:1 and 4.2:1)
+MUTED = "color-mix(in srgb,var(--jp-ui-font-color1,#222) 75%,transparent)"
 STYLE = """
 .gpunb{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;
   color:var(--jp-ui-font-color1,#222);max-width:100%}
@@ -30,10 +38,8 @@ STYLE = """
   border:1px solid var(--jp-border-color2,#ddd);line-height:1.35;
   width:100%;box-sizing:border-box;contain:inline-size}
 .gpunb .gl{display:block;padding:0 6px;white-space:pre}
-.gpunb .gl .ln{display:inline-block;width:4.5em;color:var(--jp-ui-font-color3,#999);
-  user-select:none}
-.gpunb .gl .note{margin-left:2em;color:var(--jp-ui-font-color2,#777);font-style:italic;
-  user-select:none}
+.gpunb .gl .ln{display:inline-block;width:4.5em;color:MUTED;user-select:none}
+.gpunb .gl .note{margin-left:2em;color:MUTED;font-style:italic;user-select:none}
 .gpunb .gl.mapped{border-left:3px solid var(--jp-brand-color2,#9ab);cursor:pointer}
 .gpunb .gl.sel,.gpunb .gl.pin{background:SEL}
 .gpunb .gl.hit-search{outline:1px dashed var(--jp-warn-color1,#c05621)}
@@ -45,21 +51,23 @@ STYLE = """
   color:var(--jp-ui-font-color1,#222);background:var(--jp-layout-color1,#fff);
   border:1px solid var(--jp-border-color1,#bbb);border-radius:3px;padding:1px 6px}
 .gpunb .gpunb-tools input[type=search]{width:9em}
-.gpunb table.gpunb-table{border-collapse:collapse;margin:4px 0;max-width:100%}
+.gpunb .gpunb-scroll{overflow-x:auto;max-width:100%}
+.gpunb table.gpunb-table{border-collapse:collapse;margin:4px 0;table-layout:auto;width:auto}
 .gpunb table.gpunb-table th,.gpunb table.gpunb-table td{
   border:1px solid var(--jp-border-color2,#ddd);padding:2px 8px;text-align:left;
-  vertical-align:top;overflow-wrap:anywhere}
+  vertical-align:top;overflow-wrap:break-word;word-break:normal}
 .gpunb table.gpunb-table th{background:var(--jp-layout-color2,#f0f0f0);
-  color:var(--jp-ui-font-color0,#000)}
+  color:var(--jp-ui-font-color0,#000);white-space:nowrap}
+.gpunb table.gpunb-table td{max-width:32em}
 .gpunb table.gpunb-table tr.best td{background:HOVER;font-weight:600}
 .gpunb .strip{display:flex;flex-wrap:wrap;gap:6px;margin:4px 0}
 .gpunb .pill{border:1px solid var(--jp-border-color1,#bbb);border-radius:10px;padding:1px 8px;
   background:var(--jp-layout-color2,#fafafa);color:var(--jp-ui-font-color1,#222)}
-.gpunb .pill.on{background:var(--jp-brand-color1,#2b6cb0);
-  color:var(--jp-ui-inverse-font-color0,#fff);border-color:var(--jp-brand-color1,#2b6cb0)}
-.gpunb .hit{color:var(--jp-success-color1,#2f855a);font-weight:600}
-.gpunb .miss{color:var(--jp-warn-color1,#c05621);font-weight:600}
-.gpunb .bad{color:var(--jp-error-color1,#c53030);font-weight:600}
+.gpunb .pill.on{background:var(--jp-brand-color0,#0d47a1);color:#fff;
+  border-color:var(--jp-brand-color0,#0d47a1)}
+.gpunb .hit{color:HIT;font-weight:600;white-space:nowrap}
+.gpunb .miss{color:MISS;font-weight:600;white-space:nowrap}
+.gpunb .bad{color:BAD;font-weight:600;white-space:nowrap}
 .gpunb .muted{color:var(--jp-ui-font-color2,#777)}
 .gpunb details>summary{cursor:pointer;font-weight:600}
 .gpunb .gpunb-bar{display:inline-block;height:.8em;background:var(--jp-brand-color1,#2b6cb0);
@@ -78,7 +86,8 @@ STYLE = """
 .gpunb .o,.gpunb .ow{color:var(--jp-mirror-editor-operator-color,#aa22ff)}
 .gpunb .p{color:var(--jp-mirror-editor-punctuation-color,#05a)}
 .gpunb .na,.gpunb .nd{color:var(--jp-mirror-editor-attribute-color,#7d9029)}
-""".replace("SEL", _SEL).replace("HOVER", _HOVER)
+""".replace("SEL", _SEL).replace("HOVER", _HOVER).replace("HIT", HIT).replace(
+    "MISS", MISS).replace("BAD", BAD).replace("MUTED", MUTED)
 
 
 def esc(text: object) -> str:
@@ -173,7 +182,10 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], raw_html: bo
     for row in rows:
         cells = "".join(f"<td>{c if raw_html else esc(c)}</td>" for c in row)
         body.append(f"<tr>{cells}</tr>")
-    return f'<table class="gpunb-table"><tr>{head}</tr>{"".join(body)}</table>'
+    # JupyterLab lays output tables out fixed (headers broke mid-word: "launche s"): the table
+    # sizes its columns by content, headers stay whole, and a narrow output scrolls it
+    return (f'<div class="gpunb-scroll"><table class="gpunb-table"><tr>{head}</tr>'
+            f'{"".join(body)}</table></div>')
 
 
 def text_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:

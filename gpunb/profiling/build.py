@@ -17,7 +17,7 @@ from gpunb.profiling.records import LaunchRecord, Occupancy
 
 # the fields build() fills, which a Profile reads lazily (records.py)
 BUILT_FIELDS = ("launches", "timer", "peak_gbps", "peak_gflops", "peak_source", "device",
-                "notes", "sources")
+                "notes", "sources", "peak_tensor_gflops")
 
 
 class Recording:
@@ -141,6 +141,7 @@ def _build(recording: Recording) -> dict:
         notes.append(peaks.note)
     return {"launches": launches, "timer": timer_name, "peak_gbps": peak,
             "peak_gflops": peaks.gflops if peaks else None,
+            "peak_tensor_gflops": peaks.tensor_gflops if peaks else None,
             "peak_source": peaks.source if peaks else {}, "device": peaks.device if peaks else "",
             "notes": notes, "sources": _sources(launches)}
 
@@ -198,7 +199,8 @@ def _launch_facts(spec, event) -> tuple:
     counts = counts_for(_dispatcher_of(spec), spec)
     meta = meta_from_types(spec.argtypes, event.shapes)
     nbytes = counts.bytes_for(meta) if counts is not None and meta else None
-    flops = counts.flops_for(meta, threads) if counts is not None and meta else None
+    flops = counts.flops_for(meta, threads, event.shapes, grid, block) \
+        if counts is not None and meta else None
     return (grid, block, shared, nbytes, flops, artifact.resources.registers if cuda else None,
             _defined_at(artifact), _occupancy(artifact, block, shared) if cuda else None)
 
@@ -216,7 +218,7 @@ def _dispatcher_of(spec):
     """The Dispatcher owning a specialisation (counts compile its CUDA LLVM through it)."""
     from gpunb.jit import dispatcher as jit_dispatcher
 
-    for candidate in list(jit_dispatcher._live):
+    for candidate in jit_dispatcher.live_dispatchers():
         if spec in candidate.specializations.values():
             return candidate
     return None

@@ -13,16 +13,14 @@ largest array it stores to; a kernel with loops reports None (not countable stat
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
 from gpunb.foundation import abi
 from gpunb.foundation import types as t
 
-_FLOP_OPS = re.compile(r"=\s*(?:(?:fast|contract|reassoc|nnan|ninf|nsz|arcp|afn)\s+)*"
-                       r"(fadd|fsub|fmul|fdiv|frem)\b")
-_FMA_CALL = re.compile(r"call\b[^@]*@llvm\.(?:fma|fmuladd|nvvm\.fma\.[a-z.0-9]+)\b")
-_LABEL = re.compile(r"^([\w.\-]+):")
-_BRANCH_TARGETS = re.compile(r"label %([\w.\-]+)")
+_FLOP_OPCODES = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem"})
+_FMA_CALLEE = re.compile(r"llvm\.(?:fma|fmuladd|nvvm\.fma\.[a-z.0-9]+)\b")  # two flops each
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +39,8 @@ class KernelCounts:
     accesses: tuple  # of ArrayAccess, one per array argument
     flops_per_thread: int | None  # None: the kernel loops (not countable statically)
     has_loops: bool
+    tensor: object = None  # tensor_flops.TensorCounts: its tensor-core operations
+    argtypes: tuple = ()
 
     def bytes_for(self, args_meta: tuple) -> int:
         """Bytes a launch moves, given (itemsize, size) per argument (None for non-arrays)."""
@@ -53,9 +53,21 @@ class KernelCounts:
             total += itemsize * size * (int(access.reads) + int(access.writes))
         return total
 
-    def flops_for(self, args_meta: tuple, threads: int) -> int | None:
+    def flops_for(self, args_meta: tuple, threads: int, shapes: tuple | None = None,
+                  grid: tuple = (1, 1, 1), block: tuple = (1, 1, 1)) -> int | None:
         """Floating-point operations of a launch: per-thread count times the threads that
-        work (capped by the largest stored array: threads past its end take the guard)."""
+        work (capped by the largest stored array: threads past its end take the guard). A
+        kernel with tensor-core operations counts their FLOPs (tensor_flops.py), looping or
+        not, and with loops nothing else."""
+        if self.tensor is not None and self.tensor.sites and shapes is not None:
+            from gpunb.profiling.tensor_flops import slot_values
+
+            per_thread = self.tensor.flops_for(
+                slot_values(self.tensor.params, self.argtypes, shapes, grid, block))
+            if per_thread is None:
+                return None
+            scalar = 0 if self.flops_per_thread is None else self.flops_per_thread
+            return (per_thread + scalar) * threads
         if self.flops_per_thread is None:
             return None
         written = [args_meta[a.index][1] for a in self.accesses
@@ -85,51 +97,63 @@ def count_llvm(llvm_ir: str, argtypes: tuple) -> KernelCounts:
             writes = not untouched and "readonly" not in attrs
             accesses.append(ArrayAccess(index, reads, writes))
         slot += width
+    loops = _has_back_edge(kernel)
+    flops = None if loops else _flops(kernel)
+    tensor = None
     body = str(kernel)
-    loops = _has_back_edge(body)
-    flops = None if loops else _flops(body)
-    return KernelCounts(tuple(accesses), flops, loops)
+    if "mma" in body:
+        from gpunb.profiling.tensor_flops import find_sites
+
+        tensor = find_sites(body, tuple(f"%{p.name}" for p in params))
+    return KernelCounts(tuple(accesses), flops, loops, tensor, tuple(argtypes))
 
 
-def _flops(body: str) -> int:
+def _flops(kernel) -> int:
+    """Floating-point instructions of the kernel (llvmlite's view of its IR), fma as two."""
     count = 0
-    for line in body.splitlines():
-        if _FMA_CALL.search(line):
-            count += 2
-        elif _FLOP_OPS.search(line):
-            count += 1
+    for block in kernel.blocks:
+        for instruction in block.instructions:
+            opcode = instruction.opcode
+            if opcode in _FLOP_OPCODES:
+                count += 1
+            elif opcode == "call":
+                callee = list(instruction.operands)[-1].name  # (a call's last operand)
+                if _FMA_CALLEE.match(callee):
+                    count += 2
     return count
 
 
-def _has_back_edge(body: str) -> bool:
-    """Whether a branch jumps to a block at or before its own (LLVM prints blocks in an order
+def _has_back_edge(kernel) -> bool:
+    """Whether a branch jumps to a block at or before its own (LLVM keeps blocks in an order
     where every loop has such a branch: its latch jumps back to its header)."""
-    order: dict = {"entry": 0}
-    current = "entry"
-    for line in body.splitlines():
-        label = _LABEL.match(line)
-        if label:
-            current = label.group(1)
-            order.setdefault(current, len(order))
-            continue
-        stripped = line.strip()
-        if stripped.startswith(("br ", "switch ")):
-            for target in _BRANCH_TARGETS.findall(stripped):
-                if target in order and order[target] <= order[current]:
+    blocks = list(kernel.blocks)
+    order = {_block_key(block): k for k, block in enumerate(blocks)}
+    for k, block in enumerate(blocks):
+        for instruction in block.instructions:
+            if instruction.opcode not in ("br", "switch", "indirectbr", "callbr"):
+                continue
+            for operand in instruction.operands:
+                if str(operand.type) == "label" and order.get(_block_key(operand), k + 1) <= k:
                     return True
     return False
 
 
-_cache: dict = {}
+def _block_key(value) -> str:
+    """A block's identity as llvmlite shows it: its name, or its text where it has none."""
+    return value.name or str(value)
+
+
+# specialisation -> its KernelCounts (or None), for as long as the specialisation lives
+_counts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_NOT_YET = object()
 
 
 def counts_for(dispatcher, spec) -> KernelCounts | None:
     """KernelCounts of a specialisation, computed once per specialisation (None if its CUDA
     LLVM cannot be produced, e.g. a feature the CUDA target lacks)."""
-    key = id(spec)
-    found = _cache.get(key)
-    if found is not None and found[0] is spec:
-        return found[1]
+    found = _counts.get(spec, _NOT_YET)
+    if found is not _NOT_YET:
+        return found
     from gpunb.jit import inspection
 
     try:
@@ -140,7 +164,7 @@ def counts_for(dispatcher, spec) -> KernelCounts | None:
         counts = count_llvm(artifact.llvm_ir, spec.argtypes)
     except Exception:  # noqa: BLE001 - counts are an extra; a profile never fails for them
         counts = None
-    _cache[key] = (spec, counts)
+    _counts[spec] = counts
     return counts
 
 

@@ -221,7 +221,7 @@ def hot_lines(samples: list, table: list) -> dict:
 def disassemble_lines(cubin: Path) -> str:
     from gpunb.backends.cuda.toolchain import find_tool
 
-    nvdisasm = find_tool("nvdisasm") or tools.find_tool("nvdisasm")
+    nvdisasm = find_tool("nvdisasm")
     if nvdisasm is None:
         return ""
     proc = subprocess.run([nvdisasm, "--print-line-info", "-c", str(cubin)],

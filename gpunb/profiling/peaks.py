@@ -31,6 +31,7 @@ class Peaks:
     device: str
     source: dict = field(default_factory=dict)  # {"gbps": "measured: ...", "gflops": "..."}
     note: str = ""  # one line when a figure fell back or is missing
+    tensor_gflops: float | None = None  # FP16 tensor cores (tensor_peak.py); None: no roof
 
 
 _lock = threading.Lock()
@@ -43,7 +44,10 @@ def device_peaks(target: str) -> Peaks:
     with _lock:
         found = _measured.get(key)
         if found is None:
-            found = _measured[key] = _measure_cuda() if target == "cuda" else _measure_cpu()
+            from gpunb.foundation.events import internal_work
+
+            with internal_work():  # its kernel is gpunb's: no progress line, panel or log entry
+                found = _measured[key] = _measure_cuda() if target == "cuda" else _measure_cpu()
         return found
 
 
@@ -89,9 +93,8 @@ def _fma_kernel():
 def _fma_launcher(target: str, blocks: int, threads: int):
     """run(iters) launching the FMA kernel on `target` through its specialisation (so a profile
     that is running in another thread records no launch of it); returns (run, out array)."""
-    from gpunb.runtime.typeof import typeof
+    from gpunb.profiling.peak_runs import spec_launcher
 
-    kernel = _fma_kernel()
     # x -> 0.999 x + 0.001 stays near 1: no overflow, no denormals, nothing constant
     seed = np.array([1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 0.999, 0.001], np.float32)
     n = blocks * threads
@@ -101,16 +104,7 @@ def _fma_launcher(target: str, blocks: int, threads: int):
         out, seed = cuda.device_array(n, np.float32), cuda.to_device(seed)
     else:
         out = np.zeros(n, np.float32)
-
-    def run(iters: int) -> None:
-        args = (out, seed, np.int64(iters))
-        spec = kernel.specialization_for(tuple(typeof(a) for a in args), target)
-        params, writeback = spec.packer.pack(args, spec.argtypes)
-        spec.launch(blocks, threads, 0, 0, params)
-        for fn in writeback:
-            fn()
-
-    return run, out
+    return spec_launcher(_fma_kernel(), target, blocks, threads, (out, seed)), out
 
 
 def _gflops(threads: int, iters: int, seconds: float) -> float:
@@ -118,26 +112,12 @@ def _gflops(threads: int, iters: int, seconds: float) -> float:
 
 
 def _fp32_cuda(device) -> float:
-    from gpunb.backends.cuda import driver
+    from gpunb.profiling.peak_runs import best_event_seconds
 
-    cu, check = driver.cuda_driver(), driver.check
     blocks, threads = device.multiprocessor_count * 8, 256
     run, out = _fma_launcher("cuda", blocks, threads)
-    run(16)  # compile and load
-    start = check(cu.cuEventCreate(0), "cuEventCreate")
-    end = check(cu.cuEventCreate(0), "cuEventCreate")
-    try:
-        iters, best = 16384, float("inf")  # about 1.5 ms a pass on an H100
-        for _ in range(5):  # the first passes may run before the clocks have risen
-            check(cu.cuEventRecord(start, 0), "cuEventRecord")
-            run(iters)
-            check(cu.cuEventRecord(end, 0), "cuEventRecord")
-            check(cu.cuEventSynchronize(end), "cuEventSynchronize")
-            ms = float(check(cu.cuEventElapsedTime(start, end), "cuEventElapsedTime"))
-            best = min(best, ms * 1e-3)
-    finally:
-        for event in (start, end):
-            cu.cuEventDestroy(event)
+    iters = 16384  # about 1.5 ms a pass on an H100
+    best = best_event_seconds(run, iters)
     if not np.isfinite(out.copy_to_host()[0]):
         raise RuntimeError("the FMA kernel's result is not finite")
     return _gflops(blocks * threads, iters, best)
@@ -253,4 +233,14 @@ def _measure_cuda() -> Peaks:
             note = f"FP32 peak from the datasheet: the FMA kernel did not run ({why})"
         else:
             note = f"no FP32 peak: the FMA kernel did not run ({why})"
-    return Peaks(gbps, gflops, device.name, source, note)
+    tensor = None
+    try:
+        from gpunb.profiling.tensor_peak import tensor_gflops_cuda
+
+        tensor = tensor_gflops_cuda(device)
+        if tensor is not None:
+            source["tensor_gflops"] = "measured: gpunb mma.sync m16n8k16 FP16 kernel"
+    except Exception as exc:  # noqa: BLE001 - the roofline then has no tensor-core roof
+        note = (note + "; " if note else "") + \
+            f"no tensor-core roof: its kernel did not run ({type(exc).__name__}: {exc})"
+    return Peaks(gbps, gflops, device.name, source, note, tensor)

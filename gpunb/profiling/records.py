@@ -157,6 +157,7 @@ class Profile:
     peak_gbps = _built("peak_gbps")
     peak_gflops = _built("peak_gflops")  # FP32 GFLOP/s: measured, or the datasheet's
     peak_source = _built("peak_source")  # {"gbps": "measured: ...", "gflops": "..."}
+    peak_tensor_gflops = _built("peak_tensor_gflops")  # FP16 tensor cores (None: no such roof)
     device = _built("device")
     notes = _built("notes")
     sources = _built("sources")  # defined_at file -> its text, for line heat
@@ -165,12 +166,14 @@ class Profile:
                  peak_gbps: float | None = None, peak_gflops: float | None = None,
                  device: str = "", notes: list | None = None, repeat: int = 1, warmup: int = 0,
                  ncu: object = None, sanitizer: object = None, sources: dict | None = None,
-                 peak_source: dict | None = None, *, recording=None):
+                 peak_source: dict | None = None, *, recording=None,
+                 peak_tensor_gflops: float | None = None):
         self._recording = recording  # build.Recording until the records are made
         self._launches = list(launches) if launches is not None else []
         self._timer, self._device = timer, device
         self._peak_gbps, self._peak_gflops = peak_gbps, peak_gflops
         self._peak_source = dict(peak_source or {})
+        self._peak_tensor_gflops = peak_tensor_gflops
         self._notes = list(notes) if notes is not None else []
         self._sources = dict(sources or {})
         self.repeat, self.warmup = repeat, warmup
@@ -222,6 +225,7 @@ class Profile:
     def to_dict(self) -> dict:
         return {"timer": self.timer, "timing": self.timing, "peak_gbps": self.peak_gbps,
                 "peak_gflops": self.peak_gflops, "peak_source": self.peak_source,
+                "peak_tensor_gflops": self.peak_tensor_gflops,
                 "device": self.device, "notes": self.notes,
                 "repeat": self.repeat, "warmup": self.warmup,
                 "launches": [r.to_json() for r in self.launches],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from gpunb.foundation.events import EventKind, LaunchEvent, record_launches, subscribe
+from gpunb.foundation.events import EventKind, LaunchEvent, publish, record_launches, subscribe
 from gpunb.profiling.build import Recording
 from gpunb.profiling.records import Profile
 from gpunb.runtime.target import active_target
@@ -71,6 +71,8 @@ class ProfileSession:
         profile._recording = recording
         self.profile = profile
         remember(profile)
+        # the notebook's side panel lists it; a subscriber that reads it makes its records
+        publish(EventKind.PROFILE, profile)
         return profile
 
     def _on_launch(self, event: LaunchEvent) -> None:

@@ -1,16 +1,14 @@
 """Finding Nsight Compute and compute-sanitizer, and running the replay child under them.
 
-Both are looked for on PATH, under $CUDA_HOME/bin, /usr/local/cuda/bin, Nsight Compute's own
-install folders, and in NVIDIA's pip wheels (cuda-pathfinder: nvidia-cuda-sanitizer-api ships
-compute-sanitizer). Every failure becomes a ReplayError whose message is one line saying what
-happened and what to do.
+Both are found where backends/cuda/toolchain.py finds every CUDA tool (NVIDIA's pip wheels -
+nvidia-cuda-sanitizer-api ships compute-sanitizer -, conda, CUDA_PATH / CUDA_HOME, the usual
+toolkit and Nsight Compute folders, PATH). Every failure becomes a ReplayError whose message is
+one line saying what happened and what to do.
 """
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,40 +21,15 @@ INSTALL_HINT = {
 }
 
 
-# where a CUDA toolkit or Nsight Compute install puts its tools (besides PATH and CUDA_HOME)
-_SYSTEM_DIRS = ("/usr/local/cuda",)
-_NCU_GLOBS = ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/nsight-compute*/ncu")
-
-
 class ReplayError(RuntimeError):
     """A replay that could not run or report; `str()` is the one line the pane shows."""
 
 
 def find_tool(name: str) -> str | None:
-    """Path of `ncu` or `compute-sanitizer`, or None."""
-    found = shutil.which(name)
-    if found:
-        return found
-    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), *_SYSTEM_DIRS]
-    for home in filter(None, homes):
-        candidate = Path(home) / "bin" / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-        if name == "compute-sanitizer":
-            candidate = Path(home) / "compute-sanitizer" / name
-            if candidate.is_file():
-                return str(candidate)
-    if name == "ncu" and _SYSTEM_DIRS:
-        for pattern in _NCU_GLOBS:
-            matches = sorted(glob.glob(pattern))
-            if matches:
-                return matches[-1]
-    try:
-        from cuda.pathfinder import find_nvidia_binary_utility
+    """Path of `ncu` or `compute-sanitizer`, or None (backends/cuda/toolchain.py looks)."""
+    from gpunb.backends.cuda.toolchain import find_tool as find
 
-        return find_nvidia_binary_utility(name)
-    except Exception:  # noqa: BLE001 - an old cuda-pathfinder, or none
-        return None
+    return find(name)
 
 
 def require_tool(name: str) -> str:

@@ -1,19 +1,35 @@
 """How a Profile reads: a text table for terminals, static HTML for notebooks and nbconvert.
 
-The HTML is self-contained (inline SVG, no JavaScript): a table per kernel, a roofline
-(arithmetic intensity against GFLOP/s under the device's bandwidth and FP32 roofs, each labelled
-measured or datasheet), a launch timeline, and, after an `--ncu` replay, the hardware metrics and
-the kernel's source with per-line heat.
+The HTML is self-contained (inline SVG, no JavaScript): a table per kernel, the roofline and
+the launch timeline (charts.py), and, after an `--ncu` replay, the hardware metrics and the
+kernel's source with per-line heat.
 """
 
 from __future__ import annotations
 
 import html
-import math
+
+from gpunb.profiling.charts import byte_rate, flop_rate, plural, roofline_svg, timeline_svg
 
 # the columns of KernelSummary.row(), in its order
-SUMMARY_HEADERS = ("kernel", "launches", "compiling launches", "p50 ms", "min ms", "max ms",
+SUMMARY_HEADERS = ("kernel", "launches", "compiling", "p50 ms", "min ms", "max ms",
                    "total ms", "GB/s", "% of peak", "GFLOP/s", "occupancy")
+# the HTML table's narrower columns (a notebook output is ~700 px wide): compiling launches in
+# the launches cell, min and max in one
+HTML_HEADERS = ("kernel", "launches", "p50 ms", "min–max ms", "total ms", "GB/s", "% of peak",
+                "GFLOP/s", "occupancy")
+# what a header means, shown on hover in the HTML table
+HEADER_TIPS = {
+    "launches": "launches recorded; (N compiling): launches that compiled (or loaded from the "
+                "cache) their code, whose times are left out of p50/min/max when others were "
+                "timed",
+    "p50 ms": "median launch time", "GB/s": "bytes moved to and from global memory per second, "
+    "at the p50 launch", "% of peak": "GB/s against the measured copy bandwidth",
+    "GFLOP/s": "counted floating-point operations per second, at the p50 launch",
+    "occupancy": "theoretical occupancy at the launch's block size, and what limits it"}
+CPU_OCCUPANCY = "n/a (CPU target)"
+CPU_OCCUPANCY_TIP = ("occupancy is a GPU figure (resident warps per SM); the CPU target runs a "
+                     "block's threads as loops on the host")
 
 
 def _esc(value: object) -> str:
@@ -54,20 +70,47 @@ def peaks_label(profile) -> str:
     if profile.peak_gflops:
         parts.append(f"FP32 {profile.peak_gflops:.0f} GFLOP/s "
                      f"({_how(profile, 'gflops') or 'datasheet'})")
+    if getattr(profile, "peak_tensor_gflops", None):
+        parts.append(f"FP16 tensor cores {profile.peak_tensor_gflops:.0f} GFLOP/s "
+                     f"({_how(profile, 'tensor_gflops') or 'measured'})")
     return ", ".join(parts) + (f" on {profile.device}" if parts and profile.device else "")
 
 
 def _header(profile) -> str:
     peaks = peaks_label(profile)
-    return f"gpunb profile: {len(profile.launches)} launches; {timing_label(profile)}" + \
-        (f"; {peaks}" if peaks else "")
+    return f"gpunb profile: {plural(len(profile.launches), 'launch')}; " \
+           f"{timing_label(profile)}" + (f"; {peaks}" if peaks else "")
+
+
+def summary_rows(profile) -> list[list[str]]:
+    """KernelSummary.row() of each kernel, the occupancy cell saying why it is empty on the
+    CPU target."""
+    cpu_only = {k for k in profile.kernels()
+                if all(r.target == "cpu" for r in profile.launches if r.kernel == k)}
+    rows = []
+    for summary in profile.summary():
+        row = [str(c) for c in summary.row()]
+        if not row[-1] and summary.kernel in cpu_only:
+            row[-1] = CPU_OCCUPANCY
+        rows.append(row)
+    return rows
+
+
+def html_rows(rows: list[list[str]]) -> list[list[str]]:
+    """summary_rows in HTML_HEADERS' columns."""
+    out = []
+    for kernel, launches, compiling, p50, low, high, total, gbps, pct, gflops, occ in rows:
+        count = f"{launches} ({compiling} compiling)" if compiling not in ("0", "") else launches
+        spread = f"{low}–{high}" if low or high else ""
+        out.append([kernel, count, p50, spread, total, gbps, pct, gflops, occ])
+    return out
 
 
 def profile_text(profile) -> str:
     parts = [_header(profile)]
     parts += [f"note: {n}" for n in profile.notes]
     if profile.launches:
-        parts.append(_text_table(SUMMARY_HEADERS, [s.row() for s in profile.summary()]))
+        parts.append(_text_table(SUMMARY_HEADERS, summary_rows(profile)))
     if profile.ncu is not None:
         parts.append(profile.ncu.text())
     if profile.sanitizer is not None:
@@ -75,94 +118,75 @@ def profile_text(profile) -> str:
     return "\n".join(parts)
 
 
-_CELL = 'style="border:1px solid #ccc;padding:2px 8px;text-align:left"'
+# inline styles: nbconvert and GitHub show the table without gpunb's stylesheet; colours are
+# JupyterLab's theme variables (light and dark) with a fallback. table-layout:auto overrides
+# JupyterLab's fixed layout for output tables, which breaks headers mid-word ("launche s").
+_TABLE = ('style="border-collapse:collapse;margin:4px 0;table-layout:auto;width:auto;'
+          'color:var(--jp-ui-font-color1,#1a1a1a)"')
+_TH = ('style="border:1px solid var(--jp-border-color2,#ccc);padding:2px 6px;'
+       'white-space:nowrap;text-align:{align};background:var(--jp-layout-color2,#f0f0f0);'
+       'color:var(--jp-ui-font-color0,#000)"')
+_TD = ('style="border:1px solid var(--jp-border-color2,#ccc);padding:2px 6px;'
+       'white-space:nowrap;text-align:{align}"')
 
 
 def _html_table(headers, rows) -> str:
-    # inline styles: nbconvert and GitHub show the table readable without gpunb's stylesheet
-    head = "".join(f"<th {_CELL}>{_esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td {_CELL}>{_esc(c)}</td>" for c in row) + "</tr>"
-                   for row in rows)
-    return f'<table class="gpunb-table" style="border-collapse:collapse;margin:4px 0">' \
-           f"<tr>{head}</tr>{body}</table>"
+    align = ["left" if k == 0 else "right" for k in range(len(headers))]
+    head = "".join(
+        f'<th {_TH.format(align=a)}' + (f' title="{_esc(HEADER_TIPS[h])}"' if h in HEADER_TIPS
+                                         else "") + f">{_esc(h)}</th>"
+        for h, a in zip(headers, align, strict=True))
+    body = []
+    for row in rows:
+        cells = []
+        for c, a in zip(row, align, strict=True):
+            tip = f' title="{_esc(CPU_OCCUPANCY_TIP)}"' if c == CPU_OCCUPANCY else ""
+            cells.append(f"<td {_TD.format(align=a)}{tip}>{_esc(c)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<div style="overflow-x:auto;max-width:100%"><table class="gpunb-table" {_TABLE}>'
+            f"<tr>{head}</tr>{''.join(body)}</table></div>")
+
+
+def _html_header(profile) -> str:
+    kernels = profile.kernels()
+    what = f"{plural(len(profile.launches), 'launch')}"
+    if kernels:
+        names = ", ".join(kernels[:3]) + (", ..." if len(kernels) > 3 else "")
+        what += f" of {names}"
+    lines = [f'<div style="font-weight:600">gpunb profile: {_esc(what)}</div>',
+             f'<div class="gpunb-muted" style="color:var(--jp-ui-font-color2,#555)">'
+             f"{_esc(timing_label(profile))}</div>"]
+    if profile.peak_gbps or profile.peak_gflops:
+        roofs: list[str] = []
+        if profile.peak_gbps:
+            roofs.append(f"copy {byte_rate(profile.peak_gbps)} "
+                         f"({_how(profile, 'gbps') or 'measured'})")
+        if profile.peak_gflops:
+            roofs.append(f"FP32 {flop_rate(profile.peak_gflops)} "
+                         f"({_how(profile, 'gflops') or 'datasheet'})")
+        if getattr(profile, "peak_tensor_gflops", None):
+            roofs.append(f"FP16 tensor cores {flop_rate(profile.peak_tensor_gflops)} "
+                         f"({_how(profile, 'tensor_gflops') or 'measured'})")
+        device = f" on {profile.device}" if profile.device else ""
+        lines.append(f'<div style="color:var(--jp-ui-font-color2,#555)">roofs: '
+                     f"{_esc(', '.join(roofs))}{_esc(device)}</div>")
+    return "".join(lines)
 
 
 def profile_html(profile) -> str:
-    parts = [f"<div><b>{_esc(_header(profile))}</b></div>"]
-    parts += [f'<div class="gpunb-note">{_esc(n)}</div>' for n in profile.notes]
+    parts = [_html_header(profile)]
+    parts += [f'<div class="gpunb-note">note: {_esc(n)}</div>' for n in profile.notes]
     if profile.launches:
-        parts.append(_html_table(SUMMARY_HEADERS, [s.row() for s in profile.summary()]))
-        parts.append('<div style="display:flex;gap:16px;flex-wrap:wrap">'
+        parts.append(_html_table(HTML_HEADERS, html_rows(summary_rows(profile))))
+        parts.append('<div style="display:flex;gap:16px;flex-wrap:wrap;align-items:flex-start">'
                      + roofline_svg(profile) + timeline_svg(profile) + "</div>")
     if profile.ncu is not None:
         parts.append(profile.ncu.html(profile.sources))
     if profile.sanitizer is not None:
         parts.append(profile.sanitizer.html())
-    return f'<div class="gpunb gpunb-profile">{"".join(parts)}</div>'
-
-
-def roofline_svg(profile, width: int = 360, height: int = 220) -> str:
-    """Log-log roofline: each kernel's p50 launch at (flops/byte, GFLOP/s) under the roofs."""
-    points = []
-    for record in profile.launches:
-        ai, gf = record.arithmetic_intensity, record.gflops
-        if ai and gf:
-            points.append((record.kernel, ai, gf))
-    if not points or not profile.peak_gbps:
-        why = "no kernel with countable flops" if profile.peak_gbps else "no measured bandwidth"
-        return f'<div class="gpunb-roofline muted">roofline: {_esc(why)}</div>'
-    bw = profile.peak_gbps
-    top = profile.peak_gflops or max(g for _, _, g in points) * 4
-    compute = f"{top:.0f} GFLOP/s ({_how(profile, 'gflops') or 'datasheet'})" \
-        if profile.peak_gflops else "no FP32 peak"
-    x0, x1 = -3.0, 4.0
-    y1 = math.log10(top * 2)
-    y0 = y1 - 6
-
-    def sx(ai):
-        return 40 + (math.log10(ai) - x0) / (x1 - x0) * (width - 50)
-
-    def sy(gf):
-        return height - 25 - (math.log10(max(gf, 10 ** y0)) - y0) / (y1 - y0) * (height - 35)
-
-    ridge = top / bw
-    roof = [(10 ** x0, bw * 10 ** x0), (ridge, top), (10 ** x1, top)]
-    path = " ".join(f"{sx(a):.1f},{sy(g):.1f}" for a, g in roof)
-    dots = "".join(f'<circle cx="{sx(a):.1f}" cy="{sy(g):.1f}" r="4" fill="#2b6cb0">'
-                   f"<title>{_esc(k)}: {a:.3g} flop/B, {g:.3g} GFLOP/s</title></circle>"
-                   for k, a, g in points)
-    return (f'<svg class="gpunb-roofline" width="{width}" height="{height}" '
-            f'xmlns="http://www.w3.org/2000/svg"><polyline points="{path}" fill="none" '
-            f'stroke="#c05621" stroke-width="2"/>{dots}'
-            f'<text x="40" y="12" font-size="11">roofs: {bw:.0f} GB/s '
-            f'({_esc(_how(profile, "gbps") or "measured")}), {_esc(compute)}</text>'
-            f'<text x="40" y="{height - 5}" font-size="11">flop/byte (log)</text></svg>')
-
-
-def timeline_svg(profile, width: int = 420, height: int = 0) -> str:
-    """One row per kernel, a bar per launch at its start time (device or host clock)."""
-    records = [r for r in profile.launches if r.start_ns is not None and r.time_ms]
-    if not records:
-        return '<div class="gpunb-timeline muted">timeline: launch start times not recorded ' \
-               "(CUDA events time durations only)</div>"
-    kernels = list(dict.fromkeys(r.kernel for r in records))
-    height = height or 20 + 18 * len(kernels)
-    t0 = min(r.start_ns for r in records)
-    t1 = max(r.start_ns + r.time_ms * 1e6 for r in records)
-    span = max(t1 - t0, 1.0)
-    bars = []
-    for r in records:
-        x = 120 + (r.start_ns - t0) / span * (width - 130)
-        w = max(r.time_ms * 1e6 / span * (width - 130), 1.0)
-        y = 14 + 18 * kernels.index(r.kernel)
-        color = "#2b6cb0" if r.source == "gpunb" else "#718096"
-        bars.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="12" fill="{color}">'
-                    f"<title>{_esc(r.kernel)} {r.time_ms:.4f} ms</title></rect>")
-    labels = "".join(f'<text x="2" y="{24 + 18 * i}" font-size="11">{_esc(k[:18])}</text>'
-                     for i, k in enumerate(kernels))
-    return (f'<svg class="gpunb-timeline" width="{width}" height="{height}" '
-            f'xmlns="http://www.w3.org/2000/svg">{labels}{"".join(bars)}'
-            f'<text x="120" y="10" font-size="10">timeline, {span / 1e6:.3f} ms</text></svg>')
+    return (f'<div class="gpunb gpunb-profile" style="color:var(--jp-ui-font-color1,#1a1a1a);'
+            f'font-family:var(--jp-ui-font-family,sans-serif);max-width:100%">'
+            f'{"".join(parts)}</div>')
 
 
 def heat_html(source: str, heat: dict, first: int = 1, last: int | None = None) -> str:
@@ -176,6 +200,6 @@ def heat_html(source: str, heat: dict, first: int = 1, last: int | None = None) 
         alpha = value / top * 0.6 if top else 0
         share = f"{value / sum(heat.values()) * 100:5.1f}%" if value else "      "
         out.append(f'<span style="background:rgba(229,62,62,{alpha:.2f})">'
-                   f'<span style="color:#888">{number:4d} {share}</span>  '
+                   f'<span style="color:var(--jp-ui-font-color2,#666)">{number:4d} {share}</span>  '
                    f"{_esc(lines[number - 1])}</span>")
     return f'<pre class="gpunb-code gpunb-heat">{chr(10).join(out)}</pre>'

@@ -1,7 +1,10 @@
-"""What a puzzle is: a statement, a starter kernel, inputs, a numpy reference, a launch, limits.
+"""What a puzzle is: a statement, a starter kernel, inputs, a numpy reference, a launch, limits,
+the method the grader enforces (gpunb.puzzles.method) and tiered hints.
 
 A Puzzle is plain frozen data; gpunb.puzzles.grading runs a kernel against it. Its `repr` and
-`_repr_markdown_` are the statement a learner reads in a notebook (launch shape, limits, starter).
+`_repr_markdown_` are the statement a learner reads in a notebook (launch shape, limits, method,
+starter). Catalogues build Puzzles with keyword arguments; every field after `sizes` has a
+default, so new fields never break a catalogue (the tensor-core one included).
 """
 
 from __future__ import annotations
@@ -13,17 +16,28 @@ from typing import Any
 
 import numpy as np
 
+from gpunb.puzzles.method import FLOW_OWN, Method
+
 # what a puzzle says about shared memory: solved without it, may use it, or is about it
 SHARED_NONE, SHARED_ALLOWED, SHARED_REQUIRED = "none", "allowed", "required"
 
 Launch = tuple[Any, Any]  # (grid, block) as kernel[grid, block] takes them
+HIDDEN_SIZES = 2  # sizes drawn with Puzzle.hidden at every attempt
 
 
 @dataclass(frozen=True, slots=True)
 class Puzzle:
     """One graded exercise. `inputs(size, rng)` gives every kernel argument by name (outputs
     included, already filled with their start value); `reference(args)` gives the expected
-    value of each output; `launch(size)` the (grid, block) the grader uses."""
+    value of each output; `launch(size)` the (grid, block) the grader uses.
+
+    `sizes` are graded and shown; `hidden(rng)`, when given, draws more sizes at every attempt
+    (never shown in advance). `method` holds the rules beyond the values (None: the defaults
+    for the puzzle's `shared` setting). `initial_outputs` names outputs whose start value the
+    statement gives (reading them before writing is then no uninitialised read). `hints` are
+    tiered: gpunb.puzzles.hint(name, level) shows them one at a time. `lesson` names the
+    notebook an exercise belongs to (e.g. "06"); `kind` is "puzzle" or "exercise".
+    """
 
     name: str
     title: str
@@ -39,13 +53,35 @@ class Puzzle:
     max_writes: int | Callable[[Any], int] | None = 1
     shared: str = SHARED_NONE
     rtol: float = 0.0
+    atol: float = 0.0
     topic: str = ""
     constants: dict = field(default_factory=dict)
+    method: Method | None = None
+    hidden: Callable[[np.random.Generator], Any] | None = None
+    initial_outputs: tuple[str, ...] = ()
+    hints: tuple[str, ...] = ()
+    lesson: str = ""
+    kind: str = "puzzle"
+
+    @property
+    def rules(self) -> Method:
+        """The method the grader enforces: `method`, or the defaults for `shared` (a puzzle
+        about shared memory: threads read back from shared memory what they write out)."""
+        if self.method is not None:
+            return self.method
+        return Method(shared_flow=FLOW_OWN) if self.shared == SHARED_REQUIRED else Method()
+
+    @property
+    def kernel_name(self) -> str:
+        """The kernel's name: the starter's last top-level `def` (device functions it calls,
+        if any, come before it)."""
+        head = [line for line in self.starter.splitlines() if line.startswith("def ")][-1]
+        return head[4:head.index("(")].strip()
 
     @property
     def params(self) -> tuple[str, ...]:
-        """The kernel's parameters, in order: those of the starter's `def`."""
-        head = next(line for line in self.starter.splitlines() if line.startswith("def "))
+        """The kernel's parameters, in order: those of the starter's last `def`."""
+        head = [line for line in self.starter.splitlines() if line.startswith("def ")][-1]
         inside = head[head.index("(") + 1:head.rindex(")")]
         return tuple(p.strip() for p in inside.split(",") if p.strip())
 
@@ -66,7 +102,10 @@ class Puzzle:
                 more = "" if not callable(self.max_reads if which == "reads" else
                                           self.max_writes) else f" (at size {size})"
                 lines.append(f"global {which} per thread: at most {n}{more}")
-        lines.append("graded at sizes: " + ", ".join(str(s) for s in self.sizes))
+        lines += [f"method: {line}" for line in self.rules.describe(size)]
+        hidden = f" and {HIDDEN_SIZES} hidden sizes drawn at every attempt" if self.hidden else ""
+        lines.append("graded at sizes: " + ", ".join(str(s) for s in self.sizes) + hidden
+                     + ", with inputs drawn at random at every attempt")
         return lines
 
     def __repr__(self) -> str:

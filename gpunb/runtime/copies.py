@@ -30,7 +30,17 @@ def copy_dtoh(host: np.ndarray, src: int, nbytes: int, stream=0) -> None:
         driver.check(cu.cuMemcpyDtoHAsync(host.ctypes.data, src, nbytes, handle),
                      "cuMemcpyDtoHAsync")
     else:
+        _wait_for_kernels("a copy to the host")
         driver.check(cu.cuMemcpyDtoH(host.ctypes.data, src, nbytes), "cuMemcpyDtoH")
+
+
+def _wait_for_kernels(what: str) -> None:
+    """A synchronous copy first waits for the default stream's kernels: wait here instead,
+    where Ctrl-C and the watchdog can end it (backends/cuda/waits.py); one query when idle."""
+    from gpunb.backends.cuda import waits
+
+    waits.wait_until(waits.stream_done(driver.cuda_driver(), driver.check, 0), what,
+                     driver.last_launch.kernel)
 
 
 def copy_dtod(dst: int, src: int, nbytes: int, stream=0) -> None:
@@ -90,6 +100,8 @@ def _copy_rows(device: int, host: int, rows: int, width: int, pitch: int, to_dev
         else:
             copy.srcMemoryType, copy.srcDevice, copy.srcPitch = device_type, device, pitch
             copy.dstMemoryType, copy.dstHost, copy.dstPitch = host_type, host, width
+        if not handle and not to_device:
+            _wait_for_kernels("a copy to the host")
         result = cu.cuMemcpy2DAsync(copy, handle) if handle else cu.cuMemcpy2D(copy)
         driver.check(result, "cuMemcpy2DAsync" if handle else "cuMemcpy2D")
         return
@@ -99,5 +111,7 @@ def _copy_rows(device: int, host: int, rows: int, width: int, pitch: int, to_dev
             driver.check(cu.cuMemcpyHtoDAsync(d, h, width, handle) if handle else
                          cu.cuMemcpyHtoD(d, h, width), "cuMemcpyHtoD")
         else:
+            if not handle and row == 0:
+                _wait_for_kernels("a copy to the host")
             driver.check(cu.cuMemcpyDtoHAsync(h, d, width, handle) if handle else
                          cu.cuMemcpyDtoH(h, d, width), "cuMemcpyDtoH")

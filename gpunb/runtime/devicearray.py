@@ -4,130 +4,30 @@ Both have numba's DeviceNDArray surface (shape, strides in bytes, copy_to_host, 
 basic slicing views, reshape, ravel, T) and the same copy semantics, so a program written for the
 GPU runs unchanged on the CPU target. DeviceArray exports __cuda_array_interface__ v3 and DLPack
 (kDLCUDA); HostDeviceArray exports __array_interface__ and DLPack through numpy (kDLCPU).
+
+Both are values to `copy` and `pickle`: copy.copy and copy.deepcopy make a new allocation holding
+the data (numba's device_array_like + copy_to_device), and a pickle carries the data - copied to
+the host, and to a new allocation on the unpickling process's current device - never an address,
+which means nothing in another process (and under fork, only the memory as it was at the fork).
 """
 
 from __future__ import annotations
 
 import ctypes
 import math
-import weakref
 
 import numpy as np
 
 from gpunb.backends.cuda import driver
 from gpunb.runtime import arrayview as av
-from gpunb.runtime import dlpack, ipc
+from gpunb.runtime import capture, captured_copies, dlpack, ipc
+from gpunb.runtime.allocation import (  # noqa: F401 - DeviceAllocation is imported from here
+    DeviceAllocation,
+    dead_memory_error,
+    forked_memory_error,
+)
 from gpunb.runtime.copies import copy_dtod, copy_dtoh, copy_htod, copy_peer, copy_strided
 from gpunb.runtime.streams import stream_handle, sync_producer_stream
-
-
-class DeviceAllocation:
-    """A cuMemAlloc block, freed when the last view of it is garbage collected.
-
-    With stream_ordered=True the block comes from the device's memory pool (cuMemAllocAsync on
-    the legacy default stream) and goes back to it with cuMemFreeAsync: neither waits for the
-    GPU, where cuMemFree waits for all queued work. Short-lived results (gpunb.fuse's) use it.
-    """
-
-    __slots__ = ("ptr", "nbytes", "device_id", "token", "owner", "__weakref__")
-
-    def __init__(self, nbytes: int, *, ptr: int | None = None, owner=None,
-                 stream_ordered: bool = False):
-        self.nbytes = int(nbytes)
-        self.owner = owner  # for foreign memory (DLPack imports): keeps the producer alive
-        # the context (device, and which of its contexts after a reset) the memory belongs to
-        self.token = driver.current_token()
-        self.device_id = self.token.device_id
-        if ptr is not None:
-            self.ptr = int(ptr)
-            return
-        self.ptr = 0
-        if self.nbytes:
-            cu = driver.cuda_driver()
-            free = _free_device
-            if stream_ordered and _has_memory_pools(self.device_id):
-                handle = driver.check(cu.cuMemAllocAsync(self.nbytes, cu.CUstream(0)),
-                                      f"cuMemAllocAsync({self.nbytes} bytes)")
-                free = _free_device_async
-            else:
-                handle = driver.check(cu.cuMemAlloc(self.nbytes),
-                                      f"cuMemAlloc({self.nbytes} bytes)")
-            self.ptr = int(handle)
-            finalizer = weakref.finalize(self, free, cu, self.ptr, self.token)
-            finalizer.atexit = False  # the driver frees everything at exit; it may be gone
-
-    @property
-    def device_pointer(self) -> int:
-        """numba's MemoryPointer.device_pointer: the block's address (int() of it works)."""
-        return self.ptr
-
-    def check_usable(self, what: str) -> None:
-        """LaunchError when the memory's context was reset (gpunb.cuda.reset())."""
-        if not self.token.alive:
-            raise dead_memory_error(what, self.device_id)
-
-
-def dead_memory_error(what: str, device_id: int):
-    from gpunb.foundation.errors import LaunchError
-
-    return LaunchError(
-        f"{what}: this device array belonged to a CUDA context of device {device_id} that was "
-        "reset (gpunb.cuda.reset()); its memory is gone",
-        hint="make the array again after the reset, e.g. cuda.to_device(host_array)")
-
-
-def _free_device(cu, ptr: int, token=None) -> None:
-    if token is not None and not token.alive:
-        return  # freed with its context (the address may belong to a new array by now)
-    try:
-        (err,) = cu.cuMemFree(ptr)
-        if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # collected in a thread without one
-            driver.ensure_context()
-            cu.cuMemFree(ptr)
-    except Exception:  # noqa: BLE001 - a destroyed or corrupt context: nothing left to free
-        pass
-
-
-def _free_device_async(cu, ptr: int, token=None) -> None:
-    if token is not None and not token.alive:
-        return
-    try:
-        (err,) = cu.cuMemFreeAsync(ptr, cu.CUstream(0))
-        if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
-            driver.ensure_context()
-            cu.cuMemFreeAsync(ptr, cu.CUstream(0))
-    except Exception:  # noqa: BLE001 - as _free_device
-        pass
-
-
-_memory_pools: dict = {}  # device id -> whether cuMemAllocAsync is supported (and set up)
-driver.on_reset(_memory_pools.clear)  # a fresh context sets its pool up again
-# freed pool memory the device's default pool keeps for the next allocation; with CUDA's default
-# (0) every synchronisation hands it back, and the next allocation maps it again (~0.5 ms for
-# 256 MB on an H100, more than a fused kernel takes)
-POOL_KEEP_FRACTION = 8  # keep up to 1/8 of the device's memory
-
-
-def _has_memory_pools(device_id: int) -> bool:
-    found = _memory_pools.get(device_id)
-    if found is None:
-        try:
-            device = driver.get_device(device_id)
-            found = bool(device.MEMORY_POOLS_SUPPORTED)
-            if found:
-                cu = driver.cuda_driver()
-                handle = driver.check(cu.cuDeviceGet(device_id), "cuDeviceGet")
-                pool = driver.check(cu.cuDeviceGetDefaultMemPool(handle),
-                                    "cuDeviceGetDefaultMemPool")
-                keep = cu.cuuint64_t(device.total_memory // POOL_KEEP_FRACTION)
-                driver.check(cu.cuMemPoolSetAttribute(
-                    pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, keep),
-                    "cuMemPoolSetAttribute(RELEASE_THRESHOLD)")
-        except Exception:  # noqa: BLE001 - an old driver without pools: plain cuMemAlloc
-            found = False
-        _memory_pools[device_id] = found
-    return found
-
 
 _TYPE_KEYS: dict = {}  # interned array type keys (few: one per class, dtype, ndim, layout)
 
@@ -247,6 +147,8 @@ class DeviceArray(_ArrayBase):
 
         With a stream, the copy is asynchronous: synchronize the stream before reading."""
         self.gpu_data.check_usable("copy_to_host")
+        if capture.open_captures and (cap := capture.current()) is not None:
+            return captured_copies.copy_to_host(self, ary, stream, cap)
         if ary is not None:
             self._check_host_compatible(ary, "copy_to_host")
         if self.size == 0:
@@ -269,23 +171,16 @@ class DeviceArray(_ArrayBase):
         """Copy `ary` (numpy-like, or another device array - of this GPU or, peer to peer, of
         another) into this array."""
         self.gpu_data.check_usable("copy_to_device")
+        if capture.open_captures and (cap := capture.current()) is not None:
+            source = _device_source(ary)
+            host = _squeezed_to(ary, self.shape) if source is None and isinstance(
+                ary, np.ndarray) else None
+            return captured_copies.copy_to_device(self, source, host, stream, cap)
         if self.size == 0:
             return
         source = _device_source(ary)
         if source is not None:
-            if source.shape != self.shape or source.dtype != self.dtype or not _same_layout(
-                    source, self) or not (self._c_contiguous or self._f_contiguous):
-                raise ValueError("device-to-device copy needs the same shape, dtype and "
-                                 "contiguous layout; copy through the host otherwise")
-            other = getattr(source, "gpu_data", None)
-            if other is not None:
-                other.check_usable("copy_to_device (the source)")
-                if other.token is not self.gpu_data.token:  # another GPU: peer to peer
-                    copy_peer(self._ptr, self.gpu_data.token, source._ptr, other.token,
-                              self.nbytes, stream)
-                    return
-            copy_dtod(self._ptr, source._ptr, self.nbytes, stream)
-            return
+            return self.copy_from_device(source, stream)
         host = _squeezed_to(np.asarray(ary), self.shape)
         self._check_host_compatible(host, "copy_to_device")
         if self._c_contiguous:
@@ -295,9 +190,54 @@ class DeviceArray(_ArrayBase):
         else:  # a strided view: only its own elements are written, row by row
             copy_strided(self, np.ascontiguousarray(host), to_device=True, stream=stream)
 
+    def copy_from_device(self, source, stream=0) -> None:
+        """Copy device array `source` (same shape, dtype and contiguous layout; of this GPU or,
+        peer to peer, of another) into this array."""
+        if source.shape != self.shape or source.dtype != self.dtype or not _same_layout(
+                source, self) or not (self._c_contiguous or self._f_contiguous):
+            raise ValueError("device-to-device copy needs the same shape, dtype and "
+                             "contiguous layout; copy through the host otherwise")
+        other = getattr(source, "gpu_data", None)
+        if other is not None:
+            other.check_usable("copy_to_device (the source)")
+            if other.token is not self.gpu_data.token:  # another GPU: peer to peer
+                copy_peer(self._ptr, self.gpu_data.token, source._ptr, other.token,
+                          self.nbytes, stream)
+                return
+        copy_dtod(self._ptr, source._ptr, self.nbytes, stream)
+
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         host = self.copy_to_host()
         return host if dtype is None else host.astype(dtype, copy=False)
+
+    # ---- a value to copy and pickle ------------------------------------------------------------
+
+    def _fresh_copy(self) -> DeviceArray:
+        """A new allocation on this array's device holding its data (contiguous layouts kept,
+        a strided view becomes C-contiguous), copied on the device when the layout allows."""
+        self.gpu_data.check_usable("copying a device array")
+        if self._c_contiguous or self._f_contiguous:
+            with _on_device(self.gpu_data.token):
+                copy = DeviceArray(self.shape, self.strides, self.dtype, self.stream)
+                copy.copy_to_device(self)
+            return copy
+        with _on_device(self.gpu_data.token):
+            copy = DeviceArray(self.shape, None, self.dtype, self.stream)
+            copy.copy_to_device(self.copy_to_host())
+        return copy
+
+    def __copy__(self) -> DeviceArray:
+        return self._fresh_copy()
+
+    def __deepcopy__(self, memo: dict) -> DeviceArray:
+        copy = memo.get(id(self))
+        if copy is None:
+            copy = memo[id(self)] = self._fresh_copy()
+        return copy
+
+    def __reduce__(self):
+        # the data, never the address: unpickled on the receiving process's current device
+        return (_device_array_from_host, (self.copy_to_host(),))
 
     # ---- views ---------------------------------------------------------------------------------
 
@@ -388,6 +328,35 @@ class DeviceArray(_ArrayBase):
             Stream(stream_handle(self.stream)).synchronize()  # work on our stream is done
         return dlpack.export_capsule(self, self._ptr, self.shape, self.strides, self.dtype,
                                      dlpack.kDLCUDA, self.gpu_data.device_id)
+
+
+def _device_array_from_host(host: np.ndarray) -> DeviceArray:
+    """Unpickling a DeviceArray: a new allocation, on this process's current device, holding the
+    pickled data in its layout."""
+    array = DeviceArray(host.shape, host.strides if host.flags.f_contiguous and not
+                        host.flags.c_contiguous else None, host.dtype)
+    array.copy_to_device(host)
+    return array
+
+
+class _on_device:
+    """Make the device of `token` current in this thread for the block (a copy lands on the
+    device of the array it copies, whatever device is current)."""
+
+    def __init__(self, token):
+        self.token = token
+        self.pushed = False
+
+    def __enter__(self):
+        if driver.current_token() is not self.token:
+            driver.push_device(self.token.device_id)
+            self.pushed = True
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        if self.pushed:
+            driver.pop_device()
+        return False
 
 
 def _squeezed_to(host: np.ndarray, shape: tuple) -> np.ndarray:
@@ -484,6 +453,8 @@ class HostDeviceArray(_ArrayBase):
         return f"<gpunb HostDeviceArray shape={self.shape} dtype={self.dtype} (CPU target)>"
 
     def copy_to_host(self, ary: np.ndarray | None = None, stream=0) -> np.ndarray:
+        if capture.open_captures and (cap := capture.current()) is not None:
+            return captured_copies.copy_to_host(self, ary, stream, cap)
         if ary is None:
             return np.array(self._array, copy=True, order="K")
         self._check_host_compatible(ary, "copy_to_host")
@@ -491,6 +462,10 @@ class HostDeviceArray(_ArrayBase):
         return ary
 
     def copy_to_device(self, ary, stream=0) -> None:
+        if capture.open_captures and (cap := capture.current()) is not None:
+            source = ary if isinstance(ary, HostDeviceArray) else None
+            host = _squeezed_to(ary, self.shape) if isinstance(ary, np.ndarray) else None
+            return captured_copies.copy_to_device(self, source, host, stream, cap)
         host = ary._array if isinstance(ary, HostDeviceArray) else np.asarray(ary)
         host = _squeezed_to(host, self.shape)
         self._check_host_compatible(host, "copy_to_device")
@@ -499,6 +474,20 @@ class HostDeviceArray(_ArrayBase):
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         return np.array(self._array, dtype=dtype, copy=True)
 
+    # a value to copy and pickle, as DeviceArray: new memory holding the data, never an address
+    def __copy__(self) -> HostDeviceArray:
+        return HostDeviceArray(np.array(self._array, copy=True, order="K"), self.stream)
+
+    def __deepcopy__(self, memo: dict) -> HostDeviceArray:
+        copy = memo.get(id(self))
+        if copy is None:
+            copy = memo[id(self)] = self.__copy__()
+        return copy
+
+    def __reduce__(self):
+        # numpy pickles the elements (a view's own, not its base's); streams stay behind
+        return (HostDeviceArray, (np.array(self._array, copy=True, order="K"),))
+
     def __getitem__(self, index):
         result = self._array[av.normalize_index(index)]
         if isinstance(result, np.ndarray):
@@ -506,6 +495,9 @@ class HostDeviceArray(_ArrayBase):
         return result  # one element: a numpy scalar (a copy), as DeviceArray returns
 
     def __setitem__(self, index, value) -> None:
+        capture.refuse("assigning to a device array's elements copies from the host now, "
+                       "which a graph would not repeat", "fill the array before the capture, "
+                       "or copy into it from an array: d.copy_to_device(h)")
         if isinstance(value, HostDeviceArray):
             value = value._array
         self._array[av.normalize_index(index)] = value

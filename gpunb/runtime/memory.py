@@ -16,7 +16,7 @@ import numpy as np
 
 from gpunb.backends.cuda import driver
 from gpunb.runtime import arrayview as av
-from gpunb.runtime import dlpack
+from gpunb.runtime import capture, dlpack
 from gpunb.runtime.devicearray import (
     DeviceAllocation,
     DeviceArray,
@@ -90,6 +90,7 @@ def to_device(ary, stream=0, copy: bool = True, to=None, *, target: str | None =
     if to is not None:
         to.copy_to_device(ary, stream=stream)
         return to
+    capture.refuse_allocation("cuda.to_device()")
     if _on_host(target):
         host = _as_host(ary)
         return HostDeviceArray(np.array(host, copy=True, order="K") if copy else
@@ -118,6 +119,7 @@ def _as_host(ary) -> np.ndarray:
 def device_array(shape, dtype=np.float64, strides=None, order: str = "C", stream=0, *,
                  target: str | None = None):
     """An uninitialised device array (numba: cuda.device_array)."""
+    capture.refuse_allocation("cuda.device_array()")
     shape = av.normalize_shape(shape)
     dtype = np.dtype(dtype)
     if strides is None:
@@ -190,6 +192,7 @@ def _is_f_only(ary) -> bool:
 def pinned_array(shape, dtype=np.float64, strides=None, order: str = "C", *,
                  target: str | None = None) -> np.ndarray:
     """A host array in page-locked memory (fast, asynchronous copies); plain numpy on the CPU."""
+    capture.refuse_allocation("cuda.pinned_array()")
     shape = av.normalize_shape(shape)
     dtype = np.dtype(dtype)
     if _on_host(target):
@@ -208,6 +211,7 @@ def mapped_array(shape, dtype=np.float64, strides=None, order: str = "C", stream
 
     On CUDA the result is a numpy array that also has __cuda_array_interface__ (its device
     address), so kernels use it in place."""
+    capture.refuse_allocation("cuda.mapped_array()")
     shape = av.normalize_shape(shape)
     dtype = np.dtype(dtype)
     if _on_host(target):

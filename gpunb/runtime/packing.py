@@ -24,6 +24,7 @@ from gpunb.foundation import abi, enum_types
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.pointer_types import Pointer, pointer_address
+from gpunb.foundation.tensor_types import TensorMap
 from gpunb.runtime.arghints import ArgHint
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 
@@ -63,7 +64,7 @@ class ArgPacker:
         self.slots = tuple(param_slots)
         self.target = target
         self.kernel = kernel
-        fields = [(f"s{i}", _CTYPES[slot]) for i, slot in enumerate(self.slots)]
+        fields = [(f"s{i}", _slot_ctype(slot, target)) for i, slot in enumerate(self.slots)]
         self._buffer = type("ParamSlots", (ctypes.Structure,), {"_fields_": fields})()
         base = ctypes.addressof(self._buffer)
         self.offsets = tuple(getattr(type(self._buffer), name).offset for name, _ in fields)
@@ -141,6 +142,67 @@ class ArgPacker:
                      f"to GPU {here} first: inside `with cuda.gpus[{here}]:`, "
                      "copy = cuda.device_array_like(ary); copy.copy_to_device(ary)")
 
+    # ---- parameters kept for a graph (runtime/capture.py) --------------------------------------
+
+    def snapshot(self, args: tuple, argtypes: tuple) -> PackedParams:
+        """Pack `args` and return a copy of the packed parameters that stays as it is (what a
+        captured graph replays); arguments that are copied for each launch (host arrays on the
+        GPU, records, DLPack imports) cannot be kept and raise GraphError."""
+        if self._owner != _get_ident():
+            return self._packer_of_this_thread().snapshot(args, argtypes)
+        _address, writeback = self.pack(args, argtypes)
+        if writeback:
+            raise _copied_argument_error(self.kernel)
+        return PackedParams(self._buffer, self.offsets)
+
+    def write_argument(self, params: PackedParams, index: int, value, argtypes: tuple) -> None:
+        """Write `value` as argument `index` into `params` (made by `snapshot`): a graph
+        update. The value's type was checked by the caller; its slots are packed as a launch
+        packs them."""
+        if self._owner != _get_ident():
+            return self._packer_of_this_thread().write_argument(params, index, value, argtypes)
+        if argtypes is not self._argtypes:
+            self._prepare(argtypes)
+        get = self._getters[index]
+        self._writeback = None
+        values = [value] if get is None else list(
+            value._slots if value.__class__ is self._fast_class else get(value))
+        if self._writeback is not None:
+            self._writeback = None
+            raise _copied_argument_error(self.kernel)
+        slots = [k for k, owner in enumerate(self._slot_args) if owner == index]
+        for k, item in zip(slots, values, strict=True):
+            layout = "<" + self._slot_formats[k]
+            try:
+                struct.pack_into(layout, params.buffer, self.offsets[k], item)
+            except (struct.error, OverflowError, TypeError, ValueError):
+                try:
+                    item = _convert(item, self._slot_dtypes[k])
+                except (OverflowError, TypeError, ValueError) as exc:
+                    raise self._arg_error(index, f"value {item!r} cannot be passed as "
+                                          f"{self._slot_dtypes[k]}: {exc}") from None
+                struct.pack_into(layout, params.buffer, self.offsets[k], item)
+        return None
+
+    # ---- what native launch plans read (runtime/native_pack.py) -------------------------------
+
+    @property
+    def owner_thread(self) -> int:
+        """The thread whose launches pack into this packer's buffer (others get their own)."""
+        return self._owner
+
+    def argument_slots(self, argtypes: tuple) -> tuple:
+        """Where each argument's values go: per argument, its parameter slots as
+        (address in this packer's buffer, struct format), in order."""
+        if argtypes is not self._argtypes:
+            self._prepare(argtypes)
+        base = ctypes.addressof(self._buffer)
+        out: list = [[] for _ in argtypes]
+        for offset, fmt, owner in zip(self.offsets, self._slot_formats, self._slot_args,
+                                      strict=True):
+            out[owner].append((base + offset, fmt))
+        return tuple(tuple(slots) for slots in out)
+
     # ---- building the plan ---------------------------------------------------------------------
 
     def _prepare(self, argtypes: tuple) -> None:
@@ -151,7 +213,7 @@ class ArgPacker:
                               function=self.kernel)
         formats, dtypes, owners = [], [], []
         for index, ty in enumerate(argtypes):
-            for fmt, dtype in _slot_formats(ty):
+            for fmt, dtype in _slot_formats(ty, self.target):
                 formats.append(fmt)
                 dtypes.append(dtype)
                 owners.append(index)
@@ -191,6 +253,8 @@ class ArgPacker:
         if isinstance(ty, t.DateTime):  # datetime64/timedelta64: the count in its unit
             unit = t.to_dtype(ty)
             return lambda value: (int(np.asarray(value).astype(unit).view(np.int64)),)
+        if isinstance(ty, TensorMap):
+            return lambda value: (self._tensor_map_slot(value, index),)
         return None
 
     def _pointer_slot(self, value, ty: Pointer, index: int) -> int:
@@ -199,6 +263,22 @@ class ArgPacker:
             raise self._arg_error(index, f"expects a pointer ({ty}): an integer address or a "
                                   f"ctypes pointer, got {type(value).__name__}")
         return address
+
+    def _tensor_map_slot(self, value, index: int):
+        """A TMA descriptor's slot: its 128 bytes on the GPU, their address on the CPU."""
+        from gpunb.runtime.tma import TensorMap
+
+        if not isinstance(value, TensorMap):
+            raise self._arg_error(index, f"is a {type(value).__name__}, not a TMA descriptor",
+                                  hint="make one with cuda.tma.descriptor(array, box, swizzle)")
+        if value.target != self.target:
+            made = "a device array" if value.target == "cuda" else "a host (numpy) array"
+            raise self._arg_error(index, f"is a TMA descriptor of {made}, but this kernel runs "
+                                  f"on the {self.target} target",
+                                  hint="make the descriptor from an array of the target the "
+                                       "kernel runs on")
+        self._keep_alive(value)
+        return value.cuda_bytes() if self.target == "cuda" else value.cpu_address()
 
     def _array_getter(self, ty: t.Array, index: int):
         expected = 1 + 2 * ty.ndim
@@ -357,6 +437,34 @@ class ArgPacker:
         return LaunchError(f"argument {index + 1} {message}", hint=hint, function=self.kernel)
 
 
+class PackedParams:
+    """A launch's packed parameters copied out of its packer: the slots' bytes and a void*[] of
+    their addresses (`address`), read by a CUDA graph's kernel node when it is made or updated
+    and by the CPU target's replay at each launch."""
+
+    __slots__ = ("buffer", "pointers", "address")
+
+    def __init__(self, buffer, offsets: tuple):
+        self.buffer = type(buffer).from_buffer_copy(buffer)
+        base = ctypes.addressof(self.buffer)
+        self.pointers = (ctypes.c_void_p * max(len(offsets), 1))(*[base + o for o in offsets])
+        self.address = ctypes.addressof(self.pointers) if offsets else 0
+
+    def raw(self) -> bytes:
+        """The slots' bytes (what a test compares)."""
+        return bytes(self.buffer)
+
+
+def _copied_argument_error(kernel: str | None):
+    from gpunb.foundation.errors import GraphError
+
+    return GraphError(
+        "an argument that gpunb copies for each launch (a host numpy array on the GPU, "
+        "cuda.In/Out, a record, a DLPack import) cannot be captured in a graph", function=kernel,
+        hint="pass device arrays (cuda.to_device(a), CuPy or PyTorch arrays) made before the "
+             "capture; a record goes in a device array of records")
+
+
 _pointers: dict = {}  # id(array) -> (weakref to it, nbytes, data pointer)
 
 
@@ -377,12 +485,22 @@ def _data_pointer(array: np.ndarray) -> int:
     return pointer
 
 
-def _slot_formats(ty: t.Type) -> list:
+def _slot_ctype(slot: str, target: str):
+    """The ctypes field of a parameter slot: a TMA descriptor is its 128 bytes on the GPU, a
+    pointer to them on the CPU target."""
+    if slot == "tmap":
+        return ctypes.c_uint8 * 128 if target == "cuda" else ctypes.c_uint64
+    return _CTYPES[slot]
+
+
+def _slot_formats(ty: t.Type, target: str = "cuda") -> list:
     """(struct format, numpy dtype) of each slot of a value of type `ty` (see compiler/abi.py)."""
+    if isinstance(ty, TensorMap):
+        return [("128s", None)] if target == "cuda" else [("Q", np.dtype(np.uint64))]
     if isinstance(ty, t.Array):
         return [("Q", np.dtype(np.uint64))] + [("q", np.dtype(np.int64))] * (2 * ty.ndim)
     if isinstance(ty, t.Tuple):
-        return [f for item in ty.items for f in _slot_formats(item)]
+        return [f for item in ty.items for f in _slot_formats(item, target)]
     if isinstance(ty, (t.Record, Pointer)):
         return [("Q", np.dtype(np.uint64))]
     if isinstance(ty, t.Complex):

@@ -10,10 +10,10 @@ import contextlib
 import time
 import weakref
 
-from gpunb.backends.cuda import driver
+from gpunb.backends.cuda import driver, graphs
 from gpunb.backends.cuda.launch import stream_handle
 from gpunb.foundation.errors import LaunchError
-from gpunb.runtime import stream_callbacks
+from gpunb.runtime import capture, stream_callbacks
 
 CU_STREAM_LEGACY = 1
 CU_STREAM_PER_THREAD = 2
@@ -27,6 +27,10 @@ def sync_producer_stream(handle) -> None:
     is synchronized, so the producer's pending writes are visible."""
     if handle is None or handle in (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD):
         return
+    if capture.open_captures and capture.current() is not None:
+        return  # nothing runs while a graph is captured: its replay is ordered on its stream
+    if graphs.capture_state(int(handle))[0] != "none":
+        return  # a stream that captures (torch.cuda.graph, CuPy): its work does not run now
     Stream(int(handle)).synchronize()
 
 
@@ -57,13 +61,18 @@ class Stream:
         return self.handle in (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD)
 
     def synchronize(self) -> None:
-        """Wait until all work queued on this stream has finished."""
+        """Wait until all work queued on this stream has finished (Ctrl-C and the watchdog can
+        end the wait: backends/cuda/waits.py)."""
+        from gpunb.backends.cuda import waits
+
+        capture.refuse_synchronize("stream.synchronize()")
         driver.ensure_context()
-        driver.check(driver.cuda_driver().cuStreamSynchronize(self.handle),
-                     "cuStreamSynchronize")
+        waits.wait_until(waits.stream_done(driver.cuda_driver(), driver.check, self.handle),
+                         "stream.synchronize()", driver.last_launch.kernel)
 
     def query(self) -> bool:
         """True when all work queued on this stream has finished (does not wait)."""
+        capture.refuse_synchronize("stream.query()")
         driver.ensure_context()
         cu = driver.cuda_driver()
         (err,) = cu.cuStreamQuery(self.handle)
@@ -125,11 +134,16 @@ class Event:
         finalizer.atexit = False
 
     def record(self, stream=0) -> None:
+        _refuse_event_record()
         driver.check(driver.cuda_driver().cuEventRecord(self.handle, stream_handle(stream)),
                      "cuEventRecord")
 
     def synchronize(self) -> None:
-        driver.check(driver.cuda_driver().cuEventSynchronize(self.handle), "cuEventSynchronize")
+        from gpunb.backends.cuda import waits
+
+        capture.refuse_synchronize("event.synchronize()")
+        waits.wait_until(waits.event_done(driver.cuda_driver(), driver.check, self.handle),
+                         "event.synchronize()", driver.last_launch.kernel)
 
     def wait(self, stream=0) -> None:
         """Make `stream` wait for this event (no host blocking)."""
@@ -138,6 +152,7 @@ class Event:
 
     def query(self) -> bool:
         """True when the work before the recorded point has finished."""
+        capture.refuse_synchronize("event.query()")
         cu = driver.cuda_driver()
         (err,) = cu.cuEventQuery(self.handle)
         if err == cu.CUresult.CUDA_ERROR_NOT_READY:
@@ -172,9 +187,10 @@ class CpuStream:
     is_default = True
 
     def synchronize(self) -> None:
-        return None
+        capture.refuse_synchronize("stream.synchronize()")  # as on a GPU
 
     def query(self) -> bool:
+        capture.refuse_synchronize("stream.query()")
         return True
 
     @contextlib.contextmanager
@@ -204,10 +220,11 @@ class CpuEvent:
         self.time: float | None = None
 
     def record(self, stream=0) -> None:
+        _refuse_event_record()  # as on a GPU
         self.time = time.perf_counter()
 
     def synchronize(self) -> None:
-        return None
+        capture.refuse_synchronize("event.synchronize()")  # as on a GPU
 
     def wait(self, stream=0) -> None:
         return None
@@ -222,6 +239,11 @@ class CpuEvent:
 
     def __repr__(self) -> str:
         return "<gpunb CPU event>"
+
+
+def _refuse_event_record() -> None:
+    capture.refuse("recording an event", "a graph is timed from outside: record events around "
+                   "g.replay() (start.record(); g.replay(); end.record())")
 
 
 def event_elapsed_time(start, end) -> float:

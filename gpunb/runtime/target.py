@@ -7,14 +7,22 @@ request is cached and recomputed only when the request changes.
 
 from __future__ import annotations
 
-import sys
-
 from gpunb.foundation import config
 
 _TARGETS = ("auto", "cpu", "cuda")
-_cached_request: str | None = None
-_cached_target: str | None = None
-_notice_shown = False
+
+
+class _Choice:
+    """The process-wide request's target, decided once per request, and whether the CPU
+    fallback notice was shown."""
+
+    def __init__(self):
+        self.request: str | None = None
+        self.target: str | None = None
+        self.notice_shown = False
+
+
+_choice = _Choice()
 
 NOTICE = "gpunb: no usable CUDA GPU found; running kernels on the CPU target"
 
@@ -23,13 +31,13 @@ def active_target(requested: str | None = None) -> str:
     """'cuda' or 'cpu' for a request of 'cuda', 'cpu', 'auto' or None (None: gpunb.set_target /
     GPUNB_TARGET). Asking for 'cuda' explicitly never falls back: the CUDA launch path then
     reports what is missing."""
-    global _cached_request, _cached_target
     if requested is None:
         requested = config.requested_target()
-        if requested == _cached_request and _cached_target is not None:
-            return _cached_target
+        choice = _choice
+        if requested == choice.request and choice.target is not None:
+            return choice.target
         target = _resolve(requested)
-        _cached_request, _cached_target = requested, target
+        choice.request, choice.target = requested, target
         return target
     if requested not in _TARGETS:
         raise ValueError(f"target {requested!r}: expected one of {', '.join(_TARGETS)}")
@@ -48,15 +56,15 @@ def _resolve(requested: str) -> str:
 
 
 def _notify_fallback() -> None:
-    global _notice_shown
-    if _notice_shown or not config.notices_enabled():
+    if _choice.notice_shown or not config.notices_enabled():
         return
-    _notice_shown = True
-    print(NOTICE, file=sys.stderr)
+    _choice.notice_shown = True
+    from gpunb.foundation.events import notify
+
+    notify(NOTICE, "target")
 
 
 def reset() -> None:
     """Forget the cached decision and the notice (for tests)."""
-    global _cached_request, _cached_target, _notice_shown
-    _cached_request = _cached_target = None
-    _notice_shown = False
+    global _choice
+    _choice = _Choice()

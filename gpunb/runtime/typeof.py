@@ -46,6 +46,10 @@ def typeof(value) -> t.Type:
 
     if isinstance(value, ArgHint):  # cuda.In(a) & co: the array's type
         return typeof(value.value)
+    from gpunb.runtime.tma import TensorMap
+
+    if isinstance(value, TensorMap):  # cuda.tma.descriptor(...): its type says box and swizzle
+        return value.type
     enum_member = enum_types.enum_type(value)  # Enum / IntEnum members (numba's enum types)
     if enum_member is not None:
         return enum_member

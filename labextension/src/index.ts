@@ -9,7 +9,7 @@
  */
 import { Widget } from '@lumino/widgets';
 
-import { IGpunbMessage, IKernelRecord, PanelModel } from './model';
+import { ICellLink, IGpunbMessage, PanelModel } from './model';
 import { PanelView } from './panel';
 
 interface ISignalLike<T, A> {
@@ -182,19 +182,17 @@ class Connections {
   }
 }
 
-/** The cell that defined a kernel: by JupyterLab cell id, else by execution count. */
-export function findCell(
-  cells: ReadonlyArray<ICellLike>,
-  kernel: IKernelRecord
-): number {
-  if (kernel.cell_id) {
-    const byId = cells.findIndex(c => c.model.id === kernel.cell_id);
+/** The cell a record links to (a kernel's definition, a profile's cell): by JupyterLab cell
+ * id, else by execution count. */
+export function findCell(cells: ReadonlyArray<ICellLike>, link: ICellLink): number {
+  if (link.cell_id) {
+    const byId = cells.findIndex(c => c.model.id === link.cell_id);
     if (byId >= 0) {
       return byId;
     }
   }
-  if (kernel.cell !== null && kernel.cell !== undefined) {
-    return cells.findIndex(c => c.model.executionCount === kernel.cell);
+  if (link.cell !== null && link.cell !== undefined) {
+    return cells.findIndex(c => c.model.executionCount === link.cell);
   }
   return -1;
 }
@@ -207,7 +205,7 @@ const plugin = {
     const model = new PanelModel();
     const connections = new Connections(model);
     const view = new PanelView(model, {
-      jumpTo: (notebook, kernel) => {
+      jumpTo: (notebook, link) => {
         const entry = connections.notebooks.get(notebook);
         if (!entry) {
           return;
@@ -217,7 +215,7 @@ const plugin = {
         if (!content) {
           return;
         }
-        const index = findCell(content.widgets, kernel);
+        const index = findCell(content.widgets, link);
         if (index < 0) {
           return;
         }

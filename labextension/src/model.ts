@@ -20,7 +20,7 @@ export interface IGpunbMessage {
   version?: number;
   events?: Array<Record<string, unknown>>;
   kernels?: IKernelRecord[];
-  launches?: ILaunchRecord[];
+  launches?: Array<ILaunchSummary | ILaunchRecord>;
   profiles?: IProfileRecord[];
   profile?: IProfileRecord;
 }
@@ -45,19 +45,38 @@ export interface IKernelRecord {
   cell: number | null;
   cell_id: string | null;
   problem?: string;
+  /** Why the resources are absent (the CPU target has no registers or occupancy). */
+  note?: string;
 }
 
-/** Record L: one launch of a %%gpuprofile cell. */
+/** Where a record came from: the cell to jump to (by JupyterLab cell id, else count). */
+export interface ICellLink {
+  cell?: number | null;
+  cell_id?: string | null;
+}
+
+/** Record L: one kernel's launches in a %%gpuprofile cell (schema version 3). */
+export interface ILaunchSummary {
+  kernel: string;
+  launches: number;
+  /** Launches that compiled or loaded the kernel: their time is not the kernel's. */
+  compiling: number;
+  mean_ms: number | null;
+  min_ms: number | null;
+  max_ms: number | null;
+}
+
+/** Version 2's record L: one launch (an older gpunb's kernel sends these). */
 export interface ILaunchRecord {
   kernel: string;
-  grid: string;
-  block: string;
+  grid?: string;
+  block?: string;
   ms: number;
   compiled: boolean;
 }
 
-/** Record P: one finished profile. */
-export interface IProfileRecord {
+/** Record P: one finished profile, linked to the cell it ran in. */
+export interface IProfileRecord extends ICellLink {
   title?: string;
   target?: string;
   timing?: string;
@@ -84,7 +103,9 @@ export interface ILaunchRow {
   maxMs: string;
 }
 
-const MAX_ROWS = 200;
+const MAX_ROWS = 200; // cache events and launch rows kept per notebook
+const MAX_KERNELS = 500; // kernel records kept per notebook: the newest
+const MAX_PROFILES = 20;
 
 function field(event: Record<string, unknown>, name: string): string {
   const value = event[name];
@@ -110,28 +131,79 @@ export function cacheRow(event: Record<string, unknown>, received: Date): ICache
   };
 }
 
-/** Launch records of one %%gpuprofile cell, summarised per kernel. */
-export function launchRows(records: ILaunchRecord[]): ILaunchRow[] {
-  const byKernel = new Map<string, ILaunchRecord[]>();
+interface ILaunchTotals {
+  launches: number;
+  compiling: number;
+  timed: number;
+  totalMs: number;
+  minMs: number;
+  maxMs: number;
+}
+
+function isSummary(r: ILaunchSummary | ILaunchRecord): r is ILaunchSummary {
+  return typeof (r as ILaunchSummary).launches === 'number';
+}
+
+/**
+ * One %%gpuprofile cell's launches, one row per kernel: from per-kernel summaries (version 3)
+ * or per-launch records (version 2). One loop, no spread of a list into Math.min: a cell can
+ * launch a kernel hundreds of thousands of times.
+ */
+export function launchRows(records: Array<ILaunchSummary | ILaunchRecord>): ILaunchRow[] {
+  const byKernel = new Map<string, ILaunchTotals>();
   for (const r of records) {
-    const list = byKernel.get(r.kernel) ?? [];
-    list.push(r);
-    byKernel.set(r.kernel, list);
+    let t = byKernel.get(r.kernel);
+    if (!t) {
+      t = { launches: 0, compiling: 0, timed: 0, totalMs: 0, minMs: Infinity, maxMs: -Infinity };
+      byKernel.set(r.kernel, t);
+    }
+    if (isSummary(r)) {
+      const timed = r.mean_ms === null ? 0 : r.launches - r.compiling;
+      t.launches += r.launches;
+      t.compiling += r.compiling;
+      t.timed += timed;
+      t.totalMs += timed * Number(r.mean_ms ?? 0);
+      t.minMs = Math.min(t.minMs, r.min_ms ?? Infinity);
+      t.maxMs = Math.max(t.maxMs, r.max_ms ?? -Infinity);
+    } else {
+      t.launches += 1;
+      if (r.compiled) {
+        t.compiling += 1;
+      } else {
+        t.timed += 1;
+        t.totalMs += r.ms;
+        t.minMs = Math.min(t.minMs, r.ms);
+        t.maxMs = Math.max(t.maxMs, r.ms);
+      }
+    }
   }
   const rows: ILaunchRow[] = [];
-  byKernel.forEach((list, kernel) => {
-    const warm = list.filter(r => !r.compiled).map(r => r.ms);
-    const mean = warm.length ? warm.reduce((a, b) => a + b, 0) / warm.length : NaN;
+  byKernel.forEach((t, kernel) => {
+    const timed = t.timed > 0;
     rows.push({
       kernel,
-      launches: list.length,
-      compiling: list.length - warm.length,
-      meanMs: warm.length ? mean.toFixed(3) : '',
-      minMs: warm.length ? Math.min(...warm).toFixed(3) : '',
-      maxMs: warm.length ? Math.max(...warm).toFixed(3) : ''
+      launches: t.launches,
+      compiling: t.compiling,
+      meanMs: timed ? (t.totalMs / t.timed).toFixed(3) : '',
+      minMs: timed ? t.minMs.toFixed(3) : '',
+      maxMs: timed ? t.maxMs.toFixed(3) : ''
     });
   });
   return rows;
+}
+
+/** A number with `digits` decimals, `—` when absent or not finite. */
+export function num(value: unknown, digits: number): string {
+  const v = Number(value);
+  return value === undefined || value === null || !Number.isFinite(v) ? '—' : v.toFixed(digits);
+}
+
+/** `1 launch`, `3 launches`. */
+export function plural(count: number, word: string): string {
+  if (count === 1) {
+    return `${count} ${word}`;
+  }
+  return /(s|sh|ch|x)$/.test(word) ? `${count} ${word}es` : `${count} ${word}s`;
 }
 
 /** `62 %` for 0.62, `—` when unknown. */
@@ -158,7 +230,8 @@ export class NotebookState {
   }
 }
 
-/** Everything the panel shows, per notebook path; newest first, bounded. */
+/** Everything the panel shows, per notebook path; newest first, bounded (MAX_ROWS, MAX_KERNELS,
+ * MAX_PROFILES per notebook). */
 export class PanelModel {
   notebooks = new Map<string, NotebookState>();
   current = '';
@@ -197,7 +270,7 @@ export class PanelModel {
         s.clear();
         this._addKernels(s, message.kernels ?? []);
         this._addEvents(s, message.events ?? [], now);
-        s.profiles = (message.profiles ?? []).slice().reverse();
+        s.profiles = (message.profiles ?? []).slice(-MAX_PROFILES).reverse();
         break;
       case 'cache_events':
         this._addEvents(s, message.events ?? [], now);
@@ -212,7 +285,7 @@ export class PanelModel {
         break;
       case 'profile':
         if (message.profile) {
-          s.profiles = [message.profile].concat(s.profiles).slice(0, 20);
+          s.profiles = [message.profile].concat(s.profiles).slice(0, MAX_PROFILES);
         }
         break;
       case 'cleared':
@@ -241,6 +314,12 @@ export class PanelModel {
     for (const k of records) {
       s.kernels.delete(k.id); // re-insert: newest last
       s.kernels.set(k.id, k);
+    }
+    for (const id of s.kernels.keys()) {
+      if (s.kernels.size <= MAX_KERNELS) {
+        break;
+      }
+      s.kernels.delete(id); // the oldest first (a Map iterates in insertion order)
     }
   }
 

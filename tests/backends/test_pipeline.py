@@ -53,7 +53,10 @@ def test_cpu_builds_loads_and_launches_through_the_program():
     cpu = backends.get("cpu")
     artifact = compile(scale, ARGS, {}, cpu).artifact
     assert artifact.target == "cpu" and artifact.binary and "scale" in artifact.symbol
-    assert cpu.assembly(artifact) == artifact.asm
+    # the compile makes no assembly; asking makes it from the optimised IR, once
+    assert artifact.asm == "" and "define" in artifact.llvm_ir
+    asm = cpu.assembly(artifact)
+    assert f"{artifact.symbol}:" in asm and cpu.assembly(artifact) is asm
     program = cpu.load(artifact)
     x = np.arange(5, dtype=np.float32)
     out = np.zeros_like(x)
@@ -63,6 +66,25 @@ def test_cpu_builds_loads_and_launches_through_the_program():
     assert program.limits["max_threads_per_block"] == 1024
     assert cpu.max_cooperative_blocks(program, 256) == program.max_cooperative_blocks(256) > 0
     assert cpu.max_active_blocks_per_sm(program, 256) is None  # no device to ask
+
+
+def test_cpu_assembly_is_the_code_the_object_was_made_from():
+    """The IR kept is the one the object was made from (taken before code generation changes
+    the module), so the assembly made from it on request is the object's code; an entry cached
+    with its own assembly keeps it."""
+    import dataclasses
+
+    import llvmlite.binding as llvm
+
+    from gpunb.backends.cpu.target import host_target_machine
+
+    cpu = backends.get("cpu")
+    artifact = compile(scale, ARGS, {}, cpu).artifact
+    again = host_target_machine().emit_object(llvm.parse_assembly(artifact.llvm_ir))
+    assert again == artifact.binary
+    assert f"{artifact.symbol}:" in cpu.assembly(artifact)
+    kept = dataclasses.replace(artifact, asm="; an older entry's assembly")
+    assert cpu.assembly(kept) == "; an older entry's assembly"
 
 
 def test_build_is_compile_without_events():

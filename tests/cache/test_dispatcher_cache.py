@@ -287,3 +287,37 @@ def test_a_reformatted_helper_records_a_re_checked_hit_and_a_new_cell_records_no
     nb.run("unrelated_name = 1\n")
     assert (_run(k) == 4.0).all()
     assert len(cache.events("uses_helper")) == before
+
+
+def test_a_hit_after_a_redefinition_says_what_changed(nb, cache_dir, tmp_path):
+    """Another process sharing the cache compiled the kernel with the new helper first: the
+    redefinition here is a disk hit, and its event still says that `helper` changed (and why
+    nothing was compiled), instead of an empty why."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    nb.run(HELPER.format(inc="1.0"))
+    nb.run("SCALE = 2.0\n" + KERNELS)
+    k = nb.ns["uses_helper"]
+    assert (_run(k) == 4.0).all() and _event(k).kind == "miss"
+    other = tmp_path / "other_process.py"
+    other.write_text("import numpy as np\nimport gpunb\nfrom gpunb import cuda\n"
+                     + HELPER.format(inc="5.0") + "SCALE = 2.0\n" + KERNELS + textwrap.dedent("""
+        gpunb.set_target("cpu")
+        out = np.zeros(8, np.float32)
+        uses_helper[1, 8](out, np.float32(1.0))
+        assert (out == 12.0).all()
+        print(uses_helper.cache_info()[0]["event"].outcome)
+    """))
+    env = dict(os.environ, GPUNB_CACHE_DIR=str(cache_dir), GPUNB_NOTICES="0")
+    ran = subprocess.run([sys.executable, str(other)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert ran.returncode == 0 and ran.stdout.startswith("miss"), ran.stderr
+    nb.run(HELPER.format(inc="5.0"))
+    assert (_run(k) == 12.0).all()
+    event = _event(k)
+    assert (event.kind, event.source) == ("hit", "disk")
+    assert event.why.startswith("changed: device function `helper`"), event.why
+    assert "in the cache already" in event.detail

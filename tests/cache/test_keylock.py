@@ -137,9 +137,32 @@ def test_temp_names_carry_host_and_pid(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", lambda src, dst: (seen.append(src), real_replace(src, dst)))
     atomic_write(str(tmp_path / "entry.json"), b"{}")
     name = os.path.basename(seen[0])
-    prefix = f".tmp-{keylock.host_tag()}-{os.getpid()}-"
+    prefix = keylock.temp_prefix()
+    host, machine, pid, started, _ = prefix[len(".tmp-"):].split("+")
+    assert host == keylock.host_tag() and pid == str(os.getpid()) and len(machine) == 8
+    assert started == keylock.identity()["started"]
     assert name.startswith(prefix)
-    assert len(name) >= len(prefix) + 6, "a random part follows host and pid"
+    assert len(name) >= len(prefix) + 6, "a random part follows host, machine and pid"
+    assert keylock.temp_writer_state(name) == "alive"
+
+
+def test_a_temp_file_is_known_dead_by_its_writers_pid(tmp_path):
+    """No ten-minute wait: a temp file whose writer (on this machine) is gone is garbage now;
+    one of a live writer, or of another host, is left alone."""
+    import subprocess
+    import sys
+
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    dead_pid = int(child.stdout)
+    me = keylock.temp_prefix()[len(".tmp-"):].split("+")
+    dead = f".tmp-{me[0]}+{me[1]}+{dead_pid}+{me[3]}+abc123"
+    reused = f".tmp-{me[0]}+{me[1]}+{os.getpid()}+1+abc123"  # our pid, another start time
+    other_host = f".tmp-elsewhere+{me[1]}+{dead_pid}+{me[3]}+abc123"
+    assert keylock.temp_writer_state(dead) == "dead"
+    assert keylock.temp_writer_state(reused) == "dead"
+    assert keylock.temp_writer_state(other_host) == "unknown"
+    assert keylock.temp_writer_state(".tmp-old-style-123-x") == "unknown"
 
 
 def test_host_tag_is_the_sanitised_hostname():

@@ -181,7 +181,8 @@ bad = 0
 for step in range(40):
     key = rng.choice(keys[:2] if step % 2 else keys)   # keys 0 and 1 are everyone's
     binary, ptx = content(key, worker)
-    store.write(key, {"function": "k" + key[:4], "signature": "()", "target": "cpu"}, binary, ptx)
+    store.write(key, {"function": "k" + key[:4], "signature": "()", "target": "cpu"},
+                {"bin": binary, "ptx": ptx.encode()})
     probe = rng.choice(keys)
     try:
         entry = store.read(probe)
@@ -189,8 +190,8 @@ for step in range(40):
         print("CORRUPT", probe, exc)
         bad += 1
         continue
-    if entry is not None and (entry.binary, entry.ptx) != content(probe,
-                                                                  int(entry.ptx.split()[-1])):
+    if entry is not None and (entry.blobs["bin"], entry.blobs["ptx"].decode()) != content(
+            probe, int(entry.blobs["ptx"].split()[-1])):
         print("WRONG", probe)
         bad += 1
 sys.exit(1 if bad else 0)

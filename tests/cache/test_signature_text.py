@@ -14,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import TensorMap
 from gpunb.runtime.typeof import typeof
 
 SCALARS = (t.boolean, t.int8, t.int16, t.int32, t.int64, t.uint8, t.uint16, t.uint32, t.uint64,
@@ -23,7 +24,7 @@ SCALARS = (t.boolean, t.int8, t.int16, t.int32, t.int64, t.uint8, t.uint16, t.ui
 NAMES = ("a", "b", "a: int8 @0, b", "x)", "a; size=1", "'a'", "", "int8")
 # the Types that typeof() can return, or that can appear inside one
 ARGUMENT_TYPES = {t.Boolean, t.Integer, t.Float, t.Complex, t.Array, t.Tuple, t.Record,
-                  t.InlineArray, t.BFloat16, t.FP8}
+                  t.InlineArray, t.BFloat16, t.FP8}  # and TensorMap (tensor_types), below
 NOT_ARGUMENTS = {t.NoneType, t.StringLiteral, t.Group}  # compile-time only
 
 scalars = st.sampled_from(SCALARS)
@@ -42,8 +43,11 @@ records = st.recursive(_records(st.one_of(scalars, inline_arrays)),
                        max_leaves=4)
 arrays = st.builds(t.Array, st.one_of(scalars, records), st.integers(0, 3),
                    st.sampled_from("CFA"), st.booleans(), st.booleans())  # readonly, aligned
+tensor_maps = st.builds(lambda dtype, box, swizzle: TensorMap(dtype, len(box), box, swizzle),
+                        scalars, st.lists(st.sampled_from((1, 8, 64)), min_size=1,
+                                          max_size=3).map(tuple), st.sampled_from((0, 64, 128)))
 argument_types = st.recursive(
-    st.one_of(scalars, arrays, records),
+    st.one_of(scalars, arrays, records, tensor_maps),
     lambda inner: st.lists(inner, max_size=3).map(lambda items: t.Tuple(tuple(items))),
     max_leaves=6)
 

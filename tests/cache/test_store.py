@@ -12,7 +12,7 @@ import pytest
 from cache_support import SIGNATURE, TOOLCHAIN, MiniDispatcher, fake_artifact, jit
 
 from gpunb.cache import KernelCache, collect
-from gpunb.cache.store import CacheDirWarning, DiskStore
+from gpunb.cache.store import CacheDirWarning, DiskStore, split_metadata
 
 
 def _stored(cells, cache_dir, text="def kern(out, x):\n    out[0] = x[0]\n", size=0):
@@ -37,13 +37,15 @@ def test_entry_layout_and_permissions(cells, cache_dir):
     assert {f"{key}.json", f"{key}.bin", f"{key}.ptx"} <= set(names)
     assert not [n for n in names if n.startswith(".tmp-")]
     assert stat.S_IMODE(os.stat(cache_dir).st_mode) == 0o700
-    doc = json.loads((cache_dir / f"{key}.json").read_text())
-    body = doc["body"]
-    assert doc["format"] == 1 and doc["key"] == key
+    header, body = split_metadata((cache_dir / f"{key}.json").read_bytes())
+    body = json.loads(body)
+    assert header["format"] == 2 and header["key"] == key and "mac" not in header
     assert body["function"] == "kern" and body["signature"] == SIGNATURE
     assert body["parts"]["toolchain"] == TOOLCHAIN and body["parts"]["arch"] == "test-arch"
     assert body["artifact"]["cooperative"] is False and "resources" in body["artifact"]
-    assert set(body["blobs"]) == {"bin", "ptx"} and "binary" not in body["artifact"]
+    assert set(body["blobs"]) == {"bin", "ptx", "ll", "s"} and "binary" not in body["artifact"]
+    assert not {"ptx", "llvm_ir", "asm"} & set(body["artifact"])  # blobs, not metadata
+    assert not (cache_dir / f"{key}.s").exists()  # the fake artifact has no assembly
     assert body["defined_at"].startswith("Cell In[")
     # no pickle anywhere: the JSON is plain data and the blobs are what the compiler produced
     assert (cache_dir / f"{key}.bin").read_bytes().startswith(fp.digest.encode())
@@ -55,7 +57,11 @@ def test_entry_layout_and_permissions(cells, cache_dir):
 def test_damaged_entries_are_reported_removed_and_rebuilt(cells, cache_dir, damage):
     fp, key = _stored(cells, cache_dir)
     js, bin_ = cache_dir / f"{key}.json", cache_dir / f"{key}.bin"
-    doc = json.loads(js.read_text())
+    header, body = split_metadata(js.read_bytes())
+    body = json.loads(body)
+
+    def rewrite():
+        js.write_bytes(json.dumps(header).encode() + b"\n" + json.dumps(body).encode())
     if damage == "truncate json":
         js.write_bytes(js.read_bytes()[: js.stat().st_size // 2])
     elif damage == "truncate bin":
@@ -65,27 +71,28 @@ def test_damaged_entries_are_reported_removed_and_rebuilt(cells, cache_dir, dama
         data[0] ^= 0xFF
         bin_.write_bytes(bytes(data))
     elif damage == "flip json":
-        doc["body"]["artifact"]["symbol"] = "evil"
-        js.write_text(json.dumps(doc))
+        body["artifact"]["symbol"] = "evil"
+        rewrite()
     elif damage == "missing ptx":
         os.unlink(cache_dir / f"{key}.ptx")
     elif damage == "foreign json":
         js.write_text(json.dumps({"hello": "world"}))
     elif damage == "other version":
-        doc["format"] = 99
-        js.write_text(json.dumps(doc))
+        header["format"] = 99
+        rewrite()
     elif damage == "other key":
-        doc["key"] = "0" * 40
-        js.write_text(json.dumps(doc))
+        header["key"] = "0" * 40
+        rewrite()
     elif damage == "empty json":
         js.write_bytes(b"")
     else:
         js.write_bytes(os.urandom(300))
+    reason = "format changed" if damage == "other version" else "corrupt"
     art, pending = _lookup_fresh(cache_dir, fp)
-    assert art is None and pending.changes[0].reason == "corrupt" and key in pending.changes[0].text
+    assert art is None and pending.changes[0].reason == reason and key in pending.changes[0].text
     assert not js.exists()  # removed
     event = KernelCache(str(cache_dir)).store(pending, fake_artifact(fp), fp, 1.0)
-    assert event.kind == "miss" and event.reason == "corrupt"
+    assert event.kind == "miss" and event.reason == reason
     art, pending = _lookup_fresh(cache_dir, fp)
     assert art is not None and pending.event.source == "disk"
 
@@ -97,7 +104,7 @@ def test_a_stored_entry_is_never_rewritten_under_readers(cells, cache_dir):
     store = DiskStore(str(cache_dir), 1 << 30)
     body = store.read(key).body
     size = store.write(key, {k: v for k, v in body.items() if k != "blobs"},
-                       fp.digest.encode(), f"// {fp.digest}\n")
+                       {"bin": fp.digest.encode(), "ptx": f"// {fp.digest}\n".encode()})
     assert size > 0 and os.stat(cache_dir / f"{key}.bin").st_ino == before
 
 
@@ -143,9 +150,10 @@ def test_world_writable_dir_is_not_trusted(cells, cache_dir):
     fp, key = _stored(cells, cache_dir)
     os.chmod(cache_dir, 0o777)
     try:
-        with pytest.warns(CacheDirWarning, match="world-writable"):
+        with pytest.warns(CacheDirWarning, match="writable by everyone"):
             art, pending = _lookup_fresh(cache_dir, fp)
         assert art is None  # nothing is loaded from a directory others can write
+        assert pending.changes[0].reason == "untrusted"
     finally:
         os.chmod(cache_dir, 0o700)
 

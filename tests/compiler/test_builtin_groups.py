@@ -8,6 +8,7 @@ import sys
 
 from gpunb.compiler import builtins
 from gpunb.compiler.builtins import (
+    async_copy,
     atomics,
     bf16funcs,
     cache_hints,
@@ -15,15 +16,20 @@ from gpunb.compiler.builtins import (
     cuda_intrinsics,
     fp8funcs,
     groups,
+    inline_ptx,
     mathfuncs,
     operator_funcs,
     pointers,
     printing,
     pybuiltins,
     reductions,
+    tensorcore_mma,
+    tensorcore_wmma,
+    tma,
     ufuncs,
     vectors,
     warp,
+    wgmma,
 )
 
 
@@ -33,10 +39,13 @@ def _eager_table() -> dict:
     for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                  pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS, complexfuncs.BUILTINS,
                  operator_funcs.BUILTINS, cache_hints.BUILTINS, reductions.BUILTINS,
-                 bf16funcs.BUILTINS, fp8funcs.BUILTINS, vectors.BUILTINS, pointers.BUILTINS):
+                 bf16funcs.BUILTINS, fp8funcs.BUILTINS, vectors.BUILTINS, pointers.BUILTINS,
+                 tensorcore_wmma.BUILTINS, tensorcore_mma.BUILTINS, inline_ptx.BUILTINS):
         table.update(part)
     table["builtins.print"] = printing.Print()
     table.update(ufuncs.wrap(table))
+    for part in (async_copy.BUILTINS, tma.BUILTINS, wgmma.BUILTINS):  # the Hopper language
+        table.update(part)
     return table
 
 

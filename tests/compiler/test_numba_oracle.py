@@ -12,7 +12,9 @@ np.float64(2.0). Assignments, joins (if/else, and/or, conditional expressions) a
 calls do take bare float literals: there gpunb must type as numba does.
 
 GPUNB_ORACLE_EXAMPLES=5000 runs a long search (default 100 examples, about 50 s: each example is
-compiled by numba and by gpunb).
+compiled by numba and by gpunb). The search runs as CHUNKS tests of EXAMPLES / CHUNKS examples
+each, so that pytest-xdist spreads it over the cores instead of one worker running it alone at
+the end of the suite; each chunk draws its own random examples.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ pytest.importorskip("numba")
 from numba_oracle_support import Case, compare  # noqa: E402 - after the numba check
 
 EXAMPLES = int(os.environ.get("GPUNB_ORACLE_EXAMPLES", "100"))
+CHUNKS = 4
 
 # ---- argument types and values -------------------------------------------------------------------
 
@@ -411,11 +414,13 @@ def programs(draw) -> Case:
 # ---- the property ------------------------------------------------------------------------------
 
 
-@settings(max_examples=EXAMPLES, deadline=None,
+@settings(max_examples=max(1, -(-EXAMPLES // CHUNKS)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                  HealthCheck.data_too_large])
+@pytest.mark.slow
+@pytest.mark.parametrize("chunk", range(CHUNKS))
 @given(case=programs())
-def test_gpunb_types_like_numba(case):
+def test_gpunb_types_like_numba(chunk, case):
     note(case.source())
     verdict, report = compare(case)
     event(verdict)

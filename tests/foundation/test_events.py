@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import gpunb
-from gpunb.foundation import events, launch_gate
+from gpunb.foundation import events
 from gpunb.foundation.events import CompileEvent, EventKind, Stage
 
 
@@ -94,17 +94,17 @@ def test_launch_append_writes_to_every_active_recorder_only():
     assert (first, second) == (["a", "b", "c"], ["b"])
 
 
-def test_recorders_move_the_launch_gate_without_invalidating_what_launchers_checked():
-    seen = launch_gate.current()
-    with events.record_launches([]):
-        moved = launch_gate.current()
-    assert moved == seen + 1 and launch_gate.current() == seen + 2  # every launcher declines
-    assert launch_gate.unchanged_since(seen)  # ... and one armed at `seen` may be re-armed
-    with events.subscribe("launch_after", print):  # a listener: launchers must be checked again
-        pass
-    assert not launch_gate.unchanged_since(seen) and not launch_gate.unchanged_since(moved)
-    assert launch_gate.unchanged_since(launch_gate.current())
-    assert not launch_gate.unchanged_since(-1)  # a disarmed launcher never is
+def test_launch_observers_coming_and_going_are_runtime_changes():
+    changes = []
+    with events.subscribe("runtime_changed", changes.append):
+        with events.record_launches([]):
+            assert changes == [events.RuntimeChange.LAUNCH_OBSERVERS]  # before it returned
+        with events.subscribe("launch_after", print):
+            pass
+        with events.subscribe("cache", print):  # not a launch observer: no change
+            pass
+    assert changes == [events.RuntimeChange.LAUNCH_OBSERVERS] * 4
+    assert changes[0] == "launch observers"
 
 
 def test_subscribing_from_many_threads_loses_nothing():
@@ -125,3 +125,28 @@ def test_subscribing_from_many_threads_loses_nothing():
             thread.join()
     assert len(steady) == 500  # the steady subscription saw every event, whatever the churn
     assert not events.has_subscribers(EventKind.STAGE_STARTED)
+
+
+def test_notify_goes_to_subscribers_else_to_stderr(capsys):
+    seen = []
+    with events.subscribe(events.EventKind.NOTICE, seen.append):
+        events.notify("gpunb: something to know", "target")
+    assert seen == [events.Notice("gpunb: something to know", "target")]
+    assert capsys.readouterr().err == ""
+    events.notify("gpunb: said again")
+    assert capsys.readouterr().err == "gpunb: said again\n"
+
+
+def test_internal_work_is_told_to_no_one_but_launch_listeners():
+    seen = []
+    with events.subscribe(("stage_started", "notice"), seen.append):
+        with events.internal_work():
+            assert events.in_internal_work()
+            events.publish(EventKind.STAGE_STARTED, _event())
+            with events.internal_work():  # nests
+                pass
+            assert events.in_internal_work()
+            events.notify("still said")
+        assert not events.in_internal_work()
+        events.publish(EventKind.STAGE_STARTED, _event())
+    assert [type(e).__name__ for e in seen] == ["Notice", "CompileEvent"]

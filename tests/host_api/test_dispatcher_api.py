@@ -85,7 +85,29 @@ def test_kernel_properties():
     assert everything[sig_f32.args] == regs_f32 and everything[sig_f64.args] == regs_f64
     assert set(pi_sin_array.overloads) == {sig_f32.args, sig_f64.args}
     assert pi_sin_array.get_max_threads_per_block(sig_f32) > 0
-    assert pi_sin_array.get_local_mem_per_thread(sig_f32) >= 0
+
+
+def test_local_mem_per_thread_counts_local_arrays():
+    """A local array indexed at run time lives in local memory: 64 float32 are 256 bytes per
+    thread (ptxas's figure for the PTX, or the driver's on a GPU); a kernel without one has 0."""
+    @cuda.jit
+    def with_local(x, n):
+        a = cuda.local.array(64, float32)
+        for j in range(64):
+            a[(j * n) % 64] = x[j] * j
+        x[cuda.grid(1)] = a[x.size % 64 + n % 3]
+
+    @cuda.jit
+    def without_local(x, n):
+        i = cuda.grid(1)
+        if i < x.size:
+            x[i] = x[i] * n
+
+    sig = void(float32[::1], int64)
+    with_local[1, 1](np.zeros(64, np.float32), 3)
+    without_local[1, 1](np.zeros(64, np.float32), 3)
+    assert with_local.get_local_mem_per_thread(sig) >= 256
+    assert without_local.get_local_mem_per_thread(sig) == 0
 
 
 def test_shared_mem_per_block():

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from gpunb.jit import fast_launch
+from gpunb.jit import configuration
 
 
 def warm_until_native(config, *args) -> None:
     """Launch a configured kernel until it has its native launcher (NATIVE_AFTER + 1 times)."""
-    for _ in range(fast_launch.NATIVE_AFTER + 1):
+    for _ in range(configuration.NATIVE_AFTER + 1):
         config(*args)

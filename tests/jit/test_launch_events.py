@@ -9,7 +9,7 @@ import gpunb
 from gpunb import cuda
 from gpunb.foundation import events
 from gpunb.foundation.events import EventKind
-from gpunb.jit import dispatcher as dispatcher_module
+from gpunb.jit.configuration import LaunchConfiguration
 
 
 @cuda.jit(target="cpu")
@@ -48,15 +48,21 @@ def test_the_first_launch_of_new_types_says_it_made_the_specialisation():
     assert [e.new_specialization for e in seen] == [True, False]
 
 
-def test_no_subscriber_no_observed_path(monkeypatch):
-    def refuse(*args):
-        raise AssertionError("the fast path published with nobody listening")
+def test_no_subscriber_no_hooks(monkeypatch):
+    from gpunb.jit import launch_hooks
 
-    monkeypatch.setattr(dispatcher_module, "observed_launch", refuse)
+    def refuse(*args):
+        raise AssertionError("a launch published with nobody listening")
+
+    monkeypatch.setattr(launch_hooks.Publishing, "enter", refuse)
+    monkeypatch.setattr(launch_hooks.Recording, "enter", refuse)
     x = np.arange(8, dtype=np.float32)
-    add_one[2, 4](np.zeros_like(x), x)
-    add_one[2, 4](np.zeros_like(x), x)
-    assert events.launch_subscribers == ()
+    config = add_one[2, 4]
+    for _ in range(4):
+        config(np.zeros_like(x), x)
+    assert events.launch_subscribers == () and config.launcher is not None
+    assert config.launcher.hooks is None and config.launcher.call is \
+        config.launcher.native.builtin  # nothing runs around the machine code
 
 
 def test_a_failing_launch_still_publishes_after_with_the_error():
@@ -76,18 +82,19 @@ def test_a_broken_subscriber_does_not_break_the_launch():
         raise KeyError("nope")
 
     with events.subscribe("launch_before", broken):
-        with pytest.warns(RuntimeWarning, match="broken"):
+        with pytest.warns(RuntimeWarning, match="broken") as caught:
             add_one[2, 4](out, x)
     np.testing.assert_array_equal(out, x + 1)
+    assert caught[0].filename == __file__  # the launch's line, not gpunb's
 
 
 def test_gpuprofile_records_through_hooks_without_replacing_launch():
     from gpunb.profiling.session import ProfileSession
 
-    launch = dispatcher_module.Dispatcher.launch
+    launch = LaunchConfiguration.__call__
     x = np.arange(8, dtype=np.float32)
     with ProfileSession() as session:
-        assert dispatcher_module.Dispatcher.launch is launch
+        assert LaunchConfiguration.__call__ is launch
         for _ in range(3):
             add_one[2, 4](np.zeros_like(x), x)
     add_one[2, 4](np.zeros_like(x), x)  # after the block: not recorded

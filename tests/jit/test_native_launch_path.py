@@ -1,4 +1,4 @@
-"""`kernel[grid, block](args)` through a native launcher (gpunb/jit/fast_launch.py): bound after
+"""`kernel[grid, block](args)` through a native launcher (gpunb/jit/launcher.py): bound after
 the Python path's first launches, right results for every argument kind, and the Python path
 (with its errors) whenever the native one declines: new kinds, a rebound global, a new epoch, a
 listener, extensions, another thread, a closure-cell dependency. The `gpu` tests check the same
@@ -45,7 +45,7 @@ def test_results_are_right_through_the_native_launcher(cpu, a, b):
     out = np.zeros_like(x)
     config = axpb[2, 128]
     _warm(config, out, x, a, b)
-    assert config._native is not None
+    assert config.launcher is not None
     for k in range(3):
         out[:] = 0
         x[0] = k
@@ -59,7 +59,7 @@ def test_host_device_arrays_and_new_kinds_on_one_configuration(cpu):
     x32 = cuda.to_device(np.arange(256, dtype=np.float32))
     out32 = cuda.device_array(256, np.float32)
     _warm(config, out32, x32, np.float32(3), np.float32(1))
-    assert config._native is not None
+    assert config.launcher is not None
     x64 = np.arange(256, dtype=np.float64)
     out64 = np.zeros(256)
     for _ in range(4):  # alternating kinds: each launch right, whichever path takes it
@@ -78,7 +78,7 @@ def test_a_new_configuration_of_a_native_specialisation_goes_native_at_once(cpu)
     for blocks in (3, 5, 7):
         config = axpb[blocks, 128]
         config(out, x, 2.0, 1.0)
-        assert config._native is not None
+        assert config.launcher is not None
         out[:] = 0
         config(out, x, 2.0, 1.0)
         n = blocks * 128
@@ -110,7 +110,7 @@ def test_kernel_exceptions_come_through_the_native_launcher(cpu):
     out = np.zeros(4, np.float32)
     config = checked[1, 1]
     _warm(config, out, 1)
-    assert config._native is not None  # the CPU target runs the grid right after packing
+    assert config.launcher is not None  # the CPU target runs the grid right after packing
     with pytest.raises(ValueError, match="past the end"):
         config(out, 10)
     config(out, 2)
@@ -124,7 +124,7 @@ def test_a_rebound_global_recompiles(cpu):
     config = scaled[2, 128]
     try:
         _warm(config, out, x)
-        assert config._native is not None and np.array_equal(out, x * 2)
+        assert config.launcher is not None and np.array_equal(out, x * 2)
         SCALE = 3.0
         config(out, x)
         assert np.array_equal(out, x * 3)
@@ -144,14 +144,14 @@ def test_a_new_epoch_and_a_target_change_rearm_it(cpu):
     out = np.zeros_like(x)
     config = axpb[2, 128]
     _warm(config, out, x, 2.0, 1.0)
-    native = config._native[0]
+    native = config.launcher.call
     assert native((out, x, 2.0, 1.0)) != -1
     invalidate()
     assert native((out, x, 2.0, 1.0)) == -1  # the epoch entry of its watch list moved
-    config(out, x, 2.0, 1.0)  # the Python path re-checks and re-arms at once
-    assert config._native[0]((out, x, 2.0, 1.0)) != -1
-    gpunb.set_target("cpu")  # any target change disarms every launcher
-    assert config._native[0]((out, x, 2.0, 1.0)) == -1
+    config(out, x, 2.0, 1.0)  # the Python path re-checks and binds again at once
+    assert config.launcher.call((out, x, 2.0, 1.0)) != -1
+    gpunb.set_target("cpu")  # any target change stops every launcher
+    assert config.launcher.call((out, x, 2.0, 1.0)) == -1
     config(out, x, 2.0, 1.0)
     assert np.array_equal(out, 2 * x + 1)
 
@@ -180,7 +180,7 @@ def test_kernels_with_extensions_never_go_native(cpu):
     out = np.zeros_like(x)
     config = kernel[2, 128]
     _warm(config, out, x, 2, 3)
-    assert config._native is None
+    assert config.launcher is None
     assert np.array_equal(out, 4 * x + 6)
 
 
@@ -198,7 +198,7 @@ def test_closure_dependencies_stay_on_the_python_path(cpu):
     config = kernel[2, 128]
     _warm(config, out, x)
     assert np.array_equal(out, x * 5)
-    assert config._native is None  # a launcher would decline every launch: none is bound
+    assert config.launcher is None  # a launcher would decline every launch: none is bound
 
 
 def test_eight_threads_share_a_configuration_with_a_native_launcher(cpu):
@@ -208,7 +208,7 @@ def test_eight_threads_share_a_configuration_with_a_native_launcher(cpu):
     x0 = np.arange(256, dtype=np.float32)
     out0 = np.zeros_like(x0)
     _warm(config, out0, x0, 1.0, 0.0)
-    assert config._native is not None
+    assert config.launcher is not None
     failures = []
     start = threading.Barrier(8)
 
@@ -244,8 +244,8 @@ def test_a_processs_first_launch_imports_nothing_for_native_launchers():
     code = ("import sys, numpy as np, gpunb\nfrom gpunb import cuda\ngpunb.set_target('cpu')\n"
             "@cuda.jit\ndef k(x):\n    x[0] = 1\n"
             "x = np.zeros(1)\nk[1, 1](x)\n"
-            "print(sorted(m for m in sys.modules if 'native' in m or 'fast_launch' in m))\n"
-            "k[1, 1](x); k[1, 1](x)\nprint(k[1, 1]._native is not None)")
+            "print(sorted(m for m in sys.modules if 'native' in m))\n"
+            "k[1, 1](x); k[1, 1](x)\nprint(k[1, 1].launcher is not None)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -307,10 +307,10 @@ def test_gpu_launches_go_native_and_compute_right(gpu):
     out = cuda.device_array(1000, np.float32)
     config = axpb[4, 256]
     _warm(config, out, x, np.float32(2), np.float32(1))
-    assert config._native is not None
+    assert config.launcher is not None
     for k in range(50):
-        assert config._native[0]((out, x, np.float32(k), np.float32(1))) == 0
-    assert driver.last_launch[0] == "axpb"
+        assert config.launcher.call((out, x, np.float32(k), np.float32(1))) == 0
+    assert driver.last_launch.kernel == "axpb"
     assert np.array_equal(out.copy_to_host(), np.arange(1000, dtype=np.float32) * 49 + 1)
     config(out, x, 3, 0.5)  # Python scalars: another specialisation, then native again
     _warm(config, out, x, 3, 0.5)
@@ -324,7 +324,7 @@ def test_gpu_streams_and_host_arrays(gpu):
     out = cuda.device_array(256, np.float32)
     config = axpb[2, 128, stream]
     _warm(config, out, x, np.float32(2), np.float32(0))
-    assert config._native is not None
+    assert config.launcher is not None
     stream.synchronize()
     assert np.array_equal(out.copy_to_host(), np.arange(256, dtype=np.float32) * 2)
     host_out = np.zeros(256, np.float32)
@@ -344,6 +344,6 @@ def test_gpu_kernels_that_raise_or_sync_the_grid_stay_on_the_python_path(gpu):
     out = cuda.device_array(4, np.float32)
     config = checked[1, 1]
     _warm(config, out, 1)
-    assert config._native is None  # a raising kernel's launch waits and reads its record
+    assert config.launcher is None  # a raising kernel's launch waits and reads its record
     with pytest.raises(ValueError, match="past the end"):
         config(out, 10)

@@ -1,7 +1,7 @@
-"""Launch recorders (`gpunb.events.record_launches`, what `gpunb.profile()` uses): the native
-launchers keep running while one records, every launch is one entry with the right site, shapes
-and times, failures are recorded with their error, and nothing is recorded once it stops. The
-`gpu` test checks the same where the native launcher calls cuLaunchKernel itself."""
+"""Launch recorders (`gpunb.events.record_launches`, what `gpunb.profile()` uses): launches keep
+their native part while one records (its hooks record them), every launch is one entry with the
+right site, shapes and times, failures are recorded with their error, and nothing is recorded
+once it stops. The `gpu` test checks the same where the machine code calls cuLaunchKernel."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ import llvmlite.binding  # noqa: E402,F401 - launchers are built only once llvml
 
 import gpunb  # noqa: E402
 from gpunb import cuda  # noqa: E402
-from gpunb.foundation import events, launch_gate  # noqa: E402
+from gpunb.foundation import events  # noqa: E402
 from gpunb.foundation.events import EventKind, launch_event  # noqa: E402
-from gpunb.jit import dispatcher as dispatcher_module  # noqa: E402
-from gpunb.jit import fast_launch  # noqa: E402
+from gpunb.jit.launch_hooks import Recording  # noqa: E402
+from gpunb.runtime import native_pack  # noqa: E402
+from gpunb.runtime.packing import ArgPacker  # noqa: E402
 
 
 @cuda.jit
@@ -34,35 +35,43 @@ from launch_support import warm_until_native as _warm  # noqa: E402 - a sibling 
 
 
 @pytest.fixture
-def observed_calls(monkeypatch):
-    """How many launches took the Python observed path (the real one runs)."""
+def python_packs(monkeypatch):
+    """The kernels whose arguments were packed in Python (the real packing runs): a launch
+    through a native part packs in machine code."""
     calls = []
-    real = dispatcher_module.observed_launch
+    real = ArgPacker.pack
 
-    def counting(*args):
-        calls.append(args[0].__name__)
-        return real(*args)
+    def counting(self, args, argtypes):
+        calls.append(self.kernel)
+        return real(self, args, argtypes)
 
-    monkeypatch.setattr(dispatcher_module, "observed_launch", counting)
+    monkeypatch.setattr(ArgPacker, "pack", counting)
     return calls
 
 
-def test_a_recorder_keeps_the_native_launcher_and_sees_every_launch(cpu, observed_calls):
+def _records(config) -> bool:
+    """Whether the configuration's launcher is a native one whose hooks record."""
+    launcher = config.launcher
+    return launcher is not None and launcher.native is not None and \
+        isinstance(launcher.hooks, Recording)
+
+
+def test_a_recorder_keeps_the_native_launcher_and_sees_every_launch(cpu, python_packs):
     x = np.arange(256, dtype=np.float32)
     out = np.zeros_like(x)
     config = axpb[2, 128]
     _warm(config, out, x, np.float32(2), 3)
+    python_packs.clear()
     log: list = []
     with events.record_launches(log) as recorder:
         assert events.launch_observers == (recorder,) and events.launch_subscribers == ()
         for k in range(10):
             config(out, x, np.float32(k), 3)
-        native = config._native[0]
+        assert _records(config)
     assert np.array_equal(out, 9 * x + 3)
-    # the recorder's start disarmed the plain launcher; the declined launch bound a recording
-    # one at once (fast_launch.rebind) and launched through it: none took the Python path
-    assert observed_calls == []
-    assert getattr(native, "__qualname__", "").startswith("recording_launcher")
+    # the recorder's start stopped the plain launcher; the declined launch bound a recording
+    # one at once and launched through it: none was packed in Python
+    assert python_packs == []
     assert len(log) == 10
     site, shapes, start, end, error = log[-1]
     assert (site.kernel, site.grid, site.block, site.stream, site.shared_bytes, site.target) == \
@@ -82,27 +91,24 @@ def test_a_recorder_keeps_the_native_launcher_and_sees_every_launch(cpu, observe
     config(out, x, np.float32(1), 0)  # stopped: not recorded, and the plain launcher is back
     config(out, x, np.float32(1), 0)
     assert len(log) == 10 and np.array_equal(out, x)
-    assert not getattr(config._native[0], "__qualname__", "").startswith("recording_launcher")
+    assert config.launcher.hooks is None and python_packs == []
 
 
-def test_a_moved_gate_rebinds_at_once_and_a_new_kind_still_takes_the_python_path(cpu, monkeypatch):
-    calls = []
-    real = dispatcher_module.Dispatcher.launch
-
-    def counting(self, *args):
-        calls.append(self.__name__)
-        return real(self, *args)
-
+def test_a_moved_version_binds_at_once_and_a_new_kind_still_takes_the_python_path(
+        cpu, python_packs):
     x = np.arange(64, dtype=np.float32)
     out = np.zeros_like(x)
     config = axpb[1, 64]
     _warm(config, out, x, np.float32(2), 1)
-    monkeypatch.setattr(dispatcher_module.Dispatcher, "launch", counting)
-    launch_gate.bump()  # what a profile's start or end does
+    python_packs.clear()
+    plan = config.launcher.native.plan
+    axpb.version.bump()  # what a profile's start or end does
     config(out, x, np.float32(3), 1)
-    assert calls == [] and np.array_equal(out, 3 * x + 1)
+    assert python_packs == [] and np.array_equal(out, 3 * x + 1)
+    assert config.launcher.native.plan is plan  # bound again, on the plan made before
+    kinds = config.launcher.kinds
     config(out, x.astype(np.float64), np.float32(3), 1)  # new kinds: the Python path decides
-    assert calls == ["axpb"]
+    assert config.launcher.kinds != kinds and np.array_equal(out, 3 * x + 1)
     with pytest.raises(gpunb.LaunchError, match="takes 4 argument"):
         config(out, x, 2)
     config(out, x, np.float32(4), 0)
@@ -155,76 +161,72 @@ def test_configurations_sharing_a_launcher_record_into_the_current_recorder_only
 
 
 @pytest.fixture
-def binds(monkeypatch):
-    """Each time a configuration bound a native launcher (fast_launch.refresh, which runs)."""
-    calls = []
-    real = fast_launch.refresh
+def plans(monkeypatch):
+    """Each native plan made (runtime/native_pack.NativePlan, which runs)."""
+    made = []
+    real = native_pack.NativePlan
 
-    def counting(config, spec, args):
-        before = config._native
-        real(config, spec, args)
-        if config._native is not before:
-            calls.append(config)
+    def counting(*args):
+        plan = real(*args)
+        made.append(plan)
+        return plan
 
-    monkeypatch.setattr(fast_launch, "refresh", counting)
-    return calls
+    monkeypatch.setattr(native_pack, "NativePlan", counting)
+    return made
 
 
-def test_consecutive_blocks_re_arm_a_configurations_launchers_and_record_each_launch_once(
-        cpu, binds, observed_calls):
+def test_consecutive_blocks_bind_on_one_plan_and_record_each_launch_once(
+        cpu, plans, python_packs):
     x = np.arange(64, dtype=np.float32)
     out = np.zeros_like(x)
     config = axpb[1, 64]
     _warm(config, out, x, np.float32(1), 0.0)
-    binds.clear()
-    plain = config._native[0]
-    logs, recording = [], None
+    python_packs.clear()
+    plan = config.launcher.native.plan
+    logs = []
     for block in range(4):
         log: list = []
         with events.record_launches(log):
             for k in range(3):
                 config(out, x, np.float32(block), float(k))
-            recording = recording or config._native[0]
-            assert config._native[0] is recording  # the same recording launcher every block
+            assert _records(config) and config.launcher.native.plan is plan
             assert np.array_equal(out, block * x + 2)
         logs.append(log)
-        config(out, x, np.float32(1), 0.0)  # after the block: the plain launcher, unrecorded
-        assert config._native[0] is plain
-    # bound once (the first block's recording launcher), armed again since; never Python
-    assert binds == [config] and observed_calls == []
-    assert getattr(recording, "__qualname__", "").startswith("recording_launcher")
+        config(out, x, np.float32(1), 0.0)  # after the block: a plain launcher, unrecorded
+        assert config.launcher.hooks is None and config.launcher.native.plan is plan
+    # one plan (made while warming up), bound again at each change; nothing packed in Python
+    assert len(plans) == 1 and python_packs == []
     assert [len(log) for log in logs] == [3, 3, 3, 3]
     starts = [entry[2] for log in logs for entry in log]
     assert starts == sorted(set(starts))  # each launch once, in its own block's log
     assert all(entry[0].grid == 1 and entry[4] == "" for log in logs for entry in log)
 
 
-def test_a_full_gate_bump_between_blocks_binds_again(cpu, binds):
-    # anything but a recorder moving the gate (a listener, a target change, a failed launch)
-    # may have changed what a launcher was checked for: the next block binds, not re-arms
+def test_each_change_of_observers_binds_the_launcher_that_applies(cpu):
+    # a subscriber: the Python path, which publishes; a recorder: a recording native launcher;
+    # neither: a plain one; a version bump (a failed launch, extensions) binds again too
     x = np.arange(64, dtype=np.float32)
     out = np.zeros_like(x)
     config = axpb[1, 64]
     _warm(config, out, x, np.float32(1), 0.0)
-    for _ in range(2):
-        with events.record_launches([]):
-            config(out, x, np.float32(1), 0.0)
-    config(out, x, np.float32(1), 0.0)
-    binds.clear()
     seen: list = []
     with events.subscribe("launch_after", seen.append):
         config(out, x, np.float32(2), 0.0)  # the Python path, published
+        config(out, x, np.float32(2), 0.0)
+        assert config.launcher is None  # the native one would only decline: dropped
     log: list = []
     with events.record_launches(log):
         config(out, x, np.float32(3), 0.0)
         config(out, x, np.float32(4), 0.0)
+        assert _records(config)
     config(out, x, np.float32(5), 0.0)
-    assert len(seen) == 1 and len(log) == 2 and np.array_equal(out, 5 * x)
-    assert binds == [config, config]  # after the listener: recording, then plain, bound again
-    launch_gate.bump()
+    assert len(seen) == 2 and len(log) == 2 and np.array_equal(out, 5 * x)
+    assert config.launcher.hooks is None
+    before = config.launcher
+    axpb.version.bump()
     with events.record_launches(log):
         config(out, x, np.float32(6), 0.0)
-    assert len(log) == 3 and binds == [config, config, config]
+    assert len(log) == 3 and config.launcher is not before
 
 
 def _launch_and_time(config, done: threading.Event, spans: list, errors: list) -> None:
@@ -251,8 +253,10 @@ def _blocks(count: int, blocks: list) -> None:
         entering = time.perf_counter_ns()
         recorder = events.record_launches(log)
         entered = time.perf_counter_ns()
-        while time.perf_counter_ns() < entered + 20_000 * (n % 4):
-            pass  # the launching threads get turns (the switch interval is short)
+        while time.perf_counter_ns() < entered + 400_000 * (n % 4):
+            pass  # the launching threads get turns (the switch interval is short); with four
+            # threads taking turns, a launch that binds a launcher (the first of a
+            # configuration after a block's start or end) can take a hundred us or more
         leaving = time.perf_counter_ns()
         recorder.stop()
         blocks.append((entering, entered, leaving, time.perf_counter_ns(), log))
@@ -318,7 +322,7 @@ def test_a_kernel_raising_through_a_recording_launcher_is_recorded_with_its_erro
     _warm(config, out, 1)
     log: list = []
     with events.record_launches(log):
-        config(out, 2)  # declined by the plain launcher: binds the recording one
+        config(out, 2)  # declined by the plain launcher: binds a recording one
         config(out, 0)
         with pytest.raises(ValueError, match="past the end"):
             config(out, 10)
@@ -357,21 +361,21 @@ def gpu():
 
 
 @pytest.mark.gpu
-def test_gpu_recorded_launches_go_native_and_compute_right(gpu, observed_calls):
+def test_gpu_recorded_launches_go_native_and_compute_right(gpu, python_packs):
     from gpunb.backends.cuda import driver
 
     x = cuda.to_device(np.arange(1000, dtype=np.float32))
     out = cuda.device_array(1000, np.float32)
     config = axpb[4, 256]
     _warm(config, out, x, np.float32(2), np.float32(1))
+    python_packs.clear()
     log: list = []
     with events.record_launches(log):
         for k in range(50):
             config(out, x, np.float32(k), np.float32(1))
-        native = config._native[0]
-    assert observed_calls == []
-    assert getattr(native, "__qualname__", "").startswith("recording_launcher")
-    assert driver.last_launch[0] == "axpb"
+        assert _records(config)
+    assert python_packs == []
+    assert driver.last_launch.kernel == "axpb"
     assert np.array_equal(out.copy_to_host(), np.arange(1000, dtype=np.float32) * 49 + 1)
     assert len(log) == 50 and all(entry[4] == "" for entry in log)
     assert {launch_event(entry).shapes for entry in log} == {((1000,), (1000,), (), ())}

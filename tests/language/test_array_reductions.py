@@ -115,6 +115,7 @@ def numba():
     return pytest.importorskip("numba")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FUNCS)
 def test_each_reduction_like_numba(target, numba, name):
     function = getattr(np, name)

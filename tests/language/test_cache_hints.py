@@ -32,6 +32,7 @@ def store_kernel(operator):
     return f
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("operator,hint", LOADS)
 def test_loads(target, ptxas, operator, hint):
     f = load_kernel(operator)
@@ -45,6 +46,7 @@ def test_loads(target, ptxas, operator, hint):
     ptxas(ptx, "sm_90")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("operator,hint", STORES)
 def test_stores_2d(target, ptxas, operator, hint):
     f = store_kernel(operator)

@@ -105,6 +105,7 @@ def mask_points(points, mask):
 @HYP
 @given(n=st.integers(0, 40), dtype=st.sampled_from([np.float32, np.float64]),
        layout=st.sampled_from(["C", "strided", "F"]), seed=st.integers(0, 2**16))
+@pytest.mark.slow
 def test_seed_where_newaxis_matches_numpy_exactly(target, n, dtype, layout, seed):
     rng = np.random.default_rng(seed)
     points = values(dtype, (n, 3), rng)
@@ -132,6 +133,7 @@ def pairwise_distance(a, b):
 @HYP
 @given(n=st.integers(0, 12), m=st.integers(1, 12), d=st.integers(1, 40),
        dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
+@pytest.mark.slow
 def test_fused_pairwise_distance(target, n, m, d, dtype, seed):
     rng = np.random.default_rng(seed)
     a = rng.normal(size=(n, d)).astype(dtype)
@@ -157,6 +159,7 @@ def select_chain(x, y):
                                                 min_side=0, max_side=4),
        dtypes=st.tuples(st.sampled_from(DTYPES), st.sampled_from(DTYPES)),
        layout=st.sampled_from(["C", "strided"]), seed=st.integers(0, 2**16))
+@pytest.mark.slow
 def test_broadcasting_and_promotion(target, shapes, dtypes, layout, seed):
     rng = np.random.default_rng(seed)
     x = values(dtypes[0], shapes.input_shapes[0], rng)
@@ -175,6 +178,7 @@ def smooth(x, y):
 @given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=3,
                                                 min_side=0, max_side=5),
        dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
+@pytest.mark.slow
 def test_float_chain_broadcast(target, shapes, dtype, seed):
     rng = np.random.default_rng(seed)
     x = values(dtype, shapes.input_shapes[0], rng)
@@ -283,6 +287,7 @@ def reduction_tolerance(op, x, y, axis):
        op=st.sampled_from(REDUCTIONS), axis_pick=st.integers(0, 7), keepdims=st.booleans(),
        dtype=st.sampled_from([np.bool_, np.int8, np.int32, np.uint8, np.float32, np.float64]),
        seed=st.integers(0, 2**16))
+@pytest.mark.slow
 def test_reductions_match_numpy(target, shape, op, axis_pick, keepdims, dtype, seed):
     rng = np.random.default_rng(seed)
     ndim = len(shape)
@@ -319,6 +324,7 @@ def test_reduction_strategies(target, op, shape, axis):
     assert len(fused.last_launches) in (1, 2)
 
 
+@pytest.mark.slow
 def test_reduction_kernel_choice_follows_the_shape(target):
     rng = np.random.default_rng(6)
     fused = gpunb.fuse(lambda a: (a * a).sum(axis=-1), kernel_name="sumsq")
@@ -349,6 +355,7 @@ def rms_after_reduce(x, scale):
     return np.sqrt((x * x).mean(axis=-1)) * scale + 1
 
 
+@pytest.mark.slow
 def test_ufuncs_after_the_reduction(target):
     rng = np.random.default_rng(7)
     x = rng.normal(size=(6, 50)).astype(np.float32)
@@ -401,6 +408,7 @@ def one_of_each(names: list):
 
 @pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int32, np.int64, np.float16,
                                    np.float32, np.float64])
+@pytest.mark.slow
 def test_every_ufunc_matches_numpy(target, dtype):
     rng = np.random.default_rng(8)
     x = values(dtype, (64, 1), rng)
@@ -596,6 +604,7 @@ def test_grid_fills_the_device_not_the_input(target):
 # ---- PTX: what the GPU would run is accepted by ptxas ------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["inspected", "sm_80"])
 def test_fused_kernels_ptx_is_accepted_by_ptxas(target, ptxas, arch):
     rng = np.random.default_rng(10)

@@ -116,11 +116,15 @@ def _bf16_ulp_distance(a_bits, b_bits):
 
 
 def test_use_type_in_kernel(target):
+    """numba-cuda's test only calls bfloat16() in a kernel; here the value it made is checked
+    too: 3.14 rounds to the nearest bfloat16, 3.140625."""
     @cuda.jit
-    def kernel():
-        bfloat16(3.14)
+    def kernel(out):
+        out[0] = float32(bfloat16(3.14))
 
-    kernel[1, 1]()
+    out = np.zeros(1, np.float32)
+    kernel[1, 1](out)
+    assert out[0] == np.float32(md.bfloat16(3.14)) == 3.140625
 
 
 @pytest.mark.parametrize("f", [math.trunc, math.ceil, math.floor, math.sqrt, math.log,

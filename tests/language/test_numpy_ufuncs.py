@@ -66,6 +66,7 @@ def test_real_only_ufuncs(target, ufunc):
 @pytest.mark.parametrize("ufunc", [np.greater, np.less_equal, np.not_equal, np.logical_xor,
                                    np.logical_not, np.maximum, np.minimum, np.add,
                                    np.absolute])
+@pytest.mark.slow
 def test_ufuncs_on_every_kind(target, ufunc):
     inputs = REAL[1:2] + INTS + COMPLEX
     assert check(ufunc, inputs) == len(inputs)

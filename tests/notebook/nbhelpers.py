@@ -10,12 +10,24 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def outputs_text(cell) -> str:
-    """All text a cell showed: streams, text/plain, text/html and error tracebacks."""
+    """All text a cell showed: streams, text/plain, text/html and error tracebacks.
+
+    A kernel under load may deliver one printed line as several stream messages (nbclient keeps
+    each as its own output): consecutive chunks of one stream are joined as they were written,
+    never with a newline that the program did not print.
+    """
     parts = []
+    previous_stream = None
     for out in cell.get("outputs", []):
         if out["output_type"] == "stream":
-            parts.append(out["text"])
-        elif out["output_type"] == "error":
+            if previous_stream == out.get("name") and parts:
+                parts[-1] += out["text"]
+            else:
+                parts.append(out["text"])
+            previous_stream = out.get("name")
+            continue
+        previous_stream = None
+        if out["output_type"] == "error":
             parts.append("\n".join(out["traceback"]))
         else:
             data = out.get("data", {})

@@ -22,6 +22,11 @@ CHANGED = CacheChange("changed", "scale", "changed: device function `scale` defi
 
 @pytest.fixture
 def fake_cache(monkeypatch, tmp_path):
+    # the jit layer imports gpunb.cache's submodules (fingerprint, ...): load them while the
+    # real package is in place, so that this file passes alone too (not only after others)
+    import gpunb.jit.dispatcher  # noqa: F401
+    import gpunb.jit.slow_path  # noqa: F401
+
     calls: dict = {"bump": 0, "clear": [], "explain": [], "enabled": True}
     log = [CacheEvent("saxpy", "void(float32[::1])", "cpu", "miss", None, "changed", (CHANGED,),
                       compile_ms=12.5, entry_bytes=2048)]

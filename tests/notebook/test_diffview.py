@@ -51,6 +51,7 @@ def scale(x, a):
     return x * a
 
 
+@pytest.mark.slow
 def test_diff_against_the_version_shown_before_a_redefinition(cpu):
     global scale
     kernel = _saxpy()
@@ -92,6 +93,7 @@ def test_diff_against_the_version_shown_before_a_redefinition(cpu):
     assert re.search(r'<tr class="fold"><td></td><td colspan="3">… \d+ unchanged', html)
 
 
+@pytest.mark.slow
 def test_diff_against_another_arch_compares_sass_without_addresses(cpu):
     from gpunb.backends.cuda.toolchain import find_tool
 
@@ -136,6 +138,7 @@ def _run_cell(ns: dict, number: int, body: str):
     return ns["saxpy"]
 
 
+@pytest.mark.slow
 def test_diff_against_the_previous_definition_without_inspecting_it(cpu):
     """A kernel cell edited and run again: diff_view compares with the definition it replaced,
     which nobody inspected and which no longer exists (compiled again from its cell)."""
@@ -147,7 +150,9 @@ def test_diff_against_the_previous_definition_without_inspecting_it(cpu):
     _run_cell(ns, 4, "x[i] * a + y[i]")  # the cell run again unchanged: not a version
     second = _run_cell(ns, 5, "x[i] * x[i] * a - y[i]")
     del first
-    fingerprint._fp_memo.clear()  # (a bounded memo of recent fingerprints holds their function)
+    for memo in fingerprint._fp_memo:  # (bounded memos of recent fingerprints hold the function)
+        memo.clear()
+    fingerprint._plain_fp_memo.clear()
     gc.collect()
     assert ref() is None  # the earlier definitions' dispatchers (and their code) are gone
     assert [d.where for d in versions.earlier_definitions(second)] == ["Cell In[4], line 1"]
@@ -211,6 +216,7 @@ def saxpy(out, x, y, a):
 """
 
 
+@pytest.mark.slow
 def test_diff_after_a_device_function_it_calls_is_redefined(cpu):
     """The kernel's cell unchanged, a device function it calls redefined in a later cell, never
     inspected: the kernel compiled against the helper's previous definition is the 'before'."""

@@ -1,9 +1,22 @@
 """On a GPU machine: every teaching notebook runs top to bottom on the device (GPUNB_TARGET=cuda),
-with the large sizes the notebooks choose there, and its checks against numpy hold."""
+with the large sizes the notebooks choose there, and its checks against numpy hold.
+
+With GPUNB_RECORD_FIGURES=notebooks/figures/h100.json (a path relative to the repository is
+made absolute here, since the notebooks run in a temporary folder) the performance notebooks
+record what they measure into that file, the one they show on every machine. Run one notebook at
+a time (-n 0) so that no two measure at once:
+
+    GPUNB_RECORD_FIGURES=notebooks/figures/h100.json python -m pytest -m gpu -n 0 \
+        tests/notebook/test_gpu_teaching_notebooks.py
+"""
 
 from __future__ import annotations
 
+import datetime
+import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 from nbhelpers import REPO, outputs_text
@@ -14,11 +27,24 @@ NOTEBOOKS = sorted(p for p in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NOTEBOOKS.append(REPO / "notebooks" / "puzzles.ipynb")
 
 
+PERFORMANCE = ("06", "07", "08", "09", "12", "13", "14", "15", "16")
+
+
+def _record_file() -> Path | None:
+    value = os.environ.get("GPUNB_RECORD_FIGURES")
+    if not value:
+        return None
+    path = Path(value)
+    return path if path.is_absolute() else REPO / path
+
+
 def _execute_on_gpu(path, cpu_env, monkeypatch):
     import nbformat
     from nbclient import NotebookClient
 
     monkeypatch.setenv("GPUNB_TARGET", "cuda")
+    if _record_file() is not None:
+        monkeypatch.setenv("GPUNB_RECORD_FIGURES", str(_record_file()))
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(cpu_env)}}).execute()
@@ -60,3 +86,22 @@ def test_notebook_runs_on_the_gpu(path, cpu_env, monkeypatch):
         for step in ("naive", "shared tiles", "register tiles"):
             assert re.search(rf"{step}: matches numpy; [\d.]+ ms  [\d.]+ TFLOP/s", text), step
         print(text[text.index("step "):])  # the TFLOP/s table, for the lead's log (pytest -s)
+    if path.stem[:2] in ("12", "13", "14", "15", "16"):
+        assert "target: cuda" in text
+    if path.stem == "12_transfers_and_streams":
+        assert re.search(r"host to device, pinned +[\d.]+ ms +[\d.]+ GB/s", text)
+        assert re.search(r"pipelined over 4 streams +[\d.]+ ms +[\d.]+ GB/s end to end", text)
+    if path.stem == "13_divergence":
+        assert re.search(r"by_lane +[\d.]+ ms +[\d.]+ G elements/s", text)
+    if path.stem == "14_softmax":
+        assert re.search(r"softmax_online  matches numpy; reads the row 2 times; [\d.]+ ms +\d+ "
+                         r"GB/s", text)
+    if path.stem == "15_attention":
+        assert "fused: matches numpy" in text and "TFLOP/s" in text
+    if path.stem == "16_convolution":
+        assert re.search(r"conv_tiled +matches numpy; [\d.]+ ms +\d+ GB/s", text)
+    record = _record_file()
+    if record is not None and path.stem[:2] in PERFORMANCE:
+        entry = json.loads(record.read_text())["notebooks"][path.stem[:2]]
+        assert entry["date"] == datetime.date.today().isoformat() and entry["rows"]
+        assert all(row["value"] > 0 for row in entry["rows"])

@@ -216,3 +216,82 @@ def test_sass_of_an_inlined_device_function_counts_for_the_call_line(compiled):
     assert helper_sass, plain
     assert set(helper_sass) <= set(r.sass_map[call])  # credited to the call line
     assert r.sass_counts[call][0] == len(r.sass_map[call]) > len(plain.get(call, []))
+
+
+def test_the_ptx_line_box_follows_the_selection(compiled):
+    """Picking a source line (or clicking one: the picker follows) puts its first PTX line in
+    the 'PTX line' box; typing a PTX line there keeps that line; clearing shows 0."""
+    insp = inspector_for(compiled)
+    widget = insp.widget()
+    store = _line_of("out[i] =")
+    widget.link.value = store
+    assert widget.ptx_line.value == insp.report.line_map[store][0]
+    typed = insp.report.line_map[store][-1]
+    widget.ptx_line.value = typed
+    assert insp.selected_line == store and widget.ptx_line.value == typed
+    widget.link.value = _line_of("i = cuda.grid")
+    assert widget.ptx_line.value == insp.report.line_map[_line_of("i = cuda.grid")][0]
+    widget.link.value = None
+    assert widget.ptx_line.value == 0 and insp.selected_line is None
+    assert "gpunb-ptx-line" in widget.ptx_line._dom_classes  # the click handler finds it
+
+
+SASS_SAMPLE = """\t.section\t.text.k,"ax",@progbits
+\t//## File "{path}", line 7
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+.L_x_1:
+        /*0090*/               @P0 EXIT ;
+        /*00a0*/              @!P1 BRA `(.L_x_0) ;
+        /*01b0*/                   EXIT ;"""
+
+
+def test_sass_reads_in_columns_and_names_the_cell(tmp_path, monkeypatch):
+    """nvdisasm's ~35 columns of indentation go (opcodes start right after the address and a
+    predicate field), and the cache's copy of a cell's text is named as the cell."""
+    import linecache
+
+    from gpunb.foundation import sources
+    from gpunb.notebook.asmview import tidy_ptx, tidy_sass
+
+    monkeypatch.setenv("GPUNB_CACHE_DIR", str(tmp_path))
+    cell = "/tmp/ipykernel_77/cell9.py"
+    linecache.cache[cell] = (10, None, ["x = 1\n"], cell)
+    sources.register_cell(cell, 9)
+    copy = sources.debug_source_path(cell)
+    assert copy.startswith(str(tmp_path)) and copy != cell
+    tidy = tidy_sass(SASS_SAMPLE.format(path=copy))
+    lines = tidy.splitlines()
+    assert len(lines) == len(SASS_SAMPLE.splitlines())  # line maps stay true
+    assert lines[1] == "  //## Cell In[9], line 7" and copy not in tidy
+    # opcodes in one column: after the address and a predicate field as wide as the widest
+    assert lines[2] == "/*0000*/      LDC R1, c[0x0][0x28] ;"
+    assert lines[4] == "/*0090*/ @P0  EXIT ;" and lines[5] == "/*00a0*/ @!P1 BRA `(.L_x_0) ;"
+    assert lines[3] == ".L_x_1:"
+    ptx = f'.version 7.8\n\t.file\t1 "{copy}"\n'
+    assert tidy_ptx(ptx).splitlines()[1] == '\t.file\t1 "Cell In[9]"'
+    other = str(tmp_path / "sources" / "0123456789abcdef0123.py")  # another process's copy
+    assert 'File "a notebook cell"' not in tidy_sass(f'//## File "{other}", line 2')
+    assert "a notebook cell, line 2" in tidy_sass(f'\t//## File "{other}", line 2')
+
+
+def test_the_sass_tab_shows_opcodes_near_the_left_edge(compiled):
+    from gpunb.backends.cuda.toolchain import find_tool
+
+    if find_tool("nvdisasm") is None or find_tool("ptxas") is None:
+        pytest.skip("needs ptxas and nvdisasm (the nvidia-cuda-nvcc / -nvdisasm wheels)")
+    insp = inspector_for(compiled, arch="sm_90")
+    rows = [html_text(row.partition(">")[2])
+            for row in insp.tab_html("sass").split('<span class="gl')]
+    stg = next(row for row in rows if "STG" in row)  # '>46/*01a0*/     STG.E desc...'
+    assert stg.index("STG") < 20, stg  # line number, address, predicate field, opcode
+    assert not any("/sources/" in row for row in rows)
+
+
+def test_the_text_form_shows_the_listings_as_the_tabs_do(compiled):
+    from gpunb.notebook.asmview import tidy_sass
+
+    insp = inspector_for(compiled, arch="sm_90")
+    text = insp.text(("sass",))
+    if insp.report.sass:
+        assert tidy_sass(insp.report.sass).splitlines()[-1] in text
+        assert "/sources/" not in text

@@ -226,3 +226,22 @@ def test_compile_progress_is_shown_for_slow_compiles(saxpy_notebook):
     state = widget_states(saxpy_notebook)[
         views[0]["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]]
     assert "gpunb: compiled thrice in" in html_text(state["value"])
+
+
+@pytest.mark.slow
+def test_the_cpu_fallback_notice_is_plain_output_not_an_error_box(execute_notebook,
+                                                                   monkeypatch):
+    """In a Jupyter kernel without a usable GPU, `--target auto` says once that kernels run on
+    the CPU target - on stdout (a plain output line), not stderr (JupyterLab's red box)."""
+    from gpunb.runtime.target import NOTICE
+
+    monkeypatch.setenv("GPUNB_TARGET", "auto")
+    monkeypatch.setenv("GPUNB_NOTICES", "1")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU, also on a GPU machine
+    nb = execute_notebook(["%load_ext gpunb",
+                           "%%gpukernel\ndef one(v):\n    v[0] = 1.0\n\nimport numpy as np\n"
+                           "v = np.zeros(1, np.float32)\none[1, 1](v)\nprint(v[0])"])
+    streams = [o for o in nb.cells[1].outputs if o["output_type"] == "stream"]
+    assert any(NOTICE in o["text"] and o["name"] == "stdout" for o in streams), streams
+    assert not any(o["name"] == "stderr" for o in streams), streams
+    assert "1.0" in outputs_text(nb.cells[1])

@@ -28,7 +28,7 @@ def test_show_all_expands_to_every_tab():
 @pytest.mark.parametrize("line, words", [
     ("--target gpu", "invalid choice"),
     ("--show asm", "--show asm"),
-    ("--arch 80", "expected sm_XX"),
+    ("--arch volta", "expected sm_XY"),
     ("--max-registers 4", "16..255"),
     ("--bogus", "unrecognized arguments"),
     ("--show 'ptx", "No closing quotation"),
@@ -44,3 +44,28 @@ def test_bad_options_say_what_is_wrong(line, words):
                                       ("sm_90a", (9, 0)), ("sm_100", (10, 0))])
 def test_parse_arch(arch, cc):
     assert parse_arch(arch) == cc
+
+
+@pytest.mark.parametrize("line, words", [
+    ("--timer x", "invalid choice: 'x'"),
+    ("--repeat 0", "at least once"),
+    ("--repeat", "expected one argument"),
+    ("--bogus", "unrecognized arguments"),
+])
+def test_bad_profile_options_are_one_line_with_the_usage(line, words):
+    from gpunb.notebook.profile import ProfileOptionError, parse_profile_options
+
+    with pytest.raises(ProfileOptionError) as info:
+        parse_profile_options(line)
+    assert words in str(info.value) and "\n" not in str(info.value)
+    assert str(info.value).startswith("%%gpuprofile: ")
+
+
+def test_the_magics_options_are_listed_by_ipython():
+    """IPython's magic_arguments parse both magics' lines and list their options."""
+    from gpunb.notebook.options import gpukernel
+    from gpunb.notebook.profile import gpuprofile
+
+    assert "--racecheck" in gpukernel.__doc__ and "--sanitize" in gpukernel.__doc__
+    assert "--ncu" in gpuprofile.__doc__
+    assert parse_kernel_options("--max-registers 64 --no-cache").max_registers == 64

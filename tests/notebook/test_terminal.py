@@ -94,6 +94,9 @@ def test_gpucache_status_is_a_text_table(shell, capsys):
     assert header.split()[:3] == ["function", "signature", "target"]
     assert "saxpy" in text and "float32" in text and f"Cell In[{count}], line 5" in text
     assert "cache on" in text
+    # `scale` is a device function of the %%gpukernel cell: compiled into saxpy, not "unused"
+    (scale,) = [line for line in text.splitlines() if line.startswith("scale ")]
+    assert "(device function: compiled into saxpy)" in scale, scale
 
 
 def test_gpucache_status_names_a_failed_compile_until_one_succeeds(shell, capsys):
@@ -233,6 +236,7 @@ def test_gpuprofile_counts_launches(shell, capsys):
     assert row.split()[1:3] == ["4", "1"]  # four launches, the first one compiled
 
 
+@pytest.mark.slow
 def test_inspector_and_explorer_text(shell):
     run_cell(shell, SAXPY)
     run_cell(shell, "import numpy as np\nv = np.ones(64, np.float32)\nsaxpy[1, 64](v, v, v, 1.0)")
@@ -382,3 +386,59 @@ def test_did_you_mean_offers_names_gpu_code_can_use(shell, capsys):
     run_cell(shell, "h[1, 1](np.zeros(4, np.float32))")
     text = "".join(capsys.readouterr())
     assert "name 'helper' is not defined" in text and "did you mean" not in text
+
+
+@pytest.mark.parametrize("source", ["x = (", "def f():\nreturn 1", "1 +* 2"])
+def test_a_plain_syntax_error_shows_no_ipython_frames(shell, capsys, source):
+    """A cell that does not parse reads as it does without the extension: the line and a
+    caret, not IPython's own frames (interactiveshell.py, compilerop.py)."""
+    result = run_cell(shell, source)
+    assert isinstance(result.error_before_exec, SyntaxError)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "Error" in text and "Cell In[" in text, text
+    assert "interactiveshell.py" not in text and "compilerop.py" not in text, text
+
+
+def test_a_syntax_error_raised_by_running_code_keeps_its_frames(shell, capsys):
+    result = run_cell(shell, "def parse(text):\n    return compile(text, 'snippet', 'exec')\n\n"
+                             "parse('x = (')")
+    assert isinstance(result.error_in_exec, SyntaxError)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "parse('x = (')" in text and "snippet" in text, text
+
+
+@pytest.mark.parametrize("launch, caret_under", [
+    ("saxpy[2.5, 256](out, x, x, 1.0)", "saxpy[2.5, 256]"),
+    ("saxpy[(1, 1, 1, 1), 256](out, x, x, 1.0)", "saxpy[(1, 1, 1, 1), 256]"),
+    ("saxpy(out, x, x, 1.0)", "saxpy(out, x, x, 1.0)"),
+])
+def test_a_malformed_launch_has_a_caret_under_it(shell, capsys, launch, caret_under):
+    """A float grid, a 4-tuple grid and a call without [grid, block]: the error names the cell's
+    line and puts a caret under the launch, as every other launch error does."""
+    run_cell(shell, SAXPY)
+    shell.user_ns.update(np=np, out=np.zeros(8, np.float32), x=np.ones(8, np.float32))
+    result = run_cell(shell, f"y = 1\n{launch}")
+    assert result.error_in_exec is not None
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    lines = text.splitlines()
+    assert f"Cell In[{result.execution_count}], line 2, column 1:" in text, text
+    at = next(k for k, line in enumerate(lines) if line.strip() == launch)
+    caret = lines[at + 1]
+    start = lines[at].index(launch)
+    assert caret.index("^") == start and len(caret.strip()) == len(caret_under), (lines[at], caret)
+
+
+def test_notices_are_plain_output_once_the_extension_is_loaded(shell, capsys):
+    """The CPU-target fallback notice goes to stdout in a notebook (a plain line, not the red
+    stderr box); without the extension a script still gets it on stderr."""
+    from gpunb.foundation import events
+    from gpunb.runtime import target
+
+    events.notify(target.NOTICE, "target")
+    captured = capsys.readouterr()
+    assert captured.out.strip() == target.NOTICE and captured.err == ""
+    shell.run_line_magic("unload_ext", "gpunb")
+    events.notify(target.NOTICE, "target")
+    captured = capsys.readouterr()
+    assert captured.err.strip() == target.NOTICE and captured.out == ""
+    shell.run_line_magic("load_ext", "gpunb")

@@ -111,7 +111,7 @@ def test_split_view_panes_scroll_together():
                       'gpunbInsp.sync&amp;&amp;gpunbInsp.sync(this)"') == 2
     assert html.count('<input type="checkbox" class="gpunb-sync" checked>') == 1
     # the handlers are versioned: a page holding an older gpunb's object gets this one
-    assert "gpunbInsp.v!==2" in codeviews.PIN_JS and "sync(pre){" in codeviews.PIN_JS
+    assert "gpunbInsp.v!==3" in codeviews.PIN_JS and "sync(pre){" in codeviews.PIN_JS
 
 
 def test_sass_of_an_inlined_callee_counts_for_its_call_line():
@@ -139,3 +139,29 @@ def test_sass_of_an_inlined_callee_counts_for_its_call_line():
     assert sass_line_map(sass, "/c/kernel.py") == {5: [2], 6: [6]}
     assert sass_line_map(sass, "/c/kernel.py", ptx, line_map, range(4, 8)) == \
         {5: [2], 6: [4, 6]}
+
+
+def test_tables_keep_headers_whole_in_jupyterlab():
+    """JupyterLab's output tables are laid out fixed and `overflow-wrap:anywhere` split words
+    ("launche s", "occupanc y"): gpunb's tables size columns by content, headers never wrap,
+    cells wrap only between words, and a narrow output scrolls the table."""
+    from gpunb.notebook import render
+
+    table = render.table(["function", "compile ms"], [["saxpy", "1.0"]])
+    assert table.startswith('<div class="gpunb-scroll">')
+    style = render.STYLE
+    assert "overflow-wrap:anywhere" not in style
+    assert re.search(r"table\.gpunb-table\{[^}]*table-layout:auto", style)
+    assert re.search(r"table\.gpunb-table th\{[^}]*white-space:nowrap", style)
+
+
+def test_outcome_colours_keep_contrast_in_both_themes():
+    """hit / miss / failed text mixes the theme's colour with its strongest text colour (black
+    in the light theme, white in the dark one) instead of the light 1-shades (#f57c00 on white
+    is 2.9:1)."""
+    from gpunb.notebook import render
+
+    for name in ("HIT", "MISS", "BAD"):
+        colour = getattr(render, name)
+        assert colour.startswith("color-mix(") and "var(--jp-ui-font-color0" in colour
+        assert colour in render.STYLE

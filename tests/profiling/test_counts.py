@@ -72,3 +72,50 @@ declare float @llvm.fma.f32(float, float, float)
     counts = count_llvm(ir, (arr, arr))
     assert counts.flops_per_thread == 3
     assert [(a.reads, a.writes) for a in counts.accesses] == [(True, False), (False, True)]
+
+
+def test_counts_do_not_keep_a_specialisation_alive():
+    """Counted once per specialisation, for as long as it lives: a redefined kernel's old
+    specialisations are freed with it (a notebook redefines kernels all day)."""
+    import gc
+    import weakref
+
+    from gpunb import cuda
+
+    kernel = cuda.jit(saxpy.py_func)
+    x = np.ones(256, np.float32)
+    kernel[1, 256](np.zeros_like(x), x, x, np.float32(1.0))
+    spec = _spec(kernel)
+    first = counts_for(kernel, spec)
+    assert first is not None and counts_for(kernel, spec) is first  # once
+    gone = weakref.ref(spec)
+    del kernel, spec
+    gc.collect()
+    assert gone() is None
+
+
+def test_loops_are_found_in_unnamed_blocks_too():
+    """llvmlite's view of the IR, not its text: numbered blocks (as LLVM prints an optimised
+    module) are told apart as well as named ones."""
+    from gpunb.foundation import types as t
+
+    arr = t.float32[::1]
+    looped = """
+define void @k(ptr readonly %0, i64 %1, i64 %2, i64 %3) {
+4:
+  br label %5
+5:
+  %6 = phi i64 [0, %4], [%8, %5]
+  %7 = fadd float 1.0, 2.0
+  %8 = add i64 %6, 1
+  %9 = icmp slt i64 %8, 10
+  br i1 %9, label %5, label %10
+10:
+  ret void
+}
+"""
+    counts = count_llvm(looped, (arr,))
+    assert counts.has_loops and counts.flops_per_thread is None
+    straight = looped.replace("br i1 %9, label %5, label %10", "br label %10")
+    counts = count_llvm(straight, (arr,))
+    assert not counts.has_loops and counts.flops_per_thread == 1

@@ -11,6 +11,7 @@ import profiling_kernels as pk
 import pytest
 
 import gpunb
+from gpunb.jit.launch_hooks import Recording
 
 pytestmark = pytest.mark.gpu
 
@@ -174,7 +175,7 @@ def test_the_roofline_roofs_are_measured_on_the_device():
     assert prof.peak_source["gflops"].startswith("measured"), prof.notes
     datasheet = _datasheet_fp32(driver.current_device())
     assert 0.5 * datasheet < prof.peak_gflops < 1.1 * datasheet, (prof.peak_gflops, datasheet)
-    assert "(measured)" in prof.text() and "GFLOP/s (measured)" in prof._repr_html_()
+    assert "(measured)" in prof.text() and "FLOP/s (measured)" in prof._repr_html_()
 
 
 def test_a_cpu_target_kernel_in_a_gpu_profile_is_timed_on_the_host():
@@ -201,20 +202,20 @@ def test_a_cpu_target_kernel_in_a_gpu_profile_is_timed_on_the_host():
 
 
 def test_native_launches_in_a_profile_are_each_timed_by_cupti():
-    """Inside a block the configuration keeps a native launcher (one that records); every one
-    of its launches is a record with its own device time and the issue's fields."""
+    """Inside a block the configuration keeps a native launcher (one whose hooks record); every
+    one of its launches is a record with its own device time and the issue's fields."""
     pytest.importorskip("llvmlite")
     n = 1 << 16
     x, y, out = _saxpy_data(n)
     config = pk.saxpy[n // 256, 256]
-    for _ in range(4):  # the configuration gets its native launcher (jit/fast_launch.py)
+    for _ in range(4):  # the configuration gets its native launcher (jit/launcher.py)
         config(out, x, y, np.float32(1.0))
-    assert config._native is not None
+    assert config.launcher is not None
     with gpunb.profile() as prof:
         for k in range(50):
             config(out, x, y, np.float32(k))
-        recording = config._native[0]
-    assert getattr(recording, "__qualname__", "").startswith("recording_launcher"), recording
+        recording = config.launcher
+    assert recording.native is not None and isinstance(recording.hooks, Recording), recording
     np.testing.assert_array_equal(out.copy_to_host(), np.full(n, 49 + 2.0, np.float32))
     assert prof.timer == "cupti", prof.notes
     records = [r for r in prof.launches if r.source == "gpunb"]
@@ -228,30 +229,30 @@ def test_native_launches_in_a_profile_are_each_timed_by_cupti():
     assert starts == sorted(starts) and len(set(starts)) == 50
 
 
-def test_back_to_back_blocks_keep_the_recording_launcher_and_cupti_times_every_launch():
-    """A profiled loop: each block re-arms the configuration's recording launcher (bound once)
-    and CUPTI times each of its launches, in its own profile only; a block whose predecessor's
-    records were read (CUPTI flushed, a new activity buffer asked for) too."""
+def test_back_to_back_blocks_keep_the_native_plan_and_cupti_times_every_launch():
+    """A profiled loop: each block binds a recording launcher on the configuration's one native
+    plan, and CUPTI times each of its launches, in its own profile only; a block whose
+    predecessor's records were read (CUPTI flushed, a new activity buffer asked for) too."""
     pytest.importorskip("llvmlite")
     n = 1 << 16
     x, y, out = _saxpy_data(n)
     config = pk.saxpy[n // 256, 256]
     for _ in range(4):
         config(out, x, y, np.float32(1.0))
-    plain = config._native[0]
-    profiles, launchers = [], set()
+    plan = config.launcher.native.plan
+    profiles, plans = [], set()
     for block in range(6):
         with gpunb.profile() as prof:
             for k in range(10):
                 config(out, x, y, np.float32(block * 10 + k))
-            launchers.add(config._native[0])
-        config(out, x, y, np.float32(0.0))  # between blocks: unrecorded, the plain launcher
-        assert config._native[0] is plain
+            assert isinstance(config.launcher.hooks, Recording)
+            plans.add(config.launcher.native.plan)
+        config(out, x, y, np.float32(0.0))  # between blocks: unrecorded, a plain launcher
+        assert config.launcher.hooks is None and config.launcher.native.plan is plan
         profiles.append(prof)
         if block % 2:
             assert len(prof.launches) == 10  # read now: the next block follows a flush
-    assert len(launchers) == 1
-    assert getattr(launchers.pop(), "__qualname__", "").startswith("recording_launcher")
+    assert plans == {plan}
     np.testing.assert_array_equal(out.copy_to_host(), np.full(n, 2.0, np.float32))
     last_end = 0
     for prof in profiles:

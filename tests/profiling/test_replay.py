@@ -99,7 +99,10 @@ def test_missing_tools_are_one_line_saying_what_to_install(monkeypatch, tmp_path
         monkeypatch.setenv(var, str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("CONDA_PREFIX", raising=False)
-    monkeypatch.setattr(tools, "_SYSTEM_DIRS", ())
+    from gpunb.backends.cuda import toolchain
+
+    monkeypatch.setattr(toolchain, "SYSTEM_ROOTS", ())
+    monkeypatch.setattr(toolchain, "TOOL_GLOBS", {})
     from cuda.pathfinder import find_nvidia_binary_utility
 
     find_nvidia_binary_utility.cache_clear()

@@ -65,7 +65,8 @@ def test_text_and_html_say_host_timings_and_show_table_roofline_timeline():
     html = prof._repr_html_()
     assert "<table" in html and "saxpy" in html and "host timings" in html
     assert 'class="gpunb-roofline"' in html and 'class="gpunb-timeline"' in html
-    assert html.count("<rect") == 3  # one timeline bar per launch
+    timeline = html[html.index('<svg class="gpunb-timeline"'):]
+    assert timeline.count("<rect") == 3  # one timeline bar per launch
 
 
 def test_kernel_with_loops_has_no_flops_but_bytes():
@@ -163,9 +164,9 @@ def test_launches_through_the_native_launcher_are_records_with_every_field():
     x = np.arange(n, dtype=np.float32)
     out = np.zeros_like(x)
     config = saxpy[n // 256, 256]
-    for _ in range(4):  # the configuration gets its native launcher (jit/fast_launch.py)
+    for _ in range(4):  # the configuration gets its native launcher (jit/launcher.py)
         config(out, x, x, np.float32(1.0))
-    assert config._native is not None
+    assert config.launcher is not None
     with gpunb.profile() as prof:
         for k in range(20):
             config(out, x, x, np.float32(k))
@@ -183,3 +184,23 @@ def test_launches_through_the_native_launcher_are_records_with_every_field():
     assert starts == sorted(starts) and len(set(starts)) == 20
     [row] = prof.summary()
     assert (row.kernel, row.launches) == ("saxpy", 20)
+
+
+def test_the_peak_kernel_is_gpunb_s_own_and_shows_nowhere(monkeypatch):
+    """Measuring the FP32 roof compiles and launches gpunb_fp32_peak: no compile or cache event
+    of it reaches a subscriber (the progress line, the panel) or the cache's log (%gpucache)."""
+    import gpunb.cache
+    from gpunb.profiling import peaks
+
+    monkeypatch.setattr(peaks, "_measured", {})
+    monkeypatch.setattr(peaks, "_kernel", None)
+    seen = []
+    kinds = ("compile_started", "compile_finished", "cache")
+    with events.subscribe(kinds, seen.append):
+        found = peaks.device_peaks("cpu")
+        prof, _, _ = _saxpy_block(launches=1)  # a user kernel in the same process still shows
+    assert found.gflops and found.source["gflops"].startswith("measured")
+    names = {getattr(e, "kernel", None) or getattr(e, "function", None) for e in seen}
+    assert "gpunb_fp32_peak" not in names
+    assert not [e for e in gpunb.cache.events() if e.function == "gpunb_fp32_peak"]
+    assert not events.in_internal_work()

@@ -1,5 +1,7 @@
-"""gpunb.puzzles: every reference solution passes, every starter and typical wrong answers fail
-with feedback that says what is wrong (which size, which elements, expected vs got, which rule)."""
+"""gpunb.puzzles: every reference solution passes (at random inputs and hidden sizes, every
+attempt), every starter and typical wrong answers fail with feedback that says what is wrong
+(which size, the first wrong elements and who wrote them, which rule, a hint) - never the whole
+expected output. The full corpus of wrong submissions is test_wrong_submissions.py."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import pytest
 import solutions
 
 from gpunb import cuda, float32, puzzles
-from gpunb.puzzles.grading import compare
+from gpunb.puzzles.feedback import SHOWN_ELEMENTS, compare
 
 NAMES = list(puzzles.list())
 
@@ -32,9 +34,11 @@ def test_every_puzzle_has_a_reference_solution_in_the_tests():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_reference_solution_passes(name):
-    grade = puzzles.check(name, solutions.SOLUTIONS[name])
+    grade = puzzles.check(name, solutions.SOLUTIONS[name])  # a fresh seed every run
     assert grade.passed, repr(grade)
-    assert grade.sizes_passed == list(puzzles.get(name).sizes)
+    puzzle = puzzles.get(name)
+    assert grade.sizes_passed[:len(puzzle.sizes)] == list(puzzle.sizes)
+    assert len(grade.sizes_passed) == len(puzzle.sizes) + (2 if puzzle.hidden else 0)
     assert repr(grade).startswith(f"✔ puzzle '{name}' passed")
 
 
@@ -58,6 +62,11 @@ def test_statement_shows_launch_limits_and_starter(name):
     text = repr(puzzle)
     assert text.startswith(f"Puzzle '{name}'") and "launch: " in text
     assert "shared memory: " in text and puzzle.starter.splitlines()[0] in text
+    assert "inputs drawn at random at every attempt" in text
+    if puzzle.hidden is not None:
+        assert "and 2 hidden sizes drawn at every attempt" in text
+    for line in puzzle.rules.describe(puzzle.sizes[0]):
+        assert f"method: {line}" in text
     markdown = puzzle._repr_markdown_()
     assert "```python\n%%gpukernel\n" in markdown and f"`{name}`" in markdown
 
@@ -93,7 +102,8 @@ def test_unwritten_elements_are_named_with_expected_and_got():
     assert "at size 4 (launch [1, 4])" in text
     assert "'out' is wrong at 2 of 4 elements" in text
     assert re.search(r"out\[2\]: expected -?\d+\.0, got nan \(never written\)", text)
-    assert "expected out:" in text and "got:" in text
+    assert "hint: some elements were never written" in text
+    assert "expected out:" not in text  # never the whole expected output
     assert "global reads per thread:  [1 1 0 0]" in text
     assert "out: thread that wrote each element last (-1: none):\n    [ 0  1 -1 -1]" in text
 
@@ -127,10 +137,12 @@ def test_forgetting_the_block_offset_leaves_later_blocks_unwritten():
         if i < size:
             out[i] = a[i] + 10
 
-    text = repr(puzzles.check("blocks", blocks_kernel))
+    grade = puzzles.check("blocks", blocks_kernel)
+    text = repr(grade)
+    assert grade.kinds[:2] == ["race", "values"]  # three blocks write out[0]: first, the race
     assert "at size 9 (launch [3, 4])" in text and "wrong at 5 of 9 elements" in text
     assert "out[4]: expected" in text and "(never written)" in text
-    assert "also: data race" in text  # three blocks write out[0]
+    assert "data race on out[" in text and "nothing orders blocks" in text
 
 
 def test_swapped_2d_indices_show_index_pairs():
@@ -194,11 +206,14 @@ def test_a_ragged_size_catches_a_reduction_that_assumes_full_blocks():
         local_i = cuda.threadIdx.x
         cache[local_i] = a[i]
         cuda.syncthreads()
+        step = 1
+        while step < 8:
+            if local_i % (2 * step) == 0:
+                cache[local_i] += cache[local_i + step]
+            step *= 2
+            cuda.syncthreads()
         if local_i == 0:
-            total = float32(0.0)
-            for k in range(8):
-                total += cache[k]
-            out[cuda.blockIdx.x] = total
+            out[cuda.blockIdx.x] = cache[0]
 
     grade = puzzles.check("block_sum", block_sum_kernel)
     assert grade.sizes_passed == [8] and not grade.passed
@@ -263,7 +278,111 @@ def test_a_jit_kernel_for_another_target_is_graded_on_the_cpu():
 
 
 def test_compare_with_tolerance_and_shapes():
-    assert compare("out", np.ones(3, np.float32), np.ones(3, np.float32) * (1 + 1e-7), 1e-6) == ""
-    assert "has shape (2,), expected (3,)" in compare("out", np.ones(3), np.ones(2))
-    many = compare("out", np.zeros(20, np.float32), np.ones(20, np.float32))
-    assert "wrong at 20 of 20 elements" in many and "... and 12 more" in many
+    assert compare("out", np.ones(3, np.float32), np.ones(3, np.float32) * (1 + 1e-7),
+                   1e-6) is None
+    assert "has shape (2,), expected (3,)" in compare("out", np.ones(3), np.ones(2)).message
+    many = compare("out", np.zeros(20, np.float32), np.ones(20, np.float32)).message
+    assert "wrong at 20 of 20 elements" in many and f"... and {20 - SHOWN_ELEMENTS} more" in many
+    assert many.count("expected") == SHOWN_ELEMENTS
+
+
+def test_compare_names_the_pattern_of_the_wrong_values():
+    expected = np.arange(10, dtype=np.float32)
+    shifted = np.r_[np.float32(7), expected[:-1]]
+    assert "one place off" in compare("out", expected, shifted).hint
+    edge = expected.copy()
+    edge[-1] = 0
+    assert "near the end" in compare("out", expected, edge).hint
+    unset = expected.copy()
+    unset[3] = np.nan
+    assert "never written" in compare("out", expected, unset).hint
+    noise = expected[::-1].copy()
+    assert "redo its arithmetic" in compare("out", expected, noise).hint
+
+
+# ---- attempts: random inputs, hidden sizes, seeds ---------------------------------------------
+
+
+def test_each_attempt_draws_new_inputs_and_a_seed_repeats_one():
+    def map_kernel(out, a):
+        i = cuda.threadIdx.x
+        out[i] = 10.0                    # ignores a: right only if a is all zeros
+
+    first, second = puzzles.check("map", map_kernel), puzzles.check("map", map_kernel)
+    assert first.seed != second.seed and repr(first) != repr(second)
+    again = puzzles.check("map", map_kernel, seed=first.seed)
+    assert repr(again) == repr(first)
+    assert f"puzzles.check('map', kernel, seed={first.seed}) repeats this attempt" in repr(first)
+    assert "unread_input" in first.kinds
+
+
+def test_a_hidden_size_catches_a_kernel_fitted_to_the_shown_sizes():
+    def blocks_kernel(out, a, size):
+        i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        if i < size and i < 16:           # enough for the sizes the statement shows (max 13)
+            out[i] = a[i] + 10
+
+    # a seed whose first hidden size is over 16 (the grader draws hidden sizes first)
+    seed = next(s for s in range(1000) if puzzles.get("blocks").hidden(
+        np.random.default_rng(s)) > 16)
+    grade = puzzles.check("blocks", blocks_kernel, seed=seed)
+    assert not grade and grade.hidden and grade.size > 16
+    assert grade.sizes_passed == [9, 4, 13]
+    assert f"at hidden size {grade.size} (launch" in repr(grade)
+    assert "never written" in repr(grade)
+
+
+def test_feedback_never_shows_the_whole_expected_output():
+    def blocks_2d_kernel(out, a, size):
+        pass
+
+    grade = puzzles.check("blocks_2d", blocks_2d_kernel)
+    text = repr(grade)
+    assert text.count(": expected ") == SHOWN_ELEMENTS
+    assert f"... and {grade.size ** 2 - SHOWN_ELEMENTS} more" in text
+
+
+def test_a_wrong_element_names_the_thread_that_wrote_it_and_what_it_read():
+    def reverse_kernel(out, a, size):
+        i = cuda.grid(1)
+        if i < size:
+            out[i] = a[i]
+
+    text = repr(puzzles.check("reverse", reverse_kernel, seed=3))
+    assert re.search(r"out\[0\]: expected -?\d+\.0, got -?\d+\.0; written by thread "
+                     r"\(0, 0, 0\) of block \(0, 0, 0\), which read a\[0\]", text), text
+
+
+# ---- the show view and hints ------------------------------------------------------------------
+
+
+def test_show_lists_each_threads_reads_and_writes_shared_memory_included():
+    view = puzzles.show("dot", solutions.dot_kernel, size=5)
+    text = repr(view)
+    assert text.startswith("dot at size 5, launch [1, 8]: what each thread read and wrote")
+    assert "thread (1, 0, 0): read a[1], read b[1], wrote shared[1] (shared)" in text
+    assert "thread (0, 0, 0): read a[0], read b[0], wrote shared[0] (shared), read shared[0]" \
+        in text and "wrote out[0]" in text
+    html = view._repr_html_()
+    assert html.count("<svg") == 1 and "shared (shared memory)" in html
+    assert html.count("<line") >= 5 + 5 + 8  # a, b -> shared for 5 threads; 8 slots -> out
+
+
+def test_show_draws_one_diagram_per_block_and_reports_a_failing_kernel():
+    view = puzzles.show("blocks", solutions.blocks_kernel, size=9)
+    assert view._repr_html_().count("<svg") == 3 and "block 2:" in repr(view)
+
+    def broken(out, a, size):
+        out[cuda.grid(1)] = a[cuda.grid(1)]
+
+    text = repr(puzzles.show("blocks", broken, size=9))
+    assert "the kernel failed" in text and "out of bounds" in text
+
+
+def test_hints_come_one_level_at_a_time():
+    first = puzzles.hint("block_sum")
+    assert first.startswith("hint 1 of 3: ") and "puzzles.hint('block_sum', 2)" in first
+    last = puzzles.hint("block_sum", 99)
+    assert last.startswith("hint 3 of 3: ") and "says more" not in last
+    for name in NAMES[:22]:
+        assert puzzles.get(name).hints, name

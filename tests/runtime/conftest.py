@@ -9,25 +9,16 @@ import pytest
 def fake_cuda(monkeypatch):
     """Route gpunb.backends.cuda.driver to FakeDriver (device memory is host memory), one test."""
     import gc
-    import threading
 
     from fake_cuda_driver import FakeDriver
 
     from gpunb.backends.cuda import driver, launch
 
     fake = FakeDriver()
-    monkeypatch.setattr(launch, "_native", None)  # launches reach the simulated driver
-    monkeypatch.setattr(driver, "_cu", fake)
-    monkeypatch.setattr(driver, "_initialized", False)
-    monkeypatch.setattr(driver, "_init_error", None)
-    monkeypatch.setattr(driver, "_available", None)
-    monkeypatch.setattr(driver, "_selected_device", 0)
-    monkeypatch.setattr(driver, "_primary_contexts", {})
-    monkeypatch.setattr(driver, "_devices", {})
-    monkeypatch.setattr(driver, "_tls", threading.local())
+    monkeypatch.setattr(launch.driver_calls, "trampolines", None)  # reach the simulated driver
+    monkeypatch.setattr(driver, "state", driver.DriverState(cu=fake))
     monkeypatch.setattr(driver, "several_contexts", False)
-    monkeypatch.setattr(driver, "_contexts_made", 0)
-    driver.last_launch[0] = None
+    driver.last_launch.clear()
     yield fake
     gc.collect()  # simulated handles are released while the simulated driver is in place
 

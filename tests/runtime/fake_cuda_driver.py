@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 
 from cuda.bindings import driver as real
+from fake_cuda_graphs import FakeGraphs
 
 OK = real.CUresult.CUDA_SUCCESS
 
@@ -30,8 +31,9 @@ H100_ATTRIBUTES = {
 }
 
 
-class FakeDriver:
-    """cuda.bindings.driver look-alike: enums come from the real module, calls are simulated."""
+class FakeDriver(FakeGraphs):
+    """cuda.bindings.driver look-alike: enums come from the real module, calls are simulated
+    (stream capture and graphs: fake_cuda_graphs.py)."""
 
     def __init__(self):
         # not "cuda.bindings.driver" (which __getattr__ would answer): launch.py builds native
@@ -47,6 +49,7 @@ class FakeDriver:
         self._clock = 0.0
         self.device_count = 1  # tests of several GPUs raise it
         self.generation: dict = {}  # device -> how often its primary context was reset
+        self._init_graphs()
 
     def __getattr__(self, name):
         return getattr(real, name)  # enums and types
@@ -86,9 +89,6 @@ class FakeDriver:
     def cuCtxSetCurrent(self, ctx):
         return self._call("cuCtxSetCurrent", (ctx,))
 
-    def cuCtxSynchronize(self):
-        return self._call("cuCtxSynchronize", ())
-
     def cuDeviceGetAttribute(self, attr, dev):
         key = attr.name.removeprefix("CU_DEVICE_ATTRIBUTE_")
         return self._call("cuDeviceGetAttribute", (attr, dev), H100_ATTRIBUTES.get(key, 0))
@@ -123,6 +123,16 @@ class FakeDriver:
         return self._call("cuMemFree", (ptr,))
 
     def _copy(self, name, dst, src, nbytes, *stream):
+        refused = self._implicit(stream[0] if stream else 0)
+        if refused:
+            return refused
+        if stream and self._capturing(stream[0]) is not None:  # a node: copied at each replay
+            self.calls.append((name, (dst, src, nbytes) + stream))
+            err = self.fail_next.pop(name, None)
+            if err is not None:
+                return (err,)
+            return (self._add_node(stream[0], {"type": "memcpy", "dst": int(dst),
+                                               "src": int(src), "nbytes": nbytes}),)
         result = self._call(name, (dst, src, nbytes) + stream)
         if result[0] == OK:
             ctypes.memmove(int(dst), int(src), nbytes)
@@ -154,9 +164,14 @@ class FakeDriver:
     # ---- streams and events ----
     def cuStreamCreate(self, flags):
         self.streams += 1
+        self.stream_flags[0x5000 + self.streams] = int(flags)
         return self._call("cuStreamCreate", (flags,), real.CUstream(0x5000 + self.streams))
 
     def cuStreamSynchronize(self, stream):
+        if self.captures:
+            for capture in self.captures.values():
+                capture["invalidated"] = True
+            return (real.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,)
         return self._call("cuStreamSynchronize", (stream,))
 
     def cuStreamQuery(self, stream):
@@ -190,6 +205,14 @@ class FakeDriver:
 
     # ---- launches ----
     def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        refused = self._implicit(stream)
+        if refused:
+            return refused
+        if self._capturing(stream) is not None:
+            self.calls.append(("cuLaunchKernel", (f, stream, params)))
+            return (self._add_node(stream, {"type": "kernel", "grid": (gx, gy, gz),
+                                            "block": (bx, by, bz), "shared": shared,
+                                            "params": int(params)}),)
         self.launches.append(("kernel", (gx, gy, gz), (bx, by, bz), shared, stream, params))
         return self._call("cuLaunchKernel", (f, gx, gy, gz, bx, by, bz, shared, stream, params,
                                              extra))

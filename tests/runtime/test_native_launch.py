@@ -1,6 +1,6 @@
-"""The native launch trampoline (gpunb/backends/cuda/native_launch.py), driven through a recording C
-callback with cuLaunchKernel's signature: argument conversion, the result, refusals, and that
-the GIL is released around the call. The GPU test launching through it is in
+"""The native launch trampoline (gpunb/backends/native_launch/trampoline.py), driven through a
+recording C callback with cuLaunchKernel's signature: argument conversion, the result, refusals,
+and that the GIL is released around the call. The GPU test launching through it is in
 tests/runtime/test_runtime_gpu.py."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("llvmlite")
 
-from gpunb.backends.cuda.native_launch import Trampoline  # noqa: E402
+from gpunb.backends.native_launch.trampoline import Trampoline  # noqa: E402
 
 U32, U64 = ctypes.c_uint32, ctypes.c_uint64
 LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, U64, U32, U32, U32, U32, U32, U32, U32, U64, U64, U64)
@@ -119,13 +119,16 @@ def test_the_gil_is_released_during_the_driver_call():
 
 
 def test_gpunb_native_launch_0_turns_it_off(monkeypatch):
-    from gpunb.backends.cuda import native_launch
+    from gpunb.backends.cuda import driver, launch
 
-    monkeypatch.setattr(native_launch, "_driver_trampolines", None)
-    monkeypatch.setattr(native_launch, "_tried", False)
+    monkeypatch.setattr(driver, "drives_libcuda", lambda: True)  # as if on a GPU machine
     monkeypatch.setenv("GPUNB_NATIVE_LAUNCH", "0")
-    assert native_launch.driver_trampolines() is None
-    assert native_launch._tried is False  # not even attempted: launches use cuda.bindings
+    calls = launch.DriverCalls()
+    assert not calls.prepare() and calls.trampolines is None
+    assert calls.launch_address() is None  # native launchers do not call libcuda either
+    monkeypatch.delenv("GPUNB_NATIVE_LAUNCH")
+    monkeypatch.setattr(driver, "drives_libcuda", lambda: False)  # a stand-in driver
+    assert not calls.prepare() and calls.launch_address() is None
 
 
 def test_the_builtin_keeps_its_machine_code_alive():

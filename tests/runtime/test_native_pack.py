@@ -1,8 +1,9 @@
-"""Native launchers (gpunb/runtime/native_pack.py): for every argument kind the machine code packs
-exactly the bytes the Python packer writes; what it must refuse it declines (-1) without leaving a
-Python exception set; its checks (thread, gate, watch list, count, kinds) each decline; with a
-launch function it calls it with the bound configuration. Launch functions here are recording C
-callbacks with cuLaunchKernel's signature; GPU tests: tests/jit/test_native_launch_path.py.
+"""Native launch plans (gpunb/runtime/native_pack.py, backends/native_launch/): for every argument
+kind the machine code packs exactly the bytes the Python packer writes; what it must refuse it
+declines (-1) without leaving a Python exception set; its checks (thread, version, watch list,
+count, kinds) each decline; with a launch function it calls it with the bound configuration.
+Launch functions here are recording C callbacks with cuLaunchKernel's signature; GPU tests:
+tests/jit/test_native_launch_path.py.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ pytest.importorskip("llvmlite")
 import llvmlite.binding  # noqa: E402,F401 - launchers are built only once llvmlite is loaded
 
 from gpunb import cuda  # noqa: E402
-from gpunb.foundation import abi, launch_gate  # noqa: E402
+from gpunb.backends.base import DECLINED, PACKED, NativeLaunch  # noqa: E402
+from gpunb.backends.native_launch import layout  # noqa: E402
+from gpunb.foundation import abi  # noqa: E402
 from gpunb.foundation import types as t  # noqa: E402
+from gpunb.jit.launcher import LaunchVersion  # noqa: E402
 from gpunb.runtime import native_pack  # noqa: E402
-from gpunb.runtime.native_pack import DECLINED, PACKED, NativeLauncher  # noqa: E402
+from gpunb.runtime.native_pack import NativePlan  # noqa: E402
 from gpunb.runtime.packing import ArgPacker  # noqa: E402
 from gpunb.runtime.typeof import typeof  # noqa: E402
 
@@ -30,12 +34,23 @@ MISSING = object()
 U32, U64 = ctypes.c_uint32, ctypes.c_uint64
 LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, U64, U32, U32, U32, U32, U32, U32, U32, U64, U64, U64)
 NAMESPACE = {"N": 5}
+VERSION = LaunchVersion()
+PACK_ONLY = NativeLaunch((1, 1, 1), (1, 1, 1), 0, 0)
 
 
-def _armed(launcher: NativeLauncher, watch=()) -> NativeLauncher:
-    assert launcher.set_watch(tuple(watch), MISSING)
-    launcher.arm(launch_gate.current())
-    return launcher
+def _bound(plan: NativePlan, launch: NativeLaunch = PACK_ONLY, watch=()):
+    """The plan's builtin for `launch` at VERSION's value now, checking `watch`."""
+    builtin = plan.bind(launch, VERSION.word, VERSION.value, tuple(watch), MISSING)
+    assert builtin is not None
+    return builtin
+
+
+def _buffer(packer: ArgPacker, types: tuple) -> bytes:
+    """The bytes of the packer's parameter slots, in order (the padding between them too)."""
+    slots = [address for owned in packer.argument_slots(types) for address, _ in owned]
+    last = packer.argument_slots(types)[-1][-1]
+    end = last[0] + struct.calcsize("<" + last[1])
+    return ctypes.string_at(slots[0], end - slots[0])
 
 
 def _native_bytes(args: tuple, target: str = "cpu") -> tuple:
@@ -46,19 +61,19 @@ def _native_bytes(args: tuple, target: str = "cpu") -> tuple:
     packer.pack(args, types)
 
     def slots() -> list:
-        data = bytes(packer._buffer)
-        return [data[offset:offset + struct.calcsize(fmt)]
-                for offset, fmt in zip(packer.offsets, packer._slot_formats, strict=True)]
+        return [ctypes.string_at(address, struct.calcsize(fmt))
+                for owned in packer.argument_slots(types) for address, fmt in owned]
 
     expected = slots()
-    ctypes.memset(ctypes.addressof(packer._buffer), 0xAB, ctypes.sizeof(packer._buffer))
-    launcher = _armed(NativeLauncher(packer, types, args))
-    status = launcher.bind()(args)
+    for owned in packer.argument_slots(types):
+        for address, fmt in owned:
+            ctypes.memset(address, 0xAB, struct.calcsize(fmt))
+    status = _bound(NativePlan(packer, types, args))(args)
     return expected, slots(), status
 
 
 SCALARS = [7, -2**63, 2**63 - 1, True, False, 2.5, -0.0, float("inf"), complex(1.5, -2.0),
-           *[cls(3) for cls in sorted(native_pack._NUMPY_SCALARS, key=lambda c: c.__name__)],
+           *[cls(3) for cls in sorted(layout.NUMPY_SCALARS, key=lambda c: c.__name__)],
            np.float32(-1.25), np.uint64(2**64 - 1), np.int8(-128), np.complex64(1 - 2j)]
 
 
@@ -106,17 +121,17 @@ def test_device_arrays_pack_on_the_cuda_target(fake_cuda):
     assert int.from_bytes(got[0], "little") == device._ptr
 
 
-def _launcher_for(args: tuple, target: str = "cpu", **launch):
+def _plan_for(args: tuple, target: str = "cpu"):
     types = tuple(typeof(a) for a in args)
     packer = ArgPacker(abi.signature_slots(types), target=target, kernel="k")
     packer.pack(args, types)
-    return _armed(NativeLauncher(packer, types, args, **launch)), packer
+    return NativePlan(packer, types, args), packer
 
 
 def test_other_kinds_decline_and_leave_no_exception():
     x = np.zeros(4, np.float32)
-    launcher, _ = _launcher_for((x, 1, 2.0, np.float32(1)))
-    f = launcher.bind()
+    plan, _ = _plan_for((x, 1, 2.0, np.float32(1)))
+    f = _bound(plan)
     assert f((x, 1, 2.0, np.float32(1))) == PACKED
     refused = [
         (x, 2**63, 2.0, np.float32(1)),           # int64 overflow: the Python path raises
@@ -151,20 +166,19 @@ def test_array_of_another_key_declines():
         c = cuda.to_device(np.ones(9, np.float32))
     finally:
         gpunb.set_target(None)
-    launcher, packer = _launcher_for((a,))
-    f = launcher.bind()
+    plan, packer = _plan_for((a,))
+    f = _bound(plan)
     assert f((b,)) == DECLINED
     assert f((c,)) == PACKED  # another array of the same type key: packed, its own pointer
-    assert int.from_bytes(bytes(packer._buffer)[:8], "little") == c._ptr
+    [[(address, _), *_]] = packer.argument_slots((typeof(a),))
+    assert ctypes.c_uint64.from_address(address).value == c._ptr
 
 
-def test_the_watch_list_the_gate_and_the_thread_each_decline():
+def test_the_watch_list_the_version_and_the_thread_each_decline():
     x = np.zeros(4, np.float32)
-    launcher, _ = _launcher_for((x,))
+    plan, _ = _plan_for((x,))
     watch = ((NAMESPACE.get, "N", NAMESPACE["N"]), (NAMESPACE.get, "gone", MISSING))
-    assert launcher.set_watch(watch, MISSING)
-    launcher.arm(launch_gate.current())
-    f = launcher.bind()
+    f = _bound(plan, watch=watch)
     assert f((x,)) == PACKED
     NAMESPACE["N"] = 6  # rebound
     assert f((x,)) == DECLINED
@@ -174,9 +188,9 @@ def test_the_watch_list_the_gate_and_the_thread_each_decline():
     assert f((x,)) == DECLINED
     del NAMESPACE["gone"]
     assert f((x,)) == PACKED
-    launch_gate.bump()
+    VERSION.bump()
     assert f((x,)) == DECLINED
-    launcher.arm(launch_gate.current())
+    f = _bound(plan, watch=watch)  # bound again, at the version now
     assert f((x,)) == PACKED
     seen = []
     thread = threading.Thread(target=lambda: seen.append(f((x,))))
@@ -191,10 +205,9 @@ def test_watch_entries_outside_plain_dicts_are_refused():
             return 1
 
     x = np.zeros(4, np.float32)
-    launcher, _ = _launcher_for((x,))
-    assert not launcher.set_watch(((Namespace().get, "N", 1),), MISSING)
-    launcher.arm(launch_gate.current())
-    assert launcher.bind()((x,)) == DECLINED
+    plan, _ = _plan_for((x,))
+    assert plan.bind(PACK_ONLY, VERSION.word, VERSION.value, ((Namespace().get, "N", 1),),
+                     MISSING) is None
 
 
 def test_kinds_the_launcher_cannot_pack_are_unsupported():
@@ -202,16 +215,16 @@ def test_kinds_the_launcher_cannot_pack_are_unsupported():
         types = tuple(typeof(a) for a in args)
         packer = ArgPacker(abi.signature_slots(types), target="cpu", kernel="k")
         with pytest.raises(native_pack.Unsupported):
-            NativeLauncher(packer, types, args)
+            NativePlan(packer, types, args)
     # a converting declared signature (an int passed to a float32 parameter)
     packer = ArgPacker(abi.signature_slots((t.float32,)), target="cpu", kernel="k")
     with pytest.raises(native_pack.Unsupported):
-        NativeLauncher(packer, (t.float32,), (3,))
+        NativePlan(packer, (t.float32,), (3,))
     # host arrays on the CUDA target are copied the Python way
     x = np.zeros(4, np.float32)
     packer = ArgPacker(abi.signature_slots((typeof(x),)), target="cuda", kernel="k")
     with pytest.raises(native_pack.Unsupported):
-        NativeLauncher(packer, (typeof(x),), (x,))
+        NativePlan(packer, (typeof(x),), (x,))
 
 
 class Recorder:
@@ -228,31 +241,31 @@ class Recorder:
 
 def test_with_a_launch_function_it_launches_the_bound_configuration():
     rec = Recorder()
-    last = [None]
+    last = ctypes.c_uint64(0)
     x = np.arange(4, dtype=np.float32)
-    launcher, packer = _launcher_for((x, 2.5), launch_address=rec.address,
-                                     function_address=0x7F00_1234_5678, last_launch=last,
-                                     name="saxpy")
-    f = launcher.bind((4096, 2, 3), (256, 1, 1), 49152, 0xDEAD_BEEF_0000)
+    plan, packer = _plan_for((x, 2.5))
+    f = _bound(plan, NativeLaunch((4096, 2, 3), (256, 1, 1), 49152, 0xDEAD_BEEF_0000,
+                                  rec.address, 0x7F00_1234_5678, ctypes.addressof(last)))
     assert f((x, 2.5)) == 0
     assert rec.calls == [(0x7F00_1234_5678, 4096, 2, 3, 256, 1, 1, 49152, 0xDEAD_BEEF_0000,
                           packer.params_address, 0)]
-    assert last == ["saxpy"]
-    # the same launcher bound to another configuration
-    g = launcher.bind((1, 1, 1), (32, 1, 1), 0, 0)
+    assert last.value == 0x7F00_1234_5678  # the kernel launched last, for sticky errors
+    # the same plan bound to another configuration
+    g = _bound(plan, NativeLaunch((1, 1, 1), (32, 1, 1), 0, 0, rec.address, 1))
     assert g((x, 2.5)) == 0 and rec.calls[-1][1:8] == (1, 1, 1, 32, 1, 1, 0)
     # what the packer holds is what the Python packer writes for these values
-    native = bytes(packer._buffer)
-    packer.pack((x, 2.5), packer._argtypes)
-    assert bytes(packer._buffer) == native
+    types = (typeof(x), typeof(2.5))
+    native = _buffer(packer, types)
+    packer.pack((x, 2.5), types)
+    assert _buffer(packer, types) == native
     assert f((x, 2)) == DECLINED and len(rec.calls) == 2
 
 
 def test_driver_errors_come_back_as_their_codes():
     rec = Recorder(result=719)
     x = np.arange(4, dtype=np.float32)
-    launcher, _ = _launcher_for((x,), launch_address=rec.address, function_address=1)
-    assert launcher.bind((1, 1, 1), (1, 1, 1))((x,)) == 719
+    plan, _ = _plan_for((x,))
+    assert _bound(plan, NativeLaunch((1, 1, 1), (1, 1, 1), 0, 0, rec.address, 1))((x,)) == 719
 
 
 def test_the_gil_is_released_around_the_launch_function():
@@ -263,8 +276,8 @@ def test_the_gil_is_released_around_the_launch_function():
 
     usleep = ctypes.cast(ctypes.CDLL(None).usleep, ctypes.c_void_p).value
     x = np.arange(4, dtype=np.float32)
-    launcher, _ = _launcher_for((x,), launch_address=usleep, function_address=300_000)
-    f = launcher.bind((1, 1, 1), (1, 1, 1))
+    plan, _ = _plan_for((x,))
+    f = _bound(plan, NativeLaunch((1, 1, 1), (1, 1, 1), 0, 0, usleep, 300_000))
     ticks = []
     stop = threading.Event()
 
@@ -292,10 +305,10 @@ def cuda_with_recorded_launches(fake_cuda, monkeypatch):
     """The CUDA target on the simulated driver, native launchers calling a recording function
     in place of libcuda's cuLaunchKernel."""
     import gpunb
-    from gpunb.backends.cuda import native_launch
+    from gpunb.backends.cuda import launch
 
     rec = Recorder()
-    monkeypatch.setattr(native_launch, "driver_launch_address", lambda: rec.address)
+    monkeypatch.setattr(launch, "driver_launch_address", lambda: rec.address)
     gpunb.set_target("cuda")
     yield fake_cuda, rec
     gpunb.set_target(None)
@@ -323,19 +336,19 @@ def test_cuda_launches_go_native_through_the_dispatcher(cuda_with_recorded_launc
     for _ in range(3):
         config(out, x, np.float32(2), 8)
     python_launches = len(fake.launches)
-    assert config._native is not None and python_launches == 2  # the first two: Python path
+    assert config.launcher is not None and python_launches == 1  # the first: the Python path
     rec.calls.clear()
-    driver.last_launch[0] = None
+    driver.last_launch.clear()
     config(out, x, np.float32(2), 8)
     assert len(fake.launches) == python_launches  # the native launcher called the driver itself
     spec = next(iter(kernel.specializations.values()))
     assert rec.calls == [(0x7100, 2, 1, 1, 4, 1, 1, 16, int(stream.handle),
                           spec.packer.params_address, 0)]
-    assert driver.last_launch[0] == "scale_add"
+    assert driver.last_launch.kernel == "scale_add"
     # what the driver would read: the packed arguments, as the Python packer writes them
-    native = bytes(spec.packer._buffer)
+    native = _buffer(spec.packer, spec.argtypes)
     spec.packer.pack((out, x, np.float32(2), 8), spec.argtypes)
-    assert bytes(spec.packer._buffer) == native
+    assert _buffer(spec.packer, spec.argtypes) == native
     assert int.from_bytes(native[:8], "little") == out._ptr
 
 
@@ -366,7 +379,7 @@ def test_a_second_context_sends_cuda_launches_back_to_the_python_path(cuda_with_
     config = kernel[1, 8]
     for _ in range(3):
         config(out, x, np.float32(2), 8)
-    assert config._native is not None
+    assert config.launcher is not None
     with cuda.gpus[1]:
         cuda.device_array(1, np.float32)  # GPU 1's context: launches now check contexts
     rec.calls.clear()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import importlib.util
-import time
 
 import numpy as np
 import pytest
@@ -312,49 +311,6 @@ def test_numba_reads_our_arrays(on_gpu):
     np.testing.assert_array_equal(view.copy_to_host(), np.arange(8))
 
 
-def _best_time_us(fn, repeat: int = 2000) -> float:
-    for _ in range(200):
-        fn()
-    driver.synchronize()
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(repeat):
-            fn()
-        best = min(best, (time.perf_counter() - start) / repeat)
-        driver.synchronize()
-    return best * 1e6
-
-
-@gpu
-def test_launch_overhead(on_gpu):
-    """Prints pack, validate and launch times (an array and a scalar) beside a bare launch."""
-    function, _ = _load_add_value(on_gpu)
-    cu = driver.cuda_driver()
-    d = memory.to_device(np.zeros(256, np.float32))
-    packer = ArgPacker(abi.signature_slots(ADD_VALUE_TYPES), target="cuda", kernel="add_value")
-    params, _ = packer.pack((d, 1.0), ADD_VALUE_TYPES)
-    limits = {"max_threads_per_block": 1024, "max_block_dim": on_gpu.max_block_dim,
-              "max_grid_dim": on_gpu.max_grid_dim, "max_shared_memory_per_block": 48 * 1024}
-    args = (d, 1.0)
-    grid, block = (1, 1, 1), (256, 1, 1)
-
-    def ours():
-        p, _ = packer.pack(args, ADD_VALUE_TYPES)
-        g, b = validate_config(1, 256, limits, 4, "add_value")
-        launch_cuda(function, g, b, 0, 0, p)
-
-    results = {
-        "bare cuLaunchKernel": _best_time_us(
-            lambda: cu.cuLaunchKernel(function.handle, 1, 1, 1, 256, 1, 1, 0, 0, params, 0)),
-        "launch_cuda": _best_time_us(lambda: launch_cuda(function, grid, block, 0, 0, params)),
-        "pack": _best_time_us(lambda: packer.pack(args, ADD_VALUE_TYPES)),
-        "validate_config": _best_time_us(lambda: validate_config(1, 256, limits, 4, "k")),
-        "pack+validate+launch": _best_time_us(ours),
-    }
-    print("launch overhead (us): " + ", ".join(f"{k} {v:.2f}" for k, v in results.items()))
-
-
 def saxpy(out, x, y, a):
     i = cuda.grid(1)
     if i < out.size:
@@ -363,25 +319,17 @@ def saxpy(out, x, y, a):
 
 @gpu
 def test_dispatcher_launch_end_to_end(on_gpu):
-    """kernel[grid, block](3 device arrays, scalar) through the dispatcher: result and timing."""
+    """kernel[grid, block](3 device arrays, scalar) through the dispatcher, first and repeated
+    launches (the native launcher from the third on) with a new scalar each time. Its speed is
+    measured by benchmarks/bench_launch.py and profile_launch.py, not here."""
     kernel = cuda.jit(saxpy)
     n = 1000
     x = np.arange(n, dtype=np.float32)
     y = np.ones(n, np.float32)
     d_out, d_x, d_y = memory.device_array(n, np.float32), memory.to_device(x), memory.to_device(y)
-    a = np.float32(2.0)
-    kernel[4, 256](d_out, d_x, d_y, a)
-    np.testing.assert_array_equal(d_out.copy_to_host(), 2 * x + y)
-    launch_us = _best_time_us(lambda: kernel[4, 256](d_out, d_x, d_y, a))
-    spec = next(iter(kernel.specializations.values()))
-    function = spec.program.function
-    packer = spec.packer
-    params, _ = packer.pack((d_out, d_x, d_y, a), spec.argtypes)
-    cu = driver.cuda_driver()
-    bare_us = _best_time_us(
-        lambda: cu.cuLaunchKernel(function.handle, 4, 1, 1, 256, 1, 1, 0, 0, params, 0))
-    print(f"dispatcher launch, 3 arrays + scalar: {launch_us:.2f} us; bare cuLaunchKernel "
-          f"{bare_us:.2f} us")
+    for a in range(1, 6):
+        kernel[4, 256](d_out, d_x, d_y, np.float32(a))
+        np.testing.assert_array_equal(d_out.copy_to_host(), a * x + y)
 
 
 @gpu
@@ -420,7 +368,7 @@ def test_dispatcher_launches_on_every_kind_of_stream(on_gpu):
 def test_native_launch_trampoline(on_gpu):
     """Once a kernel is compiled (llvmlite loaded), launches go through the native trampoline:
     results are right, numpy-integer configs fall back to cuda.bindings, driver errors still
-    become LaunchErrors naming the kernel, and it is faster than the bindings call."""
+    become LaunchErrors naming the kernel (its speed beside the bindings call: profile_launch)."""
     from gpunb.backends.cuda import launch
 
     kernel = cuda.jit(saxpy)
@@ -428,18 +376,9 @@ def test_native_launch_trampoline(on_gpu):
     x = np.arange(n, dtype=np.float32)
     d_out, d_x, d_y = memory.device_array(n, np.float32), memory.to_device(x), memory.to_device(x)
     kernel[4, 256](d_out, d_x, d_y, np.float32(3.0))
-    assert launch.prepare_native_launch() and launch._native is not None
+    assert launch.driver_calls.prepare() and launch.driver_calls.trampolines is not None
     np.testing.assert_array_equal(d_out.copy_to_host(), 4 * x)
     kernel[np.int64(4), np.int32(256)](d_out, d_x, d_y, np.float32(2.0))  # the fallback path
     np.testing.assert_array_equal(d_out.copy_to_host(), 3 * x)
     _refused_launch_is_a_launch_error(on_gpu)  # now through the trampoline
-    function, _ = _load_add_value(on_gpu)
-    packer = ArgPacker(abi.signature_slots(ADD_VALUE_TYPES), target="cuda", kernel="add_value")
-    params, _ = packer.pack((memory.device_array(4, np.float32), 1.0), ADD_VALUE_TYPES)
-    cu = driver.cuda_driver()
-    native = launch._native[0].call
-    native_us = _best_time_us(lambda: native(function.address, 1, 1, 1, 256, 1, 1, 0, 0, params))
-    bindings_us = _best_time_us(
-        lambda: cu.cuLaunchKernel(function.handle, 1, 1, 1, 256, 1, 1, 0, 0, params, 0))
-    print(f"bare launch: native trampoline {native_us:.2f} us, cuda.bindings {bindings_us:.2f} us")
     driver.synchronize()

@@ -61,7 +61,7 @@ def test_same_kernel_from_eight_threads(target):
     result must be its own (first launch, so the compile itself also races)."""
     on_device = target == "cuda"
     add_scalar.specializations.clear()
-    add_scalar._fast.clear()
+    add_scalar.forget_target()  # the lookup of its specialisations too
 
     def work(k):
         x, out, host_x = _arrays(k, on_device)
@@ -86,6 +86,7 @@ def _make_kernel(k: int):
     return cuda.jit(scaled)
 
 
+@pytest.mark.slow
 def test_different_kernels_compiled_and_launched_from_eight_threads(target):
     """Eight kernels compiled at the same time (one per thread), each launched 100 times."""
     on_device = target == "cuda"

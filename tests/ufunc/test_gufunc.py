@@ -49,6 +49,7 @@ def test_matmul_high_dims_and_device_input(target):
     np.testing.assert_allclose(got.copy_to_host(), np.matmul(A, B))
 
 
+@pytest.mark.slow
 def test_loop_dimensions_broadcast(target):
     gufunc = _matmul(float64)
     X = np.random.randn(10, 3, 3)
@@ -117,6 +118,7 @@ def test_scalar_output(target):
     np.testing.assert_array_equal(sum_row(inp), inp.sum(axis=1))
 
 
+@pytest.mark.slow
 def test_scalar_arguments(target):
     @cuda.guvectorize(["void(int32, int32[:])"], "()->()")
     def twice(inp, out):

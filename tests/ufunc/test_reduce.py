@@ -90,6 +90,7 @@ def test_errors(target):
 SCALE = 2
 
 
+@pytest.mark.slow
 def test_lambdas_read_globals_and_closures(target):
     offset = 1
     total = cuda.reduce(lambda a, b: a + b * (SCALE - 1) + (offset - 1))  # a + b, associative

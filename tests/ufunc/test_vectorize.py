@@ -57,6 +57,7 @@ def test_nd_and_layouts(target, nd, order):
     np.testing.assert_allclose(_add()(data, other), data + other)
 
 
+@pytest.mark.slow
 def test_broadcast(target):
     a = np.random.randn(100, 3, 1)
     b = a.transpose(2, 1, 0)
@@ -136,6 +137,7 @@ def _scaled_sinc(x, scale):
     return scale * (math.sin(x * math.pi) / (math.pi * x))
 
 
+@pytest.mark.slow
 def test_numba_decor_examples(target):
     a = np.arange(100, dtype=np.float64)
     sinc = cuda.vectorize(["float64(float64)", "float32(float32)"])(_sinc)

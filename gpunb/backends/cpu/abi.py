@@ -7,6 +7,9 @@ status (one per launch). Offsets are in bytes; everything is naturally aligned.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import signal
+import sys
 
 # ---- thread context ----
 CTX_TID = 0  # i32[3]
@@ -34,11 +37,33 @@ CTX_MASK = 132  # i32: the member mask of the warp collective this thread waits 
 # work-group mode: the block's per-thread variable arrays (wg_lower.py), allocated by the runner
 # once per host thread and launch, not once per block
 CTX_SCRATCH = 136  # ptr
-CTX_SIZE = 144
+# kernels with asynchronous copies (cp.async, TMA, wgmma): this thread's queues and state
+# (backends/cpu/async_state.py), allocated by the runner
+CTX_ASYNC = 144  # ptr
+# stopping a launch (guard.py): the launch's cancel word (polled at loop back-edges and
+# barriers), this host thread's guard record (where a stop or a fault jumps back to), the
+# coroutine frame's memory (freed by the guard when a launch is abandoned mid-way) and whether
+# CTX_TID holds the running thread (always with coroutines; work-group mode only around calls)
+CTX_CANCEL = 152  # ptr to i32
+CTX_GUARD = 160  # ptr
+CTX_FRAME = 168  # ptr
+CTX_TID_KNOWN = 176  # i32
+CTX_SIZE = 184
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
+# an mbarrier wait (CTX_XCHG: the barrier's address, CTX_PRED: the parity waited for) and a
+# warpgroup's rendezvous at a wgmma.mma_async (all 128 threads of an aligned warpgroup)
+WAIT_MBARRIER, WAIT_WARPGROUP = 4, 5
 
 ERROR_NONE, ERROR_INDEX, ERROR_BARRIER, ERROR_RAISE, ERROR_WARP_MASK = 0, 1, 2, 3, 4
+ERROR_ASYNC = 5  # site: the operation's barrier site, count: async_state.Reason, index/extent
+# the kernel faulted (a signal: invalid access, stack overflow...): guard.py records it
+ERROR_FAULT = 6
+# the runner could not allocate a launch's host memory (shared memory, contexts, scratch)
+ERROR_NO_MEMORY = 7
+
+# Launch.cancel: why a launch is being abandoned (0: it is not)
+CANCEL_NONE, CANCEL_INTERRUPT, CANCEL_TIMEOUT, CANCEL_FAULT = 0, 1, 2, 3
 
 # one recorded memory access (racecheck, access maps): 32 bytes, read back with numpy
 RECORD_FIELDS = (("address", "<i8"), ("site", "<i4"), ("thread", "<i4"), ("block", "<i4"),
@@ -71,6 +96,17 @@ class Status(ctypes.Structure):
         ("rec_shared", ctypes.c_int64),  # shared bytes per block: offsets below are shared
         ("mask", ctypes.c_int32),  # warp-mask errors: the lanes named that did not arrive
         ("lane", ctypes.c_int32),
+        # ERROR_FAULT (guard.py): the signal, its si_code, the address it names, the faulting
+        # instruction and stack pointer, the stack the host thread had used, and whether
+        # tid/ctaid name the faulting thread (1) or only its block (0)
+        ("fault_signal", ctypes.c_int32),
+        ("fault_code", ctypes.c_int32),
+        ("fault_addr", ctypes.c_uint64),
+        ("fault_pc", ctypes.c_uint64),
+        ("fault_sp", ctypes.c_uint64),
+        ("fault_depth", ctypes.c_int64),
+        ("fault_tid_known", ctypes.c_int32),
+        ("fault_ctaid_known", ctypes.c_int32),
     ]
 
 
@@ -92,7 +128,74 @@ class Launch(ctypes.Structure):
         ("dyn_shared", ctypes.c_int64),
         ("status", ctypes.c_void_p),
         ("params", ctypes.c_void_p),
+        # guard.py: the kernel's runner (the guard's job calls it), why the launch is to stop
+        # (CANCEL_*: set by SIGINT, the watchdog or a faulting host thread; polled by the
+        # kernel's code) and the launch's serial number (the watchdog's way to tell launches
+        # that reuse one Launch apart)
+        ("runner", ctypes.c_void_p),
+        ("cancel", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
+        ("serial", ctypes.c_uint64),
     ]
 
 
 LAUNCH_OFFSETS = {name: getattr(Launch, name).offset for name, _ in Launch._fields_}
+
+
+# ---- the guard (guard_ir.py, guard.py) ----
+# guard record (one per host thread and launch, on the stack of gpunb_job)
+REC_JMPBUF = 0  # 512 bytes: more than any libc's jmp_buf
+REC_THREAD = 512  # pthread_self()
+REC_LAUNCH = 520
+REC_CTX = 528  # the context of the thread running now (its ids name a fault's thread)
+REC_SHARED, REC_CTXS, REC_NCTX, REC_HANDLES, REC_SCRATCH = 536, 544, 552, 560, 568
+REC_SIGNAL, REC_CODE, REC_ADDR, REC_PC, REC_SP = 576, 580, 584, 592, 600
+REC_SLOT = 608  # i32: its registry slot (-1: none free)
+REC_AREAS = 616  # the runner's asynchronous-copy areas (async_state.py)
+REC_BYTES = 640
+# registry entry: the record, its thread, its launch
+SLOTS = 256
+SLOT_REC, SLOT_THREAD, SLOT_LAUNCH = 0, 8, 16
+SLOT_BYTES = 32
+ALTSTACK_BYTES = 1 << 16  # room for the kernel's signal frame (AVX-512 state) and a handler
+JUMP_STOP, JUMP_FAULT = 1, 2
+FAULT_SIGNALS = tuple(s for s in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL") if hasattr(signal, s))
+
+
+@dataclasses.dataclass(frozen=True)
+class Platform:
+    """Where this OS keeps what the handlers read (offsets in bytes; -1: not known here)."""
+
+    si_addr: int
+    uc_pc: int
+    uc_sp: int
+    ss_flags: int  # stack_t: ss_sp at 0, then flags and size in the OS's order
+    ss_size: int
+    ss_disable: int
+    sa_siginfo: int
+    sa_onstack: int
+    sa_nodefer: int
+
+    def values(self) -> list:
+        """The values guard.py writes into the module's `gpunb_guard_platform` (PLATFORM_*)."""
+        return [self.si_addr, self.uc_pc, self.uc_sp, self.ss_flags, self.ss_size,
+                self.ss_disable]
+
+    @classmethod
+    def host(cls) -> Platform:
+        import platform
+
+        machine = platform.machine().lower()
+        if sys.platform.startswith("linux"):
+            pc, sp = {"x86_64": (168, 160), "amd64": (168, 160),
+                      "aarch64": (440, 432), "arm64": (440, 432)}.get(machine, (-1, -1))
+            return cls(16, pc, sp, 8, 16, 2, 4, 0x08000000, 0x40000000)
+        # macOS (and the BSDs' layout): the machine context is behind a pointer: no pc/sp
+        return cls(24, -1, -1, 16, 8, 4, 0x40, 1, 0x10)
+
+
+# gpunb_guard_platform: i64 slots the handlers read (the same code then serves every OS)
+PLATFORM_SI_ADDR, PLATFORM_UC_PC, PLATFORM_UC_SP, PLATFORM_SS_FLAGS, PLATFORM_SS_SIZE, \
+    PLATFORM_SS_DISABLE = range(6)
+
+

@@ -308,6 +308,61 @@ def find_uninitialised_read(log: AccessLog):
     return recs[int(bad.min())] if len(bad) else None
 
 
+def find_pending_read(log: AccessLog) -> tuple | None:
+    """(access, issue) records of the first read or write of memory an asynchronous copy
+    (cp.async, TMA load) was still filling: between the copy's issue record and its completion
+    record (async_ops.py writes both), in execution order, or None."""
+    roles = np.array([{"async_issue": 1, "async_done": 2}.get(s[6] if len(s) > 6 else "", 0)
+                      for s in log.sites] or [0], np.int8)
+    recs = log.records
+    if not len(recs) or not roles.any():
+        return None
+    role = roles[recs["site"]]
+    loc_block = np.where(recs["space"] == abi.SPACE_SHARED, recs["block"], -1)
+    keys = (recs["space"], loc_block, recs["address"])
+    touched = {k for k in zip(*(key[role == 1] for key in keys), strict=True)}
+    if not touched:
+        return None
+    mine = np.array([k in touched for k in zip(*keys, strict=True)])
+    found = None
+    pending: dict = {}  # (space, block, address) -> [issue record index, ...]
+    for index in np.flatnonzero(mine):
+        key = (int(keys[0][index]), int(keys[1][index]), int(keys[2][index]))
+        if role[index] == 1:
+            pending.setdefault(key, []).append(index)
+        elif role[index] == 2:
+            issued = pending.get(key, [])
+            thread = recs["thread"][index]
+            for k, issue in enumerate(issued):
+                if recs["thread"][issue] == thread:
+                    del issued[k]
+                    break
+        elif pending.get(key):
+            found = (recs[index], recs[pending[key][0]])
+            break
+    return found
+
+
+def pending_read_error(log: AccessLog, pair: tuple):
+    from gpunb.foundation.errors import AsyncCopyError, SourceLocation
+
+    access, issue = pair
+    site, copy = log.sites[int(access["site"])], log.sites[int(issue["site"])]
+    _, index = log.where(access)
+    shown = "" if index is None else "[" + ", ".join(str(i) for i in index) + "]"
+    who = thread_xyz(int(access["thread"]), log.block)
+    issuer = thread_xyz(int(issue["thread"]), log.block)
+    block = block_xyz(int(access["block"]), log.grid)
+    return AsyncCopyError(
+        f"{site[4]} of {site[3]}{shown} at line {site[1]} by thread {who} of block {block} "
+        f"while the asynchronous copy issued at line {copy[1]} by thread {issuer} was still "
+        "filling it; on a GPU it sees the old bytes, the new ones, or a mix",
+        SourceLocation(site[0], site[1], site[2]), function=site[5],
+        hint="complete the copy before touching its destination: cuda.cp_async.wait_group / "
+             "wait_all (then cuda.syncthreads() for other threads), or for TMA wait on the "
+             "mbarrier the copy completes")
+
+
 def initcheck_error(log: AccessLog, rec):
     from gpunb.foundation.errors import InitcheckError, SourceLocation
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from gpunb.backends.base import Backend
+from gpunb.backends.base import Backend, NativeLaunch
 from gpunb.backends.cpu.executor import MAX_COOPERATIVE_THREADS, LoadedCpuKernel
 from gpunb.backends.launch_config import validate_config
 from gpunb.foundation import config
@@ -25,7 +25,7 @@ class CpuProgram:
     """A CPU-target kernel loaded into this process; streams are accepted and ignored (every
     launch is synchronous)."""
 
-    __slots__ = ("artifact", "limits", "loaded", "name", "_static_shared")
+    __slots__ = ("artifact", "limits", "loaded", "name", "_static_shared", "_native_launches")
 
     def __init__(self, artifact: KernelArtifact):
         self.artifact = artifact
@@ -36,6 +36,9 @@ class CpuProgram:
         self.loaded = LoadedCpuKernel(artifact)
         self.name = artifact.name
         self._static_shared = artifact.resources.shared_bytes
+        # the native launches of the configurations launched last: a launcher is bound again
+        # at every profile block's start and end
+        self._native_launches = functools.lru_cache(maxsize=32)(self._checked_native_launch)
 
     def launch(self, grid, block, shared_bytes: int, stream, params_address: int) -> None:
         """Run the whole grid now, on the host's cores; raise what the kernel reported."""
@@ -45,11 +48,17 @@ class CpuProgram:
             return
         self.loaded.launch(grid3, block3, int(shared_bytes), params_address)
 
-    def native_config(self, grid, block, shared_bytes: int, stream) -> tuple | None:
-        """(grid3, block3, shared, stream handle, launch address, function, last-launch list,
-        run) for a native launcher (runtime/native_pack.py) of this configuration: on the CPU
-        target it only packs, and `run(params_address)` runs the grid; None where it cannot
-        apply."""
+    def native_launch(self, grid, block, shared_bytes: int, stream) -> NativeLaunch | None:
+        """On the CPU target the machine code only packs, and `run(params_address)` runs the
+        grid; None where the configuration is invalid (the Python path raises the error) or
+        empty."""
+        try:
+            return self._native_launches(grid, block, shared_bytes, stream)
+        except TypeError:  # an unhashable configuration (lists): checked each time
+            return self._checked_native_launch(grid, block, shared_bytes, stream)
+
+    def _checked_native_launch(self, grid, block, shared_bytes: int,
+                               stream) -> NativeLaunch | None:
         try:
             grid3, block3 = validate_config(grid, block, self.limits,
                                             shared_bytes + self._static_shared, self.name)
@@ -58,7 +67,7 @@ class CpuProgram:
         if grid3[0] * grid3[1] * grid3[2] == 0:
             return None
         run = functools.partial(self.loaded.launch, grid3, block3, int(shared_bytes))
-        return grid3, block3, int(shared_bytes), 0, None, 0, None, run
+        return NativeLaunch(grid3, block3, int(shared_bytes), 0, run=run)
 
     def max_cooperative_blocks(self, threads: int, dynamic_shared: int = 0) -> int:
         """The CPU target's co-residency limit: as many threads as a large GPU holds."""
@@ -103,9 +112,13 @@ class CpuBackend(Backend):
         else:
             mode, why, plan = choose_mode(typed, options)
 
+        polls = config.cpu_interrupt_checks()  # 0 only to measure what stopping points cost
+
         def make_target():
-            return CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
-                             record=record)
+            target = CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
+                               record=record, polls=polls)
+            target.uses_async = "async" in features
+            return target
 
         if plan is not None:
             from gpunb.backends.cpu.wg_lower import lower_workgroup
@@ -115,10 +128,17 @@ class CpuBackend(Backend):
             builder = lower_kernel(typed, make_target(), options, symbol)
         target = builder.target
         target.mode_reason = why
+        from gpunb.backends.cpu.codesites import runner_location
+
         runner.emit_runner(builder.module, symbol, target.body, target.slot_types,
                            target.coroutine, cooperative="grid_sync" in features,
                            workgroup=plan is not None,
-                           scratch_per_thread=target.scratch_bytes_per_thread())
+                           scratch_per_thread=target.scratch_bytes_per_thread(),
+                           async_state=target.uses_async, record=record,
+                           location=None if builder.debug is None else
+                           lambda fn: runner_location(builder.debug, fn, typed.source,
+                                                      typed.name))
+        one_code_section(builder.module)
         return builder
 
     def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
@@ -128,13 +148,13 @@ class CpuBackend(Backend):
 
         target = builder.target
         features = typed.all_features()
-        obj, llvm_ir, asm = emit_object(str(builder.module), target.body.name, target.coroutine,
-                                        opt=options.get("opt", True) is not False,
-                                        fastmath=bool(options.get("fastmath")))
+        obj, llvm_ir = emit_object(str(builder.module), target.body.name, target.coroutine,
+                                   opt=options.get("opt", True) is not False,
+                                   fastmath=bool(options.get("fastmath")))
         return KernelArtifact(
             name=typed.name, symbol=symbol, target=self.name, arch=arch,
             signature=kernel_signature(typed), param_slots=slots_of(typed), binary=obj,
-            llvm_ir=llvm_ir, asm=asm, cooperative=bool({"grid_sync", "cooperative"} & features),
+            llvm_ir=llvm_ir, cooperative=bool({"grid_sync", "cooperative"} & features),
             uses_barriers="barrier" in features,
             cpu_mode="coroutine" if target.coroutine else "workgroup",
             cpu_mode_reason=target.mode_reason, uses_dynamic_shared="dynamic_shared" in features,
@@ -144,13 +164,39 @@ class CpuBackend(Backend):
             source_file=typed.source.filename, first_line=typed.source.first_line,
             error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
             prints="print" in features, raise_sites=tuple(builder.raise_sites),
-            access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout))
+            access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout),
+            code_sites=tuple(builder.debug.sites) if builder.debug is not None else ())
 
     def load(self, artifact: KernelArtifact) -> CpuProgram:
         return CpuProgram(artifact)
 
     def assembly(self, artifact: KernelArtifact) -> str:
-        return artifact.asm
+        """The host assembly: made from the optimised IR on request (compiles skip it); an
+        entry cached before that carries its own."""
+        from gpunb.backends.cpu.objects import host_assembly
+
+        return artifact.asm or host_assembly(artifact.llvm_ir)
+
+
+def one_code_section(module) -> None:
+    """Every function in one named text section (ELF): LLVM would put cold ones in a
+    `.text.unlikely` section of their own, loaded elsewhere, and a fault's offset into the line
+    table (codesites.py) is relative to the section the kernel's entry is in. And every
+    function nounwind (nothing unwinds through kernel code: a stop or a fault longjmps), so the
+    object has no .eh_frame, whose relocations the line-table reader cannot apply."""
+    import sys
+
+    elf = sys.platform.startswith("linux")
+    for fn in module.functions:
+        if fn.name.startswith("llvm."):
+            continue
+        fn.attributes.add("nounwind")
+        if elf and not fn.is_declaration:
+            fn.section = CODE_SECTION
+
+
+# the section the CPU target's machine code lives in (one_code_section)
+CODE_SECTION = ".text.gpunb"
 
 
 def choose_mode(typed, options: dict) -> tuple:

@@ -21,7 +21,7 @@ UUID = "GPU-00000000-0000-0000-0000-000000000000"
 
 def _attributes() -> dict:
     """CU_DEVICE_ATTRIBUTE_* suffix -> the CPU target's value."""
-    major, minor = config.default_arch()
+    major, minor = config.default_arch()[:2]  # (sm_90a: 9.0)
     block, grid = LIMITS["max_block_dim"], LIMITS["max_grid_dim"]
     sms = config.cpu_threads()
     return {

@@ -10,6 +10,7 @@ raised here.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import threading
 
 from gpunb.backends.cpu import abi
@@ -17,7 +18,7 @@ from gpunb.foundation import config
 from gpunb.foundation.artifact import KernelArtifact
 from gpunb.foundation.errors import LaunchError, SourceLocation
 
-_RUNNER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_RUNNER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)  # (launch, guard record)
 # like a large GPU (132 SMs x 2048 threads): the most threads a grid-sync kernel may have here
 MAX_COOPERATIVE_THREADS = 1 << 18
 PRINT_BUFFER_BYTES = 4 << 20
@@ -33,6 +34,8 @@ _native_pool_failed = False
 RUNTIME_HELPERS = ("__truncdfhf2", "__truncsfhf2", "__extendhfsf2", "__extendhfdf2")
 _helpers_loaded = False
 _capture = threading.local()  # access_map(): the logs of this thread's recording launches
+_launches = threading.local()  # _thread_slots()
+_serials = itertools.count(1)
 
 
 class capture_accesses:
@@ -75,17 +78,67 @@ class LoadedCpuKernel:
             raise LaunchError(f"CPU kernel '{artifact.name}': entry {artifact.symbol} not found")
         self.runner = _RUNNER(address)
         self.address = address
+        self._plans: dict = {}  # (grid, block, dynamic shared bytes) -> _LaunchPlan
+
+    def _text_base(self) -> int:
+        """Where the object's text section was loaded: the entry's address less its offset
+        there (faults.py reads the line table by offsets)."""
+        from gpunb.backends.cpu.codesites import symbol_offset
+
+        offset = symbol_offset(self.artifact.binary, self.artifact.symbol)
+        return self.address - offset if offset is not None else self.address
 
     def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int) -> None:
-        n_blocks = grid[0] * grid[1] * grid[2]
-        status = abi.Status()
-        prints = None
+        plan = self._plans.get((grid, block, dynamic_shared))
+        if plan is None:
+            plan = self._plans[(grid, block, dynamic_shared)] = _LaunchPlan(
+                self, grid, block, dynamic_shared)
+        launch, launch_address, status, status_address = _thread_slots()
+        ctypes.memmove(launch_address, plan.template, _LAUNCH_BYTES)
+        ctypes.memset(status_address, 0, _STATUS_BYTES)
+        launch.status = status_address
+        launch.params = params_address
+        launch.serial = next(_serials)
+        prints = records = None
+        workers = plan.workers
+        if plan.special:
+            prints, records = self._buffers(status, plan.shared)
+        if workers == 0:  # as many host threads as the process may use now
+            workers = min(config.cpu_threads(), plan.n_blocks)
+            launch.chunk = max(1, plan.n_blocks // (workers * CLAIMS))
+        guard = _guard_instance or _guard()
+        if guard is None:  # no guard in this process: the runner alone, unstoppable as before
+            self.runner(launch_address, None)
+        else:
+            if _monitor.asleep:
+                _monitor.launch_started()
+            try:
+                if workers == 1 or not _run_on_pool(guard.job_address, launch_address, workers):
+                    guard.job(launch_address)
+            except KeyboardInterrupt:
+                # Python's handler (which ours calls) raises as soon as the native call
+                # returns: the launch stopped for it, and says so below; another Ctrl-C stands
+                if launch.cancel == abi.CANCEL_NONE:
+                    raise
+        if prints is not None:
+            _flush_prints(prints, min(status.print_len, PRINT_BUFFER_BYTES),
+                          status.print_len > PRINT_BUFFER_BYTES)
+        if status.code != abi.ERROR_NONE:
+            raise self.error_from_status(status, params_address)
+        if launch.cancel != abi.CANCEL_NONE:
+            from gpunb.backends.cpu.stops import stopped_error
+
+            raise stopped_error(self.artifact, launch.cancel)
+        if records is not None:
+            self._check_accesses(records, status, grid, block, dynamic_shared, params_address)
+
+    def _buffers(self, status: abi.Status, shared: int) -> tuple:
+        """The print buffer and access records a launch of this kernel writes into, if any."""
+        prints = records = None
         if self.artifact.prints:
             prints = ctypes.create_string_buffer(PRINT_BUFFER_BYTES)
             status.print_buf = ctypes.addressof(prints)
             status.print_cap = PRINT_BUFFER_BYTES
-        shared = _align16(dynamic_shared) + self.artifact.resources.shared_bytes
-        records = None
         if self.artifact.access_sites:
             import numpy as np
 
@@ -96,44 +149,7 @@ class LoadedCpuKernel:
             status.rec_buf = records.ctypes.data
             status.rec_cap = cap
             status.rec_shared = shared
-        threads = n_blocks * block[0] * block[1] * block[2]
-        if self.artifact.cooperative or records is not None:
-            if threads > MAX_COOPERATIVE_THREADS:
-                raise LaunchError(
-                    f"cooperative kernel '{self.artifact.name}': a grid of {n_blocks} blocks "
-                    f"({threads} threads) cannot be co-resident on the CPU target",
-                    function=self.artifact.name,
-                    hint=f"use at most kernel.max_cooperative_grid_blocks(blockdim) blocks "
-                         f"({MAX_COOPERATIVE_THREADS} threads in all) and a grid-stride loop")
-            # grid sync: every block of the grid is scheduled together; a recording launch
-            # runs on this thread alone (its log is in launch order)
-            workers = 1
-        elif threads <= SMALL_LAUNCH_THREADS:
-            workers = 1  # waking the pool costs more than such a launch takes
-        else:
-            workers = min(config.cpu_threads(), n_blocks)
-        launch = abi.Launch()
-        launch.grid[:] = grid
-        launch.block[:] = block
-        launch.block_begin, launch.block_end = 0, n_blocks
-        launch.next_block = 0
-        # a few claims per thread and launch: late threads still find work, and one claim
-        # still covers many blocks (an atomic add per claim)
-        launch.chunk = n_blocks if workers == 1 else max(1, n_blocks // (workers * CLAIMS))
-        launch.shared_bytes = shared
-        launch.dyn_shared = dynamic_shared
-        launch.status = ctypes.addressof(status)
-        launch.params = params_address
-        address = ctypes.addressof(launch)
-        if workers == 1 or not _run_on_pool(self.address, address, workers):
-            self.runner(address)
-        if prints is not None:
-            _flush_prints(prints, min(status.print_len, PRINT_BUFFER_BYTES),
-                          status.print_len > PRINT_BUFFER_BYTES)
-        if status.code != abi.ERROR_NONE:
-            raise self.error_from_status(status)
-        if records is not None:
-            self._check_accesses(records, status, grid, block, dynamic_shared, params_address)
+        return prints, records
 
     def _check_accesses(self, records, status, grid, block, dynamic_shared: int,
                         params_address: int) -> None:
@@ -151,6 +167,9 @@ class LoadedCpuKernel:
         if logs is not None:
             logs.append(log)
             return
+        pending = accesses.find_pending_read(log)
+        if pending is not None:
+            raise accesses.pending_read_error(log, pending)
         race = accesses.find_race(log)
         if race is not None:
             raise accesses.race_error(log, race)
@@ -164,8 +183,12 @@ class LoadedCpuKernel:
                           f"accesses of {status.rec_len} were checked (GPUNB_RECORD_LIMIT); "
                           "launch a smaller grid to check them all", stacklevel=2)
 
-    def error_from_status(self, status: abi.Status) -> LaunchError:
+    def error_from_status(self, status: abi.Status, params_address: int = 0) -> LaunchError:
         art = self.artifact
+        if status.code == abi.ERROR_FAULT:
+            from gpunb.backends.cpu.faults import fault_error
+
+            return fault_error(art, status, self._text_base(), params_address)
         if status.code == abi.ERROR_INDEX:
             filename, line, col, what, func = art.error_sites[status.site]
             axis = f" along axis {status.axis}" if status.axis else ""
@@ -195,6 +218,15 @@ class LoadedCpuKernel:
                                     "move the barrier out of the divergent branch")
         if status.code == abi.ERROR_WARP_MASK:
             return _warp_mask_error(art, status)
+        if status.code == abi.ERROR_NO_MEMORY:
+            return LaunchError(f"CPU kernel '{art.name}': the host memory for this launch "
+                               "(shared memory, thread contexts, per-thread variables) could not "
+                               "be allocated", function=art.name,
+                               hint="launch fewer threads per block or less shared memory")
+        if status.code == abi.ERROR_ASYNC:
+            from gpunb.backends.cpu.async_errors import async_error
+
+            return async_error(art, status)
         return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
 
 
@@ -220,13 +252,16 @@ def _warp_mask_error(art: KernelArtifact, status: abi.Status) -> LaunchError:
     if status.count == 1:
         msg = (f"{what} called by {who} with mask {mask:#010x}, which does not include the "
                "calling lane")
-        hint = "a lane must name itself in the mask: e.g. cuda.activemask() or 0xffffffff"
+        hint = ("a lane must name itself in the mask: 0xffffffff for the whole warp, or a "
+                "mask computed before the branch (cuda.ballot_sync(0xffffffff, condition))")
     else:
         fate = "had exited" if status.count == 0 else "wait elsewhere"
         msg = (f"{what} at line {line}, reached by {who}: its mask names lanes {_lanes(mask)}, "
                f"which {fate} instead of arriving; on a GPU this is undefined behaviour")
-        hint = ("name only the lanes that reach this call (e.g. mask = cuda.activemask() in "
-                "a divergent branch), or move the call out of the branch")
+        hint = ("let every lane named in the mask reach this call: lanes with no data take "
+                "part with a neutral value (0 for a sum); or compute the mask of the lanes that "
+                "take part before the branch, cuda.ballot_sync(0xffffffff, condition) - not "
+                "cuda.activemask(), which names the lanes that happen to be converged")
     return WarpMaskError(msg, SourceLocation(filename, line, col), function=art.name, hint=hint)
 
 
@@ -246,9 +281,8 @@ def _check_runtime_helpers(artifact: KernelArtifact) -> None:
             except RuntimeError:
                 pass
         _helpers_loaded = True
-    asm = artifact.asm or ""
-    for name in RUNTIME_HELPERS:
-        if name in asm and not llvm.address_of_symbol(name):
+    for name in RUNTIME_HELPERS:  # an undefined symbol's name is in the object's string table
+        if name.encode() in artifact.binary and not llvm.address_of_symbol(name):
             raise LaunchError(f"CPU kernel '{artifact.name}' needs {name} (a float16 conversion "
                               "helper), which this process cannot resolve",
                               function=artifact.name,
@@ -277,6 +311,88 @@ def _flush_prints(buffer, used: int, truncated: bool) -> None:
 
 def _align16(n: int) -> int:
     return (n + 15) // 16 * 16
+
+
+class _LaunchPlan:
+    """What launches of one configuration share: the Launch they start from (a template copied
+    in per launch) and how many host threads run them (0: ask config.cpu_threads each time)."""
+
+    __slots__ = ("n_blocks", "shared", "special", "template", "workers")
+
+    def __init__(self, kernel: LoadedCpuKernel, grid: tuple, block: tuple, dynamic_shared: int):
+        art = kernel.artifact
+        n_blocks = self.n_blocks = grid[0] * grid[1] * grid[2]
+        self.shared = _align16(dynamic_shared) + art.resources.shared_bytes
+        self.special = bool(art.prints or art.access_sites)
+        threads = n_blocks * block[0] * block[1] * block[2]
+        if art.cooperative or art.access_sites:
+            if threads > MAX_COOPERATIVE_THREADS:
+                raise LaunchError(
+                    f"cooperative kernel '{art.name}': a grid of {n_blocks} blocks "
+                    f"({threads} threads) cannot be co-resident on the CPU target",
+                    function=art.name,
+                    hint=f"use at most kernel.max_cooperative_grid_blocks(blockdim) blocks "
+                         f"({MAX_COOPERATIVE_THREADS} threads in all) and a grid-stride loop")
+            # grid sync: every block of the grid is scheduled together; a recording launch
+            # runs on this thread alone (its log is in launch order)
+            self.workers = 1
+        elif threads <= SMALL_LAUNCH_THREADS:
+            self.workers = 1  # waking the pool costs more than such a launch takes
+        else:
+            self.workers = 0
+        launch = abi.Launch()
+        launch.grid[:] = grid
+        launch.block[:] = block
+        launch.block_begin, launch.block_end = 0, n_blocks
+        # one host thread: one claim of every block (several: a few claims per thread and
+        # launch, set per launch - late threads still find work, a claim covers many blocks)
+        launch.chunk = n_blocks
+        launch.shared_bytes = self.shared
+        launch.dyn_shared = dynamic_shared
+        launch.runner = kernel.address
+        self.template = bytes(launch)
+
+
+_LAUNCH_BYTES = ctypes.sizeof(abi.Launch)
+_STATUS_BYTES = ctypes.sizeof(abi.Status)
+
+
+def _thread_slots() -> tuple:
+    """This Python thread's (Launch, its address, Status, its address), reused by its launches:
+    the SIGINT handler may still write the cancel word of a Launch whose launch has just ended,
+    so a Launch lives as long as its thread."""
+    try:
+        return _launches.slots
+    except AttributeError:
+        launch, status = abi.Launch(), abi.Status()
+        _launches.slots = (launch, ctypes.addressof(launch), status, ctypes.addressof(status))
+        return _launches.slots
+
+
+class _NoMonitor:
+    asleep = False
+
+
+_monitor = _NoMonitor()  # the guard's LaunchMonitor once there is a guard
+
+
+def _guard():
+    """The process's guard (and its monitor), made at the first launch."""
+    global _guard_instance, _monitor
+    guard = _guard_instance
+    if guard is not None:
+        return guard
+    from gpunb.backends.cpu.guard import host_guard
+    from gpunb.backends.cpu.monitor import LaunchMonitor
+
+    guard = host_guard()
+    if guard is not None:
+        _monitor = LaunchMonitor(guard)
+        _guard_instance = guard
+    return guard
+
+
+_guard_instance = None
 
 
 def _run_on_pool(runner_address: int, launch_address: int, workers: int) -> bool:

@@ -82,4 +82,6 @@ def bump_epoch(b: ir.IRBuilder, ctx, offset: int) -> None:
 
 EPOCH_OF_WAIT = {abi.WAIT_BLOCK: (abi.CTX_BAR_EPOCH,),
                  abi.WAIT_WARP: (abi.CTX_WARP_EPOCH,),
-                 abi.WAIT_GRID: (abi.CTX_BAR_EPOCH, abi.CTX_GRID_EPOCH)}
+                 abi.WAIT_GRID: (abi.CTX_BAR_EPOCH, abi.CTX_GRID_EPOCH),
+                 # mbarrier waits and wgmma rendezvous order no generic accesses of the block
+                 abi.WAIT_MBARRIER: (), abi.WAIT_WARPGROUP: ()}

@@ -124,3 +124,32 @@ def record_thread(b: ir.IRBuilder, ctx, status) -> None:
 def raise_function(module: ir.Module) -> ir.Function:
     """void gpunb_raise(ctx, site): the first raise of a launch records its site and thread."""
     return _first_error(module, "gpunb_raise", [], abi.ERROR_RAISE, lambda *_: None)
+
+
+def stop_function(module: ir.Module) -> ir.Function:
+    """void gpunb_stop(ctx): the launch is to stop - jump back to this host thread's guard
+    record (guard_ir.py), which frees the launch's memory; returns only where the process has
+    no guard (the kernel then runs on)."""
+    name = "gpunb_stop"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), name)
+    fn.linkage = "internal"
+    # not `cold`: LLVM would move it to a .text.unlikely section, out of the one text
+    # section whose line table a fault is read from (the branch to it is weighted instead)
+    fn.attributes.add("noinline")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    guard = b.load(_field(b, fn.args[0], abi.CTX_GUARD), typ=dm.ptr)
+    jump, out = fn.append_basic_block("jump"), fn.append_basic_block("out")
+    b.cbranch(b.icmp_unsigned("!=", b.ptrtoint(guard, dm.i64), ir.Constant(dm.i64, 0)), jump,
+              out)
+    b.position_at_end(jump)
+    longjmp = module.globals.get("_longjmp") or ir.Function(
+        module, ir.FunctionType(dm.void, [dm.ptr, dm.i32]), "_longjmp")
+    longjmp.attributes.add("noreturn")
+    b.call(longjmp, [guard, ir.Constant(dm.i32, abi.JUMP_STOP)])
+    b.unreachable()
+    b.position_at_end(out)
+    b.ret_void()
+    return fn

@@ -1,6 +1,8 @@
 """Generated host code that runs a range of blocks: plain loops, or a coroutine block scheduler.
 
-`void <symbol>(ptr launch)` is the entry the launcher calls once per host worker (abi.Launch).
+`void <symbol>(ptr launch, ptr guard)` is the entry the guard's job calls once per host thread
+(abi.Launch; guard_ir.py: the host thread's guard record, where the runner notes what it
+allocates so that a launch abandoned mid-way - a stop, a fault - still frees it).
 For barrier kernels it starts every thread of a block (each runs to its first suspend point), then
 repeatedly resumes the threads that may run: a warp whose live lanes all wait at a warp barrier,
 else - when every live thread waits at the same block barrier - the whole block. Threads that
@@ -16,6 +18,12 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
+from gpunb.backends.cpu.launch_memory import (
+    check_allocations,
+    free_all,
+    note_allocations,
+    note_current,
+)
 from gpunb.compiler import datamodel as dm
 
 
@@ -62,14 +70,21 @@ def _declare(module, name, ret, args):
 
 def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: list,
                 coroutine: bool, cooperative: bool = False,
-                workgroup: bool = False, scratch_per_thread: int = 0) -> ir.Function:
+                workgroup: bool = False, scratch_per_thread: int = 0,
+                async_state: bool = False, record: bool = False,
+                location=None) -> ir.Function:
     """The entry: per block, one body call per thread (coroutines), or one call per block whose
     body loops over the threads itself (workgroup mode: the context carries threadIdx 0, and
     `scratch_per_thread` bytes per thread of the block hold its per-thread variables: allocated
-    here once, reused by every block this host thread runs)."""
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), symbol)
-    launch = fn.args[0]
+    here once, reused by every block this host thread runs). With `async_state` each thread
+    also gets an area for its queued asynchronous copies (async_state.py), cleared per block.
+    `location(fn)`: the debug location of the runner's own code, where the module has line
+    tables."""
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr]), symbol)
+    launch, guard = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    if location is not None:  # (fn) -> the runner's debug location (codesites.py)
+        b.debug_metadata = location(fn)
     lo = abi.LAUNCH_OFFSETS
     grid = [b.load(_at(b, launch, lo["grid"] + 4 * k), typ=dm.i32) for k in range(3)]
     block = [b.load(_at(b, launch, lo["block"] + 4 * k), typ=dm.i32) for k in range(3)]
@@ -102,6 +117,15 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     scratch = None
     if scratch_per_thread:
         scratch = b.call(malloc, [b.mul(b.zext(nthreads, dm.i64), _i64(scratch_per_thread))])
+    areas = areas_bytes = None
+    if async_state:
+        from gpunb.backends.cpu import async_state as st
+
+        areas_bytes = b.mul(group_threads, _i64(st.AREA_BYTES))
+        areas = b.call(malloc, [areas_bytes])
+    note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch, areas)
+    check_allocations(b, status, free, shared, ctxs, handles, scratch, areas)
+    cancel = _at(b, launch, lo["cancel"])
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
     # launch runs this function on the same Launch)
@@ -116,6 +140,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     claim_end = b.select(b.icmp_signed("<", claim_end, end), claim_end, end)
     with _loop(b, first_claimed, claim_end, "group", step=per_group) as (first, _):
         b.call(memset, [shared, ir.Constant(dm.i8, 0), shared_total, ir.Constant(dm.i1, 0)])
+        if areas is not None:
+            b.call(memset, [areas, ir.Constant(dm.i8, 0), areas_bytes, ir.Constant(dm.i1, 0)])
         with _loop(b, _i64(0), per_group, "block") as (local, _):
             blk = b.add(first, local)
             cx = b.trunc(b.urem(blk, gx), dm.i32)
@@ -145,37 +171,43 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 b.store(tid, _at(b, ctx, abi.CTX_LINEAR))
                 if scratch is not None:
                     b.store(scratch, _at(b, ctx, abi.CTX_SCRATCH))
+                if areas is not None:
+                    area = b.gep(areas, [b.mul(index, _i64(st.AREA_BYTES))], source_etype=dm.i8)
+                    b.store(area, _at(b, ctx, abi.CTX_ASYNC))
+                    b.store(shared_bytes, _at(b, area, st.AREA_SHARED_BYTES))
                 b.store(_i32(abi.WAIT_NONE), _at(b, ctx, abi.CTX_WAIT_KIND))
                 for offset in (abi.CTX_BAR_EPOCH, abi.CTX_WARP_EPOCH, abi.CTX_GRID_EPOCH):
                     b.store(_i32(0), _at(b, ctx, offset))
+                b.store(cancel, _at(b, ctx, abi.CTX_CANCEL))
+                b.store(guard, _at(b, ctx, abi.CTX_GUARD))
+                # a coroutine's context holds its own thread; a work-group one only the block's
+                b.store(_i32(int(coroutine)), _at(b, ctx, abi.CTX_TID_KNOWN))
+                note_current(b, guard, ctx)
                 result = b.call(body, [ctx] + slots)
                 if coroutine:
                     b.store(result, b.gep(handles, [index], source_etype=dm.ptr))
         if coroutine:
-            scheduler = emit_scheduler(module)
-            b.call(scheduler, [handles, ctxs, b.trunc(group_threads, dm.i32), nthreads, status])
+            scheduler = emit_scheduler(module, async_state, record)
+            b.call(scheduler, [handles, ctxs, b.trunc(group_threads, dm.i32), nthreads, status,
+                               cancel, guard])
         code = b.load(status, typ=dm.i32)
-        stop = b.icmp_signed("!=", code, _i32(0))
+        # an error, or the launch is to stop (a stop within a block jumps out of the kernel;
+        # between blocks it is seen here)
+        stopping = b.icmp_signed("!=", b.load_atomic(cancel, "monotonic", 4, typ=dm.i32),
+                                 _i32(0))
+        stop = b.or_(b.icmp_signed("!=", code, _i32(0)), stopping)
         cont = fn.append_basic_block("group.continue")
         early = fn.append_basic_block("group.error")
         b.cbranch(stop, early, cont)
         b.position_at_end(early)
-        _free_all(b, free, shared, ctxs, handles, scratch)
+        free_all(b, free, shared, ctxs, handles, scratch, areas)
         b.ret_void()
         b.position_at_end(cont)
     b.branch(claim_bb)
     b.position_at_end(finish_bb)
-    _free_all(b, free, shared, ctxs, handles, scratch)
+    free_all(b, free, shared, ctxs, handles, scratch, areas)
     b.ret_void()
     return fn
-
-
-def _free_all(b, free, shared, ctxs, handles, scratch=None):
-    b.call(free, [shared])
-    b.call(free, [ctxs])
-    for block in (handles, scratch):
-        if block is not None:
-            b.call(free, [block])
 
 
 class _Scheduler:
@@ -183,7 +215,8 @@ class _Scheduler:
 
     def __init__(self, module: ir.Module, fn: ir.Function):
         self.module, self.fn = module, fn
-        self.handles, self.ctxs, self.n, self.per_block, self.status = fn.args
+        self.handles, self.ctxs, self.n, self.per_block, self.status, self.cancel, self.guard = \
+            fn.args
         self.done_fn = _declare(module, "llvm.coro.done", dm.i1, [dm.ptr])
         self.resume_fn = _declare(module, "llvm.coro.resume", dm.void, [dm.ptr])
         self.destroy_fn = _declare(module, "llvm.coro.destroy", dm.void, [dm.ptr])
@@ -250,6 +283,10 @@ class _Scheduler:
                              b.icmp_signed("==", self.get("waiting"), live)),
                       b.icmp_signed("==", self.get("site2"), _i32(-1)))
 
+    def resume(self, i) -> None:
+        note_current(self.b, self.guard, self.ctx(i))
+        self.b.call(self.resume_fn, [self.handle(i)])
+
     def release(self, lo, hi, name: str):
         b = self.b
         count, live = self.get("count"), self.get("live")
@@ -261,7 +298,7 @@ class _Scheduler:
             b.store(_i32(abi.WAIT_NONE), _at(b, c, abi.CTX_WAIT_KIND))
 
         self.for_live(lo, hi, name + ".wake", wake)
-        self.for_live(lo, hi, name + ".resume", lambda i: b.call(self.resume_fn, [self.handle(i)]))
+        self.for_live(lo, hi, name + ".resume", self.resume)
         self.put("progressed", _i32(1))
 
     def lane_bit(self, i, lo):
@@ -362,7 +399,7 @@ class _Scheduler:
 
         for_members("wsnap", snapshot)
         for_members("wwake", wake)
-        for_members("wresume", lambda i: b.call(self.resume_fn, [self.handle(i)]))
+        for_members("wresume", self.resume)
         self.put("progressed", _i32(1))
 
     def warp_error(self, site, missing, lane, thread, how: int = 0):
@@ -468,19 +505,24 @@ class _Scheduler:
         b.branch(finish_bb)
 
 
-def emit_scheduler(module: ir.Module) -> ir.Function:
-    """void gpunb_schedule(handles, ctxs, i32 n, i32 per_block, status): run threads to the end.
+def emit_scheduler(module: ir.Module, async_state: bool = False,
+                   record: bool = False) -> ir.Function:
+    """void gpunb_schedule(handles, ctxs, i32 n, i32 per_block, status, cancel, guard): run
+    threads to the end.
 
     Each round resumes, in order: warps whose live lanes all wait at a warp collective; blocks
     whose live threads all wait at the same block barrier; the grid when every live thread waits
-    at the same grid barrier. A round without progress while threads still wait is a deadlock.
+    at the same grid barrier (with `async_state`, async_schedule.py's waits too, and an idle
+    round first lands the queued TMA loads). A round without progress while threads still wait
+    is a deadlock. A launch told to stop (its cancel word) ends at the next round: every thread
+    is destroyed.
     """
-    name = "gpunb_schedule"
+    name = "gpunb_schedule_async" if async_state else "gpunb_schedule"
     fn = module.globals.get(name)
     if fn is not None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i32, dm.i32, dm.ptr]),
-                     name)
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i32, dm.i32, dm.ptr,
+                                                       dm.ptr, dm.ptr]), name)
     fn.linkage = "internal"
     sched = _Scheduler(module, fn)
     b = sched.b
@@ -488,23 +530,35 @@ def emit_scheduler(module: ir.Module) -> ir.Function:
     finish_bb = fn.append_basic_block("finish")
     b.branch(round_bb)
     b.position_at_end(round_bb)
+    go_bb = fn.append_basic_block("round.go")
+    stopping = b.load_atomic(sched.cancel, "monotonic", 4, typ=dm.i32)
+    b.cbranch(b.icmp_signed("!=", stopping, _i32(0)), finish_bb, go_bb)
+    b.position_at_end(go_bb)
     sched.put("progressed", _i32(0))
     n_blocks = b.udiv(sched.n, sched.per_block)
     sched.warps(n_blocks)
     sched.blocks(n_blocks)
     sched.grid()
+    if async_state:
+        from gpunb.backends.cpu import async_schedule
+
+        async_schedule.resume_waiters(sched, n_blocks)
     again_bb = fn.append_basic_block("round.again")
     idle_bb = fn.append_basic_block("round.idle")
     b.cbranch(b.icmp_signed("!=", sched.get("progressed"), _i32(0)), again_bb, idle_bb)
     b.position_at_end(again_bb)
     b.branch(round_bb)
     b.position_at_end(idle_bb)
+    if async_state:
+        async_schedule.land_copies(sched, record, round_bb)
     sched.put("live", _i32(0))
     sched.for_live(_i32(0), sched.n, "alive",
                    lambda i: sched.put("live", b.add(sched.get("live"), _i32(1))))
     stuck_bb = fn.append_basic_block("stuck")
     b.cbranch(b.icmp_signed("==", sched.get("live"), _i32(0)), finish_bb, stuck_bb)
     b.position_at_end(stuck_bb)
+    if async_state:
+        async_schedule.diagnose(sched)
     sched.deadlock(finish_bb)
     b.position_at_end(finish_bb)
     with _loop(b, _i32(0), sched.n, "destroy") as (i, _):

@@ -25,6 +25,7 @@ import numpy as np
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi, instrument, reporting
+from gpunb.backends.cpu.warp_ops import WarpCollectives
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
 from gpunb.foundation import types as t
@@ -78,14 +79,15 @@ def _field(b: ir.IRBuilder, base, offset: int, ty: ir.Type = dm.i32):
     return b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
 
 
-class CpuTarget(Target):
+class CpuTarget(WarpCollectives, Target):
     name = "cpu"
     inline_calls = True
     checks_always = True
 
     def __init__(self, coroutine: bool = False, boundscheck: bool = False,
-                 record: bool = False):
+                 record: bool = False, polls: bool = True):
         self.coroutine = coroutine or record  # recording needs one context per thread
+        self.polls = polls  # stopping points (a launch told to stop stops there)
         self.wg = None  # wg_lower.WorkGroupState in workgroup mode
         self.wg_types: list = []  # llvm types of the per-thread arrays, by layout index
         self.boundscheck = boundscheck
@@ -98,9 +100,17 @@ class CpuTarget(Target):
         self.barrier_sites: list = []
         self.error_sites: list = []
         self.static_shared = 0
+        self.uses_async = False  # cp.async / TMA / wgmma: threads have async areas
+        self._async_ops = None
 
     def extra_params(self) -> list:
         return [dm.ptr]
+
+    def debug_info(self, module: ir.Module, full: bool = False):
+        """Line tables of code-site ids (codesites.py): a fault names its source line."""
+        from gpunb.backends.cpu.codesites import SiteDebugInfo
+
+        return SiteDebugInfo(module)
 
     # ---- kernel function -----------------------------------------------------------------------
 
@@ -130,6 +140,8 @@ class CpuTarget(Target):
                           ir.Constant(dm.ptr, None), ir.Constant(dm.ptr, None)])
         size = b.call(self.intrinsic(m, "llvm.coro.size.i64", dm.i64, []), [])
         mem = b.call(self.intrinsic(m, "malloc", dm.ptr, [dm.i64]), [size])
+        # noted in the context: a launch abandoned mid-way frees it (guard_ir.py)
+        b.store(mem, _field(b, low.ctx, abi.CTX_FRAME))
         handle = b.call(self.intrinsic(m, "llvm.coro.begin", dm.ptr, [token, dm.ptr]),
                         [coro_id, mem])
         self.coro_id, self.handle = coro_id, handle
@@ -138,6 +150,7 @@ class CpuTarget(Target):
         cb = ir.IRBuilder(self.cleanup)
         freed = cb.call(self.intrinsic(m, "llvm.coro.free", dm.ptr, [token, dm.ptr]),
                         [coro_id, handle])
+        cb.store(ir.Constant(dm.ptr, None), _field(cb, low.ctx, abi.CTX_FRAME))
         cb.call(self.intrinsic(m, "free", dm.void, [dm.ptr]), [freed])
         cb.branch(self.suspend_ret)
         sb = ir.IRBuilder(self.suspend_ret)
@@ -162,6 +175,7 @@ class CpuTarget(Target):
                     [ir.Constant(dm.i32, int(kind != "ctaid")), ir.Constant(dm.i32, top)]))
                 values[(kind, axis)] = value
         values["shared"] = b.load(_field(b, low.ctx, abi.CTX_SHARED), typ=dm.ptr)
+        values["cancel"] = b.load(_field(b, low.ctx, abi.CTX_CANCEL), typ=dm.ptr)
         values["dyn_shared"] = b.load(_field(b, low.ctx, abi.CTX_DYN_SHARED), typ=dm.i64)
         n = b.mul(b.mul(values[("ntid", "x")], values[("ntid", "y")]), values[("ntid", "z")])
         n = values["n"] = b.zext(n, dm.i64)
@@ -199,7 +213,43 @@ class CpuTarget(Target):
         b.store(b.urem(linear, ir.Constant(dm.i32, 32)), _field(b, low.ctx, abi.CTX_LANE))
         b.store(b.udiv(linear, ir.Constant(dm.i32, 32)), _field(b, low.ctx, abi.CTX_WARP))
 
+    # ---- stopping points -----------------------------------------------------------------------
+
+    def poll(self, low) -> None:
+        """Stop here when the launch's cancel word is set (SIGINT, the watchdog, a fault on
+        another host thread): one load and a branch LLVM lays out of the way."""
+        if not self.polls:
+            return
+        b = low.builder
+        if self.wg is not None:
+            word = self.wg.block_values["cancel"]
+        else:
+            word = b.load(_field(b, low.ctx, abi.CTX_CANCEL), typ=dm.ptr)
+        flag = b.load_atomic(word, "monotonic", 4, typ=dm.i32)
+        stop_bb = low.fn.append_basic_block("poll.stop")
+        go_bb = low.fn.append_basic_block("poll.go")
+        branch = b.cbranch(b.icmp_unsigned("!=", flag, ir.Constant(dm.i32, 0)), stop_bb, go_bb)
+        branch.set_weights([1, 1 << 20])
+        b.position_at_end(stop_bb)
+        b.call(reporting.stop_function(low.mb.module), [low.ctx])
+        b.branch(go_bb)
+        b.position_at_end(go_bb)
+
+    def enter_call(self, low) -> None:
+        """Before a real call (a recursive device function, which makes the kernel a coroutine
+        one): a stopping point, so deep or endless recursion stops too."""
+        self.poll(low)
+
+    def async_ops(self):
+        if self._async_ops is None:
+            from gpunb.backends.cpu.async_ops import CpuAsyncOps
+
+            self._async_ops = CpuAsyncOps(self)
+        return self._async_ops
+
     def kernel_epilogue(self, low) -> None:
+        if self.uses_async:  # copies the thread queued and never waited for still land
+            self.async_ops().thread_end(low)
         if not self.coroutine:
             low.builder.ret_void()
             return
@@ -254,6 +304,11 @@ class CpuTarget(Target):
         if self.record:
             for offset in instrument.EPOCH_OF_WAIT[kind]:
                 instrument.bump_epoch(b, low.ctx, offset)
+
+    def wait_at(self, low, node, kind: int, what: str, pred=None) -> None:
+        """Suspend the calling thread at a wait of `kind` (abi.WAIT_*) until the scheduler
+        resumes it (async_ops.py's mbarrier waits and warpgroup rendezvous)."""
+        self._wait(low, node, kind, what, pred)
 
     def _check_own_lane(self, low, site: int, mask) -> None:
         """Store the collective's member mask for the scheduler; a mask without the calling
@@ -313,146 +368,20 @@ class CpuTarget(Target):
     def syncwarp(self, low, node, mask) -> None:
         self._wait(low, node, abi.WAIT_WARP, "cuda.syncwarp", mask=mask)
 
-    # ---- warp collectives: lanes wait for each other, then read each other's snapshots -------
-
-    def _exchange(self, low, node, bits, what: str, mask):
-        """Publish `bits` (i64), wait for the warp; returns (lane, participant mask)."""
-        b = low.builder
-        b.store(bits, _field(b, low.ctx, abi.CTX_XCHG))
-        self._wait(low, node, abi.WAIT_WARP, what, mask=mask)
-        lane = b.load(_field(b, low.ctx, abi.CTX_LANE), typ=dm.i32)
-        lanes = b.load(_field(b, low.ctx, abi.CTX_RESULT), typ=dm.i32)
-        return lane, lanes
-
-    def _snapshot_of(self, low, lane, src):
-        b = low.builder
-        delta = b.mul(b.sext(b.sub(src, lane), dm.i64), ir.Constant(dm.i64, abi.CTX_SIZE))
-        other = b.gep(low.ctx, [delta], source_etype=dm.i8)
-        return b.load(_field(b, other, abi.CTX_SNAPSHOT), typ=dm.i64)
-
-    @staticmethod
-    def _to_bits(b, value, ty: t.Type):
-        if isinstance(ty, t.Boolean):
-            return b.zext(value, dm.i64)
-        width = t.sizeof(ty) * 8
-        bits = b.bitcast(value, ir.IntType(width)) if isinstance(ty, t.Float) else value
-        return bits if width == 64 else b.zext(bits, dm.i64)
-
-    @staticmethod
-    def _from_bits(b, bits, ty: t.Type):
-        if isinstance(ty, t.Boolean):
-            return b.trunc(bits, dm.i1)
-        width = t.sizeof(ty) * 8
-        value = bits if width == 64 else b.trunc(bits, ir.IntType(width))
-        return b.bitcast(value, dm.value_type(ty)) if isinstance(ty, t.Float) else value
-
-    def warp_shuffle(self, low, node, mode: str, mask, value, ty: t.Type, operand):
-        b = low.builder
-        lane, lanes = self._exchange(low, node, self._to_bits(b, value, ty), f"cuda.shfl_{mode}",
-                                     mask)
-        own = lane
-        if mode == "idx":
-            src = b.and_(operand, ir.Constant(dm.i32, 31))
-        elif mode == "up":
-            src = b.sub(lane, operand)
-        elif mode == "down":
-            src = b.add(lane, operand)
-        else:
-            src = b.xor(lane, operand)
-        in_range = b.and_(b.icmp_signed(">=", src, ir.Constant(dm.i32, 0)),
-                          b.icmp_signed("<", src, ir.Constant(dm.i32, 32)))
-        src = b.select(in_range, src, own)
-        # a source lane that does not exist (partial warp) or exited gives the caller's own value
-        present = b.icmp_unsigned("!=", b.and_(lanes, b.shl(ir.Constant(dm.i32, 1), src)),
-                                  ir.Constant(dm.i32, 0))
-        src = b.select(present, src, own)
-        return self._from_bits(b, self._snapshot_of(low, lane, src), ty)
-
-    def _fold_lanes(self, low, lane, lanes, mask, combine, init):
-        """Fold `combine(acc, other_bits, other_lane)` over participating lanes in `mask`."""
-        from gpunb.backends.cpu.runner import _loop
-
-        b = low.builder
-        acc = low.alloca(init.type, "warp.acc")
-        b.store(init, acc)
-        active = b.and_(lanes, mask)
-        with _loop(b, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, 32), "warp.fold") as (k, _):
-            bit = b.shl(ir.Constant(dm.i32, 1), k)
-            take = b.icmp_unsigned("!=", b.and_(active, bit), ir.Constant(dm.i32, 0))
-            yes = low.fn.append_basic_block("warp.fold.take")
-            nxt = low.fn.append_basic_block("warp.fold.next")
-            b.cbranch(take, yes, nxt)
-            b.position_at_end(yes)
-            b.store(combine(b.load(acc), self._snapshot_of(low, lane, k), k), acc)
-            b.branch(nxt)
-            b.position_at_end(nxt)
-        return b.load(acc)
-
-    def warp_vote(self, low, node, mode: str, mask, pred):
-        b = low.builder
-        lane, lanes = self._exchange(low, node, b.zext(pred, dm.i64), f"cuda.{mode}_sync",
-                                     mask)
-        zero64 = ir.Constant(dm.i64, 0)
-
-        def ballot(acc, bits, k):
-            bit = b.shl(ir.Constant(dm.i32, 1), k)
-            return b.select(b.icmp_unsigned("!=", bits, zero64), b.or_(acc, bit), acc)
-
-        votes = self._fold_lanes(low, lane, lanes, mask, ballot, ir.Constant(dm.i32, 0))
-        if mode == "ballot":
-            return votes
-        active = b.and_(lanes, mask)
-        if mode == "any":
-            return b.icmp_unsigned("!=", votes, ir.Constant(dm.i32, 0))
-        if mode == "all":
-            return b.icmp_unsigned("==", votes, active)
-        return b.or_(b.icmp_unsigned("==", votes, active),
-                     b.icmp_unsigned("==", votes, ir.Constant(dm.i32, 0)))
-
-    def warp_match(self, low, node, mode: str, mask, value, ty: t.Type):
-        b = low.builder
-        mine = self._to_bits(b, value, ty)
-        lane, lanes = self._exchange(low, node, mine, f"cuda.match_{mode}_sync", mask)
-
-        def same(acc, bits, k):
-            bit = b.shl(ir.Constant(dm.i32, 1), k)
-            return b.select(b.icmp_unsigned("==", bits, mine), b.or_(acc, bit), acc)
-
-        matches = self._fold_lanes(low, lane, lanes, mask, same, ir.Constant(dm.i32, 0))
-        if mode == "any":
-            return matches
-        active = b.and_(lanes, mask)
-        all_same = b.icmp_unsigned("==", matches, active)
-        out = ir.Constant(ir.LiteralStructType([dm.i32, dm.i1]), ir.Undefined)
-        out = b.insert_value(out, b.select(all_same, active, ir.Constant(dm.i32, 0)), 0)
-        return b.insert_value(out, all_same, 1)
-
-    def lane_mask(self, low, mode: str, node=None):
-        b = low.builder
-        if self.wg is not None:
-            self.publish_thread(low)
-        if mode == "active" and node is not None and self.coroutine:
-            # the lanes that reach this call together: a warp wait that names only this lane
-            self._wait(low, node, abi.WAIT_WARP, "cuda.activemask")
-            return b.load(_field(b, low.ctx, abi.CTX_RESULT), typ=dm.i32)
-        lane = b.load(_field(b, low.ctx, abi.CTX_LANE), typ=dm.i32)
-        if mode == "lt":
-            return b.sub(b.shl(ir.Constant(dm.i32, 1), lane), ir.Constant(dm.i32, 1))
-        # lanes of this warp that exist in the block (no divergence tracking between collectives)
-        ntid = [b.load(_field(b, low.ctx, abi.CTX_NTID + 4 * k), typ=dm.i32) for k in range(3)]
-        n = b.mul(b.mul(ntid[0], ntid[1]), ntid[2])
-        warp = b.load(_field(b, low.ctx, abi.CTX_WARP), typ=dm.i32)
-        remaining = b.sub(n, b.mul(warp, ir.Constant(dm.i32, 32)))
-        full = b.icmp_signed(">=", remaining, ir.Constant(dm.i32, 32))
-        partial = b.sub(b.shl(ir.Constant(dm.i32, 1), remaining), ir.Constant(dm.i32, 1))
-        return b.select(full, ir.Constant(dm.i32, 0xFFFFFFFF), partial)
-
     def nanosleep(self, low, ns) -> None:
         return
+
+    def tensor_cores(self):
+        from gpunb.backends.cpu.tensorcore import CpuTensorCores
+
+        return CpuTensorCores(self)
 
     # ---- memory --------------------------------------------------------------------------------
 
     def shared_array(self, low, elem: t.Type, count: int, dynamic: bool, align: int = 16):
+        """Dynamic shared memory starts at the block's shared base; static arrays follow it,
+        16-byte aligned (or `align`: offsets from the base are what the GPU's addresses are
+        modulo the alignment, so TMA and wgmma swizzles, computed from offsets, agree)."""
         b = low.builder
         if self.wg is not None:
             base = self.wg.block_values["shared"]
@@ -460,18 +389,18 @@ class CpuTarget(Target):
             base = b.load(_field(b, low.ctx, abi.CTX_SHARED), typ=dm.ptr)
         if dynamic:
             return base
-        offset = (self.static_shared + 15) // 16 * 16
-        slack = max(align, 16) - 16  # alignment= past 16: room to round the address up
-        self.static_shared = offset + slack + count * t.sizeof(elem)
+        offset = (self.static_shared + align - 1) // align * align
+        # with dynamic shared memory before it the array moves up to `align - 16` bytes
+        self.static_shared = offset + count * t.sizeof(elem) + (align - 16)
         self.shared_layout.append((offset, count, str(elem)))
         low.mb.shared_static_bytes = self.static_shared
         dyn = self.dynamic_shared_bytes(low)
         dyn = b.and_(b.add(dyn, ir.Constant(dm.i64, 15)), ir.Constant(dm.i64, ~15))
-        pointer = b.gep(base, [b.add(dyn, ir.Constant(dm.i64, offset))], source_etype=dm.i8)
-        if not slack:
-            return pointer
-        address = b.add(b.ptrtoint(pointer, dm.i64), ir.Constant(dm.i64, slack))
-        return b.inttoptr(b.and_(address, ir.Constant(dm.i64, -align)), dm.ptr)
+        start = b.add(dyn, ir.Constant(dm.i64, offset))
+        if align > 16:
+            start = b.and_(b.add(start, ir.Constant(dm.i64, align - 1)),
+                           ir.Constant(dm.i64, -align))
+        return b.gep(base, [start], source_etype=dm.i8)
 
     def dynamic_shared_bytes(self, low):
         if self.wg is not None:

@@ -299,6 +299,7 @@ class WorkGroupLowerer(FunctionLowerer):
                                                                               "end"))
         b.branch(cond_bb)
         b.position_at_end(cond_bb)
+        self.target.poll(self)  # a stopping point per iteration of the block's loop
         cond = self._uniform_value(self._join_item(node, JoinKind.HEADER),
                                    lambda: self.condition(node.test), dm.i1, "wg.while")
         b.cbranch(cond, body_bb, end_bb)
@@ -327,6 +328,7 @@ class WorkGroupLowerer(FunctionLowerer):
                                                                             "end"))
         b.branch(cond_bb)
         b.position_at_end(cond_bb)
+        self.target.poll(self)
         self.region(self._join_item(node, JoinKind.HEADER))
         current = b.load(index)
         cmp = b.icmp_signed if source.item.signed else b.icmp_unsigned

@@ -40,6 +40,7 @@ class CudaBackend(Backend):
         from gpunb.backends.cuda.target import CudaTarget
         from gpunb.compiler.pipeline import lower_device_function, lower_kernel
 
+        arch = compiled_arch(typed, arch)
         target = CudaTarget(tuple(arch), fastmath=bool(options.get("fastmath")))
         if device:
             return lower_device_function(typed, target, options, symbol)
@@ -59,6 +60,7 @@ class CudaBackend(Backend):
         from gpunb.compiler.pipeline import kernel_signature, slots_of
         from gpunb.foundation.sources import debug_source_path
 
+        arch = compiled_arch(typed, arch)
         ptx, llvm_ir = emit_ptx(str(builder.module), tuple(arch),
                                 opt=options.get("opt", True) is not False,
                                 fastmath=bool(options.get("fastmath")), kernel_symbols=(symbol,),
@@ -125,6 +127,19 @@ class CudaBackend(Backend):
         from gpunb.backends.cuda import sass
 
         return sass.disassemble(artifact)
+
+
+def compiled_arch(typed, arch) -> tuple:
+    """The architecture a kernel compiles for: a kernel that uses sm_90a instructions (wgmma,
+    setmaxnreg) compiles for sm_90a on an sm_90 device (its arch-specific features exist there
+    only); anything else as asked. Elsewhere those instructions are CompileErrors at their
+    lines (backends/cuda/async_common.need)."""
+    from gpunb.compiler.typed import Feature
+
+    arch = tuple(arch)
+    if arch == (9, 0) and Feature.SM90A in typed.all_features():
+        return (9, 0, "a")
+    return arch
 
 
 def link_foreign(artifact: KernelArtifact, items: tuple, options: dict) -> bytes:

@@ -9,23 +9,39 @@ Modules, functions and PTX linking live in modules.py, which builds on this modu
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 
-from gpunb.foundation import launch_gate
+from gpunb.backends.cuda.driver_hints import FIND, HINTS, RESTART, STICKY_ERRORS
+from gpunb.backends.cuda.last_launch import LastLaunch
+from gpunb.foundation import events
 from gpunb.foundation.errors import CudaUnavailableError, LaunchError
 
-_lock = threading.RLock()
-_tls = threading.local()  # .token (+ .context, .device_id): this thread's current context;
-# .stack: the devices of this thread's `with cuda.gpus[n]:` blocks, innermost last
-_cu = None  # the cuda.bindings.driver module once imported
-_init_error: BaseException | None = None
-_initialized = False
-_available: bool | None = None
-_selected_device = 0  # process-wide device used by threads that have not chosen one
-_primary_contexts: dict = {}  # device id -> ContextToken of its retained primary context
-_devices: dict = {}  # device id -> Device
-_answered = threading.Event()  # set once cuInit has returned, whatever it said (preload.py)
+
+class DriverState:
+    """This process's CUDA driver state, in one object: the bindings module, whether cuInit
+    worked, the selected device, the primary contexts gpunb made and the devices it asked about.
+    Nothing here touches CUDA until asked. Tests and benchmarks stand a simulated driver in with
+    `state = DriverState(cu=FakeDriver())`."""
+
+    def __init__(self, cu=None):
+        self.lock = threading.RLock()
+        # .token (+ .context, .device_id): this thread's current context; .stack: the devices
+        # of this thread's `with cuda.gpus[n]:` blocks, innermost last
+        self.tls = threading.local()
+        self.cu = cu  # the cuda.bindings.driver module once imported
+        self.init_error: BaseException | None = None
+        self.initialized = False
+        self.available: bool | None = None
+        self.selected_device = 0  # the device threads that have not chosen one use
+        self.primary_contexts: dict = {}  # device id -> ContextToken of its primary context
+        self.devices: dict = {}  # device id -> Device
+        self.answered = threading.Event()  # set once cuInit has returned (preload.py)
+        self.contexts_made = 0
+
+
+state = DriverState()
 
 
 class CudaDriverError(LaunchError):
@@ -43,76 +59,100 @@ class CudaDriverError(LaunchError):
 
 def cuda_driver():
     """The `cuda.bindings.driver` module, imported on first use (never at `import gpunb`)."""
-    global _cu
-    if _cu is None:
+    if state.cu is None:
         from cuda.bindings import driver as cu
 
-        _cu = cu
-    return _cu
+        state.cu = cu
+    return state.cu
 
 
 def init() -> None:
     """Call cuInit once per process; raise CudaUnavailableError (remembered) when it fails."""
-    if _initialized:
+    if state.initialized:
         return
-    with _lock:
-        if _initialized:
+    with state.lock:
+        if state.initialized:
             return
-        if _init_error is not None:
-            raise CudaUnavailableError(str(_init_error))
+        if state.init_error is not None:
+            raise CudaUnavailableError(str(state.init_error))
         _start_preload()
         try:
             _call_cuinit()
         finally:
-            _answered.set()
+            state.answered.set()
 
 
 def _call_cuinit() -> None:
-    global _initialized, _init_error
     try:
         cu = cuda_driver()
         (err,) = cu.cuInit(0)
     except Exception as exc:  # noqa: BLE001 - no driver library, wrong bindings, ...
         # remembered with its explanation, so every later call says the same thing
-        _init_error = RuntimeError(f"the CUDA driver could not be loaded: {exc}")
-        raise CudaUnavailableError(str(_init_error)) from exc
+        state.init_error = RuntimeError(f"the CUDA driver could not be loaded: {exc}")
+        raise CudaUnavailableError(str(state.init_error)) from exc
     if err:
-        _init_error = RuntimeError(f"cuInit failed: {_error_name(err)}")
+        state.init_error = RuntimeError(f"cuInit failed: {_error_name(err)}")
         raise CudaUnavailableError(f"cuInit failed: {_error_name(err)} "
                                    f"({_error_string(err)})")
-    _initialized = True
+    state.initialized = True
 
 
 def _start_preload() -> None:
     """Just before cuInit: the thread that imports the compiler while the driver starts
-    (preload.py; it waits for `_answered` and does nothing without a GPU)."""
+    (preload.py; it waits for `state.answered` and does nothing without a GPU)."""
     from gpunb.backends.cuda import preload
 
-    real = getattr(_cu, "__name__", None) in (None, "cuda.bindings.driver")
-    preload.start(_answered, _selected_compute_capability, real_driver=real)
+    real = getattr(state.cu, "__name__", None) in (None, "cuda.bindings.driver")
+    preload.start(state.answered, _selected_compute_capability, real_driver=real)
 
 
 def _selected_compute_capability() -> tuple | None:
     """(major, minor) of the selected device without making a context (its Device is queried
     and cached, as the first launch would); None without a GPU."""
-    if not _initialized:
+    if not state.initialized:
         return None
     try:
-        return tuple(get_device(_selected_device).compute_capability)
+        return tuple(get_device(state.selected_device).compute_capability)
     except Exception:  # noqa: BLE001 - no device: nothing to warm
+        return None
+
+
+def drives_libcuda() -> bool:
+    """Whether launches reach libcuda through cuda.bindings (not a stand-in driver, as the
+    tests' simulated one): only then may machine code call libcuda's entry points itself."""
+    return getattr(state.cu, "__name__", None) == "cuda.bindings.driver"
+
+
+def has_context() -> bool:
+    """Whether this process made a CUDA context (never makes one)."""
+    return bool(state.primary_contexts)
+
+
+def entry_point(name: str) -> int | None:
+    """The address of libcuda's function `name` (its per-thread-default-stream twin when
+    CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM is set, as cuda.bindings then calls), for
+    machine code to call; None where this process does not drive libcuda or lacks it."""
+    from gpunb.foundation import config
+
+    if not drives_libcuda():
+        return None
+    suffix = "_ptsz" if config.per_thread_default_stream() else ""
+    try:
+        return ctypes.cast(getattr(ctypes.CDLL("libcuda.so.1"), name + suffix),
+                           ctypes.c_void_p).value
+    except (OSError, AttributeError):
         return None
 
 
 def is_available() -> bool:
     """True when a CUDA driver and at least one device are usable. Never raises."""
-    global _available
-    if _available is None:
+    if state.available is None:
         try:
             init()
-            _available = device_count() > 0
+            state.available = device_count() > 0
         except Exception:  # noqa: BLE001 - "not available" is the answer to any failure here
-            _available = False
-    return _available
+            state.available = False
+    return state.available
 
 
 def device_count() -> int:
@@ -150,10 +190,11 @@ class ContextToken:
 # True once this process has made a second context (another device, or a fresh one after
 # reset()): from then on launches check which context is current in their thread and whether
 # their arrays belong to it. A process with one GPU and no reset never pays for those checks.
-several_contexts = False
-_contexts_made = 0
+several_contexts = False  # (a module attribute: every CUDA launch on the Python path reads it)
 _reset_listeners: list = []  # callables run by reset() (cached per-context state elsewhere)
-last_launch = [None]  # the kernel name of the latest launch (named by sticky-error messages)
+
+
+last_launch = LastLaunch()  # the kernel launched last (sticky errors name it)
 
 
 def ensure_context(force: bool = False):
@@ -170,21 +211,22 @@ def ensure_context(force: bool = False):
 
 def current_token(force: bool = False) -> ContextToken:
     """The live context of this thread's device, made current in this thread if needed."""
-    token = getattr(_tls, "token", None)
+    token = getattr(state.tls, "token", None)
     if token is not None and token.alive and not force:
-        stack = getattr(_tls, "stack", None)
-        if token.device_id == (stack[-1] if stack else _selected_device):
+        stack = getattr(state.tls, "stack", None)
+        if token.device_id == (stack[-1] if stack else state.selected_device):
             return token
-    stack = getattr(_tls, "stack", None)
-    return _make_current(stack[-1] if stack else _selected_device)
+    stack = getattr(state.tls, "stack", None)
+    return _make_current(stack[-1] if stack else state.selected_device)
 
 
 def _make_current(device_id: int) -> ContextToken:
-    global several_contexts, _contexts_made
+    global several_contexts
     init()
     cu = cuda_driver()
-    with _lock:
-        token = _primary_contexts.get(device_id)
+    made_another = False
+    with state.lock:
+        token = state.primary_contexts.get(device_id)
         if token is None:
             count = device_count()
             if not 0 <= device_id < count:
@@ -194,25 +236,26 @@ def _make_current(device_id: int) -> ContextToken:
             handle = check(cu.cuDeviceGet(device_id), "cuDeviceGet")
             ctx = check(cu.cuDevicePrimaryCtxRetain(handle), "cuDevicePrimaryCtxRetain")
             token = ContextToken(device_id, ctx)
-            _primary_contexts[device_id] = token
-            _contexts_made += 1
-            if _contexts_made > 1:
+            state.primary_contexts[device_id] = token
+            state.contexts_made += 1
+            if state.contexts_made > 1:
                 several_contexts = True
-                launch_gate.bump()  # native launchers assume one context
+                made_another = True
+    if made_another:  # native launchers assume one context: they stop
+        events.runtime_changed(events.RuntimeChange.CONTEXTS)
     check(cu.cuCtxSetCurrent(token.handle), "cuCtxSetCurrent")
-    _tls.token = token
-    _tls.context = token.handle
-    _tls.device_id = device_id
+    state.tls.token = token
+    state.tls.context = token.handle
+    state.tls.device_id = device_id
     return token
 
 
 def select_device(device_id: int) -> Device:
     """Use device `device_id` from now on (this thread now, other threads at their next use
     unless they are inside a `with cuda.gpus[n]:` block)."""
-    global _selected_device
     device_id = int(device_id)
     _make_current(device_id)
-    _selected_device = device_id
+    state.selected_device = device_id
     return get_device(device_id)
 
 
@@ -220,9 +263,9 @@ def push_device(device_id: int) -> Device:
     """Enter `with cuda.gpus[n]:` in this thread: `device_id` is current until pop_device()."""
     device_id = int(device_id)
     _make_current(device_id)
-    stack = getattr(_tls, "stack", None)
+    stack = getattr(state.tls, "stack", None)
     if stack is None:
-        stack = _tls.stack = []
+        stack = state.tls.stack = []
     stack.append(device_id)
     return get_device(device_id)
 
@@ -230,7 +273,7 @@ def push_device(device_id: int) -> Device:
 def pop_device() -> None:
     """Leave the innermost `with cuda.gpus[n]:` of this thread; the device before it is
     current again."""
-    stack = getattr(_tls, "stack", None)
+    stack = getattr(state.tls, "stack", None)
     if stack:
         stack.pop()
     current_token()
@@ -249,26 +292,26 @@ def reset(device_id: int | None = None) -> None:
     the fresh context is tried at once: where the driver keeps the process broken (NVIDIA's
     drivers mostly do; the H100's 580 does) a CudaDriverError says to restart the process."""
     global several_contexts
-    if not _initialized:
+    if not state.initialized:
         return
     cu = cuda_driver()
-    with _lock:
-        tokens = [token for device, token in _primary_contexts.items()
+    with state.lock:
+        tokens = [token for device, token in state.primary_contexts.items()
                   if device_id is None or device == device_id]
         for token in tokens:
-            del _primary_contexts[token.device_id]
+            del state.primary_contexts[token.device_id]
             token.alive = False
         several_contexts = True  # arrays and programs of the dead contexts may still be used
-        launch_gate.bump()
+        events.runtime_changed(events.RuntimeChange.CONTEXTS)
         for token in tokens:
             handle = cu.cuDeviceGet(token.device_id)[1]
             # a corrupt context refuses nothing here: reset destroys it, release drops our
             # retain so the next retain makes a fresh one
             cu.cuDevicePrimaryCtxReset(handle)
             cu.cuDevicePrimaryCtxRelease(handle)
-        _tls.__dict__.pop("token", None)
-        _tls.__dict__.pop("context", None)
-        last_launch[0] = None
+        state.tls.__dict__.pop("token", None)
+        state.tls.__dict__.pop("context", None)
+        last_launch.clear()
         for listener in list(_reset_listeners):
             listener()
         for token in tokens:
@@ -296,7 +339,7 @@ def _check_fresh_context(device_id: int) -> None:
             f"gpunb.cuda.reset(): the fresh CUDA context of device {device_id} fails too "
             f"({name}: {_error_string(err)}): the driver keeps this process's GPU state broken "
             "after the kernel crash", code=int(err), name=name,
-            hint="restart the Python process (in a notebook: restart the kernel). " + _FIND)
+            hint="restart the Python process (in a notebook: restart the kernel). " + FIND)
 
 
 def on_reset(listener) -> None:
@@ -305,9 +348,19 @@ def on_reset(listener) -> None:
 
 
 def synchronize() -> None:
-    """Wait for all work on the current device (cuCtxSynchronize); surfaces async errors."""
+    """Wait for all work on the current device (cuCtxSynchronize); surfaces async errors. The
+    default stream's work (where kernels launch unless told otherwise) is waited for first in
+    a way Ctrl-C and the watchdog can end (waits.py)."""
+    from gpunb.backends.cuda import waits
+
     ensure_context()
-    check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize", last_launch[0])
+    kernel = last_launch.kernel  # named by an error the wait surfaces, as cuCtxSynchronize's
+
+    def checked(result, what):
+        return check(result, what, kernel)
+
+    waits.wait_until(waits.stream_done(cuda_driver(), checked, 0), "cuda.synchronize()", kernel)
+    check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize", last_launch.kernel)
 
 
 def memory_info() -> tuple:
@@ -389,10 +442,10 @@ class Device:
 
 def get_device(device_id: int = 0) -> Device:
     """Device information for `device_id` (queried once, then cached)."""
-    found = _devices.get(device_id)
+    found = state.devices.get(device_id)
     if found is None:
         found = _query_device(device_id)
-        _devices[device_id] = found
+        state.devices[device_id] = found
     return found
 
 
@@ -441,70 +494,6 @@ def _cstr(raw) -> str:
 
 # ---- errors ------------------------------------------------------------------------------------
 
-# Errors after which the context is corrupt: every later call fails with the same code.
-STICKY_ERRORS = frozenset({
-    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_ILLEGAL_INSTRUCTION",
-    "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC", "CUDA_ERROR_HARDWARE_STACK_ERROR",
-    "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ASSERT", "CUDA_ERROR_ECC_UNCORRECTABLE",
-    "CUDA_ERROR_LAUNCH_TIMEOUT", "CUDA_ERROR_TRAP",
-})
-
-_LOST = ("the CUDA context was lost: every later CUDA call fails with the same error. NVIDIA "
-         "documents these errors as leaving the whole process unusable for CUDA (\"the process "
-         "must be terminated and relaunched\"); gpunb.cuda.reset() still tries a fresh context "
-         "and says at once when the driver refuses, as the H100's driver 580 does. Then the way "
-         "out is restarting the Python process (in Jupyter: Kernel > Restart) and running the "
-         "cells again; first save what you need to disk (device arrays are gone already; numpy "
-         "arrays and other Python state go with the restart)")
-_FIND = ("To find the bug without crashing again: run the kernel on the CPU target "
-         "(gpunb.set_target('cpu') or @cuda.jit(target='cpu')), where every out-of-bounds "
-         "access is reported with its line, or check the launch with "
-         "gpunb.profiling.sanitize_launch(kernel[grid, block], *args, tool='memcheck'), which "
-         "runs it only in a child process under compute-sanitizer (%%gpukernel --sanitize "
-         "memcheck runs the cell here first, then replays it); @cuda.jit(debug=True) checks "
-         "bounds on the GPU")
-_RESTART = _LOST + ". " + _FIND
-
-HINTS = {
-    "CUDA_ERROR_OUT_OF_MEMORY":
-        "the GPU is out of memory: drop device arrays you no longer need (del them, then "
-        "gc.collect()), use smaller arrays, or check other processes with nvidia-smi",
-    "CUDA_ERROR_ILLEGAL_ADDRESS":
-        "the kernel read or wrote outside its arrays (an index past the end, a wrong stride or "
-        "size, a pointer into an array of another GPU or of a reset context); " + _RESTART,
-    "CUDA_ERROR_MISALIGNED_ADDRESS":
-        "the kernel accessed memory at a misaligned address (a reinterpreted view, a record "
-        "field); " + _RESTART,
-    "CUDA_ERROR_LAUNCH_FAILED": "the kernel crashed; " + _RESTART,
-    "CUDA_ERROR_ASSERT": "a device-side assert failed; " + _RESTART,
-    "CUDA_ERROR_TRAP": "a kernel executed a trap instruction; " + _RESTART,
-    "CUDA_ERROR_LAUNCH_TIMEOUT":
-        "the kernel ran longer than the display watchdog allows (an endless loop?); " + _RESTART,
-    "CUDA_ERROR_ILLEGAL_INSTRUCTION": "the kernel executed an illegal instruction; " + _RESTART,
-    "CUDA_ERROR_HARDWARE_STACK_ERROR":
-        "the kernel overflowed its call stack (deep recursion?); " + _RESTART,
-    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES":
-        "the block needs more registers than the SM has: launch with a smaller block, or "
-        "compile with max_registers=N (e.g. @cuda.jit(max_registers=64))",
-    "CUDA_ERROR_INVALID_VALUE":
-        "check the launch configuration (grid and block sizes, dynamic shared memory) and the "
-        "arguments",
-    "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE":
-        "a grid-synchronising kernel needs every block resident at once: use at most "
-        "kernel.max_cooperative_grid_blocks(blockdim) blocks and a grid-stride loop",
-    "CUDA_ERROR_INVALID_CONTEXT":
-        "no CUDA context is current in this thread; gpunb makes one current on first use",
-    "CUDA_ERROR_NO_BINARY_FOR_GPU":
-        "the kernel was built for another GPU architecture: clear the cache entry "
-        "(gpunb.cache.invalidate()) or set GPUNB_ARCH to this GPU's sm_XX",
-    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION":
-        "the PTX is newer than this driver understands: update the NVIDIA driver",
-    "CUDA_ERROR_INVALID_PTX": "the driver rejected the PTX; the log above says why",
-    "CUDA_ERROR_NO_DEVICE": "no CUDA GPU is visible (check CUDA_VISIBLE_DEVICES, nvidia-smi)",
-    "CUDA_ERROR_NOT_INITIALIZED": "the CUDA driver was not initialised",
-}
-
-
 def check(result, what: str, kernel: str | None = None):
     """Unpack a cuda.bindings result `(err, *values)`; raise CudaDriverError when err != 0.
 
@@ -530,7 +519,7 @@ def driver_error(err, what: str, kernel: str | None = None) -> CudaDriverError:
     message = f"{what} failed: {name}: {_error_string(err)}"
     hint = HINTS.get(name)
     if name in STICKY_ERRORS:
-        culprit = kernel or last_launch[0]
+        culprit = kernel or last_launch.kernel
         if "launch" not in what.lower():
             cause = f"kernel '{culprit}' (the latest launched)" if culprit else \
                 "an earlier kernel launch"
@@ -541,7 +530,7 @@ def driver_error(err, what: str, kernel: str | None = None) -> CudaDriverError:
         message += "; the CUDA context is lost (see the hint: gpunb.cuda.reset() or a restart)"
         kernel = culprit
         if hint is None:
-            hint = _RESTART
+            hint = RESTART
     return CudaDriverError(message, code=int(err), name=name, hint=hint, function=kernel)
 
 

@@ -3,7 +3,7 @@
 `CudaProgram.launch` is the device half of every launch's hot path: check the configuration
 against the kernel's limits (a few comparisons for `kernel[int, int]`), turn a stream object into
 its handle, one cuLaunchKernel - through gpunb's native trampoline when the process has one
-(native_launch.py), else through cuda.bindings - and, for kernels compiled with debug=True that
+(DriverCalls), else through cuda.bindings - and, for kernels compiled with debug=True that
 can raise, wait and raise what the kernel raised.
 """
 
@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
+import sys
+import threading
 
+from gpunb.backends.base import NativeLaunch
 from gpunb.backends.cuda import abi as cuda_abi
 from gpunb.backends.cuda import driver
 from gpunb.backends.launch_config import validate_config
@@ -24,7 +28,8 @@ class CudaProgram:
     """One kernel of a loaded module, with the limits its launches are checked against."""
 
     __slots__ = ("artifact", "module", "function", "limits", "name", "_static_shared",
-                 "_dyn_limit", "_cooperative", "_raises", "_resident", "_loaded")
+                 "_dyn_limit", "_cooperative", "_raises", "_resident", "_loaded",
+                 "_native_launches")
 
     def __init__(self, artifact: KernelArtifact, module, function, device):
         # the module loaded in each context this kernel launched in (one per device, a fresh
@@ -39,7 +44,7 @@ class CudaProgram:
         self.module = module
         self.function = function
         self.name = artifact.name
-        function.name = artifact.name  # driver errors name the Python function, not the symbol
+        function.rename(artifact.name)  # driver errors name the Python function, not the symbol
         self.limits = {
             "max_threads_per_block": min(device.max_threads_per_block,
                                          self.artifact.resources.max_threads_per_block),
@@ -52,6 +57,9 @@ class CudaProgram:
         self._cooperative = artifact.cooperative
         self._raises = bool(artifact.raise_sites)
         self._resident: dict = {}  # (block, dynamic shared) -> most co-resident blocks
+        # the native launches of the configurations launched last: a launcher is bound again
+        # at every profile block's start and end
+        self._native_launches = functools.lru_cache(maxsize=32)(self._checked_native_launch)
 
     def launch(self, grid, block, shared_bytes: int, stream, params_address: int) -> None:
         """Launch on `stream` (a handle or any stream object) with the packed parameters, on
@@ -75,37 +83,47 @@ class CudaProgram:
         if self._raises:  # debug=True: the launch waits and raises what the kernel raised
             check_cuda_exception(function.module, self.artifact)
 
-    def native_config(self, grid, block, shared_bytes: int, stream) -> tuple | None:
-        """(grid3, block3, shared, stream handle, launch address, CUfunction, the list naming the
-        last launched kernel, None) for a native
-        launcher (runtime/native_pack.py) of this configuration, which then calls the driver
-        itself; None where a launch needs more than one cuLaunchKernel (several contexts,
-        cooperative or raising kernels, a shared-memory attribute to set) or the real driver's
-        entry point is not at hand."""
-        if driver.several_contexts or self._cooperative or self._raises:
+    def native_launch(self, grid, block, shared_bytes: int, stream) -> NativeLaunch | None:
+        """The machine code calls libcuda's cuLaunchKernel itself; None where a launch needs more
+        than one cuLaunchKernel (several contexts, cooperative or raising kernels, a
+        shared-memory attribute to set), the configuration is invalid (the Python path raises
+        the error), the stream is one read at each launch (gpunb.torch.current_stream) or
+        libcuda's entry point is not at hand (a stand-in driver)."""
+        if driver.several_contexts or self._cooperative or self._raises or \
+                getattr(stream, "__gpunb_dynamic_stream__", False):  # a handle read per launch
             return None
-        from gpunb.backends.cuda import native_launch
+        try:
+            return self._native_launches(grid, block, shared_bytes, stream)
+        except TypeError:  # an unhashable configuration (lists): checked each time
+            try:
+                return self._checked_native_launch(grid, block, shared_bytes, stream)
+            except _NotNative:
+                return None
+        except _NotNative:
+            return None
 
-        address = native_launch.driver_launch_address()
+    def _checked_native_launch(self, grid, block, shared_bytes: int, stream) -> NativeLaunch:
+        address = driver_launch_address()
         if address is None:
-            return None
+            raise _NotNative
         try:
             grid3, block3 = validate_config(grid, block, self.limits,
                                             shared_bytes + self._static_shared, self.name)
             handle = stream if stream.__class__ is int else stream_handle(stream)
         except Exception:  # noqa: BLE001 - the Python path raises the right error
-            return None
+            raise _NotNative from None
         shared = int(shared_bytes)
+        # (the dynamic shared memory limit only grows: a configuration within it stays so)
         if shared > self._dyn_limit or not 0 <= handle < 2**64 or \
                 not all(0 < n < 2**32 for n in grid3 + block3):
-            return None
-        return grid3, block3, shared, handle, address, self.function.address, _last_launch, None
+            raise _NotNative
+        function = self.function
 
-    def native_failed(self, err: int, grid3: tuple, block3: tuple, shared_bytes: int,
-                      handle: int, params_address: int) -> None:
-        """A native launcher's cuLaunchKernel returned `err`: retry or raise as launch_cuda does."""
-        _launch_failed(err, self.function, grid3, block3, shared_bytes, handle, params_address,
-                       False)
+        def failed(err: int, params_address: int) -> None:  # retry or raise as launch_cuda
+            _launch_failed(err, function, grid3, block3, shared, handle, params_address, False)
+
+        return NativeLaunch(grid3, block3, shared, handle, address, function.address,
+                            driver.last_launch.address, failed=failed)
 
     def _load_here(self):
         """This kernel loaded into this thread's current context (another device, or a fresh
@@ -122,7 +140,7 @@ class CudaProgram:
             binary, _log = modules.link_ptx(self.artifact.ptx, device.arch)
         module = modules.load_module(binary)
         function = module.get_function(self.artifact.symbol)
-        function.name = self.name
+        function.rename(self.name)
         self._loaded[token] = function
         return function
 
@@ -154,6 +172,10 @@ class CudaProgram:
 
     def __repr__(self) -> str:
         return f"<CUDA program {self.name} ({self.artifact.signature})>"
+
+
+class _NotNative(Exception):
+    """No native launch for this configuration (never cached: it may apply later)."""
 
 
 def stream_handle(stream) -> int:
@@ -193,15 +215,15 @@ def check_cuda_exception(module, artifact: KernelArtifact) -> None:
 def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream_handle: int,
                 params_address: int, cooperative: bool = False) -> None:
     """One cuLaunchKernel (or cuLaunchCooperativeKernel for grid-synchronising kernels), through
-    the native trampoline when the process has one (native_launch.py), else through
+    the native trampoline when the process has one (`driver_calls`), else through
     cuda.bindings."""
-    _last_launch[0] = function.name  # named by a sticky error surfacing later (driver.py)
-    native = _native
-    if native is not None:
+    driver.last_launch.note(function.address)  # named by a sticky error surfacing later
+    trampolines = driver_calls.trampolines
+    if trampolines is not None:
         try:
-            err = native[cooperative].call(function.address, grid3[0], grid3[1], grid3[2],
-                                           block3[0], block3[1], block3[2], shared_bytes,
-                                           stream_handle, params_address)
+            err = trampolines[cooperative].call(function.address, grid3[0], grid3[1], grid3[2],
+                                                block3[0], block3[1], block3[2], shared_bytes,
+                                                stream_handle, params_address)
         except (TypeError, OverflowError):  # e.g. numpy integers: the bindings convert those
             err = _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle,
                                         params_address, cooperative)
@@ -213,37 +235,87 @@ def launch_cuda(function, grid3: tuple, block3: tuple, shared_bytes: int, stream
                        cooperative)
 
 
-_native: tuple | None = None  # (launch, cooperative launch) trampolines once built
-# The trampolines are built at the NATIVE_AFTER-th launch through cuda.bindings (and retried
-# every NATIVE_CHECK_EVERY launches while llvmlite is not loaded), not at the first: building
-# them (an MCJIT compile) would add milliseconds to a process's first launch, the figure a cold
-# compile or a disk-cache hit is measured by, to save about a microsecond per launch after it.
-NATIVE_AFTER = 8
-NATIVE_CHECK_EVERY = 256
-_bindings_launches = 0
-_last_launch = driver.last_launch
+class DriverCalls:
+    """How this process calls libcuda's launch functions from Python: through cuda.bindings
+    until the trampolines (backends/native_launch/trampoline.py) are built, then through them;
+    and libcuda's cuLaunchKernel for native launchers to call.
+
+    The trampolines are built at the NATIVE_AFTER-th launch through cuda.bindings (and tried
+    again every NATIVE_CHECK_EVERY launches while llvmlite is not loaded), not at the first:
+    building them (an MCJIT compile) would add milliseconds to a process's first launch, the
+    figure a cold compile or a disk-cache hit is measured by, to save about a microsecond per
+    launch after it. Only for the real driver: a stand-in (the tests' simulated one) has no
+    libcuda behind it. GPUNB_NATIVE_LAUNCH=0 turns both off."""
+
+    NATIVE_AFTER = 8
+    NATIVE_CHECK_EVERY = 256
+
+    def __init__(self):
+        self.trampolines: tuple | None = None  # (launch, cooperative launch) once built
+        self.bindings_launches = 0
+        self._built = False  # building was tried (it is not tried again after a failure)
+        self._launch_address: list = []  # [libcuda's cuLaunchKernel or None] once looked up
+
+    def counted_bindings_launch(self) -> None:
+        """A launch went through cuda.bindings: the NATIVE_AFTER-th (of every
+        NATIVE_CHECK_EVERY) tries to build the trampolines."""
+        self.bindings_launches += 1
+        if self.bindings_launches % self.NATIVE_CHECK_EVERY == self.NATIVE_AFTER:
+            self.prepare()
+
+    def prepare(self) -> bool:
+        """Build the trampolines if this process can; True when launches go through them."""
+        from gpunb.foundation import config
+
+        if self.trampolines is not None or self._built:
+            return self.trampolines is not None
+        if "llvmlite.binding" not in sys.modules or not config.native_launch_enabled() or \
+                not driver.drives_libcuda():
+            return False  # tried again later
+        with _build_lock:
+            if not self._built:
+                self._built = True
+                self.trampolines = _build_trampolines()
+        return self.trampolines is not None
+
+    def launch_address(self) -> int | None:
+        """libcuda's cuLaunchKernel for native launchers to call (None: not this process)."""
+        from gpunb.foundation import config
+
+        if not driver.drives_libcuda() or not config.native_launch_enabled():
+            return None
+        if not self._launch_address:
+            self._launch_address.append(driver.entry_point("cuLaunchKernel"))
+        return self._launch_address[0]
 
 
-def prepare_native_launch() -> bool:
-    """Build the native launch trampolines if this process can (see native_launch.py);
-    called by the early launches through cuda.bindings (NATIVE_AFTER), so a process that loads
-    llvmlite later gets them too. True when launches go through them."""
-    global _native
-    # only for the real driver: a stand-in (the tests' simulated driver) has no libcuda behind it
-    if _native is None and getattr(driver._cu, "__name__", None) == "cuda.bindings.driver":
-        from gpunb.backends.cuda import native_launch
+_build_lock = threading.Lock()
+driver_calls = DriverCalls()
 
-        _native = native_launch.driver_trampolines()
-    return _native is not None
+
+def driver_launch_address() -> int | None:
+    """libcuda's cuLaunchKernel for native launchers (see DriverCalls.launch_address)."""
+    return driver_calls.launch_address()
+
+
+def _build_trampolines() -> tuple | None:
+    from gpunb.backends.native_launch.trampoline import Trampoline
+
+    launch = driver.entry_point("cuLaunchKernel")
+    cooperative = driver.entry_point("cuLaunchCooperativeKernel")
+    if launch is None or cooperative is None:
+        return None
+    try:
+        return (Trampoline(launch, "cuLaunchKernel", True),
+                Trampoline(cooperative, "cuLaunchCooperativeKernel", False))
+    except Exception:  # noqa: BLE001 - no trampoline is only slower: the bindings still launch
+        return None
 
 
 def _launch_with_bindings(function, grid3, block3, shared_bytes, stream_handle, params_address,
                           cooperative) -> int:
-    global _bindings_launches
-    _bindings_launches += 1
-    if _bindings_launches % NATIVE_CHECK_EVERY == NATIVE_AFTER:
-        prepare_native_launch()  # later launches go native (if llvmlite is loaded by then)
-    cu = driver._cu or driver.cuda_driver()
+    driver_calls.counted_bindings_launch()  # later launches go native when they can
+    cu = driver.cuda_driver()
     if cooperative:
         return _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle,
                                    params_address)
@@ -260,7 +332,7 @@ def _launch_cooperative(cu, function, grid3, block3, shared_bytes, stream_handle
 
 def _launch_failed(err, function, grid3, block3, shared_bytes, stream_handle, params_address,
                    cooperative) -> None:
-    cu = driver._cu or driver.cuda_driver()
+    cu = driver.cuda_driver()
     if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
         # the first launch from a thread that has no current context: make ours current, retry
         driver.ensure_context(force=True)

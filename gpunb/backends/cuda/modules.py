@@ -11,6 +11,7 @@ import ctypes
 import weakref
 
 from gpunb.backends.cuda import driver
+from gpunb.foundation.arch import parse_arch as _parse_arch
 from gpunb.foundation.errors import ToolchainError
 
 LOG_BUFFER_BYTES = 1 << 16
@@ -56,9 +57,15 @@ class Function:
         self.handle = handle
         self.address = int(handle)  # what the native launch trampoline takes
         self.name = name
+        driver.last_launch.name_function(self.address, name)
         self.module = module  # keeps the module loaded while the function is in use
         self._attributes: dict | None = None
         self._max_dynamic_shared: int | None = None
+
+    def rename(self, name: str) -> None:
+        """Call it `name` in errors (the Python function's name rather than the symbol)."""
+        self.name = name
+        driver.last_launch.name_function(self.address, name)
 
     def attributes(self) -> dict:
         """Resources ptxas gave this kernel: num_regs, shared/local/const bytes, max threads."""
@@ -128,19 +135,9 @@ def _unload_module(cu, handle, token) -> None:
 
 
 def parse_arch(arch) -> tuple:
-    """(major, minor) from (9, 0), "sm_90", "90", "9.0" or "compute_90"."""
-    if isinstance(arch, (tuple, list)):
-        return int(arch[0]), int(arch[1])
-    text = str(arch).strip().lower()
-    for prefix in ("sm_", "compute_"):
-        text = text.removeprefix(prefix)
-    text = text.rstrip("af")  # sm_90a / sm_100f: the family suffix is not a JIT target here
-    if "." in text:
-        major, minor = text.split(".", 1)
-        return int(major), int(minor)
-    if not text.isdigit() or len(text) < 2:
-        raise ValueError(f"cannot read a compute capability from {arch!r}; expected e.g. 'sm_90'")
-    return int(text[:-1]), int(text[-1])
+    """(major, minor) of an architecture's name (foundation/arch.py); the driver's JIT target
+    of sm_90a / sm_100f is their compute capability."""
+    return _parse_arch(arch).cc
 
 
 def link_ptx(ptx: str, arch=None, *, max_registers: int | None = None, lineinfo: bool = False,
@@ -190,7 +187,9 @@ def _jit_options(cu, arch, info_log, error_log, max_registers, lineinfo, debug, 
         options[option.CU_JIT_TARGET_FROM_CUCONTEXT] = 1
     else:
         major, minor = parse_arch(arch)
-        target = getattr(cu.CUjit_target, f"CU_TARGET_COMPUTE_{major}{minor}", None)
+        # sm_90a code (wgmma) JITs for the arch-specific target, whose PTX sm_90 cannot take
+        suffix = "A" if str(arch).lower().endswith("a") else ""
+        target = getattr(cu.CUjit_target, f"CU_TARGET_COMPUTE_{major}{minor}{suffix}", None)
         if target is None:
             raise ToolchainError(f"this CUDA driver binding cannot JIT for sm_{major}{minor}")
         options[option.CU_JIT_TARGET] = target

@@ -9,7 +9,6 @@ Needs no GPU. A source that does not compile raises CompileError with NVRTC's lo
 from __future__ import annotations
 
 import functools
-import os
 
 from gpunb.foundation import config
 from gpunb.foundation.errors import CompileError, ToolchainError
@@ -37,24 +36,10 @@ def version() -> tuple:
 
 @functools.cache
 def default_include_dirs() -> tuple:
-    dirs = []
-    try:
-        from cuda import pathfinder
+    """The CUDA headers NVRTC compiles with (found by backends/cuda/toolchain.py)."""
+    from gpunb.backends.cuda.toolchain import header_directories
 
-        for lib in ("cudart", "cccl"):
-            try:
-                found = pathfinder.find_nvidia_header_directory(lib)
-            except Exception:  # noqa: BLE001 - not installed: not searched
-                found = None
-            if found:
-                dirs.append(str(found))
-    except ImportError:
-        pass
-    for root in filter(None, (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"))):
-        candidate = os.path.join(root, "include")
-        if os.path.isdir(candidate):
-            dirs.append(candidate)
-    return tuple(dict.fromkeys(dirs))
+    return header_directories()
 
 
 def compile_source(source: str, name: str, arch: tuple, *, lto: bool = False,

@@ -148,10 +148,11 @@ def limits_from_device(device) -> ArchLimits:
 
 
 def _arch_key(arch) -> str:
-    if isinstance(arch, (tuple, list)):
-        return f"sm_{int(arch[0])}{int(arch[1])}"
-    text = str(arch).strip().lower().removeprefix("sm_").removeprefix("compute_").rstrip("af")
-    return f"sm_{text.replace('.', '')}"
+    """`sm_90` for any name of it (sm_90a and sm_90 have the same resources)."""
+    from gpunb.foundation.arch import parse_arch
+
+    major, minor = parse_arch(arch).cc
+    return f"sm_{major}{minor}"
 
 
 def _round_up(n: int, unit: int) -> int:

@@ -19,9 +19,11 @@ from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
 from gpunb.foundation import types as t
 
 TRIPLE = "nvptx64-nvidia-cuda"
-# the lowest PTX ISA LLVM accepts for each architecture (what we ask the backend to write)
-_PTX_VERSION = {50: 40, 52: 40, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 70,
-                86: 71, 87: 74, 89: 78, 90: 78, 100: 86, 101: 86, 120: 87}
+# the lowest PTX ISA LLVM accepts for each architecture (what we ask the backend to write);
+# sm_80 asks 7.1, which has mbarrier.test_wait.parity (cuda.mbarrier.wait on Ampere), sm_90
+# 8.0, where LLVM selects the mbarrier expect_tx and counted arrive intrinsics
+_PTX_VERSION = {50: 40, 52: 40, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 71,
+                86: 71, 87: 74, 89: 78, 90: 80, 100: 86, 101: 86, 120: 87}
 _SREG_NAMES = {"tid": "tid", "ctaid": "ctaid", "ntid": "ntid", "nctaid": "nctaid"}
 _LIBDEVICE_NAMES = {"gamma": "tgamma"}
 _FAST_VARIANTS = {"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "pow"}
@@ -46,14 +48,20 @@ def _llvm():
     return llvm
 
 
-@functools.cache
-def target_machine(cc: tuple, opt: int = 3):
-    llvm = _llvm()
+def ptx_isa_version(cc: tuple) -> int:
+    """The PTX ISA version (78 for 7.8) the modules for this arch declare."""
     ptx = _PTX_VERSION.get(cc[0] * 10 + cc[1])
     if ptx is None:
         ptx = max(v for k, v in _PTX_VERSION.items() if k <= cc[0] * 10 + cc[1])
     if len(cc) > 2:  # arch- and family-specific targets need newer PTX ISAs
         ptx = max(ptx, 88 if cc[2] == "f" else 80 if cc[0] == 9 else 86)
+    return ptx
+
+
+@functools.cache
+def target_machine(cc: tuple, opt: int = 3):
+    llvm = _llvm()
+    ptx = ptx_isa_version(cc)
     target = llvm.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu=arch_string(cc), features=f"+ptx{ptx}", opt=opt)
 
@@ -84,6 +92,18 @@ def keep_shared_arrays(module: ir.Module) -> None:
     used.initializer = ir.Constant(used.value_type, shared)
 
 
+def _grid_constant(module: ir.Module, fn: ir.Function, k: int) -> None:
+    """Parameter k of kernel `fn` passed by value as a __grid_constant__ (CUDA's spelling for a
+    parameter whose address is taken): `byval` 64-byte aligned, annotated so that the backend
+    reads it in place in param space (cvta.param) rather than copying it to local memory."""
+    arg = fn.args[k]
+    arg.add_attribute("byval")
+    arg.attributes.align = 64
+    module.add_named_metadata("nvvm.annotations", [fn, ir.MetaDataString(module, "grid_constant"),
+                                                   module.add_metadata([ir.Constant(dm.i32,
+                                                                                    k + 1)])])
+
+
 class CudaTarget(Target):
     name = "cuda"
     triple = TRIPLE
@@ -99,7 +119,18 @@ class CudaTarget(Target):
     def define_kernel(self, mb, symbol: str, slot_types: list):
         fn = ir.Function(mb.module, ir.FunctionType(dm.void, slot_types), symbol)
         fn.calling_convention = "ptx_kernel"
+        for k, slot in enumerate(slot_types):
+            if isinstance(slot, dm.TensorMapSlot):  # a TMA descriptor: 128 bytes in param space
+                _grid_constant(mb.module, fn, k)
         return fn, list(fn.args)
+
+    def async_ops(self):
+        ops = getattr(self, "_async_ops", None)
+        if ops is None:
+            from gpunb.backends.cuda.async_ops import CudaAsyncOps
+
+            ops = self._async_ops = CudaAsyncOps(self)
+        return ops
 
     # ---- threads -------------------------------------------------------------------------------
 
@@ -119,6 +150,11 @@ class CudaTarget(Target):
         name = {"count": "llvm.nvvm.barrier0.popc", "and": "llvm.nvvm.barrier0.and",
                 "or": "llvm.nvvm.barrier0.or"}[kind]
         return b.call(self.intrinsic(m, name, dm.i32, [dm.i32]), [b.zext(pred, dm.i32)])
+
+    def tensor_cores(self):
+        from gpunb.backends.cuda.tensorcore import CudaTensorCores
+
+        return CudaTensorCores(self, arch_string(self.cc), ptx_isa_version(self.cc))
 
     def string_constant(self, low, text: str, addrspace: int = 4):
         return super().string_constant(low, text, addrspace)
@@ -316,13 +352,15 @@ class CudaTarget(Target):
                                        addrspace=3)
                 gv.linkage = "external"
                 gv.align = 16
+            gv.align = max(gv.align, align)
         else:
             gv = ir.GlobalVariable(m, ir.ArrayType(dm.memory_type(elem), count),
                                    low.mb.unique("_gpunb_shared"), addrspace=3)
             gv.linkage = "internal"
             gv.initializer = ir.Constant(gv.value_type, ir.Undefined)
-            gv.align = max(16, align)  # cuda.shared.array(..., alignment=)
-            low.mb.shared_static_bytes += count * t.sizeof(elem)
+            gv.align = align
+            # an aligned array may need padding before it (ptxas and the driver count exactly)
+            low.mb.shared_static_bytes += count * t.sizeof(elem) + (align - 16)
         return low.builder.addrspacecast(gv.bitcast(shared_ptr) if gv.type != shared_ptr else gv,
                                          dm.ptr)
 
@@ -416,6 +454,10 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
     tm = target_machine(tuple(cc), 3 if opt else 0)
     _optimise(mod, tm, 3 if opt else 0, keep=kernel_symbols)
     ptx = tm.emit_assembly(mod)
+    if ".e4m3" in ptx or ".e5m2" in ptx:  # fp8 mma.sync needs a newer PTX ISA than the default
+        from gpunb.backends.cuda.ptx_check import raise_ptx_version
+
+        ptx = raise_ptx_version(ptx)
     # `.loc` lines stay either way (the inspector's line map); DWARF sections only for lineinfo
     return (ptx if lineinfo else strip_debug_sections(ptx)), str(mod)
 

@@ -44,6 +44,17 @@ _GROUPS = (
     ("cuda.atomic.", ("atomics",)),
     ("cuda.cg.", ("groups",)),
     ("cuda.np.", ("pointers",)),
+    ("cuda.cp_async.", ("async_copy",)),
+    ("cuda.mbarrier.", ("async_copy",)),
+    ("cuda.fence_proxy_async", ("async_copy",)),
+    ("cuda.tma.", ("tma",)),
+    ("cuda.wgmma.", ("wgmma",)),
+    ("cuda.setmaxnreg_", ("wgmma",)),
+    ("cuda.wmma.", ("tensorcore_wmma",)),
+    ("cuda.mma_sync", ("tensorcore_mma",)),
+    ("cuda.ldmatrix", ("tensorcore_mma",)),
+    ("cuda.stmatrix", ("tensorcore_mma",)),
+    ("cuda.inline_ptx", ("inline_ptx",)),
     ("cuda.", ("cuda_intrinsics", "warp", "cache_hints", "vectors")),
     ("cmath.", ("complexfuncs",)),
     ("math.", ("mathfuncs",)),
@@ -54,7 +65,8 @@ _GROUPS = (
 # the whole table's order of assembly: a later module's entry replaces an earlier one's
 _ORDER = ("cuda_intrinsics", "atomics", "mathfuncs", "pybuiltins", "warp", "groups",
           "complexfuncs", "operator_funcs", "cache_hints", "reductions", "bf16funcs",
-          "fp8funcs", "vectors", "pointers", "printing", "ufuncs")
+          "fp8funcs", "vectors", "pointers", "printing", "ufuncs", "async_copy", "tma", "wgmma",
+          "tensorcore_wmma", "tensorcore_mma", "inline_ptx")
 _loaded: dict = {}  # group prefix -> its part of the table
 
 

@@ -205,7 +205,7 @@ class SharedArray(Builtin):
     def type_call(self, inf, node, argtypes, kwtypes):
         shape, elem, shape_node, dtype_node, align = _shape_and_dtype(inf, node, self.name)
         inf.require(Feature.DYNAMIC_SHARED if 0 in shape else Feature.SHARED)
-        return Typed(t.Array(elem, len(shape), "C"), (shape, elem, align))
+        return Typed(t.Array(elem, len(shape), "C"), (shape, elem, max(16, align or 16)))
 
     def lower_call(self, low, node, call):
         shape, elem, align = call.data
@@ -213,8 +213,13 @@ class SharedArray(Builtin):
         count = 1
         for s in shape:
             count *= s
-        pointer = low.target.shared_array(low, elem, count, dynamic, align or 16)
+        pointer = low.target.shared_array(low, elem, count, dynamic, align)
         return _contiguous(low, call.result, pointer, shape, elem, dynamic)
+
+
+# CUDA's local memory per thread (every compute capability since 2.0): a larger local array
+# cannot run on a GPU, and on the CPU target it would only overflow the host thread's stack
+LOCAL_BYTES_PER_THREAD = 512 * 1024
 
 
 class LocalArray(Builtin):
@@ -224,6 +229,16 @@ class LocalArray(Builtin):
         shape, elem, shape_node, _, align = _shape_and_dtype(inf, node, self.name)
         if 0 in shape:
             raise inf.error(shape_node, "a local array needs a non-zero shape")
+        count = 1
+        for s in shape:
+            count *= s
+        size = count * t.sizeof(elem)
+        if size > LOCAL_BYTES_PER_THREAD:
+            raise inf.error(shape_node, f"a local array of {count:,} {elem} ({_bytes(size)}) "
+                            f"is larger than a GPU thread's local memory "
+                            f"({_bytes(LOCAL_BYTES_PER_THREAD)} per thread, CUDA's limit)",
+                            "use a smaller array, or global memory: a device array passed to "
+                            "the kernel, each thread using its own slice")
         return Typed(t.Array(elem, len(shape), "C"), (shape, elem, align))
 
     def lower_call(self, low, node, call):
@@ -253,6 +268,13 @@ class ConstArrayLike(Builtin):
         value = call.data
         pointer = low.mb.const_array(low.builder, value)
         return _contiguous(low, call.result, pointer, value.shape, call.result.dtype, False)
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:g} {unit}"
+    return f"{n} bytes"
 
 
 def _contiguous(low, ty: t.Array, pointer, shape, elem: t.Type, dynamic: bool):

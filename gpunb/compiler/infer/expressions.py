@@ -24,6 +24,7 @@ from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import did_you_mean
 from gpunb.foundation.pyobjects import lookup_global
+from gpunb.foundation.tensor_types import Fragment
 
 _OP_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
                ast.Mod: "%", ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|",
@@ -142,6 +143,10 @@ class ExpressionTyping:
         return self.attribute_of_value(node, base, attr)
 
     def attribute_of_value(self, node, base: t.Type, attr: str) -> t.Type:
+        if isinstance(base, Fragment):  # frag.x, frag.num_elements (nvcuda::wmma)
+            from gpunb.compiler.builtins.tensorcore_wmma import fragment_attribute_type
+
+            return fragment_attribute_type(self, node, base, attr)
         if isinstance(base, t.Array):
             if attr in ("shape", "strides"):
                 return t.Tuple((t.int64,) * base.ndim)

@@ -16,6 +16,7 @@ from gpunb.compiler.hints import READONLY_HINT
 from gpunb.compiler.typed import JoinKind, RaiseSite
 from gpunb.compiler.values import NotConstant, PyValue, const_eval
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import Fragment
 
 _HAS_TRUTH = (t.Boolean, t.Integer, t.Float, t.Complex, t.NoneType)
 _STATEMENT_HINTS = {
@@ -109,6 +110,12 @@ class StatementTyping:
                              "write into an array argument instead")
         if isinstance(rt, PyValue):
             raise self.error(node, f"cannot return {rt}")
+        if _holds_fragment(rt):  # its storage is this frame's: gone once a real call returns
+            raise self.error(node, f"GPU functions cannot return a wmma fragment ({rt}): it "
+                             "refers to storage in this function's frame",
+                             "make the fragment in the caller and pass it in: a fragment "
+                             "argument is passed by reference, so the callee's fill, load and "
+                             "mma_sync update the caller's fragment")
         self.return_types.append((node, rt))
         return True
 
@@ -305,3 +312,9 @@ def _store_hint(value: t.Type, slot: t.Type) -> str | None:
     if isinstance(value, PyValue):
         return "only numbers can be stored into arrays"
     return None
+
+
+def _holds_fragment(ty: t.Type) -> bool:
+    if isinstance(ty, t.Tuple):
+        return any(_holds_fragment(item) for item in ty.items)
+    return isinstance(ty, Fragment)

@@ -62,13 +62,16 @@ class CallLowering:
         extra = [self.ctx] if self.ctx is not None else []
         passed = [v for v, a in zip(values, call.argtypes, strict=True)
                   if not is_compile_time(a)]
+        self.target.enter_call(self)
         result = b.call(fn, extra + passed)
+        self.target.leave_call(self)
         return None if isinstance(callee.return_type, t.NoneType) else result
 
     def inline_call(self, callee: TypedFunction, values: list):
         """Lower the callee's body here (CPU target: suspend points must be in the kernel)."""
         inner = type(self)(self.mb, callee, self.fn, self.builder, self.alloca_block, self.ctx)
         inner.exit_block = self.new_block(f"{callee.name}.return")
+        inner.subprogram = self.subprogram  # its code is this function's, for line tables
         if not isinstance(callee.return_type, t.NoneType):
             inner.return_slot = self.alloca(dm.value_type(callee.return_type),
                                             f"{callee.name}.ret")

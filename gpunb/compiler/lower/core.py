@@ -22,6 +22,10 @@ from gpunb.foundation import types as t
 from gpunb.foundation.abi import signature_slots
 from gpunb.foundation.errors import CompileError
 
+# iterations of a counted loop between two polls on a target that polls (compiler/target.py):
+# a few microseconds of the tightest loop, one test per chunk
+CHUNK = 1 << 12
+
 
 class LoweringCore:
     """Lowers one TypedFunction into an ir.Function (or inline into a caller's function)."""
@@ -55,8 +59,7 @@ class LoweringCore:
         self.ctx = self.fn.args[0] if n_extra else None
         if self.mb.debug is not None:
             self.subprogram = self.mb.debug.subprogram(self.fn, self.typed.source)
-            self.builder.debug_metadata = self.mb.debug.location(self.typed.source.first_line,
-                                                                 0, self.subprogram)
+            self.builder.debug_metadata = self.mb.debug.entry(self)
         if not isinstance(self.typed.return_type, t.NoneType):
             self.return_slot = self.alloca(dm.value_type(self.typed.return_type), "retval")
 
@@ -168,8 +171,7 @@ class LoweringCore:
             if self.builder.block.is_terminated:
                 return  # after return/break/continue: unreachable, and not typed by infer
             if self.mb.debug is not None:
-                self.builder.debug_metadata = self.mb.debug.location(
-                    stmt.lineno, stmt.col_offset, self.subprogram)
+                self.builder.debug_metadata = self.mb.debug.statement(self, stmt)
             self.current_line = stmt.lineno
             self.visit(stmt)
 
@@ -179,23 +181,35 @@ class LoweringCore:
     def new_block(self, name: str):
         return self.fn.append_basic_block(name)
 
-    def emit_loop(self, first, condition, body, advance, header=None, prefix: str = "loop"):
+    def emit_loop(self, first, condition, body, advance, header=None, prefix: str = "loop",
+                  count=None):
         """The one loop emitter: index = first; while condition(index): body(index, continue
         block, break block), then index = advance(index). `header()` runs at the top of every
         iteration. Returns (the block where the condition fails, the block after the loop),
-        the first unterminated; the builder is left in neither."""
+        the first unterminated; the builder is left in neither.
+
+        `count`: the loop is `for k in range(count)` (i64; first 0, advance +1), and on a target
+        that polls (compiler/target.py) it runs in chunks of CHUNK iterations: an outer loop
+        over the chunks' starts polls, the inner loop tests only the chunk's end - one exit and
+        an index LLVM can follow (non-negative, +1), as it wants to vectorise or unroll it."""
         b = self.builder
         index = self.alloca(first.type, f"{prefix}.index")
         b.store(first, index)
         cond_bb, body_bb = self.new_block(f"{prefix}.cond"), self.new_block(f"{prefix}.body")
         inc_bb, else_bb, end_bb = (self.new_block(f"{prefix}.{n}")
                                    for n in ("inc", "else", "end"))
-        b.branch(cond_bb)
-        b.position_at_end(cond_bb)
-        if header is not None:
-            header()
-        current = b.load(index)
-        b.cbranch(condition(current), body_bb, else_bb)
+        if count is None or not self.target.polls:
+            b.branch(cond_bb)
+            b.position_at_end(cond_bb)
+            if header is not None:
+                header()
+            current = b.load(index)
+            b.cbranch(condition(current), body_bb, else_bb)
+        else:
+            self._chunks(index, count, cond_bb, body_bb, else_bb, header, prefix)
+            current = b.load(index)
+            b.cbranch(b.icmp_signed("<", current, b.load(self._chunk_end)), body_bb,
+                      self._chunk_past)
         b.position_at_end(body_bb)
         body(current, inc_bb, end_bb)
         if not b.block.is_terminated:
@@ -204,6 +218,41 @@ class LoweringCore:
         b.store(advance(b.load(index)), index)
         b.branch(cond_bb)
         return else_bb, end_bb
+
+    def _chunks(self, index, count, cond_bb, body_bb, else_bb, header, prefix: str) -> None:
+        """The outer loop of a chunked `for k in range(count)`: leaves the builder in the inner
+        loop's condition block, with self._chunk_end (where this chunk ends) and
+        self._chunk_past (the block after a chunk) set for the caller's test. The poll comes
+        between chunks, never on entry: a loop of at most CHUNK iterations known at compile
+        time keeps no poll at all (LLVM folds the next chunk away), so the loop around it (a
+        work-group thread loop) still vectorises."""
+        b = self.builder
+        i64 = dm.i64
+        start = self.alloca(i64, f"{prefix}.chunk.start")
+        end = self.alloca(i64, f"{prefix}.chunk.end")
+        b.store(ir.Constant(i64, 0), start)
+        chunk_bb, past_bb = self.new_block(f"{prefix}.chunk"), self.new_block(f"{prefix}.past")
+        poll_bb = self.new_block(f"{prefix}.poll")
+        b.branch(chunk_bb)
+        b.position_at_end(chunk_bb)
+        first = b.load(start)
+        b.store(first, index)
+        left = b.sub(count, first, flags=["nsw"])
+        step = b.select(b.icmp_signed("<", left, ir.Constant(i64, CHUNK)), left,
+                        ir.Constant(i64, CHUNK))
+        b.store(b.add(first, step, flags=["nsw"]), end)
+        b.branch(cond_bb)
+        b.position_at_end(past_bb)
+        after = b.add(b.load(start), ir.Constant(i64, CHUNK), flags=["nsw"])
+        b.store(after, start)
+        b.cbranch(b.icmp_signed("<", after, count), poll_bb, else_bb)
+        b.position_at_end(poll_bb)
+        self.target.poll(self)
+        b.branch(chunk_bb)
+        b.position_at_end(cond_bb)
+        if header is not None:
+            header()  # runs again as a chunk starts: it only passes values on
+        self._chunk_end, self._chunk_past = end, past_bb
 
     def loop_range(self, length, body, prefix: str = "loop") -> None:
         """for i in range(length) (i64) as IR, body(i); the builder ends after the loop."""

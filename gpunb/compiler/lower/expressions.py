@@ -13,6 +13,7 @@ from gpunb.compiler import operators as ops
 from gpunb.compiler.values import ArrayCTypes, PyValue, foreign_array
 from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import Fragment
 
 
 class ExpressionLowering:
@@ -122,6 +123,10 @@ class ExpressionLowering:
             return b.ptrtoint(b.extract_value(base, 0), dm.i64)
         if isinstance(base_t, t.Array):
             return arrays.attribute(b, base_t, base, node.attr, found)
+        if isinstance(base_t, Fragment):
+            from gpunb.compiler.builtins.tensorcore_wmma import lower_fragment_attribute
+
+            return lower_fragment_attribute(self, node, base_t, base, node.attr)
         if isinstance(base_t, t.Complex):
             return b.extract_value(base, 0 if node.attr == "real" else 1)
         if isinstance(base_t, t.Record):

@@ -52,13 +52,27 @@ class LoopLowering:
 
         self.counted_loop(node, ir.Constant(dm.i64, 0),
                           lambda k: b.icmp_signed("<", k, length), bind,
-                          lambda k: b.add(k, ir.Constant(dm.i64, 1)))
+                          lambda k: b.add(k, ir.Constant(dm.i64, 1), flags=["nsw"]), length)
 
     def range_loop(self, node: ast.For, source: RangeSource) -> None:
         """for i in range(...): i itself is the loop's index, compared with stop in the step's
         direction (the form LLVM keeps as one grid-stride loop rather than unrolling it); a zero
-        step runs no iteration (Python raises; with debug=True so does the kernel)."""
+        step runs no iteration (Python raises; with debug=True so does the kernel). A target
+        that polls counts iterations instead (k in range(trip count), i = start + k * step),
+        the form its chunked loops need."""
         b = self.builder
+        if self.target.polls:
+            start, step, count = self.range_bounds(source)
+            item = source.item
+
+            def bind_item(k):
+                i = b.add(start, b.mul(ops.cast(b, k, t.int64, item), step))
+                self.store_target(node.target, i, item)
+
+            self.counted_loop(node, ir.Constant(dm.i64, 0),
+                              lambda k: b.icmp_signed("<", k, count), bind_item,
+                              lambda k: b.add(k, ir.Constant(dm.i64, 1), flags=["nsw"]), count)
+            return
         start, stop, step = self.range_operands(source)
         cmp = b.icmp_signed if source.item.signed else b.icmp_unsigned
         zero = ir.Constant(step.type, 0)
@@ -74,9 +88,11 @@ class LoopLowering:
                           lambda i: self.store_target(node.target, i, source.item),
                           lambda i: b.add(i, step))
 
-    def counted_loop(self, node: ast.For, first, condition, bind, advance) -> None:
+    def counted_loop(self, node: ast.For, first, condition, bind, advance,
+                     count=None) -> None:
         """A `for` statement on the one loop emitter: the loop's header joins at the condition,
-        `bind` binds the loop target, `continue` advances, and the exit runs the else clause."""
+        `bind` binds the loop target, `continue` advances, and the exit runs the else clause.
+        `count`: the loop is k in range(count) (emit_loop chunks it on a target that polls)."""
 
         def header():
             self.join(node, JoinKind.HEADER)
@@ -85,7 +101,8 @@ class LoopLowering:
             bind(index)
             self.loop_body(node.body, continue_bb, break_bb)
 
-        else_bb, end_bb = self.emit_loop(first, condition, body, advance, header, "for")
+        else_bb, end_bb = self.emit_loop(first, condition, body, advance, header, "for",
+                                         count=count)
         self.loop_else(node, else_bb, end_bb)
 
     def loop_source(self, source) -> tuple:

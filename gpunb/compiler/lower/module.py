@@ -5,7 +5,6 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
-from gpunb.compiler.debuginfo import DebugInfo
 from gpunb.compiler.typed import TypedFunction
 from gpunb.compiler.values import is_compile_time
 from gpunb.foundation import types as t
@@ -29,8 +28,7 @@ class ModuleBuilder:
         self.device_functions: dict = {}
         self.const_arrays: dict = {}
         self.counter = 0
-        self.debug = DebugInfo(self.module, full=bool(options.get("debug"))) \
-            if target.emits_line_info else None
+        self.debug = target.debug_info(self.module, full=bool(options.get("debug")))
         self.features: frozenset = frozenset()
         self.shared_static_bytes = 0
         self.raise_sites: list = []  # debug: exceptions.site_record by site id (the artifact's)

@@ -29,8 +29,8 @@ PRELUDE = textwrap.dedent("""
 
     fake = FakeDriver()
     fake.__name__ = "cuda.bindings.driver"  # what preload starts for (the real bindings)
-    launch._native = None  # no trampoline into a libcuda that is not there
-    driver._cu = fake
+    launch.driver_calls.trampolines = None  # no trampoline into a libcuda that is not there
+    driver.state = driver.DriverState(cu=fake)
     gpunb.set_target("cuda")
 
     def kernel_source():
@@ -107,7 +107,7 @@ def test_a_simulated_driver_is_not_preloaded_for():
 
 def test_without_a_gpu_the_thread_imports_nothing():
     out = _child("""
-        driver._cu = None  # the real bindings: this machine's cuInit fails without a GPU
+        driver.state = driver.DriverState()  # the real bindings: cuInit fails without a GPU
         print(driver.is_available())
         preload.wait(60)
         print(preload.done, "llvmlite.binding" in sys.modules)

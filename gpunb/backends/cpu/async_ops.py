@@ -1,0 +1,311 @@
+"""The CPU target's lowering of cp.async, mbarriers, TMA and wgmma (CpuTarget.async_ops()).
+
+Kernels that use them run as coroutines (wg_plan.py): an mbarrier wait suspends the thread
+until the scheduler sees its phase complete, a wgmma.mma_async is a rendezvous of its
+warpgroup. Copies are queued in the thread's area (async_state.py, async_tma.py) and done when
+their wait completes them. Operands are checked as the hardware requires (sizes, contiguity,
+alignment, shared memory), each failure an AsyncCopyError at the call's line; with racecheck,
+each queued copy records its destination twice - when issued and when done - so that a read in
+between is reported (accesses.find_pending_read).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from llvmlite import ir
+
+from gpunb.backends.cpu import abi
+from gpunb.backends.cpu import async_state as st
+from gpunb.backends.cpu import async_tma as tma
+from gpunb.backends.cpu import async_wgmma as wg
+from gpunb.compiler import datamodel as dm
+from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import TensorMap
+
+ISSUE, DONE = "async_issue", "async_done"  # the roles of a copy's two access sites
+
+
+class CpuAsyncOps:
+    """One per CpuTarget: lowering methods called by compiler/builtins/async_copy.py & co."""
+
+    def __init__(self, target):
+        self.target = target
+
+    # ---- helpers ---------------------------------------------------------------------------------
+
+    def site(self, low, node, what: str) -> int:
+        """A barrier site for this call (errors and deadlocks name it)."""
+        self.target.barrier_sites.append((low.typed.source.filename, node.lineno,
+                                          node.col_offset, what))
+        return len(self.target.barrier_sites) - 1
+
+    def access_site(self, low, node, what: str, role: str) -> int:
+        """Racecheck: an access site (a write) of an asynchronous copy's destination."""
+        if not self.target.record:
+            return -1
+        src = low.typed.source
+        self.target.access_sites.append((src.filename, node.lineno, node.col_offset, what,
+                                         "write", low.typed.name, role))
+        return len(self.target.access_sites) - 1
+
+    def check(self, low, bad, site: int, reason: st.Reason, first=None, second=None) -> None:
+        """Report `reason` and end the thread where `bad` holds."""
+        with low.builder.if_then(bad, likely=False):
+            st.report(low.builder, low.ctx, site, reason, first, second)
+            self.target.end_thread(low, None)
+
+    def end_if_failed(self, low) -> None:
+        with low.builder.if_then(st.failed(low.builder, low.ctx), likely=False):
+            self.target.end_thread(low, None)
+
+    def in_shared(self, low, pointer, nbytes, site: int) -> None:
+        b = low.builder
+        offset = st.shared_offset(b, low.ctx, pointer)
+        limit = st.load(b, st.area(b, low.ctx), st.AREA_SHARED_BYTES, dm.i64)
+        self.check(low, b.icmp_unsigned(">", b.add(offset, nbytes), limit), site,
+                   st.Reason.NOT_SHARED, offset, limit)
+
+    def record_issue(self, low, site: int, pointer, count, itemsize: int) -> None:
+        if site < 0:
+            return
+        b = low.builder
+        st.record_elements(b, low.ctx, st.i32(site), pointer, b.mul(count, st.i64(itemsize)),
+                           st.i64(itemsize))
+
+    def shared_address(self, low, node, pointer):
+        return st.shared_offset(low.builder, low.ctx, pointer)
+
+    # ---- cp.async --------------------------------------------------------------------------------
+
+    def cp_async(self, low, node, dst, src, itemsize: int, nbytes: int, src_bytes, cache: str):
+        b = low.builder
+        site = self.site(low, node, "cuda.cp_async.copy")
+        count = nbytes // itemsize
+        for (pointer, extent, stride), short, misaligned in (
+                (dst, st.Reason.DST_SHORT, st.Reason.DST_MISALIGNED),
+                (src, st.Reason.SRC_SHORT, st.Reason.SRC_MISALIGNED)):
+            self.check(low, b.icmp_signed("<", extent, st.i64(count)), site, short,
+                       st.i64(nbytes), b.mul(extent, st.i64(itemsize)))
+            if count > 1:
+                self.check(low, b.icmp_signed("!=", stride, st.i64(itemsize)), site,
+                           st.Reason.NOT_CONTIGUOUS, stride, st.i64(itemsize))
+            if pointer is dst[0]:  # in shared memory before its shared offset means anything
+                self.in_shared(low, pointer, st.i64(nbytes), site)
+            address = st.shared_offset(b, low.ctx, pointer) if pointer is dst[0] \
+                else b.ptrtoint(pointer, dm.i64)
+            self.check(low, b.icmp_unsigned("!=", b.urem(address, st.i64(nbytes)), st.i64(0)),
+                       site, misaligned, address, st.i64(nbytes))
+        size = st.i32(nbytes) if src_bytes is None else src_bytes
+        if src_bytes is not None:
+            self.check(low, b.icmp_unsigned(">", src_bytes, st.i32(nbytes)), site,
+                       st.Reason.SRC_BYTES, b.sext(src_bytes, dm.i64), st.i64(nbytes))
+        what = _text(node.args[0]) if node.args else "dst"
+        issue = self.access_site(low, node, what, ISSUE)
+        done = self.access_site(low, node, what, DONE)
+        self.record_issue(low, issue, dst[0], st.i64(count), itemsize)
+        b.call(st.cp_issue_function(low.mb.module, self.target.record),
+               [low.ctx, dst[0], src[0], st.i32(nbytes), size, st.i32(done), st.i32(itemsize)])
+
+    def cp_async_commit(self, low, node) -> None:
+        b = low.builder
+        state = st.area(b, low.ctx)
+        st.store(b, b.add(st.load(b, state, st.AREA_CP_GROUPS, dm.i32), st.i32(1)), state,
+                 st.AREA_CP_GROUPS)
+
+    def cp_async_wait(self, low, node, n: int) -> None:
+        low.builder.call(st.cp_wait_function(low.mb.module, self.target.record),
+                         [low.ctx, st.i32(n)])
+
+    def cp_async_wait_all(self, low, node) -> None:
+        self.cp_async_commit(low, node)
+        self.cp_async_wait(low, node, 0)
+
+    # ---- mbarriers -------------------------------------------------------------------------------
+
+    def mbarrier_init(self, low, node, bar, count) -> None:
+        site = self.site(low, node, "cuda.mbarrier.init")
+        self.in_shared(low, bar, st.i64(8), site)
+        self.target.record_access(low, node, bar, "write")
+        ok = low.builder.call(st.mbarrier_init_function(low.mb.module),
+                              [low.ctx, bar, count, st.i32(site)])
+        self.check(low, low.builder.not_(ok), site, st.Reason.MBAR_COUNT)
+
+    def _update(self, low, node, bar, arrivals, delta, what: str):
+        b = low.builder
+        site = self.site(low, node, what)
+        self.in_shared(low, bar, st.i64(8), site)
+        self.target.record_access(low, node, bar, "atomic")
+        result = b.call(st.mbarrier_update_function(low.mb.module),
+                        [low.ctx, bar, arrivals, delta, st.i32(site)])
+        self.end_if_failed(low)
+        return b.extract_value(result, 0)
+
+    def mbarrier_arrive(self, low, node, bar, count, tx):
+        b = low.builder
+        if tx is not None:
+            return self._update(low, node, bar, st.i32(1), b.sext(tx, dm.i64),
+                                "cuda.mbarrier.arrive_expect_tx")
+        arrivals = st.i32(1) if count is None else count
+        return self._update(low, node, bar, arrivals, st.i64(0), "cuda.mbarrier.arrive")
+
+    def mbarrier_expect_tx(self, low, node, bar, tx) -> None:
+        self._update(low, node, bar, st.i32(0), low.builder.sext(tx, dm.i64),
+                     "cuda.mbarrier.expect_tx")
+
+    def mbarrier_try_wait(self, low, node, bar, value, parity: bool):
+        """try_wait on the CPU target waits until the phase completes (a GPU's try_wait returns
+        false after a time limit and every correct program asks again): true, or a deadlock
+        reported by the scheduler when nothing can complete it."""
+        b = low.builder
+        bit = b.trunc(value, dm.i32) if parity else b.trunc(b.lshr(value, st.i64(63)), dm.i32)
+        self._wait(low, node, bar, bit, "cuda.mbarrier.try_wait" +
+                   ("_parity" if parity else ""))
+        return ir.Constant(dm.i1, 1)
+
+    def mbarrier_wait(self, low, node, bar, parity) -> None:
+        self._wait(low, node, bar, parity, "cuda.mbarrier.wait")
+
+    def _wait(self, low, node, bar, parity, what: str) -> None:
+        b = low.builder
+        parity = b.and_(parity, st.i32(1))
+        site = self.site(low, node, what)
+        self.in_shared(low, bar, st.i64(8), site)
+        self.target.record_access(low, node, bar, "atomic")
+        with b.if_then(b.not_(st.mbarrier_done(b, bar, parity))):
+            st.store(b, b.ptrtoint(bar, dm.i64), low.ctx, abi.CTX_XCHG)
+            self.target.wait_at(low, node, abi.WAIT_MBARRIER, what, b.trunc(parity, dm.i1))
+
+    def mbarrier_inval(self, low, node, bar) -> None:
+        site = self.site(low, node, "cuda.mbarrier.inval")
+        self.in_shared(low, bar, st.i64(8), site)
+        self.target.record_access(low, node, bar, "write")
+        low.builder.store(st.i64(0), bar)
+
+    def fence_proxy_async(self, low, node) -> None:
+        return  # one memory on the CPU: the generic and async proxies see the same bytes
+
+    # ---- TMA -------------------------------------------------------------------------------------
+
+    def _tile(self, low, node, tile, desc: TensorMap, site: int):
+        """Check a shared tile against the descriptor's box: shape, C order, 128-byte
+        alignment, inside shared memory; returns its element count."""
+        b = low.builder
+        data, shape, strides = tile
+        itemsize = t.sizeof(desc.dtype)
+        expected = itemsize
+        if len(shape) != desc.ndim:  # a flat view of the box's elements
+            count = 1
+            for n in desc.box:
+                count *= n
+            self.check(low, b.icmp_signed("!=", shape[0], st.i64(count)), site,
+                       st.Reason.TILE_SHAPE, st.i64(0), shape[0])
+            self.check(low, b.icmp_signed("!=", strides[0], st.i64(itemsize)), site,
+                       st.Reason.TILE_NOT_CONTIGUOUS, st.i64(0), strides[0])
+            expected = count * itemsize
+        for axis in range(desc.ndim - 1, -1, -1) if len(shape) == desc.ndim else ():
+            self.check(low, b.icmp_signed("!=", shape[axis], st.i64(desc.box[axis])), site,
+                       st.Reason.TILE_SHAPE, st.i64(axis), shape[axis])
+            if desc.box[axis] > 1:
+                self.check(low, b.icmp_signed("!=", strides[axis], st.i64(expected)), site,
+                           st.Reason.TILE_NOT_CONTIGUOUS, st.i64(axis), strides[axis])
+            expected *= desc.box[axis]
+        offset = st.shared_offset(b, low.ctx, data)
+        self.check(low, b.icmp_unsigned("!=", b.urem(offset, st.i64(128)), st.i64(0)), site,
+                   st.Reason.TILE_MISALIGNED, offset, st.i64(128))
+        self.in_shared(low, data, st.i64(expected), site)
+        return expected // itemsize
+
+    def _issue(self, low, node, kind: int, tile, tmap, desc, coords, bar, what: str) -> None:
+        b = low.builder
+        site = self.site(low, node, what)
+        count = self._tile(low, node, tile, desc, site)
+        if bar is not None:
+            self.in_shared(low, bar, st.i64(8), site)
+            self.target.record_access(low, node, bar, "atomic")
+        done = -1
+        if kind == tma.LOAD:
+            name = _text(node.args[0]) if node.args else "dst"
+            issue = self.access_site(low, node, name, ISSUE)
+            done = self.access_site(low, node, name, DONE)
+            self.record_issue(low, issue, tile[0], st.i64(count), t.sizeof(desc.dtype))
+        slots = low.alloca(ir.ArrayType(dm.i32, tma.RANK), "tma.coords")
+        for d in range(tma.RANK):
+            value = coords[d] if d < len(coords) else st.i32(0)
+            b.store(value, b.gep(slots, [st.i32(0), st.i32(d)], inbounds=True))
+        b.call(tma.issue_function(low.mb.module, self.target.record),
+               [low.ctx, st.i32(kind), tile[0], tmap, bar if bar is not None else
+                ir.Constant(dm.ptr, None), slots, st.i32(done), st.i32(site)])
+
+    def tma_load(self, low, node, dst, tmap, desc, coords: list, bar) -> None:
+        self._issue(low, node, tma.LOAD, dst, tmap, desc, coords, bar, "cuda.tma.load")
+
+    def tma_store(self, low, node, tmap, desc, coords: list, src) -> None:
+        self._issue(low, node, tma.STORE, src, tmap, desc, coords, None, "cuda.tma.store")
+
+    def bulk_commit(self, low, node) -> None:
+        b = low.builder
+        state = st.area(b, low.ctx)
+        st.store(b, b.add(st.load(b, state, st.AREA_BULK_GROUPS, dm.i32), st.i32(1)), state,
+                 st.AREA_BULK_GROUPS)
+
+    def bulk_wait(self, low, node, n: int, read: bool) -> None:
+        b = low.builder
+        before = b.sub(st.load(b, st.area(b, low.ctx), st.AREA_BULK_GROUPS, dm.i32), st.i32(n))
+        b.call(tma.complete_function(low.mb.module, self.target.record),
+               [low.ctx, st.i32(tma.STORE), before])
+
+    # ---- wgmma -----------------------------------------------------------------------------------
+
+    def wgmma_fence(self, low, node) -> None:
+        return  # registers and shared memory are one memory here
+
+    def wgmma_commit(self, low, node) -> None:
+        return  # mma_async computed its D at the rendezvous: every group is complete
+
+    def wgmma_wait(self, low, node, n: int) -> None:
+        return
+
+    def setmaxnreg(self, low, node, count: int, inc: bool) -> None:
+        return  # no register file to repartition
+
+    def wgmma_mma(self, low, node, spec, acc_ptr, acc_len, a: tuple, b_desc, scale_d) -> None:
+        b = low.builder
+        site = self.site(low, node, "cuda.wgmma.mma_async")
+        self.check(low, b.icmp_signed("<", acc_len, st.i64(spec.acc_count)), site,
+                   st.Reason.ACC_SHORT, acc_len, st.i64(spec.acc_count))
+        state = st.area(b, low.ctx)
+        epoch = st.load(b, state, st.AREA_WG_EPOCH, dm.i32)
+        parity = b.and_(epoch, st.i32(1))
+        a_desc = st.i64(0)
+        if a[0] == "regs":
+            needed = st.i64(4 if a[3] else 8)  # packed uint32 pairs, or 16-bit values
+            self.check(low, b.icmp_signed("<", a[2], needed), site, st.Reason.A_SHORT, a[2],
+                       needed)
+            slot = b.add(st.i64(st.AREA_A_SLOTS), b.zext(b.mul(parity, st.i32(16)), dm.i64))
+            st.memcpy(b, st.at(b, state, slot), a[1], st.i64(16))
+        else:
+            a_desc = a[1]
+        self.target.wait_at(low, node, abi.WAIT_WARPGROUP, "cuda.wgmma.mma_async")
+        b.call(wg.compute_function(low.mb.module, spec),
+               [low.ctx, acc_ptr, a_desc, b_desc, scale_d, parity, st.i32(site)])
+        state = st.area(b, low.ctx)
+        st.store(b, b.add(epoch, st.i32(1)), state, st.AREA_WG_EPOCH)
+        self.end_if_failed(low)
+
+    # ---- the thread's end ------------------------------------------------------------------------
+
+    def thread_end(self, low) -> None:
+        """Copies still queued when a thread ends land (TMA loads are the scheduler's)."""
+        b = low.builder
+        b.call(st.cp_drain_function(low.mb.module, self.target.record), [low.ctx])
+        b.call(tma.complete_function(low.mb.module, self.target.record),
+               [low.ctx, st.i32(tma.STORE), st.i32(2**31 - 1)])
+
+
+def _text(node) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:  # noqa: BLE001 - a name for messages only
+        return "shared"
+

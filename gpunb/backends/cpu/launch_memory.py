@@ -1,0 +1,80 @@
+"""What a CPU-target runner allocates for a launch (runner.py): freeing it, checking that it
+was had, and noting it in the host thread's guard record, from which the guard frees it when a
+launch is abandoned mid-way (a stop, a fault: guard_ir.py)."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from gpunb.backends.cpu import abi
+from gpunb.compiler import datamodel as dm
+
+
+def _at(b, base, offset):
+    return b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
+
+
+def _i32(v):
+    return ir.Constant(dm.i32, v)
+
+
+def _i64(v):
+    return ir.Constant(dm.i64, v)
+
+
+def free_all(b, free, shared, ctxs, handles, scratch=None, areas=None) -> None:
+    """Free what the runner allocated (None: not allocated for this kernel)."""
+    b.call(free, [shared])
+    b.call(free, [ctxs])
+    for block in (handles, scratch, areas):
+        if block is not None:
+            b.call(free, [block])
+
+
+def if_guarded(b: ir.IRBuilder, guard, emit) -> None:
+    """emit() where the host thread has a guard record (None only where the process has no
+    guard: guard.py could not be built)."""
+    fn = b.function
+    yes, done = fn.append_basic_block("guarded"), fn.append_basic_block("guarded.done")
+    b.cbranch(b.icmp_unsigned("!=", b.ptrtoint(guard, dm.i64), _i64(0)), yes, done)
+    b.position_at_end(yes)
+    emit()
+    b.branch(done)
+    b.position_at_end(done)
+
+
+def note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch, areas) -> None:
+    """What the guard frees when the launch is abandoned (abi.py's guard record layout)."""
+    null = ir.Constant(dm.ptr, None)
+
+    def note():
+        for offset, value in ((abi.REC_SHARED, shared), (abi.REC_CTXS, ctxs),
+                              (abi.REC_HANDLES, handles or null),
+                              (abi.REC_SCRATCH, scratch or null), (abi.REC_AREAS, areas or null)):
+            b.store(value, _at(b, guard, offset))
+        b.store(n_ctx, _at(b, guard, abi.REC_NCTX))
+
+    if_guarded(b, guard, note)
+
+
+def note_current(b, guard, ctx) -> None:
+    """The context of the thread about to run: a fault names its thread and block."""
+    if_guarded(b, guard, lambda: b.store(ctx, _at(b, guard, abi.REC_CTX)))
+
+
+def check_allocations(b, status, free, shared, ctxs, handles, scratch, areas) -> None:
+    """A launch whose host memory cannot be had (a huge shared or scratch area) reports it
+    instead of writing through a null pointer."""
+    fn = b.function
+    missing = None
+    for block in (shared, ctxs, handles, scratch, areas):
+        if block is not None:
+            null = b.icmp_unsigned("==", b.ptrtoint(block, dm.i64), _i64(0))
+            missing = null if missing is None else b.or_(missing, null)
+    fail, ok = fn.append_basic_block("nomem"), fn.append_basic_block("mem.ok")
+    b.cbranch(missing, fail, ok)
+    b.position_at_end(fail)
+    b.cmpxchg(status, _i32(abi.ERROR_NONE), _i32(abi.ERROR_NO_MEMORY), "seq_cst", "monotonic")
+    free_all(b, free, shared, ctxs, handles, scratch, areas)
+    b.ret_void()
+    b.position_at_end(ok)

@@ -1,0 +1,48 @@
+"""NVPTX lowering of TMA bulk tensor copies (cp.async.bulk.tensor, sm_90), mixed into
+CudaAsyncOps: LLVM 22's llvm.nvvm.cp.async.bulk.tensor.{g2s,s2g}.tile.Nd intrinsics and the
+bulk async-group commit/wait. The tensor map is the kernel's __grid_constant__ parameter
+(CudaTarget.define_kernel), so its generic address is what the instruction reads."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from gpunb.backends.cuda.async_common import CLUSTER, SHARED, SM90
+from gpunb.compiler import datamodel as dm
+
+
+class TmaLowering:
+    def shared_address(self, low, node, pointer):
+        """A generic pointer into shared memory as its shared-window address (i64)."""
+        b = low.builder
+        return b.zext(b.ptrtoint(self.shared(low, pointer), dm.i32), dm.i64)
+
+    def tma_load(self, low, node, dst, tmap, desc_type, coords: list, bar) -> None:
+        self.need(low, node, SM90, "cuda.tma.load")
+        b = low.builder
+        n = len(coords)
+        dst_cluster = b.addrspacecast(self.shared(low, dst[0]), CLUSTER)
+        args = [CLUSTER, SHARED, dm.ptr] + [dm.i32] * n + [ir.IntType(16), dm.i64, dm.i1,
+                                                             dm.i1, dm.i32]
+        values = [dst_cluster, self.shared(low, bar), tmap, *coords,
+                  ir.Constant(ir.IntType(16), 0), ir.Constant(dm.i64, 0),
+                  ir.Constant(dm.i1, 0), ir.Constant(dm.i1, 0), ir.Constant(dm.i32, 0)]
+        self.call(low, f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{n}d", dm.void, args, values)
+
+    def tma_store(self, low, node, tmap, desc_type, coords: list, src) -> None:
+        self.need(low, node, SM90, "cuda.tma.store")
+        n = len(coords)
+        args = [SHARED, dm.ptr] + [dm.i32] * n + [dm.i64, dm.i1]
+        values = [self.shared(low, src[0]), tmap, *coords, ir.Constant(dm.i64, 0),
+                  ir.Constant(dm.i1, 0)]
+        self.call(low, f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{n}d", dm.void, args, values)
+
+    def bulk_commit(self, low, node) -> None:
+        self.need(low, node, SM90, "cuda.tma.commit_group")
+        self.call(low, "llvm.nvvm.cp.async.bulk.commit.group", dm.void, [], [])
+
+    def bulk_wait(self, low, node, n: int, read: bool) -> None:
+        name = "wait_group_read" if read else "wait_group"
+        self.need(low, node, SM90, f"cuda.tma.{name}")
+        self.call(low, "llvm.nvvm.cp.async.bulk.wait.group" + (".read" if read else ""),
+                  dm.void, [dm.i32], [ir.Constant(dm.i32, n)])

@@ -1,0 +1,105 @@
+"""gpunb.examples' Hopper kernels: the warp-specialised TMA + wgmma GEMM and the causal
+FlashAttention-2 forward, against numpy on the CPU target and against the CPU target's own
+results (and numpy) on an H100."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import gpunb
+from gpunb import cuda
+from gpunb.examples import hopper_attention, hopper_gemm
+
+pytestmark = pytest.mark.slow  # each test compiles asynchronous kernels for the CPU target
+
+
+@pytest.fixture
+def cpu():
+    gpunb.set_target("cpu")
+    yield
+    gpunb.set_target(None)
+
+
+def _gemm_inputs(m, n, k, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((n, k)).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_gemm_with_partial_tiles_on_the_cpu_target(cpu, dtype):
+    a, b = _gemm_inputs(136, 264, 72, dtype)  # partial tiles in M, N and K
+    c = hopper_gemm.matmul(a, b)
+    exact = a.astype(np.float64) @ b.astype(np.float64).T
+    # one rounding of the float32 sum to the output type, and float32's own
+    assert np.abs(c.astype(np.float64) - exact).max() <= \
+        np.abs(exact).max() * (2.0 ** -7 if dtype is ml_dtypes.bfloat16 else 2.0 ** -10)
+
+
+def test_persistent_blocks_walk_several_tiles_on_the_cpu_target(cpu):
+    a, b = _gemm_inputs(272, 264, 136, np.float16, seed=5)  # 3 x 2 tiles for 2 blocks
+    c = np.zeros((272, 264), np.float16)
+    hopper_gemm.launch(c, a, b, blocks=2)
+    exact = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -10
+
+
+def test_attention_on_the_cpu_target(cpu):
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16) for _ in range(3))
+    out = hopper_attention.attention(q, k, v, 256)
+    np.testing.assert_allclose(out.astype(np.float64), hopper_attention.reference(q, k, v, 256),
+                               atol=1.5e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_gemm_on_the_gpu_matches_the_cpu_target(dtype):
+    a, b = _gemm_inputs(256, 512, 192, dtype, seed=2)
+    gpunb.set_target("cpu")
+    try:
+        on_cpu = hopper_gemm.matmul(a, b).astype(np.float32)
+    finally:
+        gpunb.set_target(None)
+    gpunb.set_target("cuda")
+    try:
+        on_gpu = hopper_gemm.matmul(cuda.to_device(a), cuda.to_device(b)).copy_to_host()
+    finally:
+        gpunb.set_target(None)
+    # the tensor core sums in its own order: one unit in the last place of the output type
+    ulp = 2.0 ** -7 if dtype is ml_dtypes.bfloat16 else 2.0 ** -10
+    assert np.abs(on_gpu.astype(np.float32) - on_cpu).max() <= np.abs(on_cpu).max() * ulp
+
+
+@pytest.mark.gpu
+def test_gemm_on_the_gpu_at_size():
+    a, b = _gemm_inputs(2048, 1536, 1024, np.float16, seed=3)
+    gpunb.set_target("cuda")
+    try:
+        c = hopper_gemm.matmul(cuda.to_device(a), cuda.to_device(b)).copy_to_host()
+    finally:
+        gpunb.set_target(None)
+    exact = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(c.astype(np.float32), exact, atol=0.1, rtol=1e-2)
+
+
+@pytest.mark.gpu
+def test_attention_on_the_gpu_matches_the_cpu_target_and_numpy():
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((2 * 384, 128)).astype(ml_dtypes.bfloat16)
+               for _ in range(3))
+    gpunb.set_target("cpu")
+    try:
+        on_cpu = hopper_attention.attention(q, k, v, 384).astype(np.float64)
+    finally:
+        gpunb.set_target(None)
+    gpunb.set_target("cuda")
+    try:
+        on_gpu = hopper_attention.attention(cuda.to_device(q), cuda.to_device(k),
+                                            cuda.to_device(v), 384).copy_to_host()
+    finally:
+        gpunb.set_target(None)
+    np.testing.assert_allclose(on_gpu.astype(np.float64), on_cpu, atol=1.6e-2)
+    np.testing.assert_allclose(on_gpu.astype(np.float64),
+                               hopper_attention.reference(q, k, v, 384), atol=1.6e-2)

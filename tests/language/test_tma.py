@@ -1,0 +1,256 @@
+"""TMA descriptors and bulk tensor copies: the shared tile as the hardware lays it out (each
+swizzle, out-of-bounds fill), stores back to global memory, the completion on an mbarrier, bad
+descriptors refused on the host and bad tiles at compile time or at the line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpunb
+from gpunb import AsyncCopyError, CompileError, TensorMapError, cuda, float16, float32, uint64
+from gpunb.foundation import types as t
+from gpunb.foundation.tensor_types import TensorMap
+
+
+@pytest.fixture
+def cpu():
+    gpunb.set_target("cpu")
+    yield
+    gpunb.set_target(None)
+
+
+def _on(target, array):
+    """The array where `target` runs kernels (a TMA descriptor needs the array itself)."""
+    return cuda.to_device(array) if target == "cuda" else array
+
+
+def swizzled(offset: int, swizzle: int) -> int:
+    """The documented swizzle: 16-byte chunk index (bits 4-6) XOR the 128-byte row (bits 7-9),
+    masked to the pattern's width."""
+    mask = {0: 0, 32: 1, 64: 3, 128: 7}[swizzle]
+    return offset ^ (((offset >> 7) & mask) << 4)
+
+
+def expected_tile(a, r, c, rows, cols, swizzle, fill=0.0):
+    """The bytes a TMA load of box (rows, cols) at (r, c) leaves in shared memory, as elements
+    in shared-memory order."""
+    tile = np.full((rows, cols), fill, a.dtype)
+    for i in range(rows):
+        for j in range(cols):
+            if 0 <= r + i < a.shape[0] and 0 <= c + j < a.shape[1]:
+                tile[i, j] = a[r + i, c + j]
+    flat, out = tile.reshape(-1), np.empty(tile.size, a.dtype)
+    size = a.dtype.itemsize
+    for e in range(flat.size):
+        out[swizzled(e * size, swizzle) // size] = flat[e]
+    return out
+
+
+def make_loader(rows, cols, dtype):
+    @cuda.jit
+    def load_tile(out, desc, r, c):
+        s = cuda.shared.array((rows, cols), dtype, alignment=1024)
+        bars = cuda.shared.array(1, uint64)
+        t = cuda.threadIdx.x
+        if t == 0:
+            cuda.mbarrier.init(bars, 0, 1)
+        cuda.syncthreads()
+        if t == 0:
+            cuda.mbarrier.arrive_expect_tx(bars, 0, rows * cols * 2)
+            cuda.tma.load(s, desc, (r, c), bars, 0)
+        cuda.mbarrier.wait(bars, 0, 0)
+        for i in range(t, rows * cols, cuda.blockDim.x):
+            out[i] = s[i // cols, i % cols]
+
+    return load_tile
+
+
+LOADERS = {cols: make_loader(16, cols, float16) for cols in (16, 32, 64)}
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+@pytest.mark.parametrize("swizzle, cols", [(0, 64), (32, 16), (64, 32), (128, 64)])
+def test_loads_lay_the_box_out_swizzled_with_zero_fill(target, swizzle, cols):
+    a = (np.arange(100 * 80) % 2047).astype(np.float16).reshape(100, 80)
+    desc = cuda.tma.descriptor(_on(target, a), (16, cols), swizzle)
+    out = np.zeros(16 * cols, np.float16)
+    LOADERS[cols][1, 64](out, desc, 90, 40)  # rows 100.. and columns 80.. are out of bounds
+    np.testing.assert_array_equal(out, expected_tile(a, 90, 40, 16, cols, swizzle))
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_nan_fill(target):
+    a = np.ones((20, 64), np.float16)
+    desc = cuda.tma.descriptor(_on(target, a), (16, 64), 128, fill="nan")
+    out = np.zeros(16 * 64, np.float16)
+    LOADERS[64][1, 32](out, desc, 10, 0)
+    tile = out.reshape(16, 64)  # 128-byte swizzle moves chunks within rows: rows stay rows
+    assert np.all(tile[:10] == 1) and np.all(np.isnan(tile[10:]))
+
+
+@cuda.jit
+def copy_through(dst_desc, src_desc, r, c):
+    s = cuda.shared.array(16 * 64, float32, alignment=1024)  # a flat tile of the box
+    bars = cuda.shared.array(1, uint64)
+    t = cuda.threadIdx.x
+    if t == 0:
+        cuda.mbarrier.init(bars, 0, 1)
+    cuda.syncthreads()
+    if t == 0:
+        cuda.mbarrier.arrive_expect_tx(bars, 0, 16 * 32 * 4)
+        cuda.tma.load(s[0:512], src_desc, (r, c), bars, 0)
+    cuda.mbarrier.wait(bars, 0, 0)
+    for i in range(t, 512, cuda.blockDim.x):
+        s[i] = s[i] * 2.0  # the generic proxy writes ...
+    cuda.fence_proxy_async()  # ... made visible to the async proxy before the store reads
+    cuda.syncthreads()
+    if t == 0:
+        cuda.tma.store(dst_desc, (r, c), s[0:512])
+        cuda.tma.commit_group()
+        cuda.tma.wait_group(0)
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_store_writes_the_tile_back_skipping_out_of_bounds(target):
+    src = np.arange(40 * 48, dtype=np.float32).reshape(40, 48)
+    dst = np.full((40, 48), -1.0, np.float32)
+    d_src, d_dst = _on(target, src), _on(target, dst)
+    copy_through[1, 64](cuda.tma.descriptor(d_dst, (16, 32), 128),
+                        cuda.tma.descriptor(d_src, (16, 32), 128), 32, 24)
+    got = d_dst.copy_to_host() if target == "cuda" else d_dst
+    expected = dst.copy()
+    expected[32:40, 24:48] = src[32:40, 24:48] * 2
+    np.testing.assert_array_equal(got, expected)
+
+
+@cuda.jit(racecheck=True)
+def read_too_early(out, desc):
+    s = cuda.shared.array((16, 64), float16, alignment=1024)
+    bars = cuda.shared.array(1, uint64)
+    t = cuda.threadIdx.x
+    if t == 0:
+        cuda.mbarrier.init(bars, 0, 1)
+    cuda.syncthreads()
+    if t == 0:
+        cuda.mbarrier.arrive_expect_tx(bars, 0, 2048)
+        cuda.tma.load(s, desc, (0, 0), bars, 0)
+    cuda.mbarrier.wait(bars, 0, 1)  # the wrong parity: returns at once, the load is pending
+    out[t] = s[0, t]
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_a_wait_on_the_wrong_phase_then_reading_the_tile_is_reported(cpu):
+    desc = cuda.tma.descriptor(np.ones((16, 64), np.float16), (16, 64), 128)
+    with pytest.raises(AsyncCopyError, match=r"read of s\[.*asynchronous copy issued at line"):
+        read_too_early[1, 32](np.zeros(32, np.float16), desc)
+
+
+@cuda.jit
+def wrong_tile(out, desc, rows):
+    s = cuda.shared.array((32, 64), float16, alignment=1024)
+    bars = cuda.shared.array(1, uint64)
+    if cuda.threadIdx.x == 0:
+        cuda.mbarrier.init(bars, 0, 1)
+        cuda.mbarrier.arrive_expect_tx(bars, 0, 2048)
+        cuda.tma.load(s[0:rows], desc, (0, 0), bars, 0)
+        cuda.mbarrier.wait(bars, 0, 0)
+    out[0] = s[0, 0]
+
+
+@cuda.jit
+def misaligned_tile(out, desc):
+    pad = cuda.shared.array(4, float32)
+    s = cuda.shared.array((16, 64), float16)  # 16-byte aligned only
+    bars = cuda.shared.array(1, uint64)
+    pad[0] = 0.0
+    if cuda.threadIdx.x == 0:
+        cuda.mbarrier.init(bars, 0, 1)
+        cuda.mbarrier.arrive_expect_tx(bars, 0, 2048)
+        cuda.tma.load(s, desc, (0, 0), bars, 0)
+        cuda.mbarrier.wait(bars, 0, 0)
+    out[0] = s[0, 0]
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_tiles_that_do_not_fit_the_box_are_reported_at_the_line(cpu):
+    desc = cuda.tma.descriptor(np.ones((64, 64), np.float16), (16, 64), 0)
+    with pytest.raises(AsyncCopyError, match="axis 0 has 8 elements, not the descriptor's box"):
+        wrong_tile[1, 32](np.zeros(1, np.float16), desc, 8)
+    with pytest.raises(AsyncCopyError, match="not 128-byte aligned") as info:
+        misaligned_tile[1, 32](np.zeros(1, np.float16), desc)
+    assert "cuda.tma.load(s, desc" in str(info.value)
+
+
+def test_descriptors_the_hardware_refuses_are_refused_on_the_host():
+    a = np.zeros((64, 128), np.float16)
+    with pytest.raises(TensorMapError, match="swizzle=48 is not a TMA swizzle"):
+        cuda.tma.descriptor(a, (16, 16), 48)
+    with pytest.raises(TensorMapError, match="128 bytes, wider than the 64-byte swizzle"):
+        cuda.tma.descriptor(a, (16, 64), 64)
+    with pytest.raises(TensorMapError, match="between 1 and 256"):
+        cuda.tma.descriptor(a, (512, 8), 0)
+    with pytest.raises(TensorMapError, match="one size per dimension"):
+        cuda.tma.descriptor(a, (16,), 0)
+    with pytest.raises(TensorMapError, match="whole 16-byte units"):
+        cuda.tma.descriptor(a, (16, 4), 0)
+    with pytest.raises(TensorMapError, match="last axis is not contiguous"):
+        cuda.tma.descriptor(np.zeros((64, 128), np.float16)[:, ::2], (16, 8), 0)
+    with pytest.raises(TensorMapError, match="stride of axis 0 is 14 bytes") as info:
+        cuda.tma.descriptor(np.zeros((8, 7), np.float16), (8, 8), 0)
+    assert "test_tma.py" in str(info.value)  # the user's line
+
+
+def test_tiles_of_another_dtype_rank_or_coordinates_are_compile_errors():
+    desc = TensorMap(float16, 2, (16, 64), 128)
+
+    def dtype(d):
+        s = cuda.shared.array((16, 64), float32)
+        bars = cuda.shared.array(1, uint64)
+        cuda.tma.load(s, d, (0, 0), bars, 0)
+
+    def coords(d):
+        s = cuda.shared.array((16, 64), float16)
+        bars = cuda.shared.array(1, uint64)
+        cuda.tma.load(s, d, (0, 0, 0), bars, 0)
+
+    def rank(d):
+        s = cuda.shared.array((4, 16, 64), float16)
+        cuda.tma.store(d, (0, 0), s)
+
+    for fn, text in ((dtype, "holds float32 but the descriptor copies float16"),
+                     (coords, "needs 2 integer coordinates"), (rank, r"has 3 dimension\(s\)")):
+        with pytest.raises(CompileError, match=text):
+            cuda.compile_ptx(fn, (desc,), cc=(9, 0))
+
+
+def test_tma_needs_sm_90_and_its_ptx_is_accepted(ptxas):
+    sig = (float16[:], TensorMap(float16, 2, (16, 64), 128), t.int64, t.int64)
+    with pytest.raises(CompileError, match=r"needs sm_90 \(Hopper\) or newer; this kernel "
+                                           r"compiles for sm_80"):
+        cuda.compile_ptx(LOADERS[64].py_func, sig, cc=(8, 0))
+    ptx, _ = cuda.compile_ptx(LOADERS[64].py_func, sig, cc=(9, 0))
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" \
+        in ptx and ".param .align 64 .b8" in ptx
+    ptxas(ptx, "sm_90")
+    sig = (TensorMap(float32, 2, (16, 32), 128),) * 2 + (t.int64, t.int64)
+    ptx, _ = cuda.compile_ptx(copy_through.py_func, sig, cc=(9, 0))
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx and "fence.proxy.async" in ptx
+    ptxas(ptx, "sm_90")
+
+
+@pytest.mark.gpu
+def test_descriptors_of_torch_tensors_through_dlpack():
+    torch = pytest.importorskip("torch")
+    gpunb.set_target("cuda")
+    try:
+        a = torch.arange(100 * 80, device="cuda", dtype=torch.float32).reshape(100, 80) % 2047
+        desc = cuda.tma.descriptor(a.to(torch.float16), (16, 64), 128)  # float16: CAI
+        out = np.zeros(16 * 64, np.float16)
+        LOADERS[64][1, 64](out, desc, 90, 40)
+        host = a.cpu().numpy().astype(np.float16)
+        np.testing.assert_array_equal(out, expected_tile(host, 90, 40, 16, 64, 128))
+        bf16 = cuda.tma.descriptor(a.to(torch.bfloat16), (16, 64), 128)  # bfloat16: DLPack
+        assert str(bf16.type) == "TensorMap(bfloat16, box=(16, 64), swizzle=128)"
+    finally:
+        gpunb.set_target(None)
