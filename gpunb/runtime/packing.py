@@ -27,6 +27,9 @@ from gpunb.foundation.pointer_types import Pointer, pointer_address
 from gpunb.foundation.tensor_types import TensorMap
 from gpunb.runtime.arghints import ArgHint
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
+from gpunb.runtime.scalar_args import convert as _convert
+from gpunb.runtime.scalar_args import datetime_count
+from gpunb.runtime.scalar_args import low_precision_bits as _low_precision_bits
 
 
 class PerformanceWarning(UserWarning):
@@ -251,8 +254,7 @@ class ArgPacker:
         if isinstance(ty, Pointer):
             return lambda value: (self._pointer_slot(value, ty, index),)
         if isinstance(ty, t.DateTime):  # datetime64/timedelta64: the count in its unit
-            unit = t.to_dtype(ty)
-            return lambda value: (int(np.asarray(value).astype(unit).view(np.int64)),)
+            return lambda value: (datetime_count(value, ty),)
         if isinstance(ty, TensorMap):
             return lambda value: (self._tensor_map_slot(value, index),)
         return None
@@ -520,35 +522,6 @@ def _slot_formats(ty: t.Type, target: str = "cuda") -> list:
     if isinstance(ty, (enum_types.EnumMember, t.DateTime)):  # class position; count of units
         return [("q", np.dtype(np.int64))]
     raise LaunchError(f"cannot pass a value of type {ty} to a kernel")
-
-
-def _convert(value, dtype: np.dtype):
-    if type(value) is int and dtype.kind in "iu" and -(1 << 63) <= value < (1 << 64):
-        # numba types a Python int as int64 (uint64 past it) and casts it to the declared
-        # integer type, wrapping: 0xFFFFFFFF passed as int32 is -1
-        bits = dtype.itemsize * 8
-        value &= (1 << bits) - 1
-        if dtype.kind == "i" and value >= 1 << (bits - 1):
-            value -= 1 << bits
-        return value
-    if isinstance(value, (bool, int, float, complex)):
-        converted = np.array(value, dtype=dtype)  # Python ints out of range raise here
-    else:
-        converted = np.asarray(value).astype(dtype)  # numpy scalars wrap, as numpy's astype does
-    return converted.item()
-
-
-def _low_precision_bits(value, ty: t.Type) -> int:
-    """The bits of a bfloat16 or fp8 argument: an ml_dtypes scalar of that type as it is, any
-    other number rounded as the kernel's own conversion rounds it (CUDA's)."""
-    from gpunb.foundation import lowprecision
-
-    dtype = getattr(value, "dtype", None)
-    if dtype is not None and dtype == t.to_dtype(ty):
-        return int(np.asarray(value).view(np.uint16 if dtype.itemsize == 2 else np.uint8))
-    if isinstance(ty, t.BFloat16):
-        return lowprecision.bfloat16_bits(float(value))
-    return lowprecision.fp8_bits(ty.kind, float(value))
 
 
 def _complex_parts(value) -> tuple:
