@@ -26,6 +26,9 @@ from gpunb.backends.cpu.launch_memory import (
 )
 from gpunb.compiler import datamodel as dm
 
+# the alignment of each block's shared memory (cuda.shared.array takes alignment= up to it)
+SHARED_ALIGN = 4096
+
 
 def _at(b, base, offset):
     return b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
@@ -91,7 +94,12 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     begin = b.load(_at(b, launch, lo["block_begin"]), typ=dm.i64)
     end = b.load(_at(b, launch, lo["block_end"]), typ=dm.i64)
     shared_bytes = b.load(_at(b, launch, lo["shared_bytes"]), typ=dm.i64)
+    # each block's shared memory starts SHARED_ALIGN-aligned, so an array's address and its
+    # offset from the block's base agree modulo any alignment= (numba's checks the address;
+    # TMA and swizzle checks read the offset, as the GPU's shared window starts at 0)
     shared_stride = b.and_(b.add(shared_bytes, _i64(15)), _i64(~15))
+    if cooperative:
+        shared_stride = b.and_(b.add(shared_bytes, _i64(SHARED_ALIGN - 1)), _i64(-SHARED_ALIGN))
     dyn_shared = b.load(_at(b, launch, lo["dyn_shared"]), typ=dm.i64)
     status = b.load(_at(b, launch, lo["status"]), typ=dm.ptr)
     params = b.load(_at(b, launch, lo["params"]), typ=dm.ptr)
@@ -107,7 +115,9 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     free = _declare(module, "free", dm.void, [dm.ptr])
     memset = _declare(module, "llvm.memset.p0.i64", dm.void, [dm.ptr, dm.i8, dm.i64, dm.i1])
     shared_total = b.mul(shared_stride, per_group)
-    shared = b.call(malloc, [b.add(shared_total, _i64(16))])
+    shared_block = b.call(malloc, [b.add(shared_total, _i64(SHARED_ALIGN))])
+    shared = b.inttoptr(b.and_(b.add(b.ptrtoint(shared_block, dm.i64), _i64(SHARED_ALIGN - 1)),
+                               _i64(-SHARED_ALIGN)), dm.ptr)
     group_threads = b.mul(b.zext(nthreads, dm.i64), per_group)
     n_ctx = group_threads if coroutine else _i64(1)
     ctx_bytes = b.mul(n_ctx, _i64(abi.CTX_SIZE))
@@ -123,8 +133,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
 
         areas_bytes = b.mul(group_threads, _i64(st.AREA_BYTES))
         areas = b.call(malloc, [areas_bytes])
-    note_allocations(b, guard, shared, ctxs, n_ctx, handles, scratch, areas)
-    check_allocations(b, status, free, shared, ctxs, handles, scratch, areas)
+    note_allocations(b, guard, shared_block, ctxs, n_ctx, handles, scratch, areas)
+    check_allocations(b, status, free, shared_block, ctxs, handles, scratch, areas)
     cancel = _at(b, launch, lo["cancel"])
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
@@ -200,12 +210,12 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         early = fn.append_basic_block("group.error")
         b.cbranch(stop, early, cont)
         b.position_at_end(early)
-        free_all(b, free, shared, ctxs, handles, scratch, areas)
+        free_all(b, free, shared_block, ctxs, handles, scratch, areas)
         b.ret_void()
         b.position_at_end(cont)
     b.branch(claim_bb)
     b.position_at_end(finish_bb)
-    free_all(b, free, shared, ctxs, handles, scratch, areas)
+    free_all(b, free, shared_block, ctxs, handles, scratch, areas)
     b.ret_void()
     return fn
 

@@ -189,7 +189,8 @@ def _alignment(inf, node, what: str) -> int | None:
     value = int(value)
     problem = ("Alignment must be positive" if value <= 0 else
                "Alignment must be a power of 2" if value & (value - 1) else
-               "Alignment must be a multiple of 8" if value % 8 else None)
+               "Alignment must be a multiple of 8" if value % 8 else
+               "Alignment must be at most 4096 in gpunb" if value > 4096 else None)
     if problem:  # a JitOptionError is also a ValueError, which numba raises here
         raise JitOptionError(f"{problem} (got {value})", inf.source.loc(node),
                              hint="pass a power of two that is a multiple of 8, e.g. 16",
