@@ -44,8 +44,11 @@ def triton_op():
 
     from benchmarks.triton_kernels import bias_gelu as kernel
 
-    @torch.library.custom_op("gpunb_bench::bias_gelu_triton", mutates_args=())
-    def op(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    # the schema is given: this module's annotations are strings (from __future__), which
+    # torch's schema inference refuses
+    @torch.library.custom_op("gpunb_bench::bias_gelu_triton", mutates_args=(),
+                             schema="(Tensor x, Tensor bias) -> Tensor")
+    def op(x, bias):
         out = torch.empty_like(x)
         n = x.numel()
         kernel[(triton.cdiv(n, 1024),)](x, bias, out, n, bias.numel(), BLOCK=1024)

@@ -13,8 +13,17 @@ from gpunb.backends.cuda import driver
 from gpunb.runtime.streams import stream_handle
 
 
+def _driver():
+    """The driver, with this thread's context made current first: a copy may run in a thread
+    that never used the GPU (a process pool's task thread pickling a device array, a stream
+    callback), where the driver would refuse it (CUDA_ERROR_INVALID_CONTEXT). Cheap once the
+    thread has its context."""
+    driver.ensure_context()
+    return driver.cuda_driver()
+
+
 def copy_htod(dst: int, host: np.ndarray, nbytes: int, stream=0) -> None:
-    cu = driver.cuda_driver()
+    cu = _driver()
     handle = stream_handle(stream)
     if handle:
         driver.check(cu.cuMemcpyHtoDAsync(dst, host.ctypes.data, nbytes, handle),
@@ -24,7 +33,7 @@ def copy_htod(dst: int, host: np.ndarray, nbytes: int, stream=0) -> None:
 
 
 def copy_dtoh(host: np.ndarray, src: int, nbytes: int, stream=0) -> None:
-    cu = driver.cuda_driver()
+    cu = _driver()
     handle = stream_handle(stream)
     if handle:
         driver.check(cu.cuMemcpyDtoHAsync(host.ctypes.data, src, nbytes, handle),
@@ -44,7 +53,7 @@ def _wait_for_kernels(what: str) -> None:
 
 
 def copy_dtod(dst: int, src: int, nbytes: int, stream=0) -> None:
-    cu = driver.cuda_driver()
+    cu = _driver()
     handle = stream_handle(stream)
     if handle:
         driver.check(cu.cuMemcpyDtoDAsync(dst, src, nbytes, handle), "cuMemcpyDtoDAsync")
@@ -55,7 +64,7 @@ def copy_dtod(dst: int, src: int, nbytes: int, stream=0) -> None:
 def copy_peer(dst: int, dst_token, src: int, src_token, nbytes: int, stream=0) -> None:
     """Copy between the memory of two contexts (two GPUs): cuMemcpyPeer, which goes over
     NVLink or PCIe peer access when the GPUs have it and through the host otherwise."""
-    cu = driver.cuda_driver()
+    cu = _driver()
     handle = stream_handle(stream)
     if handle:
         driver.check(cu.cuMemcpyPeerAsync(dst, dst_token.handle, src, src_token.handle, nbytes,
@@ -87,7 +96,7 @@ def copy_strided(view, host: np.ndarray, *, to_device: bool, stream=0) -> None:
 
 def _copy_rows(device: int, host: int, rows: int, width: int, pitch: int, to_device: bool,
                stream) -> None:
-    cu = driver.cuda_driver()
+    cu = _driver()
     handle = stream_handle(stream)
     if pitch >= width:  # cuMemcpy2D takes non-negative pitches of at least the row width
         copy = cu.CUDA_MEMCPY2D()

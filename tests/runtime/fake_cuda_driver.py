@@ -10,6 +10,7 @@ tests.
 from __future__ import annotations
 
 import ctypes
+import threading
 
 from cuda.bindings import driver as real
 from fake_cuda_graphs import FakeGraphs
@@ -49,6 +50,10 @@ class FakeDriver(FakeGraphs):
         self._clock = 0.0
         self.device_count = 1  # tests of several GPUs raise it
         self.generation: dict = {}  # device -> how often its primary context was reset
+        # with strict_contexts, copies and stream queries need a context made current in the
+        # calling thread (cuCtxSetCurrent), as the real driver's do; off: any thread may call
+        self.strict_contexts = False
+        self._current = threading.local()
         self._init_graphs()
 
     def __getattr__(self, name):
@@ -87,7 +92,15 @@ class FakeDriver(FakeGraphs):
         return self._call("cuDevicePrimaryCtxRelease", (dev,))
 
     def cuCtxSetCurrent(self, ctx):
+        self._current.context = ctx
         return self._call("cuCtxSetCurrent", (ctx,))
+
+    def _no_context(self, name: str, args: tuple):
+        """The real driver's answer to a call from a thread with no current context."""
+        if self.strict_contexts and getattr(self._current, "context", None) is None:
+            self.calls.append((name, args))
+            return (real.CUresult.CUDA_ERROR_INVALID_CONTEXT,)
+        return None
 
     def cuDeviceGetAttribute(self, attr, dev):
         key = attr.name.removeprefix("CU_DEVICE_ATTRIBUTE_")
@@ -123,7 +136,8 @@ class FakeDriver(FakeGraphs):
         return self._call("cuMemFree", (ptr,))
 
     def _copy(self, name, dst, src, nbytes, *stream):
-        refused = self._implicit(stream[0] if stream else 0)
+        refused = self._no_context(name, (dst, src, nbytes) + stream) or \
+            self._implicit(stream[0] if stream else 0)
         if refused:
             return refused
         if stream and self._capturing(stream[0]) is not None:  # a node: copied at each replay
@@ -175,7 +189,8 @@ class FakeDriver(FakeGraphs):
         return self._call("cuStreamSynchronize", (stream,))
 
     def cuStreamQuery(self, stream):
-        return self._call("cuStreamQuery", (stream,))
+        return self._no_context("cuStreamQuery", (stream,)) or \
+            self._call("cuStreamQuery", (stream,))
 
     def cuStreamDestroy(self, stream):
         return self._call("cuStreamDestroy", (stream,))

@@ -66,6 +66,34 @@ def test_round_trip_and_free(fake_cuda):
     assert ptr in fake_cuda.freed
 
 
+def test_copies_from_a_thread_that_never_used_the_gpu(fake_cuda):
+    """A process pool's task thread pickles a device array (copy_to_host), a worker thread
+    copies into one: each makes the context current in its own thread first, as the real
+    driver refuses copies and stream queries from a thread without one."""
+    import pickle
+    import threading
+
+    fake_cuda.strict_contexts = True
+    d = memory.to_device(host(), target="cuda")
+    results: dict = {}
+
+    def work():
+        try:
+            results["pickled"] = pickle.loads(pickle.dumps(d)).copy_to_host()
+            d[0] = -1.0
+            d.copy_to_device(host() * 2)
+            results["copied"] = d.copy_to_host()
+        except Exception as error:  # reported below, in the test's thread
+            results["error"] = error
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(30)
+    assert "error" not in results, results.get("error")
+    np.testing.assert_array_equal(results["pickled"], host())
+    np.testing.assert_array_equal(results["copied"], host() * 2)
+
+
 def test_views_share_memory_and_copy_elements(fake_cuda):
     d = memory.to_device(host(), target="cuda")
     assert d[1, 2] == 6.0 and isinstance(d[1, 2], np.float32)

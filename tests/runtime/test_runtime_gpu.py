@@ -141,13 +141,21 @@ def test_views_share_device_memory(on_gpu):
 
 @gpu
 def test_memory_is_freed(on_gpu):
-    before = driver.memory_info()[0]
-    arrays = [memory.device_array(64 << 20, np.uint8) for _ in range(4)]
-    during = driver.memory_info()[0]
-    del arrays
-    gc.collect()
-    after = driver.memory_info()[0]
-    assert before - during >= 200 << 20 and after - during >= 200 << 20
+    """256 MiB allocated then dropped: the free memory falls and rises again by as much. The
+    free memory is the GPU's, which other processes (pytest-xdist workers) change meanwhile:
+    up to five tries, one clean reading suffices (memory never freed fails every try)."""
+    readings = []
+    for _ in range(5):
+        before = driver.memory_info()[0]
+        arrays = [memory.device_array(64 << 20, np.uint8) for _ in range(4)]
+        during = driver.memory_info()[0]
+        del arrays
+        gc.collect()
+        after = driver.memory_info()[0]
+        readings.append((before - during, after - during))
+        if before - during >= 200 << 20 and after - during >= 200 << 20:
+            return
+    raise AssertionError(f"freed memory never came back: (fell, rose) bytes {readings}")
 
 
 @gpu
