@@ -11,10 +11,13 @@ where nothing could catch it).
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import threading
 import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
 
 # void (*)(CUstream, CUresult, void *userData); userData is the (stream, callback, arg) tuple
 _CALLBACK_TYPE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.py_object)
@@ -67,6 +70,8 @@ def add_callback_now(stream, callback, arg=None) -> None:
 def async_done(stream) -> asyncio.Future:
     """An awaitable that resolves to `stream` once its queued work has finished (call it inside
     a running event loop)."""
+    import asyncio  # here: importing gpunb (the streams module) never loads asyncio
+
     loop = asyncio.get_running_loop()
     future = loop.create_future()
 
