@@ -51,6 +51,8 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.IntType(ty.bitwidth)
     if isinstance(ty, t.DateTime):  # a count of units (NaT the least int64)
         return i64
+    if isinstance(ty, t.CharSeq):  # numpy's S / U strings: bytes or UCS-4 code points
+        return ir.ArrayType(i8 if ty.kind == "S" else ir.IntType(32), ty.count)
     if isinstance(ty, t.Float):
         return _FLOATS[ty.bitwidth]
     if isinstance(ty, t.BFloat16):

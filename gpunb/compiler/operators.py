@@ -22,6 +22,12 @@ def cast(b: ir.IRBuilder, value, src: t.Type, dst: t.Type):
     """Convert `value` of type `src` to `dst` (numbers, complex, tuples, array layouts)."""
     if src == dst or value is None:
         return value
+    if isinstance(value, (str, bytes)) and isinstance(dst, t.CharSeq):  # a constant's text
+        from gpunb.foundation import string_types
+
+        element = dm.value_type(dst).element
+        return ir.Constant(dm.value_type(dst), [ir.Constant(element, c) for c in
+                                                string_types.encode(dst, value)])
     if isinstance(src, t.DateTime) and isinstance(dst, t.DateTime):
         return datetimes.rescale(b, value, src, dst)
     if isinstance(src, (t.BFloat16, t.FP8)) or isinstance(dst, (t.BFloat16, t.FP8)):
@@ -127,6 +133,8 @@ def constant(ty: t.Type, value):
     if isinstance(ty, t.Tuple):
         items = [constant(it, v) for it, v in zip(ty.items, value, strict=True)]
         return ir.Constant(dm.value_type(ty), items)
+    if isinstance(ty, t.StringLiteral):  # its text: a store into a string array encodes it
+        return value
     raise TypeError(f"no constant of {ty}")
 
 

@@ -281,7 +281,7 @@ def rating(sources: tuple, targets: tuple, literals: tuple | None = None) -> tup
     literals = literals or (None,) * len(sources)
     for src, dst, lit in zip(sources, targets, literals, strict=True):
         if isinstance(src, t.Array) or isinstance(dst, t.Array) or isinstance(src, t.Tuple):
-            if not t.can_convert(src, dst):
+            if not can_convert(src, dst):
                 return None
             continue
         kind = conversion(src, dst, lit)
@@ -336,3 +336,25 @@ def unify(a: t.Type, b: t.Type) -> t.Type | None:
         return t.Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A",
                        a.readonly or b.readonly, a.aligned and b.aligned)
     return None
+
+
+def can_convert(src: t.Type, dst: t.Type) -> bool:
+    """Whether a value of `src` may be passed where `dst` is declared (a declared signature, an
+    annotated variable, a store): numba's Array.can_convert_to for arrays - same dtype and ndim,
+    the layout kept or 'A', never read-only to writeable nor unaligned to aligned - plus a 1-d
+    contiguous array passing as either 'C' or 'F' (it is both); numbers convert to numbers except
+    complex to real; tuples item by item. The dispatcher (launch arguments) and inference (calls,
+    stores) both ask this one function."""
+    if src == dst:
+        return True
+    if t.is_number(src) and t.is_number(dst):
+        return not (isinstance(src, t.Complex) and not isinstance(dst, t.Complex))
+    if isinstance(src, t.Array) and isinstance(dst, t.Array):
+        layout_ok = dst.layout in ("A", src.layout) or (
+            src.ndim == 1 and src.layout in "CF" and dst.layout in "CF")
+        return src.dtype == dst.dtype and src.ndim == dst.ndim and layout_ok and \
+            (dst.readonly or not src.readonly) and (src.aligned or not dst.aligned)
+    if isinstance(src, t.Tuple) and isinstance(dst, t.Tuple):
+        return len(src.items) == len(dst.items) and all(
+            can_convert(a, b) for a, b in zip(src.items, dst.items, strict=True))
+    return False

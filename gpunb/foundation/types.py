@@ -41,10 +41,12 @@ class NoneType(Type):
 
 @dataclass(frozen=True, slots=True)
 class StringLiteral(Type):
-    """A string constant: only print() accepts it."""
+    """A string (or bytes) constant: print() takes it, and stores into string arrays."""
+
+    kind: str = "str"  # or "bytes"
 
     def __str__(self) -> str:
-        return "str"
+        return self.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +272,26 @@ class DateTime(Type):
 
 
 @dataclass(frozen=True, slots=True)
+class CharSeq(Type):
+    """numpy's fixed-width strings: numba's CharSeq (`S12`, bytes) and UnicodeCharSeq (`<U12`,
+    UCS-4 code points); foundation/string_types.py encodes constants into them."""
+
+    kind: str  # 'S' or 'U'
+    count: int
+
+    def __str__(self) -> str:
+        return f"[{'char' if self.kind == 'S' else 'unichr'} x {self.count}]"
+
+    @property
+    def char_bytes(self) -> int:
+        return 1 if self.kind == "S" else 4
+
+    @property
+    def size(self) -> int:
+        return self.count * self.char_bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Group(Type):
     """A cooperative group handle: `cuda.cg.this_grid()` or `cuda.cg.this_thread_block()`."""
 
@@ -337,7 +359,8 @@ TYPE_NAMES: dict[str, Type] = {
 
 def array_type_from_slices(dtype: Type, item) -> Array:
     """`float32[:, ::1]` -> Array(float32, 2, 'C'); `float32[::1, :]` -> 'F'; else 'A'."""
-    if not isinstance(dtype, (Boolean, Integer, Float, Complex, Record, BFloat16, FP8, DateTime)):
+    if not isinstance(dtype, (Boolean, Integer, Float, Complex, Record, BFloat16, FP8, DateTime,
+                              CharSeq)):
         raise TypeError(f"cannot make an array of {dtype}")
     dims = item if isinstance(item, tuple) else (item,)
     for d in dims:
@@ -412,6 +435,8 @@ def from_dtype(dtype) -> Type:
     if dtype.kind in "mM" and np.datetime_data(dtype)[1] == 1:  # datetime64[D] & co
         unit = np.datetime_data(dtype)[0]
         return DateTime(dtype.kind, "" if unit == "generic" else unit)
+    if dtype.kind in "SU" and dtype.itemsize:  # numpy's fixed-width strings
+        return CharSeq(dtype.kind, dtype.itemsize // (1 if dtype.kind == "S" else 4))
     if dtype.fields:
         fields = tuple(
             (name, _field_type(dtype.fields[name][0]), dtype.fields[name][1])
@@ -428,7 +453,7 @@ def _natural_alignment(ty: Type) -> int:
         return _natural_alignment(ty.dtype)
     if isinstance(ty, Complex):
         return ty.bitwidth // 16
-    return sizeof(ty)
+    return ty.char_bytes if isinstance(ty, CharSeq) else sizeof(ty)
 
 
 def _layout_alignment(fields: tuple, itemsize: int) -> int:
@@ -469,6 +494,8 @@ def to_dtype(t: Type) -> np.dtype:
         return ml_dtype(t)
     if isinstance(t, DateTime):
         return np.dtype(f"{t.kind}8[{t.unit}]" if t.unit else f"{t.kind}8")
+    if isinstance(t, CharSeq):
+        return np.dtype(f"{'S' if t.kind == 'S' else '<U'}{t.count}")
     try:
         return _TYPE_TO_DTYPE[plain(t)]
     except KeyError:
@@ -484,7 +511,7 @@ def sizeof(t: Type) -> int:
         return 2
     if isinstance(t, DateTime):
         return 8
-    if isinstance(t, Record):
+    if isinstance(t, (Record, CharSeq)):
         return t.size
     if isinstance(t, InlineArray):
         return sizeof(t.dtype) * math.prod(t.shape)
@@ -562,25 +589,3 @@ def _int_as_float_width(t: Type) -> int:
     if t.bitwidth <= 16:
         return 32
     return 64
-
-
-def can_convert(src: Type, dst: Type) -> bool:
-    """Whether a value of `src` may be passed where `dst` is declared (a declared signature, an
-    annotated variable, a store): numba's Array.can_convert_to for arrays - same dtype and ndim,
-    the layout kept or 'A', never read-only to writeable nor unaligned to aligned - plus a 1-d
-    contiguous array passing as either 'C' or 'F' (it is both); numbers convert to numbers except
-    complex to real; tuples item by item. The dispatcher (launch arguments) and inference (calls,
-    stores) both ask this one function."""
-    if src == dst:
-        return True
-    if is_number(src) and is_number(dst):
-        return not (isinstance(src, Complex) and not isinstance(dst, Complex))
-    if isinstance(src, Array) and isinstance(dst, Array):
-        layout_ok = dst.layout in ("A", src.layout) or (
-            src.ndim == 1 and src.layout in "CF" and dst.layout in "CF")
-        return src.dtype == dst.dtype and src.ndim == dst.ndim and layout_ok and \
-            (dst.readonly or not src.readonly) and (src.aligned or not dst.aligned)
-    if isinstance(src, Tuple) and isinstance(dst, Tuple):
-        return len(src.items) == len(dst.items) and all(
-            can_convert(a, b) for a, b in zip(src.items, dst.items, strict=True))
-    return False

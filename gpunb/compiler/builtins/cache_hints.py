@@ -9,7 +9,7 @@ has no cache hints and accesses the element plainly.
 
 from __future__ import annotations
 
-from gpunb.compiler import arrays
+from gpunb.compiler import arrays, promotion
 from gpunb.compiler import operators as ops
 from gpunb.compiler.builtins import Builtin
 from gpunb.foundation import types as t
@@ -44,7 +44,7 @@ class CacheHinted(Builtin):
             if arr.readonly:
                 raise inf.error(node.args[0], f"{self.name} cannot store into a read-only "
                                 "array")
-            if not t.can_convert(argtypes[2], arr.dtype):
+            if not promotion.can_convert(argtypes[2], arr.dtype):
                 raise inf.error(node.args[2], f"cannot store {argtypes[2]} into {arr}")
             return t.none
         return arr.dtype

@@ -451,7 +451,7 @@ class InferenceCore:
         assignment would), `int32(int32, int32)` returning `a + b` returns an int32."""
         declared = self.signature_return
         for node, rt in values:
-            if isinstance(declared, t.NoneType) or not t.can_convert(rt, declared):
+            if isinstance(declared, t.NoneType) or not promotion.can_convert(rt, declared):
                 raise self.error(node, f"this function returns {rt}, which does not convert to "
                                  f"the declared return type {declared}",
                                  "return a value of the declared type, or declare the type "

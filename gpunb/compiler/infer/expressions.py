@@ -70,8 +70,8 @@ class ExpressionTyping:
             return t.float64
         if value is None:
             return t.none
-        if isinstance(value, str):
-            return t.StringLiteral()
+        if isinstance(value, (str, bytes)):  # print() and stores into string arrays take them
+            return t.StringLiteral("str" if isinstance(value, str) else "bytes")
         self.check_int_range(node, value)
         found = constant_type(value)
         if found is None:

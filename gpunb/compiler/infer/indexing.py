@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import enum
 
+from gpunb.compiler import promotion
 from gpunb.compiler.infer.expressions import field_value_type
 from gpunb.compiler.typed import IndexPlan, IntIndex, SliceIndex
 from gpunb.compiler.values import NotConstant, PyValue, const_eval
@@ -105,10 +106,10 @@ class IndexTyping:
     def check_slice_store(self, target, vt: t.Type, slot: t.Array) -> None:
         """a[1:3] = x and a[:, j] = b[...]: a number fills the view; an array is copied
         element by element, broadcast as numpy does (trailing axes, extents of 1)."""
-        if t.is_number(vt) and t.can_convert(vt, slot.dtype):
+        if t.is_number(vt) and promotion.can_convert(vt, slot.dtype):
             return
         if isinstance(vt, t.Array) and vt.ndim <= slot.ndim and \
-                t.can_convert(vt.dtype, slot.dtype):
+                promotion.can_convert(vt.dtype, slot.dtype):
             return
         raise self.error(target, f"cannot assign {vt} to a slice {slot}",
                          f"assign a number, or an array of at most {slot.ndim} dimension(s)")

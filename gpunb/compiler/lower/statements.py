@@ -113,6 +113,8 @@ class StatementLowering:
             return
         value = self.expr(node.value)
         vt = self.type_of(node.value)
+        if value is None and isinstance(getattr(vt, "obj", None), (str, bytes)):
+            value = vt.obj  # a global string (a compile-time object), stored into a string
         for target in node.targets:
             self.store_target(target, value, vt)
 
