@@ -167,7 +167,7 @@ def const_eval(node: ast.AST, resolve) -> object:
     `resolve(node)` returns the compile-time value of a Name/Attribute or raises NotConstant.
     """
     if isinstance(node, ast.Constant):
-        if isinstance(node.value, (int, float, complex, bool, str)) or node.value is None:
+        if isinstance(node.value, (int, float, complex, bool, str, bytes)) or node.value is None:
             return node.value
         raise NotConstant
     if isinstance(node, (ast.Name, ast.Attribute)):

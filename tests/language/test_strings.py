@@ -110,3 +110,37 @@ def test_strings_in_device_arrays_on_a_gpu():
         assert darr.copy_to_host().tolist() == ["gpu"] * 40
     finally:
         gpunb.set_target(None)
+
+
+MODE = "fast"
+
+
+def test_constant_strings_compare_at_compile_time(target):
+    """numba-cuda's test_string_device_function_arg_compiles_quickly: a literal string passed
+    to a device function is a compile-time constant; comparisons of constant strings prune."""
+    @cuda.jit(device=True, forceinline=True)
+    def pick(x, how):
+        if how == "double":
+            return x * 2
+        elif how != "triple":
+            return x
+        return x * 3
+
+    @cuda.jit
+    def kernel(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] = pick(a[i], "double") + pick(a[i], "triple") + pick(a[i], MODE) + ("ab" < "b") + \
+                (b"x" != b"y")
+
+    a = np.ones(4, np.float32)
+    kernel[1, 4](a)
+    assert a.tolist() == [8.0] * 4  # 2 + 3 + 1 + True + True
+
+
+def test_a_string_compared_with_a_number_is_a_clear_error():
+    with pytest.raises(CompileError, match="cannot compare int64 with str"):
+        cuda.compile_ptx(lambda x: x == "a", (from_dtype(np.dtype(np.int64)),), device=True)
+    with pytest.raises(CompileError, match="cannot compare"):
+        cuda.compile_ptx(lambda x: "a" < b"a" and x, (from_dtype(np.dtype(np.int64)),),
+                         device=True)

@@ -363,6 +363,8 @@ class CallTyping:
             value = const_eval(arg, self.resolve_constant)
         except NotConstant:
             return None
+        if isinstance(value, (str, bytes)):  # a literal string (numba's StringLiteral)
+            return value
         return value if constant_type(value) is not None else None
 
     def apply_declared_signature(self, node, dispatcher, argtypes: tuple, args: list) -> tuple:

@@ -279,6 +279,21 @@ class ExpressionTyping:
                 break
         return live
 
+    def constant_string_comparison(self, node: ast.Compare, op) -> t.Type:
+        """Two constant strings (literals, or parameters every caller passes a literal for, as
+        numba's literal strings) compare at compile time; the branch they guard is pruned."""
+        import operator
+
+        what = "a string compared in GPU code"
+        left, right = self.const(node.left, what), self.const(node.comparators[0], what)
+        compare = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+                   ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}[type(op)]
+        try:
+            self.constants[node] = bool(compare(left, right))
+        except TypeError as exc:  # str with bytes
+            raise self.error(node, f"cannot compare {left!r} with {right!r}: {exc}") from None
+        return t.boolean
+
     def expr_Compare(self, node: ast.Compare) -> t.Type:
         left = node.left
         lt = self.expr(left)
@@ -294,6 +309,9 @@ class ExpressionTyping:
                 same = isinstance(lt, t.NoneType) and isinstance(rt, t.NoneType)
                 self.constants[node] = same if isinstance(op, ast.Is) else not same
                 return t.boolean
+            if _is_string(lt) and _is_string(rt) and len(node.ops) == 1 and \
+                    not isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                return self.constant_string_comparison(node, op)
             if isinstance(op, (ast.Is, ast.IsNot)):
                 raise self.error(node, f"'{_CMP_SYMBOLS[type(op)]}' only tests for None in GPU "
                                  "code", "compare values with == and !=")
@@ -415,3 +433,8 @@ def _array_hint(a, b) -> str | None:
         return "whole-array arithmetic is not available inside kernels; index elements " \
                "(x[i] * 2), or use gpunb.fuse for elementwise expressions"
     return None
+
+
+def _is_string(ty: t.Type) -> bool:
+    """A constant string: a literal, or a global or argument holding one."""
+    return isinstance(ty, t.StringLiteral) or isinstance(getattr(ty, "obj", None), (str, bytes))
