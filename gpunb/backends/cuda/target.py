@@ -407,6 +407,11 @@ class CudaTarget(Target):
             fname = "__nv_ldexpf" if f32 else "__nv_ldexp"
             fn = self.intrinsic(low.mb.module, fname, args[0].type, [args[0].type, dm.i32])
             return b.call(fn, args)
+        if self.fastmath and f32 and base == "tanh" and self.cc >= (7, 5):
+            # numba-cuda's fastmath tanhf: the hardware's approximation (sm_75 and later)
+            asm = ir.InlineAsm(ir.FunctionType(ir.FloatType(), [ir.FloatType()]),
+                               "tanh.approx.f32 $0, $1;", "=f,f")
+            return b.call(asm, args)
         if self.fastmath and f32 and base in _FAST_VARIANTS:
             fname = f"__nv_fast_{base}f"
         else:

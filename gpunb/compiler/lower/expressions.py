@@ -175,8 +175,11 @@ class ExpressionLowering:
 
     def check_divisor(self, node, y, yt: t.Type, result: t.Type) -> None:
         """debug=True: numba's Python error model, a division by zero raises ZeroDivisionError
-        (integer and float alike); without debug it gives numba's 0 / inf / nan."""
+        (integer and float alike, float not with fastmath); without debug it gives numba's
+        0 / inf / nan."""
         b = self.builder
+        if isinstance(result, t.Float) and self.mb.options.get("fastmath"):
+            return  # numba: fastmath float division gives inf / nan, never raises
         zero = b.fcmp_ordered("==", y, ir.Constant(y.type, 0.0)) if isinstance(yt, t.Float) \
             else None
         if zero is None:
