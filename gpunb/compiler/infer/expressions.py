@@ -312,6 +312,11 @@ class ExpressionTyping:
             if _is_string(lt) and _is_string(rt) and len(node.ops) == 1 and \
                     not isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
                 return self.constant_string_comparison(node, op)
+            if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(lt, t.Boolean) and \
+                    isinstance(rt, t.Boolean):  # numba: `flag is True` compares the values
+                operand_types.append(t.boolean)
+                left, lt = right, rt
+                continue
             if isinstance(op, (ast.Is, ast.IsNot)):
                 raise self.error(node, f"'{_CMP_SYMBOLS[type(op)]}' only tests for None in GPU "
                                  "code", "compare values with == and !=")
