@@ -1,11 +1,16 @@
 """Tensor-core GEMM 8192^3, FP16 and BF16 in, FP32 accumulate: gpunb's WMMA kernel and its
-mma.sync + ldmatrix + cp.async kernel (benchmarks/tensorcore_kernels.py) beside cuBLAS (through
-PyTorch's matmul, fp16 reduced-precision reductions off), measured in the same run.
+mma.sync + ldmatrix + cp.async kernels (benchmarks/tensorcore_kernels.py, and the tuned ones of
+benchmarks/tensorcore_pipelined.py) beside cuBLAS (through PyTorch's matmul, fp16
+reduced-precision reductions off), measured in the same run.
 
 Targets (issue 24): WMMA >= 35 % of cuBLAS, mma.sync + ldmatrix + cp.async >= 55 %.
 TFLOP/s = 2 n^3 / device time. numba-cuda has no tensor cores: its column says so.
 
     python -m benchmarks.bench_tensorcore [--quick] [--variant mma:256:4 ...]
+
+A variant is kernel:block_width:stages for tensorcore_kernels.py's (wmma:128:4, mma:256:3), or
+mma2:<bm>x<bn>x<bk>:<warps m>x<warps n>:<stages>[:pad][:nodb] for the tuned kernel
+(mma2:128x128x64:2x2:3), or mma2:all for every one of tensorcore_pipelined.VARIANTS.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import numpy as np
 
 from benchmarks.common import Cell, Options, Row, attempt, cell, gpu_event_ms, gpu_missing, na
 
-TARGETS = {"wmma": 0.35, "mma": 0.55}
+TARGETS = {"wmma": 0.35, "mma": 0.55, "mma2": 0.55}
 NUMBA = na("numba-cuda has no tensor-core API (numba#5899)")
 
 
@@ -45,20 +50,25 @@ def _check(c: np.ndarray, a: np.ndarray, b: np.ndarray, who: str, rtol: float = 
         raise AssertionError(f"{who}: wrong result (max error {error:.3g})")
 
 
-def _gpunb(kind: str, a, b, iters: int, repeats: int, bn: int = 128, stages: int = 3) -> Cell:
+def _gpunb(variant: tuple, a, b, iters: int, repeats: int) -> Cell:
     import gpunb
     from benchmarks import tensorcore_kernels as tk
+    from benchmarks import tensorcore_pipelined as tp
     from gpunb import cuda
 
     gpunb.set_target("cuda")
     n = a.shape[0]
     d_a, d_b = cuda.to_device(a), cuda.to_device(b)
     d_c = cuda.device_array((n, n), np.float32)
-    if kind == "wmma":
-        kernel = tk.make_wmma_gemm(a.dtype.type, stages=stages)
+    kind = variant[0]
+    if kind == "mma2":
+        kernel, launch = tp.make_gemm(a.dtype.type, tp.parse(variant[1])), tp.launch
+    elif kind == "wmma":
+        kernel, launch = tk.make_wmma_gemm(a.dtype.type, stages=variant[2]), tk.launch
     else:
-        kernel = tk.make_mma_gemm(a.dtype.type, stages=stages, bn=bn)
-    ms = gpu_event_ms(lambda: tk.launch(kernel, d_c, d_a, d_b), cuda.event(), cuda.event(),
+        kernel, launch = tk.make_mma_gemm(a.dtype.type, stages=variant[2], bn=variant[1]), \
+            tk.launch
+    ms = gpu_event_ms(lambda: launch(kernel, d_c, d_a, d_b), cuda.event(), cuda.event(),
                       lambda s, e: s.elapsed_time(e), iters, repeats)
     _check(d_c.copy_to_host(), a, b, f"gpunb {kind}")
     return cell(_tflops(ms, n), "{:.1f} TFLOP/s", f"{ms:.2f} ms per launch")
@@ -81,10 +91,19 @@ def _cublas(a, b, iters: int, repeats: int) -> Cell:
     return cell(_tflops(ms, a.shape[0]), "{:.1f} TFLOP/s", f"cuBLAS via torch.matmul, {ms:.2f} ms")
 
 
-def _row(variant: tuple, dtype_name: str, n: int, ours: Cell, ref: Cell) -> Row:
+def _label(variant: tuple) -> str:
+    if variant[0] == "mma2":
+        from benchmarks import tensorcore_pipelined as tp
+
+        return f"mma.sync+ldmatrix+cp.async {tp.parse(variant[1]).label}"
     kind, bn, stages = variant
-    label = (f"WMMA 128x{bn}, {stages} stages" if kind == "wmma" else
-             f"mma.sync+ldmatrix+cp.async 128x{bn}, {stages} stages")
+    return (f"WMMA 128x{bn}, {stages} stages" if kind == "wmma" else
+            f"mma.sync+ldmatrix+cp.async 128x{bn}, {stages} stages")
+
+
+def _row(variant: tuple, dtype_name: str, n: int, ours: Cell, ref: Cell) -> Row:
+    kind = variant[0]
+    label = _label(variant)
     target = TARGETS[kind]
     anchor = f">= {target:.0%} of cuBLAS (issue 24)"
     if ours.value is None or ref.value is None:
@@ -97,8 +116,8 @@ def _row(variant: tuple, dtype_name: str, n: int, ours: Cell, ref: Cell) -> Row:
                          "(same run)",))
 
 
-# (kernel, block width, pipeline stages): the configurations the table reports
-VARIANTS = (("wmma", 128, 3), ("mma", 128, 3), ("mma", 256, 3))
+# (kernel, block width, pipeline stages), or ("mma2", spec): the configurations the table reports
+VARIANTS = (("wmma", 128, 4), ("mma", 256, 3), ("mma2", "128x128x64:2x2:3"))
 
 
 def run(opts: Options, variants: tuple = VARIANTS) -> list[Row]:
@@ -113,21 +132,42 @@ def run(opts: Options, variants: tuple = VARIANTS) -> list[Row]:
         a, b = _inputs(n, dtype_name)
         ref = attempt(lambda a=a, b=b: _cublas(a, b, iters, repeats))
         for variant in variants:
-            kind, bn, stages = variant
-            ours = attempt(lambda a=a, b=b, k=kind, w=bn, s=stages:
-                           _gpunb(k, a, b, iters, repeats, w, s))
+            ours = attempt(lambda a=a, b=b, v=variant: _gpunb(v, a, b, iters, repeats))
             rows.append(_row(variant, dtype_name, n, ours, ref))
     return rows
+
+
+def parse_variant(spec: str) -> tuple:
+    """The variants one --variant names (mma2:all names every tuned one)."""
+    from benchmarks import tensorcore_pipelined as tp
+
+    kind, _, rest = spec.partition(":")
+    if kind == "mma2":
+        specs = tp.VARIANTS if rest == "all" else (rest,)
+        for one in specs:
+            try:
+                tp.parse(one)  # a bad spec fails here, before the GPU is touched
+            except ValueError as err:
+                raise SystemExit(f"--variant {spec!r}: {err}") from None
+        return tuple(("mma2", one) for one in specs)
+    if kind not in ("wmma", "mma"):
+        raise SystemExit(f"unknown kernel {kind!r} in --variant {spec!r}: wmma, mma or mma2")
+    try:
+        width, stages = (int(v) for v in rest.split(":"))
+    except ValueError:
+        raise SystemExit(f"--variant {spec!r} is not {kind}:<block width>:<stages>, e.g. "
+                         f"{kind}:128:4") from None
+    return ((kind, width, stages),)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--variant", action="append", default=[],
-                        help="kernel:block_width:stages, e.g. mma:256:4 (repeatable)")
+                        help="kernel:block_width:stages (mma:256:4), mma2:<spec> "
+                             "(mma2:128x128x64:2x2:3) or mma2:all (repeatable)")
     args = parser.parse_args()
-    variants = tuple((k, int(w), int(s)) for k, w, s in (v.split(":") for v in args.variant)) \
-        or VARIANTS
+    variants = tuple(v for spec in args.variant for v in parse_variant(spec)) or VARIANTS
     for row in run(Options(suite="gpu", quick=args.quick), variants):
         print(f"{row.figure:62} {row.gpunb.text:>15} {row.cupy.text:>15}  {row.verdict}"
               f"  [{row.gpunb.note}]")

@@ -27,7 +27,7 @@ GPU_MODULES = ("bench_launch", "bench_startup", "bench_saxpy", "bench_sgemm",
                "bench_sgemm_registers", "bench_laplace", "bench_fuse", "bench_profile",
                "bench_graphs", "bench_torch_op")
 CPU_MODULES = ("bench_startup", "bench_cpu_target", "bench_fuse", "bench_profile",
-               "bench_graphs")
+               "bench_graphs", "bench_debugger")
 COLUMNS = ("#", "figure", "gpunb", "numba-cuda", "CuPy", "anchor / target", "verdict")
 WIDTHS = (2, 32, 13, 13, 13, 34, 26)
 

@@ -27,11 +27,13 @@ from gpunb.foundation.version import VERSION as __version__
 # kernels exec'd from strings after this point can be compiled: their text is recorded
 _exec_sources.install()
 
-__all__ = ["AsyncCopyError", "CompileError", "GpunbError", "GraphError", "InitcheckError",
-           "JitOptionError", "KernelFaultError", "LaunchError", "LaunchTimeoutError", "RaceError",
-           "SignatureError", "TensorMapError", "ToolchainError", "WarpMaskError", "__version__",
-           "access_map", "cuda", "events", "fuse", "graph", "guvectorize", "jit", "last_profile",
-           "profile", "sanitize", "set_target", "load_ipython_extension", "vectorize"]
+__all__ = ["AsyncCopyError", "CompileError", "DebugQuit", "DebuggerError", "GpunbError",
+           "GraphError", "InitcheckError", "JitOptionError", "KernelFaultError", "LaunchError",
+           "LaunchTimeoutError", "RaceError", "SignatureError", "TensorMapError", "ToolchainError",
+           "WarpMaskError", "__version__", "access_map", "cuda", "debug", "debug_session",
+           "events", "fuse", "graph", "guvectorize", "jit", "last_profile", "last_trace",
+           "post_mortem", "profile", "sanitize", "set_target", "trace", "load_ipython_extension",
+           "vectorize"]
 
 
 def set_target(target: str | None) -> None:
@@ -72,6 +74,15 @@ def __getattr__(name: str):
         from gpunb.cuda import jit
 
         return jit
+    # the CPU target's debugger
+    if name in ("debug", "trace", "post_mortem", "last_trace", "debug_session"):
+        from gpunb.jit import debug_launch
+
+        return getattr(debug_launch, name)
+    if name in ("DebuggerError", "DebugQuit"):
+        from gpunb.debugger import errors
+
+        return getattr(errors, name)
     if name == "access_map":  # which thread touched which element (CPU target, recording)
         from gpunb.jit.access_map import access_map
 

@@ -16,6 +16,9 @@ from typing import Any, Protocol
 from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
 from gpunb.foundation.records import record
 
+# CUDA's cap on statically sized shared memory, every arch (both targets check it)
+STATIC_SHARED_LIMIT = 48 * 1024
+
 # what the machine code of a native launcher returns besides a CUresult
 DECLINED = -1  # it refused the arguments: nothing launched (the Python path launches them)
 PACKED = -2  # the arguments are packed and nothing launched: the caller runs the program
@@ -134,3 +137,21 @@ class Backend(abc.ABC):
 
 
 __all__ = ["DECLINED", "PACKED", "Backend", "NativeLaunch", "Program"]
+
+
+def check_static_shared(name: str, static_bytes: int, optin: int | None) -> None:
+    """Say what is wrong before the driver's linker does ('uses too much shared data (0x4e200
+    bytes, 0xc000 max)'): past 48 KiB, shared memory must be dynamic. The CPU target checks
+    it too, so that a kernel it runs also loads on a GPU. `optin`: the most dynamic shared
+    memory a block may have on the device, for the hint."""
+    from gpunb.foundation.errors import LaunchError
+
+    if static_bytes <= STATIC_SHARED_LIMIT:
+        return
+    most = f", up to {optin} bytes per block on this device" if optin else ""
+    raise LaunchError(
+        f"kernel '{name}' declares {static_bytes} bytes of static shared memory; a CUDA kernel "
+        f"may declare at most {STATIC_SHARED_LIMIT} bytes of shared memory statically",
+        function=name,
+        hint="use dynamic shared memory for more: cuda.shared.array(0, dtype) in the kernel and "
+             f"the size as the 4th launch parameter, kernel[grid, block, 0, nbytes]{most}")

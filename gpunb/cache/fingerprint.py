@@ -79,7 +79,8 @@ class FunctionFingerprint:
     dependencies: tuple[Dependency, ...]  # transitive; a callee's entries carry `via`
     watch: tuple  # (namespace's bound get, name, object seen), epoch entry first; still_valid
     epoch: int
-    locations: tuple  # ((qualname, filename, first_line, last_line), ...): self, then callees
+    # ((qualname, filename, first_line, last_line, node positions), ...): self, then callees
+    locations: tuple
     py_func: object = field(default=None, compare=False, repr=False)
     code: object = field(default=None, compare=False, repr=False)
     defaults_seen: tuple = field(default=(), compare=False, repr=False)
@@ -138,15 +139,18 @@ def still_valid(watch) -> bool:
 class _CodeFacts:
     """What one code object's source says (internal, so a plain class: no dataclass import cost)."""
 
-    __slots__ = ("code_digest", "chains", "filename", "first_line", "last_line")
+    __slots__ = ("code_digest", "chains", "filename", "first_line", "last_line", "positions")
 
     def __init__(self, code_digest: str, chains: tuple, filename: str, first_line: int,
-                 last_line: int):
+                 last_line: int, positions: tuple):
         self.code_digest = code_digest
         self.chains = chains  # sorted global reads: ("N",), ("cuda", "threadIdx", "x")
         self.filename = filename
         self.first_line = first_line
         self.last_line = last_line
+        # (line - first line, column) of every node of the normalised tree, in walk order: a
+        # cache hit compiled from the same code laid out differently maps its sites by these
+        self.positions = positions
 
 
 _facts_memo: dict[int, tuple] = {}  # id(code) -> (code, _CodeFacts); the code is kept alive
@@ -168,7 +172,7 @@ def _code_facts(py_func) -> _CodeFacts:
         # so a parse cached by code object may name the other file
         code.co_filename, code.co_firstlineno,
         code.co_firstlineno + (getattr(tree, "end_lineno", None) or source.first_line)
-        - source.first_line)
+        - source.first_line, node_positions(tree, source.first_line))
     if os.path.isabs(facts.filename) and facts.filename.endswith(".py"):
         # a new code object from a tracked file: the module was (re)loaded, so its current text
         # is the imported one again
@@ -180,13 +184,29 @@ def _code_facts(py_func) -> _CodeFacts:
     return facts
 
 
-def normalised_dump(tree: ast.FunctionDef) -> str:
-    """The AST with docstring, positions and field names removed: comments/format never count."""
-    tree = copy.copy(tree)  # shallow: the compiler's cached tree is never modified
+def node_positions(tree: ast.FunctionDef, first_line: int) -> tuple:
+    """((line - first_line, column), ...) of the nodes `normalised_dump` keeps, in walk order:
+    equal dumps give lists of equal length whose items pair up (cache/relocate.py)."""
+    out = []
+    for node in ast.walk(_without_docstring(tree)):
+        line = getattr(node, "lineno", None)
+        if line is not None:
+            out.append((line - first_line, node.col_offset))
+    return tuple(out)
+
+
+def _without_docstring(tree: ast.FunctionDef) -> ast.FunctionDef:
     body = tree.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
             and isinstance(body[0].value.value, str):
+        tree = copy.copy(tree)  # shallow: the compiler's cached tree is never modified
         tree.body = body[1:]
+    return tree
+
+
+def normalised_dump(tree: ast.FunctionDef) -> str:
+    """The AST with docstring, positions and field names removed: comments/format never count."""
+    tree = copy.copy(_without_docstring(tree))
     # default values are fingerprinted by value (kind "default"), so `a=2.0` -> `a=3.0` is
     # explained as a changed default, not as changed source
     args = tree.args = copy.copy(tree.args)
@@ -412,7 +432,8 @@ class _Builder:
         deps: dict[str, Dependency] = {}
         nested: list[Dependency] = []
         watch: dict = {}
-        locations = [(py_func.__qualname__, facts.filename, facts.first_line, facts.last_line)]
+        locations = [(py_func.__qualname__, facts.filename, facts.first_line, facts.last_line,
+                      facts.positions)]
         for chain in facts.chains:
             self.callees = []
             dep, token, entries = self._resolve(chain)

@@ -19,7 +19,7 @@ FORMAT_VERSION = 2  # 2: entries of store format 2 (an older gpunb keeps its own
 # Options at their documented defaults are dropped, so `jit()` and `jit(fastmath=False)` share keys.
 _OPTION_DEFAULTS = {"fastmath": False, "lineinfo": False, "debug": False, "opt": True,
                     "max_registers": None, "boundscheck": False, "inline": None, "device": False,
-                    "cpu_mode": "auto"}
+                    "cpu_mode": "auto", "debugger": False}
 _NOT_CODE = frozenset({"cache", "shared_memory_carveout"})  # options that never change code
 
 

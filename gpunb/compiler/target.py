@@ -12,6 +12,7 @@ from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.debuginfo import DebugInfo
 from gpunb.foundation import types as t
+from gpunb.foundation.errors import CompileError
 
 
 class Target:
@@ -23,6 +24,9 @@ class Target:
     # the target reports a kernel's errors (a zero range step) even without debug=True: the
     # CPU target does, so that no input can hang or crash the host process
     checks_always = False
+    # lowering calls the debug_* hooks below only when this is true: the CPU target's debug
+    # variant (breakpoints, stepping, traces); every other compile pays one attribute test
+    instrumented = False
 
     # ---- functions -----------------------------------------------------------------------------
 
@@ -127,6 +131,37 @@ class Target:
         if addrspace == 0:  # a pointer to the first byte: every string gets one type
             return gv.gep([ir.Constant(dm.i32, 0), ir.Constant(dm.i32, 0)])
         return low.builder.addrspacecast(gv, dm.ptr)
+
+    # ---- debugger (breakpoint(); the CPU target's debug variant) ------------------------------
+
+    def debug_break(self, low, node) -> None:
+        """breakpoint(): targets without a debugger refuse it."""
+        raise CompileError(
+            f"breakpoint() stops a thread in gpunb's debugger, which runs kernels on the CPU "
+            f"target; '{low.typed.name}' is being compiled for the {self.name} target",
+            low.typed.source.loc(node), function=low.typed.name,
+            hint="run it on the CPU target (GPUNB_TARGET=cpu, gpunb.set_target('cpu'), "
+                 "@cuda.jit(target='cpu') or %%gpukernel --target cpu), or remove breakpoint()")
+
+    def debug_line(self, low, node) -> None:
+        """Before a statement (and at the top of each loop iteration, `node` the loop)."""
+        return
+
+    def debug_define(self, low, var, value) -> None:
+        """A definition of the SSA variable `var` just stored `value` (of its own type)."""
+        return
+
+    def debug_join(self, low, node, kind) -> None:
+        """Control flow joined at `node` (the phis defined there now hold their values)."""
+        return
+
+    def debug_inline(self, caller, inner) -> None:
+        """`inner` is about to lower an inlined call's body inside `caller`'s function."""
+        return
+
+    def debug_return(self, caller, inner) -> None:
+        """The inlined body of `inner` returned to `caller`."""
+        return
 
     # ---- arithmetic ----------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ class Feature(str, enum.Enum):
     # per-thread queues of pending copies (backends/cpu/async_*.py)
     ASYNC = "async"
     SM90A = "sm_90a"  # wgmma / setmaxnreg: the CUDA target compiles for sm_90a
+    BREAKPOINT = "breakpoint"  # breakpoint(): compiled as the CPU target's debug variant
 
 
 class VarKind(str, enum.Enum):

@@ -63,6 +63,12 @@ class KernelArtifact:
     # cpu: (file, line, col, function, "statement" | "def") by code-site id, the "lines" of the
     # host object's line table (backends/cpu/codesites.py): where a fault was in the source
     code_sites: tuple = ()
+    # the CPU target's debug variant (backends/cpu/debug_lower.py): line sites (file, line, col,
+    # body) by site id, the bodies (kernel and inlined calls) with their variables' layouts,
+    # and the bytes of one thread's debug area; 0 means a plain kernel
+    debug_sites: tuple = ()
+    debug_frames: tuple = ()
+    debug_area: int = 0
     # foreign code to link (foundation.linkable items): needed by the link stage only, so not
     # stored (the cache stores the linked binary)
     links: tuple = ()
@@ -81,7 +87,8 @@ class KernelArtifact:
         data["param_slots"] = tuple(data["param_slots"])
         data["line_map"] = tuple((line, tuple(ptx)) for line, ptx in data["line_map"])
         for name in ("printf_formats", "error_sites", "barrier_sites", "raise_sites",
-                     "access_sites", "shared_layout", "compile_warnings", "code_sites"):
+                     "access_sites", "shared_layout", "compile_warnings", "code_sites",
+                     "debug_sites", "debug_frames"):
             data[name] = tuple(tuple(x) if isinstance(x, list) else x
                                for x in data.get(name, ()))
         return cls(binary=binary, **data)

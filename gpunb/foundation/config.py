@@ -245,6 +245,12 @@ def racecheck() -> bool:
     return _flag("GPUNB_RACECHECK", False)
 
 
+def breakpoints_enabled() -> bool:
+    """breakpoint() in kernels stops the CPU target's debugger unless PYTHONBREAKPOINT=0 (the
+    variable that turns Python's own breakpoint() off); launches then run without stopping."""
+    return os.environ.get("PYTHONBREAKPOINT", "").strip() != "0"
+
+
 def cpu_interrupt_checks() -> bool:
     """GPUNB_CPU_INTERRUPT: whether CPU-target kernels are compiled with stopping points."""
     return _flag("GPUNB_CPU_INTERRUPT", True)

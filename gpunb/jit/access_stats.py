@@ -11,13 +11,21 @@ from __future__ import annotations
 import numpy as np
 
 from gpunb.backends.cpu import abi
-from gpunb.backends.cpu.accesses import AccessLog, find_race, race_error
+from gpunb.backends.cpu.accesses import (
+    AccessLog,
+    copy_roles,
+    find_pending_read,
+    find_race,
+    pending_read_error,
+)
+from gpunb.backends.cpu.async_races import find_missing_fence, missing_fence_error, race_report
 from gpunb.jit.access_types import (
     BANK_BYTES,
     BANKS,
     SECTOR_BYTES,
     AccessMap,
     ArrayAccess,
+    AsyncOverlap,
     LineBankConflicts,
     LineCoalescing,
 )
@@ -165,10 +173,43 @@ def build_map(log: AccessLog, names: list) -> AccessMap:
                              itemsize)
     banks = _bank_conflicts(log, shared & (shared_owner >= 0), block, warp, site, occurrence,
                             address)
-    race = find_race(log)
-    races = (race_error(log, race),) if race is not None else ()
     return AccessMap(log.kernel, log.grid, log.block, arrays, global_reads, global_writes,
-                     coalescing, banks, races, log.truncated, recs)
+                     coalescing, banks, _first_race(log), log.truncated, recs,
+                     _async_overlap(log, shared, kinds, block, n_threads // max(tpb, 1)))
+
+
+def _first_race(log: AccessLog) -> tuple:
+    """The first access to memory an asynchronous operation still owned, else the first data
+    race, else the first generic write the async proxy read without a fence, as a one-element
+    tuple (empty when there is none): what racecheck would raise."""
+    pending = find_pending_read(log)
+    if pending is not None:
+        return (pending_read_error(log, pending),)
+    race = find_race(log)
+    if race is not None:
+        return (race_report(log, race),)
+    unfenced = find_missing_fence(log)
+    return (missing_fence_error(log, unfenced),) if unfenced is not None else ()
+
+
+def _async_overlap(log: AccessLog, shared, kinds, block, n_blocks: int) -> AsyncOverlap | None:
+    """Per block: elements copied asynchronously, the kernel's reads of shared memory, and
+    those made while a copy of the block was in flight (between its issue and completion
+    records, in execution order: a recording launch runs its threads on one host thread)."""
+    role = copy_roles(log)
+    if not len(role) or not (role == 1).any():
+        return None
+    delta = np.where(role == 1, 1, np.where(role == 2, -1, 0)).astype(np.int64)
+    order = np.lexsort((np.arange(len(block)), block))
+    running = np.cumsum(delta[order])
+    starts = np.r_[0, np.flatnonzero(block[order][1:] != block[order][:-1]) + 1]
+    before = np.repeat(np.r_[0, running[starts[1:] - 1]], np.diff(np.r_[starts, len(order)]))
+    in_flight = np.empty(len(block), bool)
+    in_flight[order] = running - delta[order] - before > 0
+    reads = shared & (kinds == "read") & (role == 0)
+    return AsyncOverlap(np.bincount(block[role == 1], minlength=n_blocks),
+                        np.bincount(block[reads], minlength=n_blocks),
+                        np.bincount(block[reads & in_flight], minlength=n_blocks))
 
 
 def _site_label(log, s) -> tuple:

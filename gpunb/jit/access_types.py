@@ -98,6 +98,28 @@ class LineBankConflicts:
 
 
 @dataclass(frozen=True, slots=True)
+class AsyncOverlap:
+    """Asynchronous copies (cp.async, TMA loads) per block, and how much of the block's reading
+    of shared memory went on while one of them was in flight - what a pipeline (double
+    buffering) is for. Arrays are per block (linear block id)."""
+
+    copied: np.ndarray  # int64: elements the block's asynchronous copies wrote
+    shared_reads: np.ndarray  # int64: the kernel's own reads of shared memory
+    overlapped: np.ndarray  # int64: of those, made while a copy of the block was in flight
+
+    @property
+    def fraction(self) -> float:
+        """Overlapped reads / shared reads over the launch (0.0 when it read none)."""
+        total = int(self.shared_reads.sum())
+        return int(self.overlapped.sum()) / total if total else 0.0
+
+    def __repr__(self) -> str:
+        return (f"<AsyncOverlap: {int(self.copied.sum())} elements copied asynchronously; "
+                f"{int(self.overlapped.sum())} of {int(self.shared_reads.sum())} shared reads "
+                f"({self.fraction:.0%}) while a copy was in flight>")
+
+
+@dataclass(frozen=True, slots=True)
 class AccessMap:
     """What one launch did to memory (see the module docstring)."""
 
@@ -109,9 +131,12 @@ class AccessMap:
     global_writes: np.ndarray  # per thread: element writes of global arrays (atomics: both)
     coalescing: tuple  # LineCoalescing per global line
     bank_conflicts: tuple  # LineBankConflicts per shared line
-    races: tuple = ()  # RaceError of the first race found, if any
+    # the first race found, if any: a RaceError, or an AsyncCopyError for an access to memory
+    # an asynchronous operation still owned (a copy filling it, a wgmma reading it)
+    races: tuple = ()
     truncated: bool = False  # the log hit GPUNB_RECORD_LIMIT: counts are partial
     records: np.ndarray = field(default=None, repr=False)  # the raw log (see accesses.py)
+    async_overlap: AsyncOverlap | None = None  # None when the kernel copied nothing async
 
     def __getitem__(self, name: str) -> ArrayAccess:
         return self.arrays[name]

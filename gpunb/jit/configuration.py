@@ -176,7 +176,8 @@ class LaunchConfiguration:
             exc.loc = user_location()
         from gpunb.jit.failures import note_launch_failure
 
-        note_launch_failure(self.dispatcher, exc, args)
+        # for %gpucache status, the side panel, %gpudebug (which replays this configuration)
+        note_launch_failure(self.dispatcher, exc, args, launch=self)
 
 
 def _dim3_of(dim) -> tuple:

@@ -12,6 +12,7 @@ and the slow path call it.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 from gpunb.foundation import events
 from gpunb.foundation.errors import LaunchError, SourceLocation
@@ -42,9 +43,12 @@ class LaunchFailure:
         return f"{text} ({'; '.join(places)})" if places else text
 
 
-def note_launch_failure(dispatcher, exc: LaunchError, args: tuple | None = None) -> None:
+def note_launch_failure(dispatcher, exc: LaunchError, args: tuple | None = None,
+                        launch=None) -> None:
     """Remember `exc` as `dispatcher`'s last launch failure (the exception itself is not kept:
-    its traceback would hold the launch's arguments alive).
+    its traceback would hold the launch's arguments alive). With the launch (`kernel[grid,
+    block]`) and its arguments, also what replaying it under the debugger needs (%gpudebug):
+    arrays weakly, numbers as they are.
 
     Its launchers launch no more (its launch version moves), so the next launch of this
     function takes the Python path, whose success clears the failure.
@@ -57,11 +61,62 @@ def note_launch_failure(dispatcher, exc: LaunchError, args: tuple | None = None)
         type(exc).__name__, message.splitlines()[0] if message else "",
         getattr(exc, "loc", None) or launched_at, launched_at, _signature_of(args),
         _target_of(dispatcher))
+    if launch is not None and args is not None:
+        global _last_replay
+        _last_replay = Replay(weakref.ref(dispatcher), (launch.grid, launch.block, launch.stream,
+                                                        launch.sharedmem),
+                              tuple(_kept(a) for a in args), failure)
     dispatcher.version.bump()
     if events.has_subscribers(events.EventKind.FAILED):  # the side panel lists it
         events.publish(events.EventKind.FAILED, events.KernelEvent(
             events.EventKind.FAILED, dispatcher.__name__, failure.signature, failure.target,
             dispatcher, None, "launch", failure.describe()))
+
+
+_last_replay = None  # the Replay of the last failed launch with arguments
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Replay:
+    """A failed launch, as it can be run again: its kernel and configuration held weakly or
+    by value, its arguments as `_kept` made them."""
+
+    dispatcher: object  # weakref
+    config: tuple  # (grid, block, stream, shared bytes)
+    kept: tuple
+    failure: LaunchFailure
+
+    def arguments(self) -> tuple | None:
+        """The arguments again, or None when one of them is gone (deleted since)."""
+        out = []
+        for how, value in self.kept:
+            if how == "gone":
+                return None
+            if how == "weak":
+                value = value()
+                if value is None:
+                    return None
+            out.append(value)
+        return tuple(out)
+
+
+def last_replay() -> Replay | None:
+    return _last_replay
+
+
+def _kept(value) -> tuple:
+    """("value", v) for numbers (numpy scalars too) and tuples of them, else ("weak", ref);
+    ("gone", None) for what can be neither (no replay then: nothing large is kept alive)."""
+    import numpy as np
+
+    if isinstance(value, (int, float, complex, bool, np.generic, type(None))) or \
+            (isinstance(value, tuple) and all(isinstance(v, (int, float, complex, bool,
+                                                             np.generic)) for v in value)):
+        return ("value", value)
+    try:
+        return ("weak", weakref.ref(value))
+    except TypeError:
+        return ("gone", None)
 
 
 def _signature_of(args: tuple | None) -> str:

@@ -109,7 +109,15 @@ def _specialization(dispatcher, argtypes: tuple, artifact, backend, program,
     # the packer passes arrays the specialisation's way (host pointers on the CPU target even
     # when the active target is cuda, e.g. cuda.jit(target="cpu") on a GPU machine)
     packer = ArgPacker(artifact.param_slots, backend.name, dispatcher.__name__)
-    return Specialization(argtypes, artifact, backend, packer, program, typed)
+    spec = Specialization(argtypes, artifact, backend, packer, program, typed)
+    if artifact.debug_area:  # breakpoint() or the debugger option: launches stop in a debugger
+        import functools
+        import weakref
+
+        from gpunb.jit.debug_launch import launch_under_debugger
+
+        spec.launch = functools.partial(launch_under_debugger, weakref.ref(dispatcher), spec)
+    return spec
 
 
 def _warn_again(artifact) -> None:

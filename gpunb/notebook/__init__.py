@@ -10,6 +10,9 @@ _loaded: dict = {}
 # the jit layer's inspection record, displayed by IPython as the inspector (registered by name,
 # so %load_ext imports nothing for it)
 _REPORT_TYPE = ("gpunb.jit.report", "KernelReport")
+# debugger objects, displayed as their widgets (gpunb.debug(...) and gpunb.trace(...) results)
+_SESSION_TYPE = ("gpunb.debugger.session", "DebugSession")
+_TRACE_TYPE = ("gpunb.debugger.trace", "Trace")
 
 
 def load_ipython_extension(ipython) -> None:
@@ -26,6 +29,7 @@ def load_ipython_extension(ipython) -> None:
     _register_displays(ipython)
     _loaded[id(ipython)] = hooks
     _connect_panel(ipython, hooks)
+    _use_debugger_widget(ipython)
 
 
 def _connect_panel(ipython, hooks) -> None:
@@ -50,14 +54,45 @@ def _connect_panel(ipython, hooks) -> None:
             notify(line, "panel")
 
 
+def _use_debugger_widget(ipython) -> None:
+    """In a Jupyter kernel, launches that stop in the debugger show its widget (elsewhere the
+    terminal's pdb-style prompt stays). Nothing is imported for it until a launch stops."""
+    if getattr(ipython, "kernel", None) is None:
+        return
+    from gpunb.debugger import frontend
+
+    _debugger_frontends[id(ipython)] = frontend.use(_debugger_widget_frontend)
+
+
+_debugger_frontends: dict = {}  # shell -> the front end before %load_ext
+
+
+def _debugger_widget_frontend(session) -> None:
+    from gpunb.notebook.widgets import widgets_available
+
+    if not widgets_available():
+        from gpunb.debugger.terminal import run_in_terminal
+
+        run_in_terminal(session)
+        return
+    from gpunb.notebook.debug_display import notebook_frontend
+
+    notebook_frontend(session)
+
+
 def unload_ipython_extension(ipython) -> None:
     """Remove the hooks (magics stay registered, as IPython offers no way to drop them)."""
     hooks = _loaded.pop(id(ipython), None)
+    if id(ipython) in _debugger_frontends:
+        from gpunb.debugger import frontend
+
+        frontend.use(_debugger_frontends.pop(id(ipython)))
     if hooks is not None:
         hooks.unregister()
         formatter = _display_formatter(ipython)
         if formatter is not None:
-            formatter.pop(".".join(_REPORT_TYPE), None)
+            for kind in (_REPORT_TYPE, _SESSION_TYPE, _TRACE_TYPE):
+                formatter.pop(".".join(kind), None)
 
 
 def hooks_for(ipython):
@@ -83,6 +118,19 @@ def _register_displays(ipython) -> None:
         show_report(report)
 
     formatter.for_type_by_name(*_REPORT_TYPE, show_report)
+
+    def show_session(session):
+        from gpunb.notebook.debug_display import show_session
+
+        show_session(session)
+
+    def show_trace(trace):
+        from gpunb.notebook.debug_display import show_trace
+
+        show_trace(trace)
+
+    formatter.for_type_by_name(*_SESSION_TYPE, show_session)
+    formatter.for_type_by_name(*_TRACE_TYPE, show_trace)
 
 
 def _ensure_cuda_name(ipython) -> None:

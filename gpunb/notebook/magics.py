@@ -31,6 +31,7 @@ class GpuMagics(Magics):
                     [--lineinfo] [--fastmath] [--no-cache] [--debug] [--max-registers N]
                     [--sanitize memcheck|racecheck|synccheck|initcheck] [--graph [NAME]]
                     [--timeout S]
+                    [--break LINE [--thread x,y,z] [--block x,y,z]] [--trace [--threads T]]
 
         With --graph NAME the cell's launches and copies are captured into a graph (nothing
         runs), bound to NAME in the notebook and shown; NAME.replay() runs them.
@@ -112,6 +113,28 @@ class GpuMagics(Magics):
         if shown is not None:
             display(shown)
 
+    # ---- %gpudebug ----------------------------------------------------------------------------
+
+    @line_magic
+    def gpudebug(self, line: str = ""):
+        """Post-mortem: run the last failed launch again in the CPU target's debugger, stopped
+        at the thread and line where it fails (a widget in notebooks, pdb-style commands in a
+        terminal)."""
+        from gpunb.jit.debug_launch import post_mortem
+        from gpunb.notebook.widgets import in_kernel, widgets_available
+
+        if line.strip():
+            raise UsageError("%gpudebug takes no arguments: it replays the last failed launch")
+        session = post_mortem()
+        if in_kernel() and widgets_available():
+            from gpunb.notebook.debug_display import show_session
+
+            show_session(session)
+            return
+        from gpunb.debugger.terminal import drive_in_terminal
+
+        drive_in_terminal(session, session.stop)
+
     # ---- %gpuinfo -----------------------------------------------------------------------------
 
     @line_magic
@@ -177,12 +200,40 @@ def make_wrapper(options):
     if options.arch:
         jit_options["inspection_arch"] = options.arch
 
+    request = _debug_request(options)
+
     def wrap(func):
         if getattr(type(func), "__gpunb_function__", False):
-            return func  # already @cuda.jit: keep the user's own options
-        return cuda.jit(func, **jit_options)
+            if request is None or func.device:
+                return func  # already @cuda.jit: keep the user's own options
+            from gpunb.jit.debug_launch import debug_twin, set_request
+
+            twin = debug_twin(func)  # --break/--trace: its debug variant, options kept
+            set_request(twin, request)
+            return twin
+        made = cuda.jit(func, **jit_options)
+        if request is not None:
+            from gpunb.jit.debug_launch import set_request
+
+            set_request(made, request)
+        return made
 
     return wrap
+
+
+def _debug_request(options):
+    """The DebugRequest of a --break / --trace cell (None otherwise)."""
+    if not options.debugger:
+        return None
+    from gpunb.debugger.request import DebugRequest
+    from gpunb.foundation import config
+
+    if options.trace:
+        return DebugRequest(trace=True, trace_threads=options.threads or (),
+                            breakpoints=False, stop_on_error=False)
+    return DebugRequest(breaks=tuple((None, line) for line in options.breaks),
+                        thread=options.thread, block=options.block,
+                        breakpoints=config.breakpoints_enabled())
 
 
 class ShowWhenCompiled:

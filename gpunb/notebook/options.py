@@ -34,6 +34,16 @@ class KernelCellOptions:
     racecheck: bool = False  # CPU target: record accesses, raise gpunb.RaceError on races
     graph: str | None = None  # capture the cell's launches and copies into a graph of this name
     timeout: float | None = None  # the watchdog's limit for the cell's launches and GPU waits
+    breaks: tuple = ()  # lines of the cell where launches of its kernels stop (the debugger)
+    thread: str | None = None  # ... only in this thread ("x,y,z")
+    block: str | None = None  # ... of this block
+    trace: bool = False  # record the lines of `threads` in each launch (record and replay)
+    threads: str | None = None  # which threads --trace records ("warp 0", "block 1", "0-63")
+
+    @property
+    def debugger(self) -> bool:
+        """The cell's kernels compile as the CPU target's debug variant."""
+        return bool(self.breaks) or self.trace
 
     def jit_options(self) -> dict:
         """Keyword arguments for `gpunb.cuda.jit`: only what was asked for, so defaults stay."""
@@ -52,6 +62,9 @@ class KernelCellOptions:
             options["cache"] = False
         if self.max_registers is not None:
             options["max_registers"] = self.max_registers
+        if self.debugger:
+            options["debugger"] = True
+            options["target"] = "cpu"
         return options
 
     @property
@@ -90,6 +103,14 @@ def parse_arch(arch: str) -> tuple[int, int]:
 @argument("--timeout", type=float, metavar="S",
           help="abandon a launch (CPU target) or a wait for the GPU that takes longer than S "
                "seconds in this cell (gpunb.LaunchTimeoutError); 0: no limit")
+@argument("--break", dest="breaks", action="append", type=int, default=[], metavar="LINE",
+          help="stop launches at this line of the cell (repeatable; CPU target)")
+@argument("--thread", help="with --break: only in this thread, x[,y[,z]]")
+@argument("--block", help="with --break: only in this block, x[,y[,z]]")
+@argument("--trace", action="store_true",
+          help="record the lines of --threads in each launch (CPU target)")
+@argument("--threads", help="with --trace: 'warp W', 'block x,y,z', 'all', 'lo-hi' "
+                            "(default: warp 0)")
 def gpukernel(line: str = "", cell: str = ""):
     """%%gpukernel: every top-level def in the cell becomes a GPU function (its options, for
     IPython's magic_arguments: `gpukernel.parser` parses them, `gpukernel.__doc__` lists them)."""
@@ -136,8 +157,37 @@ def parse_kernel_options(line: str) -> KernelCellOptions:
         raise OptionError(f"%%gpukernel: --max-registers {ns.max_registers}: expected 16..255")
     if ns.timeout is not None and not ns.timeout >= 0:  # also rejects nan
         raise OptionError(f"%%gpukernel: --timeout {ns.timeout}: expected seconds >= 0")
+    _check_debugger_options(ns)
     return KernelCellOptions(target=ns.target, arch=arch, show=tuple(dict.fromkeys(show)),
                              lineinfo=ns.lineinfo, fastmath=ns.fastmath, no_cache=ns.no_cache,
                              debug=ns.debug, max_registers=ns.max_registers,
                              sanitize=ns.sanitize, racecheck=ns.racecheck, graph=ns.graph,
-                             timeout=ns.timeout)
+                             timeout=ns.timeout,
+                             breaks=tuple(ns.breaks), thread=ns.thread, block=ns.block,
+                             trace=ns.trace, threads=ns.threads)
+
+
+def _check_debugger_options(ns) -> None:
+    """--break/--trace run on the CPU target; --thread/--block narrow a --break."""
+    asked = bool(ns.breaks) or ns.trace
+    if asked and ns.target == "cuda":
+        raise OptionError("%%gpukernel: --break and --trace run kernels in the CPU target's "
+                          "debugger; drop --target cuda (or use --target cpu)")
+    if (ns.thread or ns.block) and not ns.breaks:
+        raise OptionError("%%gpukernel: --thread and --block choose where a --break stops; "
+                          "add --break LINE")
+    if ns.threads and not ns.trace:
+        raise OptionError("%%gpukernel: --threads chooses what --trace records; add --trace")
+    if asked and ns.graph is not None:
+        raise OptionError("%%gpukernel: --graph captures the cell's launches without running "
+                          "them, and --break/--trace run them in the debugger; use one of them")
+    if ns.breaks and ns.trace:
+        raise OptionError("%%gpukernel: --break stops a launch and --trace records one without "
+                          "stopping; use one of them")
+    if any(line < 1 for line in ns.breaks):
+        raise OptionError("%%gpukernel: --break LINE: cell lines start at 1")
+    for what in ("thread", "block"):
+        value = getattr(ns, what)
+        if value is not None and not all(p.strip().isdigit() for p in value.split(",")):
+            raise OptionError(f"%%gpukernel: --{what} {value!r}: expected x[,y[,z]] "
+                              "(non-negative integers)")

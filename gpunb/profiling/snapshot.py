@@ -36,6 +36,10 @@ class Snapshot:
         self.skipped: list = []  # one-line reasons
         self._seen: set = set()
         self._binaries: dict = {}  # id(artifact) -> file name
+        # the specialisations and artifacts keyed above by id(), kept alive: a freed one's id
+        # may be reused by the next kernel's, which would then be skipped as already seen or
+        # replayed with the freed one's binary
+        self._kept: list = []
 
     def add(self, event) -> None:
         spec = event.specialization
@@ -46,6 +50,7 @@ class Snapshot:
             self.skipped.append(f"{event.kernel}: more than {self.limit} distinct launches")
             return
         self._seen.add(key)
+        self._kept.append(spec)
         index = len(self.launches)
         try:
             args = [self._argument(index, k, value) for k, value in enumerate(event.args)]
@@ -66,6 +71,7 @@ class Snapshot:
             (self.path / f"{name}.bin").write_bytes(artifact.binary)
             (self.path / f"{name}.json").write_text(json.dumps(artifact.to_json_dict()))
             self._binaries[id(artifact)] = name
+            self._kept.append(artifact)
         return name
 
     def _argument(self, launch: int, k: int, value) -> dict:

@@ -131,6 +131,44 @@ def _no_zeroing(cupti) -> None:
         pass
 
 
+def _latency_timestamps(cupti) -> None:
+    """Ask CUPTI for each kernel's `queued` time: when the host wrote the launch into the command
+    buffer, inside the launch call on the launching thread (CUPTI's clock, as get_timestamp).
+    That, not the GPU's start, says which profile block launched a kernel (benchmarks/
+    cupti_attribution.py: on an H100 about 0.3 us more per launch). A CUPTI that refuses it
+    gives no queued time: kernels are then placed by their GPU start, as before."""
+    try:
+        cupti.activity_enable_latency_timestamps(1)
+    except Exception:  # noqa: BLE001 - older CUPTIs: the GPU start places kernels
+        pass
+
+
+# A kernel record as kept: (name, start, end, grid, block, registers, shared bytes) - the
+# fields a profile's "other" row reads - then correlation id (launch-call order) and queued (0
+# when CUPTI gave none: CUPTI_TIMESTAMP_UNKNOWN).
+CORRELATION, QUEUED = 7, 8
+
+
+def _kernel_row(a) -> tuple:
+    return (a.name, a.start, a.end, (a.grid_x, a.grid_y, a.grid_z),
+            (a.block_x, a.block_y, a.block_z), a.registers_per_thread,
+            a.static_shared_memory + a.dynamic_shared_memory,
+            getattr(a, "correlation_id", 0), getattr(a, "queued", 0) or 0)
+
+
+def _in_block(row: tuple, since: int, until: int) -> bool:
+    """A kernel whose launch call wrote it between the block's start and end was launched in
+    the block, however late the GPU ran it; one without a queued time is placed, as a guess,
+    by its GPU start from the block's start on (it may run after the block ends)."""
+    queued = row[QUEUED]
+    return since <= queued <= until if queued else row[1] >= since
+
+
+def _launched_at(row: tuple) -> int:
+    """When the kernel's launch call wrote it (queued), else (no queued time) its GPU start."""
+    return row[QUEUED] or row[1]
+
+
 class _CuptiState:
     """CUPTI's callbacks are registered once per process; records land here (any thread).
 
@@ -157,6 +195,7 @@ class _CuptiState:
         self.idle_since: float | None = None
         cupti.activity_register_callbacks(self._requested, self._completed)
         _no_zeroing(cupti)
+        _latency_timestamps(cupti)
         threading.Thread(target=self._disable_when_idle, name="gpunb-cupti-idle",
                          daemon=True).start()
 
@@ -168,11 +207,9 @@ class _CuptiState:
         if not self.holders:
             return
         kernel_kinds = (self.cupti.ActivityKind.CONCURRENT_KERNEL, self.cupti.ActivityKind.KERNEL)
-        since = self.since  # kernels before the oldest unread profile's block: nobody's
-        rows = [(a.name, a.start, a.end, (a.grid_x, a.grid_y, a.grid_z),
-                 (a.block_x, a.block_y, a.block_z), a.registers_per_thread,
-                 a.static_shared_memory + a.dynamic_shared_memory)
-                for a in activities if a.kind in kernel_kinds and a.start >= since]
+        since = self.since  # kernels launched before the oldest unread profile's block: nobody's
+        rows = [row for row in (_kernel_row(a) for a in activities if a.kind in kernel_kinds)
+                if _launched_at(row) >= since]
         with self.lock:
             if self.holders:
                 self.records.extend(rows)
@@ -233,7 +270,7 @@ class _CuptiState:
             if not self.holders:
                 self.records.clear()
             else:
-                self.records = [r for r in self.records if r[1] >= self.since]
+                self.records = [r for r in self.records if _launched_at(r) >= self.since]
 
 
 _cupti_state: _CuptiState | None = None
@@ -244,11 +281,14 @@ _driver: list = [None]  # gpunb.backends.cuda.driver once a CuptiTimer imported 
 class CuptiTimer:
     """Kernel activity records from CUPTI: every kernel on the context, timed by the GPU.
 
-    Nothing happens per launch: CUPTI is enabled when the block begins (kernels starting before
-    that instant belong to no launch of the profile), the block's end only notes the time (CUPTI
-    is disabled later, see IDLE_DISABLE_S), and the device synchronisation and CUPTI flush wait
-    until the records are read. gpunb's launches
-    are matched to kernel records by entry symbol, in launch order."""
+    Nothing happens per launch: CUPTI is enabled when the block begins, the block's end only
+    notes the time (CUPTI is disabled later, see IDLE_DISABLE_S), and the device synchronisation
+    and CUPTI flush wait until the records are read. The block's kernels are those whose launch
+    call wrote them (their `queued` time) between the block's start and end: launches are
+    asynchronous, so a kernel launched before the block may start on a busy GPU after the block
+    began, and one launched in it after it ended; the GPU start says nothing about who launched
+    it. gpunb's launches are matched to the block's kernels by entry symbol, in the order of
+    their launch calls (correlation id)."""
 
     name = "cupti"
     timing = "device"
@@ -283,14 +323,16 @@ class CuptiTimer:
         self._driver.synchronize()
         state = self._state
         state.cupti.activity_flush_all(1)
-        with state.lock:
-            rows = sorted((r for r in state.records if r[1] >= self._since), key=lambda r: r[1])
+        since, until = self._since, self._until
+        with state.lock:  # the block's kernels, in the order of their launch calls
+            rows = sorted((r for r in state.records if _in_block(r, since, until)),
+                          key=lambda r: r[CORRELATION])
         by_name: dict = defaultdict(deque)
         for row in rows:
             by_name[row[0]].append(row)
         out = []
         taken = set()
-        for event in events:  # gpunb's launches, in launch order: the first record of its name
+        for event in events:  # gpunb's launches, in launch order: the next record of its name
             queue = by_name.get(event.specialization.artifact.symbol)
             if not queue:
                 out.append((None, None))
@@ -298,8 +340,8 @@ class CuptiTimer:
             found = queue.popleft()
             taken.add(id(found))
             out.append(((found[2] - found[1]) / 1e6, found[1]))
-        until = self._until
-        others = [r for r in rows if id(r) not in taken and r[1] <= until]
+        others = [r[:CORRELATION] for r in rows if id(r) not in taken
+                  and (r[QUEUED] or r[1] <= until)]
         return out, others
 
     def close(self) -> None:

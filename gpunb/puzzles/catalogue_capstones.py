@@ -67,7 +67,9 @@ def _conv2d(args: dict) -> dict:
 
 
 def _conv_size(rng) -> tuple:
-    return int(rng.integers(1, 21)), int(rng.integers(1, 21))
+    # at least 2 x 2: a row or column of one pixel never meets the outer weights (3 x 3 with
+    # zero padding), which the grader requires every output to read
+    return int(rng.integers(2, 21)), int(rng.integers(2, 21))
 
 
 _CONV_LAUNCH = dict(launch=lambda s: ((cdiv(s[1], 8), cdiv(s[0], 8)), (8, 8)),

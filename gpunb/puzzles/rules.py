@@ -59,6 +59,8 @@ def located(error) -> str:
 
 
 def _race_hint(race, trace) -> str:
+    if not hasattr(race, "accesses"):  # a TMA copy or a wgmma is one side: its own hint
+        return race.hint or ""
     (_, line1, _, block1), (_, line2, _, block2) = race.accesses
     if block1 != block2:
         return ("two blocks touch the same element and nothing orders blocks: give each "

@@ -20,11 +20,14 @@ from gpunb.backends.cpu.accesses import (
     AccessLog,
     block_xyz,
     find_pending_read,
+    find_race,
     find_uninitialised_read,
     initcheck_error,
     pending_read_error,
     thread_xyz,
 )
+from gpunb.backends.cpu.async_races import race_report
+from gpunb.foundation.errors import RaceError
 from gpunb.jit.access_stats import build_map, flat_indices
 from gpunb.jit.access_types import AccessMap
 
@@ -134,8 +137,15 @@ class Trace:
     # ---- checks ----------------------------------------------------------------------------
 
     def race(self):
-        """The RaceError of the first data race (global or shared memory), or None."""
-        return self.access.races[0] if self.access.races else None
+        """The error of the first data race (global or shared memory), or None: a RaceError,
+        or an AsyncCopyError when a TMA copy or a wgmma is one side of it. (The access map's
+        first entry may instead be a pending copy or a missing fence: pending_copy() reports
+        the former, so the race is looked for on its own.)"""
+        first = self.access.races[0] if self.access.races else None
+        if first is None or isinstance(first, RaceError):
+            return first
+        race = find_race(self.log)
+        return None if race is None else race_report(self.log, race)
 
     def uninitialised_shared(self):
         """An InitcheckError for the first read of shared memory no thread of the block had

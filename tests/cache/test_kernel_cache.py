@@ -108,6 +108,21 @@ def test_new_process_is_a_disk_hit_and_relocates(nb, cache_dir):
     assert art.line_map[0][0] == fp.first_line + 1
 
 
+def test_a_hit_with_lines_added_inside_the_kernel_moves_its_sites_line_by_line(nb, cache_dir):
+    nb.run("def saxpy(out, x):\n    i = 0\n    out[i] = helper(x[i]) * SCALE\n")
+    MiniDispatcher(nb.ns["saxpy"], KernelCache(str(cache_dir))).launch()
+    # the same code: a comment and blank lines between the statements, the same first line
+    nb.run("def saxpy(out, x):\n    # where it starts\n\n    i = 0\n\n"
+           "    out[i] = helper(x[i]) * SCALE\n")
+    k = MiniDispatcher(nb.ns["saxpy"], KernelCache(str(cache_dir)))
+    art = k.launch()
+    assert k.compiles == 0 and k.event.source == "disk"
+    fp = collect(k)
+    # the stored site was `i = 0` (the first line after the def), which is now 3 lines lower
+    assert art.error_sites[0][:3] == (fp.filename, fp.first_line + 3, 4)
+    assert art.line_map[0][0] == fp.first_line + 3
+
+
 def test_option_arch_and_toolchain_changes_are_reported(nb, kernel_cache):
     k = nb.kernel("saxpy")
     fp = collect(k)

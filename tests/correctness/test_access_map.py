@@ -112,3 +112,63 @@ def test_a_racy_launch_is_mapped_and_its_race_listed():
     assert m.races[0].array == "h"
     np.testing.assert_array_equal(m["h"].writers, [16, 16, 16, 16])
     assert int(m["x"].reads.sum()) == 64
+
+
+@cuda.jit
+def staged_sums(out, x, prefetch):
+    """Sums 32-element chunks of x staged through shared memory by cp.async: with `prefetch`,
+    chunk k + 1 is copied while chunk k is summed (two buffers); without, one at a time."""
+    s = cuda.shared.array((2, 32), np.float32)
+    t = cuda.threadIdx.x
+    chunks = x.size // 32
+    total = np.float32(0.0)
+    if prefetch:
+        cuda.cp_async.copy(s[0, t:], x[t:], 4)
+        cuda.cp_async.commit_group()
+    for k in range(chunks):
+        if prefetch:
+            if k + 1 < chunks:
+                cuda.cp_async.copy(s[(k + 1) % 2, t:], x[(k + 1) * 32 + t:], 4)
+            cuda.cp_async.commit_group()
+            cuda.cp_async.wait_group(1)
+        else:
+            cuda.cp_async.copy(s[k % 2, t:], x[k * 32 + t:], 4)
+            cuda.cp_async.wait_all()
+        cuda.syncthreads()
+        total += s[k % 2, (t + 1) % 32]
+        cuda.syncthreads()
+    out[t] = total
+
+
+@pytest.mark.slow  # compiles a CPU-target coroutine kernel
+def test_async_overlap_counts_reads_made_while_copies_were_in_flight():
+    x = np.arange(4 * 32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    pipelined = gpunb.access_map(staged_sums[1, 32], out, x, True)
+    np.testing.assert_array_equal(out, x.reshape(4, 32).sum(0)[(np.arange(32) + 1) % 32])
+    overlap = pipelined.async_overlap
+    assert overlap.copied.tolist() == [128] and overlap.shared_reads.tolist() == [128]
+    assert overlap.overlapped.tolist() == [96] and overlap.fraction == 0.75  # all but the last
+    assert "96 of 128 shared reads (75%) while a copy was in flight" in repr(overlap)
+    serial = gpunb.access_map(staged_sums[1, 32], out, x, False).async_overlap
+    assert serial.overlapped.tolist() == [0] and serial.fraction == 0.0
+    assert gpunb.access_map(double[1, 32], out, x).async_overlap is None
+
+
+@cuda.jit
+def read_while_filling(out, x):
+    s = cuda.shared.array(32, np.float32)
+    t = cuda.threadIdx.x
+    cuda.cp_async.copy(s[t:], x[t:], 4)
+    cuda.cp_async.commit_group()
+    out[t] = s[t]  # before the wait: the copy still owns s[t]
+    cuda.cp_async.wait_group(0)
+
+
+@pytest.mark.slow  # compiles a CPU-target coroutine kernel
+def test_an_access_to_a_pending_copy_s_memory_is_the_map_s_race():
+    amap = gpunb.access_map(read_while_filling[1, 32], np.zeros(32, np.float32),
+                            np.ones(32, np.float32))
+    assert len(amap.races) == 1 and isinstance(amap.races[0], gpunb.AsyncCopyError)
+    assert "read of s[0] at line" in amap.races[0].message
+    assert "while the asynchronous copy issued at line" in amap.races[0].message

@@ -194,3 +194,26 @@ def test_a_truncated_log_says_so(monkeypatch):
         copy[1, 32](np.zeros(32, np.float32), np.ones(32, np.float32))
     m = gpunb.access_map(copy[1, 32], np.zeros(32, np.float32), np.ones(32, np.float32))
     assert m.truncated and int(m["x"].reads.sum()) + int(m["out"].writes.sum()) == 10
+
+
+def test_local_arrays_of_threads_in_different_blocks_are_not_races():
+    # a recording launch runs each thread as a coroutine whose frame (holding its local arrays)
+    # is heap memory that the next block's threads reuse: never shared, never a race
+    @cuda.jit(racecheck=True)
+    def private(out, n, clash):
+        buf = cuda.local.array(8, np.float32)
+        t = cuda.threadIdx.x
+        for i in range(n):
+            buf[i] = t + i
+        cuda.syncthreads()
+        total = np.float32(0.0)
+        for i in range(n):
+            total += buf[i]
+        out[0 if clash else cuda.grid(1)] = total
+
+    out = np.zeros(64, np.float32)
+    private[2, 32](out, 8, False)
+    np.testing.assert_array_equal(out, np.tile(np.arange(32) * 8 + 28, 2).astype(np.float32))
+    assert gpunb.access_map(private[2, 32], out, 8, False).races == ()
+    with pytest.raises(gpunb.RaceError, match=r"data race on out.* \(global memory\)"):
+        private[2, 32](out, 8, True)  # the global array is still checked

@@ -66,6 +66,19 @@ def test_src_bytes_zero_fills_the_rest(target):
     np.testing.assert_array_equal(out, expected.reshape(-1))
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_the_access_map_counts_a_copys_reads_of_its_source(cpu):
+    """cp.async reads global memory for the thread that issues it (src_bytes of them: the rest
+    is zero-filled, nothing read); the map counts them as that thread's reads."""
+    x = np.arange(1, 257, dtype=np.int32)
+    out = np.zeros(256, np.int32)
+    amap = gpunb.access_map(zero_filled[1, 64], out, x, 8)
+    np.testing.assert_array_equal(amap.global_reads, np.full(64, 2))
+    reads = amap.arrays["x"].reads.reshape(64, 4)
+    np.testing.assert_array_equal(reads[:, :2], 1)
+    np.testing.assert_array_equal(reads[:, 2:], 0)
+
+
 @cuda.jit
 def two_groups(first, second, x):
     s = cuda.shared.array(128, float32, alignment=128)

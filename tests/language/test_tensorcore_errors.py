@@ -289,6 +289,78 @@ def _ldmatrix_outside(c, a, b):
     c[cuda.laneid, 0] = regs[0]
 
 
+@cuda.jit(device=True)
+def _rows_of(tile):
+    return cuda.ldmatrix(tile, (cuda.laneid % 16, 0), 2)  # <-
+
+
+@cuda.jit
+def _ldmatrix_via_device_function(c, a, b):
+    regs = _rows_of(a)  # a global array reaches ldmatrix through a device function
+    c[cuda.laneid, 0] = regs[0]
+
+
+@cuda.jit
+def _ldmatrix_alias(c, a, b):
+    rows = a  # an alias of the kernel argument
+    regs = cuda.ldmatrix(rows, (cuda.laneid % 16, 0), 2)  # <-
+    c[cuda.laneid, 0] = regs[0]
+
+
+@cuda.jit
+def _ldmatrix_local(c, a, b):
+    tile = cuda.local.array((16, 8), np.float16)
+    for i in range(16):
+        for j in range(8):
+            tile[i, j] = i
+    regs = cuda.ldmatrix(tile, (cuda.laneid % 16, 0), 2)  # <-
+    c[cuda.laneid, 0] = regs[0]
+
+
+@cuda.jit
+def _stmatrix_global(c, a, b):
+    rows = a
+    one = np.float16(1)
+    cuda.stmatrix(rows, (cuda.laneid % 16, 0), (one, one, one, one))  # <-
+
+
+@cuda.jit
+def _ldmatrix_shared(c, a, b):
+    tile = cuda.shared.array((16, 8), np.float16)
+    tile[cuda.laneid % 16, cuda.laneid // 16] = cuda.laneid
+    cuda.syncwarp()
+    regs = cuda.ldmatrix(tile, (cuda.laneid % 16, 0), 2)
+    c[cuda.laneid, 0] = regs[0]
+
+
+def test_ldmatrix_and_stmatrix_rows_outside_shared_memory_are_reported_on_the_cpu():
+    import gpunb
+
+    gpunb.set_target("cpu")
+    try:
+        c = np.zeros((64, 1), np.float32)
+        a = np.zeros((16, 16), np.float16)
+        for kernel, where in ((_ldmatrix_via_device_function, _rows_of),
+                              (_ldmatrix_alias, _ldmatrix_alias),
+                              (_ldmatrix_local, _ldmatrix_local)):
+            with pytest.raises(ValueError, match="cuda.ldmatrix reaches shared memory only, and "
+                               "the row a lane addresses in '(tile|rows)' is not in this "
+                               "block's shared memory") as info:
+                kernel[1, 32](c, a, a)
+            assert info.value.loc.line == _marked_line(where), kernel
+        with pytest.raises(ValueError, match="cuda.stmatrix reaches shared memory only") as info:
+            _stmatrix_global[1, 32](c, a, a)
+        assert info.value.loc.line == _marked_line(_stmatrix_global)
+        assert (a == 0).all()  # nothing was written
+        _ldmatrix_shared[1, 32](c, a, a)  # the same instruction on a shared tile: fine
+        # lane l gets element (l // 4, 2 (l % 4)) of matrix 0: tile row l // 4, column 2 (l % 4)
+        lanes = np.arange(32)
+        rows, cols = lanes // 4, 2 * (lanes % 4)
+        np.testing.assert_array_equal(c[:32, 0], np.where(cols == 0, rows, 0))
+    finally:
+        gpunb.set_target(None)
+
+
 # ---- warps ---------------------------------------------------------------------------------------
 
 @cuda.jit

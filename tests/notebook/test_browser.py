@@ -7,8 +7,9 @@ line selects its source line, that moving the block-size slider changes the occu
 kernels and %%gpuprofile timings reach the gpunb side panel, that a page reload (here also switching
 to the dark theme) reconnects the panel to the running kernel, which still receives new events,
 that clicking a kernel in the panel jumps to its cell, and that a narrow window stacks the split
-view. Screenshots go to test-artifacts/. Needs: pip install jupyterlab playwright; apt-get install
-chromium; `npm ci && npm run build` in labextension/.
+view; and that the debugger widget drives a stopped launch (test_debugger_widget_in_jupyterlab).
+Screenshots go to test-artifacts/. Needs: pip install jupyterlab playwright (the `browser`
+extra); apt-get install chromium; `npm ci && npm run build` in labextension/.
 """
 
 from __future__ import annotations
@@ -48,6 +49,19 @@ CELLS = [
 PROFILE_CELL, CACHE_CELL = 5, 4
 # run only after the page reload: a new specialisation, so new kernel and cache-event messages
 AFTER_RELOAD = "x64 = x.astype(np.float64)\nsaxpy[16, 256](x64.copy(), x64, x64, 2.0)"
+# the debugger's notebook (debugger.ipynb, beside browser.ipynb): a --break cell, a look at the
+# array after the launch, a --trace cell
+DEBUG_CELLS = [
+    "%load_ext gpunb\nimport numpy as np",
+    "%%gpukernel --break 6 --thread 3\ndef shift(out, x):\n    tile = cuda.shared.array(32, "
+    "np.float32)\n    i = cuda.threadIdx.x\n    tile[i] = x[i] * 2\n    j = (i + 1) % 32\n"
+    "    out[i] = tile[i] + j\n\nx = np.arange(32, dtype=np.float32)\n"
+    "out = np.zeros_like(x)\nshift[1, 32](out, x)",
+    "print('out', out[:4].tolist())",
+    "shift[1, 32](out, x)  # another debug launch: the open session ends",
+    "%%gpukernel --trace --threads 0-1\ndef tr(a):\n    i = cuda.grid(1)\n    x = i * 3\n"
+    "    a[i] = x\n\ntr[1, 4](np.zeros(4, np.int64))",
+]
 
 
 def _chromium() -> str:
@@ -93,6 +107,10 @@ def lab(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     nbformat.write(nb, work / "browser.ipynb")
+    debug_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c)
+                                               for c in DEBUG_CELLS])
+    debug_nb.metadata["kernelspec"] = nb.metadata["kernelspec"]
+    nbformat.write(debug_nb, work / "debugger.ipynb")
     port = _free_port()
     env = dict(os.environ, GPUNB_TARGET="cpu", GPUNB_NOTICES="0", JUPYTER_PATH=str(share),
                GPUNB_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(REPO),
@@ -178,8 +196,8 @@ def _set_theme(base: str, theme: str) -> None:
     _put_setting(base, "@jupyterlab/apputils-extension:themes", {"theme": theme})
 
 
-def _open_notebook(page, base: str) -> None:
-    page.goto(f"{base}/lab/tree/browser.ipynb?token={TOKEN}")
+def _open_notebook(page, base: str, name: str = "browser.ipynb") -> None:
+    page.goto(f"{base}/lab/tree/{name}?token={TOKEN}")
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
     page.wait_for_selector(".jp-KernelStatus, .jp-Notebook-ExecutionIndicator", timeout=60_000)
 
@@ -598,3 +616,91 @@ def test_the_readability_checks_catch_clipping_wrapping_and_low_contrast():
     assert [w["text"] for w in bad["wrapped"]] == ["launches"], bad
     (low,) = bad["low_contrast"]
     assert low["text"] == "miss (new)" and 2.5 < low["ratio"] < 3.2, low  # #f57c00 on white
+
+
+def _debugger_text(page, selector: str) -> str:
+    return page.locator(f".gpunb-debugger {selector}").first.inner_text()
+
+
+def test_debugger_widget_in_jupyterlab(lab):
+    """A --break cell stops thread 3 and the cell returns with the debugger widget: it shows the
+    line, the variables and their numba types; Step over moves the thread; the warp table marks
+    the lanes elsewhere; Switch focuses another thread; Run to end finishes the launch (the next
+    cell sees the whole result); running the cell again abandons the open session, which its
+    widget says; a --trace cell's viewer steps through the recorded lines."""
+    from playwright.sync_api import sync_playwright
+
+    base, _ = lab
+    ARTIFACTS.mkdir(exist_ok=True)
+    summary: dict = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(),
+                                    args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1500, "height": 1200})
+        try:
+            _open_notebook(page, base, "debugger.ipynb")
+            page.wait_for_function("() => document.body.innerText.includes('Idle')",
+                                   timeout=120_000)
+            _run_cell(page, 0)
+            _run_cell(page, 1)
+            widget = page.locator(".gpunb-debugger").first
+            widget.wait_for(timeout=120_000)
+            _wait_text(page, ".gpunb-debugger", "stopped at a breakpoint: thread (3, 0, 0)")
+            here = widget.locator(".gl.dbg-here").first
+            assert here.get_attribute("data-l") == "6", here.inner_text()
+            variables = widget.locator("table.gpunb-table").first.inner_text()
+            assert "int32" in variables and "float32[::1]" in variables, variables
+            summary["stopped"] = _debugger_text(page, ".dbg-head")
+            widget.screenshot(path=str(ARTIFACTS / "debugger-stopped.png"))
+
+            widget.locator(".gpunb-dbg-next").click()
+            _wait_text(page, ".gpunb-debugger", "stopped at a step")
+            assert widget.locator(".gl.dbg-here").first.get_attribute("data-l") == "7"
+            widget.locator(".lm-TabBar-tab", has_text="warp").click()
+            table = widget.locator("table.gpunb-dbg-across").first
+            table.wait_for(timeout=30_000)
+            assert table.locator("tr[data-lane]").count() == 32
+            diverged = table.locator("tr.dbg-diverged").count()
+            assert diverged == 31, diverged  # lanes 0-2 exited, 4-31 wait on line 6
+            summary["warp"] = table.inner_text()[:400]
+
+            widget.locator("input[placeholder='x,y,z']").first.fill("5")
+            widget.locator(".gpunb-dbg-switch").click()
+            _wait_text(page, ".gpunb-debugger", "focus: thread (5, 0, 0)")
+            widget.screenshot(path=str(ARTIFACTS / "debugger-switched.png"))
+
+            widget.locator(".gpunb-dbg-finish").click()
+            _wait_text(page, ".gpunb-debugger", "finished")
+            _run_cell(page, 2)
+            _wait_text(page, ".jp-Notebook", "out [1.0, 4.0, 7.0, 10.0]")
+
+            # the cell again, twice: the second run abandons the open session of the first
+            # (the cell's output, its widget, is replaced) and stops again - nothing hangs
+            cell = page.locator(".jp-Notebook .jp-Cell").nth(1)
+            for _ in range(2):
+                cell.locator(".jp-InputPrompt").click()
+                page.keyboard.press("Control+Enter")
+                page.wait_for_timeout(3000)
+            _wait_text(page, ".jp-Notebook .jp-Cell:nth-child(2) .gpunb-debugger",
+                       "stopped at a breakpoint: thread (3, 0, 0)")
+            # a launch in another cell: the open session's widget (cell 1) says it ended
+            page.locator(".jp-Notebook .jp-Cell").nth(3).locator(".jp-InputPrompt").click()
+            page.keyboard.press("Control+Enter")
+            page.wait_for_function(
+                "() => document.querySelectorAll('.gpunb-debugger').length === 2", timeout=60_000)
+            _wait_text(page, ".jp-Notebook .jp-Cell:nth-child(2) .gpunb-debugger", "abandoned")
+            summary["abandoned"] = page.locator(
+                ".jp-Notebook .jp-Cell:nth-child(2) .gpunb-debugger .dbg-error").first.inner_text()
+
+            _run_cell(page, 4)
+            trace = page.locator(".gpunb-trace").first
+            trace.wait_for(timeout=120_000)
+            _wait_text(page, ".gpunb-trace", "step 1 of")
+            trace.locator(".gpunb-trace-next").click()
+            _wait_text(page, ".gpunb-trace", "step 2 of")
+            summary["trace"] = trace.inner_text()[:300]
+            trace.screenshot(path=str(ARTIFACTS / "debugger-trace.png"))
+        finally:
+            page.screenshot(path=str(ARTIFACTS / "debugger-last.png"), full_page=True)
+            browser.close()
+            (ARTIFACTS / "debugger.json").write_text(json.dumps(summary, indent=2))

@@ -86,6 +86,12 @@ def test_notebook_runs_on_the_gpu(path, cpu_env, monkeypatch):
         for step in ("naive", "shared tiles", "register tiles"):
             assert re.search(rf"{step}: matches numpy; [\d.]+ ms  [\d.]+ TFLOP/s", text), step
         print(text[text.index("step "):])  # the TFLOP/s table, for the lead's log (pytest -s)
+    if path.stem == "11_tensor_cores":
+        for step in ("wmma, global", "wmma, shared pipeline", "mma.sync + ldmatrix + cp.async",
+                     "TMA + wgmma, one consumer", "TMA + wgmma, hopper_gemm"):
+            assert re.search(rf"{re.escape(step)}: matches numpy; [\d.]+ ms  [\d.]+ TFLOP/s",
+                             text), step
+        print(text[text.index("step "):])  # the TFLOP/s table, for the lead's log (pytest -s)
     if path.stem[:2] in ("12", "13", "14", "15", "16"):
         assert "target: cuda" in text
     if path.stem == "12_transfers_and_streams":

@@ -226,6 +226,23 @@ def test_10_profile_roofline_bounds_check_race_and_sanitizer_message(cpu_env):
     assert "index 64 is out of bounds for 'x' with extent 64 (thread (63, 0, 0)" in text
     text = _error_text(nb, "def block_sum_racy")
     assert "data race on buf[" in text and "(shared memory)" in text
+    # the debugger: post-mortem of the off-by-one, a --break stop in the race, a trace
+    assert "'shift_left' stopped at an error: thread (63, 0, 0) of block (0, 0, 0), line 4" \
+        in outputs
+    assert "   i: int64 = 63" in outputs and "failed - KernelIndexError" in outputs
+    assert "'block_sum_racy' stopped at a breakpoint: thread (0, 0, 0)" in outputs
+    assert "buf [0. 0. 0. 0. 0. 0. 0. 0.] ..." in outputs
+    assert "threads 1-63: {'not started'}" in outputs
+    assert "total: 0.0  expected: 2016.0" in outputs
+    assert "threads 1-63: {'at line 6 (waits for its turn)'}" in outputs  # past the barrier
+    assert "buf: [0. 1. 2. 3. 4. 5. 6. 7.] ..." in outputs
+    assert "total: 2016.0  expected: 2016.0" in outputs
+    assert "<gpunb trace of 'block_sum_traced': 17 steps of 1 thread(s)>" in outputs
+    assert "line 9: s = 0.0\nline 10: s = 0.0\nline 9: s = 1.0\nline 10: s = 1.0\n" \
+           "line 9: s = 3.0" in outputs
+    widgets = [c for c in nb.cells if "gpunb-debugger" in json.dumps(
+        nb.metadata.get("widgets", {}))]
+    assert widgets, "the debugger widgets were not saved"
     assert "compute-sanitizer racecheck: compute-sanitizer checks GPU launches" in outputs
 
 
@@ -243,6 +260,25 @@ def test_11_tensor_cores_each_step_matches_numpy_and_shows_the_layouts(cpu_env):
     assert "mma.sync m16n8k16, float16" in html and "ldmatrix .x4 .trans" in html
     for kernel in ("wmma_simple", "wmma_gemm", "mma_gemm"):  # %%gpuprofile tables
         assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
+
+
+def test_11_tma_wgmma_step_runs_checks_and_inspects_for_sm_90a(cpu_env):
+    nb = execute(_notebook("11_tensor_cores"), cpu_env)
+    outputs = "\n".join(_code_outputs(nb))
+    for step in ("TMA + wgmma, one consumer", "TMA + wgmma, hopper_gemm"):
+        assert f"{step}: matches numpy" in outputs, step
+    assert outputs.count("box (64, 64), swizzle 128") >= 2  # A's and B's descriptors
+    assert "PTX   wgmma.mma_async: 4   cp.async.bulk.tensor: 2   mbarrier.try_wait: 2" in outputs
+    if "SASS " in outputs:  # ptxas and nvdisasm installed
+        assert "'HGMMA.64x64x16.F32': 4" in outputs and "'UTMALDG.2D': 2" in outputs
+    assert "[runs on cpu; PTX for sm_90a]" in outputs  # the inspector's report
+    assert "racecheck: no race, no missing fence; matches numpy: True" in outputs
+    for kernel in ("tma_wgmma_gemm", "gemm"):  # %%gpuprofile tables
+        assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    # the H100 figures are shown as recorded, with their date and device
+    assert "Measured on an H100** (NVIDIA H100 80GB HBM3, 2026-11-28" in markdown
+    assert "| 604 | 642 | 719 / 789 | 84 % / 81 % |" in markdown
 
 
 def test_12_the_pipeline_over_streams_matches_the_serial_run(cpu_env):

@@ -10,6 +10,7 @@ import pytest
 from profiling_kernels import matmul, saxpy
 
 import gpunb
+from gpunb import cuda
 from gpunb.profiling import api, tools
 from gpunb.profiling.snapshot import Snapshot, load_manifest
 
@@ -120,3 +121,20 @@ def test_tool_timeout_and_counter_permission_messages():
     with pytest.raises(tools.ReplayError, match="ERR_NVGPUCTRPERM") as info:
         tools.check_counters("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission")
     assert "\n" not in str(info.value)
+
+
+def test_kernels_defined_and_dropped_one_after_another_are_all_kept(tmp_path):
+    """A snapshot keys launches and binaries by their specialisation's and artifact's id(): a
+    kernel dropped before the next is defined must not lend its id (and its binary) to it."""
+    import gc
+
+    snapshot = Snapshot(tmp_path, limit=12)
+    for k in range(12):
+        namespace = {"cuda": cuda}
+        exec(f"def add_{k}(o):\n    o[0] += {k}\n", namespace)  # a new function each time
+        kernel = cuda.jit(namespace[f"add_{k}"])
+        api.record_launch(snapshot, kernel[1, 1], np.zeros(1, np.float32))
+        del kernel, namespace
+        gc.collect()
+    assert len(snapshot.launches) == 12, snapshot.skipped
+    assert len({launch["artifact"] for launch in snapshot.launches}) == 12

@@ -1,5 +1,5 @@
-"""Wrong submissions for the puzzles of notebooks 11-16 (tensor cores, streams, divergence,
-softmax, attention, convolution): see wrong_submissions.py."""
+"""Wrong submissions for the puzzles of notebooks 11-16 (tensor cores and the cp.async double
+buffer, streams, divergence, softmax, attention, convolution): see wrong_submissions.py."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import math
 import numpy as np
 from solutions import (
     ATT_TPB,
+    DB_T,
     FLASH_TILE,
     FULL,
     ROW_TPB,
@@ -54,6 +55,76 @@ def ldmatrix_transpose_untransposed(out, a):
         row0, col0 = 8 * (m % 2), 8 * (m // 2)
         for j in range(2):
             out[col0 + g, 16 * block + row0 + 2 * q + j] = v[2 * m + j]
+
+
+@wrong("cp_async_double_buffer", "race", "cuda.syncthreads()",
+       "no barrier after the wait: other threads' copies are read unordered")
+def cp_async_double_buffer_no_first_barrier(out, a, b):
+    sa = cuda.shared.array((2, DB_T, DB_T), float32)
+    sb = cuda.shared.array((2, DB_T, DB_T), float32)
+    x, y = cuda.threadIdx.x, cuda.threadIdx.y
+    row, col = cuda.blockIdx.y * DB_T + y, cuda.blockIdx.x * DB_T + x
+    tiles = a.shape[1] // DB_T
+    cuda.cp_async.copy(sa[0, y, x:], a[row, x:], 4)
+    cuda.cp_async.copy(sb[0, y, x:], b[y, col:], 4)
+    cuda.cp_async.commit_group()
+    acc = float32(0.0)
+    for k in range(tiles):
+        if k + 1 < tiles:
+            cuda.cp_async.copy(sa[(k + 1) % 2, y, x:], a[row, (k + 1) * DB_T + x:], 4)
+            cuda.cp_async.copy(sb[(k + 1) % 2, y, x:], b[(k + 1) * DB_T + y, col:], 4)
+        cuda.cp_async.commit_group()
+        cuda.cp_async.wait_group(1)
+        for j in range(DB_T):
+            acc += sa[k % 2, y, j] * sb[k % 2, j, x]
+        cuda.syncthreads()
+    out[row, col] = acc
+
+
+@wrong("cp_async_double_buffer", "uninitialised", UNSET_HINT,
+       "half the threads copy their element of a: half of each tile is never written")
+def cp_async_double_buffer_half_copied(out, a, b):
+    sa = cuda.shared.array((2, DB_T, DB_T), float32)
+    sb = cuda.shared.array((2, DB_T, DB_T), float32)
+    x, y = cuda.threadIdx.x, cuda.threadIdx.y
+    row, col = cuda.blockIdx.y * DB_T + y, cuda.blockIdx.x * DB_T + x
+    tiles = a.shape[1] // DB_T
+    if x < 4:
+        cuda.cp_async.copy(sa[0, y, x:], a[row, x:], 4)
+    cuda.cp_async.copy(sb[0, y, x:], b[y, col:], 4)
+    cuda.cp_async.commit_group()
+    acc = float32(0.0)
+    for k in range(tiles):
+        if k + 1 < tiles:
+            if x < 4:
+                cuda.cp_async.copy(sa[(k + 1) % 2, y, x:], a[row, (k + 1) * DB_T + x:], 4)
+            cuda.cp_async.copy(sb[(k + 1) % 2, y, x:], b[(k + 1) * DB_T + y, col:], 4)
+        cuda.cp_async.commit_group()
+        cuda.cp_async.wait_group(1)
+        cuda.syncthreads()
+        for j in range(DB_T):
+            acc += sa[k % 2, y, j] * sb[k % 2, j, x]
+        cuda.syncthreads()
+    out[row, col] = acc
+
+
+@wrong("cp_async_double_buffer", "method", "tile k + 1",
+       "one buffer: each tile is copied, waited for, then computed (no overlap)")
+def cp_async_double_buffer_single(out, a, b):
+    sa = cuda.shared.array((DB_T, DB_T), float32)
+    sb = cuda.shared.array((DB_T, DB_T), float32)
+    x, y = cuda.threadIdx.x, cuda.threadIdx.y
+    row, col = cuda.blockIdx.y * DB_T + y, cuda.blockIdx.x * DB_T + x
+    acc = float32(0.0)
+    for k in range(a.shape[1] // DB_T):
+        cuda.cp_async.copy(sa[y, x:], a[row, k * DB_T + x:], 4)
+        cuda.cp_async.copy(sb[y, x:], b[k * DB_T + y, col:], 4)
+        cuda.cp_async.wait_all()
+        cuda.syncthreads()
+        for j in range(DB_T):
+            acc += sa[y, j] * sb[j, x]
+        cuda.syncthreads()
+    out[row, col] = acc
 
 
 # ---- notebooks 12-16 ---------------------------------------------------------------------------

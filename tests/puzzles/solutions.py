@@ -318,6 +318,35 @@ def ldmatrix_transpose_kernel(out, a):
             out[col0 + g, 16 * block + row0 + 2 * q + j] = v[2 * m + j]
 
 
+DB_T = 8
+
+
+def cp_async_double_buffer_kernel(out, a, b):
+    sa = cuda.shared.array((2, DB_T, DB_T), float32)
+    sb = cuda.shared.array((2, DB_T, DB_T), float32)
+    x = cuda.threadIdx.x
+    y = cuda.threadIdx.y
+    row = cuda.blockIdx.y * DB_T + y
+    col = cuda.blockIdx.x * DB_T + x
+    tiles = a.shape[1] // DB_T
+    cuda.cp_async.copy(sa[0, y, x:], a[row, x:], 4)
+    cuda.cp_async.copy(sb[0, y, x:], b[y, col:], 4)
+    cuda.cp_async.commit_group()
+    acc = float32(0.0)
+    for k in range(tiles):
+        if k + 1 < tiles:  # tile k + 1 travels while tile k is computed
+            nxt = (k + 1) % 2
+            cuda.cp_async.copy(sa[nxt, y, x:], a[row, (k + 1) * DB_T + x:], 4)
+            cuda.cp_async.copy(sb[nxt, y, x:], b[(k + 1) * DB_T + y, col:], 4)
+        cuda.cp_async.commit_group()  # an empty group after the last tile keeps the count
+        cuda.cp_async.wait_group(1)  # this thread's copies of tile k have landed
+        cuda.syncthreads()  # ... and every thread's
+        for j in range(DB_T):
+            acc += sa[k % 2, y, j] * sb[k % 2, j, x]
+        cuda.syncthreads()  # everyone is done with buffer k % 2 before it is refilled
+    out[row, col] = acc
+
+
 # ---- notebooks 12-16 ----------------------------------------------------------------------------
 
 

@@ -386,3 +386,113 @@ def test_hints_come_one_level_at_a_time():
     assert last.startswith("hint 3 of 3: ") and "says more" not in last
     for name in NAMES[:22]:
         assert puzzles.get(name).hints, name
+
+
+# ---- the cp.async double buffer -------------------------------------------------------------
+
+DB_T = 8
+
+
+def test_a_single_buffer_breaks_the_method():
+    def cp_async_double_buffer_kernel(out, a, b):
+        sa = cuda.shared.array((DB_T, DB_T), float32)
+        sb = cuda.shared.array((DB_T, DB_T), float32)
+        x, y = cuda.threadIdx.x, cuda.threadIdx.y
+        row, col = cuda.blockIdx.y * DB_T + y, cuda.blockIdx.x * DB_T + x
+        acc = float32(0.0)
+        for k in range(a.shape[1] // DB_T):
+            cuda.cp_async.copy(sa[y, x:], a[row, k * DB_T + x:], 4)
+            cuda.cp_async.copy(sb[y, x:], b[k * DB_T + y, col:], 4)
+            cuda.cp_async.wait_all()
+            cuda.syncthreads()
+            for j in range(DB_T):
+                acc += sa[y, j] * sb[j, x]
+            cuda.syncthreads()
+        out[row, col] = acc
+
+    grade = puzzles.check("cp_async_double_buffer", cp_async_double_buffer_kernel)
+    text = repr(grade)
+    assert not grade.passed and "at size (8, 8, 24)" in text
+    assert "block (0, 0, 0) made 0 of its 3072 reads of shared memory while a copy was in " \
+           "flight; with 3 tiles, 2 of them must be computed while the next one is copied" in text
+    assert "issue (and commit) the copy of tile k + 1" in text
+
+
+def test_refilling_a_buffer_others_still_read_is_caught():
+    # the second cuda.syncthreads() is missing: a fast thread refills buffer k % 2 while its
+    # neighbours still read it. The CPU target lands the copy late, so the product is right;
+    # the access log shows the read of memory a pending copy owns.
+    def cp_async_double_buffer_kernel(out, a, b):
+        sa = cuda.shared.array((2, DB_T, DB_T), float32)
+        sb = cuda.shared.array((2, DB_T, DB_T), float32)
+        x, y = cuda.threadIdx.x, cuda.threadIdx.y
+        row, col = cuda.blockIdx.y * DB_T + y, cuda.blockIdx.x * DB_T + x
+        tiles = a.shape[1] // DB_T
+        cuda.cp_async.copy(sa[0, y, x:], a[row, x:], 4)
+        cuda.cp_async.copy(sb[0, y, x:], b[y, col:], 4)
+        cuda.cp_async.commit_group()
+        acc = float32(0.0)
+        for k in range(tiles):
+            if k + 1 < tiles:
+                cuda.cp_async.copy(sa[(k + 1) % 2, y, x:], a[row, (k + 1) * DB_T + x:], 4)
+                cuda.cp_async.copy(sb[(k + 1) % 2, y, x:], b[(k + 1) * DB_T + y, col:], 4)
+            cuda.cp_async.commit_group()
+            cuda.cp_async.wait_group(1)
+            cuda.syncthreads()
+            for j in range(DB_T):
+                acc += sa[k % 2, y, j] * sb[k % 2, j, x]
+        out[row, col] = acc
+
+    grade = puzzles.check("cp_async_double_buffer", cp_async_double_buffer_kernel)
+    text = repr(grade)
+    assert not grade.passed and "'out' is wrong" not in text, text
+    assert re.search(r"read of s[ab]\[\d+\] at line \d+ by thread \(\d, \d, 0\) of block "
+                     r"\(0, 0, 0\) while the asynchronous copy issued at line \d+", text), text
+
+
+def test_reading_global_memory_directly_breaks_the_method():
+    def cp_async_double_buffer_kernel(out, a, b):
+        sa = cuda.shared.array((2, DB_T, DB_T), float32)
+        x, y = cuda.threadIdx.x, cuda.threadIdx.y
+        row, col = cuda.blockIdx.y * DB_T + y, cuda.blockIdx.x * DB_T + x
+        sa[0, y, x] = 0.0
+        acc = float32(0.0)
+        for k in range(a.shape[1]):
+            acc += a[row, k] * b[k, col]
+        out[row, col] = acc
+
+    text = repr(puzzles.check("cp_async_double_buffer", cp_async_double_buffer_kernel))
+    assert "64 threads read global memory directly (thread 0: 48 reads)" in text
+    assert "through cuda.cp_async.copy only" in text
+
+
+def test_prefetching_past_the_last_tile_is_reported_at_the_copy():
+    def cp_async_double_buffer_kernel(out, a, b):
+        sa = cuda.shared.array((2, DB_T, DB_T), float32)
+        sb = cuda.shared.array((2, DB_T, DB_T), float32)
+        x, y = cuda.threadIdx.x, cuda.threadIdx.y
+        row, col = cuda.blockIdx.y * DB_T + y, cuda.blockIdx.x * DB_T + x
+        cuda.cp_async.copy(sa[0, y, x:], a[row, x:], 4)
+        cuda.cp_async.copy(sb[0, y, x:], b[y, col:], 4)
+        cuda.cp_async.commit_group()
+        acc = float32(0.0)
+        for k in range(a.shape[1] // DB_T):
+            cuda.cp_async.copy(sa[(k + 1) % 2, y, x:], a[row, (k + 1) * DB_T + x:], 4)
+            cuda.cp_async.copy(sb[(k + 1) % 2, y, x:], b[(k + 1) * DB_T + y, col:], 4)
+            cuda.cp_async.commit_group()
+            cuda.cp_async.wait_group(1)
+            cuda.syncthreads()
+            for j in range(DB_T):
+                acc += sa[k % 2, y, j] * sb[k % 2, j, x]
+            cuda.syncthreads()
+        out[row, col] = acc
+
+    text = repr(puzzles.check("cp_async_double_buffer", cp_async_double_buffer_kernel))
+    assert "the kernel failed" in text and "the source view holds 0 bytes, the copy moves 4" \
+        in text, text
+    assert "cuda.cp_async.copy(sa[(k + 1) % 2, y, x:], a[row, (k + 1) * DB_T + x:], 4)" in text
+
+
+def test_the_double_buffer_statement_names_its_method():
+    text = repr(puzzles.get("cp_async_double_buffer"))
+    assert "method: every global read through cuda.cp_async.copy" in text

@@ -42,13 +42,19 @@ CTX_SCRATCH = 136  # ptr
 CTX_ASYNC = 144  # ptr
 # stopping a launch (guard.py): the launch's cancel word (polled at loop back-edges and
 # barriers), this host thread's guard record (where a stop or a fault jumps back to), the
-# coroutine frame's memory (freed by the guard when a launch is abandoned mid-way) and whether
-# CTX_TID holds the running thread (always with coroutines; work-group mode only around calls)
+# coroutine frame's memory (freed by the guard when a launch is abandoned mid-way; a recording
+# thread's local arrays live there, and the recorder skips it) and whether CTX_TID holds the
+# running thread (always with coroutines; work-group mode only around calls)
 CTX_CANCEL = 152  # ptr to i32
 CTX_GUARD = 160  # ptr
 CTX_FRAME = 168  # ptr
 CTX_TID_KNOWN = 176  # i32
-CTX_SIZE = 184
+# a recording coroutine thread's frame size (beside CTX_FRAME: the recorder skips the frame)
+CTX_FRAME_BYTES = 184  # i64
+# the debug variant (always coroutine mode, so the slot is free): this thread's debug area
+# (debug_abi.py)
+CTX_DEBUG_AREA = CTX_SCRATCH
+CTX_SIZE = 192
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
 # an mbarrier wait (CTX_XCHG: the barrier's address, CTX_PRED: the parity waited for) and a
@@ -71,6 +77,18 @@ RECORD_FIELDS = (("address", "<i8"), ("site", "<i4"), ("thread", "<i4"), ("block
                  ("space", "<i2"))
 RECORD_SIZE = 32
 SPACE_GLOBAL, SPACE_SHARED = 0, 1
+# the role (last field) of the access site of a cp.async's reads of its global source: recorded
+# at the issue as the issuing thread's reads (access maps count them; the puzzles' rules tell
+# them from direct loads)
+ROLE_COPY_SOURCE = "async_source"
+# a synchronisation record (racecheck of asynchronous kernels, backends/cpu/happens_before.py):
+# its address field is a value - bits 0-31 the object (an mbarrier's shared offset, a copy's or
+# wgmma's serial), 32-39 the SYNC_* kind, bit 40 "this update completed the phase", 41-62 extra
+SPACE_SYNC = 2
+(SYNC_MB_INIT, SYNC_MB_ARRIVE, SYNC_MB_TX, SYNC_MB_COMPLETE_TX, SYNC_MB_WAIT, SYNC_COPY_ISSUE,
+ SYNC_COPY_LAND, SYNC_COPY_END, SYNC_FENCE, SYNC_WGMMA_ISSUE, SYNC_WGMMA_END,
+ SYNC_WGMMA_WAIT) = range(1, 13)
+SYNC_KIND_SHIFT, SYNC_DONE_BIT, SYNC_EXTRA_SHIFT = 32, 40, 41
 
 
 class Status(ctypes.Structure):
@@ -93,7 +111,8 @@ class Status(ctypes.Structure):
         ("rec_buf", ctypes.c_void_p),  # access records (RECORD_FIELDS), when the kernel records
         ("rec_cap", ctypes.c_int64),  # records the buffer holds
         ("rec_len", ctypes.c_int64),  # records written (may exceed rec_cap: then truncated)
-        ("rec_shared", ctypes.c_int64),  # shared bytes per block: offsets below are shared
+        ("rec_shared", ctypes.c_int64),  # shared bytes per block (every launch): offsets below
+        # it are shared memory (access records; ldmatrix/stmatrix's check)
         ("mask", ctypes.c_int32),  # warp-mask errors: the lanes named that did not arrive
         ("lane", ctypes.c_int32),
         # ERROR_FAULT (guard.py): the signal, its si_code, the address it names, the faulting
@@ -107,6 +126,7 @@ class Status(ctypes.Structure):
         ("fault_depth", ctypes.c_int64),
         ("fault_tid_known", ctypes.c_int32),
         ("fault_ctaid_known", ctypes.c_int32),
+        ("debug", ctypes.c_void_p),  # the debug variant's DebugControl (debug_abi.py)
     ]
 
 
@@ -130,11 +150,12 @@ class Launch(ctypes.Structure):
         ("params", ctypes.c_void_p),
         # guard.py: the kernel's runner (the guard's job calls it), why the launch is to stop
         # (CANCEL_*: set by SIGINT, the watchdog or a faulting host thread; polled by the
-        # kernel's code) and the launch's serial number (the watchdog's way to tell launches
-        # that reuse one Launch apart)
+        # kernel's code), whether a debugger holds it stopped now (the watchdog's clock stops
+        # meanwhile: a debugger holds a launch as long as it likes) and the launch's serial
+        # number (the watchdog's way to tell launches that reuse one Launch apart)
         ("runner", ctypes.c_void_p),
         ("cancel", ctypes.c_int32),
-        ("pad", ctypes.c_int32),
+        ("held", ctypes.c_int32),
         ("serial", ctypes.c_uint64),
     ]
 

@@ -7,7 +7,7 @@ accesses of different threads to one address are unordered (a data race).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -109,9 +109,11 @@ def shared_arrays(layout: tuple, dynamic_bytes: int) -> list[SharedArray]:
 
 @dataclass(frozen=True, slots=True)
 class AccessLog:
-    """The records of one launch and what they need to be read."""
+    """The records of one launch and what they need to be read. Synchronisation records
+    (abi.SPACE_SYNC: mbarrier phases, asynchronous copies and wgmma groups) are taken out of
+    `records` into `sync`; `sync_at[i]` is how many access records came before sync record i."""
 
-    records: np.ndarray  # RECORD_DTYPE
+    records: np.ndarray  # RECORD_DTYPE, accesses only
     sites: tuple  # artifact.access_sites
     grid: tuple
     block: tuple
@@ -119,6 +121,20 @@ class AccessLog:
     shared: tuple  # SharedArray
     truncated: bool
     kernel: str
+    sync: np.ndarray = None  # RECORD_DTYPE
+    sync_at: np.ndarray = None  # int64
+    cache: dict = field(default_factory=dict, compare=False)  # what is computed once per log
+
+    def __post_init__(self):
+        if self.sync is not None:
+            return
+        is_sync = self.records["space"] == abi.SPACE_SYNC
+        at = (np.cumsum(~is_sync) - ~is_sync)[is_sync] if is_sync.any() \
+            else np.zeros(0, np.int64)
+        object.__setattr__(self, "sync", self.records[is_sync])
+        object.__setattr__(self, "sync_at", at.astype(np.int64))
+        if is_sync.any():
+            object.__setattr__(self, "records", self.records[~is_sync])
 
     def threads_per_block(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
@@ -148,43 +164,61 @@ def block_xyz(linear: int, grid: tuple) -> tuple:
 
 @dataclass(frozen=True, slots=True)
 class Race:
-    """Two unordered accesses to one address (`first` recorded before `second`)."""
+    """Two unordered accesses to one address (`first` recorded before `second`); `indices`
+    are their places in the log's records, `order` the happens-before used (None: barriers)."""
 
     first: np.void
     second: np.void
+    indices: tuple = ()
+    order: object = None
 
 
-def find_race(log: AccessLog) -> Race | None:
+def _site_kinds(log: AccessLog) -> np.ndarray:
+    """Per record: 0 read, 1 write, 2 atomic."""
+    site_kind = np.array([{"write": 1, "atomic": 2}.get(s[4], 0) for s in log.sites] or [0],
+                         np.int8)
+    return site_kind[log.records["site"]]
+
+
+def find_race(log: AccessLog, order=None) -> Race | None:
     """The first pair of conflicting, unordered accesses, or None.
 
-    Two accesses conflict when different threads touch one address, at least one writes, and
-    they are not both atomic. They are ordered when a barrier separates them (same block,
-    different barrier epochs), warp synchronisation does (same warp, different warp epochs),
-    or a grid sync does (different grid epochs). Candidate groups are found with numpy (an
-    address, block and barrier epoch touched by two threads with a write); only those are
-    checked pair by pair, so clean kernels cost a few sorts.
+    Two accesses conflict when different threads (or asynchronous operations, which act on
+    their own: happens_before.py) touch one address, at least one writes, and they are not both
+    atomic. They are ordered when a barrier separates them (same block, different barrier
+    epochs), warp synchronisation does (same warp, different warp epochs), a grid sync does
+    (different grid epochs), or mbarrier phases and the completion of asynchronous operations
+    do (`order`, built from the log when not given). Candidate groups are found with numpy (an
+    address touched by two of them with a write); only those are checked pair by pair, so clean
+    kernels cost a few sorts.
     """
+    from gpunb.backends.cpu import happens_before
+
     recs = log.records
     if len(recs) < 2:
         return None
-    site_kind = np.array([{"read": 0, "write": 1, "atomic": 2}[s[4]] for s in log.sites]
-                         or [0], np.int8)
-    kind = site_kind[recs["site"]]
+    kind = _site_kinds(log)
+    order = happens_before.build(log) if order is None else order
     # first drop every address only one thread touches (most of a clean kernel's log)
     loc_block = np.where(recs["space"] == abi.SPACE_SHARED, recs["block"], -1)
-    gthread = recs["block"].astype(np.int64) * log.threads_per_block() + recs["thread"]
-    keep = list(_candidates((recs["space"], loc_block, recs["address"]), gthread, kind != 0,
+    who = recs["block"].astype(np.int64) * log.threads_per_block() + recs["thread"] \
+        if order is None else order.entity
+    keep = list(_candidates((recs["space"], loc_block, recs["address"]), who, kind != 0,
                             kind == 2))
     if not keep:
         return None
     subset = np.sort(np.concatenate(keep))
-    race = _find_in(log, recs[subset], kind[subset])
-    return None if race is None else Race(recs[subset[race[0]]], recs[subset[race[1]]])
+    race = _find_in(log, subset, kind[subset], order)
+    if race is None:
+        return None
+    first, second = subset[race[0]], subset[race[1]]
+    return Race(recs[first], recs[second], (int(first), int(second)), order)
 
 
-def _find_in(log: AccessLog, recs: np.ndarray, kind: np.ndarray) -> tuple | None:
+def _find_in(log: AccessLog, subset: np.ndarray, kind: np.ndarray, order) -> tuple | None:
     """find_race on the records of candidate addresses: a pair of their indices, or None."""
-    f = {"write": kind != 0, "atomic": kind == 2,
+    recs = log.records[subset]
+    f = {"write": kind != 0, "atomic": kind == 2, "index": subset,
          "block": recs["block"].astype(np.int64),
          "thread": recs["thread"].astype(np.int64),
          "bar": recs["bar_epoch"].astype(np.int64), "wep": recs["warp_epoch"].astype(np.int64),
@@ -192,9 +226,14 @@ def _find_in(log: AccessLog, recs: np.ndarray, kind: np.ndarray) -> tuple | None
          "space": recs["space"].astype(np.int64), "address": recs["address"]}
     f["gthread"] = f["block"] * log.threads_per_block() + f["thread"]
     f["warp"] = f["block"] * 64 + f["thread"] // 32
+    f["order"] = order
+    f["who"] = f["gthread"] if order is None else order.entity[subset]
+    f["agent"] = np.zeros(len(subset), bool) if order is None else order.is_agent[subset]
     shared = f["space"] == abi.SPACE_SHARED
     location_block = np.where(shared, f["block"], -1)
     base_keys = (f["space"], location_block, f["address"])
+    if order is not None:  # mbarriers and agents order across barrier epochs too: whole groups
+        return _check_all(list(_candidates(base_keys, f["who"], f["write"], f["atomic"])), f)
     # within a block: same barrier epoch; a warp's own accesses also split by warp epoch
     single_warp = _per_group(base_keys + (f["block"], f["bar"]), f["warp"], "single")
     wep = np.where(single_warp, f["wep"], -1)
@@ -242,17 +281,56 @@ def _candidates(keys: tuple, who: np.ndarray, write: np.ndarray, atomic: np.ndar
         yield order[starts[g]:ends[g]]
 
 
+SMALL_GROUP = 48  # address groups up to this size are checked as all their pairs at once
+
+
+def _check_all(groups: list, f: dict):
+    """The first (by its later record) unordered conflicting pair of any of these groups of
+    records of one address each; small groups together, as arrays of all their pairs."""
+    found = []
+    by_size: dict = {}
+    for idx in groups:
+        if len(idx) <= SMALL_GROUP:
+            by_size.setdefault(len(idx), []).append(idx)
+        else:
+            race = _check_group(idx, f)
+            found += [race] if race is not None else []
+    for n, same in by_size.items():
+        stack = np.array(same)
+        a = np.repeat(stack, n, axis=1).reshape(-1)
+        b = np.tile(stack, (1, n)).reshape(-1)
+        keep = f["write"][a] & (f["who"][a] != f["who"][b]) & ~(f["atomic"][a] & f["atomic"][b])
+        a, b = a[keep], b[keep]
+        bad = ~_pairs_ordered(a, b, f)
+        if bad.any():
+            late = np.maximum(a[bad], b[bad])
+            k = int(np.argmin(late))
+            found.append(tuple(sorted((int(a[bad][k]), int(b[bad][k])))))
+    return min(found, key=lambda pair: pair[1]) if found else None
+
+
+def _pairs_ordered(a: np.ndarray, b: np.ndarray, f: dict) -> np.ndarray:
+    """Elementwise: whether records a and b are ordered (barriers, warps, grid syncs, and
+    f["order"]'s mbarriers and agents)."""
+    same_block = f["block"][a] == f["block"][b]
+    threads = ~f["agent"][a] & ~f["agent"][b]
+    same_warp = f["warp"][a] == f["warp"][b]
+    ordered = np.where(same_block, threads & ((f["bar"][a] != f["bar"][b]) |
+                                              (same_warp & (f["wep"][a] != f["wep"][b]))),
+                       f["grid"][a] != f["grid"][b])
+    if f["order"] is not None and same_block.any():
+        near = np.flatnonzero(same_block)
+        ordered[near] |= f["order"].ordered(f["index"][a[near]], f["index"][b[near]])
+    return ordered
+
+
 def _check_group(idx: np.ndarray, f: dict):
     """The first unordered conflicting pair among these records of one address, or None."""
     for w in idx[f["write"][idx]]:
-        other = idx[f["gthread"][idx] != f["gthread"][w]]
+        other = idx[f["who"][idx] != f["who"][w]]
         if not len(other):
             continue
-        same_block = f["block"][other] == f["block"][w]
-        same_warp = f["warp"][other] == f["warp"][w]
-        ordered = np.where(same_block, (f["bar"][other] != f["bar"][w]) |
-                           (same_warp & (f["wep"][other] != f["wep"][w])),
-                           f["grid"][other] != f["grid"][w])
+        ordered = _pairs_ordered(np.full(len(other), w), other, f)
         bad = other[~ordered & ~(f["atomic"][other] & f["atomic"][w])]
         if len(bad):
             return tuple(sorted((int(w), int(bad[0]))))
@@ -278,6 +356,8 @@ def race_error(log: AccessLog, race: Race):
     same_block = int(first["block"]) == int(second["block"])
     why = ("no cuda.syncthreads() between them" if same_block else
            "they are in different blocks, which nothing orders")
+    if same_block and race.order is not None:
+        why += ", nor an mbarrier phase that one arrived on and the other waited for"
     msg = (f"data race on {name}{shown} ({where}): {side(second, s2)} and "
            f"{side(first, s1)}; {why}")
     accesses = tuple((site[4], site[1], thread_xyz(int(r["thread"]), log.block),
@@ -308,39 +388,34 @@ def find_uninitialised_read(log: AccessLog):
     return recs[int(bad.min())] if len(bad) else None
 
 
+def copy_roles(log: AccessLog) -> np.ndarray:
+    """Per record: 1 for an asynchronous copy's issue record, 2 for its completion record, 0
+    for every other access (the sites' roles, async_ops.py)."""
+    roles = np.array([{"async_issue": 1, "async_done": 2}.get(s[6] if len(s) > 6 else "", 0)
+                      for s in log.sites] or [0], np.int8)
+    return roles[log.records["site"]] if len(log.records) else np.zeros(0, np.int8)
+
+
 def find_pending_read(log: AccessLog) -> tuple | None:
     """(access, issue) records of the first read or write of memory an asynchronous copy
     (cp.async, TMA load) was still filling: between the copy's issue record and its completion
     record (async_ops.py writes both), in execution order, or None."""
-    roles = np.array([{"async_issue": 1, "async_done": 2}.get(s[6] if len(s) > 6 else "", 0)
-                      for s in log.sites] or [0], np.int8)
+    role = copy_roles(log)
     recs = log.records
-    if not len(recs) or not roles.any():
+    if not len(recs) or not (role == 1).any():
         return None
-    role = roles[recs["site"]]
     loc_block = np.where(recs["space"] == abi.SPACE_SHARED, recs["block"], -1)
-    keys = (recs["space"], loc_block, recs["address"])
-    touched = {k for k in zip(*(key[role == 1] for key in keys), strict=True)}
-    if not touched:
+    order, starts, ends = _groups((recs["space"], loc_block, recs["address"]))
+    delta = np.where(role == 1, 1, np.where(role == 2, -1, 0)).astype(np.int64)[order]
+    running = np.cumsum(delta)
+    before_group = np.repeat(np.r_[0, running[starts[1:] - 1]], ends - starts)
+    pending = running - delta - before_group  # copies filling the address before each record
+    bad = np.flatnonzero((role[order] == 0) & (pending > 0))
+    if not len(bad):
         return None
-    mine = np.array([k in touched for k in zip(*keys, strict=True)])
-    found = None
-    pending: dict = {}  # (space, block, address) -> [issue record index, ...]
-    for index in np.flatnonzero(mine):
-        key = (int(keys[0][index]), int(keys[1][index]), int(keys[2][index]))
-        if role[index] == 1:
-            pending.setdefault(key, []).append(index)
-        elif role[index] == 2:
-            issued = pending.get(key, [])
-            thread = recs["thread"][index]
-            for k, issue in enumerate(issued):
-                if recs["thread"][issue] == thread:
-                    del issued[k]
-                    break
-        elif pending.get(key):
-            found = (recs[index], recs[pending[key][0]])
-            break
-    return found
+    k = bad[np.argmin(order[bad])]  # the first such access in execution order
+    issues = np.maximum.accumulate(np.where(role[order] == 1, np.arange(len(order)), -1))
+    return recs[order[k]], recs[order[issues[k]]]
 
 
 def pending_read_error(log: AccessLog, pair: tuple):

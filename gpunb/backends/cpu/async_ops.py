@@ -15,7 +15,7 @@ import ast
 
 from llvmlite import ir
 
-from gpunb.backends.cpu import abi
+from gpunb.backends.cpu import abi, instrument
 from gpunb.backends.cpu import async_state as st
 from gpunb.backends.cpu import async_tma as tma
 from gpunb.backends.cpu import async_wgmma as wg
@@ -24,6 +24,8 @@ from gpunb.foundation import types as t
 from gpunb.foundation.tensor_types import TensorMap
 
 ISSUE, DONE = "async_issue", "async_done"  # the roles of a copy's two access sites
+ASYNC_READ = "async_read"  # a site of the async proxy's reads (TMA store source, wgmma operands)
+ASYNC_SOURCE = abi.ROLE_COPY_SOURCE  # a cp.async's reads of its global source
 
 
 class CpuAsyncOps:
@@ -40,14 +42,20 @@ class CpuAsyncOps:
                                           node.col_offset, what))
         return len(self.target.barrier_sites) - 1
 
-    def access_site(self, low, node, what: str, role: str) -> int:
-        """Racecheck: an access site (a write) of an asynchronous copy's destination."""
+    def access_site(self, low, node, what: str, role: str, kind: str = "write") -> int:
+        """Racecheck: an access site of an asynchronous operation (a copy's destination
+        written, or the async proxy's reads)."""
         if not self.target.record:
             return -1
         src = low.typed.source
         self.target.access_sites.append((src.filename, node.lineno, node.col_offset, what,
-                                         "write", low.typed.name, role))
+                                         kind, low.typed.name, role))
         return len(self.target.access_sites) - 1
+
+    def sync(self, low, kind: int, obj, site: int = -1, done=None, extra=None) -> None:
+        """Racecheck: a synchronisation record of this thread (happens_before.py reads them)."""
+        if self.target.record:
+            instrument.record_sync(low.builder, low.ctx, kind, obj, site, done, extra)
 
     def check(self, low, bad, site: int, reason: st.Reason, first=None, second=None) -> None:
         """Report `reason` and end the thread where `bad` holds."""
@@ -104,6 +112,11 @@ class CpuAsyncOps:
         issue = self.access_site(low, node, what, ISSUE)
         done = self.access_site(low, node, what, DONE)
         self.record_issue(low, issue, dst[0], st.i64(count), itemsize)
+        source = self.access_site(low, node, _text(node.args[1]) if len(node.args) > 1 else "src",
+                                  ASYNC_SOURCE, "read")
+        if source >= 0:  # the bytes it reads (src_bytes of them; the rest is zero-filled)
+            st.record_elements(b, low.ctx, st.i32(source), src[0], b.zext(size, dm.i64),
+                               st.i64(itemsize))
         b.call(st.cp_issue_function(low.mb.module, self.target.record),
                [low.ctx, dst[0], src[0], st.i32(nbytes), size, st.i32(done), st.i32(itemsize)])
 
@@ -130,14 +143,15 @@ class CpuAsyncOps:
         ok = low.builder.call(st.mbarrier_init_function(low.mb.module),
                               [low.ctx, bar, count, st.i32(site)])
         self.check(low, low.builder.not_(ok), site, st.Reason.MBAR_COUNT)
+        self.sync(low, abi.SYNC_MB_INIT, st.shared_offset(low.builder, low.ctx, bar))
 
-    def _update(self, low, node, bar, arrivals, delta, what: str):
+    def _update(self, low, node, bar, arrivals, delta, what: str, event: int):
         b = low.builder
         site = self.site(low, node, what)
         self.in_shared(low, bar, st.i64(8), site)
         self.target.record_access(low, node, bar, "atomic")
-        result = b.call(st.mbarrier_update_function(low.mb.module),
-                        [low.ctx, bar, arrivals, delta, st.i32(site)])
+        result = b.call(st.mbarrier_update_function(low.mb.module, self.target.record),
+                        [low.ctx, bar, arrivals, delta, st.i32(site), st.i32(event)])
         self.end_if_failed(low)
         return b.extract_value(result, 0)
 
@@ -145,13 +159,14 @@ class CpuAsyncOps:
         b = low.builder
         if tx is not None:
             return self._update(low, node, bar, st.i32(1), b.sext(tx, dm.i64),
-                                "cuda.mbarrier.arrive_expect_tx")
+                                "cuda.mbarrier.arrive_expect_tx", abi.SYNC_MB_ARRIVE)
         arrivals = st.i32(1) if count is None else count
-        return self._update(low, node, bar, arrivals, st.i64(0), "cuda.mbarrier.arrive")
+        return self._update(low, node, bar, arrivals, st.i64(0), "cuda.mbarrier.arrive",
+                            abi.SYNC_MB_ARRIVE)
 
     def mbarrier_expect_tx(self, low, node, bar, tx) -> None:
         self._update(low, node, bar, st.i32(0), low.builder.sext(tx, dm.i64),
-                     "cuda.mbarrier.expect_tx")
+                     "cuda.mbarrier.expect_tx", abi.SYNC_MB_TX)
 
     def mbarrier_try_wait(self, low, node, bar, value, parity: bool):
         """try_wait on the CPU target waits until the phase completes (a GPU's try_wait returns
@@ -175,6 +190,7 @@ class CpuAsyncOps:
         with b.if_then(b.not_(st.mbarrier_done(b, bar, parity))):
             st.store(b, b.ptrtoint(bar, dm.i64), low.ctx, abi.CTX_XCHG)
             self.target.wait_at(low, node, abi.WAIT_MBARRIER, what, b.trunc(parity, dm.i1))
+        self.sync(low, abi.SYNC_MB_WAIT, st.shared_offset(b, low.ctx, bar), extra=parity)
 
     def mbarrier_inval(self, low, node, bar) -> None:
         site = self.site(low, node, "cuda.mbarrier.inval")
@@ -183,7 +199,9 @@ class CpuAsyncOps:
         low.builder.store(st.i64(0), bar)
 
     def fence_proxy_async(self, low, node) -> None:
-        return  # one memory on the CPU: the generic and async proxies see the same bytes
+        # one memory on the CPU: the generic and async proxies see the same bytes; racecheck
+        # notes the fence (a generic write read by TMA or wgmma needs one in between)
+        self.sync(low, abi.SYNC_FENCE, st.i32(0))
 
     # ---- TMA -------------------------------------------------------------------------------------
 
@@ -223,19 +241,23 @@ class CpuAsyncOps:
         if bar is not None:
             self.in_shared(low, bar, st.i64(8), site)
             self.target.record_access(low, node, bar, "atomic")
-        done = -1
+        done = issue = -1
         if kind == tma.LOAD:
             name = _text(node.args[0]) if node.args else "dst"
             issue = self.access_site(low, node, name, ISSUE)
             done = self.access_site(low, node, name, DONE)
             self.record_issue(low, issue, tile[0], st.i64(count), t.sizeof(desc.dtype))
+        else:  # the store's reads of its source tile, recorded when it completes
+            name = _text(node.args[2]) if len(node.args) > 2 else "src"
+            done = issue = self.access_site(low, node, name, ASYNC_READ, "read")
         slots = low.alloca(ir.ArrayType(dm.i32, tma.RANK), "tma.coords")
         for d in range(tma.RANK):
             value = coords[d] if d < len(coords) else st.i32(0)
             b.store(value, b.gep(slots, [st.i32(0), st.i32(d)], inbounds=True))
-        b.call(tma.issue_function(low.mb.module, self.target.record),
-               [low.ctx, st.i32(kind), tile[0], tmap, bar if bar is not None else
-                ir.Constant(dm.ptr, None), slots, st.i32(done), st.i32(site)])
+        serial = b.call(tma.issue_function(low.mb.module, self.target.record),
+                        [low.ctx, st.i32(kind), tile[0], tmap, bar if bar is not None else
+                         ir.Constant(dm.ptr, None), slots, st.i32(done), st.i32(site)])
+        self.sync(low, abi.SYNC_COPY_ISSUE, serial, issue, extra=st.i32(kind))
 
     def tma_load(self, low, node, dst, tmap, desc, coords: list, bar) -> None:
         self._issue(low, node, tma.LOAD, dst, tmap, desc, coords, bar, "cuda.tma.load")
@@ -261,10 +283,18 @@ class CpuAsyncOps:
         return  # registers and shared memory are one memory here
 
     def wgmma_commit(self, low, node) -> None:
-        return  # mma_async computed its D at the rendezvous: every group is complete
+        # mma_async computed its D at the rendezvous; the count says which group a wgmma is
+        # in, so that racecheck knows when its reads of shared memory are over
+        b = low.builder
+        state = st.area(b, low.ctx)
+        st.store(b, b.add(st.load(b, state, st.AREA_WG_GROUPS, dm.i32), st.i32(1)), state,
+                 st.AREA_WG_GROUPS)
 
     def wgmma_wait(self, low, node, n: int) -> None:
-        return
+        if self.target.record:  # the groups before the newest n are complete for this thread
+            b = low.builder
+            groups = st.load(b, st.area(b, low.ctx), st.AREA_WG_GROUPS, dm.i32)
+            self.sync(low, abi.SYNC_WGMMA_WAIT, st.i32(0), extra=b.sub(groups, st.i32(n)))
 
     def setmaxnreg(self, low, node, count: int, inc: bool) -> None:
         return  # no register file to repartition
@@ -289,9 +319,28 @@ class CpuAsyncOps:
         self.target.wait_at(low, node, abi.WAIT_WARPGROUP, "cuda.wgmma.mma_async")
         b.call(wg.compute_function(low.mb.module, spec),
                [low.ctx, acc_ptr, a_desc, b_desc, scale_d, parity, st.i32(site)])
+        if self.target.record:
+            self._record_operands(low, node, spec, a_desc, b_desc, epoch)
         state = st.area(b, low.ctx)
         st.store(b, b.add(epoch, st.i32(1)), state, st.AREA_WG_EPOCH)
         self.end_if_failed(low)
+
+    def _record_operands(self, low, node, spec, a_desc, b_desc, epoch) -> None:
+        """Racecheck: the warpgroup's first thread logs the wgmma's reads of shared memory
+        (every element of B, and of A unless it is in registers) between a WGMMA_ISSUE and a
+        WGMMA_END record: the async proxy may read them until the group's wait_group."""
+        b = low.builder
+        texts = [_text(node.args[k]) if len(node.args) > k else name
+                 for k, name in ((1, "a"), (2, "b"))]
+        a_site = -1 if spec.a_regs else self.access_site(low, node, texts[0], ASYNC_READ, "read")
+        b_site = self.access_site(low, node, texts[1], ASYNC_READ, "read")
+        linear = st.load(b, low.ctx, abi.CTX_LINEAR, dm.i32)
+        with b.if_then(b.icmp_unsigned("==", b.urem(linear, st.i32(128)), st.i32(0))):
+            groups = st.load(b, st.area(b, low.ctx), st.AREA_WG_GROUPS, dm.i32)
+            self.sync(low, abi.SYNC_WGMMA_ISSUE, epoch, b_site, extra=groups)
+            b.call(wg.record_function(low.mb.module, spec),
+                   [low.ctx, a_desc, b_desc, st.i32(a_site), st.i32(b_site)])
+            self.sync(low, abi.SYNC_WGMMA_END, epoch)
 
     # ---- the thread's end ------------------------------------------------------------------------
 

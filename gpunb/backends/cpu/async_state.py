@@ -32,7 +32,9 @@ AREA_BULK_COUNT = 12  # i32: queued TMA copies of this thread
 AREA_BULK_HEAD = 16  # i32
 AREA_BULK_GROUPS = 20  # i32: tma.commit_group calls so far (TMA stores)
 AREA_WG_EPOCH = 24  # i32: wgmma rendezvous passed (the parity picks the A slot)
+AREA_WG_GROUPS = 28  # i32: wgmma.commit_group calls so far (racecheck: which group a wgmma is in)
 AREA_SHARED_BYTES = 32  # i64: the block's shared memory size (descriptor checks)
+AREA_COPY_SERIAL = 40  # i32: TMA copies issued so far (racecheck: names each copy)
 AREA_A_SLOTS = 64  # 2 x 16 bytes: this lane's wgmma A registers, by rendezvous parity
 CP_CAPACITY, CP_ENTRY = 64, 40
 BULK_CAPACITY, BULK_ENTRY = 32, 64
@@ -355,17 +357,18 @@ def mbarrier_init_function(module: ir.Module) -> ir.Function:
     return fn
 
 
-def mbarrier_update_function(module: ir.Module) -> ir.Function:
-    """{i64 token, i1 ok} gpunb_mbarrier_update(ctx, bar, i32 arrivals, i64 tx_delta, i32 site):
-    add tx_delta to the tx-count, take `arrivals` arrivals, and complete the phase when both
-    reach zero (the phase parity flips, the pending count starts again). The token is the
-    parity of the phase the arrivals belong to, in bit 63 (try_wait's operand)."""
+def mbarrier_update_function(module: ir.Module, record: bool = False) -> ir.Function:
+    """{i64 token, i1 ok} gpunb_mbarrier_update(ctx, bar, i32 arrivals, i64 tx_delta, i32 site,
+    i32 event): add tx_delta to the tx-count, take `arrivals` arrivals, and complete the phase
+    when both reach zero (the phase parity flips, the pending count starts again). The token is
+    the parity of the phase the arrivals belong to, in bit 63 (try_wait's operand). A recording
+    kernel logs the update as a synchronisation record of kind `event` (abi.SYNC_MB_*)."""
     ret = ir.LiteralStructType([dm.i64, dm.i1])
     fn, b = new_function(module, "gpunb_mbarrier_update", ret,
-                         [dm.ptr, dm.ptr, dm.i32, dm.i64, dm.i32])
+                         [dm.ptr, dm.ptr, dm.i32, dm.i64, dm.i32, dm.i32])
     if b is None:
         return fn
-    ctx, bar, arrivals, delta, site = fn.args
+    ctx, bar, arrivals, delta, site, event = fn.args
     err = error_function(module)
 
     def fail(reason, first, second):
@@ -388,6 +391,10 @@ def mbarrier_update_function(module: ir.Module) -> ir.Function:
     new_pending = b.select(done, expected, pending)
     new_phase = b.select(done, b.xor(phase, i64(1)), phase)
     b.store(mbarrier_pack(b, new_pending, expected, tx, new_phase), bar)
+    if record:
+        value = b.or_(instrument.sync_value(b, 0, shared_offset(b, ctx, bar), done, phase),
+                      b.shl(b.zext(event, dm.i64), i64(abi.SYNC_KIND_SHIFT)))
+        b.call(instrument.record_sync_function(module), [ctx, i32(-1), value])
     out = b.insert_value(ir.Constant(ret, ir.Undefined), token, 0)
     b.ret(b.insert_value(out, ir.Constant(dm.i1, 1), 1))
     return fn

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from gpunb.backends.cpu import abi
+from gpunb.backends.cpu import abi, instrument
 from gpunb.backends.cpu import async_state as st
 from gpunb.compiler import datamodel as dm
 
 # a queued TMA copy: kind (0 free, 1 load, 2 store), bulk group (stores), the shared tile, the
 # descriptor, the mbarrier (loads), coordinates (innermost first), racecheck site of completion
-B_KIND, B_GROUP, B_SMEM, B_TMAP, B_BAR, B_COORDS, B_DONE_SITE, B_SITE = \
-    0, 4, 8, 16, 24, 32, 52, 56
+# (a load's writes, a store's reads of its tile), error site, serial (racecheck names the copy)
+B_KIND, B_GROUP, B_SMEM, B_TMAP, B_BAR, B_COORDS, B_DONE_SITE, B_SITE, B_SERIAL = \
+    0, 4, 8, 16, 24, 32, 52, 56, 60
 LOAD, STORE = 1, 2
 # runtime/tma.py's CPU_LAYOUT
 D_ADDRESS, D_RANK, D_ITEMSIZE, D_DIMS, D_STRIDES, D_BOX, D_SWIZZLE, D_FILL = \
@@ -44,11 +45,17 @@ def _entry(b: ir.IRBuilder, state, index):
 
 def copy_function(module: ir.Module, record: bool) -> ir.Function:
     """void gpunb_tma_copy(ctx, entry): do one queued TMA copy (a load also completes its
-    transaction bytes on its mbarrier) and free its entry."""
+    transaction bytes on its mbarrier) and free its entry. Recording, the copy's accesses (a
+    load's writes, a store's reads) lie between a COPY_LAND and a COPY_END record: they are the
+    copy's, not the issuing thread's (happens_before.py)."""
     fn, b = st.new_function(module, "gpunb_tma_copy", dm.void, [dm.ptr, dm.ptr])
     if b is None:
         return fn
     ctx, entry = fn.args
+    serial = st.load(b, entry, B_SERIAL, dm.i32)
+    if record:
+        instrument.record_sync(b, ctx, abi.SYNC_COPY_LAND, serial,
+                               extra=st.load(b, entry, B_KIND, dm.i32))
     tmap = st.load(b, entry, B_TMAP, dm.ptr)
     smem = st.load(b, entry, B_SMEM, dm.ptr)
     is_load = b.icmp_signed("==", st.load(b, entry, B_KIND, dm.i32), st.i32(LOAD))
@@ -69,14 +76,16 @@ def copy_function(module: ir.Module, record: bool) -> ir.Function:
             with otherwise:
                 with b.if_then(inside):
                     st.memcpy(b, address, here, itemsize)
+    bytes_ = b.mul(total, itemsize)
+    if record:  # a load's writes, a store's reads (the site's kind says which)
+        st.record_elements(b, ctx, st.load(b, entry, B_DONE_SITE, dm.i32), smem, bytes_,
+                           itemsize)
     with b.if_then(is_load):
-        bytes_ = b.mul(total, itemsize)
-        update = st.mbarrier_update_function(module)
+        update = st.mbarrier_update_function(module, record)
         b.call(update, [ctx, st.load(b, entry, B_BAR, dm.ptr), st.i32(0), b.sub(st.i64(0), bytes_),
-                        st.load(b, entry, B_SITE, dm.i32)])
-        if record:
-            st.record_elements(b, ctx, st.load(b, entry, B_DONE_SITE, dm.i32), smem, bytes_,
-                               itemsize)
+                        st.load(b, entry, B_SITE, dm.i32), st.i32(abi.SYNC_MB_COMPLETE_TX)])
+    if record:
+        instrument.record_sync(b, ctx, abi.SYNC_COPY_END, serial)
     st.store(b, st.i32(0), entry, B_KIND)
     state = st.area(b, ctx)
     st.store(b, b.sub(st.load(b, state, st.AREA_BULK_COUNT, dm.i32), st.i32(1)), state,
@@ -115,10 +124,10 @@ def _load_element(b: ir.IRBuilder, tmap, here, address, inside, itemsize) -> Non
 
 
 def issue_function(module: ir.Module, record: bool) -> ir.Function:
-    """void gpunb_tma_issue(ctx, i32 kind, smem, tmap, bar, coords (5 x i32), i32 done_site,
+    """i32 gpunb_tma_issue(ctx, i32 kind, smem, tmap, bar, coords (5 x i32), i32 done_site,
     i32 site): queue a TMA copy in a free entry (a full queue first does one copy early, which
-    the hardware may also do)."""
-    fn, b = st.new_function(module, "gpunb_tma_issue", dm.void,
+    the hardware may also do); returns the copy's serial number in its thread."""
+    fn, b = st.new_function(module, "gpunb_tma_issue", dm.i32,
                             [dm.ptr, dm.i32, dm.ptr, dm.ptr, dm.ptr, dm.ptr, dm.i32, dm.i32])
     if b is None:
         return fn
@@ -137,9 +146,12 @@ def issue_function(module: ir.Module, record: bool) -> ir.Function:
         st.store(b, st.load(b, coords, 4 * d, dm.i32), entry, B_COORDS + 4 * d)
     st.store(b, done_site, entry, B_DONE_SITE)
     st.store(b, site, entry, B_SITE)
+    serial = st.load(b, state, st.AREA_COPY_SERIAL, dm.i32)
+    st.store(b, serial, entry, B_SERIAL)
+    st.store(b, b.add(serial, st.i32(1)), state, st.AREA_COPY_SERIAL)
     st.store(b, b.add(st.load(b, state, st.AREA_BULK_COUNT, dm.i32), st.i32(1)), state,
              st.AREA_BULK_COUNT)
-    b.ret_void()
+    b.ret(serial)
     return fn
 
 

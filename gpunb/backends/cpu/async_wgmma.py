@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from gpunb.backends.cpu import abi
+from gpunb.backends.cpu import abi, instrument
 from gpunb.backends.cpu import async_state as st
 from gpunb.backends.cpu.async_tma import swizzle_offset
 from gpunb.compiler import datamodel as dm
@@ -81,6 +81,32 @@ def compute_function(module: ir.Module, spec) -> ir.Function:
             b.store(b.add(old, b.load(total)), slot)
         else:
             b.store(b.fptrunc(b.fadd(b.fpext(old, F64), b.load(total)), elem), slot)
+    b.ret_void()
+    return fn
+
+
+def record_function(module: ir.Module, spec) -> ir.Function:
+    """void gpunb_wgmma_record_*(ctx, i64 a_desc, i64 b_desc, i32 a_site, i32 b_site):
+    racecheck's records of the shared memory one instruction reads - every element of B (N x K)
+    and of A (64 x K, unless it is in registers: a_site < 0) at the address the hardware uses."""
+    fn, b = st.new_function(module, "gpunb_wgmma_record_" + function_name(spec)[12:], dm.void,
+                            [dm.ptr, dm.i64, dm.i64, dm.i32, dm.i32])
+    if b is None:
+        return fn
+    ctx, a_desc, b_desc, a_site, b_site = fn.args
+    shared = st.load(b, ctx, abi.CTX_SHARED, dm.ptr)
+    limit = st.load(b, st.area(b, ctx), st.AREA_SHARED_BYTES, dm.i64)
+    recorder = instrument.record_function(module)
+    operands = [(_Operand(b, b_desc, spec.trans_b, spec.ab_bytes), spec.n, b_site)]
+    if not spec.a_regs:
+        operands.append((_Operand(b, a_desc, spec.trans_a, spec.ab_bytes), 64, a_site))
+    for op, rows, site in operands:
+        with st.loop(b, st.i32(0), st.i32(rows), "row") as mn:
+            with st.loop(b, st.i32(0), st.i32(spec.k), "k") as k:
+                off = op.offset(b, mn, k)
+                inside = b.icmp_unsigned("<=", b.add(off, st.i64(op.elem_bytes)), limit)
+                with b.if_then(inside):
+                    b.call(recorder, [ctx, site, st.at(b, shared, off)])
     b.ret_void()
     return fn
 

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import functools
 
-from gpunb.backends.base import Backend, NativeLaunch
-from gpunb.backends.cpu.executor import MAX_COOPERATIVE_THREADS, LoadedCpuKernel
+from gpunb.backends.base import Backend, NativeLaunch, check_static_shared
+from gpunb.backends.cpu.executor import (
+    MAX_COOPERATIVE_THREADS,
+    LoadedCpuKernel,
+    LoadedDebugKernel,
+)
 from gpunb.backends.launch_config import validate_config
 from gpunb.foundation import config
 from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
@@ -33,9 +37,11 @@ class CpuProgram:
         self.limits = LIMITS if kernel_max >= LIMITS["max_threads_per_block"] else \
             {**LIMITS, "max_threads_per_block": kernel_max,
              "kernel_max_threads_per_block": kernel_max}
-        self.loaded = LoadedCpuKernel(artifact)
+        self.loaded = (LoadedDebugKernel if artifact.debug_area else LoadedCpuKernel)(artifact)
         self.name = artifact.name
         self._static_shared = artifact.resources.shared_bytes
+        check_static_shared(self.name, self._static_shared,  # as a GPU's loader would
+                            LIMITS["max_shared_memory_per_block"])
         # the native launches of the configurations launched last: a launcher is bound again
         # at every profile block's start and end
         self._native_launches = functools.lru_cache(maxsize=32)(self._checked_native_launch)
@@ -64,8 +70,8 @@ class CpuProgram:
                                             shared_bytes + self._static_shared, self.name)
         except Exception:  # noqa: BLE001 - the Python path raises the right error
             return None
-        if grid3[0] * grid3[1] * grid3[2] == 0:
-            return None
+        if grid3[0] * grid3[1] * grid3[2] == 0 or self.artifact.debug_area:
+            return None  # the debug variant launches through the debugger only
         run = functools.partial(self.loaded.launch, grid3, block3, int(shared_bytes))
         return NativeLaunch(grid3, block3, int(shared_bytes), 0, run=run)
 
@@ -107,8 +113,12 @@ class CpuBackend(Backend):
             options.get("boundscheck") is not False and config.boundscheck())
         record = bool(options.get("racecheck")) or (
             options.get("racecheck") is not False and config.racecheck())
+        # the debug variant: asked for, or the kernel calls breakpoint()
+        debugger = bool(options.get("debugger")) or "breakpoint" in features
         if record:  # access recording needs one context (a coroutine) per thread
             mode, why, plan = "coroutine", "accesses are recorded (racecheck, access maps)", None
+        elif debugger:  # so does stopping one thread while the others wait
+            mode, why, plan = "coroutine", "compiled for the debugger", None
         else:
             mode, why, plan = choose_mode(typed, options)
 
@@ -116,7 +126,8 @@ class CpuBackend(Backend):
 
         def make_target():
             target = CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
-                               record=record, polls=polls)
+                               record=record, polls=polls and not debugger,
+                               debugger=debugger)
             target.uses_async = "async" in features
             return target
 
@@ -135,6 +146,7 @@ class CpuBackend(Backend):
                            workgroup=plan is not None,
                            scratch_per_thread=target.scratch_bytes_per_thread(),
                            async_state=target.uses_async, record=record,
+                           debug_area=target.debug.tables()[2] if target.debug else 0,
                            location=None if builder.debug is None else
                            lambda fn: runner_location(builder.debug, fn, typed.source,
                                                       typed.name))
@@ -148,6 +160,7 @@ class CpuBackend(Backend):
 
         target = builder.target
         features = typed.all_features()
+        sites, frames, area = target.debug.tables() if target.debug else ((), (), 0)
         obj, llvm_ir = emit_object(str(builder.module), target.body.name, target.coroutine,
                                    opt=options.get("opt", True) is not False,
                                    fastmath=bool(options.get("fastmath")))
@@ -165,7 +178,8 @@ class CpuBackend(Backend):
             error_sites=tuple(target.error_sites), barrier_sites=tuple(target.barrier_sites),
             prints="print" in features, raise_sites=tuple(builder.raise_sites),
             access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout),
-            code_sites=tuple(builder.debug.sites) if builder.debug is not None else ())
+            code_sites=tuple(builder.debug.sites) if builder.debug is not None else (),
+            debug_sites=sites, debug_frames=frames, debug_area=area)
 
     def load(self, artifact: KernelArtifact) -> CpuProgram:
         return CpuProgram(artifact)

@@ -95,14 +95,16 @@ class LoadedCpuKernel:
                 self, grid, block, dynamic_shared)
         launch, launch_address, status, status_address = _thread_slots()
         ctypes.memmove(launch_address, plan.template, _LAUNCH_BYTES)
-        ctypes.memset(status_address, 0, _STATUS_BYTES)
+        # zeroes but rec_shared, the block's shared bytes (ldmatrix/stmatrix's check that a
+        # row is shared, the recorder's shared offsets): as cheap as a memset
+        ctypes.memmove(status_address, plan.status_template, _STATUS_BYTES)
         launch.status = status_address
         launch.params = params_address
         launch.serial = next(_serials)
         prints = records = None
         workers = plan.workers
         if plan.special:
-            prints, records = self._buffers(status, plan.shared)
+            prints, records = self._buffers(status)
         if workers == 0:  # as many host threads as the process may use now
             workers = min(config.cpu_threads(), plan.n_blocks)
             launch.chunk = max(1, plan.n_blocks // (workers * CLAIMS))
@@ -132,7 +134,7 @@ class LoadedCpuKernel:
         if records is not None:
             self._check_accesses(records, status, grid, block, dynamic_shared, params_address)
 
-    def _buffers(self, status: abi.Status, shared: int) -> tuple:
+    def _buffers(self, status: abi.Status) -> tuple:
         """The print buffer and access records a launch of this kernel writes into, if any."""
         prints = records = None
         if self.artifact.prints:
@@ -148,7 +150,6 @@ class LoadedCpuKernel:
             records = np.empty(max(cap, 1), RECORD_DTYPE)
             status.rec_buf = records.ctypes.data
             status.rec_cap = cap
-            status.rec_shared = shared
         return prints, records
 
     def _check_accesses(self, records, status, grid, block, dynamic_shared: int,
@@ -170,9 +171,14 @@ class LoadedCpuKernel:
         pending = accesses.find_pending_read(log)
         if pending is not None:
             raise accesses.pending_read_error(log, pending)
+        from gpunb.backends.cpu import async_races
+
         race = accesses.find_race(log)
         if race is not None:
-            raise accesses.race_error(log, race)
+            raise async_races.race_report(log, race)
+        unfenced = async_races.find_missing_fence(log)
+        if unfenced is not None:
+            raise async_races.missing_fence_error(log, unfenced)
         unset = accesses.find_uninitialised_read(log)
         if unset is not None:
             raise accesses.initcheck_error(log, unset)
@@ -228,6 +234,31 @@ class LoadedCpuKernel:
 
             return async_error(art, status)
         return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
+
+
+class LoadedDebugKernel(LoadedCpuKernel):
+    """A debug variant (backends/cpu/debug_lower.py), loaded: each launch hands its code a
+    DebugControl and runs its blocks one after another on one host thread (the debugger reads
+    the running block's threads). Plain kernels load as LoadedCpuKernel and pay nothing."""
+
+    _launching = threading.local()  # the control of the launch this host thread is starting
+
+    def launch(self, grid: tuple, block: tuple, dynamic_shared: int, params_address: int,
+               debug=None) -> None:
+        """Run the grid under `debug` (a debug_abi.ControlBlock); without one nothing stops."""
+        from gpunb.backends.cpu.debug_abi import ControlBlock
+
+        self._launching.control = debug if debug is not None else ControlBlock(self.artifact)
+        try:
+            super().launch(grid, block, dynamic_shared, params_address)
+        finally:
+            self._launching.control = None
+
+    def _buffers(self, status: abi.Status) -> tuple:
+        """The plain kernel's buffers, and the launch's DebugControl in its Status (its
+        launch plan is `special`, so every launch comes here)."""
+        status.debug = ctypes.addressof(self._launching.control.control)
+        return super()._buffers(status)
 
 
 def _lanes(mask: int) -> str:
@@ -317,13 +348,14 @@ class _LaunchPlan:
     """What launches of one configuration share: the Launch they start from (a template copied
     in per launch) and how many host threads run them (0: ask config.cpu_threads each time)."""
 
-    __slots__ = ("n_blocks", "shared", "special", "template", "workers")
+    __slots__ = ("n_blocks", "shared", "special", "status_template", "template", "workers")
 
     def __init__(self, kernel: LoadedCpuKernel, grid: tuple, block: tuple, dynamic_shared: int):
         art = kernel.artifact
         n_blocks = self.n_blocks = grid[0] * grid[1] * grid[2]
         self.shared = _align16(dynamic_shared) + art.resources.shared_bytes
-        self.special = bool(art.prints or art.access_sites)
+        # prints, access records, the debug variant's control: set in the Status per launch
+        self.special = bool(art.prints or art.access_sites or art.debug_area)
         threads = n_blocks * block[0] * block[1] * block[2]
         if art.cooperative or art.access_sites:
             if threads > MAX_COOPERATIVE_THREADS:
@@ -338,6 +370,8 @@ class _LaunchPlan:
             self.workers = 1
         elif threads <= SMALL_LAUNCH_THREADS:
             self.workers = 1  # waking the pool costs more than such a launch takes
+        elif art.debug_area:  # the debugger reads the running block's threads: one at a time
+            self.workers = 1
         else:
             self.workers = 0
         launch = abi.Launch()
@@ -351,6 +385,9 @@ class _LaunchPlan:
         launch.dyn_shared = dynamic_shared
         launch.runner = kernel.address
         self.template = bytes(launch)
+        status = abi.Status()
+        status.rec_shared = self.shared
+        self.status_template = bytes(status)
 
 
 _LAUNCH_BYTES = ctypes.sizeof(abi.Launch)

@@ -14,7 +14,8 @@ from gpunb.backends.cpu import abi
 from gpunb.compiler import datamodel as dm
 
 # a thread's own stack data (cuda.local.array, spilled values) lies just above the recorder's
-# frame; those addresses are reused by the next thread and are never shared, so they are skipped
+# frame, or in its coroutine frame (abi.CTX_FRAME); those addresses are reused by the next
+# thread or block and are never shared, so they are skipped
 _STACK_WINDOW = 1 << 18
 READ, WRITE, ATOMIC = "read", "write", "atomic"
 
@@ -42,7 +43,12 @@ def record_function(module: ir.Module) -> ir.Function:
     addr = b.ptrtoint(address, dm.i64)
     above_frame = b.sub(addr, b.ptrtoint(marker, dm.i64))
     on_stack = b.icmp_unsigned("<", above_frame, ir.Constant(dm.i64, _STACK_WINDOW))
-    skip = b.or_(b.icmp_unsigned("==", buf, ir.Constant(dm.ptr, None)), on_stack)
+    # a coroutine thread's local arrays live in its heap frame, which a later block reuses
+    frame = b.ptrtoint(b.load(_at(b, ctx, abi.CTX_FRAME), typ=dm.ptr), dm.i64)
+    in_frame = b.icmp_unsigned("<", b.sub(addr, frame),
+                               b.load(_at(b, ctx, abi.CTX_FRAME_BYTES), typ=dm.i64))
+    skip = b.or_(b.icmp_unsigned("==", buf, ir.Constant(dm.ptr, None)),
+                 b.or_(on_stack, in_frame))
     write = fn.append_basic_block("write")
     b.cbranch(skip, done, write)
     b.position_at_end(write)
@@ -56,7 +62,61 @@ def record_function(module: ir.Module) -> ir.Function:
     in_shared = b.icmp_unsigned("<", offset, b.load(_at(b, status, so["rec_shared"]),
                                                      typ=dm.i64))
     rec = b.gep(buf, [b.mul(n, ir.Constant(dm.i64, abi.RECORD_SIZE))], source_etype=dm.i8)
-    b.store(b.select(in_shared, offset, addr), rec)
+    _fill(b, ctx, rec, b.select(in_shared, offset, addr), site, b.zext(in_shared, ir.IntType(16)))
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def allocate_frame(b: ir.IRBuilder, ctx, size, record: bool):
+    """malloc a coroutine thread's frame and note it in the context (abi.CTX_FRAME: a launch
+    abandoned mid-way frees it); a recording thread also notes its size: its local arrays live
+    there, and the recorder skips them."""
+    malloc = b.module.globals.get("malloc") or \
+        ir.Function(b.module, ir.FunctionType(dm.ptr, [dm.i64]), "malloc")
+    mem = b.call(malloc, [size])
+    b.store(mem, _at(b, ctx, abi.CTX_FRAME))
+    if record:
+        b.store(size, _at(b, ctx, abi.CTX_FRAME_BYTES))
+    return mem
+
+
+def record_sync_function(module: ir.Module) -> ir.Function:
+    """void gpunb_record_sync(ctx, i32 site, i64 value): append a synchronisation record
+    (abi.SPACE_SYNC; `value` in place of the address) to the launch's log."""
+    name = "gpunb_record_sync"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, dm.i64]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    ctx, site, value = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    done = fn.append_basic_block("done")
+    so = abi.STATUS_OFFSETS
+    status = b.load(_at(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
+    buf = b.load(_at(b, status, so["rec_buf"]), typ=dm.ptr)
+    write = fn.append_basic_block("write")
+    b.cbranch(b.icmp_unsigned("==", buf, ir.Constant(dm.ptr, None)), done, write)
+    b.position_at_end(write)
+    n = b.atomic_rmw("add", _at(b, status, so["rec_len"]), ir.Constant(dm.i64, 1), "monotonic")
+    fits = b.icmp_signed("<", n, b.load(_at(b, status, so["rec_cap"]), typ=dm.i64))
+    store = fn.append_basic_block("store")
+    b.cbranch(fits, store, done)
+    b.position_at_end(store)
+    rec = b.gep(buf, [b.mul(n, ir.Constant(dm.i64, abi.RECORD_SIZE))], source_etype=dm.i8)
+    _fill(b, ctx, rec, value, site, ir.Constant(ir.IntType(16), abi.SPACE_SYNC))
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def _fill(b: ir.IRBuilder, ctx, rec, address, site, space) -> None:
+    """Write one record: address (or value), site, thread, block, epochs, space."""
+    b.store(address, rec)
     b.store(site, _at(b, rec, 8))
     b.store(b.load(_at(b, ctx, abi.CTX_LINEAR), typ=dm.i32), _at(b, rec, 12))
     ctaid = [b.load(_at(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32) for k in range(3)]
@@ -67,11 +127,29 @@ def record_function(module: ir.Module) -> ir.Function:
     b.store(b.load(_at(b, ctx, abi.CTX_WARP_EPOCH), typ=dm.i32), _at(b, rec, 24))
     grid = b.load(_at(b, ctx, abi.CTX_GRID_EPOCH), typ=dm.i32)
     b.store(b.trunc(grid, ir.IntType(16)), _at(b, rec, 28))
-    b.store(b.zext(in_shared, ir.IntType(16)), _at(b, rec, 30))
-    b.branch(done)
-    b.position_at_end(done)
-    b.ret_void()
-    return fn
+    b.store(space, _at(b, rec, 30))
+
+
+def sync_value(b: ir.IRBuilder, kind: int, obj, done=None, extra=None):
+    """The i64 value of a synchronisation record (abi.SYNC_*): object, kind, flag, extra."""
+    i64 = dm.i64
+    value = b.or_(b.and_(b.zext(obj, i64) if obj.type != i64 else obj,
+                         ir.Constant(i64, 0xFFFFFFFF)),
+                  ir.Constant(i64, kind << abi.SYNC_KIND_SHIFT))
+    if done is not None:
+        value = b.or_(value, b.shl(b.zext(done, i64), ir.Constant(i64, abi.SYNC_DONE_BIT)))
+    if extra is not None:
+        wide = b.zext(extra, i64) if extra.type != i64 else extra
+        value = b.or_(value, b.shl(b.and_(wide, ir.Constant(i64, (1 << 22) - 1)),
+                                   ir.Constant(i64, abi.SYNC_EXTRA_SHIFT)))
+    return value
+
+
+def record_sync(b: ir.IRBuilder, ctx, kind: int, obj, site: int = -1, done=None,
+                extra=None) -> None:
+    """Call gpunb_record_sync for one synchronisation event of the calling thread."""
+    b.call(record_sync_function(b.module),
+           [ctx, ir.Constant(dm.i32, site), sync_value(b, kind, obj, done, extra)])
 
 
 def bump_epoch(b: ir.IRBuilder, ctx, offset: int) -> None:

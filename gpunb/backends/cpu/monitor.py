@@ -5,8 +5,9 @@ front (IPython and ipykernel install Python's SIGINT handler afresh around each 
 replaces ours: a launch is interruptible from the monitor's first tick on) and it is the
 watchdog - a launch still running GPUNB_LAUNCH_TIMEOUT seconds (a cell's --timeout) after the
 monitor first saw it is told to stop (its cancel word), and its launcher raises
-LaunchTimeoutError. With no launch for IDLE_TICKS ticks it sleeps until a launch wakes it
-(`launch_started`: one attribute read per launch while it is awake).
+LaunchTimeoutError; the time a debugger holds a launch stopped (Launch.held) does not count.
+With no launch for IDLE_TICKS ticks it sleeps until a launch wakes it (`launch_started`: one
+attribute read per launch while it is awake).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ TICK = 0.05
 IDLE_TICKS = 40
 _CANCEL = abi.Launch.cancel.offset
 _SERIAL = abi.Launch.serial.offset
+_HELD = abi.Launch.held.offset
 
 
 class LaunchMonitor:
@@ -31,7 +33,8 @@ class LaunchMonitor:
         self.event = threading.Event()
         self.thread: threading.Thread | None = None
         self.pid = os.getpid()
-        self.first_seen: dict = {}  # (Launch address, serial) -> monotonic time
+        self.first_seen: dict = {}  # (Launch address, serial) -> monotonic time, less held time
+        self.last_check = 0.0
         # a forked child has no monitor thread: its first launch starts one
         os.register_at_fork(after_in_child=self._forked)
 
@@ -80,13 +83,18 @@ class LaunchMonitor:
         current = {}
         for address in active:
             key = (address, ctypes.c_uint64.from_address(address + _SERIAL).value)
-            current[key] = self.first_seen.get(key, now)
-        self.first_seen = current
+            since = self.first_seen.get(key)
+            if since is None:
+                since = now
+            elif ctypes.c_int32.from_address(address + _HELD).value:
+                since += now - self.last_check  # stopped in a debugger: its clock stands still
+            current[key] = since
+        self.first_seen, self.last_check = current, now
         limit = config.launch_timeout()
         if limit is None:
             return
         for (address, serial), since in current.items():
-            if now - since < limit:
+            if now - since < limit or ctypes.c_int32.from_address(address + _HELD).value:
                 continue
             cancel = ctypes.c_int32.from_address(address + _CANCEL)
             # the same launch still (a Launch is reused by its thread's next launch)

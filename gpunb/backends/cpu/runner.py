@@ -75,14 +75,15 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 coroutine: bool, cooperative: bool = False,
                 workgroup: bool = False, scratch_per_thread: int = 0,
                 async_state: bool = False, record: bool = False,
-                location=None) -> ir.Function:
+                debug_area: int = 0, location=None) -> ir.Function:
     """The entry: per block, one body call per thread (coroutines), or one call per block whose
     body loops over the threads itself (workgroup mode: the context carries threadIdx 0, and
     `scratch_per_thread` bytes per thread of the block hold its per-thread variables: allocated
     here once, reused by every block this host thread runs). With `async_state` each thread
     also gets an area for its queued asynchronous copies (async_state.py), cleared per block.
-    `location(fn)`: the debug location of the runner's own code, where the module has line
-    tables."""
+    The debug variant (coroutines) gives each thread `debug_area` bytes, zeroed per block, and
+    tells the launch's DebugControl which threads run now. `location(fn)`: the debug location
+    of the runner's own code, where the module has line tables."""
     fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr]), symbol)
     launch, guard = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -133,8 +134,16 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
 
         areas_bytes = b.mul(group_threads, _i64(st.AREA_BYTES))
         areas = b.call(malloc, [areas_bytes])
-    note_allocations(b, guard, shared_block, ctxs, n_ctx, handles, scratch, areas)
-    check_allocations(b, status, free, shared_block, ctxs, handles, scratch, areas)
+    debug_areas = debug_bytes = control = None
+    if debug_area:
+        debug_bytes = b.mul(group_threads, _i64(debug_area))
+        debug_areas = b.call(malloc, [debug_bytes])
+        control = b.load(_at(b, status, abi.STATUS_OFFSETS["debug"]), typ=dm.ptr)
+    # the debug areas (coroutine mode: no scratch) take the scratch's place in the guard record
+    assert scratch is None or debug_areas is None, "the debug variant runs coroutines"
+    per_thread = scratch if scratch is not None else debug_areas
+    note_allocations(b, guard, shared_block, ctxs, n_ctx, handles, per_thread, areas)
+    check_allocations(b, status, free, shared_block, ctxs, handles, per_thread, areas)
     cancel = _at(b, launch, lo["cancel"])
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
@@ -152,6 +161,9 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         b.call(memset, [shared, ir.Constant(dm.i8, 0), shared_total, ir.Constant(dm.i1, 0)])
         if areas is not None:
             b.call(memset, [areas, ir.Constant(dm.i8, 0), areas_bytes, ir.Constant(dm.i1, 0)])
+        if debug_areas is not None:
+            _publish_group(b, memset, control, ctxs, debug_areas, debug_bytes, group_threads,
+                           first)
         with _loop(b, _i64(0), per_group, "block") as (local, _):
             blk = b.add(first, local)
             cx = b.trunc(b.urem(blk, gx), dm.i32)
@@ -185,6 +197,10 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                     area = b.gep(areas, [b.mul(index, _i64(st.AREA_BYTES))], source_etype=dm.i8)
                     b.store(area, _at(b, ctx, abi.CTX_ASYNC))
                     b.store(shared_bytes, _at(b, area, st.AREA_SHARED_BYTES))
+                if debug_areas is not None:
+                    area = b.gep(debug_areas, [b.mul(index, _i64(debug_area))],
+                                 source_etype=dm.i8)
+                    b.store(area, _at(b, ctx, abi.CTX_DEBUG_AREA))
                 b.store(_i32(abi.WAIT_NONE), _at(b, ctx, abi.CTX_WAIT_KIND))
                 for offset in (abi.CTX_BAR_EPOCH, abi.CTX_WARP_EPOCH, abi.CTX_GRID_EPOCH):
                     b.store(_i32(0), _at(b, ctx, offset))
@@ -210,14 +226,26 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         early = fn.append_basic_block("group.error")
         b.cbranch(stop, early, cont)
         b.position_at_end(early)
-        free_all(b, free, shared_block, ctxs, handles, scratch, areas)
+        free_all(b, free, shared_block, ctxs, handles, per_thread, areas)
         b.ret_void()
         b.position_at_end(cont)
     b.branch(claim_bb)
     b.position_at_end(finish_bb)
-    free_all(b, free, shared_block, ctxs, handles, scratch, areas)
+    free_all(b, free, shared_block, ctxs, handles, per_thread, areas)
     b.ret_void()
     return fn
+
+
+def _publish_group(b, memset, control, ctxs, areas, areas_bytes, group_threads, first) -> None:
+    """Debug variant: fresh debug areas for the blocks about to run, and where the debugger
+    finds them (a debug launch runs on one host thread, so one group at a time)."""
+    from gpunb.backends.cpu.debug_abi import CONTROL_OFFSETS as co
+
+    b.call(memset, [areas, ir.Constant(dm.i8, 0), areas_bytes, ir.Constant(dm.i1, 0)])
+    b.store(ctxs, _at(b, control, co["group_ctxs"]))
+    b.store(areas, _at(b, control, co["group_areas"]))
+    b.store(group_threads, _at(b, control, co["group_threads"]))
+    b.store(first, _at(b, control, co["group_first_block"]))
 
 
 class _Scheduler:

@@ -85,9 +85,16 @@ class CpuTarget(WarpCollectives, Target):
     checks_always = True
 
     def __init__(self, coroutine: bool = False, boundscheck: bool = False,
-                 record: bool = False, polls: bool = True):
-        self.coroutine = coroutine or record  # recording needs one context per thread
+                 record: bool = False, polls: bool = True, debugger: bool = False):
+        # recording and the debugger need one context per thread
+        self.coroutine = coroutine or record or debugger
         self.polls = polls  # stopping points (a launch told to stop stops there)
+        self.instrumented = debugger
+        self.debug = None
+        if debugger:
+            from gpunb.backends.cpu.debug_lower import DebugInstrumentation
+
+            self.debug = DebugInstrumentation(self)
         self.wg = None  # wg_lower.WorkGroupState in workgroup mode
         self.wg_types: list = []  # llvm types of the per-thread arrays, by layout index
         self.boundscheck = boundscheck
@@ -139,9 +146,9 @@ class CpuTarget(WarpCollectives, Target):
                          [ir.Constant(dm.i32, 0), ir.Constant(dm.ptr, None),
                           ir.Constant(dm.ptr, None), ir.Constant(dm.ptr, None)])
         size = b.call(self.intrinsic(m, "llvm.coro.size.i64", dm.i64, []), [])
-        mem = b.call(self.intrinsic(m, "malloc", dm.ptr, [dm.i64]), [size])
-        # noted in the context: a launch abandoned mid-way frees it (guard_ir.py)
-        b.store(mem, _field(b, low.ctx, abi.CTX_FRAME))
+        # noted in the context: a launch abandoned mid-way frees it (guard_ir.py), and a
+        # recording thread's recorder skips it
+        mem = instrument.allocate_frame(b, low.ctx, size, self.record)
         handle = b.call(self.intrinsic(m, "llvm.coro.begin", dm.ptr, [token, dm.ptr]),
                         [coro_id, mem])
         self.coro_id, self.handle = coro_id, handle
@@ -157,6 +164,8 @@ class CpuTarget(WarpCollectives, Target):
         sb.call(self.intrinsic(m, "llvm.coro.end", dm.void, [dm.ptr, dm.i1, token]),
                 [handle, ir.Constant(dm.i1, 0), TokenNone()])
         sb.ret(handle)
+        if self.debug is not None:
+            self.debug.start(low)
 
     def _workgroup_prologue(self, low) -> None:
         """Block-wide values read once (so region loops see no memory behind them) and the
@@ -254,6 +263,8 @@ class CpuTarget(WarpCollectives, Target):
             low.builder.ret_void()
             return
         b = low.builder
+        if self.debug is not None:
+            self.debug.exit(low)
         state = self._suspend(low, final=True)
         trap = low.fn.append_basic_block("coro.final.resumed")
         switch = b.switch(state, self.suspend_ret)
@@ -295,6 +306,8 @@ class CpuTarget(WarpCollectives, Target):
         b.store(ir.Constant(dm.i32, site), _field(b, low.ctx, abi.CTX_SITE))
         if pred is not None:
             b.store(b.zext(pred, dm.i32), _field(b, low.ctx, abi.CTX_PRED))
+        if self.debug is not None:
+            self.debug.barrier(low, site)
         state = self._suspend(low, final=False)
         resume = low.fn.append_basic_block("barrier.resume")
         switch = b.switch(state, self.suspend_ret)
@@ -443,6 +456,8 @@ class CpuTarget(WarpCollectives, Target):
                            b.sub(index, extent), index)
         b.call(reporter, [low.ctx, ir.Constant(dm.i32, site), ir.Constant(dm.i32, axis), written,
                           extent])
+        if self.debug is not None:
+            self.debug.error(low, raised=False)
         b.branch(low.mb.kernel_exit)
         b.position_at_end(cont)
 
@@ -472,6 +487,8 @@ class CpuTarget(WarpCollectives, Target):
         if site is not None:
             self.publish_thread(low)
             b.call(reporting.raise_function(low.mb.module), [low.ctx, ir.Constant(dm.i32, site)])
+        if self.debug is not None:
+            self.debug.error(low, raised=site is None)
         b.branch(low.mb.kernel_exit)
 
     # ---- arithmetic ----------------------------------------------------------------------------
@@ -503,3 +520,25 @@ class CpuTarget(WarpCollectives, Target):
 
     def atomic(self, low, op: str, pointer, value, dtype: t.Type):
         return low.builder.atomic_rmw(op, pointer, value, "seq_cst")
+
+    # ---- the debug variant (debug_lower.py) ----------------------------------------------------
+
+    def debug_break(self, low, node) -> None:
+        if self.debug is not None:
+            self.debug.breakpoint(low, node)
+        # a plain compile of a kernel with breakpoint() (inspection): the call does nothing
+
+    def debug_line(self, low, node) -> None:
+        self.debug.line(low, node)
+
+    def debug_define(self, low, var, value) -> None:
+        self.debug.define(low, var, value)
+
+    def debug_join(self, low, node, kind) -> None:
+        self.debug.join(low, node, kind)
+
+    def debug_inline(self, caller, inner) -> None:
+        self.debug.inline(caller, inner)
+
+    def debug_return(self, caller, inner) -> None:
+        self.debug.returned(caller, inner)

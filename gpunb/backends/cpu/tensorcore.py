@@ -14,6 +14,8 @@ satfinite), then rounded once to a float16 accumulator. Lane layouts: tensorcore
 
 from __future__ import annotations
 
+import ast
+
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
@@ -30,6 +32,9 @@ PARTIAL_WARP = ("{what} needs all 32 lanes of the warp, and some are missing (a 
                 "that is not a multiple of 32, or a lane that returned early)")
 ROW_OUTSIDE = ("{what}: the 8-element row a lane addresses must lie inside the array, "
                "contiguous and 16-byte aligned")
+NOT_SHARED = ("{what} reaches shared memory only, and the row a lane addresses in '{array}' is "
+              "not in this block's shared memory (a kernel argument or a local array: on a GPU "
+              "the instruction reads or writes whatever shared memory lies at that offset)")
 
 
 def _i32(v: int):
@@ -186,13 +191,26 @@ class CpuTensorCores:
     # ---- ldmatrix / stmatrix -----------------------------------------------------------------
 
     def _check_row(self, low, node, pointer, ok, num: int, what: str) -> None:
-        """Lanes whose row address the instruction uses (the first 8 * num) need a valid row."""
+        """Lanes whose row address the instruction uses (the first 8 * num) need a valid row,
+        in this block's shared memory (the compiler refuses a kernel argument by name; an
+        alias, a device function's parameter or a local array is caught here)."""
         b = low.builder
         used = b.icmp_unsigned("<", self.target.laneid(low), _i32(8 * num))
         aligned = b.icmp_unsigned("==", b.and_(b.ptrtoint(pointer, dm.i64),
                                                ir.Constant(dm.i64, 15)), ir.Constant(dm.i64, 0))
         self._fail_if(low, node, b.and_(used, b.not_(b.and_(ok, aligned))),
                       ROW_OUTSIDE.format(what=what), "IndexError")
+        base = b.load(b.gep(low.ctx, [ir.Constant(dm.i64, abi.CTX_SHARED)],
+                            source_etype=dm.i8), typ=dm.ptr)
+        status = b.load(b.gep(low.ctx, [ir.Constant(dm.i64, abi.CTX_STATUS)],
+                              source_etype=dm.i8), typ=dm.ptr)
+        size = b.load(b.gep(status, [ir.Constant(dm.i64, abi.STATUS_OFFSETS["rec_shared"])],
+                            source_etype=dm.i8), typ=dm.i64)
+        offset = b.sub(b.ptrtoint(pointer, dm.i64), b.ptrtoint(base, dm.i64))
+        outside = b.icmp_unsigned(">", b.add(offset, ir.Constant(dm.i64, 16)), size)
+        array = ast.unparse(node.args[0]) if node.args else "the array"
+        self._fail_if(low, node, b.and_(used, outside),
+                      NOT_SHARED.format(what=what, array=array), "ValueError")
 
     def ldmatrix(self, low, node, pointer, ok, num: int, trans: bool, dtype: t.Type) -> list:
         b = low.builder

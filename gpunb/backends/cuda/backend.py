@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpunb.backends.base import Backend
+from gpunb.backends.base import Backend, check_static_shared
 from gpunb.backends.cuda import driver
 from gpunb.foundation import config
 from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
-from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.events import Stage
-
-STATIC_SHARED_LIMIT = 48 * 1024  # CUDA's cap on statically sized shared memory, every arch
 
 
 class CudaBackend(Backend):
@@ -40,6 +37,15 @@ class CudaBackend(Backend):
         from gpunb.backends.cuda.target import CudaTarget
         from gpunb.compiler.pipeline import lower_device_function, lower_kernel
 
+        if options.get("debugger") and not device:
+            from gpunb.foundation.errors import CompileError
+
+            raise CompileError(
+                f"'{typed.name}' was made with debugger=True, which compiles the CPU target's "
+                "debug variant; it is being compiled for the CUDA target",
+                typed.source.loc(typed.source.tree), function=typed.name,
+                hint="add target='cpu' (or set GPUNB_TARGET=cpu), or use gpunb.debug(kernel[grid, "
+                     "block], *args), which runs on the CPU target whatever the active target")
         arch = compiled_arch(typed, arch)
         target = CudaTarget(tuple(arch), fastmath=bool(options.get("fastmath")))
         if device:
@@ -85,7 +91,8 @@ class CudaBackend(Backend):
         from gpunb.backends.cuda import modules
 
         device = driver.current_device()
-        check_static_shared(artifact.name, artifact.resources.shared_bytes, device)
+        check_static_shared(artifact.name, artifact.resources.shared_bytes,
+                            getattr(device, "max_shared_memory_per_block_optin", None))
         foreign = (*artifact.links, *options.get("link", ()))
         if foreign:
             return dataclasses.replace(artifact, binary=link_foreign(artifact, foreign, options))
@@ -162,21 +169,6 @@ def link_foreign(artifact: KernelArtifact, items: tuple, options: dict) -> bytes
     else:
         cubin, _log = linker.link_with_driver(artifact.ptx, inputs, artifact.arch, **flags)
     return cubin
-
-
-def check_static_shared(name: str, static_bytes: int, device) -> None:
-    """Say what is wrong before the driver's linker does ('uses too much shared data (0x4e200
-    bytes, 0xc000 max)'): past 48 KiB, shared memory must be dynamic."""
-    if static_bytes <= STATIC_SHARED_LIMIT:
-        return
-    optin = getattr(device, "max_shared_memory_per_block_optin", None)
-    most = f", up to {optin} bytes per block on this GPU" if optin else ""
-    raise LaunchError(
-        f"kernel '{name}' declares {static_bytes} bytes of static shared memory; a CUDA kernel "
-        f"may declare at most {STATIC_SHARED_LIMIT} bytes of shared memory statically",
-        function=name,
-        hint="use dynamic shared memory for more: cuda.shared.array(0, dtype) in the kernel and "
-             f"the size as the 4th launch parameter, kernel[grid, block, 0, nbytes]{most}")
 
 
 BACKEND = CudaBackend()

@@ -117,7 +117,8 @@ def _lookup(key: str):
 
 _PY_BUILTIN_IDS = {id(getattr(_py_builtins, n)): n for n in
                    ("len", "abs", "min", "max", "round", "print", "range", "divmod", "pow",
-                    "enumerate", "zip", "sum", "complex", "isinstance", "tuple")}
+                    "enumerate", "zip", "sum", "complex", "isinstance", "tuple",
+                    "breakpoint")}
 
 
 def builtin_key(obj) -> str | None:

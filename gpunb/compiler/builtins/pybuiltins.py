@@ -10,7 +10,7 @@ from llvmlite import ir
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import datetimes, promotion
 from gpunb.compiler import operators as ops
-from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.builtins import Builtin, debugging
 from gpunb.foundation import types as t
 
 
@@ -302,6 +302,7 @@ BUILTINS = {
     "numpy.minimum": MinMax("min"),
     "numpy.maximum": MinMax("max"),
     "numpy.isnat": IsNaT(),
+    **debugging.BUILTINS,
 }
 
 

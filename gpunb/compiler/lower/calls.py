@@ -75,11 +75,15 @@ class CallLowering:
         if not isinstance(callee.return_type, t.NoneType):
             inner.return_slot = self.alloca(dm.value_type(callee.return_type),
                                             f"{callee.name}.ret")
+        if self.target.instrumented:
+            self.target.debug_inline(self, inner)
         inner.bind_arguments(values)
         inner.statements(callee.source.tree.body)
         if not self.builder.block.is_terminated:
             self.builder.branch(inner.exit_block)
         self.builder.position_at_end(inner.exit_block)
+        if self.target.instrumented:
+            self.target.debug_return(self, inner)
         if inner.return_slot is not None:
             return self.builder.load(inner.return_slot)
         return None

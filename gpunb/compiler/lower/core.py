@@ -135,6 +135,8 @@ class LoweringCore:
         vt = self.var_type(var)
         value = ops.cast(b, value, value_type, vt)
         b.store(value, slot)
+        if self.target.instrumented:
+            self.target.debug_define(self, var, value)
         self.flow(var, value, vt)
 
     def flow(self, var: Var, value, vt: t.Type) -> None:
@@ -153,6 +155,8 @@ class LoweringCore:
         for phi in self.typed.joins.get((node, kind), ()):
             if self.typed.flows.get(phi) and self.slot(phi) is not None:
                 self.flow(phi, self.load_var(phi), self.var_type(phi))
+        if self.target.instrumented:
+            self.target.debug_join(self, node, kind)
 
     # ---- helpers -------------------------------------------------------------------------------
 
@@ -173,6 +177,8 @@ class LoweringCore:
             if self.mb.debug is not None:
                 self.builder.debug_metadata = self.mb.debug.statement(self, stmt)
             self.current_line = stmt.lineno
+            if self.target.instrumented:
+                self.target.debug_line(self, stmt)
             self.visit(stmt)
 
     def math_call(self, name: str, args: list, argtypes: list, result: t.Type):

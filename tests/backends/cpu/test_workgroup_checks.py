@@ -203,3 +203,32 @@ def test_grid_sync_keeps_coroutines():
     kernel[2, 32](out, np.zeros(64, np.int64))
     np.testing.assert_array_equal(out, np.arange(64)[::-1])
     assert "grid" in kernel.cpu_mode()
+
+
+def test_static_shared_memory_past_48_kib_is_refused_as_on_a_gpu():
+    """A CUDA kernel may declare at most 48 KiB of shared memory statically (a GPU's loader
+    refuses more): the CPU target says so too, so a kernel it runs also loads on a GPU."""
+    from gpunb import float32
+
+    @cuda.jit
+    def too_big(out):
+        s = cuda.shared.array(12800, float32)  # 51200 bytes
+        s[cuda.threadIdx.x] = 1.0
+        cuda.syncthreads()
+        out[0] = s[0]
+
+    @cuda.jit
+    def at_the_limit(out):
+        s = cuda.shared.array(12288, float32)  # 49152 bytes: allowed
+        s[cuda.threadIdx.x] = 2.0
+        cuda.syncthreads()
+        out[0] = s[0]
+
+    out = np.zeros(1, np.float32)
+    with pytest.raises(LaunchError) as info:
+        too_big[1, 32](out)
+    text = str(info.value)
+    assert "51200 bytes of static shared memory" in text and "at most 49152" in text
+    assert "cuda.shared.array(0, dtype)" in text  # the hint: dynamic shared memory
+    at_the_limit[1, 32](out)
+    assert out[0] == 2.0
