@@ -19,15 +19,14 @@ from llvmlite import ir
 
 from gpunb.backends.cpu import abi
 from gpunb.backends.cpu.launch_memory import (
+    aligned_shared,
     check_allocations,
     free_all,
     note_allocations,
     note_current,
+    shared_block_stride,
 )
 from gpunb.compiler import datamodel as dm
-
-# the alignment of each block's shared memory (cuda.shared.array takes alignment= up to it)
-SHARED_ALIGN = 4096
 
 
 def _at(b, base, offset):
@@ -95,12 +94,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     begin = b.load(_at(b, launch, lo["block_begin"]), typ=dm.i64)
     end = b.load(_at(b, launch, lo["block_end"]), typ=dm.i64)
     shared_bytes = b.load(_at(b, launch, lo["shared_bytes"]), typ=dm.i64)
-    # each block's shared memory starts SHARED_ALIGN-aligned, so an array's address and its
-    # offset from the block's base agree modulo any alignment= (numba's checks the address;
-    # TMA and swizzle checks read the offset, as the GPU's shared window starts at 0)
-    shared_stride = b.and_(b.add(shared_bytes, _i64(15)), _i64(~15))
-    if cooperative:
-        shared_stride = b.and_(b.add(shared_bytes, _i64(SHARED_ALIGN - 1)), _i64(-SHARED_ALIGN))
+    shared_stride = shared_block_stride(b, shared_bytes, cooperative)
     dyn_shared = b.load(_at(b, launch, lo["dyn_shared"]), typ=dm.i64)
     status = b.load(_at(b, launch, lo["status"]), typ=dm.ptr)
     params = b.load(_at(b, launch, lo["params"]), typ=dm.ptr)
@@ -116,9 +110,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     free = _declare(module, "free", dm.void, [dm.ptr])
     memset = _declare(module, "llvm.memset.p0.i64", dm.void, [dm.ptr, dm.i8, dm.i64, dm.i1])
     shared_total = b.mul(shared_stride, per_group)
-    shared_block = b.call(malloc, [b.add(shared_total, _i64(SHARED_ALIGN))])
-    shared = b.inttoptr(b.and_(b.add(b.ptrtoint(shared_block, dm.i64), _i64(SHARED_ALIGN - 1)),
-                               _i64(-SHARED_ALIGN)), dm.ptr)
+    shared_block, shared = aligned_shared(b, malloc, shared_total)
     group_threads = b.mul(b.zext(nthreads, dm.i64), per_group)
     n_ctx = group_threads if coroutine else _i64(1)
     ctx_bytes = b.mul(n_ctx, _i64(abi.CTX_SIZE))
