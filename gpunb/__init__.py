@@ -59,11 +59,6 @@ def unload_ipython_extension(ipython) -> None:
     unload(ipython)
 
 
-_TYPE_NAMES = {"void", "boolean", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-               "uint64", "float16", "float32", "float64", "complex64", "complex128", "intp",
-               "uintp", "bool_"}
-
-
 def __getattr__(name: str):
     if name in ("cuda", "events", "torch"):  # events: compiles, launches, cache decisions;
         import importlib  # torch: PyTorch operators (imports torch)
@@ -104,8 +99,13 @@ def __getattr__(name: str):
         from gpunb.graphs import graph
 
         return graph
-    if name in _TYPE_NAMES or name == "types":
+    if name == "types":  # numba's type names and helpers (gpunb.cuda.types)
+        import importlib
+
+        return importlib.import_module("gpunb.cuda.types")
+    if not name.startswith("_"):  # numba's type names, short ones too (f8)
         from gpunb.foundation import types
 
-        return types if name == "types" else getattr(types, name)
+        if name in types.TYPE_NAMES:
+            return types.TYPE_NAMES[name]
     raise AttributeError(f"module 'gpunb' has no attribute {name!r}")

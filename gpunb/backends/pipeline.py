@@ -11,8 +11,10 @@ nobody subscribes, no event object is built.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import time
+import warnings
 from typing import Any
 
 from gpunb.foundation import events
@@ -60,12 +62,30 @@ def compile(py_func, argtypes: tuple, options: dict, backend, *,
     report = _Report(py_func.__name__, signature, backend.name)
     # one compile at a time in a process (LLVM's global context); threads launching kernels
     # already compiled never wait for it
-    with LLVM_LOCK, report.compiling(), compile_guard(py_func):
+    with LLVM_LOCK, report.compiling(), compile_guard(py_func), \
+            warnings.catch_warnings(record=True) as emitted:
         typed = report.stage(Stage.TYPES, infer_kernel, py_func, tuple(argtypes), options,
                              device, return_type)
         if last is Stage.TYPES:
-            return Compilation(typed, Stage.TYPES)
-        return _after_types(typed, options, backend, arch, last, export_device, report)
+            compilation = Compilation(typed, Stage.TYPES)
+        else:
+            compilation = _after_types(typed, options, backend, arch, last, export_device,
+                                       report)
+    return _with_warnings(compilation, emitted)
+
+
+def _with_warnings(compilation: Compilation, emitted: list) -> Compilation:
+    """Emit the compile's warnings (recorded, so that they can be kept) and keep gpunb's own in
+    the artifact: a cache hit emits them again (jit/slow_path.py)."""
+    kept = []
+    for w in emitted:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if w.category.__module__.startswith("gpunb."):
+            kept.append((w.category.__name__, str(w.message), w.filename, w.lineno))
+    if kept and compilation.artifact is not None:
+        compilation = dataclasses.replace(compilation, artifact=dataclasses.replace(
+            compilation.artifact, compile_warnings=tuple(kept)))
+    return compilation
 
 
 def run_stage(kernel: str, signature: str, target: str, stage: Stage, fn, *args):

@@ -76,7 +76,25 @@ def encode(value, gpu, epoch_marker=None) -> str:
         return f"builtin:{getattr(value, '__module__', None) or '?'}.{value.__qualname__}"
     if isinstance(value, types.FunctionType):
         return f"pyfunc:{qualified_name(value)}:{_code_digest(value.__code__)}"
+    foreign = _cuda_array(value)
+    if foreign is not None:  # kernels capture another library's GPU array by its address
+        return foreign
     return f"object:{qualified_name(cls)}"
+
+
+def _cuda_array(value) -> str | None:
+    """Another library's GPU array (__cuda_array_interface__): kernels embed its address, so
+    the key holds it (valid in this process only), with its geometry."""
+    try:
+        desc = getattr(value, "__cuda_array_interface__", None)
+    except Exception:  # noqa: BLE001 - a failing property is no interface
+        return None
+    if not isinstance(desc, dict):
+        return None
+    import os
+
+    return (f"cuda-array:{os.getpid()}:{desc.get('data')}:{desc.get('shape')}:"
+            f"{desc.get('strides')}:{desc.get('typestr')}:{desc.get('descr')}")
 
 
 def _scalar_text(value) -> str:

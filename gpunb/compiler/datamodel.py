@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
+from gpunb.foundation.pointer_types import Pointer
 from gpunb.foundation.tensor_types import Fragment, TensorMap
 
 i1 = ir.IntType(1)
@@ -47,6 +49,10 @@ def value_type(ty: t.Type) -> ir.Type:
         return i1
     if isinstance(ty, t.Integer):
         return ir.IntType(ty.bitwidth)
+    if isinstance(ty, t.DateTime):  # a count of units (NaT the least int64)
+        return i64
+    if isinstance(ty, t.CharSeq):  # numpy's S / U strings: bytes or UCS-4 code points
+        return ir.ArrayType(i8 if ty.kind == "S" else ir.IntType(32), ty.count)
     if isinstance(ty, t.Float):
         return _FLOATS[ty.bitwidth]
     if isinstance(ty, t.BFloat16):
@@ -62,8 +68,10 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.LiteralStructType([value_type(x) for x in ty.items])
     if isinstance(ty, (t.NoneType, t.Group)):
         return ir.LiteralStructType([])
-    if isinstance(ty, (t.Record, TensorMap, Fragment)):  # a fragment: its storage
+    if isinstance(ty, (t.Record, Pointer, TensorMap, Fragment)):  # a fragment: its storage
         return ptr
+    if isinstance(ty, enum_types.EnumMember):
+        return i64
     raise TypeError(f"{ty} has no LLVM representation")
 
 

@@ -12,8 +12,10 @@ from llvmlite import ir
 
 
 class DebugInfo:
-    def __init__(self, module: ir.Module):
+    def __init__(self, module: ir.Module, full: bool = False):
         self.module = module
+        # debug=True: a full compile unit (numba's FullDebug), so the PTX carries DWARF sections
+        self.full = full
         self.files: dict = {}
         self.unit = None
         module.add_named_metadata("llvm.module.flags", module.add_metadata(
@@ -42,15 +44,16 @@ class DebugInfo:
                 "file": found,
                 "producer": "gpunb",
                 "runtimeVersion": 0,
-                "isOptimized": True,
+                "isOptimized": not self.full,
                 "emissionKind": ir.DIToken(self.unit_kind()),
             }, is_distinct=True)
             self.module.add_named_metadata("llvm.dbg.cu", self.unit)
         return found
 
     def unit_kind(self) -> str:
-        """What LLVM emits: `.loc` directives for PTX (the inspector's map, lineinfo)."""
-        return "DebugDirectivesOnly"
+        """What LLVM emits: `.loc` directives for PTX (the inspector's map, lineinfo), or
+        everything (DWARF sections) with debug=True."""
+        return "FullDebug" if self.full else "DebugDirectivesOnly"
 
     def statement(self, low, node):
         """The location of a statement's code (lowering sets it before each statement)."""

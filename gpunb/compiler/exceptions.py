@@ -63,10 +63,24 @@ def exception_class_name(node, resolve) -> str:
     if isinstance(value, type) and issubclass(value, BaseException):
         if value.__name__ in RAISABLE and getattr(builtins, value.__name__) is value:
             return value.__name__
+        if issubclass(value, Exception) and not value.__module__ == "builtins":
+            return user_class_name(value)  # the user's own class (numba raises them too)
         raise BadRaise(node, f"GPU code cannot raise {value.__name__}",
-                       f"raise one of the builtin classes {', '.join(RAISABLE)}")
+                       f"raise one of the builtin classes {', '.join(RAISABLE)}, or a class "
+                       "of your own derived from Exception")
     raise BadRaise(node, f"GPU code can only raise an exception class, not "
                    f"`{ast.unparse(node)}`", RAISE_HINT)
+
+
+def user_class_name(cls: type) -> str:
+    """How a raise site names a user's exception class: `module:qualname`, which the host finds
+    again in this process (kernel_errors.USER_CLASSES) or, after a disk-cache hit in another
+    one, by importing the module."""
+    from gpunb.foundation.kernel_errors import USER_CLASSES
+
+    name = f"{cls.__module__}:{cls.__qualname__}"
+    USER_CLASSES[name] = cls
+    return name
 
 
 def assert_message(node: ast.Assert, resolve) -> str:

@@ -81,9 +81,12 @@ def load_source(py_func) -> KernelSource:
     try:
         module = ast.parse(dedented)
     except SyntaxError as exc:
-        raise CompileError(f"syntax error: {exc.msg}",
-                           _at(filename, first_line + (exc.lineno or 1) - 1,
-                               (exc.offset or 1) - 1 + indent, text_lines)) from None
+        module = _lambda_in_a_call(dedented) if py_func.__name__ == "<lambda>" else None
+        if module is None:
+            raise CompileError(f"syntax error: {exc.msg}",
+                               _at(filename, first_line + (exc.lineno or 1) - 1,
+                                   (exc.offset or 1) - 1 + indent, text_lines)) from None
+        indent -= 2  # the "_(" put before the first line
     tree = next((n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))),
                 None)
     if tree is None and py_func.__name__ == "<lambda>":
@@ -180,6 +183,15 @@ def _last_line(code) -> int:
         if hasattr(const, "co_positions"):
             last = max(last, _last_line(const))
     return last
+
+
+def _lambda_in_a_call(text: str) -> ast.Module | None:
+    """A lambda's lines that are the middle of a call (`f(\n    lambda: x, y=2)`): read as the
+    arguments of one, so the lambda among them parses."""
+    try:
+        return ast.parse("_(" + text.rstrip().rstrip(",").rstrip("(") + "\n)")
+    except SyntaxError:
+        return None
 
 
 def _lambda_as_def(module: ast.Module, code, first_line: int,

@@ -107,8 +107,25 @@ bf16 = Namespace("cuda.bf16", BF16_NAMES)
 bf16.bfloat16 = t.bfloat16
 # the fp8 types (numba-cuda has them in numba.cuda._internal.cuda_fp8): constructors and
 # conversions only
-fp8 = Namespace("cuda.fp8", [])
+# cuda_fp8.h's raw conversions on storage bytes (compiler/builtins/fp8funcs.py)
+fp8 = Namespace("cuda.fp8", ["cvt_float_to_fp8", "cvt_double_to_fp8", "cvt_bfloat16raw_to_fp8",
+                             "cvt_float_to_e8m0", "cvt_double_to_e8m0",
+                             "cvt_bfloat16raw_to_e8m0", "cvt_e8m0_to_bf16raw",
+                             "cvt_fp8_to_halfraw"])
 fp8.fp8_e5m2, fp8.fp8_e4m3, fp8.fp8_e8m0 = t.fp8_e5m2, t.fp8_e4m3, t.fp8_e8m0
+
+
+class saturation_t:  # noqa: N801 - CUDA's __nv_saturation_t
+    NOSAT = 0
+    SATFINITE = 1
+
+
+class fp8_interpretation_t:  # noqa: N801 - CUDA's __nv_fp8_interpretation_t
+    E4M3 = 0
+    E5M2 = 1
+
+
+fp8.saturation_t, fp8.fp8_interpretation_t = saturation_t, fp8_interpretation_t
 local = Namespace("cuda.local", ["array"])
 const = Namespace("cuda.const", ["array_like"])
 atomic = Namespace("cuda.atomic", ["add", "sub", "max", "min", "exch", "cas", "inc", "dec",
@@ -197,6 +214,35 @@ class LibdeviceFunction(KernelOnly):
         d = self.declaration
         args = ", ".join(f"{p.name}: {p.ty}" for p in d.params if not p.is_ptr)
         return f"<gpunb libdevice function {d.name}({args}) -> {d.returns}>"
+
+
+# CUDA's built-in vector types (float32x4 & co, with C's aliases: float4, int2, uchar3, ...):
+# constructors inside kernels, giving values with fields x, y, z, w (builtins/vectors.py)
+VECTOR_BASES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float32", "float64")
+_VECTOR_ALIASES = {"char": "int8", "short": "int16", "int": "int32", "long": "int64",
+                   "longlong": "int64", "uchar": "uint8", "ushort": "uint16", "uint": "uint32",
+                   "ulong": "uint64", "ulonglong": "uint64", "float": "float32",
+                   "double": "float64"}
+
+
+class VectorConstructor(KernelOnly):
+    """cuda.float32x4 & co; `aliases` lists C's names for it (float4), as numba-cuda's."""
+
+    __slots__ = ("aliases",)
+
+    def __init__(self, qualname: str):
+        super().__init__(qualname)
+        self.aliases: list = []
+
+
+VECTOR_TYPES = {f"{base}x{n}": VectorConstructor(f"cuda.{base}x{n}") for base in VECTOR_BASES
+                for n in (1, 2, 3, 4)}
+VECTOR_NAMES = dict(VECTOR_TYPES)  # and C's aliases, the same objects
+for _alias, _base in _VECTOR_ALIASES.items():
+    for _n in (1, 2, 3, 4):
+        VECTOR_NAMES[f"{_alias}{_n}"] = VECTOR_TYPES[f"{_base}x{_n}"]
+        VECTOR_TYPES[f"{_base}x{_n}"].aliases.append(f"{_alias}{_n}")
 
 
 def intrinsic_name(obj) -> str | None:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
 from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler import datetimes
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 
 
@@ -19,6 +22,14 @@ def cast(b: ir.IRBuilder, value, src: t.Type, dst: t.Type):
     """Convert `value` of type `src` to `dst` (numbers, complex, tuples, array layouts)."""
     if src == dst or value is None:
         return value
+    if isinstance(value, (str, bytes)) and isinstance(dst, t.CharSeq):  # a constant's text
+        from gpunb.foundation import string_types
+
+        element = dm.value_type(dst).element
+        return ir.Constant(dm.value_type(dst), [ir.Constant(element, c) for c in
+                                                string_types.encode(dst, value)])
+    if isinstance(src, t.DateTime) and isinstance(dst, t.DateTime):
+        return datetimes.rescale(b, value, src, dst)
     if isinstance(src, (t.BFloat16, t.FP8)) or isinstance(dst, (t.BFloat16, t.FP8)):
         # imported here (and below): a kernel without bf16/fp8/complex powers never loads
         # lowfloat or complexmath on its cold compile
@@ -101,6 +112,10 @@ def constant(ty: t.Type, value):
     """An LLVM constant of kernel type `ty` from a Python value."""
     if isinstance(ty, t.Boolean):
         return ir.Constant(dm.i1, int(bool(value)))
+    if isinstance(ty, enum_types.EnumMember):  # an Enum member: its position in the class
+        return ir.Constant(dm.i64, ty.index_of(value))
+    if isinstance(ty, t.DateTime):  # the count of units (NaT the least int64)
+        return ir.Constant(dm.i64, int(np.asarray(value).astype(t.to_dtype(ty)).view(np.int64)))
     if isinstance(ty, t.Integer):
         v = int(value)
         return ir.Constant(dm.value_type(ty), v & ((1 << ty.bitwidth) - 1))
@@ -118,6 +133,8 @@ def constant(ty: t.Type, value):
     if isinstance(ty, t.Tuple):
         items = [constant(it, v) for it, v in zip(ty.items, value, strict=True)]
         return ir.Constant(dm.value_type(ty), items)
+    if isinstance(ty, t.StringLiteral):  # its text: a store into a string array encodes it
+        return value
     raise TypeError(f"no constant of {ty}")
 
 
@@ -382,6 +399,8 @@ _INT_CMP = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: "
 
 def compare(b: ir.IRBuilder, op, x, y, ty: t.Type):
     sym = _INT_CMP[type(op)]
+    if isinstance(ty, t.DateTime):
+        return datetimes.compare(b, sym, x, y)
     if isinstance(ty, (t.Float, t.BFloat16)):
         if sym == "!=":
             return b.fcmp_unordered(sym, x, y)

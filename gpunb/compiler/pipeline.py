@@ -29,11 +29,29 @@ def lower_kernel(typed: TypedFunction, target, options: dict, symbol: str) -> Mo
 
 
 def lower_device_function(typed: TypedFunction, target, options: dict, symbol: str):
-    """For compile_ptx(device=True): an externally visible device function."""
+    """For compile_ptx(device=True): an externally visible device function; with
+    options["abi"] == "numba", numba's calling convention: `int symbol(Ret *out, args...)`
+    returning 0 (the status) and storing the result through `out`."""
     mb = ModuleBuilder(target, options, typed.name)
     fn = mb.device_function(typed)
-    fn.name = symbol
-    fn.linkage = "external"
+    if options.get("abi") != "numba":
+        fn.name = symbol
+        fn.linkage = "external"
+        return mb
+    from llvmlite import ir
+
+    from gpunb.compiler import datamodel as dm
+
+    params = list(fn.function_type.args)
+    wrapper = ir.Function(mb.module, ir.FunctionType(dm.i32, [dm.ptr] + params), symbol)
+    b = ir.IRBuilder(wrapper.append_basic_block("entry"))
+    if mb.debug is not None:  # the wrapper is the function's line of the line table
+        scope = mb.debug.subprogram(wrapper, typed.source)
+        b.debug_metadata = mb.debug.location(typed.source.first_line, 0, scope)
+    result = b.call(fn, wrapper.args[1:])
+    if not isinstance(typed.return_type, t.NoneType):
+        b.store(result, wrapper.args[0])
+    b.ret(ir.Constant(dm.i32, 0))
     return mb
 
 

@@ -17,6 +17,7 @@ import ast
 import numpy as np
 
 from gpunb.foundation import types as t
+from gpunb.foundation.pointer_types import Pointer
 
 # float32 with these stays float32 in arithmetic (numba's conversions to float32 are safe only
 # from them: see _CAN_CONVERT), likewise complex64
@@ -242,6 +243,17 @@ def conversion(src: t.Type, dst: t.Type, literal: int | None = None) -> int | No
         return None if found is None else max(found, PROMOTE)
     if isinstance(src, t.BFloat16) or isinstance(dst, t.BFloat16):
         return _bfloat16_conversion(src, dst)
+    if isinstance(src, t.DateTime) or isinstance(dst, t.DateTime):  # a finer unit is safe
+        from gpunb.compiler import datetimes
+
+        if not (isinstance(src, t.DateTime) and isinstance(dst, t.DateTime)) or \
+                src.kind != dst.kind:
+            return None
+        return EXACT if src == dst else SAFE if datetimes.can_cast(src.unit, dst.unit) else None
+    if isinstance(dst, Pointer):  # an address passed as an int (numba-cuda's launches)
+        if isinstance(src, Pointer):
+            return EXACT if src == dst else SAFE if dst.dtype is None else None
+        return UNSAFE if isinstance(src, t.Integer) else None
     if src not in _INDEX or dst not in _INDEX:
         return EXACT if src == dst else None
     return _KINDS[_CAN_CONVERT[_INDEX[src]][_INDEX[dst]]]
@@ -269,7 +281,7 @@ def rating(sources: tuple, targets: tuple, literals: tuple | None = None) -> tup
     literals = literals or (None,) * len(sources)
     for src, dst, lit in zip(sources, targets, literals, strict=True):
         if isinstance(src, t.Array) or isinstance(dst, t.Array) or isinstance(src, t.Tuple):
-            if not t.can_convert(src, dst):
+            if not can_convert(src, dst):
                 return None
             continue
         kind = conversion(src, dst, lit)
@@ -304,3 +316,45 @@ def range_type(argtypes: tuple, literals: tuple) -> t.Integer:
                   (t.uint64,) * len(argtypes)]
     chosen = best_match(tuple(argtypes), candidates, literals)
     return candidates[chosen][0] if chosen is not None else t.int64
+
+
+def unify(a: t.Type, b: t.Type) -> t.Type | None:
+    """The least type that holds values of both (for variables assigned in several places)."""
+    if a == b:
+        return a
+    if t.is_number(a) and t.is_number(b):
+        if isinstance(a, t.Integer) and isinstance(b, t.Integer) and a.signed == b.signed:
+            return t.Integer(max(a.bitwidth, b.bitwidth), a.signed)
+        if isinstance(a, t.Boolean) or isinstance(b, t.Boolean):
+            return b if isinstance(a, t.Boolean) else a
+        return t.unify_numbers(a, b)
+    if isinstance(a, t.Tuple) and isinstance(b, t.Tuple) and len(a.items) == len(b.items):
+        items = tuple(unify(x, y) for x, y in zip(a.items, b.items, strict=False))
+        return None if None in items else t.Tuple(items)
+    if isinstance(a, t.Array) and isinstance(b, t.Array) and a.dtype == b.dtype and \
+            a.ndim == b.ndim:
+        return t.Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A",
+                       a.readonly or b.readonly, a.aligned and b.aligned)
+    return None
+
+
+def can_convert(src: t.Type, dst: t.Type) -> bool:
+    """Whether a value of `src` may be passed where `dst` is declared (a declared signature, an
+    annotated variable, a store): numba's Array.can_convert_to for arrays - same dtype and ndim,
+    the layout kept or 'A', never read-only to writeable nor unaligned to aligned - plus a 1-d
+    contiguous array passing as either 'C' or 'F' (it is both); numbers convert to numbers except
+    complex to real; tuples item by item. The dispatcher (launch arguments) and inference (calls,
+    stores) both ask this one function."""
+    if src == dst:
+        return True
+    if t.is_number(src) and t.is_number(dst):
+        return not (isinstance(src, t.Complex) and not isinstance(dst, t.Complex))
+    if isinstance(src, t.Array) and isinstance(dst, t.Array):
+        layout_ok = dst.layout in ("A", src.layout) or (
+            src.ndim == 1 and src.layout in "CF" and dst.layout in "CF")
+        return src.dtype == dst.dtype and src.ndim == dst.ndim and layout_ok and \
+            (dst.readonly or not src.readonly) and (src.aligned or not dst.aligned)
+    if isinstance(src, t.Tuple) and isinstance(dst, t.Tuple):
+        return len(src.items) == len(dst.items) and all(
+            can_convert(a, b) for a, b in zip(src.items, dst.items, strict=True))
+    return False

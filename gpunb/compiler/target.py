@@ -30,9 +30,10 @@ class Target:
 
     # ---- functions -----------------------------------------------------------------------------
 
-    def debug_info(self, module: ir.Module):
-        """The module's line-table builder (compiler/debuginfo.py), or None for none."""
-        return DebugInfo(module) if self.emits_line_info else None
+    def debug_info(self, module: ir.Module, full: bool = False):
+        """The module's line-table builder (compiler/debuginfo.py), or None for none; `full`
+        (debug=True) asks for a full compile unit."""
+        return DebugInfo(module, full=full) if self.emits_line_info else None
 
     def extra_params(self) -> list:
         """Hidden leading parameters of every GPU function (the CPU target's thread context)."""

@@ -84,6 +84,7 @@ class GpuCall:
     args: tuple  # per parameter: the argument's AST node, or a Const
     argtypes: tuple  # what each argument is converted to (the callee's parameter types)
     forceinline: bool = False  # the callee was made with cuda.jit(forceinline=True)
+    inline: bool = False  # cuda.jit(inline='always'/True/a cost model saying so): body inlined
 
     @property
     def result(self) -> t.Type:
@@ -203,7 +204,8 @@ class LoopPlan:
 @record
 class IntIndex:
     """An integer index: the node's value, or item `position` of a tuple-valued node (a[idx]
-    with idx = (i, j) indexes two axes)."""
+    with idx = (i, j) indexes two axes), or with position -1 the value a 0-d integer array
+    holds (numba indexes with those too)."""
 
     node: ast.AST
     type: t.Type

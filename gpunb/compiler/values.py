@@ -9,12 +9,25 @@ from __future__ import annotations
 
 import ast
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
+from gpunb.foundation.numba_types import from_numba
 from gpunb.foundation.pyobjects import MISSING
 from gpunb.foundation.records import record
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayCTypes(t.Type):
+    """`arr.ctypes` in GPU code: only its `.data` (the address, as numba's) is read."""
+
+    array: t.Array
+
+    def __str__(self) -> str:
+        return f"ctypes of {self.array}"
 
 
 @record(eq=False)
@@ -70,6 +83,9 @@ def constant_type(value) -> t.Type | None:
     """The kernel type of a Python constant frozen into code, or None if it is not a constant."""
     if isinstance(value, (bool, np.bool_)):
         return t.boolean
+    enum_member = enum_types.enum_type(value)
+    if enum_member is not None:
+        return enum_member
     if isinstance(value, int):
         return t.int64 if -(2**63) <= value < 2**63 else t.uint64
     if isinstance(value, float):
@@ -94,7 +110,47 @@ def constant_type(value) -> t.Type | None:
     if isinstance(value, tuple):
         items = tuple(constant_type(v) for v in value)
         return None if any(i is None for i in items) else t.Tuple(items)
-    return None
+    return foreign_array_type(value)
+
+
+def foreign_array(value) -> tuple | None:
+    """(address, shape, strides, dtype, readonly) of another library's GPU array (anything with
+    __cuda_array_interface__, CuPy's, PyTorch's, numba's), captured by reference as numba-cuda
+    captures it; None for other objects."""
+    try:
+        desc = getattr(value, "__cuda_array_interface__", None)
+    except Exception:  # noqa: BLE001 - a property that fails is no interface
+        return None
+    if not isinstance(desc, dict) or "shape" not in desc or "data" not in desc:
+        return None
+    descr = desc.get("descr")
+    dtype = np.dtype([tuple(d) for d in descr]) if descr and not (
+        len(descr) == 1 and descr[0][0] == "") else np.dtype(desc["typestr"])
+    shape = tuple(int(n) for n in desc["shape"])
+    strides = desc.get("strides")
+    if strides is None:  # C-contiguous
+        strides, step = [], dtype.itemsize
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= n
+    address, readonly = desc["data"]
+    return int(address or 0), shape, tuple(int(s) for s in strides), dtype, bool(readonly)
+
+
+def foreign_array_type(value) -> t.Array | None:
+    found = foreign_array(value)
+    if found is None:
+        return None
+    _, shape, strides, dtype, readonly = found
+    try:
+        element = t.from_dtype(dtype)
+    except TypeError:
+        return None
+    itemsize = dtype.itemsize
+    c = list(strides) == [int(np.prod(shape[k + 1:])) * itemsize for k in range(len(shape))]
+    f = list(strides) == [int(np.prod(shape[:k])) * itemsize for k in range(len(shape))]
+    layout = "C" if c else "F" if f else "A"
+    return t.Array(element, len(shape), layout, readonly)
 
 
 _BINOPS = {
@@ -111,7 +167,7 @@ def const_eval(node: ast.AST, resolve) -> object:
     `resolve(node)` returns the compile-time value of a Name/Attribute or raises NotConstant.
     """
     if isinstance(node, ast.Constant):
-        if isinstance(node.value, (int, float, complex, bool, str)) or node.value is None:
+        if isinstance(node.value, (int, float, complex, bool, str, bytes)) or node.value is None:
             return node.value
         raise NotConstant
     if isinstance(node, (ast.Name, ast.Attribute)):
@@ -149,7 +205,8 @@ def dtype_to_type(value) -> t.Type | None:
         return value
     if type(value).__module__.startswith("numba"):
         # numba's own type objects (`from numba import float32`) name the same types
-        return t.TYPE_NAMES.get(str(value))
+        found = from_numba(value)
+        return found if isinstance(found, t.Type) and not isinstance(found, t.Array) else None
     try:
         if isinstance(value, type) and issubclass(value, np.generic):
             return t.from_dtype(value)

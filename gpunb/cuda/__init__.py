@@ -79,7 +79,17 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     warpsize,
     wmma,
 )
-from gpunb.cuda.compiling import (  # noqa: F401 - re-exported
+from gpunb.cuda.api import (  # noqa: F401 - re-exported host API
+    declare_device,
+    detect,
+    is_available,
+    is_bfloat16_supported,
+    is_fp8_supported,
+    is_fp16_supported,
+    select_device,
+    synchronize,
+)
+from gpunb.cuda.compiler import (  # noqa: F401 - re-exported
     compile,
     compile_all,
     compile_for_current_device,
@@ -103,102 +113,11 @@ _sys.modules[__name__ + ".bf16"] = bf16
 _sys.modules[__name__ + ".fp8"] = fp8
 _sys.modules[__name__ + ".wmma"] = wmma
 
-
-def declare_device(name: str, sig, link=None, use_cooperative: bool = False, abi: str = "numba"):
-    """A foreign device function callable from kernels: `name` with the numba signature `sig`,
-    defined in the code `link` names (.cu compiled by NVRTC, .ptx, .cubin, .fatbin, .o, .a,
-    .ltoir, or cuda.CUSource & co.), linked into every kernel that calls it (CUDA target only).
-    abi="numba": `int name(Ret *out, args...)`; abi="c": `Ret name(args...)`."""
-    from gpunb.compiler.builtins.external import ABIS, ExternalFunction
-    from gpunb.foundation.errors import JitOptionError
-    from gpunb.foundation.linkable import link_items
-    from gpunb.jit import options as jit_checks
-
-    if abi not in ABIS:
-        raise JitOptionError(f"Unsupported ABI: {abi!r}", jit_checks.user_location(),
-                             hint="abi='numba' (int f(Ret *out, args...)) or abi='c'")
-    if not isinstance(name, str) or not name.isidentifier():
-        raise TypeError(f"declare_device: the name must be the function's C symbol, got {name!r}")
-    if isinstance(sig, str) and sig.strip().startswith("("):
-        raise TypeError("Return type must be provided for device declarations, e.g. "
-                        f"'int32{sig.strip()}'")
-    parsed = jit_checks.parse_signature(sig, "declare_device signature")
-    if parsed.return_type is None:
-        raise TypeError("Return type must be provided for device declarations, e.g. "
-                        "int32(float32, int32)")
-    return ExternalFunction(name, parsed, link_items(link), abi, use_cooperative)
-
-
-# ---- host API: devices, memory, streams, events (the runtime layer) ----------------------------
-
-
-def _device_supports(cc: tuple) -> bool:
-    """On the CPU target every number type works; on a GPU, by compute capability."""
-    from gpunb.runtime.target import active_target
-
-    if active_target() != "cuda":
-        return True
-    from gpunb.backends.cuda import driver
-
-    return tuple(driver.current_device().compute_capability) >= cc
-
-
-def is_fp16_supported() -> bool:
-    """float16 arithmetic: compute capability 5.3 and later (always on the CPU target)."""
-    return _device_supports((5, 3))
-
-
-def is_bfloat16_supported() -> bool:
-    """bfloat16 (cuda.bf16): compute capability 8.0 and later, as in numba-cuda (always on the
-    CPU target)."""
-    return _device_supports((8, 0))
-
-
-def is_fp8_supported() -> bool:
-    """fp8 types: compute capability 8.9 and later, as in numba-cuda (always on the CPU target).
-    gpunb converts fp8 in software on every arch; this answers numba-cuda's question."""
-    return _device_supports((8, 9))
-
-
-
-def is_available() -> bool:
-    from gpunb.backends.cuda import driver
-
-    return driver.is_available()
-
-
-def detect() -> bool:
-    """Print the devices found, as numba.cuda.detect does; True when at least one is usable."""
-    from gpunb.backends.cuda import driver
-
-    if not driver.is_available():
-        print("gpunb: no CUDA GPU found (kernels run on the CPU target)")
-        return False
-    print(f"Found {driver.device_count()} CUDA device(s)")
-    for i in range(driver.device_count()):
-        d = driver.device_info(i) if hasattr(driver, "device_info") else driver.current_device()
-        cc = ".".join(map(str, d.compute_capability))
-        print(f"id {i}    {d.name}    [SUPPORTED] compute capability: {cc}")
-    return True
-
-
-def select_device(device_id: int):
-    from gpunb.backends.cuda import driver
-
-    return driver.select_device(device_id)
-
-
-def synchronize() -> None:
-    from gpunb.runtime import capture
-    from gpunb.runtime.target import active_target
-
-    capture.refuse_synchronize("cuda.synchronize()")
-    if active_target() == "cuda":
-        from gpunb.backends.cuda import driver
-
-        driver.synchronize()
-
-
+# numba.cuda's submodules under their attribute names (`cuda.devicearray` is cudadrv's)
+_SUBMODULES = {name: name for name in ("libdevice", "libdevicefuncs", "types", "random", "np",
+                                       "kernels", "cudadrv", "compiler", "api", "typing", "misc",
+                                       "vector_types")}
+_SUBMODULES["devicearray"] = "cudadrv.devicearray"
 _UFUNC_NAMES = ("vectorize", "guvectorize", "reduce", "Reduce")
 _LINKABLE_NAMES = ("LinkableCode", "CUSource", "PTXSource", "Cubin", "Fatbin", "Archive", "Object",
                    "LTOIR")
@@ -228,10 +147,14 @@ def __getattr__(name: str):
         from gpunb.runtime import arghints
 
         return getattr(arghints, name)
-    if name in ("libdevice", "libdevicefuncs"):  # numba.cuda's submodules, imported when named
+    from gpunb.compiler.kernel_api import VECTOR_NAMES
+
+    if name in VECTOR_NAMES:  # CUDA's vector types: cuda.float32x4(...), cuda.int2(...)
+        return VECTOR_NAMES[name]
+    if name in _SUBMODULES:  # numba.cuda's submodules, imported when first named
         import importlib
 
-        return importlib.import_module(f"{__name__}.{name}")
+        return importlib.import_module(f"{__name__}.{_SUBMODULES[name]}")
     from gpunb.foundation import types
 
     if name in types.TYPE_NAMES:  # `from numba.cuda import float32` works in numba-cuda

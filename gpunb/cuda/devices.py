@@ -124,6 +124,8 @@ class _DeviceList:
         return len(_gpu_list()) if _on_gpu() else 1
 
     def __getitem__(self, number: int) -> _DeviceEntry:
+        if isinstance(number, slice):  # cuda.gpus[1:], as numba-cuda's list allows
+            return [self[i] for i in range(len(self))[number]]
         if _on_gpu():  # runtime/devices checks the number against the driver's devices
             return _DeviceEntry(_gpu_list()[number].id)
         number = int(number)

@@ -5,14 +5,16 @@ The CUDA and CPU targets share this layout, so one argument packer (runtime/pack
 - a complex number is two slots (real, imaginary) of its component type;
 - an array is `ptr` (data), then `ndim` x `i64` shape, then `ndim` x `i64` strides in bytes;
 - a tuple is its items' slots in order;
-- a record (structured scalar) is a `ptr` to its bytes;
+- a record (structured scalar) is a `ptr` to its bytes; a C pointer (CPointer) is a `ptr`;
 - a TMA tensor map is one `tmap` slot: its 128 bytes by value on the GPU (a __grid_constant__
   parameter), a pointer to them on the CPU target.
 """
 
 from __future__ import annotations
 
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
+from gpunb.foundation.pointer_types import Pointer
 
 SLOT_SIZES = {"ptr": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "f32": 4, "f64": 8,
               "bf16": 2}
@@ -29,6 +31,8 @@ def scalar_slot(ty: t.Type) -> str:
         return "bf16"
     if isinstance(ty, t.FP8):
         return "i8"
+    if isinstance(ty, (enum_types.EnumMember, t.DateTime)):  # class position; count of units
+        return "i64"
     raise TypeError(f"{ty} is not a scalar")
 
 
@@ -44,7 +48,7 @@ def param_slots(ty: t.Type) -> tuple[str, ...]:
         for item in ty.items:
             out += param_slots(item)
         return out
-    if isinstance(ty, t.Record):
+    if isinstance(ty, (t.Record, Pointer)):
         return ("ptr",)
     from gpunb.foundation.tensor_types import TensorMap
 

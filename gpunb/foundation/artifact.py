@@ -57,6 +57,9 @@ class KernelArtifact:
     access_sites: tuple = ()
     # cpu static shared arrays: (byte offset after the dynamic area, elements, dtype) each
     shared_layout: tuple = ()
+    # warnings the compile emitted ((category name, message, file, line), ...): a cache hit
+    # emits them again, as the compile it stands for would have
+    compile_warnings: tuple = ()
     # cpu: (file, line, col, function, "statement" | "def") by code-site id, the "lines" of the
     # host object's line table (backends/cpu/codesites.py): where a fault was in the source
     code_sites: tuple = ()
@@ -84,8 +87,8 @@ class KernelArtifact:
         data["param_slots"] = tuple(data["param_slots"])
         data["line_map"] = tuple((line, tuple(ptx)) for line, ptx in data["line_map"])
         for name in ("printf_formats", "error_sites", "barrier_sites", "raise_sites",
-                     "access_sites", "shared_layout", "code_sites", "debug_sites",
-                     "debug_frames"):
+                     "access_sites", "shared_layout", "compile_warnings", "code_sites",
+                     "debug_sites", "debug_frames"):
             data[name] = tuple(tuple(x) if isinstance(x, list) else x
                                for x in data.get(name, ()))
         return cls(binary=binary, **data)

@@ -42,6 +42,8 @@ Values are read when asked for (not frozen at import), so tests and notebooks ca
   CPUs this process may run on (its affinity mask, as numba's NUMBA_NUM_THREADS), not every
   core of the host.
 - GPUNB_NOTICES: `0` silences one-line notices (target fallback, host copies). Default 1.
+- GPUNB_LOW_OCCUPANCY_WARNINGS: `1` warns (PerformanceWarning) for grids under 128 blocks, as
+  numba-cuda does by default. Default 0.
 - GPUNB_NATIVE_LAUNCH: `0` launches through the Python path and cuda.bindings instead of
   gpunb's machine code (backends/native_launch/: native launchers and the cuLaunchKernel
   trampoline). Default 1.
@@ -320,6 +322,12 @@ def cpu_threads() -> int:
 
 def notices_enabled() -> bool:
     return _flag("GPUNB_NOTICES", True)
+
+
+def low_occupancy_warnings() -> bool:
+    """GPUNB_LOW_OCCUPANCY_WARNINGS=1: a launch configuration of fewer than 128 blocks warns
+    (numba-cuda's NumbaPerformanceWarning, which numba-cuda turns on by default). Default 0."""
+    return _flag("GPUNB_LOW_OCCUPANCY_WARNINGS", False)
 
 
 def native_launch_enabled() -> bool:

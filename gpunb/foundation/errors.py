@@ -107,7 +107,13 @@ class LocatedError(GpunbError):
         self.loc = loc
         self.hint = hint
         self.function = function
+        self.context: list = []  # "During: ..." lines: the calls that led here, innermost first
         super().__init__(self.render())
+
+    def add_context(self, line: str) -> None:
+        """Note a step that led to the error (numba's "During: resolving callee type ...")."""
+        self.context.append(line)
+        self.args = (self.render(),)
 
     def render(self) -> str:
         parts = []
@@ -122,6 +128,7 @@ class LocatedError(GpunbError):
                 parts.append(caret)
         if self.hint:
             parts.append(f"  hint: {self.hint}")
+        parts.extend(f"  {line}" for line in getattr(self, "context", ()))
         return "\n".join(parts)
 
     def __str__(self) -> str:

@@ -14,18 +14,39 @@ from gpunb.foundation.artifact import KernelArtifact
 from gpunb.foundation.errors import LaunchError, SourceLocation
 
 _classes: dict = {}
+# "module:qualname" -> a user's exception class raised in kernels compiled in this process
+USER_CLASSES: dict = {}
 
 
 def exception_class(name: str) -> type:
-    """KernelValueError for "ValueError": a LaunchError and a ValueError."""
+    """KernelValueError for "ValueError": a LaunchError and a ValueError; for a user's class
+    ("module:qualname") a LaunchError and that class."""
     found = _classes.get(name)
     if found is None:
-        base = getattr(builtins, name)
-        found = type(f"Kernel{name}", (LaunchError, base), {
+        base = user_class(name) if ":" in name else getattr(builtins, name)
+        found = type(f"Kernel{base.__name__}", (LaunchError, base), {
             "__module__": __name__,
-            "__doc__": f"{name} raised by kernel code compiled with debug=True."})
+            "__doc__": f"{base.__name__} raised by kernel code compiled with debug=True."})
         _classes[name] = found
     return found
+
+
+def user_class(name: str) -> type:
+    """A user's exception class by "module:qualname": the one compiled in this process, else
+    imported (a disk-cache hit in a new process); Exception when neither finds it."""
+    found = USER_CLASSES.get(name)
+    if found is not None:
+        return found
+    import importlib
+
+    module, qualname = name.split(":", 1)
+    try:
+        value = importlib.import_module(module)
+        for part in qualname.split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError):
+        return Exception
+    return value if isinstance(value, type) and issubclass(value, Exception) else Exception
 
 
 ZERO_STEP_MESSAGE = "range() arg 3 must not be zero"
@@ -50,13 +71,24 @@ _TENSOR_CORE_HINT = ("the CPU target checks tensor-core operands and warps as th
 def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchError:
     """The host exception for raise site `site`, fired by thread `tid` of block `ctaid`."""
     exc_name, message, filename, line, col, function = artifact.raise_sites[site]
-    what = "assertion failed" if exc_name == "AssertionError" else f"raised {exc_name}"
+    shown = exc_name.rsplit(":", 1)[-1]
+    what = "assertion failed" if exc_name == "AssertionError" else f"raised {shown}"
     text = f"{what}: {message}" if message else what
     hint = ("reported because the kernel was compiled with debug=True; without it the "
             "raising thread just ends, as in numba.cuda")
     hint = _ALWAYS_CHECKED.get(message, hint)
     if message.startswith(_TENSOR_CORE_CHECKS):
         hint = _TENSOR_CORE_HINT
-    return exception_class(exc_name)(
-        f"{text} (thread {tuple(tid)}, block {tuple(ctaid)} of kernel '{artifact.name}')",
-        SourceLocation(filename, line, col), function=function, hint=hint)
+    # numba-cuda's words too, for those who search for them
+    numba_words = (f"In function '{function}', file {filename}, line {line}, "
+                   f"tid={list(tid)} ctaid={list(ctaid)}" + (f": {message}" if message else ""))
+    text = (f"{text} (thread {tuple(tid)}, block {tuple(ctaid)} of kernel '{artifact.name}')"
+            f"\n{numba_words}")
+    cls = exception_class(exc_name)
+    try:
+        return cls(text, SourceLocation(filename, line, col), function=function, hint=hint)
+    except TypeError:  # a user's class whose __init__ takes other arguments: made without it
+        base = user_class(exc_name) if ":" in exc_name else getattr(builtins, exc_name)
+        made = base.__new__(base)
+        made.args = (text,)
+        return made

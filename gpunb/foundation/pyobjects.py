@@ -14,8 +14,28 @@ MISSING = type("Missing", (), {"__repr__": lambda self: "<missing>", "__slots__"
 
 
 def is_gpu_function(obj) -> bool:
-    """A gpunb GPU function (a cuda.jit Dispatcher): it says so with `__gpunb_function__`."""
-    return getattr(obj, "__gpunb_function__", False) is True
+    """A function kernels can call: a gpunb GPU function (a cuda.jit Dispatcher says so with
+    `__gpunb_function__`), or a numba-compiled function (`@numba.njit` / `@numba.jit`, a
+    numba-cuda device function), which numba-cuda compiles as a device function when a kernel
+    calls it and gpunb compiles from its `py_func` the same way."""
+    return getattr(obj, "__gpunb_function__", False) is True or is_numba_dispatcher(obj)
+
+
+def is_numba_dispatcher(obj) -> bool:
+    """A numba Dispatcher (CPU @jit/@njit or numba-cuda's): a numba class with the Python
+    function it compiles in `py_func`."""
+    cls = type(obj)
+    return cls.__module__.startswith("numba.") and \
+        callable(getattr(obj, "py_func", None)) and hasattr(obj, "targetoptions") and \
+        getattr(obj, "_can_compile", True)  # an explicit signature: CPU only (numba-cuda too)
+
+
+def is_cpu_only_numba_function(obj) -> bool:
+    """A numba @jit function given explicit signatures: compiled for the CPU only, which
+    numba-cuda refuses to call from kernels."""
+    cls = type(obj)
+    return cls.__module__.startswith("numba.") and hasattr(obj, "py_func") and \
+        getattr(obj, "_can_compile", True) is False
 
 
 def closure_cell(py_func, name: str):

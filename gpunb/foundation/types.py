@@ -41,10 +41,12 @@ class NoneType(Type):
 
 @dataclass(frozen=True, slots=True)
 class StringLiteral(Type):
-    """A string constant: only print() accepts it."""
+    """A string (or bytes) constant: print() takes it, and stores into string arrays."""
+
+    kind: str = "str"  # or "bytes"
 
     def __str__(self) -> str:
-        return "str"
+        return self.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,12 @@ class Integer(Type):
 
     def __str__(self) -> str:
         return f"{'int' if self.signed else 'uint'}{self.bitwidth}"
+
+
+def plain(ty: Type) -> Type:
+    """A kind of integer (an IntEnum member, enum_types.py) as the integer it computes with."""
+    return Integer(ty.bitwidth, ty.signed) if isinstance(ty, Integer) and \
+        type(ty) is not Integer else ty
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +260,38 @@ class InlineArray(Type):
 
 
 @dataclass(frozen=True, slots=True)
+class DateTime(Type):
+    """numpy's datetime64[unit] (kind 'M') or timedelta64[unit] (kind 'm'): numba's NPDatetime
+    and NPTimedelta, an int64 count of units whose least value is NaT (compiler/datetimes.py)."""
+
+    kind: str
+    unit: str  # numpy's: 'Y', 'M', 'W', 'D', 'h', ..., 'as', or '' (generic)
+
+    def __str__(self) -> str:
+        return f"{'datetime64' if self.kind == 'M' else 'timedelta64'}[{self.unit}]"
+
+
+@dataclass(frozen=True, slots=True)
+class CharSeq(Type):
+    """numpy's fixed-width strings: numba's CharSeq (`S12`, bytes) and UnicodeCharSeq (`<U12`,
+    UCS-4 code points); foundation/string_types.py encodes constants into them."""
+
+    kind: str  # 'S' or 'U'
+    count: int
+
+    def __str__(self) -> str:
+        return f"[{'char' if self.kind == 'S' else 'unichr'} x {self.count}]"
+
+    @property
+    def char_bytes(self) -> int:
+        return 1 if self.kind == "S" else 4
+
+    @property
+    def size(self) -> int:
+        return self.count * self.char_bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Group(Type):
     """A cooperative group handle: `cuda.cg.this_grid()` or `cuda.cg.this_thread_block()`."""
 
@@ -302,28 +342,6 @@ complex128 = c16 = Complex(128)
 intp = int64
 uintp = uint64
 
-# numba's C-name aliases and type domains (sets a ufunc or a test iterates over)
-byte, ubyte, short, ushort = int8, uint8, int16, uint16
-intc, uintc, long_, ulong, longlong, ulonglong = int32, uint32, int64, uint64, int64, uint64
-signed_domain = frozenset({int8, int16, int32, int64})
-unsigned_domain = frozenset({uint8, uint16, uint32, uint64})
-integer_domain = signed_domain | unsigned_domain
-real_domain, complex_domain = frozenset({float32, float64}), frozenset({complex64, complex128})
-number_domain = integer_domain | real_domain | complex_domain
-
-
-class _UniTupleKind(type):
-    """numba's UniTuple: UniTuple(int32, 3) makes a Tuple; isinstance asks if one is uniform."""
-
-    def __call__(cls, dtype: Type, count: int) -> Tuple:
-        return Tuple((dtype,) * int(count))
-
-    def __instancecheck__(cls, obj) -> bool:
-        return isinstance(obj, Tuple) and bool(obj.items) and len(set(obj.items)) == 1
-
-
-UniTuple = _UniTupleKind("UniTuple", (), {"__doc__": "numba's homogeneous tuple type"})
-
 TYPE_NAMES: dict[str, Type] = {
     "void": void, "none": none, "boolean": boolean, "bool_": boolean, "b1": boolean,
     "int8": int8, "int16": int16, "int32": int32, "int64": int64,
@@ -341,7 +359,8 @@ TYPE_NAMES: dict[str, Type] = {
 
 def array_type_from_slices(dtype: Type, item) -> Array:
     """`float32[:, ::1]` -> Array(float32, 2, 'C'); `float32[::1, :]` -> 'F'; else 'A'."""
-    if not isinstance(dtype, (Boolean, Integer, Float, Complex, Record, BFloat16, FP8)):
+    if not isinstance(dtype, (Boolean, Integer, Float, Complex, Record, BFloat16, FP8, DateTime,
+                              CharSeq)):
         raise TypeError(f"cannot make an array of {dtype}")
     dims = item if isinstance(item, tuple) else (item,)
     for d in dims:
@@ -413,6 +432,11 @@ def from_dtype(dtype) -> Type:
         return found
     if dtype.type.__module__.startswith("ml_dtypes") and dtype.name in _ML_DTYPES:
         return _ML_DTYPES[dtype.name]
+    if dtype.kind in "mM" and np.datetime_data(dtype)[1] == 1:  # datetime64[D] & co
+        unit = np.datetime_data(dtype)[0]
+        return DateTime(dtype.kind, "" if unit == "generic" else unit)
+    if dtype.kind in "SU" and dtype.itemsize:  # numpy's fixed-width strings
+        return CharSeq(dtype.kind, dtype.itemsize // (1 if dtype.kind == "S" else 4))
     if dtype.fields:
         fields = tuple(
             (name, _field_type(dtype.fields[name][0]), dtype.fields[name][1])
@@ -429,7 +453,7 @@ def _natural_alignment(ty: Type) -> int:
         return _natural_alignment(ty.dtype)
     if isinstance(ty, Complex):
         return ty.bitwidth // 16
-    return sizeof(ty)
+    return ty.char_bytes if isinstance(ty, CharSeq) else sizeof(ty)
 
 
 def _layout_alignment(fields: tuple, itemsize: int) -> int:
@@ -468,8 +492,12 @@ def to_dtype(t: Type) -> np.dtype:
         return np.dtype((to_dtype(t.dtype), t.shape))
     if isinstance(t, (BFloat16, FP8)):
         return ml_dtype(t)
+    if isinstance(t, DateTime):
+        return np.dtype(f"{t.kind}8[{t.unit}]" if t.unit else f"{t.kind}8")
+    if isinstance(t, CharSeq):
+        return np.dtype(f"{'S' if t.kind == 'S' else '<U'}{t.count}")
     try:
-        return _TYPE_TO_DTYPE[t]
+        return _TYPE_TO_DTYPE[plain(t)]
     except KeyError:
         raise TypeError(f"{t} has no numpy dtype") from None
 
@@ -481,7 +509,9 @@ def sizeof(t: Type) -> int:
         return t.bitwidth // 8
     if isinstance(t, BFloat16):
         return 2
-    if isinstance(t, Record):
+    if isinstance(t, DateTime):
+        return 8
+    if isinstance(t, (Record, CharSeq)):
         return t.size
     if isinstance(t, InlineArray):
         return sizeof(t.dtype) * math.prod(t.shape)
@@ -505,6 +535,7 @@ def is_fp8(t: Type) -> bool:
 
 def integer_result(a: Type, b: Type) -> Type:
     """numba's integer promotion: at least 64 bits; mixed signedness of 64 bits -> float64."""
+    a, b = plain(a), plain(b)
     a = int64 if isinstance(a, Boolean) else a
     b = int64 if isinstance(b, Boolean) else b
     if a.signed == b.signed:
@@ -517,6 +548,7 @@ def integer_result(a: Type, b: Type) -> Type:
 
 def unify_numbers(a: Type, b: Type) -> Type:
     """The type both operands of arithmetic are converted to (numpy/numba rules)."""
+    a, b = plain(a), plain(b)
     if isinstance(a, BFloat16) or isinstance(b, BFloat16):
         return _unify_with_bfloat16(a, b)
     small_int = isinstance(a, Integer) and a.bitwidth < 64
@@ -557,44 +589,3 @@ def _int_as_float_width(t: Type) -> int:
     if t.bitwidth <= 16:
         return 32
     return 64
-
-
-def unify(a: Type, b: Type) -> Type | None:
-    """The least type that holds values of both (for variables assigned in several places)."""
-    if a == b:
-        return a
-    if is_number(a) and is_number(b):
-        if isinstance(a, Integer) and isinstance(b, Integer) and a.signed == b.signed:
-            return Integer(max(a.bitwidth, b.bitwidth), a.signed)
-        if isinstance(a, Boolean) or isinstance(b, Boolean):
-            return b if isinstance(a, Boolean) else a
-        return unify_numbers(a, b)
-    if isinstance(a, Tuple) and isinstance(b, Tuple) and len(a.items) == len(b.items):
-        items = tuple(unify(x, y) for x, y in zip(a.items, b.items, strict=False))
-        return None if None in items else Tuple(items)
-    if isinstance(a, Array) and isinstance(b, Array) and a.dtype == b.dtype and a.ndim == b.ndim:
-        return Array(a.dtype, a.ndim, a.layout if a.layout == b.layout else "A",
-                     a.readonly or b.readonly, a.aligned and b.aligned)
-    return None
-
-
-def can_convert(src: Type, dst: Type) -> bool:
-    """Whether a value of `src` may be passed where `dst` is declared (a declared signature, an
-    annotated variable, a store): numba's Array.can_convert_to for arrays - same dtype and ndim,
-    the layout kept or 'A', never read-only to writeable nor unaligned to aligned - plus a 1-d
-    contiguous array passing as either 'C' or 'F' (it is both); numbers convert to numbers except
-    complex to real; tuples item by item. The dispatcher (launch arguments) and inference (calls,
-    stores) both ask this one function."""
-    if src == dst:
-        return True
-    if is_number(src) and is_number(dst):
-        return not (isinstance(src, Complex) and not isinstance(dst, Complex))
-    if isinstance(src, Array) and isinstance(dst, Array):
-        layout_ok = dst.layout in ("A", src.layout) or (
-            src.ndim == 1 and src.layout in "CF" and dst.layout in "CF")
-        return src.dtype == dst.dtype and src.ndim == dst.ndim and layout_ok and \
-            (dst.readonly or not src.readonly) and (src.aligned or not dst.aligned)
-    if isinstance(src, Tuple) and isinstance(dst, Tuple):
-        return len(src.items) == len(dst.items) and all(
-            can_convert(a, b) for a, b in zip(src.items, dst.items, strict=True))
-    return False

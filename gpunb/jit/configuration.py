@@ -34,7 +34,7 @@ class LaunchConfiguration:
     the ones it was bound for)."""
 
     __slots__ = ("dispatcher", "grid", "block", "stream", "sharedmem", "_native", "_python",
-                 "_python_launches")
+                 "_python_launches", "_callbacks")
 
     def __init__(self, dispatcher, griddim, blockdim, stream, sharedmem):
         self.dispatcher = dispatcher
@@ -45,11 +45,19 @@ class LaunchConfiguration:
         self._native: Launcher | None = None
         self._python: Launcher | None = None
         self._python_launches = 0  # since its last native launcher was bound
+        self._callbacks = None  # numba-cuda's pre_launch_callbacks (see the property)
 
     @property
     def launcher(self) -> Launcher | None:
         """The launcher a call tries first: the last one with a native part, if any."""
         return self._native
+
+    @property
+    def pre_launch_callbacks(self) -> list:
+        """numba-cuda's `callback(kernel, launch_config)` list, run before each launch."""
+        from gpunb.jit.numba_api import pre_launch_callbacks
+
+        return pre_launch_callbacks(self)
 
     @property
     def griddim(self) -> tuple:
@@ -62,10 +70,12 @@ class LaunchConfiguration:
         return _dim3_of(self.block)
 
     def __reduce__(self):
-        if self.stream:
+        if self.stream or self._callbacks:
             import pickle
 
-            raise pickle.PicklingError("cannot pickle a launch configuration with a stream")
+            raise pickle.PicklingError(
+                "Cannot pickle configured launches with pre-launch callbacks" if
+                self._callbacks else "cannot pickle a launch configuration with a stream")
         return (_configured, (self.dispatcher, self.grid, self.block, self.sharedmem))
 
     def __call__(self, *args, **kwargs) -> None:
@@ -95,7 +105,11 @@ class LaunchConfiguration:
                 _refuse_keywords(dispatcher, kwargs)
             if dispatcher.has_extensions:
                 args, cleanups = dispatcher.prepare_arguments(args, self.stream)
-            launcher, new = self._bind(args, cleanups is None)
+            if self._callbacks:  # (a configuration with callbacks never binds a native part)
+                from gpunb.jit.numba_api import run_pre_launch_callbacks
+
+                run_pre_launch_callbacks(self, args)
+            launcher, new = self._bind(args, cleanups is None and not self._callbacks)
             if launcher.run(args, new) == DECLINED:
                 # its native part refused at once (the version moved in another thread
                 # meanwhile, say): the Python packing launches them

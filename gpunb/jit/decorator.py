@@ -29,14 +29,21 @@ def jit(func_or_sig=None, device: bool = False, target: str | None = None, **opt
     from gpunb.jit import versions
     from gpunb.jit.dispatcher import Dispatcher
 
-    if options.get("debug") and options.get("opt", True):
+    if options.get("debug") and (options.get("opt", True) or options.get("lineinfo")):
         import warnings
 
         from gpunb.foundation.errors import InvalidConfigWarning
 
-        warnings.warn("debug=True with opt=True is not supported by CUDA: optimised code's "
-                      "line and variable information is unreliable; pass opt=False with "
-                      "debug=True (as numba-cuda advises)", InvalidConfigWarning, stacklevel=2)
+        if options.get("opt", True):
+            warnings.warn("debug=True with opt=True is not supported by CUDA: optimised code's "
+                          "line and variable information is unreliable; pass opt=False with "
+                          "debug=True (as numba-cuda advises)", InvalidConfigWarning,
+                          stacklevel=2)
+        if options.get("lineinfo"):
+            warnings.warn("debug and lineinfo are mutually exclusive. Use debug to get full "
+                          "debug info (this disables some optimizations), or lineinfo for "
+                          "line info only with code generation unaffected.",
+                          InvalidConfigWarning, stacklevel=2)
     if callable(func_or_sig) and not isinstance(func_or_sig, (str, Signature)):
         loaded_sources.remember_module_text(func_or_sig)  # compiled from the text as imported
         made = Dispatcher(func_or_sig, device=device, target=target, **options)

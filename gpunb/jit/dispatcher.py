@@ -15,6 +15,7 @@ import threading
 import weakref
 
 from gpunb.cache.fingerprint import still_valid
+from gpunb.foundation import config as settings
 from gpunb.foundation import events
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import (
@@ -28,7 +29,7 @@ from gpunb.foundation.errors import (
 from gpunb.jit import failures as _failures
 from gpunb.jit.configuration import LaunchConfiguration
 from gpunb.jit.launcher import LaunchVersion, bump_all
-from gpunb.jit.numba_api import NumbaDispatcherAPI
+from gpunb.jit.numba_api import NumbaDispatcherAPI, warn_low_occupancy
 from gpunb.jit.specialization import Specialization
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.typeof import type_key
@@ -204,6 +205,8 @@ class Dispatcher(NumbaDispatcherAPI):
         check_dims(blockdim, "block", self.__name__)
         stream = config[2] if len(config) > 2 else 0
         shared = config[3] if len(config) > 3 else 0
+        if settings.low_occupancy_warnings():  # numba-cuda's warning, opt-in in gpunb
+            warn_low_occupancy(griddim)
         return LaunchConfiguration(self, griddim, blockdim, stream, shared)
 
     def __call__(self, *args, **kwargs):
@@ -384,23 +387,6 @@ class Dispatcher(NumbaDispatcherAPI):
                                hint="launch it once, or pass a signature, e.g. "
                                     "inspect_asm('void(float32[:])')")
         return next(reversed(self.specializations.values()))
-
-    def inspect_llvm(self, signature=None):
-        """Optimised LLVM IR: one string for a signature, else {signature: ir} for every one."""
-        if signature is not None:
-            return self._any_spec(signature).artifact.llvm_ir
-        self._any_spec()
-        return {k[1]: s.artifact.llvm_ir for k, s in self.specializations.items()}
-
-    def inspect_asm(self, signature=None):
-        """PTX on the CUDA target (host assembly on the CPU target)."""
-        def text(spec):
-            return spec.backend.assembly(spec.artifact)
-
-        if signature is not None:
-            return text(self._any_spec(signature))
-        self._any_spec()
-        return {k[1]: text(s) for k, s in self.specializations.items()}
 
     def inspect_ptx(self, signature=None) -> str:
         """PTX for these argument types, on any target (compiled for the CUDA target if needed)."""

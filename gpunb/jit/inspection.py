@@ -41,7 +41,8 @@ def ptx_for(dispatcher, argtypes: tuple, arch=None) -> KernelArtifact:
 
     def make() -> KernelArtifact:
         return compile(dispatcher.py_func, argtypes, options, cuda, stop_after=Stage.PTX,
-                       arch=cc, device=dispatcher.device).artifact
+                       arch=cc, device=dispatcher.device,
+                       export_device=device_symbol(dispatcher, argtypes)).artifact
 
     return _ptx_by_content(ContentKeyed(key, make))
 
@@ -52,6 +53,50 @@ def _ptx_by_content(request: ContentKeyed) -> KernelArtifact:
     artifact = request.make()
     request.make = None  # kept as the cache's key: not the function (and kernel) it made it of
     return artifact
+
+
+def llvm_for(dispatcher, argtypes: tuple, arch=None) -> str:
+    """The LLVM IR gpunb hands to LLVM's optimiser for the CUDA target (numba-cuda's
+    inspect_llvm shows NVVM's input the same way): device functions are calls here unless
+    inlined by inline='always' (forceinline marks them alwaysinline)."""
+    from gpunb import backends
+    from gpunb.backends.pipeline import compile
+    from gpunb.cache.fingerprint import collect
+    from gpunb.compiler.guard import compile_guard
+
+    cuda = backends.get("cuda")
+    cc = parse_arch(cuda.default_arch() if arch is None else arch).key
+    with compile_guard(dispatcher.py_func):
+        digest = collect(dispatcher, fresh=True).digest
+    options = dict(dispatcher.options)
+    key = ("llvm", digest, repr(sorted(options.items())), argtypes, cc,
+           dispatcher.py_func.__code__.co_filename)
+
+    def make() -> str:
+        compiled = compile(dispatcher.py_func, argtypes, options, cuda, stop_after=Stage.LLVM,
+                           arch=cc, device=dispatcher.device,
+                           export_device=device_symbol(dispatcher, argtypes))
+        return str(compiled.builder.module)
+
+    return _llvm_by_content(ContentKeyed(key, make))
+
+
+@functools.lru_cache(maxsize=256)
+def _llvm_by_content(request: ContentKeyed) -> str:
+    """LLVM IR texts by their content key."""
+    text = request.make()
+    request.make = None
+    return text
+
+
+def device_symbol(dispatcher, argtypes: tuple) -> str | bool:
+    """A device function is inspected as numba-cuda shows it: a function of its own (returning
+    its value, under a symbol unique to its argument types), not wrapped in a kernel entry."""
+    if not dispatcher.device:
+        return False
+    from gpunb.compiler.pipeline import mangle
+
+    return mangle(dispatcher.py_func.__name__, tuple(argtypes))
 
 
 def sass_for(dispatcher, spec, arch=None) -> str:

@@ -9,6 +9,8 @@ the kernel uses on the GPU of GPUNB_ARCH, which is what code sizing launches by 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from gpunb.foundation import types as t
 
 
@@ -62,10 +64,12 @@ class Overload:
         return int(self._usage()["max_threads_per_block"])
 
     def inspect_llvm(self) -> str:
-        return self._spec.artifact.llvm_ir
+        from gpunb.jit import inspection
+
+        return inspection.llvm_for(self._dispatcher, self._spec.argtypes)
 
     def inspect_asm(self, cc=None) -> str:
-        return self._spec.backend.assembly(self._spec.artifact)
+        return gpu_artifact(self._dispatcher, self._spec).ptx
 
     def inspect_sass(self) -> str:
         from gpunb.jit import inspection
@@ -79,6 +83,29 @@ class Overload:
 
     def __repr__(self) -> str:
         return f"<compiled {self._dispatcher.__name__} {self.signature}>"
+
+
+class CompiledDevice:
+    """What compile_device returns: the signature and the symbol a GPU sees (numba's
+    CompileResult, of which gpunb has these facts)."""
+
+    def __init__(self, signature, symbol: str, qualname: str):
+        self.signature = signature
+        self.fndesc = SimpleNamespace(mangled_name=symbol, qualname=qualname,
+                                      argtypes=signature.args)
+
+    def __repr__(self) -> str:
+        return f"<compiled device function {self.fndesc.mangled_name} {self.signature}>"
+
+
+def gpu_artifact(dispatcher, spec):
+    """The CUDA target's artifact for a specialisation: a kernel's own on the CUDA target, else
+    the PTX compiled for the same argument types (no GPU needed; a device function as itself)."""
+    if spec.backend.name == "cuda" and not dispatcher.device:
+        return spec.artifact
+    from gpunb.jit import inspection
+
+    return inspection.ptx_for(dispatcher, spec.argtypes)
 
 
 def argument_types(args: tuple) -> tuple:
@@ -135,6 +162,54 @@ class NumbaDispatcherAPI:
         child._specialized = True
         memo[argtypes] = child
         return child
+
+    # ---- inspection: what a GPU runs, on every target (numba-cuda's meaning) -------------------
+
+    def inspect_llvm(self, signature=None):
+        """The LLVM IR for a GPU (NVPTX), as gpunb hands it to LLVM's optimiser, on every
+        target (numba-cuda's is NVVM's input): one string for a signature, else {signature: ir}
+        for every one compiled. The CPU target's own (optimised): inspect_host_llvm()."""
+        from gpunb.jit import inspection
+
+        return self._inspected(signature,
+                               lambda spec: inspection.llvm_for(self, spec.argtypes))
+
+    def inspect_asm(self, signature=None):
+        """PTX, on every target (on the CPU target compiled for the CUDA target, no GPU needed);
+        the CPU target's host assembly: inspect_host_asm()."""
+        return self._inspected(signature, lambda spec: gpu_artifact(self, spec).ptx)
+
+    def inspect_lto_ptx(self, signature=None):
+        """numba-cuda's PTX after link-time optimisation: gpunb compiles a kernel and its device
+        functions as one module, so this is the kernel's PTX (inspect_asm)."""
+        return self.inspect_asm(signature)
+
+    def inspect_host_llvm(self, signature=None):
+        """The LLVM IR of the active target's code (host IR on the CPU target)."""
+        return self._inspected(signature, lambda spec: spec.artifact.llvm_ir)
+
+    def inspect_host_asm(self, signature=None):
+        """The active target's assembly (host assembly on the CPU target, PTX on CUDA)."""
+        return self._inspected(signature, lambda spec: spec.backend.assembly(spec.artifact))
+
+    def compile_device(self, args, return_type=None):
+        """numba's Dispatcher.compile_device: compile this function for the argument types
+        `args` now; the result names its symbol in inspect_llvm()/inspect_asm() as numba's
+        does (`.fndesc.mangled_name`) and holds its signature."""
+        from gpunb.jit import inspection
+        from gpunb.jit.options import parse_signature
+
+        argtypes = tuple(parse_signature(tuple(args), "compile_device argument types").args)
+        self.specialization_for(argtypes)  # errors come now, as numba's compile does
+        artifact = inspection.ptx_for(self, argtypes)
+        return CompiledDevice(t.Signature(return_type, argtypes), artifact.symbol,
+                              self.py_func.__qualname__)
+
+    def _inspected(self, signature, text):
+        if signature is not None:
+            return text(self._any_spec(signature))
+        self._any_spec()
+        return {k[1]: text(s) for k, s in self.specializations.items()}
 
     def _resource(self, name: str, signature):
         if signature is not None:
@@ -279,3 +354,40 @@ def _source_text(py_func) -> str | None:
     # with the module's globals, linecache also asks the module's loader (as inspect does)
     return "".join(linecache.getlines(source.filename,
                                       getattr(py_func, "__globals__", None))) or None
+
+
+def pre_launch_callbacks(config) -> list:
+    """A launch configuration's numba-cuda pre_launch_callbacks (host code, run before each of
+    its launches with (kernel, launch_config); they must not launch CUDA work). A configuration
+    with callbacks is that object only: `kernel[grid, block]` later makes a fresh one, and its
+    launches take the Python path (a native launcher cannot call back)."""
+    if config._callbacks is None:
+        config._callbacks = []
+        config._native = config._python = None  # its launches take the Python path
+        configs = config.dispatcher._configs
+        for key in [k for k, v in configs.items() if v is config]:
+            del configs[key]
+    return config._callbacks
+
+
+def run_pre_launch_callbacks(config, args: tuple) -> None:
+    dispatcher = config.dispatcher
+    kernel = Overload(dispatcher, dispatcher.specialization_for_launch(args)[0])
+    for callback in list(config._callbacks):
+        callback(kernel, config)
+
+
+def warn_low_occupancy(griddim) -> None:
+    """numba-cuda's warning for a grid of fewer than 128 blocks (on with
+    GPUNB_LOW_OCCUPANCY_WARNINGS=1): most such grids leave most of a GPU idle."""
+    import warnings
+
+    from gpunb.runtime.packing import PerformanceWarning
+
+    dims = griddim if isinstance(griddim, (tuple, list)) else (griddim,)
+    size = 1
+    for n in dims:
+        size *= int(n)
+    if size < 128:
+        warnings.warn(f"Grid size {size} will likely result in GPU under-utilization due to "
+                      "low occupancy.", PerformanceWarning, stacklevel=4)

@@ -49,7 +49,12 @@ def _describe(obj) -> str:
 def parse_signature(sig, what: str = "signature"):
     """A Signature from a string, a Signature or a tuple of types; SignatureError otherwise."""
     from gpunb.foundation import types as t
+    from gpunb.foundation.numba_types import from_numba, is_numba_object
 
+    if is_numba_object(sig):  # numba's own signature or type objects
+        sig = from_numba(sig) or sig
+    elif isinstance(sig, tuple):
+        sig = tuple(from_numba(a) or a if is_numba_object(a) else a for a in sig)
     if isinstance(sig, t.Signature):
         return sig
     if isinstance(sig, tuple) and all(isinstance(a, t.Type) for a in sig):
@@ -81,8 +86,11 @@ def signature_list(signatures) -> list:
 
 def _is_type_tuple(value) -> bool:
     from gpunb.foundation import types as t
+    from gpunb.foundation.numba_types import is_numba_object
 
-    return isinstance(value, tuple) and bool(value) and all(isinstance(a, t.Type) for a in value)
+    return isinstance(value, tuple) and bool(value) and all(
+        isinstance(a, t.Type) or (is_numba_object(a) and type(a).__name__ != "Signature")
+        for a in value)
 
 
 def check_options(options: dict, known: tuple) -> dict:
@@ -146,9 +154,9 @@ def _opt(value):
 
 
 def _inline(value):
-    if value in ("always", "never") or isinstance(value, bool):
+    if value in ("always", "never") or isinstance(value, bool) or callable(value):
         return None, value
-    return "expected 'always', 'never', True or False", value
+    return "expected 'always', 'never', True, False or a cost model function", value
 
 
 def _cpu_mode(value):

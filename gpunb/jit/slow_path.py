@@ -67,6 +67,7 @@ def build_specialization(dispatcher, argtypes: tuple, backend, previous=None) ->
         artifact = program.artifact
         compile_ms = 0.0
         event = pending.event
+        _warn_again(artifact)
     carveout = options.get("shared_memory_carveout")
     if carveout is not None and hasattr(program, "function"):  # a GPU kernel: the driver's
         program.function.set_shared_memory_carveout(carveout)  # (the CPU target has no L1)
@@ -117,6 +118,20 @@ def _specialization(dispatcher, argtypes: tuple, artifact, backend, program,
 
         spec.launch = functools.partial(launch_under_debugger, weakref.ref(dispatcher), spec)
     return spec
+
+
+def _warn_again(artifact) -> None:
+    """A cache hit stands for a compile: the warnings that compile emitted are emitted again."""
+    if not artifact.compile_warnings:
+        return
+    import warnings
+
+    from gpunb.foundation import errors
+
+    for category, message, filename, line in artifact.compile_warnings:
+        cls = getattr(errors, category, None)
+        cls = cls if isinstance(cls, type) and issubclass(cls, Warning) else errors.CompileWarning
+        warnings.warn_explicit(message, cls, filename, line)
 
 
 def _rebound(watch) -> bool:

@@ -51,6 +51,11 @@ class DeviceAllocation:
             finalizer = weakref.finalize(self, free, cu, self.ptr, self.token)
             finalizer.atexit = False  # the driver frees everything at exit; it may be gone
 
+    @property
+    def device_pointer(self) -> int:
+        """numba's MemoryPointer.device_pointer: the block's address (int() of it works)."""
+        return self.ptr
+
     def check_usable(self, what: str) -> None:
         """LaunchError when the memory's context was reset (gpunb.cuda.reset()), or belongs to
         the process this one was forked from."""

@@ -20,7 +20,7 @@ import numpy as np
 
 from gpunb.backends.cuda import driver
 from gpunb.runtime import arrayview as av
-from gpunb.runtime import capture, captured_copies, dlpack
+from gpunb.runtime import capture, captured_copies, dlpack, ipc
 from gpunb.runtime.allocation import (  # noqa: F401 - DeviceAllocation is imported from here
     DeviceAllocation,
     dead_memory_error,
@@ -268,8 +268,16 @@ class DeviceArray(_ArrayBase):
         return self._view(shape, strides)
 
     def transpose(self, *axes) -> DeviceArray:
+        """numba-cuda's transpose: a 2-d array gives a new C-contiguous array holding the
+        transpose (writes to it do not reach this one); identity axes give this array. Other
+        ranks, which numba refuses, give numpy's strided view."""
         shape, strides = av.transposed(self.shape, self.strides, axes)
-        return self._view(shape, strides)
+        view = self._view(shape, strides)
+        if self.ndim != 2 or strides == self.strides:
+            return view if self.ndim != 2 else self
+        result = DeviceArray(shape, av.c_strides(shape, self.itemsize), self.dtype, self.stream)
+        result.copy_to_device(view.copy_to_host())  # strided copies both ways, synchronous
+        return result
 
     def view(self, dtype) -> DeviceArray:
         """The same device memory read as `dtype` (numba's DeviceNDArray.view)."""
@@ -277,6 +285,11 @@ class DeviceArray(_ArrayBase):
         shape, strides = self._viewed_geometry(dtype)
         return DeviceArray(shape, strides, dtype, self.stream, self.gpu_data,
                            self._ptr - self.gpu_data.ptr)
+
+    def get_ipc_handle(self):
+        """An IPC handle another process opens to use this array's memory (numba-cuda's;
+        Linux). Keep this array alive while the other process uses it."""
+        return ipc.get_ipc_handle(self)
 
     def bind(self, stream=0) -> DeviceArray:
         """The same array, associated with `stream` for its copies and interface exports."""
@@ -389,6 +402,26 @@ def cai_dtype(desc: dict) -> np.dtype:
     return np.dtype(desc["typestr"])
 
 
+class _HostMemory:
+    """The CPU target's gpu_data: the address and size of a HostDeviceArray's memory."""
+
+    __slots__ = ("ptr", "nbytes")
+
+    def __init__(self, ptr: int, nbytes: int):
+        self.ptr, self.nbytes = ptr, nbytes
+
+    @property
+    def device_pointer(self) -> int:
+        return self.ptr
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _HostMemory) and (self.ptr, self.nbytes) == (other.ptr,
+                                                                               other.nbytes)
+
+    def __hash__(self) -> int:
+        return hash((self.ptr, self.nbytes))
+
+
 class HostDeviceArray(_ArrayBase):
     """The CPU target's "device" array: numpy memory with DeviceArray's API and copy semantics."""
 
@@ -410,6 +443,11 @@ class HostDeviceArray(_ArrayBase):
     @property
     def __array_interface__(self) -> dict:
         return self._array.__array_interface__
+
+    @property
+    def gpu_data(self):
+        """numba's gpu_data: the memory's address as .device_pointer (numpy's memory here)."""
+        return _HostMemory(self._ptr, self.nbytes)
 
     def __repr__(self) -> str:
         return f"<gpunb HostDeviceArray shape={self.shape} dtype={self.dtype} (CPU target)>"
@@ -472,10 +510,16 @@ class HostDeviceArray(_ArrayBase):
         return HostDeviceArray(self._array.reshape(shape, order=order), self.stream)
 
     def transpose(self, *axes) -> HostDeviceArray:
-        av.transposed(self.shape, self.strides, axes)  # same validation as DeviceArray
+        """DeviceArray.transpose's semantics: a 2-d array gives a C-contiguous copy (numba)."""
+        _, strides = av.transposed(self.shape, self.strides, axes)  # DeviceArray's validation
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
-        return HostDeviceArray(self._array.transpose(*axes), self.stream)
+        view = self._array.transpose(*axes)
+        if self.ndim != 2:
+            return HostDeviceArray(view, self.stream)
+        if strides == self.strides:
+            return self
+        return HostDeviceArray(np.ascontiguousarray(view), self.stream)
 
     def view(self, dtype) -> HostDeviceArray:
         """The same memory read as `dtype` (numba's DeviceNDArray.view)."""

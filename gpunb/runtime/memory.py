@@ -32,18 +32,43 @@ from gpunb.runtime.streams import (
     event_elapsed_time,
 )
 
-DeviceNDArray = DeviceArray  # numba's name
+
+class _DeviceNDArrayKind(type):
+    """numba's DeviceNDArray as one class for both targets: isinstance holds for a DeviceArray
+    (GPU memory) and a HostDeviceArray (the CPU target's); calling it allocates for the active
+    target, as numba's constructor does."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, (DeviceArray, HostDeviceArray))
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return issubclass(sub, (DeviceArray, HostDeviceArray))
+
+    def __call__(cls, shape, strides=None, dtype=np.float64, stream=0, gpu_data=None):
+        if gpu_data is not None:
+            raise TypeError("DeviceNDArray(gpu_data=...) is numba's allocator internals; gpunb "
+                            "allocates the memory itself (use cuda.device_array)")
+        shape = av.normalize_shape(shape)
+        return device_array(shape, dtype, strides=tuple(strides) if strides else None,
+                            stream=stream)
+
+
+class DeviceNDArray(metaclass=_DeviceNDArrayKind):
+    """numba's device array class (see _DeviceNDArrayKind)."""
 
 CU_MEMHOSTALLOC_PORTABLE = 0x01
 CU_MEMHOSTALLOC_DEVICEMAP = 0x02
 CU_MEMHOSTALLOC_WRITECOMBINED = 0x04
 CU_MEMHOSTREGISTER_DEVICEMAP = 0x02
+CU_MEM_ATTACH_GLOBAL = 0x01
+CU_MEM_ATTACH_HOST = 0x02
 
 __all__ = [
     "DeviceArray", "DeviceNDArray", "Event", "HostDeviceArray", "Stream", "as_cuda_array",
     "default_stream", "device_array", "device_array_like", "event", "event_elapsed_time",
     "external_stream", "from_cuda_array_interface", "from_dlpack", "is_cuda_array",
-    "legacy_default_stream", "mapped", "mapped_array", "mapped_array_like",
+    "legacy_default_stream", "managed_array", "mapped", "mapped_array", "mapped_array_like",
+    "open_ipc_array",
     "per_thread_default_stream", "pinned", "pinned_array", "pinned_array_like", "stream",
     "to_device",
 ]
@@ -210,8 +235,57 @@ def mapped_array_like(ary, stream=0, portable: bool = False, wc: bool = False, *
                         target=target)
 
 
+def managed_array(shape, dtype=np.float64, strides=None, order: str = "C", stream=0,
+                  attach_global: bool = True, *, target: str | None = None):
+    """An array in CUDA managed (unified) memory: a numpy array on the host that kernels use in
+    place, the driver migrating its pages (numba-cuda's managed_array); plain numpy on the CPU
+    target. attach_global=False attaches it to the host (devices of compute capability 6.0+
+    still reach it). Synchronize before reading what a kernel wrote."""
+    shape = av.normalize_shape(shape)
+    dtype = np.dtype(dtype)
+    if _on_host(target):
+        return _strided_empty(shape, dtype, strides, order)
+    if strides is None:
+        strides = av.f_strides(shape, dtype.itemsize) if order == "F" else \
+            av.c_strides(shape, dtype.itemsize)
+    low, high = av.span(shape, strides, dtype.itemsize)
+    nbytes = max(high - low, 1)
+    driver.ensure_context()
+    cu = driver.cuda_driver()
+    flags = CU_MEM_ATTACH_GLOBAL if attach_global else CU_MEM_ATTACH_HOST
+    ptr = int(driver.check(cu.cuMemAllocManaged(nbytes, flags),
+                           f"cuMemAllocManaged({nbytes} bytes)"))
+    block = type("_ManagedBlock", (ctypes.c_uint8 * nbytes,), {}).from_address(ptr)
+    finalizer = weakref.finalize(block, _free_managed, cu, ptr)
+    finalizer.atexit = False
+    raw = np.frombuffer(block, dtype=np.uint8)  # keeps `block` (and so the memory) alive
+    host = np.ndarray(shape, dtype, buffer=raw, offset=-low if high > low else 0,
+                      strides=strides)
+    managed = host.view(MappedArray)
+    managed._device_ptr = ptr  # one address for host and device (unified addressing)
+    return managed
+
+
+def _free_managed(cu, ptr: int) -> None:
+    try:
+        cu.cuMemFree(ptr)
+    except Exception:  # noqa: BLE001 - a destroyed context frees its allocations itself
+        pass
+
+
+def open_ipc_array(handle, shape, dtype, strides=None, offset: int = 0):
+    """numba-cuda's open_ipc_array: `with cuda.open_ipc_array(handle, shape, dtype) as darr:`, a
+    device array over another process's allocation that a raw IPC handle (the 64 bytes of a
+    CUipcMemHandle, e.g. IpcArrayHandle.handle) names; unmapped when the block ends."""
+    from gpunb.runtime import ipc
+
+    return ipc.open_ipc_array(handle, shape, dtype, strides, offset, DeviceArray,
+                              DeviceAllocation)
+
+
 class MappedArray(np.ndarray):
-    """Host memory mapped into the GPU's address space: numpy on the host, CAI for kernels."""
+    """Host memory mapped into the GPU's address space (mapped_array), or managed memory
+    (managed_array): numpy on the host, CAI for kernels."""
 
     @property
     def __cuda_array_interface__(self) -> dict:

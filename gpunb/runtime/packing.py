@@ -20,12 +20,16 @@ import weakref
 import numpy as np
 
 from gpunb.backends.cuda import driver
-from gpunb.foundation import abi
+from gpunb.foundation import abi, enum_types
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.pointer_types import Pointer, pointer_address
 from gpunb.foundation.tensor_types import TensorMap
 from gpunb.runtime.arghints import ArgHint
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
+from gpunb.runtime.scalar_args import convert as _convert
+from gpunb.runtime.scalar_args import datetime_count
+from gpunb.runtime.scalar_args import low_precision_bits as _low_precision_bits
 
 
 class PerformanceWarning(UserWarning):
@@ -245,9 +249,22 @@ class ArgPacker:
             return lambda value: self._record_slots(value, ty)
         if isinstance(ty, (t.BFloat16, t.FP8)):
             return lambda value: (_low_precision_bits(value, ty),)
+        if isinstance(ty, enum_types.EnumMember):
+            return lambda value: (ty.index_of(value),)
+        if isinstance(ty, Pointer):
+            return lambda value: (self._pointer_slot(value, ty, index),)
+        if isinstance(ty, t.DateTime):  # datetime64/timedelta64: the count in its unit
+            return lambda value: (datetime_count(value, ty),)
         if isinstance(ty, TensorMap):
             return lambda value: (self._tensor_map_slot(value, index),)
         return None
+
+    def _pointer_slot(self, value, ty: Pointer, index: int) -> int:
+        address = pointer_address(value)
+        if address is None:
+            raise self._arg_error(index, f"expects a pointer ({ty}): an integer address or a "
+                                  f"ctypes pointer, got {type(value).__name__}")
+        return address
 
     def _tensor_map_slot(self, value, index: int):
         """A TMA descriptor's slot: its 128 bytes on the GPU, their address on the CPU."""
@@ -486,7 +503,7 @@ def _slot_formats(ty: t.Type, target: str = "cuda") -> list:
         return [("Q", np.dtype(np.uint64))] + [("q", np.dtype(np.int64))] * (2 * ty.ndim)
     if isinstance(ty, t.Tuple):
         return [f for item in ty.items for f in _slot_formats(item, target)]
-    if isinstance(ty, t.Record):
+    if isinstance(ty, (t.Record, Pointer)):
         return [("Q", np.dtype(np.uint64))]
     if isinstance(ty, t.Complex):
         part = ty.component
@@ -502,28 +519,9 @@ def _slot_formats(ty: t.Type, target: str = "cuda") -> list:
         return [("H", np.dtype(np.uint16))]
     if isinstance(ty, t.FP8):
         return [("B", np.dtype(np.uint8))]
+    if isinstance(ty, (enum_types.EnumMember, t.DateTime)):  # class position; count of units
+        return [("q", np.dtype(np.int64))]
     raise LaunchError(f"cannot pass a value of type {ty} to a kernel")
-
-
-def _convert(value, dtype: np.dtype):
-    if isinstance(value, (bool, int, float, complex)):
-        converted = np.array(value, dtype=dtype)  # Python ints out of range raise here
-    else:
-        converted = np.asarray(value).astype(dtype)  # numpy scalars wrap, as numpy's astype does
-    return converted.item()
-
-
-def _low_precision_bits(value, ty: t.Type) -> int:
-    """The bits of a bfloat16 or fp8 argument: an ml_dtypes scalar of that type as it is, any
-    other number rounded as the kernel's own conversion rounds it (CUDA's)."""
-    from gpunb.foundation import lowprecision
-
-    dtype = getattr(value, "dtype", None)
-    if dtype is not None and dtype == t.to_dtype(ty):
-        return int(np.asarray(value).view(np.uint16 if dtype.itemsize == 2 else np.uint8))
-    if isinstance(ty, t.BFloat16):
-        return lowprecision.bfloat16_bits(float(value))
-    return lowprecision.fp8_bits(ty.kind, float(value))
 
 
 def _complex_parts(value) -> tuple:

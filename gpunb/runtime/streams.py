@@ -13,7 +13,7 @@ import weakref
 from gpunb.backends.cuda import driver, graphs
 from gpunb.backends.cuda.launch import stream_handle
 from gpunb.foundation.errors import LaunchError
-from gpunb.runtime import capture
+from gpunb.runtime import capture, stream_callbacks
 
 CU_STREAM_LEGACY = 1
 CU_STREAM_PER_THREAD = 2
@@ -86,6 +86,16 @@ class Stream:
         """`with stream.auto_synchronize():` synchronizes the stream when the block ends."""
         yield self
         self.synchronize()
+
+    def add_callback(self, callback, arg=None) -> None:
+        """Call `callback(stream, status, arg)` from a driver thread once all work queued on
+        this stream before has finished (numba-cuda's Stream.add_callback). The callback must
+        not call CUDA functions."""
+        stream_callbacks.add_callback_cuda(self, callback, arg)
+
+    def async_done(self):
+        """An asyncio future that resolves to this stream once its queued work has finished."""
+        return stream_callbacks.async_done(self)
 
     def __int__(self) -> int:
         return self.handle
@@ -186,6 +196,14 @@ class CpuStream:
     @contextlib.contextmanager
     def auto_synchronize(self):
         yield self
+
+    def add_callback(self, callback, arg=None) -> None:
+        """`callback(stream, status, arg)` at once (nothing is pending), on a helper thread."""
+        stream_callbacks.add_callback_now(self, callback, arg)
+
+    def async_done(self):
+        """An asyncio future that resolves to this stream (already done)."""
+        return stream_callbacks.async_done(self)
 
     def __int__(self) -> int:
         return 0

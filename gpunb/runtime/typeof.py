@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 from gpunb.runtime import arrayview as av
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
@@ -49,9 +50,31 @@ def typeof(value) -> t.Type:
 
     if isinstance(value, TensorMap):  # cuda.tma.descriptor(...): its type says box and swizzle
         return value.type
-    if isinstance(value, (bool, int, float, complex)):  # subclasses, e.g. IntEnum members
+    enum_member = enum_types.enum_type(value)  # Enum / IntEnum members (numba's enum types)
+    if enum_member is not None:
+        return enum_member
+    if isinstance(value, (bool, int, float, complex)):  # subclasses
         return _PYTHON_SCALARS[next(k for k in (bool, int, float, complex) if isinstance(value, k))]
+    pointer = _ctypes_pointer_type(value)
+    if pointer is not None:
+        return pointer
     raise TypeError(f"cannot pass a {cls.__name__} to a kernel")
+
+
+def _ctypes_pointer_type(value):
+    """A ctypes pointer's type (numba types a c_void_p as voidptr, POINTER(c_int) as int32*)."""
+    import ctypes
+
+    from gpunb.foundation.pointer_types import Pointer, voidptr
+
+    if isinstance(value, ctypes.c_void_p):
+        return voidptr
+    if isinstance(value, ctypes._Pointer):
+        try:
+            return Pointer(t.from_dtype(np.dtype(value._type_)))
+        except (TypeError, ValueError, KeyError):
+            return voidptr
+    return None
 
 
 def _element_type(dtype: np.dtype) -> t.Type:

@@ -186,6 +186,8 @@ class GUFunc:
             chosen = select_loop(self._loops, dtypes, scalars)
             if chosen is None:
                 chosen = _by_value(self._loops, dtypes, scalars)
+            if chosen is None and not self._lazy:
+                chosen = _by_casting_down(self._loops, dtypes)
             if chosen is None and self._lazy:
                 if any(o is None for o in outputs):
                     raise TypeError(f"'{self.__name__}' has no loop for ({_names(dtypes)}) yet: "
@@ -281,6 +283,16 @@ def _by_value(loops, dtypes: list, scalars: dict):
     for loop in loops:
         if all(np.can_cast(np.min_scalar_type(scalars[k]), formal) if k in scalars
                else np.can_cast(dtypes[k], formal, "safe") for k, formal in enumerate(loop)):
+            return loop
+    return None
+
+
+def _by_casting_down(loops, dtypes: list):
+    """numba-cuda's last resort: the first loop whose every input type casts safely *to* the
+    argument's (float32 for float64 input); the inputs are then cast to the loop's types, as
+    numba-cuda's gufuncs do (a float64 array into a float32 signature)."""
+    for loop in loops:
+        if all(np.can_cast(formal, actual) for formal, actual in zip(loop, dtypes, strict=True)):
             return loop
     return None
 

@@ -86,7 +86,8 @@ class UFunc:
             raise CompileError(f"the function '{self.__name__}' given to cuda.vectorize returns "
                                "no value", hint="return the element's result; for functions "
                                "that write into arrays use cuda.guvectorize")
-        if isinstance(ret, t.Array) or not t.is_number(ret) and not isinstance(ret, t.Boolean):
+        if isinstance(ret, t.Array) or not t.is_number(ret) and \
+                not isinstance(ret, (t.Boolean, t.DateTime)):
             raise CompileError(f"the function '{self.__name__}' given to cuda.vectorize returns "
                                f"{ret}; a ufunc's element must be a number or a bool")
         return ret

@@ -14,10 +14,12 @@ from gpunb.compiler.builtins import (
     cache_hints,
     complexfuncs,
     cuda_intrinsics,
+    fp8funcs,
     groups,
     inline_ptx,
     mathfuncs,
     operator_funcs,
+    pointers,
     printing,
     pybuiltins,
     reductions,
@@ -25,6 +27,7 @@ from gpunb.compiler.builtins import (
     tensorcore_wmma,
     tma,
     ufuncs,
+    vectors,
     warp,
     wgmma,
 )
@@ -36,8 +39,8 @@ def _eager_table() -> dict:
     for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
                  pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS, complexfuncs.BUILTINS,
                  operator_funcs.BUILTINS, cache_hints.BUILTINS, reductions.BUILTINS,
-                 bf16funcs.BUILTINS, tensorcore_wmma.BUILTINS, tensorcore_mma.BUILTINS,
-                 inline_ptx.BUILTINS):
+                 bf16funcs.BUILTINS, fp8funcs.BUILTINS, vectors.BUILTINS, pointers.BUILTINS,
+                 tensorcore_wmma.BUILTINS, tensorcore_mma.BUILTINS, inline_ptx.BUILTINS):
         table.update(part)
     table["builtins.print"] = printing.Print()
     table.update(ufuncs.wrap(table))

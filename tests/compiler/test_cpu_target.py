@@ -258,13 +258,15 @@ def test_inspect_llvm_and_asm_for_cpu(target):
     x = np.ones(TPB, np.float32)
     block_sums[1, TPB](np.zeros(2, np.float32), x)
     sig = block_sums.signatures[0]
-    llvm_ir = block_sums.inspect_llvm(sig)
-    asm = block_sums.inspect_asm(sig)
+    llvm_ir = block_sums.inspect_host_llvm(sig)
+    asm = block_sums.inspect_host_asm(sig)
     import llvmlite.binding as llvm
 
     assert llvm.get_process_triple().split("-")[0] in llvm_ir
     assert "nvptx" not in llvm_ir
     assert asm.strip() and ".entry" not in asm  # host assembly, not PTX
+    # numba-cuda's inspect_llvm / inspect_asm: what a GPU runs, also on the CPU target
+    assert "nvptx" in block_sums.inspect_llvm(sig) and ".entry" in block_sums.inspect_asm(sig)
     spec = block_sums.specializations[("cpu", sig)]
     assert spec.artifact.uses_barriers  # syncthreads
     assert block_sums.cpu_mode(sig) == "workgroup"  # top-level barriers: work-group loops

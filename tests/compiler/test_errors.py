@@ -186,7 +186,7 @@ CASES = [
     (uses_lambda, "void(int64[::1])", ["Lambda"], ["lambda"]),
     (uses_dict, "void(int64[::1])", ["Dict"], ["dict"]),
     (uses_raise, "void(int64[::1])", ["constant string"], ["constant message"]),
-    (nested_def, "void(int64[::1])", ["inner", "used as a value"], ["only be called"]),
+    (nested_def, "void(int64[::1])", ["inner", "used as a value"], ["can be called"]),
     (type_mismatch_variable, "void(int64[::1], float32[::1])", ["float32", "int64"], ["type"]),
     (array_arithmetic, "void(float32[::1], float32[::1])", ["float32[::1]"], ["index"]),
     (store_complex_into_float, "void(float32[::1], float32[::1])", ["complex128", "float32"],
@@ -409,3 +409,20 @@ def test_negated_thread_index_is_not_folded_as_a_constant(target):
     out = np.zeros(1, np.int64)
     f[1, 2](np.zeros((3, 5)), out)
     assert out[0] == 5
+
+
+def test_an_error_in_a_callee_says_where_it_was_called_from_in_numbas_words():
+    @cuda.jit(device=True)
+    def dev_func(x):
+        return floor(x)  # noqa: F821 - deliberately undefined
+
+    @cuda.jit
+    def kernel_func():
+        dev_func(1.5)
+
+    with pytest.raises(gpunb.CompileError) as info:
+        kernel_func[1, 1]()
+    text = str(info.value)
+    assert "NameError: name 'floor' is not defined" in text
+    assert "During: resolving callee type: type(CUDADispatcher(<function" in text
+    assert "called from 'kernel_func'" in text

@@ -325,7 +325,7 @@ def test_cmath_complex64_special_values_like_numba_in_float32(name):
     wrong = [(z, module.reference(z), g) for z, g in zip(zs.tolist(), out.tolist(), strict=True)
              if not _same_up_to_float32_rounding(module.reference(np.complex64(z)), g)]
     assert not wrong, f"cmath.{name}: (z, numba, gpunb): {wrong[:8]}"
-    llvm_ir = module.kernel.inspect_llvm("void(complex64[::1], complex64[::1])")
+    llvm_ir = module.kernel.inspect_host_llvm("void(complex64[::1], complex64[::1])")
     assert "double" not in llvm_ir, "complex64 cmath widened to float64"
 
 

@@ -114,3 +114,18 @@ def test_declared_return_type_converts_in_kernels():
     assert out[0] == -2**31
     assert cuda.compile(add, int32(int64, int64))[1] == int32
     assert cuda.compile(add, int64(int64, int64))[1] == int64
+
+
+def test_numba_abi_device_functions_return_a_status_and_store_the_result(ptxas):
+    """compile_ptx(device=True)'s default abi='numba': `int f(Ret *out, args...)`, as numba-cuda
+    exports them; abi='c' returns the value."""
+    from gpunb.foundation.types import float16, float32
+
+    def native_cast(x):
+        return float(x)
+
+    numba_abi, _ = cuda.compile_ptx(native_cast, (float16,), device=True)
+    assert "st.b16" in numba_abi and "[func_retval0], 0;" in numba_abi
+    c_abi, _ = cuda.compile_ptx(native_cast, (float32,), device=True, abi="c")
+    assert "[func_retval0], %r" in c_abi
+    ptxas(numba_abi)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunb import cuda
-from gpunb.foundation import types
+from gpunb import cuda, types  # types: numba.cuda.types (gpunb.cuda.types)
 
 
 def test_domains_and_aliases():

@@ -6,7 +6,8 @@ values on both targets, the hinted PTX instruction for every element width (acce
 import numpy as np
 import pytest
 
-from gpunb import CompileError, cuda
+from gpunb import CompileError, cuda, float32, float64, int16, int64
+from gpunb.cuda.types import CPointer
 
 TYPES = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
          np.float16, np.float32, np.float64)
@@ -71,7 +72,47 @@ def store_float_into_complex(r):
 
 
 def test_bad_arguments_are_located_errors(target):
-    with pytest.raises(CompileError, match="2 integer index"):
+    with pytest.raises(CompileError, match="Expected 2 indices, got a scalar"):
         wrong_index_count[1, 1](np.zeros(1), np.zeros((2, 2)))
-    with pytest.raises(CompileError, match="integers or floats"):
+    with pytest.raises(CompileError, match="stcs requires array of integer or float type"):
         store_float_into_complex[1, 1](np.zeros(2, np.complex64))
+
+
+@pytest.mark.parametrize("index,message", [("1.0", "float64 is not a valid index"),
+                                           ("(1, 2)", "Expected 1 indices, got 2")])
+def test_numba_cuda_index_messages(index, message):
+    namespace: dict = {"cuda": cuda}
+    exec(f"def f(x):\n    cuda.ldcs(x, {index})\n", namespace)
+    with pytest.raises(CompileError, match=message):
+        cuda.compile_ptx(namespace["f"], (float32[::1],))
+    with pytest.raises(CompileError, match="Expected 2 indices, got 1"):
+        cuda.compile_ptx(lambda x: cuda.ldcs(x, (1,)), (float32[:, ::1],))
+
+
+@pytest.mark.parametrize("operator,hint", LOADS[:2])
+def test_loads_through_c_pointers(target, operator, hint):
+    """numba's CPointer: one flat index, the hinted instruction in the PTX."""
+    def f_ptr(ptr, r, n):
+        for i in range(n):
+            r[i] = operator(ptr, i)
+
+    sig = (CPointer(int16), int16[::1], int64)
+    ptx, _ = cuda.compile_ptx(f_ptr, sig)
+    assert f"ld.global.{hint}.b16" in ptx
+    x = np.arange(5, dtype=np.int16)
+    r = np.zeros_like(x)
+    cuda.jit(sig)(f_ptr)[1, 1](x.ctypes.data, r, 5)
+    np.testing.assert_array_equal(r, x)
+
+
+def test_stores_through_c_pointers(target):
+    def f_ptr(ptr, values, n):
+        for i in range(n):
+            cuda.stcg(ptr, i, values[i])
+
+    sig = (CPointer(float64), float64[::1], int64)
+    ptx, _ = cuda.compile_ptx(f_ptr, sig)
+    assert "st.global.cg.b64" in ptx
+    out, values = np.zeros(4), np.arange(4.0)
+    cuda.jit(sig)(f_ptr)[1, 1](out.ctypes.data, values, 4)
+    np.testing.assert_array_equal(out, values)

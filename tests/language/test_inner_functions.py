@@ -205,17 +205,6 @@ def k(out):
     g = f
     out[0] = g(1.0)
 """, "g = f", "inner function 'f' is used as a value"),
-    "passed": ("""
-@cuda.jit(device=True)
-def apply(fn, x):
-    return x
-
-@cuda.jit
-def k(out):
-    def f(x):
-        return x
-    out[0] = apply(f, 1.0)
-""", "apply(f, 1.0)", "inner function 'f' is used as a value"),
     "lambda passed": ("""
 @cuda.jit(device=True)
 def apply(fn, x):

@@ -319,22 +319,22 @@ def test_raise_from_is_a_compile_error():
     assert "raise ... from" in _compile_error(kern).message
 
 
-def test_bare_raise_and_user_classes_are_compile_errors():
-    class MyError(Exception):
+def test_bare_raise_and_non_exception_classes_are_compile_errors():
+    class Interrupt(BaseException):  # not an Exception: numba refuses it too
         pass
 
     def bare(x):
         raise
 
     def custom(x):
-        raise MyError("mine")
+        raise Interrupt("mine")
 
     def instance_kw(x):
         raise ValueError(msg="x")
 
     assert "bare `raise`" in _compile_error(bare).message
     err = _compile_error(custom)
-    assert "cannot raise MyError" in err.message and "ValueError" in err.hint
+    assert "cannot raise Interrupt" in err.message and "ValueError" in err.hint
     assert "at most one argument" in _compile_error(instance_kw).message
 
 
@@ -344,3 +344,78 @@ def test_assert_with_computed_message_is_a_compile_error_only_with_debug(ptxas):
 
     ptxas(cuda.compile_ptx(kern, "void(float32[::1])")[0])  # no debug: typed, compiled away
     assert "constant string" in _compile_error(kern, debug=True).message
+
+
+@cuda.jit(debug=True, opt=False)
+def _divide(r, x, y, n):
+    r[0] = y[0] / x[0]
+    r[1] = n // int(x[0])
+
+
+@cuda.jit
+def _divide_quietly(r, x, y, n):
+    r[0] = y[0] / x[0]
+    r[1] = n // int(x[0])
+
+
+def test_debug_divisions_by_zero_raise_zero_division_error_as_numba(target):
+    r = np.zeros(2)
+    with pytest.raises(ZeroDivisionError, match="float division by zero"):
+        _divide[1, 1](r, np.zeros(1), np.ones(1), 7)
+    _divide[1, 1](r, np.full(1, 2.0), np.ones(1), 7)
+    assert r.tolist() == [0.5, 3.0]
+    _divide_quietly[1, 1](r, np.zeros(1), np.ones(1), 7)  # numba's error model: no raise
+    assert r[0] == np.inf and r[1] == 0
+
+
+@cuda.jit(debug=True, opt=False)
+def _tuple_index(ary):
+    x = cuda.threadIdx.x
+    if x == 2:
+        ary[0] = ary.shape[-x]
+
+
+def test_debug_tuple_index_out_of_range_is_pythons_index_error(target):
+    with pytest.raises(IndexError, match="tuple index out of range"):
+        _tuple_index[1, 3](np.array([0, 1]))
+
+
+class KernelOwnError(Exception):
+    pass
+
+
+class PickyError(Exception):
+    def __init__(self, code, detail):  # an __init__ gpunb cannot call with a message alone
+        super().__init__(f"{code}: {detail}")
+
+
+@cuda.jit("void(int32)", debug=True, opt=False)
+def _raise_own(x):
+    if x == 1:
+        raise KernelOwnError
+    elif x == 2:
+        raise KernelOwnError("foo")
+    elif x == 3:
+        raise PickyError
+
+
+def test_user_defined_exception_classes_are_raised_on_the_host(target):
+    _raise_own[1, 1](0)
+    with pytest.raises(KernelOwnError) as info:
+        _raise_own[1, 1](1)
+    assert isinstance(info.value, LaunchError)
+    text = str(info.value)
+    assert "In function '_raise_own', file" in text and "tid=[0, 0, 0] ctaid=[0, 0, 0]" in text
+    with pytest.raises(KernelOwnError, match="tid=\\[0, 0, 0\\] ctaid=\\[0, 0, 0\\]: foo"):
+        _raise_own[1, 1](2)
+    with pytest.raises(PickyError, match="raised PickyError"):
+        _raise_own[1, 1](3)
+
+
+def test_a_user_class_is_found_again_after_a_disk_hit():
+    from gpunb.foundation.kernel_errors import USER_CLASSES, user_class
+
+    name = f"{__name__}:KernelOwnError"
+    USER_CLASSES.pop(name, None)
+    assert user_class(name) is KernelOwnError  # imported by module and qualname
+    assert user_class("no_such_module_x:Thing") is Exception

@@ -67,10 +67,10 @@ def test_numpy_compatible_conversions():
     assert got[4] == 1  # numpy scalars wrap like astype
 
 
-def test_out_of_range_python_ints_are_launch_errors():
-    p = packer_for((t.int32,))
-    with pytest.raises(LaunchError, match="argument 1 value 4294967296 cannot be passed as int32"):
-        p.pack((2**32,), (t.int32,))
+def test_python_ints_wrap_as_numba_casts_them_and_larger_ones_are_launch_errors():
+    p = packer_for((t.int32, t.int32, t.int64))
+    address, _ = p.pack((0xFFFFFFFF, 2**32 + 5, 2**63), (t.int32, t.int32, t.int64))
+    assert read_slots(p, address) == [-1, 5, -(2**63)]  # numba: int64 then cast, wrapping
     p = packer_for((t.int64,))
     with pytest.raises(LaunchError, match="int64"):
         p.pack((2**70,), (t.int64,))

@@ -272,3 +272,21 @@ def test_declaration_errors():
     with pytest.raises(ValueError, match="bad token"):
         cuda.guvectorize([void(float32[:], float32[:])], "(x)->[x]")(foo)
     assert _matmul().__name__ == "matmulcore"
+
+
+def _add_rows(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] + b[i]
+
+
+def test_wider_inputs_are_cast_to_the_declared_loop_as_numba_cuda_does(target):
+    """numba-cuda's gufuncs take float64 arrays for a float32-only signature: the first loop
+    whose types cast safely to the arguments' is chosen and the inputs are cast to it."""
+    add = cuda.guvectorize(["void(float32[:], float32[:], float32[:])"], "(n),(n)->(n)")(
+        _add_rows)
+    a = np.arange(6, dtype=np.float64).reshape(2, 3) + 0.25
+    got = add(a, a)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, (a.astype(np.float32) * 2))
+    with pytest.raises(TypeError, match="no matching signature"):
+        add(a.astype(np.int32), a.astype(np.int32))  # float32 does not cast safely to int32

@@ -17,62 +17,64 @@ import sys
 import types as pytypes
 from pathlib import Path
 
-from . import whatif
 from .shims.missing import MissingModule, missing_in_gpunb
 
 ENV_SRC = "NUMBA_CUDA_SUITE_TESTS"  # the upstream `numba/cuda/tests` directory, set by the runner
 
 # name → (kind, target). kinds:
 #   "proxy":   numba.cuda itself, a module that forwards to gpunb.cuda (see CudaProxy)
-#   "alias":   the named gpunb module's attributes, unchanged
-#   "shim":    a module of this harness (test infrastructure, or a thin rename of a gpunb name)
+#   "shim":    a module of this harness: numba-cuda's test infrastructure, numba's settings and
+#              exception names, or a private module whose names gpunb has under public names
 #   "package": an upstream test package: its directory, without running its __init__
-#   "upstream": a module of the numba-cuda checkout loaded as it is (a data table tests read)
 #   "missing": a MissingModule on purpose (numba's extension API, out of scope)
-# Every other numba.cuda.* name is a MissingModule: numba-cuda internals that gpunb does not
-# provide; importing one works, using anything from it raises NotProvidedByGpunb.
+# Every other numba.cuda.X.Y is what a user who changed `numba` to `gpunb` in the import gets:
+# the module gpunb.cuda.X.Y when gpunb has it; else, for a module of numba-cuda's public API
+# (PUBLIC_MODULES), a MissingModule whose names fail with MissingInGpunb (a gap gpunb counts);
+# else numba-cuda internals: importable, failing with NotProvidedByGpunb when used.
 MODULES: dict[str, tuple[str, str]] = {
     "numba.cuda": ("proxy", "gpunb.cuda"),
-    "numba.cuda.random": ("alias", "gpunb.random"),
-    "numba.cuda.api": ("alias", "gpunb.cuda"),  # where numba-cuda defines its host API
-    # numba-cuda's public bfloat16 / fp8 intrinsic modules (gpunb.cuda.bf16 / .fp8)
-    "numba.cuda.bf16": ("alias", "gpunb.cuda.bf16"),
-    "numba.cuda.fp8": ("alias", "gpunb.cuda.fp8"),
-    # the generated bindings those re-export, under CUDA's own names (nv_bfloat16, __hadd)
-    "numba.cuda._internal.cuda_bf16": ("shim", "shims.cuda_bf16"),
-    "numba.cuda._internal.cuda_fp8": ("shim", "shims.cuda_fp8"),
+    # numba-cuda's test infrastructure
     "numba.cuda.testing": ("shim", "shims.testing"),
     "numba.cuda.tests": ("package", ""),
     "numba.cuda.tests.cudapy": ("package", "cudapy"),
     "numba.cuda.tests.support": ("shim", "shims.support"),
+    # numba's settings (tests set them; gpunb reads its own config) and numba's exception
+    # names mapped to the gpunb classes raised for the same mistakes
     "numba.cuda.config": ("shim", "shims.config"),
     "numba.cuda.core.config": ("shim", "shims.config"),
     "numba.cuda.errors": ("shim", "shims.errors"),
     "numba.cuda.core.errors": ("shim", "shims.errors"),
-    "numba.cuda.types": ("shim", "shims.types"),
-    "numba.cuda.np.numpy_support": ("shim", "shims.numpy_support"),
-    "numba.cuda.compiler": ("shim", "shims.compiler"),
-    "numba.cuda.kernels.transpose": ("shim", "shims.transpose"),
-    "numba.cuda.cudadrv.driver": ("shim", "shims.driver"),
-    "numba.cuda.cudadrv.devicearray": ("shim", "shims.devicearray"),
-    # the libdevice function table test_libdevice generates one test per function from
-    "numba.cuda.libdevicefuncs": ("upstream", "libdevicefuncs.py"),
-    "numba.cuda.typing": ("shim", "shims.typing"),
-    "numba.cuda.typing.templates": ("shim", "shims.typing"),
-    "numba.cuda.typing.typeof": ("shim", "shims.typeof"),
-    "numba.cuda.misc.special": ("shim", "shims.special"),
+    # private generated bindings that numba.cuda.bf16 / fp8 re-export; tests import CUDA's own
+    # spellings (nv_bfloat16, __hadd) from them: each is gpunb.cuda.bf16 / fp8's public function
+    "numba.cuda._internal.cuda_bf16": ("shim", "shims.cuda_bf16"),
+    "numba.cuda._internal.cuda_fp8": ("shim", "shims.cuda_fp8"),
     # a custom type with a numba data model, imported at the top of test_localmem, test_sm and
     # test_sm_creation: the extension API; its tests are out of scope, the files' others are not
     "numba.cuda.tests.cudapy.extensions_usecases": ("missing", ""),
 }
 
+# numba-cuda's modules that its documentation or its users import public names from: when gpunb
+# lacks one, the tests that use it count as host-API gaps (MissingInGpunb), not internals
+PUBLIC_MODULES = {
+    "numba.cuda.api", "numba.cuda.bf16", "numba.cuda.fp8", "numba.cuda.cg", "numba.cuda.random",
+    "numba.cuda.types", "numba.cuda.compiler", "numba.cuda.libdevice",
+    "numba.cuda.libdevicefuncs", "numba.cuda.vector_types", "numba.cuda.np",
+    "numba.cuda.np.numpy_support", "numba.cuda.kernels", "numba.cuda.kernels.transpose",
+    "numba.cuda.kernels.reduction", "numba.cuda.cudadrv", "numba.cuda.cudadrv.devicearray",
+    "numba.cuda.cudadrv.driver", "numba.cuda.cudadrv.error", "numba.cuda.misc",
+    "numba.cuda.misc.special", "numba.cuda.typing", "numba.cuda.typing.typeof",
+    "numba.cuda.simulator", "numba.cuda.simulator.vector_types",
+}
+
 # attributes of numba.cuda that numba-cuda defines as test or packaging facts, not host API
-# HAS_NUMBA is False: gpunb is a standalone numba.cuda, so the tests take TypingError & co from
-# numba.cuda.core.errors (mapped to gpunb's classes) instead of numba.core.errors
-PROXY_OWN = {"HAS_NUMBA": False}
+# HAS_NUMBA is True: numba is installed beside gpunb (the tests of numba CPU functions called
+# from kernels run); the exception classes tests then import from numba.core.errors are mapped
+# to gpunb's (shims.errors.map_numba_error_names)
+PROXY_OWN = {"HAS_NUMBA": True}
 # submodules that `numba.cuda.<name>` reaches as attributes without an import in numba-cuda
 PROXY_SUBMODULES = {"types", "random", "testing", "config", "errors", "core", "np", "compiler",
-                    "typing", "misc", "cudadrv", "tests", "kernels"}
+                    "typing", "misc", "cudadrv", "tests", "kernels", "api", "launchconfig",
+                    "extending", "vector_types", "descriptor", "utils", "args", "simulator"}
 
 
 def tests_dir() -> Path:
@@ -170,7 +172,10 @@ class ForwardingModule(pytypes.ModuleType):
         try:
             return getattr(importlib.import_module(self._target), name)
         except AttributeError:
-            return missing_in_gpunb(f"{self.__name__}.{name}", f"{self._target}.{name}")
+            pass
+        if gpunb_counterpart(f"{self.__name__}.{name}") is not None:  # a submodule
+            return importlib.import_module(f"{self.__name__}.{name}")
+        return missing_in_gpunb(f"{self.__name__}.{name}", f"{self._target}.{name}")
 
     def __dir__(self):
         return dir(importlib.import_module(self._target))
@@ -188,20 +193,24 @@ def _missing(spec) -> pytypes.ModuleType:
     return MissingModule(spec.name)
 
 
-def _upstream(relative: str):
-    def make(spec) -> pytypes.ModuleType:
-        path = tests_dir().parent / relative
-        source = importlib.machinery.SourceFileLoader(spec.name, str(path))
-        module = pytypes.ModuleType(spec.name)
-        module.__file__ = str(path)
-        source.exec_module(module)
-        return module
+def _missing_public(spec) -> pytypes.ModuleType:
+    return MissingModule(spec.name, public=True)
 
-    return make
+
+def gpunb_counterpart(fullname: str) -> str | None:
+    """`numba.cuda.X.Y` -> `gpunb.cuda.X.Y` when gpunb has that module (the import a user who
+    replaced `numba` with `gpunb` writes), else None."""
+    name = "gpunb" + fullname[len("numba"):]
+    try:
+        importlib.import_module(name)  # a module, or a namespace gpunb registers as one (bf16)
+    except ImportError:
+        return None
+    return name
 
 
 class NumbaCudaFinder(importlib.abc.MetaPathFinder):
-    """Answers numba.cuda.* from MODULES; upstream test modules load from their files."""
+    """Answers numba.cuda.* from MODULES, else from gpunb.cuda's module of the same path;
+    upstream test modules load from their files."""
 
     def find_spec(self, fullname: str, path=None, target=None):
         if fullname != "numba.cuda" and not fullname.startswith("numba.cuda."):
@@ -210,14 +219,18 @@ class NumbaCudaFinder(importlib.abc.MetaPathFinder):
         if entry is None:
             if fullname.startswith("numba.cuda.tests."):
                 return None  # an upstream test module: found on the package's __path__
-            return importlib.util.spec_from_loader(fullname, _ModuleLoader(_missing),
-                                                   is_package=True)
+            counterpart = gpunb_counterpart(fullname)
+            if counterpart is not None:
+                entry = ("alias", counterpart)
+            else:
+                make = _missing_public if fullname in PUBLIC_MODULES else _missing
+                return importlib.util.spec_from_loader(fullname, _ModuleLoader(make),
+                                                       is_package=True)
         kind, value = entry
         make = {"proxy": lambda _: _make_proxy, "alias": _alias, "shim": _shim,
-                "package": _make_package, "upstream": _upstream,
-                "missing": lambda _: _missing}[kind](value)
+                "package": _make_package, "missing": lambda _: _missing}[kind](value)
         return importlib.util.spec_from_loader(fullname, _ModuleLoader(make),
-                                               is_package=kind in ("proxy", "package"))
+                                               is_package=kind in ("proxy", "package", "alias"))
 
 
 def install() -> None:
@@ -227,5 +240,3 @@ def install() -> None:
     for name in [m for m in sys.modules if m == "numba.cuda" or m.startswith("numba.cuda.")]:
         del sys.modules[name]  # a legacy numba.cuda imported before us must not be seen
     sys.meta_path.insert(0, NumbaCudaFinder())
-    if whatif.enabled():
-        whatif.apply_to_gpunb()

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from . import hook, scope
+from .shims import errors
 from .shims.missing import importing_test_module
 
 _GPUNB_DIR = None
@@ -82,7 +83,9 @@ class UpstreamModule(pytest.Module):
 
     def _getobj(self):
         with importing_test_module():
-            return importlib.import_module(f"numba.cuda.tests.{self.name_in_package}")
+            module = importlib.import_module(f"numba.cuda.tests.{self.name_in_package}")
+        errors.map_numba_error_names(module)
+        return module
 
 
 def pytest_collectreport(report) -> None:

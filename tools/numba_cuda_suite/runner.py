@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import scope, statictests
+from . import scope, source, statictests
 
 HARNESS = Path(__file__).resolve().parent
 REPO = HARNESS.parent.parent
@@ -37,11 +37,14 @@ class RunOptions:
 
 
 def find_tests_dir(src: str | None) -> Path:
-    """numba-cuda's `numba/cuda/tests` from a checkout root, its numba_cuda/ dir, or below."""
+    """numba-cuda's `numba/cuda/tests` from a checkout root, its numba_cuda/ dir, or below; from
+    a wheel file; or, when neither --src nor $NUMBA_CUDA_SRC names one, the pinned release."""
     value = src or os.environ.get(ENV_SRC)
     if not value:
-        raise SystemExit(f"give the numba-cuda checkout with --src or ${ENV_SRC}")
+        return source.pinned_tests_dir()
     root = Path(value).expanduser().resolve()
+    if root.suffix == ".whl" and root.is_file():
+        return source.wheel_tests_dir(root)
     for candidate in (root / "numba_cuda/numba/cuda/tests", root / "numba/cuda/tests",
                       root / "cuda/tests", root / "tests", root, root.parent):
         if (candidate / "cudapy").is_dir():
@@ -243,8 +246,10 @@ def _crash_message(returncode: int, output_path: Path) -> str:
     return head + ("\n" + "\n".join(tail) if tail else "")
 
 
-def run_all(files: list[Path], opts: RunOptions, jobs: int, progress=print) -> dict:
-    """Run the files `jobs` at a time; return {"files": {name: {...}}, "tests": {id: {...}}}."""
+def run_all(files: list[Path], opts: RunOptions, jobs: int, progress=print,
+            on_file=None) -> dict:
+    """Run the files `jobs` at a time; return {"files": {name: {...}}, "tests": {id: {...}}}.
+    `on_file(partial)` is called with each finished file's part of that dict."""
     report = {"files": {}, "tests": {}}
 
     def one(path: Path) -> tuple[Path, dict]:
@@ -256,6 +261,9 @@ def run_all(files: list[Path], opts: RunOptions, jobs: int, progress=print) -> d
             report["files"][path.name] = {"collect_error": outcome["collect_error"],
                                           "seconds": outcome["seconds"]}
             report["tests"].update(outcome["tests"])
+            if on_file is not None:
+                on_file({"files": {path.name: report["files"][path.name]},
+                         "tests": outcome["tests"]})
             counts = {}
             for result in outcome["tests"].values():
                 counts[result["status"]] = counts.get(result["status"], 0) + 1

@@ -78,3 +78,24 @@ def check_allocations(b, status, free, shared, ctxs, handles, scratch, areas) ->
     free_all(b, free, shared, ctxs, handles, scratch, areas)
     b.ret_void()
     b.position_at_end(ok)
+
+
+# the alignment of each block's shared memory (cuda.shared.array takes alignment= up to it):
+# an array's address and its offset from the block's base then agree modulo any alignment=
+# (numba-cuda's tests check the address; TMA and swizzle checks read the offset, as on a GPU,
+# whose shared window starts at 0)
+SHARED_ALIGN = 4096
+
+
+def shared_block_stride(b, shared_bytes, cooperative: bool):
+    """Bytes between the shared memory of blocks run together (a cooperative launch runs all
+    of them): SHARED_ALIGN-rounded there, 16-rounded for the one block of other launches."""
+    align = SHARED_ALIGN if cooperative else 16
+    return b.and_(b.add(shared_bytes, _i64(align - 1)), _i64(-align))
+
+
+def aligned_shared(b, malloc, total) -> tuple:
+    """(the malloc'd block, which the guard frees; its first SHARED_ALIGN-aligned byte)."""
+    block = b.call(malloc, [b.add(total, _i64(SHARED_ALIGN))])
+    start = b.and_(b.add(b.ptrtoint(block, dm.i64), _i64(SHARED_ALIGN - 1)), _i64(-SHARED_ALIGN))
+    return block, b.inttoptr(start, dm.ptr)

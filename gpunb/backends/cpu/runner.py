@@ -19,10 +19,12 @@ from llvmlite import ir
 
 from gpunb.backends.cpu import abi
 from gpunb.backends.cpu.launch_memory import (
+    aligned_shared,
     check_allocations,
     free_all,
     note_allocations,
     note_current,
+    shared_block_stride,
 )
 from gpunb.compiler import datamodel as dm
 
@@ -92,7 +94,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     begin = b.load(_at(b, launch, lo["block_begin"]), typ=dm.i64)
     end = b.load(_at(b, launch, lo["block_end"]), typ=dm.i64)
     shared_bytes = b.load(_at(b, launch, lo["shared_bytes"]), typ=dm.i64)
-    shared_stride = b.and_(b.add(shared_bytes, _i64(15)), _i64(~15))
+    shared_stride = shared_block_stride(b, shared_bytes, cooperative)
     dyn_shared = b.load(_at(b, launch, lo["dyn_shared"]), typ=dm.i64)
     status = b.load(_at(b, launch, lo["status"]), typ=dm.ptr)
     params = b.load(_at(b, launch, lo["params"]), typ=dm.ptr)
@@ -108,7 +110,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     free = _declare(module, "free", dm.void, [dm.ptr])
     memset = _declare(module, "llvm.memset.p0.i64", dm.void, [dm.ptr, dm.i8, dm.i64, dm.i1])
     shared_total = b.mul(shared_stride, per_group)
-    shared = b.call(malloc, [b.add(shared_total, _i64(16))])
+    shared_block, shared = aligned_shared(b, malloc, shared_total)
     group_threads = b.mul(b.zext(nthreads, dm.i64), per_group)
     n_ctx = group_threads if coroutine else _i64(1)
     ctx_bytes = b.mul(n_ctx, _i64(abi.CTX_SIZE))
@@ -132,8 +134,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     # the debug areas (coroutine mode: no scratch) take the scratch's place in the guard record
     assert scratch is None or debug_areas is None, "the debug variant runs coroutines"
     per_thread = scratch if scratch is not None else debug_areas
-    note_allocations(b, guard, shared, ctxs, n_ctx, handles, per_thread, areas)
-    check_allocations(b, status, free, shared, ctxs, handles, per_thread, areas)
+    note_allocations(b, guard, shared_block, ctxs, n_ctx, handles, per_thread, areas)
+    check_allocations(b, status, free, shared_block, ctxs, handles, per_thread, areas)
     cancel = _at(b, launch, lo["cancel"])
     gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
@@ -216,12 +218,12 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         early = fn.append_basic_block("group.error")
         b.cbranch(stop, early, cont)
         b.position_at_end(early)
-        free_all(b, free, shared, ctxs, handles, per_thread, areas)
+        free_all(b, free, shared_block, ctxs, handles, per_thread, areas)
         b.ret_void()
         b.position_at_end(cont)
     b.branch(claim_bb)
     b.position_at_end(finish_bb)
-    free_all(b, free, shared, ctxs, handles, per_thread, areas)
+    free_all(b, free, shared_block, ctxs, handles, per_thread, areas)
     b.ret_void()
     return fn
 

@@ -113,7 +113,7 @@ class CpuTarget(WarpCollectives, Target):
     def extra_params(self) -> list:
         return [dm.ptr]
 
-    def debug_info(self, module: ir.Module):
+    def debug_info(self, module: ir.Module, full: bool = False):
         """Line tables of code-site ids (codesites.py): a fault names its source line."""
         from gpunb.backends.cpu.codesites import SiteDebugInfo
 

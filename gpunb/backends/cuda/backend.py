@@ -70,7 +70,7 @@ class CudaBackend(Backend):
         ptx, llvm_ir = emit_ptx(str(builder.module), tuple(arch),
                                 opt=options.get("opt", True) is not False,
                                 fastmath=bool(options.get("fastmath")), kernel_symbols=(symbol,),
-                                lineinfo=bool(options.get("lineinfo")))
+                                lineinfo=bool(options.get("lineinfo") or options.get("debug")))
         features = builder.features
         return KernelArtifact(
             name=typed.name, symbol=symbol, target=self.name, arch=arch_string(tuple(arch)),

@@ -29,6 +29,11 @@ _LIBDEVICE_NAMES = {"gamma": "tgamma"}
 _FAST_VARIANTS = {"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "pow"}
 
 
+def supported_arches() -> list:
+    """The (major, minor) compute capabilities this backend writes PTX for."""
+    return [(k // 10, k % 10) for k in sorted(_PTX_VERSION)]
+
+
 def arch_string(cc: tuple) -> str:
     """`sm_90`; `sm_90a` / `sm_100f` for numba's arch-specific cc=(9, 0, 'a') / (10, 0, 'f')."""
     return f"sm_{cc[0]}{cc[1]}{cc[2] if len(cc) > 2 else ''}"
@@ -402,6 +407,11 @@ class CudaTarget(Target):
             fname = "__nv_ldexpf" if f32 else "__nv_ldexp"
             fn = self.intrinsic(low.mb.module, fname, args[0].type, [args[0].type, dm.i32])
             return b.call(fn, args)
+        if self.fastmath and f32 and base == "tanh" and self.cc >= (7, 5):
+            # numba-cuda's fastmath tanhf: the hardware's approximation (sm_75 and later)
+            asm = ir.InlineAsm(ir.FunctionType(ir.FloatType(), [ir.FloatType()]),
+                               "tanh.approx.f32 $0, $1;", "=f,f")
+            return b.call(asm, args)
         if self.fastmath and f32 and base in _FAST_VARIANTS:
             fname = f"__nv_fast_{base}f"
         else:
@@ -431,11 +441,11 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
     if fastmath:
         module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
         module_text = flush_denormals(module_text)
-    else:
+    elif opt:  # (NVVM at -opt=0 fuses nothing: numba-cuda's opt=False gives no fma)
         # a * b + c may become one fma, as numba-cuda's NVVM contracts by default (-fma=1):
         # the GPU's speed, and the results numba-cuda users get
-        # (float and double only: bfloat16 arithmetic rounds each operation, as cuda_bf16.h's)
-        module_text = re.sub(r"= (fadd|fsub|fmul) (float|double) ", r"= \1 contract \2 ",
+        # (half, float and double: bfloat16 arithmetic rounds each operation, as cuda_bf16.h's)
+        module_text = re.sub(r"= (fadd|fsub|fmul) (half|float|double) ", r"= \1 contract \2 ",
                              module_text)
     mod = llvm.parse_assembly(module_text)
     uses_libdevice = "__nv_" in module_text
@@ -444,7 +454,9 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
         lib.triple = TRIPLE
         lib.data_layout = mod.data_layout
         mod.link_in(lib)
-    tm = target_machine(tuple(cc))
+    # opt=False: no IR passes and no codegen optimisation either (NVPTX's codegen runs SROA
+    # from -O1 on), as numba-cuda's NVVM at -opt=0: locals stay in local memory
+    tm = target_machine(tuple(cc), 3 if opt else 0)
     _optimise(mod, tm, 3 if opt else 0, keep=kernel_symbols)
     ptx = tm.emit_assembly(mod)
     if ".e4m3" in ptx or ".e5m2" in ptx:  # fp8 mma.sync needs a newer PTX ISA than the default

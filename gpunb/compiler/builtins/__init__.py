@@ -39,9 +39,11 @@ class Builtin:
 # exactly the whole table, entry for entry.
 _GROUPS = (
     ("cuda.bf16.", ("bf16funcs",)),
+    ("cuda.fp8.", ("fp8funcs",)),
     ("cuda.fp16.", ("complexfuncs",)),
     ("cuda.atomic.", ("atomics",)),
     ("cuda.cg.", ("groups",)),
+    ("cuda.np.", ("pointers",)),
     ("cuda.cp_async.", ("async_copy",)),
     ("cuda.mbarrier.", ("async_copy",)),
     ("cuda.fence_proxy_async", ("async_copy",)),
@@ -53,7 +55,7 @@ _GROUPS = (
     ("cuda.ldmatrix", ("tensorcore_mma",)),
     ("cuda.stmatrix", ("tensorcore_mma",)),
     ("cuda.inline_ptx", ("inline_ptx",)),
-    ("cuda.", ("cuda_intrinsics", "warp", "cache_hints")),
+    ("cuda.", ("cuda_intrinsics", "warp", "cache_hints", "vectors")),
     ("cmath.", ("complexfuncs",)),
     ("math.", ("mathfuncs",)),
     ("operator.", ("operator_funcs",)),
@@ -63,8 +65,8 @@ _GROUPS = (
 # the whole table's order of assembly: a later module's entry replaces an earlier one's
 _ORDER = ("cuda_intrinsics", "atomics", "mathfuncs", "pybuiltins", "warp", "groups",
           "complexfuncs", "operator_funcs", "cache_hints", "reductions", "bf16funcs",
-          "printing", "ufuncs", "async_copy", "tma", "wgmma", "tensorcore_wmma",
-          "tensorcore_mma", "inline_ptx")
+          "fp8funcs", "vectors", "pointers", "printing", "ufuncs", "async_copy", "tma", "wgmma",
+          "tensorcore_wmma", "tensorcore_mma", "inline_ptx")
 _loaded: dict = {}  # group prefix -> its part of the table
 
 
@@ -115,7 +117,8 @@ def _lookup(key: str):
 
 _PY_BUILTIN_IDS = {id(getattr(_py_builtins, n)): n for n in
                    ("len", "abs", "min", "max", "round", "print", "range", "divmod", "pow",
-                    "enumerate", "zip", "sum", "complex", "breakpoint")}
+                    "enumerate", "zip", "sum", "complex", "isinstance", "tuple",
+                    "breakpoint")}
 
 
 def builtin_key(obj) -> str | None:
@@ -136,6 +139,8 @@ def builtin_key(obj) -> str | None:
         return "operator." + fname
     if module and module.startswith("numpy") and fname and callable(obj):
         return "numpy." + fname
+    if fname == "from_buffer" and type(getattr(obj, "__self__", None)).__module__ == "cffi.api":
+        return "cuda.np.ffi_from_buffer"  # cffi's ffi.from_buffer(arr): the data pointer
     return None
 
 

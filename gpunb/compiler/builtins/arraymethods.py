@@ -1,4 +1,5 @@
-"""Array methods in kernels that make views: `a.reshape(shape)` / `a.reshape(d0, d1, ...)`.
+"""Array methods in kernels that make views: `a.reshape(shape)` / `a.reshape(d0, d1, ...)`, and
+`a.view(dtype)` (the same bytes read as another type, numba's array.view).
 
 numba reshapes contiguous arrays only (C or F order; the view keeps the order), with one extent
 of -1 computed from the others; a shape whose size differs from the array's is numba's
@@ -101,4 +102,49 @@ def contiguous_strides(b: ir.IRBuilder, extents: list, itemsize: int, layout: st
     return strides
 
 
-METHODS = {"reshape": Reshape()}
+VIEW_MESSAGE = "new type not compatible with array"
+
+
+class View(Builtin):
+    """`a.view(dtype)`: the same memory as another dtype. A different item size rescales the
+    last extent (numba: C-contiguous arrays, or 1-d ones); one that does not divide it is
+    numba's ValueError, raised as kernels raise."""
+
+    name = "array.view"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        from gpunb.compiler.values import dtype_to_type
+
+        arr = inf.types[node.func.value]
+        if kwtypes or len(node.args) != 1:
+            raise inf.error(node, "a.view() takes one dtype in GPU code", "e.g. a.view(np.int32)")
+        new = dtype_to_type(inf.const(node.args[0], "the dtype of a.view()"))
+        if new is None or isinstance(new, (t.Tuple, t.Record)):
+            raise inf.error(node.args[0], "a.view() needs a number dtype, e.g. np.int32")
+        same_size = t.sizeof(new) == t.sizeof(arr.dtype)
+        if not same_size and not (arr.layout == "C" or arr.ndim == 1 and arr.layout == "F"):
+            raise inf.error(node, f"a.view() to another item size needs a C-contiguous array, "
+                            f"got {arr}", "view a contiguous array (or one of its row slices)")
+        aligned = arr.aligned and t.sizeof(new) <= t.sizeof(arr.dtype)
+        return t.Array(new, arr.ndim, arr.layout, arr.readonly, aligned)
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        arr_t, result = low.type_of(node.func.value), call.result
+        data, shape, strides = arrays.parts(b, low.expr(node.func.value), arr_t.ndim)
+        old, new = t.sizeof(arr_t.dtype), t.sizeof(result.dtype)
+        if old == new:
+            return arrays.make_array(b, result, data, list(shape), list(strides))
+        last = b.mul(shape[-1], ir.Constant(dm.i64, old))
+        bad = b.icmp_signed("!=", b.srem(last, ir.Constant(dm.i64, new)), ir.Constant(dm.i64, 0))
+        fail, ok = low.new_block("view.bad"), low.new_block("view.ok")
+        b.cbranch(bad, fail, ok)
+        b.position_at_end(fail)
+        low.raise_exception(node, "ValueError", VIEW_MESSAGE)
+        b.position_at_end(ok)
+        shape = list(shape[:-1]) + [b.sdiv(last, ir.Constant(dm.i64, new))]
+        strides = list(strides[:-1]) + [ir.Constant(dm.i64, new)]
+        return arrays.make_array(b, result, data, shape, strides)
+
+
+METHODS = {"reshape": Reshape(), "view": View()}

@@ -161,6 +161,8 @@ def _shape_and_dtype(inf, node, what: str):
     shape = inf.const(shape_node, f"the shape of {what}")
     dtype = inf.const(dtype_node, f"the dtype of {what}")
     shape = shape if isinstance(shape, tuple) else (shape,)
+    align_node = args[2] if len(args) > 2 else kws.get("alignment")
+    align = None if align_node is None else _alignment(inf, align_node, what)
     if not all(isinstance(s, (int, np.integer)) and s >= 0 for s in shape):
         raise inf.error(shape_node, f"the shape of {what} must be non-negative integers, "
                         f"got {shape!r}", "give an int or a tuple of ints, e.g. 128 or (16, 16)")
@@ -170,26 +172,30 @@ def _shape_and_dtype(inf, node, what: str):
             else f"{dtype!r} is not a dtype"  # numba's wording for a string numpy does not know
         raise inf.error(dtype_node, what_is_wrong,
                         "use e.g. float32, numba-style types, or numpy dtypes like np.float32")
-    return tuple(int(s) for s in shape), elem, shape_node, dtype_node
+    return tuple(int(s) for s in shape), elem, shape_node, dtype_node, align
 
 
-def _alignment(inf, node) -> int:
-    """numba-cuda's `alignment=` of cuda.shared.array (a power of two; TMA and wgmma tiles want
-    128 to 1024): at least the 16 bytes every shared array gets."""
-    found = next((kw.value for kw in node.keywords if kw.arg == "alignment"), None)
-    if found is None and len(node.args) > 2:
-        found = node.args[2]
-    if found is None:
-        return 16
-    value = inf.const(found, "the alignment of cuda.shared.array")
+def _alignment(inf, node, what: str) -> int | None:
+    """`alignment=` of a shared or local array: numba-cuda's checks and messages (a
+    RequireLiteralValue for a value that is no integer constant, ValueError for a bad one)."""
+    from gpunb.foundation.errors import JitOptionError
+
+    value = inf.const(node, f"the alignment of {what}")
     if value is None:
-        return 16
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0 or \
-            value & (value - 1) or value > 4096:
-        raise inf.error(found, f"the alignment of cuda.shared.array must be a power of two up "
-                        f"to 4096, got {value!r}", "e.g. alignment=128 for a TMA tile, 1024 "
-                        "for a 128-byte-swizzled one")
-    return max(16, int(value))
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise inf.error(node, "RequireLiteralValue: alignment must be a constant integer, got "
+                        f"{value!r}", "pass a power of two that is a multiple of 8, e.g. 16")
+    value = int(value)
+    problem = ("Alignment must be positive" if value <= 0 else
+               "Alignment must be a power of 2" if value & (value - 1) else
+               "Alignment must be a multiple of 8" if value % 8 else
+               "Alignment must be at most 4096 in gpunb" if value > 4096 else None)
+    if problem:  # a JitOptionError is also a ValueError, which numba raises here
+        raise JitOptionError(f"{problem} (got {value})", inf.source.loc(node),
+                             hint="pass a power of two that is a multiple of 8, e.g. 16",
+                             function=inf.source.name)
+    return value
 
 
 class SharedArray(Builtin):
@@ -198,9 +204,9 @@ class SharedArray(Builtin):
     name = "cuda.shared.array"
 
     def type_call(self, inf, node, argtypes, kwtypes):
-        shape, elem, shape_node, dtype_node = _shape_and_dtype(inf, node, self.name)
+        shape, elem, shape_node, dtype_node, align = _shape_and_dtype(inf, node, self.name)
         inf.require(Feature.DYNAMIC_SHARED if 0 in shape else Feature.SHARED)
-        return Typed(t.Array(elem, len(shape), "C"), (shape, elem, _alignment(inf, node)))
+        return Typed(t.Array(elem, len(shape), "C"), (shape, elem, max(16, align or 16)))
 
     def lower_call(self, low, node, call):
         shape, elem, align = call.data
@@ -221,7 +227,7 @@ class LocalArray(Builtin):
     name = "cuda.local.array"
 
     def type_call(self, inf, node, argtypes, kwtypes):
-        shape, elem, shape_node, _ = _shape_and_dtype(inf, node, self.name)
+        shape, elem, shape_node, _, align = _shape_and_dtype(inf, node, self.name)
         if 0 in shape:
             raise inf.error(shape_node, "a local array needs a non-zero shape")
         count = 1
@@ -234,14 +240,16 @@ class LocalArray(Builtin):
                             f"({_bytes(LOCAL_BYTES_PER_THREAD)} per thread, CUDA's limit)",
                             "use a smaller array, or global memory: a device array passed to "
                             "the kernel, each thread using its own slice")
-        return Typed(t.Array(elem, len(shape), "C"), (shape, elem))
+        return Typed(t.Array(elem, len(shape), "C"), (shape, elem, align))
 
     def lower_call(self, low, node, call):
-        shape, elem = call.data
+        shape, elem, align = call.data
         count = 1
         for s in shape:
             count *= s
         storage = low.alloca(ir.ArrayType(dm.memory_type(elem), count), "local.array")
+        if align:
+            storage.align = align
         return _contiguous(low, call.result, storage, shape, elem, False)
 
 

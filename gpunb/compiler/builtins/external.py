@@ -16,6 +16,7 @@ from gpunb.compiler import operators as ops
 from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin
 from gpunb.foundation import types as t
+from gpunb.foundation.pointer_types import Pointer
 
 try:  # hashlib.blake2b without loading OpenSSL
     from _blake2 import blake2b
@@ -60,10 +61,11 @@ class ExternalFunction(Builtin):
         for arg, found, want in zip(node.args, argtypes, declared, strict=True):
             if not _passable(want):
                 raise inf.error(arg, f"gpunb cannot pass {want} to the foreign function "
-                                f"'{self.name}': numbers and bools can be passed",
+                                f"'{self.name}': numbers, bools and pointers can be passed",
                                 "pass the values the function needs, or write the function "
                                 "in Python (@cuda.jit(device=True))")
-            if not t.is_number(found) or promotion.conversion(found, want) is None:
+            if not (t.is_number(found) or isinstance(found, Pointer)) or \
+                    promotion.conversion(found, want) is None:
                 raise inf.error(arg, f"cannot pass {found} as {want} to the foreign function "
                                 f"'{self.name}'", f"declared as {self.sig}")
         result = self.sig.return_type
@@ -81,7 +83,8 @@ class ExternalFunction(Builtin):
                             f"{self.name} in Python as a @cuda.jit(device=True) function for "
                             "the CPU target")
         b = low.builder
-        args = [_abi_value(b, ops.cast(b, low.expr(n), found, want), want)
+        args = [_abi_value(b, low.expr(n) if isinstance(want, Pointer) else
+                           ops.cast(b, low.expr(n), found, want), want)
                 for n, found, want in zip(node.args, call.argtypes, self.sig.args, strict=True)]
         param_types = [_abi_type(a) for a in self.sig.args]
         result_t = self.sig.return_type
@@ -112,7 +115,7 @@ class ExternalFunction(Builtin):
 
 
 def _passable(ty) -> bool:
-    return isinstance(ty, (t.Integer, t.Float, t.Boolean))
+    return isinstance(ty, (t.Integer, t.Float, t.Boolean, Pointer))
 
 
 def _abi_type(ty: t.Type) -> ir.Type:

@@ -8,8 +8,8 @@ import ast
 from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler import datetimes, promotion
 from gpunb.compiler import operators as ops
-from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin, debugging
 from gpunb.foundation import types as t
 
@@ -36,6 +36,9 @@ class Abs(Builtin):
     name = "abs"
 
     def type_call(self, inf, node, argtypes, kwtypes):
+        if len(argtypes) == 1 and isinstance(argtypes[0], t.DateTime) and \
+                argtypes[0].kind == "m":
+            return argtypes[0]  # abs(timedelta64)
         if len(argtypes) != 1 or not t.is_number(argtypes[0]):
             raise inf.error(node, "abs() takes one number")
         a = argtypes[0]
@@ -49,6 +52,8 @@ class Abs(Builtin):
         b = low.builder
         a = call.argtypes[0]
         x = low.expr(node.args[0])
+        if isinstance(a, t.DateTime):
+            return datetimes.absolute(b, x)
         if isinstance(a, t.BFloat16):
             a, x = t.float32, ops.cast(b, x, a, t.float32)
         if isinstance(a, t.Float):
@@ -64,8 +69,9 @@ class Abs(Builtin):
 
 
 class MinMax(Builtin):
-    def __init__(self, name: str):
+    def __init__(self, name: str, datetimes: bool = False):
         self.name = name
+        self.datetimes = datetimes  # Python's min/max order datetimes too (numpy's do not)
 
     def operands(self, argtypes, nodes):
         if len(argtypes) == 1 and isinstance(argtypes[0], t.Tuple):
@@ -76,6 +82,8 @@ class MinMax(Builtin):
         if kwtypes or not argtypes:
             raise inf.error(node, f"{self.name}() takes numbers or one tuple")
         types, nodes = self.operands(argtypes, node.args)
+        if self.datetimes and types and datetimes.involved(*types):
+            return _common_datetime(inf, node, types)
         if len(types) < 1 or not all(t.is_number(a) and not isinstance(a, t.Complex)
                                      for a in types):
             raise inf.error(node, f"{self.name}() needs real numbers, got "
@@ -102,6 +110,19 @@ class MinMax(Builtin):
                 better = ops.compare(b, op, v, acc, result)
             acc = b.select(better, v, acc)
         return acc
+
+
+def _common_datetime(inf, node, types) -> t.Type:
+    """min/max of datetimes (or of timedeltas): numba's comparison unit, the finer one."""
+    common = types[0]
+    try:
+        for other in types[1:]:
+            common = datetimes.compare_type(None, common, other)
+    except datetimes.DateTimeTypeError as exc:
+        raise inf.error(node, str(exc)) from None
+    if len(types) == 1:
+        raise inf.error(node, "min()/max() of one datetime: pass two or more")
+    return common
 
 
 def _common(types, weak) -> t.Type:
@@ -251,13 +272,28 @@ class NotInKernels(Builtin):
 
 
 
+class IsNaT(Builtin):
+    """np.isnat(datetime or timedelta): whether it holds NaT."""
+
+    name = "isnat"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if kwtypes or len(argtypes) != 1 or not isinstance(argtypes[0], t.DateTime):
+            raise inf.error(node, "np.isnat() takes one datetime64 or timedelta64 value")
+        return t.boolean
+
+    def lower_call(self, low, node, call):
+        b = low.builder
+        return b.not_(datetimes.not_nat(b, low.expr(node.args[0])))
+
+
 CONJUGATE = Conjugate()
 
 BUILTINS = {
     "builtins.len": Len(),
     "builtins.abs": Abs(),
-    "builtins.min": MinMax("min"),
-    "builtins.max": MinMax("max"),
+    "builtins.min": MinMax("min", datetimes=True),
+    "builtins.max": MinMax("max", datetimes=True),
     "builtins.round": Round(),
     "builtins.divmod": DivMod(),
     "builtins.pow": Pow(),
@@ -265,6 +301,7 @@ BUILTINS = {
     "numpy.abs": Abs(),
     "numpy.minimum": MinMax("min"),
     "numpy.maximum": MinMax("max"),
+    "numpy.isnat": IsNaT(),
     **debugging.BUILTINS,
 }
 
@@ -342,7 +379,76 @@ class SumTuple(Builtin):
         return acc
 
 
+class IsInstance(Builtin):
+    """isinstance(value, classes): decided at compile time from the value's type (numba's rule),
+    so `if isinstance(x, float):` prunes the other branch before it is typed."""
+
+    name = "isinstance"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        from gpunb.compiler.typed import Typed
+
+        if kwtypes or len(argtypes) != 2:
+            raise inf.error(node, "isinstance() takes a value and a class (or a tuple of them)")
+        classes = argtypes[1]
+        items = classes.items if isinstance(classes, t.Tuple) else (classes,)
+        objects = [getattr(item, "obj", item) for item in items]
+        known = [_isinstance_of(argtypes[0], obj) for obj in objects]
+        if any(k is None for k in known):
+            bad = objects[known.index(None)]
+            raise inf.error(node.args[1], f"isinstance() in GPU code cannot test for {bad!r}",
+                            "test for a number class (int, float, complex, bool), a numpy "
+                            "scalar type, a kernel type such as float32, tuple or np.ndarray")
+        value = any(known)
+        inf.constants[node] = value
+        return Typed(t.boolean, value)
+
+    def lower_call(self, low, node, call):
+        return ir.Constant(dm.value_type(t.boolean), int(call.data))
+
+
+def _isinstance_of(vt: t.Type, cls) -> bool | None:
+    """Whether a value of type `vt` is an instance of `cls` (None: a class GPU code cannot
+    test for)."""
+    import numpy as np
+
+    from gpunb.foundation.numba_types import from_numba, is_numba_object
+
+    if is_numba_object(cls):
+        cls = from_numba(cls)
+    if isinstance(cls, t.Type):
+        return vt == cls
+    # numba's: a Python number class is one type (int: int64, float: float64), not a family
+    numbers = {bool: t.boolean, int: t.int64, float: t.float64, complex: t.complex128}
+    if cls in numbers:
+        return vt == numbers[cls]
+    if cls in (tuple, np.ndarray):
+        return isinstance(vt, t.Tuple if cls is tuple else t.Array)
+    if isinstance(cls, type) and issubclass(cls, np.generic):
+        try:
+            return vt == t.from_dtype(np.dtype(cls))
+        except TypeError:
+            return None
+    return None
+
+
+class TupleOf(Builtin):
+    """tuple(t) of a tuple: the tuple itself (numba's)."""
+
+    name = "tuple"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        if kwtypes or len(argtypes) != 1 or not isinstance(argtypes[0], t.Tuple):
+            raise inf.error(node, "tuple() in GPU code takes one tuple")
+        return t.Tuple(argtypes[0].items)
+
+    def lower_call(self, low, node, call):
+        return low.expr(node.args[0])
+
+
 BUILTINS.update({
+    "builtins.tuple": TupleOf(),
+    "builtins.isinstance": IsInstance(),
     "builtins.enumerate": EnumerateTuple(),
     "builtins.zip": ZipTuples(),
     "builtins.sum": SumTuple(),

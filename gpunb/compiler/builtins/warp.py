@@ -8,6 +8,7 @@ from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
+from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin
 from gpunb.compiler.typed import Feature
 from gpunb.foundation import types as t
@@ -189,7 +190,7 @@ class Selp(Builtin):
     def type_call(self, inf, node, argtypes, kwtypes):
         if len(argtypes) != 3:
             raise inf.error(node, "selp(predicate, a, b) takes 3 arguments")
-        merged = t.unify(argtypes[1], argtypes[2])
+        merged = promotion.unify(argtypes[1], argtypes[2])
         if merged is None:
             raise inf.error(node, f"selp() needs a and b of one type, got {argtypes[1]} and "
                             f"{argtypes[2]}")

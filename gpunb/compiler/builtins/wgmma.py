@@ -24,6 +24,7 @@ from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
+from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin
 from gpunb.compiler.builtins import async_args as aa
 from gpunb.compiler.typed import Feature, Typed
@@ -228,7 +229,7 @@ class StoreFragment(Builtin):
         acc = aa.view_operand(inf, bound, "acc", self.name, ndim=1)
         if dst.readonly:
             raise inf.error(bound.node("dst"), f"{self.name}: dst is read-only")
-        if not t.can_convert(acc.dtype, dst.dtype):
+        if not promotion.can_convert(acc.dtype, dst.dtype):
             raise inf.error(node, f"{self.name}: cannot store {acc.dtype} values into {dst}")
         n = aa.const_int(inf, bound, "n", f"the N of {self.name}", tuple(range(8, 257, 8)))
         return Typed(t.none, bound.with_consts(n=n))

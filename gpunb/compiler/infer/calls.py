@@ -28,7 +28,11 @@ from gpunb.compiler.values import (
 from gpunb.compiler.values import missing as is_missing
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import CompileError, did_you_mean
-from gpunb.foundation.pyobjects import is_gpu_function, lookup_global
+from gpunb.foundation.pyobjects import (
+    is_cpu_only_numba_function,
+    is_gpu_function,
+    lookup_global,
+)
 
 
 class CallTyping:
@@ -49,8 +53,9 @@ class CallTyping:
                 raise self.error(kw, "**kwargs is not supported in GPU code",
                                  "pass each keyword argument by name: f(a=x, b=y)")
         starred = next((a for a in node.args if isinstance(a, ast.Starred)), None)
-        if starred is not None:
-            raise self.error(starred, "*args is not supported in GPU code",
+        if starred is not None and not (isinstance(callee, inner.InnerFunction) or
+                                        is_gpu_function(callee)):
+            raise self.error(starred, "*args is only supported in calls of GPU functions",
                              "pass each argument: f(t[0], t[1])")
         if isinstance(callee, inner.InnerFunction):
             return inner.call(self, node, callee)
@@ -72,7 +77,15 @@ class CallTyping:
         if target is not None:
             return self.conversion(node, callee, target)
         name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
-        raise self.error(node.func, f"cannot call {name} from GPU code", _call_hint(callee))
+        if is_cpu_only_numba_function(callee):
+            raise self.error(node.func, f"Untyped global name '{callee.__name__}': using cpu "
+                             "function on device", "a numba @jit function given explicit "
+                             "signatures is compiled for the CPU only (numba-cuda refuses it "
+                             "too): drop the signatures, or use @cuda.jit(device=True)")
+        untyped = f"Untyped global name '{node.func.id}': " \
+            if isinstance(node.func, ast.Name) else ""  # numba's words, for those who search
+        raise self.error(node.func, f"{untyped}cannot call {name} from GPU code",
+                         _call_hint(callee))
 
     def int_bit_count(self, node: ast.Call) -> t.Type | None:
         """`x.bit_count()` on an integer value; None when `x` is not one (a module's function
@@ -137,7 +150,7 @@ class CallTyping:
                 return None
             value = lookup_global(self.py_func, func.id)
             if is_missing(value):
-                raise self.error(func, f"name '{func.id}' is not defined",
+                raise self.error(func, f"NameError: name '{func.id}' is not defined",
                                  did_you_mean(func.id, self.visible_names())
                                  + "define it before the GPU function is compiled")
             self.record(func, PyValue(value))
@@ -179,15 +192,27 @@ class CallTyping:
         """Arguments of a call, one per parameter in order: the argument's node, or Const of the
         parameter's default; and their types. Shared by GPU functions and inner functions."""
         try:
-            bound = signature.bind(*node.args, **{kw.arg: kw.value for kw in node.keywords})
+            bound = signature.bind(*self.positional_nodes(node),
+                                   **{kw.arg: kw.value for kw in node.keywords})
         except TypeError as exc:
             raise self.error(node, f"bad call of '{name}': {exc}",
                              f"its parameters are {signature}") from None
         args, argtypes = [], []
         for pname, param in signature.parameters.items():
+            if param.kind is param.VAR_POSITIONAL:  # *args: the extra arguments as one tuple
+                extra = list(bound.arguments.get(pname, ()))
+                arg = self.synthetic(("varargs", node), lambda extra=extra: ast.copy_location(
+                    ast.Tuple(elts=extra, ctx=ast.Load()), node))
+                args.append(arg)
+                argtypes.append(self.expr(arg))
+                continue
             if pname in bound.arguments:
                 arg = bound.arguments[pname]
-                found = self.expr(arg)  # a function or type passes as a compile-time value
+                if inner.passed_as_value(self, arg):  # an escaping closure (numba's)
+                    found = self.record(arg, PyValue(inner.escape(
+                        self, arg, self.inner_functions[arg.id])))
+                else:
+                    found = self.expr(arg)  # a function or type: a compile-time value
                 if isinstance(found, PyValue) and isinstance(found.obj, type(ast)):
                     raise self.error(arg, f"cannot pass the module {found} to '{name}'",
                                      "pass the function or constant it holds")
@@ -202,6 +227,29 @@ class CallTyping:
             argtypes.append(found)
         return args, argtypes
 
+    def positional_nodes(self, node: ast.Call) -> list:
+        """The call's positional argument nodes, `*t` of a tuple expanded to `t[0], t[1], ...`
+        (numba's star-args of a tuple, whose length is known when the call is typed)."""
+        out = []
+        for arg in node.args:
+            if not isinstance(arg, ast.Starred):
+                out.append(arg)
+                continue
+            found = self.expr(arg.value)
+            if not isinstance(found, t.Tuple):
+                raise self.error(arg, f"*args needs a tuple in GPU code, got {found}")
+            out.extend(self.synthetic(("star", arg, k), lambda k=k, arg=arg: ast.copy_location(
+                ast.Subscript(value=arg.value, slice=ast.Constant(k), ctx=ast.Load()), arg))
+                for k in range(len(found.items)))
+        return out
+
+    def synthetic(self, key, make):
+        """A node made for a call (kept across passes, so that its facts are the same node's)."""
+        found = self.capture_refs.get(key)
+        if found is None:
+            found = self.capture_refs[key] = make()
+        return found
+
     def call_gpu_function(self, node: ast.Call, dispatcher) -> t.Type:
         py_func = dispatcher.py_func
         args, argtypes = self.bind_call(node, inspect.signature(py_func), py_func.__name__)
@@ -210,9 +258,23 @@ class CallTyping:
         callee = self.infer_callee(node, py_func, args, argtypes, declared)
         if not isinstance(callee, RecursiveRef):  # (a self-call is not a callee to collect)
             self.callees[(py_func.__code__, callee.argtypes)] = callee
-        forceinline = bool(getattr(dispatcher, "options", {}).get("forceinline"))
-        self.calls[node] = GpuCall(callee, tuple(args), callee.argtypes, forceinline)
+        options = getattr(dispatcher, "options", {}) or {}
+        self.calls[node] = GpuCall(callee, tuple(args), callee.argtypes,
+                                   bool(options.get("forceinline")),
+                                   self.inlines(node, options.get("inline"), py_func))
         return callee.return_type
+
+    def inlines(self, node, inline, callee_func) -> bool:
+        """numba-cuda's inline= of the callee: 'always' / True inline its body at the call (no
+        call in the IR handed to LLVM), a cost model decides per call: gpunb calls it with the
+        call's AST node and the caller's and callee's Python functions (numba passes its IR)."""
+        if not callable(inline):
+            return inline in ("always", True)
+        try:
+            return bool(inline(node, self.py_func, callee_func))
+        except Exception as exc:  # noqa: BLE001 - the user's cost model failed
+            raise self.error(node, f"the inline= cost model of '{callee_func.__name__}' raised "
+                             f"{type(exc).__name__}: {exc}") from None
 
     @staticmethod
     def declared_return(dispatcher, argtypes: tuple):
@@ -231,17 +293,25 @@ class CallTyping:
         constant flags only when the callee does not type without them, which keeps one
         specialisation where the constants make no difference."""
         try:
-            return self.infer_binding(node, py_func, args, argtypes, declared)
-        except NeedsConstant:
-            raise
-        except CompileError as error:
-            literal = self.literal_argtypes(args, argtypes)
-            if literal is None or error.function != py_func.__name__:
-                raise
             try:
-                return self.infer_binding(node, py_func, args, literal, declared)
-            except CompileError:
-                raise error from None
+                return self.infer_binding(node, py_func, args, argtypes, declared)
+            except NeedsConstant:
+                raise
+            except CompileError as error:
+                literal = self.literal_argtypes(args, argtypes)
+                if literal is None or error.function != py_func.__name__:
+                    raise
+                try:
+                    return self.infer_binding(node, py_func, args, literal, declared)
+                except CompileError:
+                    raise error from None
+        except CompileError as error:
+            if not isinstance(error, NeedsConstant):  # numba's words for where it came from
+                loc = self.source.loc(node)
+                error.add_context(f"During: resolving callee type: type(CUDADispatcher("
+                                  f"<function {py_func.__qualname__}>)), called from "
+                                  f"'{self.source.name}' at line {loc.line}")
+            raise
 
     def literal_argtypes(self, args: list, argtypes: tuple) -> tuple | None:
         """The argument types with every constant flag (a bool) bound to its value (numba's
@@ -293,6 +363,8 @@ class CallTyping:
             value = const_eval(arg, self.resolve_constant)
         except NotConstant:
             return None
+        if isinstance(value, (str, bytes)):  # a literal string (numba's StringLiteral)
+            return value
         return value if constant_type(value) is not None else None
 
     def apply_declared_signature(self, node, dispatcher, argtypes: tuple, args: list) -> tuple:
@@ -349,7 +421,8 @@ class CallTyping:
             value = const_eval(node, self.resolve_constant)
         except NotConstant:
             params = self.parameters_in(node)
-            raise NeedsConstant(f"{what} must be a compile-time constant",
+            # numba's error is RequireLiteralValue; its name is kept for those who search it
+            raise NeedsConstant(f"RequireLiteralValue: {what} must be a compile-time constant",
                                 self.source.loc(node),
                                 "use a literal, a module-level constant, or a parameter that "
                                 "every caller passes a constant for", self.source.name,

@@ -70,15 +70,18 @@ class InferenceCore:
         self.options = session.options
         self.is_kernel = is_kernel
         args = source.tree.args
-        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-            raise self.error(source.tree, "GPU functions take plain positional parameters only",
-                             "remove *args, **kwargs and keyword-only parameters")
-        self.argnames = tuple(a.arg for a in args.args)
+        if args.kwarg or args.kwonlyargs or args.posonlyargs or args.vararg and is_kernel:
+            raise self.error(source.tree, "GPU functions take positional parameters and *args "
+                             "only (kernels no *args)",
+                             "remove **kwargs and keyword-only parameters")
+        # *args is one more parameter, the tuple of the extra arguments (calls.bind_call)
+        params = list(args.args) + ([args.vararg] if args.vararg else [])
+        self.argnames = tuple(a.arg for a in params)
         if len(argtypes) != len(self.argnames):
             raise self.error(source.tree, f"'{source.name}' takes {len(self.argnames)} "
                              f"arguments but {len(argtypes)} were given")
         self.argtypes = tuple(argtypes)
-        self.params = tuple(Var(a.arg, VarKind.PARAM, a) for a in args.args)
+        self.params = tuple(Var(a.arg, VarKind.PARAM, a) for a in params)
         # facts that persist across passes (rewritten by each pass as it goes)
         self.types: dict = {}
         self.var_types: dict = {}
@@ -448,7 +451,7 @@ class InferenceCore:
         assignment would), `int32(int32, int32)` returning `a + b` returns an int32."""
         declared = self.signature_return
         for node, rt in values:
-            if isinstance(declared, t.NoneType) or not t.can_convert(rt, declared):
+            if isinstance(declared, t.NoneType) or not promotion.can_convert(rt, declared):
                 raise self.error(node, f"this function returns {rt}, which does not convert to "
                                  f"the declared return type {declared}",
                                  "return a value of the declared type, or declare the type "

@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import ast
 
-from gpunb.compiler import promotion
+from gpunb.compiler import datetimes, promotion
 from gpunb.compiler.builtins import Builtin, find_builtin
 from gpunb.compiler.infer import inner
 from gpunb.compiler.typed import BuiltinValue
-from gpunb.compiler.values import ConstValue, NotConstant, PyValue, constant_type, missing
+from gpunb.compiler.values import (
+    ArrayCTypes,
+    ConstValue,
+    NotConstant,
+    PyValue,
+    constant_type,
+    missing,
+)
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import did_you_mean
 from gpunb.foundation.pyobjects import lookup_global
@@ -62,8 +70,8 @@ class ExpressionTyping:
             return t.float64
         if value is None:
             return t.none
-        if isinstance(value, str):
-            return t.StringLiteral()
+        if isinstance(value, (str, bytes)):  # print() and stores into string arrays take them
+            return t.StringLiteral("str" if isinstance(value, str) else "bytes")
         self.check_int_range(node, value)
         found = constant_type(value)
         if found is None:
@@ -87,7 +95,7 @@ class ExpressionTyping:
             return found
         value = lookup_global(self.py_func, name)
         if missing(value):
-            raise self.error(node, f"name '{name}' is not defined",
+            raise self.error(node, f"NameError: name '{name}' is not defined",
                              did_you_mean(name, self.visible_names())
                              + "define it before the GPU function is compiled, or pass it in")
         builtin = find_builtin(value) if not isinstance(value, (int, float)) else None
@@ -146,6 +154,8 @@ class ExpressionTyping:
                 return t.int64
             if attr == "dtype":  # a compile-time dtype (cuda.local.array(n, dtype=a.dtype))
                 return PyValue(base.dtype)
+            if attr == "ctypes":  # numba's arr.ctypes.data: the address
+                return ArrayCTypes(base)
             if attr == "T" and base.ndim <= 2:
                 layout = base.layout
                 if base.ndim == 2:
@@ -157,6 +167,8 @@ class ExpressionTyping:
                                base.aligned)
             if attr == "real" and isinstance(base.dtype, (t.Integer, t.Float)):
                 return base  # a real array is its own real part (numba: the same array)
+        if isinstance(base, ArrayCTypes) and attr == "data":
+            return t.uint64
         if isinstance(base, t.Complex) and attr in ("real", "imag"):
             return base.component
         if isinstance(base, (t.Integer, t.Float)) and attr in ("real", "imag"):
@@ -183,6 +195,11 @@ class ExpressionTyping:
                                node.right in self.weak)
 
     def binop_type(self, node, op, a: t.Type, b: t.Type, weak_a: bool, weak_b: bool) -> t.Type:
+        if datetimes.involved(a, b):
+            try:
+                return datetimes.binop_type(op, a, b)
+            except datetimes.DateTimeTypeError as exc:
+                raise self.error(node, str(exc)) from None
         if isinstance(a, t.Tuple) and isinstance(b, t.Tuple) and isinstance(op, ast.Add):
             return t.Tuple(a.items + b.items)
         if not (t.is_number(a) and t.is_number(b)):
@@ -217,6 +234,9 @@ class ExpressionTyping:
             return t.boolean
         if node.operand in self.weak:
             self.weak.add(node)
+        if isinstance(found, t.DateTime) and found.kind == "m" and \
+                isinstance(node.op, (ast.USub, ast.UAdd)):
+            return found  # -timedelta, +timedelta
         try:
             return promotion.unary(node.op, found)
         except promotion.NoRule:
@@ -259,23 +279,54 @@ class ExpressionTyping:
                 break
         return live
 
+    def constant_string_comparison(self, node: ast.Compare, op) -> t.Type:
+        """Two constant strings (literals, or parameters every caller passes a literal for, as
+        numba's literal strings) compare at compile time; the branch they guard is pruned."""
+        import operator
+
+        what = "a string compared in GPU code"
+        left, right = self.const(node.left, what), self.const(node.comparators[0], what)
+        compare = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+                   ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}[type(op)]
+        try:
+            self.constants[node] = bool(compare(left, right))
+        except TypeError as exc:  # str with bytes
+            raise self.error(node, f"cannot compare {left!r} with {right!r}: {exc}") from None
+        return t.boolean
+
     def expr_Compare(self, node: ast.Compare) -> t.Type:
         left = node.left
         lt = self.expr(left)
         operand_types = []
         for op, right in zip(node.ops, node.comparators, strict=True):
             rt = self.expr(right)
+            enums = self.enum_comparison(node, op, lt, rt)
+            if enums is not None:
+                return enums
             if isinstance(op, (ast.Is, ast.IsNot)) and len(node.ops) == 1 and (
                     isinstance(lt, t.NoneType) or isinstance(rt, t.NoneType)):
                 # only None has type none, so the answer is known at compile time
                 same = isinstance(lt, t.NoneType) and isinstance(rt, t.NoneType)
                 self.constants[node] = same if isinstance(op, ast.Is) else not same
                 return t.boolean
+            if _is_string(lt) and _is_string(rt) and len(node.ops) == 1 and \
+                    not isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                return self.constant_string_comparison(node, op)
+            if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(lt, t.Boolean) and \
+                    isinstance(rt, t.Boolean):  # numba: `flag is True` compares the values
+                operand_types.append(t.boolean)
+                left, lt = right, rt
+                continue
             if isinstance(op, (ast.Is, ast.IsNot)):
                 raise self.error(node, f"'{_CMP_SYMBOLS[type(op)]}' only tests for None in GPU "
                                  "code", "compare values with == and !=")
             if isinstance(op, (ast.In, ast.NotIn)):
                 operand_types.append(self.contains_types(node, left, lt, rt))
+            elif datetimes.involved(lt, rt):
+                try:
+                    operand_types.append(datetimes.compare_type(op, lt, rt))
+                except datetimes.DateTimeTypeError as exc:
+                    raise self.error(node, str(exc)) from None
             else:
                 if not (t.is_number(lt) and t.is_number(rt)):
                     raise self.error(node, f"cannot compare {lt} with {rt}",
@@ -288,6 +339,27 @@ class ExpressionTyping:
                                                           right in self.weak))
             left, lt = right, rt
         self.comparisons[node] = tuple(operand_types)
+        return t.boolean
+
+    def enum_comparison(self, node, op, lt: t.Type, rt: t.Type) -> t.Type | None:
+        """==, != and is between Enum / IntEnum members (numba's rules): members of one class
+        compare by value; another class or a non-member is never equal (an IntEnum member
+        compares with numbers as the int it is); None when neither side is an Enum member."""
+        enum_kinds = (enum_types.EnumMember, enum_types.IntEnumMember)
+        if not isinstance(lt, enum_kinds) and not isinstance(rt, enum_kinds):
+            return None
+        identity = isinstance(op, (ast.Is, ast.IsNot))
+        if not identity and isinstance(lt, enum_types.IntEnumMember) and t.is_number(rt) or \
+                not identity and isinstance(rt, enum_types.IntEnumMember) and t.is_number(lt):
+            return None  # numbers compare as numbers
+        if len(node.ops) != 1 or not isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+            raise self.error(node, f"cannot compare {lt} with {rt} that way",
+                             "Enum members compare with ==, != and is")
+        positive = isinstance(op, (ast.Eq, ast.Is))
+        if type(lt) is not type(rt) or lt.enum_class is not rt.enum_class:
+            self.constants[node] = not positive  # another class: never the same member
+            return t.boolean
+        self.comparisons[node] = (t.int64,)  # positions (Enum) or values (IntEnum)
         return t.boolean
 
     def comparison_type(self, a: t.Type, b: t.Type, weak_a: bool, weak_b: bool) -> t.Type:
@@ -366,3 +438,8 @@ def _array_hint(a, b) -> str | None:
         return "whole-array arithmetic is not available inside kernels; index elements " \
                "(x[i] * 2), or use gpunb.fuse for elementwise expressions"
     return None
+
+
+def _is_string(ty: t.Type) -> bool:
+    """A constant string: a literal, or a global or argument holding one."""
+    return isinstance(ty, t.StringLiteral) or isinstance(getattr(ty, "obj", None), (str, bytes))

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import ast
+import enum
 
+from gpunb.compiler import promotion
 from gpunb.compiler.infer.expressions import field_value_type
 from gpunb.compiler.typed import IndexPlan, IntIndex, SliceIndex
 from gpunb.compiler.values import NotConstant, PyValue, const_eval
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
+from gpunb.foundation.pointer_types import Pointer
 
 
 class IndexTyping:
@@ -18,13 +22,37 @@ class IndexTyping:
             return self.array_index_type(node, base, index)
         if isinstance(base, t.Record):
             return self.record_field_type(base, index)
+        if isinstance(base, Pointer):
+            return self.pointer_item_type(base, index)
         if isinstance(base, t.Tuple) and isinstance(index, ast.Slice):
             return self.tuple_slice_type(index, base)
         if isinstance(base, t.Tuple):
             return self.tuple_item_type(base, index)
         if isinstance(base, PyValue) and isinstance(base.obj, t.Type):
             raise self.error(node, "array types cannot be built inside GPU code")
+        if isinstance(base, PyValue) and isinstance(base.obj, enum.EnumMeta):
+            return self.enum_by_name(node, base.obj, index)
         raise self.error(node, f"{base} cannot be indexed")
+
+    def enum_by_name(self, node, cls, index) -> t.Type:
+        """`Color["red"]`: the member named by a constant string, a compile-time constant."""
+        name = self.const(index, "an Enum class's subscript")
+        if not isinstance(name, str) or name not in cls.__members__:
+            raise self.error(index, f"{cls.__qualname__} has no member {name!r}",
+                             f"its members: {', '.join(cls.__members__)}")
+        member = cls[name]
+        self.constants[node] = member
+        return enum_types.enum_type(member)
+
+    def pointer_item_type(self, base: Pointer, index) -> t.Type:
+        """p[i] of a C pointer: the element i places on, unchecked (numba's CPointer)."""
+        if base.dtype is None:
+            raise self.error(index, "a void* cannot be indexed",
+                             "view it with carray(ptr, shape, dtype) first")
+        found = self.expr(index)
+        if not isinstance(found, (t.Integer, t.Boolean)):
+            raise self.error(index, f"a pointer index must be an integer, got {found}")
+        return base.dtype
 
     def record_field_type(self, base: t.Record, index) -> t.Type:
         if isinstance(index, ast.Constant) and type(index.value) is int:  # rec[0]: by position
@@ -78,10 +106,10 @@ class IndexTyping:
     def check_slice_store(self, target, vt: t.Type, slot: t.Array) -> None:
         """a[1:3] = x and a[:, j] = b[...]: a number fills the view; an array is copied
         element by element, broadcast as numpy does (trailing axes, extents of 1)."""
-        if t.is_number(vt) and t.can_convert(vt, slot.dtype):
+        if t.is_number(vt) and promotion.can_convert(vt, slot.dtype):
             return
         if isinstance(vt, t.Array) and vt.ndim <= slot.ndim and \
-                t.can_convert(vt.dtype, slot.dtype):
+                promotion.can_convert(vt.dtype, slot.dtype):
             return
         raise self.error(target, f"cannot assign {vt} to a slice {slot}",
                          f"assign a number, or an array of at most {slot.ndim} dimension(s)")
@@ -115,6 +143,10 @@ class IndexTyping:
                 # a[idx] with idx = (i, j): each item indexes one axis, as numba allows
                 for k, item_type in enumerate(found.items):
                     parts.append(IntIndex(item, item_type, k))
+                continue
+            if isinstance(found, t.Array) and found.ndim == 0 and \
+                    isinstance(found.dtype, t.Integer):  # a 0-d integer array: its value
+                parts.append(IntIndex(item, found.dtype, -1))
                 continue
             if not isinstance(found, (t.Integer, t.Boolean)):
                 raise self.error(item, f"array index must be an integer, got {found}",

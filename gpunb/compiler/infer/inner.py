@@ -5,7 +5,8 @@ device functions that take the variables they read from the enclosing function (
 extra parameters after their own; each call passes those variables' current values, so a closure
 sees the values at the call, as in Python. An inner function may call other inner functions of
 its scope and of enclosing scopes, and GPU functions. What numba refuses stays refused: an inner
-function used as a value (returned, stored, passed), recursion, and `nonlocal`.
+function returned or stored, recursion, and `nonlocal`; one passed to a GPU function as a value
+"escapes" as numba's does: a function of its own whose captured variables must hold constants.
 """
 
 from __future__ import annotations
@@ -56,8 +57,13 @@ def collect(inferer, enclosing: dict) -> dict:
     assigned = assigned_names(tree)
     visible = {k: v for k, v in enclosing.items() if k not in scope_vars}
     seen: dict = {}
-    for name, stmt, _ in bindings:
+    for name, stmt, fn in bindings:
         if name in seen:
+            twice = sorted(n for n in free_names(fn) & scope_vars if _assign_count(tree, n) > 1)
+            if twice:  # numba's words: it turns such closures into functions of constants
+                raise inferer.error(stmt, f"Cannot capture a constant value for variable "
+                                    f"'{twice[0]}' as there are multiple definitions present.",
+                                    "give each inner function its own name")
             raise inferer.error(stmt, f"inner function '{name}' is defined twice",
                                 "give each inner function its own name")
         if isinstance(stmt, ast.FunctionDef) and name in assigned or \
@@ -149,12 +155,91 @@ def _constant_default(inferer, name: str, node):
     return value
 
 
+class EscapedFunction:
+    """An inner function used as a value (passed to a GPU function, numba's "escaping"
+    closure): a function of its own, compiled where it is called, whose captured variables are
+    the compile-time constants they hold where it escapes (numba's MakeFunctionToJitFunction)."""
+
+    __gpunb_function__ = True
+    options: dict = {}
+    declared_signatures = ()
+
+    def __init__(self, py_func):
+        self.py_func = py_func
+        self.__name__ = py_func.__name__
+
+    def __repr__(self) -> str:
+        return f"<inner function {self.__name__}>"
+
+
+def escape(inferer, node: ast.Name, fn: InnerFunction) -> EscapedFunction:
+    """`fn` as a value: a real function made from its definition, its captures bound to their
+    constant values here; the same object for the same values (stable specialisations)."""
+    values = {}
+    for name in fn.captures:
+        var = inferer.env.get(name)
+        value = inferer.var_constants.get(var, _NOT_CONSTANT) if var is not None else \
+            _NOT_CONSTANT
+        if value is _NOT_CONSTANT:
+            raise inferer.error(node, f"Cannot capture the non-constant value associated with "
+                                f"variable '{name}' in a function that may escape.",
+                                f"'{fn.name}' is passed as a value: the variables it reads from "
+                                "the enclosing function must hold compile-time constants")
+        values[name] = value
+    key = ("escaped", id(fn.node), id(inferer.py_func), tuple(sorted(values.items(), key=repr)))
+    found = inferer.session.done.get(key)
+    if found is None:
+        found = inferer.session.done[key] = EscapedFunction(_materialise(inferer, fn, values))
+    return found
+
+
+_NOT_CONSTANT = object()
+
+
 def escape_error(inferer, node: ast.Name):
-    """numba compiles inner functions only at their calls: one used as a value is refused."""
+    """Returned or stored, an inner function is refused (numba only turns closures passed to
+    functions into functions of their own)."""
     return inferer.error(node, f"inner function '{node.id}' is used as a value",
-                         "inner functions and lambdas can only be called in the function that "
-                         "defines them (as in numba): they cannot be returned, stored or passed "
-                         "as arguments; make it a @cuda.jit function at top level to share it")
+                         "inner functions and lambdas can be called, or passed to a GPU "
+                         "function (as in numba); they cannot be returned or stored: make it a "
+                         "@cuda.jit function at top level to share it")
+
+
+def passed_as_value(inferer, arg) -> bool:
+    """Whether a call argument names an inner function of this scope (it then escapes)."""
+    return isinstance(arg, ast.Name) and arg.id in inferer.inner_functions and \
+        arg.id not in inferer.locals
+
+
+def _materialise(inferer, fn: InnerFunction, values: dict):
+    """A Python function object for an inner def or lambda: compiled from its own AST (so its
+    source is read back from the same file or cell), with the enclosing function's globals and
+    the captured constants as its namespace; inner functions of the scope it calls come along."""
+    outer = inferer.py_func
+    namespace = dict(outer.__globals__)
+    namespace.update(values)
+    for called in free_names(_definition(fn)) & fn.visible.keys():
+        sibling = fn.visible[called]
+        if sibling is not fn:
+            namespace[called] = EscapedFunction(_materialise(inferer, sibling, values))
+    definition = _definition(fn)
+    if isinstance(definition, ast.Lambda):
+        tree = ast.Expression(body=definition)
+        code = compile(ast.fix_missing_locations(tree), outer.__code__.co_filename, "eval")
+        made = eval(code, namespace)  # noqa: S307 - the user's own lambda, re-made
+    else:
+        definition = ast.copy_location(ast.FunctionDef(
+            name=definition.name, args=definition.args, body=definition.body,
+            decorator_list=[], returns=None), definition)
+        module = ast.fix_missing_locations(ast.Module(body=[definition], type_ignores=[]))
+        exec(compile(module, outer.__code__.co_filename, "exec"), namespace)  # noqa: S102
+        made = namespace[definition.name]
+    made.__qualname__ = f"{outer.__qualname__}.<locals>.{fn.name}"
+    return made
+
+
+def _definition(fn: InnerFunction):
+    return fn.node.value if isinstance(fn.node, ast.Assign) else fn.node
 
 
 def call(inferer, node: ast.Call, fn: InnerFunction) -> t.Type:

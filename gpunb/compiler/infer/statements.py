@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 
-from gpunb.compiler import exceptions, scopes
+from gpunb.compiler import exceptions, promotion, scopes
 from gpunb.compiler.hints import READONLY_HINT
 from gpunb.compiler.typed import JoinKind, RaiseSite
 from gpunb.compiler.values import NotConstant, PyValue, const_eval
@@ -150,7 +150,7 @@ class StatementTyping:
         if isinstance(node.target, ast.Name):
             declared = self.resolve_type_annotation(node.annotation)
             if declared is not None:
-                if not t.can_convert(vt, declared):
+                if not promotion.can_convert(vt, declared):
                     raise self.error(node.value, f"cannot assign {vt} to '{node.target.id}', "
                                      f"annotated {declared}",
                                      "annotate the variable with the value's type, or drop the "
@@ -226,9 +226,30 @@ class StatementTyping:
             if isinstance(slot, t.Array):
                 self.check_slice_store(target, vt, slot)
                 return
-        if not t.can_convert(vt, slot):
+        if isinstance(slot, t.CharSeq) and (isinstance(vt, t.StringLiteral) or isinstance(
+                vt, PyValue) and isinstance(vt.obj, (str, bytes))):
+            self.check_string_store(slot, vt, value_node or target)
+            return
+        if not promotion.can_convert(vt, slot):
             raise self.error(value_node or target, f"cannot store {vt} into an element of {slot}",
                              _store_hint(vt, slot))
+
+    def check_string_store(self, slot: t.CharSeq, vt: t.Type, value_node) -> None:
+        """A constant string (a literal or a global) into a string array's element or field
+        (encoded when lowered)."""
+        from gpunb.foundation import string_types
+
+        if isinstance(vt, PyValue):
+            text = vt.obj
+        elif isinstance(value_node, ast.Constant):
+            text = value_node.value
+        else:
+            raise self.error(value_node, f"only a constant string can be stored into {slot}",
+                             "GPU code has no string values: write the literal in the store")
+        try:
+            string_types.encode(slot, text)
+        except ValueError as exc:
+            raise self.error(value_node, str(exc)) from None
 
     # ---- if ------------------------------------------------------------------------------------
 
@@ -253,12 +274,13 @@ class StatementTyping:
     def static_truth(self, test) -> bool | None:
         """The truth of a condition known at compile time, whose dead branch numba prunes
         before typing (numba/core/analysis.py dead_branch_prune): `x is None`, a None value,
-        and conditions made of constants and global constants (`if DEBUG:`, `if 2 > 1:`)."""
+        and conditions made of constants and global constants (`if DEBUG:`, `if 2 > 1:`), and
+        isinstance() tests."""
         found = self.types[test]
         if isinstance(found, t.NoneType):
             return False
         value = self.constants.get(test)
-        if isinstance(test, (ast.Compare, ast.UnaryOp)) and isinstance(value, bool):
+        if isinstance(test, (ast.Compare, ast.UnaryOp, ast.Call)) and isinstance(value, bool):
             return value
         try:
             value = constant_condition(test, self.resolve_constant)

@@ -48,7 +48,7 @@ class CallLowering:
                 values.append(ops.constant(declared, arg.value))
             else:
                 values.append(ops.cast(b, self.expr(arg), self.type_of(arg), declared))
-        if self.target.inline_calls and not (recursive or callee.recursive):
+        if (self.target.inline_calls or call.inline) and not (recursive or callee.recursive):
             return self.inline_call(callee, values)
         if self.target.inline_calls and Feature.BARRIER in callee.all_features():
             raise self.error(call.args[0] if call.args and isinstance(call.args[0], ast.AST)

@@ -7,10 +7,11 @@ import ast
 import numpy as np
 from llvmlite import ir
 
-from gpunb.compiler import arrays
+from gpunb.compiler import arrays, datetimes
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler.values import PyValue
+from gpunb.compiler.values import ArrayCTypes, PyValue, foreign_array
+from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 from gpunb.foundation.tensor_types import Fragment
 
@@ -44,6 +45,19 @@ class ExpressionLowering:
         """A device array global: its address, shape and strides at compile time (numba-cuda
         captures device arrays by reference, so later in-place changes are seen; the cache key
         holds the address, cache/encode.py)."""
+        foreign = None if hasattr(type(value), "__gpunb_device_array__") else \
+            foreign_array(value)
+        if foreign is not None:  # another library's GPU array (its __cuda_array_interface__)
+            if self.mb.target.name != "cuda":
+                raise self.error(node, "a CUDA array of another library (its "
+                                 "__cuda_array_interface__) cannot be read by a kernel compiled "
+                                 f"for the {self.mb.target.name} target",
+                                 "run the kernel on the CUDA target, or pass a host array")
+            address, shape, strides, _, _ = foreign
+            data = self.builder.inttoptr(ir.Constant(dm.i64, address), dm.ptr)
+            return arrays.make_array(self.builder, found,
+                                     data, [ir.Constant(dm.i64, s) for s in shape],
+                                     [ir.Constant(dm.i64, s) for s in strides])
         owner = type(value).__gpunb_device_array__
         if owner != self.mb.target.name:
             raise self.error(node, f"a {owner}-target device array cannot be read by a kernel "
@@ -103,6 +117,10 @@ class ExpressionLowering:
         base_t = self.type_of(node.value)
         base = self.expr(node.value)
         b = self.builder
+        if isinstance(base_t, t.Array) and node.attr == "ctypes":
+            return base  # only its .data is read, below
+        if isinstance(base_t, ArrayCTypes):  # arr.ctypes.data
+            return b.ptrtoint(b.extract_value(base, 0), dm.i64)
         if isinstance(base_t, t.Array):
             return arrays.attribute(b, base_t, base, node.attr, found)
         if isinstance(base_t, Fragment):
@@ -141,14 +159,39 @@ class ExpressionLowering:
             items = [b.extract_value(x, i) for i in range(len(xt.items))] + \
                 [b.extract_value(y, i) for i in range(len(yt.items))]
             return self.build_tuple(items, result)
+        if datetimes.involved(xt, yt):
+            return datetimes.lower_binop(b, op, x, xt, y, yt, result)
         rhs_const = self.typed.constants.get(rhs_node)
         if isinstance(rhs_node, ast.Constant):
             rhs_const = rhs_node.value
         if isinstance(op, ast.Pow) and isinstance(result, t.Float) and t.is_int(yt):
             return ops.binary(b, op, ops.cast(b, x, xt, result), y, result, self.math_call,
                               yt, rhs_const)
+        if isinstance(op, (ast.Div, ast.FloorDiv, ast.Mod)) and self.mb.options.get("debug") \
+                and rhs_const is None and t.is_number(yt):
+            self.check_divisor(rhs_node, y, yt, result)
         return ops.binary(b, op, ops.cast(b, x, xt, result), ops.cast(b, y, yt, result),
                           result, self.math_call, yt, rhs_const)
+
+    def check_divisor(self, node, y, yt: t.Type, result: t.Type) -> None:
+        """debug=True: numba's Python error model, a division by zero raises ZeroDivisionError
+        (integer and float alike, float not with fastmath); without debug it gives numba's
+        0 / inf / nan."""
+        b = self.builder
+        if isinstance(result, t.Float) and self.mb.options.get("fastmath"):
+            return  # numba: fastmath float division gives inf / nan, never raises
+        zero = b.fcmp_ordered("==", y, ir.Constant(y.type, 0.0)) if isinstance(yt, t.Float) \
+            else None
+        if zero is None:
+            if isinstance(yt, t.Complex) or not isinstance(yt, (t.Integer, t.Boolean)):
+                return  # complex, bfloat16, fp8: left to the arithmetic
+            zero = b.icmp_unsigned("==", y, ir.Constant(y.type, 0))
+        fail, ok = self.new_block("div.zero"), self.new_block("div.ok")
+        b.cbranch(zero, fail, ok)
+        b.position_at_end(fail)
+        what = "float" if isinstance(result, t.Float) else "integer"
+        self.raise_exception(node, "ZeroDivisionError", f"{what} division by zero")
+        b.position_at_end(ok)
 
     def expr_UnaryOp(self, node: ast.UnaryOp):
         b = self.builder
@@ -213,6 +256,10 @@ class ExpressionLowering:
                     result = b.not_(result)
             else:
                 ct = operand_types[k]
+                if isinstance(op, (ast.Is, ast.IsNot)):  # Enum members of one class
+                    op = ast.Eq() if isinstance(op, ast.Is) else ast.NotEq()
+                if isinstance(lt, enum_types.EnumMember):  # positions in the class, as int64
+                    lt = rt = t.int64
                 result = ops.compare(b, op, ops.cast(b, left, lt, ct), ops.cast(b, right, rt, ct),
                                      ct)
             if end_bb is None:

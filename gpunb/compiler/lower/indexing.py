@@ -11,6 +11,7 @@ from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.typed import IntIndex
 from gpunb.foundation import types as t
+from gpunb.foundation.pointer_types import Pointer
 
 
 class IndexLowering:
@@ -47,7 +48,14 @@ class IndexLowering:
                     b.gep(storage, [ir.Constant(dm.i32, 0), ir.Constant(dm.i32, k)]))
         index = arrays.normalise_index(b, self.expr(node.slice), self.type_of(node.slice),
                                        ir.Constant(dm.i64, n))
-        self.target.check_bounds(self, node, base_t, 0, index, ir.Constant(index.type, n))
+        if self.mb.options.get("debug"):  # numba's Python error model: Python's IndexError
+            fail, ok = self.new_block("tuple.index.fail"), self.new_block("tuple.index.ok")
+            b.cbranch(b.icmp_unsigned("<", index, ir.Constant(index.type, n)), ok, fail)
+            b.position_at_end(fail)
+            self.raise_exception(node, "IndexError", "tuple index out of range")
+            b.position_at_end(ok)
+        else:
+            self.target.check_bounds(self, node, base_t, 0, index, ir.Constant(index.type, n))
         return b.load(b.gep(storage, [ir.Constant(dm.i32, 0), index]))
 
     def index_parts(self, node, base_t: t.Array, base) -> list:
@@ -61,7 +69,9 @@ class IndexLowering:
                 value = values.get(part.node)
                 if value is None:
                     value = values[part.node] = self.expr(part.node)
-                if part.position is not None:
+                if part.position == -1:  # a 0-d integer array: the value it holds
+                    value = arrays.load_element(b, part.type, b.extract_value(value, 0), None)
+                elif part.position is not None:
                     value = b.extract_value(value, part.position)
                 idx = arrays.normalise_index(b, value, part.type, shape[axis])
                 self.target.check_bounds(self, node, base_t, axis, idx, shape[axis])
@@ -83,6 +93,10 @@ class IndexLowering:
             key = node.slice.value  # a field name, or its position (rec[0])
             name = base_t.fields[key][0] if isinstance(key, int) else key
             return arrays.field_address(b, base_t, base, name)
+        if isinstance(base_t, Pointer):  # p[i]: i elements on, unchecked
+            index = ops.cast(b, self.expr(node.slice), self.type_of(node.slice), t.int64)
+            return (b.gep(base, [index], source_etype=dm.memory_type(base_t.dtype)),
+                    base_t.dtype, None)
         data, shape, strides = arrays.parts(b, base, base_t.ndim)
         indices = [p[1] for p in self.index_parts(node, base_t, base)]
         return (arrays.element_pointer(b, base_t, data, shape, strides, indices), base_t.dtype,

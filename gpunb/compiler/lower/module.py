@@ -28,7 +28,7 @@ class ModuleBuilder:
         self.device_functions: dict = {}
         self.const_arrays: dict = {}
         self.counter = 0
-        self.debug = target.debug_info(self.module)
+        self.debug = target.debug_info(self.module, full=bool(options.get("debug")))
         self.features: frozenset = frozenset()
         self.shared_static_bytes = 0
         self.raise_sites: list = []  # debug: exceptions.site_record by site id (the artifact's)

@@ -109,10 +109,27 @@ class StatementLowering:
     def visit_Assign(self, node: ast.Assign) -> None:
         if scopes.is_lambda_binding(node):
             return  # as visit_FunctionDef
+        if len(node.targets) == 1 and self.unpacks_items(node.targets[0], node.value):
+            return
         value = self.expr(node.value)
         vt = self.type_of(node.value)
+        if value is None and isinstance(getattr(vt, "obj", None), (str, bytes)):
+            value = vt.obj  # a global string (a compile-time object), stored into a string
         for target in node.targets:
             self.store_target(target, value, vt)
+
+    def unpacks_items(self, target, value_node) -> bool:
+        """`a, b = x, y`: each item evaluated, then stored, without building the tuple (whose
+        items may be compile-time objects such as cuda.blockIdx, with no LLVM value)."""
+        if not (isinstance(target, (ast.Tuple, ast.List)) and
+                isinstance(value_node, (ast.Tuple, ast.List)) and
+                len(target.elts) == len(value_node.elts) and
+                not any(isinstance(e, ast.Starred) for e in value_node.elts)):
+            return False
+        values = [(self.expr(item), self.type_of(item)) for item in value_node.elts]
+        for elt, (value, vt) in zip(target.elts, values, strict=True):
+            self.store_target(elt, value, vt)
+        return True
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:

@@ -308,7 +308,7 @@ def test_stopping_points_compile_out_with_gpunb_cpu_interrupt_0(cpu, monkeypatch
     assert (a == b).all() and a[-1] == 2 * 9999 + 1
 
     def ir(dispatcher) -> str:
-        found = dispatcher.inspect_llvm()
+        found = dispatcher.inspect_host_llvm()  # the CPU target's host IR
         return "\n".join(found.values()) if isinstance(found, dict) else found
 
     assert "load atomic" in ir(with_points) and "gpunb_stop" in ir(with_points)

@@ -118,7 +118,7 @@ def test_tiled_matmul_accumulator_is_scoped():
     c = np.zeros((n, n), np.float32)
     kernel[(2, 2), (TILE, TILE)](a, a, c)
     np.testing.assert_array_equal(c, np.full((n, n), n, np.float32))
-    assert "!alias.scope" in kernel.inspect_llvm(kernel.signatures[0])
+    assert "!alias.scope" in kernel.inspect_host_llvm(kernel.signatures[0])
 
 
 @pytest.mark.parametrize("rounds", [0, 1, 3])

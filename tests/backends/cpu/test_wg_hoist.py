@@ -126,7 +126,7 @@ def errors_of(fn, grid, block, make_args) -> list:
 
 def vectorised(fn) -> bool:
     kernel = both(fn)[0]
-    return re.search(r"<\d+ x float>", kernel.inspect_llvm(kernel.signatures[0])) is not None
+    return re.search(r"<\d+ x float>", kernel.inspect_host_llvm(kernel.signatures[0])) is not None
 
 
 @pytest.mark.parametrize("n", [1, TPB - 1, TPB, 5 * TPB + 7, 64 * TPB])

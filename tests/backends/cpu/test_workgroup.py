@@ -244,15 +244,15 @@ def test_guarded_thread_loops_are_kept_scalar_and_others_vectorised():
     wg, _ = both(corpus.saxpy)
     x = np.ones(100, np.float32)
     wg[1, 128](np.zeros(100, np.float32), x, x, np.float32(2))
-    ir_text = wg.inspect_llvm(wg.signatures[0])
+    ir_text = wg.inspect_host_llvm(wg.signatures[0])
     assert "x float>" in ir_text  # the fast loop
     assert '!{!"llvm.loop.unroll.disable"}' in ir_text  # the exact loop
     guarded = cuda.jit(keep_positive)
     guarded[1, 64](np.zeros(64, np.float32), np.ones(64, np.float32))
-    text = guarded.inspect_llvm(guarded.signatures[0])
+    text = guarded.inspect_host_llvm(guarded.signatures[0])
     assert '!"llvm.loop.vectorize.enable", i1 false' in text
     assert "x float>" not in text
     plain, _ = both(corpus.block_3d)
     plain[2, (4, 4, 4)](np.zeros((2, 64), np.int32))
-    text = plain.inspect_llvm(plain.signatures[0])
+    text = plain.inspect_host_llvm(plain.signatures[0])
     assert "x i32>" in text  # an unguarded thread loop is vectorised

@@ -40,5 +40,29 @@ NumbaInvalidConfigWarning = getattr(importlib.import_module("gpunb.foundation.er
                                     _numba_errors.NumbaInvalidConfigWarning)
 
 
+_MAPPED = {"NumbaError": NumbaError, "TypingError": TypingError, "NumbaTypeError": NumbaTypeError,
+           "LoweringError": LoweringError, "UnsupportedError": UnsupportedError,
+           "CompilerError": CompilerError, "KernelRuntimeError": KernelRuntimeError,
+           "NumbaPerformanceWarning": NumbaPerformanceWarning,
+           "NumbaInvalidConfigWarning": NumbaInvalidConfigWarning}
+
+
+def map_numba_error_names(module) -> None:
+    """A test module that imported numba's own exception classes (`from numba.core.errors
+    import TypingError`, as upstream tests do when numba is installed) gets gpunb's counterparts
+    under those names, as it does through numba.cuda.core.errors; one that imported the module
+    (`from numba import errors`) gets this one, which maps the same names."""
+    import sys
+
+    for name, value in list(vars(module).items()):
+        if value is _numba_errors:  # `from numba import errors`: this module in its place
+            setattr(module, name, sys.modules[__name__])
+            continue
+        if getattr(value, "__module__", None) == _numba_errors.__name__ and \
+                value is getattr(_numba_errors, getattr(value, "__name__", ""), None) and \
+                value.__name__ in _MAPPED:
+            setattr(module, name, _MAPPED[value.__name__])
+
+
 def __getattr__(name: str):
     return getattr(_numba_errors, name)

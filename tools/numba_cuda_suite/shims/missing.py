@@ -89,9 +89,12 @@ class _MissingBase:
 class MissingModule(pytypes.ModuleType):
     """A numba.cuda.* module gpunb has no counterpart for; also a package, for nested imports."""
 
-    def __init__(self, name: str):
-        super().__init__(name, f"{name}: numba-cuda internals, not provided by gpunb")
+    def __init__(self, name: str, public: bool = False):
+        what = "numba-cuda's public API, missing in gpunb" if public else \
+            "numba-cuda internals, not provided by gpunb"
+        super().__init__(name, f"{name}: {what}")
         self.__path__ = []
+        self._public = public
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
@@ -100,6 +103,11 @@ class MissingModule(pytypes.ModuleType):
 
         if f"{self.__name__}.{name}" in MODULES:  # `from numba.cuda.core import config`
             return importlib.import_module(f"{self.__name__}.{name}")
+        if name == "_public":
+            raise AttributeError(name)
+        if self._public:
+            gpunb_name = "gpunb" + self.__name__[len("numba"):]
+            return missing_in_gpunb(f"{self.__name__}.{name}", f"{gpunb_name}.{name}")
         return Missing(f"{self.__name__}.{name}")
 
 

@@ -66,9 +66,7 @@ def skip_unless_cudasim(reason: str):
 
 
 def skip_on_standalone_numba_cuda(fn):
-    """Never skips: numba is installed beside gpunb. HAS_NUMBA is still False (so the tests
-    take numba.cuda's error classes); the few guarded tests that call numba's CPU @jit
-    functions from kernels are out of scope in scope.py."""
+    """Never skips: numba is installed beside gpunb (HAS_NUMBA is True)."""
     return fn
 
 

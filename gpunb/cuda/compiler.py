@@ -51,6 +51,8 @@ def compile_ptx(pyfunc, sig, debug: bool = False, lineinfo: bool = False, device
     options = {"lineinfo": lineinfo, "debug": debug, "fastmath": fastmath, "opt": opt,
                "launch_bounds": launch_bounds}
     options = {**options, **jit_checks.check_options(options, tuple(options))}
+    if device:  # the calling convention of the exported function (numba's, or C's)
+        options["abi"] = abi
     if options["launch_bounds"] is None:
         del options["launch_bounds"]
     export = device and (abi_info or {}).get("abi_name") or device
@@ -73,8 +75,13 @@ def compile_ptx_for_current_device(pyfunc, sig, device: bool = False, **kwargs) 
 
 def compile(pyfunc, sig, debug: bool = False, lineinfo: bool = False, device: bool = True,
             fastmath: bool = False, cc: tuple | None = None, opt: bool = True, abi: str = "c",
-            abi_info: dict | None = None, output: str = "ptx", launch_bounds=None) -> tuple:
-    """numba.cuda.compile: like compile_ptx, but a device function with the C ABI by default."""
+            abi_info: dict | None = None, output: str = "ptx", forceinline: bool = False,
+            launch_bounds=None) -> tuple:
+    """numba.cuda.compile: like compile_ptx, but a device function with the C ABI by default.
+    forceinline=True marks the function for inlining where it is linked, which only LTO-IR
+    output can carry (numba-cuda's rule; gpunb does not write LTO-IR)."""
+    if forceinline and output != "ltoir":
+        raise ValueError("Can only designate forced inlining in LTO-IR")
     return compile_ptx(pyfunc, sig, debug=debug, lineinfo=lineinfo, device=device,
                        fastmath=fastmath, cc=cc, opt=opt, abi=abi, abi_info=abi_info,
                        launch_bounds=launch_bounds, output=output)
@@ -89,10 +96,10 @@ def compile_for_current_device(pyfunc, sig, device: bool = True, abi: str = "c",
 def compile_all(pyfunc, sig, debug: bool = False, lineinfo: bool = False, device: bool = True,
                 fastmath: bool = False, cc: tuple | None = None, opt: bool = True,
                 abi: str = "c", abi_info: dict | None = None, output: str = "ptx",
-                launch_bounds=None) -> tuple:
+                forceinline: bool = False, launch_bounds=None) -> tuple:
     """numba.cuda.compile_all: ([code, linked files...], return_type). gpunb links no foreign
     files into ahead-of-time output, so the list holds the one PTX module."""
     ptx, resty = compile(pyfunc, sig, debug=debug, lineinfo=lineinfo, device=device,
                          fastmath=fastmath, cc=cc, opt=opt, abi=abi, abi_info=abi_info,
-                         output=output, launch_bounds=launch_bounds)
+                         output=output, forceinline=forceinline, launch_bounds=launch_bounds)
     return [ptx], resty

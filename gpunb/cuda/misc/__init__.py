@@ -1,0 +1,1 @@
+"""numba.cuda.misc under gpunb: only `special` (literal_unroll) is public."""
