@@ -155,7 +155,7 @@ def memory_owner(value) -> Any:
     allocation (or the foreign object it views), the numpy array at the root of a view chain,
     a torch tensor's base, a CuPy array's base; `value` itself otherwise."""
     memory = getattr(value, "gpu_data", None)
-    if memory is not None and hasattr(memory, "ptr"):  # a gpunb DeviceArray
+    if memory is not None and hasattr(memory, "owner"):  # a gpunb DeviceArray's allocation
         return memory if memory.owner is None else memory_owner(memory.owner)
     inner = getattr(value, "_array", None)
     if inner is not None and getattr(value, "__gpunb_device_array__", None) == "cpu":

@@ -24,10 +24,14 @@ SCALARS = (t.boolean, t.int8, t.int16, t.int32, t.int64, t.uint8, t.uint16, t.ui
 NAMES = ("a", "b", "a: int8 @0, b", "x)", "a; size=1", "'a'", "", "int8")
 # the Types that typeof() can return, or that can appear inside one
 ARGUMENT_TYPES = {t.Boolean, t.Integer, t.Float, t.Complex, t.Array, t.Tuple, t.Record,
-                  t.InlineArray, t.BFloat16, t.FP8}  # and TensorMap (tensor_types), below
+                  t.InlineArray, t.BFloat16, t.FP8, t.DateTime, t.CharSeq}  # and TensorMap
 NOT_ARGUMENTS = {t.NoneType, t.StringLiteral, t.Group}  # compile-time only
 
-scalars = st.sampled_from(SCALARS)
+# datetime64/timedelta64 of every unit numpy names, fixed-width byte and unicode strings
+datetimes = st.builds(t.DateTime, st.sampled_from("Mm"),
+                      st.sampled_from(("Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "")))
+charseqs = st.builds(t.CharSeq, st.sampled_from("SU"), st.integers(1, 4))
+scalars = st.one_of(st.sampled_from(SCALARS), datetimes, charseqs)
 inline_arrays = st.builds(t.InlineArray, scalars,
                           st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple))
 
@@ -91,7 +95,9 @@ def _values():
     yield from (base, np.asfortranarray(base), base[:, ::2], base[0], base[:, 0],
                 np.zeros((), np.float32), np.zeros(3, np.float16), np.zeros(3, np.bool_),
                 np.zeros(3, np.uint8), np.zeros(3, np.int8), np.zeros(3, np.complex64),
-                np.zeros(3, np.complex128), np.zeros((1, 1), np.float32))
+                np.zeros(3, np.complex128), np.zeros((1, 1), np.float32),
+                np.zeros(3, "M8[s]"), np.zeros(3, "M8[ms]"), np.zeros(3, "m8[s]"),
+                np.zeros(3, "S4"), np.zeros(3, "S1"), np.zeros(3, "U4"), np.zeros(3, "U1"))
     for dtype in (np.dtype([("a", "i1"), ("b", "f4")]),
                   np.dtype([("a", "i1"), ("b", "f4")], align=True),
                   np.dtype([("b", "i1"), ("a", "f4")]),
@@ -101,6 +107,7 @@ def _values():
                   np.dtype({"names": ["a", "b", "pad"], "formats": ["i1", "i1", "i1"],
                             "offsets": [0, 0, 1]})):
         yield np.zeros(2, dtype)
+    yield from (np.datetime64(1, "s"), np.timedelta64(1, "s"), np.timedelta64(1, "ms"))
     yield from (1, 1.0, True, 1j, np.float32(1), np.float16(1), np.uint64(1), np.int8(1))
     import ml_dtypes
 

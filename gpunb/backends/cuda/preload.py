@@ -41,6 +41,7 @@ MODULES = (
     "gpunb.compiler.builtins.cuda_intrinsics",
     "gpunb.compiler.builtins.warp",
     "gpunb.compiler.builtins.cache_hints",
+    "gpunb.compiler.builtins.vectors",
     "gpunb.backends.cuda.backend",
     "gpunb.backends.cuda.target",
     "llvmlite.binding",
