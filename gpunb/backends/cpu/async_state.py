@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi, instrument, reporting
+from gpunb.backends.cpu.ir_functions import declare, new_function
 from gpunb.compiler import datamodel as dm
 
 # ---- the per-thread area ----
@@ -106,22 +107,6 @@ def store(b: ir.IRBuilder, value, base, offset) -> None:
     b.store(value, at(b, base, offset))
 
 
-def declare(module: ir.Module, name: str, ret, args: list) -> ir.Function:
-    fn = module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(module, ir.FunctionType(ret, args), name)
-    return fn
-
-
-def new_function(module: ir.Module, name: str, ret, args: list):
-    """(function, builder) of a new internal helper, or (existing function, None)."""
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn, None
-    fn = ir.Function(module, ir.FunctionType(ret, args), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from llvmlite import ir
 
 from gpunb.backends.cpu import abi
 from gpunb.backends.cpu import debug_abi as dbg
+from gpunb.backends.cpu.ir_functions import declare, new_function
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.values import is_compile_time
 from gpunb.foundation import types as t
@@ -341,11 +342,7 @@ class DebugInstrumentation:
 
 
 def low_memset(module: ir.Module) -> ir.Function:
-    name = "llvm.memset.p0.i64"
-    fn = module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i8, dm.i64, dm.i1]), name)
-    return fn
+    return declare(module, "llvm.memset.p0.i64", dm.void, [dm.ptr, dm.i8, dm.i64, dm.i1])
 
 
 # ---- generated helpers --------------------------------------------------------------------------
@@ -353,15 +350,10 @@ def low_memset(module: ir.Module) -> ir.Function:
 
 def start_function(module: ir.Module) -> ir.Function:
     """void gpunb_debug_start(ctx): the thread's debug area header (ids, control, traced)."""
-    name = "gpunb_debug_start"
-    fn = module.globals.get(name)
-    if fn is not None:
+    fn, b = new_function(module, "gpunb_debug_start", dm.void, [dm.ptr])
+    if b is None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
     ctx, = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     area = b.load(_at(b, ctx, abi.CTX_DEBUG_AREA), typ=dm.ptr)
     status = b.load(_at(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
     control = b.load(_at(b, status, abi.STATUS_OFFSETS["debug"]), typ=dm.ptr)
@@ -405,16 +397,11 @@ def start_function(module: ir.Module) -> ir.Function:
 def event_function(module: ir.Module) -> ir.Function:
     """i32 gpunb_debug_event(ctx, i32 event, i32 site): record a trace step when this thread is
     traced, and call the debugger's hook when it wants this event; nonzero: end the thread."""
-    name = "gpunb_debug_event"
-    fn = module.globals.get(name)
-    if fn is not None:
+    fn, b = new_function(module, "gpunb_debug_event", dm.i32, [dm.ptr, dm.i32, dm.i32],
+                         cold=True)
+    if b is None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(dm.i32, [dm.ptr, dm.i32, dm.i32]), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    fn.attributes.add("cold")
     ctx, event, site = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     area = b.load(_at(b, ctx, abi.CTX_DEBUG_AREA), typ=dm.ptr)
     control = b.load(_at(b, area, dbg.H_CONTROL), typ=dm.ptr)
     _take_cancel(b, fn, ctx, control)

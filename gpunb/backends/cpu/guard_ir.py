@@ -52,6 +52,7 @@ from gpunb.backends.cpu.abi import (
     SLOT_THREAD,
     SLOTS,
 )
+from gpunb.backends.cpu.ir_functions import declare
 from gpunb.compiler import datamodel as dm
 
 # void runner(launch, guard record): the kernel's entry (runner.py)
@@ -71,13 +72,6 @@ def _i64(v: int):
 
 def _at(b: ir.IRBuilder, base, offset: int):
     return b.gep(base, [_i64(offset)], source_etype=dm.i8)
-
-
-def _declare(module: ir.Module, name: str, ret, args: list, var_arg: bool = False):
-    found = module.globals.get(name)
-    if found is None:
-        found = ir.Function(module, ir.FunctionType(ret, args, var_arg=var_arg), name)
-    return found
 
 
 def _buffer(b: ir.IRBuilder, size: int):
@@ -115,20 +109,20 @@ class GuardModule:
         self.key = _global(m, "gpunb_guard_key", self.key_type)
         p = dm.ptr
         self.lib = {
-            "self": _declare(m, "pthread_self", dm.i64, []),
-            "getspecific": _declare(m, "pthread_getspecific", p, [self.key_type]),
-            "setspecific": _declare(m, "pthread_setspecific", dm.i32, [self.key_type, p]),
-            "key_create": _declare(m, "pthread_key_create", dm.i32, [p, p]),
-            "sigaltstack": _declare(m, "sigaltstack", dm.i32, [p, p]),
-            "malloc": _declare(m, "malloc", p, [dm.i64]),
-            "free": _declare(m, "free", dm.void, [p]),
-            "signal": _declare(m, "signal", p, [dm.i32, p]),
-            "memset": _declare(m, "llvm.memset.p0.i64", dm.void, [p, dm.i8, dm.i64, dm.i1]),
+            "self": declare(m, "pthread_self", dm.i64, []),
+            "getspecific": declare(m, "pthread_getspecific", p, [self.key_type]),
+            "setspecific": declare(m, "pthread_setspecific", dm.i32, [self.key_type, p]),
+            "key_create": declare(m, "pthread_key_create", dm.i32, [p, p]),
+            "sigaltstack": declare(m, "sigaltstack", dm.i32, [p, p]),
+            "malloc": declare(m, "malloc", p, [dm.i64]),
+            "free": declare(m, "free", dm.void, [p]),
+            "signal": declare(m, "signal", p, [dm.i32, p]),
+            "memset": declare(m, "llvm.memset.p0.i64", dm.void, [p, dm.i8, dm.i64, dm.i1]),
         }
-        setjmp = _declare(m, "_setjmp", dm.i32, [p])
+        setjmp = declare(m, "_setjmp", dm.i32, [p])
         setjmp.attributes.add("returns_twice")
         self.lib["setjmp"] = setjmp
-        longjmp = _declare(m, "_longjmp", dm.void, [p, dm.i32])
+        longjmp = declare(m, "_longjmp", dm.void, [p, dm.i32])
         longjmp.attributes.add("noreturn")
         self.lib["longjmp"] = longjmp
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
+from gpunb.backends.cpu.ir_functions import new_function
 from gpunb.compiler import datamodel as dm
 
 # a thread's own stack data (cuda.local.array, spilled values) lies just above the recorder's
@@ -26,15 +27,10 @@ def _at(b: ir.IRBuilder, base, offset: int):
 
 def record_function(module: ir.Module) -> ir.Function:
     """void gpunb_record(ctx, i32 site, ptr address): append one record to the launch's log."""
-    name = "gpunb_record"
-    fn = module.globals.get(name)
-    if fn is not None:
+    fn, b = new_function(module, "gpunb_record", dm.void, [dm.ptr, dm.i32, dm.ptr])
+    if b is None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, dm.ptr]), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
     ctx, site, address = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     done = fn.append_basic_block("done")
     marker = b.alloca(dm.i8, name="frame")
     so = abi.STATUS_OFFSETS
@@ -85,15 +81,10 @@ def allocate_frame(b: ir.IRBuilder, ctx, size, record: bool):
 def record_sync_function(module: ir.Module) -> ir.Function:
     """void gpunb_record_sync(ctx, i32 site, i64 value): append a synchronisation record
     (abi.SPACE_SYNC; `value` in place of the address) to the launch's log."""
-    name = "gpunb_record_sync"
-    fn = module.globals.get(name)
-    if fn is not None:
+    fn, b = new_function(module, "gpunb_record_sync", dm.void, [dm.ptr, dm.i32, dm.i64])
+    if b is None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, dm.i64]), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
     ctx, site, value = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     done = fn.append_basic_block("done")
     so = abi.STATUS_OFFSETS
     status = b.load(_at(b, ctx, abi.CTX_STATUS), typ=dm.ptr)

@@ -32,6 +32,7 @@ import threading
 
 from llvmlite import ir
 
+from gpunb.backends.cpu.ir_functions import declare
 from gpunb.compiler import datamodel as dm
 
 # pool memory: three pthread objects (128 bytes each is more than glibc or macOS need), then
@@ -69,23 +70,18 @@ def _at(b: ir.IRBuilder, base, offset: int):
     return b.gep(base, [_i64(offset)], source_etype=dm.i8)
 
 
-def _declare(module: ir.Module, name: str, ret, args: list) -> ir.Function:
-    found = module.globals.get(name)
-    return found if found is not None else ir.Function(module, ir.FunctionType(ret, args), name)
-
-
 def _lib(module: ir.Module) -> dict:
     p = dm.ptr
     return {
-        "mutex_init": _declare(module, "pthread_mutex_init", dm.i32, [p, p]),
-        "cond_init": _declare(module, "pthread_cond_init", dm.i32, [p, p]),
-        "lock": _declare(module, "pthread_mutex_lock", dm.i32, [p]),
-        "unlock": _declare(module, "pthread_mutex_unlock", dm.i32, [p]),
-        "wait": _declare(module, "pthread_cond_wait", dm.i32, [p, p]),
-        "broadcast": _declare(module, "pthread_cond_broadcast", dm.i32, [p]),
-        "create": _declare(module, "pthread_create", dm.i32, [p, p, p, p]),
-        "detach": _declare(module, "pthread_detach", dm.i32, [dm.i64]),
-        "yield": _declare(module, "sched_yield", dm.i32, []),
+        "mutex_init": declare(module, "pthread_mutex_init", dm.i32, [p, p]),
+        "cond_init": declare(module, "pthread_cond_init", dm.i32, [p, p]),
+        "lock": declare(module, "pthread_mutex_lock", dm.i32, [p]),
+        "unlock": declare(module, "pthread_mutex_unlock", dm.i32, [p]),
+        "wait": declare(module, "pthread_cond_wait", dm.i32, [p, p]),
+        "broadcast": declare(module, "pthread_cond_broadcast", dm.i32, [p]),
+        "create": declare(module, "pthread_create", dm.i32, [p, p, p, p]),
+        "detach": declare(module, "pthread_detach", dm.i32, [dm.i64]),
+        "yield": declare(module, "sched_yield", dm.i32, []),
     }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
+from gpunb.backends.cpu.ir_functions import new_function
 from gpunb.compiler import datamodel as dm
 
 
@@ -16,15 +17,10 @@ def _field(b: ir.IRBuilder, base, offset: int):
 
 def print_record_function(module: ir.Module) -> ir.Function:
     """void gpunb_print_record(ctx, text, len): append [block][thread][len][text] atomically."""
-    name = "gpunb_print_record"
-    fn = module.globals.get(name)
-    if fn is not None:
+    fn, b = new_function(module, "gpunb_print_record", dm.void, [dm.ptr, dm.ptr, dm.i32])
+    if b is None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i32]), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
     ctx, text, length = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
     so = abi.STATUS_OFFSETS
     buf = b.load(_field(b, status, so["print_buf"]), typ=dm.ptr)
@@ -61,15 +57,10 @@ def _first_error(module: ir.Module, name: str, params: list, code: int, fields) 
     """void name(ctx, site, ...): the first error of a launch wins the Status (a compare and
     swap of its error code from 0); the winner stores the site, `fields(b, status, args)` and
     its thread's ids. Cold and never inlined: the checks' fast paths stay small."""
-    fn = module.globals.get(name)
-    if fn is not None:
+    fn, b = new_function(module, name, dm.void, [dm.ptr, dm.i32, *params], cold=True)
+    if b is None:
         return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.i32, *params]), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    fn.attributes.add("cold")
     ctx, site, *args = fn.args
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
     status = b.load(_field(b, ctx, abi.CTX_STATUS), typ=dm.ptr)
     pair = b.cmpxchg(status, ir.Constant(dm.i32, 0), ir.Constant(dm.i32, code),
                      "seq_cst", "seq_cst")
@@ -130,16 +121,11 @@ def stop_function(module: ir.Module) -> ir.Function:
     """void gpunb_stop(ctx): the launch is to stop - jump back to this host thread's guard
     record (guard_ir.py), which frees the launch's memory; returns only where the process has
     no guard (the kernel then runs on)."""
-    name = "gpunb_stop"
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr]), name)
-    fn.linkage = "internal"
     # not `cold`: LLVM would move it to a .text.unlikely section, out of the one text
     # section whose line table a fault is read from (the branch to it is weighted instead)
-    fn.attributes.add("noinline")
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    fn, b = new_function(module, "gpunb_stop", dm.void, [dm.ptr])
+    if b is None:
+        return fn
     guard = b.load(_field(b, fn.args[0], abi.CTX_GUARD), typ=dm.ptr)
     jump, out = fn.append_basic_block("jump"), fn.append_basic_block("out")
     b.cbranch(b.icmp_unsigned("!=", b.ptrtoint(guard, dm.i64), ir.Constant(dm.i64, 0)), jump,

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
+from gpunb.backends.cpu.ir_functions import declare
 from gpunb.backends.cpu.launch_memory import (
     aligned_shared,
     check_allocations,
@@ -63,13 +64,6 @@ def _loop(b: ir.IRBuilder, start, stop, name: str, step=None):
     b.position_at_end(done)
 
 
-def _declare(module, name, ret, args):
-    fn = module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(module, ir.FunctionType(ret, args), name)
-    return fn
-
-
 def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: list,
                 coroutine: bool, cooperative: bool = False,
                 workgroup: bool = False, scratch_per_thread: int = 0,
@@ -106,9 +100,9 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     chunk = b.load(_at(b, launch, lo["chunk"]), typ=dm.i64)
     # blocks scheduled together: one, or (grid sync) every block of the launch (one chunk)
     per_group = b.sub(end, begin) if cooperative else _i64(1)
-    malloc = _declare(module, "malloc", dm.ptr, [dm.i64])
-    free = _declare(module, "free", dm.void, [dm.ptr])
-    memset = _declare(module, "llvm.memset.p0.i64", dm.void, [dm.ptr, dm.i8, dm.i64, dm.i1])
+    malloc = declare(module, "malloc", dm.ptr, [dm.i64])
+    free = declare(module, "free", dm.void, [dm.ptr])
+    memset = declare(module, "llvm.memset.p0.i64", dm.void, [dm.ptr, dm.i8, dm.i64, dm.i1])
     shared_total = b.mul(shared_stride, per_group)
     shared_block, shared = aligned_shared(b, malloc, shared_total)
     group_threads = b.mul(b.zext(nthreads, dm.i64), per_group)
@@ -247,9 +241,9 @@ class _Scheduler:
         self.module, self.fn = module, fn
         self.handles, self.ctxs, self.n, self.per_block, self.status, self.cancel, self.guard = \
             fn.args
-        self.done_fn = _declare(module, "llvm.coro.done", dm.i1, [dm.ptr])
-        self.resume_fn = _declare(module, "llvm.coro.resume", dm.void, [dm.ptr])
-        self.destroy_fn = _declare(module, "llvm.coro.destroy", dm.void, [dm.ptr])
+        self.done_fn = declare(module, "llvm.coro.done", dm.i1, [dm.ptr])
+        self.resume_fn = declare(module, "llvm.coro.resume", dm.void, [dm.ptr])
+        self.destroy_fn = declare(module, "llvm.coro.destroy", dm.void, [dm.ptr])
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         b = self.b
         self.slots = {name: b.alloca(dm.i32, name=name) for name in

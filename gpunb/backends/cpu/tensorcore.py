@@ -19,6 +19,7 @@ import ast
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
+from gpunb.backends.cpu.ir_functions import new_function
 from gpunb.backends.cpu.runner import _loop
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import lowfloat
@@ -279,14 +280,7 @@ class CpuTensorCores:
 def _helper(low, name: str, params: list):
     """(function, builder) for a new internal noinline helper, or (function, None) if the
     module has it: the loops are compiled once, not once per call site and coroutine."""
-    module = low.mb.module
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn, None
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+    return new_function(low.mb.module, name, ir.VoidType(), params)
 
 
 def _snapshot_pointer(b: ir.IRBuilder, first_ctx, lane_index):
