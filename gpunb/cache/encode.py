@@ -16,6 +16,7 @@ import struct
 import sys
 import types
 
+from gpunb.foundation.memo import RecentlyUsed
 from gpunb.foundation.pyobjects import MISSING, is_gpu_function
 
 try:  # hashlib.blake2b is this C code; importing it directly skips loading OpenSSL, 2.5-8 ms of
@@ -29,7 +30,7 @@ _SCALARS = (bool, int, float, complex, str, bytes)
 _MAX_TUPLE = 4096  # longer tuples are hashed, not spelled out, to bound key-part sizes
 
 # arrays are hashed at most once per epoch: id -> (array, epoch object, digest)
-_array_digests: dict[int, tuple] = {}
+_array_digests = RecentlyUsed(1024)  # id(array) -> (array, epoch marker, digest)
 
 
 def qualified_name(obj) -> str:
@@ -163,8 +164,6 @@ def _array_digest(array, np, epoch_marker) -> str:
         contiguous = np.ascontiguousarray(array)
         text = contiguous.view(np.uint8).reshape(-1) if contiguous.size else b""
     digest = blake2b(text, digest_size=16).hexdigest()
-    if len(_array_digests) > 1024:
-        _array_digests.clear()
     _array_digests[id(array)] = (array, epoch_marker, digest)
     return digest
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from gpunb.cache import epoch
 from gpunb.cache.encode import blake2b, encode, is_constant, preview
+from gpunb.foundation.memo import RecentlyUsed
 from gpunb.foundation.pyobjects import MISSING, closure_cell, is_gpu_function
 
 KINDS = ("gpu function", "global", "closure", "default", "annotation")
@@ -153,7 +154,8 @@ class _CodeFacts:
         self.positions = positions
 
 
-_facts_memo: dict[int, tuple] = {}  # id(code) -> (code, _CodeFacts); the code is kept alive
+# id(code) -> (code, _CodeFacts); the code is kept alive (its id stays its own)
+_facts_memo = RecentlyUsed(4096)
 
 
 def _code_facts(py_func) -> _CodeFacts:
@@ -178,8 +180,6 @@ def _code_facts(py_func) -> _CodeFacts:
         # is the imported one again
         epoch.forget_module_file(facts.filename)
         epoch.track_module_files([facts.filename])
-    if len(_facts_memo) > 4096:
-        _facts_memo.clear()
     _facts_memo[id(code)] = (code, facts)
     return facts
 

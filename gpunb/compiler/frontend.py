@@ -17,6 +17,7 @@ from gpunb.compiler import source_recovery
 from gpunb.compiler.folding import fold_constants
 from gpunb.foundation import loaded_sources
 from gpunb.foundation.errors import CompileError, SourceLocation
+from gpunb.foundation.memo import RecentlyUsed
 from gpunb.foundation.records import record
 
 
@@ -50,7 +51,7 @@ class KernelSource:
 # across files (co_filename is not compared), so two notebook cells with the same text at the same
 # line would share one entry and errors would name the wrong cell. The code is kept alive so that
 # its id is not reused while the entry exists.
-_source_cache: dict = {}
+_source_cache = RecentlyUsed(4096)  # id(code) -> (code, KernelSource)
 
 
 def load_source(py_func) -> KernelSource:
@@ -109,8 +110,6 @@ def load_source(py_func) -> KernelSource:
     fold_constants(tree)  # what CPython's compiler folds, numba sees as one constant
     source = KernelSource(py_func.__name__, py_func.__qualname__, filename, first_line, tree,
                           getattr(py_func, "__module__", None) or "__main__", text_lines)
-    if len(_source_cache) > 4096:
-        _source_cache.clear()
     _source_cache[id(code)] = (code, source)
     return source
 
