@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import re
 
+# PTX is text (no library parses it) and llvmlite cannot read debug metadata (DILocation fields):
+# the `.loc`/`.file` directives and the IR's !DILocation lines are read with these patterns
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
 _META = re.compile(r"^!(\d+)\s*=\s*(?:distinct\s+)?!(\w+)\((.*)\)\s*$")

@@ -438,6 +438,11 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
              kernel_symbols: tuple = (), lineinfo: bool = False) -> tuple[str, str]:
     """Parse, link libdevice when used, optimise, emit PTX. Returns (ptx, optimised_ir)."""
     llvm = _llvm()
+    # Flags and attributes are written into the text: llvmlite's binding layer can set neither
+    # fast-math flags on instructions nor string attributes on functions, and setting them where
+    # the IR is built (llvmlite.ir) would need every floating-point operation of the lowering,
+    # libm and complex helpers included, to carry the kernel's options; one pass over the text
+    # covers them all (it is ~1 % of a compile's time, benchmarks/profile_cold.py)
     if fastmath:
         module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
         module_text = flush_denormals(module_text)
