@@ -11,6 +11,8 @@ Line tables change no code: LLVM keeps debug locations beside the instructions.
 
 from __future__ import annotations
 
+import functools
+
 from llvmlite import ir
 
 from gpunb.compiler.debuginfo import DebugInfo
@@ -133,22 +135,14 @@ def _elf(binary: bytes):
     return ELFFile(io.BytesIO(binary))
 
 
-_rows_cache: dict = {}
-
-
+@functools.lru_cache(maxsize=64)
 def _line_rows(binary: bytes) -> list:
-    """(address, line, end of sequence) of the object's line table, sorted (cached)."""
-    key = (hash(binary), len(binary))
-    found = _rows_cache.get(key)
-    if found is None:
-        try:
-            found = _read_rows(binary)
-        except Exception:  # noqa: BLE001 - an unreadable table: the fault has no line
-            found = []
-        if len(_rows_cache) > 64:
-            _rows_cache.clear()
-        _rows_cache[key] = found
-    return found
+    """(address, line, end of sequence) of the object's line table, sorted (the objects read
+    last are kept: keyed by the bytes themselves, so two objects never share rows)."""
+    try:
+        return _read_rows(binary)
+    except Exception:  # noqa: BLE001 - an unreadable table: the fault has no line
+        return []
 
 
 def _read_rows(binary: bytes) -> list:
