@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
+from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.records import record
 
 # CUDA's cap on statically sized shared memory, every arch (both targets check it)
@@ -144,8 +145,6 @@ def check_static_shared(name: str, static_bytes: int, optin: int | None) -> None
     bytes, 0xc000 max)'): past 48 KiB, shared memory must be dynamic. The CPU target checks
     it too, so that a kernel it runs also loads on a GPU. `optin`: the most dynamic shared
     memory a block may have on the device, for the hint."""
-    from gpunb.foundation.errors import LaunchError
-
     if static_bytes <= STATIC_SHARED_LIMIT:
         return
     most = f", up to {optin} bytes per block on this device" if optin else ""
