@@ -176,15 +176,33 @@ class ArraySource:
 
 
 @record
+class EnumerateSource:
+    """enumerate(source[, start]) nested in a zip (or another enumerate): (start + k, item k)."""
+
+    inner: object  # RangeSource | ArraySource | EnumerateSource | ZipSource
+    start: ast.AST | None
+    item: t.Tuple  # (int64, inner.item)
+
+
+@record
+class ZipSource:
+    """zip(sources...) nested in a zip or an enumerate: its sources' items k, as one tuple."""
+
+    sources: tuple
+    item: t.Tuple
+
+
+@record
 class LoopPlan:
     """How a `for` loop runs, decided once by inference.
 
-    `sources` advance in lock step (one for a plain loop, several for zip); with `enumerate_start`
-    set (None for no enumerate) the target is (counter, item). A tuple loop is unrolled: `tuple_seq`
-    is the tuple expression and `item` the type every item is converted to.
+    `sources` is the one source a counted loop iterates (a range, an array, or a ZipSource /
+    EnumerateSource of sources); `item` is what its target is bound to. A tuple loop is unrolled:
+    `tuple_seq` is the tuple expression and `item` the type every item is converted to; with
+    `enumerate` set (start: `enumerate_start`, None for 0) its target is (counter, item).
     """
 
-    sources: tuple  # RangeSource | ArraySource, in zip order
+    sources: tuple  # (RangeSource | ArraySource | EnumerateSource | ZipSource,) or ()
     item: t.Type  # what the loop target is bound to (a Tuple for zip)
     enumerate: bool = False
     enumerate_start: ast.AST | None = None

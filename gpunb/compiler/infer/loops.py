@@ -13,7 +13,14 @@ import copy
 
 from gpunb.compiler import promotion, scopes
 from gpunb.compiler.kernel_api import intrinsic_name
-from gpunb.compiler.typed import ArraySource, JoinKind, LoopPlan, RangeSource
+from gpunb.compiler.typed import (
+    ArraySource,
+    EnumerateSource,
+    JoinKind,
+    LoopPlan,
+    RangeSource,
+    ZipSource,
+)
 from gpunb.compiler.values import NotConstant, const_eval
 from gpunb.foundation import types as t
 
@@ -129,21 +136,14 @@ class LoopTyping:
     def loop_plan(self, node: ast.For) -> LoopPlan:
         it = node.iter
         callee = self.callee_object(it.func) if isinstance(it, ast.Call) else None
-        if callee is enumerate:
-            if not it.args or len(it.args) > 2 or any(k.arg != "start" for k in it.keywords):
-                raise self.error(it, "enumerate() takes an iterable and an optional start")
+        if callee is enumerate and self.builds_tuple(it):  # over a tuple: unrolled
+            start = self.enumerate_start(it)
             if not (isinstance(node.target, ast.Tuple) and len(node.target.elts) == 2):
                 raise self.error(node.target, "write `for i, x in enumerate(...)`")
-            start = it.args[1] if len(it.args) > 1 else next(
-                (k.value for k in it.keywords if k.arg == "start"), None)
-            if start is not None and not isinstance(self.expr(start), (t.Integer, t.Boolean)):
-                raise self.error(start, "enumerate's start must be an integer")
-            sources, item = self.iteration(it.args[0])
-            if sources is None:  # enumerate over a tuple: unrolled too
-                return LoopPlan((), item, enumerate=True, enumerate_start=start,
-                                tuple_seq=it.args[0])
-            return LoopPlan(sources, item, enumerate=True, enumerate_start=start)
-        if callee is not None and callee not in (range, zip):
+            _, item = self.iteration(it.args[0])
+            return LoopPlan((), item, enumerate=True, enumerate_start=start,
+                            tuple_seq=it.args[0])
+        if callee is not None and callee not in (range, zip, enumerate):
             seq = self.expr(it)
             return self.sequence_plan(it, seq)
         sources, item = self.iteration(it)
@@ -154,17 +154,9 @@ class LoopTyping:
     def iteration(self, it) -> tuple:
         """(sources, item type) of an iterable; (None, item) for a tuple (unrolled)."""
         callee = self.callee_object(it.func) if isinstance(it, ast.Call) else None
-        if callee is range:
-            source = self.range_source(it)
+        if callee in (range, zip, enumerate) and not self.builds_tuple(it):
+            source = self.loop_source(it)
             return (source,), source.item
-        if callee is zip and not self.zips_tuples(it):
-            if it.keywords or not it.args:
-                raise self.error(it, "zip() in GPU code takes ranges and 1-d arrays, no "
-                                 "keywords")
-            sources = tuple(self.zip_source(arg) for arg in it.args)
-            item = t.Tuple(tuple(s.item for s in sources))
-            self.record(it, item)
-            return sources, item
         seq = self.expr(it)
         if isinstance(seq, t.Tuple):
             return None, self.tuple_item(it, seq)
@@ -191,23 +183,52 @@ class LoopTyping:
                                  "only tuples of one type can be looped over")
         return item
 
-    def zip_source(self, arg):
-        if isinstance(arg, ast.Call) and self.callee_object(arg.func) is range:
+    def loop_source(self, arg):
+        """What a loop (or a zip or enumerate in it) iterates in lock step: a range, an array
+        (its elements, or its rows as views), or enumerate/zip of those, nested as numba
+        allows, e.g. zip(range(n), enumerate(a)) yields (i, (k, a[k]))."""
+        callee = self.callee_object(arg.func) if isinstance(arg, ast.Call) else None
+        if callee is range:
             return self.range_source(arg)
+        if callee is enumerate and not self.builds_tuple(arg):
+            start = self.enumerate_start(arg)
+            inner = self.loop_source(arg.args[0])
+            return EnumerateSource(inner, start, self.record(arg, t.Tuple((t.int64, inner.item))))
+        if callee is zip and not self.builds_tuple(arg):
+            if arg.keywords or not arg.args:
+                raise self.error(arg, "zip() in GPU code takes iterables and no keywords",
+                                 "zip ranges, arrays, enumerate(...) or zip(...) of those")
+            sources = tuple(self.loop_source(a) for a in arg.args)
+            return ZipSource(sources, self.record(arg, t.Tuple(tuple(s.item for s in sources))))
         found = self.expr(arg)
-        if not (isinstance(found, t.Array) and found.ndim == 1):
-            raise self.error(arg, f"cannot zip over {found}",
-                             "zip() in GPU code takes range(...) and 1-d arrays")
-        return ArraySource(arg, found.dtype)
+        if not (isinstance(found, t.Array) and found.ndim >= 1):
+            raise self.error(arg, f"cannot iterate over {found} here",
+                             "zip and enumerate in GPU code take range(...), arrays, and "
+                             "enumerate(...)/zip(...) of those (or tuples only, unrolled)")
+        return ArraySource(arg, array_item_type(found))
 
-    def zips_tuples(self, it: ast.Call) -> bool:
-        """zip() of tuples only is built at compile time (a tuple of tuples, loop unrolled)."""
-        for arg in it.args:
-            if isinstance(arg, ast.Call) and self.callee_object(arg.func) is range:
-                return False
-            if not isinstance(self.expr(arg), t.Tuple):
-                return False
-        return True
+    def enumerate_start(self, it: ast.Call) -> ast.AST | None:
+        """enumerate's start argument (None: 0), checked to be an integer."""
+        if not it.args or len(it.args) > 2 or any(k.arg != "start" for k in it.keywords) or \
+                (len(it.args) == 2 and it.keywords):
+            raise self.error(it, "enumerate() takes an iterable and an optional start")
+        start = it.args[1] if len(it.args) > 1 else next(
+            (k.value for k in it.keywords if k.arg == "start"), None)
+        if start is not None and not isinstance(self.expr(start), (t.Integer, t.Boolean)):
+            raise self.error(start, "enumerate's start must be an integer")
+        return start
+
+    def builds_tuple(self, it) -> bool:
+        """Whether an iterable is a tuple at compile time: a tuple, or zip()/enumerate() of
+        tuples only (built by the zip/enumerate builtins, and a loop over it unrolled)."""
+        callee = self.callee_object(it.func) if isinstance(it, ast.Call) else None
+        if callee is range:
+            return False
+        if callee is zip:
+            return all(self.builds_tuple(a) for a in it.args)
+        if callee is enumerate:
+            return bool(it.args) and self.builds_tuple(it.args[0])
+        return isinstance(self.expr(it), t.Tuple)
 
     def range_source(self, call: ast.Call) -> RangeSource:
         if call.keywords or not 1 <= len(call.args) <= 3:

@@ -3,7 +3,8 @@
 Every loop over ranges and arrays is `for k in range(trip count)`: a range source contributes
 start + k * step (its trip count is computed once, 0 for an empty range or a zero step), an array
 source its element (or row view) k; zip advances all of them in lock step and stops at the
-shortest; enumerate binds (start + k, item). A loop over a tuple is unrolled.
+shortest; enumerate binds (start + k, item). zip and enumerate nest (zip(range(n), enumerate(a)))
+as sources of sources. A loop over a tuple is unrolled.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from llvmlite import ir
 from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler.typed import JoinKind, LoopPlan, RangeSource
+from gpunb.compiler.typed import EnumerateSource, JoinKind, LoopPlan, RangeSource, ZipSource
 from gpunb.foundation import types as t
 
 
@@ -33,22 +34,11 @@ class LoopLowering:
             self.range_loop(node, plan.sources[0])
             return
         b = self.builder
-        values, length = [], None
-        for source in plan.sources:
-            value, n = self.loop_source(source)
-            values.append(value)
-            length = n if length is None else b.select(b.icmp_signed("<", n, length), n, length)
-        start = self.enumerate_start(plan)
+        (source,) = plan.sources  # zip and enumerate are one source of sources
+        get, length = self.loop_source(source)
 
         def bind(k):
-            items = [get(k) for get in values]
-            item = items[0] if len(items) == 1 else self.build_tuple(items, plan.item)
-            if start is not None:
-                pair = t.Tuple((t.int64, plan.item))
-                self.store_target(node.target, self.build_tuple([b.add(start, k), item], pair),
-                                  pair)
-            else:
-                self.store_target(node.target, item, plan.item)
+            self.store_target(node.target, get(k), plan.item)
 
         self.counted_loop(node, ir.Constant(dm.i64, 0),
                           lambda k: b.icmp_signed("<", k, length), bind,
@@ -108,6 +98,18 @@ class LoopLowering:
     def loop_source(self, source) -> tuple:
         """(k -> item, trip count as i64) of one source, its operands evaluated once here."""
         b = self.builder
+        if isinstance(source, ZipSource):  # stops at its shortest source
+            parts = [self.loop_source(s) for s in source.sources]
+            length = parts[0][1]
+            for _, n in parts[1:]:
+                length = b.select(b.icmp_signed("<", n, length), n, length)
+            return (lambda k: self.build_tuple([get(k) for get, _ in parts], source.item),
+                    length)
+        if isinstance(source, EnumerateSource):
+            get, length = self.loop_source(source.inner)
+            start = self.counter_start(source.start)
+            return (lambda k: self.build_tuple([b.add(start, k), get(k)], source.item),
+                    length)
         if isinstance(source, RangeSource):
             start, step, n = self.range_bounds(source)
             item_t = source.item
@@ -183,11 +185,12 @@ class LoopLowering:
         b.position_at_end(ok)
 
     def enumerate_start(self, plan: LoopPlan):
-        if not plan.enumerate:
-            return None
-        if plan.enumerate_start is None:
+        return self.counter_start(plan.enumerate_start) if plan.enumerate else None
+
+    def counter_start(self, node):
+        """enumerate's first counter value, as an i64 (node None: 0)."""
+        if node is None:
             return ir.Constant(dm.i64, 0)
-        node = plan.enumerate_start
         return ops.cast(self.builder, self.expr(node), self.type_of(node), t.int64)
 
     def unrolled_loop(self, node: ast.For, plan: LoopPlan) -> None:
