@@ -68,6 +68,8 @@ def value_type(ty: t.Type) -> ir.Type:
         return ir.LiteralStructType([value_type(x) for x in ty.items])
     if isinstance(ty, (t.NoneType, t.Group)):
         return ir.LiteralStructType([])
+    if isinstance(ty, t.Optional):  # {is not None, the value (undefined when None)}
+        return ir.LiteralStructType([i1, value_type(ty.type)])
     if isinstance(ty, (t.Record, Pointer, TensorMap, Fragment)):  # a fragment: its storage
         return ptr
     if isinstance(ty, enum_types.EnumMember):

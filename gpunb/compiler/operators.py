@@ -18,8 +18,25 @@ from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 
 
+def to_optional(b: ir.IRBuilder, value, src: t.Type, dst: t.Optional):
+    """None, a value, or another Optional as `dst` (numba's Optional casts)."""
+    lty = dm.value_type(dst)
+    if isinstance(src, t.NoneType):
+        return ir.Constant(lty, [ir.Constant(dm.i1, 0), ir.Constant(lty.elements[1],
+                                                                     ir.Undefined)])
+    if isinstance(src, t.Optional):
+        valid, inner = b.extract_value(value, 0), b.extract_value(value, 1)
+        inner = cast(b, inner, src.type, dst.type)
+    else:
+        valid, inner = ir.Constant(dm.i1, 1), cast(b, value, src, dst.type)
+    out = b.insert_value(ir.Constant(lty, ir.Undefined), valid, 0)
+    return b.insert_value(out, inner, 1)
+
+
 def cast(b: ir.IRBuilder, value, src: t.Type, dst: t.Type):
     """Convert `value` of type `src` to `dst` (numbers, complex, tuples, array layouts)."""
+    if isinstance(dst, t.Optional) and src != dst:
+        return to_optional(b, value, src, dst)
     if src == dst or value is None:
         return value
     if isinstance(value, (str, bytes)) and isinstance(dst, t.CharSeq):  # a constant's text

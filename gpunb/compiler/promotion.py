@@ -194,6 +194,29 @@ def join(a: t.Type, b: t.Type) -> t.Type | None:
     return None
 
 
+def join_optional(a: t.Type, b: t.Type) -> t.Type | None:
+    """Where None meets a value (or an Optional), the Optional of the value (numba's
+    NoneType/Optional unify); None when neither is None or Optional, or the values differ."""
+    if not isinstance(a, (t.NoneType, t.Optional)) and \
+            not isinstance(b, (t.NoneType, t.Optional)):
+        return None
+    values = [x.type if isinstance(x, t.Optional) else x for x in (a, b)
+              if not isinstance(x, t.NoneType)]
+    if not values:
+        return t.none
+    value = values[0] if len(values) == 1 else join(*values)
+    if value is None or not _optional_value(value):
+        return None
+    return t.Optional(value)
+
+
+def _optional_value(ty: t.Type) -> bool:
+    """What an Optional can hold: numbers, booleans, arrays, and tuples of those."""
+    if isinstance(ty, t.Tuple):
+        return all(_optional_value(i) for i in ty.items)
+    return t.is_number(ty) or isinstance(ty, (t.Boolean, t.Array))
+
+
 def promote(*types: t.Type) -> t.Type:
     """np.promote_types over number types (numba's Number.unify; also min/max's result).
     bfloat16 joins as types.unify_numbers says (numba-cuda's own unify recurses forever)."""

@@ -40,6 +40,15 @@ class NoneType(Type):
 
 
 @dataclass(frozen=True, slots=True)
+class Optional(Type):
+    """A value or None (numba's types.Optional): a variable None on one path, a value on another"""
+    type: Type
+
+    def __str__(self) -> str:
+        return f"OptionalType({self.type})"
+
+
+@dataclass(frozen=True, slots=True)
 class StringLiteral(Type):
     """A string (or bytes) constant: print() takes it, and stores into string arrays."""
 

@@ -174,9 +174,12 @@ class WorkGroupLowerer(FunctionLowerer):
             self.builder.store(value, slot)
 
     def store_var(self, var, value, value_type: t.Type) -> None:
+        vt = self.var_type(var)
+        if isinstance(vt, t.NoneType):
+            self.flow(var, None, vt)  # a None reaching an Optional: its "is None" flag
+            return
         if value is None or self.slot_type(var) is None:
             return
-        vt = self.var_type(var)
         value = ops.cast(self.builder, value, value_type, vt)
         self._put(var, value)
         self.flow(var, value, vt)

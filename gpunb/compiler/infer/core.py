@@ -90,6 +90,9 @@ class InferenceCore:
         self.calls: dict = {}
         self.constants: dict = {}
         self.weak: set = set()
+        # Name nodes that read an Optional as it is (`x is None`, `y = x`); elsewhere a read
+        # unwraps it to its value, checked not None when lowered (numba's Optional casts)
+        self.keep_optional: set = set()
         self.loops: dict = {}
         self.indexes: dict = {}
         self.raises: dict = {}
@@ -339,7 +342,7 @@ class InferenceCore:
             if joined is None:
                 joined = found
                 continue
-            merged = promotion.join(joined, found)
+            merged = promotion.join(joined, found) or promotion.join_optional(joined, found)
             joined = merged if merged is not None else Conflict(joined, found, phi.site)
         if joined is None:
             if phi in self.var_types:

@@ -92,6 +92,8 @@ class ExpressionTyping:
             if isinstance(found, ConstValue):  # a literal bound at the call site
                 self.constants[node] = found.value
                 return found.type
+            if isinstance(found, t.Optional) and node not in self.keep_optional:
+                return found.type  # used as its value: lowering checks it is not None
             return found
         value = lookup_global(self.py_func, name)
         if missing(value):
@@ -246,11 +248,18 @@ class ExpressionTyping:
                              f"{found}") from None
 
     def expr_BoolOp(self, node: ast.BoolOp) -> t.Type:
-        live = self.live_operands(node)
+        live, types = [], []
+        for k in self.live_operands(node):
+            live.append(k)
+            types.append(self.expr(node.values[k]))
+            known = self.constants.get(node.values[k])
+            if isinstance(node.values[k], ast.Compare) and known is isinstance(node.op, ast.Or):
+                break  # `x is None or ...` with x None (so far): the rest is not evaluated
         if len(live) != len(node.values):
             self.branches[node] = tuple(live)
+        else:
+            self.branches.pop(node, None)  # a pass that knew less may have pruned some
         values = [node.values[k] for k in live]
-        types = [self.expr(v) for v in values]
         result = types[0]
         for value, found in zip(values[1:], types[1:], strict=True):
             merged = promotion.join(result, found)
@@ -296,6 +305,8 @@ class ExpressionTyping:
 
     def expr_Compare(self, node: ast.Compare) -> t.Type:
         left = node.left
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            self.keep_optional.update((left, node.comparators[0]))  # `x is None` on an Optional
         lt = self.expr(left)
         operand_types = []
         for op, right in zip(node.ops, node.comparators, strict=True):
@@ -303,6 +314,11 @@ class ExpressionTyping:
             enums = self.enum_comparison(node, op, lt, rt)
             if enums is not None:
                 return enums
+            if isinstance(op, (ast.Is, ast.IsNot)) and len(node.ops) == 1 and \
+                    {type(lt), type(rt)} == {t.Optional, t.NoneType}:  # decided at run time
+                self.constants.pop(node, None)  # known in a pass that saw only the None
+                self.comparisons[node] = (t.boolean,)
+                return t.boolean
             if isinstance(op, (ast.Is, ast.IsNot)) and len(node.ops) == 1 and (
                     isinstance(lt, t.NoneType) or isinstance(rt, t.NoneType)):
                 # only None has type none, so the answer is known at compile time

@@ -125,6 +125,8 @@ class StatementTyping:
         if scopes.is_lambda_binding(node):
             self.defined_inner.add(node.targets[0].id)
             return False
+        if isinstance(node.value, ast.Name) and all(isinstance(x, ast.Name) for x in node.targets):
+            self.keep_optional.add(node.value)  # `y = x` copies an Optional as it is
         vt = self.expr(node.value)
         for target in node.targets:
             self.assign(target, vt, node.value)
@@ -259,6 +261,7 @@ class StatementTyping:
         if known is not None:  # `if x is None:` with x known: the other branch is dead code
             self.branches[node] = known
             return self.visit_body(node.body if known else node.orelse)
+        self.branches.pop(node, None)  # a pass that knew less (x None so far) may have pruned
         before = self.env
         ends = []
         for body in (node.body, node.orelse):

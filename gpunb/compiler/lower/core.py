@@ -129,10 +129,12 @@ class LoweringCore:
     def store_var(self, var: Var, value, value_type: t.Type) -> None:
         """Define `var` with `value` (of `value_type`), and pass it on to the phis it reaches."""
         slot = self.slot(var)
+        vt = self.var_type(var)
+        if slot is None and isinstance(vt, t.NoneType):
+            self.flow(var, None, vt)  # a None reaching an Optional: its "is None" flag
         if slot is None or value is None:
             return
         b = self.builder
-        vt = self.var_type(var)
         value = ops.cast(b, value, value_type, vt)
         b.store(value, slot)
         if self.target.instrumented:
@@ -153,7 +155,8 @@ class LoweringCore:
     def join(self, node: ast.AST, kind: JoinKind) -> None:
         """At a join point: each phi defined here passes its value on to the phis it reaches."""
         for phi in self.typed.joins.get((node, kind), ()):
-            if self.typed.flows.get(phi) and self.slot(phi) is not None:
+            if self.typed.flows.get(phi) and (self.slot(phi) is not None or
+                                              isinstance(self.var_type(phi), t.NoneType)):
                 self.flow(phi, self.load_var(phi), self.var_type(phi))
         if self.target.instrumented:
             self.target.debug_join(self, node, kind)

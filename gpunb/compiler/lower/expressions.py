@@ -94,9 +94,29 @@ class ExpressionLowering:
         if call is not None:  # a builtin value such as cuda.warpsize
             return call.builtin.lower_value(self, node, call.result)
         var = self.typed.uses.get(node)
-        if var is not None:
-            return self.load_var(var)
-        return None  # a compile-time object (module, function, type)
+        if var is None:
+            return None  # a compile-time object (module, function, type)
+        vt = self.var_type(var)
+        if isinstance(vt, t.Optional) and not isinstance(self.type_of(node), t.Optional):
+            return self.unwrap_optional(node, self.load_var(var), vt)
+        return self.load_var(var)
+
+    def unwrap_optional(self, node, value, vt: t.Optional):
+        """An Optional used as its value: a None ends the thread with numba's TypeError."""
+        b = self.builder
+        bad, ok = self.new_block("optional.none"), self.new_block("optional.value")
+        b.cbranch(b.extract_value(value, 0), ok, bad)
+        b.position_at_end(bad)
+        self.raise_exception(node, "TypeError", f"expected {vt.type}, got None",
+                             report=self.target.checks_always)
+        b.position_at_end(ok)
+        return b.extract_value(value, 1)
+
+    def optional_is_none(self, node: ast.Compare, left, lt: t.Type, right):
+        """`x is None` / `x is not None` on an Optional: its flag."""
+        value = left if isinstance(lt, t.Optional) else right
+        present = self.builder.extract_value(value, 0)
+        return self.builder.not_(present) if isinstance(node.ops[0], ast.Is) else present
 
     def expr_Tuple(self, node: ast.Tuple):
         return self.build_tuple([self.expr(e) for e in node.elts], self.type_of(node))
@@ -250,6 +270,8 @@ class ExpressionLowering:
         for k, (op, right_node) in enumerate(zip(node.ops, node.comparators, strict=True)):
             right = self.expr(right_node)
             lt, rt = self.type_of(left_node), self.type_of(right_node)
+            if {type(lt), type(rt)} == {t.Optional, t.NoneType}:
+                return self.optional_is_none(node, left, lt, right)
             if isinstance(op, (ast.In, ast.NotIn)):
                 result = self.contains(left, lt, right, rt, operand_types[k])
                 if isinstance(op, ast.NotIn):
