@@ -221,3 +221,21 @@ def test_numba_refuses_the_join_too():
     # gpunb refuses it rather than copy that)
     with pytest.raises(numba.core.errors.TypingError):
         numba.njit(_define(REFUSED["none_an_array_and_a_float"][0]))(np.zeros(1), np.ones(1))
+
+
+def test_the_readme_snippet_runs_as_written():
+    """README's "None and Optional" snippet, pasted alone into a fresh namespace (CPU target)."""
+    import re
+    from pathlib import Path
+
+    import gpunb
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("**None and Optional.**", 1)[1].split("\n**", 1)[0]
+    (snippet,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    gpunb.set_target("cpu")
+    try:
+        exec(compile(snippet, "README.md (None and Optional)", "exec"),  # noqa: S102
+             {"__name__": "__main__"})
+    finally:
+        gpunb.set_target(None)

@@ -250,3 +250,21 @@ def test_cpu_nested_zip_enumerate_per_thread():
     out = np.zeros(64)
     cuda.jit(_per_thread_zip, target="cpu")[2, 32](out, X, Y)
     np.testing.assert_allclose(out, _per_thread_expected(X, Y, 64), rtol=1e-12)
+
+
+@cuda.jit(target="cpu")
+def _checks_zip_enumerate(x, y, error):
+    """numba-cuda's test_iterators form: the counter and both items agree with indexing."""
+    count = 0
+    for (i, xv), yv in zip(enumerate(x), y):  # noqa: B905 - kernel code
+        if i != count or xv != x[i] or yv != y[i]:
+            error[0] = 1 + count
+        count += 1
+    if count != len(x):
+        error[0] = 100
+
+
+def test_zip_enumerate_over_integer_arrays_as_numba_cuda_tests_it():
+    error = np.zeros(1, np.int32)
+    _checks_zip_enumerate[1, 1](np.asarray((10, 9, 8, 7, 6)), np.asarray((1, 2, 3, 4, 5)), error)
+    assert error[0] == 0
