@@ -239,3 +239,61 @@ def test_the_readme_snippet_runs_as_written():
              {"__name__": "__main__"})
     finally:
         gpunb.set_target(None)
+
+
+PICKS = {
+    "value_or_none": """
+def pick(a):
+    if a > 0.0:
+        return a * 2.0
+    return None
+""",
+    "optional_variable_returned": """
+def pick(a):
+    v = None
+    if a > 1.0:
+        v = a
+    elif a > 0.0:
+        v = 1
+    return v
+""",
+    "none_first": """
+def pick(a):
+    if a <= 0.0:
+        return None
+    return 3
+""",
+}
+CALLER = """
+def f(out, x):
+    for i in range(x.shape[0]):
+        r = pick(x[i])
+        out[i] = -1.0 if r is None else r
+"""
+
+
+def _with_device_function(case: str, wrap) -> object:
+    """`f` calling `pick`, with pick compiled by `wrap` (numba.njit, or gpunb's device jit)."""
+    text = PICKS[case] + CALLER
+    filename = f"<optional-calls-{uuid.uuid4().hex[:8]}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    ns = {"np": np}
+    exec(compile(text, filename, "exec"), ns)  # noqa: S102 - that is what a cell does
+    ns["pick"] = wrap(ns["pick"])
+    return ns["f"]
+
+
+@pytest.mark.parametrize("case", sorted(PICKS))
+def test_a_device_function_returning_none_or_a_value_returns_an_optional(case):
+    x = np.array([2.5, -1.0, 0.5, 0.0, 4.0])
+    expected, found = np.zeros(5), np.zeros(5)
+    numba.njit(_with_device_function(case, numba.njit))(expected, x)
+    f = _with_device_function(case, lambda g: cuda.jit(device=True)(g))
+    cuda.jit(f, target="cpu")[1, 1](found, x)
+    assert found.tolist() == expected.tolist()
+
+
+def test_the_cuda_target_compiles_an_optional_return():
+    f = _with_device_function("optional_variable_returned", lambda g: cuda.jit(device=True)(g))
+    ptx, _ = cuda.compile_ptx(f, "void(float64[::1], float64[::1])")
+    assert ".entry" in ptx

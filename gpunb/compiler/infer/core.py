@@ -442,11 +442,20 @@ class InferenceCore:
         # a bare `return` beside `return value` keeps the value's type (the bare path returns
         # an unspecified value), as gpunb did before typing per definition
         for node, rt in values or self.return_types:
-            merged = rt if ret is None else promotion.join(ret, rt)
+            merged = rt if ret is None else (promotion.join(ret, rt) or
+                                             promotion.join_optional(ret, rt))
             if merged is None:
                 raise self.error(node, f"this function returns both {ret} and {rt}",
                                  "return values of one type from every return statement")
             ret = merged
+        nones = [node for node, rt in self.return_types
+                 if isinstance(rt, t.NoneType) and getattr(node, "value", None) is not None]
+        if nones and values:  # `return None` beside `return value`: numba's Optional
+            optional = promotion.join_optional(t.none, ret)
+            if optional is None:
+                raise self.error(nones[0], f"this function returns both {ret} and None",
+                                 "return values of one type from every return statement")
+            return optional
         return t.none if ret is None else ret
 
     def declared_return_type(self, values: list) -> t.Type:

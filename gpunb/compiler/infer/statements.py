@@ -104,6 +104,8 @@ class StatementTyping:
         return False
 
     def visit_Return(self, node: ast.Return) -> bool:
+        if isinstance(node.value, ast.Name):
+            self.keep_optional.add(node.value)  # `return x` returns an Optional as it is
         rt = t.none if node.value is None else self.expr(node.value)
         if isinstance(rt, t.Array):
             raise self.error(node, "GPU functions cannot return arrays",
