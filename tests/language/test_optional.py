@@ -297,3 +297,28 @@ def test_the_cuda_target_compiles_an_optional_return():
     f = _with_device_function("optional_variable_returned", lambda g: cuda.jit(device=True)(g))
     ptx, _ = cuda.compile_ptx(f, "void(float64[::1], float64[::1])")
     assert ".entry" in ptx
+
+
+def _optional_across_a_barrier(out, x):
+    """Each thread's Optional lives across cuda.syncthreads() (per thread in the CPU target's
+    work-group loops, and in its coroutines)."""
+    i = cuda.threadIdx.x
+    shared = cuda.shared.array(8, np.float64)
+    mine = None
+    if x[i] > 0.0:
+        mine = x[i]
+    shared[i] = x[i]
+    cuda.syncthreads()
+    if mine is None:
+        out[i] = -shared[(i + 1) % 8]
+    else:
+        out[i] = mine + shared[(i + 1) % 8]
+
+
+@pytest.mark.parametrize("mode", ["workgroup", "coroutine"])
+def test_an_optional_lives_across_a_barrier(mode):
+    x = np.array([1.0, -2.0, 3.0, -4.0, 5.0, 0.0, 7.0, -8.0])
+    out = np.zeros(8)
+    cuda.jit(_optional_across_a_barrier, target="cpu", cpu_mode=mode)[1, 8](out, x)
+    nxt = np.roll(x, -1)
+    assert out.tolist() == np.where(x > 0.0, x + nxt, -nxt).tolist()
