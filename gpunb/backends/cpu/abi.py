@@ -77,10 +77,18 @@ RECORD_FIELDS = (("address", "<i8"), ("site", "<i4"), ("thread", "<i4"), ("block
                  ("space", "<i2"))
 RECORD_SIZE = 32
 SPACE_GLOBAL, SPACE_SHARED = 0, 1
-# the role (last field) of the access site of a cp.async's reads of its global source: recorded
+# the role (last field) of the access site of a cp.async's or a TMA load's reads of its global
+# source: recorded
 # at the issue as the issuing thread's reads (access maps count them; the puzzles' rules tell
 # them from direct loads)
 ROLE_COPY_SOURCE = "async_source"
+# and of a TMA store's writes of its global destination (recorded at the issue, likewise)
+ROLE_COPY_DEST = "async_dest"
+# the CPU target's TMA descriptor (runtime/tma.py's CPU_LAYOUT): byte offsets of its fields
+# (dims, strides and box innermost first, 5 each) and the magic word that ends it
+(TMAP_ADDRESS, TMAP_RANK, TMAP_ITEMSIZE, TMAP_DIMS, TMAP_STRIDES, TMAP_BOX, TMAP_SWIZZLE,
+ TMAP_FILL, TMAP_MAGIC) = 0, 8, 12, 16, 56, 96, 116, 120, 124
+TMAP_MAGIC_WORD = 0x544D4150  # runtime/tma.py's CPU_MAGIC
 # a synchronisation record (racecheck of asynchronous kernels, backends/cpu/happens_before.py):
 # its address field is a value - bits 0-31 the object (an mbarrier's shared offset, a copy's or
 # wgmma's serial), 32-39 the SYNC_* kind, bit 40 "this update completed the phase", 41-62 extra

@@ -25,7 +25,8 @@ from gpunb.foundation.tensor_types import TensorMap
 
 ISSUE, DONE = "async_issue", "async_done"  # the roles of a copy's two access sites
 ASYNC_READ = "async_read"  # a site of the async proxy's reads (TMA store source, wgmma operands)
-ASYNC_SOURCE = abi.ROLE_COPY_SOURCE  # a cp.async's reads of its global source
+ASYNC_SOURCE = abi.ROLE_COPY_SOURCE  # a cp.async's or TMA load's reads of its global source
+ASYNC_DEST = abi.ROLE_COPY_DEST  # a TMA store's writes of its global destination
 
 
 class CpuAsyncOps:
@@ -254,10 +255,23 @@ class CpuAsyncOps:
         for d in range(tma.RANK):
             value = coords[d] if d < len(coords) else st.i32(0)
             b.store(value, b.gep(slots, [st.i32(0), st.i32(d)], inbounds=True))
+        self._record_global(low, node, kind, tmap, slots)
         serial = b.call(tma.issue_function(low.mb.module, self.target.record),
                         [low.ctx, st.i32(kind), tile[0], tmap, bar if bar is not None else
                          ir.Constant(dm.ptr, None), slots, st.i32(done), st.i32(site)])
         self.sync(low, abi.SYNC_COPY_ISSUE, serial, issue, extra=st.i32(kind))
+
+    def _record_global(self, low, node, kind: int, tmap, coords) -> None:
+        """Recording: the box's elements inside the tensor as the issuing thread's reads (a
+        load) or writes (a store) at the issue, as a cp.async's source reads are - access maps
+        count them, the puzzles' rules see them."""
+        at = 1 if kind == tma.LOAD else 0  # the descriptor's argument
+        name = _text(node.args[at]) if len(node.args) > at else "tensor"
+        site = (self.access_site(low, node, name, ASYNC_SOURCE, "read") if kind == tma.LOAD
+                else self.access_site(low, node, name, ASYNC_DEST, "write"))
+        if site >= 0:
+            low.builder.call(tma.record_box_function(low.mb.module),
+                             [low.ctx, tmap, coords, st.i32(site)])
 
     def tma_load(self, low, node, dst, tmap, desc, coords: list, bar) -> None:
         self._issue(low, node, tma.LOAD, dst, tmap, desc, coords, bar, "cuda.tma.load")
