@@ -77,13 +77,14 @@ RECORD_FIELDS = (("address", "<i8"), ("site", "<i4"), ("thread", "<i4"), ("block
                  ("space", "<i2"))
 RECORD_SIZE = 32
 SPACE_GLOBAL, SPACE_SHARED = 0, 1
-# the role (last field) of the access site of a cp.async's or a TMA load's reads of its global
-# source: recorded
+# the role (last field) of the access site of a cp.async's reads of its global source: recorded
 # at the issue as the issuing thread's reads (access maps count them; the puzzles' rules tell
 # them from direct loads)
 ROLE_COPY_SOURCE = "async_source"
-# and of a TMA store's writes of its global destination (recorded at the issue, likewise)
-ROLE_COPY_DEST = "async_dest"
+# and of a TMA load's reads of the box (recorded at the issue, likewise) and a TMA store's writes
+# of it: the TMA unit moves a box in bulk, not as warp requests (access maps' coalescing skips
+# them)
+ROLE_TMA_SOURCE, ROLE_TMA_DEST = "tma_source", "tma_dest"
 # the CPU target's TMA descriptor (runtime/tma.py's CPU_LAYOUT): byte offsets of its fields
 # (dims, strides and box innermost first, 5 each) and the magic word that ends it
 (TMAP_ADDRESS, TMAP_RANK, TMAP_ITEMSIZE, TMAP_DIMS, TMAP_STRIDES, TMAP_BOX, TMAP_SWIZZLE,

@@ -25,8 +25,7 @@ from gpunb.foundation.tensor_types import TensorMap
 
 ISSUE, DONE = "async_issue", "async_done"  # the roles of a copy's two access sites
 ASYNC_READ = "async_read"  # a site of the async proxy's reads (TMA store source, wgmma operands)
-ASYNC_SOURCE = abi.ROLE_COPY_SOURCE  # a cp.async's or TMA load's reads of its global source
-ASYNC_DEST = abi.ROLE_COPY_DEST  # a TMA store's writes of its global destination
+ASYNC_SOURCE = abi.ROLE_COPY_SOURCE  # a cp.async's reads of its global source
 
 
 class CpuAsyncOps:
@@ -267,8 +266,9 @@ class CpuAsyncOps:
         count them, the puzzles' rules see them."""
         at = 1 if kind == tma.LOAD else 0  # the descriptor's argument
         name = _text(node.args[at]) if len(node.args) > at else "tensor"
-        site = (self.access_site(low, node, name, ASYNC_SOURCE, "read") if kind == tma.LOAD
-                else self.access_site(low, node, name, ASYNC_DEST, "write"))
+        site = (self.access_site(low, node, name, abi.ROLE_TMA_SOURCE, "read")
+                if kind == tma.LOAD else
+                self.access_site(low, node, name, abi.ROLE_TMA_DEST, "write"))
         if site >= 0:
             low.builder.call(tma.record_box_function(low.mb.module),
                              [low.ctx, tmap, coords, st.i32(site)])
