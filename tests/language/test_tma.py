@@ -149,6 +149,19 @@ def test_the_access_map_counts_tma_reads_and_writes_of_the_tensor(cpu, r, c):
     assert not [c for c in amap.coalescing if c.array in ("src_desc", "dst_desc")]
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_blocks_storing_one_box_race_under_racecheck(cpu):
+    """The copies' global accesses are the issuing threads': two blocks that store the same box
+    write the same elements, which nothing orders; one block is clean."""
+    checked = cuda.jit(racecheck=True)(copy_through.py_func)
+    src = np.arange(40 * 48, dtype=np.float32).reshape(40, 48)
+    dst = np.full((40, 48), -1.0, np.float32)
+    descs = (cuda.tma.descriptor(dst, (16, 32), 128), cuda.tma.descriptor(src, (16, 32), 128))
+    checked[1, 64](*descs, 32, 24)
+    with pytest.raises(gpunb.RaceError, match=r"dst_desc\[32, 24\].*different blocks"):
+        checked[2, 64](*descs, 32, 24)
+
+
 def test_the_cpu_descriptor_layout_is_the_one_access_logs_read():
     """runtime/tma.py writes the CPU target's descriptor; backends/cpu/abi.py's offsets read
     it back (kernels and access logs): one layout."""
