@@ -6,7 +6,9 @@ warpgroup. Copies are queued in the thread's area (async_state.py, async_tma.py)
 their wait completes them. Operands are checked as the hardware requires (sizes, contiguity,
 alignment, shared memory), each failure an AsyncCopyError at the call's line; with racecheck,
 each queued copy records its destination twice - when issued and when done - so that a read in
-between is reported (accesses.find_pending_read).
+between is reported (accesses.find_pending_read). Recording, a copy's global accesses are its
+issuing thread's, logged at the issue: a cp.async's source bytes, a TMA load's or store's box
+elements inside the tensor (access maps count them, racecheck orders them as that thread's).
 """
 
 from __future__ import annotations
