@@ -47,3 +47,13 @@ class TensorMap(Type):
     def __str__(self) -> str:
         box = ", ".join(str(b) for b in self.box)
         return f"TensorMap({self.dtype}, box=({box}), swizzle={self.swizzle})"
+
+
+def _tensor_map_of_text(dtype: Type, box, swizzle: int = 0) -> TensorMap:
+    box = tuple(box) if isinstance(box, tuple) else (box,)  # one dimension prints "box=(16)"
+    return TensorMap(dtype, len(box), box, swizzle)
+
+
+# the constructors that read back what TensorMap.__str__ writes in a compiled kernel's
+# signature text (types.parse_signature(text, SIGNATURE_NAMES): the CPU target's access logs)
+SIGNATURE_NAMES = {"TensorMap": _tensor_map_of_text}

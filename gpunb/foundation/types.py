@@ -385,9 +385,10 @@ def array_type_from_slices(dtype: Type, item) -> Array:
     return Array(dtype, len(dims), layout)
 
 
-def parse_signature(text: str) -> Signature:
-    """Parse numba's string signatures: `void(float32[:], int32)`, `float32(float32, float32)`."""
-    namespace = dict(TYPE_NAMES)
+def parse_signature(text: str, names: dict | None = None) -> Signature:
+    """Parse numba's string signatures: `void(float32[:], int32)`, `float32(float32, float32)`;
+    `names` adds type constructors (tensor_types.SIGNATURE_NAMES: an artifact's own text)."""
+    namespace = dict(TYPE_NAMES, **(names or {}))
     try:
         value = eval(text, {"__builtins__": {}}, namespace)  # noqa: S307 - names are types only
     except Exception as exc:

@@ -169,8 +169,8 @@ def build_map(log: AccessLog, names: list) -> AccessMap:
         # (256-aligned): numpy's own alignment of a host array says nothing about the GPU
         base[arg.position] = arg.span()[0]
     relative = address - base[owner]
-    coalescing = _coalescing(log, is_global, block, warp, site, occurrence, relative, owner,
-                             itemsize)
+    coalescing = _coalescing(log, is_global & ~_bulk(sites, site), block, warp, site,
+                             occurrence, relative, owner, itemsize)
     banks = _bank_conflicts(log, shared & (shared_owner >= 0), block, warp, site, occurrence,
                             address)
     return AccessMap(log.kernel, log.grid, log.block, arrays, global_reads, global_writes,
@@ -215,6 +215,14 @@ def _async_overlap(log: AccessLog, shared, kinds, block, n_blocks: int) -> Async
 def _site_label(log, s) -> tuple:
     entry = log.sites[s]
     return entry[1], entry[3], entry[4], entry[2]
+
+
+def _bulk(sites, site: np.ndarray) -> np.ndarray:
+    """Per record: whether a TMA copy made it (the TMA unit moves a box in bulk: no warp
+    requests to coalesce)."""
+    bulk = np.array([len(s) > 6 and s[6] in (abi.ROLE_TMA_SOURCE, abi.ROLE_TMA_DEST)
+                     for s in sites] or [False])
+    return bulk[site] if len(site) else np.zeros(0, bool)
 
 
 def _coalescing(log, mask, block, warp, site, occurrence, address, owner, itemsize) -> tuple:

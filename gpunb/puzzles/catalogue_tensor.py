@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpunb.backends.cpu.abi import ROLE_COPY_SOURCE
+from gpunb.backends.cpu.abi import ROLE_COPY_SOURCE, ROLE_TMA_SOURCE
 from gpunb.puzzles.catalogue_basics import unwritten, values
 from gpunb.puzzles.method import FLOW_OWN, Method
 from gpunb.puzzles.model import SHARED_ALLOWED, SHARED_REQUIRED, Puzzle
@@ -44,9 +44,13 @@ DOUBLE_BUFFER_HINT = ("stage every tile with cuda.cp_async.copy, and issue (and 
                       "then cuda.cp_async.wait_group(1)")
 
 
+COPY_SOURCES = (ROLE_COPY_SOURCE, ROLE_TMA_SOURCE)  # the access roles of copies' global reads
+
+
 def _copy_sources(trace) -> np.ndarray:
-    """Per record: whether it is a cp.async's read of its global source (not a direct load)."""
-    roles = np.array([len(s) > 6 and s[6] == ROLE_COPY_SOURCE for s in trace.log.sites] or [False])
+    """Per record: whether it is a cp.async's or a TMA load's read of its global source (not a
+    direct load)."""
+    roles = np.array([len(s) > 6 and s[6] in COPY_SOURCES for s in trace.log.sites] or [False])
     return roles[trace.log.records["site"]] if len(trace.log.records) else np.zeros(0, bool)
 
 

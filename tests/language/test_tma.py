@@ -124,6 +124,78 @@ def test_store_writes_the_tile_back_skipping_out_of_bounds(target):
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+@pytest.mark.parametrize("r, c", [(32, 24), (-8, -16), (10, 8)])
+def test_the_access_map_counts_tma_reads_and_writes_of_the_tensor(cpu, r, c):
+    """A TMA load reads, and a TMA store writes, the box's elements inside the tensor (those
+    outside are zero-filled or skipped, never touched) for the thread that issues it: the map
+    counts them as that thread's, on the descriptors' arrays."""
+    src = np.arange(40 * 48, dtype=np.float32).reshape(40, 48)
+    dst = np.full((40, 48), -1.0, np.float32)
+    amap = gpunb.access_map(copy_through[1, 64], cuda.tma.descriptor(dst, (16, 32), 128),
+                            cuda.tma.descriptor(src, (16, 32), 128), r, c)
+    inside = np.zeros((40, 48), np.int64)
+    inside[max(r, 0):r + 16, max(c, 0):c + 32] = 1
+    box = int(inside.sum())
+    assert box == {(32, 24): 8 * 24, (-8, -16): 8 * 16, (10, 8): 16 * 32}[(r, c)]
+    np.testing.assert_array_equal(amap.arrays["src_desc"].reads, inside)
+    np.testing.assert_array_equal(amap.arrays["src_desc"].writes, 0)
+    np.testing.assert_array_equal(amap.arrays["dst_desc"].writes, inside)
+    np.testing.assert_array_equal(amap.arrays["dst_desc"].reads, 0)
+    np.testing.assert_array_equal(amap.global_reads, [box] + [0] * 63)
+    np.testing.assert_array_equal(amap.global_writes, [box] + [0] * 63)
+    np.testing.assert_array_equal(amap.arrays["src_desc"].first_reader[inside == 1], 0)
+    # the TMA unit moves the box in bulk: no warp requests, so no coalescing rows
+    assert not [c for c in amap.coalescing if c.array in ("src_desc", "dst_desc")]
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_blocks_storing_one_box_race_under_racecheck(cpu):
+    """The copies' global accesses are the issuing threads': two blocks that store the same box
+    write the same elements, which nothing orders; one block is clean."""
+    checked = cuda.jit(racecheck=True)(copy_through.py_func)
+    src = np.arange(40 * 48, dtype=np.float32).reshape(40, 48)
+    dst = np.full((40, 48), -1.0, np.float32)
+    descs = (cuda.tma.descriptor(dst, (16, 32), 128), cuda.tma.descriptor(src, (16, 32), 128))
+    checked[1, 64](*descs, 32, 24)
+    with pytest.raises(gpunb.RaceError, match=r"dst_desc\[32, 24\].*different blocks"):
+        checked[2, 64](*descs, 32, 24)
+
+
+def test_the_cpu_descriptor_layout_is_the_one_access_logs_read():
+    """runtime/tma.py writes the CPU target's descriptor; backends/cpu/abi.py's offsets read
+    it back (kernels and access logs): one layout."""
+    from gpunb.backends.cpu import abi
+    from gpunb.runtime import tma as runtime_tma
+
+    assert runtime_tma.CPU_MAGIC == abi.TMAP_MAGIC_WORD
+    assert runtime_tma.CPU_LAYOUT.size == abi.TMAP_MAGIC + 4
+    fields = runtime_tma.CPU_LAYOUT.unpack(bytes(range(128)))
+    assert fields[0] == int.from_bytes(bytes(range(abi.TMAP_ADDRESS, abi.TMAP_ADDRESS + 8)),
+                                       "little")
+    assert fields[3] == int.from_bytes(bytes(range(abi.TMAP_DIMS, abi.TMAP_DIMS + 8)), "little")
+    assert fields[8] == int.from_bytes(bytes(range(abi.TMAP_STRIDES, abi.TMAP_STRIDES + 8)),
+                                       "little")
+    assert fields[13] == int.from_bytes(bytes(range(abi.TMAP_BOX, abi.TMAP_BOX + 4)), "little")
+    assert fields[18] == int.from_bytes(bytes(range(abi.TMAP_SWIZZLE, abi.TMAP_SWIZZLE + 4)),
+                                        "little")
+    assert fields[19] == int.from_bytes(bytes(range(abi.TMAP_FILL, abi.TMAP_FILL + 4)), "little")
+
+
+@pytest.mark.parametrize("box", [(16,), (8, 32), (2, 4, 8)])
+def test_a_kernels_signature_text_with_a_descriptor_reads_back(box):
+    """Access logs read a compiled kernel's argument types back from its signature text (the
+    descriptor's tensor is then the argument's array): a TensorMap's text parses to itself."""
+    from gpunb.foundation.tensor_types import SIGNATURE_NAMES
+
+    desc = TensorMap(t.float32, len(box), box, 64)
+    text = f"void({desc}, float32[:, ::1], int64)"
+    args = t.parse_signature(text, SIGNATURE_NAMES).args
+    assert args[0] == desc and str(args[1]) == "float32[:, ::1]"
+    with pytest.raises(TypeError, match="cannot parse"):
+        t.parse_signature(text)  # user signatures are unchanged: no descriptors in them
+
+
 @cuda.jit(racecheck=True)
 def read_too_early(out, desc):
     s = cuda.shared.array((16, 64), float16, alignment=1024)

@@ -81,6 +81,15 @@ SPACE_GLOBAL, SPACE_SHARED = 0, 1
 # at the issue as the issuing thread's reads (access maps count them; the puzzles' rules tell
 # them from direct loads)
 ROLE_COPY_SOURCE = "async_source"
+# and of a TMA load's reads of the box (recorded at the issue, likewise) and a TMA store's writes
+# of it: the TMA unit moves a box in bulk, not as warp requests (access maps' coalescing skips
+# them)
+ROLE_TMA_SOURCE, ROLE_TMA_DEST = "tma_source", "tma_dest"
+# the CPU target's TMA descriptor (runtime/tma.py's CPU_LAYOUT): byte offsets of its fields
+# (dims, strides and box innermost first, 5 each) and the magic word that ends it
+(TMAP_ADDRESS, TMAP_RANK, TMAP_ITEMSIZE, TMAP_DIMS, TMAP_STRIDES, TMAP_BOX, TMAP_SWIZZLE,
+ TMAP_FILL, TMAP_MAGIC) = 0, 8, 12, 16, 56, 96, 116, 120, 124
+TMAP_MAGIC_WORD = 0x544D4150  # runtime/tma.py's CPU_MAGIC
 # a synchronisation record (racecheck of asynchronous kernels, backends/cpu/happens_before.py):
 # its address field is a value - bits 0-31 the object (an mbarrier's shared offset, a copy's or
 # wgmma's serial), 32-39 the SYNC_* kind, bit 40 "this update completed the phase", 41-62 extra

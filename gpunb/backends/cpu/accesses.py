@@ -70,9 +70,10 @@ def decode_arguments(signature: str, params_address: int) -> list[ArgArray]:
 
     from gpunb.foundation import abi as slots_abi
     from gpunb.foundation import types as t
+    from gpunb.foundation.tensor_types import SIGNATURE_NAMES, TensorMap
 
     try:
-        argtypes = t.parse_signature(signature).args
+        argtypes = t.parse_signature(signature, SIGNATURE_NAMES).args
     except (TypeError, ValueError, SyntaxError):
         return []
     out = []
@@ -90,8 +91,34 @@ def decode_arguments(signature: str, params_address: int) -> list[ArgArray]:
             strides = tuple(value(slot + 1 + ty.ndim + k, ctypes.c_int64)
                             for k in range(ty.ndim))
             out.append(ArgArray(position, data, shape, strides, t.sizeof(ty.dtype), str(ty.dtype)))
+        elif isinstance(ty, TensorMap):
+            tensor = _tensor_of(value(slot, ctypes.c_uint64), ty)
+            if tensor is not None:
+                out.append(ArgArray(position, *tensor))
         slot += n
     return out
+
+
+def _tensor_of(descriptor: int, ty) -> tuple | None:
+    """(data, shape, byte strides, itemsize, dtype) of the tensor a CPU-target TMA descriptor
+    (runtime/tma.py's CPU_LAYOUT, at this address) copies from and to - so that a TMA copy's
+    records (async_ops.py) are the descriptor argument's - or None for another layout."""
+    import ctypes
+
+    from gpunb.foundation import types as t
+
+    def field(offset: int, ctype):
+        return ctype.from_address(descriptor + offset).value
+
+    if not descriptor or field(abi.TMAP_MAGIC, ctypes.c_uint32) != abi.TMAP_MAGIC_WORD:
+        return None
+    rank = field(abi.TMAP_RANK, ctypes.c_uint32)
+    if not 1 <= rank <= 5:
+        return None
+    dims = [field(abi.TMAP_DIMS + 8 * d, ctypes.c_int64) for d in range(rank)]
+    strides = [field(abi.TMAP_STRIDES + 8 * d, ctypes.c_int64) for d in range(rank)]
+    return (field(abi.TMAP_ADDRESS, ctypes.c_uint64), tuple(reversed(dims)),
+            tuple(reversed(strides)), t.sizeof(ty.dtype), str(ty.dtype))
 
 
 def shared_arrays(layout: tuple, dynamic_bytes: int) -> list[SharedArray]:

@@ -6,7 +6,9 @@ warpgroup. Copies are queued in the thread's area (async_state.py, async_tma.py)
 their wait completes them. Operands are checked as the hardware requires (sizes, contiguity,
 alignment, shared memory), each failure an AsyncCopyError at the call's line; with racecheck,
 each queued copy records its destination twice - when issued and when done - so that a read in
-between is reported (accesses.find_pending_read).
+between is reported (accesses.find_pending_read). Recording, a copy's global accesses are its
+issuing thread's, logged at the issue: a cp.async's source bytes, a TMA load's or store's box
+elements inside the tensor (access maps count them, racecheck orders them as that thread's).
 """
 
 from __future__ import annotations
@@ -254,10 +256,24 @@ class CpuAsyncOps:
         for d in range(tma.RANK):
             value = coords[d] if d < len(coords) else st.i32(0)
             b.store(value, b.gep(slots, [st.i32(0), st.i32(d)], inbounds=True))
+        self._record_global(low, node, kind, tmap, slots)
         serial = b.call(tma.issue_function(low.mb.module, self.target.record),
                         [low.ctx, st.i32(kind), tile[0], tmap, bar if bar is not None else
                          ir.Constant(dm.ptr, None), slots, st.i32(done), st.i32(site)])
         self.sync(low, abi.SYNC_COPY_ISSUE, serial, issue, extra=st.i32(kind))
+
+    def _record_global(self, low, node, kind: int, tmap, coords) -> None:
+        """Recording: the box's elements inside the tensor as the issuing thread's reads (a
+        load) or writes (a store) at the issue, as a cp.async's source reads are - access maps
+        count them, the puzzles' rules see them."""
+        at = 1 if kind == tma.LOAD else 0  # the descriptor's argument
+        name = _text(node.args[at]) if len(node.args) > at else "tensor"
+        site = (self.access_site(low, node, name, abi.ROLE_TMA_SOURCE, "read")
+                if kind == tma.LOAD else
+                self.access_site(low, node, name, abi.ROLE_TMA_DEST, "write"))
+        if site >= 0:
+            low.builder.call(tma.record_box_function(low.mb.module),
+                             [low.ctx, tmap, coords, st.i32(site)])
 
     def tma_load(self, low, node, dst, tmap, desc, coords: list, bar) -> None:
         self._issue(low, node, tma.LOAD, dst, tmap, desc, coords, bar, "cuda.tma.load")

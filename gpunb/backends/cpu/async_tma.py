@@ -24,8 +24,9 @@ B_KIND, B_GROUP, B_SMEM, B_TMAP, B_BAR, B_COORDS, B_DONE_SITE, B_SITE, B_SERIAL 
     0, 4, 8, 16, 24, 32, 52, 56, 60
 LOAD, STORE = 1, 2
 # runtime/tma.py's CPU_LAYOUT
-D_ADDRESS, D_RANK, D_ITEMSIZE, D_DIMS, D_STRIDES, D_BOX, D_SWIZZLE, D_FILL = \
-    0, 8, 12, 16, 56, 96, 116, 120
+D_ADDRESS, D_RANK, D_ITEMSIZE, D_DIMS, D_STRIDES, D_BOX, D_SWIZZLE, D_FILL = (
+    abi.TMAP_ADDRESS, abi.TMAP_RANK, abi.TMAP_ITEMSIZE, abi.TMAP_DIMS, abi.TMAP_STRIDES,
+    abi.TMAP_BOX, abi.TMAP_SWIZZLE, abi.TMAP_FILL)
 RANK = 5
 
 
@@ -61,13 +62,10 @@ def copy_function(module: ir.Module, record: bool) -> ir.Function:
     is_load = b.icmp_signed("==", st.load(b, entry, B_KIND, dm.i32), st.i32(LOAD))
     itemsize = b.zext(st.load(b, tmap, D_ITEMSIZE, dm.i32), dm.i64)
     swizzle = st.load(b, tmap, D_SWIZZLE, dm.i32)
-    box = [b.zext(st.load(b, tmap, D_BOX + 4 * d, dm.i32), dm.i64) for d in range(RANK)]
-    total = box[0]
-    for d in range(1, RANK):
-        total = b.mul(total, box[d])
+    box, total = _box_extents(b, tmap)
     tile = st.shared_offset(b, ctx, smem)
     with st.loop(b, st.i64(0), total, "element") as e:
-        address, inside = _global_element(b, tmap, entry, box, e)
+        address, inside = _global_element(b, tmap, entry, B_COORDS, box, e)
         placed = b.sub(swizzle_offset(b, b.add(tile, b.mul(e, itemsize)), swizzle), tile)
         here = st.at(b, smem, placed)
         with b.if_else(is_load) as (then, otherwise):
@@ -94,20 +92,50 @@ def copy_function(module: ir.Module, record: bool) -> ir.Function:
     return fn
 
 
-def _global_element(b: ir.IRBuilder, tmap, entry, box: list, e):
-    """(address, in bounds) of element e (row-major in the box) in the global tensor."""
+def _box_extents(b: ir.IRBuilder, tmap) -> tuple:
+    """(the box's extent per dimension, innermost first; its element count) of a descriptor."""
+    box = [b.zext(st.load(b, tmap, D_BOX + 4 * d, dm.i32), dm.i64) for d in range(RANK)]
+    total = box[0]
+    for d in range(1, RANK):
+        total = b.mul(total, box[d])
+    return box, total
+
+
+def _global_element(b: ir.IRBuilder, tmap, coords, at: int, box: list, e):
+    """(address, in bounds) of element e (row-major in the box) in the global tensor; the
+    box's coordinates are RANK i32s at byte `at` of `coords` (innermost first)."""
     address = st.load(b, tmap, D_ADDRESS, dm.i64)
     inside = ir.Constant(dm.i1, 1)
     rest = e
     for d in range(RANK):
         index = b.urem(rest, box[d])
         rest = b.udiv(rest, box[d])
-        coord = b.add(b.sext(st.load(b, entry, B_COORDS + 4 * d, dm.i32), dm.i64), index)
+        coord = b.add(b.sext(st.load(b, coords, at + 4 * d, dm.i32), dm.i64), index)
         dim = st.load(b, tmap, D_DIMS + 8 * d, dm.i64)
         inside = b.and_(inside, b.and_(b.icmp_signed(">=", coord, st.i64(0)),
                                        b.icmp_signed("<", coord, dim)))
         address = b.add(address, b.mul(coord, st.load(b, tmap, D_STRIDES + 8 * d, dm.i64)))
     return b.inttoptr(address, dm.ptr), inside
+
+
+def record_box_function(module: ir.Module) -> ir.Function:
+    """void gpunb_tma_record_box(ctx, tmap, coords (5 x i32), i32 site): racecheck - one record
+    of `site` per element of the box at `coords` inside the global tensor (a load's reads of
+    its source, a store's writes of its destination; out-of-bounds elements are filled or
+    skipped, never touched), logged by the issuing thread at the issue as cp.async's are."""
+    fn, b = st.new_function(module, "gpunb_tma_record_box", dm.void,
+                            [dm.ptr, dm.ptr, dm.ptr, dm.i32])
+    if b is None:
+        return fn
+    ctx, tmap, coords, site = fn.args
+    recorder = instrument.record_function(module)
+    box, total = _box_extents(b, tmap)
+    with st.loop(b, st.i64(0), total, "element") as e:
+        address, inside = _global_element(b, tmap, coords, 0, box, e)
+        with b.if_then(inside):
+            b.call(recorder, [ctx, site, address])
+    b.ret_void()
+    return fn
 
 
 def _load_element(b: ir.IRBuilder, tmap, here, address, inside, itemsize) -> None:
