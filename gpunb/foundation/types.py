@@ -43,7 +43,6 @@ class NoneType(Type):
 class Optional(Type):
     """A value or None (numba's types.Optional): a variable None on one path, a value on another"""
     type: Type
-
     def __str__(self) -> str:
         return f"OptionalType({self.type})"
 
