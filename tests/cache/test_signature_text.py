@@ -25,7 +25,8 @@ NAMES = ("a", "b", "a: int8 @0, b", "x)", "a; size=1", "'a'", "", "int8")
 # the Types that typeof() can return, or that can appear inside one
 ARGUMENT_TYPES = {t.Boolean, t.Integer, t.Float, t.Complex, t.Array, t.Tuple, t.Record,
                   t.InlineArray, t.BFloat16, t.FP8, t.DateTime, t.CharSeq}  # and TensorMap
-NOT_ARGUMENTS = {t.NoneType, t.StringLiteral, t.Group}  # compile-time only
+# compile-time only (an Optional is inferred inside a function; calls unwrap it)
+NOT_ARGUMENTS = {t.NoneType, t.StringLiteral, t.Group, t.Optional}
 
 # datetime64/timedelta64 of every unit numpy names, fixed-width byte and unicode strings
 datetimes = st.builds(t.DateTime, st.sampled_from("Mm"),
