@@ -14,6 +14,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.ir_functions import declare
 from gpunb.foundation import types as t
 from gpunb.foundation.lowprecision import FP8_LAYOUT
 
@@ -26,11 +27,7 @@ def _const(ty: ir.Type, value):
 
 
 def _intrinsic(b: ir.IRBuilder, name: str, ret: ir.Type, args: list):
-    module = b.module
-    fn = module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(module, ir.FunctionType(ret, [a.type for a in args]), name)
-    return b.call(fn, args)
+    return b.call(declare(b.module, name, ret, [a.type for a in args]), args)
 
 
 def fabs(b: ir.IRBuilder, x):

@@ -11,6 +11,7 @@ from llvmlite import ir
 from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.debuginfo import DebugInfo
+from gpunb.compiler.ir_functions import declare
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import CompileError
 
@@ -198,10 +199,7 @@ class Target:
 
     @staticmethod
     def intrinsic(module: ir.Module, name: str, ret: ir.Type, args: list) -> ir.Function:
-        fn = module.globals.get(name)
-        if fn is None:
-            fn = ir.Function(module, ir.FunctionType(ret, args), name)
-        return fn
+        return declare(module, name, ret, args)
 
 
 LLVM_MATH_INTRINSICS = {"sqrt", "fabs", "floor", "ceil", "trunc", "copysign", "rint", "fma"}

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi, instrument, reporting
-from gpunb.backends.cpu.ir_functions import declare, new_function
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.ir_functions import declare, new_function
 
 # ---- the per-thread area ----
 AREA_CP_COUNT = 0  # i32: queued cp.async copies

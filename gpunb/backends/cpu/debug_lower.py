@@ -27,8 +27,8 @@ from llvmlite import ir
 
 from gpunb.backends.cpu import abi
 from gpunb.backends.cpu import debug_abi as dbg
-from gpunb.backends.cpu.ir_functions import declare, new_function
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.ir_functions import declare, new_function
 from gpunb.compiler.values import is_compile_time
 from gpunb.foundation import types as t
 

@@ -52,8 +52,8 @@ from gpunb.backends.cpu.abi import (
     SLOT_THREAD,
     SLOTS,
 )
-from gpunb.backends.cpu.ir_functions import declare
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.ir_functions import declare
 
 # void runner(launch, guard record): the kernel's entry (runner.py)
 RUNNER = ir.FunctionType(dm.void, [dm.ptr, dm.ptr])

@@ -11,8 +11,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
-from gpunb.backends.cpu.ir_functions import new_function
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.ir_functions import new_function
 
 # a thread's own stack data (cuda.local.array, spilled values) lies just above the recorder's
 # frame, or in its coroutine frame (abi.CTX_FRAME); those addresses are reused by the next

@@ -32,8 +32,8 @@ import threading
 
 from llvmlite import ir
 
-from gpunb.backends.cpu.ir_functions import declare
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.ir_functions import declare
 
 # pool memory: three pthread objects (128 bytes each is more than glibc or macOS need), then
 # the job: generation (i64), workers inside its runner (i32), workers that may take part (i32),

@@ -7,8 +7,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
-from gpunb.backends.cpu.ir_functions import new_function
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.ir_functions import new_function
 
 
 def _field(b: ir.IRBuilder, base, offset: int):

@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
-from gpunb.backends.cpu.ir_functions import declare
 from gpunb.backends.cpu.launch_memory import (
     aligned_shared,
     check_allocations,
@@ -28,6 +27,7 @@ from gpunb.backends.cpu.launch_memory import (
     shared_block_stride,
 )
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.ir_functions import declare
 
 
 def _at(b, base, offset):

@@ -19,11 +19,11 @@ import ast
 from llvmlite import ir
 
 from gpunb.backends.cpu import abi
-from gpunb.backends.cpu.ir_functions import new_function
 from gpunb.backends.cpu.runner import _loop
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import lowfloat
 from gpunb.compiler.builtins import tensorcore_layouts as tl
+from gpunb.compiler.ir_functions import new_function
 from gpunb.foundation import types as t
 from gpunb.foundation.tensor_types import Fragment
 

@@ -1,9 +1,9 @@
-"""Functions the CPU target's generated code shares within one LLVM module.
+"""Functions generated code shares within one LLVM module.
 
-Every helper the code generator writes (record an access, report an error, run a tensor-core
-operation for a warp, ...) is made once per module and called from every site; every outside
-function (libc, pthreads, LLVM intrinsics) is declared once. These two functions are that
-get-or-make step, in one place.
+Every outside function (LLVM intrinsics, libdevice, libc, pthreads) is declared once per module,
+and every helper the CPU target's code generator writes (record an access, report an error, run
+a tensor-core operation for a warp, ...) is made once and called from every site. These two
+functions are that get-or-make step, in one place for the compiler and the backends.
 """
 
 from __future__ import annotations
