@@ -288,10 +288,12 @@ class _GlobalReads(ast.NodeVisitor):
 # fingerprints of GPU functions (Dispatchers), one table per `follow`, for as long as each lives:
 # a notebook redefines kernels all day, and the memo must not keep the old ones (their
 # specialisations, device code) alive. A fingerprint holds the Python function it describes,
-# so plain Python functions (what fusion follows) are kept apart, the oldest dropped first.
+# so plain Python functions (what fusion follows) are kept apart, the least recently used dropped
+# first.
 _fp_memo = (weakref.WeakKeyDictionary(), weakref.WeakKeyDictionary())
-_plain_fp_memo: dict[tuple, tuple] = {}  # (id(func), follow) -> (func, FunctionFingerprint)
 PLAIN_FUNCTIONS_KEPT = 4096
+# (id(func), follow) -> (func, FunctionFingerprint)
+_plain_fp_memo = RecentlyUsed(PLAIN_FUNCTIONS_KEPT)
 
 
 def _memoised(func, follow: bool):
@@ -306,8 +308,6 @@ def _memoised(func, follow: bool):
 
 def _memoise(func, follow: bool, fp) -> None:
     if isinstance(func, types.FunctionType):
-        if len(_plain_fp_memo) >= PLAIN_FUNCTIONS_KEPT:
-            del _plain_fp_memo[next(iter(_plain_fp_memo))]
         _plain_fp_memo[(id(func), follow)] = (func, fp)
         return
     try:
