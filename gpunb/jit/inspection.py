@@ -27,9 +27,11 @@ def ptx_for(dispatcher, argtypes: tuple, arch=None) -> KernelArtifact:
 
     cuda = backends.get("cuda")
     cc = parse_arch(cuda.default_arch() if arch is None else arch).key
+    # a kernel's own CUDA artifact serves; a device function's specialisation on the CUDA
+    # target is the launchable wrapper made for type checks, not the function's own PTX
     for (target, types), spec in dispatcher.specializations.items():
-        if target == cuda.name and types == argtypes and still_valid(spec.watch) and \
-                spec.artifact.arch == parse_arch(cc).name:
+        if not dispatcher.device and target == cuda.name and types == argtypes and \
+                still_valid(spec.watch) and spec.artifact.arch == parse_arch(cc).name:
             return spec.artifact
     options = dict(dispatcher.options)
     with compile_guard(dispatcher.py_func):
@@ -37,7 +39,7 @@ def ptx_for(dispatcher, argtypes: tuple, arch=None) -> KernelArtifact:
     code = dispatcher.py_func.__code__
     # the digest leaves out where the source sits; the PTX's `.loc` lines (the line map) do not
     key = (digest, repr(sorted(options.items())), argtypes, cc, code.co_filename,
-           code.co_firstlineno)
+           code.co_firstlineno, bool(dispatcher.device))
 
     def make() -> KernelArtifact:
         return compile(dispatcher.py_func, argtypes, options, cuda, stop_after=Stage.PTX,
@@ -70,7 +72,7 @@ def llvm_for(dispatcher, argtypes: tuple, arch=None) -> str:
         digest = collect(dispatcher, fresh=True).digest
     options = dict(dispatcher.options)
     key = ("llvm", digest, repr(sorted(options.items())), argtypes, cc,
-           dispatcher.py_func.__code__.co_filename)
+           dispatcher.py_func.__code__.co_filename, bool(dispatcher.device))
 
     def make() -> str:
         compiled = compile(dispatcher.py_func, argtypes, options, cuda, stop_after=Stage.LLVM,

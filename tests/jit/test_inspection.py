@@ -1,0 +1,49 @@
+"""inspect_asm() / inspect_llvm() of device functions on the CUDA target (simulated driver): the
+function's own PTX (a `.func` returning its value), as on the CPU target, never the launchable
+wrapper the CUDA target compiles to type-check a declared signature."""
+
+from __future__ import annotations
+
+import math
+
+from gpunb import cuda, float32
+
+
+def _unary(op):
+    def device_function(x):
+        return op(x)
+
+    return device_function
+
+
+def test_device_function_asm_is_the_function_with_fastmath(simulated_gpu):
+    sig = (float32,)
+    fast = cuda.jit(sig, device=True, fastmath=True)(_unary(math.cos))
+    precise = cuda.jit(sig, device=True)(_unary(math.cos))
+    fast_ptx, precise_ptx = fast.inspect_asm(sig), precise.inspect_asm(sig)
+    for ptx in (fast_ptx, precise_ptx):
+        assert ".entry" not in ptx
+        assert ".func  (.param .b32 func_retval0)" in ptx
+        assert "st.param.b32 \t[func_retval0]" in ptx  # the value is returned, not dropped
+    assert "cos.approx.ftz.f32 " in fast_ptx
+    assert "cos.approx.ftz.f32 " not in precise_ptx
+
+
+def test_kernel_and_device_function_of_one_python_function_differ(simulated_gpu):
+    def add_one(r, x):
+        r[0] = x + 1
+
+    sig = (float32[::1], float32)
+    kernel = cuda.jit(sig)(add_one)
+    device = cuda.jit(sig, device=True)(add_one)
+    assert ".entry" in kernel.inspect_asm(sig)
+    assert ".entry" not in device.inspect_asm(sig)
+    assert "define ptx_kernel" in kernel.inspect_llvm(sig)
+    assert "define ptx_kernel" not in device.inspect_llvm(sig)
+
+
+def test_device_function_asm_on_the_cpu_target_matches(cpu):
+    sig = (float32,)
+    fast = cuda.jit(sig, device=True, fastmath=True)(_unary(math.sin))
+    ptx = fast.inspect_asm(sig)
+    assert ".entry" not in ptx and "sin.approx.ftz.f32 " in ptx
