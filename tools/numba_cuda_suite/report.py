@@ -43,9 +43,29 @@ def classify_failure(result: dict) -> str:
     for kind, regex in _KINDS:
         if re.search(regex, text):
             return kind
+    if _asserts_on_generated_text(result):
+        return "generated_text"
     if result.get("gpunb_frame"):
         return "assert_in_gpunb"
     return "wrong_result"
+
+
+# an assertion on a search's outcome (a regex match, `x in text`) rather than on computed values
+_SEARCH_ASSERTION = re.compile(r"\bassert(IsNotNone|IsNone|True|False|In|NotIn|Regex|NotRegex|"
+                               r"FileCheckMatches)\(")
+
+
+def _asserts_on_generated_text(result: dict) -> bool:
+    """The failing statement searches generated code: the test frame held LLVM IR or PTX text
+    (plugin._generated_text_locals) and the assertion either names that text or tests the
+    outcome of a search (`assertIsNotNone(match)` after `match = re.search(pattern, ir)`)."""
+    names = result.get("generated_text_locals") or []
+    statement = result.get("test_statement") or result.get("test_line") or ""
+    if not names or not _SEARCH_ASSERTION.search(statement):
+        return False
+    if any(re.search(rf"\b{re.escape(name)}\b", statement) for name in names):
+        return True
+    return bool(re.search(r"\bassertIs(Not)?None\(\s*\w*match\w*\b", statement))
 
 
 def reclassify(report: dict) -> None:

@@ -229,7 +229,8 @@ def _merge_report(results: dict, event: dict) -> None:
     if _RANK.get(outcome, 0) > _RANK.get(result["status"], 0) or (
             outcome in ("skipped", "xfailed", "xpassed") and result["status"] == "passed"):
         result["status"] = outcome
-        for key in ("message", "exc_type", "exc_mro", "test_frame", "test_line", "gpunb_frame"):
+        for key in ("message", "exc_type", "exc_mro", "test_frame", "test_line", "gpunb_frame",
+                    "test_statement", "generated_text_locals"):
             if key in event:
                 result[key] = event[key]
         result["phase"] = event["when"]
