@@ -37,6 +37,14 @@ class _GpuContext:
 
         return driver.memory_info()
 
+    def get_ipc_handle(self, memory):
+        """numba-cuda's: an IPC handle of device memory (`devarr.gpu_data`) for another process
+        (Linux); `devarr.get_ipc_handle()` exports an array with its shape instead."""
+        from gpunb.runtime import ipc
+        from gpunb.runtime.devicearray import DeviceArray
+
+        return ipc.memory_ipc_handle(memory, DeviceArray)
+
     def synchronize(self) -> None:
         from gpunb.backends.cuda import driver
         from gpunb.runtime import capture

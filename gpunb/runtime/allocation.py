@@ -56,6 +56,16 @@ class DeviceAllocation:
         """numba's MemoryPointer.device_pointer: the block's address (int() of it works)."""
         return self.ptr
 
+    def view(self, start: int, nbytes: int) -> DeviceAllocation:
+        """`nbytes` of this block from byte `start` (numba's MemoryPointer.view): an array
+        view's gpu_data, so its device_pointer, alloc_size and IPC handle are the view's, as in
+        numba-cuda. It keeps this block alive and frees nothing itself."""
+        part = DeviceAllocation.__new__(DeviceAllocation)
+        part.ptr, part.nbytes = self.ptr + int(start), int(nbytes)
+        part.device_id, part.token, part.pid = self.device_id, self.token, self.pid
+        part.owner = self
+        return part
+
     def check_usable(self, what: str) -> None:
         """LaunchError when the memory's context was reset (gpunb.cuda.reset()), or belongs to
         the process this one was forked from."""

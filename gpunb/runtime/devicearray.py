@@ -245,10 +245,22 @@ class DeviceArray(_ArrayBase):
         return DeviceArray(shape, strides, self.dtype, self.stream, self.gpu_data,
                            self._ptr - self.gpu_data.ptr + offset)
 
+    def _sliced(self, shape, strides, offset: int) -> DeviceArray:
+        """A view whose gpu_data is the bytes it spans (numba's: a slice's device_pointer,
+        alloc_size and IPC handle are the slice's own)."""
+        start = self._ptr + offset
+        low, high = av.span(shape, strides, self.itemsize)
+        if not all(shape) or (low, high) == (0, self.gpu_data.nbytes) and \
+                start == self.gpu_data.ptr:
+            return self._view(shape, strides, offset)
+        memory = self.gpu_data.view(start + low - self.gpu_data.ptr, high - low)
+        return DeviceArray(shape, strides, self.dtype, self.stream, memory, -low)
+
     def __getitem__(self, index):
         shape, strides, offset, is_element = av.view_of(self.shape, self.strides, self.dtype,
                                                         index)
-        view = self._view(shape, strides, offset)
+        view = self._view(shape, strides, offset) if is_element else \
+            self._sliced(shape, strides, offset)
         if is_element:
             return view.copy_to_host()[()]
         return view

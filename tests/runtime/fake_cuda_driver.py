@@ -135,6 +135,31 @@ class FakeDriver(FakeGraphs):
         self.allocations.pop(int(ptr), None)
         return self._call("cuMemFree", (ptr,))
 
+    def cuMemGetAddressRange(self, ptr):
+        for base, buffer in self.allocations.items():
+            if base <= int(ptr) < base + len(buffer):
+                return self._call("cuMemGetAddressRange", (ptr,), real.CUdeviceptr(base),
+                                  len(buffer))
+        return (real.CUresult.CUDA_ERROR_NOT_FOUND, real.CUdeviceptr(0), 0)
+
+    # IPC: a handle names the allocation's base; "another process" opening it maps the same
+    # host memory (the simulated device memory), so what a receiver reads can be checked
+    def cuIpcGetMemHandle(self, base):
+        if int(base) not in self.allocations:
+            return (real.CUresult.CUDA_ERROR_INVALID_VALUE, None)
+        handle = real.CUipcMemHandle()
+        ctypes.memmove(handle.getPtr(), int(base).to_bytes(8, "little"), 8)
+        return self._call("cuIpcGetMemHandle", (base,), handle)
+
+    def cuIpcOpenMemHandle(self, handle, flags):
+        base = int.from_bytes(ctypes.string_at(handle.getPtr(), 8), "little")
+        if base not in self.allocations:
+            return (real.CUresult.CUDA_ERROR_INVALID_HANDLE, real.CUdeviceptr(0))
+        return self._call("cuIpcOpenMemHandle", (base, flags), real.CUdeviceptr(base))
+
+    def cuIpcCloseMemHandle(self, ptr):
+        return self._call("cuIpcCloseMemHandle", (ptr,))
+
     def _copy(self, name, dst, src, nbytes, *stream):
         refused = self._no_context(name, (dst, src, nbytes) + stream) or \
             self._implicit(stream[0] if stream else 0)

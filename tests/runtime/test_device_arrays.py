@@ -100,7 +100,11 @@ def test_views_share_memory_and_copy_elements(fake_cuda):
     np.testing.assert_array_equal(d[1].copy_to_host(), host()[1])
     np.testing.assert_array_equal(d[:, 1].copy_to_host(), host()[:, 1])  # non-contiguous view
     np.testing.assert_array_equal(d[::-1, ::-2].copy_to_host(), host()[::-1, ::-2])
-    assert d[:, 1].gpu_data is d.gpu_data and d[:, 1]._ptr == d._ptr + 4
+    column = d[:, 1]  # numba's view memory: the bytes the view spans, kept alive by its block
+    assert column._ptr == d._ptr + 4 and column.gpu_data.owner is d.gpu_data
+    assert column.gpu_data.device_pointer == d._ptr + 4
+    assert column.alloc_size == 4 * (2 * 4 + 1)  # rows 0..2 of column 1: 9 floats spanned
+    assert d[:].gpu_data is d.gpu_data  # the whole array is its block
     d[2] = np.full(4, 5, np.float32)
     d[0, 0] = -1
     expected = host()
