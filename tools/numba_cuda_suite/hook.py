@@ -218,7 +218,9 @@ class NumbaCudaFinder(importlib.abc.MetaPathFinder):
         entry = MODULES.get(fullname)
         if entry is None:
             if fullname.startswith("numba.cuda.tests."):
-                return None  # an upstream test module: found on the package's __path__
+                # an upstream test module, found on its package's __path__ here: a later finder
+                # (numba-cuda's own redirector, where numba-cuda is installed) must not see it
+                return importlib.machinery.PathFinder.find_spec(fullname, path, target)
             counterpart = gpunb_counterpart(fullname)
             if counterpart is not None:
                 entry = ("alias", counterpart)
@@ -239,4 +241,9 @@ def install() -> None:
         return
     for name in [m for m in sys.modules if m == "numba.cuda" or m.startswith("numba.cuda.")]:
         del sys.modules[name]  # a legacy numba.cuda imported before us must not be seen
+    # numba-cuda's wheel installs a finder (via a .pth file) that sends numba.cuda imports to its
+    # own package, the opposite of this mapping; for paths outside site-packages it recursed
+    # into itself (RecursionError importing upstream helper modules where numba-cuda is installed)
+    sys.meta_path[:] = [f for f in sys.meta_path
+                        if type(f).__module__ != "_numba_cuda_redirector"]
     sys.meta_path.insert(0, NumbaCudaFinder())
