@@ -27,7 +27,7 @@ from gpunb.runtime.allocation import (  # noqa: F401 - DeviceAllocation is impor
     forked_memory_error,
 )
 from gpunb.runtime.copies import copy_dtod, copy_dtoh, copy_htod, copy_peer, copy_strided
-from gpunb.runtime.streams import stream_handle, sync_producer_stream
+from gpunb.runtime.streams import Stream, stream_handle, sync_producer_stream
 
 _TYPE_KEYS: dict = {}  # interned array type keys (few: one per class, dtype, ndim, layout)
 
@@ -403,7 +403,10 @@ def from_cuda_array_interface(desc: dict, owner=None, sync: bool = True) -> Devi
         sync_producer_stream(desc.get("stream"))  # the producer's pending writes are done
     low, high = av.span(shape, strides, dtype.itemsize)
     memory = DeviceAllocation(high - low, ptr=ptr + low, owner=owner)
-    return DeviceArray(shape, strides, dtype, 0, memory, -low)
+    # the producer's stream becomes the array's (numba's external stream), else numba's 0
+    producer = desc.get("stream")
+    stream = Stream(int(producer), _external=True) if producer is not None else 0
+    return DeviceArray(shape, strides, dtype, stream, memory, -low)
 
 
 def cai_dtype(desc: dict) -> np.dtype:

@@ -30,6 +30,7 @@ from gpunb.runtime.streams import (
     Event,
     Stream,
     event_elapsed_time,
+    stream_handle,
 )
 
 
@@ -225,6 +226,7 @@ def mapped_array(shape, dtype=np.float64, strides=None, order: str = "C", stream
                               "cuMemHostGetDevicePointer")
     mapped = host.view(MappedArray)
     mapped._device_ptr = int(device_ptr)
+    mapped._stream = stream  # its interface names it, as a device array's does
     return mapped
 
 
@@ -263,6 +265,7 @@ def managed_array(shape, dtype=np.float64, strides=None, order: str = "C", strea
                       strides=strides)
     managed = host.view(MappedArray)
     managed._device_ptr = ptr  # one address for host and device (unified addressing)
+    managed._stream = stream
     return managed
 
 
@@ -287,15 +290,26 @@ class MappedArray(np.ndarray):
     """Host memory mapped into the GPU's address space (mapped_array), or managed memory
     (managed_array): numpy on the host, CAI for kernels."""
 
-    @property
-    def __cuda_array_interface__(self) -> dict:
+    def _allocation(self) -> np.ndarray:
+        """The array mapped_array/managed_array made (a view's base), holding the facts."""
         base = self
         while not hasattr(base, "_device_ptr") and isinstance(base.base, np.ndarray):
             base = base.base
+        return base
+
+    @property
+    def stream(self):
+        """The stream given to mapped_array/managed_array (numba's default stream: 0)."""
+        return getattr(self._allocation(), "_stream", 0)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        base = self._allocation()
         offset = self.ctypes.data - base.ctypes.data
+        handle = stream_handle(getattr(base, "_stream", 0))
         return {"shape": self.shape, "strides": None if self.flags.c_contiguous else
                 self.strides, "data": (base._device_ptr + offset, False),
-                "typestr": self.dtype.str, "version": 3, "stream": None}
+                "typestr": self.dtype.str, "version": 3, "stream": handle if handle else None}
 
 
 def _strided_empty(shape, dtype, strides, order) -> np.ndarray:

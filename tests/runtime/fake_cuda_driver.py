@@ -135,6 +135,17 @@ class FakeDriver(FakeGraphs):
         self.allocations.pop(int(ptr), None)
         return self._call("cuMemFree", (ptr,))
 
+    # mapped and managed memory (page-locked memory: fake_cuda_graphs): host memory whose
+    # "device address" is its own address
+    def cuMemHostGetDevicePointer(self, ptr, flags):
+        return self._call("cuMemHostGetDevicePointer", (ptr, flags), real.CUdeviceptr(int(ptr)))
+
+    def cuMemAllocManaged(self, nbytes, flags):
+        buffer = ctypes.create_string_buffer(nbytes)
+        self.allocations[ctypes.addressof(buffer)] = buffer
+        return self._call("cuMemAllocManaged", (nbytes, flags),
+                          real.CUdeviceptr(ctypes.addressof(buffer)))
+
     def cuMemGetAddressRange(self, ptr):
         for base, buffer in self.allocations.items():
             if base <= int(ptr) < base + len(buffer):

@@ -1,0 +1,68 @@
+"""The stream in __cuda_array_interface__, both ways (numba-cuda's rules): an array made on a
+stream (device, mapped or managed) exports that stream's handle, the default stream exports
+None; an array consumed from an interface that names a stream gets it as its own stream, an
+external one (not destroyed by gpunb), and one naming none gets numba's 0. Simulated driver."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gpunb
+from gpunb import cuda
+
+
+@pytest.fixture
+def simulated_gpu(fake_cuda):
+    gpunb.set_target("cuda")
+    yield fake_cuda
+    gpunb.set_target(None)
+
+
+class _Foreign:
+    """Another library's array: only its interface."""
+
+    def __init__(self, array):
+        self.__cuda_array_interface__ = array.__cuda_array_interface__
+
+
+@pytest.mark.parametrize("make", [cuda.device_array, cuda.mapped_array, cuda.managed_array])
+def test_arrays_made_on_a_stream_export_it(simulated_gpu, make):
+    s = cuda.stream()
+    assert s.handle != 0
+    assert make(10, stream=s).__cuda_array_interface__["stream"] == int(s.handle)
+    assert make(10).__cuda_array_interface__["stream"] is None
+
+
+def test_a_mapped_arrays_view_exports_its_stream_and_address(simulated_gpu):
+    s = cuda.stream()
+    mapped = cuda.mapped_array(10, dtype=np.float32, stream=s)
+    part = mapped[2:]
+    assert part.stream is s
+    interface = part.__cuda_array_interface__
+    assert interface["stream"] == int(s.handle)
+    assert interface["data"][0] == mapped.__cuda_array_interface__["data"][0] + 8
+
+
+def test_a_consumed_array_takes_the_producers_stream(simulated_gpu):
+    s = cuda.stream()
+    consumed = cuda.as_cuda_array(_Foreign(cuda.device_array(10, stream=s)))
+    assert consumed.stream.external and int(consumed.stream.handle) == int(s.handle)
+    assert consumed.__cuda_array_interface__["stream"] == int(s.handle)
+    plain = cuda.as_cuda_array(_Foreign(cuda.device_array(10)))
+    assert plain.stream == 0
+
+
+@pytest.mark.gpu
+def test_interface_streams_on_a_gpu():
+    gpunb.set_target("cuda")
+    try:
+        s = cuda.stream()
+        for make in (cuda.device_array, cuda.mapped_array, cuda.managed_array):
+            assert make(10, stream=s).__cuda_array_interface__["stream"] == int(s.handle)
+        consumed = cuda.as_cuda_array(_Foreign(cuda.device_array(10, stream=s)))
+        assert consumed.stream.external and int(consumed.stream.handle) == int(s.handle)
+        consumed.copy_to_device(np.arange(10.0))  # copies go on the producer's stream
+        np.testing.assert_array_equal(consumed.copy_to_host(), np.arange(10.0))
+    finally:
+        gpunb.set_target(None)
