@@ -7,8 +7,10 @@ kernel calls into it. llvmlite's NVPTX backend writes the PTX.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+import threading
 
 import numpy as np
 from llvmlite import ir
@@ -434,6 +436,26 @@ def _libdevice_bytes() -> bytes:
         return f.read()
 
 
+_reflect_lock = threading.Lock()
+_prec_sqrt_answer: list = []  # the value LLVM was last told (empty: never told)
+
+
+@contextlib.contextmanager
+def _reflect_answers(precise_sqrt: bool):
+    """For the block (one libdevice module's passes and codegen): libdevice's
+    __nvvm_reflect("__CUDA_PREC_SQRT") answers as NVVM's -prec-sqrt does for numba-cuda, 1 by
+    default (square roots inside libdevice functions such as hypotf round correctly) and 0 with
+    fastmath (approximate roots). LLVM's reflect pass answers 0 to names it is not told
+    (float32 math.hypot was 1 ulp from numpy's). The answer is a process-wide LLVM option whose
+    later entries win, so it is held for the block and told again only when it changes."""
+    value = 1 if precise_sqrt else 0
+    with _reflect_lock:
+        if _prec_sqrt_answer != [value]:
+            _llvm().set_option("", f"-nvvm-reflect-add=__CUDA_PREC_SQRT={value}")
+            _prec_sqrt_answer[:] = [value]
+        yield
+
+
 def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = False,
              kernel_symbols: tuple = (), lineinfo: bool = False) -> tuple[str, str]:
     """Parse, link libdevice when used, optimise, emit PTX. Returns (ptx, optimised_ir)."""
@@ -463,8 +485,9 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
     # opt=False: no IR passes and no codegen optimisation either (NVPTX's codegen runs SROA
     # from -O1 on), as numba-cuda's NVVM at -opt=0: locals stay in local memory
     tm = target_machine(tuple(cc), 3 if opt else 0)
-    _optimise(mod, tm, 3 if opt else 0, keep=kernel_symbols)
-    ptx = tm.emit_assembly(mod)
+    with _reflect_answers(not fastmath) if uses_libdevice else contextlib.nullcontext():
+        _optimise(mod, tm, 3 if opt else 0, keep=kernel_symbols)
+        ptx = tm.emit_assembly(mod)  # (NVPTX's codegen runs the reflect pass too)
     if ".e4m3" in ptx or ".e5m2" in ptx:  # fp8 mma.sync needs a newer PTX ISA than the default
         from gpunb.backends.cuda.ptx_check import raise_ptx_version
 
