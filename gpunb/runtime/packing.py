@@ -43,7 +43,6 @@ _CTYPES = {"ptr": ctypes.c_uint64, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
 _SIGNED = {8: "b", 16: "h", 32: "i", 64: "q"}
 _UNSIGNED = {8: "B", 16: "H", 32: "I", 64: "Q"}
 _FLOAT = {16: "e", 32: "f", 64: "d"}
-_host_copy_warned = False
 
 
 class ArgPacker:
@@ -78,6 +77,7 @@ class ArgPacker:
         self._argtypes = None
         self._fast_class = DeviceArray if target == "cuda" else HostDeviceArray
         self._writeback = None
+        self._warned_host_copy = False  # once per kernel (and thread), not every launch
         self._sync_after_copies = False
         self._owner = threading.get_ident()  # the thread whose launches use this buffer
         self._others = threading.local()  # .packer: this packer's twin for another thread
@@ -378,7 +378,9 @@ class ArgPacker:
         """numba semantics for host arrays on the GPU: copy in now, copy back after the launch."""
         from gpunb.runtime.memory import to_device
 
-        _warn_host_copy(self.kernel)
+        if not self._warned_host_copy:
+            self._warned_host_copy = True
+            _warn_host_copy(self.kernel)
         device = to_device(host, target="cuda")
         self._sync_after_copies = True
         if host.flags.writeable:
@@ -569,18 +571,18 @@ def _store_record(target, source) -> None:
 
 
 def _warn_host_copy(kernel: str | None) -> None:
-    global _host_copy_warned
+    """numba-cuda's NumbaPerformanceWarning text first (users grep for it), then gpunb's
+    advice; once per kernel (numba-cuda warns at every launch)."""
     from gpunb.foundation import config
 
-    if _host_copy_warned or not config.notices_enabled():
+    if not config.notices_enabled():
         return
-    _host_copy_warned = True
     name = f"'{kernel}'" if kernel else "a kernel"
     warnings.warn(
-        f"host numpy arrays passed to {name} are copied to the GPU and back on every launch; "
-        "move them once with cuda.to_device(ary) and copy results back with .copy_to_host() "
-        "(this warning is shown once per process)", PerformanceWarning,
-        stacklevel=_user_stacklevel())
+        "Host array used in CUDA kernel will incur copy overhead to/from device: host numpy "
+        f"arrays passed to {name} are copied to the GPU and back on every launch; move them "
+        "once with cuda.to_device(ary) and copy results back with .copy_to_host() (shown once "
+        "per kernel)", PerformanceWarning, stacklevel=_user_stacklevel())
 
 
 def _user_stacklevel() -> int:

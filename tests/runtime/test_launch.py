@@ -13,7 +13,7 @@ from gpunb.backends.launch_config import validate_config
 from gpunb.foundation import abi
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
-from gpunb.runtime import memory, packing
+from gpunb.runtime import memory
 from gpunb.runtime.devicearray import HostDeviceArray
 from gpunb.runtime.packing import ArgPacker, PerformanceWarning
 
@@ -156,12 +156,12 @@ def test_cuda_target_device_arrays_and_interfaces(fake_cuda):
 
 
 def test_host_arrays_on_cuda_copy_in_and_back_with_one_warning(fake_cuda, monkeypatch):
-    monkeypatch.setattr(packing, "_host_copy_warned", False)
     monkeypatch.setenv("GPUNB_NOTICES", "1")
     a = np.arange(4, dtype=np.float32)
     ty = (t.float32[::1],)
     p = packer_for(ty, target="cuda")
-    with pytest.warns(PerformanceWarning, match="copied to the GPU and back"):
+    numba_text = "Host array used in CUDA kernel will incur copy overhead to/from device"
+    with pytest.warns(PerformanceWarning, match=f"{numba_text}: .* copied to the GPU and back"):
         address, writeback = p.pack((a,), ty)
     (pointer, n, stride) = read_slots(p, address)
     assert (n, stride) == (4, 4) and pointer != a.ctypes.data
@@ -173,7 +173,9 @@ def test_host_arrays_on_cuda_copy_in_and_back_with_one_warning(fake_cuda, monkey
     assert a[2] == 99.0  # copied back after the launch
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        p.pack((a,), ty)  # the warning is shown once per process
+        p.pack((a,), ty)  # the warning is shown once per kernel
+    with pytest.warns(PerformanceWarning, match=numba_text):
+        packer_for(ty, target="cuda").pack((a,), ty)  # another kernel warns again
 
 
 def test_validate_config_normalises():
