@@ -234,6 +234,11 @@ class NoMatchingSignatureError(LaunchError, TypeError):
     also a TypeError, what numba raises ("No matching definition", "Ambiguous overloading")."""
 
 
+class UnsupportedArrayError(LocatedError, NotImplementedError):
+    """An array gpunb cannot use as it is described (a masked __cuda_array_interface__); also a
+    NotImplementedError, what numba-cuda raises."""
+
+
 class ToolchainError(GpunbError):
     """A required NVIDIA tool or library (libdevice, ptxas, nvdisasm, the driver) is missing."""
 

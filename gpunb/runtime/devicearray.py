@@ -394,6 +394,7 @@ def _device_source(value):
 
 def from_cuda_array_interface(desc: dict, owner=None, sync: bool = True) -> DeviceArray:
     """A DeviceArray view of the memory a CUDA array interface dict describes."""
+    refuse_mask(desc, owner)
     shape = tuple(desc["shape"])
     dtype = cai_dtype(desc)
     strides = desc.get("strides")
@@ -407,6 +408,18 @@ def from_cuda_array_interface(desc: dict, owner=None, sync: bool = True) -> Devi
     producer = desc.get("stream")
     stream = Stream(int(producer), _external=True) if producer is not None else 0
     return DeviceArray(shape, strides, dtype, stream, memory, -low)
+
+
+def refuse_mask(desc: dict, owner) -> None:
+    """A masked interface (a "mask" that is not None) is refused, as numba-cuda refuses it:
+    reading the data without the mask would use the elements it hides."""
+    if desc.get("mask") is not None:
+        from gpunb.foundation.errors import UnsupportedArrayError
+
+        source = f"{type(owner).__name__}'s " if owner is not None else "a "
+        raise UnsupportedArrayError(
+            f"Masked arrays are not supported: {source}__cuda_array_interface__ has a mask, "
+            "which gpunb would ignore", hint="pass the data and the mask as two arrays")
 
 
 def cai_dtype(desc: dict) -> np.dtype:

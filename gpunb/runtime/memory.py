@@ -23,6 +23,7 @@ from gpunb.runtime.devicearray import (
     HostDeviceArray,
     cai_dtype,
     from_cuda_array_interface,
+    refuse_mask,
 )
 from gpunb.runtime.streams import (
     CpuEvent,
@@ -447,6 +448,7 @@ def check_interface(desc, owner) -> dict:
         cai_dtype(desc)
     except (TypeError, ValueError, KeyError) as exc:
         raise bad(f"cannot read its dtype ({exc})") from None
+    refuse_mask(desc, owner)
     return desc
 
 

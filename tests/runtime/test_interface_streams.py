@@ -66,3 +66,25 @@ def test_interface_streams_on_a_gpu():
         np.testing.assert_array_equal(consumed.copy_to_host(), np.arange(10.0))
     finally:
         gpunb.set_target(None)
+
+
+def test_a_masked_interface_is_refused(simulated_gpu):
+    from gpunb.foundation.errors import UnsupportedArrayError
+
+    data = cuda.to_device(np.random.random(10))
+    masked = dict(data.__cuda_array_interface__, mask=cuda.to_device(np.ones(10, np.bool_)))
+    with pytest.raises(NotImplementedError, match="Masked arrays are not supported") as info:
+        cuda.from_cuda_array_interface(masked)
+    assert isinstance(info.value, UnsupportedArrayError) and "hint:" in str(info.value)
+
+    class Masked:
+        __cuda_array_interface__ = masked
+
+    @cuda.jit
+    def k(a):
+        a[0] = 1.0
+
+    with pytest.raises(UnsupportedArrayError, match="Masked's __cuda_array_interface__"):
+        k[1, 1](Masked())
+    unmasked = dict(masked, mask=None)  # CAI v3: a None mask is no mask
+    assert cuda.from_cuda_array_interface(unmasked).shape == (10,)
