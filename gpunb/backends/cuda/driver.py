@@ -10,6 +10,7 @@ Modules, functions and PTX linking live in modules.py, which builds on this modu
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from dataclasses import dataclass
 
@@ -39,6 +40,9 @@ class DriverState:
         self.devices: dict = {}  # device id -> Device
         self.answered = threading.Event()  # set once cuInit has returned (preload.py)
         self.contexts_made = 0
+        # the parent's pid in a process forked after CUDA was initialised (its contexts do
+        # not survive the fork: every use is refused, as numba-cuda refuses it)
+        self.forked_from: int | None = None
 
 
 state = DriverState()
@@ -52,6 +56,14 @@ class CudaDriverError(LaunchError):
         self.code = code
         self.name = name
         super().__init__(message, hint=hint, function=function)
+
+    def __reduce__(self):  # keyword-only fields: a worker process sends it back to its pool
+        return (_rebuild_driver_error, (self.message, self.code, self.name, self.hint,
+                                        self.function))
+
+
+def _rebuild_driver_error(message, code, name, hint, function) -> CudaDriverError:
+    return CudaDriverError(message, code=code, name=name, hint=hint, function=function)
 
 
 # ---- lazy import and initialisation ------------------------------------------------------------
@@ -69,6 +81,8 @@ def cuda_driver():
 def init() -> None:
     """Call cuInit once per process; raise CudaUnavailableError (remembered) when it fails."""
     if state.initialized:
+        if state.forked_from is not None:
+            raise _forked_error(state.forked_from)
         return
     with state.lock:
         if state.initialized:
@@ -80,6 +94,27 @@ def init() -> None:
             _call_cuinit()
         finally:
             state.answered.set()
+
+
+def _forked_error(parent: int) -> CudaDriverError:
+    return CudaDriverError(
+        f"CUDA initialized before forking: this process was forked from process {parent} "
+        "after that process initialised CUDA, and CUDA contexts do not survive a fork",
+        code=3, name="CUDA_ERROR_NOT_INITIALIZED",
+        hint="start worker processes with the 'spawn' method (multiprocessing.get_context("
+             "'spawn')), or fork before the first use of the GPU")
+
+
+def _after_fork_in_child() -> None:
+    """A child forked after CUDA was initialised: no context is current in it any more (the
+    thread-local tokens it inherited name the parent's), and init() refuses every new one."""
+    if state.initialized:
+        state.forked_from = os.getppid()
+        state.tls = threading.local()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _call_cuinit() -> None:
