@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, event, given, note, seed, settings
+from hypothesis import HealthCheck, Phase, assume, event, given, note, seed, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("numba")
@@ -432,21 +432,26 @@ def test_generator_writes_valid_programs():
     """Most generated programs compile with numba: otherwise the property would test little."""
     from numba_oracle_support import load, run_numba
 
-    cases = [_draw(s) for s in range(20)]
+    cases = draws(20)
+    assert len({case.body for case in cases}) >= 15, "the generator repeats itself"
     valid = sum(run_numba(load(case.source()), case).refused is None for case in cases)
     assert valid >= 12, [case.body for case in cases]
 
 
-def _draw(seed_value: int) -> Case:
-    """One program, the same for a seed (hypothesis' `example()` is not for use in tests)."""
-    found = []
+def draws(count: int, seed_value: int = 0) -> list:
+    """`count` distinct programs as hypothesis generates them for a seed (its generation phase
+    only: no shrinking; the first, all-minimal draw is left out). One draw per seed would be
+    that minimal program every time."""
+    found, seen = [], set()
 
     @seed(seed_value)
-    @settings(max_examples=1, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(max_examples=4 * count + 10, database=None, deadline=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
     @given(programs())
-    def draw_one(case):
-        found.append(case)
+    def collect(case):
+        if len(found) < count + 1 and case.body not in seen:
+            seen.add(case.body)
+            found.append(case)
 
-    draw_one()
-    return found[0]
+    collect()
+    return found[1:count + 1]
