@@ -100,6 +100,10 @@ TESTS: list[tuple[str, str, str]] = [
         "llvm_dbg_value_range", "llvm_inliner_flag_conflict", "prologue_line_number",
         "shared_memory_address_class_*", "poly_variant_part")],
     ("test_debuginfo_types.py::*::test_ditypes", OUT, _FILECHECK),
+    ("test_alignment.py::*::test_record_alignment_error", OUT,
+     f"{_LIMITATION} (numba-cuda refuses a packed record's misaligned float64 field; gpunb "
+     "reads and writes it with loads and stores of the alignment the layout guarantees, byte "
+     "by byte on a GPU)"),
     ("test_debuginfo.py::*::test_missing_source", OUT,
      f"{_LIMITATION} (numba cannot read the source of a function made by exec and warns that "
      "its line information may be inaccurate; gpunb recovers the exec'd text, accepted only "
