@@ -20,10 +20,15 @@ def simulated_gpu(fake_cuda):
 
 
 class _Foreign:
-    """Another library's array: only its interface."""
+    """Another library's array: only its interface (it keeps the memory it describes alive, as
+    an exporter must: the H200 run of this test freed it, and a copy into it failed)."""
 
     def __init__(self, array):
-        self.__cuda_array_interface__ = array.__cuda_array_interface__
+        self._array = array
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return self._array.__cuda_array_interface__
 
 
 @pytest.mark.parametrize("make", [cuda.device_array, cuda.mapped_array, cuda.managed_array])
