@@ -99,7 +99,7 @@ def _triton_matmul():
     return matmul
 
 
-def gemm(n: int, dtype_name: str, iters: int, repeats: int) -> dict:
+def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = ()) -> dict:
     import torch
 
     import gpunb
@@ -119,6 +119,9 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int) -> dict:
     descs = hopper_gemm.descriptors(a, bt)
     out["gpunb_ms"] = _events_ms(lambda: hopper_gemm.launch(c, a, bt, descs), iters, repeats)
     out["gpunb_max_err"] = float((c.float() - c_ref.float()).abs().max())
+    for spec in variants:  # hopper_gemm_variants' kernels, timed the same way
+        out.setdefault("variants", []).append(_variant(spec, a, bt, c_ref, flops, iters,
+                                                       repeats))
     try:
         matmul = _triton_matmul()
         c_t = torch.empty(n, n, device="cuda", dtype=dtype)
@@ -131,6 +134,21 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int) -> dict:
             out[f"{who}_tflops"] = flops / (out[f"{who}_ms"] * 1e-3) / 1e12
     out["ref_max"] = float(c_ref.float().abs().max())
     return out
+
+
+def _variant(spec: str, a, bt, c_ref, flops: float, iters: int, repeats: int) -> dict:
+    import torch
+
+    from benchmarks import hopper_gemm_variants as hv
+
+    config = hv.parse(spec)
+    kernel = hv.make_gemm(config)
+    c = torch.zeros_like(c_ref)
+    descs = hv.descriptors(a, bt, c, config)
+    ms = _events_ms(lambda: hv.launch(kernel, c, a, bt, descs), iters, repeats)
+    return {"variant": spec, "label": config.label, "ms": ms,
+            "tflops": flops / (ms * 1e-3) / 1e12,
+            "max_err": float((c.float() - c_ref.float()).abs().max())}
 
 
 def attention(batch: int, heads: int, seq: int, iters: int, repeats: int) -> dict:
@@ -208,7 +226,17 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--only", choices=("gemm", "attention", "compile"))
+    parser.add_argument("--variant", action="append", default=[],
+                        help="also time a hopper_gemm_variants kernel, e.g. s3,tma or "
+                             "tma2,l256 (repeatable; see that module's parse)")
     args = parser.parse_args(argv)
+    from benchmarks import hopper_gemm_variants as hv
+
+    for spec in args.variant:
+        try:
+            hv.parse(spec)  # a bad spec fails here, before the GPU is touched
+        except ValueError as err:
+            raise SystemExit(f"--variant {spec!r}: {err}") from None
     n, seq = (2048, 1024) if args.quick else (8192, 4096)
     iters, repeats = (3, 3) if args.quick else (10, 5)
     results = []
@@ -217,7 +245,7 @@ def main(argv=None) -> int:
         results.append(compile_time())
     if args.only in (None, "gemm"):
         for dtype in ("float16", "bfloat16"):
-            results.append(gemm(n, dtype, iters, repeats))
+            results.append(gemm(n, dtype, iters, repeats, tuple(args.variant)))
     if args.only in (None, "attention"):
         results.append(attention(4, 16, seq, iters, repeats))
     for row in results:
@@ -243,6 +271,10 @@ def _table(results: list) -> None:
             ratio = row["gpunb_tflops"] / row["cublas_tflops"]
             print(f"| {row['figure']} | {row['gpunb_tflops']:.0f} TFLOP/s | "
                   f"{', '.join(peers)} TFLOP/s | {ratio:.0%} of cuBLAS |")
+            for var in row.get("variants", ()):
+                print(f"| variant {var['variant']} ({var['label']}) | {var['tflops']:.0f} "
+                      f"TFLOP/s | max err {var['max_err']:.3g} | "
+                      f"{var['tflops'] / row['cublas_tflops']:.0%} of cuBLAS |")
         elif "sdpa_tflops" in row:
             ratio = row["gpunb_tflops"] / row["sdpa_tflops"]
             print(f"| {row['figure']} | {row['gpunb_tflops']:.0f} TFLOP/s | SDPA flash "
