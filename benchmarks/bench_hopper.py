@@ -47,19 +47,23 @@ def _events_ms(fn, iters: int, repeats: int) -> float:
     return median(samples)
 
 
-def _triton_matmul():
-    """Triton's tutorial matmul (grouped tile order, tl.dot, its CUDA autotune configs)."""
+TUTORIAL_CONFIGS = ((128, 256, 64, 3, 8), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4),
+                    (128, 64, 32, 4, 4))
+
+
+def _triton_matmul(choices: tuple = TUTORIAL_CONFIGS):
+    """Triton's tutorial matmul (grouped tile order, tl.dot, its CUDA autotune configs; `choices`
+    of (BM, BN, BK, stages, warps)). The returned function's .kernel is the autotuner."""
     import triton
     import triton.language as tl
 
     configs = [triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP": 8}, num_stages=s,
                              num_warps=w)
-               for bm, bn, bk, s, w in ((128, 256, 64, 3, 8), (64, 256, 32, 4, 4),
-                                        (128, 128, 32, 4, 4), (128, 64, 32, 4, 4))]
+               for bm, bn, bk, s, w in choices]
 
     @triton.autotune(configs=configs, key=["M", "N", "K"])
     @triton.jit
-    def kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,  # noqa: N803
+    def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,  # noqa: N803
                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
         pid = tl.program_id(0)
         tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
@@ -93,9 +97,10 @@ def _triton_matmul():
         def grid(meta):
             return (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)
 
-        kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                     c.stride(0), c.stride(1))
+        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                            b.stride(1), c.stride(0), c.stride(1))
 
+    matmul.kernel = matmul_kernel
     return matmul
 
 
@@ -127,6 +132,7 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = ()
         c_t = torch.empty(n, n, device="cuda", dtype=dtype)
         out["triton_ms"] = _events_ms(lambda: matmul(a, b_kn, c_t), iters, repeats)
         out["triton_max_err"] = float((c_t.float() - c_ref.float()).abs().max())
+        out["triton_config"] = str(getattr(matmul.kernel, "best_config", ""))
     except Exception as exc:  # noqa: BLE001 - a missing or failing peer is reported, not faked
         out["triton_error"] = f"{type(exc).__name__}: {exc}"[:300]
     for who in ("gpunb", "cublas", "triton"):
