@@ -104,7 +104,8 @@ def _triton_matmul(choices: tuple = TUTORIAL_CONFIGS):
     return matmul
 
 
-def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = ()) -> dict:
+def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = (),
+         triton_configs: tuple = TUTORIAL_CONFIGS) -> dict:
     import torch
 
     import gpunb
@@ -121,14 +122,14 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = ()
     c_ref = torch.matmul(a, bt.t())
     out["cublas_ms"] = _events_ms(lambda: torch.matmul(a, bt.t()), iters, repeats)
     c = torch.empty(n, n, device="cuda", dtype=dtype)
-    descs = hopper_gemm.descriptors(a, bt)
+    descs = hopper_gemm.descriptors(a, bt, c)
     out["gpunb_ms"] = _events_ms(lambda: hopper_gemm.launch(c, a, bt, descs), iters, repeats)
     out["gpunb_max_err"] = float((c.float() - c_ref.float()).abs().max())
     for spec in variants:  # hopper_gemm_variants' kernels, timed the same way
         out.setdefault("variants", []).append(_variant(spec, a, bt, c_ref, flops, iters,
                                                        repeats))
     try:
-        matmul = _triton_matmul()
+        matmul = _triton_matmul(triton_configs)
         c_t = torch.empty(n, n, device="cuda", dtype=dtype)
         out["triton_ms"] = _events_ms(lambda: matmul(a, b_kn, c_t), iters, repeats)
         out["triton_max_err"] = float((c_t.float() - c_ref.float()).abs().max())
@@ -195,7 +196,7 @@ gpunb.set_target("cuda")
 a = cuda.to_device(np.ones((256, 256), np.float16))
 b = cuda.to_device(np.ones((256, 256), np.float16))
 c = cuda.device_array((256, 256), np.float16)
-descs = hopper_gemm.descriptors(a, b)
+descs = hopper_gemm.descriptors(a, b, c)
 cuda.synchronize()
 t0 = time.perf_counter()
 hopper_gemm.launch(c, a, b, descs)
@@ -232,6 +233,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--only", choices=("gemm", "attention", "compile"))
+    parser.add_argument("--triton", action="append", default=[], metavar="BMxBNxBK:S:W",
+                        help="time Triton's tutorial kernel at these configurations only "
+                             "(default: its four H100 autotune configurations)")
     parser.add_argument("--variant", action="append", default=[],
                         help="also time a hopper_gemm_variants kernel, e.g. s3,tma or "
                              "tma2,l256 (repeatable; see that module's parse)")
@@ -243,6 +247,7 @@ def main(argv=None) -> int:
             hv.parse(spec)  # a bad spec fails here, before the GPU is touched
         except ValueError as err:
             raise SystemExit(f"--variant {spec!r}: {err}") from None
+    triton_configs = tuple(_triton_config(spec) for spec in args.triton) or TUTORIAL_CONFIGS
     n, seq = (2048, 1024) if args.quick else (8192, 4096)
     iters, repeats = (3, 3) if args.quick else (10, 5)
     results = []
@@ -251,17 +256,30 @@ def main(argv=None) -> int:
         results.append(compile_time())
     if args.only in (None, "gemm"):
         for dtype in ("float16", "bfloat16"):
-            results.append(gemm(n, dtype, iters, repeats, tuple(args.variant)))
+            results.append(gemm(n, dtype, iters, repeats, tuple(args.variant), triton_configs))
+            print(json.dumps(results[-1]), flush=True)
     if args.only in (None, "attention"):
         results.append(attention(4, 16, seq, iters, repeats))
     for row in results:
-        print(json.dumps(row))
+        if "cublas_tflops" not in row:  # the GEMM rows were printed as they came
+            print(json.dumps(row))
     _table(results)
     print(f"benchmark wall time {time.time() - started:.1f} s")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
     return 0
+
+
+def _triton_config(spec: str) -> tuple:
+    """'128x256x64:3:8' -> (128, 256, 64, 3, 8)."""
+    try:
+        tile, stages, warps = spec.split(":")
+        bm, bn, bk = (int(v) for v in tile.split("x"))
+        return bm, bn, bk, int(stages), int(warps)
+    except ValueError:
+        raise SystemExit(f"--triton {spec!r} is not BMxBNxBK:stages:warps, e.g. "
+                         "128x256x64:3:8") from None
 
 
 def _table(results: list) -> None:
