@@ -13,6 +13,8 @@ tutorial matmul, so that one device run times them side by side.
 - `c_panels`: 64 x 64 panels of the TMA epilogue's buffer per consumer (4: the whole 64 x 256;
   2: two rounds through half of it, which lets 4 stages fit beside it).
 - `l2`: the descriptors' L2 promotion in bytes.
+- `bk`: the K slice of one stage (64, 128-byte swizzle; or 32, 64-byte swizzle, where twice the
+  stages of half the size release the ring in finer steps: the producer runs further ahead).
 
 The kernel computes C = A @ B.T like the example; the launch takes the same arguments.
 """
@@ -25,7 +27,7 @@ import numpy as np
 
 from gpunb import cuda, float32, uint64
 
-BM, BN, BK = 128, 256, 64
+BM, BN = 128, 256
 THREADS = 384
 N_ACC = BN // 2
 SMEM_LIMIT = 232448  # dynamic shared memory of one block on sm_90
@@ -39,15 +41,16 @@ class Config:
     epilogue: str = "direct"
     c_panels: int = 4
     l2: int = 128
+    bk: int = 64
 
     @property
     def label(self) -> str:
         epi = self.epilogue + (f"/{self.c_panels}p" if self.epilogue == "tma" else "")
-        return (f"{self.stages} stages, group {self.group_m}, {self.in_flight} in flight, "
-                f"epilogue {epi}, L2 {self.l2}")
+        return (f"BK {self.bk}, {self.stages} stages, group {self.group_m}, {self.in_flight} in "
+                f"flight, epilogue {epi}, L2 {self.l2}")
 
     def layout(self) -> dict:
-        a_tile, b_tile = BM * BK, BN * BK
+        a_tile, b_tile = BM * self.bk, BN * self.bk
         stage = a_tile + b_tile
         ring = self.stages * stage
         c_buf = 64 * 64 * self.c_panels if self.epilogue == "tma" else 0
@@ -67,12 +70,14 @@ def parse(spec: str) -> Config:
             kw["epilogue"] = part
         elif part == "tma2":
             kw["epilogue"], kw["c_panels"] = "tma", 2
-        elif part[0] in "sgfl" and part[1:].isdigit():
-            kw[{"s": "stages", "g": "group_m", "f": "in_flight", "l": "l2"}[part[0]]] = \
-                int(part[1:])
+        elif part[0] in "sgflk" and part[1:].isdigit():
+            kw[{"s": "stages", "g": "group_m", "f": "in_flight", "l": "l2",
+                "k": "bk"}[part[0]]] = int(part[1:])
         else:
             raise ValueError(f"unknown part {part!r} of variant {spec!r}")
     config = Config(**kw)
+    if config.bk not in (32, 64):
+        raise ValueError(f"variant {spec!r}: BK is 32 or 64")
     if config.layout()["SMEM"] > SMEM_LIMIT:
         raise ValueError(f"{config.label}: {config.layout()['SMEM']} bytes of shared memory "
                          f"(at most {SMEM_LIMIT})")
@@ -88,6 +93,8 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
     rounds = tuple(range(4 // panels))
     panel_range = tuple(range(panels))
     pairs = (0, 1, 2, 3)  # 16-column pairs of 8-column chunks in a 64-column panel
+    bk = config.bk
+    swizzle = 2 * bk  # a stage's rows are bk elements of 2 bytes: the swizzle's span
 
     @cuda.jit(device=True, forceinline=True)
     def tile_origin(tile, M, N):  # noqa: N803
@@ -105,7 +112,7 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
         tid = cuda.threadIdx.x
         group = tid // 128
         tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
-        ktiles = (K + BK - 1) // BK
+        ktiles = (K + bk - 1) // bk
         if tid == 0:
             for s in range(stages):
                 cuda.mbarrier.init(bars, full + s, 1)
@@ -126,16 +133,16 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
                             cuda.mbarrier.wait(bars, empty + s, (it // stages - 1) % 2)
                         cuda.mbarrier.arrive_expect_tx(bars, full + s, stage_n * 2)
                         base = s * stage_n
-                        cuda.tma.load(smem[base:base + a_tile], da, (m0, kt * BK), bars,
+                        cuda.tma.load(smem[base:base + a_tile], da, (m0, kt * bk), bars,
                                       full + s)
-                        cuda.tma.load(smem[base + a_tile:base + stage_n], db, (n0, kt * BK),
+                        cuda.tma.load(smem[base + a_tile:base + stage_n], db, (n0, kt * bk),
                                       bars, full + s)
                         it += 1
         else:
             cuda.setmaxnreg_inc(232)
             acc = cuda.local.array(N_ACC, float32)
-            a_desc = cuda.wgmma.descriptor(smem[(group - 1) * 64 * BK:], 128)
-            b_desc = cuda.wgmma.descriptor(smem[a_tile:], 128)
+            a_desc = cuda.wgmma.descriptor(smem[(group - 1) * 64 * bk:], swizzle)
+            b_desc = cuda.wgmma.descriptor(smem[a_tile:], swizzle)
             lead = tid % 128 == 0
             lane = tid % 32
             # this lane's stmatrix row in the consumer's 64 rows, and its 8-column chunk's half
@@ -152,7 +159,7 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
                     cuda.mbarrier.wait(bars, full + s, (it // stages) % 2)
                     stage = s * (stage_n * 2 // 16)
                     cuda.wgmma.fence()
-                    for kk in range(BK // 16):
+                    for kk in range(bk // 16):
                         cuda.wgmma.mma_async(acc, a_desc + stage + 2 * kk,
                                              b_desc + stage + 2 * kk, (64, BN, 16), c.dtype,
                                              scale_d=kt + kk > 0)
@@ -205,8 +212,9 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
 
 def descriptors(a, b, c, config: Config) -> tuple:
     """TMA descriptors of A (M, K), B (N, K) and C (M, N) for a make_gemm kernel."""
-    return (cuda.tma.descriptor(a, (BM, BK), 128, l2_promotion=config.l2),
-            cuda.tma.descriptor(b, (BN, BK), 128, l2_promotion=config.l2),
+    bk = config.bk
+    return (cuda.tma.descriptor(a, (BM, bk), 2 * bk, l2_promotion=config.l2),
+            cuda.tma.descriptor(b, (BN, bk), 2 * bk, l2_promotion=config.l2),
             cuda.tma.descriptor(c, (64, 64), 128))
 
 
