@@ -148,8 +148,10 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
             # this lane's stmatrix row in the consumer's 64 rows, and its 8-column chunk's half
             srow = (tid % 128) // 32 * 16 + lane % 8 + 8 * (lane // 8 % 2)
             shalf = lane // 16
-            cbase = ring + (group - 1) * c_buf
-            cview = smem[cbase:cbase + max(c_buf, 64)].reshape(max(c_buf, 64) // 64, 64)
+            # the TMA epilogue's buffer (without one, any in-bounds view: it is not used; a
+            # view past the shared memory's end ended the consumers, and the block hung)
+            cbase = ring + (group - 1) * c_buf if c_buf else 0
+            cview = smem[cbase:cbase + max(c_buf, 4096)].reshape(max(c_buf, 4096) // 64, 64)
             rnd = 0
             it = 0
             for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):
