@@ -12,9 +12,10 @@ multiply with wgmma m64n256k16 straight from the 128-byte-swizzled shared tiles.
 The epilogue goes through shared memory: each consumer writes its 64 x 256 outputs with
 stmatrix into a 128-byte-swizzled buffer of two 64 x 64 panels (bank-conflict free), and one of
 its threads stores each panel with a TMA store that is left in flight while the warpgroup goes
-on to its next tile (two rounds of two panels: 4 stages and the buffers fit in 227 KiB). This
-beat each thread storing its fragment to global memory by 6 % on an H200 (benchmarks/RESULTS.md):
-the TMA writes whole 128-byte lines where the fragment's 4-byte pieces half-filled L2 sectors.
+on to its next tile (two rounds of two panels: 4 stages and the buffers fit in 227 KiB). In a
+profiled launch on an H200 this took 6 % off the time of each thread storing its fragment to
+global memory (benchmarks/RESULTS.md): the TMA writes whole lines where the fragment's 4-byte
+pieces half-filled L2 sectors.
 The same kernels run on the CPU target (slowly, exactly) and compile for sm_90a on an H100.
 
     from gpunb.examples import hopper_gemm
