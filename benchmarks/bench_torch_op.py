@@ -4,15 +4,23 @@ same way (torch.library.custom_op with a fake implementation), measured in this 
 
 The block is x @ w1 -> fused bias + GELU(tanh) -> @ w2 (8192 x 1024 -> 4096 -> 1024, float32
 with TF32 matmuls), compiled with fullgraph=True (inductor); each operator is written the way its
-language suggests (gpunb's a 2-D grid over rows and columns, Triton's 1-D blocks over the flat
-matrix). Time per step from CUDA events over many steps. Target (issue 30): no graph break,
-gpunb within 5 % of Triton. The fused operator alone and PyTorch's unfused eager block are in
-the notes.
+language suggests (gpunb's a 2-D grid over rows and columns, one element per thread, Triton's 1-D
+blocks over the flat matrix). Both compute in float32 with the same formula (tanh through exp)
+and the same approximations: Triton lowers a float32 `tl.exp` to ex2.approx and `/` to
+div.full, so gpunb's kernel is compiled with fastmath=True (ex2.approx, div.approx); its
+constants are np.float32, so numba's typing keeps the kernel in float32 too (gpunb's float
+literals are weak anyway). Time per step from CUDA events over many steps. Target (issue 30):
+no graph break, gpunb within 5 % of Triton. In the notes: the fused operator alone (and gpunb's
+without fastmath: IEEE division and libdevice's expf), each operator's host time per call, and
+PyTorch's unfused eager block.
 """
 
 from __future__ import annotations
 
 import math
+import time
+
+import numpy as np
 
 from benchmarks.common import Cell, Options, Row, attempt, cell, gpu_missing, missing_module, na
 from gpunb import cuda  # (cheap: no CUDA driver is touched on import)
@@ -20,22 +28,31 @@ from gpunb import cuda  # (cheap: no CUDA driver is touched on import)
 FIGURE = "torch.compile MLP, fused gpunb op"
 TOLERANCE = 1.05
 BATCH, DIM, HIDDEN = 8192, 1024, 4096
+HOST_SHAPE = (8, 256)  # tensors this small leave each operator's host time per call to measure
+
+SQRT_2_OVER_PI, GELU_CUBIC = np.float32(0.7978845608), np.float32(0.044715)
+HALF, ONE, TWO = np.float32(0.5), np.float32(1.0), np.float32(2.0)
 
 
-def bias_gelu(x, bias, out):
+def bias_gelu_precise(x, bias, out):
     j, i = cuda.grid(2)  # column, row: consecutive threads read consecutive columns
     if i < out.shape[0] and j < out.shape[1]:
         v = x[i, j] + bias[j]
-        u = 0.7978845608 * (v + 0.044715 * v * v * v)
-        out[i, j] = 0.5 * v * (1.0 + (2.0 / (1.0 + math.exp(-2.0 * u)) - 1.0))
+        u = SQRT_2_OVER_PI * (v + GELU_CUBIC * v * v * v)
+        out[i, j] = HALF * v * (ONE + (TWO / (ONE + math.exp(-TWO * u)) - ONE))
 
 
-def gpunb_op():
+bias_gelu = cuda.jit(fastmath=True)(bias_gelu_precise)
+
+
+def _launch(x, bias, out):
+    return (-(-x.shape[1] // 256), x.shape[0]), (256, 1)
+
+
+def gpunb_op(kernel=None, name: str = "gpunb_bench::bias_gelu"):
     import gpunb.torch as gt
 
-    return gt.custom_op("gpunb_bench::bias_gelu", bias_gelu, out_shape=lambda x, bias: x,
-                        launch=lambda x, bias, out: ((-(-x.shape[1] // 256), x.shape[0]),
-                                                     (256, 1)))
+    return gt.custom_op(name, kernel or bias_gelu, out_shape=lambda x, bias: x, launch=_launch)
 
 
 def triton_op():
@@ -111,7 +128,35 @@ def _measure(op, steps: int, repeats: int, figures: dict, key: str) -> float:
     reference = torch.nn.functional.gelu(hidden + args[2], approximate="tanh") @ args[3]
     assert torch.allclose(out, reference, atol=2e-2, rtol=2e-2), f"{key}: wrong result"
     figures[f"{key} op"] = _ms_per_call(op, (hidden, args[2]), steps, repeats)
+    figures[f"{key} host"] = _host_us_per_call(op)
     return _ms_per_call(compiled, args, steps, repeats)
+
+
+def _host_us_per_call(op, calls: int = 300) -> float:
+    """Microseconds per call of `op` on tensors so small that the GPU waits for the host: the
+    operator's host path (torch.library's dispatch, then the launch)."""
+    import torch
+
+    x = torch.randn(*HOST_SHAPE, device="cuda")
+    bias = torch.randn(HOST_SHAPE[1], device="cuda")
+    for _ in range(20):
+        op(x, bias)
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            op(x, bias)
+        torch.cuda.synchronize()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+    return sorted(samples)[len(samples) // 2]
+
+
+def _precise_op_ms(steps: int, repeats: int) -> float:
+    """gpunb's operator without fastmath (IEEE division, libdevice's expf), alone."""
+    op = gpunb_op(cuda.jit(bias_gelu_precise), "gpunb_bench::bias_gelu_precise")
+    x, w1, bias, _ = _inputs()
+    return _ms_per_call(op, (x @ w1, bias), steps, repeats)
 
 
 def _eager_unfused(steps: int, repeats: int) -> float:
@@ -141,13 +186,17 @@ def run(opts: Options) -> list[Row]:
     triton = attempt(lambda: cell(_measure(triton_op(), steps, repeats, figures, "triton"),
                                   "{:.3f} ms"), missing_module("triton", "triton"))
     eager = attempt(lambda: cell(_eager_unfused(steps, repeats), "{:.3f} ms"))
+    precise = attempt(lambda: cell(_precise_op_ms(steps, repeats), "{:.3f} ms"))
     anchor = f"Triton op {triton.text}; <= +5 %"
     verdict = _verdict(gp, triton, figures)
     notes = [f"graph breaks: gpunb {figures.get('gpunb breaks', 'n/a')}, Triton "
              f"{figures.get('triton breaks', 'n/a')}; fused op alone on {BATCH}x{HIDDEN} "
              f"floats: gpunb {figures.get('gpunb op', float('nan')):.3f} ms, Triton "
-             f"{figures.get('triton op', float('nan')):.3f} ms; PyTorch eager, unfused: "
-             f"{eager.text}",
+             f"{figures.get('triton op', float('nan')):.3f} ms (gpunb without fastmath "
+             f"{precise.text}); PyTorch eager, unfused: {eager.text}",
+             f"host time per call ({HOST_SHAPE[0]}x{HOST_SHAPE[1]} floats): gpunb "
+             f"{figures.get('gpunb host', float('nan')):.1f} us, Triton "
+             f"{figures.get('triton host', float('nan')):.1f} us",
              "per step: CUDA events around many steps of the compiled block (inductor, "
              "fullgraph=True), median of repeats"]
     if triton.note:
