@@ -1,13 +1,13 @@
 """Where bench_torch_op's time goes: the fused bias + GELU kernels timed alone (no operator
-around them) beside a copy of the same bytes, and an operator call's host time taken apart.
+around them) beside a copy of the same bytes, the same kernels through their operators, and an
+operator call's host time taken apart.
 
-    python -m benchmarks.profile_torch_op          # on a GPU machine with torch (and Triton)
+    python -m benchmarks.profile_torch_op [--host]   # on a GPU machine with torch (and Triton)
 
-Kernels: gpunb's as the benchmark writes it (one element per thread, fastmath), the same
-without fastmath, the same with four rows per thread and every load issued before the first
-store (more bytes in flight per thread, as Triton's blocks have), Triton's; the anchor is
-`torch.clone` of the input (read + write the same bytes). Each is the median of CUDA-event
-timings of many launches. Host: cProfile of operator calls on tiny tensors, top functions.
+Kernels: gpunb's as the benchmark writes it (four rows per thread, loads first, fastmath), one
+element per thread with fastmath and without (IEEE division, libdevice's expf), Triton's; the
+anchor is `torch.clone` of the input (read + write the same bytes). Each is the median of
+CUDA-event timings of many launches. Host (--host): cProfile of operator calls on tiny tensors.
 """
 
 from __future__ import annotations
@@ -23,28 +23,14 @@ import numpy as np
 from benchmarks import bench_torch_op as bench
 from gpunb import cuda
 
-ROWS_PER_THREAD = 4
 
-
-def bias_gelu_rows(x, bias, out):
-    """Four rows per thread (rows i, i + R/4, ...), each load issued before any store."""
-    j, r = cuda.grid(2)
-    quarter = out.shape[0] // ROWS_PER_THREAD
-    if r < quarter and j < out.shape[1]:
-        b = bias[j]
-        a0, a1 = x[r, j], x[r + quarter, j]
-        a2, a3 = x[r + 2 * quarter, j], x[r + 3 * quarter, j]
-        out[r, j] = _gelu(a0 + b)
-        out[r + quarter, j] = _gelu(a1 + b)
-        out[r + 2 * quarter, j] = _gelu(a2 + b)
-        out[r + 3 * quarter, j] = _gelu(a3 + b)
-
-
-@cuda.jit(device=True, inline=True, fastmath=True)
-def _gelu(v):
-    u = bench.SQRT_2_OVER_PI * (v + bench.GELU_CUBIC * v * v * v)
-    return bench.HALF * v * (bench.ONE + (bench.TWO / (bench.ONE + math.exp(-bench.TWO * u))
-                                          - bench.ONE))
+def bias_gelu_precise(x, bias, out):
+    j, i = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        v = x[i, j] + bias[j]
+        u = bench.SQRT_2_OVER_PI * (v + bench.GELU_CUBIC * v * v * v)
+        out[i, j] = bench.HALF * v * (bench.ONE + (bench.TWO / (bench.ONE + math.exp(
+            -bench.TWO * u)) - bench.ONE))
 
 
 def _ms(fn, steps: int = 50, repeats: int = 7) -> float:
@@ -74,23 +60,25 @@ def kernels() -> list[tuple[str, float]]:
     out = torch.empty_like(x)
     args = [kernel_argument(a) for a in (x, bias, out)]
     stream = current_stream_handle(torch.cuda.current_device())
-    grid = (bench.HIDDEN // 256, bench.BATCH)
-    one = bench.bias_gelu[grid, (256, 1), stream]
-    precise = cuda.jit(bench.bias_gelu_precise)[grid, (256, 1), stream]
-    rows = cuda.jit(fastmath=True)(bias_gelu_rows)[(bench.HIDDEN // 256,
-                                                     bench.BATCH // ROWS_PER_THREAD),
-                                                    (256, 1), stream]
+    x4 = bench._launch(x, bias, out)
+    x1 = bench._launch_one(x, bias, out)
+    rows = bench.bias_gelu[x4[0], x4[1], stream]
+    one = bench.bias_gelu_one[x1[0], x1[1], stream]
+    precise = cuda.jit(bias_gelu_precise)[x1[0], x1[1], stream]
     reference = torch.nn.functional.gelu(x + bias, approximate="tanh")
+    op, op_one = bench.gpunb_op(), bench.gpunb_op_one()
     found = []
-    for name, launch in (("gpunb, one element per thread, fastmath", lambda: one(*args)),
-                         ("gpunb, one element per thread, precise", lambda: precise(*args)),
-                         ("gpunb, four rows per thread, loads first, fastmath",
-                          lambda: rows(*args))):
+    for name, launch in (("gpunb, four rows per thread, loads first, fastmath",
+                          lambda: rows(*args)),
+                         ("gpunb, one element per thread, fastmath", lambda: one(*args)),
+                         ("gpunb, one element per thread, precise", lambda: precise(*args))):
         out.zero_()
         launch()
         torch.cuda.synchronize()
         assert torch.allclose(out, reference, atol=1e-4), name
         found.append((name, _ms(launch)))
+    found.append(("  the same, four rows, through its operator", _ms(lambda: op(x, bias))))
+    found.append(("  the same, one element, through its operator", _ms(lambda: op_one(x, bias))))
     try:
         import triton
 
@@ -108,7 +96,7 @@ def kernels() -> list[tuple[str, float]]:
 def host_profile(calls: int = 2000) -> str:
     import torch
 
-    op = bench.gpunb_op(name="gpunb_profile::bias_gelu")
+    op = bench.gpunb_op()
     x = torch.randn(*bench.HOST_SHAPE, device="cuda")
     bias = torch.randn(bench.HOST_SHAPE[1], device="cuda")
     for _ in range(50):
