@@ -177,7 +177,7 @@ EXERCISES_11 = [
         launch=lambda s: ((s[1] // TILE, s[0] // TILE), 32),
         launch_text="(N / 16, M / 16) blocks of one warp (32 threads)",
         sizes=((16, 16, 32), (32, 16, 48), (16, 32, 64)), hidden=_size(16, 32),
-        max_reads=None, max_writes=8,
+        max_reads=None, max_writes=8, shared=SHARED_ALLOWED,
         method=Method(rule=on_tensor_cores, rule_hint=TENSOR_HINT,
                       text="the multiply-adds on the tensor cores: per step of 16 along K, two "
                            "fragment loads and a wmma.mma_sync"),
@@ -214,8 +214,8 @@ EXERCISES_11 = [
         hints=("Count the reads: the access map says how often each element of a was read, "
                "and two warps of a block need the same 16 rows of a.",
                "sa = cuda.shared.array((32, 16), np.float16), sb = cuda.shared.array((16, 32), "
-               "np.float16); thread t copies 4 elements of each: rows t // 4 of sa (columns "
-               "4 (t % 4) ...), and likewise for sb.",
+               "np.float16); thread t copies 4 elements of each: row t // 4 of sa from "
+               "column 4 (t % 4) on, row t // 8 of sb from column 4 (t % 8) on.",
                "In the k loop: copy, cuda.syncthreads(), wmma.load_matrix_sync(fa, "
                "sa[16 * wy:16 * wy + 16, :]) and fb from sb[:, 16 * wx:16 * wx + 16], "
                "mma_sync, cuda.syncthreads().")),
