@@ -72,6 +72,12 @@ RULES = [
     ("and_int8_uint8_is_int16", "_r0 = x and y", {"x": np.int8(3), "y": np.uint8(200)},
      [("int16", 200)]),
     ("min_uint64_bool", "_r0 = min(x, y)", {"x": np.uint64(5), "y": True}, [("uint64", 1)]),
+    # a nested or/and pruned to one constant is that constant (numba prunes the branch, then
+    # the outer one): found by the oracle's property test
+    ("or_of_a_pruned_constant_or", "v = x / x\n_r0 = ((4294967296 * True) or x) or (v or x)",
+     {"x": np.int64(3)}, [("int64", 4294967296)]),
+    ("or_of_pruned_falsy_constants", "v = x / x\n_r0 = ((0 or 0.0) or x) or v",
+     {"x": np.int64(3)}, [("float64", 3.0)]),
     # ---- uint64 with a signed integer: choose_result_int gives int64 (numba/core/typing/
     # builtins.py integer_binop_cases)
     ("uint64_max_plus_one", "_r0 = np.uint64(2**64-1) + 1", {}, [("int64", 0)]),

@@ -278,7 +278,7 @@ class ExpressionTyping:
         for k, value in enumerate(node.values):
             last = k == len(node.values) - 1
             try:
-                truth = bool(constant_condition(value, self.resolve_constant))
+                truth = self.constant_truth(value, constant_condition)
             except NotConstant:
                 live.append(k)
                 continue
@@ -287,6 +287,17 @@ class ExpressionTyping:
                 live.append(k)
                 break
         return live
+
+    def constant_truth(self, value: ast.expr, constant_condition) -> bool:
+        """The truth of a constant operand of and/or (NotConstant otherwise). A nested and/or
+        that pruning leaves with one constant operand is that constant, as numba sees it after
+        pruning its branch: `(2 or x) or y` is 2."""
+        if isinstance(value, ast.BoolOp):
+            inner = self.live_operands(value)
+            if len(inner) == 1:
+                return self.constant_truth(value.values[inner[0]], constant_condition)
+            raise NotConstant
+        return bool(constant_condition(value, self.resolve_constant))
 
     def constant_string_comparison(self, node: ast.Compare, op) -> t.Type:
         """Two constant strings (literals, or parameters every caller passes a literal for, as
