@@ -29,18 +29,6 @@ EXAMPLES = ("dask_cluster",)  # run by test_dask_notebook.py (it starts a local 
 _executed: dict = {}
 
 
-def on_one_worker(name: str) -> pytest.MarkDecorator:
-    """All tests of one notebook run on one pytest-xdist worker (pyproject: --dist loadgroup),
-    so the notebook executes once per session rather than once on each worker."""
-    return pytest.mark.xdist_group(f"notebook-{name}")
-
-
-def per_notebook(notebooks: list) -> list:
-    """parametrize values (paths or names), each test in its notebook's xdist group."""
-    return [pytest.param(nb, marks=on_one_worker(getattr(nb, "stem", nb)),
-                         id=getattr(nb, "name", nb)) for nb in notebooks]
-
-
 def execute(path, cpu_env):
     """Run a notebook once per session (each takes a kernel start and a few compiles)."""
     if path.name in _executed:
@@ -72,7 +60,8 @@ def test_notebook_is_stored_without_outputs(path):
             assert cell["outputs"] == [] and cell["execution_count"] is None, cell["source"]
 
 
-@pytest.mark.parametrize("path", per_notebook([p for p in NOTEBOOKS if p.stem in TEACHING]))
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.stem in TEACHING],
+                         ids=[p.name for p in NOTEBOOKS if p.stem in TEACHING])
 def test_notebook_runs(path, cpu_env):
     nb = execute(path, cpu_env)
     expected = [c for c in nb.cells if "raises-exception" in c.get("metadata", {}).get("tags", [])]
@@ -100,7 +89,6 @@ def _notebook(name):
     return REPO / "notebooks" / f"{name}.ipynb"
 
 
-@on_one_worker("02_shared_memory_and_barriers")
 def test_02_divergent_barrier_and_bounds_errors_name_the_lines(cpu_env):
     nb = execute(_notebook("02_shared_memory_and_barriers"), cpu_env)
     text = _error_text(nb, "def divergent")
@@ -121,7 +109,6 @@ def test_02_divergent_barrier_and_bounds_errors_name_the_lines(cpu_env):
     assert "shared memory bank conflicts: 0" in outputs
 
 
-@on_one_worker("03_cache_and_provenance")
 def test_03_provenance_says_which_cell_changed_and_a_reformat_is_a_hit(cpu_env):
     nb = execute(_notebook("03_cache_and_provenance"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -136,7 +123,6 @@ def test_03_provenance_says_which_cell_changed_and_a_reformat_is_a_hit(cpu_env):
     assert "another process: hit (disk)" in outputs
 
 
-@on_one_worker("04_warps_and_cooperative_groups")
 def test_04_warp_and_grid_results_are_shown(cpu_env):
     nb = execute(_notebook("04_warps_and_cooperative_groups"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -145,7 +131,6 @@ def test_04_warp_and_grid_results_are_shown(cpu_env):
     assert "sum of the result = 1.000000" in outputs
 
 
-@on_one_worker("05_fuse")
 def test_05_fuse_shows_generated_source_and_two_launches_for_a_reduction(cpu_env):
     nb = execute(_notebook("05_fuse"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -155,7 +140,6 @@ def test_05_fuse_shows_generated_source_and_two_launches_for_a_reduction(cpu_env
     assert "np.sort is not supported" in _error_text(nb, "np.sort")
 
 
-@on_one_worker("08_reductions_and_scans")
 def test_08_reductions_and_scans_match_numpy(cpu_env):
     nb = execute(_notebook("08_reductions_and_scans"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -168,7 +152,6 @@ def test_08_reductions_and_scans_match_numpy(cpu_env):
     assert "ragged lengths 1, 31, 257, 1000 match too" in outputs
 
 
-@on_one_worker("09_tiled_matmul")
 def test_09_each_matmul_step_matches_numpy_and_the_last_keeps_acc_in_registers(cpu_env):
     nb = execute(_notebook("09_tiled_matmul"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -185,7 +168,6 @@ def test_09_each_matmul_step_matches_numpy_and_the_last_keeps_acc_in_registers(c
         assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
 
 
-@on_one_worker("06_memory_coalescing")
 def test_06_access_maps_show_strided_reads_and_bank_conflicts(cpu_env):
     nb = execute(_notebook("06_memory_coalescing"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -200,7 +182,6 @@ def test_06_access_maps_show_strided_reads_and_bank_conflicts(cpu_env):
     assert "all three transposes are correct" in outputs
 
 
-@on_one_worker("07_atomics_and_histograms")
 def test_07_race_detector_finds_the_non_atomic_histogram(cpu_env):
     nb = execute(_notebook("07_atomics_and_histograms"), cpu_env)
     text = _error_text(nb, "def histogram_racy")
@@ -213,7 +194,6 @@ def test_07_race_detector_finds_the_non_atomic_histogram(cpu_env):
     assert "max_abs: 1000  numpy: 1000" in outputs and "max_abs_cas: 1000  numpy: 1000" in outputs
 
 
-@on_one_worker("puzzles")
 def test_puzzles_notebook_walks_through_every_puzzle_with_its_starter(cpu_env):
     from gpunb import puzzles
 
@@ -233,7 +213,6 @@ def test_puzzles_notebook_walks_through_every_puzzle_with_its_starter(cpu_env):
     assert outputs.count("never written") >= len(names) - 4  # outputs that start at 0 or -1
 
 
-@on_one_worker("10_profiling_and_debugging")
 def test_10_profile_roofline_bounds_check_race_and_sanitizer_message(cpu_env):
     nb = execute(_notebook("10_profiling_and_debugging"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -267,7 +246,6 @@ def test_10_profile_roofline_bounds_check_race_and_sanitizer_message(cpu_env):
     assert "compute-sanitizer racecheck: compute-sanitizer checks GPU launches" in outputs
 
 
-@on_one_worker("11_tensor_cores")
 def test_11_tensor_cores_each_step_matches_numpy_and_shows_the_layouts(cpu_env):
     nb = execute(_notebook("11_tensor_cores"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -284,7 +262,6 @@ def test_11_tensor_cores_each_step_matches_numpy_and_shows_the_layouts(cpu_env):
         assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
 
 
-@on_one_worker("11_tensor_cores")
 def test_11_tma_wgmma_step_runs_checks_and_inspects_for_sm_90a(cpu_env):
     nb = execute(_notebook("11_tensor_cores"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -304,7 +281,6 @@ def test_11_tma_wgmma_step_runs_checks_and_inspects_for_sm_90a(cpu_env):
     assert "| 604 | 642 | 719 / 789 | 84 % / 81 % |" in markdown
 
 
-@on_one_worker("12_transfers_and_streams")
 def test_12_the_pipeline_over_streams_matches_the_serial_run(cpu_env):
     nb = execute(_notebook("12_transfers_and_streams"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -314,7 +290,6 @@ def test_12_the_pipeline_over_streams_matches_the_serial_run(cpu_env):
     assert re.search(r"pipelined over 4 streams +[\d.]+ ms .*the result matches numpy", outputs)
 
 
-@on_one_worker("13_divergence")
 def test_13_divergence_shows_the_lanes_of_each_side_and_a_select(cpu_env):
     nb = execute(_notebook("13_divergence"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -325,7 +300,6 @@ def test_13_divergence_shows_the_lanes_of_each_side_and_a_select(cpu_env):
     assert int(selects.group(1)) >= 1 and int(selects.group(2)) == 1
 
 
-@on_one_worker("14_softmax")
 def test_14_both_softmax_kernels_match_numpy_and_overflow_is_shown(cpu_env):
     nb = execute(_notebook("14_softmax"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -334,7 +308,6 @@ def test_14_both_softmax_kernels_match_numpy_and_overflow_is_shown(cpu_env):
     assert "softmax_online  matches numpy; reads the row 2 times" in outputs
 
 
-@on_one_worker("15_attention")
 def test_15_fused_attention_matches_numpy_without_the_scores_matrix(cpu_env):
     nb = execute(_notebook("15_attention"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -342,7 +315,6 @@ def test_15_fused_attention_matches_numpy_without_the_scores_matrix(cpu_env):
     assert "fused: matches numpy; " in outputs and "no seq x seq matrix in memory" in outputs
 
 
-@on_one_worker("16_convolution")
 def test_16_the_tiled_convolution_reads_each_pixel_about_once(cpu_env):
     nb = execute(_notebook("16_convolution"), cpu_env)
     outputs = "\n".join(_code_outputs(nb))
@@ -355,7 +327,7 @@ def test_16_the_tiled_convolution_reads_each_pixel_about_once(cpu_env):
 LESSONS = [p.stem for p in NOTEBOOKS if p.stem[:2].isdigit() and p.stem[:2] != "11"]
 
 
-@pytest.mark.parametrize("name", per_notebook(LESSONS))
+@pytest.mark.parametrize("name", LESSONS)
 def test_each_notebook_ends_with_its_graded_exercises_failing_as_shipped(name, cpu_env):
     from gpunb import puzzles
 
@@ -375,7 +347,7 @@ def test_each_notebook_ends_with_its_graded_exercises_failing_as_shipped(name, c
 FIGURES = ("06", "07", "08", "09", "12", "13", "14", "15", "16")
 
 
-@pytest.mark.parametrize("name", per_notebook([n for n in LESSONS if n[:2] in FIGURES]))
+@pytest.mark.parametrize("name", [n for n in LESSONS if n[:2] in FIGURES])
 def test_performance_notebooks_show_the_h100_table_or_say_there_is_none(name, cpu_env):
     from gpunb.notebook import figures
 
