@@ -47,19 +47,23 @@ def _events_ms(fn, iters: int, repeats: int) -> float:
     return median(samples)
 
 
-def _triton_matmul():
-    """Triton's tutorial matmul (grouped tile order, tl.dot, its CUDA autotune configs)."""
+TUTORIAL_CONFIGS = ((128, 256, 64, 3, 8), (64, 256, 32, 4, 4), (128, 128, 32, 4, 4),
+                    (128, 64, 32, 4, 4))
+
+
+def _triton_matmul(choices: tuple = TUTORIAL_CONFIGS):
+    """Triton's tutorial matmul (grouped tile order, tl.dot, its CUDA autotune configs; `choices`
+    of (BM, BN, BK, stages, warps)). The returned function's .kernel is the autotuner."""
     import triton
     import triton.language as tl
 
     configs = [triton.Config({"BM": bm, "BN": bn, "BK": bk, "GROUP": 8}, num_stages=s,
                              num_warps=w)
-               for bm, bn, bk, s, w in ((128, 256, 64, 3, 8), (64, 256, 32, 4, 4),
-                                        (128, 128, 32, 4, 4), (128, 64, 32, 4, 4))]
+               for bm, bn, bk, s, w in choices]
 
     @triton.autotune(configs=configs, key=["M", "N", "K"])
     @triton.jit
-    def kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,  # noqa: N803
+    def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,  # noqa: N803
                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
         pid = tl.program_id(0)
         tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
@@ -93,13 +97,15 @@ def _triton_matmul():
         def grid(meta):
             return (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)
 
-        kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                     c.stride(0), c.stride(1))
+        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                            b.stride(1), c.stride(0), c.stride(1))
 
+    matmul.kernel = matmul_kernel
     return matmul
 
 
-def gemm(n: int, dtype_name: str, iters: int, repeats: int) -> dict:
+def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = (),
+         triton_configs: tuple = TUTORIAL_CONFIGS) -> dict:
     import torch
 
     import gpunb
@@ -116,14 +122,18 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int) -> dict:
     c_ref = torch.matmul(a, bt.t())
     out["cublas_ms"] = _events_ms(lambda: torch.matmul(a, bt.t()), iters, repeats)
     c = torch.empty(n, n, device="cuda", dtype=dtype)
-    descs = hopper_gemm.descriptors(a, bt)
+    descs = hopper_gemm.descriptors(a, bt, c)
     out["gpunb_ms"] = _events_ms(lambda: hopper_gemm.launch(c, a, bt, descs), iters, repeats)
     out["gpunb_max_err"] = float((c.float() - c_ref.float()).abs().max())
+    for spec in variants:  # hopper_gemm_variants' kernels, timed the same way
+        out.setdefault("variants", []).append(_variant(spec, a, bt, c_ref, flops, iters,
+                                                       repeats))
     try:
-        matmul = _triton_matmul()
+        matmul = _triton_matmul(triton_configs)
         c_t = torch.empty(n, n, device="cuda", dtype=dtype)
         out["triton_ms"] = _events_ms(lambda: matmul(a, b_kn, c_t), iters, repeats)
         out["triton_max_err"] = float((c_t.float() - c_ref.float()).abs().max())
+        out["triton_config"] = str(getattr(matmul.kernel, "best_config", ""))
     except Exception as exc:  # noqa: BLE001 - a missing or failing peer is reported, not faked
         out["triton_error"] = f"{type(exc).__name__}: {exc}"[:300]
     for who in ("gpunb", "cublas", "triton"):
@@ -131,6 +141,21 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int) -> dict:
             out[f"{who}_tflops"] = flops / (out[f"{who}_ms"] * 1e-3) / 1e12
     out["ref_max"] = float(c_ref.float().abs().max())
     return out
+
+
+def _variant(spec: str, a, bt, c_ref, flops: float, iters: int, repeats: int) -> dict:
+    import torch
+
+    from benchmarks import hopper_gemm_variants as hv
+
+    config = hv.parse(spec)
+    kernel = hv.make_gemm(config)
+    c = torch.zeros_like(c_ref)
+    descs = hv.descriptors(a, bt, c, config)
+    ms = _events_ms(lambda: hv.launch(kernel, c, a, bt, descs), iters, repeats)
+    return {"variant": spec, "label": config.label, "ms": ms,
+            "tflops": flops / (ms * 1e-3) / 1e12,
+            "max_err": float((c.float() - c_ref.float()).abs().max())}
 
 
 def attention(batch: int, heads: int, seq: int, iters: int, repeats: int) -> dict:
@@ -171,7 +196,7 @@ gpunb.set_target("cuda")
 a = cuda.to_device(np.ones((256, 256), np.float16))
 b = cuda.to_device(np.ones((256, 256), np.float16))
 c = cuda.device_array((256, 256), np.float16)
-descs = hopper_gemm.descriptors(a, b)
+descs = hopper_gemm.descriptors(a, b, c)
 cuda.synchronize()
 t0 = time.perf_counter()
 hopper_gemm.launch(c, a, b, descs)
@@ -208,7 +233,21 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--only", choices=("gemm", "attention", "compile"))
+    parser.add_argument("--triton", action="append", default=[], metavar="BMxBNxBK:S:W",
+                        help="time Triton's tutorial kernel at these configurations only "
+                             "(default: its four H100 autotune configurations)")
+    parser.add_argument("--variant", action="append", default=[],
+                        help="also time a hopper_gemm_variants kernel, e.g. s3,tma or "
+                             "tma2,l256 (repeatable; see that module's parse)")
     args = parser.parse_args(argv)
+    from benchmarks import hopper_gemm_variants as hv
+
+    for spec in args.variant:
+        try:
+            hv.parse(spec)  # a bad spec fails here, before the GPU is touched
+        except ValueError as err:
+            raise SystemExit(f"--variant {spec!r}: {err}") from None
+    triton_configs = tuple(_triton_config(spec) for spec in args.triton) or TUTORIAL_CONFIGS
     n, seq = (2048, 1024) if args.quick else (8192, 4096)
     iters, repeats = (3, 3) if args.quick else (10, 5)
     results = []
@@ -217,17 +256,30 @@ def main(argv=None) -> int:
         results.append(compile_time())
     if args.only in (None, "gemm"):
         for dtype in ("float16", "bfloat16"):
-            results.append(gemm(n, dtype, iters, repeats))
+            results.append(gemm(n, dtype, iters, repeats, tuple(args.variant), triton_configs))
+            print(json.dumps(results[-1]), flush=True)
     if args.only in (None, "attention"):
         results.append(attention(4, 16, seq, iters, repeats))
     for row in results:
-        print(json.dumps(row))
+        if "cublas_tflops" not in row:  # the GEMM rows were printed as they came
+            print(json.dumps(row))
     _table(results)
     print(f"benchmark wall time {time.time() - started:.1f} s")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
     return 0
+
+
+def _triton_config(spec: str) -> tuple:
+    """'128x256x64:3:8' -> (128, 256, 64, 3, 8)."""
+    try:
+        tile, stages, warps = spec.split(":")
+        bm, bn, bk = (int(v) for v in tile.split("x"))
+        return bm, bn, bk, int(stages), int(warps)
+    except ValueError:
+        raise SystemExit(f"--triton {spec!r} is not BMxBNxBK:stages:warps, e.g. "
+                         "128x256x64:3:8") from None
 
 
 def _table(results: list) -> None:
@@ -243,6 +295,10 @@ def _table(results: list) -> None:
             ratio = row["gpunb_tflops"] / row["cublas_tflops"]
             print(f"| {row['figure']} | {row['gpunb_tflops']:.0f} TFLOP/s | "
                   f"{', '.join(peers)} TFLOP/s | {ratio:.0%} of cuBLAS |")
+            for var in row.get("variants", ()):
+                print(f"| variant {var['variant']} ({var['label']}) | {var['tflops']:.0f} "
+                      f"TFLOP/s | max err {var['max_err']:.3g} | "
+                      f"{var['tflops'] / row['cublas_tflops']:.0%} of cuBLAS |")
         elif "sdpa_tflops" in row:
             ratio = row["gpunb_tflops"] / row["sdpa_tflops"]
             print(f"| {row['figure']} | {row['gpunb_tflops']:.0f} TFLOP/s | SDPA flash "

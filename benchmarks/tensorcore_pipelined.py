@@ -18,6 +18,10 @@ What changes, each a parameter of `make_gemm` so that bench_tensorcore can time 
   stored at chunk c ^ (r % 8) (A with 32-wide steps: c ^ (r / 2 % 4), two rows per 128 bytes),
   so the 8 rows an ldmatrix reads, or 8 consecutive k rows of B that ldmatrix.trans reads, sit
   in 8 different groups of 4 banks. `swizzle=False` pads rows by 16 bytes instead.
+- **Grouped block order** (`group`, flag `g<N>`): the block at linear index p computes tile
+  row first + p % rows, column p // rows within bands of `group` tile rows (Triton's GROUP_M),
+  so the blocks resident together read a few A panels and a few B panels; 0 keeps the grid's
+  order (blockIdx.x along N), where the resident blocks share one or two A panels and sweep B.
 - **cp.async through `cuda.cp_async.copy`**, which the CPU target runs with its completion
   rules: tests/language/test_tensorcore_pipelined.py checks every variant there at a small size
   (and under racecheck), and that ptxas allocates no local memory (no spills) for sm_90.
@@ -45,6 +49,7 @@ class Config:
     stages: int = 3
     swizzle: bool = True
     double_buffer: bool = True
+    group: int = 0
 
     @property
     def threads(self) -> int:
@@ -68,7 +73,8 @@ class Config:
     @property
     def label(self) -> str:
         flags = ("swizzled" if self.swizzle else "padded") + \
-            (", fragments double-buffered" if self.double_buffer else "")
+            (", fragments double-buffered" if self.double_buffer else "") + \
+            (f", blocks in groups of {self.group} rows" if self.group else "")
         return (f"{self.bm}x{self.bn}x{self.bk}, {self.warps[0]}x{self.warps[1]} warps, "
                 f"{self.stages} stages, {flags}")
 
@@ -87,18 +93,23 @@ class Config:
 
 
 def parse(spec: str) -> Config:
-    """'128x128x64:2x2:3' (block tile, warps, stages), then optional ':pad' and ':nodb'."""
+    """'128x128x64:2x2:3' (block tile, warps, stages), then optional ':pad', ':nodb' and
+    ':g<N>' (blocks in groups of N tile rows)."""
     parts = spec.split(":")
     try:
         bm, bn, bk = (int(v) for v in parts[0].split("x"))
         wm, wn = (int(v) for v in parts[1].split("x"))
         stages = int(parts[2])
-        if set(parts[3:]) - {"pad", "nodb"}:
-            raise ValueError(f"unknown flags {sorted(set(parts[3:]) - {'pad', 'nodb'})}")
+        groups = [f for f in parts[3:] if f[:1] == "g" and f[1:].isdigit() and int(f[1:]) > 0]
+        unknown = set(parts[3:]) - {"pad", "nodb"} - set(groups)
+        if unknown or len(groups) > 1:
+            raise ValueError(f"unknown flags {sorted(unknown)}" if unknown else
+                             f"one group flag, not {groups}")
     except (ValueError, IndexError) as err:
         raise ValueError(f"variant {spec!r} is not <bm>x<bn>x<bk>:<warps m>x<warps n>:<stages>"
-                         f"[:pad][:nodb], e.g. 128x128x64:2x2:3 ({err})") from None
-    config = Config(bm, bn, bk, (wm, wn), stages, "pad" not in parts[3:], "nodb" not in parts[3:])
+                         f"[:pad][:nodb][:g<N>], e.g. 128x128x64:2x2:3 ({err})") from None
+    config = Config(bm, bn, bk, (wm, wn), stages, "pad" not in parts[3:], "nodb" not in parts[3:],
+                    int(groups[0][1:]) if groups else 0)
     config.check()
     return config
 
@@ -117,6 +128,7 @@ def make_gemm(dtype=np.float16, config: Config = Config()):
     a_rows, b_rows = threads // a_chunks, threads // b_chunks  # rows per pass of the threads
     ksteps = bk // 16
     double = config.double_buffer
+    band = config.group  # tile rows per band of the block order (0: grid order)
     # literal_unroll: every index into the register arrays is a constant, so they stay registers
     m_tiles, n_tiles, n_pairs = (0, 1, 2, 3), tuple(range(8)), (0, 1, 2, 3)
     a_range, b_range = tuple(range(a_pieces)), tuple(range(b_pieces))
@@ -210,8 +222,16 @@ def make_gemm(dtype=np.float16, config: Config = Config()):
         warp = tid // 32
         wm = (warp // wn_count) * WARP_M
         wn = (warp % wn_count) * WARP_N
-        bm0 = cuda.blockIdx.y * bm
-        bn0 = cuda.blockIdx.x * bn
+        if band:
+            pid = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x
+            width = band * cuda.gridDim.x
+            first = pid // width * band
+            rows = min(cuda.gridDim.y - first, band)
+            bm0 = (first + pid % width % rows) * bm
+            bn0 = (pid % width // rows) * bn
+        else:
+            bm0 = cuda.blockIdx.y * bm
+            bn0 = cuda.blockIdx.x * bn
         acc = cuda.local.array((4, 8, 4), np.float32)
         for i in cuda.literal_unroll(m_tiles):
             for j in cuda.literal_unroll(n_tiles):
@@ -287,8 +307,9 @@ def launch(kernel, c, a, b) -> None:
 # the variants bench_tensorcore times (--variant mma2:all): two blocks of 4 warps per
 # multiprocessor, a deeper pipeline, 8-warp blocks of 128 x 256 and 256 x 128 (a third less
 # traffic from L2 per flop than 128 x 128, which at 55 % of cuBLAS needs about 6 TB/s of it),
-# and the first without each change (fragments not double-buffered, padded rows instead of
-# swizzled ones, 32-wide K steps)
+# the block order in bands of 8 tile rows, and the first without each change (fragments not
+# double-buffered, padded rows instead of swizzled ones, 32-wide K steps)
 VARIANTS = ("128x128x64:2x2:3", "128x128x64:2x2:4", "128x256x64:2x4:3", "128x256x64:2x4:4",
-            "256x128x64:4x2:3", "256x128x64:4x2:4", "128x128x64:2x2:3:nodb",
+            "256x128x64:4x2:3", "256x128x64:4x2:4", "256x128x64:4x2:3:g8",
+            "256x128x64:4x2:4:g8", "128x128x64:2x2:3:nodb",
             "128x128x64:2x2:3:pad", "128x128x32:2x2:4:nodb")

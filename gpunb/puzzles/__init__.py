@@ -29,6 +29,7 @@ from gpunb.puzzles import (
     catalogue_tensor,
     exercises_basics,
     exercises_performance,
+    exercises_tensor,
 )
 from gpunb.puzzles.grading import Grade, grade
 from gpunb.puzzles.method import Method
@@ -40,7 +41,7 @@ __all__ = ["Grade", "Method", "Puzzle", "Show", "check", "exercises", "get", "hi
            "show"]
 
 _CATALOGUES = (catalogue_basics, catalogue_shared, catalogue_tensor, catalogue_lessons,
-               catalogue_capstones, exercises_basics, exercises_performance)
+               catalogue_capstones, exercises_basics, exercises_performance, exercises_tensor)
 _PUZZLES: dict[str, Puzzle] = {p.name: p for c in _CATALOGUES for p in c.PUZZLES}
 
 

@@ -54,30 +54,33 @@ def _copy_sources(trace) -> np.ndarray:
     return roles[trace.log.records["site"]] if len(trace.log.records) else np.zeros(0, bool)
 
 
-def _double_buffered(trace, sizes) -> str:
-    """The rule of cp_async_double_buffer: every global read through cuda.cp_async.copy, and
-    all but the last tile computed while the next one was being copied ('' when kept)."""
-    access = trace.access
-    loads = trace.per_thread(~trace.shared & (trace.kind != WRITE) & (trace.array >= 0)
-                             & ~_copy_sources(trace))
-    direct = np.flatnonzero(loads)
-    if len(direct):
-        return (f"{len(direct)} threads read global memory directly (thread {int(direct[0])}: "
-                f"{int(loads[direct[0]])} reads); in this puzzle the tiles reach shared memory "
-                "through cuda.cp_async.copy only")
-    overlap = access.async_overlap
-    if overlap is None:
-        return "the kernel made no cuda.cp_async.copy: stage the tiles of a and b with it"
-    tiles = sizes[2] // DB_TILE
-    needed = (tiles - 1) / tiles
-    for blk, (reads, early) in enumerate(zip(overlap.shared_reads, overlap.overlapped,
-                                             strict=True)):
-        if reads and early < needed * reads:
-            gx = access.grid[0]
-            return (f"block {(blk % gx, blk // gx, 0)} made {int(early)} of its {int(reads)} "
-                    f"reads of shared memory while a copy was in flight; with {tiles} tiles, "
-                    f"{tiles - 1} of them must be computed while the next one is copied")
-    return ""
+def double_buffered(tile: int):
+    """The rule of a cp.async double buffer walking K in tiles of `tile`: every global read
+    through cuda.cp_async.copy, and all but the last tile computed while the next one was being
+    copied. A rule(trace, sizes) -> '' when kept, else what broke it."""
+    def rule(trace, sizes) -> str:
+        loads = trace.per_thread(~trace.shared & (trace.kind != WRITE) & (trace.array >= 0)
+                                 & ~_copy_sources(trace))
+        direct = np.flatnonzero(loads)
+        if len(direct):
+            return (f"{len(direct)} threads read global memory directly (thread "
+                    f"{int(direct[0])}: {int(loads[direct[0]])} reads); here the tiles reach "
+                    "shared memory through cuda.cp_async.copy only")
+        overlap = trace.access.async_overlap
+        if overlap is None:
+            return "the kernel made no cuda.cp_async.copy: stage the tiles of a and b with it"
+        tiles = sizes[2] // tile
+        needed = (tiles - 1) / tiles
+        for blk, (reads, early) in enumerate(zip(overlap.shared_reads, overlap.overlapped,
+                                                 strict=True)):
+            if reads and early < needed * reads:
+                gx = trace.access.grid[0]
+                return (f"block {(blk % gx, blk // gx, 0)} made {int(early)} of its {int(reads)} "
+                        f"reads of shared memory while a copy was in flight; with {tiles} "
+                        f"tiles, {tiles - 1} of them must be computed while the next one is "
+                        "copied")
+        return ""
+    return rule
 
 
 PUZZLES = [
@@ -163,7 +166,8 @@ def cp_async_double_buffer_kernel(out, a, b):
         sizes=((8, 8, 24), (16, 8, 16), (8, 16, 8)), hidden=_matmul_size,
         max_reads=None, max_writes=1,
         shared=SHARED_REQUIRED, constants={"T": DB_TILE},
-        method=Method(shared_flow=FLOW_OWN, rule=_double_buffered, rule_hint=DOUBLE_BUFFER_HINT,
+        method=Method(shared_flow=FLOW_OWN, rule=double_buffered(DB_TILE),
+                      rule_hint=DOUBLE_BUFFER_HINT,
                       text="every global read through cuda.cp_async.copy; all but the last K "
                            "tile computed while the next tile's copies are in flight")),
 ]

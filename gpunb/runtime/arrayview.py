@@ -15,22 +15,30 @@ from numpy.lib.stride_tricks import as_strided
 
 def contiguity(shape: tuple, strides: tuple, itemsize: int) -> tuple:
     """(c_contiguous, f_contiguous) by numpy's rules (extent-1 dimensions are ignored)."""
-    if any(n == 0 for n in shape):
+    # plain index loops: every device array (a tensor's view at each operator call, a slice)
+    # is made through here, and generators over zip/reversed cost several times as much
+    if 0 in shape:
         return True, True
-    c = _contiguous(reversed(shape), reversed(strides), itemsize)
-    f = _contiguous(shape, strides, itemsize)
-    return c, f
-
-
-def _contiguous(shape, strides, itemsize: int) -> bool:
+    ndim = len(shape)
+    c = True
     expected = itemsize
-    for n, s in zip(shape, strides, strict=False):
-        if n == 1:
-            continue
-        if s != expected:
-            return False
-        expected *= n
-    return True
+    for k in range(ndim - 1, -1, -1):
+        n = shape[k]
+        if n != 1:
+            if strides[k] != expected:
+                c = False
+                break
+            expected *= n
+    f = True
+    expected = itemsize
+    for k in range(ndim):
+        n = shape[k]
+        if n != 1:
+            if strides[k] != expected:
+                f = False
+                break
+            expected *= n
+    return c, f
 
 
 def layout_of(ndim: int, c_contiguous: bool, f_contiguous: bool) -> str:
@@ -134,10 +142,15 @@ def reshaped(shape: tuple, strides: tuple, itemsize: int, newshape, order: str) 
 
 def span(shape: tuple, strides: tuple, itemsize: int) -> tuple:
     """(low, high) byte offsets, relative to element 0, of the memory a view touches."""
-    if any(n == 0 for n in shape):
+    if 0 in shape:
         return 0, 0
-    low = sum(s * (n - 1) for n, s in zip(shape, strides, strict=False) if s < 0)
-    high = sum(s * (n - 1) for n, s in zip(shape, strides, strict=False) if s > 0) + itemsize
+    low, high = 0, itemsize
+    for k in range(len(shape)):
+        reach = strides[k] * (shape[k] - 1)
+        if reach < 0:
+            low += reach
+        else:
+            high += reach
     return low, high
 
 

@@ -22,6 +22,7 @@ from gpunb.foundation.tensor_types import TensorMap as TensorMapType
 
 SWIZZLES = (0, 32, 64, 128)
 FILLS = ("zero", "nan")
+L2_PROMOTIONS = (0, 64, 128, 256)  # bytes the L2 fetches around each TMA read (0: none)
 MAX_RANK, MAX_BOX = 5, 256
 # the CPU target's descriptor: address, rank, element size, dims and byte strides (innermost
 # first, 5 each), box (5), swizzle bytes, fill (0 zero, 1 NaN), a magic word
@@ -39,11 +40,12 @@ class TensorMap:
     Pass it to a kernel like any argument; it keeps its array alive."""
 
     __slots__ = ("array", "target", "type", "shape", "strides", "box", "swizzle", "fill",
-                 "_bytes", "_cpu_buffer")
+                 "l2_promotion", "_bytes", "_cpu_buffer")
 
     def __init__(self, array, target: str, ty: TensorMapType, shape: tuple, strides: tuple,
-                 fill: str):
+                 fill: str, l2_promotion: int = 128):
         self.array = array
+        self.l2_promotion = l2_promotion
         self.target = target
         self.type = ty
         self.shape, self.strides = shape, strides
@@ -72,17 +74,23 @@ class TensorMap:
         return ctypes.addressof(self._cpu_buffer)
 
 
-def descriptor(array, box, swizzle: int = 0, *, fill: str = "zero") -> TensorMap:
+def descriptor(array, box, swizzle: int = 0, *, fill: str = "zero",
+               l2_promotion: int = 128) -> TensorMap:
     """A TMA descriptor of `array` (a device array for the GPU, a numpy array for the CPU
     target) copying tiles of shape `box` (numpy order: outermost first). `swizzle` is the shared
     tile's swizzle in bytes (0, 32, 64 or 128: the inner box row must fit in it); `fill` is what
-    out-of-bounds elements read as ("zero", or "nan" for floating types)."""
+    out-of-bounds elements read as ("zero", or "nan" for floating types); `l2_promotion` the
+    bytes (0, 64, 128 or 256) the L2 cache fetches around each read (a GPU performance hint,
+    CUtensorMapL2promotion; the CPU target's copies do not depend on it)."""
     target, shape, strides, data, dtype = _array_facts(array)
     elem = _element_type(dtype)
     box = _box(box, len(shape))
     _check(shape, strides, data, box, swizzle, fill, elem)
+    if l2_promotion not in L2_PROMOTIONS:
+        raise _fail(f"l2_promotion={l2_promotion!r} is not a TMA L2 promotion",
+                    "use 0, 64, 128 or 256 (bytes)")
     ty = TensorMapType(elem, len(shape), box, int(swizzle))
-    tm = TensorMap(array, target, ty, shape, strides, fill)
+    tm = TensorMap(array, target, ty, shape, strides, fill, int(l2_promotion))
     if target == "cuda":
         tm.cuda_bytes()  # the driver's own checks, reported here rather than at a launch
     return tm
@@ -227,7 +235,8 @@ def _encode_cuda(tm: TensorMap) -> bytes:
         [cu.cuuint64_t(s) for s in list(reversed(tm.strides))[1:]],
         [cu.cuuint32_t(b) for b in reversed(tm.box)], [cu.cuuint32_t(1)] * rank,
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B, fill)
+        getattr(cu.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" +
+                ("NONE" if tm.l2_promotion == 0 else f"L2_{tm.l2_promotion}B")), fill)
     err, tensor_map = result[0], result[1]
     if int(err) != 0:
         raise _fail(f"cuTensorMapEncodeTiled refused the descriptor ({err!r}) of a "

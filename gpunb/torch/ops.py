@@ -27,7 +27,7 @@ import torch
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.records import record
-from gpunb.torch.tensors import kernel_argument
+from gpunb.torch.tensors import current_stream_handle, kernel_argument
 
 _PYTHON_SCALARS = {float: float, int: int, bool: bool, "float": float, "int": int,
                    "bool": bool}
@@ -149,9 +149,13 @@ def _signature(plan: OpPlan) -> inspect.Signature:
 
 def _implementation(plan: OpPlan):
     signature = _signature(plan)
+    count = len(plan.inputs)
 
     def implementation(*args, **kwargs):
-        inputs = signature.bind(*args, **kwargs).args
+        # torch.library calls with every input positional (inductor's graphs too): binding
+        # the signature is only needed for keywords
+        inputs = args if not kwargs and len(args) == count else \
+            signature.bind(*args, **kwargs).args
         outs = _allocate(plan, inputs)
         _launch(plan, inputs, outs)
         return _result(outs)
@@ -211,15 +215,15 @@ def _launch(plan: OpPlan, inputs: tuple, outs: list) -> None:
                           hint="put every tensor on one device")
     (device,) = devices
     grid, block = _configuration(plan, values)
-    kernel = _kernel_for(plan, device.type)
+    kernel = plan.kernels.get(device.type) or _kernel_for(plan, device.type)
     args = [kernel_argument(a) for a in values]
     if device.type != "cuda":
         kernel[grid, block](*args)
         return
-    stream = torch.cuda.current_stream(device).cuda_stream
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    stream = current_stream_handle(index)
     from gpunb.backends.cuda import driver
 
-    index = device.index if device.index is not None else torch.cuda.current_device()
     if index == driver.current_device().id:
         kernel[grid, block, stream](*args)
         return

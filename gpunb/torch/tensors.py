@@ -77,6 +77,19 @@ def _device_view(tensor: torch.Tensor):
     return DeviceArray(shape, strides, dtype, 0, memory, -low)
 
 
+def current_stream_handle(index: int) -> int:
+    """The handle of PyTorch's current CUDA stream on device `index` (inside torch.cuda.graph,
+    the capturing stream): torch's raw-stream query where it has one (what inductor's own
+    launches call; it makes no Stream object), else torch.cuda.current_stream."""
+    if _RAW_STREAM is not None:
+        return _RAW_STREAM(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+# (a private name of torch's, present in its CUDA builds since 2.0; looked up once)
+_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 class _CurrentStream:
     """PyTorch's current CUDA stream, read at each launch (see the module docstring)."""
 
@@ -84,7 +97,7 @@ class _CurrentStream:
 
     @property
     def cuda_stream(self) -> int:
-        return torch.cuda.current_stream().cuda_stream
+        return current_stream_handle(torch.cuda.current_device())
 
     def __repr__(self) -> str:
         return "<PyTorch's current CUDA stream, read at each launch>"

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import gpunb
-from gpunb import AsyncCopyError, CompileError, cuda, float32, int32, uint64
+from gpunb import AsyncCopyError, CompileError, cuda, float16, float32, int32, uint64
+from gpunb.cuda import wmma
 
 
 @pytest.fixture
@@ -136,6 +137,37 @@ def other_threads_without_barrier(out, x):
 def test_racecheck_names_another_threads_copy_read_without_a_barrier(cpu):
     with pytest.raises(gpunb.LaunchError, match="cp_async|asynchronous|data race"):
         other_threads_without_barrier[1, 32](np.zeros(32, np.float32), np.ones(128, np.float32))
+
+
+@cuda.jit(racecheck=True)
+def fragment_before_wait(out, a):
+    s = cuda.shared.array((16, 16), float16)
+    lane = cuda.threadIdx.x
+    cuda.cp_async.copy(s[lane // 2, (lane % 2) * 8:], a[lane // 2, (lane % 2) * 8:], 16)
+    cuda.cp_async.commit_group()
+    fa = wmma.fragment(wmma.matrix_a, 16, 16, 16, float16, wmma.row_major)
+    fb = wmma.fragment(wmma.matrix_b, 16, 16, 16, float16, wmma.row_major)
+    acc = wmma.fragment(wmma.accumulator, 16, 16, 16, float32)
+    wmma.fill_fragment(acc, 0.0)
+    wmma.load_matrix_sync(fa, s[:, :])
+    wmma.load_matrix_sync(fb, a[0:16, 0:16])
+    wmma.mma_sync(acc, fa, fb, acc)
+    wmma.store_matrix_sync(out[0:16, 0:16], acc, wmma.mem_row_major)
+    cuda.cp_async.wait_all()
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_a_fragment_loaded_before_the_wait_is_named_by_its_tile(cpu):
+    """A WMMA load's accesses are the tile's: the report names the shared array `s` and points
+    at the tile argument, not at the fragment `fa`."""
+    a = np.ones((16, 16), np.float16)
+    with pytest.raises(AsyncCopyError, match=r"read of s\[\d+\] .* asynchronous copy") as info:
+        fragment_before_wait[1, 32](np.zeros((16, 16), np.float32), a)
+    text = str(info.value)
+    assert "read of fa" not in text
+    line = next(k for k in text.splitlines() if "wmma.load_matrix_sync(fa, s[:, :])" in k)
+    caret = text.splitlines()[text.splitlines().index(line) + 1]
+    assert caret.index("^") == line.index("s[:, :]")
 
 
 @cuda.jit

@@ -360,8 +360,8 @@ def test_the_hopper_gemm_example_is_clean_under_racecheck():
     c = np.zeros((136, 264), np.float16)
     checked = cuda.jit(racecheck=True, launch_bounds=(hopper_gemm.THREADS, 1))(
         hopper_gemm.gemm.py_func)
-    da, db = hopper_gemm.descriptors(a, b)
-    checked[2, hopper_gemm.THREADS, 0, hopper_gemm.SMEM_BYTES](c, da, db, 136, 264, 72)
+    checked[2, hopper_gemm.THREADS, 0, hopper_gemm.SMEM_BYTES](
+        c, *hopper_gemm.descriptors(a, b, c), 136, 264, 72)
     exact = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -10
 

@@ -50,6 +50,11 @@ def test_variant_specs_and_their_limits():
         tp.parse("12x3")
     with pytest.raises(ValueError, match=r"unknown flags \['fast'\]"):
         tp.parse("128x128x64:2x2:3:fast")
+    assert tp.parse("256x128x64:4x2:3:g8").group == 8
+    assert tp.parse("256x128x64:4x2:3:g8").label.endswith("blocks in groups of 8 rows")
+    for bad in ("128x128x64:2x2:3:g0", "128x128x64:2x2:3:g2:g4"):
+        with pytest.raises(ValueError, match="unknown flags|one group flag"):
+            tp.parse(bad)
     from benchmarks.bench_tensorcore import parse_variant
 
     assert parse_variant("mma2:all") == tuple(("mma2", v) for v in tp.VARIANTS)
@@ -72,6 +77,20 @@ def test_variants_on_the_cpu_target(spec):
     gpunb.set_target("cpu")
     try:
         kernel, c, a, b = _run(tp.parse(spec))
+        tp.launch(kernel, c, a, b)
+        _check(c, a, b)
+    finally:
+        gpunb.set_target(None)
+
+
+@pytest.mark.slow
+def test_grouped_block_order_covers_every_tile_on_the_cpu_target():
+    # 5 tile rows in bands of 2: two whole bands and a last band of one row
+    import gpunb
+
+    gpunb.set_target("cpu")
+    try:
+        kernel, c, a, b = _run(tp.parse("64x128x64:1x2:3:g2"), tiles=(5, 3, 2))
         tp.launch(kernel, c, a, b)
         _check(c, a, b)
     finally:
@@ -109,7 +128,8 @@ def test_variants_compile_for_sm_90_without_spills(ptxas, spec):
 
 
 @pytest.mark.gpu  # (bench_tensorcore checks every variant's product at 8192 too)
-@pytest.mark.parametrize("spec", ["128x128x64:2x2:3", "128x256x64:2x4:3", "256x128x64:4x2:4"])
+@pytest.mark.parametrize("spec", ["128x128x64:2x2:3", "128x256x64:2x4:3", "256x128x64:4x2:4",
+                                  "256x128x64:4x2:3:g8"])
 @pytest.mark.parametrize("dtype", [np.float16, NP_TYPES["bf16"]])
 def test_variants_on_the_gpu(spec, dtype):
     import gpunb

@@ -258,6 +258,9 @@ def test_descriptors_the_hardware_refuses_are_refused_on_the_host():
     a = np.zeros((64, 128), np.float16)
     with pytest.raises(TensorMapError, match="swizzle=48 is not a TMA swizzle"):
         cuda.tma.descriptor(a, (16, 16), 48)
+    with pytest.raises(TensorMapError, match="l2_promotion=96 is not a TMA L2 promotion"):
+        cuda.tma.descriptor(a, (16, 16), 0, l2_promotion=96)
+    assert cuda.tma.descriptor(a, (16, 16), 0, l2_promotion=256).l2_promotion == 256
     with pytest.raises(TensorMapError, match="128 bytes, wider than the 64-byte swizzle"):
         cuda.tma.descriptor(a, (16, 64), 64)
     with pytest.raises(TensorMapError, match="between 1 and 256"):

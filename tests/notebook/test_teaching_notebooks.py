@@ -352,7 +352,7 @@ def test_16_the_tiled_convolution_reads_each_pixel_about_once(run_notebook):
     assert re.search(r"conv_tiled +matches numpy", outputs)
 
 
-LESSONS = [p.stem for p in NOTEBOOKS if p.stem[:2].isdigit() and p.stem[:2] != "11"]
+LESSONS = [p.stem for p in NOTEBOOKS if p.stem[:2].isdigit()]
 
 
 @pytest.mark.parametrize("name", LESSONS)

@@ -54,8 +54,6 @@ def test_09_no_longer_claims_the_kernel_of_notebook_02():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_every_lesson_ends_with_its_exercises(path):
-    if path.stem.startswith("11_"):
-        pytest.skip("notebook 11 (tensor cores) belongs to the tensor-core work")
     nb = nbformat.read(path, as_version=4)
     headings = [c.source.splitlines()[0] for c in nb.cells
                 if c.cell_type == "markdown" and c.source.startswith("## ")]

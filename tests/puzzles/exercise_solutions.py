@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from gpunb import cuda, float32, int32
+from gpunb.cuda import wmma
 
 FULL = 0xFFFFFFFF
 
@@ -27,6 +30,8 @@ STARTER_KINDS = {
     "ex09_second_barrier": "race", "ex09_coarsen": "step_work",
     "ex10_shift_left": "out_of_bounds", "ex10_block_sum_race": "race",
     "ex10_block_max": "uninitialised",
+    "ex11_wmma_accumulate": "values", "ex11_wmma_shared": "method",
+    "ex11_cp_async_wait": "pending_copy",
 }
 
 
@@ -338,6 +343,80 @@ def ex10_block_max(out, x):
         step //= 2
     if t == 0:
         out[cuda.blockIdx.x] = buf[0]
+
+
+def ex11_wmma_accumulate(out, a, b):
+    r = cuda.blockIdx.y * 16
+    c = cuda.blockIdx.x * 16
+    fa = wmma.fragment(wmma.matrix_a, 16, 16, 16, np.float16, wmma.row_major)
+    fb = wmma.fragment(wmma.matrix_b, 16, 16, 16, np.float16, wmma.row_major)
+    acc = wmma.fragment(wmma.accumulator, 16, 16, 16, np.float32)
+    wmma.fill_fragment(acc, 0.0)
+    for k in range(0, a.shape[1], 16):
+        wmma.load_matrix_sync(fa, a[r:r + 16, k:k + 16])
+        wmma.load_matrix_sync(fb, b[k:k + 16, c:c + 16])
+        wmma.mma_sync(acc, fa, fb, acc)
+    wmma.store_matrix_sync(out[r:r + 16, c:c + 16], acc, wmma.mem_row_major)
+
+
+def ex11_wmma_shared(out, a, b):
+    sa = cuda.shared.array((32, 16), np.float16)
+    sb = cuda.shared.array((16, 32), np.float16)
+    t = cuda.threadIdx.x
+    warp = t // 32
+    wy = warp // 2
+    wx = warp % 2
+    r0 = cuda.blockIdx.y * 32
+    c0 = cuda.blockIdx.x * 32
+    fa = wmma.fragment(wmma.matrix_a, 16, 16, 16, np.float16, wmma.row_major)
+    fb = wmma.fragment(wmma.matrix_b, 16, 16, 16, np.float16, wmma.row_major)
+    acc = wmma.fragment(wmma.accumulator, 16, 16, 16, np.float32)
+    wmma.fill_fragment(acc, 0.0)
+    for k in range(0, a.shape[1], 16):
+        for j in range(4):  # thread t copies row t // 4 of sa and row t // 8 of sb, 4 each
+            sa[t // 4, 4 * (t % 4) + j] = a[r0 + t // 4, k + 4 * (t % 4) + j]
+            sb[t // 8, 4 * (t % 8) + j] = b[k + t // 8, c0 + 4 * (t % 8) + j]
+        cuda.syncthreads()
+        wmma.load_matrix_sync(fa, sa[16 * wy:16 * wy + 16, :])
+        wmma.load_matrix_sync(fb, sb[:, 16 * wx:16 * wx + 16])
+        wmma.mma_sync(acc, fa, fb, acc)
+        cuda.syncthreads()  # every warp has its fragments before the slices are refilled
+    wmma.store_matrix_sync(out[r0 + 16 * wy:r0 + 16 * wy + 16, c0 + 16 * wx:c0 + 16 * wx + 16],
+                           acc, wmma.mem_row_major)
+
+
+TC = 16
+
+
+def ex11_cp_async_wait(out, a, b):
+    sa = cuda.shared.array((2, TC, TC), np.float16)
+    sb = cuda.shared.array((2, TC, TC), np.float16)
+    lane = cuda.threadIdx.x
+    row = lane // 2
+    col = (lane % 2) * 8
+    r = cuda.blockIdx.y * TC
+    c = cuda.blockIdx.x * TC
+    fa = wmma.fragment(wmma.matrix_a, 16, 16, 16, np.float16, wmma.row_major)
+    fb = wmma.fragment(wmma.matrix_b, 16, 16, 16, np.float16, wmma.row_major)
+    acc = wmma.fragment(wmma.accumulator, 16, 16, 16, np.float32)
+    wmma.fill_fragment(acc, 0.0)
+    tiles = a.shape[1] // TC
+    cuda.cp_async.copy(sa[0, row, col:], a[r + row, col:], 16)
+    cuda.cp_async.copy(sb[0, row, col:], b[row, c + col:], 16)
+    cuda.cp_async.commit_group()
+    for k in range(tiles):
+        if k + 1 < tiles:
+            nxt = (k + 1) % 2
+            cuda.cp_async.copy(sa[nxt, row, col:], a[r + row, (k + 1) * TC + col:], 16)
+            cuda.cp_async.copy(sb[nxt, row, col:], b[(k + 1) * TC + row, c + col:], 16)
+        cuda.cp_async.commit_group()
+        cuda.cp_async.wait_group(1)  # this lane's copies of tile k have landed
+        cuda.syncthreads()  # ... and every lane's
+        wmma.load_matrix_sync(fa, sa[k % 2, :, :])
+        wmma.load_matrix_sync(fb, sb[k % 2, :, :])
+        wmma.mma_sync(acc, fa, fb, acc)
+        cuda.syncthreads()  # buffer k % 2 is read before tile k + 2 refills it
+    wmma.store_matrix_sync(out[r:r + TC, c:c + TC], acc, wmma.mem_row_major)
 
 
 SOLUTIONS = {name: f for name, f in dict(globals()).items()

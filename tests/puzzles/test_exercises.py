@@ -1,4 +1,4 @@
-"""The exercises that end each teaching notebook: every notebook 01-10 has two or three, each
+"""The exercises that end each teaching notebook: every notebook 01-11 has two or three, each
 starter (the kernel to fix or to speed up) is rejected for the mistake the exercise is about,
 with that finding's hint, and each solution (exercise_solutions.py) passes; hints come in tiers.
 """
@@ -13,7 +13,7 @@ import pytest
 from gpunb import cuda, puzzles
 
 EXERCISES = list(puzzles.exercises())
-LESSONS = [f"{k:02d}" for k in range(1, 11)]
+LESSONS = [f"{k:02d}" for k in range(1, 12)]
 
 
 def starter_kernel(name: str):

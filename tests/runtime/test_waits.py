@@ -189,12 +189,15 @@ def test_gpu_waits_still_return_promptly():
         d = cuda.to_device(np.zeros(1 << 20, np.float32))
         add_one[4096, 256](d)
         cuda.synchronize()
-        start = time.perf_counter()
+        waits = []
         for _ in range(100):
+            start = time.perf_counter()
             add_one[4096, 256](d)
             cuda.synchronize()
-        per_wait = (time.perf_counter() - start) / 100
-        assert per_wait < 2e-3  # ~0.01-0.1 ms kernels: no poll interval in the way
+            waits.append(time.perf_counter() - start)
+        # ~0.01-0.1 ms kernels: no poll interval in the way. The median, as other test workers'
+        # kernels share the GPU and delay some of these (under -n 6 the mean read 2.4 ms)
+        assert float(np.median(waits)) < 2e-3, sorted(waits)[::10]
         assert (d.copy_to_host() == 101).all()
     finally:
         gpunb.set_target(None)

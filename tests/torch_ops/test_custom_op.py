@@ -43,6 +43,15 @@ def test_the_operator_has_a_schema_from_the_kernel_and_computes_on_cpu_tensors(g
     assert torch.equal(torch.ops.gpunb_tests.bias_gelu(x, bias), y)
 
 
+def test_inputs_given_by_keyword_or_position_give_the_same_result(gelu_op):
+    x, bias = torch.randn(1024), torch.randn(64)
+    expected = reference_bias_gelu(x, bias)
+    for result in (gelu_op(x, bias), gelu_op(x, bias=bias), gelu_op(bias=bias, x=x)):
+        assert torch.allclose(result, expected, atol=1e-6)
+    with pytest.raises(RuntimeError, match="missing value for argument 'bias'"):
+        gelu_op(x)  # (torch's dispatcher checks the schema before the implementation runs)
+
+
 def test_fake_tensors_get_the_output_shapes_and_nothing_runs(gelu_op):
     from torch._subclasses.fake_tensor import FakeTensorMode
 

@@ -49,6 +49,19 @@ def test_results_on_the_current_stream(op):
     assert torch.allclose(z, 2 * y)
 
 
+def test_the_stream_handle_is_torchs_current_stream():
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA here")
+    from gpunb.torch.tensors import current_stream_handle
+
+    index = torch.cuda.current_device()
+    assert current_stream_handle(index) == torch.cuda.current_stream(index).cuda_stream
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        assert current_stream_handle(index) == side.cuda_stream != 0
+        assert gt.current_stream.cuda_stream == side.cuda_stream
+
+
 def mlp(op, x, w1, bias, w2):
     hidden = x @ w1
     return op(hidden.view(-1), bias).view_as(hidden) @ w2

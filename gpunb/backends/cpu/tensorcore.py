@@ -156,9 +156,13 @@ class CpuTensorCores:
         helper = _tile_helper(low, frag, row_major, values is not None)
         b.call(helper, [base, ldm, lane, storage])
         if self.target.record:
+            # the access is the tile's (frag is args[0] of a load, args[1] of a store): reports
+            # and access maps name the array the tile views, not the fragment
+            args = getattr(node, "args", ())
+            tile = args[1 if values is None else 0] if len(args) > 1 else node
             for offset in self._tile_offsets(low, frag, lane, ldm, row_major):
                 pointer = b.gep(base, [offset], source_etype=dm.memory_type(elem))
-                self.target.record_access(low, node, pointer,
+                self.target.record_access(low, tile, pointer,
                                           "read" if values is None else "write")
         out = [] if values is not None else [
             b.load(b.gep(storage, [_i32(0), _i32(i)])) for i in range(frag.num_elements)]

@@ -1,0 +1,230 @@
+"""Variants of gpunb.examples.hopper_gemm (TMA + wgmma, warp specialised, persistent) for
+bench_hopper --variant: each knob of `Config` is one idea for closing the gap to Triton's
+tutorial matmul, so that one device run times them side by side.
+
+- `stages`: depth of the TMA ring (4 x 48 KiB, or 3 to leave room for a C staging buffer).
+- `group_m`: row tiles that walk the columns together in the persistent tile order (L2 reuse).
+- `in_flight`: wgmma groups kept in flight (1: the stage of the previous K step is released
+  after wait_group(1); 0: every K step waits for its own group).
+- `epilogue`: "direct" (each thread stores its D fragment to global memory, 32-bit pairs),
+  "tma" (stmatrix into a 128-byte-swizzled shared buffer, one TMA store per 64 x 64 panel,
+  left in flight while the consumer goes on to its next tile), "none" (no store: what the
+  epilogue costs; its C is wrong).
+- `c_panels`: 64 x 64 panels of the TMA epilogue's buffer per consumer (4: the whole 64 x 256;
+  2: two rounds through half of it, which lets 4 stages fit beside it).
+- `l2`: the descriptors' L2 promotion in bytes.
+- `bk`: the K slice of one stage (64, 128-byte swizzle; or 32, 64-byte swizzle, where twice the
+  stages of half the size release the ring in finer steps: the producer runs further ahead).
+
+The kernel computes C = A @ B.T like the example; the launch takes the same arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpunb import cuda, float32, uint64
+
+BM, BN = 128, 256
+THREADS = 384
+N_ACC = BN // 2
+SMEM_LIMIT = 232448  # dynamic shared memory of one block on sm_90
+
+
+@dataclass(frozen=True)
+class Config:
+    stages: int = 4
+    group_m: int = 8
+    in_flight: int = 1
+    epilogue: str = "direct"
+    c_panels: int = 4
+    l2: int = 128
+    bk: int = 64
+
+    @property
+    def label(self) -> str:
+        epi = self.epilogue + (f"/{self.c_panels}p" if self.epilogue == "tma" else "")
+        return (f"BK {self.bk}, {self.stages} stages, group {self.group_m}, {self.in_flight} in "
+                f"flight, epilogue {epi}, L2 {self.l2}")
+
+    def layout(self) -> dict:
+        a_tile, b_tile = BM * self.bk, BN * self.bk
+        stage = a_tile + b_tile
+        ring = self.stages * stage
+        c_buf = 64 * 64 * self.c_panels if self.epilogue == "tma" else 0
+        bar0 = (ring + 2 * c_buf) * 2 // 8
+        return {"A_TILE": a_tile, "STAGE": stage, "RING": ring, "C_BUF": c_buf,
+                "FULL": bar0, "EMPTY": bar0 + self.stages, "WRITTEN": bar0 + 2 * self.stages,
+                "FREE": bar0 + 2 * self.stages + 2,
+                "SMEM": (bar0 + 2 * self.stages + 4) * 8}
+
+
+def parse(spec: str) -> Config:
+    """'s4,g8,f1,direct,l128' (any subset, any order): stages, group, in flight, epilogue
+    (direct, tma, tma2: two rounds of 2 panels, none), L2 promotion."""
+    kw: dict = {}
+    for part in filter(None, spec.split(",")):
+        if part in ("direct", "none", "tma"):
+            kw["epilogue"] = part
+        elif part == "tma2":
+            kw["epilogue"], kw["c_panels"] = "tma", 2
+        elif part[0] in "sgflk" and part[1:].isdigit():
+            kw[{"s": "stages", "g": "group_m", "f": "in_flight", "l": "l2",
+                "k": "bk"}[part[0]]] = int(part[1:])
+        else:
+            raise ValueError(f"unknown part {part!r} of variant {spec!r}")
+    config = Config(**kw)
+    if config.bk not in (32, 64):
+        raise ValueError(f"variant {spec!r}: BK is 32 or 64")
+    if config.layout()["SMEM"] > SMEM_LIMIT:
+        raise ValueError(f"{config.label}: {config.layout()['SMEM']} bytes of shared memory "
+                         f"(at most {SMEM_LIMIT})")
+    return config
+
+
+def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs inline
+    lay = config.layout()
+    stages, group_m, in_flight = config.stages, config.group_m, config.in_flight
+    a_tile, stage_n, ring, c_buf = lay["A_TILE"], lay["STAGE"], lay["RING"], lay["C_BUF"]
+    full, empty, written, free = lay["FULL"], lay["EMPTY"], lay["WRITTEN"], lay["FREE"]
+    epilogue, panels = config.epilogue, config.c_panels
+    rounds = tuple(range(4 // panels))
+    panel_range = tuple(range(panels))
+    pairs = (0, 1, 2, 3)  # 16-column pairs of 8-column chunks in a 64-column panel
+    bk = config.bk
+    swizzle = 2 * bk  # a stage's rows are bk elements of 2 bytes: the swizzle's span
+
+    @cuda.jit(device=True, forceinline=True)
+    def tile_origin(tile, M, N):  # noqa: N803
+        tiles_m = (M + BM - 1) // BM
+        tiles_n = (N + BN - 1) // BN
+        width = group_m * tiles_n
+        first_m = (tile // width) * group_m
+        rows = min(tiles_m - first_m, group_m)
+        return (first_m + (tile % width) % rows) * BM, ((tile % width) // rows) * BN
+
+    @cuda.jit(launch_bounds=(THREADS, 1))
+    def gemm(c, da, db, dc, M, N, K):  # noqa: N803
+        smem = cuda.shared.array(0, c.dtype, alignment=1024)
+        bars = cuda.shared.array(0, uint64)
+        tid = cuda.threadIdx.x
+        group = tid // 128
+        tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
+        ktiles = (K + bk - 1) // bk
+        if tid == 0:
+            for s in range(stages):
+                cuda.mbarrier.init(bars, full + s, 1)
+                cuda.mbarrier.init(bars, empty + s, 2)
+            for w in range(2):
+                cuda.mbarrier.init(bars, written + w, 128)
+                cuda.mbarrier.init(bars, free + w, 1)
+        cuda.syncthreads()
+        if group == 0:
+            cuda.setmaxnreg_dec(40)
+            if tid == 0:
+                it = 0
+                for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):
+                    m0, n0 = tile_origin(tile, M, N)
+                    for kt in range(ktiles):
+                        s = it % stages
+                        if it >= stages:
+                            cuda.mbarrier.wait(bars, empty + s, (it // stages - 1) % 2)
+                        cuda.mbarrier.arrive_expect_tx(bars, full + s, stage_n * 2)
+                        base = s * stage_n
+                        cuda.tma.load(smem[base:base + a_tile], da, (m0, kt * bk), bars,
+                                      full + s)
+                        cuda.tma.load(smem[base + a_tile:base + stage_n], db, (n0, kt * bk),
+                                      bars, full + s)
+                        it += 1
+        else:
+            cuda.setmaxnreg_inc(232)
+            acc = cuda.local.array(N_ACC, float32)
+            a_desc = cuda.wgmma.descriptor(smem[(group - 1) * 64 * bk:], swizzle)
+            b_desc = cuda.wgmma.descriptor(smem[a_tile:], swizzle)
+            lead = tid % 128 == 0
+            lane = tid % 32
+            # this lane's stmatrix row in the consumer's 64 rows, and its 8-column chunk's half
+            srow = (tid % 128) // 32 * 16 + lane % 8 + 8 * (lane // 8 % 2)
+            shalf = lane // 16
+            # the TMA epilogue's buffer (without one, any in-bounds view: it is not used; a
+            # view past the shared memory's end ended the consumers, and the block hung)
+            cbase = ring + (group - 1) * c_buf if c_buf else 0
+            cview = smem[cbase:cbase + max(c_buf, 4096)].reshape(max(c_buf, 4096) // 64, 64)
+            rnd = 0
+            it = 0
+            for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):
+                m0, n0 = tile_origin(tile, M, N)
+                for kt in range(ktiles):
+                    s = it % stages
+                    cuda.mbarrier.wait(bars, full + s, (it // stages) % 2)
+                    stage = s * (stage_n * 2 // 16)
+                    cuda.wgmma.fence()
+                    for kk in range(bk // 16):
+                        cuda.wgmma.mma_async(acc, a_desc + stage + 2 * kk,
+                                             b_desc + stage + 2 * kk, (64, BN, 16), c.dtype,
+                                             scale_d=kt + kk > 0)
+                    cuda.wgmma.commit_group()
+                    if in_flight == 1:
+                        cuda.wgmma.wait_group(1)
+                        if kt > 0 and lead:
+                            cuda.mbarrier.arrive(bars, empty + (it - 1) % stages)
+                    else:
+                        cuda.wgmma.wait_group(0)
+                        if lead:
+                            cuda.mbarrier.arrive(bars, empty + s)
+                    it += 1
+                cuda.wgmma.wait_group(0)
+                if in_flight == 1 and lead:
+                    cuda.mbarrier.arrive(bars, empty + (it - 1) % stages)
+                row0 = m0 + (group - 1) * 64
+                if epilogue == "direct":
+                    cuda.wgmma.store(c[row0:, n0:], acc, BN)
+                elif epilogue == "tma":
+                    for r in cuda.literal_unroll(rounds):
+                        if rnd > 0:  # the buffer's last TMA stores have read it
+                            if lead:
+                                cuda.tma.wait_group_read(0)
+                                cuda.mbarrier.arrive(bars, free + group - 1)
+                            cuda.mbarrier.wait(bars, free + group - 1, (rnd - 1) % 2)
+                        for p in cuda.literal_unroll(panel_range):
+                            for jj in cuda.literal_unroll(pairs):
+                                j = (r * panels + p) * 8 + 2 * jj  # first 8-column chunk
+                                chunk = (2 * jj + shalf) ^ (srow % 8)  # 128-byte swizzle
+                                cuda.stmatrix(cview, (p * 64 + srow, chunk * 8),
+                                              (acc[4 * j], acc[4 * j + 1], acc[4 * j + 2],
+                                               acc[4 * j + 3], acc[4 * j + 4], acc[4 * j + 5],
+                                               acc[4 * j + 6], acc[4 * j + 7]))
+                        cuda.fence_proxy_async()
+                        cuda.mbarrier.arrive(bars, written + group - 1)
+                        if lead:
+                            cuda.mbarrier.wait(bars, written + group - 1, rnd % 2)
+                            for p in range(panels):
+                                cuda.tma.store(dc, (row0, n0 + (r * panels + p) * 64),
+                                               cview[p * 64:p * 64 + 64, :])
+                            cuda.tma.commit_group()
+                        rnd += 1
+            if epilogue == "tma" and lead:
+                cuda.tma.wait_group(0)
+
+    gemm.config = config
+    return gemm
+
+
+def descriptors(a, b, c, config: Config) -> tuple:
+    """TMA descriptors of A (M, K), B (N, K) and C (M, N) for a make_gemm kernel."""
+    bk = config.bk
+    return (cuda.tma.descriptor(a, (BM, bk), 2 * bk, l2_promotion=config.l2),
+            cuda.tma.descriptor(b, (BN, bk), 2 * bk, l2_promotion=config.l2),
+            cuda.tma.descriptor(c, (64, 64), 128))
+
+
+def launch(kernel, c, a, b, descs, blocks: int | None = None) -> None:
+    M, K = a.shape  # noqa: N806
+    N = b.shape[0]  # noqa: N806
+    tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
+    if blocks is None:
+        blocks = tiles if isinstance(a, np.ndarray) else \
+            min(tiles, cuda.get_current_device().MULTIPROCESSOR_COUNT)
+    kernel[blocks, THREADS, 0, kernel.config.layout()["SMEM"]](c, *descs, M, N, K)
