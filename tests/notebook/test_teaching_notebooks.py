@@ -1,7 +1,8 @@
 """Every teaching notebook in notebooks/ runs headless on the CPU target, start to finish.
 
 Cells tagged `raises-exception` may fail (they show errors on purpose); any other error fails
-the test with the cell's traceback. Each notebook is executed once per test session; the
+the test with the cell's traceback. Each notebook is executed once per test session, by
+whichever pytest-xdist worker asks first (the other reads its executed copy); the
 per-notebook tests then check that what its text promises is what its cells showed. With
 GPUNB_NOTEBOOK_ARTIFACTS=DIR the executed copies are written there (CI renders them to HTML).
 """
@@ -29,23 +30,50 @@ EXAMPLES = ("dask_cluster",)  # run by test_dask_notebook.py (it starts a local 
 _executed: dict = {}
 
 
-def execute(path, cpu_env):
-    """Run a notebook once per session (each takes a kernel start and a few compiles)."""
+@pytest.fixture(scope="session")
+def executed_copies(tmp_path_factory) -> Path:
+    """A folder that every pytest-xdist worker of this session shares: a notebook executed by
+    one worker is read by the others (they wait on its lock while it runs), not run again."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's own
+    folder = root / "executed-teaching-notebooks"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def run_notebook(cpu_env, executed_copies):
+    """run_notebook(path) -> the notebook, executed once in the session (CPU target)."""
+    return lambda path: execute(path, cpu_env, executed_copies)
+
+
+def execute(path: Path, cpu_env: Path, copies: Path):
+    """Run a notebook once per session (each takes a kernel start and a few compiles), by the
+    first worker that asks; every test then reads the executed copy that worker wrote."""
     if path.name in _executed:
         return _executed[path.name]
     import nbformat
+    from filelock import FileLock
     from nbclient import NotebookClient
 
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=True,
-                            resources={"metadata": {"path": str(cpu_env)}})
-    client.execute()
-    _executed[path.name] = nb
-    keep = os.environ.get("GPUNB_NOTEBOOK_ARTIFACTS")
-    if keep:  # CI renders the executed copies to HTML (.ci/run)
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        nbformat.write(nb, Path(keep) / path.name)
-    return nb
+    done = copies / path.name
+    with FileLock(f"{done}.lock"):
+        if not done.exists():
+            nb = nbformat.read(path, as_version=4)
+            client = NotebookClient(nb, timeout=300, kernel_name="python3",
+                                    store_widget_state=True,
+                                    resources={"metadata": {"path": str(cpu_env)}})
+            client.execute()
+            partial = done.with_suffix(".partial")
+            nbformat.write(nb, partial)
+            partial.replace(done)
+            keep = os.environ.get("GPUNB_NOTEBOOK_ARTIFACTS")
+            if keep:  # CI renders the executed copies to HTML (.ci/run)
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, Path(keep) / path.name)
+    _executed[path.name] = nbformat.read(done, as_version=4)
+    return _executed[path.name]
 
 
 def test_every_teaching_notebook_is_there():
@@ -62,8 +90,8 @@ def test_notebook_is_stored_without_outputs(path):
 
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.stem in TEACHING],
                          ids=[p.name for p in NOTEBOOKS if p.stem in TEACHING])
-def test_notebook_runs(path, cpu_env):
-    nb = execute(path, cpu_env)
+def test_notebook_runs(path, run_notebook):
+    nb = run_notebook(path)
     expected = [c for c in nb.cells if "raises-exception" in c.get("metadata", {}).get("tags", [])]
     for cell in expected:
         errors = [o for o in cell.get("outputs", []) if o["output_type"] == "error"]
@@ -89,8 +117,8 @@ def _notebook(name):
     return REPO / "notebooks" / f"{name}.ipynb"
 
 
-def test_02_divergent_barrier_and_bounds_errors_name_the_lines(cpu_env):
-    nb = execute(_notebook("02_shared_memory_and_barriers"), cpu_env)
+def test_02_divergent_barrier_and_bounds_errors_name_the_lines(run_notebook):
+    nb = run_notebook(_notebook("02_shared_memory_and_barriers"))
     text = _error_text(nb, "def divergent")
     assert "threads of one block wait at different barriers" in text
     assert re.search(r"line 6 and cuda.syncthreads at line 9", text)
@@ -109,8 +137,8 @@ def test_02_divergent_barrier_and_bounds_errors_name_the_lines(cpu_env):
     assert "shared memory bank conflicts: 0" in outputs
 
 
-def test_03_provenance_says_which_cell_changed_and_a_reformat_is_a_hit(cpu_env):
-    nb = execute(_notebook("03_cache_and_provenance"), cpu_env)
+def test_03_provenance_says_which_cell_changed_and_a_reformat_is_a_hit(run_notebook):
+    nb = run_notebook(_notebook("03_cache_and_provenance"))
     outputs = "\n".join(_code_outputs(nb))
     assert "miss (new)" in outputs
     assert "miss (changed: relu)" in outputs
@@ -123,16 +151,16 @@ def test_03_provenance_says_which_cell_changed_and_a_reformat_is_a_hit(cpu_env):
     assert "another process: hit (disk)" in outputs
 
 
-def test_04_warp_and_grid_results_are_shown(cpu_env):
-    nb = execute(_notebook("04_warps_and_cooperative_groups"), cpu_env)
+def test_04_warp_and_grid_results_are_shown(run_notebook):
+    nb = run_notebook(_notebook("04_warps_and_cooperative_groups"))
     outputs = "\n".join(_code_outputs(nb))
     assert "warp sums: [ 496. 1520. 2544. 3568.]" in outputs
     assert "shfl.sync.bfly" in outputs and "shfl.sync.idx" in outputs
     assert "sum of the result = 1.000000" in outputs
 
 
-def test_05_fuse_shows_generated_source_and_two_launches_for_a_reduction(cpu_env):
-    nb = execute(_notebook("05_fuse"), cpu_env)
+def test_05_fuse_shows_generated_source_and_two_launches_for_a_reduction(run_notebook):
+    nb = run_notebook(_notebook("05_fuse"))
     outputs = "\n".join(_code_outputs(nb))
     assert "def leaky_relu(out, a0" in outputs
     assert "global loads: 1   global stores: 1" in outputs
@@ -140,8 +168,8 @@ def test_05_fuse_shows_generated_source_and_two_launches_for_a_reduction(cpu_env
     assert "np.sort is not supported" in _error_text(nb, "np.sort")
 
 
-def test_08_reductions_and_scans_match_numpy(cpu_env):
-    nb = execute(_notebook("08_reductions_and_scans"), cpu_env)
+def test_08_reductions_and_scans_match_numpy(run_notebook):
+    nb = run_notebook(_notebook("08_reductions_and_scans"))
     outputs = "\n".join(_code_outputs(nb))
     assert "target: cpu   N = 65536" in outputs
     assert "sum_shared matches numpy (256 blocks)" in outputs
@@ -152,8 +180,8 @@ def test_08_reductions_and_scans_match_numpy(cpu_env):
     assert "ragged lengths 1, 31, 257, 1000 match too" in outputs
 
 
-def test_09_each_matmul_step_matches_numpy_and_the_last_keeps_acc_in_registers(cpu_env):
-    nb = execute(_notebook("09_tiled_matmul"), cpu_env)
+def test_09_each_matmul_step_matches_numpy_and_the_last_keeps_acc_in_registers(run_notebook):
+    nb = run_notebook(_notebook("09_tiled_matmul"))
     outputs = "\n".join(_code_outputs(nb))
     for step in ("naive", "shared tiles", "register tiles"):
         assert f"{step}: matches numpy" in outputs
@@ -168,8 +196,8 @@ def test_09_each_matmul_step_matches_numpy_and_the_last_keeps_acc_in_registers(c
         assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
 
 
-def test_06_access_maps_show_strided_reads_and_bank_conflicts(cpu_env):
-    nb = execute(_notebook("06_memory_coalescing"), cpu_env)
+def test_06_access_maps_show_strided_reads_and_bank_conflicts(run_notebook):
+    nb = run_notebook(_notebook("06_memory_coalescing"))
     outputs = "\n".join(_code_outputs(nb))
     assert "stride  1:  4.0 sectors per warp read, 100% of the bytes moved are used" in outputs
     assert "stride  8: 32.0 sectors per warp read,  12% of the bytes moved are used" in outputs
@@ -182,8 +210,8 @@ def test_06_access_maps_show_strided_reads_and_bank_conflicts(cpu_env):
     assert "all three transposes are correct" in outputs
 
 
-def test_07_race_detector_finds_the_non_atomic_histogram(cpu_env):
-    nb = execute(_notebook("07_atomics_and_histograms"), cpu_env)
+def test_07_race_detector_finds_the_non_atomic_histogram(run_notebook):
+    nb = run_notebook(_notebook("07_atomics_and_histograms"))
     text = _error_text(nb, "def histogram_racy")
     assert "RaceError" in text and "data race on counts[" in text
     assert "counts[values[i]] += 1" in text and "^" in text and "cuda.atomic" in text
@@ -194,10 +222,10 @@ def test_07_race_detector_finds_the_non_atomic_histogram(cpu_env):
     assert "max_abs: 1000  numpy: 1000" in outputs and "max_abs_cas: 1000  numpy: 1000" in outputs
 
 
-def test_puzzles_notebook_walks_through_every_puzzle_with_its_starter(cpu_env):
+def test_puzzles_notebook_walks_through_every_puzzle_with_its_starter(run_notebook):
     from gpunb import puzzles
 
-    nb = execute(_notebook("puzzles"), cpu_env)
+    nb = run_notebook(_notebook("puzzles"))
     outputs = "\n".join(_code_outputs(nb))
     markdown = "\n".join(o.get("data", {}).get("text/markdown", "") for c in nb.cells
                          if c.cell_type == "code" for o in c.outputs)
@@ -213,8 +241,8 @@ def test_puzzles_notebook_walks_through_every_puzzle_with_its_starter(cpu_env):
     assert outputs.count("never written") >= len(names) - 4  # outputs that start at 0 or -1
 
 
-def test_10_profile_roofline_bounds_check_race_and_sanitizer_message(cpu_env):
-    nb = execute(_notebook("10_profiling_and_debugging"), cpu_env)
+def test_10_profile_roofline_bounds_check_race_and_sanitizer_message(run_notebook):
+    nb = run_notebook(_notebook("10_profiling_and_debugging"))
     outputs = "\n".join(_code_outputs(nb))
     assert "gpunb profile: 10 launches; host timings (CPU target)" in outputs
     assert re.search(r"^saxpy +5 +0 ", outputs, re.M) and re.search(r"^poly +5 +0 ", outputs, re.M)
@@ -246,8 +274,8 @@ def test_10_profile_roofline_bounds_check_race_and_sanitizer_message(cpu_env):
     assert "compute-sanitizer racecheck: compute-sanitizer checks GPU launches" in outputs
 
 
-def test_11_tensor_cores_each_step_matches_numpy_and_shows_the_layouts(cpu_env):
-    nb = execute(_notebook("11_tensor_cores"), cpu_env)
+def test_11_tensor_cores_each_step_matches_numpy_and_shows_the_layouts(run_notebook):
+    nb = run_notebook(_notebook("11_tensor_cores"))
     outputs = "\n".join(_code_outputs(nb))
     assert "one tile matches numpy: True" in outputs
     assert "mma.sync matches numpy: True" in outputs
@@ -262,8 +290,8 @@ def test_11_tensor_cores_each_step_matches_numpy_and_shows_the_layouts(cpu_env):
         assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
 
 
-def test_11_tma_wgmma_step_runs_checks_and_inspects_for_sm_90a(cpu_env):
-    nb = execute(_notebook("11_tensor_cores"), cpu_env)
+def test_11_tma_wgmma_step_runs_checks_and_inspects_for_sm_90a(run_notebook):
+    nb = run_notebook(_notebook("11_tensor_cores"))
     outputs = "\n".join(_code_outputs(nb))
     for step in ("TMA + wgmma, one consumer", "TMA + wgmma, hopper_gemm"):
         assert f"{step}: matches numpy" in outputs, step
@@ -281,8 +309,8 @@ def test_11_tma_wgmma_step_runs_checks_and_inspects_for_sm_90a(cpu_env):
     assert "| 604 | 642 | 719 / 789 | 84 % / 81 % |" in markdown
 
 
-def test_12_the_pipeline_over_streams_matches_the_serial_run(cpu_env):
-    nb = execute(_notebook("12_transfers_and_streams"), cpu_env)
+def test_12_the_pipeline_over_streams_matches_the_serial_run(run_notebook):
+    nb = run_notebook(_notebook("12_transfers_and_streams"))
     outputs = "\n".join(_code_outputs(nb))
     assert "host to device, pinned" in outputs and "device to host, pageable" in outputs
     assert re.search(r"serial: copy in, kernel, copy out +[\d.]+ ms .*the result matches numpy",
@@ -290,8 +318,8 @@ def test_12_the_pipeline_over_streams_matches_the_serial_run(cpu_env):
     assert re.search(r"pipelined over 4 streams +[\d.]+ ms .*the result matches numpy", outputs)
 
 
-def test_13_divergence_shows_the_lanes_of_each_side_and_a_select(cpu_env):
-    nb = execute(_notebook("13_divergence"), cpu_env)
+def test_13_divergence_shows_the_lanes_of_each_side_and_a_select(run_notebook):
+    nb = run_notebook(_notebook("13_divergence"))
     outputs = "\n".join(_code_outputs(nb))
     assert "lane 0 ran with 0x55555555   lane 1 ran with 0xaaaaaaaa" in outputs
     assert re.search(r"^by_lane +[\d.]+ ms", outputs, re.M)
@@ -300,23 +328,23 @@ def test_13_divergence_shows_the_lanes_of_each_side_and_a_select(cpu_env):
     assert int(selects.group(1)) >= 1 and int(selects.group(2)) == 1
 
 
-def test_14_both_softmax_kernels_match_numpy_and_overflow_is_shown(cpu_env):
-    nb = execute(_notebook("14_softmax"), cpu_env)
+def test_14_both_softmax_kernels_match_numpy_and_overflow_is_shown(run_notebook):
+    nb = run_notebook(_notebook("14_softmax"))
     outputs = "\n".join(_code_outputs(nb))
     assert "exp(x) / sum(exp(x))          : [ 0.  0. nan]" in outputs
     assert "softmax_3pass   matches numpy; reads the row 3 times" in outputs
     assert "softmax_online  matches numpy; reads the row 2 times" in outputs
 
 
-def test_15_fused_attention_matches_numpy_without_the_scores_matrix(cpu_env):
-    nb = execute(_notebook("15_attention"), cpu_env)
+def test_15_fused_attention_matches_numpy_without_the_scores_matrix(run_notebook):
+    nb = run_notebook(_notebook("15_attention"))
     outputs = "\n".join(_code_outputs(nb))
     assert "three kernels: match numpy" in outputs
     assert "fused: matches numpy; " in outputs and "no seq x seq matrix in memory" in outputs
 
 
-def test_16_the_tiled_convolution_reads_each_pixel_about_once(cpu_env):
-    nb = execute(_notebook("16_convolution"), cpu_env)
+def test_16_the_tiled_convolution_reads_each_pixel_about_once(run_notebook):
+    nb = run_notebook(_notebook("16_convolution"))
     outputs = "\n".join(_code_outputs(nb))
     direct = re.search(r"conv_direct +global reads per output pixel: +([\d.]+)", outputs)
     tiled = re.search(r"conv_tiled +global reads per output pixel: +([\d.]+)", outputs)
@@ -328,10 +356,10 @@ LESSONS = [p.stem for p in NOTEBOOKS if p.stem[:2].isdigit()]
 
 
 @pytest.mark.parametrize("name", LESSONS)
-def test_each_notebook_ends_with_its_graded_exercises_failing_as_shipped(name, cpu_env):
+def test_each_notebook_ends_with_its_graded_exercises_failing_as_shipped(name, run_notebook):
     from gpunb import puzzles
 
-    nb = execute(_notebook(name), cpu_env)
+    nb = run_notebook(_notebook(name))
     lesson = name[:2]
     names = list(puzzles.exercises(lesson)) or list(puzzles.list(lesson))
     assert 2 <= len(names) <= 3
@@ -348,10 +376,10 @@ FIGURES = ("06", "07", "08", "09", "12", "13", "14", "15", "16")
 
 
 @pytest.mark.parametrize("name", [n for n in LESSONS if n[:2] in FIGURES])
-def test_performance_notebooks_show_the_h100_table_or_say_there_is_none(name, cpu_env):
+def test_performance_notebooks_show_the_h100_table_or_say_there_is_none(name, run_notebook):
     from gpunb.notebook import figures
 
-    nb = execute(_notebook(name), cpu_env)
+    nb = run_notebook(_notebook(name))
     markdown = "\n".join(o.get("data", {}).get("text/markdown", "") for c in nb.cells
                          if c.cell_type == "code" for o in c.outputs)
     table = figures.table(name[:2], figures.REPO_FILE)
