@@ -8,6 +8,9 @@ import tempfile
 
 import pytest
 
+# the simulated CUDA driver's fixtures (fake_cuda, simulated_gpu), for every test directory
+pytest_plugins = ("simulated_cuda",)
+
 os.environ.setdefault("GPUNB_NOTICES", "0")
 # kernels compiled by the tests never land in the user's own cache directory
 if "GPUNB_CACHE_DIR" not in os.environ:

@@ -22,13 +22,6 @@ from gpunb.cuda.cudadrv.error import CudaDriverError
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="fork: Linux")
 
 
-@pytest.fixture
-def simulated_gpu(fake_cuda):
-    gpunb.set_target("cuda")
-    yield fake_cuda
-    gpunb.set_target(None)
-
-
 def _to_device_in_child():
     return cuda.to_device(np.arange(3)).copy_to_host()
 

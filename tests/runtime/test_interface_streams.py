@@ -12,13 +12,6 @@ import gpunb
 from gpunb import cuda
 
 
-@pytest.fixture
-def simulated_gpu(fake_cuda):
-    gpunb.set_target("cuda")
-    yield fake_cuda
-    gpunb.set_target(None)
-
-
 class _Foreign:
     """Another library's array: only its interface (it keeps the memory it describes alive, as
     an exporter must: the H200 run of this test freed it, and a copy into it failed)."""

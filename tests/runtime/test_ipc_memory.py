@@ -18,13 +18,6 @@ import gpunb
 from gpunb import cuda
 
 
-@pytest.fixture
-def simulated_gpu(fake_cuda):
-    gpunb.set_target("cuda")
-    yield fake_cuda
-    gpunb.set_target(None)
-
-
 @pytest.mark.parametrize("index", [None, slice(3, None), slice(3, 8), slice(None, 8),
                                    slice(8, 2, -2)])
 def test_a_views_memory_handle_exports_the_view(simulated_gpu, index):
