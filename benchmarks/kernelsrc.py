@@ -14,9 +14,10 @@ from pathlib import Path
 from types import ModuleType
 
 IMPORTS = {
-    # numba-cuda's docs: `from numba import cuda` and `from numba.cuda import float32`
+    # `from numba import float32` is the same type as numba-cuda's `numba.cuda.float32`, and also
+    # imports with numba's own numba.cuda (its simulator, the CPU smoke run), which lacks that name
     "gpunb": "from gpunb import cuda\nfrom gpunb.cuda import float32",
-    "numba": "from numba import cuda\nfrom numba.cuda import float32",
+    "numba": "from numba import cuda\nfrom numba import float32",
 }
 
 SOURCE = '''\
