@@ -396,10 +396,11 @@ class DebugSession:
         self.frame_level = None
         self._view = None
 
-    def pause(self) -> None:
-        """Stop the next thread that reaches a line (Ctrl-C while the launch runs)."""
+    def pause(self, interrupt: bool = False) -> None:
+        """Stop the next thread that reaches a line; `interrupt`: asked by a Ctrl-C, which the
+        stop then names (as when the CPU target's own SIGINT handler reaches the thread first)."""
         c = self.control_block.control
-        c.pause = 1
+        c.pause = dbg.PAUSE_INTERRUPT if interrupt else dbg.PAUSE_ASKED
         self.control_block.refresh()
 
     def abort(self, why: str = "quit", timeout: float = ABANDON_SECONDS) -> bool:

@@ -285,7 +285,7 @@ def _waiting(session: DebugSession, action, out):
             if interrupts == 1:
                 print(f"pausing '{session.kernel}' at the next line a thread reaches "
                       "(Ctrl-C again to abandon the launch)", file=out)
-                session.pause()
+                session.pause(interrupt=True)
             else:
                 session.abort("interrupted")
                 event = Finished(session.state, session.error)

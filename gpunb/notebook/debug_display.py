@@ -87,5 +87,5 @@ def _until_first_event(session: DebugSession):
             if interrupts > 1:
                 session.abort("interrupted")
                 return Finished(session.state, session.error)
-            session.pause()
+            session.pause(interrupt=True)
     return event

@@ -268,6 +268,21 @@ def test_pause_stops_a_running_launch_where_it_is():
     assert flags[1] > 0
 
 
+def test_a_pause_asked_by_ctrl_c_is_named_an_interrupt():
+    # the terminal's and the notebook's Ctrl-C ask for the pause; the stop names the interrupt,
+    # as when the CPU target's own SIGINT handler reaches the running thread first
+    flags = np.zeros(2, np.int64)
+    from debug_kernels import spin_until_told
+
+    s = gpunb.debug(spin_until_told[1, 1], flags, timeout=0.2)
+    s.pause(interrupt=True)
+    event = s.wait(10)
+    assert isinstance(event, Stop) and event.reason == "interrupt"
+    flags[0] = 1
+    s.run_to_end()
+    s.result()
+
+
 def test_bad_requests_are_clear_errors():
     out = np.zeros(8, np.int64)
     with pytest.raises(DebuggerError, match=r"line 1 of .* has no statement.*") as info:
