@@ -215,7 +215,7 @@ def _launch(plan: OpPlan, inputs: tuple, outs: list) -> None:
                           hint="put every tensor on one device")
     (device,) = devices
     grid, block = _configuration(plan, values)
-    kernel = plan.kernels.get(device.type) or _kernel_for(plan, device.type)
+    kernel = _kernel_for(plan, device.type)
     args = [kernel_argument(a) for a in values]
     if device.type != "cuda":
         kernel[grid, block](*args)
@@ -244,6 +244,9 @@ def _configuration(plan: OpPlan, values: tuple) -> tuple:
 
 def _kernel_for(plan: OpPlan, device_type: str):
     """The kernel compiled for the tensors' device: the CPU target for CPU tensors."""
+    found = plan.kernels.get(device_type)  # every call after the first (device types name targets)
+    if found is not None:
+        return found
     target = {"cpu": "cpu", "cuda": "cuda"}.get(device_type)
     if target is None:
         raise LaunchError(f"{plan.name}: tensors on {device_type} cannot run a gpunb kernel",
