@@ -13,6 +13,9 @@ tutorial matmul, so that one device run times them side by side.
 - `c_panels`: 64 x 64 panels of the TMA epilogue's buffer per consumer (4: the whole 64 x 256;
   2: two rounds through half of it, which lets 4 stages fit beside it).
 - `l2`: the descriptors' L2 promotion in bytes.
+- `probe` (diagnostics, their C is wrong): "nofeed" loads the ring once and then multiplies
+  what it holds (the main loop without the TMA feed: what the feed costs), "nomma" streams
+  every slice through the ring without multiplying (what the feed alone takes).
 - `bk`: the K slice of one stage (64, 128-byte swizzle; or 32, 64-byte swizzle, where twice the
   stages of half the size release the ring in finer steps: the producer runs further ahead).
 
@@ -42,12 +45,14 @@ class Config:
     c_panels: int = 4
     l2: int = 128
     bk: int = 64
+    probe: str = ""
 
     @property
     def label(self) -> str:
         epi = self.epilogue + (f"/{self.c_panels}p" if self.epilogue == "tma" else "")
+        probe = f", probe {self.probe} (C is wrong)" if self.probe else ""
         return (f"BK {self.bk}, {self.stages} stages, group {self.group_m}, {self.in_flight} in "
-                f"flight, epilogue {epi}, L2 {self.l2}")
+                f"flight, epilogue {epi}, L2 {self.l2}{probe}")
 
     def layout(self) -> dict:
         a_tile, b_tile = BM * self.bk, BN * self.bk
@@ -68,6 +73,8 @@ def parse(spec: str) -> Config:
     for part in filter(None, spec.split(",")):
         if part in ("direct", "none", "tma"):
             kw["epilogue"] = part
+        elif part in ("nofeed", "nomma"):
+            kw["probe"] = part
         elif part == "tma2":
             kw["epilogue"], kw["c_panels"] = "tma", 2
         elif part[0] in "sgflk" and part[1:].isdigit():
@@ -94,6 +101,7 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
     panel_range = tuple(range(panels))
     pairs = (0, 1, 2, 3)  # 16-column pairs of 8-column chunks in a 64-column panel
     bk = config.bk
+    feed_all, multiply = config.probe != "nofeed", config.probe != "nomma"
     swizzle = 2 * bk  # a stage's rows are bk elements of 2 bytes: the swizzle's span
 
     @cuda.jit(device=True, forceinline=True)
@@ -129,14 +137,15 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
                     m0, n0 = tile_origin(tile, M, N)
                     for kt in range(ktiles):
                         s = it % stages
-                        if it >= stages:
-                            cuda.mbarrier.wait(bars, empty + s, (it // stages - 1) % 2)
-                        cuda.mbarrier.arrive_expect_tx(bars, full + s, stage_n * 2)
-                        base = s * stage_n
-                        cuda.tma.load(smem[base:base + a_tile], da, (m0, kt * bk), bars,
-                                      full + s)
-                        cuda.tma.load(smem[base + a_tile:base + stage_n], db, (n0, kt * bk),
-                                      bars, full + s)
+                        if feed_all or it < stages:
+                            if it >= stages:
+                                cuda.mbarrier.wait(bars, empty + s, (it // stages - 1) % 2)
+                            cuda.mbarrier.arrive_expect_tx(bars, full + s, stage_n * 2)
+                            base = s * stage_n
+                            cuda.tma.load(smem[base:base + a_tile], da, (m0, kt * bk), bars,
+                                          full + s)
+                            cuda.tma.load(smem[base + a_tile:base + stage_n], db,
+                                          (n0, kt * bk), bars, full + s)
                         it += 1
         else:
             cuda.setmaxnreg_inc(232)
@@ -158,13 +167,15 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
                 m0, n0 = tile_origin(tile, M, N)
                 for kt in range(ktiles):
                     s = it % stages
-                    cuda.mbarrier.wait(bars, full + s, (it // stages) % 2)
+                    if feed_all or it < stages:
+                        cuda.mbarrier.wait(bars, full + s, (it // stages) % 2)
                     stage = s * (stage_n * 2 // 16)
                     cuda.wgmma.fence()
-                    for kk in range(bk // 16):
-                        cuda.wgmma.mma_async(acc, a_desc + stage + 2 * kk,
-                                             b_desc + stage + 2 * kk, (64, BN, 16), c.dtype,
-                                             scale_d=kt + kk > 0)
+                    if multiply:
+                        for kk in range(bk // 16):
+                            cuda.wgmma.mma_async(acc, a_desc + stage + 2 * kk,
+                                                 b_desc + stage + 2 * kk, (64, BN, 16),
+                                                 c.dtype, scale_d=kt + kk > 0)
                     cuda.wgmma.commit_group()
                     if in_flight == 1:
                         cuda.wgmma.wait_group(1)
