@@ -18,6 +18,7 @@ prints the table and writes JSON with --json PATH.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -106,7 +107,7 @@ def _triton_matmul(choices: tuple = TUTORIAL_CONFIGS):
 
 def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = (),
          triton_configs: tuple = TUTORIAL_CONFIGS, rounds: int = 1,
-         warm_s: float = 0.0) -> dict:
+         warm_s: float = 0.0, ptxas_variants: bool = False) -> dict:
     """The GEMM row: every kernel's product checked against cuBLAS's, then `rounds` rounds
     that each time every kernel once (`repeats` x `iters` launches, CUDA events), in an order
     that rotates from round to round, after `warm_s` seconds of cuBLAS launches to bring the
@@ -132,9 +133,15 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = ()
     descs = hopper_gemm.descriptors(a, bt, c)
     kernels["gpunb"] = lambda: hopper_gemm.launch(c, a, bt, descs)
     products = {"gpunb": c}
-    for spec in variants:  # hopper_gemm_variants' kernels, timed the same way
-        kernels[spec], products[spec], label = _variant(spec, a, bt, c_ref)
-        out.setdefault("variants", []).append({"variant": spec, "label": label})
+    kernels["gpunb"]()  # the example is built by the driver's JIT whatever the variants' linker
+    from benchmarks.hopper_sass import link_with_toolkit_ptxas
+
+    with link_with_toolkit_ptxas() if ptxas_variants else contextlib.nullcontext() as ptxas:
+        for spec in variants:  # hopper_gemm_variants' kernels, timed the same way
+            kernels[spec], products[spec], label = _variant(spec, a, bt, c_ref)
+            kernels[spec]()  # compiled here: by the toolkit's ptxas under --ptxas-variants
+            out.setdefault("variants", []).append({"variant": spec, "label": label})
+    out["variants_linked_by"] = ptxas or "the driver's JIT"
     try:
         matmul = _triton_matmul(triton_configs)
         c_t = torch.empty(n, n, device="cuda", dtype=dtype)
@@ -284,6 +291,9 @@ def main(argv=None) -> int:
     parser.add_argument("--warm", type=float, default=None, metavar="SECONDS",
                         help="GEMM: seconds of cuBLAS launches before timing (default 2, 0 "
                              "--quick)")
+    parser.add_argument("--ptxas-variants", action="store_true",
+                        help="diagnostic: link the --variant kernels with the toolkit's ptxas "
+                             "instead of the driver's JIT (the example stays on the JIT)")
     parser.add_argument("--variant", action="append", default=[],
                         help="also time a hopper_gemm_variants kernel, e.g. s3,tma or "
                              "tma2,l256 (repeatable; see that module's parse)")
@@ -307,7 +317,7 @@ def main(argv=None) -> int:
     if args.only in (None, "gemm"):
         for dtype in ("float16", "bfloat16"):
             results.append(gemm(n, dtype, iters, repeats, tuple(args.variant), triton_configs,
-                                rounds, warm_s))
+                                rounds, warm_s, args.ptxas_variants))
             print(json.dumps(results[-1]), flush=True)
     if args.only in (None, "attention"):
         results.append(attention(4, 16, seq, iters, repeats))
