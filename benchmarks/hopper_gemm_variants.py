@@ -16,6 +16,9 @@ tutorial matmul, so that one device run times them side by side.
 - `probe` (diagnostics, their C is wrong): "nofeed" loads the ring once and then multiplies
   what it holds (the main loop without the TMA feed: what the feed costs), "nomma" streams
   every slice through the ring without multiplying (what the feed alone takes).
+- `u32`: the tile order's divisions in 32 bits (64-bit ones call a subroutine in the consumers'
+  code); `nosmr`: no setmaxnreg (every warp keeps the 168 registers of launch_bounds). Each
+  may change how ptxas schedules the wgmma chain.
 - `bk`: the K slice of one stage (64, 128-byte swizzle; or 32, 64-byte swizzle, where twice the
   stages of half the size release the ring in finer steps: the producer runs further ahead).
 
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpunb import cuda, float32, uint64
+from gpunb import cuda, float32, uint32, uint64
 
 BM, BN = 128, 256
 THREADS = 384
@@ -46,13 +49,16 @@ class Config:
     l2: int = 128
     bk: int = 64
     probe: str = ""
+    u32: bool = False
+    nosmr: bool = False
 
     @property
     def label(self) -> str:
         epi = self.epilogue + (f"/{self.c_panels}p" if self.epilogue == "tma" else "")
         probe = f", probe {self.probe} (C is wrong)" if self.probe else ""
+        flags = "".join(f", {f}" for f in ("u32", "nosmr") if getattr(self, f))
         return (f"BK {self.bk}, {self.stages} stages, group {self.group_m}, {self.in_flight} in "
-                f"flight, epilogue {epi}, L2 {self.l2}{probe}")
+                f"flight, epilogue {epi}, L2 {self.l2}{flags}{probe}")
 
     def layout(self) -> dict:
         a_tile, b_tile = BM * self.bk, BN * self.bk
@@ -75,6 +81,8 @@ def parse(spec: str) -> Config:
             kw["epilogue"] = part
         elif part in ("nofeed", "nomma"):
             kw["probe"] = part
+        elif part in ("u32", "nosmr"):
+            kw[part] = True
         elif part == "tma2":
             kw["epilogue"], kw["c_panels"] = "tma", 2
         elif part[0] in "sgflk" and part[1:].isdigit():
@@ -104,14 +112,29 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
     feed_all, multiply = config.probe != "nofeed", config.probe != "nomma"
     swizzle = 2 * bk  # a stage's rows are bk elements of 2 bytes: the swizzle's span
 
+    u32, nosmr = config.u32, config.nosmr
+
     @cuda.jit(device=True, forceinline=True)
-    def tile_origin(tile, M, N):  # noqa: N803
+    def tile_origin64(tile, M, N):  # noqa: N803
         tiles_m = (M + BM - 1) // BM
         tiles_n = (N + BN - 1) // BN
         width = group_m * tiles_n
         first_m = (tile // width) * group_m
         rows = min(tiles_m - first_m, group_m)
         return (first_m + (tile % width) % rows) * BM, ((tile % width) // rows) * BN
+
+    @cuda.jit(device=True, forceinline=True)
+    def tile_origin32(tile, M, N):  # noqa: N803
+        # every quotient's operands are zero-extended 32-bit values: LLVM divides in 32 bits
+        t = uint32(tile)
+        tiles_m = uint32((M + BM - 1) // BM)
+        width = uint32(group_m * uint32((N + BN - 1) // BN))
+        first_m = uint32(uint32(t // width) * group_m)
+        rows = uint32(min(tiles_m - first_m, group_m))
+        within = uint32(t % width)
+        return (first_m + within % rows) * BM, (within // rows) * BN
+
+    tile_origin = tile_origin32 if u32 else tile_origin64
 
     @cuda.jit(launch_bounds=(THREADS, 1))
     def gemm(c, da, db, dc, M, N, K):  # noqa: N803
@@ -130,7 +153,8 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
                 cuda.mbarrier.init(bars, free + w, 1)
         cuda.syncthreads()
         if group == 0:
-            cuda.setmaxnreg_dec(40)
+            if not nosmr:
+                cuda.setmaxnreg_dec(40)
             if tid == 0:
                 it = 0
                 for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):
@@ -148,7 +172,8 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
                                           (n0, kt * bk), bars, full + s)
                         it += 1
         else:
-            cuda.setmaxnreg_inc(232)
+            if not nosmr:
+                cuda.setmaxnreg_inc(232)
             acc = cuda.local.array(N_ACC, float32)
             a_desc = cuda.wgmma.descriptor(smem[(group - 1) * 64 * bk:], swizzle)
             b_desc = cuda.wgmma.descriptor(smem[a_tile:], swizzle)

@@ -47,7 +47,7 @@ def _summary(sass: str, log: str) -> str:
     hgmma = len(re.findall(r"\bHGMMA\.", sass))
     drained = len(re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0", sass))
     notes = sorted({line.strip() for line in log.splitlines()
-                    if "serialized" in line or "Performance" in line})
+                    if "serialized" in line or "Performance" in line or "nvJitLink" in line})
     return f"HGMMA {hgmma}, waits for 0 in flight {drained}; " + ("; ".join(notes) or "no notes")
 
 
@@ -61,6 +61,26 @@ def _disassemble(cubin: bytes, tool: str | None) -> str:
         return subprocess.run(args, capture_output=True, text=True, timeout=120).stdout
     finally:
         os.unlink(f.name)
+
+
+def _nvjitlink(ptx: str) -> tuple:
+    """(cubin, log) of nvJitLink (its own ptxas, the version of its wheel) for the same PTX."""
+    from cuda.bindings import nvjitlink
+
+    arch = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M).group(1)
+    handle = nvjitlink.create(2, [f"-arch={arch}", "-verbose"])
+    try:
+        data = ptx.encode()
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "k.ptx")
+        nvjitlink.complete(handle)
+        cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
+        nvjitlink.get_linked_cubin(handle, cubin)
+        log = bytearray(nvjitlink.get_info_log_size(handle))
+        nvjitlink.get_info_log(handle, log)
+        version = ".".join(map(str, nvjitlink.version()))
+        return bytes(cubin), f"nvJitLink {version}\n" + bytes(log).decode(errors="replace")
+    finally:
+        nvjitlink.destroy(handle)
 
 
 def _toolkit(ptx: str, ptxas: str) -> tuple:
@@ -83,14 +103,14 @@ def link_with_toolkit_ptxas():
     """For bench_hopper --ptxas-variants (a diagnostic, this process only): kernels compiled
     inside the block are linked by the toolkit's ptxas instead of the driver's JIT, with the
     cache off so that no driver-built cubin is reused. Yields ptxas's path."""
-    import gpunb
     from gpunb.backends.cuda import modules
     from gpunb.backends.cuda.toolchain import find_tool
+    from gpunb.foundation import config
 
     ptxas = find_tool("ptxas")
     if ptxas is None:
         raise SystemExit("--ptxas-variants: no ptxas found (CUDA_HOME, PATH)")
-    gpunb.set_cache_enabled(False)
+    config.set_cache_enabled(False)
 
     def link(ptx, arch=None, **_flags):
         cubin, log = _toolkit(ptx, ptxas)
@@ -104,7 +124,7 @@ def link_with_toolkit_ptxas():
         yield ptxas
     finally:
         modules.link_ptx = driver_link
-        gpunb.set_cache_enabled(None)
+        config.set_cache_enabled(None)
 
 
 def main(argv=None) -> None:
@@ -124,6 +144,10 @@ def main(argv=None) -> None:
         builds = {"driver JIT": modules.link_ptx(artifact.ptx, artifact.arch)}
         if ptxas:
             builds["toolkit ptxas"] = _toolkit(artifact.ptx, ptxas)
+        try:
+            builds["nvJitLink"] = _nvjitlink(artifact.ptx)
+        except Exception as exc:  # noqa: BLE001 - absent or failing: said, not hidden
+            print(f"{name} [nvJitLink]: {type(exc).__name__}: {exc}")
         for who, (cubin, log) in builds.items():
             sass = _disassemble(cubin, disassembler)
             print(f"{name} [{who}]: {_summary(sass, log)}", flush=True)
