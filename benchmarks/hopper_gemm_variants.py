@@ -19,6 +19,9 @@ tutorial matmul, so that one device run times them side by side.
 - `u32`: the tile order's divisions in 32 bits (64-bit ones call a subroutine in the consumers'
   code); `nosmr`: no setmaxnreg (every warp keeps the 168 registers of launch_bounds). Each
   may change how ptxas schedules the wgmma chain.
+- `prefetch`: the producer also asks L2 for the slices this many K steps after the one it
+  loads (cuda.tma.prefetch; into the block's next tile at the end of one), so that the ring's
+  loads find them in L2 (0: none).
 - `bk`: the K slice of one stage (64, 128-byte swizzle; or 32, 64-byte swizzle, where twice the
   stages of half the size release the ring in finer steps: the producer runs further ahead).
 
@@ -51,12 +54,14 @@ class Config:
     probe: str = ""
     u32: bool = False
     nosmr: bool = False
+    prefetch: int = 0
 
     @property
     def label(self) -> str:
         epi = self.epilogue + (f"/{self.c_panels}p" if self.epilogue == "tma" else "")
         probe = f", probe {self.probe} (C is wrong)" if self.probe else ""
         flags = "".join(f", {f}" for f in ("u32", "nosmr") if getattr(self, f))
+        flags += f", L2 prefetch {self.prefetch} ahead" if self.prefetch else ""
         return (f"BK {self.bk}, {self.stages} stages, group {self.group_m}, {self.in_flight} in "
                 f"flight, epilogue {epi}, L2 {self.l2}{flags}{probe}")
 
@@ -85,9 +90,9 @@ def parse(spec: str) -> Config:
             kw[part] = True
         elif part == "tma2":
             kw["epilogue"], kw["c_panels"] = "tma", 2
-        elif part[0] in "sgflk" and part[1:].isdigit():
+        elif part[0] in "sgflkp" and part[1:].isdigit():
             kw[{"s": "stages", "g": "group_m", "f": "in_flight", "l": "l2",
-                "k": "bk"}[part[0]]] = int(part[1:])
+                "k": "bk", "p": "prefetch"}[part[0]]] = int(part[1:])
         else:
             raise ValueError(f"unknown part {part!r} of variant {spec!r}")
     config = Config(**kw)
@@ -112,7 +117,7 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
     feed_all, multiply = config.probe != "nofeed", config.probe != "nomma"
     swizzle = 2 * bk  # a stage's rows are bk elements of 2 bytes: the swizzle's span
 
-    u32, nosmr = config.u32, config.nosmr
+    u32, nosmr, ahead = config.u32, config.nosmr, config.prefetch
 
     @cuda.jit(device=True, forceinline=True)
     def tile_origin64(tile, M, N):  # noqa: N803
@@ -161,6 +166,14 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
                     m0, n0 = tile_origin(tile, M, N)
                     for kt in range(ktiles):
                         s = it % stages
+                        if ahead:  # the slice `ahead` steps on, in this tile or the next
+                            if kt + ahead < ktiles:
+                                cuda.tma.prefetch(da, (m0, (kt + ahead) * bk))
+                                cuda.tma.prefetch(db, (n0, (kt + ahead) * bk))
+                            elif tile + cuda.gridDim.x < tiles:
+                                m1, n1 = tile_origin(tile + cuda.gridDim.x, M, N)
+                                cuda.tma.prefetch(da, (m1, (kt + ahead - ktiles) * bk))
+                                cuda.tma.prefetch(db, (n1, (kt + ahead - ktiles) * bk))
                         if feed_all or it < stages:
                             if it >= stages:
                                 cuda.mbarrier.wait(bars, empty + s, (it // stages - 1) % 2)
