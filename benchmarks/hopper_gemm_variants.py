@@ -8,8 +8,9 @@ tutorial matmul, so that one device run times them side by side.
   after wait_group(1); 0: every K step waits for its own group).
 - `epilogue`: "direct" (each thread stores its D fragment to global memory, 32-bit pairs),
   "tma" (stmatrix into a 128-byte-swizzled shared buffer, one TMA store per 64 x 64 panel,
-  left in flight while the consumer goes on to its next tile), "none" (no store: what the
-  epilogue costs; its C is wrong).
+  left in flight while the consumer goes on to its next tile), "none" (no store; its C is
+  wrong. Nothing then reads the accumulator, so the compiler drops the wgmma too: it times
+  the feed alone, as the nomma probe does, not the epilogue's cost).
 - `c_panels`: 64 x 64 panels of the TMA epilogue's buffer per consumer (4: the whole 64 x 256;
   2: two rounds through half of it, which lets 4 stages fit beside it).
 - `l2`: the descriptors' L2 promotion in bytes.
