@@ -4,12 +4,15 @@ results (and numpy) on an H100."""
 
 from __future__ import annotations
 
+import warnings
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import gpunb
 from gpunb import bfloat16, cuda, float16, float32, int64
+from gpunb.cuda import PerformanceWarning
 from gpunb.examples import hopper_attention, hopper_gemm
 from gpunb.foundation.tensor_types import TensorMap
 
@@ -109,9 +112,11 @@ def test_attention_on_the_gpu_matches_the_cpu_target_and_numpy():
 def _ptxas_notes(kernel, argtypes: tuple, threads: int) -> list:
     """ptxas's performance notes for the kernel's sm_90a PTX, by nvJitLink (whose ptxas serialises
     wgmma as the driver's JIT does; the driver's JIT log omits the note)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)  # gpunb's own serialisation lint
+        ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0, "a"),
+                                  launch_bounds=(threads, 1))
     nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
-    ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0, "a"),
-                              launch_bounds=(threads, 1))
     try:
         handle = nvjitlink.create(2, ["-arch=sm_90a", "-verbose"])
     except Exception as exc:  # noqa: BLE001 - the wheel without its shared library
