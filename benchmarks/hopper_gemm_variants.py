@@ -23,6 +23,10 @@ tutorial matmul, so that one device run times them side by side.
 - `prefetch`: the producer also asks L2 for the slices this many K steps after the one it
   loads (cuda.tma.prefetch; into the block's next tile at the end of one), so that the ring's
   loads find them in L2 (0: none).
+- `persistent` (spec part `np` turns it off): one block per SM walking the tiles (the
+  example's way), or one block per tile in Triton's launch order (`np`: the tile order is the
+  same formula, so `g8,np` fetches the tiles in the order of Triton's tutorial; each block's
+  epilogue then runs alone, not beside its next tile's loads).
 - `bk`: the K slice of one stage (64, 128-byte swizzle; or 32, 64-byte swizzle, where twice the
   stages of half the size release the ring in finer steps: the producer runs further ahead).
 
@@ -56,6 +60,7 @@ class Config:
     u32: bool = False
     nosmr: bool = False
     prefetch: int = 0
+    persistent: bool = True
 
     @property
     def label(self) -> str:
@@ -63,6 +68,7 @@ class Config:
         probe = f", probe {self.probe} (C is wrong)" if self.probe else ""
         flags = "".join(f", {f}" for f in ("u32", "nosmr") if getattr(self, f))
         flags += f", L2 prefetch {self.prefetch} ahead" if self.prefetch else ""
+        flags += "" if self.persistent else ", one block per tile"
         return (f"BK {self.bk}, {self.stages} stages, group {self.group_m}, {self.in_flight} in "
                 f"flight, epilogue {epi}, L2 {self.l2}{flags}{probe}")
 
@@ -80,7 +86,7 @@ class Config:
 
 def parse(spec: str) -> Config:
     """'s4,g8,f1,direct,l128' (any subset, any order): stages, group, in flight, epilogue
-    (direct, tma, tma2: two rounds of 2 panels, none), L2 promotion."""
+    (direct, tma, tma2: two rounds of 2 panels, none), L2 promotion; np: one block per tile."""
     kw: dict = {}
     for part in filter(None, spec.split(",")):
         if part in ("direct", "none", "tma"):
@@ -89,6 +95,8 @@ def parse(spec: str) -> Config:
             kw["probe"] = part
         elif part in ("u32", "nosmr"):
             kw[part] = True
+        elif part == "np":
+            kw["persistent"] = False
         elif part == "tma2":
             kw["epilogue"], kw["c_panels"] = "tma", 2
         elif part[0] in "sgflkp" and part[1:].isdigit():
@@ -275,6 +283,6 @@ def launch(kernel, c, a, b, descs, blocks: int | None = None) -> None:
     N = b.shape[0]  # noqa: N806
     tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
     if blocks is None:
-        blocks = tiles if isinstance(a, np.ndarray) else \
+        blocks = tiles if isinstance(a, np.ndarray) or not kernel.config.persistent else \
             min(tiles, cuda.get_current_device().MULTIPROCESSOR_COUNT)
     kernel[blocks, THREADS, 0, kernel.config.layout()["SMEM"]](c, *descs, M, N, K)

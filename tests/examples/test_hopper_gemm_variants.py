@@ -17,6 +17,8 @@ def test_specs_and_their_limits():
     assert (config.bk, config.stages, config.epilogue, config.c_panels, config.l2) == \
         (32, 8, "tma", 2, 256)
     assert config.layout()["SMEM"] <= hv.SMEM_LIMIT
+    assert config.persistent and not hv.parse("tma2,np").persistent
+    assert hv.parse("tma2,np").label.endswith(", one block per tile")
     assert hv.parse("").label == ("BK 64, 4 stages, group 8, 1 in flight, epilogue direct, "
                                   "L2 128")
     with pytest.raises(ValueError, match="bytes of shared memory"):
