@@ -33,6 +33,7 @@ tutorial matmul, so that one device run times them side by side.
   thread's TMA loads: Triton's tutorial feeds its wgmma with cp.async, and the L2 request
   coalescer merges those requests from different SMs for the same sectors, which TMA loads
   (without multicast) mostly miss (benchmarks/RESULTS.md, fifth session). BK 64 only.
+- `ba`: the producer issues each stage's B box (32 KiB) before its A box (16 KiB).
 - `bk`: the K slice of one stage (64, 128-byte swizzle; or 32, 64-byte swizzle, where twice the
   stages of half the size release the ring in finer steps: the producer runs further ahead).
 
@@ -68,6 +69,7 @@ class Config:
     prefetch: int = 0
     persistent: bool = True
     feed: str = "tma"
+    b_first: bool = False
 
     @property
     def label(self) -> str:
@@ -77,6 +79,7 @@ class Config:
         flags += f", L2 prefetch {self.prefetch} ahead" if self.prefetch else ""
         flags += "" if self.persistent else ", one block per tile"
         flags += ", cp.async feed" if self.feed == "cp" else ""
+        flags += ", B box first" if self.b_first else ""
         return (f"BK {self.bk}, {self.stages} stages, group {self.group_m}, {self.in_flight} in "
                 f"flight, epilogue {epi}, L2 {self.l2}{flags}{probe}")
 
@@ -107,6 +110,8 @@ def parse(spec: str) -> Config:
             kw["persistent"] = False
         elif part == "cp":
             kw["feed"] = "cp"
+        elif part == "ba":
+            kw["b_first"] = True
         elif part == "tma2":
             kw["epilogue"], kw["c_panels"] = "tma", 2
         elif part[0] in "sgflkp" and part[1:].isdigit():
@@ -141,6 +146,7 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
 
     u32, nosmr, ahead = config.u32, config.nosmr, config.prefetch
     cp_feed = config.feed == "cp"
+    b_first = config.b_first
     full_count = 128 if cp_feed else 1  # cp.async: every producer thread arrives
     # the cp.async producer's addresses need more than 40 registers (it spilled); 48 and the
     # consumers' 232 fill the 64 K registers exactly
@@ -247,10 +253,14 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
                                 cuda.mbarrier.wait(bars, empty + s, (it // stages - 1) % 2)
                             cuda.mbarrier.arrive_expect_tx(bars, full + s, stage_n * 2)
                             base = s * stage_n
+                            if b_first:
+                                cuda.tma.load(smem[base + a_tile:base + stage_n], db,
+                                              (n0, kt * bk), bars, full + s)
                             cuda.tma.load(smem[base:base + a_tile], da, (m0, kt * bk), bars,
                                           full + s)
-                            cuda.tma.load(smem[base + a_tile:base + stage_n], db,
-                                          (n0, kt * bk), bars, full + s)
+                            if not b_first:
+                                cuda.tma.load(smem[base + a_tile:base + stage_n], db,
+                                              (n0, kt * bk), bars, full + s)
                         it += 1
         else:
             if not nosmr:
