@@ -9,7 +9,7 @@ import functools
 # x86 lowers float32 -> bfloat16 (LLVM's fptrunc) to VCVTNEPS2BF16 where the CPU has it, and
 # that instruction flushes subnormal inputs and results to zero whatever MXCSR says: bfloat16
 # results would then differ from numpy's and from the GPU's cvt.rn.bf16.f32. Without these
-# features LLVM calls compiler-rt's __truncsfbf2, which rounds subnormals exactly.
+# features LLVM calls __truncsfbf2, gpunb's own exact helper (lowfloat.host_helpers_ir).
 _INEXACT_FEATURES = ("avx512bf16", "avxneconvert")
 
 

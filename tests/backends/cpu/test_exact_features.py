@@ -34,7 +34,7 @@ def _asm(cpu: str, features: str) -> str:
 
 def test_bf16_conversion_is_not_lowered_to_a_flushing_instruction():
     # a Sapphire Rapids or Zen 4 host has AVX512-BF16: with all its features the conversion is
-    # VCVTNEPS2BF16; with gpunb's feature string it is compiler-rt's exact __truncsfbf2
+    # VCVTNEPS2BF16; with gpunb's feature string it is a call of the exact __truncsfbf2
     assert "vcvtneps2bf16" in _asm("sapphirerapids", "")
     features = exact_features({"avx2": True, "avx512bf16": True})
     assert features == "+avx2,-avx512bf16,-avxneconvert"
