@@ -1,0 +1,117 @@
+"""The CPU target's runtime library: the coroutine block schedulers, compiled once per process.
+
+Every coroutine-mode kernel calls a scheduler (runner.emit_scheduler) that is the same for all
+of them: it touches the threads only through llvm.coro.resume/done/destroy and the context,
+status and guard records by abi.py's offsets. Compiled into each kernel it was ~60 % of a small
+kernel's module and ~80 % of its compile time (O3 inlined it into the runner); here each variant
+is built, optimised and loaded into MCJIT the first time a process loads a kernel that calls it,
+kept for the life of the process, and published in the process's symbol table (llvmlite's
+add_symbol), where MCJIT resolves the kernel objects' undefined symbols.
+
+A kernel declares its scheduler as `gpunb_rt_<variant>_<digest>`, the digest being of the
+variant's IR text: an object can bind only to a scheduler of the same ABI (record layouts, the
+coroutine frame's resume and destroy slots), and one that names another (made by another gpunb)
+is refused with a LaunchError before it is loaded - MCJIT would resolve the missing symbol to
+address 0. The disk cache would not hand out such an object anyway: its keys hold the digest of
+gpunb's compiler sources (this module's generators included) and LLVM's version.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from gpunb.foundation.errors import LaunchError
+
+# variant -> (emit_scheduler's async_state, record): the asynchronous kernels' scheduler also
+# waits on mbarriers and wgmma rendezvous and lands TMA loads (recording them, or not)
+VARIANTS = {"schedule": (False, False), "schedule_async": (True, False),
+            "schedule_async_record": (True, True)}
+PREFIX = "gpunb_rt_"
+# a runtime symbol in an object's string table (names end at a NUL byte there)
+_NAME = re.compile(rb"gpunb_rt_([a-z_]+?)_([0-9a-f]{12})\x00")
+_loaded: dict = {}  # symbol -> (the MCJIT engine holding its code, the entry's address)
+
+
+@functools.cache
+def _variant_ir(variant: str) -> str:
+    """The variant's module: its scheduler under runner.py's name, the helpers it calls."""
+    from llvmlite import ir
+
+    from gpunb.backends.cpu.runner import emit_scheduler
+
+    async_state, record = VARIANTS[variant]
+    module = ir.Module(name=PREFIX + variant)
+    emit_scheduler(module, async_state, record)
+    return str(module)
+
+
+def _entry(variant: str) -> str:
+    return "gpunb_schedule_async" if VARIANTS[variant][0] else "gpunb_schedule"
+
+
+def scheduler_symbol(async_state: bool, record: bool) -> str:
+    """The name a coroutine kernel calls its scheduler by (building the variant's IR once per
+    process, ~10-25 ms, for its digest; compiles need only the name)."""
+    return _symbol(_variant_of(async_state, record))
+
+
+def _variant_of(async_state: bool, record: bool) -> str:
+    if not async_state:
+        return "schedule"  # `record` changes only the landing of TMA copies
+    return "schedule_async_record" if record else "schedule_async"
+
+
+@functools.cache
+def _symbol(variant: str) -> str:
+    import hashlib
+
+    digest = hashlib.blake2b(_variant_ir(variant).encode(), digest_size=6).hexdigest()
+    return f"{PREFIX}{variant}_{digest}"
+
+
+def link(binary: bytes, kernel: str) -> None:
+    """Make every runtime symbol the object `binary` calls resolvable, loading each variant the
+    first time; a symbol of another ABI (an object made by another gpunb) is a LaunchError."""
+    if PREFIX.encode() not in binary:
+        return  # work-group kernels call none
+    for found in set(_NAME.finditer(binary)):
+        name = found.group(0)[:-1].decode()
+        if name in _loaded:
+            continue
+        variant = found.group(1).decode()
+        if variant not in VARIANTS or _symbol(variant) != name:
+            raise LaunchError(
+                f"CPU kernel '{kernel}' was compiled by another version of gpunb: it calls "
+                f"{name}, which this gpunb's runtime does not have", function=kernel,
+                hint="compile the kernel again (gpunb.cache.clear() drops stale entries)")
+        _load(variant, name)
+
+
+def _load(variant: str, name: str) -> None:
+    """Compile one variant (O3, as its code was inside each kernel) and publish its entry."""
+    import llvmlite.binding as llvm
+
+    from gpunb.backends.cpu.objects import emit_object
+    from gpunb.backends.cpu.target import host_target_machine
+    from gpunb.backends.llvm_lock import LLVM_LOCK
+
+    with LLVM_LOCK:  # LLVM's global context; and two threads loading kernels load it once
+        if name in _loaded:
+            return
+        obj, _ = emit_object(_variant_ir(variant), "", coroutine=False)
+        # MCJIT owns (and frees) its target machine: never the shared, cached one
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
+                                            host_target_machine.__wrapped__())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        address = engine.get_function_address(_entry(variant))
+        if not address:
+            raise LaunchError(f"gpunb's CPU runtime: {_entry(variant)} not found in {name}")
+        llvm.add_symbol(name, address)
+        _loaded[name] = (engine, address)
+
+
+def loaded() -> dict:
+    """symbol -> address of the runtime code this process has loaded (tests, diagnostics)."""
+    return {name: address for name, (_, address) in _loaded.items()}
