@@ -146,7 +146,8 @@ class CpuBackend(Backend):
                            workgroup=plan is not None,
                            scratch_per_thread=target.scratch_bytes_per_thread(),
                            async_state=target.uses_async,
-                           scheduler=runtime_lib.scheduler_symbol(target.uses_async, record)
+                           scheduler=runtime_lib.scheduler_symbol(
+                               target.uses_async, record, "grid_sync" in features)
                            if target.coroutine else "",
                            debug_area=target.debug.tables()[2] if target.debug else 0,
                            location=None if builder.debug is None else

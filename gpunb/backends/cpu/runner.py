@@ -535,8 +535,8 @@ class _Scheduler:
         b.branch(finish_bb)
 
 
-def emit_scheduler(module: ir.Module, async_state: bool = False,
-                   record: bool = False) -> ir.Function:
+def emit_scheduler(module: ir.Module, async_state: bool = False, record: bool = False,
+                   name: str = "", grid: bool = True) -> ir.Function:
     """void gpunb_schedule(handles, ctxs, i32 n, i32 per_block, status, cancel, guard): run
     threads to the end (runtime_lib.py's module, one per process; kernels call it by name).
 
@@ -545,9 +545,9 @@ def emit_scheduler(module: ir.Module, async_state: bool = False,
     at the same grid barrier (with `async_state`, async_schedule.py's waits too, and an idle
     round first lands the queued TMA loads). A round without progress while threads still wait
     is a deadlock. A launch told to stop (its cancel word) ends at the next round: every thread
-    is destroyed.
+    is destroyed. Without `grid` (a kernel that never calls grid.sync()) no grid step.
     """
-    name = "gpunb_schedule_async" if async_state else "gpunb_schedule"
+    name = name or ("gpunb_schedule_async" if async_state else "gpunb_schedule")
     fn = ir.Function(module, ir.FunctionType(dm.void, list(SCHEDULER_ARGS)), name)
     sched = _Scheduler(module, fn)
     b = sched.b
@@ -563,7 +563,8 @@ def emit_scheduler(module: ir.Module, async_state: bool = False,
     n_blocks = b.udiv(sched.n, sched.per_block)
     sched.warps(n_blocks)
     sched.blocks(n_blocks)
-    sched.grid()
+    if grid:
+        sched.grid()
     if async_state:
         from gpunb.backends.cpu import async_schedule
 

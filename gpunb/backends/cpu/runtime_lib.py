@@ -23,43 +23,72 @@ import re
 
 from gpunb.foundation.errors import LaunchError
 
-# variant -> (emit_scheduler's async_state, record): the asynchronous kernels' scheduler also
-# waits on mbarriers and wgmma rendezvous and lands TMA loads (recording them, or not)
-VARIANTS = {"schedule": (False, False), "schedule_async": (True, False),
-            "schedule_async_record": (True, True)}
+# a variant's name says what its scheduler does beyond warp and block barriers: `async` also
+# waits on mbarriers and wgmma rendezvous and lands TMA loads (`record`: recording them), `grid`
+# (cooperative kernels: a group of every block of the launch) also runs grid.sync()
+_PARTS = ("async", "record", "grid")
 PREFIX = "gpunb_rt_"
 # a runtime symbol in an object's string table (names end at a NUL byte there)
 _NAME = re.compile(rb"gpunb_rt_([a-z_]+?)_([0-9a-f]{12})\x00")
 _loaded: dict = {}  # symbol -> (the MCJIT engine holding its code, the entry's address)
 
 
+def variant_name(async_state: bool, record: bool, grid: bool) -> str:
+    """"schedule", "schedule_async_grid", ... (`record` matters only with `async_state`: it
+    changes only the landing of TMA copies)."""
+    wanted = (async_state, record and async_state, grid)
+    return "_".join(["schedule"] + [part for part, on in zip(_PARTS, wanted, strict=True) if on])
+
+
+def _features(variant: str) -> tuple | None:
+    """variant_name's arguments back from a name; None for a name it never makes."""
+    words = variant.split("_")
+    found = tuple(part in words[1:] for part in _PARTS)
+    return found if variant_name(*found) == variant else None
+
+
 @functools.cache
 def _variant_ir(variant: str) -> str:
-    """The variant's module: its scheduler under runner.py's name, the helpers it calls."""
+    """The variant's module: its scheduler (runner.emit_scheduler), the helpers it calls."""
     from llvmlite import ir
 
     from gpunb.backends.cpu.runner import emit_scheduler
 
-    async_state, record = VARIANTS[variant]
+    async_state, record, grid = _features(variant)
     module = ir.Module(name=PREFIX + variant)
-    emit_scheduler(module, async_state, record)
+    entry = "gpunb_schedule"
+    scheduler = emit_scheduler(module, async_state, record, grid=grid,
+                               name=entry if grid else entry + ".any")
+    # the handles array is the scheduler's own: the threads it resumes never touch it (in a
+    # kernel LLVM knew this of the runner's malloc; measured: 5 % of a warp-collective launch)
+    scheduler.args[0].add_attribute("noalias")
+    if not grid:
+        _one_block_entry(module, scheduler, entry)
+    for fn in module.functions:  # as in kernels (backend.one_code_section): a stop or a fault
+        if not fn.name.startswith("llvm."):  # longjmps, nothing unwinds
+            fn.attributes.add("nounwind")
     return str(module)
 
 
-def _entry(variant: str) -> str:
-    return "gpunb_schedule_async" if VARIANTS[variant][0] else "gpunb_schedule"
+def _one_block_entry(module, scheduler, name: str) -> None:
+    """The entry of a scheduler whose group is one block (n == per_block: every launch but a
+    cooperative one's), specialised for it as the runner's constants specialised it when it was
+    inlined into each kernel (measured: 14 % of a block-barrier kernel's launch time)."""
+    from llvmlite import ir
+
+    scheduler.linkage = "internal"
+    scheduler.attributes.add("alwaysinline")
+    fn = ir.Function(module, scheduler.function_type, name)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    handles, ctxs, _, per_block, *rest = fn.args
+    b.call(scheduler, [handles, ctxs, per_block, per_block, *rest])
+    b.ret_void()
 
 
-def scheduler_symbol(async_state: bool, record: bool) -> str:
+def scheduler_symbol(async_state: bool, record: bool, grid: bool) -> str:
     """The name a coroutine kernel calls its scheduler by (building the variant's IR once per
     process, ~10-25 ms, for its digest; compiles need only the name)."""
-    return _symbol(_variant_of(async_state, record))
-
-
-def _variant_of(async_state: bool, record: bool) -> str:
-    if not async_state:
-        return "schedule"  # `record` changes only the landing of TMA copies
-    return "schedule_async_record" if record else "schedule_async"
+    return _symbol(variant_name(async_state, record, grid))
 
 
 @functools.cache
@@ -80,7 +109,7 @@ def link(binary: bytes, kernel: str) -> None:
         if name in _loaded:
             continue
         variant = found.group(1).decode()
-        if variant not in VARIANTS or _symbol(variant) != name:
+        if _features(variant) is None or _symbol(variant) != name:
             raise LaunchError(
                 f"CPU kernel '{kernel}' was compiled by another version of gpunb: it calls "
                 f"{name}, which this gpunb's runtime does not have", function=kernel,
@@ -105,9 +134,9 @@ def _load(variant: str, name: str) -> None:
                                             host_target_machine.__wrapped__())
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
-        address = engine.get_function_address(_entry(variant))
+        address = engine.get_function_address("gpunb_schedule")
         if not address:
-            raise LaunchError(f"gpunb's CPU runtime: {_entry(variant)} not found in {name}")
+            raise LaunchError(f"gpunb's CPU runtime: gpunb_schedule not found in {name}")
         llvm.add_symbol(name, address)
         _loaded[name] = (engine, address)
 
