@@ -226,3 +226,35 @@ def test_the_schedulers_deadlock_diagnosis_names_both_barriers():
         diverged[1, 32](np.zeros(32, np.int64))
     first = diverged.py_func.__code__.co_firstlineno
     assert f"line {first + 4} and cuda.syncthreads at line {first + 6}" in str(info.value)
+
+
+def test_a_fault_in_the_runtimes_code_is_caught_and_the_next_launch_works():
+    """A TMA load lands in the scheduler's idle step (runtime code, not the kernel's): a load
+    from a descriptor whose address was corrupted faults there, and the guard catches it."""
+    import ctypes
+
+    from gpunb import KernelFaultError, float16, uint64
+
+    @cuda.jit
+    def load_tile(out, desc):
+        s = cuda.shared.array((16, 16), float16, alignment=1024)
+        bars = cuda.shared.array(1, uint64)
+        t = cuda.threadIdx.x
+        if t == 0:
+            cuda.mbarrier.init(bars, 0, 1)
+        cuda.syncthreads()
+        if t == 0:
+            cuda.mbarrier.arrive_expect_tx(bars, 0, 16 * 16 * 2)
+            cuda.tma.load(s, desc, (0, 0), bars, 0)
+        cuda.mbarrier.wait(bars, 0, 0)
+        out[t] = s[t // 16, t % 16]
+
+    a = np.arange(256, dtype=np.float16).reshape(16, 16)
+    out = np.zeros(64, np.float16)
+    broken = cuda.tma.descriptor(a, (16, 16), 0)
+    ctypes.c_uint64.from_address(broken.cpu_address()).value = 0x10  # the tensor's address
+    with pytest.raises(KernelFaultError, match="invalid memory access at address 0x10") as info:
+        load_tile[1, 64](out, broken)
+    assert "block (0, 0, 0)" in str(info.value)
+    load_tile[1, 64](out, cuda.tma.descriptor(a, (16, 16), 0))
+    np.testing.assert_array_equal(out, a.reshape(-1)[:64])
