@@ -128,7 +128,7 @@ def _load(variant: str, name: str) -> None:
     with LLVM_LOCK:  # LLVM's global context; and two threads loading kernels load it once
         if name in _loaded:
             return
-        obj, _ = emit_object(_variant_ir(variant), "", coroutine=False)
+        obj, _ = emit_object(_variant_ir(variant), "", coroutine=False, widen_loops=False)
         # MCJIT owns (and frees) its target machine: never the shared, cached one
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
                                             host_target_machine.__wrapped__())
