@@ -18,6 +18,7 @@ prints the table and writes JSON with --json PATH.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -105,7 +106,14 @@ def _triton_matmul(choices: tuple = TUTORIAL_CONFIGS):
 
 
 def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = (),
-         triton_configs: tuple = TUTORIAL_CONFIGS) -> dict:
+         triton_configs: tuple = TUTORIAL_CONFIGS, rounds: int = 1,
+         warm_s: float = 0.0, ptxas_variants: bool = False) -> dict:
+    """The GEMM row: every kernel's product checked against cuBLAS's, then `rounds` rounds
+    that each time every kernel once (`repeats` x `iters` launches, CUDA events), in an order
+    that rotates from round to round, after `warm_s` seconds of cuBLAS launches to bring the
+    clocks to their loaded state; a kernel's time is the median of its rounds. A GPU's clock
+    drifts with its temperature and power over a run, so kernels timed one after another (the
+    first at the coolest clock) differ by a few percent that interleaving spreads over all."""
     import torch
 
     import gpunb
@@ -118,32 +126,76 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = ()
     bt = torch.randn(n, n, device="cuda", dtype=dtype)  # B^T: (N, K)
     b_kn = bt.t().contiguous()  # the same B as (K, N), Triton's layout
     flops = FLOPS_GEMM * n ** 3
-    out = {"figure": f"GEMM {n}^3 {dtype_name}, f32 accumulate"}
+    out = {"figure": f"GEMM {n}^3 {dtype_name}, f32 accumulate", "rounds": rounds}
     c_ref = torch.matmul(a, bt.t())
-    out["cublas_ms"] = _events_ms(lambda: torch.matmul(a, bt.t()), iters, repeats)
+    kernels = {"cublas": lambda: torch.matmul(a, bt.t())}
     c = torch.empty(n, n, device="cuda", dtype=dtype)
     descs = hopper_gemm.descriptors(a, bt, c)
-    out["gpunb_ms"] = _events_ms(lambda: hopper_gemm.launch(c, a, bt, descs), iters, repeats)
-    out["gpunb_max_err"] = float((c.float() - c_ref.float()).abs().max())
-    for spec in variants:  # hopper_gemm_variants' kernels, timed the same way
-        out.setdefault("variants", []).append(_variant(spec, a, bt, c_ref, flops, iters,
-                                                       repeats))
+    kernels["gpunb"] = lambda: hopper_gemm.launch(c, a, bt, descs)
+    products = {"gpunb": c}
+    kernels["gpunb"]()  # the example is built by the driver's JIT whatever the variants' linker
+    from benchmarks.hopper_sass import link_with_toolkit_ptxas
+
+    with link_with_toolkit_ptxas() if ptxas_variants else contextlib.nullcontext() as ptxas:
+        for spec in variants:  # hopper_gemm_variants' kernels, timed the same way
+            kernels[spec], products[spec], label = _variant(spec, a, bt, c_ref)
+            kernels[spec]()  # compiled here: by the toolkit's ptxas under --ptxas-variants
+            out.setdefault("variants", []).append({"variant": spec, "label": label})
+    out["variants_linked_by"] = ptxas or "the driver's JIT"
     try:
         matmul = _triton_matmul(triton_configs)
         c_t = torch.empty(n, n, device="cuda", dtype=dtype)
-        out["triton_ms"] = _events_ms(lambda: matmul(a, b_kn, c_t), iters, repeats)
-        out["triton_max_err"] = float((c_t.float() - c_ref.float()).abs().max())
+        matmul(a, b_kn, c_t)  # autotunes (when given several configurations) and compiles
+        kernels["triton"] = lambda: matmul(a, b_kn, c_t)
+        products["triton"] = c_t
         out["triton_config"] = str(getattr(matmul.kernel, "best_config", ""))
     except Exception as exc:  # noqa: BLE001 - a missing or failing peer is reported, not faked
         out["triton_error"] = f"{type(exc).__name__}: {exc}"[:300]
+    times = _interleaved_ms(kernels, iters, repeats, rounds, warm_s)
+    errors = {}
+    for who, product in products.items():
+        product.zero_()
+        kernels[who]()  # the product of one launch on a zeroed output
+        torch.cuda.synchronize()
+        errors[who] = float((product.float() - c_ref.float()).abs().max())
     for who in ("gpunb", "cublas", "triton"):
-        if f"{who}_ms" in out:
+        if who in times:
+            out[f"{who}_ms"] = median(times[who])
+            out[f"{who}_rounds_ms"] = times[who]
             out[f"{who}_tflops"] = flops / (out[f"{who}_ms"] * 1e-3) / 1e12
+        if who in errors:
+            out[f"{who}_max_err"] = errors[who]
+    for var in out.get("variants", ()):
+        ms = median(times[var["variant"]])
+        var.update(ms=ms, rounds_ms=times[var["variant"]], tflops=flops / (ms * 1e-3) / 1e12,
+                   max_err=errors[var["variant"]])
     out["ref_max"] = float(c_ref.float().abs().max())
     return out
 
 
-def _variant(spec: str, a, bt, c_ref, flops: float, iters: int, repeats: int) -> dict:
+def _interleaved_ms(kernels: dict, iters: int, repeats: int, rounds: int,
+                    warm_s: float) -> dict:
+    """{name: [ms per launch, one per round]}: round r times the kernels in the order rotated
+    by r, each as the median of `repeats` samples of `iters` launches."""
+    import torch
+
+    for fn in kernels.values():  # compiled and launched once before any timing
+        fn()
+    torch.cuda.synchronize()
+    warm_until = time.perf_counter() + warm_s
+    while time.perf_counter() < warm_until:
+        kernels["cublas"]()
+        torch.cuda.synchronize()
+    names = list(kernels)
+    times: dict = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(_events_ms(kernels[name], iters, repeats))
+    return times
+
+
+def _variant(spec: str, a, bt, c_ref) -> tuple:
+    """(launch, its output, its label) of a hopper_gemm_variants kernel."""
     import torch
 
     from benchmarks import hopper_gemm_variants as hv
@@ -152,10 +204,7 @@ def _variant(spec: str, a, bt, c_ref, flops: float, iters: int, repeats: int) ->
     kernel = hv.make_gemm(config)
     c = torch.zeros_like(c_ref)
     descs = hv.descriptors(a, bt, c, config)
-    ms = _events_ms(lambda: hv.launch(kernel, c, a, bt, descs), iters, repeats)
-    return {"variant": spec, "label": config.label, "ms": ms,
-            "tflops": flops / (ms * 1e-3) / 1e12,
-            "max_err": float((c.float() - c_ref.float()).abs().max())}
+    return (lambda: hv.launch(kernel, c, a, bt, descs)), c, config.label
 
 
 def attention(batch: int, heads: int, seq: int, iters: int, repeats: int) -> dict:
@@ -236,6 +285,15 @@ def main(argv=None) -> int:
     parser.add_argument("--triton", action="append", default=[], metavar="BMxBNxBK:S:W",
                         help="time Triton's tutorial kernel at these configurations only "
                              "(default: its four H100 autotune configurations)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="GEMM: rounds that each time every kernel once, in rotated "
+                             "order; the median of rounds is reported (default 5, 1 --quick)")
+    parser.add_argument("--warm", type=float, default=None, metavar="SECONDS",
+                        help="GEMM: seconds of cuBLAS launches before timing (default 2, 0 "
+                             "--quick)")
+    parser.add_argument("--ptxas-variants", action="store_true",
+                        help="diagnostic: link the --variant kernels with the toolkit's ptxas "
+                             "instead of the driver's JIT (the example stays on the JIT)")
     parser.add_argument("--variant", action="append", default=[],
                         help="also time a hopper_gemm_variants kernel, e.g. s3,tma or "
                              "tma2,l256 (repeatable; see that module's parse)")
@@ -250,13 +308,16 @@ def main(argv=None) -> int:
     triton_configs = tuple(_triton_config(spec) for spec in args.triton) or TUTORIAL_CONFIGS
     n, seq = (2048, 1024) if args.quick else (8192, 4096)
     iters, repeats = (3, 3) if args.quick else (10, 5)
+    rounds = args.rounds or (1 if args.quick else 5)
+    warm_s = args.warm if args.warm is not None else (0.0 if args.quick else 2.0)
     results = []
     started = time.time()
     if args.only in (None, "compile"):
         results.append(compile_time())
     if args.only in (None, "gemm"):
         for dtype in ("float16", "bfloat16"):
-            results.append(gemm(n, dtype, iters, repeats, tuple(args.variant), triton_configs))
+            results.append(gemm(n, dtype, iters, repeats, tuple(args.variant), triton_configs,
+                                rounds, warm_s, args.ptxas_variants))
             print(json.dumps(results[-1]), flush=True)
     if args.only in (None, "attention"):
         results.append(attention(4, 16, seq, iters, repeats))
@@ -289,20 +350,30 @@ def _table(results: list) -> None:
         if "seconds" in row:
             print(f"| {row['figure']} | {row['seconds']:.3f} s | target <= 1 s | |")
         elif "cublas_tflops" in row:
-            peers = [f"cuBLAS {row['cublas_tflops']:.0f}"]
-            if "triton_tflops" in row:
-                peers.append(f"Triton {row['triton_tflops']:.0f}")
-            ratio = row["gpunb_tflops"] / row["cublas_tflops"]
-            print(f"| {row['figure']} | {row['gpunb_tflops']:.0f} TFLOP/s | "
-                  f"{', '.join(peers)} TFLOP/s | {ratio:.0%} of cuBLAS |")
-            for var in row.get("variants", ()):
-                print(f"| variant {var['variant']} ({var['label']}) | {var['tflops']:.0f} "
-                      f"TFLOP/s | max err {var['max_err']:.3g} | "
-                      f"{var['tflops'] / row['cublas_tflops']:.0%} of cuBLAS |")
+            _gemm_rows(row)
         elif "sdpa_tflops" in row:
             ratio = row["gpunb_tflops"] / row["sdpa_tflops"]
             print(f"| {row['figure']} | {row['gpunb_tflops']:.0f} TFLOP/s | SDPA flash "
                   f"{row['sdpa_tflops']:.0f} TFLOP/s | {ratio:.0%} |")
+
+
+def _gemm_rows(row: dict) -> None:
+    """The GEMM figure's lines: the example and each variant beside cuBLAS and Triton."""
+    peers = [f"cuBLAS {row['cublas_tflops']:.0f}"]
+    triton = row.get("triton_tflops")
+    if triton:
+        peers.append(f"Triton {triton:.0f}")
+    kernels = [("", row["gpunb_tflops"], row.get("gpunb_max_err"))]
+    kernels += [(f"variant {var['variant']} ({var['label']})", var["tflops"], var["max_err"])
+                for var in row.get("variants", ())]
+    for name, tflops, err in kernels:
+        ratio = f"{tflops / row['cublas_tflops']:.0%} of cuBLAS"
+        if triton:
+            ratio += f", {tflops / triton:.0%} of Triton"
+        print(f"| {name or row['figure']} | {tflops:.0f} TFLOP/s | "
+              f"{', '.join(peers) if not name else f'max err {err:.3g}'} | {ratio} |")
+    print(f"| (max err vs cuBLAS: gpunb {row.get('gpunb_max_err')}, Triton "
+          f"{row.get('triton_max_err')}; {row['rounds']} interleaved rounds) | | | |")
 
 
 if __name__ == "__main__":

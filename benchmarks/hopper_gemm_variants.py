@@ -8,11 +8,21 @@ tutorial matmul, so that one device run times them side by side.
   after wait_group(1); 0: every K step waits for its own group).
 - `epilogue`: "direct" (each thread stores its D fragment to global memory, 32-bit pairs),
   "tma" (stmatrix into a 128-byte-swizzled shared buffer, one TMA store per 64 x 64 panel,
-  left in flight while the consumer goes on to its next tile), "none" (no store: what the
-  epilogue costs; its C is wrong).
+  left in flight while the consumer goes on to its next tile), "none" (no store; its C is
+  wrong. Nothing then reads the accumulator, so the compiler drops the wgmma too: it times
+  the feed alone, as the nomma probe does, not the epilogue's cost).
 - `c_panels`: 64 x 64 panels of the TMA epilogue's buffer per consumer (4: the whole 64 x 256;
   2: two rounds through half of it, which lets 4 stages fit beside it).
 - `l2`: the descriptors' L2 promotion in bytes.
+- `probe` (diagnostics, their C is wrong): "nofeed" loads the ring once and then multiplies
+  what it holds (the main loop without the TMA feed: what the feed costs), "nomma" streams
+  every slice through the ring without multiplying (what the feed alone takes).
+- `u32`: the tile order's divisions in 32 bits (64-bit ones call a subroutine in the consumers'
+  code); `nosmr`: no setmaxnreg (every warp keeps the 168 registers of launch_bounds). Each
+  may change how ptxas schedules the wgmma chain.
+- `prefetch`: the producer also asks L2 for the slices this many K steps after the one it
+  loads (cuda.tma.prefetch; into the block's next tile at the end of one), so that the ring's
+  loads find them in L2 (0: none).
 - `bk`: the K slice of one stage (64, 128-byte swizzle; or 32, 64-byte swizzle, where twice the
   stages of half the size release the ring in finer steps: the producer runs further ahead).
 
@@ -25,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpunb import cuda, float32, uint64
+from gpunb import cuda, float32, uint32, uint64
 
 BM, BN = 128, 256
 THREADS = 384
@@ -42,12 +52,19 @@ class Config:
     c_panels: int = 4
     l2: int = 128
     bk: int = 64
+    probe: str = ""
+    u32: bool = False
+    nosmr: bool = False
+    prefetch: int = 0
 
     @property
     def label(self) -> str:
         epi = self.epilogue + (f"/{self.c_panels}p" if self.epilogue == "tma" else "")
+        probe = f", probe {self.probe} (C is wrong)" if self.probe else ""
+        flags = "".join(f", {f}" for f in ("u32", "nosmr") if getattr(self, f))
+        flags += f", L2 prefetch {self.prefetch} ahead" if self.prefetch else ""
         return (f"BK {self.bk}, {self.stages} stages, group {self.group_m}, {self.in_flight} in "
-                f"flight, epilogue {epi}, L2 {self.l2}")
+                f"flight, epilogue {epi}, L2 {self.l2}{flags}{probe}")
 
     def layout(self) -> dict:
         a_tile, b_tile = BM * self.bk, BN * self.bk
@@ -68,11 +85,15 @@ def parse(spec: str) -> Config:
     for part in filter(None, spec.split(",")):
         if part in ("direct", "none", "tma"):
             kw["epilogue"] = part
+        elif part in ("nofeed", "nomma"):
+            kw["probe"] = part
+        elif part in ("u32", "nosmr"):
+            kw[part] = True
         elif part == "tma2":
             kw["epilogue"], kw["c_panels"] = "tma", 2
-        elif part[0] in "sgflk" and part[1:].isdigit():
+        elif part[0] in "sgflkp" and part[1:].isdigit():
             kw[{"s": "stages", "g": "group_m", "f": "in_flight", "l": "l2",
-                "k": "bk"}[part[0]]] = int(part[1:])
+                "k": "bk", "p": "prefetch"}[part[0]]] = int(part[1:])
         else:
             raise ValueError(f"unknown part {part!r} of variant {spec!r}")
     config = Config(**kw)
@@ -94,16 +115,32 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
     panel_range = tuple(range(panels))
     pairs = (0, 1, 2, 3)  # 16-column pairs of 8-column chunks in a 64-column panel
     bk = config.bk
+    feed_all, multiply = config.probe != "nofeed", config.probe != "nomma"
     swizzle = 2 * bk  # a stage's rows are bk elements of 2 bytes: the swizzle's span
 
+    u32, nosmr, ahead = config.u32, config.nosmr, config.prefetch
+
     @cuda.jit(device=True, forceinline=True)
-    def tile_origin(tile, M, N):  # noqa: N803
+    def tile_origin64(tile, M, N):  # noqa: N803
         tiles_m = (M + BM - 1) // BM
         tiles_n = (N + BN - 1) // BN
         width = group_m * tiles_n
         first_m = (tile // width) * group_m
         rows = min(tiles_m - first_m, group_m)
         return (first_m + (tile % width) % rows) * BM, ((tile % width) // rows) * BN
+
+    @cuda.jit(device=True, forceinline=True)
+    def tile_origin32(tile, M, N):  # noqa: N803
+        # every quotient's operands are zero-extended 32-bit values: LLVM divides in 32 bits
+        t = uint32(tile)
+        tiles_m = uint32((M + BM - 1) // BM)
+        width = uint32(group_m * uint32((N + BN - 1) // BN))
+        first_m = uint32(uint32(t // width) * group_m)
+        rows = uint32(min(tiles_m - first_m, group_m))
+        within = uint32(t % width)
+        return (first_m + within % rows) * BM, (within // rows) * BN
+
+    tile_origin = tile_origin32 if u32 else tile_origin64
 
     @cuda.jit(launch_bounds=(THREADS, 1))
     def gemm(c, da, db, dc, M, N, K):  # noqa: N803
@@ -122,24 +159,35 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
                 cuda.mbarrier.init(bars, free + w, 1)
         cuda.syncthreads()
         if group == 0:
-            cuda.setmaxnreg_dec(40)
+            if not nosmr:
+                cuda.setmaxnreg_dec(40)
             if tid == 0:
                 it = 0
                 for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):
                     m0, n0 = tile_origin(tile, M, N)
                     for kt in range(ktiles):
                         s = it % stages
-                        if it >= stages:
-                            cuda.mbarrier.wait(bars, empty + s, (it // stages - 1) % 2)
-                        cuda.mbarrier.arrive_expect_tx(bars, full + s, stage_n * 2)
-                        base = s * stage_n
-                        cuda.tma.load(smem[base:base + a_tile], da, (m0, kt * bk), bars,
-                                      full + s)
-                        cuda.tma.load(smem[base + a_tile:base + stage_n], db, (n0, kt * bk),
-                                      bars, full + s)
+                        if ahead:  # the slice `ahead` steps on, in this tile or the next
+                            if kt + ahead < ktiles:
+                                cuda.tma.prefetch(da, (m0, (kt + ahead) * bk))
+                                cuda.tma.prefetch(db, (n0, (kt + ahead) * bk))
+                            elif tile + cuda.gridDim.x < tiles:
+                                m1, n1 = tile_origin(tile + cuda.gridDim.x, M, N)
+                                cuda.tma.prefetch(da, (m1, (kt + ahead - ktiles) * bk))
+                                cuda.tma.prefetch(db, (n1, (kt + ahead - ktiles) * bk))
+                        if feed_all or it < stages:
+                            if it >= stages:
+                                cuda.mbarrier.wait(bars, empty + s, (it // stages - 1) % 2)
+                            cuda.mbarrier.arrive_expect_tx(bars, full + s, stage_n * 2)
+                            base = s * stage_n
+                            cuda.tma.load(smem[base:base + a_tile], da, (m0, kt * bk), bars,
+                                          full + s)
+                            cuda.tma.load(smem[base + a_tile:base + stage_n], db,
+                                          (n0, kt * bk), bars, full + s)
                         it += 1
         else:
-            cuda.setmaxnreg_inc(232)
+            if not nosmr:
+                cuda.setmaxnreg_inc(232)
             acc = cuda.local.array(N_ACC, float32)
             a_desc = cuda.wgmma.descriptor(smem[(group - 1) * 64 * bk:], swizzle)
             b_desc = cuda.wgmma.descriptor(smem[a_tile:], swizzle)
@@ -158,13 +206,15 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
                 m0, n0 = tile_origin(tile, M, N)
                 for kt in range(ktiles):
                     s = it % stages
-                    cuda.mbarrier.wait(bars, full + s, (it // stages) % 2)
+                    if feed_all or it < stages:
+                        cuda.mbarrier.wait(bars, full + s, (it // stages) % 2)
                     stage = s * (stage_n * 2 // 16)
                     cuda.wgmma.fence()
-                    for kk in range(bk // 16):
-                        cuda.wgmma.mma_async(acc, a_desc + stage + 2 * kk,
-                                             b_desc + stage + 2 * kk, (64, BN, 16), c.dtype,
-                                             scale_d=kt + kk > 0)
+                    if multiply:
+                        for kk in range(bk // 16):
+                            cuda.wgmma.mma_async(acc, a_desc + stage + 2 * kk,
+                                                 b_desc + stage + 2 * kk, (64, BN, 16),
+                                                 c.dtype, scale_d=kt + kk > 0)
                     cuda.wgmma.commit_group()
                     if in_flight == 1:
                         cuda.wgmma.wait_group(1)

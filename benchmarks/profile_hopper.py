@@ -11,6 +11,7 @@ cuBLAS (torch.matmul). Each is launched once after its compile, nothing else run
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 
 def main(argv=None) -> None:
@@ -26,6 +27,8 @@ def main(argv=None) -> None:
     parser.add_argument("--dtype", default="float16")
     parser.add_argument("--variant", action="append", default=[])
     parser.add_argument("--no-triton", action="store_true")
+    parser.add_argument("--ptxas-variants", action="store_true",
+                        help="link the variants with the toolkit's ptxas (bench_hopper's flag)")
     args = parser.parse_args(argv)
     gpunb.set_target("cuda")
     dtype = getattr(torch, args.dtype)
@@ -34,9 +37,12 @@ def main(argv=None) -> None:
     bt = torch.randn(args.n, args.n, device="cuda", dtype=dtype)
     c = torch.empty(args.n, args.n, device="cuda", dtype=dtype)
     hopper_gemm.launch(c, a, bt)
-    for spec in args.variant:
-        config = hv.parse(spec)
-        hv.launch(hv.make_gemm(config), c, a, bt, hv.descriptors(a, bt, c, config))
+    from benchmarks.hopper_sass import link_with_toolkit_ptxas
+
+    with link_with_toolkit_ptxas() if args.ptxas_variants else contextlib.nullcontext():
+        for spec in args.variant:
+            config = hv.parse(spec)
+            hv.launch(hv.make_gemm(config), c, a, bt, hv.descriptors(a, bt, c, config))
     if not args.no_triton:
         _triton_matmul(((128, 256, 64, 3, 8),))(a, bt.t().contiguous(), c)
     torch.matmul(a, bt.t())

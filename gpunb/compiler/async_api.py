@@ -14,7 +14,8 @@ from gpunb.compiler.kernel_api import KernelOnly, Namespace
 cp_async = Namespace("cuda.cp_async", ["copy", "commit_group", "wait_group", "wait_all"])
 mbarrier = Namespace("cuda.mbarrier", ["init", "arrive", "arrive_expect_tx", "expect_tx",
                                        "try_wait", "try_wait_parity", "wait", "inval"])
-tma = Namespace("cuda.tma", ["load", "store", "commit_group", "wait_group", "wait_group_read"])
+tma = Namespace("cuda.tma", ["load", "store", "prefetch", "commit_group", "wait_group",
+                            "wait_group_read"])
 wgmma = Namespace("cuda.wgmma", ["fence", "commit_group", "wait_group", "mma_async",
                                  "descriptor", "store"])
 fence_proxy_async = KernelOnly("cuda.fence_proxy_async")

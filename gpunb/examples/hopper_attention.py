@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from gpunb import cuda, float32, uint32, uint64
+from gpunb import cuda, float32, int64, uint32, uint64
 from gpunb.cuda.bf16 import bfloat16
 
 D, BM, BN, STAGES = 128, 128, 128, 2
@@ -43,9 +43,12 @@ def attention_fwd(out, dq, dk, dv, seq, scale_log2):
     bars = cuda.shared.array(0, uint64)
     tid = cuda.threadIdx.x
     group = tid // 128
-    qblocks = seq // BM
-    qb = qblocks - 1 - cuda.blockIdx.x % qblocks  # the longest rows first
-    head_row = (cuda.blockIdx.x // qblocks) * seq
+    # 32-bit unsigned quotients: a 64-bit division is a subroutine call, and the driver's JIT
+    # then serialises every wgmma of the kernel (hopper_gemm's tile_origin says more)
+    qblocks = uint32(seq // BM)
+    block = uint32(cuda.blockIdx.x)
+    qb = int64(qblocks - 1 - uint32(block % qblocks))  # the longest rows first
+    head_row = int64(uint32(block // qblocks)) * seq
     tiles = qb + 1  # causal: key tiles up to the diagonal
     if tid == 0:
         cuda.mbarrier.init(bars, Q_FULL, 1)
@@ -156,11 +159,15 @@ def _consume(out, smem, bars, head_row, qb, tiles, wg, t, scale_log2):
     for d in (1, 2):
         l_lo += cuda.shfl_xor_sync(0xFFFFFFFF, l_lo, d)
         l_hi += cuda.shfl_xor_sync(0xFFFFFFFF, l_hi, d)
+    # the approximate reciprocal (div.approx): an IEEE division's slow path is a subroutine
+    # call, and ptxas serialises the wgmma of a kernel that makes one
+    inv_lo = cuda.libdevice.fast_fdividef(float32(1), l_lo)
+    inv_hi = cuda.libdevice.fast_fdividef(float32(1), l_hi)
     for i in cuda.literal_unroll(R64):
         if (i // 2) % 2 == 0:
-            o_acc[i] /= l_lo
+            o_acc[i] *= inv_lo
         else:
-            o_acc[i] /= l_hi
+            o_acc[i] *= inv_hi
     first = head_row + qb * BM + wg * 64
     cuda.wgmma.store(out[first:first + 64, :], o_acc, D)
 

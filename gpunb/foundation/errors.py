@@ -140,6 +140,11 @@ class InvalidConfigWarning(UserWarning):
     debug=True with optimisation on."""
 
 
+class PerformanceWarning(UserWarning):
+    """gpunb did something slow on your behalf (e.g. copied host arrays to the GPU and back),
+    or compiled code that will run slower than it reads (wgmma that ptxas serialises)."""
+
+
 class CompileWarning(UserWarning):
     """Kernel code that compiles but will not do all it says (numba's NumbaWarning): print()
     with more than CUDA's 32 arguments prints its format instead."""

@@ -22,7 +22,7 @@ import numpy as np
 from gpunb.backends.cuda import driver
 from gpunb.foundation import abi, enum_types
 from gpunb.foundation import types as t
-from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.errors import LaunchError, PerformanceWarning
 from gpunb.foundation.pointer_types import Pointer, pointer_address
 from gpunb.foundation.tensor_types import TensorMap
 from gpunb.runtime.arghints import ArgHint
@@ -30,11 +30,6 @@ from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.scalar_args import convert as _convert
 from gpunb.runtime.scalar_args import datetime_count
 from gpunb.runtime.scalar_args import low_precision_bits as _low_precision_bits
-
-
-class PerformanceWarning(UserWarning):
-    """gpunb did something slow on your behalf (e.g. copied host arrays to the GPU and back)."""
-
 
 _get_ident = threading.get_ident
 _CTYPES = {"ptr": ctypes.c_uint64, "i8": ctypes.c_int8, "i16": ctypes.c_int16,

@@ -126,3 +126,24 @@ def test_a_failed_compile_still_finishes_with_the_error():
             compile(bad, (t.Array(t.float32, 1, "C"),), {}, backends.get("cpu"))
     assert [e.kind for e in seen] == [EventKind.STAGE_FINISHED, EventKind.COMPILE_FINISHED]
     assert seen[0].stage is Stage.TYPES and "undefined_name" in seen[-1].error
+
+
+def test_the_collector_is_paused_for_a_compile_and_resumed_after_it():
+    """A compile runs with Python's cyclic collector off (its temporaries die young instead of
+    being promoted into a large heap's old generations), and leaves it as it found it: on
+    after a compile that succeeded or failed, off where the caller had turned it off."""
+    import gc
+
+    during = []
+    with events.subscribe([EventKind.STAGE_STARTED], lambda e: during.append(gc.isenabled())):
+        compile(scale, ARGS, {}, backends.get("cpu"))
+        assert during == [False, False, False] and gc.isenabled()
+        with pytest.raises(Exception, match="undefined_name"):
+            compile(bad, (t.Array(t.float32, 1, "C"),), {}, backends.get("cpu"))
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            compile(scale, ARGS, {"fastmath": True}, backends.get("cpu"))
+            assert not gc.isenabled()
+        finally:
+            gc.enable()

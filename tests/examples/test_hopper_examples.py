@@ -4,13 +4,17 @@ results (and numpy) on an H100."""
 
 from __future__ import annotations
 
+import warnings
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import gpunb
-from gpunb import cuda
+from gpunb import bfloat16, cuda, float16, float32, int64
+from gpunb.cuda import PerformanceWarning
 from gpunb.examples import hopper_attention, hopper_gemm
+from gpunb.foundation.tensor_types import TensorMap
 
 pytestmark = pytest.mark.slow  # each test compiles asynchronous kernels for the CPU target
 
@@ -103,3 +107,47 @@ def test_attention_on_the_gpu_matches_the_cpu_target_and_numpy():
     np.testing.assert_allclose(on_gpu.astype(np.float64), on_cpu, atol=1.6e-2)
     np.testing.assert_allclose(on_gpu.astype(np.float64),
                                hopper_attention.reference(q, k, v, 384), atol=1.6e-2)
+
+
+def _ptxas_notes(kernel, argtypes: tuple, threads: int) -> list:
+    """ptxas's performance notes for the kernel's sm_90a PTX, by nvJitLink (whose ptxas serialises
+    wgmma as the driver's JIT does; the driver's JIT log omits the note)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)  # gpunb's own serialisation lint
+        ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0, "a"),
+                                  launch_bounds=(threads, 1))
+    nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
+    try:
+        handle = nvjitlink.create(2, ["-arch=sm_90a", "-verbose"])
+    except Exception as exc:  # noqa: BLE001 - the wheel without its shared library
+        pytest.skip(f"nvJitLink cannot start: {exc}")
+    try:
+        data = ptx.encode()
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
+        nvjitlink.complete(handle)
+        log = bytearray(nvjitlink.get_info_log_size(handle))
+        nvjitlink.get_info_log(handle, log)
+    finally:
+        nvjitlink.destroy(handle)
+    return [line for line in bytes(log).decode(errors="replace").splitlines()
+            if "Performance Loss" in line]
+
+
+@pytest.mark.parametrize("dtype", [float16, bfloat16])
+def test_gemm_wgmma_chain_is_not_serialised_by_ptxas(dtype):
+    # M, N, K as a Python int launch passes them (int64): a 64-bit division in the tile order
+    # was a subroutine call, and ptxas then waited for every wgmma before issuing the next
+    desc = TensorMap(dtype, 2, (hopper_gemm.BM, hopper_gemm.BK), 128)
+    argtypes = (dtype[:, ::1], desc, TensorMap(dtype, 2, (hopper_gemm.BN, hopper_gemm.BK), 128),
+                TensorMap(dtype, 2, (hopper_gemm.PANEL, hopper_gemm.PANEL), 128),
+                int64, int64, int64)
+    notes = _ptxas_notes(hopper_gemm.gemm, argtypes, hopper_gemm.THREADS)
+    assert not [n for n in notes if "serialized" in n], notes
+
+
+def test_attention_wgmma_chain_is_not_serialised_by_ptxas():
+    desc = TensorMap(bfloat16, 2, (hopper_attention.BN, 64), 128)
+    notes = _ptxas_notes(hopper_attention.attention_fwd,
+                         (bfloat16[:, ::1], desc, desc, desc, int64, float32),
+                         hopper_attention.THREADS)
+    assert not [n for n in notes if "serialized" in n], notes

@@ -28,7 +28,7 @@ def test_specs_and_their_limits():
 
 
 @pytest.mark.slow  # each compiles the warp-specialised kernel for the CPU target
-@pytest.mark.parametrize("spec", ["direct", "s3,tma", "k32,s8,tma2", "f0,g16"])
+@pytest.mark.parametrize("spec", ["direct", "s3,tma", "k32,s8,tma2", "f0,g16", "tma2,u32,p2"])
 def test_variants_on_the_cpu_target(spec):
     config = hv.parse(spec)
     kernel = hv.make_gemm(config)

@@ -293,10 +293,46 @@ def test_tiles_of_another_dtype_rank_or_coordinates_are_compile_errors():
         s = cuda.shared.array((4, 16, 64), float16)
         cuda.tma.store(d, (0, 0), s)
 
+    def prefetch_coords(d):
+        cuda.tma.prefetch(d, (0,))
+
+    def prefetch_array(d):
+        cuda.tma.prefetch(cuda.shared.array((16, 64), float16), (0, 0))
+
     for fn, text in ((dtype, "holds float32 but the descriptor copies float16"),
-                     (coords, "needs 2 integer coordinates"), (rank, r"has 3 dimension\(s\)")):
+                     (coords, "needs 2 integer coordinates"), (rank, r"has 3 dimension\(s\)"),
+                     (prefetch_coords, "cuda.tma.prefetch needs 2 integer coordinates"),
+                     (prefetch_array, "cuda.tma.prefetch needs a TMA descriptor")):
         with pytest.raises(CompileError, match=text):
             cuda.compile_ptx(fn, (desc,), cc=(9, 0))
+
+
+@cuda.jit
+def prefetch_then_load(out, desc, r, c):
+    s = cuda.shared.array((16, 64), float16, alignment=1024)
+    bars = cuda.shared.array(1, uint64)
+    t = cuda.threadIdx.x
+    if t == 0:
+        cuda.mbarrier.init(bars, 0, 1)
+        cuda.tma.prefetch(desc, (r, c))  # a hint: the load below reads the same box
+        cuda.tma.prefetch(desc, (r + 1000, c))  # out of bounds: a hint still, no fault
+    cuda.syncthreads()
+    if t == 0:
+        cuda.mbarrier.arrive_expect_tx(bars, 0, 16 * 64 * 2)
+        cuda.tma.load(s, desc, (r, c), bars, 0)
+    cuda.mbarrier.wait(bars, 0, 0)
+    for i in range(t, 16 * 64, cuda.blockDim.x):
+        out[i] = s[i // 64, i % 64]
+
+
+@pytest.mark.slow  # compiles a CPU-target kernel (coroutines)
+def test_a_prefetch_changes_nothing_the_load_then_reads(target):
+    a = (np.arange(100 * 80) % 2047).astype(np.float16).reshape(100, 80)
+    desc = cuda.tma.descriptor(_on(target, a), (16, 64), 128)
+    out = _on(target, np.zeros(16 * 64, np.float16))
+    prefetch_then_load[1, 64](out, desc, 40, 8)
+    got = out if target == "cpu" else out.copy_to_host()
+    np.testing.assert_array_equal(got, expected_tile(a, 40, 8, 16, 64, 128))
 
 
 def test_tma_needs_sm_90_and_its_ptx_is_accepted(ptxas):
@@ -311,6 +347,10 @@ def test_tma_needs_sm_90_and_its_ptx_is_accepted(ptxas):
     sig = (TensorMap(float32, 2, (16, 32), 128),) * 2 + (t.int64, t.int64)
     ptx, _ = cuda.compile_ptx(copy_through.py_func, sig, cc=(9, 0))
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx and "fence.proxy.async" in ptx
+    ptxas(ptx, "sm_90")
+    sig = (float16[:], TensorMap(float16, 2, (16, 64), 128), t.int64, t.int64)
+    ptx, _ = cuda.compile_ptx(prefetch_then_load.py_func, sig, cc=(9, 0))
+    assert "cp.async.bulk.prefetch.tensor.2d.L2.global.tile" in ptx
     ptxas(ptx, "sm_90")
 
 

@@ -90,7 +90,7 @@ def _wait_for(url: str, seconds: float) -> None:
 
 
 @pytest.fixture
-def lab(tmp_path):
+def lab(tmp_path, request):
     """A JupyterLab server on localhost with gpunb's labextension and a test notebook."""
     from gpunb.notebook import labext
 
@@ -125,7 +125,8 @@ def lab(tmp_path):
     try:
         _wait_for(f"http://127.0.0.1:{port}/api/status?token={TOKEN}", 90)
         yield f"http://127.0.0.1:{port}", tmp_path
-        (ARTIFACTS / "jupyterlab-lab.log").write_text(
+        # one log per test: CI runs them in two workers
+        (ARTIFACTS / f"jupyterlab-{request.node.name}.log").write_text(
             (tmp_path / "lab.log").read_text(errors="replace")[-20000:])
     finally:
         proc.terminate()

@@ -281,6 +281,9 @@ class CpuAsyncOps:
     def tma_store(self, low, node, tmap, desc, coords: list, src) -> None:
         self._issue(low, node, tma.STORE, src, tmap, desc, coords, None, "cuda.tma.store")
 
+    def tma_prefetch(self, low, node, tmap, desc, coords: list) -> None:
+        return  # an L2 hint: there is no L2 to fill here, and nothing to wait for
+
     def bulk_commit(self, low, node) -> None:
         b = low.builder
         state = st.area(b, low.ctx)

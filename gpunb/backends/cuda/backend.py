@@ -71,6 +71,9 @@ class CudaBackend(Backend):
                                 opt=options.get("opt", True) is not False,
                                 fastmath=bool(options.get("fastmath")), kernel_symbols=(symbol,),
                                 lineinfo=bool(options.get("lineinfo") or options.get("debug")))
+        from gpunb.backends.cuda.wgmma_lint import warn_if_serialised
+
+        warn_if_serialised(ptx, typed.name, typed.source.filename, typed.source.first_line)
         features = builder.features
         return KernelArtifact(
             name=typed.name, symbol=symbol, target=self.name, arch=arch_string(tuple(arch)),

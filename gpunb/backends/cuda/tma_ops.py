@@ -1,6 +1,6 @@
 """NVPTX lowering of TMA bulk tensor copies (cp.async.bulk.tensor, sm_90), mixed into
-CudaAsyncOps: LLVM 22's llvm.nvvm.cp.async.bulk.tensor.{g2s,s2g}.tile.Nd intrinsics and the
-bulk async-group commit/wait. The tensor map is the kernel's __grid_constant__ parameter
+CudaAsyncOps: LLVM 22's llvm.nvvm.cp.async.bulk.tensor.{g2s,s2g,prefetch}.tile.Nd intrinsics
+and the bulk async-group commit/wait. The tensor map is the kernel's __grid_constant__ parameter
 (CudaTarget.define_kernel), so its generic address is what the instruction reads."""
 
 from __future__ import annotations
@@ -36,6 +36,14 @@ class TmaLowering:
         values = [self.shared(low, src[0]), tmap, *coords, ir.Constant(dm.i64, 0),
                   ir.Constant(dm.i1, 0)]
         self.call(low, f"llvm.nvvm.cp.async.bulk.tensor.s2g.tile.{n}d", dm.void, args, values)
+
+    def tma_prefetch(self, low, node, tmap, desc_type, coords: list) -> None:
+        self.need(low, node, SM90, "cuda.tma.prefetch")
+        n = len(coords)
+        args = [dm.ptr] + [dm.i32] * n + [dm.i64, dm.i1]
+        values = [tmap, *coords, ir.Constant(dm.i64, 0), ir.Constant(dm.i1, 0)]
+        self.call(low, f"llvm.nvvm.cp.async.bulk.tensor.prefetch.tile.{n}d", dm.void, args,
+                  values)
 
     def bulk_commit(self, low, node) -> None:
         self.need(low, node, SM90, "cuda.tma.commit_group")

@@ -2,6 +2,7 @@
 
     cuda.tma.load(dst, desc, coords, bars, i)   # global -> shared, completes tx on mbarrier i
     cuda.tma.store(desc, coords, src)           # shared -> global, in bulk async-groups
+    cuda.tma.prefetch(desc, coords)             # the box into L2, no copy and no completion
     cuda.tma.commit_group(); cuda.tma.wait_group(n); cuda.tma.wait_group_read(n)
 
 `desc` is a kernel argument made on the host by cuda.tma.descriptor(array, box, swizzle); its
@@ -112,6 +113,27 @@ class TmaStore(Builtin):
                        coordinate_values(low, bound), tile_operand(low, bound, "src"))
 
 
+class TmaPrefetch(Builtin):
+    """A hint: the box is brought into L2 for a later load (nothing is copied or awaited; the
+    CPU target has no L2, so there it does nothing)."""
+
+    name = "cuda.tma.prefetch"
+    params = ("desc", "coords")
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        bound = aa.bind(inf, node, self.name, self.params, 2, argtypes, kwtypes)
+        desc = _descriptor(inf, bound, self.name)
+        _coords(inf, bound, desc, self.name)
+        inf.require(Feature.ASYNC)
+        return Typed(t.none, bound)
+
+    def lower_call(self, low, node, call):
+        bound = call.data
+        ops_ = aa.async_ops(low, node, self.name)
+        ops_.tma_prefetch(low, node, low.expr(bound.node("desc")), bound.type("desc"),
+                          coordinate_values(low, bound))
+
+
 class BulkGroup(Builtin):
     """commit_group(), wait_group(n), wait_group_read(n) of the bulk async-groups (TMA stores)."""
 
@@ -137,6 +159,7 @@ class BulkGroup(Builtin):
 BUILTINS = {
     "cuda.tma.load": TmaLoad(),
     "cuda.tma.store": TmaStore(),
+    "cuda.tma.prefetch": TmaPrefetch(),
     **{f"cuda.tma.{op}": BulkGroup(op) for op in ("commit_group", "wait_group",
                                                    "wait_group_read")},
 }
