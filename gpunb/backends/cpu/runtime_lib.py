@@ -14,6 +14,10 @@ coroutine frame's resume and destroy slots), and one that names another (made by
 is refused with a LaunchError before it is loaded - MCJIT would resolve the missing symbol to
 address 0. The disk cache would not hand out such an object anyway: its keys hold the digest of
 gpunb's compiler sources (this module's generators included) and LLVM's version.
+
+A fault in the runtime's code (it reads the runner's records; only the TMA loads it lands
+read user memory) is caught by the guard as one in kernel code is, and names the thread the
+scheduler resumed last; its address lies outside the kernel's line table, so no line.
 """
 
 from __future__ import annotations

@@ -258,3 +258,17 @@ def test_a_fault_in_the_runtimes_code_is_caught_and_the_next_launch_works():
     assert "block (0, 0, 0)" in str(info.value)
     load_tile[1, 64](out, cuda.tma.descriptor(a, (16, 16), 0))
     np.testing.assert_array_equal(out, a.reshape(-1)[:64])
+
+
+def test_runtime_names_are_the_same_in_every_process():
+    """A kernel cached by one process binds in another only if both build the same IR."""
+    code = """
+        from gpunb.backends.cpu import runtime_lib as r
+        print(sorted(r.scheduler_symbol(a, b, g)
+                     for a in (False, True) for b in (False, True) for g in (False, True)))
+    """
+    outputs = {_fresh_python(code, {"PYTHONHASHSEED": seed}) for seed in ("1", "2")}
+    assert len(outputs) == 1
+    assert outputs.pop().strip() == repr(sorted(
+        runtime_lib.scheduler_symbol(a, b, g)
+        for a in (False, True) for b in (False, True) for g in (False, True)))
