@@ -33,7 +33,7 @@ from gpunb.foundation.errors import LaunchError
 _PARTS = ("async", "record", "grid")
 PREFIX = "gpunb_rt_"
 # a runtime symbol in an object's string table (names end at a NUL byte there)
-_NAME = re.compile(rb"gpunb_rt_([a-z_]+?)_([0-9a-f]{12})\x00")
+_NAME = re.compile(rb"(gpunb_rt_[a-z_]+?_[0-9a-f]{12})\x00")
 _loaded: dict = {}  # symbol -> (the MCJIT engine holding its code, the entry's address)
 
 
@@ -108,21 +108,25 @@ def link(binary: bytes, kernel: str) -> None:
     first time; a symbol of another ABI (an object made by another gpunb) is a LaunchError."""
     if PREFIX.encode() not in binary:
         return  # work-group kernels call none
-    for found in set(_NAME.finditer(binary)):
-        name = found.group(0)[:-1].decode()
-        if name in _loaded:
-            continue
-        variant = found.group(1).decode()
-        if _features(variant) is None or _symbol(variant) != name:
-            raise LaunchError(
-                f"CPU kernel '{kernel}' was compiled by another version of gpunb: it calls "
-                f"{name}, which this gpunb's runtime does not have", function=kernel,
-                hint="compile the kernel again (gpunb.cache.clear() drops stale entries)")
-        _load(variant, name)
+    for name in set(_NAME.findall(binary)):
+        require(name.decode(), kernel)
+
+
+def require(name: str, kernel: str) -> None:
+    """Load the runtime code `name` stands for (once per process), for `kernel`."""
+    if name in _loaded:
+        return
+    variant = name[len(PREFIX):].rpartition("_")[0]
+    if _features(variant) is None or _symbol(variant) != name:
+        raise LaunchError(
+            f"CPU kernel '{kernel}' was compiled by another version of gpunb: it calls "
+            f"{name}, which this gpunb's runtime does not have", function=kernel,
+            hint="compile the kernel again (gpunb.cache.clear() drops stale entries)")
+    _load(variant, name)
 
 
 def _load(variant: str, name: str) -> None:
-    """Compile one variant (O3, as its code was inside each kernel) and publish its entry."""
+    """Compile one variant (O3, loops as written: objects.emit_object) and publish its entry."""
     import llvmlite.binding as llvm
 
     from gpunb.backends.cpu.objects import emit_object

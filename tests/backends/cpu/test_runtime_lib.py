@@ -112,6 +112,13 @@ def test_an_object_of_another_runtime_abi_is_refused_before_it_is_loaded():
     assert "compile the kernel again" in str(info.value.hint)
 
 
+@pytest.mark.parametrize("name", ["gpunb_rt_schedule_warp_0123456789ab",
+                                  "gpunb_rt_schedule_record_0123456789ab", "gpunb_rt__"])
+def test_a_runtime_name_this_gpunb_never_makes_is_refused(name):
+    with pytest.raises(LaunchError, match=f"it calls {name}"):
+        runtime_lib.require(name, "k")
+
+
 def _fresh_python(code: str, env_extra: dict | None = None) -> str:
     env = dict(os.environ, GPUNB_TARGET="cpu", GPUNB_NOTICES="0", PYTHONDONTWRITEBYTECODE="1",
                PYTHONPATH=os.pathsep.join(filter(None, (str(REPO),
