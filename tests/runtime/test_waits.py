@@ -186,18 +186,26 @@ def test_gpu_waits_still_return_promptly():
             if i < o.size:
                 o[i] += 1
 
+        from gpunb.backends.cuda import driver
+
+        def blocking():  # the driver's own wait, which Ctrl-C cannot end
+            driver.check(driver.cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+
         d = cuda.to_device(np.zeros(1 << 20, np.float32))
         add_one[4096, 256](d)
         cuda.synchronize()
-        waits = []
-        for _ in range(100):
-            start = time.perf_counter()
-            add_one[4096, 256](d)
-            cuda.synchronize()
-            waits.append(time.perf_counter() - start)
-        # ~0.01-0.1 ms kernels: no poll interval in the way. The median, as other test workers'
-        # kernels share the GPU and delay some of these (under -n 6 the mean read 2.4 ms)
-        assert float(np.median(waits)) < 2e-3, sorted(waits)[::10]
-        assert (d.copy_to_host() == 101).all()
+        waits = {cuda.synchronize: [], blocking: []}
+        for _ in range(100):  # alternated: both see the same sharing of the GPU
+            for wait, times in waits.items():
+                start = time.perf_counter()
+                add_one[4096, 256](d)
+                wait()
+                times.append(time.perf_counter() - start)
+        ours, theirs = (float(np.median(times)) for times in waits.values())
+        # ~0.01-0.1 ms kernels: no poll interval in the way. Compared with the blocking wait in
+        # the same process, not with a fixed time: other test workers' contexts share the GPU
+        # in time slices (under -n 6 on an H200 all of gpunb's waits read 2.4-3.2 ms)
+        assert ours < 1.25 * theirs + 2e-4, (ours, theirs)
+        assert (d.copy_to_host() == 201).all()
     finally:
         gpunb.set_target(None)

@@ -99,7 +99,7 @@ class CpuBackend(Backend):
 
     def lower(self, typed, options: dict, symbol: str, arch, device: bool = False):
         """The kernel's body for the host, and the runner that executes a range of blocks."""
-        from gpunb.backends.cpu import runner
+        from gpunb.backends.cpu import runner, runtime_lib
         from gpunb.backends.cpu.target import CpuTarget
         from gpunb.compiler.pipeline import lower_kernel
 
@@ -145,7 +145,10 @@ class CpuBackend(Backend):
                            target.coroutine, cooperative="grid_sync" in features,
                            workgroup=plan is not None,
                            scratch_per_thread=target.scratch_bytes_per_thread(),
-                           async_state=target.uses_async, record=record,
+                           async_state=target.uses_async,
+                           scheduler=runtime_lib.scheduler_symbol(
+                               target.uses_async, record, "grid_sync" in features)
+                           if target.coroutine else "",
                            debug_area=target.debug.tables()[2] if target.debug else 0,
                            location=None if builder.debug is None else
                            lambda fn: runner_location(builder.debug, fn, typed.source,

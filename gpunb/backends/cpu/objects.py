@@ -57,8 +57,10 @@ def _probe_stack(module_text: str) -> str:
 
 
 def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: bool = True,
-                fastmath: bool = False) -> tuple[bytes, str]:
-    """Optimise and compile for the host. Returns (object file, optimised IR).
+                fastmath: bool = False, widen_loops: bool = True) -> tuple[bytes, str]:
+    """Optimise and compile for the host. Returns (object file, optimised IR). Without
+    `widen_loops`, loops are neither unrolled nor vectorised (code that walks lists of
+    threads, runtime_lib.py's: it compiles in less than half the time, and runs as fast).
 
     The assembly is not made here: host_assembly makes it from the optimised IR when someone
     asks (inspect_asm), so a compile pays for one code generation, not two (measured: the
@@ -81,6 +83,8 @@ def emit_object(module_text: str, body_symbol: str, coroutine: bool, *, opt: boo
     mod.verify()
     tm = host_target_machine()
     pto = llvm.create_pipeline_tuning_options(speed_level=3 if opt else (1 if coroutine else 0))
+    if not widen_loops:
+        pto.loop_unrolling = pto.loop_vectorization = pto.slp_vectorization = False
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
     # the IR the object is made from: code generation below rewrites the module in place

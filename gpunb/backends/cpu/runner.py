@@ -8,7 +8,8 @@ repeatedly resumes the threads that may run: a warp whose live lanes all wait at
 else - when every live thread waits at the same block barrier - the whole block. Threads that
 exited count as arrived (as on the GPU). Threads waiting at different barriers, or at a warp
 barrier their warp cannot complete, are a deadlock on a GPU: the scheduler stops and reports both
-barrier sites in the launch status instead of hanging.
+barrier sites in the launch status instead of hanging. The scheduler is the same for every
+kernel: runtime_lib.py compiles it once per process and the runner calls it by name.
 """
 
 from __future__ import annotations
@@ -64,10 +65,14 @@ def _loop(b: ir.IRBuilder, start, stop, name: str, step=None):
     b.position_at_end(done)
 
 
+# void gpunb_schedule(handles, ctxs, i32 n, i32 per_block, status, cancel, guard)
+SCHEDULER_ARGS = (dm.ptr, dm.ptr, dm.i32, dm.i32, dm.ptr, dm.ptr, dm.ptr)
+
+
 def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: list,
                 coroutine: bool, cooperative: bool = False,
                 workgroup: bool = False, scratch_per_thread: int = 0,
-                async_state: bool = False, record: bool = False,
+                async_state: bool = False, scheduler: str = "",
                 debug_area: int = 0, location=None) -> ir.Function:
     """The entry: per block, one body call per thread (coroutines), or one call per block whose
     body loops over the threads itself (workgroup mode: the context carries threadIdx 0, and
@@ -75,8 +80,9 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     here once, reused by every block this host thread runs). With `async_state` each thread
     also gets an area for its queued asynchronous copies (async_state.py), cleared per block.
     The debug variant (coroutines) gives each thread `debug_area` bytes, zeroed per block, and
-    tells the launch's DebugControl which threads run now. `location(fn)`: the debug location
-    of the runner's own code, where the module has line tables."""
+    tells the launch's DebugControl which threads run now. `scheduler`: the name of the
+    coroutines' scheduler, declared here (runtime_lib.scheduler_symbol). `location(fn)`: the
+    debug location of the runner's own code, where the module has line tables."""
     fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr]), symbol)
     launch, guard = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -199,8 +205,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 if coroutine:
                     b.store(result, b.gep(handles, [index], source_etype=dm.ptr))
         if coroutine:
-            scheduler = emit_scheduler(module, async_state, record)
-            b.call(scheduler, [handles, ctxs, b.trunc(group_threads, dm.i32), nthreads, status,
+            schedule = declare(module, scheduler, dm.void, list(SCHEDULER_ARGS))
+            b.call(schedule, [handles, ctxs, b.trunc(group_threads, dm.i32), nthreads, status,
                                cancel, guard])
         code = b.load(status, typ=dm.i32)
         # an error, or the launch is to stop (a stop within a block jumps out of the kernel;
@@ -529,25 +535,20 @@ class _Scheduler:
         b.branch(finish_bb)
 
 
-def emit_scheduler(module: ir.Module, async_state: bool = False,
-                   record: bool = False) -> ir.Function:
+def emit_scheduler(module: ir.Module, async_state: bool = False, record: bool = False,
+                   name: str = "", grid: bool = True) -> ir.Function:
     """void gpunb_schedule(handles, ctxs, i32 n, i32 per_block, status, cancel, guard): run
-    threads to the end.
+    threads to the end (runtime_lib.py's module, one per process; kernels call it by name).
 
     Each round resumes, in order: warps whose live lanes all wait at a warp collective; blocks
     whose live threads all wait at the same block barrier; the grid when every live thread waits
     at the same grid barrier (with `async_state`, async_schedule.py's waits too, and an idle
     round first lands the queued TMA loads). A round without progress while threads still wait
     is a deadlock. A launch told to stop (its cancel word) ends at the next round: every thread
-    is destroyed.
+    is destroyed. Without `grid` (a kernel that never calls grid.sync()) no grid step.
     """
-    name = "gpunb_schedule_async" if async_state else "gpunb_schedule"
-    fn = module.globals.get(name)
-    if fn is not None:
-        return fn
-    fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr, dm.i32, dm.i32, dm.ptr,
-                                                       dm.ptr, dm.ptr]), name)
-    fn.linkage = "internal"
+    name = name or ("gpunb_schedule_async" if async_state else "gpunb_schedule")
+    fn = ir.Function(module, ir.FunctionType(dm.void, list(SCHEDULER_ARGS)), name)
     sched = _Scheduler(module, fn)
     b = sched.b
     round_bb = fn.append_basic_block("round")
@@ -562,7 +563,8 @@ def emit_scheduler(module: ir.Module, async_state: bool = False,
     n_blocks = b.udiv(sched.n, sched.per_block)
     sched.warps(n_blocks)
     sched.blocks(n_blocks)
-    sched.grid()
+    if grid:
+        sched.grid()
     if async_state:
         from gpunb.backends.cpu import async_schedule
 

@@ -1,0 +1,154 @@
+"""The CPU target's runtime library: the coroutine block schedulers, compiled once per process.
+
+Every coroutine-mode kernel calls a scheduler (runner.emit_scheduler) that is the same for all
+of them: it touches the threads only through llvm.coro.resume/done/destroy and the context,
+status and guard records by abi.py's offsets. Compiled into each kernel it was ~60 % of a small
+kernel's module and ~80 % of its compile time (O3 inlined it into the runner); here each variant
+is built, optimised and loaded into MCJIT the first time a process loads a kernel that calls it,
+kept for the life of the process, and published in the process's symbol table (llvmlite's
+add_symbol), where MCJIT resolves the kernel objects' undefined symbols.
+
+A kernel declares its scheduler as `gpunb_rt_<variant>_<digest>`, the digest being of the
+variant's IR text: an object can bind only to a scheduler of the same ABI (record layouts, the
+coroutine frame's resume and destroy slots), and one that names another (made by another gpunb)
+is refused with a LaunchError before it is loaded - MCJIT would resolve the missing symbol to
+address 0. The disk cache would not hand out such an object anyway: its keys hold the digest of
+gpunb's compiler sources (this module's generators included) and LLVM's version.
+
+A fault in the runtime's code (it reads the runner's records; only the TMA loads it lands
+read user memory) is caught by the guard as one in kernel code is, and names the thread the
+scheduler resumed last; its address lies outside the kernel's line table, so no line.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from gpunb.foundation.errors import LaunchError
+
+# a variant's name says what its scheduler does beyond warp and block barriers: `async` also
+# waits on mbarriers and wgmma rendezvous and lands TMA loads (`record`: recording them), `grid`
+# (cooperative kernels: a group of every block of the launch) also runs grid.sync()
+_PARTS = ("async", "record", "grid")
+PREFIX = "gpunb_rt_"
+# a runtime symbol in an object's string table (names end at a NUL byte there)
+_NAME = re.compile(rb"(gpunb_rt_[a-z_]+?_[0-9a-f]{12})\x00")
+_loaded: dict = {}  # symbol -> (the MCJIT engine holding its code, the entry's address)
+
+
+def variant_name(async_state: bool, record: bool, grid: bool) -> str:
+    """"schedule", "schedule_async_grid", ... (`record` matters only with `async_state`: it
+    changes only the landing of TMA copies)."""
+    wanted = (async_state, record and async_state, grid)
+    return "_".join(["schedule"] + [part for part, on in zip(_PARTS, wanted, strict=True) if on])
+
+
+def _features(variant: str) -> tuple | None:
+    """variant_name's arguments back from a name; None for a name it never makes."""
+    words = variant.split("_")
+    found = tuple(part in words[1:] for part in _PARTS)
+    return found if variant_name(*found) == variant else None
+
+
+@functools.cache
+def _variant_ir(variant: str) -> str:
+    """The variant's module: its scheduler (runner.emit_scheduler), the helpers it calls."""
+    from llvmlite import ir
+
+    from gpunb.backends.cpu.runner import emit_scheduler
+
+    async_state, record, grid = _features(variant)
+    module = ir.Module(name=PREFIX + variant)
+    entry = "gpunb_schedule"
+    scheduler = emit_scheduler(module, async_state, record, grid=grid,
+                               name=entry if grid else entry + ".any")
+    # the handles array is the scheduler's own: the threads it resumes never touch it (in a
+    # kernel LLVM knew this of the runner's malloc; measured: 5 % of a warp-collective launch)
+    scheduler.args[0].add_attribute("noalias")
+    if not grid:
+        _one_block_entry(module, scheduler, entry)
+    for fn in module.functions:  # as in kernels (backend.one_code_section): a stop or a fault
+        if not fn.name.startswith("llvm."):  # longjmps, nothing unwinds
+            fn.attributes.add("nounwind")
+    return str(module)
+
+
+def _one_block_entry(module, scheduler, name: str) -> None:
+    """The entry of a scheduler whose group is one block (n == per_block: every launch but a
+    cooperative one's), specialised for it as the runner's constants specialised it when it was
+    inlined into each kernel (measured: 14 % of a block-barrier kernel's launch time)."""
+    from llvmlite import ir
+
+    scheduler.linkage = "internal"
+    scheduler.attributes.add("alwaysinline")
+    fn = ir.Function(module, scheduler.function_type, name)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    handles, ctxs, _, per_block, *rest = fn.args
+    b.call(scheduler, [handles, ctxs, per_block, per_block, *rest])
+    b.ret_void()
+
+
+def scheduler_symbol(async_state: bool, record: bool, grid: bool) -> str:
+    """The name a coroutine kernel calls its scheduler by (building the variant's IR once per
+    process, ~10-25 ms, for its digest; compiles need only the name)."""
+    return _symbol(variant_name(async_state, record, grid))
+
+
+@functools.cache
+def _symbol(variant: str) -> str:
+    import hashlib
+
+    digest = hashlib.blake2b(_variant_ir(variant).encode(), digest_size=6).hexdigest()
+    return f"{PREFIX}{variant}_{digest}"
+
+
+def link(binary: bytes, kernel: str) -> None:
+    """Make every runtime symbol the object `binary` calls resolvable, loading each variant the
+    first time; a symbol of another ABI (an object made by another gpunb) is a LaunchError."""
+    if PREFIX.encode() not in binary:
+        return  # work-group kernels call none
+    for name in set(_NAME.findall(binary)):
+        require(name.decode(), kernel)
+
+
+def require(name: str, kernel: str) -> None:
+    """Load the runtime code `name` stands for (once per process), for `kernel`."""
+    if name in _loaded:
+        return
+    variant = name[len(PREFIX):].rpartition("_")[0]
+    if _features(variant) is None or _symbol(variant) != name:
+        raise LaunchError(
+            f"CPU kernel '{kernel}' was compiled by another version of gpunb: it calls "
+            f"{name}, which this gpunb's runtime does not have", function=kernel,
+            hint="compile the kernel again (gpunb.cache.clear() drops stale entries)")
+    _load(variant, name)
+
+
+def _load(variant: str, name: str) -> None:
+    """Compile one variant (O3, loops as written: objects.emit_object) and publish its entry."""
+    import llvmlite.binding as llvm
+
+    from gpunb.backends.cpu.objects import emit_object
+    from gpunb.backends.cpu.target import host_target_machine
+    from gpunb.backends.llvm_lock import LLVM_LOCK
+
+    with LLVM_LOCK:  # LLVM's global context; and two threads loading kernels load it once
+        if name in _loaded:
+            return
+        obj, _ = emit_object(_variant_ir(variant), "", coroutine=False, widen_loops=False)
+        # MCJIT owns (and frees) its target machine: never the shared, cached one
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
+                                            host_target_machine.__wrapped__())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        address = engine.get_function_address("gpunb_schedule")
+        if not address:
+            raise LaunchError(f"gpunb's CPU runtime: gpunb_schedule not found in {name}")
+        llvm.add_symbol(name, address)
+        _loaded[name] = (engine, address)
+
+
+def loaded() -> dict:
+    """symbol -> address of the runtime code this process has loaded (tests, diagnostics)."""
+    return {name: address for name, (_, address) in _loaded.items()}
