@@ -23,6 +23,17 @@ tutorial matmul, so that one device run times them side by side.
 - `prefetch`: the producer also asks L2 for the slices this many K steps after the one it
   loads (cuda.tma.prefetch; into the block's next tile at the end of one), so that the ring's
   loads find them in L2 (0: none).
+- `persistent` (spec part `np` turns it off): one block per SM walking the tiles (the
+  example's way), or one block per tile in Triton's launch order (`np`: the tile order is the
+  same formula, so `g8,np` fetches the tiles in the order of Triton's tutorial; each block's
+  epilogue then runs alone, not beside its next tile's loads).
+- `cp` (feed "cp"): the producer warpgroup's 128 threads fill the ring with 16-byte
+  cp.async copies into the same 128-byte-swizzled layout (chunk c of row r at c ^ (r % 8)),
+  each thread arriving on the stage's full mbarrier once its copies have landed, instead of one
+  thread's TMA loads: Triton's tutorial feeds its wgmma with cp.async, and the L2 request
+  coalescer merges those requests from different SMs for the same sectors, which TMA loads
+  (without multicast) mostly miss (benchmarks/RESULTS.md, fifth session). BK 64 only.
+- `ba`: the producer issues each stage's B box (32 KiB) before its A box (16 KiB).
 - `bk`: the K slice of one stage (64, 128-byte swizzle; or 32, 64-byte swizzle, where twice the
   stages of half the size release the ring in finer steps: the producer runs further ahead).
 
@@ -56,6 +67,9 @@ class Config:
     u32: bool = False
     nosmr: bool = False
     prefetch: int = 0
+    persistent: bool = True
+    feed: str = "tma"
+    b_first: bool = False
 
     @property
     def label(self) -> str:
@@ -63,6 +77,9 @@ class Config:
         probe = f", probe {self.probe} (C is wrong)" if self.probe else ""
         flags = "".join(f", {f}" for f in ("u32", "nosmr") if getattr(self, f))
         flags += f", L2 prefetch {self.prefetch} ahead" if self.prefetch else ""
+        flags += "" if self.persistent else ", one block per tile"
+        flags += ", cp.async feed" if self.feed == "cp" else ""
+        flags += ", B box first" if self.b_first else ""
         return (f"BK {self.bk}, {self.stages} stages, group {self.group_m}, {self.in_flight} in "
                 f"flight, epilogue {epi}, L2 {self.l2}{flags}{probe}")
 
@@ -80,7 +97,7 @@ class Config:
 
 def parse(spec: str) -> Config:
     """'s4,g8,f1,direct,l128' (any subset, any order): stages, group, in flight, epilogue
-    (direct, tma, tma2: two rounds of 2 panels, none), L2 promotion."""
+    (direct, tma, tma2: two rounds of 2 panels, none), L2 promotion; np: one block per tile."""
     kw: dict = {}
     for part in filter(None, spec.split(",")):
         if part in ("direct", "none", "tma"):
@@ -89,6 +106,12 @@ def parse(spec: str) -> Config:
             kw["probe"] = part
         elif part in ("u32", "nosmr"):
             kw[part] = True
+        elif part == "np":
+            kw["persistent"] = False
+        elif part == "cp":
+            kw["feed"] = "cp"
+        elif part == "ba":
+            kw["b_first"] = True
         elif part == "tma2":
             kw["epilogue"], kw["c_panels"] = "tma", 2
         elif part[0] in "sgflkp" and part[1:].isdigit():
@@ -99,6 +122,9 @@ def parse(spec: str) -> Config:
     config = Config(**kw)
     if config.bk not in (32, 64):
         raise ValueError(f"variant {spec!r}: BK is 32 or 64")
+    if config.feed == "cp" and (config.bk != 64 or config.probe or config.prefetch):
+        raise ValueError(f"variant {spec!r}: the cp.async feed takes BK 64, no probe, no "
+                         "prefetch")
     if config.layout()["SMEM"] > SMEM_LIMIT:
         raise ValueError(f"{config.label}: {config.layout()['SMEM']} bytes of shared memory "
                          f"(at most {SMEM_LIMIT})")
@@ -119,6 +145,12 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
     swizzle = 2 * bk  # a stage's rows are bk elements of 2 bytes: the swizzle's span
 
     u32, nosmr, ahead = config.u32, config.nosmr, config.prefetch
+    cp_feed = config.feed == "cp"
+    b_first = config.b_first
+    full_count = 128 if cp_feed else 1  # cp.async: every producer thread arrives
+    # the cp.async producer's addresses need more than 40 registers (it spilled); 48 and the
+    # consumers' 232 fill the 64 K registers exactly
+    producer_regs = 48 if cp_feed else 40
 
     @cuda.jit(device=True, forceinline=True)
     def tile_origin64(tile, M, N):  # noqa: N803
@@ -142,8 +174,47 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
 
     tile_origin = tile_origin32 if u32 else tile_origin64
 
+    @cuda.jit(device=True, forceinline=True)
+    def cp_producer(smem, bars, a, b, M, N, K, tiles, ktiles):  # noqa: N803
+        # thread t copies the 16-byte chunk t % 8 of rows t // 8 + 16 i: eight threads read
+        # one row's 128 bytes; rows r and r + 16 share r % 8, so the swizzle is per thread.
+        # Unsigned 32-bit indices: no negative-index wrapping to compute. Whole tiles only
+        # (launch checks that M, N and K are multiples of the tile).
+        t = uint32(cuda.threadIdx.x)
+        col = (t % 8) * 8
+        r0 = t // 8
+        at = r0 * bk + ((t % 8) ^ (r0 % 8)) * 8  # its first chunk's place in a tile
+        it = 0
+        for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):
+            m0, n0 = tile_origin(tile, M, N)
+            ra = uint32(m0) + r0
+            rb = uint32(n0) + r0
+            for kt in range(ktiles):
+                s = it % stages
+                if it >= stages:
+                    cuda.mbarrier.wait(bars, empty + s, (it // stages - 1) % 2)
+                k = uint32(kt * bk) + col
+                base = uint32(s * stage_n) + at
+                for i in range(BM // 16):
+                    cuda.cp_async.copy(smem[base + uint32(i * 16 * bk):],
+                                       a[ra + uint32(16 * i), k:], 16, cache="cg")
+                base += uint32(a_tile)
+                for i in range(BN // 16):
+                    cuda.cp_async.copy(smem[base + uint32(i * 16 * bk):],
+                                       b[rb + uint32(16 * i), k:], 16, cache="cg")
+                cuda.cp_async.commit_group()
+                if it > 0:  # the previous stage's copies have landed: that stage is full
+                    cuda.cp_async.wait_group(1)
+                    cuda.fence_proxy_async()  # wgmma reads through the async proxy
+                    cuda.mbarrier.arrive(bars, full + (it - 1) % stages)
+                it += 1
+        if it > 0:
+            cuda.cp_async.wait_group(0)
+            cuda.fence_proxy_async()
+            cuda.mbarrier.arrive(bars, full + (it - 1) % stages)
+
     @cuda.jit(launch_bounds=(THREADS, 1))
-    def gemm(c, da, db, dc, M, N, K):  # noqa: N803
+    def gemm(c, da, db, dc, M, N, K, a, b):  # noqa: N803
         smem = cuda.shared.array(0, c.dtype, alignment=1024)
         bars = cuda.shared.array(0, uint64)
         tid = cuda.threadIdx.x
@@ -152,7 +223,7 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
         ktiles = (K + bk - 1) // bk
         if tid == 0:
             for s in range(stages):
-                cuda.mbarrier.init(bars, full + s, 1)
+                cuda.mbarrier.init(bars, full + s, full_count)
                 cuda.mbarrier.init(bars, empty + s, 2)
             for w in range(2):
                 cuda.mbarrier.init(bars, written + w, 128)
@@ -160,8 +231,10 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
         cuda.syncthreads()
         if group == 0:
             if not nosmr:
-                cuda.setmaxnreg_dec(40)
-            if tid == 0:
+                cuda.setmaxnreg_dec(producer_regs)
+            if cp_feed:
+                cp_producer(smem, bars, a, b, M, N, K, tiles, ktiles)
+            elif tid == 0:
                 it = 0
                 for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):
                     m0, n0 = tile_origin(tile, M, N)
@@ -180,10 +253,14 @@ def make_gemm(config: Config = Config()):  # noqa: C901 - one kernel, its knobs 
                                 cuda.mbarrier.wait(bars, empty + s, (it // stages - 1) % 2)
                             cuda.mbarrier.arrive_expect_tx(bars, full + s, stage_n * 2)
                             base = s * stage_n
+                            if b_first:
+                                cuda.tma.load(smem[base + a_tile:base + stage_n], db,
+                                              (n0, kt * bk), bars, full + s)
                             cuda.tma.load(smem[base:base + a_tile], da, (m0, kt * bk), bars,
                                           full + s)
-                            cuda.tma.load(smem[base + a_tile:base + stage_n], db,
-                                          (n0, kt * bk), bars, full + s)
+                            if not b_first:
+                                cuda.tma.load(smem[base + a_tile:base + stage_n], db,
+                                              (n0, kt * bk), bars, full + s)
                         it += 1
         else:
             if not nosmr:
@@ -275,6 +352,9 @@ def launch(kernel, c, a, b, descs, blocks: int | None = None) -> None:
     N = b.shape[0]  # noqa: N806
     tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
     if blocks is None:
-        blocks = tiles if isinstance(a, np.ndarray) else \
+        blocks = tiles if isinstance(a, np.ndarray) or not kernel.config.persistent else \
             min(tiles, cuda.get_current_device().MULTIPROCESSOR_COUNT)
-    kernel[blocks, THREADS, 0, kernel.config.layout()["SMEM"]](c, *descs, M, N, K)
+    if kernel.config.feed == "cp" and (M % BM or N % BN or K % kernel.config.bk):
+        raise ValueError(f"the cp.async feed takes whole tiles: {M} x {N} x {K} is not a "
+                         f"multiple of {BM} x {BN} x {kernel.config.bk}")
+    kernel[blocks, THREADS, 0, kernel.config.layout()["SMEM"]](c, *descs, M, N, K, a, b)

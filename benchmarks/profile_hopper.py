@@ -6,6 +6,12 @@ cuBLAS (torch.matmul). Each is launched once after its compile, nothing else run
     ncu --clock-control none -k 'regex:^(gemm|matmul_kernel|nvjet|sm90|cutlass)' \\
         --section SpeedOfLight --section WarpStateStats \\
         python -m benchmarks.profile_hopper [--dtype bfloat16] [--variant tma2 ...]
+
+L2 traffic: `--metrics l1tex__m_xbar2l1tex_read_sectors.sum,lts__t_sectors_srcunit_tex_op_read.sum,
+lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum` gives the sectors the SMs
+received, those the L2 slices read, and those Hopper's L2 request coalescer merged between
+them (requests of several SMs for one sector): the two GEMMs differ in the last (RESULTS.md,
+fifth session).
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ def test_specs_and_their_limits():
     assert (config.bk, config.stages, config.epilogue, config.c_panels, config.l2) == \
         (32, 8, "tma", 2, 256)
     assert config.layout()["SMEM"] <= hv.SMEM_LIMIT
+    assert config.persistent and not hv.parse("tma2,np").persistent
+    assert hv.parse("tma2,np").label.endswith(", one block per tile")
     assert hv.parse("").label == ("BK 64, 4 stages, group 8, 1 in flight, epilogue direct, "
                                   "L2 128")
     with pytest.raises(ValueError, match="bytes of shared memory"):
@@ -28,7 +30,8 @@ def test_specs_and_their_limits():
 
 
 @pytest.mark.slow  # each compiles the warp-specialised kernel for the CPU target
-@pytest.mark.parametrize("spec", ["direct", "s3,tma", "k32,s8,tma2", "f0,g16", "tma2,u32,p2"])
+@pytest.mark.parametrize("spec", ["direct", "s3,tma", "k32,s8,tma2", "f0,g16", "tma2,u32,p2",
+                                  "tma2,u32,ba"])
 def test_variants_on_the_cpu_target(spec):
     config = hv.parse(spec)
     kernel = hv.make_gemm(config)
@@ -44,3 +47,31 @@ def test_variants_on_the_cpu_target(spec):
             assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -7
     finally:
         gpunb.set_target(None)
+
+
+@pytest.mark.slow  # compiles the warp-specialised kernel for the CPU target
+def test_cp_async_feed_on_the_cpu_target():
+    # the producer warpgroup's 128 threads copy the ring's 128-byte-swizzled slices with
+    # cp.async (whole tiles only): the same products as the TMA feed's
+    config = hv.parse("tma2,u32,cp")
+    assert config.label.endswith(", cp.async feed")
+    kernel = hv.make_gemm(config)
+    gpunb.set_target("cpu")
+    try:
+        for m, n, k, blocks in ((128, 256, 128, None), (256, 512, 192, 2)):
+            rng = np.random.default_rng(m)
+            a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+            b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+            c = np.zeros((m, n), ml_dtypes.bfloat16)
+            hv.launch(kernel, c, a, b, hv.descriptors(a, b, c, config), blocks=blocks)
+            exact = a.astype(np.float64) @ b.astype(np.float64).T
+            assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -7
+        a = np.zeros((136, 64), ml_dtypes.bfloat16)
+        c = np.zeros((136, 256), ml_dtypes.bfloat16)
+        b = np.zeros((256, 64), ml_dtypes.bfloat16)
+        with pytest.raises(ValueError, match="whole tiles"):
+            hv.launch(kernel, c, a, b, hv.descriptors(a, b, c, config))
+    finally:
+        gpunb.set_target(None)
+    with pytest.raises(ValueError, match="cp.async feed takes BK 64"):
+        hv.parse("k32,s8,tma2,cp")

@@ -172,6 +172,89 @@ def test_stmatrix_inverts_ldmatrix(target, trans):
     np.testing.assert_array_equal(out, src)
 
 
+def _stmatrix_f32_kernel(np_dtype, scalar_first: bool):
+    """Each lane stmatrix-es 8 float32 values into a (32, 8) tile of np_dtype: converted by
+    stmatrix itself (pairs rounded together), or each converted first (`scalar_first`)."""
+    from gpunb import bfloat16, float16
+
+    elem = {np.float16: float16}.get(np_dtype, bfloat16)
+
+    @cuda.jit
+    def kernel(out, src):
+        lane = cuda.laneid
+        back = cuda.shared.array((32, 8), np_dtype)
+        v = (src[lane, 0], src[lane, 1], src[lane, 2], src[lane, 3], src[lane, 4],
+             src[lane, 5], src[lane, 6], src[lane, 7])
+        if scalar_first:
+            cuda.stmatrix(back, (lane, 0), (elem(v[0]), elem(v[1]), elem(v[2]), elem(v[3]),
+                                             elem(v[4]), elem(v[5]), elem(v[6]), elem(v[7])))
+        else:
+            cuda.stmatrix(back, (lane, 0), v)
+        cuda.syncwarp()
+        for j in range(8):
+            out[lane, j] = back[lane, j]
+
+    return kernel
+
+
+def _rounding_cases(np_dtype) -> np.ndarray:
+    """float32 values that test round-to-nearest-even into np_dtype: exact ties (to the even
+    neighbour, up and down), just off ties, overflow to inf, subnormals, inf and NaN."""
+    mant = 10 if np_dtype == np.float16 else 7
+    # past the largest finite value by more than half an ulp: rounds to inf
+    over = 65600.0 if np_dtype == np.float16 else float(np.finfo(np.float32).max)
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float32(over).astype(np_dtype))
+    ulp = 2.0 ** -mant
+    special = [1 + ulp / 2, 1 + 3 * ulp / 2, -(1 + ulp / 2), 1 + ulp / 2 + 2.0 ** -20,
+               over, -over, 2.0 ** -20, -(2.0 ** -130), np.inf, -np.inf, np.nan,
+               0.0, -0.0, 1.0 / 3, -2.0 / 3, 1e-3]
+    rng = np.random.default_rng(11)
+    values = np.concatenate([np.array(special, np.float32),
+                             rng.standard_normal(256 - len(special)).astype(np.float32) * 50])
+    return values.reshape(32, 8)
+
+
+@pytest.mark.parametrize("dtype_name", ["float16", "bfloat16"])
+def test_stmatrix_rounds_float32_pairs_like_scalar_conversions(target, dtype_name):
+    # stmatrix converts each lane's float32 pairs with one packed conversion (F2FP on sm_90):
+    # bit for bit the scalar round-to-nearest-even, and the values numpy/ml_dtypes give
+    import ml_dtypes
+
+    if target == "cuda":
+        from gpunb.backends.cuda import driver
+
+        if driver.current_device().compute_capability < (9, 0):
+            pytest.skip("stmatrix needs sm_90")
+    np_dtype = np.float16 if dtype_name == "float16" else ml_dtypes.bfloat16
+    src = _rounding_cases(np_dtype)
+    paired, scalar = (np.zeros((32, 8), np_dtype) for _ in range(2))
+    _stmatrix_f32_kernel(np_dtype, False)[1, 32](paired, src)
+    _stmatrix_f32_kernel(np_dtype, True)[1, 32](scalar, src)
+    bits = np.uint16
+    np.testing.assert_array_equal(paired.view(bits), scalar.view(bits))
+    # the layout moves values between lanes; as a multiset they are numpy's conversions
+    # (NaN aside: PTX's cvt gives the canonical NaN, numpy another one)
+    with np.errstate(over="ignore"):
+        got, want = paired.ravel(), src.ravel().astype(np_dtype)
+    nan = np.isnan(got.astype(np.float32))
+    assert nan.sum() == 1 and np.isnan(want.astype(np.float32)).sum() == 1
+    assert sorted(got[~nan].view(bits)) == sorted(want[~np.isnan(want.astype(np.float32))]
+                                                  .view(bits))
+
+
+def test_stmatrix_float32_pairs_are_one_packed_conversion(ptxas):
+    import ml_dtypes
+
+    for np_dtype, cvt in ((np.float16, "f16"), (ml_dtypes.bfloat16, "bf16")):
+        ptx, _ = cuda.compile_ptx(_stmatrix_f32_kernel(np_dtype, False).py_func,
+                                  f"void({'float16' if cvt == 'f16' else 'bfloat16'}[:, ::1], "
+                                  "float32[:, ::1])", cc=(9, 0, "a"))
+        assert ptx.count(f"cvt.rn.{cvt}x2.f32") == 4, ptx
+        assert f"cvt.rn.{cvt}.f32" not in ptx
+        ptxas(ptx, "sm_90a")
+
+
 @cuda.jit
 def _ldmatrix_feeds_mma(d, a, b):
     """A 16x8x16 product with A (row-major) and B (stored as B^T, row-major) loaded from shared

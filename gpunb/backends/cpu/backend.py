@@ -253,7 +253,9 @@ def host_arch() -> str:
 
     import llvmlite.binding as llvm
 
-    features = llvm.get_host_cpu_features().flatten()
+    from gpunb.backends.cpu.host_cpu import host_features
+
+    features = host_features()  # what objects are compiled for (exact bf16 rounding too)
     digest = hashlib.blake2b(features.encode(), digest_size=6).hexdigest()
     return f"{llvm.get_default_triple()}/{llvm.get_host_cpu_name()}/{digest}"
 

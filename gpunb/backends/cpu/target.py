@@ -46,8 +46,9 @@ def _llvm():
 def host_target_machine(opt: int = 3):
     llvm = _llvm()
     target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
+    from gpunb.backends.cpu.host_cpu import host_features
+
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=host_features(),
                                         opt=opt, reloc="static", codemodel="large")
 
 

@@ -209,6 +209,14 @@ class CudaTensorCores:
         b = low.builder
         regs = []
         for k in range(0, len(values), 2):
+            if isinstance(dtype, (t.Float, t.BFloat16)):
+                # a <2 x half> (or bfloat) bitcast: where the pair came from one packed
+                # conversion, the backend keeps its register instead of repacking the halves
+                pair = ir.Constant(ir.VectorType(values[k].type, 2), ir.Undefined)
+                for j in range(2):
+                    pair = b.insert_element(pair, values[k + j], ir.Constant(dm.i32, j))
+                regs.append(b.bitcast(pair, dm.i32))
+                continue
             lo, hi = (_b16_bits(b, v, dtype) for v in values[k:k + 2])
             regs.append(b.or_(b.zext(lo, dm.i32), b.shl(b.zext(hi, dm.i32),
                                                         ir.Constant(dm.i32, 16))))

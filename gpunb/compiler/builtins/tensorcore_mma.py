@@ -214,10 +214,32 @@ class StMatrix(Builtin):
         pointer, ok = row_address(low, node, arr_t, low.expr(node.args[0]), node.args[1],
                                   call.argtypes[1])
         tup = low.expr(node.args[2])
-        values = [ops.cast(b, b.extract_value(tup, k), item, arr_t.dtype)
-                  for k, item in enumerate(call.argtypes[2].items)]
+        values = _stored_values(b, tup, call.argtypes[2].items, arr_t.dtype)
         low.target.tensor_cores().stmatrix(low, node, pointer, ok, num, trans, arr_t.dtype,
                                            values)
+
+
+def _stored_values(b: ir.IRBuilder, tup, items: tuple, dtype: t.Type) -> list:
+    """The stmatrix values converted to the array's dtype. A pair of float32 values bound for
+    float16 or bfloat16 (an accumulator's epilogue) is rounded as one <2 x float> fptrunc: the
+    same round-to-nearest-even as two scalar ones, which the NVPTX backend emits as one packed
+    cvt.rn.f16x2.f32 (F2FP) where two scalar conversions were two F2F and a PRMT."""
+    raw = [b.extract_value(tup, k) for k in range(len(items))]
+    if not isinstance(dtype, (t.Float, t.BFloat16)) or t.sizeof(dtype) != 2 or \
+            any(item != t.float32 for item in items):
+        return [ops.cast(b, v, item, dtype) for v, item in zip(raw, items, strict=True)]
+    pair_in = ir.VectorType(dm.value_type(t.float32), 2)
+    pair_out = ir.VectorType(dm.value_type(dtype), 2)
+    out = []
+    for k in range(0, len(raw), 2):
+        pair = b.insert_element(ir.Constant(pair_in, ir.Undefined), raw[k], _index(0))
+        pair = b.fptrunc(b.insert_element(pair, raw[k + 1], _index(1)), pair_out)
+        out += [b.extract_element(pair, _index(j)) for j in range(2)]
+    return out
+
+
+def _index(j: int):
+    return ir.Constant(dm.i32, j)
 
 
 BUILTINS = {
