@@ -36,7 +36,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-_module_running: list = [None]  # the test file whose tests this process runs now
+_module_running: str | None = None  # the test file whose tests this process runs now
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -51,9 +51,10 @@ def pytest_runtest_setup(item):
     simulated driver's teardown, 87 tests). Frozen at each move, a collection scans only what
     the running test file made. What was frozen stays alive for the session: the kernels and
     modules would anyway, and the garbage collected just before the freeze is gone."""
+    global _module_running
     module = item.nodeid.split("::", 1)[0]
-    if module != _module_running[0]:
-        _module_running[0] = module
+    if module != _module_running:
+        _module_running = module
         gc.collect()
         gc.freeze()
 

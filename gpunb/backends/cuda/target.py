@@ -437,7 +437,7 @@ def _libdevice_bytes() -> bytes:
 
 
 _reflect_lock = threading.Lock()
-_prec_sqrt_answer: list = []  # the value LLVM was last told (empty: never told)
+_prec_sqrt_told: int | None = None  # the value LLVM was last told (None: never told)
 
 
 @contextlib.contextmanager
@@ -448,11 +448,12 @@ def _reflect_answers(precise_sqrt: bool):
     fastmath (approximate roots). LLVM's reflect pass answers 0 to names it is not told
     (float32 math.hypot was 1 ulp from numpy's). The answer is a process-wide LLVM option whose
     later entries win, so it is held for the block and told again only when it changes."""
+    global _prec_sqrt_told
     value = 1 if precise_sqrt else 0
     with _reflect_lock:
-        if _prec_sqrt_answer != [value]:
+        if _prec_sqrt_told != value:
             _llvm().set_option("", f"-nvvm-reflect-add=__CUDA_PREC_SQRT={value}")
-            _prec_sqrt_answer[:] = [value]
+            _prec_sqrt_told = value
         yield
 
 
