@@ -117,6 +117,15 @@ class Backend(abc.ABC):
         """The largest grid of `threads`-thread blocks a grid-synchronising launch may use."""
         return program.max_cooperative_blocks(threads, dynamic_shared)
 
+    def max_active_clusters(self, program: Program, block: tuple, dynamic_shared: int = 0,
+                            cluster_dims: tuple | None = None) -> int:
+        """Clusters (the kernel's cluster_dims, else `cluster_dims`, else 1 x 1 x 1) that can
+        all be resident at once: here the co-resident blocks over the cluster's blocks."""
+        dims = cluster_dims or tuple(program.artifact.cluster_dims) or (1, 1, 1)
+        threads = block[0] * block[1] * block[2]
+        return program.max_cooperative_blocks(threads, dynamic_shared) // (
+            dims[0] * dims[1] * dims[2])
+
     def max_active_blocks_per_sm(self, program: Program, threads: int,
                                  dynamic_shared: int = 0) -> int | None:
         """Resident blocks per multiprocessor as the device reports it; None where no device

@@ -131,6 +131,10 @@ class CudaBackend(Backend):
 
         return int(occupancy.max_active_blocks_per_sm(program.function, threads, dynamic_shared))
 
+    def max_active_clusters(self, program, block: tuple, dynamic_shared: int = 0,
+                            cluster_dims: tuple | None = None) -> int:
+        return program.max_active_clusters(block, dynamic_shared, cluster_dims)
+
     def assembly(self, artifact: KernelArtifact) -> str:
         return artifact.ptx
 

@@ -66,7 +66,8 @@ def check_cluster_arch(low, cc: tuple) -> None:
     """The cluster queries (block_rank() & co) are lowered without their call's node: below
     sm_90 the CompileError points at the statement being lowered."""
     if not has_arch(cc, SM90):
-        need(low, _statement_at(low), cc, SM90, "cuda.cg.this_cluster()'s methods")
+        need(low, _statement_at(low), cc, SM90, "a cluster query (block_rank(), num_blocks(), "
+             "block_index(), dim_blocks(), thread_rank(), num_threads())")
 
 
 def _statement_at(low):

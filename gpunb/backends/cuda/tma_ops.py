@@ -70,9 +70,11 @@ def check_multicast_mask(low, node, mask) -> None:
     """A multicast mask known at compile time: at least one block, and only blocks the kernel's
     cluster_dims has (a mask computed at run time is the kernel's to get right: bits past the
     cluster are undefined on the hardware)."""
-    if not isinstance(mask, ir.Constant):
+    while isinstance(mask, ir.CastInstr) and mask.opname in ("trunc", "zext", "sext"):
+        mask = mask.operands[0]  # the typing's conversion of a literal to uint16
+    if not isinstance(mask, ir.Constant) or not isinstance(mask.constant, int):
         return
-    value = int(mask.constant) & 0xFFFF
+    value = mask.constant & 0xFFFF
     if value and not low.mb.features:  # a device function compiled alone: no cluster known
         return
     dims = low.mb.options.get("cluster_dims") or (1, 1, 1)
