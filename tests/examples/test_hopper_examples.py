@@ -180,7 +180,7 @@ def test_gemm_runs_in_2_block_clusters_sharing_b_by_multicast(ptxas):
              ".global.tile" in line]
     assert len(loads) == 2 and sum(".multicast::cluster" in line for line in loads) == 1
     # each consumer frees a stage in both blocks: arrivals on the peers' barriers
-    assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in ptx
+    assert "mbarrier.arrive.shared::cluster.b64" in ptx
     assert ptx.count("barrier.cluster.wait") == 2  # after the barriers' init, before exit
     ptxas(ptx, "sm_90a")
 

@@ -214,7 +214,7 @@ def test_a_cluster_kernel_from_the_disk_cache_launches_clusters(tmp_path):
             "    out[cuda.blockIdx.x] = cuda.cg.this_cluster().block_rank()\n"
             "out = np.zeros(4, np.int32)\nk[4, 32](out)\n"
             "try:\n    k[3, 32](out)\nexcept gpunb.LaunchError:\n    print('refused')\n"
-            "print(list(out), k.cache_info()[-1]['event'])\n")
+            "print(out.tolist(), k.cache_info()[-1]['event'])\n")
     src = tmp_path / "cluster_cached.py"
     src.write_text(code)
     env = {**os.environ, "GPUNB_CACHE_DIR": str(tmp_path / "cache")}

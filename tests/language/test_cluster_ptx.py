@@ -101,7 +101,7 @@ def test_cluster_barrier_orders_mbarrier_init_and_mapa_reaches_the_peer(ptxas):
 def test_remote_arrive_is_a_cluster_scoped_arrive_on_the_mapped_barrier(ptxas):
     ptx = _ptx(_remote_arrive, (int32[::1],), cluster_dims=2)
     assert ptx.count("mapa.shared::cluster.u64") == 2
-    assert ptx.count("mbarrier.arrive.release.cluster.shared::cluster.b64 _,") == 2
+    assert ptx.count("mbarrier.arrive.shared::cluster.b64 _,") == 2
     ptxas(ptx, "sm_90")
 
 
