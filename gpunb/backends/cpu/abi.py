@@ -54,12 +54,25 @@ CTX_FRAME_BYTES = 184  # i64
 # the debug variant (always coroutine mode, so the slot is free): this thread's debug area
 # (debug_abi.py)
 CTX_DEBUG_AREA = CTX_SCRATCH
-CTX_SIZE = 192
+# thread-block clusters (cluster_ops.py, cluster_schedule.py; written by the runner for kernels
+# that use them): the shared memory of the cluster's block of rank 0, the bytes between two
+# blocks' shared memories, this block's rank, and the cluster barrier's counts - this thread's
+# arrivals and waits, and the phases completed when the scheduler last resumed it
+CTX_CLUSTER_SHARED = 192  # ptr
+CTX_CLUSTER_STRIDE = 200  # i64
+CTX_CLUSTER_RANK = 208  # i32
+CTX_CLUSTER_ARRIVED = 212  # i32
+CTX_CLUSTER_WAITED = 216  # i32
+CTX_CLUSTER_PHASE = 220  # i32
+CTX_SIZE = 224
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
 # an mbarrier wait (CTX_XCHG: the barrier's address, CTX_PRED: the parity waited for) and a
 # warpgroup's rendezvous at a wgmma.mma_async (all 128 threads of an aligned warpgroup)
 WAIT_MBARRIER, WAIT_WARPGROUP = 4, 5
+# a cluster barrier's wait (cluster.sync(), cluster.barrier_wait()): resumed when the phase this
+# thread arrived for has completed
+WAIT_CLUSTER = 6
 
 ERROR_NONE, ERROR_INDEX, ERROR_BARRIER, ERROR_RAISE, ERROR_WARP_MASK = 0, 1, 2, 3, 4
 ERROR_ASYNC = 5  # site: the operation's barrier site, count: async_state.Reason, index/extent
