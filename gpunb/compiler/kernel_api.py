@@ -82,7 +82,7 @@ for _name in _WARP_AND_BITS:
     globals()[_name] = KernelOnly(f"cuda.{_name}")
 
 shared = Namespace("cuda.shared", ["array"])
-cg = Namespace("cuda.cg", ["this_grid", "this_thread_block"])
+cg = Namespace("cuda.cg", ["this_grid", "this_thread_block", "this_cluster"])
 fp16 = Namespace("cuda.fp16", ["hadd", "hsub", "hmul", "hdiv", "heq", "hne", "hgt", "hge", "hlt",
                                "hle", "hsin", "hcos", "hlog", "hlog10", "hlog2", "hexp", "hexp2",
                                "hsqrt", "hceil", "hfloor", "htrunc", "hrint", "habs", "hneg",

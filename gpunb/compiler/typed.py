@@ -33,6 +33,9 @@ class Feature(str, enum.Enum):
     # cp.async, mbarriers, TMA and wgmma: the CPU target runs such a kernel as coroutines with
     # per-thread queues of pending copies (backends/cpu/async_*.py)
     ASYNC = "async"
+    # thread-block clusters (sm_90): cuda.cg.this_cluster(), remote mbarrier arrivals, TMA
+    # multicast; the CPU target schedules a cluster's blocks together
+    CLUSTER = "cluster"
     SM90A = "sm_90a"  # wgmma / setmaxnreg: the CUDA target compiles for sm_90a
     BREAKPOINT = "breakpoint"  # breakpoint(): compiled as the CPU target's debug variant
 

@@ -301,12 +301,12 @@ class CharSeq(Type):
 
 @dataclass(frozen=True, slots=True)
 class Group(Type):
-    """A cooperative group handle: `cuda.cg.this_grid()` or `cuda.cg.this_thread_block()`."""
+    """A cooperative group handle: cuda.cg.this_grid(), this_thread_block(), this_cluster()."""
 
-    kind: str  # "grid" | "block"
+    kind: str  # "grid" | "block" | "cluster"
 
     def __str__(self) -> str:
-        return "GridGroup" if self.kind == "grid" else "ThreadBlockGroup"
+        return {"grid": "GridGroup", "cluster": "ClusterGroup"}.get(self.kind, "ThreadBlockGroup")
 
 
 @dataclass(frozen=True, slots=True)

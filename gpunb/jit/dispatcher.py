@@ -93,7 +93,7 @@ def live_dispatchers() -> list:
 
 _OPTION_NAMES = ("fastmath", "lineinfo", "debug", "opt", "max_registers", "cache", "boundscheck",
                  "inline", "cpu_mode", "racecheck", "link", "lto", "launch_bounds",
-                 "shared_memory_carveout", "forceinline", "debugger")
+                 "shared_memory_carveout", "forceinline", "debugger", "cluster_dims")
 
 
 class Dispatcher(NumbaDispatcherAPI):

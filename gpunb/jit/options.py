@@ -191,6 +191,25 @@ def _launch_bounds(value):
     return None, bounds
 
 
+def _cluster_dims(value):
+    """A compile-time cluster shape (CUDA's __cluster_dims__): an int or 1 to 3 ints, kept as
+    (x, y, z); at most 8 blocks, the size every sm_90 GPU schedules (the portable limit)."""
+    dims = value if isinstance(value, tuple) else (value,)
+    try:
+        dims = tuple(operator.index(v) for v in dims if not isinstance(v, bool))
+    except TypeError:
+        return "expected an int or a tuple of up to three ints", value
+    if not 1 <= len(dims) <= 3 or len(dims) != (len(value) if isinstance(value, tuple) else 1):
+        return "expected an int or a tuple of one to three ints", value
+    if any(v < 1 for v in dims):
+        return "cluster dimensions must be positive", value
+    dims = dims + (1,) * (3 - len(dims))
+    if dims[0] * dims[1] * dims[2] > 8:
+        return (f"a cluster of {dims[0] * dims[1] * dims[2]} blocks: at most 8 blocks per "
+                "cluster (the portable cluster size)"), value
+    return None, dims
+
+
 _CARVEOUTS = {"default": -1, "maxl1": 0, "maxshared": 100}
 
 
@@ -211,10 +230,11 @@ def _carveout(value):
 
 _OPTION_CHECKS = {"max_registers": _max_registers, "fastmath": _fastmath, "opt": _opt,
                   "inline": _inline, "cpu_mode": _cpu_mode, "link": _link,
-                  "launch_bounds": _launch_bounds, "shared_memory_carveout": _carveout}
+                  "launch_bounds": _launch_bounds, "shared_memory_carveout": _carveout,
+                  "cluster_dims": _cluster_dims}
 _EXAMPLES = {"max_registers": "64", "inline": "'always'", "cpu_mode": "'coroutine'",
              "link": "['functions.cu']", "launch_bounds": "(256, 2)",
-             "shared_memory_carveout": "'MaxShared'"}
+             "shared_memory_carveout": "'MaxShared'", "cluster_dims": "(2, 1, 1)"}
 
 
 def check_target(target, what: str = "target") -> None:

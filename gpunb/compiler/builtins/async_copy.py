@@ -5,6 +5,7 @@ target runs them with their completion rules).
     cuda.cp_async.copy(dst, src, nbytes[, src_bytes][, cache])   # 4, 8 or 16 bytes
     cuda.cp_async.commit_group(); cuda.cp_async.wait_group(n); cuda.cp_async.wait_all()
     cuda.mbarrier.init(bars, i, count)            token = cuda.mbarrier.arrive(bars, i[, count])
+    cuda.mbarrier.arrive(bars, i, block_rank=r)   # mbarrier i of block r of the cluster
     cuda.mbarrier.arrive_expect_tx(bars, i, tx)   cuda.mbarrier.expect_tx(bars, i, tx)
     cuda.mbarrier.try_wait(bars, i, token)        cuda.mbarrier.try_wait_parity(bars, i, parity)
     cuda.mbarrier.wait(bars, i, parity)           cuda.mbarrier.inval(bars, i)
@@ -127,7 +128,7 @@ class CpAsyncGroup(Builtin):
 
 _MBARRIER_PARAMS = {
     "init": (("bars", "index", "count"), 3, t.none),
-    "arrive": (("bars", "index", "count"), 2, t.uint64),
+    "arrive": (("bars", "index", "count", "block_rank"), 2, t.uint64),
     "arrive_expect_tx": (("bars", "index", "tx_bytes"), 3, t.uint64),
     "expect_tx": (("bars", "index", "tx_bytes"), 3, t.none),
     "try_wait": (("bars", "index", "token"), 3, t.boolean),
@@ -149,6 +150,9 @@ class MBarrierOp(Builtin):
         for param in params[2:]:
             aa.integer_operand(inf, bound, param, f"{param} of {self.name}")
         inf.require(Feature.ASYNC)
+        if bound.node("block_rank") is not None:  # another block's barrier: no token back
+            inf.require(Feature.CLUSTER)
+            result = t.none
         return Typed(result, bound)
 
     def lower_call(self, low, node, call):
@@ -159,8 +163,11 @@ class MBarrierOp(Builtin):
         if op == "init":
             return ops.mbarrier_init(low, node, bar, aa.int_value(low, bound, "count", t.int32))
         if op == "arrive":
-            return ops.mbarrier_arrive(low, node, bar, aa.int_value(low, bound, "count",
-                                                                      t.int32), None)
+            count = aa.int_value(low, bound, "count", t.int32)
+            if bound.node("block_rank") is not None:
+                return ops.mbarrier_arrive(low, node, bar, count, None, block_rank=aa.int_value(
+                    low, bound, "block_rank", t.int32))
+            return ops.mbarrier_arrive(low, node, bar, count, None)
         if op == "arrive_expect_tx":
             return ops.mbarrier_arrive(low, node, bar, None,
                                        aa.int_value(low, bound, "tx_bytes", t.int32))

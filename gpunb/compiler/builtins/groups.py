@@ -1,4 +1,5 @@
-"""Cooperative groups: cuda.cg.this_grid() / this_thread_block(), .sync(), .thread_rank(), .size.
+"""Cooperative groups: cuda.cg.this_grid() / this_thread_block(), .sync(), .thread_rank(), .size;
+cuda.cg.this_cluster() and its methods are cluster.py's.
 
 A kernel that calls this_grid() (numba-cuda's rule) or grid.sync() is cooperative: the artifact
 says so and the CUDA launch goes through cuLaunchCooperativeKernel; with grid.sync() the CPU
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from gpunb.compiler import datamodel as dm
 from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.builtins.group_ranks import thread_rank
 from gpunb.compiler.typed import Feature
 from gpunb.foundation import types as t
 
@@ -25,6 +26,8 @@ class ThisGroup(Builtin):
             raise inf.error(node, f"{self.name}() takes no arguments")
         if self.kind == "grid":  # numba-cuda launches every this_grid() user cooperatively
             inf.require(Feature.COOPERATIVE)
+        elif self.kind == "cluster":
+            inf.require(Feature.CLUSTER)
         return t.Group(self.kind)
 
     def lower_call(self, low, node, call):
@@ -63,34 +66,6 @@ class ThreadRank(Builtin):
         return thread_rank(low, self.kind)
 
 
-def _linear(low, kind: str, dims: str):
-    b = low.builder
-    idx = [b.zext(low.target.sreg(low, kind, a), dm.i64) for a in "xyz"]
-    ext = [b.zext(low.target.sreg(low, dims, a), dm.i64) for a in "xyz"]
-    return b.add(idx[0], b.mul(ext[0], b.add(idx[1], b.mul(ext[1], idx[2]))))
-
-
-def _count(low, dims: str):
-    b = low.builder
-    ext = [b.zext(low.target.sreg(low, dims, a), dm.i64) for a in "xyz"]
-    return b.mul(b.mul(ext[0], ext[1]), ext[2])
-
-
-def thread_rank(low, kind: str):
-    b = low.builder
-    in_block = _linear(low, "tid", "ntid")
-    if kind == "block":
-        return in_block
-    block = _linear(low, "ctaid", "nctaid")
-    return b.add(b.mul(block, _count(low, "ntid")), in_block)
-
-
-def group_size(low, group: t.Group):
-    if group.kind == "block":
-        return _count(low, "ntid")
-    return low.builder.mul(_count(low, "ntid"), _count(low, "nctaid"))
-
-
 _METHODS = {
     ("grid", "sync"): GroupSync("grid"), ("block", "sync"): GroupSync("block"),
     ("grid", "thread_rank"): ThreadRank("grid"), ("block", "thread_rank"): ThreadRank("block"),
@@ -98,10 +73,24 @@ _METHODS = {
 
 
 def group_method(group: t.Group, name: str):
+    if group.kind == "cluster":
+        from gpunb.compiler.builtins.cluster import METHODS
+
+        return METHODS.get(name)
     return _METHODS.get((group.kind, name))
+
+
+def method_names(group: t.Group) -> list:
+    """The methods a group has, for the error that names one it has not."""
+    if group.kind == "cluster":
+        from gpunb.compiler.builtins.cluster import METHODS
+
+        return sorted(METHODS)
+    return sorted(name for kind, name in _METHODS if kind == group.kind)
 
 
 BUILTINS = {
     "cuda.cg.this_grid": ThisGroup("cuda.cg.this_grid", "grid"),
     "cuda.cg.this_thread_block": ThisGroup("cuda.cg.this_thread_block", "block"),
+    "cuda.cg.this_cluster": ThisGroup("cuda.cg.this_cluster", "cluster"),
 }

@@ -1,6 +1,7 @@
 """TMA bulk tensor copies (sm_90): typing here, lowering by the target's async_ops.
 
     cuda.tma.load(dst, desc, coords, bars, i)   # global -> shared, completes tx on mbarrier i
+    cuda.tma.load(..., multicast=mask)          # ... into every block of the cluster in mask
     cuda.tma.store(desc, coords, src)           # shared -> global, in bulk async-groups
     cuda.tma.prefetch(desc, coords)             # the box into L2, no copy and no completion
     cuda.tma.commit_group(); cuda.tma.wait_group(n); cuda.tma.wait_group_read(n)
@@ -74,8 +75,12 @@ def tile_operand(low, bound: aa.Bound, param: str) -> tuple:
 
 
 class TmaLoad(Builtin):
+    """A box global -> shared. With `multicast=mask` (a cluster kernel) the box lands at the
+    tile's offset in the shared memory of every block of the cluster whose rank's bit is set in
+    `mask`, and completes its bytes on mbarrier i of each of them."""
+
     name = "cuda.tma.load"
-    params = ("dst", "desc", "coords", "bars", "index")
+    params = ("dst", "desc", "coords", "bars", "index", "multicast")
 
     def type_call(self, inf, node, argtypes, kwtypes):
         bound = aa.bind(inf, node, self.name, self.params, 5, argtypes, kwtypes)
@@ -84,14 +89,32 @@ class TmaLoad(Builtin):
         _coords(inf, bound, desc, self.name)
         aa.barrier_operand(inf, bound, self.name)
         inf.require(Feature.ASYNC)
+        if bound.node("multicast") is not None:
+            _multicast_mask(inf, bound, self.name)
+            inf.require(Feature.CLUSTER)
         return Typed(t.none, bound)
 
     def lower_call(self, low, node, call):
         bound = call.data
         ops_ = aa.async_ops(low, node, self.name)
         bar = aa.barrier_address(low, node, bound)
-        ops_.tma_load(low, node, tile_operand(low, bound, "dst"), low.expr(bound.node("desc")),
-                      bound.type("desc"), coordinate_values(low, bound), bar)
+        args = (low, node, tile_operand(low, bound, "dst"), low.expr(bound.node("desc")),
+                bound.type("desc"), coordinate_values(low, bound), bar)
+        if bound.node("multicast") is None:
+            ops_.tma_load(*args)
+        else:
+            ops_.tma_load(*args, multicast=aa.int_value(low, bound, "multicast", t.uint16))
+
+
+def _multicast_mask(inf, bound: aa.Bound, name: str) -> None:
+    """An integer mask of cluster ranks; a constant one must name 1 to 16 blocks."""
+    aa.integer_operand(inf, bound, "multicast", f"the multicast mask of {name}")
+    node = bound.node("multicast")
+    value = inf.constant_argument(node)  # None unless known at compile time
+    if isinstance(value, int) and not isinstance(value, bool) and not 0 < value < 1 << 16:
+        raise inf.error(node, f"the multicast mask of {name} is {value}: it must name at least "
+                        "one block of the cluster (bit r for the block of rank r, ranks 0-15)",
+                        "e.g. multicast=0b11 for both blocks of a 2-block cluster")
 
 
 class TmaStore(Builtin):

@@ -236,7 +236,7 @@ class StoreFragment(Builtin):
 
     def lower_call(self, low, node, call):
         from gpunb.compiler import arrays
-        from gpunb.compiler.builtins.groups import thread_rank
+        from gpunb.compiler.builtins.group_ranks import thread_rank
 
         bound = call.data
         b = low.builder

@@ -177,12 +177,13 @@ class CallTyping:
 
                 return CONJUGATE
             if isinstance(base, t.Group):
-                from gpunb.compiler.builtins.groups import group_method
+                from gpunb.compiler.builtins.groups import group_method, method_names
 
                 method = group_method(base, func.attr)
                 if method is None:
+                    names = ", ".join(f"{n}()" for n in method_names(base))
                     raise self.error(func, f"{base} has no method '{func.attr}'",
-                                     "groups have sync(), thread_rank() and size")
+                                     f"{base} has {names} and size")
                 return method
         return None
 

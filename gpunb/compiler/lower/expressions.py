@@ -155,7 +155,7 @@ class ExpressionLowering:
         if isinstance(base_t, t.Tuple) and node.attr in base_t.names:
             return b.extract_value(base, base_t.names.index(node.attr))
         if isinstance(base_t, t.Group):
-            from gpunb.compiler.builtins.groups import group_size
+            from gpunb.compiler.builtins.group_ranks import group_size
 
             return group_size(self, base_t)
         if node.attr == "real":
