@@ -24,8 +24,27 @@ def validate_config(griddim, blockdim, device_limits: dict, shared_bytes: int,
         if 0 < griddim <= device_limits["max_grid_dim"][0] and \
                 blockdim <= device_limits["max_block_dim"][0] and 0 <= shared_bytes <= \
                 device_limits.get("max_shared_memory_per_block", shared_bytes):
-            return (griddim, 1, 1), (blockdim, 1, 1)
-    return _validate_slowly(griddim, blockdim, device_limits, shared_bytes, kernel_name)
+            if "cluster_dims" not in device_limits or griddim % device_limits[
+                    "cluster_dims"][0] == 0:
+                return (griddim, 1, 1), (blockdim, 1, 1)
+    grid, block = _validate_slowly(griddim, blockdim, device_limits, shared_bytes, kernel_name)
+    cluster = device_limits.get("cluster_dims")
+    if cluster is not None:
+        check_cluster_grid(grid, cluster, kernel_name)
+    return grid, block
+
+
+def check_cluster_grid(grid: tuple, cluster: tuple, kernel_name: str | None) -> None:
+    """A kernel compiled with cluster_dims launches whole clusters: each grid dimension a
+    multiple of the cluster's (as CUDA requires; the driver would refuse the launch)."""
+    if all(g % c == 0 for g, c in zip(grid, cluster, strict=True)):
+        return
+    fitted = tuple(-(-g // c) * c for g, c in zip(grid, cluster, strict=True))
+    raise LaunchError(f"a grid of {grid} blocks is not a whole number of clusters of "
+                      f"{tuple(cluster)} (the kernel's cluster_dims): each grid dimension must "
+                      "be a multiple of the cluster's", function=kernel_name,
+                      hint=f"launch a grid of e.g. {fitted} blocks (the kernel can skip the "
+                           "blocks past its data)")
 
 
 def _validate_slowly(griddim, blockdim, device_limits: dict, shared_bytes: int,

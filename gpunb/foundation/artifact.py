@@ -41,6 +41,9 @@ class KernelArtifact:
     cpu_mode: str = ""  # cpu: "workgroup" (threads as loops) or "coroutine"
     cpu_mode_reason: str = ""  # cpu: why coroutines, when they are used
     uses_dynamic_shared: bool = False
+    # the compile-time cluster shape (x, y, z) of cluster_dims=; () for none (1x1x1 clusters):
+    # a launch's grid must be a multiple of it on every target
+    cluster_dims: tuple = ()
     resources: ResourceUsage = field(default_factory=ResourceUsage)
     line_map: tuple = ()  # ((source_line, (ptx_line, ...)), ...) from .loc directives
     source_file: str = ""
@@ -85,6 +88,7 @@ class KernelArtifact:
         data = dict(data)
         data["resources"] = ResourceUsage(**data["resources"])
         data["param_slots"] = tuple(data["param_slots"])
+        data["cluster_dims"] = tuple(data.get("cluster_dims", ()))
         data["line_map"] = tuple((line, tuple(ptx)) for line, ptx in data["line_map"])
         for name in ("printf_formats", "error_sites", "barrier_sites", "raise_sites",
                      "access_sites", "shared_layout", "compile_warnings", "code_sites",

@@ -32,6 +32,9 @@ def _not_shared(what: str, offset: int, limit: int) -> tuple[str, str]:
     if what == "cuda.cp_async.copy":
         noun, fix = "the destination", ("copy into a cuda.shared.array (or a view of one): "
                                         "cp.async copies global memory into shared memory")
+    elif what == "cluster.map_shared_rank":
+        return ("the array is not in the shared memory of the cluster's blocks",
+                "pass an array made with cuda.shared.array (or a view of one)")
     elif what.startswith("cuda.mbarrier"):
         noun, fix = "the mbarrier", "declare the mbarriers with cuda.shared.array(n, uint64)"
     else:
@@ -92,6 +95,26 @@ def _message(reason: int, a: int, b: int, what: str = "") -> tuple[str, str]:
                          "pass cuda.local.array(8, float16) (or bfloat16, or 4 packed uint32)"),
         Reason.DESCRIPTOR_RANGE: (f"a matrix descriptor reaches shared offset {a}, outside the "
                                   f"block's {b} bytes", "check the descriptor's tile, sbo and lbo"),
+        Reason.CLUSTER_RANK: (f"block rank {a} is outside the cluster, whose blocks have "
+                              f"ranks 0 to {b - 1}",
+                              "use a rank below cluster.num_blocks() (the kernel's "
+                              "cluster_dims); on a GPU an out-of-range rank is undefined "
+                              "behaviour"),
+        Reason.MULTICAST_MASK: (f"the multicast mask {a:#06x} names "
+                                + ("no block" if a == 0 else "blocks beyond the cluster's "
+                                   f"{b} (ranks 0 to {b - 1})"),
+                                f"set bit r for each destination block of rank r < {b}, e.g. "
+                                f"multicast={(1 << b) - 1:#x} for every block of the cluster"),
+        Reason.CLUSTER_REARRIVE: ("arrives at the cluster barrier a second time before the "
+                                  "phase it arrived for completed; each thread arrives once "
+                                  "per phase (PTX barrier.cluster)",
+                                  "call cluster.barrier_wait() between two "
+                                  "cluster.barrier_arrive() calls"),
+        Reason.CLUSTER_WAIT_UNARRIVED: ("waits at the cluster barrier without arriving first "
+                                        "(barrier.cluster.wait needs a "
+                                        "barrier.cluster.arrive of the same thread before it)",
+                                        "call cluster.barrier_arrive() before "
+                                        "cluster.barrier_wait(), or use cluster.sync()"),
         Reason.DESCRIPTOR_BASE_OFFSET: (f"a matrix descriptor with base offset {a}: gpunb "
                                         "models canonical layouts (base offset 0)",
                                         "align swizzled tiles to their pattern (1024 bytes for "

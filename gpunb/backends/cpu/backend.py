@@ -37,6 +37,8 @@ class CpuProgram:
         self.limits = LIMITS if kernel_max >= LIMITS["max_threads_per_block"] else \
             {**LIMITS, "max_threads_per_block": kernel_max,
              "kernel_max_threads_per_block": kernel_max}
+        if artifact.cluster_dims:  # launches are whole clusters (validate_config checks)
+            self.limits = {**self.limits, "cluster_dims": tuple(artifact.cluster_dims)}
         self.loaded = (LoadedDebugKernel if artifact.debug_area else LoadedCpuKernel)(artifact)
         self.name = artifact.name
         self._static_shared = artifact.resources.shared_bytes
@@ -107,12 +109,15 @@ class CpuBackend(Backend):
             raise ValueError("the CPU backend compiles kernels only (device functions compile "
                              "into the kernels that call them)")
         features = typed.all_features()
+        cluster = _cluster_schedule(typed, options, features)
         # bounds checks are on by default here (an out-of-range access must never take the
         # process down); boundscheck=False (or GPUNB_BOUNDSCHECK=0) opts out, debug always checks
         boundscheck = bool(options.get("debug")) or (
             options.get("boundscheck") is not False and config.boundscheck())
         record = bool(options.get("racecheck")) or (
             options.get("racecheck") is not False and config.racecheck())
+        if record and cluster is not None:
+            _refuse_recording(typed)
         # the debug variant: asked for, or the kernel calls breakpoint()
         debugger = bool(options.get("debugger")) or "breakpoint" in features
         if record:  # access recording needs one context (a coroutine) per thread
@@ -127,7 +132,7 @@ class CpuBackend(Backend):
         def make_target():
             target = CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
                                record=record, polls=polls and not debugger,
-                               debugger=debugger)
+                               debugger=debugger, cluster_dims=cluster or (1, 1, 1))
             target.uses_async = "async" in features
             return target
 
@@ -147,8 +152,10 @@ class CpuBackend(Backend):
                            scratch_per_thread=target.scratch_bytes_per_thread(),
                            async_state=target.uses_async,
                            scheduler=runtime_lib.scheduler_symbol(
-                               target.uses_async, record, "grid_sync" in features)
+                               target.uses_async, record, "grid_sync" in features,
+                               cluster is not None)
                            if target.coroutine else "",
+                           cluster=cluster,
                            debug_area=target.debug.tables()[2] if target.debug else 0,
                            location=None if builder.debug is None else
                            lambda fn: runner_location(builder.debug, fn, typed.source,
@@ -174,6 +181,7 @@ class CpuBackend(Backend):
             uses_barriers="barrier" in features,
             cpu_mode="coroutine" if target.coroutine else "workgroup",
             cpu_mode_reason=target.mode_reason, uses_dynamic_shared="dynamic_shared" in features,
+            cluster_dims=tuple(options.get("cluster_dims") or ()),
             resources=ResourceUsage(shared_bytes=target.static_shared,
                                     max_threads_per_block=(options.get("launch_bounds") or
                                                            (LIMITS["max_threads_per_block"],))[0]),
@@ -193,6 +201,33 @@ class CpuBackend(Backend):
         from gpunb.backends.cpu.objects import host_assembly
 
         return artifact.asm or host_assembly(artifact.llvm_ir)
+
+
+def _cluster_schedule(typed, options: dict, features) -> tuple | None:
+    """The cluster dims whose blocks the runner schedules together: the kernel's cluster_dims
+    ((1, 1, 1) without) when it uses a cluster feature, else None (its blocks run alone)."""
+    from gpunb.foundation.errors import CompileError
+
+    if "cluster" not in features:
+        return None
+    if "grid_sync" in features:
+        raise CompileError(f"kernel '{typed.name}' uses both grid.sync() and a thread-block "
+                           "cluster: the CPU target cannot run them together yet",
+                           function=typed.name,
+                           hint="run the CUDA target for it, or split the kernel at the "
+                                "grid.sync() into two launches")
+    return tuple(options.get("cluster_dims") or (1, 1, 1))
+
+
+def _refuse_recording(typed) -> None:
+    """racecheck and access maps do not model clusters yet (another block's shared memory,
+    the cluster barrier's order): a clear error rather than false or missed races."""
+    from gpunb.foundation.errors import CompileError
+
+    raise CompileError(f"kernel '{typed.name}' uses a thread-block cluster: racecheck and memory "
+                       "access maps do not support clusters yet", function=typed.name,
+                       hint="launch it without racecheck=True (and without GPUNB_RACECHECK=1 "
+                            "or an access map)")
 
 
 def one_code_section(module) -> None:

@@ -106,13 +106,12 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         slots.append(b.load(slot_ptr, typ=st))
     nthreads = b.mul(b.mul(block[0], block[1]), block[2])
     chunk = b.load(_at(b, launch, lo["chunk"]), typ=dm.i64)
-    if cluster is not None:  # claims of whole clusters
-        chunk = cluster_runner.whole_clusters(b, chunk, per_group)
     # blocks scheduled together: one, (grid sync) every block of the launch (one chunk), or
     # (clusters) the blocks of one cluster
     per_group = b.sub(end, begin) if cooperative else _i64(1)
     if cluster is not None:
         per_group = _i64(cluster_runner.cluster_size(cluster))
+        chunk = cluster_runner.whole_clusters(b, chunk, per_group)  # claims of whole clusters
     malloc = declare(module, "malloc", dm.ptr, [dm.i64])
     free = declare(module, "free", dm.void, [dm.ptr])
     memset = declare(module, "llvm.memset.p0.i64", dm.void, [dm.ptr, dm.i8, dm.i64, dm.i1])

@@ -1,0 +1,113 @@
+"""The CPU target's lowering of thread-block clusters (CpuTarget's cluster methods): the
+cluster's special registers, its barrier's arrive and wait, and the address of a shared
+variable in another block of the cluster (distributed shared memory).
+
+A cluster kernel's blocks run as one group of coroutines (runner.py with `cluster`,
+cluster_runner.py), their shared memories one stride apart from the rank-0 block's
+(abi.CTX_CLUSTER_SHARED, CTX_CLUSTER_STRIDE): the same variable of block r is r strides from
+the rank-0 block's. The barrier's phases are the scheduler's (cluster_schedule.py); a thread
+checks here that it arrives once per phase and waits only after arriving, as the PTX ISA
+requires of barrier.cluster. Misuse (a rank outside the cluster, a pointer outside the
+cluster's shared memory) is an AsyncCopyError naming the line (async_state.Reason).
+"""
+
+from __future__ import annotations
+
+from gpunb.backends.cpu import abi
+from gpunb.backends.cpu import async_state as st
+from gpunb.compiler import datamodel as dm
+
+
+def cluster_size(target) -> int:
+    dims = target.cluster_dims
+    return dims[0] * dims[1] * dims[2]
+
+
+def sreg(target, low, kind: str, axis: str):
+    """%cluster_ctaid (this block's index in its cluster) or %cluster_nctaid (the cluster's
+    dims, compile-time constants) along `axis`."""
+    extent = target.cluster_dims["xyz".index(axis)]
+    if kind == "cluster_nctaid" or extent == 1:
+        return st.i32(extent if kind == "cluster_nctaid" else 0)
+    return low.builder.urem(target.sreg(low, "ctaid", axis), st.i32(extent))
+
+
+def rank(target, low):
+    """%cluster_ctarank: the block's rank, x + y*cx + z*cx*cy (the runner's)."""
+    if cluster_size(target) == 1:
+        return st.i32(0)
+    return st.load(low.builder, low.ctx, abi.CTX_CLUSTER_RANK, dm.i32)
+
+
+def barrier(target, low, node, arrive: bool, wait: bool) -> None:
+    """barrier.cluster.arrive and/or .wait: an arrive counts this thread for the phase after the
+    completed ones (a second arrive before that phase completes is an error); a wait needs an
+    arrive of its own before it and suspends the thread until the phase it arrived for
+    completes (at once when it already has)."""
+    b, ctx = low.builder, low.ctx
+    ops = target.async_ops()
+    what = "cluster.sync()" if arrive and wait else \
+        "cluster.barrier_arrive()" if arrive else "cluster.barrier_wait()"
+    site = ops.site(low, node, what)
+    arrived = st.load(b, ctx, abi.CTX_CLUSTER_ARRIVED, dm.i32)
+    phase = st.load(b, ctx, abi.CTX_CLUSTER_PHASE, dm.i32)
+    if arrive:
+        ops.check(low, b.icmp_signed(">", arrived, phase), site,
+                  st.Reason.CLUSTER_REARRIVE, b.sext(arrived, dm.i64), b.sext(phase, dm.i64))
+        arrived = b.add(arrived, st.i32(1))
+        st.store(b, arrived, ctx, abi.CTX_CLUSTER_ARRIVED)
+    if not wait:
+        return
+    waited = st.load(b, ctx, abi.CTX_CLUSTER_WAITED, dm.i32)
+    ops.check(low, b.icmp_signed(">=", waited, arrived), site,
+              st.Reason.CLUSTER_WAIT_UNARRIVED, b.sext(waited, dm.i64), st.i64(0))
+    st.store(b, arrived, ctx, abi.CTX_CLUSTER_WAITED)
+    with b.if_then(b.icmp_signed("<", phase, arrived)):
+        target.wait_at(low, node, abi.WAIT_CLUSTER, what)
+
+
+def check_rank(target, low, site: int, block_rank) -> None:
+    """A block rank outside 0 .. cluster size - 1 is an error (ends the thread)."""
+    b = low.builder
+    size = cluster_size(target)
+    target.async_ops().check(low, b.icmp_unsigned(">=", block_rank, st.i32(size)), site,
+                             st.Reason.CLUSTER_RANK, b.sext(block_rank, dm.i64), st.i64(size))
+
+
+def peer_address(target, low, site: int, pointer, block_rank):
+    """The same shared variable as `pointer` (in any block of the cluster) in block
+    `block_rank`; a pointer outside the cluster's shared memories is an error (ends the
+    thread). The rank must have been checked (check_rank)."""
+    b, ctx = low.builder, low.ctx
+    size = cluster_size(target)
+    base = st.load(b, ctx, abi.CTX_CLUSTER_SHARED, dm.ptr)
+    stride = st.load(b, ctx, abi.CTX_CLUSTER_STRIDE, dm.i64)
+    offset = b.sub(b.ptrtoint(pointer, dm.i64), b.ptrtoint(base, dm.i64))
+    outside = b.icmp_unsigned(">=", offset, b.mul(stride, st.i64(size)))
+    target.async_ops().check(low, outside, site, st.Reason.NOT_SHARED, st.i64(-1), st.i64(0))
+    within = b.urem(offset, stride)
+    return b.gep(base, [b.add(b.mul(b.zext(block_rank, dm.i64), stride), within)],
+                 source_etype=dm.i8)
+
+
+def map_shared_rank(target, low, node, pointer, block_rank):
+    """mapa: `pointer`'s variable in block `block_rank` of the cluster."""
+    site = target.async_ops().site(low, node, "cluster.map_shared_rank")
+    check_rank(target, low, site, block_rank)
+    return peer_address(target, low, site, pointer, block_rank)
+
+
+def multicast_ranks(target, low, site: int, mask) -> list:
+    """The destination ranks of a multicast: (rank, i1 "its bit is set") for each rank of the
+    cluster; a mask naming no block, or a block beyond the cluster, is an error."""
+    b = low.builder
+    size = cluster_size(target)
+    wide = b.zext(mask, dm.i32) if mask.type.width < 32 else b.trunc(mask, dm.i32) \
+        if mask.type.width > 32 else mask
+    beyond = b.icmp_unsigned("!=", b.lshr(wide, st.i32(size)), st.i32(0))
+    empty = b.icmp_unsigned("==", wide, st.i32(0))
+    target.async_ops().check(low, b.or_(beyond, empty), site, st.Reason.MULTICAST_MASK,
+                             b.zext(wide, dm.i64), st.i64(size))
+    return [(r, b.icmp_unsigned("!=", b.and_(wide, st.i32(1 << r)), st.i32(0)))
+            for r in range(size)]
+
