@@ -45,10 +45,37 @@ def _not_shared(what: str, offset: int, limit: int) -> tuple[str, str]:
     return f"{noun} is not in shared memory", fix
 
 
+_CLUSTER_REASONS = (Reason.CLUSTER_RANK, Reason.MULTICAST_MASK, Reason.CLUSTER_REARRIVE,
+                    Reason.CLUSTER_WAIT_UNARRIVED)
+
+
+def _cluster_message(r: Reason, a: int, b: int) -> tuple[str, str]:
+    """A thread-block cluster's misuse (cluster_ops.py) in words; b is the cluster's size for
+    ranks and masks."""
+    if r is Reason.CLUSTER_RANK:
+        return (f"block rank {a} is outside the cluster, whose blocks have ranks 0 to {b - 1}",
+                "use a rank below cluster.num_blocks() (the kernel's cluster_dims); on a GPU an "
+                "out-of-range rank is undefined behaviour")
+    if r is Reason.MULTICAST_MASK:
+        named = "no block" if a == 0 else f"blocks beyond the cluster's {b} (ranks 0 to {b - 1})"
+        return (f"the multicast mask {a:#06x} names {named}",
+                f"set bit r for each destination block of rank r < {b}, e.g. "
+                f"multicast={(1 << b) - 1:#x} for every block of the cluster")
+    if r is Reason.CLUSTER_REARRIVE:
+        return ("arrives at the cluster barrier a second time before the phase it arrived for "
+                "completed; each thread arrives once per phase (PTX barrier.cluster)",
+                "call cluster.barrier_wait() between two cluster.barrier_arrive() calls")
+    return ("waits at the cluster barrier without arriving first (barrier.cluster.wait needs a "
+            "barrier.cluster.arrive of the same thread before it)",
+            "call cluster.barrier_arrive() before cluster.barrier_wait(), or use cluster.sync()")
+
+
 def _message(reason: int, a: int, b: int, what: str = "") -> tuple[str, str]:
     r = Reason(reason) if reason in Reason._value2member_map_ else None
     if r is Reason.NOT_SHARED:
         return _not_shared(what, a, b)
+    if r in _CLUSTER_REASONS:
+        return _cluster_message(r, a, b)
     table = {
         Reason.DST_SHORT: (f"the destination view holds {b} bytes, the copy moves {a}",
                            "slice a view with room for the copy, e.g. s[i:i + n]"),
@@ -95,26 +122,6 @@ def _message(reason: int, a: int, b: int, what: str = "") -> tuple[str, str]:
                          "pass cuda.local.array(8, float16) (or bfloat16, or 4 packed uint32)"),
         Reason.DESCRIPTOR_RANGE: (f"a matrix descriptor reaches shared offset {a}, outside the "
                                   f"block's {b} bytes", "check the descriptor's tile, sbo and lbo"),
-        Reason.CLUSTER_RANK: (f"block rank {a} is outside the cluster, whose blocks have "
-                              f"ranks 0 to {b - 1}",
-                              "use a rank below cluster.num_blocks() (the kernel's "
-                              "cluster_dims); on a GPU an out-of-range rank is undefined "
-                              "behaviour"),
-        Reason.MULTICAST_MASK: (f"the multicast mask {a:#06x} names "
-                                + ("no block" if a == 0 else "blocks beyond the cluster's "
-                                   f"{b} (ranks 0 to {b - 1})"),
-                                f"set bit r for each destination block of rank r < {b}, e.g. "
-                                f"multicast={(1 << b) - 1:#x} for every block of the cluster"),
-        Reason.CLUSTER_REARRIVE: ("arrives at the cluster barrier a second time before the "
-                                  "phase it arrived for completed; each thread arrives once "
-                                  "per phase (PTX barrier.cluster)",
-                                  "call cluster.barrier_wait() between two "
-                                  "cluster.barrier_arrive() calls"),
-        Reason.CLUSTER_WAIT_UNARRIVED: ("waits at the cluster barrier without arriving first "
-                                        "(barrier.cluster.wait needs a "
-                                        "barrier.cluster.arrive of the same thread before it)",
-                                        "call cluster.barrier_arrive() before "
-                                        "cluster.barrier_wait(), or use cluster.sync()"),
         Reason.DESCRIPTOR_BASE_OFFSET: (f"a matrix descriptor with base offset {a}: gpunb "
                                         "models canonical layouts (base offset 0)",
                                         "align swizzled tiles to their pattern (1024 bytes for "

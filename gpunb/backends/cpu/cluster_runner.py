@@ -1,5 +1,6 @@
-"""The runner's part for thread-block clusters (runner.emit_runner with `cluster`): a group of
-blocks scheduled together is one cluster, its blocks in rank order, claimed whole.
+"""How the runner numbers a launch's blocks (block_of), and its part for thread-block clusters
+(runner.emit_runner with `cluster`): a group of blocks scheduled together is one cluster, its
+blocks in rank order, claimed whole.
 
 A launch's blocks are numbered cluster by cluster: number k is rank k % size of cluster
 k // size; clusters are numbered x fastest over the grid of clusters (grid / cluster dims),
@@ -36,8 +37,14 @@ def whole_clusters(b: ir.IRBuilder, chunk, size):
     return b.mul(b.udiv(b.add(chunk, b.sub(size, _i64(1))), size), size)
 
 
-def block_of(b: ir.IRBuilder, number, grid: list, dims: tuple) -> tuple:
-    """(x, y, z) i32 blockIdx of block `number` (i64) in cluster order (the module's doc)."""
+def block_of(b: ir.IRBuilder, number, grid: list, dims: tuple | None) -> tuple:
+    """(x, y, z) i32 blockIdx of block `number` (i64): in cluster order (the module's doc), or
+    without cluster dims x fastest over the grid."""
+    if dims is None:
+        gx = b.zext(grid[0], dm.i64)
+        return (b.trunc(b.urem(number, gx), dm.i32),
+                b.trunc(b.urem(b.udiv(number, gx), b.zext(grid[1], dm.i64)), dm.i32),
+                b.trunc(b.udiv(number, b.zext(b.mul(grid[0], grid[1]), dm.i64)), dm.i32))
     size = cluster_size(dims)
     cluster = b.udiv(number, _i64(size))
     rank = b.trunc(b.urem(number, _i64(size)), dm.i32)

@@ -25,6 +25,7 @@ from gpunb.backends.cpu.launch_memory import (
     free_all,
     note_allocations,
     note_current,
+    publish_group,
     shared_block_stride,
 )
 from gpunb.compiler import datamodel as dm
@@ -143,7 +144,6 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     note_allocations(b, guard, shared_block, ctxs, n_ctx, handles, per_thread, areas)
     check_allocations(b, status, free, shared_block, ctxs, handles, per_thread, areas)
     cancel = _at(b, launch, lo["cancel"])
-    gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
     # launch runs this function on the same Launch)
     claim_bb, claimed_bb, finish_bb = (fn.append_basic_block(n) for n in
@@ -160,16 +160,11 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         if areas is not None:
             b.call(memset, [areas, ir.Constant(dm.i8, 0), areas_bytes, ir.Constant(dm.i1, 0)])
         if debug_areas is not None:
-            _publish_group(b, memset, control, ctxs, debug_areas, debug_bytes, group_threads,
-                           first)
+            publish_group(b, memset, control, ctxs, debug_areas, debug_bytes, group_threads,
+                          first)
         with _loop(b, _i64(0), per_group, "block") as (local, _):
             blk = b.add(first, local)
-            if cluster is None:
-                cx = b.trunc(b.urem(blk, gx), dm.i32)
-                cy = b.trunc(b.urem(b.udiv(blk, gx), b.zext(grid[1], dm.i64)), dm.i32)
-                cz = b.trunc(b.udiv(blk, gxy), dm.i32)
-            else:
-                cx, cy, cz = cluster_runner.block_of(b, blk, grid, cluster)
+            cx, cy, cz = cluster_runner.block_of(b, blk, grid, cluster)
             block_shared = b.gep(shared, [b.mul(local, shared_stride)], source_etype=dm.i8)
             calls = _i32(1) if workgroup else nthreads
             with _loop(b, _i32(0), calls, "thread") as (tid, _):
@@ -237,18 +232,6 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     free_all(b, free, shared_block, ctxs, handles, per_thread, areas)
     b.ret_void()
     return fn
-
-
-def _publish_group(b, memset, control, ctxs, areas, areas_bytes, group_threads, first) -> None:
-    """Debug variant: fresh debug areas for the blocks about to run, and where the debugger
-    finds them (a debug launch runs on one host thread, so one group at a time)."""
-    from gpunb.backends.cpu.debug_abi import CONTROL_OFFSETS as co
-
-    b.call(memset, [areas, ir.Constant(dm.i8, 0), areas_bytes, ir.Constant(dm.i1, 0)])
-    b.store(ctxs, _at(b, control, co["group_ctxs"]))
-    b.store(areas, _at(b, control, co["group_areas"]))
-    b.store(group_threads, _at(b, control, co["group_threads"]))
-    b.store(first, _at(b, control, co["group_first_block"]))
 
 
 class _Scheduler:
