@@ -440,3 +440,29 @@ def test_racecheck_and_grid_sync_with_clusters_are_refused_at_compile_time(cpu):
     with pytest.raises(CompileError, match=r"uses both grid.sync\(\) and a thread-block "
                                            r"cluster"):
         both[2, 32](np.zeros(1, np.int32))
+
+
+@cuda.jit(cluster_dims=(2, 1, 1))
+def use_after_the_peer_exits(out, how):
+    """Block 0 exits without a final cluster.sync(); block 1 then reaches into it."""
+    c = cuda.cg.this_cluster()
+    bars = cuda.shared.array(1, uint64)
+    s = cuda.shared.array(32, int32)
+    if cuda.threadIdx.x == 0:
+        cuda.mbarrier.init(bars, 0, 32)
+    c.sync()
+    if c.block_rank() == 0:
+        return
+    c.sync()  # completes once block 0 has exited (exited threads count as arrived)
+    if how == 0:
+        cuda.mbarrier.arrive(bars, 0, block_rank=0)
+    else:
+        peer = c.map_shared_rank(s, 0)
+        out[cuda.threadIdx.x] = peer[cuda.threadIdx.x]
+
+
+@pytest.mark.parametrize("how, what", [(0, "cuda.mbarrier.arrive"),
+                                       (1, "cluster.map_shared_rank")])
+def test_reaching_into_a_block_that_has_exited_is_reported(cpu, how, what):
+    with pytest.raises(AsyncCopyError, match=rf"{what}: block 0 of the cluster has exited"):
+        use_after_the_peer_exits[2, 32](np.zeros(32, np.int32), how)

@@ -64,7 +64,10 @@ CTX_CLUSTER_RANK = 208  # i32
 CTX_CLUSTER_ARRIVED = 212  # i32
 CTX_CLUSTER_WAITED = 216  # i32
 CTX_CLUSTER_PHASE = 220  # i32
-CTX_SIZE = 224
+# in the context of a block's thread 0: how many of the block's threads have exited (a peer's
+# remote arrive, multicast or mapping of an exited block's shared memory is an error)
+CTX_CLUSTER_EXITED = 224  # i32
+CTX_SIZE = 232
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
 # an mbarrier wait (CTX_XCHG: the barrier's address, CTX_PRED: the parity waited for) and a

@@ -46,7 +46,7 @@ def _not_shared(what: str, offset: int, limit: int) -> tuple[str, str]:
 
 
 _CLUSTER_REASONS = (Reason.CLUSTER_RANK, Reason.MULTICAST_MASK, Reason.CLUSTER_REARRIVE,
-                    Reason.CLUSTER_WAIT_UNARRIVED)
+                    Reason.CLUSTER_WAIT_UNARRIVED, Reason.CLUSTER_PEER_EXITED)
 
 
 def _cluster_message(r: Reason, a: int, b: int) -> tuple[str, str]:
@@ -61,6 +61,11 @@ def _cluster_message(r: Reason, a: int, b: int) -> tuple[str, str]:
         return (f"the multicast mask {a:#06x} names {named}",
                 f"set bit r for each destination block of rank r < {b}, e.g. "
                 f"multicast={(1 << b) - 1:#x} for every block of the cluster")
+    if r is Reason.CLUSTER_PEER_EXITED:
+        return (f"block {a} of the cluster has exited: its shared memory (and its mbarriers) "
+                "no longer belong to it (on a GPU another block may have them)",
+                "end the kernel with cluster.sync() so that no block exits while the others "
+                "still use its shared memory")
     if r is Reason.CLUSTER_REARRIVE:
         return ("arrives at the cluster barrier a second time before the phase it arrived for "
                 "completed; each thread arrives once per phase (PTX barrier.cluster)",

@@ -176,6 +176,7 @@ class CpuAsyncOps:
         site = self.site(low, node, "cuda.mbarrier.arrive")
         self.in_shared(low, bar, st.i64(8), site)
         cluster_ops.check_rank(self.target, low, site, block_rank)
+        cluster_ops.check_peer_running(self.target, low, site, block_rank)
         peer = cluster_ops.peer_address(self.target, low, site, bar, block_rank)
         low.builder.call(st.mbarrier_update_function(low.mb.module, self.target.record),
                          [low.ctx, peer, count, st.i64(0), st.i32(site),
@@ -284,6 +285,7 @@ class CpuAsyncOps:
                 continue
             with b.if_then(wanted):
                 to = st.i32(rank)
+                cluster_ops.check_peer_running(self.target, low, site, to)
                 peer_dst = cluster_ops.peer_address(self.target, low, site, dst, to)
                 peer_bar = cluster_ops.peer_address(self.target, low, site, barrier, to)
                 self._queue(low, kind, peer_dst, tmap, peer_bar, slots, done, site, issue)

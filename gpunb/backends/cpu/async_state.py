@@ -85,6 +85,7 @@ class Reason(enum.IntEnum):
     MULTICAST_MASK = 23  # a TMA multicast mask naming no block, or one beyond the cluster
     CLUSTER_REARRIVE = 24  # a second cluster barrier arrive before the phase completes
     CLUSTER_WAIT_UNARRIVED = 25  # a cluster barrier wait without an arrive before it
+    CLUSTER_PEER_EXITED = 26  # a remote operation on a block of the cluster that has exited
 
 
 # ---- small IR helpers ----

@@ -134,6 +134,7 @@ class CpuBackend(Backend):
                                record=record, polls=polls and not debugger,
                                debugger=debugger, cluster_dims=cluster or (1, 1, 1))
             target.uses_async = "async" in features
+            target.clustered = cluster is not None
             return target
 
         if plan is not None:

@@ -94,6 +94,7 @@ def map_shared_rank(target, low, node, pointer, block_rank):
     """mapa: `pointer`'s variable in block `block_rank` of the cluster."""
     site = target.async_ops().site(low, node, "cluster.map_shared_rank")
     check_rank(target, low, site, block_rank)
+    check_peer_running(target, low, site, block_rank)
     return peer_address(target, low, site, pointer, block_rank)
 
 
@@ -111,3 +112,34 @@ def multicast_ranks(target, low, site: int, mask) -> list:
     return [(r, b.icmp_unsigned("!=", b.and_(wide, st.i32(1 << r)), st.i32(0)))
             for r in range(size)]
 
+
+
+def _first_thread(low, block_rank):
+    """The context of thread 0 of block `block_rank` of the cluster (the group's contexts are
+    consecutive: block by block in rank order, threads in linear order)."""
+    b, ctx = low.builder, low.ctx
+    ntid = [st.load(b, ctx, abi.CTX_NTID + 4 * k, dm.i32) for k in range(3)]
+    threads = b.mul(b.mul(ntid[0], ntid[1]), ntid[2])
+    mine = st.load(b, ctx, abi.CTX_CLUSTER_RANK, dm.i32)
+    linear = st.load(b, ctx, abi.CTX_LINEAR, dm.i32)
+    delta = b.sub(b.mul(b.sub(block_rank, mine), threads), linear)
+    return st.at(b, ctx, b.mul(b.sext(delta, dm.i64), st.i64(abi.CTX_SIZE))), threads
+
+
+def thread_exits(low) -> None:
+    """Count the exiting thread in its block's thread 0 context."""
+    b = low.builder
+    first, _ = _first_thread(low, st.load(b, low.ctx, abi.CTX_CLUSTER_RANK, dm.i32))
+    exited = st.load(b, first, abi.CTX_CLUSTER_EXITED, dm.i32)
+    st.store(b, b.add(exited, st.i32(1)), first, abi.CTX_CLUSTER_EXITED)
+
+
+def check_peer_running(target, low, site: int, block_rank) -> None:
+    """Block `block_rank` of the cluster must still run (on a GPU an exited block's shared
+    memory belongs to the next block on its SM): a remote arrive, multicast or mapping of it
+    after all its threads exited is an error. The rank must have been checked."""
+    b = low.builder
+    first, threads = _first_thread(low, block_rank)
+    gone = b.icmp_signed(">=", st.load(b, first, abi.CTX_CLUSTER_EXITED, dm.i32), threads)
+    target.async_ops().check(low, gone, site, st.Reason.CLUSTER_PEER_EXITED,
+                             b.sext(block_rank, dm.i64), st.i64(0))

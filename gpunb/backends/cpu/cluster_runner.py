@@ -67,5 +67,6 @@ def start_thread(b: ir.IRBuilder, ctx, shared, stride, rank) -> None:
     b.store(shared, _at(b, ctx, abi.CTX_CLUSTER_SHARED))
     b.store(stride, _at(b, ctx, abi.CTX_CLUSTER_STRIDE))
     b.store(b.trunc(rank, dm.i32), _at(b, ctx, abi.CTX_CLUSTER_RANK))
-    for offset in (abi.CTX_CLUSTER_ARRIVED, abi.CTX_CLUSTER_WAITED, abi.CTX_CLUSTER_PHASE):
+    for offset in (abi.CTX_CLUSTER_ARRIVED, abi.CTX_CLUSTER_WAITED, abi.CTX_CLUSTER_PHASE,
+                   abi.CTX_CLUSTER_EXITED):
         b.store(_i32(0), _at(b, ctx, offset))

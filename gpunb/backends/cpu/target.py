@@ -111,6 +111,7 @@ class CpuTarget(WarpCollectives, Target):
         self.static_shared = 0
         self.uses_async = False  # cp.async / TMA / wgmma: threads have async areas
         self.cluster_dims = cluster_dims  # the kernel's cluster_dims ((1, 1, 1) without)
+        self.clustered = False  # blocks run as clusters (the kernel uses a cluster feature)
         self._async_ops = None
 
     def extra_params(self) -> list:
@@ -262,6 +263,8 @@ class CpuTarget(WarpCollectives, Target):
     def kernel_epilogue(self, low) -> None:
         if self.uses_async:  # copies the thread queued and never waited for still land
             self.async_ops().thread_end(low)
+        if self.clustered:
+            cluster_ops.thread_exits(low)
         if not self.coroutine:
             low.builder.ret_void()
             return
