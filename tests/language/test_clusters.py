@@ -466,3 +466,31 @@ def use_after_the_peer_exits(out, how):
 def test_reaching_into_a_block_that_has_exited_is_reported(cpu, how, what):
     with pytest.raises(AsyncCopyError, match=rf"{what}: block 0 of the cluster has exited"):
         use_after_the_peer_exits[2, 32](np.zeros(32, np.int32), how)
+
+
+def test_the_debugger_stops_in_a_cluster_kernel(cpu):
+    import inspect
+
+    lines, first = inspect.getsourcelines(split_barrier.py_func)
+    line = first + next(k for k, text in enumerate(lines) if "out[cuda.blockIdx.x] =" in text)
+    out, work = np.zeros(4, np.int32), np.zeros(4 * 32, np.int32)
+    session = gpunb.debug(split_barrier[4, 32], out, work, breaks=[line], thread=(0,),
+                          block=(3,))
+    assert (session.stop.reason, session.stop.block) == ("breakpoint", (3, 0, 0))
+    session.run_to_end()
+    np.testing.assert_array_equal(out, [17, 7, 17, 7])
+
+
+def test_the_readme_snippet_runs_as_pasted(capsys):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### Thread-block clusters on the CPU target\n", 1)[1]
+    snippet = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)[0]
+    try:
+        exec(compile(snippet, "README.md (clusters on the CPU target)", "exec"),  # noqa: S102
+             {"__name__": "__main__"})
+    finally:
+        gpunb.set_target(None)
+    assert capsys.readouterr().out.strip() == "[131  31 331 231]"
