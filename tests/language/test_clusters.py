@@ -494,3 +494,28 @@ def test_the_readme_snippet_runs_as_pasted(capsys):
     finally:
         gpunb.set_target(None)
     assert capsys.readouterr().out.strip() == "[131  31 331 231]"
+
+
+def test_the_debugger_refuses_clusters_along_y(cpu):
+    @cuda.jit(cluster_dims=(1, 2, 1), debugger=True)
+    def two_rows(out):
+        cuda.cg.this_cluster().sync()
+        out[0] = 1
+
+    with pytest.raises(CompileError, match=r"the debugger supports clusters along x only"):
+        two_rows[(1, 2), 32](np.zeros(1, np.int32))
+
+
+@cuda.jit(cluster_dims=(2, 1, 1))
+def plain_with_cluster_dims(out):
+    i = cuda.grid(1)
+    out[i] = i * 3
+
+
+def test_cluster_dims_without_cluster_calls_run_as_before(cpu):
+    out = np.zeros(4 * 32, np.int64)
+    plain_with_cluster_dims[4, 32](out)
+    np.testing.assert_array_equal(out, np.arange(4 * 32) * 3)
+    assert plain_with_cluster_dims.cpu_mode() == "workgroup"
+    with pytest.raises(LaunchError, match=r"not a whole number of clusters"):
+        plain_with_cluster_dims[3, 32](out)

@@ -120,6 +120,8 @@ class CpuBackend(Backend):
             _refuse_recording(typed)
         # the debug variant: asked for, or the kernel calls breakpoint()
         debugger = bool(options.get("debugger")) or "breakpoint" in features
+        if debugger and cluster is not None and cluster[1:] != (1, 1):
+            _refuse_debugging(typed, cluster)
         if record:  # access recording needs one context (a coroutine) per thread
             mode, why, plan = "coroutine", "accesses are recorded (racecheck, access maps)", None
         elif debugger:  # so does stopping one thread while the others wait
@@ -229,6 +231,18 @@ def _refuse_recording(typed) -> None:
                        "access maps do not support clusters yet", function=typed.name,
                        hint="launch it without racecheck=True (and without GPUNB_RACECHECK=1 "
                             "or an access map)")
+
+
+def _refuse_debugging(typed, cluster: tuple) -> None:
+    """The debugger finds a running group's blocks in launch order, which clusters along x
+    keep (cluster_runner.py's numbering) and clusters along y or z do not."""
+    from gpunb.foundation.errors import CompileError
+
+    raise CompileError(f"kernel '{typed.name}' has clusters of {cluster} blocks: the debugger "
+                       "supports clusters along x only (cluster_dims=(n, 1, 1)) for now",
+                       function=typed.name,
+                       hint="debug it with cluster_dims=(n, 1, 1), or run it without the "
+                            "debugger")
 
 
 def one_code_section(module) -> None:
