@@ -519,3 +519,15 @@ def test_cluster_dims_without_cluster_calls_run_as_before(cpu):
     assert plain_with_cluster_dims.cpu_mode() == "workgroup"
     with pytest.raises(LaunchError, match=r"not a whole number of clusters"):
         plain_with_cluster_dims[3, 32](out)
+
+
+@cuda.jit(cluster_dims=(2, 1, 1))
+def map_a_global_array(out, g):
+    peer = cuda.cg.this_cluster().map_shared_rank(g, 1)
+    out[0] = peer[0]
+
+
+def test_mapping_an_array_outside_shared_memory_is_reported(cpu):
+    with pytest.raises(AsyncCopyError, match=r"cluster.map_shared_rank: the array is not in the "
+                                             r"shared memory of the cluster's blocks"):
+        map_a_global_array[2, 32](np.zeros(1, np.int32), np.zeros(4, np.int32))
