@@ -3,18 +3,20 @@ cluster's special registers, its barrier's arrive and wait, and the address of a
 variable in another block of the cluster (distributed shared memory).
 
 A cluster kernel's blocks run as one group of coroutines (runner.py with `cluster`,
-cluster_runner.py), their shared memories one stride apart from the rank-0 block's
-(abi.CTX_CLUSTER_SHARED, CTX_CLUSTER_STRIDE): the same variable of block r is r strides from
-the rank-0 block's. The barrier's phases are the scheduler's (cluster_schedule.py); a thread
-checks here that it arrives once per phase and waits only after arriving, as the PTX ISA
-requires of barrier.cluster. Misuse (a rank outside the cluster, a pointer outside the
-cluster's shared memory) is an AsyncCopyError naming the line (async_state.Reason).
+cluster_runner.py), their shared memories in rank order one stride apart (the block's shared
+bytes, launch_memory.SHARED_ALIGN-rounded, as the runner lays them out): the same variable of
+block r is r strides from the rank-0 block's. The barrier's phases are the scheduler's
+(cluster_schedule.py); a thread checks here that it arrives once per phase and waits only after
+arriving, as the PTX ISA requires of barrier.cluster. Misuse (a rank outside the cluster, a
+pointer outside the cluster's shared memory, a block that has exited) is an AsyncCopyError
+naming the line (async_state.Reason).
 """
 
 from __future__ import annotations
 
 from gpunb.backends.cpu import abi
 from gpunb.backends.cpu import async_state as st
+from gpunb.backends.cpu.launch_memory import SHARED_ALIGN
 from gpunb.compiler import datamodel as dm
 
 
@@ -33,10 +35,21 @@ def sreg(target, low, kind: str, axis: str):
 
 
 def rank(target, low):
-    """%cluster_ctarank: the block's rank, x + y*cx + z*cx*cy (the runner's)."""
-    if cluster_size(target) == 1:
-        return st.i32(0)
-    return st.load(low.builder, low.ctx, abi.CTX_CLUSTER_RANK, dm.i32)
+    """%cluster_ctarank: the block's rank, x + y*cx + z*cx*cy of its index in the cluster (the
+    runner's order)."""
+    b = low.builder
+    cx, cy, _ = target.cluster_dims
+    x, y, z = (sreg(target, low, "cluster_ctaid", axis) for axis in "xyz")
+    return b.add(x, b.add(b.mul(y, st.i32(cx)), b.mul(z, st.i32(cx * cy))))
+
+
+def _stride(low):
+    """Bytes between two blocks' shared memories (the runner's layout, from the launch's
+    shared bytes per block)."""
+    b = low.builder
+    status = st.load(b, low.ctx, abi.CTX_STATUS, dm.ptr)
+    shared = st.load(b, status, abi.STATUS_OFFSETS["rec_shared"], dm.i64)
+    return b.and_(b.add(shared, st.i64(SHARED_ALIGN - 1)), st.i64(-SHARED_ALIGN))
 
 
 def barrier(target, low, node, arrive: bool, wait: bool) -> None:
@@ -80,8 +93,10 @@ def peer_address(target, low, site: int, pointer, block_rank):
     thread). The rank must have been checked (check_rank)."""
     b, ctx = low.builder, low.ctx
     size = cluster_size(target)
-    base = st.load(b, ctx, abi.CTX_CLUSTER_SHARED, dm.ptr)
-    stride = st.load(b, ctx, abi.CTX_CLUSTER_STRIDE, dm.i64)
+    stride = _stride(low)
+    mine = b.zext(rank(target, low), dm.i64)
+    base = b.gep(st.load(b, ctx, abi.CTX_SHARED, dm.ptr), [b.neg(b.mul(mine, stride))],
+                 source_etype=dm.i8)  # the rank-0 block's shared memory
     offset = b.sub(b.ptrtoint(pointer, dm.i64), b.ptrtoint(base, dm.i64))
     outside = b.icmp_unsigned(">=", offset, b.mul(stride, st.i64(size)))
     target.async_ops().check(low, outside, site, st.Reason.NOT_SHARED, st.i64(-1), st.i64(0))
@@ -114,22 +129,22 @@ def multicast_ranks(target, low, site: int, mask) -> list:
 
 
 
-def _first_thread(low, block_rank):
+def _first_thread(target, low, block_rank):
     """The context of thread 0 of block `block_rank` of the cluster (the group's contexts are
     consecutive: block by block in rank order, threads in linear order)."""
     b, ctx = low.builder, low.ctx
     ntid = [st.load(b, ctx, abi.CTX_NTID + 4 * k, dm.i32) for k in range(3)]
     threads = b.mul(b.mul(ntid[0], ntid[1]), ntid[2])
-    mine = st.load(b, ctx, abi.CTX_CLUSTER_RANK, dm.i32)
+    mine = rank(target, low)
     linear = st.load(b, ctx, abi.CTX_LINEAR, dm.i32)
     delta = b.sub(b.mul(b.sub(block_rank, mine), threads), linear)
     return st.at(b, ctx, b.mul(b.sext(delta, dm.i64), st.i64(abi.CTX_SIZE))), threads
 
 
-def thread_exits(low) -> None:
+def thread_exits(target, low) -> None:
     """Count the exiting thread in its block's thread 0 context."""
     b = low.builder
-    first, _ = _first_thread(low, st.load(b, low.ctx, abi.CTX_CLUSTER_RANK, dm.i32))
+    first, _ = _first_thread(target, low, rank(target, low))
     exited = st.load(b, first, abi.CTX_CLUSTER_EXITED, dm.i32)
     st.store(b, b.add(exited, st.i32(1)), first, abi.CTX_CLUSTER_EXITED)
 
@@ -139,7 +154,7 @@ def check_peer_running(target, low, site: int, block_rank) -> None:
     memory belongs to the next block on its SM): a remote arrive, multicast or mapping of it
     after all its threads exited is an error. The rank must have been checked."""
     b = low.builder
-    first, threads = _first_thread(low, block_rank)
+    first, threads = _first_thread(target, low, block_rank)
     gone = b.icmp_signed(">=", st.load(b, first, abi.CTX_CLUSTER_EXITED, dm.i32), threads)
     target.async_ops().check(low, gone, site, st.Reason.CLUSTER_PEER_EXITED,
                              b.sext(block_rank, dm.i64), st.i64(0))

@@ -61,12 +61,10 @@ def block_of(b: ir.IRBuilder, number, grid: list, dims: tuple | None) -> tuple:
                  for c, d, r in zip(at_cluster, dims, in_cluster, strict=True))
 
 
-def start_thread(b: ir.IRBuilder, ctx, shared, stride, rank) -> None:
-    """A thread's cluster fields for a new group: where the cluster's shared memories are, its
-    block's rank, no arrivals at the cluster barrier yet."""
-    b.store(shared, _at(b, ctx, abi.CTX_CLUSTER_SHARED))
-    b.store(stride, _at(b, ctx, abi.CTX_CLUSTER_STRIDE))
-    b.store(b.trunc(rank, dm.i32), _at(b, ctx, abi.CTX_CLUSTER_RANK))
+def start_thread(b: ir.IRBuilder, ctx) -> None:
+    """A thread's cluster fields for a new group: no arrivals at the cluster barrier yet, none
+    of its block's threads exited (the barrier's counts share the epochs' slots, which the
+    runner zeroes anyway)."""
     for offset in (abi.CTX_CLUSTER_ARRIVED, abi.CTX_CLUSTER_WAITED, abi.CTX_CLUSTER_PHASE,
                    abi.CTX_CLUSTER_EXITED):
         b.store(_i32(0), _at(b, ctx, offset))

@@ -203,7 +203,7 @@ frames.head:
   %".83" = icmp slt i64 %"i", %".81"
   br i1 %".83", label %"frames.body", label %"frames.done"
 frames.body:
-  %".85" = mul i64 %"i", 232
+  %".85" = mul i64 %"i", 192
   %".86" = getelementptr i8, ptr %".79", i64 %".85"
   %".87" = getelementptr i8, ptr %".86", i64 168
   %".88" = load ptr, ptr %".87"

@@ -201,7 +201,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 for offset in (abi.CTX_BAR_EPOCH, abi.CTX_WARP_EPOCH, abi.CTX_GRID_EPOCH):
                     b.store(_i32(0), _at(b, ctx, offset))
                 if cluster is not None:
-                    cluster_runner.start_thread(b, ctx, shared, shared_stride, local)
+                    cluster_runner.start_thread(b, ctx)
                 b.store(cancel, _at(b, ctx, abi.CTX_CANCEL))
                 b.store(guard, _at(b, ctx, abi.CTX_GUARD))
                 # a coroutine's context holds its own thread; a work-group one only the block's

@@ -264,7 +264,7 @@ class CpuTarget(WarpCollectives, Target):
         if self.uses_async:  # copies the thread queued and never waited for still land
             self.async_ops().thread_end(low)
         if self.clustered:
-            cluster_ops.thread_exits(low)
+            cluster_ops.thread_exits(self, low)
         if not self.coroutine:
             low.builder.ret_void()
             return
