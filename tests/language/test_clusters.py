@@ -401,19 +401,20 @@ def test_cluster_barrier_misuse_is_reported_never_a_hang(cpu):
 
 @cuda.jit(cluster_dims=(2, 1, 1))
 def exits_early(out):
-    """Threads that exit count as arrived (PTX: the barrier waits for non-exited threads)."""
+    """Threads that exit count as arrived (PTX: the barrier waits for non-exited threads); a
+    whole warp exits, so that an .aligned barrier on a GPU sees whole warps."""
     c = cuda.cg.this_cluster()
-    if c.block_rank() == 1 and cuda.threadIdx.x >= 8:
+    if c.block_rank() == 1 and cuda.threadIdx.x >= 32:
         return
     c.sync()
-    out[cuda.blockIdx.x * 32 + cuda.threadIdx.x] = 1
+    out[cuda.blockIdx.x * 64 + cuda.threadIdx.x] = 1
 
 
 def test_exited_threads_count_as_arrived(target):
-    out = np.zeros(64, np.int32)
+    out = np.zeros(128, np.int32)
     d_out = _on(target, out)
-    exits_early[2, 32](d_out)
-    np.testing.assert_array_equal(_back(target, d_out), [1] * 32 + [1] * 8 + [0] * 24)
+    exits_early[2, 64](d_out)
+    np.testing.assert_array_equal(_back(target, d_out), [1] * 64 + [1] * 32 + [0] * 32)
 
 
 def test_a_grid_that_is_not_whole_clusters_is_a_launch_error(cpu):
