@@ -532,3 +532,26 @@ def test_mapping_an_array_outside_shared_memory_is_reported(cpu):
     with pytest.raises(AsyncCopyError, match=r"cluster.map_shared_rank: the array is not in the "
                                              r"shared memory of the cluster's blocks"):
         map_a_global_array[2, 32](np.zeros(1, np.int32), np.zeros(4, np.int32))
+
+
+@cuda.jit(cluster_dims=(2, 1, 1))
+def multicast_after_the_peer_exits(desc):
+    c = cuda.cg.this_cluster()
+    s = cuda.shared.array((16, 64), float16, alignment=1024)
+    bars = cuda.shared.array(1, uint64)
+    if cuda.threadIdx.x == 0:
+        cuda.mbarrier.init(bars, 0, 1)
+    c.sync()
+    if c.block_rank() == 1:
+        return
+    c.sync()  # block 1 has exited
+    if cuda.threadIdx.x == 0:
+        cuda.mbarrier.arrive_expect_tx(bars, 0, 16 * 64 * 2)
+        cuda.tma.load(s, desc, (0, 0), bars, 0, multicast=0b11)
+    cuda.mbarrier.wait(bars, 0, 0)
+
+
+def test_a_multicast_into_a_block_that_has_exited_is_reported(cpu):
+    desc = cuda.tma.descriptor(np.zeros((40, 96), np.float16), (16, 64), 128)
+    with pytest.raises(AsyncCopyError, match=r"cuda.tma.load: block 1 of the cluster has exited"):
+        multicast_after_the_peer_exits[2, 32](desc)
