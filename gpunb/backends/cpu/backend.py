@@ -117,7 +117,7 @@ class CpuBackend(Backend):
         record = bool(options.get("racecheck")) or (
             options.get("racecheck") is not False and config.racecheck())
         if record and cluster is not None:
-            _refuse_recording(typed)
+            record = _cluster_recording(typed, bool(options.get("racecheck")))
         # the debug variant: asked for, or the kernel calls breakpoint()
         debugger = bool(options.get("debugger")) or "breakpoint" in features
         if debugger and cluster is not None and cluster[1:] != (1, 1):
@@ -222,15 +222,23 @@ def _cluster_schedule(typed, options: dict, features) -> tuple | None:
     return tuple(options.get("cluster_dims") or (1, 1, 1))
 
 
-def _refuse_recording(typed) -> None:
+def _cluster_recording(typed, asked: bool) -> bool:
     """racecheck and access maps do not model clusters yet (another block's shared memory,
-    the cluster barrier's order): a clear error rather than false or missed races."""
-    from gpunb.foundation.errors import CompileError
+    the cluster barrier's order): asked for this kernel (racecheck=True, an access map) that is
+    a CompileError, rather than false or missed races; asked for every kernel
+    (GPUNB_RACECHECK=1) a CompileWarning, and the kernel compiles without recording."""
+    from gpunb.foundation.errors import CompileError, CompileWarning
 
-    raise CompileError(f"kernel '{typed.name}' uses a thread-block cluster: racecheck and memory "
-                       "access maps do not support clusters yet", function=typed.name,
-                       hint="launch it without racecheck=True (and without GPUNB_RACECHECK=1 "
-                            "or an access map)")
+    message = (f"kernel '{typed.name}' uses a thread-block cluster: racecheck and memory access "
+               "maps do not support clusters yet")
+    if asked:
+        raise CompileError(message, function=typed.name,
+                           hint="compile it without racecheck=True (and without an access map)")
+    import warnings
+
+    warnings.warn_explicit(message + "; GPUNB_RACECHECK=1 does not check it", CompileWarning,
+                           typed.source.filename, typed.source.first_line)
+    return False
 
 
 def _refuse_debugging(typed, cluster: tuple) -> None:
