@@ -432,6 +432,8 @@ def test_racecheck_and_grid_sync_with_clusters_are_refused_at_compile_time(cpu, 
     with pytest.raises(CompileError, match="racecheck and memory access maps do not support "
                                            "clusters yet"):
         recorded[2, 32](np.zeros(1, np.int32))
+    with pytest.raises(CompileError, match="memory access maps do not support clusters yet"):
+        gpunb.access_map(split_barrier[2, 32], np.zeros(2, np.int32), np.zeros(64, np.int32))
 
     @cuda.jit(cluster_dims=(2, 1, 1))
     def everywhere(out):
