@@ -21,6 +21,7 @@ from gpunb.compiler import datamodel as dm
 
 
 def cluster_size(target) -> int:
+    """Blocks in the kernel's cluster (1 without cluster_dims)."""
     dims = target.cluster_dims
     return dims[0] * dims[1] * dims[2]
 
@@ -126,7 +127,6 @@ def multicast_ranks(target, low, site: int, mask) -> list:
                              b.zext(wide, dm.i64), st.i64(size))
     return [(r, b.icmp_unsigned("!=", b.and_(wide, st.i32(1 << r)), st.i32(0)))
             for r in range(size)]
-
 
 
 def _first_thread(target, low, block_rank):
