@@ -63,7 +63,7 @@ def variants() -> None:
     _llvm()
     print("scheduler variant                          IR+digest   compile+load (once per process)")
     for flags in ((False, False, False), (False, False, True), (True, False, False),
-                  (True, True, False)):
+                  (True, True, False), (False, False, False, True), (True, False, False, True)):
         variant = runtime_lib.variant_name(*flags)
         started = time.perf_counter()
         name = runtime_lib.scheduler_symbol(*flags)
@@ -118,11 +118,26 @@ def launches(repeats: int) -> None:
             v = v + cuda.shfl_down_sync(0xFFFFFFFF, v, 1) * 0.5
         out[i] = v
 
+    @cuda.jit(cluster_dims=(2, 1, 1))
+    def cluster_loop(out, a, rounds):  # barrier_loop with cluster barriers (clusters of 2)
+        buf = cuda.shared.array(256, float32)
+        cluster = cuda.cg.this_cluster()
+        t = cuda.threadIdx.x
+        i = cuda.blockIdx.x * cuda.blockDim.x + t
+        acc = a[i]
+        for _ in range(rounds):
+            buf[t] = acc
+            cluster.sync()
+            acc = acc + buf[(t + 1) % 256] * 0.5
+            cluster.sync()
+        out[i] = acc
+
     a = np.random.rand(64 * 256).astype(np.float32)
     out = np.zeros_like(a)
     print("barrier-heavy coroutine launches, 64 blocks of 256 threads, best of", repeats)
     for label, run in (("100 block barriers", lambda: barrier_loop[64, 256](out, a, 50)),
-                       ("50 warp shuffles", lambda: warp_shuffle[64, 256](out, a, 50))):
+                       ("50 warp shuffles", lambda: warp_shuffle[64, 256](out, a, 50)),
+                       ("100 cluster barriers", lambda: cluster_loop[64, 256](out, a, 50))):
         run()
         print(f"  {label:20s} {min(_timed(run) for _ in range(repeats)) * 1e3:7.2f} ms")
 

@@ -55,11 +55,25 @@ CTX_FRAME_BYTES = 184  # i64
 # (debug_abi.py)
 CTX_DEBUG_AREA = CTX_SCRATCH
 CTX_SIZE = 192
+# thread-block clusters (cluster_ops.py, cluster_schedule.py): a cluster kernel is never
+# recorded (racecheck refuses it), so the cluster barrier's counts take the epochs' slots - this
+# thread's arrivals and waits, and the phases completed when the scheduler last resumed it (the
+# runner zeroes them per group) - and the context of a block's thread 0 counts the block's
+# exited threads in the padding after CTX_TID_KNOWN (a peer's remote arrive, multicast or
+# mapping of an exited block's shared memory is an error). A larger context made every
+# coroutine launch slower (measured: 5 % of a block-barrier kernel's).
+CTX_CLUSTER_ARRIVED = CTX_BAR_EPOCH  # i32
+CTX_CLUSTER_WAITED = CTX_WARP_EPOCH  # i32
+CTX_CLUSTER_PHASE = CTX_GRID_EPOCH  # i32
+CTX_CLUSTER_EXITED = 180  # i32
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
 # an mbarrier wait (CTX_XCHG: the barrier's address, CTX_PRED: the parity waited for) and a
 # warpgroup's rendezvous at a wgmma.mma_async (all 128 threads of an aligned warpgroup)
 WAIT_MBARRIER, WAIT_WARPGROUP = 4, 5
+# a cluster barrier's wait (cluster.sync(), cluster.barrier_wait()): resumed when the phase this
+# thread arrived for has completed
+WAIT_CLUSTER = 6
 
 ERROR_NONE, ERROR_INDEX, ERROR_BARRIER, ERROR_RAISE, ERROR_WARP_MASK = 0, 1, 2, 3, 4
 ERROR_ASYNC = 5  # site: the operation's barrier site, count: async_state.Reason, index/extent

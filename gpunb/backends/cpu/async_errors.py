@@ -32,6 +32,9 @@ def _not_shared(what: str, offset: int, limit: int) -> tuple[str, str]:
     if what == "cuda.cp_async.copy":
         noun, fix = "the destination", ("copy into a cuda.shared.array (or a view of one): "
                                         "cp.async copies global memory into shared memory")
+    elif what == "cluster.map_shared_rank":
+        return ("the array is not in the shared memory of the cluster's blocks",
+                "pass an array made with cuda.shared.array (or a view of one)")
     elif what.startswith("cuda.mbarrier"):
         noun, fix = "the mbarrier", "declare the mbarriers with cuda.shared.array(n, uint64)"
     else:
@@ -42,10 +45,42 @@ def _not_shared(what: str, offset: int, limit: int) -> tuple[str, str]:
     return f"{noun} is not in shared memory", fix
 
 
+_CLUSTER_REASONS = (Reason.CLUSTER_RANK, Reason.MULTICAST_MASK, Reason.CLUSTER_REARRIVE,
+                    Reason.CLUSTER_WAIT_UNARRIVED, Reason.CLUSTER_PEER_EXITED)
+
+
+def _cluster_message(r: Reason, a: int, b: int) -> tuple[str, str]:
+    """A thread-block cluster's misuse (cluster_ops.py) in words; b is the cluster's size for
+    ranks and masks."""
+    if r is Reason.CLUSTER_RANK:
+        return (f"block rank {a} is outside the cluster, whose blocks have ranks 0 to {b - 1}",
+                "use a rank below cluster.num_blocks() (the kernel's cluster_dims); on a GPU an "
+                "out-of-range rank is undefined behaviour")
+    if r is Reason.MULTICAST_MASK:
+        named = "no block" if a == 0 else f"blocks beyond the cluster's {b} (ranks 0 to {b - 1})"
+        return (f"the multicast mask {a:#06x} names {named}",
+                f"set bit r for each destination block of rank r < {b}, e.g. "
+                f"multicast={(1 << b) - 1:#x} for every block of the cluster")
+    if r is Reason.CLUSTER_PEER_EXITED:
+        return (f"block {a} of the cluster has exited: its shared memory (and its mbarriers) "
+                "no longer belong to it (on a GPU another block may have them)",
+                "end the kernel with cluster.sync() so that no block exits while the others "
+                "still use its shared memory")
+    if r is Reason.CLUSTER_REARRIVE:
+        return ("arrives at the cluster barrier a second time before the phase it arrived for "
+                "completed; each thread arrives once per phase (PTX barrier.cluster)",
+                "call cluster.barrier_wait() between two cluster.barrier_arrive() calls")
+    return ("waits at the cluster barrier without arriving first (barrier.cluster.wait needs a "
+            "barrier.cluster.arrive of the same thread before it)",
+            "call cluster.barrier_arrive() before cluster.barrier_wait(), or use cluster.sync()")
+
+
 def _message(reason: int, a: int, b: int, what: str = "") -> tuple[str, str]:
     r = Reason(reason) if reason in Reason._value2member_map_ else None
     if r is Reason.NOT_SHARED:
         return _not_shared(what, a, b)
+    if r in _CLUSTER_REASONS:
+        return _cluster_message(r, a, b)
     table = {
         Reason.DST_SHORT: (f"the destination view holds {b} bytes, the copy moves {a}",
                            "slice a view with room for the copy, e.g. s[i:i + n]"),

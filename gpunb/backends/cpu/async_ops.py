@@ -17,7 +17,7 @@ import ast
 
 from llvmlite import ir
 
-from gpunb.backends.cpu import abi, instrument
+from gpunb.backends.cpu import abi, cluster_ops, instrument
 from gpunb.backends.cpu import async_state as st
 from gpunb.backends.cpu import async_tma as tma
 from gpunb.backends.cpu import async_wgmma as wg
@@ -157,14 +157,31 @@ class CpuAsyncOps:
         self.end_if_failed(low)
         return b.extract_value(result, 0)
 
-    def mbarrier_arrive(self, low, node, bar, count, tx):
+    def mbarrier_arrive(self, low, node, bar, count, tx, block_rank=None):
         b = low.builder
+        if block_rank is not None:
+            self._remote_arrive(low, node, bar, st.i32(1) if count is None else count,
+                                block_rank)
+            return None
         if tx is not None:
             return self._update(low, node, bar, st.i32(1), b.sext(tx, dm.i64),
                                 "cuda.mbarrier.arrive_expect_tx", abi.SYNC_MB_ARRIVE)
         arrivals = st.i32(1) if count is None else count
         return self._update(low, node, bar, arrivals, st.i64(0), "cuda.mbarrier.arrive",
                             abi.SYNC_MB_ARRIVE)
+
+    def _remote_arrive(self, low, node, bar, count, block_rank) -> None:
+        """Arrive on the same mbarrier of block `block_rank` of the cluster (mapa, then
+        mbarrier.arrive.shared::cluster): its waiters resume when the phase completes."""
+        site = self.site(low, node, "cuda.mbarrier.arrive")
+        self.in_shared(low, bar, st.i64(8), site)
+        cluster_ops.check_rank(self.target, low, site, block_rank)
+        cluster_ops.check_peer_running(self.target, low, site, block_rank)
+        peer = cluster_ops.peer_address(self.target, low, site, bar, block_rank)
+        low.builder.call(st.mbarrier_update_function(low.mb.module, self.target.record),
+                         [low.ctx, peer, count, st.i64(0), st.i32(site),
+                          st.i32(abi.SYNC_MB_ARRIVE)])
+        self.end_if_failed(low)
 
     def mbarrier_expect_tx(self, low, node, bar, tx) -> None:
         self._update(low, node, bar, st.i32(0), low.builder.sext(tx, dm.i64),
@@ -236,13 +253,17 @@ class CpuAsyncOps:
         self.in_shared(low, data, st.i64(expected), site)
         return expected // itemsize
 
-    def _issue(self, low, node, kind: int, tile, tmap, desc, coords, bar, what: str) -> None:
+    def _issue(self, low, node, kind: int, tile, tmap, desc, coords, bar, what: str,
+               multicast=None) -> None:
         b = low.builder
         site = self.site(low, node, what)
         count = self._tile(low, node, tile, desc, site)
         if bar is not None:
             self.in_shared(low, bar, st.i64(8), site)
             self.target.record_access(low, node, bar, "atomic")
+        destinations = [(None, None)]  # (rank, whether its bit is set): this block alone
+        if multicast is not None:
+            destinations = cluster_ops.multicast_ranks(self.target, low, site, multicast)
         done = issue = -1
         if kind == tma.LOAD:
             name = _text(node.args[0]) if node.args else "dst"
@@ -257,9 +278,24 @@ class CpuAsyncOps:
             value = coords[d] if d < len(coords) else st.i32(0)
             b.store(value, b.gep(slots, [st.i32(0), st.i32(d)], inbounds=True))
         self._record_global(low, node, kind, tmap, slots)
-        serial = b.call(tma.issue_function(low.mb.module, self.target.record),
-                        [low.ctx, st.i32(kind), tile[0], tmap, bar if bar is not None else
-                         ir.Constant(dm.ptr, None), slots, st.i32(done), st.i32(site)])
+        for rank, wanted in destinations:  # multicast: one copy per destination block
+            dst, barrier = tile[0], bar if bar is not None else ir.Constant(dm.ptr, None)
+            if rank is None:
+                self._queue(low, kind, dst, tmap, barrier, slots, done, site, issue)
+                continue
+            with b.if_then(wanted):
+                to = st.i32(rank)
+                cluster_ops.check_peer_running(self.target, low, site, to)
+                peer_dst = cluster_ops.peer_address(self.target, low, site, dst, to)
+                peer_bar = cluster_ops.peer_address(self.target, low, site, barrier, to)
+                self._queue(low, kind, peer_dst, tmap, peer_bar, slots, done, site, issue)
+
+    def _queue(self, low, kind: int, dst, tmap, bar, slots, done: int, site: int,
+               issue: int) -> None:
+        """Queue one TMA copy in the issuing thread's area."""
+        serial = low.builder.call(tma.issue_function(low.mb.module, self.target.record),
+                                  [low.ctx, st.i32(kind), dst, tmap, bar, slots, st.i32(done),
+                                   st.i32(site)])
         self.sync(low, abi.SYNC_COPY_ISSUE, serial, issue, extra=st.i32(kind))
 
     def _record_global(self, low, node, kind: int, tmap, coords) -> None:
@@ -275,8 +311,9 @@ class CpuAsyncOps:
             low.builder.call(tma.record_box_function(low.mb.module),
                              [low.ctx, tmap, coords, st.i32(site)])
 
-    def tma_load(self, low, node, dst, tmap, desc, coords: list, bar) -> None:
-        self._issue(low, node, tma.LOAD, dst, tmap, desc, coords, bar, "cuda.tma.load")
+    def tma_load(self, low, node, dst, tmap, desc, coords: list, bar, multicast=None) -> None:
+        self._issue(low, node, tma.LOAD, dst, tmap, desc, coords, bar, "cuda.tma.load",
+                    multicast)
 
     def tma_store(self, low, node, tmap, desc, coords: list, src) -> None:
         self._issue(low, node, tma.STORE, src, tmap, desc, coords, None, "cuda.tma.store")

@@ -80,6 +80,12 @@ class Reason(enum.IntEnum):
     DESCRIPTOR_BASE_OFFSET = 19
     NOT_SHARED = 20  # an mbarrier or shared operand outside the block's shared memory
     A_SHORT = 21  # the wgmma A register array holds fewer than 8 values
+    # thread-block clusters (cluster_ops.py)
+    CLUSTER_RANK = 22  # a block rank outside the cluster (map_shared_rank, arrive block_rank=)
+    MULTICAST_MASK = 23  # a TMA multicast mask naming no block, or one beyond the cluster
+    CLUSTER_REARRIVE = 24  # a second cluster barrier arrive before the phase completes
+    CLUSTER_WAIT_UNARRIVED = 25  # a cluster barrier wait without an arrive before it
+    CLUSTER_PEER_EXITED = 26  # a remote operation on a block of the cluster that has exited
 
 
 # ---- small IR helpers ----

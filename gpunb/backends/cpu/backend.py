@@ -37,6 +37,8 @@ class CpuProgram:
         self.limits = LIMITS if kernel_max >= LIMITS["max_threads_per_block"] else \
             {**LIMITS, "max_threads_per_block": kernel_max,
              "kernel_max_threads_per_block": kernel_max}
+        if artifact.cluster_dims:  # launches are whole clusters (validate_config checks)
+            self.limits = {**self.limits, "cluster_dims": tuple(artifact.cluster_dims)}
         self.loaded = (LoadedDebugKernel if artifact.debug_area else LoadedCpuKernel)(artifact)
         self.name = artifact.name
         self._static_shared = artifact.resources.shared_bytes
@@ -107,14 +109,19 @@ class CpuBackend(Backend):
             raise ValueError("the CPU backend compiles kernels only (device functions compile "
                              "into the kernels that call them)")
         features = typed.all_features()
+        cluster = _cluster_schedule(typed, options, features)
         # bounds checks are on by default here (an out-of-range access must never take the
         # process down); boundscheck=False (or GPUNB_BOUNDSCHECK=0) opts out, debug always checks
         boundscheck = bool(options.get("debug")) or (
             options.get("boundscheck") is not False and config.boundscheck())
         record = bool(options.get("racecheck")) or (
             options.get("racecheck") is not False and config.racecheck())
+        if record and cluster is not None:
+            record = _cluster_recording(typed, bool(options.get("racecheck")))
         # the debug variant: asked for, or the kernel calls breakpoint()
         debugger = bool(options.get("debugger")) or "breakpoint" in features
+        if debugger and cluster is not None and cluster[1:] != (1, 1):
+            _refuse_debugging(typed, cluster)
         if record:  # access recording needs one context (a coroutine) per thread
             mode, why, plan = "coroutine", "accesses are recorded (racecheck, access maps)", None
         elif debugger:  # so does stopping one thread while the others wait
@@ -127,8 +134,9 @@ class CpuBackend(Backend):
         def make_target():
             target = CpuTarget(coroutine=mode == "coroutine", boundscheck=boundscheck,
                                record=record, polls=polls and not debugger,
-                               debugger=debugger)
+                               debugger=debugger, cluster_dims=cluster or (1, 1, 1))
             target.uses_async = "async" in features
+            target.clustered = cluster is not None
             return target
 
         if plan is not None:
@@ -147,8 +155,10 @@ class CpuBackend(Backend):
                            scratch_per_thread=target.scratch_bytes_per_thread(),
                            async_state=target.uses_async,
                            scheduler=runtime_lib.scheduler_symbol(
-                               target.uses_async, record, "grid_sync" in features)
+                               target.uses_async, record, "grid_sync" in features,
+                               cluster is not None)
                            if target.coroutine else "",
+                           cluster=cluster,
                            debug_area=target.debug.tables()[2] if target.debug else 0,
                            location=None if builder.debug is None else
                            lambda fn: runner_location(builder.debug, fn, typed.source,
@@ -174,6 +184,7 @@ class CpuBackend(Backend):
             uses_barriers="barrier" in features,
             cpu_mode="coroutine" if target.coroutine else "workgroup",
             cpu_mode_reason=target.mode_reason, uses_dynamic_shared="dynamic_shared" in features,
+            cluster_dims=tuple(options.get("cluster_dims") or ()),
             resources=ResourceUsage(shared_bytes=target.static_shared,
                                     max_threads_per_block=(options.get("launch_bounds") or
                                                            (LIMITS["max_threads_per_block"],))[0]),
@@ -193,6 +204,53 @@ class CpuBackend(Backend):
         from gpunb.backends.cpu.objects import host_assembly
 
         return artifact.asm or host_assembly(artifact.llvm_ir)
+
+
+def _cluster_schedule(typed, options: dict, features) -> tuple | None:
+    """The cluster dims whose blocks the runner schedules together: the kernel's cluster_dims
+    ((1, 1, 1) without) when it uses a cluster feature, else None (its blocks run alone)."""
+    from gpunb.foundation.errors import CompileError
+
+    if "cluster" not in features:
+        return None
+    if "grid_sync" in features:
+        raise CompileError(f"kernel '{typed.name}' uses both grid.sync() and a thread-block "
+                           "cluster: the CPU target cannot run them together yet",
+                           function=typed.name,
+                           hint="run the CUDA target for it, or split the kernel at the "
+                                "grid.sync() into two launches")
+    return tuple(options.get("cluster_dims") or (1, 1, 1))
+
+
+def _cluster_recording(typed, asked: bool) -> bool:
+    """racecheck and access maps do not model clusters yet (another block's shared memory,
+    the cluster barrier's order): asked for this kernel (racecheck=True, an access map) that is
+    a CompileError, rather than false or missed races; asked for every kernel
+    (GPUNB_RACECHECK=1) a CompileWarning, and the kernel compiles without recording."""
+    from gpunb.foundation.errors import CompileError, CompileWarning
+
+    message = (f"kernel '{typed.name}' uses a thread-block cluster: racecheck and memory access "
+               "maps do not support clusters yet")
+    if asked:
+        raise CompileError(message, function=typed.name,
+                           hint="compile it without racecheck=True (and without an access map)")
+    import warnings
+
+    warnings.warn_explicit(message + "; GPUNB_RACECHECK=1 does not check it", CompileWarning,
+                           typed.source.filename, typed.source.first_line)
+    return False
+
+
+def _refuse_debugging(typed, cluster: tuple) -> None:
+    """The debugger finds a running group's blocks in launch order, which clusters along x
+    keep (cluster_runner.py's numbering) and clusters along y or z do not."""
+    from gpunb.foundation.errors import CompileError
+
+    raise CompileError(f"kernel '{typed.name}' has clusters of {cluster} blocks: the debugger "
+                       "supports clusters along x only (cluster_dims=(n, 1, 1)) for now",
+                       function=typed.name,
+                       hint="debug it with cluster_dims=(n, 1, 1), or run it without the "
+                            "debugger")
 
 
 def one_code_section(module) -> None:

@@ -212,6 +212,8 @@ class LoadedCpuKernel:
             return kernel_exception(art, status.site, status.tid, status.ctaid)
         if status.code == abi.ERROR_BARRIER:
             first = art.barrier_sites[status.site] if status.site >= 0 else None
+            if first is not None and first[3].startswith("cluster."):
+                return _cluster_deadlock(art, status)
             second = art.barrier_sites[status.site2] if status.site2 >= 0 else None
             where = f"{first[3]} at line {first[1]}" if first else "a barrier"
             if second is not None:
@@ -262,6 +264,22 @@ class LoadedDebugKernel(LoadedCpuKernel):
         launch plan is `special`, so every launch comes here)."""
         status.debug = ctypes.addressof(self._launching.control.control)
         return super()._buffers(status)
+
+
+def _cluster_deadlock(art: KernelArtifact, status: abi.Status) -> LaunchError:
+    """A cluster barrier some live threads of the cluster never arrive at (the scheduler's
+    report, cluster_schedule.diagnose)."""
+    filename, line, col, what = art.barrier_sites[status.site]
+    instead = ""
+    if status.site2 >= 0:
+        other = art.barrier_sites[status.site2]
+        instead = f"; a thread that has not arrived waits at {other[3]} at line {other[1]}"
+    return LaunchError(
+        f"{what} at line {line} is not reached by all threads of the cluster ({status.count} "
+        f"of {status.total} live threads arrived{instead}); on a GPU this deadlocks",
+        SourceLocation(filename, line, col), function=art.name,
+        hint="every thread of every block of the cluster must arrive at the cluster barrier "
+             "(a thread that exits counts as arrived); move it out of the divergent branch")
 
 
 def _lanes(mask: int) -> str:

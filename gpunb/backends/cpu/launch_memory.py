@@ -99,3 +99,14 @@ def aligned_shared(b, malloc, total) -> tuple:
     block = b.call(malloc, [b.add(total, _i64(SHARED_ALIGN))])
     start = b.and_(b.add(b.ptrtoint(block, dm.i64), _i64(SHARED_ALIGN - 1)), _i64(-SHARED_ALIGN))
     return block, b.inttoptr(start, dm.ptr)
+
+
+def publish_group(b, memset, control, ctxs, areas, areas_bytes, group_threads, first) -> None:
+    """The debug variant's runner: fresh debug areas for the blocks about to run, and where the
+    debugger finds them (a debug launch runs on one host thread, so one group at a time)."""
+    from gpunb.backends.cpu.debug_abi import CONTROL_OFFSETS as co
+
+    b.call(memset, [areas, ir.Constant(dm.i8, 0), areas_bytes, ir.Constant(dm.i1, 0)])
+    for name, value in (("group_ctxs", ctxs), ("group_areas", areas),
+                        ("group_threads", group_threads), ("group_first_block", first)):
+        b.store(value, b.gep(control, [ir.Constant(dm.i64, co[name])], source_etype=dm.i8))

@@ -18,13 +18,14 @@ from contextlib import contextmanager
 
 from llvmlite import ir
 
-from gpunb.backends.cpu import abi
+from gpunb.backends.cpu import abi, cluster_runner, cluster_schedule
 from gpunb.backends.cpu.launch_memory import (
     aligned_shared,
     check_allocations,
     free_all,
     note_allocations,
     note_current,
+    publish_group,
     shared_block_stride,
 )
 from gpunb.compiler import datamodel as dm
@@ -73,7 +74,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 coroutine: bool, cooperative: bool = False,
                 workgroup: bool = False, scratch_per_thread: int = 0,
                 async_state: bool = False, scheduler: str = "",
-                debug_area: int = 0, location=None) -> ir.Function:
+                debug_area: int = 0, location=None, cluster: tuple | None = None) -> ir.Function:
     """The entry: per block, one body call per thread (coroutines), or one call per block whose
     body loops over the threads itself (workgroup mode: the context carries threadIdx 0, and
     `scratch_per_thread` bytes per thread of the block hold its per-thread variables: allocated
@@ -82,7 +83,9 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     The debug variant (coroutines) gives each thread `debug_area` bytes, zeroed per block, and
     tells the launch's DebugControl which threads run now. `scheduler`: the name of the
     coroutines' scheduler, declared here (runtime_lib.scheduler_symbol). `location(fn)`: the
-    debug location of the runner's own code, where the module has line tables."""
+    debug location of the runner's own code, where the module has line tables. `cluster`: the
+    cluster dims (x, y, z) of a kernel whose clusters run as one group each (cluster_runner.py:
+    the group's blocks are the cluster's, in rank order)."""
     fn = ir.Function(module, ir.FunctionType(dm.void, [dm.ptr, dm.ptr]), symbol)
     launch, guard = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -94,7 +97,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     begin = b.load(_at(b, launch, lo["block_begin"]), typ=dm.i64)
     end = b.load(_at(b, launch, lo["block_end"]), typ=dm.i64)
     shared_bytes = b.load(_at(b, launch, lo["shared_bytes"]), typ=dm.i64)
-    shared_stride = shared_block_stride(b, shared_bytes, cooperative)
+    shared_stride = shared_block_stride(b, shared_bytes, cooperative or cluster is not None)
     dyn_shared = b.load(_at(b, launch, lo["dyn_shared"]), typ=dm.i64)
     status = b.load(_at(b, launch, lo["status"]), typ=dm.ptr)
     params = b.load(_at(b, launch, lo["params"]), typ=dm.ptr)
@@ -104,8 +107,12 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         slots.append(b.load(slot_ptr, typ=st))
     nthreads = b.mul(b.mul(block[0], block[1]), block[2])
     chunk = b.load(_at(b, launch, lo["chunk"]), typ=dm.i64)
-    # blocks scheduled together: one, or (grid sync) every block of the launch (one chunk)
+    # blocks scheduled together: one, (grid sync) every block of the launch (one chunk), or
+    # (clusters) the blocks of one cluster
     per_group = b.sub(end, begin) if cooperative else _i64(1)
+    if cluster is not None:
+        per_group = _i64(cluster_runner.cluster_size(cluster))
+        chunk = cluster_runner.whole_clusters(b, chunk, per_group)  # claims of whole clusters
     malloc = declare(module, "malloc", dm.ptr, [dm.i64])
     free = declare(module, "free", dm.void, [dm.ptr])
     memset = declare(module, "llvm.memset.p0.i64", dm.void, [dm.ptr, dm.i8, dm.i64, dm.i1])
@@ -137,7 +144,6 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     note_allocations(b, guard, shared_block, ctxs, n_ctx, handles, per_thread, areas)
     check_allocations(b, status, free, shared_block, ctxs, handles, per_thread, areas)
     cancel = _at(b, launch, lo["cancel"])
-    gx, gxy = b.zext(grid[0], dm.i64), b.zext(b.mul(grid[0], grid[1]), dm.i64)
     # claim `chunk` blocks at a time until the launch has none left (every host thread of the
     # launch runs this function on the same Launch)
     claim_bb, claimed_bb, finish_bb = (fn.append_basic_block(n) for n in
@@ -154,13 +160,11 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
         if areas is not None:
             b.call(memset, [areas, ir.Constant(dm.i8, 0), areas_bytes, ir.Constant(dm.i1, 0)])
         if debug_areas is not None:
-            _publish_group(b, memset, control, ctxs, debug_areas, debug_bytes, group_threads,
-                           first)
+            publish_group(b, memset, control, ctxs, debug_areas, debug_bytes, group_threads,
+                          first)
         with _loop(b, _i64(0), per_group, "block") as (local, _):
             blk = b.add(first, local)
-            cx = b.trunc(b.urem(blk, gx), dm.i32)
-            cy = b.trunc(b.urem(b.udiv(blk, gx), b.zext(grid[1], dm.i64)), dm.i32)
-            cz = b.trunc(b.udiv(blk, gxy), dm.i32)
+            cx, cy, cz = cluster_runner.block_of(b, blk, grid, cluster)
             block_shared = b.gep(shared, [b.mul(local, shared_stride)], source_etype=dm.i8)
             calls = _i32(1) if workgroup else nthreads
             with _loop(b, _i32(0), calls, "thread") as (tid, _):
@@ -196,6 +200,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 b.store(_i32(abi.WAIT_NONE), _at(b, ctx, abi.CTX_WAIT_KIND))
                 for offset in (abi.CTX_BAR_EPOCH, abi.CTX_WARP_EPOCH, abi.CTX_GRID_EPOCH):
                     b.store(_i32(0), _at(b, ctx, offset))
+                if cluster is not None:
+                    cluster_runner.start_thread(b, ctx)
                 b.store(cancel, _at(b, ctx, abi.CTX_CANCEL))
                 b.store(guard, _at(b, ctx, abi.CTX_GUARD))
                 # a coroutine's context holds its own thread; a work-group one only the block's
@@ -226,18 +232,6 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
     free_all(b, free, shared_block, ctxs, handles, per_thread, areas)
     b.ret_void()
     return fn
-
-
-def _publish_group(b, memset, control, ctxs, areas, areas_bytes, group_threads, first) -> None:
-    """Debug variant: fresh debug areas for the blocks about to run, and where the debugger
-    finds them (a debug launch runs on one host thread, so one group at a time)."""
-    from gpunb.backends.cpu.debug_abi import CONTROL_OFFSETS as co
-
-    b.call(memset, [areas, ir.Constant(dm.i8, 0), areas_bytes, ir.Constant(dm.i1, 0)])
-    b.store(ctxs, _at(b, control, co["group_ctxs"]))
-    b.store(areas, _at(b, control, co["group_areas"]))
-    b.store(group_threads, _at(b, control, co["group_threads"]))
-    b.store(first, _at(b, control, co["group_first_block"]))
 
 
 class _Scheduler:
@@ -536,7 +530,7 @@ class _Scheduler:
 
 
 def emit_scheduler(module: ir.Module, async_state: bool = False, record: bool = False,
-                   name: str = "", grid: bool = True) -> ir.Function:
+                   name: str = "", grid: bool = True, cluster: bool = False) -> ir.Function:
     """void gpunb_schedule(handles, ctxs, i32 n, i32 per_block, status, cancel, guard): run
     threads to the end (runtime_lib.py's module, one per process; kernels call it by name).
 
@@ -545,12 +539,16 @@ def emit_scheduler(module: ir.Module, async_state: bool = False, record: bool = 
     at the same grid barrier (with `async_state`, async_schedule.py's waits too, and an idle
     round first lands the queued TMA loads). A round without progress while threads still wait
     is a deadlock. A launch told to stop (its cancel word) ends at the next round: every thread
-    is destroyed. Without `grid` (a kernel that never calls grid.sync()) no grid step.
+    is destroyed. Without `grid` (a kernel that never calls grid.sync()) no grid step. With
+    `cluster` the group is one thread-block cluster and a step runs its cluster barrier
+    (cluster_schedule.py).
     """
     name = name or ("gpunb_schedule_async" if async_state else "gpunb_schedule")
     fn = ir.Function(module, ir.FunctionType(dm.void, list(SCHEDULER_ARGS)), name)
     sched = _Scheduler(module, fn)
     b = sched.b
+    if cluster:
+        cluster_schedule.start(sched)
     round_bb = fn.append_basic_block("round")
     finish_bb = fn.append_basic_block("finish")
     b.branch(round_bb)
@@ -565,6 +563,8 @@ def emit_scheduler(module: ir.Module, async_state: bool = False, record: bool = 
     sched.blocks(n_blocks)
     if grid:
         sched.grid()
+    if cluster:
+        cluster_schedule.step(sched)
     if async_state:
         from gpunb.backends.cpu import async_schedule
 
@@ -585,6 +585,8 @@ def emit_scheduler(module: ir.Module, async_state: bool = False, record: bool = 
     b.position_at_end(stuck_bb)
     if async_state:
         async_schedule.diagnose(sched)
+    if cluster:
+        cluster_schedule.diagnose(sched, finish_bb)
     sched.deadlock(finish_bb)
     b.position_at_end(finish_bb)
     with _loop(b, _i32(0), sched.n, "destroy") as (i, _):

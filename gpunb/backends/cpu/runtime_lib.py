@@ -29,18 +29,19 @@ from gpunb.foundation.errors import LaunchError
 
 # a variant's name says what its scheduler does beyond warp and block barriers: `async` also
 # waits on mbarriers and wgmma rendezvous and lands TMA loads (`record`: recording them), `grid`
-# (cooperative kernels: a group of every block of the launch) also runs grid.sync()
-_PARTS = ("async", "record", "grid")
+# (cooperative kernels: a group of every block of the launch) also runs grid.sync(), `cluster`
+# (a group of the blocks of one thread-block cluster) also runs the cluster barrier
+_PARTS = ("async", "record", "grid", "cluster")
 PREFIX = "gpunb_rt_"
 # a runtime symbol in an object's string table (names end at a NUL byte there)
 _NAME = re.compile(rb"(gpunb_rt_[a-z_]+?_[0-9a-f]{12})\x00")
 _loaded: dict = {}  # symbol -> (the MCJIT engine holding its code, the entry's address)
 
 
-def variant_name(async_state: bool, record: bool, grid: bool) -> str:
+def variant_name(async_state: bool, record: bool, grid: bool, cluster: bool = False) -> str:
     """"schedule", "schedule_async_grid", ... (`record` matters only with `async_state`: it
     changes only the landing of TMA copies)."""
-    wanted = (async_state, record and async_state, grid)
+    wanted = (async_state, record and async_state, grid, cluster)
     return "_".join(["schedule"] + [part for part, on in zip(_PARTS, wanted, strict=True) if on])
 
 
@@ -58,15 +59,16 @@ def _variant_ir(variant: str) -> str:
 
     from gpunb.backends.cpu.runner import emit_scheduler
 
-    async_state, record, grid = _features(variant)
+    async_state, record, grid, cluster = _features(variant)
     module = ir.Module(name=PREFIX + variant)
     entry = "gpunb_schedule"
-    scheduler = emit_scheduler(module, async_state, record, grid=grid,
-                               name=entry if grid else entry + ".any")
+    several = grid or cluster  # groups of several blocks
+    scheduler = emit_scheduler(module, async_state, record, grid=grid, cluster=cluster,
+                               name=entry if several else entry + ".any")
     # the handles array is the scheduler's own: the threads it resumes never touch it (in a
     # kernel LLVM knew this of the runner's malloc; measured: 5 % of a warp-collective launch)
     scheduler.args[0].add_attribute("noalias")
-    if not grid:
+    if not several:
         _one_block_entry(module, scheduler, entry)
     for fn in module.functions:  # as in kernels (backend.one_code_section): a stop or a fault
         if not fn.name.startswith("llvm."):  # longjmps, nothing unwinds
@@ -89,10 +91,11 @@ def _one_block_entry(module, scheduler, name: str) -> None:
     b.ret_void()
 
 
-def scheduler_symbol(async_state: bool, record: bool, grid: bool) -> str:
+def scheduler_symbol(async_state: bool, record: bool, grid: bool,
+                     cluster: bool = False) -> str:
     """The name a coroutine kernel calls its scheduler by (building the variant's IR once per
     process, ~10-25 ms, for its digest; compiles need only the name)."""
-    return _symbol(variant_name(async_state, record, grid))
+    return _symbol(variant_name(async_state, record, grid, cluster))
 
 
 @functools.cache

@@ -24,7 +24,7 @@ import functools
 import numpy as np
 from llvmlite import ir
 
-from gpunb.backends.cpu import abi, instrument, reporting
+from gpunb.backends.cpu import abi, cluster_ops, instrument, reporting
 from gpunb.backends.cpu.warp_ops import WarpCollectives
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
@@ -86,7 +86,8 @@ class CpuTarget(WarpCollectives, Target):
     checks_always = True
 
     def __init__(self, coroutine: bool = False, boundscheck: bool = False,
-                 record: bool = False, polls: bool = True, debugger: bool = False):
+                 record: bool = False, polls: bool = True, debugger: bool = False,
+                 cluster_dims: tuple = (1, 1, 1)):
         # recording and the debugger need one context per thread
         self.coroutine = coroutine or record or debugger
         self.polls = polls  # stopping points (a launch told to stop stops there)
@@ -109,6 +110,8 @@ class CpuTarget(WarpCollectives, Target):
         self.error_sites: list = []
         self.static_shared = 0
         self.uses_async = False  # cp.async / TMA / wgmma: threads have async areas
+        self.cluster_dims = cluster_dims  # the kernel's cluster_dims ((1, 1, 1) without)
+        self.clustered = False  # blocks run as clusters (the kernel uses a cluster feature)
         self._async_ops = None
 
     def extra_params(self) -> list:
@@ -260,6 +263,8 @@ class CpuTarget(WarpCollectives, Target):
     def kernel_epilogue(self, low) -> None:
         if self.uses_async:  # copies the thread queued and never waited for still land
             self.async_ops().thread_end(low)
+        if self.clustered:
+            cluster_ops.thread_exits(self, low)
         if not self.coroutine:
             low.builder.ret_void()
             return
@@ -280,6 +285,8 @@ class CpuTarget(WarpCollectives, Target):
     # ---- threads -------------------------------------------------------------------------------
 
     def sreg(self, low, kind: str, axis: str):
+        if kind in ("cluster_ctaid", "cluster_nctaid"):
+            return cluster_ops.sreg(self, low, kind, axis)
         if self.wg is not None:
             if kind != "tid":
                 return self.wg.block_values[(kind, axis)]
@@ -378,6 +385,20 @@ class CpuTarget(WarpCollectives, Target):
 
     def grid_sync(self, low, node) -> None:
         self._wait(low, node, abi.WAIT_GRID, "grid.sync()")
+
+    # ---- thread-block clusters (cluster_ops.py) ---------------------------------------------
+
+    def cluster_rank(self, low):
+        return cluster_ops.rank(self, low)
+
+    def cluster_size(self, low):
+        return ir.Constant(dm.i32, cluster_ops.cluster_size(self))
+
+    def cluster_barrier(self, low, node, arrive: bool, wait: bool) -> None:
+        cluster_ops.barrier(self, low, node, arrive, wait)
+
+    def map_shared_rank(self, low, node, pointer, rank):
+        return cluster_ops.map_shared_rank(self, low, node, pointer, rank)
 
     def syncwarp(self, low, node, mask) -> None:
         self._wait(low, node, abi.WAIT_WARP, "cuda.syncwarp", mask=mask)

@@ -72,6 +72,9 @@ def plan_workgroup(typed, debug: bool) -> tuple[WorkGroupPlan | None, str]:
                       "synchronisation point of its warp")
     if Feature.GRID_SYNC in features:
         return None, "grid.sync() synchronises the whole grid"
+    if Feature.CLUSTER in features:
+        return None, ("the blocks of a thread-block cluster run together (cluster barriers, "
+                      "distributed shared memory)")
     if Feature.ASYNC in features:
         return None, ("asynchronous copies, mbarrier waits and wgmma rendezvous suspend threads "
                       "(cp.async / mbarrier / TMA / wgmma)")

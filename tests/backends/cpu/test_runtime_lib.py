@@ -96,6 +96,27 @@ def test_a_grid_sync_kernel_uses_the_cooperative_scheduler():
     assert runtime_lib.scheduler_symbol(False, False, True) in text
 
 
+def test_a_cluster_kernel_uses_the_cluster_scheduler_and_others_keep_theirs():
+    # the cluster step is a variant of its own: the variants other kernels call are unchanged
+    assert runtime_lib.variant_name(True, False, False, True) == "schedule_async_cluster"
+    plain = {runtime_lib.scheduler_symbol(a, r, g)
+             for a in (False, True) for r in (False, True) for g in (False, True)}
+    clustered = {runtime_lib.scheduler_symbol(a, False, False, True) for a in (False, True)}
+    assert not plain & clustered and len(clustered) == 2
+
+    @cuda.jit(cluster_dims=(2, 1, 1))
+    def pairs(out):
+        c = cuda.cg.this_cluster()
+        out[cuda.blockIdx.x] = c.block_rank()
+        c.sync()
+
+    out = np.full(4, -1, np.int32)
+    pairs[4, 8](out)
+    np.testing.assert_array_equal(out, [0, 1, 0, 1])
+    (text,) = pairs.inspect_host_llvm().values()
+    assert runtime_lib.scheduler_symbol(False, False, False, True) in text
+
+
 def test_an_object_of_another_runtime_abi_is_refused_before_it_is_loaded():
     from gpunb.backends.cpu.backend import CpuProgram
 
