@@ -13,6 +13,7 @@ import abc
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from gpunb.backends.launch_config import occupancy_cluster_shape
 from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
 from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.records import record
@@ -121,7 +122,7 @@ class Backend(abc.ABC):
                             cluster_dims: tuple | None = None) -> int:
         """Clusters (the kernel's cluster_dims, else `cluster_dims`, else 1 x 1 x 1) that can
         all be resident at once: here the co-resident blocks over the cluster's blocks."""
-        dims = cluster_dims or tuple(program.artifact.cluster_dims) or (1, 1, 1)
+        dims = occupancy_cluster_shape(program.artifact.cluster_dims, cluster_dims, program.name)
         threads = block[0] * block[1] * block[2]
         return program.max_cooperative_blocks(threads, dynamic_shared) // (
             dims[0] * dims[1] * dims[2])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from gpunb import CompileError, LaunchError, cuda, float32, int32, int64, uint64
@@ -230,3 +231,29 @@ def test_a_kernels_cluster_dims_reach_its_ptx_and_artifact():
         shape = (2, 1, 1) if dims == 2 else (2, 2, 1)
         assert art.cluster_dims == shape
         assert f".reqnctapercluster {shape[0]}, {shape[1]}, {shape[2]}" in art.ptx
+
+
+def test_max_active_clusters_on_the_cpu_target_is_its_co_resident_blocks_over_the_cluster():
+    import gpunb
+
+    gpunb.set_target("cpu")
+    try:
+        @cuda.jit(cluster_dims=4)
+        def four(out):
+            out[cuda.blockIdx.x] = cuda.cg.this_cluster().block_rank()
+
+        @cuda.jit
+        def plain(out):
+            out[0] = 1
+
+        out = np.zeros(8, np.int32)
+        four[8, 32](out)
+        plain[1, 32](out)
+        blocks = plain.max_cooperative_grid_blocks(32)
+        assert four.max_active_clusters(32) == blocks // 4
+        assert plain.max_active_clusters(32) == blocks
+        assert plain.max_active_clusters(32, cluster_dims=(2, 2)) == blocks // 4
+        with pytest.raises(LaunchError, match=r"compiled with cluster_dims=\(4, 1, 1\)"):
+            four.max_active_clusters(32, cluster_dims=2)
+    finally:
+        gpunb.set_target(None)

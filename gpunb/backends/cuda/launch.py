@@ -18,7 +18,7 @@ import threading
 from gpunb.backends.base import NativeLaunch
 from gpunb.backends.cuda import abi as cuda_abi
 from gpunb.backends.cuda import driver
-from gpunb.backends.launch_config import validate_config
+from gpunb.backends.launch_config import occupancy_cluster_shape, validate_config
 from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
 from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.kernel_errors import kernel_exception
@@ -160,17 +160,12 @@ class CudaProgram:
         cluster_dims or, for a kernel compiled without, of `cluster_dims`."""
         from gpunb.backends.cuda import occupancy
 
-        compiled = tuple(self.artifact.cluster_dims)
-        dims = tuple(cluster_dims) if cluster_dims is not None else compiled or (1, 1, 1)
-        if compiled and dims != compiled:
-            raise LaunchError(f"'{self.name}' was compiled with cluster_dims={compiled}; asked "
-                              f"about clusters of {dims}", function=self.name,
-                              hint="leave cluster_dims out: the kernel's own shape is used")
+        dims = occupancy_cluster_shape(self.artifact.cluster_dims, cluster_dims, self.name)
         if dynamic_shared > self._dyn_limit:  # the occupancy of a launch that raises it
             self.function.set_max_dynamic_shared(int(dynamic_shared))
             self._dyn_limit = int(dynamic_shared)
         return occupancy.max_active_clusters(self.function, block, dynamic_shared, dims,
-                                             compiled=bool(compiled))
+                                             compiled=bool(self.artifact.cluster_dims))
 
     def _check_co_resident(self, grid: tuple, block: tuple, shared_bytes: int,
                            function) -> None:
