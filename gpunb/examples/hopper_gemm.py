@@ -25,8 +25,8 @@ this imposes:
   writes into the peer too): once its own consumers have freed a stage, the producer tells the
   peer's producer (`cuda.mbarrier.arrive(bars, PEER + s, block_rank=peer)`), and waits for the
   peer's word before it refills (CUTLASS's consumers arrive on both blocks' barriers
-  themselves: 7 % slower here, measured on an H200; the producer's thread has nothing else to
-  do while it waits);
+  themselves: 1 % slower here in interleaved rounds on an H200, 7 % in single runs; the
+  producer's thread has nothing else to do while it waits);
 - the barriers are initialised before any block can reach them from the other:
   `cluster.sync()` after the init (it orders mbarrier.init cluster-wide);
 - no block exits while its peer may still write into it or arrive on its barriers:
