@@ -107,13 +107,15 @@ def _triton_matmul(choices: tuple = TUTORIAL_CONFIGS):
 
 def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = (),
          triton_configs: tuple = TUTORIAL_CONFIGS, rounds: int = 1,
-         warm_s: float = 0.0, ptxas_variants: bool = False) -> dict:
+         warm_s: float = 0.0, ptxas_variants: bool = False, modules: tuple = ()) -> dict:
     """The GEMM row: every kernel's product checked against cuBLAS's, then `rounds` rounds
     that each time every kernel once (`repeats` x `iters` launches, CUDA events), in an order
     that rotates from round to round, after `warm_s` seconds of cuBLAS launches to bring the
     clocks to their loaded state; a kernel's time is the median of its rounds. A GPU's clock
     drifts with its temperature and power over a run, so kernels timed one after another (the
-    first at the coolest clock) differ by a few percent that interleaving spreads over all."""
+    first at the coolest clock) differ by a few percent that interleaving spreads over all.
+    `modules`: other GEMM modules with hopper_gemm's descriptors() and launch() (e.g.
+    benchmarks.hopper_gemm_wide), timed as variants; linked like them."""
     import torch
 
     import gpunb
@@ -141,6 +143,10 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = ()
             kernels[spec], products[spec], label = _variant(spec, a, bt, c_ref)
             kernels[spec]()  # compiled here: by the toolkit's ptxas under --ptxas-variants
             out.setdefault("variants", []).append({"variant": spec, "label": label})
+        for name in modules:
+            kernels[name], products[name] = _module(name, a, bt, c_ref)
+            kernels[name]()
+            out.setdefault("variants", []).append({"variant": name, "label": name})
     out["variants_linked_by"] = ptxas or "the driver's JIT"
     try:
         matmul = _triton_matmul(triton_configs)
@@ -205,6 +211,18 @@ def _variant(spec: str, a, bt, c_ref) -> tuple:
     c = torch.zeros_like(c_ref)
     descs = hv.descriptors(a, bt, c, config)
     return (lambda: hv.launch(kernel, c, a, bt, descs)), c, config.label
+
+
+def _module(name: str, a, bt, c_ref) -> tuple:
+    """(launch, its output) of a GEMM module with hopper_gemm's descriptors() and launch()."""
+    import importlib
+
+    import torch
+
+    module = importlib.import_module(name)
+    c = torch.zeros_like(c_ref)
+    descs = module.descriptors(a, bt, c)
+    return (lambda: module.launch(c, a, bt, descs)), c
 
 
 def attention(batch: int, heads: int, seq: int, iters: int, repeats: int) -> dict:
@@ -292,8 +310,13 @@ def main(argv=None) -> int:
                         help="GEMM: seconds of cuBLAS launches before timing (default 2, 0 "
                              "--quick)")
     parser.add_argument("--ptxas-variants", action="store_true",
-                        help="diagnostic: link the --variant kernels with the toolkit's ptxas "
-                             "instead of the driver's JIT (the example stays on the JIT)")
+                        help="diagnostic: link the --variant and --module kernels with the "
+                             "toolkit's ptxas instead of the driver's JIT (the example stays "
+                             "on the JIT)")
+    parser.add_argument("--module", action="append", default=[],
+                        help="also time a GEMM module with hopper_gemm's descriptors() and "
+                             "launch(), e.g. benchmarks.hopper_gemm_wide (repeatable; linked "
+                             "by the toolkit's ptxas under --ptxas-variants)")
     parser.add_argument("--variant", action="append", default=[],
                         help="also time a hopper_gemm_variants kernel, e.g. s3,tma or "
                              "tma2,l256 (repeatable; see that module's parse)")
@@ -317,7 +340,7 @@ def main(argv=None) -> int:
     if args.only in (None, "gemm"):
         for dtype in ("float16", "bfloat16"):
             results.append(gemm(n, dtype, iters, repeats, tuple(args.variant), triton_configs,
-                                rounds, warm_s, args.ptxas_variants))
+                                rounds, warm_s, args.ptxas_variants, tuple(args.module)))
             print(json.dumps(results[-1]), flush=True)
     if args.only in (None, "attention"):
         results.append(attention(4, 16, seq, iters, repeats))

@@ -1,0 +1,56 @@
+"""benchmarks/hopper_gemm_wide.py, the GEMM with 128 x 320 tiles whose epilogue writes into the
+tile's last ring stage: its products on the CPU target (partial tiles; one cluster walking many
+tile pairs, so that the held stage is freed and refilled from tile to tile), and its register
+budget, which ptxas meets only when it compiles the whole program (setmaxnreg's 232 registers
+for the consumers)."""
+
+from __future__ import annotations
+
+import warnings
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import gpunb
+from benchmarks import hopper_gemm_wide as wide
+from gpunb import cuda, float16, int64
+from gpunb.cuda import PerformanceWarning
+from gpunb.foundation.tensor_types import TensorMap
+
+
+@pytest.mark.slow  # compiles the warp-specialised kernel for the CPU target
+@pytest.mark.parametrize("dtype, rel", [(ml_dtypes.bfloat16, 2.0 ** -7), (np.float16, 2.0 ** -10)])
+def test_wide_gemm_products_on_the_cpu_target(dtype, rel):
+    gpunb.set_target("cpu")
+    try:
+        # partial tiles in M (136 of 256 rows of a pair), N (712 = 2 x 320 + 72) and K (72);
+        # then one cluster for 3 x 3 tile pairs and 5 K-slices per tile
+        for m, n, k, blocks in ((136, 712, 72, None), (640, 712, 320, 2)):
+            rng = np.random.default_rng(m)
+            a = rng.standard_normal((m, k)).astype(dtype)
+            b = rng.standard_normal((n, k)).astype(dtype)
+            c = np.zeros((m, n), dtype)
+            wide.launch(c, a, b, blocks=blocks)
+            exact = a.astype(np.float64) @ b.astype(np.float64).T
+            assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * rel
+    finally:
+        gpunb.set_target(None)
+
+
+def test_wide_gemm_fits_the_consumers_registers_in_whole_program_ptxas(ptxas):
+    # two m64n160 accumulators (160 registers per consumer thread) fit only in the 232
+    # registers that setmaxnreg gives the consumers; the kernel's own cap is 168 (384 threads)
+    argtypes = (float16[:, ::1], TensorMap(float16, 2, (wide.BM, wide.BK), 128),
+                TensorMap(float16, 2, (wide.BN // wide.CLUSTER, wide.BK), 128),
+                TensorMap(float16, 2, (wide.PANEL, wide.PANEL), 128), int64, int64, int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)
+        ptx, _ = cuda.compile_ptx(wide.gemm.py_func, argtypes, cc=(9, 0, "a"),
+                                  launch_bounds=(wide.THREADS, 1),
+                                  cluster_dims=wide.gemm.options.get("cluster_dims"))
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n160k16") == 2 * (wide.BK // 16)
+    assert "setmaxnreg.inc.sync.aligned.u32 \t232" in ptx
+    log = ptxas(ptx, "sm_90a")
+    assert "0 bytes spill stores" in log, log
+    assert "serialized" not in log, log
