@@ -38,6 +38,11 @@ The epilogue goes through shared memory: each consumer writes its 64 x 256 outpu
 stmatrix into a 128-byte-swizzled buffer of two 64 x 64 panels (bank-conflict free), and one of
 its threads stores each panel with a TMA store that is left in flight while the warpgroup goes
 on to its next tile (two rounds of two panels: 4 stages and the buffers fit in 227 KiB).
+Why 128 x 256: its 128 accumulator registers per consumer thread fit in the 168 that every
+thread of a 384-thread kernel keeps when the driver's linker builds it (ptxas drops setmaxnreg
+there: README). A 128 x 320 tile with a fourth stage holding the epilogue, level with Triton at
+8192^3 when the toolkit's ptxas builds it, spills here (benchmarks/hopper_gemm_wide.py;
+RESULTS.md, seventh session).
 The same kernels run on the CPU target (slowly, exactly; its clusters too) and compile for
 sm_90a on an H100.
 
