@@ -13,6 +13,7 @@ import abc
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from gpunb.backends.launch_config import occupancy_cluster_shape
 from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
 from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.records import record
@@ -116,6 +117,15 @@ class Backend(abc.ABC):
                                dynamic_shared: int = 0) -> int:
         """The largest grid of `threads`-thread blocks a grid-synchronising launch may use."""
         return program.max_cooperative_blocks(threads, dynamic_shared)
+
+    def max_active_clusters(self, program: Program, block: tuple, dynamic_shared: int = 0,
+                            cluster_dims: tuple | None = None) -> int:
+        """Clusters (the kernel's cluster_dims, else `cluster_dims`, else 1 x 1 x 1) that can
+        all be resident at once: here the co-resident blocks over the cluster's blocks."""
+        dims = occupancy_cluster_shape(program.artifact.cluster_dims, cluster_dims, program.name)
+        threads = block[0] * block[1] * block[2]
+        return program.max_cooperative_blocks(threads, dynamic_shared) // (
+            dims[0] * dims[1] * dims[2])
 
     def max_active_blocks_per_sm(self, program: Program, threads: int,
                                  dynamic_shared: int = 0) -> int | None:

@@ -121,3 +121,14 @@ def _dim3(dim, what: str, kernel_name) -> tuple:
     return tuple(out)
 
 
+def occupancy_cluster_shape(compiled: tuple, asked: tuple | None, kernel_name: str) -> tuple:
+    """The cluster shape an occupancy question is about: the kernel's own cluster_dims, or for
+    a kernel compiled without, `asked` (default 1 x 1 x 1); LaunchError when both are given and
+    differ."""
+    compiled = tuple(compiled)
+    dims = tuple(asked) if asked is not None else compiled or (1, 1, 1)
+    if compiled and dims != compiled:
+        raise LaunchError(f"'{kernel_name}' was compiled with cluster_dims={compiled}; asked "
+                          f"about clusters of {dims}", function=kernel_name,
+                          hint="leave cluster_dims out: the kernel's own shape is used")
+    return dims

@@ -36,8 +36,9 @@ def _check_request(sig, device: bool, abi: str, output: str):
 def compile_ptx(pyfunc, sig, debug: bool = False, lineinfo: bool = False, device: bool = False,
                 fastmath: bool = False, cc: tuple | None = None, opt: bool = True,
                 abi: str = "numba", abi_info: dict | None = None, launch_bounds=None,
-                output: str = "ptx") -> tuple:
-    """PTX for `pyfunc` with signature `sig`, without a GPU: returns (ptx, return_type)."""
+                output: str = "ptx", cluster_dims=None) -> tuple:
+    """PTX for `pyfunc` with signature `sig`, without a GPU: returns (ptx, return_type).
+    `cluster_dims` as cuda.jit's (a kernel's compile-time thread-block cluster shape)."""
     from gpunb import backends
     from gpunb.backends.pipeline import compile as run_compile
     from gpunb.foundation import config
@@ -49,12 +50,13 @@ def compile_ptx(pyfunc, sig, debug: bool = False, lineinfo: bool = False, device
     sig = _check_request(sig, device, abi, output)
     cc = jit_checks.check_arch(cc) if cc else config.default_arch()
     options = {"lineinfo": lineinfo, "debug": debug, "fastmath": fastmath, "opt": opt,
-               "launch_bounds": launch_bounds}
+               "launch_bounds": launch_bounds, "cluster_dims": cluster_dims}
     options = {**options, **jit_checks.check_options(options, tuple(options))}
     if device:  # the calling convention of the exported function (numba's, or C's)
         options["abi"] = abi
-    if options["launch_bounds"] is None:
-        del options["launch_bounds"]
+    for name in ("launch_bounds", "cluster_dims"):
+        if options[name] is None:
+            del options[name]
     export = device and (abi_info or {}).get("abi_name") or device
     compiled = run_compile(func, tuple(sig.args), options, backends.get("cuda"),
                            stop_after=Stage.PTX, arch=cc, device=device, export_device=export,

@@ -1,22 +1,45 @@
-"""A Hopper GEMM in gpunb's kernel language: TMA loads, mbarrier pipeline, wgmma, warp
-specialisation - C = A @ B.T for A (M, K) and B (N, K), float16 or bfloat16, float32
-accumulation, C in the inputs' type.
+"""A Hopper GEMM in gpunb's kernel language: thread-block clusters, multicast TMA loads,
+mbarrier pipeline, wgmma, warp specialisation - C = A @ B.T for A (M, K) and B (N, K), float16
+or bfloat16, float32 accumulation, C in the inputs' type.
 
-A persistent block computes BM x BN tiles one after another with three warpgroups: warpgroup 0
-is the producer (one thread issues the TMA loads of a STAGES-deep ring of K-slices, each
-completing on its "full" mbarrier, after waiting for the consumers to free the slot on its
-"empty" mbarrier; it gives its registers away with setmaxnreg_dec and runs ahead into the next
-tile while the consumers store the last), warpgroups 1 and 2 each own 64 rows of the tile and
+Blocks run in clusters of two (`cluster_dims=(2, 1, 1)`) that compute vertically adjacent
+BM x BN tiles - the same columns of C, so the same BN x BK slices of B - one after another
+(persistent: each cluster walks its own sequence of tile pairs, both blocks in step). Each block
+has three warpgroups: warpgroup 0 is the producer (one thread issues the TMA loads of a
+STAGES-deep ring of K-slices, after waiting for the consumers to free the slot on its "empty"
+mbarrier; it gives its registers away with setmaxnreg_dec and runs ahead into the next tile
+while the consumers store the last), warpgroups 1 and 2 each own 64 rows of the tile and
 multiply with wgmma m64n256k16 straight from the 128-byte-swizzled shared tiles.
+
+Why clusters: the B slice the two blocks share is read from L2 once, not twice. Each block loads
+its own A slice and one half of the B slice (a BN/2 x BK box) with `multicast=0b11`, which
+writes that half into both blocks' shared memory and completes its bytes on both blocks' "full"
+mbarrier of the stage: each block's full barrier expects the whole stage (its A, both B
+halves). Without clusters the two blocks ask L2 for the same B lines at different moments and
+Hopper's L2 request coalescer merged only 15 % of the requests (benchmarks/RESULTS.md, fifth
+session). On an H200, which runs every 8192^3 GEMM at its 700 W cap, the saving holds a 2-3 %
+higher clock than the kernel without clusters, and the pair's waits for each other lose about
+as much in flops per clock: 96 % of Triton either way (RESULTS.md, sixth session). The rules
+this imposes:
+- a stage may be refilled only when the consumers of BOTH blocks are done with it (the refill
+  writes into the peer too): once its own consumers have freed a stage, the producer tells the
+  peer's producer (`cuda.mbarrier.arrive(bars, PEER + s, block_rank=peer)`), and waits for the
+  peer's word before it refills (CUTLASS's consumers arrive on both blocks' barriers
+  themselves: 1 % slower here in interleaved rounds on an H200, 7 % in single runs; the
+  producer's thread has nothing else to do while it waits);
+- the barriers are initialised before any block can reach them from the other:
+  `cluster.sync()` after the init (it orders mbarrier.init cluster-wide);
+- no block exits while its peer may still write into it or arrive on its barriers:
+  `cluster.sync()` before the end;
+- both blocks walk the same tiles and K-slices in the same order (the rows of a pair differ by
+  BM; a second tile past M loads zeros and stores nothing: TMA clips it).
 
 The epilogue goes through shared memory: each consumer writes its 64 x 256 outputs with
 stmatrix into a 128-byte-swizzled buffer of two 64 x 64 panels (bank-conflict free), and one of
 its threads stores each panel with a TMA store that is left in flight while the warpgroup goes
-on to its next tile (two rounds of two panels: 4 stages and the buffers fit in 227 KiB). In a
-profiled launch on an H200 this took 6 % off the time of each thread storing its fragment to
-global memory (benchmarks/RESULTS.md): the TMA writes whole lines where the fragment's 4-byte
-pieces half-filled L2 sectors.
-The same kernels run on the CPU target (slowly, exactly) and compile for sm_90a on an H100.
+on to its next tile (two rounds of two panels: 4 stages and the buffers fit in 227 KiB).
+The same kernels run on the CPU target (slowly, exactly; its clusters too) and compile for
+sm_90a on an H100.
 
     from gpunb.examples import hopper_gemm
     c = hopper_gemm.matmul(a, b)            # a (M, K), b (N, K): device or numpy arrays
@@ -29,7 +52,9 @@ import numpy as np
 from gpunb import cuda, float32, uint32, uint64
 
 BM, BN, BK, STAGES = 128, 256, 64, 4
+CLUSTER = 2  # blocks per cluster, along M: they share each B slice
 A_TILE, B_TILE = BM * BK, BN * BK  # elements of one stage's tiles
+B_HALF = B_TILE // CLUSTER  # the part of a B slice each block of the pair loads for both
 STAGE = A_TILE + B_TILE
 PANEL = 64  # the epilogue's TMA stores: 64 x 64 panels (128-byte rows: the swizzle's span)
 PANELS = 2  # panels in one consumer's buffer: the 4 of its 64 x 256 go out in two rounds
@@ -39,8 +64,9 @@ FULL = (C_TILES + 2 * C_BUF) * 2 // 8  # the mbarriers, as uint64 indices after 
 EMPTY = FULL + STAGES
 WRITTEN = EMPTY + STAGES  # per consumer: its 128 threads wrote the buffer (count 128)
 FREE = WRITTEN + 2  # per consumer: the buffer's last TMA stores have read it (count 1)
-SMEM_BYTES = (FREE + 2) * 8
-GROUP_M = 16  # row tiles of one band share B slices in L2
+PEER = FREE + 2  # per stage: the other block's consumers are done with it (count 1)
+SMEM_BYTES = (PEER + STAGES) * 8
+GROUP_M = 8  # tile pairs (16 row tiles) of one band share B slices in L2
 THREADS = 384
 N_ACC = BN // 2  # D values per thread of m64n256
 _ROUNDS = tuple(range(BN // PANEL // PANELS))  # literal_unroll: acc indices stay constants
@@ -49,20 +75,20 @@ _PAIRS = (0, 1, 2, 3)  # stmatrix.x4 writes two 8-column chunks: four per panel
 
 
 @cuda.jit(device=True, forceinline=True)
-def tile_origin(tile, M, N):  # noqa: N803
-    """(m0, n0) of tile number `tile`: GROUP_M row tiles walk the columns together (their A
-    slices and the shared B slice stay in L2).
+def pair_origin(pair, M, N):  # noqa: N803
+    """(m0, n0) of tile pair number `pair` (rows m0 .. m0 + 2 BM): GROUP_M pairs walk the
+    columns together (their A slices and the shared B slice stay in L2).
 
     The divisions are of 32-bit unsigned values (each operand wrapped in uint32): a 64-bit
     division is a subroutine call in SASS, and the driver's JIT serialises every wgmma of a
     kernel that calls one (each waited for before the next is issued: 7 % slower here)."""
-    t = uint32(tile)
-    tiles_m = uint32((M + BM - 1) // BM)
+    t = uint32(pair)
+    pairs_m = uint32((M + CLUSTER * BM - 1) // (CLUSTER * BM))
     width = uint32(GROUP_M * uint32((N + BN - 1) // BN))
     first_m = uint32(uint32(t // width) * GROUP_M)
-    rows = uint32(min(tiles_m - first_m, GROUP_M))
+    rows = uint32(min(pairs_m - first_m, GROUP_M))
     within = uint32(t % width)
-    return (first_m + within % rows) * BM, (within // rows) * BN
+    return (first_m + within % rows) * (CLUSTER * BM), (within // rows) * BN
 
 
 @cuda.jit(device=True, forceinline=True)
@@ -104,40 +130,51 @@ def store_tile(dc, acc, smem, bars, row0, n0, rnd):
     return rnd
 
 
-@cuda.jit(launch_bounds=(THREADS, 1))
+@cuda.jit(launch_bounds=(THREADS, 1), cluster_dims=(CLUSTER, 1, 1))
 def gemm(c, da, db, dc, M, N, K):  # noqa: N803
     # one kernel per input dtype: c.dtype is a compile-time constant (float16 or bfloat16)
     smem = cuda.shared.array(0, c.dtype, alignment=1024)
     bars = cuda.shared.array(0, uint64)
+    cluster = cuda.cg.this_cluster()
+    rank = cluster.block_rank()  # which tile of the pair: rows m0 + rank * BM
     tid = cuda.threadIdx.x
     group = tid // 128
-    tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
+    pairs = ((M + CLUSTER * BM - 1) // (CLUSTER * BM)) * ((N + BN - 1) // BN)
     ktiles = (K + BK - 1) // BK
+    first, step = cuda.blockIdx.x // CLUSTER, cuda.gridDim.x // CLUSTER  # this cluster's pairs
     if tid == 0:
         for s in range(STAGES):
             cuda.mbarrier.init(bars, FULL + s, 1)
-            cuda.mbarrier.init(bars, EMPTY + s, 2)
+            cuda.mbarrier.init(bars, EMPTY + s, 2)  # this block's two consumers
+            cuda.mbarrier.init(bars, PEER + s, 1)  # the other block's producer, for its two
         for w in range(2):
             cuda.mbarrier.init(bars, WRITTEN + w, 128)
             cuda.mbarrier.init(bars, FREE + w, 1)
-    cuda.syncthreads()
-    # persistent: each block takes tiles blockIdx.x, + gridDim.x, ...; `it` counts K-slices
+    cluster.sync()  # the peer's barriers are initialised before anything reaches them
+    # persistent: each cluster takes pairs first, first + step, ...; `it` counts K-slices
     # over all of them, so the ring's stages and phases run on from tile to tile
     if group == 0:
         cuda.setmaxnreg_dec(40)
         if tid == 0:
             it = 0
-            for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):
-                m0, n0 = tile_origin(tile, M, N)
+            for pair in range(first, pairs, step):
+                m0, n0 = pair_origin(pair, M, N)
                 for kt in range(ktiles):
                     s = it % STAGES
-                    if it >= STAGES:
-                        cuda.mbarrier.wait(bars, EMPTY + s, (it // STAGES - 1) % 2)
+                    if it >= STAGES:  # both blocks' consumers are done with the stage
+                        phase = (it // STAGES - 1) % 2
+                        cuda.mbarrier.wait(bars, EMPTY + s, phase)
+                        cuda.mbarrier.arrive(bars, PEER + s, block_rank=rank ^ 1)
+                        cuda.mbarrier.wait(bars, PEER + s, phase)
+                    # this block's A, its half of B and the peer's half of B
                     cuda.mbarrier.arrive_expect_tx(bars, FULL + s, STAGE * 2)
                     base = s * STAGE
-                    cuda.tma.load(smem[base:base + A_TILE], da, (m0, kt * BK), bars, FULL + s)
-                    cuda.tma.load(smem[base + A_TILE:base + STAGE], db, (n0, kt * BK), bars,
-                                  FULL + s)
+                    cuda.tma.load(smem[base:base + A_TILE], da, (m0 + rank * BM, kt * BK),
+                                  bars, FULL + s)
+                    half = base + A_TILE + rank * B_HALF
+                    cuda.tma.load(smem[half:half + B_HALF], db,
+                                  (n0 + rank * (BN // CLUSTER), kt * BK), bars, FULL + s,
+                                  multicast=(1 << CLUSTER) - 1)
                     it += 1
     else:
         cuda.setmaxnreg_inc(232)
@@ -147,8 +184,8 @@ def gemm(c, da, db, dc, M, N, K):  # noqa: N803
         b_desc = cuda.wgmma.descriptor(smem[A_TILE:], 128)
         it = 0
         rnd = 0  # epilogue rounds so far
-        for tile in range(cuda.blockIdx.x, tiles, cuda.gridDim.x):
-            m0, n0 = tile_origin(tile, M, N)
+        for pair in range(first, pairs, step):
+            m0, n0 = pair_origin(pair, M, N)
             for kt in range(ktiles):
                 s = it % STAGES
                 cuda.mbarrier.wait(bars, FULL + s, (it // STAGES) % 2)
@@ -166,38 +203,49 @@ def gemm(c, da, db, dc, M, N, K):  # noqa: N803
             cuda.wgmma.wait_group(0)
             if tid % 128 == 0:  # the tile's last slice, freed for the next tile's loads
                 cuda.mbarrier.arrive(bars, EMPTY + (it - 1) % STAGES)
-            rnd = store_tile(dc, acc, smem, bars, m0 + (group - 1) * 64, n0, rnd)
+            rnd = store_tile(dc, acc, smem, bars, m0 + rank * BM + (group - 1) * 64, n0, rnd)
         if tid % 128 == 0:  # the last TMA stores are complete before the block exits
             cuda.tma.wait_group(0)
+    cluster.sync()  # the peer no longer writes into this block or arrives on its barriers
 
 
 def descriptors(a, b, c) -> tuple:
-    """TMA descriptors of A (M, K) and B (N, K) for this kernel's tiles, and of C (M, N) for
-    its epilogue's panels (TMA skips what falls outside C: partial tiles need no guards)."""
-    return (cuda.tma.descriptor(a, (BM, BK), 128), cuda.tma.descriptor(b, (BN, BK), 128),
+    """TMA descriptors of A (M, K) and B (N, K) for this kernel's boxes (A's tiles, half of B's:
+    each block of a pair loads one half for both), and of C (M, N) for its epilogue's panels
+    (TMA skips what falls outside C: partial tiles need no guards)."""
+    return (cuda.tma.descriptor(a, (BM, BK), 128),
+            cuda.tma.descriptor(b, (BN // CLUSTER, BK), 128),
             cuda.tma.descriptor(c, (PANEL, PANEL), 128))
 
 
 def launch(c, a, b, descs=None, blocks: int | None = None) -> None:
     """C = A @ B.T into `c` (M, N); `descs` from descriptors(a, b, c) skips remaking them.
-    `blocks`: the persistent grid (default: one block per multiprocessor on a GPU, one per
-    tile on the CPU target)."""
+    `blocks`: the persistent grid, a multiple of the cluster's 2 blocks (default: as many
+    clusters as the GPU holds at once, or one per tile pair on the CPU target)."""
     M, K = a.shape  # noqa: N806
     N = b.shape[0]  # noqa: N806
     da, db, dc = descs or descriptors(a, b, c)
-    tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
+    pairs = ((M + CLUSTER * BM - 1) // (CLUSTER * BM)) * ((N + BN - 1) // BN)
+    args = (c, da, db, dc, M, N, K)
     if blocks is None:
-        blocks = tiles if isinstance(a, np.ndarray) else min(tiles, _multiprocessors())
-    gemm[blocks, THREADS, 0, SMEM_BYTES](c, da, db, dc, M, N, K)
+        clusters = pairs if isinstance(a, np.ndarray) else min(pairs, _resident_clusters(args))
+        blocks = CLUSTER * clusters
+    gemm[blocks, THREADS, 0, SMEM_BYTES](*args)
 
 
-_SMS: list = []
+_RESIDENT: dict = {}  # (device, argument types) -> clusters resident at once
 
 
-def _multiprocessors() -> int:
-    if not _SMS:
-        _SMS.append(cuda.get_current_device().MULTIPROCESSOR_COUNT)
-    return _SMS[0]
+def _resident_clusters(args: tuple) -> int:
+    """The clusters of the kernel the GPU holds at once (cuOccupancyMaxActiveClusters): 2-block
+    clusters sit within a GPC, so on an H100 not all 132 SMs take one at one block per SM."""
+    spec = gemm.specialization_for_launch(args)[0]
+    key = (cuda.get_current_device().id, spec.argtypes)
+    found = _RESIDENT.get(key)
+    if found is None:
+        found = _RESIDENT[key] = gemm.max_active_clusters(THREADS, SMEM_BYTES,
+                                                          signature=spec.argtypes)
+    return found
 
 
 def matmul(a, b):
@@ -210,4 +258,4 @@ def matmul(a, b):
     return c
 
 
-__all__ = ["BK", "BM", "BN", "STAGES", "descriptors", "gemm", "launch", "matmul"]
+__all__ = ["BK", "BM", "BN", "CLUSTER", "STAGES", "descriptors", "gemm", "launch", "matmul"]

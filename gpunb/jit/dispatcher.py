@@ -457,6 +457,19 @@ class Dispatcher(NumbaDispatcherAPI):
         spec = self._any_spec(signature)
         return inspection.max_cooperative_blocks(spec, blockdim, int(dynsmemsize))
 
+    def max_active_clusters(self, blockdim, dynsmemsize: int = 0, signature=None,
+                            cluster_dims=None) -> int:
+        """The most thread-block clusters of this kernel that can be resident at once, for a
+        block shape and dynamic shared memory (CUDA's cudaOccupancyMaxActiveClusters): a
+        persistent cluster kernel launches cluster size x this many blocks. The kernel's own
+        cluster_dims, or `cluster_dims` for one compiled without. On a GPU from the driver
+        (clusters are placed within a GPC: fewer than SMs x blocks per SM / cluster size may
+        fit); on the CPU target its co-resident blocks over the cluster's."""
+        from gpunb.jit import inspection
+
+        spec = self._any_spec(signature)
+        return inspection.max_active_clusters(spec, blockdim, int(dynsmemsize), cluster_dims)
+
     def cache_info(self) -> list:
         """Cache events of every specialisation of this function (structured records, in a
         list that prints one readable line each)."""

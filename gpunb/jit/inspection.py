@@ -156,6 +156,20 @@ def suggest_launch(dispatcher, spec, n: int) -> dict:
     return result
 
 
+def max_active_clusters(spec, blockdim, dynamic_shared: int = 0, cluster_dims=None) -> int:
+    """Clusters of the kernel (its cluster_dims, or `cluster_dims` for one compiled without)
+    that can be resident at once, for blocks of `blockdim`."""
+    from gpunb.jit.options import check_options
+
+    dims = tuple(blockdim) if isinstance(blockdim, (tuple, list)) else (blockdim,)
+    block = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+    if len(block) != 3 or min(block) <= 0:
+        raise LaunchError(f"a block of {blockdim} has no threads")
+    shape = None if cluster_dims is None else \
+        check_options({"cluster_dims": cluster_dims}, ("cluster_dims",))["cluster_dims"]
+    return spec.backend.max_active_clusters(spec.program, block, dynamic_shared, shape)
+
+
 def max_cooperative_blocks(spec, blockdim, dynamic_shared: int = 0) -> int:
     """Blocks of `blockdim` that can be resident at once (a cooperative launch's largest grid)."""
     dims = tuple(blockdim) if isinstance(blockdim, (tuple, list)) else (blockdim,)

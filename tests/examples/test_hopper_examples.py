@@ -44,7 +44,7 @@ def test_gemm_with_partial_tiles_on_the_cpu_target(cpu, dtype):
 def test_persistent_blocks_walk_several_tiles_on_the_cpu_target(cpu):
     a, b = _gemm_inputs(272, 264, 136, np.float16, seed=5)  # 3 x 2 tiles for 2 blocks
     c = np.zeros((272, 264), np.float16)
-    hopper_gemm.launch(c, a, b, blocks=2)
+    hopper_gemm.launch(c, a, b, blocks=2)  # one cluster of two blocks
     exact = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -10
 
@@ -89,6 +89,23 @@ def test_gemm_on_the_gpu_at_size():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("blocks", [None, 4])
+def test_cluster_gemm_on_the_gpu_with_an_odd_number_of_row_tiles(blocks):
+    # 5 row tiles: the last pair's second block computes a tile past M (loads zeros, stores
+    # nothing); 3 column tiles, the last partial; 4 blocks: 2 clusters walk 9 pairs
+    a, b = _gemm_inputs(5 * 128 - 40, 2 * 256 + 72, 320, np.float16, seed=6)
+    gpunb.set_target("cuda")
+    try:
+        c = cuda.device_array((a.shape[0], b.shape[0]), np.float16)
+        hopper_gemm.launch(c, cuda.to_device(a), cuda.to_device(b), blocks=blocks)
+        c = c.copy_to_host()
+    finally:
+        gpunb.set_target(None)
+    exact = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(c.astype(np.float32), exact, atol=0.05, rtol=1e-2)
+
+
+@pytest.mark.gpu
 def test_attention_on_the_gpu_matches_the_cpu_target_and_numpy():
     rng = np.random.default_rng(4)
     q, k, v = (rng.standard_normal((2 * 384, 128)).astype(ml_dtypes.bfloat16)
@@ -112,10 +129,7 @@ def test_attention_on_the_gpu_matches_the_cpu_target_and_numpy():
 def _ptxas_notes(kernel, argtypes: tuple, threads: int) -> list:
     """ptxas's performance notes for the kernel's sm_90a PTX, by nvJitLink (whose ptxas serialises
     wgmma as the driver's JIT does; the driver's JIT log omits the note)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PerformanceWarning)  # gpunb's own serialisation lint
-        ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0, "a"),
-                                  launch_bounds=(threads, 1))
+    ptx = _sm90a_ptx(kernel, argtypes, threads)
     nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
     try:
         handle = nvjitlink.create(2, ["-arch=sm_90a", "-verbose"])
@@ -133,16 +147,42 @@ def _ptxas_notes(kernel, argtypes: tuple, threads: int) -> list:
             if "Performance Loss" in line]
 
 
+def _sm90a_ptx(kernel, argtypes: tuple, threads: int) -> str:
+    """The kernel's PTX for sm_90a with its own launch bounds and cluster shape."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)  # gpunb's own serialisation lint
+        ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0, "a"),
+                                  launch_bounds=(threads, 1),
+                                  cluster_dims=kernel.options.get("cluster_dims"))
+    return ptx
+
+
+def _gemm_argtypes(dtype) -> tuple:
+    # M, N, K as a Python int launch passes them (int64)
+    return (dtype[:, ::1], TensorMap(dtype, 2, (hopper_gemm.BM, hopper_gemm.BK), 128),
+            TensorMap(dtype, 2, (hopper_gemm.BN // hopper_gemm.CLUSTER, hopper_gemm.BK), 128),
+            TensorMap(dtype, 2, (hopper_gemm.PANEL, hopper_gemm.PANEL), 128),
+            int64, int64, int64)
+
+
 @pytest.mark.parametrize("dtype", [float16, bfloat16])
 def test_gemm_wgmma_chain_is_not_serialised_by_ptxas(dtype):
-    # M, N, K as a Python int launch passes them (int64): a 64-bit division in the tile order
-    # was a subroutine call, and ptxas then waited for every wgmma before issuing the next
-    desc = TensorMap(dtype, 2, (hopper_gemm.BM, hopper_gemm.BK), 128)
-    argtypes = (dtype[:, ::1], desc, TensorMap(dtype, 2, (hopper_gemm.BN, hopper_gemm.BK), 128),
-                TensorMap(dtype, 2, (hopper_gemm.PANEL, hopper_gemm.PANEL), 128),
-                int64, int64, int64)
-    notes = _ptxas_notes(hopper_gemm.gemm, argtypes, hopper_gemm.THREADS)
+    # a 64-bit division in the tile order was a subroutine call, and ptxas then waited for
+    # every wgmma before issuing the next
+    notes = _ptxas_notes(hopper_gemm.gemm, _gemm_argtypes(dtype), hopper_gemm.THREADS)
     assert not [n for n in notes if "serialized" in n], notes
+
+
+def test_gemm_runs_in_2_block_clusters_sharing_b_by_multicast(ptxas):
+    ptx = _sm90a_ptx(hopper_gemm.gemm, _gemm_argtypes(float16), hopper_gemm.THREADS)
+    assert ".explicitcluster" in ptx and ".reqnctapercluster 2, 1, 1" in ptx
+    loads = [line for line in ptx.splitlines() if "cp.async.bulk.tensor" in line and
+             ".global.tile" in line]
+    assert len(loads) == 2 and sum(".multicast::cluster" in line for line in loads) == 1
+    # each consumer frees a stage in both blocks: arrivals on the peers' barriers
+    assert "mbarrier.arrive.shared::cluster.b64" in ptx
+    assert ptx.count("barrier.cluster.wait") == 2  # after the barriers' init, before exit
+    ptxas(ptx, "sm_90a")
 
 
 def test_attention_wgmma_chain_is_not_serialised_by_ptxas():

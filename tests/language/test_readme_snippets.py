@@ -43,7 +43,8 @@ def test_the_sections_hold_the_snippets_they_teach():
     names = {name: " ".join(_snippets(heading)) for name, heading in SECTIONS.items()}
     for call in ("wmma.mma_sync", "cuda.mma_sync", "cuda.ldmatrix", "cuda.inline_ptx"):
         assert call in names["tensor cores"], call
-    for call in ("cuda.cp_async.copy", "cuda.tma.load", "cuda.mbarrier.wait"):
+    for call in ("cuda.cp_async.copy", "cuda.tma.load", "cuda.mbarrier.wait",
+                 "cluster.map_shared_rank", "max_active_clusters"):
         assert call in names["async copies"], call
     for text in ("GPUNB_LAUNCH_TIMEOUT", "LaunchTimeoutError", "KernelFaultError"):
         assert text in names["stopping"], text

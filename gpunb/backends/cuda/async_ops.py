@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from gpunb.backends.cuda.async_common import GLOBAL, SHARED, SM80, SM90, need
+from gpunb.backends.cuda.async_common import CLUSTER, GLOBAL, SHARED, SM80, SM90, need
 from gpunb.backends.cuda.tma_ops import TmaLowering
 from gpunb.backends.cuda.wgmma_ops import WgmmaLowering
 from gpunb.compiler import datamodel as dm
@@ -74,7 +74,9 @@ class CudaAsyncOps(TmaLowering, WgmmaLowering):
         self.call(low, "llvm.nvvm.mbarrier.init.shared", dm.void, [SHARED, dm.i32],
                   [self.shared(low, bar), count])
 
-    def mbarrier_arrive(self, low, node, bar, count, tx):
+    def mbarrier_arrive(self, low, node, bar, count, tx, block_rank=None):
+        if block_rank is not None:
+            return self.mbarrier_arrive_remote(low, node, bar, count, tx, block_rank)
         shared = self.shared(low, bar)
         if tx is not None:
             self.need(low, node, SM90, "cuda.mbarrier.arrive_expect_tx")
@@ -87,6 +89,27 @@ class CudaAsyncOps(TmaLowering, WgmmaLowering):
         self.need(low, node, SM90, "cuda.mbarrier.arrive with a count")
         return self.call(low, "llvm.nvvm.mbarrier.arrive.scope.cta.space.cta", dm.i64,
                          [SHARED, dm.i32], [shared, count])
+
+    def mbarrier_arrive_remote(self, low, node, bar, count, tx, block_rank) -> None:
+        """Arrive on the mbarrier at this address in block `block_rank` of the cluster: mapa
+        into shared::cluster, then CUTLASS's ClusterBarrier::arrive(cta_id) instruction,
+        mbarrier.arrive[.expect_tx].shared::cluster.b64 _, [addr] (a remote arrive returns no
+        state: PTX's sink `_`). Its release is PTX's default, CTA scope: .release.cluster is
+        a MEMBAR.GPU in SASS before every arrival (a 2-block cluster GEMM whose producers
+        signal each other per stage ran at 519 instead of 707 TFLOP/s on an H200), and it
+        would publish nothing more here, the waits being acquire.cta; what a block writes into
+        another's shared memory is published by cluster.sync()."""
+        self.need(low, node, SM90, "cuda.mbarrier.arrive with block_rank=")
+        remote = self.call(low, "llvm.nvvm.mapa.shared.cluster", CLUSTER, [SHARED, dm.i32],
+                           [self.shared(low, bar), block_rank])
+        if tx is not None:
+            self.call(low, "llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cluster",
+                      dm.void, [CLUSTER, dm.i32], [remote, tx])
+            return None
+        self.call(low, "llvm.nvvm.mbarrier.arrive.scope.cta.space.cluster", dm.void,
+                  [CLUSTER, dm.i32], [remote, count if count is not None else
+                                      ir.Constant(dm.i32, 1)])
+        return None
 
     def mbarrier_expect_tx(self, low, node, bar, tx) -> None:
         self.need(low, node, SM90, "cuda.mbarrier.expect_tx")

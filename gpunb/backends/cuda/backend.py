@@ -47,6 +47,10 @@ class CudaBackend(Backend):
                 hint="add target='cpu' (or set GPUNB_TARGET=cpu), or use gpunb.debug(kernel[grid, "
                      "block], *args), which runs on the CPU target whatever the active target")
         arch = compiled_arch(typed, arch)
+        if options.get("cluster_dims") and not device:
+            from gpunb.backends.cuda.cluster_ops import check_cluster_dims_arch
+
+            check_cluster_dims_arch(typed, tuple(arch), tuple(options["cluster_dims"]))
         target = CudaTarget(tuple(arch), fastmath=bool(options.get("fastmath")))
         if device:
             return lower_device_function(typed, target, options, symbol)
@@ -58,6 +62,10 @@ class CudaBackend(Backend):
             from gpunb.backends.cuda.target import add_launch_bounds
 
             add_launch_bounds(builder.module, symbol, options["launch_bounds"])
+        if options.get("cluster_dims"):
+            from gpunb.backends.cuda.cluster_ops import add_cluster_dims
+
+            add_cluster_dims(builder.module, symbol, options["cluster_dims"])
         return builder
 
     def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
@@ -84,6 +92,7 @@ class CudaBackend(Backend):
             builder.foreign_cooperative,
             uses_barriers="barrier" in features,
             uses_dynamic_shared="dynamic_shared" in features,
+            cluster_dims=tuple(options.get("cluster_dims") or ()),
             resources=ResourceUsage(shared_bytes=builder.shared_static_bytes),
             line_map=ptx_line_map(ptx, debug_source_path(typed.source.filename), llvm_ir),
             source_file=typed.source.filename,
@@ -121,6 +130,10 @@ class CudaBackend(Backend):
         from gpunb.backends.cuda import occupancy
 
         return int(occupancy.max_active_blocks_per_sm(program.function, threads, dynamic_shared))
+
+    def max_active_clusters(self, program, block: tuple, dynamic_shared: int = 0,
+                            cluster_dims: tuple | None = None) -> int:
+        return program.max_active_clusters(block, dynamic_shared, cluster_dims)
 
     def assembly(self, artifact: KernelArtifact) -> str:
         return artifact.ptx

@@ -18,7 +18,7 @@ import threading
 from gpunb.backends.base import NativeLaunch
 from gpunb.backends.cuda import abi as cuda_abi
 from gpunb.backends.cuda import driver
-from gpunb.backends.launch_config import validate_config
+from gpunb.backends.launch_config import occupancy_cluster_shape, validate_config
 from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
 from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.kernel_errors import kernel_exception
@@ -52,6 +52,8 @@ class CudaProgram:
             "max_grid_dim": tuple(device.max_grid_dim),
             "max_shared_memory_per_block": device.max_shared_memory_per_block_optin,
         }
+        if artifact.cluster_dims:  # launches are checked for whole clusters (launch_config)
+            self.limits["cluster_dims"] = tuple(artifact.cluster_dims)
         self._static_shared = self.artifact.resources.shared_bytes
         self._dyn_limit = 48 * 1024 - self._static_shared  # above it: cuFuncSetAttribute first
         self._cooperative = artifact.cooperative
@@ -151,6 +153,19 @@ class CudaProgram:
 
         return occupancy.max_cooperative_grid_blocks(function or self.function, threads,
                                                      dynamic_shared)
+
+    def max_active_clusters(self, block: tuple, dynamic_shared: int = 0,
+                            cluster_dims: tuple | None = None) -> int:
+        """Clusters of this kernel that can be resident at once (the driver's answer), of its
+        cluster_dims or, for a kernel compiled without, of `cluster_dims`."""
+        from gpunb.backends.cuda import occupancy
+
+        dims = occupancy_cluster_shape(self.artifact.cluster_dims, cluster_dims, self.name)
+        if dynamic_shared > self._dyn_limit:  # the occupancy of a launch that raises it
+            self.function.set_max_dynamic_shared(int(dynamic_shared))
+            self._dyn_limit = int(dynamic_shared)
+        return occupancy.max_active_clusters(self.function, block, dynamic_shared, dims,
+                                             compiled=bool(self.artifact.cluster_dims))
 
     def _check_co_resident(self, grid: tuple, block: tuple, shared_bytes: int,
                            function) -> None:

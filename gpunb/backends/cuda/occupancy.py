@@ -301,3 +301,33 @@ def max_cooperative_grid_blocks(function, block_size: int, dynamic_smem: int = 0
 
     per_sm = max_active_blocks_per_sm(function, block_size, dynamic_smem)
     return per_sm * driver.current_device().multiprocessor_count
+
+
+def max_active_clusters(function, block: tuple, dynamic_smem: int, cluster_dims: tuple,
+                        compiled: bool) -> int:
+    """cuOccupancyMaxActiveClusters: the most clusters of `cluster_dims` blocks of this kernel
+    that can be resident on the device at once, for blocks of `block` threads (`compiled`: the
+    kernel has that shape from its cluster_dims; else it is passed as the launch attribute).
+    Clusters are placed within a GPC, so not every SM need take a share of one: this can be
+    less than blocks per SM x SMs / cluster size; a persistent kernel sizes its grid as
+    cluster size x this."""
+    from gpunb.backends.cuda import driver
+
+    driver.ensure_context()
+    cu = driver.cuda_driver()
+    config = cu.CUlaunchConfig()
+    # a grid of one cluster (the driver checks it is a whole number of them)
+    config.gridDimX, config.gridDimY, config.gridDimZ = (int(n) for n in cluster_dims)
+    config.blockDimX, config.blockDimY, config.blockDimZ = (int(n) for n in block)
+    config.sharedMemBytes = int(dynamic_smem)
+    config.hStream = 0
+    config.numAttrs = 0
+    if not compiled:
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        dim = attr.value.clusterDim
+        dim.x, dim.y, dim.z = (int(n) for n in cluster_dims)
+        config.attrs = [attr]
+        config.numAttrs = 1
+    return int(driver.check(cu.cuOccupancyMaxActiveClusters(function.handle, config),
+                            "cuOccupancyMaxActiveClusters", getattr(function, "name", None)))

@@ -16,6 +16,7 @@ import numpy as np
 from llvmlite import ir
 
 from gpunb.backends.cuda import abi as cuda_abi
+from gpunb.backends.cuda.cluster_ops import CLUSTER_SREGS, ClusterLowering, check_cluster_arch
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
 from gpunb.foundation import types as t
@@ -106,7 +107,7 @@ def _grid_constant(module: ir.Module, fn: ir.Function, k: int) -> None:
                                                                                     k + 1)])])
 
 
-class CudaTarget(Target):
+class CudaTarget(ClusterLowering, Target):
     name = "cuda"
     triple = TRIPLE
     emits_line_info = True
@@ -137,7 +138,11 @@ class CudaTarget(Target):
     # ---- threads -------------------------------------------------------------------------------
 
     def sreg(self, low, kind: str, axis: str):
-        name = f"llvm.nvvm.read.ptx.sreg.{_SREG_NAMES[kind]}.{axis}"
+        reg = _SREG_NAMES.get(kind)
+        if reg is None:  # %cluster_ctaid / %cluster_nctaid (sm_90)
+            check_cluster_arch(low, self.cc)
+            reg = CLUSTER_SREGS[kind]
+        name = f"llvm.nvvm.read.ptx.sreg.{reg}.{axis}"
         return low.builder.call(self.intrinsic(low.mb.module, name, dm.i32, []), [])
 
     def laneid(self, low):

@@ -10,6 +10,8 @@ from llvmlite import ir
 from gpunb.backends.cuda.async_common import CLUSTER, SHARED, SM90
 from gpunb.compiler import datamodel as dm
 
+I16 = ir.IntType(16)
+
 
 class TmaLowering:
     def shared_address(self, low, node, pointer):
@@ -17,16 +19,24 @@ class TmaLowering:
         b = low.builder
         return b.zext(b.ptrtoint(self.shared(low, pointer), dm.i32), dm.i64)
 
-    def tma_load(self, low, node, dst, tmap, desc_type, coords: list, bar) -> None:
-        self.need(low, node, SM90, "cuda.tma.load")
+    def tma_load(self, low, node, dst, tmap, desc_type, coords: list, bar,
+                 multicast=None) -> None:
+        """cp.async.bulk.tensor g2s; with `multicast` (an i16 mask of cluster ranks) its
+        .multicast::cluster form: the box lands at dst's offset in every block of the mask and
+        completes its bytes on the mbarrier at bar's offset in each."""
+        self.need(low, node, SM90, "cuda.tma.load" if multicast is None else
+                  "cuda.tma.load with multicast=")
         b = low.builder
         n = len(coords)
+        mask = ir.Constant(I16, 0)
+        if multicast is not None:
+            check_multicast_mask(low, node, multicast)
+            mask = multicast
         dst_cluster = b.addrspacecast(self.shared(low, dst[0]), CLUSTER)
-        args = [CLUSTER, SHARED, dm.ptr] + [dm.i32] * n + [ir.IntType(16), dm.i64, dm.i1,
-                                                             dm.i1, dm.i32]
-        values = [dst_cluster, self.shared(low, bar), tmap, *coords,
-                  ir.Constant(ir.IntType(16), 0), ir.Constant(dm.i64, 0),
-                  ir.Constant(dm.i1, 0), ir.Constant(dm.i1, 0), ir.Constant(dm.i32, 0)]
+        args = [CLUSTER, SHARED, dm.ptr] + [dm.i32] * n + [I16, dm.i64, dm.i1, dm.i1, dm.i32]
+        values = [dst_cluster, self.shared(low, bar), tmap, *coords, mask,
+                  ir.Constant(dm.i64, 0), ir.Constant(dm.i1, multicast is not None),
+                  ir.Constant(dm.i1, 0), ir.Constant(dm.i32, 0)]
         self.call(low, f"llvm.nvvm.cp.async.bulk.tensor.g2s.tile.{n}d", dm.void, args, values)
 
     def tma_store(self, low, node, tmap, desc_type, coords: list, src) -> None:
@@ -54,3 +64,25 @@ class TmaLowering:
         self.need(low, node, SM90, f"cuda.tma.{name}")
         self.call(low, "llvm.nvvm.cp.async.bulk.wait.group" + (".read" if read else ""),
                   dm.void, [dm.i32], [ir.Constant(dm.i32, n)])
+
+
+def check_multicast_mask(low, node, mask) -> None:
+    """A multicast mask known at compile time: at least one block, and only blocks the kernel's
+    cluster_dims has (a mask computed at run time is the kernel's to get right: bits past the
+    cluster are undefined on the hardware)."""
+    while isinstance(mask, ir.CastInstr) and mask.opname in ("trunc", "zext", "sext"):
+        mask = mask.operands[0]  # the typing's conversion of a literal to uint16
+    if not isinstance(mask, ir.Constant) or not isinstance(mask.constant, int):
+        return
+    value = mask.constant & 0xFFFF
+    if value and not low.mb.features:  # a device function compiled alone: no cluster known
+        return
+    dims = low.mb.options.get("cluster_dims") or (1, 1, 1)
+    size = dims[0] * dims[1] * dims[2]
+    if value == 0 or value >> size:
+        raise low.error(node, f"multicast={value:#b} names "
+                        f"{'no block' if value == 0 else 'blocks past the cluster'}: this "
+                        f"kernel's clusters have {size} block{'s' if size > 1 else ''} "
+                        f"(cluster_dims={tuple(dims)}), ranks 0 to {size - 1}",
+                        f"set bit r for block rank r of the cluster, e.g. multicast="
+                        f"{(1 << size) - 1:#b} for all {size}")
