@@ -319,3 +319,37 @@ def test_gpunb_racecheck_leaves_a_cluster_kernel_under_the_debugger_unchecked(mo
         session = gpunb.debug(kernel[2, 32], out, work, breaks=[line], thread=(0,), block=(1,))
     session.run_to_end()
     np.testing.assert_array_equal(out, [17, 7])
+
+
+def example_without(*dropped: str):
+    """gpunb/examples/hopper_gemm.py's kernel with the source lines holding `dropped` taken
+    out, compiled with racecheck (its source registered, as a cell's is, for error carets)."""
+    import inspect
+    import linecache
+
+    from gpunb.examples import hopper_gemm
+
+    lines = [line for line in inspect.getsourcelines(hopper_gemm.gemm.py_func)[0]
+             if not line.startswith("@") and not any(d in line for d in dropped)]
+    name = f"<hopper_gemm without {dropped}>"
+    linecache.cache[name] = (sum(map(len, lines)), None, lines, name)
+    namespace = dict(vars(hopper_gemm))
+    exec(compile("".join(lines), name, "exec"), namespace)  # noqa: S102 - the example's code
+    return cuda.jit(racecheck=True, launch_bounds=(hopper_gemm.THREADS, 1),
+                    cluster_dims=(hopper_gemm.CLUSTER, 1, 1))(namespace["gemm"]), hopper_gemm
+
+
+def test_the_hopper_example_without_its_peer_handshake_is_reported():
+    """The producers' handshake (arrive on the peer's PEER barrier, wait on one's own) is what
+    keeps a multicast from refilling a stage the peer's consumers still read."""
+    kernel, ex = example_without("block_rank=rank ^ 1", "cuda.mbarrier.wait(bars, PEER + s")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((136, 192)).astype(np.float16)
+    b = rng.standard_normal((264, 192)).astype(np.float16)
+    c = np.zeros((136, 264), np.float16)
+    with pytest.raises(AsyncCopyError, match=r"is not ordered after the TMA load issued at line "
+                                             r"\d+ by thread \(0, 0, 0\), which writes it: the "
+                                             r"two copies may land in either order \(in the "
+                                             r"shared memory of block \(1, 0, 0\)"):
+        kernel[ex.CLUSTER, ex.THREADS, 0, ex.SMEM_BYTES](c, *ex.descriptors(a, b, c), 136, 264,
+                                                         192)
