@@ -353,3 +353,16 @@ def test_the_hopper_example_without_its_peer_handshake_is_reported():
                                              r"shared memory of block \(1, 0, 0\)"):
         kernel[ex.CLUSTER, ex.THREADS, 0, ex.SMEM_BYTES](c, *ex.descriptors(a, b, c), 136, 264,
                                                          192)
+
+
+def test_the_readme_snippet_runs_as_pasted(capsys):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### Thread-block clusters on the CPU target\n", 1)[1]
+    snippets = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)
+    snippet = next(s for s in snippets if "racecheck=True" in s)
+    exec(compile(snippet, "README.md (racecheck of clusters)", "exec"),  # noqa: S102
+         {"__name__": "__main__"})
+    assert capsys.readouterr().out.strip() == "s (0,)"
