@@ -13,6 +13,15 @@ store is acquired by its issuer when it completes (the issuer's bulk wait). Vect
 one component per thread that releases (arrives or issues a copy) and one per agent; knowledge
 crosses a block barrier (the clock of every thread joins at it).
 
+Thread-block clusters: the log is replayed per group - one block, or the blocks of one cluster,
+whose threads synchronise with each other - in the group's execution order. A cluster barrier
+arrive releases, its wait acquires the join of every arrival of that phase; a remote mbarrier
+arrive (block_rank=) releases on the peer's mbarrier, and a multicast copy, one agent per
+destination, completes on the destination's; mbarriers are named (block, offset)
+(accesses.AccessLog decodes the records). Each block of a cluster has a component counting its
+barrier epochs, so that a peer that acquires a clock knows which of the block's epochs are
+behind it (the same-block epoch rule of accesses.py, carried across blocks).
+
 Not modelled: ordering through warp synchronisation combined with mbarriers (a warp's
 collectives order its own lanes only, by warp epochs).
 """
