@@ -366,3 +366,58 @@ def test_the_readme_snippet_runs_as_pasted(capsys):
     exec(compile(snippet, "README.md (racecheck of clusters)", "exec"),  # noqa: S102
          {"__name__": "__main__"})
     assert capsys.readouterr().out.strip() == "s (0,)"
+
+
+# ---- cluster shapes: the recorded shared addresses name the right block ------------------------
+
+
+@cuda.jit(cluster_dims=(2, 2, 1), racecheck=True)
+def ring(out, synced):
+    """Each block of a 2 x 2 cluster writes its rank into the next rank's buffer; every block
+    then reads its own buffer (after a cluster barrier when `synced`)."""
+    c = cuda.cg.this_cluster()
+    s = cuda.shared.array(8, int32)
+    t = cuda.threadIdx.x
+    rank = c.block_rank()
+    c.sync()
+    nxt = c.map_shared_rank(s, (rank + 1) % c.num_blocks())
+    nxt[t] = rank * 10 + t
+    if synced:
+        c.sync()
+    out[cuda.blockIdx.y, cuda.blockIdx.x, t] = s[t]
+    c.sync()
+
+
+def test_distributed_shared_memory_in_a_two_dimensional_cluster():
+    out = np.zeros((4, 4, 8), np.int32)
+    ring[(4, 4), 8](out, 1)
+    rank = np.add.outer(np.arange(4) % 2 * 2, np.arange(4) % 2)  # x + 2 y, per (y, x)
+    previous = (rank + 3) % 4
+    np.testing.assert_array_equal(out, previous[..., None] * 10 + np.arange(8))
+    with pytest.raises(RaceError, match=r"data race on s\[0\] \(shared memory\): a read at line "
+                                        r"\d+ by thread \(0, 0, 0\) of block \(1, 0, 0\) and a "
+                                        r"write at line \d+ by thread \(0, 0, 0\) of block "
+                                        r"\(0, 0, 0\)"):
+        ring[(4, 4), 8](out, 0)
+
+
+@cuda.jit(cluster_dims=(2, 1, 1), racecheck=True)
+def no_cluster_calls(out, synced):
+    """cluster_dims, but no cluster feature: the blocks run alone, as before."""
+    s = cuda.shared.array(32, int32)
+    t = cuda.threadIdx.x
+    s[t] = cuda.blockIdx.x * 100 + t
+    if synced:
+        cuda.syncthreads()
+    out[cuda.blockIdx.x, t] = s[31 - t]
+
+
+def test_a_kernel_with_cluster_dims_and_no_cluster_calls_is_checked_per_block():
+    out = np.zeros((4, 32), np.int32)
+    no_cluster_calls[4, 32](out, 1)
+    np.testing.assert_array_equal(out, np.arange(4)[:, None] * 100 + np.arange(31, -1, -1))
+    with pytest.raises(RaceError, match=r"data race on s\[0\] \(shared memory\): a read at "
+                                        r"line \d+ by thread \(31, 0, 0\) of block \(0, 0, 0\) "
+                                        r"and a write at line \d+ by thread \(0, 0, 0\) of "
+                                        r"block \(0, 0, 0\); no cuda.syncthreads\(\)"):
+        no_cluster_calls[4, 32](out, 0)
