@@ -31,27 +31,41 @@ def _shared_offset(b: ir.IRBuilder, ctx, addr, status) -> tuple:
     whose blocks lie one stride (the shared bytes, SHARED_ALIGN-rounded, as the runner lays
     them out) apart in rank order - another block's shared memory is shared memory too. The
     dims are the launch's, not the module's: the runtime library's schedulers record too."""
-    from gpunb.backends.cpu.launch_memory import SHARED_ALIGN
-
     so = abi.STATUS_OFFSETS
-    i32, i64 = (lambda v: ir.Constant(dm.i32, v)), (lambda v: ir.Constant(dm.i64, v))
     shared = b.ptrtoint(b.load(_at(b, ctx, abi.CTX_SHARED), typ=dm.ptr), dm.i64)
     offset = b.sub(addr, shared)
     limit = b.load(_at(b, status, so["rec_shared"]), typ=dm.i64)
     packed = b.load(_at(b, status, so["rec_cluster"]), typ=dm.i32)
+    with b.goto_entry_block():  # promoted to registers
+        out_offset, out_inside = b.alloca(dm.i64), b.alloca(dm.i1)
+    b.store(offset, out_offset)
+    b.store(b.icmp_unsigned("<", offset, limit), out_inside)
+    with b.if_then(b.icmp_unsigned("!=", packed, ir.Constant(dm.i32, 0)), likely=False):
+        within, inside = _cluster_offset(b, ctx, offset, limit, packed)
+        b.store(within, out_offset)
+        b.store(inside, out_inside)
+    return b.load(out_offset), b.load(out_inside)
+
+
+def _cluster_offset(b: ir.IRBuilder, ctx, offset, limit, packed) -> tuple:
+    """_shared_offset's cluster case: (offset from the rank-0 block's shared memory, inside
+    the cluster's) of an address `offset` bytes from the block's own."""
+    from gpunb.backends.cpu.launch_memory import SHARED_ALIGN
+
+    def i32(v: int):
+        return ir.Constant(dm.i32, v)
+
     dims = [b.and_(b.lshr(packed, i32(8 * k)), i32(0xFF)) for k in range(3)]
     dims = [b.select(b.icmp_unsigned("==", d, i32(0)), i32(1), d) for d in dims]  # no urem 0
     ctaid = [b.load(_at(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32) for k in range(3)]
     rank = b.add(b.urem(ctaid[0], dims[0]),
                  b.mul(b.add(b.urem(ctaid[1], dims[1]),
                              b.mul(b.urem(ctaid[2], dims[2]), dims[1])), dims[0]))
-    stride = b.and_(b.add(limit, i64(SHARED_ALIGN - 1)), i64(-SHARED_ALIGN))
+    stride = b.and_(b.add(limit, ir.Constant(dm.i64, SHARED_ALIGN - 1)),
+                    ir.Constant(dm.i64, -SHARED_ALIGN))
     size = b.zext(b.mul(b.mul(dims[0], dims[1]), dims[2]), dm.i64)
-    in_cluster = b.add(offset, b.mul(b.zext(rank, dm.i64), stride))
-    clustered = b.icmp_unsigned("!=", packed, i32(0))
-    return (b.select(clustered, in_cluster, offset),
-            b.select(clustered, b.icmp_unsigned("<", in_cluster, b.mul(stride, size)),
-                     b.icmp_unsigned("<", offset, limit)))
+    within = b.add(offset, b.mul(b.zext(rank, dm.i64), stride))
+    return within, b.icmp_unsigned("<", within, b.mul(stride, size))
 
 
 def record_function(module: ir.Module) -> ir.Function:
