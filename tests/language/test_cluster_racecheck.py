@@ -176,9 +176,10 @@ def test_a_remote_arrive_does_not_release_writes_after_it():
 
 
 @cuda.jit(cluster_dims=(2, 1, 1), racecheck=True)
-def multicast_no_wait(out, desc):
+def multicast_no_wait(out, desc, landed):
     """Block 0 multicasts a tile into both blocks; block 1 reads its copy without waiting on its
-    mbarrier."""
+    own mbarrier - at once, or (`landed`) after block 0 waited on its mbarrier and the cluster
+    synced: block 0's copy is then complete, block 1's is not ordered before the read."""
     c = cuda.cg.this_cluster()
     s = cuda.shared.array((16, 64), float16, alignment=1024)
     bars = cuda.shared.array(1, uint64)
@@ -192,6 +193,8 @@ def multicast_no_wait(out, desc):
         cuda.tma.load(s, desc, (8, 16), bars, 0, multicast=0b11)
     if rank == 0:
         cuda.mbarrier.wait(bars, 0, 0)
+    if landed:
+        c.sync()
     for i in range(t, 16 * 64, cuda.blockDim.x):
         out[rank, i] = s[i // 64, i % 64]
     if rank == 1:
@@ -201,11 +204,19 @@ def multicast_no_wait(out, desc):
 
 def test_reading_a_multicast_tile_before_its_mbarrier_phase_is_reported():
     a = (np.arange(40 * 96) % 2039).astype(np.float16).reshape(40, 96)
-    with pytest.raises(AsyncCopyError, match=r"block \(1, 0, 0\)") as err:
-        multicast_no_wait[2, 64](np.zeros((2, 16 * 64), np.float16),
-                                 cuda.tma.descriptor(a, (16, 64), 128))
-    assert "line" in str(err.value) and "TMA load" in str(err.value) or \
-        "asynchronous copy" in str(err.value)
+    desc = cuda.tma.descriptor(a, (16, 64), 128)
+    read, load = (line_of(multicast_no_wait, text) for text in ("= s[i // 64", "cuda.tma.load"))
+    with pytest.raises(AsyncCopyError, match=rf"read of s\[0\] at line {read} by thread "
+                                             rf"\(0, 0, 0\) of block \(1, 0, 0\) while the "
+                                             rf"asynchronous copy issued at line {load} by "
+                                             rf"thread \(0, 0, 0\) of block \(0, 0, 0\) was "
+                                             rf"still filling it"):
+        multicast_no_wait[2, 64](np.zeros((2, 16 * 64), np.float16), desc, 0)
+    # landed, but only block 0's mbarrier wait (and the cluster barrier after it) orders it
+    with pytest.raises(AsyncCopyError, match=rf"read of s\[0\] at line {read} by thread "
+                                             rf"\(0, 0, 0\) of block \(1, 0, 0\) is not ordered "
+                                             rf"after the TMA load issued at line {load}"):
+        multicast_no_wait[2, 64](np.zeros((2, 16 * 64), np.float16), desc, 1)
 
 
 BM, BN, BK, STAGES = tc.BM, tc.BN, tc.BK, tc.STAGES

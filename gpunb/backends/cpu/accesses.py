@@ -518,6 +518,8 @@ def pending_read_error(log: AccessLog, pair: tuple):
     who = thread_xyz(int(access["thread"]), log.block)
     issuer = thread_xyz(int(issue["thread"]), log.block)
     block = block_xyz(int(access["block"]), log.grid)
+    if int(issue["block"]) != int(access["block"]):  # another block of the cluster's copy
+        issuer = f"{issuer} of block {block_xyz(int(issue['block']), log.grid)}"
     return AsyncCopyError(
         f"{site[4]} of {site[3]}{shown} at line {site[1]} by thread {who} of block {block} "
         f"while the asynchronous copy issued at line {copy[1]} by thread {issuer} was still "
