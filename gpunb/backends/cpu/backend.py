@@ -224,7 +224,8 @@ def _cluster_schedule(typed, options: dict, features) -> tuple | None:
 
 def _cluster_recording(typed, asked: bool) -> bool:
     """A cluster kernel compiled for the debugger cannot also record its accesses (a recording
-    cluster kernel's epochs take the context slot the debugger's area uses: abi.py): asked for
+    cluster kernel's barrier counts take the context slot of the debugger's area:
+    abi.cluster_slots): asked for
     this kernel (racecheck=True, an access map) that is a CompileError; asked for every kernel
     (GPUNB_RACECHECK=1) a CompileWarning, and the kernel compiles without recording."""
     from gpunb.foundation.errors import CompileError, CompileWarning
