@@ -146,7 +146,7 @@ def build_map(log: AccessLog, names: list) -> AccessMap:
         if sarr.count:
             inside &= address < sarr.start + sarr.count * sarr.itemsize
         shared_owner[inside] = k
-        idx = np.flatnonzero(inside & (block == 0))
+        idx = np.flatnonzero(inside & (log.home == 0))  # block 0's memory, by any block
         if not len(idx) or not sarr.count:
             continue
         used = {sites[s][3] for s in site[idx]}

@@ -355,13 +355,16 @@ def test_a_stage_released_before_its_wgmma_completed_is_reported():
 
 def test_the_hopper_gemm_example_is_clean_under_racecheck():
     rng = np.random.default_rng(5)
-    a = rng.standard_normal((136, 72)).astype(np.float16)
-    b = rng.standard_normal((264, 72)).astype(np.float16)
+    a = rng.standard_normal((136, 192)).astype(np.float16)
+    b = rng.standard_normal((264, 192)).astype(np.float16)
     c = np.zeros((136, 264), np.float16)
-    checked = cuda.jit(racecheck=True, launch_bounds=(hopper_gemm.THREADS, 1))(
-        hopper_gemm.gemm.py_func)
-    checked[2, hopper_gemm.THREADS, 0, hopper_gemm.SMEM_BYTES](
-        c, *hopper_gemm.descriptors(a, b, c), 136, 264, 72)
+    # the example's clusters of two (remote arrivals between the producers, multicast B
+    # halves); one cluster, persistent over both tile pairs: 6 K-slices through the 4-stage
+    # ring, so stages are refilled after both blocks' consumers released them
+    checked = cuda.jit(racecheck=True, launch_bounds=(hopper_gemm.THREADS, 1),
+                       cluster_dims=(hopper_gemm.CLUSTER, 1, 1))(hopper_gemm.gemm.py_func)
+    checked[hopper_gemm.CLUSTER, hopper_gemm.THREADS, 0, hopper_gemm.SMEM_BYTES](
+        c, *hopper_gemm.descriptors(a, b, c), 136, 264, 192)
     exact = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -10
 

@@ -14,7 +14,6 @@ import pytest
 
 import gpunb
 from gpunb import AsyncCopyError, CompileError, LaunchError, cuda, float16, float32, int32, uint64
-from gpunb.foundation.errors import CompileWarning
 
 pytestmark = pytest.mark.slow  # each test compiles coroutine kernels for the CPU target
 
@@ -423,29 +422,8 @@ def test_a_grid_that_is_not_whole_clusters_is_a_launch_error(cpu):
         ids_kernel((2, 1, 1))[3, 32](np.zeros((3, 10), np.int32))
 
 
-def test_racecheck_and_grid_sync_with_clusters_are_refused_at_compile_time(cpu, monkeypatch):
-    @cuda.jit(cluster_dims=(2, 1, 1), racecheck=True)
-    def recorded(out):
-        cuda.cg.this_cluster().sync()
-        out[0] = 1
-
-    with pytest.raises(CompileError, match="racecheck and memory access maps do not support "
-                                           "clusters yet"):
-        recorded[2, 32](np.zeros(1, np.int32))
-    with pytest.raises(CompileError, match="memory access maps do not support clusters yet"):
-        gpunb.access_map(split_barrier[2, 32], np.zeros(2, np.int32), np.zeros(64, np.int32))
-
-    @cuda.jit(cluster_dims=(2, 1, 1))
-    def everywhere(out):
-        cuda.cg.this_cluster().sync()
-        out[0] = 1
-
-    out = np.zeros(1, np.int32)
-    monkeypatch.setenv("GPUNB_RACECHECK", "1")  # every kernel: a warning, then it runs
-    with pytest.warns(CompileWarning, match="GPUNB_RACECHECK=1 does not check it"):
-        everywhere[2, 32](out)
-    assert out[0] == 1
-
+def test_grid_sync_with_clusters_is_refused_at_compile_time(cpu):
+    # (racecheck and access maps of cluster kernels: test_cluster_racecheck.py)
     @cuda.jit(cluster_dims=(2, 1, 1))
     def both(out):
         cuda.cg.this_cluster().sync()

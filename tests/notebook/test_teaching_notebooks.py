@@ -301,8 +301,10 @@ def test_11_tma_wgmma_step_runs_checks_and_inspects_for_sm_90a(run_notebook):
         assert "'HGMMA.64x64x16.F32': 4" in outputs and "'UTMALDG.2D': 2" in outputs
     assert "[runs on cpu; PTX for sm_90a]" in outputs  # the inspector's report
     assert "racecheck: no race, no missing fence; matches numpy: True" in outputs
-    for kernel in ("tma_wgmma_gemm", "gemm"):  # %%gpuprofile tables
-        assert re.search(rf"^{kernel} +2 +1 ", outputs, re.M), kernel
+    # %%gpuprofile tables: two launches each (hopper_gemm compiles before its first launch,
+    # when launch() asks the kernel how many clusters fit: no launch compiles there)
+    for kernel, compiling in (("tma_wgmma_gemm", 1), ("gemm", 0)):
+        assert re.search(rf"^{kernel} +2 +{compiling} ", outputs, re.M), kernel
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     # the H100 figures are shown as recorded, with their date and device
     assert "Measured on an H100** (NVIDIA H100 80GB HBM3, 2026-11-28" in markdown

@@ -50,7 +50,7 @@ CTX_GUARD = 160  # ptr
 CTX_FRAME = 168  # ptr
 CTX_TID_KNOWN = 176  # i32
 # a recording coroutine thread's frame size (beside CTX_FRAME: the recorder skips the frame)
-CTX_FRAME_BYTES = 184  # i64
+CTX_FRAME_BYTES = 184  # i32 (its upper half: CTX_REC_CLUSTER_WAITED)
 # the debug variant (always coroutine mode, so the slot is free): this thread's debug area
 # (debug_abi.py)
 CTX_DEBUG_AREA = CTX_SCRATCH
@@ -66,6 +66,21 @@ CTX_CLUSTER_ARRIVED = CTX_BAR_EPOCH  # i32
 CTX_CLUSTER_WAITED = CTX_WARP_EPOCH  # i32
 CTX_CLUSTER_PHASE = CTX_GRID_EPOCH  # i32
 CTX_CLUSTER_EXITED = 180  # i32
+# a recording cluster kernel (racecheck, access maps: coroutines, never the debugger, whose area
+# is the scratch slot) keeps its epochs in their slots: its cluster barrier's counts take the
+# scratch slot (work-group mode only) and the upper half of CTX_FRAME_BYTES (an i32: no
+# coroutine frame is 4 GiB). Its scheduler (runtime_lib's record_cluster variants) reads them
+CTX_REC_CLUSTER_ARRIVED = CTX_SCRATCH  # i32
+CTX_REC_CLUSTER_PHASE = CTX_SCRATCH + 4  # i32
+CTX_REC_CLUSTER_WAITED = CTX_FRAME_BYTES + 4  # i32
+
+
+def cluster_slots(record: bool) -> tuple[int, int, int]:
+    """(arrived, waited, phase): the context slots of a thread's cluster barrier counts in a
+    kernel that records its accesses (`record`) or not."""
+    if record:
+        return CTX_REC_CLUSTER_ARRIVED, CTX_REC_CLUSTER_WAITED, CTX_REC_CLUSTER_PHASE
+    return CTX_CLUSTER_ARRIVED, CTX_CLUSTER_WAITED, CTX_CLUSTER_PHASE
 
 WAIT_NONE, WAIT_BLOCK, WAIT_WARP, WAIT_GRID = 0, 1, 2, 3
 # an mbarrier wait (CTX_XCHG: the barrier's address, CTX_PRED: the parity waited for) and a
@@ -111,6 +126,12 @@ SPACE_SYNC = 2
 (SYNC_MB_INIT, SYNC_MB_ARRIVE, SYNC_MB_TX, SYNC_MB_COMPLETE_TX, SYNC_MB_WAIT, SYNC_COPY_ISSUE,
  SYNC_COPY_LAND, SYNC_COPY_END, SYNC_FENCE, SYNC_WGMMA_ISSUE, SYNC_WGMMA_END,
  SYNC_WGMMA_WAIT) = range(1, 13)
+# the cluster barrier (cluster_ops.py): a thread's arrive and its wait; the object is the phase
+# (1, 2, ...) the thread arrived for / waited for. In a cluster kernel an mbarrier's object is
+# its offset from the recording thread's own shared memory, signed (another block's mbarrier:
+# a remote arrive, a multicast's complete_tx), and a shared access's address is its offset from
+# the cluster's rank-0 block's shared memory (accesses.AccessLog decodes both)
+SYNC_CLUSTER_ARRIVE, SYNC_CLUSTER_WAIT = 13, 14
 SYNC_KIND_SHIFT, SYNC_DONE_BIT, SYNC_EXTRA_SHIFT = 32, 40, 41
 
 
@@ -150,6 +171,10 @@ class Status(ctypes.Structure):
         ("fault_tid_known", ctypes.c_int32),
         ("fault_ctaid_known", ctypes.c_int32),
         ("debug", ctypes.c_void_p),  # the debug variant's DebugControl (debug_abi.py)
+        # a launch of a kernel with cluster dims (x | y << 8 | z << 16; 0: none), set with
+        # rec_shared: the recorder takes a shared address's offset from the cluster's rank-0
+        # block's shared memory, so that another block's (distributed shared memory) is shared
+        ("rec_cluster", ctypes.c_int32),
     ]
 
 

@@ -151,17 +151,67 @@ class AccessLog:
     sync: np.ndarray = None  # RECORD_DTYPE
     sync_at: np.ndarray = None  # int64
     cache: dict = field(default_factory=dict, compare=False)  # what is computed once per log
+    # a cluster kernel's: its cluster dims, the bytes between two blocks' shared memories
+    # (instrument.py records a shared address from the cluster's rank-0 block's), and per
+    # record the block whose shared memory it touched (its own block for global memory)
+    cluster: tuple = ()
+    shared_stride: int = 0
+    home: np.ndarray = None
 
     def __post_init__(self):
-        if self.sync is not None:
-            return
-        is_sync = self.records["space"] == abi.SPACE_SYNC
-        at = (np.cumsum(~is_sync) - ~is_sync)[is_sync] if is_sync.any() \
-            else np.zeros(0, np.int64)
-        object.__setattr__(self, "sync", self.records[is_sync])
-        object.__setattr__(self, "sync_at", at.astype(np.int64))
-        if is_sync.any():
-            object.__setattr__(self, "records", self.records[~is_sync])
+        if self.sync is None:
+            is_sync = self.records["space"] == abi.SPACE_SYNC
+            at = (np.cumsum(~is_sync) - ~is_sync)[is_sync] if is_sync.any() \
+                else np.zeros(0, np.int64)
+            object.__setattr__(self, "sync", self.records[is_sync])
+            object.__setattr__(self, "sync_at", at.astype(np.int64))
+            if is_sync.any():
+                object.__setattr__(self, "records", self.records[~is_sync])
+        if self.home is None:
+            object.__setattr__(self, "home", self._decode_shared())
+
+    def clustered(self) -> bool:
+        """Whether blocks of this launch share memory and barriers (clusters of several)."""
+        return bool(self.cluster) and int(np.prod(self.cluster)) > 1
+
+    def _decode_shared(self) -> np.ndarray:
+        """Per record the block whose shared memory it touched; a cluster kernel's shared
+        addresses become offsets in that block's shared memory."""
+        recs = self.records
+        home = recs["block"].astype(np.int64)
+        if not self.clustered() or not len(recs) or self.shared_stride <= 0:
+            return home
+        shared = recs["space"] == abi.SPACE_SHARED
+        address = recs["address"][shared]
+        home[shared] = self.peer_block(home[shared], address // self.shared_stride)
+        recs["address"][shared] = address % self.shared_stride
+        return home
+
+    def rank(self, blocks: np.ndarray) -> np.ndarray:
+        """Each block's rank in its cluster (x fastest, as %cluster_ctarank)."""
+        xyz = block_xyz(np.asarray(blocks, np.int64), self.grid)
+        cx, cy, cz = self.cluster
+        return xyz[0] % cx + xyz[1] % cy * cx + xyz[2] % cz * cx * cy
+
+    def peer_block(self, blocks: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+        """The block of rank `ranks` in the cluster of each of `blocks` (linear numbers)."""
+        xyz = block_xyz(np.asarray(blocks, np.int64), self.grid)
+        cx, cy, _ = self.cluster
+        ranks = np.asarray(ranks, np.int64)
+        at = [c - c % d + r for c, d, r in zip(xyz, self.cluster, (
+            ranks % cx, ranks // cx % cy, ranks // (cx * cy)), strict=True)]
+        return at[0] + self.grid[0] * (at[1] + self.grid[1] * at[2])
+
+    def group(self, blocks: np.ndarray) -> np.ndarray:
+        """The group (cluster) of each block: blocks of one group share shared memory and
+        barriers; without clusters each block is its own."""
+        blocks = np.asarray(blocks, np.int64)
+        if not self.clustered():
+            return blocks
+        x, y, z = block_xyz(blocks, self.grid)
+        cx, cy, cz = self.cluster
+        across, down = self.grid[0] // cx, self.grid[1] // cy
+        return x // cx + across * (y // cy + down * (z // cz))
 
     def threads_per_block(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
@@ -227,7 +277,7 @@ def find_race(log: AccessLog, order=None) -> Race | None:
     kind = _site_kinds(log)
     order = happens_before.build(log) if order is None else order
     # first drop every address only one thread touches (most of a clean kernel's log)
-    loc_block = np.where(recs["space"] == abi.SPACE_SHARED, recs["block"], -1)
+    loc_block = np.where(recs["space"] == abi.SPACE_SHARED, log.home, -1)
     who = recs["block"].astype(np.int64) * log.threads_per_block() + recs["thread"] \
         if order is None else order.entity
     keep = list(_candidates((recs["space"], loc_block, recs["address"]), who, kind != 0,
@@ -252,12 +302,13 @@ def _find_in(log: AccessLog, subset: np.ndarray, kind: np.ndarray, order) -> tup
          "grid": recs["grid_epoch"].astype(np.int64),
          "space": recs["space"].astype(np.int64), "address": recs["address"]}
     f["gthread"] = f["block"] * log.threads_per_block() + f["thread"]
+    f["group"] = log.group(f["block"])
     f["warp"] = f["block"] * 64 + f["thread"] // 32
     f["order"] = order
     f["who"] = f["gthread"] if order is None else order.entity[subset]
     f["agent"] = np.zeros(len(subset), bool) if order is None else order.is_agent[subset]
     shared = f["space"] == abi.SPACE_SHARED
-    location_block = np.where(shared, f["block"], -1)
+    location_block = np.where(shared, log.home[subset], -1)
     base_keys = (f["space"], location_block, f["address"])
     if order is not None:  # mbarriers and agents order across barrier epochs too: whole groups
         return _check_all(list(_candidates(base_keys, f["who"], f["write"], f["atomic"])), f)
@@ -345,8 +396,9 @@ def _pairs_ordered(a: np.ndarray, b: np.ndarray, f: dict) -> np.ndarray:
     ordered = np.where(same_block, threads & ((f["bar"][a] != f["bar"][b]) |
                                               (same_warp & (f["wep"][a] != f["wep"][b]))),
                        f["grid"][a] != f["grid"][b])
-    if f["order"] is not None and same_block.any():
-        near = np.flatnonzero(same_block)
+    same_group = f["group"][a] == f["group"][b]  # a block, or a thread-block cluster
+    if f["order"] is not None and same_group.any():
+        near = np.flatnonzero(same_group)
         ordered[near] |= f["order"].ordered(f["index"][a[near]], f["index"][b[near]])
     return ordered
 
@@ -373,6 +425,9 @@ def race_error(log: AccessLog, race: Race):
     s1, s2 = log.sites[int(first["site"])], log.sites[int(second["site"])]
     name = s2[3]
     where = "shared memory" if memory == "shared" else "global memory"
+    home = int(log.home[race.indices[1]]) if race.indices else int(second["block"])
+    if memory == "shared" and home != int(second["block"]):  # distributed shared memory
+        where = f"shared memory of block {block_xyz(home, log.grid)}"
     shown = "" if index is None else "[" + ", ".join(str(i) for i in index) + "]"
 
     def side(rec, site) -> str:
@@ -381,7 +436,11 @@ def race_error(log: AccessLog, race: Race):
         return f"a {site[4]} at line {site[1]} by thread {t} of block {blk}"
 
     same_block = int(first["block"]) == int(second["block"])
+    blocks = np.array([int(first["block"]), int(second["block"])])
+    one_cluster = not same_block and log.clustered() and len(set(log.group(blocks))) == 1
     why = ("no cuda.syncthreads() between them" if same_block else
+           "they are in different blocks of one cluster, and neither a cluster barrier nor "
+           "an mbarrier phase orders them" if one_cluster else
            "they are in different blocks, which nothing orders")
     if same_block and race.order is not None:
         why += ", nor an mbarrier phase that one arrived on and the other waited for"
@@ -392,6 +451,10 @@ def race_error(log: AccessLog, race: Race):
                      for r, site in ((first, s1), (second, s2)))
     hint = ("put cuda.syncthreads() between the write and the other thread's access, or use "
             "cuda.atomic.* when threads update one element" if same_block else
+            "put cluster.sync() (or the writer's cluster.barrier_arrive() after the write and "
+            "the reader's cluster.barrier_wait() before its access) between them, or arrive on "
+            "the reader's mbarrier (block_rank=) after the write and wait on it before the "
+            "access" if one_cluster else
             "use cuda.atomic.* for elements that several blocks update")
     loc = SourceLocation(s2[0], s2[1], s2[2])
     return RaceError(msg, loc, hint=hint, function=s2[5], accesses=accesses, array=name,
@@ -406,7 +469,7 @@ def find_uninitialised_read(log: AccessLog):
     if not len(shared):
         return None
     kinds = np.array([s[4] != "write" for s in log.sites] or [True])
-    key_block, key_addr = recs["block"][shared], recs["address"][shared]
+    key_block, key_addr = log.home[shared], recs["address"][shared]
     order = np.lexsort((shared, key_addr, key_block))
     first = np.r_[True, (key_block[order][1:] != key_block[order][:-1]) |
                   (key_addr[order][1:] != key_addr[order][:-1])]
@@ -431,7 +494,7 @@ def find_pending_read(log: AccessLog) -> tuple | None:
     recs = log.records
     if not len(recs) or not (role == 1).any():
         return None
-    loc_block = np.where(recs["space"] == abi.SPACE_SHARED, recs["block"], -1)
+    loc_block = np.where(recs["space"] == abi.SPACE_SHARED, log.home, -1)
     order, starts, ends = _groups((recs["space"], loc_block, recs["address"]))
     delta = np.where(role == 1, 1, np.where(role == 2, -1, 0)).astype(np.int64)[order]
     running = np.cumsum(delta)
@@ -455,6 +518,8 @@ def pending_read_error(log: AccessLog, pair: tuple):
     who = thread_xyz(int(access["thread"]), log.block)
     issuer = thread_xyz(int(issue["thread"]), log.block)
     block = block_xyz(int(access["block"]), log.grid)
+    if int(issue["block"]) != int(access["block"]):  # another block of the cluster's copy
+        issuer = f"{issuer} of block {block_xyz(int(issue['block']), log.grid)}"
     return AsyncCopyError(
         f"{site[4]} of {site[3]}{shown} at line {site[1]} by thread {who} of block {block} "
         f"while the asynchronous copy issued at line {copy[1]} by thread {issuer} was still "

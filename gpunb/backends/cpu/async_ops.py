@@ -178,6 +178,7 @@ class CpuAsyncOps:
         cluster_ops.check_rank(self.target, low, site, block_rank)
         cluster_ops.check_peer_running(self.target, low, site, block_rank)
         peer = cluster_ops.peer_address(self.target, low, site, bar, block_rank)
+        self.target.record_access(low, node, peer, "atomic")  # the peer's mbarrier
         low.builder.call(st.mbarrier_update_function(low.mb.module, self.target.record),
                          [low.ctx, peer, count, st.i64(0), st.i32(site),
                           st.i32(abi.SYNC_MB_ARRIVE)])
@@ -269,7 +270,8 @@ class CpuAsyncOps:
             name = _text(node.args[0]) if node.args else "dst"
             issue = self.access_site(low, node, name, ISSUE)
             done = self.access_site(low, node, name, DONE)
-            self.record_issue(low, issue, tile[0], st.i64(count), t.sizeof(desc.dtype))
+            if multicast is None:  # a multicast's: each destination's tile (below)
+                self.record_issue(low, issue, tile[0], st.i64(count), t.sizeof(desc.dtype))
         else:  # the store's reads of its source tile, recorded when it completes
             name = _text(node.args[2]) if len(node.args) > 2 else "src"
             done = issue = self.access_site(low, node, name, ASYNC_READ, "read")
@@ -288,6 +290,7 @@ class CpuAsyncOps:
                 cluster_ops.check_peer_running(self.target, low, site, to)
                 peer_dst = cluster_ops.peer_address(self.target, low, site, dst, to)
                 peer_bar = cluster_ops.peer_address(self.target, low, site, barrier, to)
+                self.record_issue(low, issue, peer_dst, st.i64(count), t.sizeof(desc.dtype))
                 self._queue(low, kind, peer_dst, tmap, peer_bar, slots, done, site, issue)
 
     def _queue(self, low, kind: int, dst, tmap, bar, slots, done: int, site: int,

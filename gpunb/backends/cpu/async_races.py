@@ -36,8 +36,9 @@ def _shared_name(log: AccessLog, rec) -> str:
         return ""
     arr = arrays[-1]
     recs = log.records
-    inside = (recs["space"] == abi.SPACE_SHARED) & (recs["block"] == rec["block"]) & \
-        (recs["address"] >= arr.start)
+    # (a cluster's blocks reach each other's arrays: any block's accesses name it)
+    same = True if log.clustered() else recs["block"] == rec["block"]
+    inside = (recs["space"] == abi.SPACE_SHARED) & same & (recs["address"] >= arr.start)
     if arr.count:
         inside &= recs["address"] < arr.start + arr.count * arr.itemsize
     sites, counts = np.unique(recs["site"][inside], return_counts=True)
@@ -94,6 +95,11 @@ def agent_race_error(log: AccessLog, race: Race):
         site = log.sites[int(rec["site"])]
         before = index < agent.issue_at
         message, hint = _thread_message(log, agent, rec, before, block)
+    homes = {int(log.home[k]) for k in race.indices
+             if int(log.records["space"][k]) == abi.SPACE_SHARED}
+    if len(homes) == 1 and homes != {int(rec_j["block"])} | {int(rec_i["block"])}:
+        message += (f" (in the shared memory of block {block_xyz(homes.pop(), log.grid)}, "
+                    "which the cluster's blocks share)")
     return AsyncCopyError(message, SourceLocation(site[0], site[1], site[2]), function=site[5],
                           hint=hint)
 
@@ -106,6 +112,13 @@ def _thread_message(log, agent: hb.Agent, rec, before: bool, block) -> tuple[str
             return (f"{side} of block {block} is not ordered before {op}, which overwrites "
                     "it", "let the producer wait for the consumers' release of the stage "
                     "(an mbarrier arrive after their last access) before loading into it")
+        if _role(log.sites[int(rec["site"])]) == "async_issue":  # a refill of the tile
+            return (f"{side} of block {block} is not ordered after {op}, which writes it: "
+                    "the two copies may land in either order",
+                    "load into a stage again only after every block that reads it released "
+                    "it: its consumers arrive on the producer's 'empty' mbarrier after their "
+                    "last read (cuda.mbarrier.arrive(..., block_rank=r) from another block of "
+                    "the cluster), and the producer waits on it")
         return (f"{side} of block {block} is not ordered after {op}, which writes it",
                 "wait on the mbarrier the load completes (cuda.mbarrier.wait) before touching "
                 "its tile")
@@ -143,7 +156,7 @@ def find_missing_fence(log: AccessLog, order=None) -> tuple | None:
     if not len(readers):
         return None
     span = len(recs) + 1  # keys below order (block, address) first, then the record's place
-    key = (recs["block"].astype(np.int64) << 32 | recs["address"].astype(np.int64)) * span
+    key = (log.home.astype(np.int64) << 32 | recs["address"].astype(np.int64)) * span
     writes = np.flatnonzero(generic)
     write_keys = np.sort(key[writes] + writes)
     issue = np.array([a.issue_at for a in order.agents], np.int64)[order.agent_of[readers]]

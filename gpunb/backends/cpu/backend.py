@@ -116,10 +116,10 @@ class CpuBackend(Backend):
             options.get("boundscheck") is not False and config.boundscheck())
         record = bool(options.get("racecheck")) or (
             options.get("racecheck") is not False and config.racecheck())
-        if record and cluster is not None:
-            record = _cluster_recording(typed, bool(options.get("racecheck")))
         # the debug variant: asked for, or the kernel calls breakpoint()
         debugger = bool(options.get("debugger")) or "breakpoint" in features
+        if record and cluster is not None and debugger:
+            record = _cluster_recording(typed, bool(options.get("racecheck")))
         if debugger and cluster is not None and cluster[1:] != (1, 1):
             _refuse_debugging(typed, cluster)
         if record:  # access recording needs one context (a coroutine) per thread
@@ -158,7 +158,7 @@ class CpuBackend(Backend):
                                target.uses_async, record, "grid_sync" in features,
                                cluster is not None)
                            if target.coroutine else "",
-                           cluster=cluster,
+                           cluster=cluster, record=record,
                            debug_area=target.debug.tables()[2] if target.debug else 0,
                            location=None if builder.debug is None else
                            lambda fn: runner_location(builder.debug, fn, typed.source,
@@ -223,17 +223,19 @@ def _cluster_schedule(typed, options: dict, features) -> tuple | None:
 
 
 def _cluster_recording(typed, asked: bool) -> bool:
-    """racecheck and access maps do not model clusters yet (another block's shared memory,
-    the cluster barrier's order): asked for this kernel (racecheck=True, an access map) that is
-    a CompileError, rather than false or missed races; asked for every kernel
+    """A cluster kernel compiled for the debugger cannot also record its accesses (a recording
+    cluster kernel's barrier counts take the context slot of the debugger's area:
+    abi.cluster_slots): asked for
+    this kernel (racecheck=True, an access map) that is a CompileError; asked for every kernel
     (GPUNB_RACECHECK=1) a CompileWarning, and the kernel compiles without recording."""
     from gpunb.foundation.errors import CompileError, CompileWarning
 
-    message = (f"kernel '{typed.name}' uses a thread-block cluster: racecheck and memory access "
-               "maps do not support clusters yet")
+    message = (f"kernel '{typed.name}' uses a thread-block cluster and the debugger: racecheck "
+               "and memory access maps do not support the two together")
     if asked:
         raise CompileError(message, function=typed.name,
-                           hint="compile it without racecheck=True (and without an access map)")
+                           hint="racecheck it without the debugger (no breakpoint(), no "
+                                "debugger=True), or debug it without racecheck=True")
     import warnings
 
     warnings.warn_explicit(message + "; GPUNB_RACECHECK=1 does not check it", CompileWarning,

@@ -63,21 +63,26 @@ def barrier(target, low, node, arrive: bool, wait: bool) -> None:
     what = "cluster.sync()" if arrive and wait else \
         "cluster.barrier_arrive()" if arrive else "cluster.barrier_wait()"
     site = ops.site(low, node, what)
-    arrived = st.load(b, ctx, abi.CTX_CLUSTER_ARRIVED, dm.i32)
-    phase = st.load(b, ctx, abi.CTX_CLUSTER_PHASE, dm.i32)
+    arrived_slot, waited_slot, phase_slot = abi.cluster_slots(target.record)
+    arrived = st.load(b, ctx, arrived_slot, dm.i32)
+    phase = st.load(b, ctx, phase_slot, dm.i32)
     if arrive:
         ops.check(low, b.icmp_signed(">", arrived, phase), site,
                   st.Reason.CLUSTER_REARRIVE, b.sext(arrived, dm.i64), b.sext(phase, dm.i64))
         arrived = b.add(arrived, st.i32(1))
-        st.store(b, arrived, ctx, abi.CTX_CLUSTER_ARRIVED)
+        # racecheck: the arrive releases what this thread did (before the scheduler can
+        # complete the phase and resume a waiter)
+        ops.sync(low, abi.SYNC_CLUSTER_ARRIVE, arrived)
+        st.store(b, arrived, ctx, arrived_slot)
     if not wait:
         return
-    waited = st.load(b, ctx, abi.CTX_CLUSTER_WAITED, dm.i32)
+    waited = st.load(b, ctx, waited_slot, dm.i32)
     ops.check(low, b.icmp_signed(">=", waited, arrived), site,
               st.Reason.CLUSTER_WAIT_UNARRIVED, b.sext(waited, dm.i64), st.i64(0))
-    st.store(b, arrived, ctx, abi.CTX_CLUSTER_WAITED)
+    st.store(b, arrived, ctx, waited_slot)
     with b.if_then(b.icmp_signed("<", phase, arrived)):
         target.wait_at(low, node, abi.WAIT_CLUSTER, what)
+    ops.sync(low, abi.SYNC_CLUSTER_WAIT, arrived)  # acquires what the phase's arrivals did
 
 
 def check_rank(target, low, site: int, block_rank) -> None:

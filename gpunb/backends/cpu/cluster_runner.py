@@ -61,10 +61,9 @@ def block_of(b: ir.IRBuilder, number, grid: list, dims: tuple | None) -> tuple:
                  for c, d, r in zip(at_cluster, dims, in_cluster, strict=True))
 
 
-def start_thread(b: ir.IRBuilder, ctx) -> None:
+def start_thread(b: ir.IRBuilder, ctx, record: bool = False) -> None:
     """A thread's cluster fields for a new group: no arrivals at the cluster barrier yet, none
-    of its block's threads exited (the barrier's counts share the epochs' slots, which the
-    runner zeroes anyway)."""
-    for offset in (abi.CTX_CLUSTER_ARRIVED, abi.CTX_CLUSTER_WAITED, abi.CTX_CLUSTER_PHASE,
-                   abi.CTX_CLUSTER_EXITED):
+    of its block's threads exited (without recording the barrier's counts share the epochs'
+    slots, which the runner zeroes anyway; abi.cluster_slots)."""
+    for offset in (*abi.cluster_slots(record), abi.CTX_CLUSTER_EXITED):
         b.store(_i32(0), _at(b, ctx, offset))

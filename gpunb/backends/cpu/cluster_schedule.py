@@ -2,7 +2,8 @@
 `cluster`): the group is one cluster, and its barrier (barrier.cluster.arrive / wait) is run
 here as the PTX ISA defines it.
 
-Each thread counts its arrivals (abi.CTX_CLUSTER_ARRIVED); the scheduler counts the completed
+Each thread counts its arrivals (abi.cluster_slots: CTX_CLUSTER_ARRIVED, a recording
+kernel's CTX_REC_CLUSTER_ARRIVED); the scheduler counts the completed
 phases. A phase completes when every non-exited thread of the cluster has arrived for it (an
 exited thread counts as arrived, as on the GPU); then every thread learns the new count
 (abi.CTX_CLUSTER_PHASE: its arrive checks against it that it arrives once per phase) and the
@@ -31,8 +32,10 @@ def _put_field(b: ir.IRBuilder, value, ctx, offset: int) -> None:
     b.store(value, b.gep(ctx, [ir.Constant(dm.i64, offset)], source_etype=dm.i8))
 
 
-def start(sched) -> None:
-    """The scheduler's count of completed phases (a slot of its own, in the entry block)."""
+def start(sched, record: bool = False) -> None:
+    """The scheduler's count of completed phases (a slot of its own, in the entry block), and
+    where the threads keep their counts (a recording kernel's: abi.cluster_slots)."""
+    sched.cluster_arrived_slot, _, sched.cluster_phase_slot = abi.cluster_slots(record)
     sched.slots["cluster_phase"] = sched.b.alloca(dm.i32, name="cluster_phase")
     sched.slots["cluster_arrived"] = sched.b.alloca(dm.i32, name="cluster_arrived")
     sched.put("cluster_phase", _i32(0))
@@ -46,7 +49,7 @@ def _count_arrived(sched):
     sched.put("cluster_arrived", _i32(0))
 
     def visit(i):
-        arrived = b.icmp_signed(">", _field(b, sched.ctx(i), abi.CTX_CLUSTER_ARRIVED), phase)
+        arrived = b.icmp_signed(">", _field(b, sched.ctx(i), sched.cluster_arrived_slot), phase)
         sched.put("live", b.add(sched.get("live"), _i32(1)))
         sched.put("cluster_arrived", b.add(sched.get("cluster_arrived"), b.zext(arrived, dm.i32)))
 
@@ -64,14 +67,14 @@ def step(sched) -> None:
         phase = b.add(sched.get("cluster_phase"), _i32(1))
         sched.put("cluster_phase", phase)
         sched.for_live(_i32(0), sched.n, "clphase",
-                       lambda i: _put_field(b, phase, sched.ctx(i), abi.CTX_CLUSTER_PHASE))
+                       lambda i: _put_field(b, phase, sched.ctx(i), sched.cluster_phase_slot))
         sched.put("progressed", _i32(1))
     phase = sched.get("cluster_phase")
 
     def wake(i):
         c = sched.ctx(i)
         waits = b.icmp_signed("==", _field(b, c, abi.CTX_WAIT_KIND), _i32(abi.WAIT_CLUSTER))
-        done = b.icmp_signed("<=", _field(b, c, abi.CTX_CLUSTER_ARRIVED), phase)
+        done = b.icmp_signed("<=", _field(b, c, sched.cluster_arrived_slot), phase)
         with b.if_then(b.and_(waits, done)):
             _put_field(b, _i32(abi.WAIT_NONE), c, abi.CTX_WAIT_KIND)
             sched.resume(i)
@@ -96,7 +99,7 @@ def diagnose(sched, finish_bb) -> None:
         waits = b.icmp_signed("==", _field(b, c, abi.CTX_WAIT_KIND), _i32(abi.WAIT_CLUSTER))
         first = b.icmp_signed("<", sched.get("site"), _i32(0))
         sched.put("site", b.select(b.and_(waits, first), site, sched.get("site")))
-        behind = b.icmp_signed("<=", _field(b, c, abi.CTX_CLUSTER_ARRIVED), phase)
+        behind = b.icmp_signed("<=", _field(b, c, sched.cluster_arrived_slot), phase)
         other = b.icmp_signed("<", sched.get("site2"), _i32(0))
         sched.put("site2", b.select(b.and_(behind, other), site, sched.get("site2")))
 

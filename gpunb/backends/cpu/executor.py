@@ -166,7 +166,8 @@ class LoadedCpuKernel:
             sites=art.access_sites, grid=tuple(grid), block=tuple(block),
             arguments=tuple(accesses.decode_arguments(art.signature, params_address)),
             shared=tuple(accesses.shared_arrays(art.shared_layout, dynamic_shared)),
-            truncated=status.rec_len > status.rec_cap, kernel=art.name)
+            truncated=status.rec_len > status.rec_cap, kernel=art.name,
+            cluster=tuple(art.cluster_dims or ()), shared_stride=_shared_stride(status))
         logs = getattr(_capture, "logs", None)
         if logs is not None:
             logs.append(log)
@@ -408,6 +409,9 @@ class _LaunchPlan:
         self.template = bytes(launch)
         status = abi.Status()
         status.rec_shared = self.shared
+        if art.cluster_dims and art.access_sites:  # the recorder's shared offsets (abi.py)
+            cx, cy, cz = art.cluster_dims
+            status.rec_cluster = cx | cy << 8 | cz << 16
         self.status_template = bytes(status)
 
 
@@ -467,3 +471,11 @@ def _run_on_pool(runner_address: int, launch_address: int, workers: int) -> bool
         _native_pool_failed = True
         return False
     return pool.run(runner_address, launch_address, workers)
+
+
+def _shared_stride(status: abi.Status) -> int:
+    """Bytes between two blocks' shared memories in a group (the runner's layout), from the
+    launch's shared bytes per block."""
+    from gpunb.backends.cpu.launch_memory import SHARED_ALIGN
+
+    return (int(status.rec_shared) + SHARED_ALIGN - 1) // SHARED_ALIGN * SHARED_ALIGN

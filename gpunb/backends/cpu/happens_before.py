@@ -13,6 +13,15 @@ store is acquired by its issuer when it completes (the issuer's bulk wait). Vect
 one component per thread that releases (arrives or issues a copy) and one per agent; knowledge
 crosses a block barrier (the clock of every thread joins at it).
 
+Thread-block clusters: the log is replayed per group - one block, or the blocks of one cluster,
+whose threads synchronise with each other - in the group's execution order. A cluster barrier
+arrive releases, its wait acquires the join of every arrival of that phase; a remote mbarrier
+arrive (block_rank=) releases on the peer's mbarrier, and a multicast copy, one agent per
+destination, completes on the destination's; mbarriers are named (block, offset)
+(accesses.AccessLog decodes the records). Each block of a cluster has a component counting its
+barrier epochs, so that a peer that acquires a clock knows which of the block's epochs are
+behind it (the same-block epoch rule of accesses.py, carried across blocks).
+
 Not modelled: ordering through warp synchronisation combined with mbarriers (a warp's
 collectives order its own lanes only, by warp epochs).
 """
@@ -42,78 +51,98 @@ class Agent:
 
 
 @dataclass(slots=True)
-class _Block:
-    """One block's vector clocks while the log is replayed."""
+class _Group:
+    """One group's vector clocks while the log is replayed: a block, or a thread-block
+    cluster's blocks (their threads synchronise through the cluster barrier, remote mbarrier
+    arrivals and multicast copies). Threads are keyed (block, thread)."""
 
-    comps: dict  # entity ("t", thread) / ("a", agent) -> component index
-    known: np.ndarray  # what crossed the last barrier
+    comps: dict  # ("t", block, thread) / ("a", agent) / ("b", block) -> component index
+    width: int
+    known: dict = field(default_factory=dict)  # block -> what crossed its last barrier
     table: list = field(default_factory=list)  # rows: snapshots, barrier knowledge, agents
-    rows: dict = field(default_factory=dict)  # thread -> current clock (np.int32)
-    counts: dict = field(default_factory=dict)  # releasing thread -> releases so far
-    releases: dict = field(default_factory=dict)  # releasing thread -> [position]
-    epoch: int = 0
-    epoch_rows: list = field(default_factory=list)  # (epoch, table row) of each barrier
-    snaps: dict = field(default_factory=dict)  # thread -> [(position, epoch, table row)]
-    bars: dict = field(default_factory=dict)  # mbarrier offset -> [pending join, [phases]]
+    rows: dict = field(default_factory=dict)  # (block, thread) -> current clock (np.int32)
+    counts: dict = field(default_factory=dict)  # releasing (block, thread) -> releases so far
+    releases: dict = field(default_factory=dict)  # releasing (block, thread) -> [position]
+    epoch: dict = field(default_factory=dict)  # block -> its barrier epoch
+    epoch_rows: dict = field(default_factory=dict)  # block -> [(epoch, table row)]
+    snaps: dict = field(default_factory=dict)  # (block, thread) -> [(position, epoch, row)]
+    bars: dict = field(default_factory=dict)  # (block, offset) -> [pending join, [phases]]
+    cluster: dict = field(default_factory=dict)  # cluster barrier phase -> its arrivals' join
     agent_rows: dict = field(default_factory=dict)  # agent -> table row of its clock
     zero: int = 0
     matrix: np.ndarray = None  # the table as one array, once replayed
 
-    def row(self, thread: int) -> np.ndarray:
-        if thread not in self.rows:
-            self.rows[thread] = self.known.copy()
-        return self.rows[thread]
+    def block_known(self, blk: int) -> np.ndarray:
+        if blk not in self.known:
+            self.known[blk] = np.zeros(self.width, np.int32)
+        return self.known[blk]
+
+    def row(self, who: tuple) -> np.ndarray:
+        if who not in self.rows:
+            self.rows[who] = self.block_known(who[0]).copy()
+        return self.rows[who]
 
     def add(self, clock: np.ndarray) -> int:
         self.table.append(clock.copy())
         return len(self.table) - 1
 
-    def snapshot(self, thread: int, at: int) -> None:
-        self.snaps.setdefault(thread, []).append((at, self.epoch, self.add(self.row(thread))))
+    def snapshot(self, who: tuple, at: int) -> None:
+        self.snaps.setdefault(who, []).append((at, self.epoch.get(who[0], 0),
+                                               self.add(self.row(who))))
 
-    def release(self, thread: int, at: int) -> np.ndarray:
+    def acquire(self, who: tuple, clock: np.ndarray, at: int) -> None:
+        np.maximum(self.row(who), clock, out=self.row(who))
+        self.snapshot(who, at)
+
+    def release(self, who: tuple, at: int) -> np.ndarray:
         """The thread's clock with its own component advanced (what it publishes now)."""
-        self.releases.setdefault(thread, []).append(at)
-        self.counts[thread] = self.counts.get(thread, 0) + 1
-        clock = self.row(thread)
-        clock[self.comps[("t", thread)]] = self.counts[thread]
+        self.releases.setdefault(who, []).append(at)
+        self.counts[who] = self.counts.get(who, 0) + 1
+        clock = self.row(who)
+        clock[self.comps[("t", *who)]] = self.counts[who]
         return clock.copy()
 
-    def barrier(self, epoch: int) -> None:
-        if epoch <= self.epoch:
+    def barrier(self, blk: int, epoch: int) -> None:
+        """Block `blk` passed a barrier into `epoch`: what its threads knew, every one knows
+        (and, in a cluster, that its accesses before the epoch happened: its "b" component)."""
+        if epoch <= self.epoch.get(blk, 0):
             return
-        for clock in self.rows.values():
-            np.maximum(self.known, clock, out=self.known)
-        self.rows = {}
-        self.epoch = epoch
-        self.epoch_rows.append((epoch, self.add(self.known)))
+        known = self.block_known(blk)
+        for who in [w for w in self.rows if w[0] == blk]:
+            np.maximum(known, self.rows.pop(who), out=known)
+        if ("b", blk) in self.comps:
+            known[self.comps[("b", blk)]] = epoch
+        self.epoch[blk] = epoch
+        self.epoch_rows.setdefault(blk, []).append((epoch, self.add(known)))
 
 
 class Order:
     """Per access record of a log: its entity and what it is ordered after (see the module
-    docstring). `ordered(i, js)` says, for record i and records js of the same block, whether
-    each pair is ordered by mbarriers or agents' completions (barrier and warp epochs between
-    two threads' accesses are accesses.py's)."""
+    docstring). `ordered(i, js)` says, for record i and records js of the same group (block,
+    or thread-block cluster), whether each pair is ordered by mbarriers, the cluster barrier or
+    agents' completions (barrier and warp epochs between two threads' accesses of one block
+    are accesses.py's)."""
 
-    def __init__(self, log, agents: list, agent_of: np.ndarray, blocks: dict, fences: dict):
+    def __init__(self, log, agents: list, agent_of: np.ndarray, groups: dict, fences: dict):
         recs = log.records
         tpb = log.threads_per_block()
         n_threads = tpb * int(np.prod(log.grid))
         self.log, self.agents, self.agent_of, self.fences = log, agents, agent_of, fences
-        self.blocks = blocks
+        self.groups = groups
         gthread = recs["block"].astype(np.int64) * tpb + recs["thread"]
         self.is_agent = agent_of >= 0
         self.entity = np.where(self.is_agent, n_threads + agent_of, gthread)
         issue_bar = np.array([a.bar for a in agents] or [0], np.int64)
         self.bar = np.where(self.is_agent, issue_bar[np.maximum(agent_of, 0)],
                             recs["bar_epoch"])
-        self._comp, self._ep, self._row = self._per_record()
-        width = max(b.matrix.shape[1] for b in blocks.values())
-        self.matrix = np.zeros((sum(len(b.matrix) for b in blocks.values()), width), np.int32)
+        self._comp, self._ep, self._row, self._bcomp = self._per_record()
+        width = max(g.matrix.shape[1] for g in groups.values())
+        self.matrix = np.zeros((sum(len(g.matrix) for g in groups.values()), width), np.int32)
         offset = 0
-        for blk, state in blocks.items():  # one table for all blocks: rows move down
+        group_of = log.group(recs["block"])
+        for key, state in groups.items():  # one table for all groups: rows move down
             self.matrix[offset:offset + len(state.matrix), :state.matrix.shape[1]] = state.matrix
-            self._row[self.log.records["block"] == blk] += offset
+            self._row[group_of == key] += offset
             offset += len(state.matrix)
         self._agent_kind = np.array([a.kind for a in agents] or [0], np.int64)
         self._agent_issue = np.array([a.issue_at for a in agents] or [0], np.int64)
@@ -121,59 +150,86 @@ class Order:
 
     def _per_record(self):
         """Per record: its entity's component (-1: none), its releases so far (its epoch as a
-        releaser) and the table row of the clock it acts with."""
+        releaser), the table row of the clock it acts with, and (a thread's record in a
+        cluster) the component of its block's barrier epochs (-1: none)."""
         recs = self.log.records
         n = len(recs)
         comp, ep, row = np.full(n, -1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+        bcomp = np.full(n, -1, np.int64)
         n_agents = max(len(self.agents), 1)
-        for blk, state in self.blocks.items():
-            mine = np.flatnonzero(recs["block"] == blk)
-            threads = recs["thread"][mine].astype(np.int64)
-            agents = self.agent_of[mine]
-            by_thread = np.full(self.log.threads_per_block(), -1, np.int64)
+        blocks = np.unique(recs["block"]).astype(np.int64)
+        blocks_of: dict = {}
+        for blk, key in zip(blocks, self.log.group(blocks), strict=True):
+            blocks_of.setdefault(int(key), []).append(int(blk))
+        for key, state in self.groups.items():
             by_agent, agent_row = np.full(n_agents, -1, np.int64), np.zeros(n_agents, np.int64)
-            for (kind, who), index in state.comps.items():
-                (by_agent if kind == "a" else by_thread)[who] = index
+            for (kind, *who), index in state.comps.items():
+                if kind == "a":
+                    by_agent[who[0]] = index
             for agent, table_row in state.agent_rows.items():
                 agent_row[agent] = table_row
-            own = agents < 0
-            comp[mine] = np.where(own, by_thread[threads], by_agent[np.maximum(agents, 0)])
-            epochs = np.array([e for e, _ in state.epoch_rows] or [0], np.int64)
-            epoch_row = np.array([r for _, r in state.epoch_rows] or [state.zero], np.int64)
-            k = np.searchsorted(epochs, recs["bar_epoch"][mine], "right") - 1
-            row[mine] = np.where(own, np.where(k >= 0, epoch_row[np.maximum(k, 0)], state.zero),
-                                 agent_row[np.maximum(agents, 0)])
-            # each thread's own records, in order: its releases and acquisitions so far
-            order = mine[own][np.argsort(threads[own], kind="stable")]
-            sorted_threads = recs["thread"][order]
-            for thread in set(state.releases) | set(state.snaps):
-                lo, hi = np.searchsorted(sorted_threads, [thread, thread + 1])
-                hit = order[lo:hi]
-                if thread in state.releases:
-                    ep[hit] = np.searchsorted(state.releases[thread], hit, "right")
-                snaps = state.snaps.get(thread)
-                if snaps:
-                    at, snap_epoch, rows = (np.array(v, np.int64) for v in zip(*snaps, strict=True))
-                    which = np.searchsorted(at, hit, "right") - 1
-                    ok = (which >= 0) & (snap_epoch[np.maximum(which, 0)] ==
-                                         recs["bar_epoch"][hit])
-                    row[hit[ok]] = rows[np.maximum(which, 0)][ok]
-        return comp, ep, row
+            for blk in blocks_of.get(key, []):
+                self._block_records(state, blk, by_agent, agent_row, (comp, ep, row, bcomp))
+        return comp, ep, row, bcomp
+
+    def _block_records(self, state, blk: int, by_agent, agent_row, out) -> None:
+        """_per_record's values for the records of one block of a group."""
+        comp, ep, row, bcomp = out
+        recs = self.log.records
+        mine = np.flatnonzero(recs["block"] == blk)
+        threads = recs["thread"][mine].astype(np.int64)
+        agents = self.agent_of[mine]
+        by_thread = np.full(self.log.threads_per_block(), -1, np.int64)
+        for (kind, *who), index in state.comps.items():
+            if kind == "t" and who[0] == blk:
+                by_thread[who[1]] = index
+        own = agents < 0
+        comp[mine] = np.where(own, by_thread[threads], by_agent[np.maximum(agents, 0)])
+        if ("b", blk) in state.comps:
+            bcomp[mine[own]] = state.comps[("b", blk)]
+        epoch_rows = state.epoch_rows.get(blk, [])
+        epochs = np.array([e for e, _ in epoch_rows] or [0], np.int64)
+        epoch_row = np.array([r for _, r in epoch_rows] or [state.zero], np.int64)
+        k = np.searchsorted(epochs, recs["bar_epoch"][mine], "right") - 1
+        row[mine] = np.where(own, np.where(k >= 0, epoch_row[np.maximum(k, 0)], state.zero),
+                             agent_row[np.maximum(agents, 0)])
+        # each thread's own records, in order: its releases and acquisitions so far
+        order = mine[own][np.argsort(threads[own], kind="stable")]
+        sorted_threads = recs["thread"][order]
+        releasers = {who[1] for who in state.releases if who[0] == blk}
+        for thread in releasers | {who[1] for who in state.snaps if who[0] == blk}:
+            lo, hi = np.searchsorted(sorted_threads, [thread, thread + 1])
+            hit = order[lo:hi]
+            if thread in releasers:
+                ep[hit] = np.searchsorted(state.releases[(blk, thread)], hit, "right")
+            snaps = state.snaps.get((blk, thread))
+            if snaps:
+                at, snap_epoch, rows = (np.array(v, np.int64) for v in zip(*snaps, strict=True))
+                which = np.searchsorted(at, hit, "right") - 1
+                ok = (which >= 0) & (snap_epoch[np.maximum(which, 0)] ==
+                                     recs["bar_epoch"][hit])
+                row[hit[ok]] = rows[np.maximum(which, 0)][ok]
 
     def ordered(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-        """Elementwise, for records of one block each: whether x and y are ordered."""
+        """Elementwise, for records of one group each: whether x and y are ordered."""
         out = np.zeros(len(xs), bool)
         for a, b in ((xs, ys), (ys, xs)):  # a before b: b acts knowing a's release
             comp = self._comp[a]
             known = self.matrix[self._row[b], np.maximum(comp, 0)] > self._ep[a]
             out |= (comp >= 0) & known
+            # (clusters) b knows that a's block passed a barrier after a's epoch
+            bcomp = self._bcomp[a]
+            later = self.matrix[self._row[b], np.maximum(bcomp, 0)] > self.bar[a]
+            out |= (bcomp >= 0) & later
         return out | self._before_issue(xs, ys) | self._before_issue(ys, xs)
 
     def _before_issue(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-        """Elementwise: thread access x comes before agent y's operation by a barrier between
-        them and its issue, or (a wgmma) as an access of its warpgroup before the rendezvous."""
+        """Elementwise: thread access x comes before agent y's operation by a barrier of their
+        block between them and its issue, or (a wgmma) as an access of its warpgroup before
+        the rendezvous."""
         agent = np.maximum(self.agent_of[ys], 0)
-        both = ~self.is_agent[xs] & self.is_agent[ys]
+        blocks = self.log.records["block"]
+        both = ~self.is_agent[xs] & self.is_agent[ys] & (blocks[xs] == blocks[ys])
         rendezvous = (self._agent_kind[agent] == WGMMA) & (xs < self._agent_issue[agent]) & \
             (self.log.records["thread"][xs] // WARPGROUP == self._agent_thread[agent] //
              WARPGROUP)
@@ -200,11 +256,13 @@ def _build(log) -> Order | None:
     kind = (value >> abi.SYNC_KIND_SHIFT) & 0xFF
     agents, brackets, issue = _agents(log, value, kind)
     agent_of = _agent_of_records(len(log.records), brackets)
-    blocks, fences = {}, {}
-    for blk in np.unique(sync["block"]):
-        events = np.flatnonzero(sync["block"] == blk)
-        blocks[int(blk)] = _replay(log, int(blk), events, value, kind, agents, issue, fences)
-    return Order(log, agents, agent_of, blocks, fences)
+    groups, fences = {}, {}
+    sync_group = log.group(sync["block"])
+    for key in np.unique(sync_group):
+        events = np.flatnonzero(sync_group == key)
+        blocks = np.unique(sync["block"][events]).astype(np.int64)
+        groups[int(key)] = _replay(log, blocks, events, value, kind, agents, issue, fences)
+    return Order(log, agents, agent_of, groups, fences)
 
 
 def _agents(log, value, kind) -> tuple:
@@ -248,81 +306,120 @@ def _agent_of_records(n: int, brackets: list) -> np.ndarray:
     return out
 
 
-def _components(log, events, kind, agents, blk) -> dict:
+def _components(log, events, kind, agents, blocks) -> dict:
+    """The group's clock components: each thread that releases (arrives on an mbarrier or at
+    the cluster barrier, issues a copy), each agent, and (a cluster) each block's barriers."""
     sync = log.sync
-    releasing = sync["thread"][events[(kind[events] == abi.SYNC_MB_ARRIVE) |
-                                      (kind[events] == abi.SYNC_COPY_ISSUE)]]
-    comps = {("t", int(t)): k for k, t in enumerate(np.unique(releasing))}
+    releasing = events[(kind[events] == abi.SYNC_MB_ARRIVE) |
+                       (kind[events] == abi.SYNC_COPY_ISSUE) |
+                       (kind[events] == abi.SYNC_CLUSTER_ARRIVE)]
+    pairs = np.unique(np.stack([sync["block"][releasing].astype(np.int64),
+                                sync["thread"][releasing].astype(np.int64)], axis=1), axis=0)
+    comps = {("t", int(blk), int(t)): k for k, (blk, t) in enumerate(pairs)}
+    mine = set(int(b) for b in blocks)
     for a, agent in enumerate(agents):
-        if agent.block == blk:
+        if agent.block in mine:
             comps[("a", a)] = len(comps)
+    if len(blocks) > 1 or log.clustered():
+        for blk in blocks:
+            comps[("b", int(blk))] = len(comps)
     return comps
 
 
-def _replay(log, blk, events, value, kind, agents, issue, fences) -> _Block:
-    """Replay one block's synchronisation records in order: its clock table."""
+def _mbarrier_keys(log, events, obj) -> list:
+    """Per event, the (block, offset) its object names as an mbarrier: in a cluster kernel the
+    object is the offset from the recording thread's shared memory, signed (another block's
+    mbarrier: a remote arrive, a multicast's complete_tx)."""
+    blocks = log.sync["block"][events].astype(np.int64)
+    offsets = obj[events]
+    if log.clustered() and log.shared_stride > 0:
+        signed = offsets - ((offsets & 0x80000000) << 1)
+        ranks = log.rank(blocks) + signed // log.shared_stride
+        blocks = log.peer_block(blocks, ranks)
+        offsets = signed % log.shared_stride
+    return list(zip(blocks.tolist(), offsets.tolist(), strict=True))
+
+
+def _replay(log, blocks, events, value, kind, agents, issue, fences) -> _Group:
+    """Replay one group's synchronisation records in order: its clock table."""
     sync, at = log.sync, log.sync_at
-    comps = _components(log, events, kind, agents, blk)
-    state = _Block(comps, np.zeros(max(len(comps), 1), np.int32))
-    state.zero = state.add(state.known)
-    landing, wg_agents, acquired = None, {}, {}
+    comps = _components(log, events, kind, agents, blocks)
+    state = _Group(comps, max(len(comps), 1))
+    state.zero = state.add(np.zeros(state.width, np.int32))
     obj, extra = value & 0xFFFFFFFF, value >> abi.SYNC_EXTRA_SHIFT
     done = (value >> abi.SYNC_DONE_BIT) & 1
-    barriers = _barriers(log, blk)
-    next_barrier = 0
-    for k in events:
-        thread, pos, what = int(sync["thread"][k]), int(at[k]), int(kind[k])
-        while next_barrier < len(barriers) and barriers[next_barrier][0] < pos:
-            state.barrier(barriers[next_barrier][1])  # between the last event and this one
-            next_barrier += 1
-        state.barrier(int(sync["bar_epoch"][k]))
-        if what == abi.SYNC_MB_INIT:
-            state.bars[int(obj[k])] = [np.zeros_like(state.known), []]
-            continue
-        if what in (abi.SYNC_MB_ARRIVE, abi.SYNC_MB_TX, abi.SYNC_MB_COMPLETE_TX):
-            bar = state.bars.setdefault(int(obj[k]), [np.zeros_like(state.known), []])
-            if what == abi.SYNC_MB_ARRIVE:
-                np.maximum(bar[0], state.release(thread, pos), out=bar[0])
-            elif what == abi.SYNC_MB_COMPLETE_TX and landing is not None:
-                np.maximum(bar[0], state.table[state.agent_rows[landing]], out=bar[0])
-            if done[k]:
-                bar[1].append(bar[0].copy())
-        elif what == abi.SYNC_MB_WAIT:
-            phases = state.bars.get(int(obj[k]), [None, []])[1]
-            if phases:  # the latest completed phase (its parity is the one waited for)
-                np.maximum(state.row(thread), phases[-1], out=state.row(thread))
-                state.snapshot(thread, pos)
-        elif what == abi.SYNC_COPY_ISSUE:
-            a = issue[(blk, thread, int(obj[k]), "c")]
-            clock = state.release(thread, pos)
-            clock[comps[("a", a)]] = 1
-            state.agent_rows[a] = state.add(clock)
-        elif what == abi.SYNC_COPY_LAND:
-            landing = issue.get((blk, thread, int(obj[k]), "c"))
-        elif what == abi.SYNC_COPY_END:
-            if landing is not None and agents[landing].kind == STORE:  # the issuer's wait
-                np.maximum(state.row(thread), state.table[state.agent_rows[landing]],
-                           out=state.row(thread))
-                state.snapshot(thread, pos)
-            landing = None
-        elif what == abi.SYNC_FENCE:
-            fences.setdefault((blk, thread), []).append(pos)
-        elif what == abi.SYNC_WGMMA_ISSUE:
-            a = issue[(blk, thread, int(obj[k]), "w")]
-            group = thread // WARPGROUP
-            clock = state.known.copy()
-            for t, row in state.rows.items():
-                if t // WARPGROUP == group:
-                    np.maximum(clock, row, out=clock)
-            clock[comps[("a", a)]] = 1
-            state.agent_rows[a] = state.add(clock)
-            wg_agents.setdefault(group, []).append((int(extra[k]), a))
-        elif what == abi.SYNC_WGMMA_WAIT:
-            _acquire_wgmma(state, thread, int(extra[k]), wg_agents, acquired, pos)
-    for _position, epoch in barriers[next_barrier:]:
-        state.barrier(epoch)
+    bar_keys = _mbarrier_keys(log, events, obj)
+    barriers = sorted((pos, int(blk), epoch) for blk in blocks
+                      for pos, epoch in _barriers(log, int(blk)))
+    ctx = {"landing": None, "wg_agents": {}, "acquired": {}, "next_barrier": 0}
+    for n, k in enumerate(events):
+        blk, pos = int(sync["block"][k]), int(at[k])
+        while ctx["next_barrier"] < len(barriers) and barriers[ctx["next_barrier"]][0] < pos:
+            _, b_blk, epoch = barriers[ctx["next_barrier"]]
+            state.barrier(b_blk, epoch)  # between the last event and this one
+            ctx["next_barrier"] += 1
+        state.barrier(blk, int(sync["bar_epoch"][k]))
+        _event(state, (blk, int(sync["thread"][k])), pos, int(kind[k]), bar_keys[n],
+               (int(obj[k]), int(extra[k]), bool(done[k])), (agents, issue, fences, ctx))
+    for _, b_blk, epoch in barriers[ctx["next_barrier"]:]:
+        state.barrier(b_blk, epoch)
     state.matrix = np.array(state.table, np.int32)
     return state
+
+
+def _event(state: _Group, who: tuple, pos: int, what: int, bar_key: tuple, fields: tuple,
+           env: tuple) -> None:
+    """Replay one synchronisation record of thread `who` (block, thread)."""
+    obj, extra, done = fields
+    agents, issue, fences, ctx = env
+    blk, thread = who
+    if what == abi.SYNC_MB_INIT:
+        state.bars[bar_key] = [np.zeros(state.width, np.int32), []]
+    elif what in (abi.SYNC_MB_ARRIVE, abi.SYNC_MB_TX, abi.SYNC_MB_COMPLETE_TX):
+        bar = state.bars.setdefault(bar_key, [np.zeros(state.width, np.int32), []])
+        landing = ctx["landing"]
+        if what == abi.SYNC_MB_ARRIVE:
+            np.maximum(bar[0], state.release(who, pos), out=bar[0])
+        elif what == abi.SYNC_MB_COMPLETE_TX and landing is not None:
+            np.maximum(bar[0], state.table[state.agent_rows[landing]], out=bar[0])
+        if done:
+            bar[1].append(bar[0].copy())
+    elif what == abi.SYNC_MB_WAIT:
+        phases = state.bars.get(bar_key, [None, []])[1]
+        if phases:  # the latest completed phase (its parity is the one waited for)
+            state.acquire(who, phases[-1], pos)
+    elif what == abi.SYNC_CLUSTER_ARRIVE:
+        phase = state.cluster.setdefault(obj, np.zeros(state.width, np.int32))
+        np.maximum(phase, state.release(who, pos), out=phase)
+    elif what == abi.SYNC_CLUSTER_WAIT:
+        if obj in state.cluster:  # every live thread's arrival for the phase came before
+            state.acquire(who, state.cluster[obj], pos)
+    elif what == abi.SYNC_COPY_ISSUE:
+        a = issue[(blk, thread, obj, "c")]
+        clock = state.release(who, pos)
+        clock[state.comps[("a", a)]] = 1
+        state.agent_rows[a] = state.add(clock)
+    elif what == abi.SYNC_COPY_LAND:
+        ctx["landing"] = issue.get((blk, thread, obj, "c"))
+    elif what == abi.SYNC_COPY_END:
+        landing = ctx["landing"]
+        if landing is not None and agents[landing].kind == STORE:  # the issuer's wait
+            state.acquire(who, state.table[state.agent_rows[landing]], pos)
+        ctx["landing"] = None
+    elif what == abi.SYNC_FENCE:
+        fences.setdefault(who, []).append(pos)
+    elif what == abi.SYNC_WGMMA_ISSUE:
+        a = issue[(blk, thread, obj, "w")]
+        group = thread // WARPGROUP
+        clock = state.block_known(blk).copy()
+        for (b, t), row in state.rows.items():
+            if b == blk and t // WARPGROUP == group:
+                np.maximum(clock, row, out=clock)
+        clock[state.comps[("a", a)]] = 1
+        state.agent_rows[a] = state.add(clock)
+        ctx["wg_agents"].setdefault((blk, group), []).append((extra, a))
+    elif what == abi.SYNC_WGMMA_WAIT:
+        _acquire_wgmma(state, who, extra, ctx, pos)
 
 
 def _barriers(log, blk: int) -> list:
@@ -336,15 +433,15 @@ def _barriers(log, blk: int) -> list:
     return [(int(mine[n]), int(epochs[n])) for n in new]
 
 
-def _acquire_wgmma(state, thread, below, wg_agents, acquired, pos) -> None:
+def _acquire_wgmma(state: _Group, who: tuple, below: int, ctx: dict, pos: int) -> None:
     """wgmma.wait_group: the thread acquires its warpgroup's wgmmas of groups before `below`."""
-    mine = wg_agents.get(thread // WARPGROUP, [])
-    start = acquired.get(thread, 0)
+    mine = ctx["wg_agents"].get((who[0], who[1] // WARPGROUP), [])
+    start = ctx["acquired"].get(who, 0)
     stop = start
     while stop < len(mine) and mine[stop][0] < below:
-        np.maximum(state.row(thread), state.table[state.agent_rows[mine[stop][1]]],
-                   out=state.row(thread))
+        np.maximum(state.row(who), state.table[state.agent_rows[mine[stop][1]]],
+                   out=state.row(who))
         stop += 1
     if stop > start:
-        acquired[thread] = stop
-        state.snapshot(thread, pos)
+        ctx["acquired"][who] = stop
+        state.snapshot(who, pos)

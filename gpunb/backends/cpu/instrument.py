@@ -25,6 +25,49 @@ def _at(b: ir.IRBuilder, base, offset: int):
     return b.gep(base, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
 
 
+def _shared_offset(b: ir.IRBuilder, ctx, addr, status) -> tuple:
+    """(offset, in shared memory) of an address: from the block's shared memory, or (a launch
+    of a kernel with cluster dims: abi.Status.rec_cluster) from its cluster's rank-0 block's,
+    whose blocks lie one stride (the shared bytes, SHARED_ALIGN-rounded, as the runner lays
+    them out) apart in rank order - another block's shared memory is shared memory too. The
+    dims are the launch's, not the module's: the runtime library's schedulers record too."""
+    so = abi.STATUS_OFFSETS
+    shared = b.ptrtoint(b.load(_at(b, ctx, abi.CTX_SHARED), typ=dm.ptr), dm.i64)
+    offset = b.sub(addr, shared)
+    limit = b.load(_at(b, status, so["rec_shared"]), typ=dm.i64)
+    packed = b.load(_at(b, status, so["rec_cluster"]), typ=dm.i32)
+    with b.goto_entry_block():  # promoted to registers
+        out_offset, out_inside = b.alloca(dm.i64), b.alloca(dm.i1)
+    b.store(offset, out_offset)
+    b.store(b.icmp_unsigned("<", offset, limit), out_inside)
+    with b.if_then(b.icmp_unsigned("!=", packed, ir.Constant(dm.i32, 0)), likely=False):
+        within, inside = _cluster_offset(b, ctx, offset, limit, packed)
+        b.store(within, out_offset)
+        b.store(inside, out_inside)
+    return b.load(out_offset), b.load(out_inside)
+
+
+def _cluster_offset(b: ir.IRBuilder, ctx, offset, limit, packed) -> tuple:
+    """_shared_offset's cluster case: (offset from the rank-0 block's shared memory, inside
+    the cluster's) of an address `offset` bytes from the block's own."""
+    from gpunb.backends.cpu.launch_memory import SHARED_ALIGN
+
+    def i32(v: int):
+        return ir.Constant(dm.i32, v)
+
+    dims = [b.and_(b.lshr(packed, i32(8 * k)), i32(0xFF)) for k in range(3)]
+    dims = [b.select(b.icmp_unsigned("==", d, i32(0)), i32(1), d) for d in dims]  # no urem 0
+    ctaid = [b.load(_at(b, ctx, abi.CTX_CTAID + 4 * k), typ=dm.i32) for k in range(3)]
+    rank = b.add(b.urem(ctaid[0], dims[0]),
+                 b.mul(b.add(b.urem(ctaid[1], dims[1]),
+                             b.mul(b.urem(ctaid[2], dims[2]), dims[1])), dims[0]))
+    stride = b.and_(b.add(limit, ir.Constant(dm.i64, SHARED_ALIGN - 1)),
+                    ir.Constant(dm.i64, -SHARED_ALIGN))
+    size = b.zext(b.mul(b.mul(dims[0], dims[1]), dims[2]), dm.i64)
+    within = b.add(offset, b.mul(b.zext(rank, dm.i64), stride))
+    return within, b.icmp_unsigned("<", within, b.mul(stride, size))
+
+
 def record_function(module: ir.Module) -> ir.Function:
     """void gpunb_record(ctx, i32 site, ptr address): append one record to the launch's log."""
     fn, b = new_function(module, "gpunb_record", dm.void, [dm.ptr, dm.i32, dm.ptr])
@@ -42,7 +85,8 @@ def record_function(module: ir.Module) -> ir.Function:
     # a coroutine thread's local arrays live in its heap frame, which a later block reuses
     frame = b.ptrtoint(b.load(_at(b, ctx, abi.CTX_FRAME), typ=dm.ptr), dm.i64)
     in_frame = b.icmp_unsigned("<", b.sub(addr, frame),
-                               b.load(_at(b, ctx, abi.CTX_FRAME_BYTES), typ=dm.i64))
+                               b.zext(b.load(_at(b, ctx, abi.CTX_FRAME_BYTES), typ=dm.i32),
+                                      dm.i64))
     skip = b.or_(b.icmp_unsigned("==", buf, ir.Constant(dm.ptr, None)),
                  b.or_(on_stack, in_frame))
     write = fn.append_basic_block("write")
@@ -53,10 +97,7 @@ def record_function(module: ir.Module) -> ir.Function:
     store = fn.append_basic_block("store")
     b.cbranch(fits, store, done)
     b.position_at_end(store)
-    shared = b.ptrtoint(b.load(_at(b, ctx, abi.CTX_SHARED), typ=dm.ptr), dm.i64)
-    offset = b.sub(addr, shared)
-    in_shared = b.icmp_unsigned("<", offset, b.load(_at(b, status, so["rec_shared"]),
-                                                     typ=dm.i64))
+    offset, in_shared = _shared_offset(b, ctx, addr, status)
     rec = b.gep(buf, [b.mul(n, ir.Constant(dm.i64, abi.RECORD_SIZE))], source_etype=dm.i8)
     _fill(b, ctx, rec, b.select(in_shared, offset, addr), site, b.zext(in_shared, ir.IntType(16)))
     b.branch(done)
@@ -74,7 +115,7 @@ def allocate_frame(b: ir.IRBuilder, ctx, size, record: bool):
     mem = b.call(malloc, [size])
     b.store(mem, _at(b, ctx, abi.CTX_FRAME))
     if record:
-        b.store(size, _at(b, ctx, abi.CTX_FRAME_BYTES))
+        b.store(b.trunc(size, dm.i32), _at(b, ctx, abi.CTX_FRAME_BYTES))
     return mem
 
 
@@ -152,5 +193,6 @@ def bump_epoch(b: ir.IRBuilder, ctx, offset: int) -> None:
 EPOCH_OF_WAIT = {abi.WAIT_BLOCK: (abi.CTX_BAR_EPOCH,),
                  abi.WAIT_WARP: (abi.CTX_WARP_EPOCH,),
                  abi.WAIT_GRID: (abi.CTX_BAR_EPOCH, abi.CTX_GRID_EPOCH),
-                 # mbarrier waits and wgmma rendezvous order no generic accesses of the block
-                 abi.WAIT_MBARRIER: (), abi.WAIT_WARPGROUP: ()}
+                 # mbarrier waits, wgmma rendezvous and the cluster barrier order accesses
+                 # through synchronisation records (happens_before.py), not epochs
+                 abi.WAIT_MBARRIER: (), abi.WAIT_WARPGROUP: (), abi.WAIT_CLUSTER: ()}

@@ -74,7 +74,8 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 coroutine: bool, cooperative: bool = False,
                 workgroup: bool = False, scratch_per_thread: int = 0,
                 async_state: bool = False, scheduler: str = "",
-                debug_area: int = 0, location=None, cluster: tuple | None = None) -> ir.Function:
+                debug_area: int = 0, location=None, cluster: tuple | None = None,
+                record: bool = False) -> ir.Function:
     """The entry: per block, one body call per thread (coroutines), or one call per block whose
     body loops over the threads itself (workgroup mode: the context carries threadIdx 0, and
     `scratch_per_thread` bytes per thread of the block hold its per-thread variables: allocated
@@ -201,7 +202,7 @@ def emit_runner(module: ir.Module, symbol: str, body: ir.Function, slot_types: l
                 for offset in (abi.CTX_BAR_EPOCH, abi.CTX_WARP_EPOCH, abi.CTX_GRID_EPOCH):
                     b.store(_i32(0), _at(b, ctx, offset))
                 if cluster is not None:
-                    cluster_runner.start_thread(b, ctx)
+                    cluster_runner.start_thread(b, ctx, record)
                 b.store(cancel, _at(b, ctx, abi.CTX_CANCEL))
                 b.store(guard, _at(b, ctx, abi.CTX_GUARD))
                 # a coroutine's context holds its own thread; a work-group one only the block's
@@ -548,7 +549,7 @@ def emit_scheduler(module: ir.Module, async_state: bool = False, record: bool = 
     sched = _Scheduler(module, fn)
     b = sched.b
     if cluster:
-        cluster_schedule.start(sched)
+        cluster_schedule.start(sched, record)
     round_bb = fn.append_basic_block("round")
     finish_bb = fn.append_basic_block("finish")
     b.branch(round_bb)

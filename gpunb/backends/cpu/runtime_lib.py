@@ -39,9 +39,10 @@ _loaded: dict = {}  # symbol -> (the MCJIT engine holding its code, the entry's 
 
 
 def variant_name(async_state: bool, record: bool, grid: bool, cluster: bool = False) -> str:
-    """"schedule", "schedule_async_grid", ... (`record` matters only with `async_state`: it
-    changes only the landing of TMA copies)."""
-    wanted = (async_state, record and async_state, grid, cluster)
+    """"schedule", "schedule_async_grid", ... (`record` matters only with `async_state`, where
+    it changes the landing of TMA copies, and with `cluster`, where it moves the cluster
+    barrier's counts: abi.cluster_slots)."""
+    wanted = (async_state, record and (async_state or cluster), grid, cluster)
     return "_".join(["schedule"] + [part for part, on in zip(_PARTS, wanted, strict=True) if on])
 
 
