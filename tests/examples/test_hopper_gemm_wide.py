@@ -38,6 +38,31 @@ def test_wide_gemm_products_on_the_cpu_target(dtype, rel):
         gpunb.set_target(None)
 
 
+@pytest.mark.slow  # compiles the kernel recording its accesses
+def test_wide_gemm_runs_clean_under_racecheck():
+    # one cluster walks 4 tile pairs of 2 K-slices: the epilogue writes into each tile's last
+    # stage once both consumers' wgmma are done with it (without the DRAINED wait, racecheck
+    # reports the stmatrix writing what the other warpgroup's wgmma may still read), and the
+    # stage is refilled only after the TMA stores have read it
+    checked = cuda.jit(cluster_dims=(wide.CLUSTER, 1, 1), launch_bounds=(wide.THREADS, 1),
+                       racecheck=True)(wide.gemm.py_func)
+    gpunb.set_target("cpu")
+    try:
+        rng = np.random.default_rng(1)
+        m, n, k = 512, 400, 128
+        a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+        b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+        c = np.zeros((m, n), ml_dtypes.bfloat16)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # every access checked: no record-limit warning
+            checked[wide.CLUSTER, wide.THREADS, 0, wide.SMEM_BYTES](c, *wide.descriptors(a, b, c),
+                                                                    m, n, k)
+        exact = a.astype(np.float64) @ b.astype(np.float64).T
+        assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -7
+    finally:
+        gpunb.set_target(None)
+
+
 def test_wide_gemm_fits_the_consumers_registers_in_whole_program_ptxas(ptxas):
     # two m64n160 accumulators (160 registers per consumer thread) fit only in the 232
     # registers that setmaxnreg gives the consumers; the kernel's own cap is 168 (384 threads)
