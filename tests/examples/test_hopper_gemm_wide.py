@@ -79,3 +79,23 @@ def test_wide_gemm_fits_the_consumers_registers_in_whole_program_ptxas(ptxas):
     log = ptxas(ptx, "sm_90a")
     assert "0 bytes spill stores" in log, log
     assert "serialized" not in log, log
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("blocks", [None, 4])
+def test_wide_gemm_on_the_gpu(blocks):
+    # as the driver's linker builds it (spilled, slow, but exact): 5 row tiles (the last pair's
+    # second block past M), 3 column tiles (the last 72 wide), 5 K-slices; 4 blocks: 2 clusters
+    # walk 9 pairs, so each held stage is freed and refilled
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((5 * 128 - 40, 320)).astype(np.float16)
+    b = rng.standard_normal((2 * 320 + 72, 320)).astype(np.float16)
+    gpunb.set_target("cuda")
+    try:
+        c = cuda.device_array((a.shape[0], b.shape[0]), np.float16)
+        wide.launch(c, cuda.to_device(a), cuda.to_device(b), blocks=blocks)
+        c = c.copy_to_host()
+    finally:
+        gpunb.set_target(None)
+    exact = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(c.astype(np.float32), exact, atol=0.05, rtol=1e-2)
