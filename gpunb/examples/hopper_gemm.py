@@ -38,23 +38,35 @@ The epilogue goes through shared memory: each consumer writes its 64 x 256 outpu
 stmatrix into a 128-byte-swizzled buffer of two 64 x 64 panels (bank-conflict free), and one of
 its threads stores each panel with a TMA store that is left in flight while the warpgroup goes
 on to its next tile (two rounds of two panels: 4 stages and the buffers fit in 227 KiB).
-Why 128 x 256: its 128 accumulator registers per consumer thread fit in the 168 that every
-thread of a 384-thread kernel keeps when the driver's linker builds it (ptxas drops setmaxnreg
-there: README). A 128 x 320 tile with a fourth stage holding the epilogue, level with Triton at
-8192^3 when the toolkit's ptxas builds it, spills here (benchmarks/hopper_gemm_wide.py;
-RESULTS.md, seventh session).
+Two tile widths, chosen by the problem. This module's kernel (`gemm`) has 128 x 256 tiles;
+hopper_gemm_wide's has 128 x 320 tiles and a fourth ring stage that holds the tile's epilogue
+(its docstring says how). On an H200 (RESULTS.md, seventh session; 66 resident clusters) the
+wide kernel ran at 643 / 678 TFLOP/s against Triton's 642 / 675 at 8192^3 (FP16 / BF16; this
+kernel 628 / 642), but at 4096^3 at 508 against this kernel's 627: how full the GPU's last wave
+of tiles is decides. With P clusters resident, width W takes rounds(W) = ceil(pairs(W) / P)
+waves of tile pairs, pairs(W) = ceil(M / 256) * ceil(N / W), each wave W columns' work long:
+the predicted time is rounds(W) * W. launch() runs the wide kernel unless its prediction is
+more than WIDE_SLACK (4 %) above the narrow one's: at 8192^3 832 pairs in 13 rounds of 320
+against 1024 in 16 of 256 (4160 against 4096: 1.6 % more) - and the wide kernel measured
+3.6-7.3 % more work per unit of that prediction (its deeper ring; its 25 % longer stages for
+7 % fewer bytes), so 320; at 4096^3 208 pairs in 4 rounds of 320 against 256 in 4 of 256
+(25 % more: its last wave is 79 % full), so 256. The wide kernel's 160 accumulator registers
+per consumer thread need setmaxnreg's 232, which ptxas grants only when it builds the whole
+program (README); this kernel's 128 fit in the 168 that a 384-thread kernel has anyway.
 The same kernels run on the CPU target (slowly, exactly; its clusters too) and compile for
 sm_90a on an H100.
 
     from gpunb.examples import hopper_gemm
     c = hopper_gemm.matmul(a, b)            # a (M, K), b (N, K): device or numpy arrays
+    hopper_gemm.launch(c, a, b, width=256)  # into c (M, N), the 128 x 256 kernel forced
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gpunb import cuda, float32, uint32, uint64
+from gpunb import cuda, float32, int32, uint32, uint64
+from gpunb.examples import hopper_gemm_wide
 
 BM, BN, BK, STAGES = 128, 256, 64, 4
 CLUSTER = 2  # blocks per cluster, along M: they share each B slice
@@ -214,53 +226,109 @@ def gemm(c, da, db, dc, M, N, K):  # noqa: N803
     cluster.sync()  # the peer no longer writes into this block or arrives on its barriers
 
 
-def descriptors(a, b, c) -> tuple:
-    """TMA descriptors of A (M, K) and B (N, K) for this kernel's boxes (A's tiles, half of B's:
-    each block of a pair loads one half for both), and of C (M, N) for its epilogue's panels
-    (TMA skips what falls outside C: partial tiles need no guards)."""
+WIDTHS = (BN, hopper_gemm_wide.BN)  # the tile widths launch() chooses between
+WIDE_SLACK = 1.04  # the wide kernel's predicted time may exceed the narrow one's by this much
+_KERNELS = {BN: (gemm, SMEM_BYTES), hopper_gemm_wide.BN: (hopper_gemm_wide.gemm,
+                                                        hopper_gemm_wide.SMEM_BYTES)}
+
+
+def choose_width(M: int, N: int, clusters: int | None) -> int:  # noqa: N803
+    """The tile width for C (M, N) on a GPU holding `clusters` clusters at once (None: all of
+    them, as on the CPU target): 320 unless its waves of tile pairs take more than WIDE_SLACK
+    times the 256-wide kernel's predicted time (the module docstring says why)."""
+    def predicted(width: int) -> int:
+        pairs = -(-M // (CLUSTER * BM)) * -(-N // width)
+        return -(-pairs // (clusters or pairs)) * width
+
+    narrow, wide = WIDTHS
+    return wide if predicted(wide) <= WIDE_SLACK * predicted(narrow) else narrow
+
+
+def descriptors(a, b, c, width: int | None = None) -> tuple:
+    """TMA descriptors of A (M, K) and B (N, K) for the boxes of the kernel of tile `width`
+    (default: choose_width's for these shapes and this GPU) - A's tiles, half of B's: each
+    block of a pair loads one half for both - and of C (M, N) for the epilogue's panels (TMA
+    skips what falls outside C: partial tiles need no guards). B's box, (width / 2, BK), tells
+    launch() the width they were made for."""
+    if width is None:
+        width = choose_width(a.shape[0], b.shape[0], resident_clusters(a))
+    if width not in WIDTHS:
+        raise ValueError(f"hopper_gemm has tiles {WIDTHS[0]} or {WIDTHS[1]} wide, not {width!r}")
     return (cuda.tma.descriptor(a, (BM, BK), 128),
-            cuda.tma.descriptor(b, (BN // CLUSTER, BK), 128),
+            cuda.tma.descriptor(b, (width // CLUSTER, BK), 128),
             cuda.tma.descriptor(c, (PANEL, PANEL), 128))
 
 
-def launch(c, a, b, descs=None, blocks: int | None = None) -> None:
-    """C = A @ B.T into `c` (M, N); `descs` from descriptors(a, b, c) skips remaking them.
+def launch(c, a, b, descs=None, blocks: int | None = None, width: int | None = None) -> None:
+    """C = A @ B.T into `c` (M, N) with the kernel of tile `width` (256 or 320; default: that
+    of `descs`, else choose_width's); `descs` from descriptors(a, b, c) skips remaking them.
     `blocks`: the persistent grid, a multiple of the cluster's 2 blocks (default: as many
     clusters as the GPU holds at once, or one per tile pair on the CPU target)."""
     M, K = a.shape  # noqa: N806
     N = b.shape[0]  # noqa: N806
-    da, db, dc = descs or descriptors(a, b, c)
-    pairs = ((M + CLUSTER * BM - 1) // (CLUSTER * BM)) * ((N + BN - 1) // BN)
-    args = (c, da, db, dc, M, N, K)
+    if descs is None:
+        descs = descriptors(a, b, c, width)
+    elif width is not None and descs[1].box[0] * CLUSTER != width:
+        raise ValueError(f"these descriptors are for {descs[1].box[0] * CLUSTER}-wide tiles, "
+                         f"not {width}: make them with descriptors(a, b, c, width={width})")
+    width = descs[1].box[0] * CLUSTER
+    kernel, smem = _KERNELS[width]
+    pairs = -(-M // (CLUSTER * BM)) * -(-N // width)
+    args = (c, *descs, M, N, K)
     if blocks is None:
-        clusters = pairs if isinstance(a, np.ndarray) else min(pairs, _resident_clusters(args))
+        clusters = pairs if isinstance(a, np.ndarray) else min(pairs, _kernel_clusters(kernel,
+                                                                                        smem, args))
         blocks = CLUSTER * clusters
-    gemm[blocks, THREADS, 0, SMEM_BYTES](*args)
+    kernel[blocks, THREADS, 0, smem](*args)
 
 
-_RESIDENT: dict = {}  # (device, argument types) -> clusters resident at once
+_RESIDENT: dict = {}  # (kernel, device, argument types) -> clusters resident at once
 
 
-def _resident_clusters(args: tuple) -> int:
-    """The clusters of the kernel the GPU holds at once (cuOccupancyMaxActiveClusters): 2-block
+def _kernel_clusters(kernel, smem: int, args: tuple) -> int:
+    """The clusters of `kernel` the GPU holds at once (cuOccupancyMaxActiveClusters): 2-block
     clusters sit within a GPC, so on an H100 not all 132 SMs take one at one block per SM."""
-    spec = gemm.specialization_for_launch(args)[0]
-    key = (cuda.get_current_device().id, spec.argtypes)
+    spec = kernel.specialization_for_launch(args)[0]
+    key = (kernel, cuda.get_current_device().id, spec.argtypes)
     found = _RESIDENT.get(key)
     if found is None:
-        found = _RESIDENT[key] = gemm.max_active_clusters(THREADS, SMEM_BYTES,
-                                                          signature=spec.argtypes)
+        found = _RESIDENT[key] = kernel.max_active_clusters(THREADS, smem,
+                                                            signature=spec.argtypes)
     return found
 
 
-def matmul(a, b):
-    """A @ B.T, a new array of the inputs' dtype (on the inputs' side: numpy or device)."""
+@cuda.jit(launch_bounds=(THREADS, 1), cluster_dims=(CLUSTER, 1, 1))
+def _occupant(flag):
+    """Never launched: asked how many clusters of 384-thread blocks with the GEMMs' shared
+    memory fit at once before either GEMM is compiled. Both take over half an SM's shared
+    memory, so one block per SM: the shared memory decides, not the code."""
+    flag[0] = 0
+
+
+def resident_clusters(a) -> int | None:
+    """Clusters of the GEMMs the current GPU holds at once (None for numpy inputs: the CPU
+    target runs one cluster per tile pair)."""
+    if isinstance(a, np.ndarray):
+        return None
+    key = (_occupant, cuda.get_current_device().id)
+    found = _RESIDENT.get(key)
+    if found is None:
+        smem = max(smem for _, smem in _KERNELS.values())
+        found = _RESIDENT[key] = _occupant.max_active_clusters(THREADS, smem,
+                                                               signature=(int32[::1],))
+    return found
+
+
+def matmul(a, b, width: int | None = None):
+    """A @ B.T, a new array of the inputs' dtype (on the inputs' side: numpy or device), with
+    the kernel of tile `width` (default: choose_width's)."""
     if isinstance(a, np.ndarray):
         c = np.zeros((a.shape[0], b.shape[0]), a.dtype)
     else:
         c = cuda.device_array((a.shape[0], b.shape[0]), a.dtype)
-    launch(c, a, b)
+    launch(c, a, b, width=width)
     return c
 
 
-__all__ = ["BK", "BM", "BN", "CLUSTER", "STAGES", "descriptors", "gemm", "launch", "matmul"]
+__all__ = ["BK", "BM", "BN", "CLUSTER", "STAGES", "WIDTHS", "choose_width", "descriptors", "gemm",
+           "launch", "matmul", "resident_clusters"]

@@ -1,8 +1,9 @@
-"""benchmarks/hopper_gemm_wide.py, the GEMM with 128 x 320 tiles whose epilogue writes into the
-tile's last ring stage: its products on the CPU target (partial tiles; one cluster walking many
-tile pairs, so that the held stage is freed and refilled from tile to tile), and its register
-budget, which ptxas meets only when it compiles the whole program (setmaxnreg's 232 registers
-for the consumers)."""
+"""gpunb.examples.hopper_gemm_wide, the GEMM kernel with 128 x 320 tiles whose epilogue writes
+into the tile's last ring stage, and hopper_gemm's choice between it and the 128 x 256 kernel:
+its products on the CPU target (partial tiles; one cluster walking many tile pairs, so that the
+held stage is freed and refilled from tile to tile), its register budget, which ptxas meets only
+when it compiles the whole program (setmaxnreg's 232 registers for the consumers), the width
+rule against the H200's measurements, and the descriptors carrying the width to launch()."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import numpy as np
 import pytest
 
 import gpunb
-from benchmarks import hopper_gemm_wide as wide
 from gpunb import cuda, float16, int64
 from gpunb.cuda import PerformanceWarning
+from gpunb.examples import hopper_gemm
+from gpunb.examples import hopper_gemm_wide as wide
 from gpunb.foundation.tensor_types import TensorMap
 
 
@@ -31,7 +33,7 @@ def test_wide_gemm_products_on_the_cpu_target(dtype, rel):
             a = rng.standard_normal((m, k)).astype(dtype)
             b = rng.standard_normal((n, k)).astype(dtype)
             c = np.zeros((m, n), dtype)
-            wide.launch(c, a, b, blocks=blocks)
+            hopper_gemm.launch(c, a, b, blocks=blocks, width=320)
             exact = a.astype(np.float64) @ b.astype(np.float64).T
             assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * rel
     finally:
@@ -55,8 +57,8 @@ def test_wide_gemm_runs_clean_under_racecheck():
         c = np.zeros((m, n), ml_dtypes.bfloat16)
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # every access checked: no record-limit warning
-            checked[wide.CLUSTER, wide.THREADS, 0, wide.SMEM_BYTES](c, *wide.descriptors(a, b, c),
-                                                                    m, n, k)
+            descs = hopper_gemm.descriptors(a, b, c, width=320)
+            checked[wide.CLUSTER, wide.THREADS, 0, wide.SMEM_BYTES](c, *descs, m, n, k)
         exact = a.astype(np.float64) @ b.astype(np.float64).T
         assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -7
     finally:
@@ -93,9 +95,51 @@ def test_wide_gemm_on_the_gpu(blocks):
     gpunb.set_target("cuda")
     try:
         c = cuda.device_array((a.shape[0], b.shape[0]), np.float16)
-        wide.launch(c, cuda.to_device(a), cuda.to_device(b), blocks=blocks)
+        hopper_gemm.launch(c, cuda.to_device(a), cuda.to_device(b), blocks=blocks, width=320)
         c = c.copy_to_host()
     finally:
         gpunb.set_target(None)
     exact = a.astype(np.float32) @ b.astype(np.float32).T
     np.testing.assert_allclose(c.astype(np.float32), exact, atol=0.05, rtol=1e-2)
+
+
+def test_the_width_rule_matches_the_h200_measurements():
+    # 66 resident clusters (an H200): at 8192^3 the wide kernel's waves predict 1.6 % more time
+    # (13 rounds of 320 against 16 of 256) and it measured 2-6 % faster: 320; at 4096^3 its
+    # last wave is 79 % full (4 rounds of 320 against 4 of 256: 25 % more): 256
+    assert hopper_gemm.choose_width(8192, 8192, 66) == 320
+    assert hopper_gemm.choose_width(4096, 4096, 66) == 256
+    assert hopper_gemm.choose_width(16384, 16384, 66) == 320  # 51 x 320 against 63 x 256
+    # equal predictions (60 clusters at 4096^3: 4 rounds of 320, 5 of 256): the deeper ring
+    assert hopper_gemm.choose_width(4096, 4096, 60) == 320
+    # every pair at once (the CPU target): one round each, the narrower is sooner done
+    assert hopper_gemm.choose_width(8192, 8192, None) == 256
+    assert hopper_gemm.resident_clusters(np.zeros((4, 4), np.float16)) is None
+
+
+@pytest.mark.slow  # compiles the wide kernel for the CPU target
+def test_descriptors_carry_the_width_to_launch(cpu):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((136, 64)).astype(np.float16)
+    b = rng.standard_normal((400, 64)).astype(np.float16)
+    c = np.zeros((136, 400), np.float16)
+    assert hopper_gemm.descriptors(a, b, c)[1].box == (128, 64)  # chosen: 256 on the CPU
+    descs = hopper_gemm.descriptors(a, b, c, width=320)
+    assert descs[1].box == (160, 64)
+    narrow = set(hopper_gemm.gemm.specializations)
+    hopper_gemm.launch(c, a, b, descs)  # the 320-wide kernel, by its descriptors' box
+    assert set(hopper_gemm.gemm.specializations) == narrow
+    assert any(target == "cpu" for target, _ in wide.gemm.specializations)
+    exact = a.astype(np.float64) @ b.astype(np.float64).T
+    assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -10
+    with pytest.raises(ValueError, match="for 320-wide tiles, not 256"):
+        hopper_gemm.launch(c, a, b, descs, width=256)
+    with pytest.raises(ValueError, match="256 or 320 wide, not 192"):
+        hopper_gemm.descriptors(a, b, c, width=192)
+
+
+@pytest.fixture
+def cpu():
+    gpunb.set_target("cpu")
+    yield
+    gpunb.set_target(None)

@@ -364,7 +364,7 @@ def test_the_hopper_gemm_example_is_clean_under_racecheck():
     checked = cuda.jit(racecheck=True, launch_bounds=(hopper_gemm.THREADS, 1),
                        cluster_dims=(hopper_gemm.CLUSTER, 1, 1))(hopper_gemm.gemm.py_func)
     checked[hopper_gemm.CLUSTER, hopper_gemm.THREADS, 0, hopper_gemm.SMEM_BYTES](
-        c, *hopper_gemm.descriptors(a, b, c), 136, 264, 192)
+        c, *hopper_gemm.descriptors(a, b, c, width=256), 136, 264, 192)
     exact = a.astype(np.float64) @ b.astype(np.float64).T
     assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -10
 
