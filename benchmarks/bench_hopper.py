@@ -1,7 +1,8 @@
 """Hopper kernels written in gpunb's language beside their peers, in one run on an H100.
 
 - GEMM 8192^3, float16 and bfloat16 in, float32 accumulation, C = A @ B^T:
-  gpunb.examples.hopper_gemm (TMA + wgmma, warp specialised) vs cuBLAS (torch.matmul) vs
+  gpunb.examples.hopper_gemm (TMA + wgmma, warp specialised; launched as a user calls it, with
+  the tile width its launch() chooses for the problem) vs cuBLAS (torch.matmul) vs
   Triton's tutorial matmul (tutorials/03-matrix-multiplication, its H100 configurations);
   targets: >= 80 % of cuBLAS and level with Triton.
 - Causal attention forward, head dim 128, seq 4096, bfloat16: gpunb.examples.hopper_attention
@@ -132,7 +133,8 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = ()
     c_ref = torch.matmul(a, bt.t())
     kernels = {"cublas": lambda: torch.matmul(a, bt.t())}
     c = torch.empty(n, n, device="cuda", dtype=dtype)
-    descs = hopper_gemm.descriptors(a, bt, c)
+    descs = hopper_gemm.descriptors(a, bt, c)  # for the width launch() would choose
+    out["gpunb_width"] = descs[1].box[0] * hopper_gemm.CLUSTER
     kernels["gpunb"] = lambda: hopper_gemm.launch(c, a, bt, descs)
     products = {"gpunb": c}
     kernels["gpunb"]()  # the example is built by the driver's JIT whatever the variants' linker
@@ -395,8 +397,9 @@ def _gemm_rows(row: dict) -> None:
             ratio += f", {tflops / triton:.0%} of Triton"
         print(f"| {name or row['figure']} | {tflops:.0f} TFLOP/s | "
               f"{', '.join(peers) if not name else f'max err {err:.3g}'} | {ratio} |")
-    print(f"| (max err vs cuBLAS: gpunb {row.get('gpunb_max_err')}, Triton "
-          f"{row.get('triton_max_err')}; {row['rounds']} interleaved rounds) | | | |")
+    print(f"| (gpunb's tiles 128 x {row.get('gpunb_width')}, launch()'s choice; max err vs "
+          f"cuBLAS: gpunb {row.get('gpunb_max_err')}, Triton {row.get('triton_max_err')}; "
+          f"{row['rounds']} interleaved rounds) | | | |")
 
 
 if __name__ == "__main__":

@@ -27,13 +27,15 @@ def _kernels(variants: list) -> list:
     import torch
 
     from benchmarks import hopper_gemm_variants as hv
-    from gpunb.examples import hopper_gemm
+    from gpunb.examples import hopper_gemm, hopper_gemm_wide
 
     a = torch.randn(256, 192, device="cuda", dtype=torch.float16)
     b = torch.randn(512, 192, device="cuda", dtype=torch.float16)
     c = torch.empty(256, 512, device="cuda", dtype=torch.float16)
-    hopper_gemm.launch(c, a, b)
-    out = [("example", hopper_gemm.gemm)]
+    out = []
+    for width, kernel in ((256, hopper_gemm.gemm), (320, hopper_gemm_wide.gemm)):
+        hopper_gemm.launch(c, a, b, width=width)  # launch() picks one by the shape: both here
+        out.append((f"example 128x{width}", kernel))
     for spec in variants:
         config = hv.parse(spec)
         kernel = hv.make_gemm(config)

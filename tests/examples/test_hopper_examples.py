@@ -58,17 +58,19 @@ def test_attention_on_the_cpu_target(cpu):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("width", hopper_gemm.WIDTHS)
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
-def test_gemm_on_the_gpu_matches_the_cpu_target(dtype):
-    a, b = _gemm_inputs(256, 512, 192, dtype, seed=2)
+def test_gemm_on_the_gpu_matches_the_cpu_target(dtype, width):
+    a, b = _gemm_inputs(256, 712, 192, dtype, seed=2)  # the last column tile partial either way
     gpunb.set_target("cpu")
     try:
-        on_cpu = hopper_gemm.matmul(a, b).astype(np.float32)
+        on_cpu = hopper_gemm.matmul(a, b, width=width).astype(np.float32)
     finally:
         gpunb.set_target(None)
     gpunb.set_target("cuda")
     try:
-        on_gpu = hopper_gemm.matmul(cuda.to_device(a), cuda.to_device(b)).copy_to_host()
+        on_gpu = hopper_gemm.matmul(cuda.to_device(a), cuda.to_device(b),
+                                    width=width).copy_to_host()
     finally:
         gpunb.set_target(None)
     # the tensor core sums in its own order: one unit in the last place of the output type
@@ -77,11 +79,12 @@ def test_gemm_on_the_gpu_matches_the_cpu_target(dtype):
 
 
 @pytest.mark.gpu
-def test_gemm_on_the_gpu_at_size():
+@pytest.mark.parametrize("width", [*hopper_gemm.WIDTHS, None])
+def test_gemm_on_the_gpu_at_size(width):
     a, b = _gemm_inputs(2048, 1536, 1024, np.float16, seed=3)
     gpunb.set_target("cuda")
     try:
-        c = hopper_gemm.matmul(cuda.to_device(a), cuda.to_device(b)).copy_to_host()
+        c = hopper_gemm.matmul(cuda.to_device(a), cuda.to_device(b), width=width).copy_to_host()
     finally:
         gpunb.set_target(None)
     exact = a.astype(np.float32) @ b.astype(np.float32).T
@@ -93,16 +96,40 @@ def test_gemm_on_the_gpu_at_size():
 def test_cluster_gemm_on_the_gpu_with_an_odd_number_of_row_tiles(blocks):
     # 5 row tiles: the last pair's second block computes a tile past M (loads zeros, stores
     # nothing); 3 column tiles, the last partial; 4 blocks: 2 clusters walk 9 pairs
+    # (the 320-wide kernel's twin: test_hopper_gemm_wide.test_wide_gemm_on_the_gpu)
     a, b = _gemm_inputs(5 * 128 - 40, 2 * 256 + 72, 320, np.float16, seed=6)
     gpunb.set_target("cuda")
     try:
         c = cuda.device_array((a.shape[0], b.shape[0]), np.float16)
-        hopper_gemm.launch(c, cuda.to_device(a), cuda.to_device(b), blocks=blocks)
+        hopper_gemm.launch(c, cuda.to_device(a), cuda.to_device(b), blocks=blocks, width=256)
         c = c.copy_to_host()
     finally:
         gpunb.set_target(None)
     exact = a.astype(np.float32) @ b.astype(np.float32).T
     np.testing.assert_allclose(c.astype(np.float32), exact, atol=0.05, rtol=1e-2)
+
+
+@pytest.mark.gpu
+def test_the_width_choice_asks_the_driver_for_the_gemms_own_residency():
+    # resident_clusters() asks before either GEMM is compiled (a tiny kernel with their block
+    # shape and shared memory): it must be the count the driver gives each GEMM itself
+    from gpunb.examples import hopper_gemm_wide
+
+    gpunb.set_target("cuda")
+    try:
+        a, b = (cuda.to_device(x) for x in _gemm_inputs(256, 320, 64, np.float16, seed=8))
+        c = cuda.device_array((256, 320), np.float16)
+        clusters = hopper_gemm.resident_clusters(a)
+        sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+        assert 0 < clusters <= sms // 2
+        for width, kernel, smem in ((256, hopper_gemm.gemm, hopper_gemm.SMEM_BYTES),
+                                    (320, hopper_gemm_wide.gemm, hopper_gemm_wide.SMEM_BYTES)):
+            hopper_gemm.launch(c, a, b, width=width)
+            assert kernel.max_active_clusters(hopper_gemm.THREADS, smem) == clusters
+        chosen = hopper_gemm.descriptors(a, b, c)[1].box[0] * 2
+        assert chosen == hopper_gemm.choose_width(256, 320, clusters) == 256  # one round either way
+    finally:
+        gpunb.set_target(None)
 
 
 @pytest.mark.gpu
