@@ -38,21 +38,27 @@ The epilogue goes through shared memory: each consumer writes its 64 x 256 outpu
 stmatrix into a 128-byte-swizzled buffer of two 64 x 64 panels (bank-conflict free), and one of
 its threads stores each panel with a TMA store that is left in flight while the warpgroup goes
 on to its next tile (two rounds of two panels: 4 stages and the buffers fit in 227 KiB).
+
 Two tile widths, chosen by the problem. This module's kernel (`gemm`) has 128 x 256 tiles;
 hopper_gemm_wide's has 128 x 320 tiles and a fourth ring stage that holds the tile's epilogue
-(its docstring says how). On an H200 (RESULTS.md, seventh session; 66 resident clusters) the
-wide kernel ran at 643 / 678 TFLOP/s against Triton's 642 / 675 at 8192^3 (FP16 / BF16; this
-kernel 628 / 642), but at 4096^3 at 508 against this kernel's 627: how full the GPU's last wave
-of tiles is decides. With P clusters resident, width W takes rounds(W) = ceil(pairs(W) / P)
-waves of tile pairs, pairs(W) = ceil(M / 256) * ceil(N / W), each wave W columns' work long:
-the predicted time is rounds(W) * W. launch() runs the wide kernel unless its prediction is
-more than WIDE_SLACK (4 %) above the narrow one's: at 8192^3 832 pairs in 13 rounds of 320
-against 1024 in 16 of 256 (4160 against 4096: 1.6 % more) - and the wide kernel measured
-3.6-7.3 % more work per unit of that prediction (its deeper ring; its 25 % longer stages for
-7 % fewer bytes), so 320; at 4096^3 208 pairs in 4 rounds of 320 against 256 in 4 of 256
-(25 % more: its last wave is 79 % full), so 256. The wide kernel's 160 accumulator registers
-per consumer thread need setmaxnreg's 232, which ptxas grants only when it builds the whole
-program (README); this kernel's 128 fit in the 168 that a 384-thread kernel has anyway.
+(its docstring says how). On an H200 (RESULTS.md, seventh session; 66 clusters resident) the
+wide kernel ran at 643 / 678 TFLOP/s at 8192^3 (FP16 / BF16; Triton 642 / 675, this kernel
+628 / 642), but at 4096^3 at 508 against this kernel's 627. The rule (choose_width): with P
+clusters resident, width W needs pairs(W) = ceil(M / 256) * ceil(N / W) tile pairs, run in
+rounds(W) = ceil(pairs(W) / P) waves, each W columns' work long, so its predicted time is
+rounds(W) * W. launch() runs the wide kernel unless its prediction exceeds the narrow one's by
+more than WIDE_SLACK (4 %; ties go to 320, the deeper ring):
+- 8192^3: 832 pairs in 13 rounds of 320 against 1024 in 16 of 256, 4160 against 4096 (1.6 %
+  more), yet the wide kernel measured 2-6 % faster, i.e. 3.6-7.3 % better than its prediction
+  (its deeper ring absorbs the pair's jitter; its stages do 25 % more work for 17 % more
+  bytes): 320;
+- 4096^3: 208 pairs in 4 rounds of 320 against 256 in 4 of 256, 1280 against 1024 (its last
+  wave is 79 % full): 256;
+- the CPU target runs every pair at once (one round each): 256.
+The wide kernel's 160 accumulator registers per consumer thread need setmaxnreg's 232, which
+ptxas grants only when it builds the whole program (README); this kernel's 128 fit in the 168
+that a 384-thread kernel has anyway.
+
 The same kernels run on the CPU target (slowly, exactly; its clusters too) and compile for
 sm_90a on an H100.
 
