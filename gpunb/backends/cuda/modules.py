@@ -1,4 +1,5 @@
-"""Code on the GPU: PTX -> cubin through the driver's JIT linker, cubin -> module -> function.
+"""Code on the GPU: PTX -> cubin through the driver's JIT linker (or whole-program ptxas for
+kernels with setmaxnreg), cubin -> module -> function.
 
 The cubin is what the cache stores, so `link_ptx` returns plain bytes (plus the JIT's info log with
 register and spill counts); `load_module` turns bytes into a loaded Module whose Functions carry
@@ -10,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import weakref
 
-from gpunb.backends.cuda import driver
+from gpunb.backends.cuda import driver, whole_program
 from gpunb.foundation.arch import parse_arch as _parse_arch
 from gpunb.foundation.errors import ToolchainError
 
@@ -145,9 +146,16 @@ def link_ptx(ptx: str, arch=None, *, max_registers: int | None = None, lineinfo:
     """Compile PTX to a cubin with the driver's JIT linker; return (cubin bytes, info log).
 
     `arch` is a compute capability ((9, 0) or "sm_90"); None targets the current context's device.
-    The info log (verbose) has ptxas's register, shared memory and spill counts.
+    The info log (verbose) has ptxas's register, shared memory and spill counts. PTX that uses
+    setmaxnreg is assembled whole-program by ptxas instead (whole_program.py: the linker's
+    relocatable build drops setmaxnreg), for the architecture its `.target` names.
     """
     driver.ensure_context()
+    if whole_program.needs_whole_program(ptx):
+        built = whole_program.assemble(ptx, driver.driver_version(), max_registers=max_registers,
+                                       lineinfo=lineinfo, debug=debug, opt=opt)
+        if built is not None:
+            return built
     cu = driver.cuda_driver()
     info_log = bytearray(LOG_BUFFER_BYTES)
     error_log = bytearray(LOG_BUFFER_BYTES)

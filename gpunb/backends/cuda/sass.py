@@ -13,9 +13,10 @@ from gpunb.foundation.artifact import KernelArtifact, ResourceUsage
 from gpunb.foundation.errors import ToolchainError
 
 
-def assemble(ptx: str, arch: str, extra: tuple = ()) -> tuple[bytes, str]:
-    """PTX -> cubin with ptxas; returns (cubin, ptxas -v output). Raises ToolchainError."""
-    ptxas = require_tool("ptxas")
+def assemble(ptx: str, arch: str, extra: tuple = (), ptxas: str | None = None) -> tuple[bytes, str]:
+    """PTX -> cubin with ptxas (whole-program); returns (cubin, ptxas -v output). Raises
+    ToolchainError."""
+    ptxas = ptxas or require_tool("ptxas")
     with tempfile.TemporaryDirectory(prefix="gpunb-") as tmp:
         src, out = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
         with open(src, "w") as f:
