@@ -137,7 +137,7 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = ()
     out["gpunb_width"] = descs[1].box[0] * hopper_gemm.CLUSTER
     kernels["gpunb"] = lambda: hopper_gemm.launch(c, a, bt, descs)
     products = {"gpunb": c}
-    kernels["gpunb"]()  # the example is built by the driver's JIT whatever the variants' linker
+    kernels["gpunb"]()  # the example is built as gpunb builds it, whatever the variants' linker
     from benchmarks.hopper_sass import link_with_toolkit_ptxas
 
     with link_with_toolkit_ptxas() if ptxas_variants else contextlib.nullcontext() as ptxas:

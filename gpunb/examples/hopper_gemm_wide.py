@@ -23,10 +23,10 @@ runs the same scheme with 320 x 128 tiles. Here:
 
 What it needs: 160 accumulator registers per consumer thread, which only a ptxas that
 allocates the consumer's code with setmaxnreg's 232 registers builds without spilling: one that
-compiles the whole program (the toolkit's ptxas 13.0.88, the driver's cuModuleLoadDataEx). A
-relocatable build (the driver's linker, nvJitLink 13.5) caps the whole kernel at the 168
-registers of 384 threads x 1 block, spills and serialises the wgmma ("C7512 ... serialized due
-to insufficient register resources"): 48 TFLOP/s against 643 / 678 (FP16 / BF16, 8192^3).
+compiles the whole program, as gpunb does for every kernel that uses setmaxnreg (README). A
+relocatable build (the driver's linker, nvJitLink) caps the whole kernel at the 168 registers
+of 384 threads x 1 block, spills and serialises the wgmma ("C7512 ... serialized due to
+insufficient register resources"): 48 TFLOP/s against 643 / 678 (FP16 / BF16, 8192^3).
 """
 
 from __future__ import annotations

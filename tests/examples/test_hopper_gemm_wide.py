@@ -86,9 +86,10 @@ def test_wide_gemm_fits_the_consumers_registers_in_whole_program_ptxas(ptxas):
 @pytest.mark.gpu
 @pytest.mark.parametrize("blocks", [None, 4])
 def test_wide_gemm_on_the_gpu(blocks):
-    # as the driver's linker builds it (spilled, slow, but exact): 5 row tiles (the last pair's
-    # second block past M), 3 column tiles (the last 72 wide), 5 K-slices; 4 blocks: 2 clusters
-    # walk 9 pairs, so each held stage is freed and refilled
+    # as gpunb builds it (whole-program ptxas; without one the driver's linker spills it: slow
+    # but exact): 5 row tiles (the last pair's second block past M), 3 column tiles (the last
+    # 72 wide), 5 K-slices; 4 blocks: 2 clusters walk 9 pairs, so each held stage is freed and
+    # refilled
     rng = np.random.default_rng(7)
     a = rng.standard_normal((5 * 128 - 40, 320)).astype(np.float16)
     b = rng.standard_normal((2 * 320 + 72, 320)).astype(np.float16)
