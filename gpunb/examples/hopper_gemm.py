@@ -278,6 +278,9 @@ def launch(c, a, b, descs=None, blocks: int | None = None, width: int | None = N
         raise ValueError(f"these descriptors are for {descs[1].box[0] * CLUSTER}-wide tiles, "
                          f"not {width}: make them with descriptors(a, b, c, width={width})")
     width = descs[1].box[0] * CLUSTER
+    if width not in _KERNELS:
+        raise ValueError(f"B's descriptor has a box of {descs[1].box}, no tile width of this "
+                         "GEMM's: make the descriptors with hopper_gemm.descriptors(a, b, c)")
     kernel, smem = _KERNELS[width]
     pairs = -(-M // (CLUSTER * BM)) * -(-N // width)
     args = (c, *descs, M, N, K)

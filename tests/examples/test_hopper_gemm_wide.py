@@ -137,6 +137,9 @@ def test_descriptors_carry_the_width_to_launch(cpu):
         hopper_gemm.launch(c, a, b, descs, width=256)
     with pytest.raises(ValueError, match="256 or 320 wide, not 192"):
         hopper_gemm.descriptors(a, b, c, width=192)
+    made_by_hand = (descs[0], cuda.tma.descriptor(b, (64, 64), 128), descs[2])
+    with pytest.raises(ValueError, match=r"a box of \(64, 64\), no tile width"):
+        hopper_gemm.launch(c, a, b, made_by_hand)
 
 
 @pytest.fixture
