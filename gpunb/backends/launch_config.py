@@ -24,8 +24,8 @@ def validate_config(griddim, blockdim, device_limits: dict, shared_bytes: int,
         if 0 < griddim <= device_limits["max_grid_dim"][0] and \
                 blockdim <= device_limits["max_block_dim"][0] and 0 <= shared_bytes <= \
                 device_limits.get("max_shared_memory_per_block", shared_bytes):
-            if "cluster_dims" not in device_limits or griddim % device_limits[
-                    "cluster_dims"][0] == 0:
+            cluster = device_limits.get("cluster_dims")
+            if cluster is None or (griddim % cluster[0] == 0 and cluster[1] == cluster[2] == 1):
                 return (griddim, 1, 1), (blockdim, 1, 1)
     grid, block = _validate_slowly(griddim, blockdim, device_limits, shared_bytes, kernel_name)
     cluster = device_limits.get("cluster_dims")

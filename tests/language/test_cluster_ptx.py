@@ -190,7 +190,7 @@ LIMITS = {"max_threads_per_block": 1024, "max_block_dim": (1024, 1024, 64),
           "max_grid_dim": (2**31 - 1, 65535, 65535), "max_shared_memory_per_block": 232448}
 
 
-@pytest.mark.parametrize("grid", [3, (3, 1), (4, 3), (2, 2, 3)])
+@pytest.mark.parametrize("grid", [3, 4, (3, 1), (4, 3), (2, 2, 3)])  # 4: an int grid, 2x2 clusters
 def test_a_grid_that_is_not_whole_clusters_is_a_launch_error(grid):
     limits = {**LIMITS, "cluster_dims": (2, 2, 1) if grid != (2, 2, 3) else (1, 1, 2)}
     with pytest.raises(LaunchError, match="not a whole number of clusters") as info:
