@@ -368,7 +368,8 @@ class KernelCache:
                 self.latest[pointer] = pending.key
                 self.bodies[pending.key] = body
             try:
-                size = self.disk.write(pending.key, body, _blobs_of(artifact), pointer)
+                if getattr(artifact, "disk_cache", True):
+                    size = self.disk.write(pending.key, body, _blobs_of(artifact), pointer)
             finally:
                 self._release(pending)  # after the entry is in place: waiters find it
         changes = pending.changes or (_NEW,)

@@ -75,6 +75,10 @@ class KernelArtifact:
     # foreign code to link (foundation.linkable items): needed by the link stage only, so not
     # stored (the cache stores the linked binary)
     links: tuple = ()
+    # False: kept in memory only, never on disk - a GPU build that lost setmaxnreg because no
+    # usable ptxas was found (backends/cuda/whole_program.py): a later process that has one
+    # builds it right instead of reusing it
+    disk_cache: bool = True
 
     def to_json_dict(self) -> dict:
         """Everything but the binary, as JSON-ready data (the cache stores the binary apart)."""

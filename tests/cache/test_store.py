@@ -219,3 +219,19 @@ def test_prune_removes_day_old_key_locks_and_keeps_the_writers_lock(cells, cache
     DiskStore(str(cache_dir), 1 << 30).prune()
     assert not old.exists() and fresh.exists() and (cache_dir / ".lock").exists()
     assert (cache_dir / f"{key}.json").exists()
+
+
+def test_an_artifact_marked_for_this_process_only_stays_out_of_the_disk(cells, cache_dir):
+    """A GPU build that lost setmaxnreg (no usable ptxas: disk_cache=False) is served from
+    memory in this process and rebuilt by the next, which may have a ptxas."""
+    import dataclasses
+
+    cells.run("def kern(out, x):\n    out[0] = x[0]\n")
+    fp = collect(jit(cells.ns["kern"]))
+    kc = KernelCache(str(cache_dir))
+    _, pending = kc.lookup("kern", fp, SIGNATURE, {}, "cpu", "test-arch", TOOLCHAIN)
+    kc.store(pending, dataclasses.replace(fake_artifact(fp), disk_cache=False), fp, 1.0)
+    assert not [n for n in os.listdir(cache_dir) if n.startswith(pending.key)]
+    art, _ = kc.lookup("kern", fp, SIGNATURE, {}, "cpu", "test-arch", TOOLCHAIN)
+    assert art is not None and not art.disk_cache  # the memory tier has it
+    assert _lookup_fresh(cache_dir, fp)[0] is None  # a new process compiles it again

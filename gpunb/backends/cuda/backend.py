@@ -101,19 +101,29 @@ class CudaBackend(Backend):
 
     def link(self, artifact: KernelArtifact, options: dict) -> KernelArtifact:
         """Stage.LINK: PTX -> cubin by the driver's JIT linker, for the current GPU."""
-        from gpunb.backends.cuda import modules
+        from gpunb.backends.cuda import modules, whole_program
 
         device = driver.current_device()
         check_static_shared(artifact.name, artifact.resources.shared_bytes,
                             getattr(device, "max_shared_memory_per_block_optin", None))
         foreign = (*artifact.links, *options.get("link", ()))
         if foreign:
+            if whole_program.needs_whole_program(artifact.ptx):
+                whole_program.warn_lost("it is linked with foreign code (link=), which the "
+                                        "linker builds as separate compilation units")
             return dataclasses.replace(artifact, binary=link_foreign(artifact, foreign, options))
-        cubin, _log = modules.link_ptx(artifact.ptx, artifact.arch,
-                                       max_registers=options.get("max_registers"),
-                                       lineinfo=bool(options.get("lineinfo")),
-                                       debug=bool(options.get("debug")),
-                                       opt=options.get("opt", True) is not False)
+        flags = {"max_registers": options.get("max_registers"),
+                 "lineinfo": bool(options.get("lineinfo")), "debug": bool(options.get("debug")),
+                 "opt": options.get("opt", True) is not False}
+        if whole_program.needs_whole_program(artifact.ptx):
+            built = whole_program.assemble(artifact.ptx, driver.driver_version(), **flags)
+            if built is not None:
+                return dataclasses.replace(artifact, binary=built[0])
+            # the driver's build drops setmaxnreg (the warning said so): this process only, so
+            # that a later one with a usable ptxas builds it right instead of reusing this
+            cubin, _log = modules.link_ptx(artifact.ptx, artifact.arch, whole=False, **flags)
+            return dataclasses.replace(artifact, binary=cubin, disk_cache=False)
+        cubin, _log = modules.link_ptx(artifact.ptx, artifact.arch, **flags)
         return dataclasses.replace(artifact, binary=cubin)
 
     def load(self, artifact: KernelArtifact):

@@ -142,16 +142,17 @@ def parse_arch(arch) -> tuple:
 
 
 def link_ptx(ptx: str, arch=None, *, max_registers: int | None = None, lineinfo: bool = False,
-             debug: bool = False, opt: bool = True) -> tuple:
+             debug: bool = False, opt: bool = True, whole: bool = True) -> tuple:
     """Compile PTX to a cubin with the driver's JIT linker; return (cubin bytes, info log).
 
     `arch` is a compute capability ((9, 0) or "sm_90"); None targets the current context's device.
     The info log (verbose) has ptxas's register, shared memory and spill counts. PTX that uses
     setmaxnreg is assembled whole-program by ptxas instead (whole_program.py: the linker's
-    relocatable build drops setmaxnreg), for the architecture its `.target` names.
+    relocatable build drops setmaxnreg), for the architecture its `.target` names; `whole=False`
+    links with the driver whatever the PTX holds (the caller already tried ptxas).
     """
     driver.ensure_context()
-    if whole_program.needs_whole_program(ptx):
+    if whole and whole_program.needs_whole_program(ptx):
         built = whole_program.assemble(ptx, driver.driver_version(), max_registers=max_registers,
                                        lineinfo=lineinfo, debug=debug, opt=opt)
         if built is not None:

@@ -25,13 +25,15 @@ import warnings
 from gpunb.foundation.errors import PerformanceWarning, ToolchainError
 
 _TARGET = re.compile(r"^\.target\s+(sm_\d+[af]?)", re.MULTILINE)
+_INSTRUCTION = re.compile(r"^\s*setmaxnreg\.", re.MULTILINE)
 _RELEASE = re.compile(r"release (\d+)\.(\d+)")
 _IGNORED = re.compile(r"'setmaxnreg' ignored[;,]?\s*(.*)")
 
 
 def needs_whole_program(ptx: str) -> bool:
-    """Whether the driver's relocatable build would lose something of this PTX."""
-    return "setmaxnreg" in ptx
+    """Whether the driver's relocatable build would lose something of this PTX (a setmaxnreg
+    instruction; a symbol that merely contains the word does not count)."""
+    return "setmaxnreg" in ptx and _INSTRUCTION.search(ptx) is not None
 
 
 @functools.cache
@@ -80,16 +82,19 @@ def assemble(ptx: str, driver_release: tuple, *, max_registers: int | None = Non
     from gpunb.backends.cuda import sass
 
     found = _TARGET.search(ptx)
+    if found is None:
+        warn_lost("its PTX names no .target architecture for ptxas")
+        return None
     ptxas = usable_ptxas(driver_release)
-    if found is None or ptxas is None:
-        _warn("no ptxas of CUDA " f"{driver_release[0]}.x or older was found (pip install "
-              "'gpunb[cuda]' brings one)")
+    if ptxas is None:
+        warn_lost(f"no ptxas of CUDA {driver_release[0]}.x or older was found (pip install "
+                  "'gpunb[cuda]' brings one)")
         return None
     try:
         cubin, log = sass.assemble(ptx, found.group(1), ptxas_options(
             max_registers, lineinfo, debug, opt), ptxas=ptxas)
     except ToolchainError as exc:
-        _warn(f"ptxas could not assemble it ({str(exc).splitlines()[-1].strip()})")
+        warn_lost(f"ptxas could not assemble it ({str(exc).splitlines()[-1].strip()})")
         return None
     ignored = _IGNORED.search(log)
     if ignored:  # e.g. C7508: no launch bounds, so no register count at entry to start from
@@ -100,7 +105,8 @@ def assemble(ptx: str, driver_release: tuple, *, max_registers: int | None = Non
     return cubin, log
 
 
-def _warn(why: str) -> None:
+def warn_lost(why: str) -> None:
+    """The PerformanceWarning of a setmaxnreg kernel the driver's linker builds, saying why."""
     warnings.warn(PerformanceWarning(
         f"this kernel uses setmaxnreg, which only a whole-program ptxas build honours, and {why}:"
         " the driver's linker builds it and drops setmaxnreg (every warp keeps the kernel-wide "

@@ -59,6 +59,8 @@ def _release():
 def test_only_setmaxnreg_kernels_need_a_whole_program_build():
     assert whole_program.needs_whole_program(_ptx(give_registers))
     assert not whole_program.needs_whole_program(_ptx(plain))
+    # a symbol that merely holds the word is not the instruction
+    assert not whole_program.needs_whole_program(_ptx(plain).replace("plain", "setmaxnreg_x"))
 
 
 def test_a_whole_program_build_keeps_setmaxnreg_where_a_relocatable_one_drops_it():
@@ -78,6 +80,9 @@ def test_without_a_usable_ptxas_the_driver_links_and_a_warning_says_what_is_lost
     older_driver = (release[0] - 1, 0)  # a ptxas newer than the driver: its cubin would not load
     with pytest.warns(PerformanceWarning, match=r"setmaxnreg.*no ptxas of CUDA \d+\.x or older"):
         assert whole_program.assemble(_ptx(give_registers), older_driver) is None
+    with pytest.warns(PerformanceWarning, match="names no .target"):
+        assert whole_program.assemble(_ptx(give_registers).replace(".target", "//"),
+                                      release) is None
     with pytest.warns(PerformanceWarning, match="ptxas could not assemble it"):
         assert whole_program.assemble(_ptx(give_registers).replace(
             "setmaxnreg.inc.sync.aligned.u32", "setmaxnreg.bogus"), release) is None
