@@ -52,6 +52,7 @@ def compile_ptx(pyfunc, sig, debug: bool = False, lineinfo: bool = False, device
     options = {"lineinfo": lineinfo, "debug": debug, "fastmath": fastmath, "opt": opt,
                "launch_bounds": launch_bounds, "cluster_dims": cluster_dims}
     options = {**options, **jit_checks.check_options(options, tuple(options))}
+    jit_checks.check_kernel_only(options, device, "compile_ptx")
     if device:  # the calling convention of the exported function (numba's, or C's)
         options["abi"] = abi
     for name in ("launch_bounds", "cluster_dims"):

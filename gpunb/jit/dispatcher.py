@@ -110,6 +110,7 @@ class Dispatcher(NumbaDispatcherAPI):
         checked_options = jit_checks.check_options(options, _OPTION_NAMES)
         jit_checks.check_target(target)
         device = jit_checks.check_flag("device", device)
+        jit_checks.check_kernel_only(checked_options, device)
         self.py_func = py_func
         self.__name__ = py_func.__name__
         self.__qualname__ = getattr(py_func, "__qualname__", py_func.__name__)

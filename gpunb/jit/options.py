@@ -112,6 +112,14 @@ def check_options(options: dict, known: tuple) -> dict:
     return out
 
 
+def check_kernel_only(options: dict, device: bool, what: str = "cuda.jit") -> None:
+    """cluster_dims shapes a kernel's launch: a device function given one is a mistake."""
+    if device and options.get("cluster_dims") is not None:
+        raise JitOptionError(f"{what}: cluster_dims is a kernel's launch shape, and this is a "
+                             "device function (device=True)", user_location(),
+                             hint="put cluster_dims on the kernel that calls it")
+
+
 def check_flag(name: str, value) -> bool:
     """A True/False argument such as device=."""
     problem, value = _boolean(value)
@@ -198,7 +206,7 @@ def _cluster_dims(value):
     try:
         dims = tuple(operator.index(v) for v in dims if not isinstance(v, bool))
     except TypeError:
-        return "expected an int or a tuple of up to three ints", value
+        return "expected an int or a tuple of one to three ints", value
     if not 1 <= len(dims) <= 3 or len(dims) != (len(value) if isinstance(value, tuple) else 1):
         return "expected an int or a tuple of one to three ints", value
     if any(v < 1 for v in dims):

@@ -164,3 +164,16 @@ def test_a_multicast_load_needs_a_cluster_and_an_integer_mask():
         _typed(_multicast_zero, (_DESC, t.int32))
     with pytest.raises(CompileError, match="multicast mask of cuda.tma.load must be an integer"):
         _typed(_multicast_float, (_DESC, t.int32))
+
+
+def test_cluster_dims_on_a_device_function_is_refused():
+    with pytest.raises(JitOptionError, match="cluster_dims is a kernel's launch shape"):
+        @cuda.jit(device=True, cluster_dims=2)
+        def helper(x):
+            return x
+
+    def plain(x):
+        return x + 1
+
+    with pytest.raises(JitOptionError, match="compile_ptx: cluster_dims"):
+        cuda.compile_ptx(plain, "int32(int32)", device=True, cc=(9, 0), cluster_dims=2)

@@ -452,9 +452,8 @@ def race_error(log: AccessLog, race: Race):
     hint = ("put cuda.syncthreads() between the write and the other thread's access, or use "
             "cuda.atomic.* when threads update one element" if same_block else
             "put cluster.sync() (or the writer's cluster.barrier_arrive() after the write and "
-            "the reader's cluster.barrier_wait() before its access) between them, or arrive on "
-            "the reader's mbarrier (block_rank=) after the write and wait on it before the "
-            "access" if one_cluster else
+            "the reader's cluster.barrier_wait() before its access) between them" if one_cluster
+            else
             "use cuda.atomic.* for elements that several blocks update")
     loc = SourceLocation(s2[0], s2[1], s2[2])
     return RaceError(msg, loc, hint=hint, function=s2[5], accesses=accesses, array=name,

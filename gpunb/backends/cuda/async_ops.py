@@ -93,8 +93,9 @@ class CudaAsyncOps(TmaLowering, WgmmaLowering):
     def mbarrier_arrive_remote(self, low, node, bar, count, tx, block_rank) -> None:
         """Arrive on the mbarrier at this address in block `block_rank` of the cluster: mapa
         into shared::cluster, then CUTLASS's ClusterBarrier::arrive(cta_id) instruction,
-        mbarrier.arrive[.expect_tx].shared::cluster.b64 _, [addr] (a remote arrive returns no
-        state: PTX's sink `_`). Its release is PTX's default, CTA scope: .release.cluster is
+        mbarrier.arrive.shared::cluster.b64 _, [addr], count (a remote arrive returns no
+        state: PTX's sink `_`; the typing passes no tx with block_rank=). Its release is
+        PTX's default, CTA scope: .release.cluster is
         a MEMBAR.GPU in SASS before every arrival (a 2-block cluster GEMM whose producers
         signal each other per stage ran at 519 instead of 707 TFLOP/s on an H200), and it
         would publish nothing more here, the waits being acquire.cta; what a block writes into
@@ -102,10 +103,6 @@ class CudaAsyncOps(TmaLowering, WgmmaLowering):
         self.need(low, node, SM90, "cuda.mbarrier.arrive with block_rank=")
         remote = self.call(low, "llvm.nvvm.mapa.shared.cluster", CLUSTER, [SHARED, dm.i32],
                            [self.shared(low, bar), block_rank])
-        if tx is not None:
-            self.call(low, "llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cluster",
-                      dm.void, [CLUSTER, dm.i32], [remote, tx])
-            return None
         self.call(low, "llvm.nvvm.mbarrier.arrive.scope.cta.space.cluster", dm.void,
                   [CLUSTER, dm.i32], [remote, count if count is not None else
                                       ir.Constant(dm.i32, 1)])
