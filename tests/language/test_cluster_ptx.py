@@ -257,3 +257,23 @@ def test_max_active_clusters_on_the_cpu_target_is_its_co_resident_blocks_over_th
             four.max_active_clusters(32, cluster_dims=2)
     finally:
         gpunb.set_target(None)
+
+
+def test_a_constant_block_rank_outside_the_cluster_is_a_compile_error():
+    """As constant multicast masks are: a rank known at compile time past cluster_dims."""
+    def remote(out):
+        bars = cuda.shared.array(1, uint64)
+        cuda.mbarrier.arrive(bars, 0, block_rank=3)
+
+    def mapped(out):
+        s = cuda.shared.array(4, int32)
+        out[0] = cuda.cg.this_cluster().map_shared_rank(s, -1)[0]
+
+    for fn, what in ((remote, r"cuda.mbarrier.arrive: block rank 3"),
+                     (mapped, r"cluster.map_shared_rank: block rank -1")):
+        with pytest.raises(CompileError, match=what + r" is not in this kernel's clusters of 2 "
+                                                      r"blocks") as info:
+            cuda.compile_ptx(fn, (int32[::1],), cc=(9, 0), cluster_dims=(2, 1, 1))
+        assert "^" in str(info.value)
+    ptx, _ = cuda.compile_ptx(remote, (int32[::1],), cc=(9, 0), cluster_dims=(4, 1, 1))
+    assert "mapa" in ptx

@@ -11,7 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from gpunb.backends.cuda.async_common import CLUSTER, GLOBAL, SHARED, SM80, SM90, need
-from gpunb.backends.cuda.tma_ops import TmaLowering
+from gpunb.backends.cuda.tma_ops import TmaLowering, check_block_rank
 from gpunb.backends.cuda.wgmma_ops import WgmmaLowering
 from gpunb.compiler import datamodel as dm
 
@@ -101,6 +101,7 @@ class CudaAsyncOps(TmaLowering, WgmmaLowering):
         would publish nothing more here, the waits being acquire.cta; what a block writes into
         another's shared memory is published by cluster.sync()."""
         self.need(low, node, SM90, "cuda.mbarrier.arrive with block_rank=")
+        check_block_rank(low, node, block_rank, "cuda.mbarrier.arrive")
         remote = self.call(low, "llvm.nvvm.mapa.shared.cluster", CLUSTER, [SHARED, dm.i32],
                            [self.shared(low, bar), block_rank])
         self.call(low, "llvm.nvvm.mbarrier.arrive.scope.cta.space.cluster", dm.void,

@@ -15,6 +15,7 @@ import ast
 from llvmlite import ir
 
 from gpunb.backends.cuda.async_common import SM90, has_arch, need
+from gpunb.backends.cuda.tma_ops import check_block_rank
 from gpunb.compiler import datamodel as dm
 from gpunb.foundation.errors import CompileError
 
@@ -58,6 +59,7 @@ class ClusterLowering:
         the cluster. Generic loads, stores and atomics reach the peer's shared memory through
         it (a rank outside the cluster is undefined on the hardware)."""
         need(low, node, self.cc, SM90, "cluster.map_shared_rank")
+        check_block_rank(low, node, rank, "cluster.map_shared_rank")
         fn = self.intrinsic(low.mb.module, "llvm.nvvm.mapa", dm.ptr, [dm.ptr, dm.i32])
         return low.builder.call(fn, [pointer, rank])
 

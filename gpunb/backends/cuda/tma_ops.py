@@ -66,15 +66,41 @@ class TmaLowering:
                   dm.void, [dm.i32], [ir.Constant(dm.i32, n)])
 
 
+def _constant(value):
+    """The int of an LLVM constant behind the typing's integer conversions, else None."""
+    while isinstance(value, ir.CastInstr) and value.opname in ("trunc", "zext", "sext"):
+        value = value.operands[0]
+    if isinstance(value, ir.Constant) and isinstance(value.constant, int):
+        return value.constant
+    return None
+
+
+def check_block_rank(low, node, rank, what: str) -> None:
+    """A block rank known at compile time must be one of the kernel's cluster (a rank computed
+    at run time is the kernel's to get right: undefined on the hardware, reported by the CPU
+    target)."""
+    value = _constant(rank)
+    if value is None or not low.mb.features:  # run-time value, or a device function alone
+        return
+    dims = low.mb.options.get("cluster_dims") or (1, 1, 1)
+    size = dims[0] * dims[1] * dims[2]
+    value &= 0xFFFFFFFF  # the i32 the instruction gets, signed as the user wrote it
+    value = value - (1 << 32) if value >= 1 << 31 else value
+    if not 0 <= value < size:
+        raise low.error(node, f"{what}: block rank {value} is not in this kernel's clusters of "
+                        f"{size} block{'s' if size > 1 else ''} (cluster_dims={tuple(dims)}), "
+                        f"ranks 0 to {size - 1}",
+                        "pass the rank of a block of the cluster (cluster.block_rank() of it)")
+
+
 def check_multicast_mask(low, node, mask) -> None:
     """A multicast mask known at compile time: at least one block, and only blocks the kernel's
     cluster_dims has (a mask computed at run time is the kernel's to get right: bits past the
     cluster are undefined on the hardware)."""
-    while isinstance(mask, ir.CastInstr) and mask.opname in ("trunc", "zext", "sext"):
-        mask = mask.operands[0]  # the typing's conversion of a literal to uint16
-    if not isinstance(mask, ir.Constant) or not isinstance(mask.constant, int):
+    value = _constant(mask)  # behind the typing's conversion of a literal to uint16
+    if value is None:
         return
-    value = mask.constant & 0xFFFF
+    value &= 0xFFFF
     if value and not low.mb.features:  # a device function compiled alone: no cluster known
         return
     dims = low.mb.options.get("cluster_dims") or (1, 1, 1)
