@@ -219,69 +219,24 @@ def test_reading_a_multicast_tile_before_its_mbarrier_phase_is_reported():
         multicast_no_wait[2, 64](np.zeros((2, 16 * 64), np.float16), desc, 1)
 
 
-BM, BN, BK, STAGES = tc.BM, tc.BN, tc.BK, tc.STAGES
-A_TILE, B_TILE, STAGE, HALF_B = tc.A_TILE, tc.B_TILE, tc.STAGE, tc.HALF_B
-FULL, EMPTY = tc.FULL, tc.EMPTY
-
-
-@cuda.jit(cluster_dims=(2, 1, 1), racecheck=True)
-def gemm_local_release(c, da, db_half, K):  # noqa: N803
-    """tc.cluster_gemm, but a stage's "empty" barrier counts only its own block's consumers: a
-    producer multicasts the next B half into its peer's stage while the peer's wgmmas may still
-    read it."""
-    smem = cuda.shared.array(0, float16, alignment=1024)
-    bars = cuda.shared.array(0, uint64)
-    cluster = cuda.cg.this_cluster()
-    rank = cluster.block_rank()
-    tid = cuda.threadIdx.x
-    m0 = cuda.blockIdx.x * BM
-    n0 = cuda.blockIdx.y * BN
-    ktiles = K // BK
-    if tid == 0:
-        for s in range(STAGES):
-            cuda.mbarrier.init(bars, FULL + s, 1)
-            cuda.mbarrier.init(bars, EMPTY + s, 1)
-    cluster.sync()
-    if tid < 128:
-        if tid == 0:
-            for kt in range(ktiles):
-                s = kt % STAGES
-                if kt >= STAGES:
-                    cuda.mbarrier.wait(bars, EMPTY + s, (kt // STAGES - 1) % 2)
-                cuda.mbarrier.arrive_expect_tx(bars, FULL + s, STAGE * 2)
-                base = s * STAGE
-                cuda.tma.load(smem[base:base + A_TILE], da, (m0, kt * BK), bars, FULL + s)
-                half = base + A_TILE + rank * HALF_B
-                cuda.tma.load(smem[half:half + HALF_B], db_half,
-                              (n0 + rank * (BN // 2), kt * BK), bars, FULL + s, multicast=0b11)
-    else:
-        acc = cuda.local.array(BN // 2, float32)
-        a_desc = cuda.wgmma.descriptor(smem, 128)
-        b_desc = cuda.wgmma.descriptor(smem[A_TILE:], 128)
-        for kt in range(ktiles):
-            s = kt % STAGES
-            cuda.mbarrier.wait(bars, FULL + s, (kt // STAGES) % 2)
-            stage = s * (STAGE * 2 // 16)
-            cuda.wgmma.fence()
-            for kk in range(BK // 16):
-                cuda.wgmma.mma_async(acc, a_desc + stage + 2 * kk, b_desc + stage + 2 * kk,
-                                     (64, BN, 16), float16, scale_d=kt + kk > 0)
-            cuda.wgmma.commit_group()
-            cuda.wgmma.wait_group(0)
-            if tid == 128:
-                cuda.mbarrier.arrive(bars, EMPTY + s)
-        cuda.wgmma.store(c[m0:m0 + BM, n0:n0 + BN], acc, BN)
-    cluster.sync()
+def gemm_local_release():
+    """tc.cluster_gemm, but a stage's "empty" barrier counts only its own block's consumers (the
+    arrive on the peer's taken out): a producer multicasts the next B half into its peer's stage
+    while the peer's wgmmas may still read it."""
+    return edited(tc.cluster_gemm.py_func, tc, ("block_rank=rank ^ 1",),
+                  {"cuda.mbarrier.init(bars, EMPTY + s, 2)":
+                   "cuda.mbarrier.init(bars, EMPTY + s, 1)"}, cluster_dims=(2, 1, 1))
 
 
 def test_a_multicast_refill_of_a_stage_the_peer_may_still_read_is_reported():
     a, b, da, db_half, K = gemm_operands()  # noqa: N806
     c = np.zeros((a.shape[0], b.shape[0]), np.float32)
-    line = line_of(gemm_local_release, "multicast=0b11") - 1  # the call's first line
+    kernel = gemm_local_release()
+    line = line_of(kernel, "multicast=0b11") - 1  # the call's first line
     with pytest.raises(AsyncCopyError, match=rf"issued at line {line} by thread \(0, 0, 0\) of "
                                              rf"block \(0, 0, 0\) is not ordered after the TMA "
                                              rf"load issued at line {line}") as err:
-        gemm_local_release[(2, 2), 256, 0, tc.SMEM_BYTES](c, da, db_half, K)
+        kernel[(2, 2), 256, 0, tc.SMEM_BYTES](c, da, db_half, K)
     assert "in the shared memory of block (1, 0, 0)" in str(err.value)
     assert "block_rank=" in err.value.hint
 
@@ -332,22 +287,32 @@ def test_gpunb_racecheck_leaves_a_cluster_kernel_under_the_debugger_unchecked(mo
     np.testing.assert_array_equal(out, [17, 7])
 
 
-def example_without(*dropped: str):
-    """gpunb/examples/hopper_gemm.py's kernel with the source lines holding `dropped` taken
-    out, compiled with racecheck (its source registered, as a cell's is, for error carets)."""
+def edited(py_func, module, dropped: tuple, replaced: dict | None = None, **options):
+    """`py_func` (a kernel of `module`) with the source lines holding any of `dropped` taken
+    out and the texts of `replaced` swapped, compiled with racecheck and `options` (its source
+    registered, as a cell's is, for error carets)."""
     import inspect
     import linecache
 
+    lines = [line for line in inspect.getsourcelines(py_func)[0]
+             if not line.startswith("@") and not any(d in line for d in dropped)]
+    for old, new in (replaced or {}).items():
+        lines = [line.replace(old, new) for line in lines]
+    name = f"<{py_func.__name__} without {dropped}>"
+    linecache.cache[name] = (sum(map(len, lines)), None, lines, name)
+    namespace = dict(vars(module))
+    exec(compile("".join(lines), name, "exec"), namespace)  # noqa: S102 - our own test code
+    return cuda.jit(racecheck=True, **options)(namespace[py_func.__name__])
+
+
+def example_without(*dropped: str):
+    """gpunb/examples/hopper_gemm.py's kernel with the source lines holding `dropped` taken
+    out, compiled with racecheck."""
     from gpunb.examples import hopper_gemm
 
-    lines = [line for line in inspect.getsourcelines(hopper_gemm.gemm.py_func)[0]
-             if not line.startswith("@") and not any(d in line for d in dropped)]
-    name = f"<hopper_gemm without {dropped}>"
-    linecache.cache[name] = (sum(map(len, lines)), None, lines, name)
-    namespace = dict(vars(hopper_gemm))
-    exec(compile("".join(lines), name, "exec"), namespace)  # noqa: S102 - the example's code
-    return cuda.jit(racecheck=True, launch_bounds=(hopper_gemm.THREADS, 1),
-                    cluster_dims=(hopper_gemm.CLUSTER, 1, 1))(namespace["gemm"]), hopper_gemm
+    return edited(hopper_gemm.gemm.py_func, hopper_gemm, dropped,
+                  launch_bounds=(hopper_gemm.THREADS, 1),
+                  cluster_dims=(hopper_gemm.CLUSTER, 1, 1)), hopper_gemm
 
 
 def test_the_hopper_example_without_its_peer_handshake_is_reported():
