@@ -100,7 +100,8 @@ class CudaBackend(Backend):
             links=tuple(builder.links))
 
     def link(self, artifact: KernelArtifact, options: dict) -> KernelArtifact:
-        """Stage.LINK: PTX -> cubin by the driver's JIT linker, for the current GPU."""
+        """Stage.LINK: PTX -> cubin by the driver's JIT linker, for the current GPU; a kernel
+        with setmaxnreg by whole-program ptxas (whole_program.py: the linker drops it)."""
         from gpunb.backends.cuda import modules, whole_program
 
         device = driver.current_device()
