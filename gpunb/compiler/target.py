@@ -116,6 +116,11 @@ class Target:
         """Bounds checking hook; targets without it do nothing."""
         return
 
+    def check_cluster_query(self, low, node) -> None:
+        """A cluster query (block_rank() & co) at `node`: a target whose architecture has no
+        clusters raises its CompileError there; targets with clusters do nothing."""
+        return
+
     def async_ops(self):
         """The lowering of cp.async, mbarriers, TMA and wgmma (an object with one method per
         operation, from the backend's async_ops module), or None where the target has none."""

@@ -34,6 +34,11 @@ class ClusterLowering:
         """%cluster_nctarank: the blocks of the cluster (i32)."""
         return self._cluster_sreg(low, "llvm.nvvm.read.ptx.sreg.cluster.nctarank")
 
+    def check_cluster_query(self, low, node) -> None:
+        """The cluster queries need sm_90: a CompileError with its caret at the call."""
+        need(low, node, self.cc, SM90, "a cluster query (block_rank(), num_blocks(), "
+             "block_index(), dim_blocks(), thread_rank(), num_threads())")
+
     def _cluster_sreg(self, low, name: str):
         check_cluster_arch(low, self.cc)
         return low.builder.call(self.intrinsic(low.mb.module, name, dm.i32, []), [])
@@ -65,8 +70,9 @@ class ClusterLowering:
 
 
 def check_cluster_arch(low, cc: tuple) -> None:
-    """The cluster queries (block_rank() & co) are lowered without their call's node: below
-    sm_90 the CompileError points at the statement being lowered."""
+    """A cluster register read where no call node is at hand (`cluster.size`, a group's
+    thread count; the method calls are checked at their node first, check_cluster_query):
+    below sm_90 the CompileError points at the statement being lowered."""
     if not has_arch(cc, SM90):
         need(low, _statement_at(low), cc, SM90, "a cluster query (block_rank(), num_blocks(), "
              "block_index(), dim_blocks(), thread_rank(), num_threads())")

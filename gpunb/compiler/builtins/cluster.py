@@ -68,6 +68,7 @@ class ClusterQuery(Builtin):
 
     def lower_call(self, low, node, call):
         b = low.builder
+        low.target.check_cluster_query(low, node)  # below sm_90: the error's caret is here
         if self.name == "block_rank":
             return low.target.cluster_rank(low)
         if self.name == "num_blocks":
