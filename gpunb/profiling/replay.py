@@ -26,7 +26,7 @@ def _artifact(directory: Path, name: str, lineinfo: bool):
     if artifact.target == "cuda" and lineinfo and artifact.ptx:
         from gpunb.backends.cuda import modules
 
-        cubin, _ = modules.link_ptx(artifact.ptx, artifact.arch, lineinfo=True)
+        cubin, _ = modules.build_cubin(artifact.ptx, artifact.arch, lineinfo=True)
         artifact = dataclasses.replace(artifact, binary=cubin)
         # the parent maps SASS offsets in ncu's report to lines with this cubin's line table
         (directory / f"{name}@{artifact.symbol}.lineinfo.cubin").write_bytes(cubin)

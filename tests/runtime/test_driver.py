@@ -110,3 +110,19 @@ def test_binding_signatures_accept_our_arguments():
             pytest.fail(f"{fn.__name__}{tuple(args)} rejected: {exc}")
         except Exception:  # noqa: BLE001 - no libcuda here: the call got past argument parsing
             pass
+
+
+def test_build_cubin_links_plain_ptx_and_says_when_setmaxnreg_is_lost(fake_cuda, monkeypatch):
+    """build_cubin: plain PTX goes to the driver's linker; setmaxnreg PTX to ptxas, or, with no
+    usable ptxas, to the linker with a warning and False (the cubin lost setmaxnreg: the
+    backend keeps it out of the disk cache)."""
+    from gpunb.backends.cuda import whole_program
+    from gpunb.foundation.errors import PerformanceWarning
+
+    plain = ".version 8.0\n.target sm_90a\n"
+    assert modules.build_cubin(plain, "sm_90a") == (b"CUBIN:.version 8", True)
+    monkeypatch.setattr(whole_program, "usable_ptxas", lambda release: None)
+    with pytest.warns(PerformanceWarning, match="setmaxnreg"):
+        cubin, complete = modules.build_cubin(plain + "\tsetmaxnreg.inc.sync.aligned.u32 232;\n",
+                                              "sm_90a")
+    assert cubin == b"CUBIN:.version 8" and complete is False

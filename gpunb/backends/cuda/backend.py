@@ -113,19 +113,13 @@ class CudaBackend(Backend):
                 whole_program.warn_lost("it is linked with foreign code (link=), which the "
                                         "linker builds as separate compilation units")
             return dataclasses.replace(artifact, binary=link_foreign(artifact, foreign, options))
-        flags = {"max_registers": options.get("max_registers"),
-                 "lineinfo": bool(options.get("lineinfo")), "debug": bool(options.get("debug")),
-                 "opt": options.get("opt", True) is not False}
-        if whole_program.needs_whole_program(artifact.ptx):
-            built = whole_program.assemble(artifact.ptx, driver.driver_version(), **flags)
-            if built is not None:
-                return dataclasses.replace(artifact, binary=built[0])
-            # the driver's build drops setmaxnreg (the warning said so): this process only, so
-            # that a later one with a usable ptxas builds it right instead of reusing this
-            cubin, _log = modules.link_ptx(artifact.ptx, artifact.arch, whole=False, **flags)
-            return dataclasses.replace(artifact, binary=cubin, disk_cache=False)
-        cubin, _log = modules.link_ptx(artifact.ptx, artifact.arch, **flags)
-        return dataclasses.replace(artifact, binary=cubin)
+        cubin, complete = modules.build_cubin(
+            artifact.ptx, artifact.arch, max_registers=options.get("max_registers"),
+            lineinfo=bool(options.get("lineinfo")), debug=bool(options.get("debug")),
+            opt=options.get("opt", True) is not False)
+        # a build that lost setmaxnreg is for this process only: a later one with a usable
+        # ptxas builds it right instead of reusing it from the disk cache
+        return dataclasses.replace(artifact, binary=cubin, disk_cache=complete)
 
     def load(self, artifact: KernelArtifact):
         """The cubin loaded into the current context; its program reports the driver's

@@ -139,7 +139,7 @@ class CudaProgram:
         device = driver.get_device(token.device_id)
         binary = self.artifact.binary
         if device.arch != self.artifact.arch and self.artifact.ptx:
-            binary, _log = modules.link_ptx(self.artifact.ptx, device.arch)
+            binary, _ = modules.build_cubin(self.artifact.ptx, device.arch)
         module = modules.load_module(binary)
         function = module.get_function(self.artifact.symbol)
         function.rename(self.name)

@@ -141,22 +141,30 @@ def parse_arch(arch) -> tuple:
     return _parse_arch(arch).cc
 
 
+def build_cubin(ptx: str, arch=None, **flags) -> tuple:
+    """(cubin, whether it keeps all the PTX asks for) - the one place that decides how PTX is
+    built: PTX that uses setmaxnreg is assembled whole-program by ptxas (whole_program.py: the
+    driver's relocatable link drops setmaxnreg), for the architecture its `.target` names; all
+    other PTX, and setmaxnreg PTX when no usable ptxas does it (False: setmaxnreg lost, as the
+    warning said), by the driver's linker. `flags` are link_ptx's."""
+    driver.ensure_context()
+    if not whole_program.needs_whole_program(ptx):
+        return link_ptx(ptx, arch, **flags)[0], True
+    built = whole_program.assemble(ptx, driver.driver_version(), **flags)
+    if built is not None:
+        return built[0], True
+    return link_ptx(ptx, arch, **flags)[0], False
+
+
 def link_ptx(ptx: str, arch=None, *, max_registers: int | None = None, lineinfo: bool = False,
-             debug: bool = False, opt: bool = True, whole: bool = True) -> tuple:
+             debug: bool = False, opt: bool = True) -> tuple:
     """Compile PTX to a cubin with the driver's JIT linker; return (cubin bytes, info log).
 
     `arch` is a compute capability ((9, 0) or "sm_90"); None targets the current context's device.
-    The info log (verbose) has ptxas's register, shared memory and spill counts. PTX that uses
-    setmaxnreg is assembled whole-program by ptxas instead (whole_program.py: the linker's
-    relocatable build drops setmaxnreg), for the architecture its `.target` names; `whole=False`
-    links with the driver whatever the PTX holds (the caller already tried ptxas).
+    The info log (verbose) has ptxas's register, shared memory and spill counts. Kernels are
+    built through build_cubin, which sends setmaxnreg PTX to ptxas instead.
     """
     driver.ensure_context()
-    if whole and whole_program.needs_whole_program(ptx):
-        built = whole_program.assemble(ptx, driver.driver_version(), max_registers=max_registers,
-                                       lineinfo=lineinfo, debug=debug, opt=opt)
-        if built is not None:
-            return built
     cu = driver.cuda_driver()
     info_log = bytearray(LOG_BUFFER_BYTES)
     error_log = bytearray(LOG_BUFFER_BYTES)
