@@ -126,6 +126,7 @@ class Dispatcher(NumbaDispatcherAPI):
         self.launch_config = None
         self.options = checked_options
         self.declared_signatures = tuple(_parse_signatures(signatures, py_func))
+        jit_checks.check_kernel_signatures(self.declared_signatures, device)
         # the one thing that invalidates this function's launchers (jit/launcher.py)
         self.version = LaunchVersion()
         self._extensions: list = list(extensions or ())
@@ -374,7 +375,10 @@ class Dispatcher(NumbaDispatcherAPI):
 
     def compile(self, sig) -> Specialization:
         """Compile for a declared signature ("void(float32[:])") now, as numba's does."""
+        from gpunb.jit import options as jit_checks
+
         sig = _parse_signatures([sig], self.py_func)[0]
+        jit_checks.check_kernel_signatures([sig], self.device)
         return self.specialization_for(tuple(sig.args))
 
     def _any_spec(self, signature=None) -> Specialization:
