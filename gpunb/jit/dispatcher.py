@@ -201,11 +201,12 @@ class Dispatcher(NumbaDispatcherAPI):
                               "[grid, block] or [grid, block, stream, dynamic_shared_bytes]",
                               user_location(), hint="e.g. kernel[blocks, 256](args...)")
         griddim, blockdim = config[0], config[1]
-        from gpunb.backends.launch_config import check_dims
+        from gpunb.backends.launch_config import check_dims, check_stream
 
         check_dims(griddim, "grid", self.__name__)  # numba checks at kernel[...], not at launch
         check_dims(blockdim, "block", self.__name__)
         stream = config[2] if len(config) > 2 else 0
+        check_stream(stream, self.__name__)
         shared = config[3] if len(config) > 3 else 0
         if settings.low_occupancy_warnings():  # numba-cuda's warning, opt-in in gpunb
             warn_low_occupancy(griddim)
