@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from gpunb.cache import epoch
 from gpunb.cache.encode import blake2b, encode, is_constant, preview
+from gpunb.foundation import loaded_sources
 from gpunb.foundation.memo import RecentlyUsed
 from gpunb.foundation.pyobjects import MISSING, closure_cell, is_gpu_function
 
@@ -437,6 +438,7 @@ class _Builder:
     def build(self, options) -> FunctionFingerprint:
         py_func = self.py_func
         facts = _code_facts(py_func)
+        loaded_sources.check_superseded(py_func)  # an object from before its module's reload
         defined_at = _where(facts.filename, facts.first_line)
         tokens = [f"code {facts.code_digest}"]
         deps: dict[str, Dependency] = {}
