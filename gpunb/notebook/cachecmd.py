@@ -15,7 +15,10 @@ def _kernel(shell, args: list, command: str):
     if not args:
         raise CacheCommandError(f"which kernel? e.g. %gpucache {command} saxpy")
     name = args[0]
-    value = shell.user_ns.get(name)
+    head, *attributes = name.split(".")
+    value = shell.user_ns.get(head)
+    for attribute in attributes:  # `%gpucache explain mymod.saxpy`: a module's kernel
+        value = getattr(value, attribute, None)
     if value is None or not getattr(type(value), "__gpunb_function__", False):
         raise CacheCommandError(f"{name!r} is not a GPU function in this notebook")
     return name, value
