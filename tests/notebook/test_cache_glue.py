@@ -112,3 +112,17 @@ def test_gpucache_on_and_off_call_the_cache(shell, fake_cache, capsys):
     assert "cache off" in capsys.readouterr().out
     run_cell(shell, "%gpucache on")
     assert calls["enabled"] is True
+
+
+def test_explain_of_a_device_function_names_the_kernels_it_is_compiled_into(shell, capsys):
+    """A device function has no cache event of its own: explain said only "not launched or
+    compiled", although `%gpucache status` showed it compiled into saxpy."""
+    run_cell(shell, "import numpy as np")
+    run_cell(shell, "%%gpukernel\ndef scale(x):\n    return x * 2\n\n"
+                    "def saxpy(out):\n    out[0] = scale(out[0])\n")
+    assert run_cell(shell, "out = np.ones(1)\nsaxpy[1, 1](out)").success
+    capsys.readouterr()
+    assert run_cell(shell, "%gpucache explain scale").success
+    text = capsys.readouterr().out
+    assert "a device function has none of its own" in text
+    assert "compiled into: saxpy (%gpucache explain saxpy shows its cache events)" in text
