@@ -106,3 +106,29 @@ def test_getitem_setitem_with_a_stream_and_as_cuda_arg():
     s.synchronize()
     assert d.copy_to_host().tolist() == [9, 7, 8, 3, 4]
     assert d.as_cuda_arg().device_pointer == d.gpu_data.device_pointer
+
+
+@pytest.mark.parametrize("make", [cuda.device_array, cuda.pinned_array, cuda.mapped_array,
+                                  cuda.managed_array])
+def test_allocations_refuse_negative_and_non_integer_shapes_and_unknown_orders(make):
+    """cuda.device_array(-1) once gave an array of shape (1,) on the CPU target, (3.5,) was
+    truncated and order='X' ignored; numpy's and numba's errors now."""
+    for shape in (-1, (2, -3)):
+        with pytest.raises(ValueError, match="negative dimensions"):
+            make(shape)
+    for shape in (3.0, (2.5,), "3", np.array([2.0])):
+        with pytest.raises(TypeError, match="integer or tuple of integers"):
+            make(shape)
+    with pytest.raises(ValueError, match="C/F order"):
+        make(3, order="X")
+    assert make((np.int32(2), np.uint8(3))).shape == (2, 3)
+    assert make(np.array([2, 3])).shape == (2, 3) and make(()).shape == ()
+
+
+def test_reshape_takes_one_unknown_dimension_and_no_other_negative():
+    d = cuda.to_device(np.arange(6.0))
+    assert d.reshape(-1, 2).shape == (3, 2) and d.reshape((2, -1, 1)).shape == (2, 3, 1)
+    with pytest.raises(ValueError, match="negative dimensions"):
+        d.reshape(-2, -3)  # its product is the size: accepted as a shape once
+    with pytest.raises(TypeError):
+        d.reshape(3.0, 2)

@@ -143,6 +143,16 @@ def test_split_and_squeeze_are_views_of_device_memory(fake_cuda):
     assert isinstance(zero_d, DeviceArray) and zero_d.shape == ()
 
 
+def test_a_negative_shape_is_refused_before_allocating(fake_cuda):
+    from gpunb.runtime.memory import device_array
+
+    with pytest.raises(ValueError, match="negative dimensions"):
+        device_array((4, -1), target="cuda")
+    with pytest.raises(ValueError, match="negative dimensions"):
+        DeviceArray((-2,), dtype=np.float32)
+    assert not [c for c in fake_cuda.calls if c[0] == "cuMemAlloc"]
+
+
 def test_strided_views_copy_only_their_elements(fake_cuda):
     a = host((4, 5, 6))
     d = memory.to_device(a, target="cuda")
