@@ -284,4 +284,10 @@ def check_arch(cc) -> tuple:
                              user_location(),
                              hint="pass (major, minor) of sm_50 or newer, e.g. cc=(9, 0) for "
                                   "sm_90, or (9, 0, 'a') for sm_90a")
+    from gpunb.backends.cuda.target import supported_arches
+
+    if tuple(arch.key[:2]) not in supported_arches():  # asked by name: no silent fallback
+        known = ", ".join(f"({a}, {b})" for a, b in supported_arches())
+        raise JitOptionError(f"cc={cc!r} is not an architecture gpunb's LLVM writes PTX for",
+                             user_location(), hint=f"pass one of {known}")
     return arch.key
