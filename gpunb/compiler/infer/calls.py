@@ -61,6 +61,8 @@ class CallTyping:
             return inner.call(self, node, callee)
         if is_gpu_function(callee):
             return self.call_gpu_function(node, callee)
+        if is_namedtuple_class(callee):
+            return self.namedtuple_call(node, callee)
         builtin = find_builtin(callee)
         if builtin is not None:
             argtypes = [self.expr(a) for a in node.args]
@@ -86,6 +88,24 @@ class CallTyping:
             if isinstance(node.func, ast.Name) else ""  # numba's words, for those who search
         raise self.error(node.func, f"{untyped}cannot call {name} from GPU code",
                          _call_hint(callee))
+
+    def namedtuple_call(self, node: ast.Call, cls: type) -> t.Type:
+        """`Point(1.0, y=2.0)`: a namedtuple built in GPU code, its fields typed as passed."""
+        from gpunb.compiler.builtins.pybuiltins import NamedTupleBuild
+
+        signature = inspect.signature(cls)  # its fields and defaults (annotations dropped)
+        signature = signature.replace(parameters=[p.replace(annotation=p.empty) for p in
+                                                  signature.parameters.values()])
+        args, argtypes = self.bind_call(node, signature, cls.__name__)
+        for arg, found in zip(args, argtypes, strict=True):
+            if isinstance(found, PyValue):
+                raise self.error(arg if isinstance(arg, ast.AST) else node,
+                                 f"a field of {cls.__name__} cannot hold {found}",
+                                 "namedtuples in GPU code hold numbers, arrays and tuples")
+        result = t.Tuple(tuple(argtypes), tuple(cls._fields))
+        self.calls[node] = BuiltinCall(NamedTupleBuild(cls), tuple(args), tuple(argtypes),
+                                       result)
+        return result
 
     def int_bit_count(self, node: ast.Call) -> t.Type | None:
         """`x.bit_count()` on an integer value; None when `x` is not one (a module's function
@@ -460,3 +480,9 @@ def _call_hint(callee) -> str:
         return "decorate it with @cuda.jit (or define it in a %%gpukernel cell)"
     return "only @cuda.jit functions, cuda.* intrinsics and math functions can be called " \
            "in GPU code"
+
+
+def is_namedtuple_class(obj) -> bool:
+    """A class made by collections.namedtuple or typing.NamedTuple (numba types calls of it)."""
+    return isinstance(obj, type) and issubclass(obj, tuple) and \
+        isinstance(getattr(obj, "_fields", None), tuple)
