@@ -169,6 +169,8 @@ class ExpressionTyping:
                                base.aligned)
             if attr == "real" and isinstance(base.dtype, (t.Integer, t.Float)):
                 return base  # a real array is its own real part (numba: the same array)
+            if isinstance(base.dtype, t.Record) and base.dtype.field(attr) is not None:
+                return record_field_view_type(base, *base.dtype.field(attr))
         if isinstance(base, ArrayCTypes) and attr == "data":
             return t.uint64
         if isinstance(base, t.Complex) and attr in ("real", "imag"):
@@ -448,11 +450,25 @@ def field_value_type(record: t.Record, ftype: t.Type, offset: int) -> t.Type:
     return ftype
 
 
+def record_field_view_type(base: t.Array, ftype: t.Type, offset: int) -> t.Array:
+    """`recs.x` of a structured array: a view of field x of every record (numba's), with the
+    record array's strides; a sub-array field adds its own dimensions."""
+    unaligned = base.dtype.field_alignment(ftype, offset)
+    aligned = base.aligned and unaligned is None
+    if isinstance(ftype, t.InlineArray):
+        return t.Array(ftype.dtype, base.ndim + len(ftype.shape), "A", base.readonly, aligned)
+    if isinstance(ftype, t.Record) and unaligned is not None:
+        ftype = ftype.with_align(unaligned)
+    return t.Array(ftype, base.ndim, "A", base.readonly, aligned)
+
+
 def _attribute_hint(base: t.Type) -> str | None:
     if isinstance(base, t.Array):
+        fields = "; its records' fields (recs.x views field x) are " + ", ".join(
+            name for name, *_ in base.dtype.fields) if isinstance(base.dtype, t.Record) else ""
         return "arrays have shape, strides, size, ndim, itemsize, nbytes and T in GPU code, " \
                "and the reductions sum, prod, mean, var, std, min, max, all and any; other " \
-               "methods are not available: write a loop"
+               "methods are not available: write a loop" + fields
     if isinstance(base, t.Record):
         return f"its fields are {', '.join(name for name, *_ in base.fields)}"
     if t.is_number(base):
