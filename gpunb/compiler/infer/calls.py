@@ -60,7 +60,10 @@ class CallTyping:
         if isinstance(callee, inner.InnerFunction):
             return inner.call(self, node, callee)
         if is_gpu_function(callee):
-            return self.call_gpu_function(node, callee)
+            found = self.call_gpu_function(node, callee)
+            if isinstance(found, t.Optional) and node not in self.keep_optional:
+                return found.type  # used as its value: lowering checks it is not None
+            return found
         if is_namedtuple_class(callee):
             return self.namedtuple_call(node, callee)
         builtin = find_builtin(callee)

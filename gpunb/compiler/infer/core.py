@@ -456,6 +456,14 @@ class InferenceCore:
                 raise self.error(nones[0], f"this function returns both {ret} and None",
                                  "return values of one type from every return statement")
             return optional
+        implicit = self.falls_off or len(values) < len(self.return_types)
+        if values and implicit and not self.is_kernel:
+            # a bare `return`, or falling off the end, returns None in numba too: an Optional
+            # where the value can be one (lowering stores None into the return slot first);
+            # other values keep their type, the None path returning an unspecified value
+            optional = promotion.join_optional(t.none, ret)
+            if optional is not None:
+                return optional
         return t.none if ret is None else ret
 
     def declared_return_type(self, values: list) -> t.Type:

@@ -30,7 +30,11 @@ class CallLowering:
             return ops.cast(self.builder, self.expr(call.arg), call.argtype, call.target)
         if isinstance(call, BuiltinCall):
             return call.builtin.lower_call(self, node, call)
-        return self.call_gpu_function(call)
+        value = self.call_gpu_function(call)
+        returned = call.callee.return_type
+        if isinstance(returned, t.Optional) and not isinstance(self.type_of(node), t.Optional):
+            return self.unwrap_optional(node, value, returned)  # used as its value
+        return value
 
     def call_gpu_function(self, call: GpuCall):
         b = self.builder
@@ -75,6 +79,7 @@ class CallLowering:
         if not isinstance(callee.return_type, t.NoneType):
             inner.return_slot = self.alloca(dm.value_type(callee.return_type),
                                             f"{callee.name}.ret")
+            inner.start_return_slot()  # (at the call: a call in a loop starts afresh)
         if self.target.instrumented:
             self.target.debug_inline(self, inner)
         inner.bind_arguments(values)

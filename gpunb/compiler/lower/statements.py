@@ -171,6 +171,8 @@ class StatementLowering:
         elif isinstance(target, (ast.Subscript, ast.Attribute)) and \
                 isinstance(self.type_of(target), t.Array):  # a slice, or a record's array field
             self.store_slice(target, value, vt)
+        elif isinstance(vt, t.Optional):  # an element or field holds the value (None: raise)
+            self.store_target(target, self.unwrap_optional(target, value, vt), vt.type)
         elif isinstance(target, ast.Subscript):
             pointer, dtype, align = self.element_address(target)
             self.target.record_access(self, target, pointer, "write")
