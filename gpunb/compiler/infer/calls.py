@@ -176,6 +176,7 @@ class CallTyping:
                 raise self.error(func, f"NameError: name '{func.id}' is not defined",
                                  did_you_mean(func.id, self.visible_names())
                                  + "define it before the GPU function is compiled")
+            self.refuse_numba_cuda(func, value)
             self.record(func, PyValue(value))
             return value
         if isinstance(func, ast.Attribute):

@@ -11,6 +11,7 @@ import ast
 from gpunb.compiler import datetimes, promotion
 from gpunb.compiler.builtins import Builtin, find_builtin
 from gpunb.compiler.infer import inner
+from gpunb.compiler.kernel_api import intrinsic_name
 from gpunb.compiler.typed import BuiltinValue
 from gpunb.compiler.values import (
     ArrayCTypes,
@@ -118,6 +119,7 @@ class ExpressionTyping:
                              "(e.g. 1.5e30) for larger magnitudes")
 
     def global_value_type(self, node, value) -> t.Type:
+        self.refuse_numba_cuda(node, value)
         self.check_int_range(node, value)
         found = constant_type(value)
         if found is not None:
@@ -126,6 +128,17 @@ class ExpressionTyping:
                 self.weak.add(node)
             return found
         return PyValue(value)
+
+    def refuse_numba_cuda(self, node, value) -> None:
+        """numba's own cuda module in a gpunb kernel (an import left unchanged): its stubs mean
+        nothing to gpunb, so say which import to change rather than fail on a stub."""
+        if isinstance(value, type(ast)) and value.__name__ == "numba.cuda" and \
+                intrinsic_name(getattr(value, "threadIdx", None)) is None:
+            # (a numba.cuda that forwards to gpunb.cuda, as the parity harness's, is gpunb's)
+            raise self.error(node, f"'{value.__name__}' is numba's CUDA module, not gpunb's: "
+                             "a gpunb kernel cannot use its names",
+                             "import it from gpunb instead: `from gpunb import cuda` (numba "
+                             "types such as numba.float32 work as they are)")
 
     def expr_Attribute(self, node: ast.Attribute) -> t.Type:
         base = self.expr(node.value)
