@@ -136,3 +136,13 @@ def test_debug_with_opt_warns_as_numba():
         cuda.jit()
     assert cuda.InvalidConfigWarning is InvalidConfigWarning
     assert issubclass(cuda.PerformanceWarning, UserWarning)
+
+
+def test_a_signature_of_the_wrong_arity_names_both_sides():
+    # said "'add_kernel' takes 3 arguments but 2 were given" with no hint
+    with pytest.raises(gpunb.CompileError) as info:
+        cuda.jit("void(float64[:], float64)")(add_kernel)
+    text = str(info.value)
+    assert "takes 3 arguments (r, x, y) but 2 were given (float64[:], float64)" in text
+    assert "one type per parameter" in text
+    assert info.value.loc is not None

@@ -78,8 +78,12 @@ class InferenceCore:
         params = list(args.args) + ([args.vararg] if args.vararg else [])
         self.argnames = tuple(a.arg for a in params)
         if len(argtypes) != len(self.argnames):
-            raise self.error(source.tree, f"'{source.name}' takes {len(self.argnames)} "
-                             f"arguments but {len(argtypes)} were given")
+            takes = len(self.argnames)
+            raise self.error(source.tree, f"'{source.name}' takes {takes} "
+                             f"argument{'s' * (takes != 1)} ({', '.join(self.argnames)}) but "
+                             f"{len(argtypes)} {'was' if len(argtypes) == 1 else 'were'} given "
+                             f"({', '.join(map(str, argtypes))})",
+                             "give one type per parameter, in order, in the signature")
         self.argtypes = tuple(argtypes)
         self.params = tuple(Var(a.arg, VarKind.PARAM, a) for a in params)
         # facts that persist across passes (rewritten by each pass as it goes)
