@@ -1,9 +1,11 @@
-"""Variant `aearly` of gpunb.examples.hopper_gemm_wide (128 x 320 tiles, 2-block clusters):
-the producer loads its block's A slice as soon as its own consumers have freed the stage, and
-only the B half it multicasts waits for the peer's consumers (the brief's idea 2; the sixth
-session tried it on the 128 x 256 kernel: even). The full barrier still expects the whole
-stage. Reason to retry on the wide kernel: its consumers' full-stage waits are the pair's
-jitter; an A slice already landed shortens the part of the refill that waits for the peer."""
+"""Variant `split` of gpunb.examples.hopper_gemm_wide: two producer threads, one per operand.
+Thread 0 loads the A slices: it waits only for its own consumers ("empty"), tells the peer, and
+arms the full barrier with the whole stage's bytes. Thread 32 (the producer warpgroup's second
+warp) multicasts the B halves: it waits for its own consumers and for the peer's word (PEER).
+Reason: in the example one thread does both in turn, so a late word from the peer for stage s
+also holds back the A slice of stage s + 1. A multicast half may land on a full barrier before
+thread 0 has armed it (its tx-count goes below zero for a while: PTX allows that; the phase
+cannot complete before thread 0's arrival)."""
 
 from __future__ import annotations
 
@@ -130,26 +132,32 @@ def gemm(c, da, db, dc, M, N, K):  # noqa: N803
     # over all of them, so the ring's stages and phases run on from tile to tile
     if group == 0:
         cuda.setmaxnreg_dec(40)
-        if tid == 0:
+        if tid == 0:  # the A slices
             it = 0
             for pair in range(first, pairs, step):
                 m0, n0 = pair_origin(pair, M, N)
                 for kt in range(ktiles):
                     s = it % STAGES
-                    phase = (it // STAGES - 1) % 2
                     if it >= STAGES:  # this block's consumers are done with the stage
-                        cuda.mbarrier.wait(bars, EMPTY + s, phase)
+                        cuda.mbarrier.wait(bars, EMPTY + s, (it // STAGES - 1) % 2)
                         cuda.mbarrier.arrive(bars, PEER + s, block_rank=rank ^ 1)
-                    # this block's A (local: it needs only this block's consumers done), then
-                    # its half of B for both blocks once the peer's consumers are done too;
-                    # the full barrier expects the whole stage from the start
+                    # the whole stage: this block's A, its half of B and the peer's half
                     cuda.mbarrier.arrive_expect_tx(bars, FULL + s, STAGE * 2)
                     base = s * STAGE
                     cuda.tma.load(smem[base:base + A_TILE], da, (m0 + rank * BM, kt * BK),
                                   bars, FULL + s)
-                    if it >= STAGES:
+                    it += 1
+        elif tid == 32:  # the B halves, written into both blocks
+            it = 0
+            for pair in range(first, pairs, step):
+                m0, n0 = pair_origin(pair, M, N)
+                for kt in range(ktiles):
+                    s = it % STAGES
+                    if it >= STAGES:  # both blocks' consumers are done with the stage
+                        phase = (it // STAGES - 1) % 2
+                        cuda.mbarrier.wait(bars, EMPTY + s, phase)
                         cuda.mbarrier.wait(bars, PEER + s, phase)
-                    half = base + A_TILE + rank * B_HALF
+                    half = s * STAGE + A_TILE + rank * B_HALF
                     cuda.tma.load(smem[half:half + B_HALF], db,
                                   (n0 + rank * (BN // CLUSTER), kt * BK), bars, FULL + s,
                                   multicast=(1 << CLUSTER) - 1)
