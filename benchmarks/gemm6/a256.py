@@ -2,7 +2,10 @@
 320-wide tiles' waves fill the GPU worse, e.g. 4096^3) with the wide kernel's A-early producer:
 its A slice is loaded once its own consumers have freed a stage, its multicast B half once the
 peer's have too. The sixth session measured this on the 128 x 256 kernel as even (610 / 632
-against 611 / 641); `n256` is the unchanged kernel in a module's slot to compare with."""
+against 611 / 641); `n256` is the unchanged kernel in a module's slot to compare with. Eighth
+session, H200, 8192^3, shuffled rounds: 624 / 650 against n256's 622 / 646 TFLOP/s - even again
+(not measured at 4096^3, where launch() runs this width), so the example's 128 x 256 kernel
+keeps its producer."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
-"""Variant `n64a`: `n64` with the example's A-early producer. Each consumer multiplies its 64
-rows by the slice's five 64-column chunks (five m64n64k16 wgmma per 16-deep step into five
-accumulators of 32 floats, 20 per stage) instead of two m64n160 halves - the instruction shape
-of cuBLAS's kernel for this GEMM (nvjet_sm90_hsh_320x128_64x3_1x2, RESULTS.md seventh
-session), whose tensor pipe is busy 96.9 % of its cycles. Each epilogue panel is one
-accumulator. Costs: the A rows are read from shared memory five times per step, not twice."""
+"""Variant `n64a` of gpunb.examples.hopper_gemm_wide: each consumer multiplies its 64 rows by the
+slice's five 64-column chunks (five m64n64k16 wgmma per 16-deep step into five accumulators of
+32 floats, 20 per stage) instead of two m64n160 halves - the instruction shape of cuBLAS's
+kernel for this GEMM (nvjet_sm90_hsh_320x128_64x3_1x2, RESULTS.md seventh session), whose
+tensor pipe is busy 96.9 % of its cycles. Each epilogue panel is one accumulator. Measured on
+an H200 (RESULTS.md, eighth session): 1-2 % slower than the example, with the old producer
+and with the A-early one - the A rows are read from shared memory five times per step instead
+of twice, and the shape is not what keeps cuBLAS's tensor pipe busy."""
 
 from __future__ import annotations
 
