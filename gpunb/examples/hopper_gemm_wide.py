@@ -22,10 +22,11 @@ runs the same scheme with 320 x 128 tiles. Here:
   other three stages with the next tile's slices;
 - the producer loads a stage's A slice as soon as its own consumers have freed the stage, and
   only the B half it multicasts waits for the peer's consumers too (hopper_gemm's rule for
-  refills concerns the bytes written into both blocks). On an H200 (RESULTS.md, eighth
-  session) that took the kernel from 629 / 650 to 637 / 676 TFLOP/s (FP16 / BF16, 8192^3;
-  Triton 646 / 667) and from 625 / 648 to 632 / 665 in a second call (Triton 645 / 656): the
-  A slice has landed by the time the pair agrees, so less of the refill waits for the pair.
+  refills concerns the bytes written into both blocks): the A slice has landed by the time
+  the pair agrees, so less of the refill waits for the pair. On an H200 (RESULTS.md, eighth
+  session; 8192^3, FP16 / BF16, rounds in shuffled order) the kernel ran at 628 / 653 TFLOP/s
+  against 619 / 647 for the former producer in one call, 629-632 / 653-658 against 630 / 650
+  in the next (Triton 637 / 671 and 642 / 662): about 1 %, not yet level with Triton.
 
 What it needs: 160 accumulator registers per consumer thread, which only a ptxas that
 allocates the consumer's code with setmaxnreg's 232 registers builds without spilling: one that
