@@ -110,16 +110,17 @@ def _triton_matmul(choices: tuple = TUTORIAL_CONFIGS):
 def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = (),
          triton_configs: tuple = TUTORIAL_CONFIGS, rounds: int = 1,
          warm_s: float = 0.0, ptxas_variants: bool = False, modules: tuple = (),
-         shuffle: bool = False) -> dict:
-    """The GEMM row: every kernel's product checked against cuBLAS's, then `rounds` rounds
-    that each time every kernel once (`repeats` x `iters` launches, CUDA events), in an order
-    that rotates from round to round, after `warm_s` seconds of cuBLAS launches to bring the
-    clocks to their loaded state; a kernel's time is the median of its rounds. A GPU's clock
-    drifts with its temperature and power over a run, so kernels timed one after another (the
-    first at the coolest clock) differ by a few percent that interleaving spreads over all.
-    A rotated order keeps each kernel behind the same one in every round (the example behind
-    cuBLAS); `shuffle` draws each round's order at random (seeded by the round) instead.
-    `modules`: other GEMM modules with hopper_gemm's descriptors() and launch() (e.g.
+         shuffle: bool = True) -> dict:
+    """The GEMM row: every kernel's product checked against cuBLAS's, then `rounds` rounds that each
+    time every kernel once (`repeats` x `iters` launches, CUDA events), in an order drawn at
+    random for each round (`shuffle`, the default) or rotated from round to round, after
+    `warm_s` seconds of cuBLAS launches to bring the clocks to their loaded state; a kernel's
+    time is the median of its rounds. A GPU's clock drifts with its temperature and power over a
+    run, so kernels timed one after another (the first at the coolest clock) differ by a few
+    percent that interleaving spreads over all. A rotated order keeps each kernel behind the
+    same one in every round (the example behind cuBLAS), which biased the figures by 1-4 %
+    (RESULTS.md, eighth session); `shuffle` draws each round's order at random, seeded by the
+    round. `modules`: other GEMM modules with hopper_gemm's descriptors() and launch() (e.g.
     benchmarks.hopper_gemm_wide), timed as variants; linked like them."""
     import torch
 
@@ -314,8 +315,9 @@ def main(argv=None) -> int:
                         help="time Triton's tutorial kernel at these configurations only "
                              "(default: its four H100 autotune configurations)")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="GEMM: rounds that each time every kernel once, in rotated "
-                             "order; the median of rounds is reported (default 5, 1 --quick)")
+                        help="GEMM: rounds that each time every kernel once, in random "
+                             "order (--rotate: rotated); the median of rounds is reported "
+                             "(default 5, 1 --quick)")
     parser.add_argument("--warm", type=float, default=None, metavar="SECONDS",
                         help="GEMM: seconds of cuBLAS launches before timing (default 2, 0 "
                              "--quick)")
@@ -327,10 +329,15 @@ def main(argv=None) -> int:
                         help="also time a GEMM module with hopper_gemm's descriptors() and "
                              "launch(), e.g. benchmarks.hopper_gemm_wide (repeatable; linked "
                              "by the toolkit's ptxas under --ptxas-variants)")
-    parser.add_argument("--shuffle", action="store_true",
-                        help="GEMM: time each round's kernels in a random order (seeded by the "
-                             "round) rather than rotated, so that no kernel always follows the "
-                             "same one")
+    parser.add_argument("--rotate", dest="shuffle", action="store_false",
+                        help="GEMM: time each round's kernels in a rotated order (each kernel "
+                             "always behind the same one, as before the eighth session) "
+                             "instead of the default random order seeded by the round")
+    parser.add_argument("--shuffle", dest="shuffle", action="store_true",
+                        help="GEMM: the default - each round's kernels in a random order "
+                             "(seeded by the round), so that no kernel always follows the same "
+                             "one (RESULTS.md, eighth session: the rotated order is biased)")
+    parser.set_defaults(shuffle=True)
     parser.add_argument("--variant", action="append", default=[],
                         help="also time a hopper_gemm_variants kernel, e.g. s3,tma or "
                              "tma2,l256 (repeatable; see that module's parse)")
