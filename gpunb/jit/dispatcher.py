@@ -301,6 +301,8 @@ class Dispatcher(NumbaDispatcherAPI):
             self._fast.clear()
             self._fast_target = target
         params = inspect.signature(self.py_func).parameters
+        if any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params.values()):
+            _refuse_kernel_parameters(self.py_func)  # not "takes 2 arguments (out, args)"
         if len(args) != len(params):
             n = len(params)
             raise LaunchError(
@@ -521,6 +523,26 @@ class Dispatcher(NumbaDispatcherAPI):
     @property
     def signatures(self) -> list:
         return [k[1] for k in self.specializations]
+
+
+def _refuse_kernel_parameters(py_func) -> None:
+    """A kernel with *args, **kwargs, keyword- or positional-only parameters: inference's error
+    (at the def), before a launch counts its arguments against them."""
+    import linecache
+
+    from gpunb.foundation.errors import CompileError, SourceLocation
+
+    code = py_func.__code__
+    line, col = code.co_firstlineno, 0  # the first decorator's line: the caret goes to `def`
+    for n in range(line, line + 50):
+        text = linecache.getline(code.co_filename, n)
+        if text.lstrip().startswith(("def ", "async def ")):
+            line, col = n, len(text) - len(text.lstrip())
+            break
+    raise CompileError("GPU functions take positional parameters and *args only (kernels no "
+                       "*args)", SourceLocation(code.co_filename, line, col),
+                       hint="pass a tuple instead of *args; remove **kwargs and keyword-only "
+                            "parameters", function=py_func.__name__)
 
 
 def _parse_signatures(signatures, py_func) -> list:
