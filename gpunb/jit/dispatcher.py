@@ -496,9 +496,10 @@ class Dispatcher(NumbaDispatcherAPI):
         """A KernelReport of this kernel (source, types, LLVM, PTX, SASS, resources, cache);
         after `%load_ext gpunb` it displays as the inspector widget, else as text. `arch`
         (sm_XX) chooses the PTX/SASS architecture (default: `inspection_arch`, the GPU's)."""
+        from gpunb.jit.options import check_inspection_arch
         from gpunb.jit.report import build_report
 
-        return build_report(self, signature, arch or self.inspection_arch)
+        return build_report(self, signature, check_inspection_arch(arch or self.inspection_arch))
 
     @property
     def signatures(self) -> list:

@@ -253,19 +253,35 @@ def check_target(target, what: str = "target") -> None:
                                   "picks the GPU when there is one")
 
 
+def check_inspection_arch(arch):
+    """inspect()'s / diff_view's arch (sm_XX, or None for the default), refused with a
+    JitOptionError at the caller's line when gpunb cannot write PTX for it - not a report with
+    empty PTX and SASS tabs."""
+    from gpunb.foundation.arch import check_known
+
+    if arch is None:
+        return None
+    try:
+        check_known(arch)
+    except ValueError as exc:
+        raise JitOptionError(f"arch={arch!r}: {exc}", user_location(),
+                             hint="e.g. arch='sm_90'") from None
+    return arch
+
+
 def check_arch(cc) -> tuple:
     """compile_ptx's cc: a (major, minor) compute capability of sm_50 or newer, or numba's
     arch-specific (major, minor, 'a') / family (major, minor, 'f') form of sm_90 and newer
     (foundation/arch.py reads them)."""
-    from gpunb.foundation.arch import parse_arch
+    from gpunb.foundation.arch import check_known, known_names
 
     try:
-        arch = parse_arch(cc) if isinstance(cc, (tuple, list)) else None
+        arch = check_known(cc) if isinstance(cc, (tuple, list)) else None
     except ValueError:
         arch = None
-    if arch is None or arch.major < 5:
+    if arch is None:
         raise JitOptionError(f"cc={cc!r} is not a compute capability gpunb can target",
                              user_location(),
-                             hint="pass (major, minor) of sm_50 or newer, e.g. cc=(9, 0) for "
-                                  "sm_90, or (9, 0, 'a') for sm_90a")
+                             hint="pass (major, minor) of one of " + known_names() + ", e.g. "
+                                  "cc=(9, 0) for sm_90, or (9, 0, 'a') for sm_90a")
     return arch.key

@@ -75,7 +75,7 @@ class KernelCellOptions:
 def parse_arch(arch: str) -> tuple[int, int]:
     """"sm_80" -> (8, 0); "sm_100" -> (10, 0); "sm_90a" -> (9, 0) (foundation/arch.py reads
     every spelling); raises OptionError otherwise."""
-    from gpunb.foundation.arch import parse_arch as read_arch
+    from gpunb.foundation.arch import check_known as read_arch
 
     try:
         return read_arch(arch).cc

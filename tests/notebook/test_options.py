@@ -29,6 +29,8 @@ def test_show_all_expands_to_every_tab():
     ("--target gpu", "invalid choice"),
     ("--show asm", "--show asm"),
     ("--arch volta", "expected sm_XY"),
+    ("--arch sm_999", "sm_999 is not an architecture gpunb writes PTX for; known: sm_50"),
+    ("--arch sm_35", "sm_35 is not an architecture gpunb writes PTX for"),
     ("--max-registers 4", "16..255"),
     ("--bogus", "unrecognized arguments"),
     ("--show 'ptx", "No closing quotation"),

@@ -20,13 +20,15 @@ from gpunb.backends.cuda.cluster_ops import CLUSTER_SREGS, ClusterLowering, chec
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
 from gpunb.foundation import types as t
+from gpunb.foundation.arch import PTX_ISA_FOR_ARCH
 
 TRIPLE = "nvptx64-nvidia-cuda"
 # the lowest PTX ISA LLVM accepts for each architecture (what we ask the backend to write);
 # sm_80 asks 7.1, which has mbarrier.test_wait.parity (cuda.mbarrier.wait on Ampere), sm_90
-# 8.0, where LLVM selects the mbarrier expect_tx and counted arrive intrinsics
-_PTX_VERSION = {50: 40, 52: 40, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 71,
-                86: 71, 87: 74, 89: 78, 90: 80, 100: 86, 101: 86, 120: 87}
+# 8.0, where LLVM selects the mbarrier expect_tx and counted arrive intrinsics. Every arch LLVM's
+# NVPTX backend knows from sm_50 on is here: asking for a PTX ISA below an arch's minimum is an
+# LLVM ERROR that aborts the process (sm_103, sm_110, sm_121, sm_88 need 8.8 / 9.0)
+_PTX_VERSION = PTX_ISA_FOR_ARCH
 _SREG_NAMES = {"tid": "tid", "ctaid": "ctaid", "ntid": "ntid", "nctaid": "nctaid"}
 _LIBDEVICE_NAMES = {"gamma": "tgamma"}
 _FAST_VARIANTS = {"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "pow"}
