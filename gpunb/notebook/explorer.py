@@ -307,5 +307,38 @@ def default_arch() -> str:
 
 
 def launch_explorer(dispatcher, n: int, signature=None, **kwargs) -> LaunchExplorer:
-    """The explorer for `dispatcher` covering `n` threads (compiles for `signature` if needed)."""
+    """The explorer for `dispatcher` covering `n` threads (compiles for `signature` if needed).
+
+    What it is given is checked here, at the caller's line: a bad kernel, size or arch is a
+    JitOptionError now, not a traceback when the notebook displays the explorer."""
+    check_explorer_arguments(dispatcher, n, kwargs.get("arch"))
     return LaunchExplorer(dispatcher, n, signature, **kwargs)
+
+
+def check_explorer_arguments(dispatcher, n, arch) -> None:
+    """JitOptionError for what launch_explorer cannot show: something that is not a GPU kernel,
+    a problem size that is not a positive integer, an arch without an occupancy table."""
+    import operator
+
+    from gpunb.backends.cuda import occupancy
+    from gpunb.foundation.errors import JitOptionError, user_location
+
+    if not hasattr(dispatcher, "resource_usage") or getattr(dispatcher, "device", False):
+        name = getattr(dispatcher, "__name__", None) or type(dispatcher).__name__
+        raise JitOptionError(f"launch_explorer needs a GPU kernel, got {name!r}", user_location(),
+                             hint="pass a @cuda.jit kernel or one defined in a %%gpukernel cell, "
+                                  "e.g. launch_explorer(saxpy, n)")
+    try:
+        size = operator.index(n)
+    except TypeError:
+        size = 0
+    if isinstance(n, bool) or size < 1:
+        raise JitOptionError(f"launch_explorer's n is the number of threads to cover, a positive "
+                             f"integer; got {n!r}", user_location(),
+                             hint="e.g. launch_explorer(saxpy, x.size)")
+    chosen = arch or getattr(dispatcher, "inspection_arch", None) or default_arch()
+    try:
+        occupancy.limits_for(chosen)
+    except ValueError as exc:
+        raise JitOptionError(f"launch_explorer: arch {chosen!r}: {exc}", user_location(),
+                             hint="pass one of them, e.g. arch='sm_90'") from None
