@@ -80,3 +80,22 @@ def test_gpukernel_sanitize_runs_the_cell_and_reports_in_one_line(shell, capsys)
 def test_gpukernel_sanitize_rejects_unknown_tools(shell):
     with pytest.raises(UsageError, match="invalid choice: 'leakcheck'"):
         shell.run_cell_magic("gpukernel", "--sanitize leakcheck", "pass")
+
+
+def test_host_error_in_a_gpuprofile_cell_shows_the_cell_not_the_magic(shell, capsys):
+    import re
+
+    result = run_cell(shell, "%%gpuprofile\nx = 1\nraise ValueError('boom')\n")
+    count = result.execution_count
+    assert isinstance(result.error_in_exec, ValueError)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert f"Cell In[{count}], line 3" in text and "raise ValueError('boom')" in text
+    # no frames of the magic, the profiler or cellexec between the cell and its error
+    assert "gpunb/notebook" not in text and "run_cell_magic" not in text
+
+
+def test_a_syntax_error_in_a_gpuprofile_cell_names_gpuprofile(shell, capsys):
+    result = run_cell(shell, "%%gpuprofile\ndef f(:\n    pass\n")
+    assert type(result.error_in_exec).__name__ == "CompileError"
+    text = capsys.readouterr().out
+    assert "%%gpuprofile cells are Python" in text and "%%gpukernel" not in text
