@@ -309,34 +309,41 @@ def default_arch() -> str:
 def launch_explorer(dispatcher, n: int, signature=None, **kwargs) -> LaunchExplorer:
     """The explorer for `dispatcher` covering `n` threads (compiles for `signature` if needed).
 
-    What it is given is checked here, at the caller's line: a bad kernel, size or arch is a
-    JitOptionError now, not a traceback when the notebook displays the explorer."""
-    check_explorer_arguments(dispatcher, n, kwargs.get("arch"))
+    What it is given is checked here, at the caller's line: a bad kernel, size, block, shared
+    memory or arch is a JitOptionError now, not a traceback when the notebook later displays
+    the explorer."""
+    check_explorer_arguments(dispatcher, n, kwargs)
     return LaunchExplorer(dispatcher, n, signature, **kwargs)
 
 
-def check_explorer_arguments(dispatcher, n, arch) -> None:
-    """JitOptionError for what launch_explorer cannot show: something that is not a GPU kernel,
-    a problem size that is not a positive integer, an arch without an occupancy table."""
+def _count(value, smallest: int) -> bool:
+    """Whether `value` is an integer (not a bool) of at least `smallest`."""
     import operator
 
-    from gpunb.backends.cuda import occupancy
-    from gpunb.foundation.errors import JitOptionError, user_location
-
-    if not hasattr(dispatcher, "resource_usage") or getattr(dispatcher, "device", False):
-        name = getattr(dispatcher, "__name__", None) or type(dispatcher).__name__
-        raise JitOptionError(f"launch_explorer needs a GPU kernel, got {name!r}", user_location(),
-                             hint="pass a @cuda.jit kernel or one defined in a %%gpukernel cell, "
-                                  "e.g. launch_explorer(saxpy, n)")
     try:
-        size = operator.index(n)
+        return not isinstance(value, bool) and operator.index(value) >= smallest
     except TypeError:
-        size = 0
-    if isinstance(n, bool) or size < 1:
-        raise JitOptionError(f"launch_explorer's n is the number of threads to cover, a positive "
-                             f"integer; got {n!r}", user_location(),
-                             hint="e.g. launch_explorer(saxpy, x.size)")
-    chosen = arch or getattr(dispatcher, "inspection_arch", None) or default_arch()
+        return False
+
+
+def check_explorer_arguments(dispatcher, n, kwargs: dict) -> None:
+    """JitOptionError for what launch_explorer cannot show: something that is not a GPU kernel,
+    a problem size or block that is not a positive integer, negative shared memory, an arch
+    without an occupancy table."""
+    from gpunb.backends.cuda import occupancy
+    from gpunb.jit.options import JitOptionError, check_gpu_function, user_location
+
+    check_gpu_function(dispatcher, "launch_explorer", kernel_only=True)
+    wrong = [f"{what} is {hint}; got {value!r}" for what, value, smallest, hint in (
+        ("n", n, 1, "the number of threads to cover, a positive integer"),
+        ("block", 1 if kwargs.get("block") is None else kwargs["block"], 1,
+         "threads per block, a positive integer"),
+        ("shared", kwargs.get("shared", 0), 0, "dynamic shared memory in bytes, 0 or more"))
+        if not _count(value, smallest)]
+    if wrong:
+        raise JitOptionError(f"launch_explorer: {'; '.join(wrong)}", user_location(),
+                             hint="e.g. launch_explorer(saxpy, x.size, block=256)")
+    chosen = kwargs.get("arch") or getattr(dispatcher, "inspection_arch", None) or default_arch()
     try:
         occupancy.limits_for(chosen)
     except ValueError as exc:

@@ -37,14 +37,27 @@ def test_a_problem_size_that_is_not_a_positive_integer_is_refused(kernel, n):
         launch_explorer(kernel, n)
 
 
+@pytest.mark.parametrize(("options", "words"), [
+    ({"block": 0}, "block is threads per block"),  # was taken as "no block given"
+    ({"block": "256"}, "block is threads per block"),
+    ({"shared": -1}, "shared is dynamic shared memory in bytes"),  # a traceback at display
+])
+def test_a_bad_block_or_shared_size_is_refused(kernel, options, words):
+    with pytest.raises(JitOptionError, match=words):
+        launch_explorer(kernel, 100, **options)
+
+
 def test_something_that_is_not_a_kernel_is_refused(cpu_env):
     def plain(x):
         return x
 
     with pytest.raises(JitOptionError, match="launch_explorer needs a GPU kernel"):
         launch_explorer(plain, 10)
+    with pytest.raises(JitOptionError, match="launch_explorer needs a GPU kernel"):
+        launch_explorer(cuda.jit(device=True)(plain), 10)
 
 
 def test_a_good_call_still_shows_occupancy(kernel):
-    explorer = launch_explorer(kernel, 100, arch="sm_75")
+    explorer = launch_explorer(kernel, 100, arch="sm_75", block=None, shared=0)
     assert "occupancy" in explorer.text() and "sm_75" in explorer.text()
+    assert launch_explorer(kernel, np.int64(100), block=np.int32(128)).block == 128
