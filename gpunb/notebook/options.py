@@ -178,6 +178,15 @@ def _check_debugger_options(ns) -> None:
                           "add --break LINE")
     if ns.threads and not ns.trace:
         raise OptionError("%%gpukernel: --threads chooses what --trace records; add --trace")
+    if ns.threads:
+        from gpunb.debugger.errors import DebuggerError
+        from gpunb.debugger.request import check_threads_spec
+
+        try:
+            check_threads_spec(ns.threads)
+        except DebuggerError as exc:
+            raise OptionError(f"%%gpukernel: --threads {ns.threads!r}: "
+                              f"{exc.message.split(': ', 1)[-1]}") from None
     if asked and ns.graph is not None:
         raise OptionError("%%gpukernel: --graph captures the cell's launches without running "
                           "them, and --break/--trace run them in the debugger; use one of them")
