@@ -442,3 +442,18 @@ def test_notices_are_plain_output_once_the_extension_is_loaded(shell, capsys):
     captured = capsys.readouterr()
     assert captured.err.strip() == target.NOTICE and captured.out == ""
     shell.run_line_magic("load_ext", "gpunb")
+
+
+def test_gpudebug_after_a_breakpoint_that_never_stops_does_not_replay_it(shell):
+    """%gpudebug replayed a launch whose only failure was its --break past the cell's end, and
+    said it "ran to its end without error"."""
+    from gpunb import DebuggerError
+
+    result = run_cell(shell, "%%gpukernel --break 99\ndef k(o):\n    o[0] = 1\n\n"
+                             "import numpy as np\nout = np.zeros(1)\nk[1, 1](out)")
+    assert isinstance(result.error_in_exec, DebuggerError)
+    assert "a breakpoint there never stops" in str(result.error_in_exec)
+    result = run_cell(shell, "%gpudebug")
+    assert isinstance(result.error_in_exec, DebuggerError)
+    assert "failed in the debugger itself" in str(result.error_in_exec)
+    assert "no thread of it failed" in str(result.error_in_exec)
