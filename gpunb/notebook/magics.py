@@ -54,11 +54,12 @@ class GpuMagics(Magics):
 
         wrap = make_wrapper(options)
         number = current_cell_number(self.shell)
+        body = ipython_syntax(self.shell, cell)  # %timeit, !ls, x? work as in any cell
 
         def run():
             __tracebackhide__ = True  # noqa: F841
-            with cell_errors_shown_from(cell, line, number):
-                return run_cell(cell, line, self.shell.user_ns, wrap, number,
+            with cell_errors_shown_from(body, line, number):
+                return run_cell(body, line, self.shell.user_ns, wrap, number,
                                 ipython_compiler=self.shell.compile)
 
         def run_watched():  # --timeout: the watchdog's limit while the cell runs
@@ -159,7 +160,7 @@ class GpuMagics(Magics):
             options = parse_profile_options(line)
         except ProfileOptionError as exc:
             raise UsageError(str(exc)) from None
-        body = self.shell.transform_cell(cell)  # line magics inside the cell still work
+        body = ipython_syntax(self.shell, cell)  # line magics inside the cell still work
 
         number = current_cell_number(self.shell)
 
@@ -174,6 +175,17 @@ class GpuMagics(Magics):
             comm.publish(launches_message(profile))
         display(profile)
         return value
+
+
+def ipython_syntax(shell, cell: str) -> str:
+    """The cell with IPython's syntax (line magics, !shell, x?) turned into Python, line for
+    line: a first line of code keeps IPython's cleanups (which drop leading blank lines and
+    indentation) from moving the cell's lines, so errors name the lines the user sees."""
+    if not any(mark in cell for mark in "%!?"):
+        return cell  # plain Python (nearly every cell): nothing to transform
+    transformed = shell.transform_cell("pass\n" + cell)
+    first, _, rest = transformed.partition("\n")
+    return rest if first == "pass" else cell
 
 
 @contextlib.contextmanager

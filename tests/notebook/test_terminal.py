@@ -457,3 +457,26 @@ def test_gpudebug_after_a_breakpoint_that_never_stops_does_not_replay_it(shell):
     assert isinstance(result.error_in_exec, DebuggerError)
     assert "failed in the debugger itself" in str(result.error_in_exec)
     assert "no thread of it failed" in str(result.error_in_exec)
+
+
+def test_ipython_syntax_in_a_gpukernel_cell_runs_as_in_any_cell(shell, capsys):
+    """`%timeit kernel[...](...)` or `!nvidia-smi` in a %%gpukernel cell was a syntax error:
+    only %%gpuprofile turned IPython's syntax into Python."""
+    result = run_cell(shell, "%%gpukernel\nimport numpy as np\n\ndef fill(o):\n"
+                             "    o[cuda.grid(1)] = 7\n\no = np.zeros(32)\n"
+                             "%timeit -n 2 -r 1 fill[1, 32](o)\n!echo shell-ok\nfill?\no.sum()")
+    assert result.error_in_exec is None and result.error_before_exec is None
+    assert result.result == 7 * 32
+    text = capsys.readouterr().out
+    assert "per loop" in text and "shell-ok" in text
+
+
+@pytest.mark.parametrize("magic", ["gpukernel", "gpuprofile"])
+def test_errors_name_the_cells_own_line_after_leading_blank_lines(shell, capsys, magic):
+    """IPython's cleanup of a cell drops its leading blank lines: %%gpuprofile named line 3
+    for an error on line 5 of the cell."""
+    result = run_cell(shell, f"%%{magic}\n\n\nx = 1  # %timeit in a comment\n"
+                             "raise ValueError('on line 5')\n")
+    assert isinstance(result.error_in_exec, ValueError)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert f"Cell In[{result.execution_count}], line 5" in text, text
