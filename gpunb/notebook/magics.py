@@ -136,6 +136,8 @@ class GpuMagics(Magics):
         """Devices, arch, SMs, memory, driver and toolchain versions, and the target in use."""
         from gpunb.notebook.info import gather
 
+        if line.strip():  # (a stray word was ignored, as if it had chosen something)
+            raise UsageError(f"%gpuinfo takes no arguments; got {line.strip()}")
         display(gather())
 
     # ---- %%gpuprofile -------------------------------------------------------------------------

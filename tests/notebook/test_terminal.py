@@ -210,6 +210,10 @@ def test_gpuinfo_text(shell, capsys):
     run_cell(shell, "%gpuinfo")
     text = capsys.readouterr().out
     assert "target in use: cpu" in text and "llvmlite" in text and "ptxas" in text
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="%gpuinfo takes no arguments; got --all"):
+        shell.run_line_magic("gpuinfo", "--all")  # was ignored
 
 
 def test_post_run_cell_bumps_the_cache_epoch(shell):
