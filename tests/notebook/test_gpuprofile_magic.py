@@ -77,6 +77,33 @@ def test_gpukernel_sanitize_runs_the_cell_and_reports_in_one_line(shell, capsys)
     assert float(shell.user_ns["w"][0]) == 5.0
 
 
+@pytest.mark.parametrize(("tool", "counterpart"), [
+    ("memcheck", "every access is bounds-checked"),
+    ("racecheck", "--racecheck (cuda.jit(racecheck=True)) finds data races"),
+    ("synccheck", "a divergent syncthreads"),
+    ("initcheck", "reads of shared memory no thread wrote"),
+])
+def test_sanitize_on_the_cpu_target_names_the_cpu_targets_own_check(shell, capsys, tool,
+                                                                     counterpart):
+    """Every tool said "the CPU target, which checks bounds itself", also racecheck, whose
+    CPU counterpart (--racecheck) is not on by default."""
+    _setup(shell)
+    capsys.readouterr()
+    run_cell(shell, f"%%gpukernel --sanitize {tool}\nsaxpy[1, 256](w, v, v, 4.0)")
+    text = capsys.readouterr().out
+    assert f"compute-sanitizer {tool}:" in text and counterpart in text, text
+
+
+def test_a_failed_cell_under_sanitize_on_the_cpu_claims_no_replay(shell, capsys):
+    """The report said "the findings come from the replay in a child process" where nothing was
+    replayed (the CPU target)."""
+    result = run_cell(shell, "%%gpukernel --sanitize memcheck\ndef past(o):\n    o[5] = 1\n"
+                             "import numpy as np\nbuf = np.zeros(1)\npast[1, 1](buf)")
+    assert type(result.error_in_exec).__name__ == "KernelIndexError"
+    text = capsys.readouterr().out
+    assert "every access is bounds-checked" in text and "replay in a child process" not in text
+
+
 def test_gpukernel_sanitize_rejects_unknown_tools(shell):
     with pytest.raises(UsageError, match="invalid choice: 'leakcheck'"):
         shell.run_cell_magic("gpukernel", "--sanitize leakcheck", "pass")
