@@ -484,3 +484,17 @@ def test_errors_name_the_cells_own_line_after_leading_blank_lines(shell, capsys,
     assert isinstance(result.error_in_exec, ValueError)
     text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
     assert f"Cell In[{result.execution_count}], line 5" in text, text
+
+
+@pytest.mark.parametrize(("variable", "value", "words"), [
+    ("GPUNB_ARCH", "sm_999", "GPUNB_ARCH='sm_999': sm_999 is not an architecture"),
+    ("GPUNB_TARGET", "gpu", "GPUNB_TARGET='gpu': expected one of auto, cpu, cuda"),
+])
+def test_gpuinfo_reports_a_bad_setting_instead_of_failing(shell, capsys, monkeypatch, variable,
+                                                          value, words):
+    """%gpuinfo, where one looks when something is wrong, was a ValueError traceback."""
+    monkeypatch.setenv(variable, value)
+    result = run_cell(shell, "%gpuinfo")
+    assert result.error_in_exec is None
+    text = capsys.readouterr().out
+    assert "llvmlite" in text and f"note: {words}" in text
