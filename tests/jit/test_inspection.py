@@ -67,3 +67,17 @@ def test_inspect_refuses_an_arch_gpunb_cannot_write_ptx_for():
         one.inspect(arch="sm_999")
     assert info.value.loc.line > 0
     assert ".target sm_75" in one.inspect(arch="sm_75").ptx
+
+
+def test_a_report_without_ptx_says_why_in_its_summary(monkeypatch):
+    """With GPUNB_ARCH=sm_999 the summary read "resources: unknown" and nothing else."""
+    import numpy as np
+
+    @cuda.jit(target="cpu")
+    def one(o):
+        o[0] = 1.0
+
+    one[1, 1](np.zeros(1))
+    monkeypatch.setenv("GPUNB_ARCH", "sm_999")
+    text = one.inspect().text()
+    assert "resources: unknown (" in text and "GPUNB_ARCH='sm_999'" in text
