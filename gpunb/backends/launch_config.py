@@ -102,6 +102,22 @@ def check_dims(dim, what: str, kernel_name) -> tuple:
     return items
 
 
+def check_stream(stream, kernel_name) -> None:
+    """The stream of kernel[grid, block, stream]: 0/None, a CUstream number, or a stream object
+    (gpunb's, numba's, CuPy's `.ptr`, PyTorch's `.cuda_stream`); refused on every target, so a
+    launch that runs on the CPU target does not fail on a GPU."""
+    if stream is None or isinstance(stream, (int, np.integer)) and not isinstance(
+            stream, (bool, np.bool_)):
+        return
+    if any(getattr(stream, attr, None) is not None for attr in ("handle", "ptr", "cuda_stream")):
+        return
+    raise LaunchConfigError(f"cannot use {stream!r} ({type(stream).__name__}) as the launch's "
+                            "stream", function=kernel_name,
+                            hint="kernel[grid, block, stream] takes a stream made by "
+                                 "cuda.stream() (or 0 for the default stream); dynamic shared "
+                                 "memory comes fourth: kernel[grid, block, 0, nbytes]")
+
+
 def _dim3(dim, what: str, kernel_name) -> tuple:
     if dim.__class__ is int and dim > 0:
         return (dim, 1, 1)

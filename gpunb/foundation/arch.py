@@ -93,9 +93,10 @@ def known_names() -> str:
 
 def check_known(value) -> Arch:
     """parse_arch(value), refused (ValueError naming the known ones) when it is no architecture
-    gpunb writes PTX for: for what a person typed (--arch, GPUNB_ARCH, compile_ptx's cc, the
-    explorer's arch), where a typo such as sm_999 or sm_77 would otherwise reach LLVM, which
-    warns on stderr and writes PTX no ptxas or driver takes."""
+    gpunb writes PTX for: for an arch asked for by name (%%gpukernel --arch, inspect(arch=),
+    diff_view), where a typo such as sm_999 or sm_77 would otherwise reach LLVM, which warns on
+    stderr and writes PTX no ptxas or driver takes. (A GPU, or GPUNB_ARCH, newer than the table
+    gets the newest arch before it: backends/cuda/target.llvm_arch.)"""
     arch = parse_arch(value)
     if arch.major * 10 + arch.minor not in PTX_ISA_FOR_ARCH:
         raise ValueError(f"{arch.name} is not an architecture gpunb writes PTX for; known: "

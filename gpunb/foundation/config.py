@@ -299,11 +299,11 @@ def record_limit() -> int:
 
 def default_arch() -> tuple:
     """GPUNB_ARCH as (major, minor), or (major, minor, "a" | "f") for sm_90a, sm_100f."""
-    from gpunb.foundation.arch import check_known
+    from gpunb.foundation.arch import parse_arch
 
     value = os.environ.get("GPUNB_ARCH", "sm_90")
     try:
-        return check_known(value).key
+        return parse_arch(value).key
     except ValueError as exc:
         raise ValueError(f"GPUNB_ARCH={value!r}: {exc}") from None
 

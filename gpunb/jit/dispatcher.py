@@ -126,6 +126,7 @@ class Dispatcher(NumbaDispatcherAPI):
         self.launch_config = None
         self.options = checked_options
         self.declared_signatures = tuple(_parse_signatures(signatures, py_func))
+        jit_checks.check_kernel_signatures(self.declared_signatures, device)
         # the one thing that invalidates this function's launchers (jit/launcher.py)
         self.version = LaunchVersion()
         self._extensions: list = list(extensions or ())
@@ -200,11 +201,12 @@ class Dispatcher(NumbaDispatcherAPI):
                               "[grid, block] or [grid, block, stream, dynamic_shared_bytes]",
                               user_location(), hint="e.g. kernel[blocks, 256](args...)")
         griddim, blockdim = config[0], config[1]
-        from gpunb.backends.launch_config import check_dims
+        from gpunb.backends.launch_config import check_dims, check_stream
 
         check_dims(griddim, "grid", self.__name__)  # numba checks at kernel[...], not at launch
         check_dims(blockdim, "block", self.__name__)
         stream = config[2] if len(config) > 2 else 0
+        check_stream(stream, self.__name__)
         shared = config[3] if len(config) > 3 else 0
         if settings.low_occupancy_warnings():  # numba-cuda's warning, opt-in in gpunb
             warn_low_occupancy(griddim)
@@ -374,7 +376,10 @@ class Dispatcher(NumbaDispatcherAPI):
 
     def compile(self, sig) -> Specialization:
         """Compile for a declared signature ("void(float32[:])") now, as numba's does."""
+        from gpunb.jit import options as jit_checks
+
         sig = _parse_signatures([sig], self.py_func)[0]
+        jit_checks.check_kernel_signatures([sig], self.device)
         return self.specialization_for(tuple(sig.args))
 
     def _any_spec(self, signature=None) -> Specialization:

@@ -78,8 +78,3 @@ def test_check_known_refuses_what_llvm_would_warn_about(typo):
                                          r"sm_50, .*sm_121"):
         check_known(typo)
 
-
-def test_gpunb_arch_refuses_an_unknown_architecture(monkeypatch):
-    monkeypatch.setenv("GPUNB_ARCH", "sm_999")
-    with pytest.raises(ValueError, match="GPUNB_ARCH='sm_999': sm_999 is not an architecture"):
-        config.default_arch()

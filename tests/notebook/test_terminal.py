@@ -487,7 +487,7 @@ def test_errors_name_the_cells_own_line_after_leading_blank_lines(shell, capsys,
 
 
 @pytest.mark.parametrize(("variable", "value", "words"), [
-    ("GPUNB_ARCH", "sm_999", "GPUNB_ARCH='sm_999': sm_999 is not an architecture"),
+    ("GPUNB_ARCH", "banana", "GPUNB_ARCH='banana': 'banana' is not a GPU architecture"),
     ("GPUNB_TARGET", "gpu", "GPUNB_TARGET='gpu': expected one of auto, cpu, cuda"),
 ])
 def test_gpuinfo_reports_a_bad_setting_instead_of_failing(shell, capsys, monkeypatch, variable,

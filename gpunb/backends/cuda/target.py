@@ -25,9 +25,11 @@ from gpunb.foundation.arch import PTX_ISA_FOR_ARCH
 TRIPLE = "nvptx64-nvidia-cuda"
 # the lowest PTX ISA LLVM accepts for each architecture (what we ask the backend to write);
 # sm_80 asks 7.1, which has mbarrier.test_wait.parity (cuda.mbarrier.wait on Ampere), sm_90
-# 8.0, where LLVM selects the mbarrier expect_tx and counted arrive intrinsics. Every arch LLVM's
-# NVPTX backend knows from sm_50 on is here: asking for a PTX ISA below an arch's minimum is an
-# LLVM ERROR that aborts the process (sm_103, sm_110, sm_121, sm_88 need 8.8 / 9.0)
+# 8.0, where LLVM selects the mbarrier expect_tx and counted arrive intrinsics
+# (LLVM 22 aborts the process - "LLVM ERROR: PTX version 8.7 does not support target 'sm_121'" -
+# for a lower one: no entry is below LLVM 22's minimum, measured)
+# (the table is foundation/arch.py's, which also refuses an arch asked for by name that is not
+# in it: --arch, inspect(arch=))
 _PTX_VERSION = PTX_ISA_FOR_ARCH
 _SREG_NAMES = {"tid": "tid", "ctaid": "ctaid", "ntid": "ntid", "nctaid": "nctaid"}
 _LIBDEVICE_NAMES = {"gamma": "tgamma"}
@@ -37,6 +39,21 @@ _FAST_VARIANTS = {"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "
 def supported_arches() -> list:
     """The (major, minor) compute capabilities this backend writes PTX for."""
     return [(k // 10, k % 10) for k in sorted(_PTX_VERSION)]
+
+
+def llvm_arch(cc: tuple) -> tuple:
+    """The architecture LLVM writes PTX for: `cc` where the table has it, else the newest one
+    before it (a GPU newer than this table, or GPUNB_ARCH naming one): PTX runs on every later
+    GPU through the driver's JIT, whereas asking LLVM for an arch whose PTX ISA it does not
+    know aborts the process. Arch-specific (a) and family (f) code has no such fallback."""
+    key = cc[0] * 10 + cc[1]
+    if key in _PTX_VERSION:
+        return tuple(cc)
+    older = [k for k in _PTX_VERSION if k <= key]
+    if len(cc) > 2 or not older:
+        raise ValueError(f"gpunb's LLVM writes no PTX for {arch_string(cc)}; it knows "
+                         f"{', '.join(arch_string(a) for a in supported_arches())}")
+    return divmod(max(older), 10)
 
 
 def arch_string(cc: tuple) -> str:
@@ -55,9 +72,8 @@ def _llvm():
 
 def ptx_isa_version(cc: tuple) -> int:
     """The PTX ISA version (78 for 7.8) the modules for this arch declare."""
-    ptx = _PTX_VERSION.get(cc[0] * 10 + cc[1])
-    if ptx is None:
-        ptx = max(v for k, v in _PTX_VERSION.items() if k <= cc[0] * 10 + cc[1])
+    base = llvm_arch(cc)
+    ptx = _PTX_VERSION[base[0] * 10 + base[1]]
     if len(cc) > 2:  # arch- and family-specific targets need newer PTX ISAs
         ptx = max(ptx, 88 if cc[2] == "f" else 80 if cc[0] == 9 else 86)
     return ptx
@@ -68,7 +84,8 @@ def target_machine(cc: tuple, opt: int = 3):
     llvm = _llvm()
     ptx = ptx_isa_version(cc)
     target = llvm.Target.from_triple(TRIPLE)
-    return target.create_target_machine(cpu=arch_string(cc), features=f"+ptx{ptx}", opt=opt)
+    return target.create_target_machine(cpu=arch_string(llvm_arch(cc)), features=f"+ptx{ptx}",
+                                        opt=opt)
 
 
 def add_launch_bounds(module: ir.Module, symbol: str, bounds: tuple) -> None:
