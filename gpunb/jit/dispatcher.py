@@ -25,6 +25,8 @@ from gpunb.foundation.errors import (
     LaunchError,
     NoMatchingSignatureError,
     NotAKernelError,
+    is_launch_interrupt,
+    launch_interrupted,
 )
 from gpunb.jit import failures as _failures
 from gpunb.jit.configuration import LaunchConfiguration
@@ -366,6 +368,13 @@ class Dispatcher(NumbaDispatcherAPI):
             except GpunbError as exc:
                 _failures.note_compile_failure(self, target, argtypes, exc)
                 raise
+            except KeyboardInterrupt as exc:  # Ctrl-C while compiling: say so, not where
+                if is_launch_interrupt(exc):
+                    raise
+                raise launch_interrupted(
+                    f"compiling '{self.__name__}' was interrupted (Ctrl-C, SIGINT or the "
+                    "notebook's interrupt); nothing of it is kept: the next launch or compile "
+                    "of it starts again") from None
             self.failed_compiles.pop((target, argtypes), None)
             self.specializations[(target, argtypes)] = spec
             if spec is not found:  # new code (compiled or from the cache), not a kept one

@@ -141,3 +141,29 @@ def test_an_interrupted_launch_shows_the_message_and_the_cell_line_not_the_launc
     assert f"from Cell In[{result.execution_count}], line 2: spin[4, 32](o)" in text
     assert "gpunb/" not in text and "executor.py" not in text, text
     assert run_cell(shell, "x = np.zeros(8); add_one[1, 8](x); x.sum()").result == 8.0
+
+
+def test_an_interrupted_compile_says_so_and_the_next_launch_compiles(shell, capsys):
+    """Ctrl-C while a kernel compiled showed a KeyboardInterrupt through the compiler, the
+    cache's store and contextlib; now one message, and nothing half-made is kept."""
+    import re
+    import signal
+
+    import gpunb
+    from nbhelpers import run_cell
+
+    def ctrl_c(event):  # Ctrl-C arriving while the compile runs
+        sub.unsubscribe()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    assert run_cell(shell, "%%gpukernel\ndef twice(o):\n    o[cuda.grid(1)] *= 2\n").success
+    sub = gpunb.events.subscribe("stage_started", ctrl_c)
+    capsys.readouterr()
+    result = run_cell(shell, "import numpy as np\nv = np.ones(4)\ntwice[1, 4](v)")
+    sub.unsubscribe()
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "compiling 'twice' was interrupted" in text and "nothing of it is kept" in text
+    assert "gpunb/" not in text, text
+    result = run_cell(shell, "twice[1, 4](v)\nv.tolist()")
+    assert result.result == [2.0, 2.0, 2.0, 2.0]
