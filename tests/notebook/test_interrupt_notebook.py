@@ -149,8 +149,9 @@ def test_an_interrupted_compile_says_so_and_the_next_launch_compiles(shell, caps
     import re
     import signal
 
-    import gpunb
     from nbhelpers import run_cell
+
+    import gpunb
 
     def ctrl_c(event):  # Ctrl-C arriving while the compile runs
         sub.unsubscribe()
