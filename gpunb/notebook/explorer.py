@@ -313,6 +313,15 @@ def launch_explorer(dispatcher, n: int, signature=None, **kwargs) -> LaunchExplo
     memory or arch is a JitOptionError now, not a traceback when the notebook later displays
     the explorer."""
     check_explorer_arguments(dispatcher, n, kwargs)
+    if signature is None and not dispatcher.specializations and \
+            not dispatcher.declared_signatures:  # (the compile-time API's hint names inspect_asm)
+        from gpunb.foundation.errors import CompileError, user_location
+
+        raise CompileError(f"'{dispatcher.__name__}' has not been compiled yet: the explorer "
+                           "needs its registers and shared memory", user_location(),
+                           hint=f"launch it once, or pass its argument types: launch_explorer("
+                                f"{dispatcher.__name__}, n, signature='void(float32[::1], "
+                                "int32)')")
     return LaunchExplorer(dispatcher, n, signature, **kwargs)
 
 

@@ -61,3 +61,17 @@ def test_a_good_call_still_shows_occupancy(kernel):
     explorer = launch_explorer(kernel, 100, arch="sm_75", block=None, shared=0)
     assert "occupancy" in explorer.text() and "sm_75" in explorer.text()
     assert launch_explorer(kernel, np.int64(100), block=np.int32(128)).block == 128
+
+
+def test_a_kernel_never_compiled_says_how_to_give_the_explorer_its_types(cpu_env):
+    """The hint was the compile-time API's: "pass a signature, e.g. inspect_asm(...)"."""
+    from gpunb.foundation.errors import CompileError
+
+    @cuda.jit
+    def fresh(out):
+        out[0] = 1.0
+
+    with pytest.raises(CompileError, match="'fresh' has not been compiled yet") as info:
+        launch_explorer(fresh, 100)
+    assert "launch_explorer(fresh, n, signature=" in info.value.hint
+    assert launch_explorer(fresh, 100, signature="void(float64[::1])").n == 100
