@@ -86,6 +86,20 @@ def _validate_slowly(griddim, blockdim, device_limits: dict, shared_bytes: int,
     return grid, block
 
 
+def check_stream_and_shared(stream, shared_bytes, kernel_name) -> None:
+    """The 3rd and 4th items of `kernel[grid, block, stream, shared]`: a stream (check_stream)
+    and a non-negative integer byte count; LaunchConfigError otherwise, at `kernel[...]` as
+    numba checks, before a backend does arithmetic on them."""
+    check_stream(stream, kernel_name)
+    if isinstance(shared_bytes, (bool, np.bool_)) or \
+            not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
+        raise LaunchConfigError(f"dynamic shared memory must be a non-negative number of bytes, "
+                                f"got {type(shared_bytes).__name__} {shared_bytes!r}",
+                                function=kernel_name,
+                                hint="the 4th launch parameter counts bytes, e.g. "
+                                     "threads * np.dtype(np.float32).itemsize")
+
+
 def check_dims(dim, what: str, kernel_name) -> tuple:
     """The sizes of a grid or block (1 to 3 integers), or LaunchConfigError in numba's words."""
     items = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
@@ -111,7 +125,7 @@ def check_stream(stream, kernel_name) -> None:
         return
     if any(getattr(stream, attr, None) is not None for attr in ("handle", "ptr", "cuda_stream")):
         return
-    raise LaunchConfigError(f"cannot use {stream!r} ({type(stream).__name__}) as the launch's "
+    raise LaunchConfigError(f"cannot use {type(stream).__name__} {stream!r} as the launch's "
                             "stream", function=kernel_name,
                             hint="kernel[grid, block, stream] takes a stream made by "
                                  "cuda.stream() (or 0 for the default stream); dynamic shared "

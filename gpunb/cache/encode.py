@@ -70,6 +70,12 @@ def encode(value, gpu, epoch_marker=None) -> str:
     if isinstance(value, tuple):  # namedtuples and other tuple subclasses
         return qualified_name(cls) + _sequence("", value, gpu, epoch_marker)
     if isinstance(value, type):
+        if issubclass(value, tuple) and isinstance(getattr(value, "_fields", None), tuple):
+            # a namedtuple class: kernels build it (`P(1)`), so its fields and defaults are
+            # compiled in
+            defaults = getattr(value, "_field_defaults", None) or {}
+            return (f"class:{qualified_name(value)}{value._fields!r}" +
+                    _sequence("", tuple(defaults.items()), gpu, epoch_marker))
         return f"class:{qualified_name(value)}"
     if cls.__module__.startswith("gpunb."):
         return _gpunb_object(value)

@@ -197,7 +197,23 @@ def view(b: ir.IRBuilder, arr: t.Array, value, index_parts: list, result: t.Arra
     return make_array(b, result, new_data, new_shape, new_strides)
 
 
+def record_field_view(b: ir.IRBuilder, arr: t.Array, value, attr: str, result: t.Array):
+    """`recs.x`: the field's bytes in every record (its offset added to the data pointer, the
+    record strides kept), a sub-array field's own C strides appended."""
+    ftype, offset = arr.dtype.field(attr)
+    data, shape, strides = parts(b, value, arr.ndim)
+    data = b.gep(data, [ir.Constant(dm.i64, offset)], source_etype=dm.i8)
+    if isinstance(ftype, t.InlineArray):
+        shape += [ir.Constant(dm.i64, n) for n in ftype.shape]
+        strides += [ir.Constant(dm.i64, s) for s in
+                    contiguous_strides(list(ftype.shape), t.sizeof(ftype.dtype))]
+    return make_array(b, result, data, shape, strides)
+
+
 def attribute(b: ir.IRBuilder, arr: t.Array, value, attr: str, result: t.Type):
+    if isinstance(arr.dtype, t.Record) and isinstance(result, t.Array) and \
+            arr.dtype.field(attr) is not None:
+        return record_field_view(b, arr, value, attr, result)
     if attr == "shape" or attr == "strides":
         field = 1 if attr == "shape" else 2
         out = ir.Constant(dm.value_type(result), ir.Undefined)

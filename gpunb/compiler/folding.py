@@ -70,3 +70,9 @@ def _folded(node: ast.AST, compute):
     except (ArithmeticError, ValueError, TypeError):  # CPython leaves it for run time
         return node
     return ast.copy_location(ast.Constant(value=value), node)
+
+
+def runs_forever(node: ast.While) -> bool:
+    """`while True:` / `while 1:`: the loop only ends by break (or return), so its else clause
+    never runs; inference does not type that clause and lowering must not emit it."""
+    return isinstance(node.test, ast.Constant) and bool(node.test.value)

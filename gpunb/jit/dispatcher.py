@@ -14,6 +14,8 @@ import inspect
 import threading
 import weakref
 
+import numpy as np
+
 from gpunb.cache.fingerprint import still_valid
 from gpunb.foundation import config as settings
 from gpunb.foundation import events
@@ -203,13 +205,13 @@ class Dispatcher(NumbaDispatcherAPI):
                               "[grid, block] or [grid, block, stream, dynamic_shared_bytes]",
                               user_location(), hint="e.g. kernel[blocks, 256](args...)")
         griddim, blockdim = config[0], config[1]
-        from gpunb.backends.launch_config import check_dims, check_stream
+        from gpunb.backends.launch_config import check_dims, check_stream_and_shared
 
         check_dims(griddim, "grid", self.__name__)  # numba checks at kernel[...], not at launch
         check_dims(blockdim, "block", self.__name__)
         stream = config[2] if len(config) > 2 else 0
-        check_stream(stream, self.__name__)
         shared = config[3] if len(config) > 3 else 0
+        check_stream_and_shared(stream, shared, self.__name__)
         if settings.low_occupancy_warnings():  # numba-cuda's warning, opt-in in gpunb
             warn_low_occupancy(griddim)
         return LaunchConfiguration(self, griddim, blockdim, stream, shared)
@@ -230,9 +232,20 @@ class Dispatcher(NumbaDispatcherAPI):
     def forall(self, ntasks: int, tpb: int = 0, stream=0,
                sharedmem: int = 0) -> LaunchConfiguration:
         """A 1-d launch covering `ntasks` threads (block size from occupancy when tpb == 0)."""
+        from gpunb.backends.launch_config import check_stream_and_shared
+        from gpunb.jit.options import user_location
+
+        if isinstance(ntasks, (bool, np.bool_)) or not isinstance(ntasks, (int, np.integer)):
+            raise LaunchConfigError(f"forall({ntasks!r}): the task count must be an integer, got "
+                                    f"{type(ntasks).__name__}", user_location(),
+                                    function=self.__name__,
+                                    hint="count the tasks with integer arithmetic, e.g. "
+                                         "kernel.forall(a.size)")
         if ntasks < 0:
             raise LaunchConfigError(f"forall({ntasks}): the task count must not be negative "
-                                    "(Can't create ForAll with negative task count)")
+                                    "(Can't create ForAll with negative task count)",
+                                    user_location(), function=self.__name__)
+        check_stream_and_shared(stream, sharedmem, self.__name__)
         block = tpb or 256
         grid = max(1, -(-ntasks // block))
         return LaunchConfiguration(self, grid, block, stream, sharedmem)

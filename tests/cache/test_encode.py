@@ -77,3 +77,19 @@ def test_equal_constants_share_a_token(a):
     import copy
 
     assert encode(a, str) == encode(copy.deepcopy(a), str)
+
+
+def test_namedtuple_classes_encode_their_fields_and_defaults():
+    # kernels build namedtuples (`P(1)`), so a class's fields and defaults are compiled in: two
+    # classes of one name that differ there must not share a token (a stale disk hit)
+    from collections import namedtuple
+
+    def gpu(_obj):
+        return "gpu"
+
+    first = namedtuple("P", "x y", defaults=[7])
+    assert encode(first, gpu) == encode(namedtuple("P", "x y", defaults=[7]), gpu)
+    assert encode(first, gpu) != encode(namedtuple("P", "x y", defaults=[9]), gpu)
+    assert encode(first, gpu) != encode(namedtuple("P", "x y", defaults=[7.0]), gpu)
+    assert encode(first, gpu) != encode(namedtuple("P", "x z", defaults=[7]), gpu)
+    assert encode(first, gpu) != encode(namedtuple("P", "x y"), gpu)

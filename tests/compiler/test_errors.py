@@ -177,6 +177,32 @@ def math_sin_two(x):  # a host function, not decorated
     return x
 
 
+@cuda.jit
+def shared_shape_from_launch(out):
+    s = cuda.shared.array(cuda.blockDim.x, float32)  # <- error cuda.blockDim.x
+    out[0] = s[0]
+
+
+@cuda.jit
+def local_shape_from_launch(out):
+    s = cuda.local.array((2, cuda.blockDim.y), float32)  # <- error (2,
+    out[0] = s[0, 0]
+
+
+@cuda.jit
+def uses_numbas_cuda(out):
+    out[0] = numba_cuda_module.threadIdx.x  # <- error numba_cuda_module
+
+
+@cuda.jit
+def calls_numbas_cuda(out):
+    numba_cuda_module.syncthreads()  # <- error numba_cuda_module
+    out[0] = 1
+
+
+numba_cuda_module = pytest.importorskip("numba.cuda")  # numba's own, as an unchanged import
+
+
 CASES = [
     # kernel, signature, words the message must contain, words the hint must contain
     (unknown_name, "void(int64[::1])", ["undefined_thing", "not defined"], ["define"]),
@@ -205,6 +231,14 @@ CASES = [
     (calls_broken_helper, "void(int64[::1])", ["broken_helper", "no_such_global"], None),
     (too_many_indices, "void(int64[::1])", ["too many indices"], None),
     (mixed_return, "void(float64[::1])", ["returns both"], ["one type"]),
+    # said "must be non-negative integers, got (<gpunb kernel intrinsic ...>,)"
+    (shared_shape_from_launch, "void(float32[::1])",
+     ["compile-time constant", "cuda.blockDim.x is only known at launch"], ["4th launch"]),
+    (local_shape_from_launch, "void(float32[::1])", ["cuda.blockDim.y is only known"],
+     ["constant"]),
+    # numba's cuda module left in a gpunb kernel said "unsupported operand types: <property>"
+    (uses_numbas_cuda, "void(float32[::1])", ["numba's CUDA module"], ["from gpunb import"]),
+    (calls_numbas_cuda, "void(float32[::1])", ["numba's CUDA module"], ["from gpunb import"]),
 ]
 
 

@@ -537,3 +537,38 @@ def test_zip_over_ranges_and_arrays(target, n, step):
 
 def test_zip_ptx(check_ptx):
     check_ptx(zip_loops, "void(int64[::1], int32[:], float64[::1], int64, int64)")
+
+
+def _forever_loops_with_else(a):
+    i = 0
+    while True:
+        i += 1
+        if i > a[1]:
+            break
+    else:  # never runs: `while True` ends only by break
+        i = 100
+    a[0] = i
+    for j in range(3):
+        while 1:
+            if j == 1:
+                break
+            a[2] += 1
+            break
+        else:
+            a[2] = 99
+
+
+def test_else_of_a_forever_while_is_never_run(target):
+    # inference never typed that else (it cannot run), but lowering emitted it: an internal
+    # compiler error (KeyError on its first expression)
+    from numba import njit
+
+    got, expected = np.array([0, 5.0, 0]), np.array([0, 5.0, 0])
+    cuda.jit(_forever_loops_with_else)[1, 1](got)
+    njit(_forever_loops_with_else)(expected)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got, [6, 5, 2])
+
+
+def test_else_of_a_forever_while_ptx(check_ptx):
+    check_ptx(_forever_loops_with_else, (types.float64[:],))

@@ -61,6 +61,29 @@ def test_forall_negative_work():
         cuda.jit(noop).forall(-1)
 
 
+@pytest.mark.parametrize("config, found", [((1, 32, "s"), "str 's'"), ((1, 32, 1.5), "float"),
+                                           ((1, 32, 0, "x"), "str 'x'"),
+                                           ((1, 32, 0, 2.5), "float 2.5"),
+                                           ((1, 32, 0, True), "bool")])
+def test_bad_stream_or_shared_bytes_is_a_located_config_error(config, found):
+    # numba refuses a stream that is not one with TypeError; gpunb's CPU target used to ignore
+    # it, and a str byte count reached the backend's arithmetic as a raw TypeError
+    kernfunc = cuda.jit(noop)
+    with pytest.raises(TypeError, match=found) as info:
+        kernfunc[config](np.zeros(1))
+    assert isinstance(info.value, gpunb.LaunchError)
+    assert info.value.loc is not None and info.value.loc.filename == __file__
+    assert info.value.hint
+
+
+def test_forall_non_integer_work():
+    with pytest.raises(TypeError, match=r"task count must be an integer, got float") as info:
+        cuda.jit(noop).forall(2.5)
+    assert info.value.loc is not None and info.value.loc.filename == __file__
+    with pytest.raises(TypeError, match="non-negative number of bytes"):
+        cuda.jit(noop).forall(4, sharedmem="64")
+
+
 def test_device_function_is_not_a_kernel():
     @cuda.jit(device=True)
     def f():
@@ -113,3 +136,13 @@ def test_debug_with_opt_warns_as_numba():
         cuda.jit()
     assert cuda.InvalidConfigWarning is InvalidConfigWarning
     assert issubclass(cuda.PerformanceWarning, UserWarning)
+
+
+def test_a_signature_of_the_wrong_arity_names_both_sides():
+    # said "'add_kernel' takes 3 arguments but 2 were given" with no hint
+    with pytest.raises(gpunb.CompileError) as info:
+        cuda.jit("void(float64[:], float64)")(add_kernel)
+    text = str(info.value)
+    assert "takes 3 arguments (r, x, y) but 2 were given (float64[:], float64)" in text
+    assert "one type per parameter" in text
+    assert info.value.loc is not None

@@ -263,6 +263,25 @@ def pick(a):
         return None
     return 3
 """,
+    # falling off the end and a bare `return` return None too (numba's); gpunb returned an
+    # unspecified value there, so `r is None` was False
+    "falls_off_the_end": """
+def pick(a):
+    if a > 0.0:
+        return a * 2.0
+""",
+    "bare_return": """
+def pick(a):
+    if a > 0.0:
+        return a * 2.0
+    return
+""",
+    "falls_off_a_loop": """
+def pick(a):
+    for k in range(4):
+        if k * 1.0 >= a:
+            return k
+""",
 }
 CALLER = """
 def f(out, x):
@@ -322,3 +341,48 @@ def test_an_optional_lives_across_a_barrier(mode):
     cuda.jit(_optional_across_a_barrier, target="cpu", cpu_mode=mode)[1, 8](out, x)
     nxt = np.roll(x, -1)
     assert out.tolist() == np.where(x > 0.0, x + nxt, -nxt).tolist()
+
+
+def _falls_off(a):
+    if a > 0.0:
+        return a * 2.0
+
+
+def _uses_the_value(out, x):  # pick_value: bound per test (njit or a gpunb device function)
+    for i in range(x.shape[0]):
+        out[i, 0] = pick_value(x[i]) + 1.0  # noqa: F821 - a call's Optional as its value
+        out[i, 1] = pick_value(x[i])  # noqa: F821 - stored as its value
+        out[i, 2] = max(pick_value(x[i]), 3.0)  # noqa: F821
+
+
+def test_an_optional_call_result_used_as_its_value(target):
+    from types import FunctionType
+
+    x = np.array([2.5, 0.5, 4.0])
+    expected, found = np.zeros((3, 3)), np.zeros((3, 3))
+    oracle = FunctionType(_uses_the_value.__code__, {"pick_value": numba.njit(_falls_off)})
+    numba.njit(oracle)(expected, x)
+    kernel = FunctionType(_uses_the_value.__code__,
+                          {"pick_value": cuda.jit(device=True)(_falls_off)})
+    cuda.jit(kernel)[1, 1](found, x)
+    assert found.tolist() == expected.tolist()
+
+
+def test_a_none_used_as_a_value_is_numbas_type_error():
+    from types import FunctionType
+
+    kernel = FunctionType(_uses_the_value.__code__,
+                          {"pick_value": cuda.jit(device=True)(_falls_off)})
+    with pytest.raises(TypeError, match="expected float64, got None"):
+        cuda.jit(kernel, target="cpu", debug=True, opt=False)[1, 1](np.zeros((1, 3)),
+                                                                   np.array([-1.0]))
+
+
+def test_the_cuda_target_compiles_an_implicit_none_return(ptxas):
+    from types import FunctionType
+
+    kernel = FunctionType(_uses_the_value.__code__,
+                          {"pick_value": cuda.jit(device=True)(_falls_off)})
+    ptxas(cuda.compile_ptx(kernel, "void(float64[:, ::1], float64[::1])")[0])
+    f = _with_device_function("falls_off_the_end", lambda g: cuda.jit(device=True)(g))
+    ptxas(cuda.compile_ptx(f, "void(float64[::1], float64[::1])")[0])

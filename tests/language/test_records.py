@@ -400,3 +400,70 @@ def test_field_position_out_of_range():
 
     with pytest.raises(gpunb.CompileError, match="record index 2 out of range"):
         f[1, 1](np.zeros(1, _BY_POSITION), np.zeros(1))
+
+
+NESTED = np.dtype([("p", np.int16), ("q", np.float64)])
+FIELD_VIEWS = np.dtype([("a", np.int8), ("b", np.float64), ("c", np.float32, (2, 3)),
+                        ("n", NESTED), ("size", np.int32)])
+
+
+def _field_views(recs, out):
+    b = recs.b  # numba's recs.x: a view of field x of every record, the record strides kept
+    c = recs.c
+    for i in range(recs.shape[0]):
+        for j in range(recs.shape[1]):
+            out[i, j] = b[i, j] + c[i, j, 1, 2] + recs.n[i, j].q + recs.a[i, j] + recs.size
+            recs.b[i, j] = i * 10 + j
+            recs.c[i, j, 0, 1] = 5
+    out[0, 0] += c.shape[2] * 100 + c.ndim * 1000
+
+
+@pytest.mark.parametrize("aligned", [False, True], ids=["packed", "aligned"])
+def test_field_of_a_record_array_is_a_view(target, aligned):
+    # gpunb said "has no attribute 'b'"; numba's njit and numba-cuda give a strided view
+    from numba import njit
+
+    dtype = np.dtype({"names": FIELD_VIEWS.names,
+                      "formats": [FIELD_VIEWS.fields[n][0] for n in FIELD_VIEWS.names]},
+                     align=aligned)
+    recs = np.zeros((3, 4), dtype)
+    recs["a"] = 1
+    recs["b"] = np.arange(12).reshape(3, 4)
+    recs["c"][..., 1, 2] = 0.5
+    recs["n"]["q"] = 2
+    expected_recs, expected = recs.copy(), np.zeros((3, 4))
+    njit(_field_views)(expected_recs, expected)
+    out = np.zeros((3, 4))
+    cuda.jit(_field_views)[1, 1](recs, out)
+    np.testing.assert_array_equal(out, expected)
+    assert out[0, 0] == 0 + 0.5 + 2 + 1 + 12 + 200 + 4000  # .size is the array's, as in numba
+    for name in ("a", "b", "c"):
+        np.testing.assert_array_equal(recs[name], expected_recs[name])
+
+
+def test_field_view_of_a_read_only_record_array_is_read_only():
+    gpunb.set_target("cpu")
+
+    @cuda.jit
+    def write(recs):
+        recs.b[1] = 3
+
+    recs = np.zeros(3, FIELD_VIEWS)
+    recs.flags.writeable = False
+    with pytest.raises(gpunb.CompileError, match="read-only"):
+        write[1, 1](recs)
+
+    @cuda.jit
+    def unknown(recs):
+        recs.zz[1] = 3
+
+    with pytest.raises(gpunb.CompileError, match="its records' fields .* are a, b, c, n, size"):
+        unknown[1, 1](np.zeros(3, FIELD_VIEWS))
+
+
+def test_field_view_ptx_passes_ptxas(ptxas):
+    from gpunb.foundation.types import float64, from_dtype
+
+    recs_t = from_dtype(FIELD_VIEWS)[:, :]
+    ptx, _ = cuda.compile_ptx(_field_views, (recs_t, float64[:, :]))
+    ptxas(ptx)

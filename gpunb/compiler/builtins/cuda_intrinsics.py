@@ -8,6 +8,7 @@ from llvmlite import ir
 from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.kernel_api import intrinsic_name
 from gpunb.compiler.typed import Feature, Typed
 from gpunb.compiler.values import dtype_to_type
 from gpunb.foundation import types as t
@@ -163,6 +164,13 @@ def _shape_and_dtype(inf, node, what: str):
     shape = shape if isinstance(shape, tuple) else (shape,)
     align_node = args[2] if len(args) > 2 else kws.get("alignment")
     align = None if align_node is None else _alignment(inf, align_node, what)
+    launch_values = [s for s in shape if intrinsic_name(s) is not None]
+    if launch_values:  # cuda.blockDim.x: known only at launch, not when the kernel compiles
+        dynamic = " (or cuda.shared.array(0, dtype) with the size in bytes as the 4th launch " \
+            "parameter: kernel[grid, block, 0, nbytes])" if what == "cuda.shared.array" else ""
+        raise inf.error(shape_node, f"the shape of {what} must be a compile-time constant; "
+                        f"{intrinsic_name(launch_values[0])} is only known at launch",
+                        f"use a literal or a module-level constant{dynamic}")
     if not all(isinstance(s, (int, np.integer)) and s >= 0 for s in shape):
         raise inf.error(shape_node, f"the shape of {what} must be non-negative integers, "
                         f"got {shape!r}", "give an int or a tuple of ints, e.g. 128 or (16, 16)")

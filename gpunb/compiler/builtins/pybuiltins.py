@@ -453,3 +453,26 @@ BUILTINS.update({
     "builtins.zip": ZipTuples(),
     "builtins.sum": SumTuple(),
 })
+
+
+class NamedTupleBuild(Builtin):
+    """`Point(x, y)` of a namedtuple class in a kernel: a tuple whose fields are named (numba's
+    NamedTuple); arguments bound as the class binds them (keywords, defaults). Inference binds
+    the call and records it with `Const` defaults, as calls of GPU functions are."""
+
+    def __init__(self, cls: type):
+        self.cls = cls
+        self.name = cls.__name__
+
+    def lower_call(self, low, node, call):
+        from gpunb.compiler.typed import Const
+
+        items = []
+        for arg, item_t in zip(call.args, call.argtypes, strict=True):
+            if isinstance(item_t, t.NoneType):
+                items.append(ir.Constant(dm.value_type(item_t), None))
+            elif isinstance(arg, Const):
+                items.append(ops.constant(item_t, arg.value))
+            else:
+                items.append(low.expr(arg))
+        return low.build_tuple(items, call.result)

@@ -62,12 +62,18 @@ class CallTyping:
                                  "pass each keyword argument by name: f(a=x, b=y)")
         starred = next((a for a in node.args if isinstance(a, ast.Starred)), None)
         if starred is not None and not (isinstance(callee, inner.InnerFunction) or
-                                        is_gpu_function(callee)):
+                                        is_gpu_function(callee) or
+                                        is_namedtuple_class(callee)):  # these bind *t
             return self.starred_builtin_call(node, callee, starred)
         if isinstance(callee, inner.InnerFunction):
             return inner.call(self, node, callee)
         if is_gpu_function(callee):
-            return self.call_gpu_function(node, callee)
+            found = self.call_gpu_function(node, callee)
+            if isinstance(found, t.Optional) and node not in self.keep_optional:
+                return found.type  # used as its value: lowering checks it is not None
+            return found
+        if is_namedtuple_class(callee):
+            return self.namedtuple_call(node, callee)
         builtin = find_builtin(callee)
         if builtin is not None:
             argtypes = [self.expr(a) for a in node.args]
@@ -93,6 +99,24 @@ class CallTyping:
             if isinstance(node.func, ast.Name) else ""  # numba's words, for those who search
         raise self.error(node.func, f"{untyped}cannot call {name} from GPU code",
                          _call_hint(callee))
+
+    def namedtuple_call(self, node: ast.Call, cls: type) -> t.Type:
+        """`Point(1.0, y=2.0)`: a namedtuple built in GPU code, its fields typed as passed."""
+        from gpunb.compiler.builtins.pybuiltins import NamedTupleBuild
+
+        signature = inspect.signature(cls)  # its fields and defaults (annotations dropped)
+        signature = signature.replace(parameters=[p.replace(annotation=p.empty) for p in
+                                                  signature.parameters.values()])
+        args, argtypes = self.bind_call(node, signature, cls.__name__)
+        for arg, found in zip(args, argtypes, strict=True):
+            if isinstance(found, PyValue):
+                raise self.error(arg if isinstance(arg, ast.AST) else node,
+                                 f"a field of {cls.__name__} cannot hold {found}",
+                                 "namedtuples in GPU code hold numbers, arrays and tuples")
+        result = t.Tuple(tuple(argtypes), tuple(cls._fields))
+        self.calls[node] = BuiltinCall(NamedTupleBuild(cls), tuple(args), tuple(argtypes),
+                                       result)
+        return result
 
     def int_bit_count(self, node: ast.Call) -> t.Type | None:
         """`x.bit_count()` on an integer value; None when `x` is not one (a module's function
@@ -160,6 +184,7 @@ class CallTyping:
                 raise self.error(func, f"NameError: name '{func.id}' is not defined",
                                  did_you_mean(func.id, self.visible_names())
                                  + "define it before the GPU function is compiled")
+            self.refuse_numba_cuda(func, value)
             self.record(func, PyValue(value))
             return value
         if isinstance(func, ast.Attribute):
@@ -488,3 +513,9 @@ def _star_item(arg: ast.Starred, k: int) -> ast.Subscript:
                                            ctx=ast.Load()), arg)
     item.star_of = arg.value
     return item
+
+
+def is_namedtuple_class(obj) -> bool:
+    """A class made by collections.namedtuple or typing.NamedTuple (numba types calls of it)."""
+    return isinstance(obj, type) and issubclass(obj, tuple) and \
+        isinstance(getattr(obj, "_fields", None), tuple)

@@ -78,8 +78,12 @@ class InferenceCore:
         params = list(args.args) + ([args.vararg] if args.vararg else [])
         self.argnames = tuple(a.arg for a in params)
         if len(argtypes) != len(self.argnames):
-            raise self.error(source.tree, f"'{source.name}' takes {len(self.argnames)} "
-                             f"arguments but {len(argtypes)} were given")
+            takes = len(self.argnames)
+            raise self.error(source.tree, f"'{source.name}' takes {takes} "
+                             f"argument{'s' * (takes != 1)} ({', '.join(self.argnames)}) but "
+                             f"{len(argtypes)} {'was' if len(argtypes) == 1 else 'were'} given "
+                             f"({', '.join(map(str, argtypes))})",
+                             "give one type per parameter, in order, in the signature")
         self.argtypes = tuple(argtypes)
         self.params = tuple(Var(a.arg, VarKind.PARAM, a) for a in params)
         # facts that persist across passes (rewritten by each pass as it goes)
@@ -456,6 +460,14 @@ class InferenceCore:
                 raise self.error(nones[0], f"this function returns both {ret} and None",
                                  "return values of one type from every return statement")
             return optional
+        implicit = self.falls_off or len(values) < len(self.return_types)
+        if values and implicit and not self.is_kernel:
+            # a bare `return`, or falling off the end, returns None in numba too: an Optional
+            # where the value can be one (lowering stores None into the return slot first);
+            # other values keep their type, the None path returning an unspecified value
+            optional = promotion.join_optional(t.none, ret)
+            if optional is not None:
+                return optional
         return t.none if ret is None else ret
 
     def declared_return_type(self, values: list) -> t.Type:

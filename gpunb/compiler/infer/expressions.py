@@ -11,6 +11,7 @@ import ast
 from gpunb.compiler import datetimes, promotion
 from gpunb.compiler.builtins import Builtin, find_builtin
 from gpunb.compiler.infer import inner
+from gpunb.compiler.kernel_api import intrinsic_name
 from gpunb.compiler.typed import BuiltinValue
 from gpunb.compiler.values import (
     ArrayCTypes,
@@ -118,6 +119,7 @@ class ExpressionTyping:
                              "(e.g. 1.5e30) for larger magnitudes")
 
     def global_value_type(self, node, value) -> t.Type:
+        self.refuse_numba_cuda(node, value)
         self.check_int_range(node, value)
         found = constant_type(value)
         if found is not None:
@@ -126,6 +128,17 @@ class ExpressionTyping:
                 self.weak.add(node)
             return found
         return PyValue(value)
+
+    def refuse_numba_cuda(self, node, value) -> None:
+        """numba's own cuda module in a gpunb kernel (an import left unchanged): its stubs mean
+        nothing to gpunb, so say which import to change rather than fail on a stub."""
+        if isinstance(value, type(ast)) and value.__name__ == "numba.cuda" and \
+                intrinsic_name(getattr(value, "threadIdx", None)) is None:
+            # (a numba.cuda that forwards to gpunb.cuda, as the parity harness's, is gpunb's)
+            raise self.error(node, f"'{value.__name__}' is numba's CUDA module, not gpunb's: "
+                             "a gpunb kernel cannot use its names",
+                             "import it from gpunb instead: `from gpunb import cuda` (numba "
+                             "types such as numba.float32 work as they are)")
 
     def expr_Attribute(self, node: ast.Attribute) -> t.Type:
         base = self.expr(node.value)
@@ -169,6 +182,8 @@ class ExpressionTyping:
                                base.aligned)
             if attr == "real" and isinstance(base.dtype, (t.Integer, t.Float)):
                 return base  # a real array is its own real part (numba: the same array)
+            if isinstance(base.dtype, t.Record) and base.dtype.field(attr) is not None:
+                return record_field_view_type(base, *base.dtype.field(attr))
         if isinstance(base, ArrayCTypes) and attr == "data":
             return t.uint64
         if isinstance(base, t.Complex) and attr in ("real", "imag"):
@@ -448,11 +463,25 @@ def field_value_type(record: t.Record, ftype: t.Type, offset: int) -> t.Type:
     return ftype
 
 
+def record_field_view_type(base: t.Array, ftype: t.Type, offset: int) -> t.Array:
+    """`recs.x` of a structured array: a view of field x of every record (numba's), with the
+    record array's strides; a sub-array field adds its own dimensions."""
+    unaligned = base.dtype.field_alignment(ftype, offset)
+    aligned = base.aligned and unaligned is None
+    if isinstance(ftype, t.InlineArray):
+        return t.Array(ftype.dtype, base.ndim + len(ftype.shape), "A", base.readonly, aligned)
+    if isinstance(ftype, t.Record) and unaligned is not None:
+        ftype = ftype.with_align(unaligned)
+    return t.Array(ftype, base.ndim, "A", base.readonly, aligned)
+
+
 def _attribute_hint(base: t.Type) -> str | None:
     if isinstance(base, t.Array):
+        fields = "; its records' fields (recs.x views field x) are " + ", ".join(
+            name for name, *_ in base.dtype.fields) if isinstance(base.dtype, t.Record) else ""
         return "arrays have shape, strides, size, ndim, itemsize, nbytes and T in GPU code, " \
                "and the reductions sum, prod, mean, var, std, min, max, all and any; other " \
-               "methods are not available: write a loop"
+               "methods are not available: write a loop" + fields
     if isinstance(base, t.Record):
         return f"its fields are {', '.join(name for name, *_ in base.fields)}"
     if t.is_number(base):

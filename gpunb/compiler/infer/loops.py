@@ -12,6 +12,7 @@ import ast
 import copy
 
 from gpunb.compiler import promotion, scopes
+from gpunb.compiler.folding import runs_forever
 from gpunb.compiler.kernel_api import intrinsic_name
 from gpunb.compiler.typed import (
     ArraySource,
@@ -33,8 +34,7 @@ class LoopTyping:
         if not self.visit_body(node.body):
             self.back_edge(self.env)
         frame = self.leave_loop()
-        forever = isinstance(node.test, ast.Constant) and bool(node.test.value)
-        return self.loop_exit(node, header, frame, normal_exit=not forever)
+        return self.loop_exit(node, header, frame, normal_exit=not runs_forever(node))
 
     def visit_For(self, node: ast.For) -> bool:
         if self.is_literal_unroll(node.iter):

@@ -104,7 +104,7 @@ class StatementTyping:
         return False
 
     def visit_Return(self, node: ast.Return) -> bool:
-        if isinstance(node.value, ast.Name):
+        if isinstance(node.value, (ast.Name, ast.Call)):
             self.keep_optional.add(node.value)  # `return x` returns an Optional as it is
         rt = t.none if node.value is None else self.expr(node.value)
         if isinstance(rt, t.Array):
@@ -127,8 +127,9 @@ class StatementTyping:
         if scopes.is_lambda_binding(node):
             self.defined_inner.add(node.targets[0].id)
             return False
-        if isinstance(node.value, ast.Name) and all(isinstance(x, ast.Name) for x in node.targets):
-            self.keep_optional.add(node.value)  # `y = x` copies an Optional as it is
+        if isinstance(node.value, (ast.Name, ast.Call)) and \
+                all(isinstance(x, ast.Name) for x in node.targets):
+            self.keep_optional.add(node.value)  # `y = x`, `y = f()` keep an Optional as it is
         vt = self.expr(node.value)
         for target in node.targets:
             self.assign(target, vt, node.value)
@@ -210,6 +211,8 @@ class StatementTyping:
     def check_store(self, target, vt: t.Type, value_node) -> None:
         slot = self.types[target]
         base = self.types[target.value]
+        if isinstance(vt, t.Optional) and not isinstance(slot, t.Array):
+            vt = vt.type  # numba's: the value stored, a None ends the thread (TypeError)
         if isinstance(target, ast.Attribute) and not isinstance(base, t.Record):
             raise self.error(target, f"cannot assign to '{target.attr}' of {base}",
                              "in GPU code only record fields can be assigned (rec.x = v); "

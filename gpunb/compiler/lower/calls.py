@@ -33,12 +33,19 @@ class CallLowering:
                 return ops.constant(call.target, float(call.arg.value))
             return ops.cast(self.builder, self.expr(call.arg), call.argtype, call.target)
         if isinstance(call, BuiltinCall):
+            if any(getattr(arg, "star_of", None) is not None for arg in call.args):
+                with self.star_scope():  # Point(*t) of a namedtuple class
+                    return call.builtin.lower_call(self, node, call)
             return call.builtin.lower_call(self, node, call)
         if isinstance(call, StarredCall):
             with self.star_scope():
                 return self.expr(call.expanded)
         with self.star_scope():
-            return self.call_gpu_function(call)
+            value = self.call_gpu_function(call)
+        returned = call.callee.return_type
+        if isinstance(returned, t.Optional) and not isinstance(self.type_of(node), t.Optional):
+            return self.unwrap_optional(node, value, returned)  # used as its value
+        return value
 
     @contextlib.contextmanager
     def star_scope(self):
@@ -102,6 +109,7 @@ class CallLowering:
         if not isinstance(callee.return_type, t.NoneType):
             inner.return_slot = self.alloca(dm.value_type(callee.return_type),
                                             f"{callee.name}.ret")
+            inner.start_return_slot()  # (at the call: a call in a loop starts afresh)
         if self.target.instrumented:
             self.target.debug_inline(self, inner)
         inner.bind_arguments(values)

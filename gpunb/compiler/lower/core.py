@@ -62,6 +62,14 @@ class LoweringCore:
             self.builder.debug_metadata = self.mb.debug.entry(self)
         if not isinstance(self.typed.return_type, t.NoneType):
             self.return_slot = self.alloca(dm.value_type(self.typed.return_type), "retval")
+            self.start_return_slot()
+
+    def start_return_slot(self) -> None:
+        """At each entry of the body: an Optional return starts as None, which a bare `return`
+        or falling off the end then returns (numba's implicit `return None`)."""
+        ret = self.typed.return_type
+        if isinstance(ret, t.Optional):
+            self.builder.store(ops.to_optional(self.builder, None, t.none, ret), self.return_slot)
 
     def alloca(self, llty: ir.Type, name: str = ""):
         b = ir.IRBuilder(self.alloca_block)

@@ -9,6 +9,7 @@ from llvmlite import ir
 from gpunb.compiler import arrays, exceptions, scopes
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
+from gpunb.compiler.folding import runs_forever
 from gpunb.compiler.lower.core import CHUNK
 from gpunb.compiler.typed import JoinKind
 from gpunb.foundation import types as t
@@ -170,6 +171,8 @@ class StatementLowering:
         elif isinstance(target, (ast.Subscript, ast.Attribute)) and \
                 isinstance(self.type_of(target), t.Array):  # a slice, or a record's array field
             self.store_slice(target, value, vt)
+        elif isinstance(vt, t.Optional):  # an element or field holds the value (None: raise)
+            self.store_target(target, self.unwrap_optional(target, value, vt), vt.type)
         elif isinstance(target, ast.Subscript):
             pointer, dtype, align = self.element_address(target)
             self.target.record_access(self, target, pointer, "write")
@@ -265,7 +268,10 @@ class StatementLowering:
     def loop_else(self, node, else_bb, end_bb) -> None:
         b = self.builder
         b.position_at_end(else_bb)
-        self.statements(node.orelse)
+        if isinstance(node, ast.While) and runs_forever(node):
+            b.unreachable()  # the else of `while True:` never runs (and was never typed)
+        else:
+            self.statements(node.orelse)
         if not b.block.is_terminated:
             b.branch(end_bb)
         b.position_at_end(end_bb)
