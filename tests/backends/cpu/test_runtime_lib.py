@@ -187,22 +187,33 @@ def test_a_kernel_cached_on_disk_loads_and_runs_in_a_new_process(tmp_path):
     assert second["out"] == [2.0 * (15 - i) for i in range(16)]
 
 
+# in a child process: runtime_compiles counts the runtime's compiles (objects.emit_object of a
+# gpunb_rt_ module), by wrapping the function the runtime compiles with
+COUNT_RUNTIME_COMPILES = """
+runtime_compiles = []
+emit_object = objects.emit_object
+
+def counting(text, *args, **kwargs):
+    if text.startswith('; ModuleID = "gpunb_rt_'):
+        runtime_compiles.append(1)
+    return emit_object(text, *args, **kwargs)
+
+objects.emit_object = counting
+"""
+
+
+def _with_counting(code: str) -> str:
+    """`code` (indented as the tests write it) with COUNT_RUNTIME_COMPILES in its place."""
+    return textwrap.dedent(code).replace("{COUNT_RUNTIME_COMPILES}", COUNT_RUNTIME_COMPILES)
+
+
 def test_two_threads_loading_coroutine_kernels_at_once_load_the_runtime_once():
-    out = _fresh_python("""
+    out = _fresh_python(_with_counting("""
         import threading
         import numpy as np
         from gpunb import cuda, float32
         from gpunb.backends.cpu import objects, runtime_lib
-
-        runtime_compiles = []
-        emit_object = objects.emit_object
-
-        def counting(text, *args, **kwargs):  # counts the runtime's compiles
-            if text.startswith('; ModuleID = "gpunb_rt_'):
-                runtime_compiles.append(1)
-            return emit_object(text, *args, **kwargs)
-
-        objects.emit_object = counting
+        {COUNT_RUNTIME_COMPILES}
 
         def make(k):
             @cuda.jit(cpu_mode="coroutine")
@@ -235,7 +246,7 @@ def test_two_threads_loading_coroutine_kernels_at_once_load_the_runtime_once():
             t.join()
         assert not failures, failures
         print(len(runtime_compiles), sorted(runtime_lib.loaded()))
-    """, {"GPUNB_CACHE": "0"})
+    """), {"GPUNB_CACHE": "0"})
     assert out.strip() == "1 " + repr([runtime_lib.scheduler_symbol(False, False, False)])
 
 
@@ -332,20 +343,11 @@ def test_an_artifact_without_runtime_objects_compiles_the_runtime_it_calls():
 
 def test_a_disk_hit_in_a_new_process_loads_the_runtime_without_compiling_it(tmp_path):
     (tmp_path / "coro_disk.py").write_text(textwrap.dedent(KERNEL_MODULE))
-    code = f"""
+    code = _with_counting(f"""
         import sys
         import numpy as np
         from gpunb.backends.cpu import objects, runtime_lib
-
-        runtime_compiles = []
-        emit_object = objects.emit_object
-
-        def counting(text, *args, **kwargs):  # counts the runtime's compiles
-            if text.startswith('; ModuleID = "gpunb_rt_'):
-                runtime_compiles.append(1)
-            return emit_object(text, *args, **kwargs)
-
-        objects.emit_object = counting
+        {{COUNT_RUNTIME_COMPILES}}
         sys.path.insert(0, {str(tmp_path)!r})
         import coro_disk
         x = np.arange(16, dtype=np.float32)
@@ -353,7 +355,7 @@ def test_a_disk_hit_in_a_new_process_loads_the_runtime_without_compiling_it(tmp_
         coro_disk.kern[1, 16](out, x)
         assert (out == x[::-1] * 2).all(), out
         print(len(runtime_compiles), sorted(runtime_lib.loaded()))
-    """
+    """)
     env = {"GPUNB_CACHE_DIR": str(tmp_path / "cache"), "GPUNB_CACHE": "1"}
     first = _fresh_python(code, env).split()
     second = _fresh_python(code, env).split()
