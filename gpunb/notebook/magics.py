@@ -172,10 +172,14 @@ class GpuMagics(Magics):
                 return run_cell(body, line, self.shell.user_ns, None, number,
                                 magic="gpuprofile", ipython_compiler=self.shell.compile).value
 
-        value, profile = profile_cell(run, options)
+        value, profile, error = profile_cell(run, options)
+        if error is not None and not profile.launches:
+            raise error  # nothing ran: the error alone
         if comm.panel_connected():  # built only for a panel that reads it
             comm.publish(launches_message(profile))
         display(profile)
+        if error is not None:
+            raise error  # after the profile of what ran before it
         return value
 
 

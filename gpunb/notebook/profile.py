@@ -62,7 +62,10 @@ def parse_profile_options(line: str) -> ProfileOptions:
 
 
 def profile_cell(run, options: ProfileOptions):
-    """Run `run()` (the cell) as the options say; returns (its last value, the Profile)."""
+    """Run `run()` (the cell) as the options say; returns (its last value, the Profile, None),
+    or where the profiled cell raised (its launches before the error are still a profile, the
+    one the user needs to see what ran): (None, that Profile, the exception) - the caller shows
+    the profile, then raises it."""
     from gpunb.profiling.api import ncu_snapshot
     from gpunb.profiling.session import ProfileSession
     from gpunb.profiling.snapshot import Snapshot
@@ -71,20 +74,24 @@ def profile_cell(run, options: ProfileOptions):
         run()
     snapshot = Snapshot() if options.ncu else None
     session = ProfileSession(timer=options.timer, snapshot=snapshot)
-    value = None
+    value, error = None, None
     try:
         with session:
             for _ in range(options.repeat):
                 value = run()
-    finally:
-        profile = session.profile
-        if profile is not None:
-            profile.repeat, profile.warmup = options.repeat, options.warmup
+    except Exception as exc:  # (a KeyboardInterrupt stops the cell, profile unseen)
+        error = exc
+    profile = session.profile
+    profile.repeat, profile.warmup = options.repeat, options.warmup
+    if error is not None:
+        profile.notes.append(f"the cell raised {type(error).__name__}: these are the "
+                             f"{len(profile.launches)} launches before it")
+        return None, profile, error
     if snapshot is not None:
         profile.ncu = ncu_snapshot(snapshot, timeout=options.timeout)
         if profile.ncu.error:
             profile.notes.append(f"--ncu: {profile.ncu.error}")
-    return value, profile
+    return value, profile, None
 
 
 MAX_LAUNCH_KERNELS = 50  # rows of one cell's launch summary: the most launched kernels

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from IPython.core.error import UsageError
 from nbhelpers import run_cell
@@ -126,3 +128,21 @@ def test_a_syntax_error_in_a_gpuprofile_cell_names_gpuprofile(shell, capsys):
     assert type(result.error_in_exec).__name__ == "CompileError"
     text = capsys.readouterr().out
     assert "%%gpuprofile cells are Python" in text and "%%gpukernel" not in text
+
+
+def test_a_cell_that_raises_after_launches_shows_their_profile_then_the_error(shell, capsys):
+    """The launches that ran before the error are what the user needs to see: the profile is
+    shown (and kept as the last profile), then the cell's error."""
+    _setup(shell)
+    capsys.readouterr()
+    result = run_cell(shell, "%%gpuprofile\nsaxpy[1, 256](w, v, v, 1.0)\n"
+                             "saxpy[1, 256](w, v, v, 2.0)\nraise ValueError('after two')\n")
+    assert isinstance(result.error_in_exec, ValueError)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    row = next(line for line in text.splitlines() if line.startswith("saxpy"))
+    assert row.split()[1] == "2"
+    assert "the cell raised ValueError: these are the 2 launches before it" in text
+    assert text.index("saxpy") < text.index("ValueError: after two")
+    import gpunb
+
+    assert len(gpunb.last_profile().launches) == 2
