@@ -181,3 +181,23 @@ def test_ptx(ptxas):
     ptx, _ = cuda.compile_ptx(usecase(np.maximum).py_func,
                               "void(float32[:, ::1], float32[::1], float64[:, ::1])")
     ptxas(ptx)
+
+
+def _scalar_absolute(out, x, z):
+    out[0] = np.abs(x[0])
+    out[1] = np.absolute(z[0])
+    out[2] = np.abs(z[1])
+
+
+@pytest.mark.parametrize("ctype", [np.complex64, np.complex128])
+def test_absolute_of_a_complex_scalar(target, ctype):
+    # np.abs(z) of a complex scalar said "numpy.absolute() needs real numbers" (its scalar form
+    # went to math's fabs); numba gives |z| by numpy's 'F->f' loop
+    from numba import njit
+
+    x, z = np.array([-3.0]), np.array([3 - 4j, -1e200 + 1e200j], ctype)
+    expected, found = np.zeros(3), np.zeros(3)
+    njit(_scalar_absolute)(expected, x, z)
+    cuda.jit(_scalar_absolute)[1, 1](found, x, z)
+    np.testing.assert_allclose(found, expected, rtol=1e-6)
+    np.testing.assert_allclose(found[:2], [3.0, 5.0])

@@ -30,6 +30,7 @@ from gpunb.compiler import operators as ops
 from gpunb.compiler.builtins import Builtin
 from gpunb.compiler.typed import Typed
 from gpunb.foundation import types as t
+from gpunb.foundation.errors import CompileError
 from gpunb.foundation.kernel_errors import BROADCAST_MESSAGE
 
 _SUPPORTED_CHARS = set("?bBhHiIlLqQfdFD")  # numba's loops: no float16, long double, objects
@@ -293,10 +294,19 @@ class NumpyUfunc(Builtin):
 
     def type_scalar(self, inf, node, argtypes, kwtypes, inputs):
         if self.scalar is not None:
-            typed = self.scalar.type_call(inf, node, argtypes, kwtypes)
-            if isinstance(typed, Typed):
-                return Typed(typed.result, Delegated(typed.data))
-            return Typed(typed, Delegated(None))
+            try:
+                typed = self.scalar.type_call(inf, node, argtypes, kwtypes)
+            except CompileError:
+                # the math function refuses what the ufunc has a loop for (np.abs of a
+                # complex: its 'F->f' loop, |z|): the ufunc's own loop, else that error
+                if self.ufunc.nout != 1 or find_loop(self.ufunc, _strengthen(
+                        inputs, [n in inf.weak for n in node.args[:self.ufunc.nin]]),
+                        ()) is None:
+                    raise
+            else:
+                if isinstance(typed, Typed):
+                    return Typed(typed.result, Delegated(typed.data))
+                return Typed(typed, Delegated(None))
         if self.ufunc.nout != 1:
             raise inf.error(node, f"{self.label()} has {self.ufunc.nout} results: not supported "
                             "in GPU code")
