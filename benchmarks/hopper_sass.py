@@ -69,20 +69,11 @@ def _nvjitlink(ptx: str) -> tuple:
     """(cubin, log) of nvJitLink (its own ptxas, the version of its wheel) for the same PTX."""
     from cuda.bindings import nvjitlink
 
-    arch = re.search(r"^\.target\s+(sm_\w+)", ptx, re.M).group(1)
-    handle = nvjitlink.create(2, [f"-arch={arch}", "-verbose"])
-    try:
-        data = ptx.encode()
-        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "k.ptx")
-        nvjitlink.complete(handle)
-        cubin = bytearray(nvjitlink.get_linked_cubin_size(handle))
-        nvjitlink.get_linked_cubin(handle, cubin)
-        log = bytearray(nvjitlink.get_info_log_size(handle))
-        nvjitlink.get_info_log(handle, log)
-        version = ".".join(map(str, nvjitlink.version()))
-        return bytes(cubin), f"nvJitLink {version}\n" + bytes(log).decode(errors="replace")
-    finally:
-        nvjitlink.destroy(handle)
+    from gpunb.backends.cuda.linker import link_offline
+
+    major, minor = re.search(r"^\.target\s+sm_(\d+)(\d)", ptx, re.M).groups()
+    cubin, log = link_offline(ptx, [], (int(major), int(minor)), verbose=True)
+    return cubin, f"nvJitLink {'.'.join(map(str, nvjitlink.version()))}\n{log}"
 
 
 def _toolkit(ptx: str, ptxas: str) -> tuple:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -16,6 +18,8 @@ os.environ.setdefault("GPUNB_NOTICES", "0")
 # kernels compiled by the tests never land in the user's own cache directory
 if "GPUNB_CACHE_DIR" not in os.environ:
     os.environ["GPUNB_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpunb-test-cache-")
+    # removed when the process that made it ends (xdist's workers inherit the variable)
+    atexit.register(shutil.rmtree, os.environ["GPUNB_CACHE_DIR"], ignore_errors=True)
 
 
 def _gpu_available() -> bool:

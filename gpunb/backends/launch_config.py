@@ -86,17 +86,10 @@ def _validate_slowly(griddim, blockdim, device_limits: dict, shared_bytes: int,
     return grid, block
 
 
-def check_stream_and_shared(stream, shared_bytes, kernel_name) -> None:
-    """The 3rd and 4th items of `kernel[grid, block, stream, shared]`: a stream (0, None, an int
-    handle or an object with a handle, as numba's, CuPy's and PyTorch's streams have) and a
-    non-negative integer byte count; LaunchConfigError otherwise, at `kernel[...]` as numba
-    checks, before a backend does arithmetic on them."""
-    if not (stream is None or isinstance(stream, (int, np.integer)) or any(
-            getattr(stream, attr, None) is not None for attr in ("handle", "ptr", "cuda_stream"))):
-        raise LaunchConfigError(f"the launch's stream must be a stream object or 0, got "
-                                f"{type(stream).__name__} {stream!r}", function=kernel_name,
-                                hint="make one with cuda.stream(), or pass 0 for the default "
-                                     "stream: kernel[grid, block, stream, shared_bytes]")
+def check_shared_bytes(shared_bytes, kernel_name) -> None:
+    """The 4th item of `kernel[grid, block, stream, shared]`: a non-negative integer byte count;
+    LaunchConfigError otherwise, at `kernel[...]` as numba checks, before a backend does
+    arithmetic on it (a str reached the CPU backend's sum with the static size)."""
     if isinstance(shared_bytes, (bool, np.bool_)) or \
             not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
         raise LaunchConfigError(f"dynamic shared memory must be a non-negative number of bytes, "
@@ -120,6 +113,22 @@ def check_dims(dim, what: str, kernel_name) -> tuple:
                                     hint="compute sizes with integer division, e.g. "
                                          "(n + 255) // 256")
     return items
+
+
+def check_stream(stream, kernel_name) -> None:
+    """The stream of kernel[grid, block, stream]: 0/None, a CUstream number, or a stream object
+    (gpunb's, numba's, CuPy's `.ptr`, PyTorch's `.cuda_stream`); refused on every target, so a
+    launch that runs on the CPU target does not fail on a GPU."""
+    if stream is None or isinstance(stream, (int, np.integer)) and not isinstance(
+            stream, (bool, np.bool_)):
+        return
+    if any(getattr(stream, attr, None) is not None for attr in ("handle", "ptr", "cuda_stream")):
+        return
+    raise LaunchConfigError(f"cannot use {stream!r} ({type(stream).__name__}) as the launch's "
+                            "stream", function=kernel_name,
+                            hint="kernel[grid, block, stream] takes a stream made by "
+                                 "cuda.stream() (or 0 for the default stream); dynamic shared "
+                                 "memory comes fourth: kernel[grid, block, 0, nbytes]")
 
 
 def _dim3(dim, what: str, kernel_name) -> tuple:

@@ -97,6 +97,16 @@ def events(function: str | None = None) -> list:
     return provenance.events(function)
 
 
+def _own_last_event(kernel):
+    """The latest cache event of this GPU function's own specialisations (its cache_info()),
+    not of another live function of the same name (a kernel `k` redefined in a later cell)."""
+    records = getattr(kernel, "cache_info", None)
+    if isinstance(kernel, str) or not callable(records):
+        return None
+    events = [r.get("event") for r in records() if r.get("event") is not None]
+    return max(events, key=lambda e: e.timestamp) if events else None
+
+
 def last_event(name: str):
     from gpunb.cache import provenance
 
@@ -140,7 +150,7 @@ def explain(kernel) -> str:
             fingerprint = collect(kernel)
         except Exception as exc:  # noqa: BLE001 - explain must always answer
             error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    last = provenance.last_event(name)
+    last = _own_last_event(kernel) or provenance.last_event(name)
     body = default_cache().body_of(last.key) if last is not None and last.key else None
     parts = body.get("parts") if body else None
     pending = []

@@ -106,13 +106,22 @@ def check_module_files() -> tuple[str, ...]:
             _files[path] = (st.st_size, st.st_mtime_ns, digest)  # touched, not edited
             _changed_files.pop(path, None)
             continue
+        kept = loaded_sources.loaded_text_of(path)
+        if kept is not None and kept.digest == content:
+            # the module ran again from this text (importlib.reload, %autoreload) before any of
+            # its new functions was fingerprinted: the new baseline, not an edit to warn about
+            _files[path] = kept.stamp()
+            _changed_files.pop(path, None)
+            newly.append(None)  # kernels re-check what they read: the module's names are new
+            continue
         _files[path] = (st.st_size, st.st_mtime_ns, digest)
         if _changed_files.get(path) != content:
             _changed_files[path] = content
             newly.append(path)
     if newly:
         for path in newly:
-            _warn_changed(path, _changed_files[path])
+            if path is not None:
+                _warn_changed(path, _changed_files[path])
         bump()
     return tuple(_changed_files)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from gpunb.cache import epoch
 from gpunb.cache.encode import blake2b, encode, is_constant, preview
+from gpunb.foundation import loaded_sources
 from gpunb.foundation.memo import RecentlyUsed
 from gpunb.foundation.pyobjects import MISSING, closure_cell, is_gpu_function
 
@@ -88,8 +89,18 @@ class FunctionFingerprint:
     options_seen: object = field(default=None, compare=False, repr=False)
 
     def dependency_tree(self) -> list[tuple[int, Dependency]]:
-        """(depth, dependency) in reading order, for explain()."""
-        return [(len(d.via), d) for d in self.dependencies]
+        """(depth, dependency) in reading order, for explain(): each GPU function this one
+        reads is followed by what it reads in turn (a callee's entries carry its name first in
+        `via`), not by the last function's."""
+        nested = [d for d in self.dependencies if d.via]
+        out = []
+        for dep in self.dependencies:
+            if not dep.via:
+                out.append((0, dep))
+                out.extend((len(d.via), d) for d in nested if d.via[0] == dep.name)
+        shown = {id(d) for _, d in out}
+        out.extend((len(d.via), d) for d in nested if id(d) not in shown)
+        return out
 
 
 class _CellView:
@@ -427,6 +438,7 @@ class _Builder:
     def build(self, options) -> FunctionFingerprint:
         py_func = self.py_func
         facts = _code_facts(py_func)
+        loaded_sources.check_superseded(py_func)  # an object from before its module's reload
         defined_at = _where(facts.filename, facts.first_line)
         tokens = [f"code {facts.code_digest}"]
         deps: dict[str, Dependency] = {}
@@ -443,10 +455,14 @@ class _Builder:
             tokens.append(token)
             for namespace, name, obj in entries:
                 watch.setdefault((id(namespace), name), (namespace.get, name, obj))
+            # what a callee reads is "read via" the name this function calls it by (`mod.f`,
+            # an alias), unless the chain held several functions (a tuple): their own names
+            single = len(self.callees) == 1 and dep.kind == "gpu function"
             for callee in self.callees:
                 for entry in callee.watch[1:]:
                     watch.setdefault((id(entry[0].__self__), entry[1]), entry)
-                nested.extend(replace(d, via=(callee.name, *d.via)) for d in callee.dependencies)
+                via = dep.name if single else callee.name
+                nested.extend(replace(d, via=(via, *d.via)) for d in callee.dependencies)
                 locations.extend(loc for loc in callee.locations if loc not in locations)
         for dep, token in self._defaults(defined_at, facts):
             deps[f"{dep.kind} {dep.name}"] = dep

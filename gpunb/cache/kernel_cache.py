@@ -45,7 +45,7 @@ class Lookup:
     """
 
     __slots__ = ("key", "parts", "function", "signature", "target", "fingerprint", "changes",
-                 "time_ms", "enabled", "started", "event", "waited_ms", "claim")
+                 "time_ms", "enabled", "started", "event", "waited_ms", "claim", "previous")
 
     def __init__(self, key: str, parts: dict, function: str, signature: str, target: str,
                  fingerprint: FunctionFingerprint, enabled: bool):
@@ -62,6 +62,9 @@ class Lookup:
         self.event: CacheEvent | None = None
         self.waited_ms = 0.0  # part of time_ms spent waiting for another compile of the key
         self.claim = None  # compile_once.Compiling while this lookup's caller compiles the key
+        # the key this caller's own code had for the signature (a live function recompiling),
+        # which an explanation diffs against before the function name's latest entry
+        self.previous: str | None = None
 
     def __repr__(self) -> str:
         why = self.changes[0].reason if self.changes else "hit"
@@ -122,8 +125,12 @@ class KernelCache:
 
     def lookup(self, func_name: str, fingerprint: FunctionFingerprint, argtypes: str,
                options: dict | None, target: str, arch: str,
-               toolchain: dict | None = None) -> tuple:
-        """(artifact or None, Lookup). A hit is recorded at once; a miss by store()."""
+               toolchain: dict | None = None, previous_key: str | None = None) -> tuple:
+        """(artifact or None, Lookup). A hit is recorded at once; a miss by store().
+
+        `previous_key`: the key of the caller's own code for this signature when it recompiles
+        (its dependencies changed); what changed is told against it, not against the latest
+        entry of any function of the same name (two live kernels `k` of different cells)."""
         started = time.perf_counter()
         signature = str(argtypes)
         enabled = _enabled(options)
@@ -132,6 +139,7 @@ class KernelCache:
         parts = key_parts(fingerprint, signature, options, target, arch, toolchain)
         key = key_of(parts)
         pending = Lookup(key, parts, func_name, signature, target, fingerprint, enabled)
+        pending.previous = previous_key
         if not enabled:
             pending.changes = (CacheChange(CacheReason.DISABLED, text="disabled"),)
             return self._missed(pending, started)
@@ -271,7 +279,7 @@ class KernelCache:
         artifact = relocate(artifact, body.get("locations"), fp.locations)
         pointer = _pointer(fp, pending.signature, pending.target)
         with self._lock:
-            previous = self.latest.get(pointer)
+            previous = pending.previous or self.latest.get(pointer)
             self.latest[pointer] = pending.key
             self.bodies[pending.key] = body
         # this process had other code for the function (a helper was redefined) and the new
@@ -310,7 +318,7 @@ class KernelCache:
         """Diff against the previous entry of this function, signature and target."""
         pointer = _pointer(pending.fingerprint, pending.signature, pending.target)
         with self._lock:
-            previous = self.latest.get(pointer)
+            previous = pending.previous or self.latest.get(pointer)
         if previous is None:
             previous = self.disk.read_pointer(pointer)
         if previous is None:

@@ -90,7 +90,9 @@ def render_explanation(name: str, fingerprint, last: CacheEvent | None, parts: d
     if error:
         lines.append(f"  fingerprint unavailable: {error}")
     if last is None:
-        lines.append("  no cache event yet (not launched or compiled since this process started)")
+        lines.append("  no cache event yet (not launched or compiled since this process started; "
+                     "a device function has none of its own: it is compiled into each kernel "
+                     "that calls it)")
     else:
         lines.append(f"  last event: {last.describe()}, {_ago(last.timestamp)}")
         lines.append(f"    signature {last.signature}, target {last.target}, key {last.key}")

@@ -140,7 +140,10 @@ def _source_block(py_func) -> tuple:
     text_lines = None
     if kept is not None:
         state, now = kept.on_disk()
-        if state != "same":
+        if state != "same" and loaded_sources.reloaded_since(kept):
+            loaded_sources.check_superseded(py_func)  # an object from before a reload
+            text_lines = tuple(kept.lines)
+        elif state != "same":
             loaded_sources.warn_stale(kept, state, now, py_func.__qualname__)
             text_lines = tuple(kept.lines)  # errors show the compiled text, not the file's
         lines = kept.lines

@@ -116,6 +116,16 @@ class RecursiveRef:
 
 
 @record
+class StarredCall:
+    """A builtin called with `*t` of a tuple (`complex(*cmath.polar(z))`): the call as typed,
+    `expanded`, a synthetic call whose arguments are t[0], t[1], ... - each t evaluated once
+    (lowering evaluates it at its first item and reuses the value for the others)."""
+
+    expanded: ast.Call
+    result: t.Type
+
+
+@record
 class BuiltinCall:
     """A call of an intrinsic, math function or Python builtin; `data` is the builtin's own
     frozen fact (an array spec, a print format, a folded dimension count...)."""

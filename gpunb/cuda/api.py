@@ -80,6 +80,18 @@ def detect() -> bool:
 
 
 def select_device(device_id: int):
+    """Make GPU `device_id` current in this thread; on the CPU target its one simulated device,
+    number 0 (as current_context(0)), so numba-cuda scripts that start with
+    `cuda.select_device(0)` run on a machine without a GPU."""
+    from gpunb.runtime.target import active_target
+
+    if active_target() != "cuda":
+        from gpunb.cuda.devices import get_current_device
+
+        if device_id != 0:
+            raise ValueError(f"select_device({device_id}): the CPU target has one device, "
+                             "number 0")
+        return get_current_device()
     from gpunb.backends.cuda import driver
 
     return driver.select_device(device_id)

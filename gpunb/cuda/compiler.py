@@ -66,9 +66,12 @@ def compile_ptx(pyfunc, sig, debug: bool = False, lineinfo: bool = False, device
 
 
 def _current_cc() -> tuple:
+    """The current device's compute capability, or the newest one before it that gpunb's LLVM
+    writes PTX for (a GPU newer than gpunb: its driver JIT-compiles that PTX)."""
+    from gpunb.backends.cuda.target import llvm_arch
     from gpunb.cuda.devices import get_current_device
 
-    return tuple(get_current_device().compute_capability)
+    return llvm_arch(tuple(get_current_device().compute_capability))
 
 
 def compile_ptx_for_current_device(pyfunc, sig, device: bool = False, **kwargs) -> tuple:

@@ -79,20 +79,32 @@ class KernelArtifact:
     # usable ptxas was found (backends/cuda/whole_program.py): a later process that has one
     # builds it right instead of reusing it
     disk_cache: bool = True
+    # cpu coroutine kernels: ((symbol, host object), ...) of the runtime code the binary calls
+    # (backends/cpu/runtime_lib.py), so that a disk hit in a new process loads it instead of
+    # compiling it (~110-190 ms); the entry's trust checks cover it as they cover the binary
+    runtime_objects: tuple = ()
 
     def to_json_dict(self) -> dict:
         """Everything but the binary, as JSON-ready data (the cache stores the binary apart)."""
-        data = asdict(replace(self, binary=b"", links=()))
+        from binascii import b2a_base64  # not at import: gpunb's startup is measured
+
+        data = asdict(replace(self, binary=b"", links=(), runtime_objects=()))
         data.pop("binary")
         data.pop("links")
+        data["runtime_objects"] = [[name, b2a_base64(obj, newline=False).decode("ascii")]
+                                   for name, obj in self.runtime_objects]
         return data
 
     @classmethod
     def from_json_dict(cls, data: dict, binary: bytes) -> KernelArtifact:
+        from binascii import a2b_base64
+
         data = dict(data)
         data["resources"] = ResourceUsage(**data["resources"])
         data["param_slots"] = tuple(data["param_slots"])
         data["cluster_dims"] = tuple(data.get("cluster_dims", ()))
+        data["runtime_objects"] = tuple((name, a2b_base64(obj))
+                                        for name, obj in data.get("runtime_objects", ()))
         data["line_map"] = tuple((line, tuple(ptx)) for line, ptx in data["line_map"])
         for name in ("printf_formats", "error_sites", "barrier_sites", "raise_sites",
                      "access_sites", "shared_layout", "compile_warnings", "code_sites",

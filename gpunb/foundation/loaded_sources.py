@@ -194,6 +194,48 @@ def loaded_text_of(path: str) -> LoadedText | None:
     return _loaded_files.get(path)
 
 
+def reloaded_since(text: LoadedText) -> bool:
+    """Whether `text`'s module ran again (importlib.reload, %autoreload) from a file that holds
+    what is on disk now: a function kept with `text` is then an object from before the reload
+    (a name bound by `from module import f` keeps it), not a module out of date."""
+    latest = _loaded_files.get(text.path)
+    return latest is not None and latest is not text and latest.digest != text.digest \
+        and latest.on_disk()[0] == "same"
+
+
+def check_superseded(py_func) -> None:
+    """Warn once when `py_func` (a GPU function's Python function) is from before its module
+    was reloaded: asked each time its fingerprint is rebuilt, so a kernel that keeps its code
+    (nothing it reads changed) still says why an edit to the module does not reach it."""
+    code = py_func.__code__
+    entry = _loaded_code.get(id(code))
+    if entry is None or entry[0]() is not code or not reloaded_since(entry[1]):
+        return
+    latest = _loaded_files[entry[1].path]
+    asked = (id(code), latest.digest)
+    if asked not in _still_defined:  # compiling the module's text: once per function and text
+        _still_defined[asked] = _defines(latest, code)
+    if not _still_defined[asked]:  # the reloaded text changed this very function
+        warn_superseded(entry[1], py_func.__qualname__)
+
+
+_still_defined: dict = {}  # (id(code), text digest) -> whether that text defines the same code
+
+
+def warn_superseded(text: LoadedText, function: str) -> None:
+    """One StaleSourceWarning per function and text: it predates its module's reload."""
+    from gpunb.foundation.user_warnings import StaleSourceWarning, warn_user
+
+    module = text.module or "its module"
+    name = function.rpartition(".")[2]
+    warn_user(f"GPU function '{function}' is the one module '{module}' defined before it was "
+              f"reloaded: it compiles the code it was defined with ({text.path} as imported "
+              f"then), not the reloaded file. A name bound by `from {module} import {name}` "
+              "keeps the old function (%autoreload cannot update GPU functions in place): run "
+              f"the import again, or call {module}.{name}", StaleSourceWarning,
+              once=("superseded", text.path, function, text.digest))
+
+
 def warn_stale(text: LoadedText, state: str, now: str, function: str = "") -> None:
     """One StaleSourceWarning per file content: the file changed (or went) since its module
     ran; GPU functions compile from the text as it ran; how to pick the change up."""

@@ -128,6 +128,7 @@ class Dispatcher(NumbaDispatcherAPI):
         self.launch_config = None
         self.options = checked_options
         self.declared_signatures = tuple(_parse_signatures(signatures, py_func))
+        jit_checks.check_kernel_signatures(self.declared_signatures, device)
         # the one thing that invalidates this function's launchers (jit/launcher.py)
         self.version = LaunchVersion()
         self._extensions: list = list(extensions or ())
@@ -202,13 +203,14 @@ class Dispatcher(NumbaDispatcherAPI):
                               "[grid, block] or [grid, block, stream, dynamic_shared_bytes]",
                               user_location(), hint="e.g. kernel[blocks, 256](args...)")
         griddim, blockdim = config[0], config[1]
-        from gpunb.backends.launch_config import check_dims, check_stream_and_shared
+        from gpunb.backends.launch_config import check_dims, check_shared_bytes, check_stream
 
         check_dims(griddim, "grid", self.__name__)  # numba checks at kernel[...], not at launch
         check_dims(blockdim, "block", self.__name__)
         stream = config[2] if len(config) > 2 else 0
+        check_stream(stream, self.__name__)
         shared = config[3] if len(config) > 3 else 0
-        check_stream_and_shared(stream, shared, self.__name__)
+        check_shared_bytes(shared, self.__name__)
         if settings.low_occupancy_warnings():  # numba-cuda's warning, opt-in in gpunb
             warn_low_occupancy(griddim)
         return LaunchConfiguration(self, griddim, blockdim, stream, shared)
@@ -229,7 +231,7 @@ class Dispatcher(NumbaDispatcherAPI):
     def forall(self, ntasks: int, tpb: int = 0, stream=0,
                sharedmem: int = 0) -> LaunchConfiguration:
         """A 1-d launch covering `ntasks` threads (block size from occupancy when tpb == 0)."""
-        from gpunb.backends.launch_config import check_stream_and_shared
+        from gpunb.backends.launch_config import check_shared_bytes, check_stream
         from gpunb.jit.options import user_location
 
         if isinstance(ntasks, (bool, np.bool_)) or not isinstance(ntasks, (int, np.integer)):
@@ -242,7 +244,8 @@ class Dispatcher(NumbaDispatcherAPI):
             raise LaunchConfigError(f"forall({ntasks}): the task count must not be negative "
                                     "(Can't create ForAll with negative task count)",
                                     user_location(), function=self.__name__)
-        check_stream_and_shared(stream, sharedmem, self.__name__)
+        check_stream(stream, self.__name__)
+        check_shared_bytes(sharedmem, self.__name__)
         block = tpb or 256
         grid = max(1, -(-ntasks // block))
         return LaunchConfiguration(self, grid, block, stream, sharedmem)
@@ -388,7 +391,10 @@ class Dispatcher(NumbaDispatcherAPI):
 
     def compile(self, sig) -> Specialization:
         """Compile for a declared signature ("void(float32[:])") now, as numba's does."""
+        from gpunb.jit import options as jit_checks
+
         sig = _parse_signatures([sig], self.py_func)[0]
+        jit_checks.check_kernel_signatures([sig], self.device)
         return self.specialization_for(tuple(sig.args))
 
     def _any_spec(self, signature=None) -> Specialization:

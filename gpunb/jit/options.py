@@ -11,6 +11,7 @@ import operator
 from gpunb.foundation.errors import (  # noqa: F401 - user_location: its callers' import
     CompileError,
     JitOptionError,
+    KernelReturnError,
     SignatureError,
     SourceLocation,
     user_location,
@@ -118,6 +119,21 @@ def check_kernel_only(options: dict, device: bool, what: str = "cuda.jit") -> No
         raise JitOptionError(f"{what}: cluster_dims is a kernel's launch shape, and this is a "
                              "device function (device=True)", user_location(),
                              hint="put cluster_dims on the kernel that calls it")
+
+
+def check_kernel_signatures(signatures, device: bool) -> None:
+    """numba's "CUDA kernel must have void return type": a kernel's declared signature with a
+    return type other than void, refused when it is declared (the body may not even return)."""
+    from gpunb.foundation import types as t
+
+    if device:
+        return
+    for sig in signatures:
+        if sig.return_type is not None and not isinstance(sig.return_type, t.NoneType):
+            raise KernelReturnError(
+                f"CUDA kernel must have void return type (declared: {sig})", user_location(),
+                hint="declare it as void(...) and write results into an output array, or "
+                     "make it a device function: cuda.jit(sig, device=True)")
 
 
 def check_flag(name: str, value) -> bool:
@@ -268,4 +284,10 @@ def check_arch(cc) -> tuple:
                              user_location(),
                              hint="pass (major, minor) of sm_50 or newer, e.g. cc=(9, 0) for "
                                   "sm_90, or (9, 0, 'a') for sm_90a")
+    from gpunb.backends.cuda.target import supported_arches
+
+    if tuple(arch.key[:2]) not in supported_arches():  # asked by name: no silent fallback
+        known = ", ".join(f"({a}, {b})" for a, b in supported_arches())
+        raise JitOptionError(f"cc={cc!r} is not an architecture gpunb's LLVM writes PTX for",
+                             user_location(), hint=f"pass one of {known}")
     return arch.key

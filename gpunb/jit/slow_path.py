@@ -46,7 +46,8 @@ def build_specialization(dispatcher, argtypes: tuple, backend, previous=None) ->
     _check_load_in_capture(backend.name, dispatcher.__name__)
     started = time.perf_counter()
     artifact, pending = cache.lookup(dispatcher.__name__, fingerprint, signature, options,
-                                     backend.name, arch)
+                                     backend.name, arch, previous_key=getattr(
+                                         previous, "key", None))
     typed = None
     if artifact is None:
         from gpunb.backends.pipeline import compile

@@ -15,7 +15,10 @@ def _kernel(shell, args: list, command: str):
     if not args:
         raise CacheCommandError(f"which kernel? e.g. %gpucache {command} saxpy")
     name = args[0]
-    value = shell.user_ns.get(name)
+    head, *attributes = name.split(".")
+    value = shell.user_ns.get(head)
+    for attribute in attributes:  # `%gpucache explain mymod.saxpy`: a module's kernel
+        value = getattr(value, attribute, None)
     if value is None or not getattr(type(value), "__gpunb_function__", False):
         raise CacheCommandError(f"{name!r} is not a GPU function in this notebook")
     return name, value
@@ -43,6 +46,14 @@ def cmd_explain(shell, args: list):
 
     name, kernel = _kernel(shell, args, "explain")
     explained = str(cache.explain(kernel))
+    own = getattr(kernel, "cache_info", None)
+    if callable(own) and not own():  # a device function: its code is in its callers' entries
+        from gpunb.notebook.cache_panel import callers_of, find_kernels
+
+        callers = callers_of(kernel, find_kernels(shell.user_ns))
+        if callers:
+            explained += (f"\n  compiled into: {', '.join(callers)} (%gpucache explain "
+                          f"{callers[0]} shows its cache events)")
     failures = [f"    {row[3]} for {row[1]}: {row[4]}" for row in failure_rows(name, kernel)]
     if failures:  # the cache saw no event for them: say what did happen
         explained += "\n  failed since its last successful launch:\n" + "\n".join(failures)

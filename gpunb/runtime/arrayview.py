@@ -68,10 +68,30 @@ def f_strides(shape: tuple, itemsize: int) -> tuple:
     return tuple(out)
 
 
-def normalize_shape(shape) -> tuple:
+def normalize_shape(shape, unknown_ok: bool = False) -> tuple:
+    """A shape as a tuple of ints: TypeError for a size that is not an integer (3.0, '3'),
+    ValueError for a negative one; `unknown_ok` (a reshape's new shape) lets -1 through."""
     if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(int(n) for n in shape)
+        items = (shape,)
+    else:
+        try:
+            items = tuple(shape)
+        except TypeError:
+            raise TypeError(f"shape must be an integer or tuple of integers, got "
+                            f"{shape!r}") from None
+    try:
+        out = tuple(operator.index(n) for n in items)
+    except TypeError:
+        raise TypeError(f"shape must be an integer or tuple of integers, got {shape!r}") from None
+    if any(n < (-1 if unknown_ok else 0) for n in out):
+        raise ValueError(f"negative dimensions are not allowed, got {out}")
+    return out
+
+
+def check_order(order: str) -> None:
+    """numba's check of an allocation's order (its message, too)."""
+    if order not in ("C", "F"):
+        raise ValueError(f"must be either C/F order, got order={order!r}")
 
 
 def normalize_index(index) -> tuple:
@@ -115,7 +135,7 @@ def _address(a: np.ndarray) -> int:
 
 def reshaped(shape: tuple, strides: tuple, itemsize: int, newshape, order: str) -> tuple:
     """(shape, strides) of a reshape that keeps the data in place; ValueError if it cannot."""
-    newshape = list(normalize_shape(newshape))
+    newshape = list(normalize_shape(newshape, unknown_ok=True))
     size = int(np.prod(shape, dtype=np.int64)) if shape else 1
     unknown = [i for i, n in enumerate(newshape) if n == -1]
     if len(unknown) > 1:

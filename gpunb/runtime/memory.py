@@ -123,6 +123,7 @@ def device_array(shape, dtype=np.float64, strides=None, order: str = "C", stream
     """An uninitialised device array (numba: cuda.device_array)."""
     capture.refuse_allocation("cuda.device_array()")
     shape = av.normalize_shape(shape)
+    av.check_order(order)
     dtype = np.dtype(dtype)
     if strides is None:
         strides = av.f_strides(shape, dtype.itemsize) if order == "F" else \
@@ -196,6 +197,7 @@ def pinned_array(shape, dtype=np.float64, strides=None, order: str = "C", *,
     """A host array in page-locked memory (fast, asynchronous copies); plain numpy on the CPU."""
     capture.refuse_allocation("cuda.pinned_array()")
     shape = av.normalize_shape(shape)
+    av.check_order(order)
     dtype = np.dtype(dtype)
     if _on_host(target):
         return _strided_empty(shape, dtype, strides, order)
@@ -215,6 +217,7 @@ def mapped_array(shape, dtype=np.float64, strides=None, order: str = "C", stream
     address), so kernels use it in place."""
     capture.refuse_allocation("cuda.mapped_array()")
     shape = av.normalize_shape(shape)
+    av.check_order(order)
     dtype = np.dtype(dtype)
     if _on_host(target):
         return _strided_empty(shape, dtype, strides, order)
@@ -245,6 +248,7 @@ def managed_array(shape, dtype=np.float64, strides=None, order: str = "C", strea
     target. attach_global=False attaches it to the host (devices of compute capability 6.0+
     still reach it). Synchronize before reading what a kernel wrote."""
     shape = av.normalize_shape(shape)
+    av.check_order(order)
     dtype = np.dtype(dtype)
     if _on_host(target):
         return _strided_empty(shape, dtype, strides, order)

@@ -233,6 +233,8 @@ class CpuEvent:
         return True
 
     def elapsed_time(self, other: CpuEvent) -> float:
+        if not (self.timing and other.timing):  # as on a GPU, where the driver keeps no time
+            raise LaunchError("elapsed_time needs events created with timing=True")
         if self.time is None or other.time is None:
             raise LaunchError("elapsed_time needs both events recorded (event.record())")
         return (other.time - self.time) * 1000.0

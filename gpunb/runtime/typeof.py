@@ -16,11 +16,24 @@ from gpunb.runtime import arrayview as av
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 
 _PYTHON_SCALARS = {bool: t.boolean, int: t.int64, float: t.float64, complex: t.complex128}
+_INT64_END = 1 << 63  # numba types a Python int as int64, from here to 2**64 - 1 as uint64
+
+
+def _int_type(value: int) -> t.Type:
+    """numba's typeof of a Python int: int64, uint64 for 2**63 .. 2**64 - 1, else refused."""
+    if -_INT64_END <= value < _INT64_END:
+        return t.int64
+    if 0 <= value < 2 * _INT64_END:
+        return t.uint64
+    raise TypeError(f"the int {value} does not fit in 64 bits (numba's types for a Python int: "
+                    "int64, or uint64 from 2**63 to 2**64 - 1)")
 
 
 def typeof(value) -> t.Type:
     """The kernel-language type of a launch argument; TypeError for unsupported values."""
     cls = value.__class__
+    if cls is int:
+        return _int_type(value)
     scalar = _PYTHON_SCALARS.get(cls)
     if scalar is not None:
         return scalar
@@ -54,7 +67,8 @@ def typeof(value) -> t.Type:
     if enum_member is not None:
         return enum_member
     if isinstance(value, (bool, int, float, complex)):  # subclasses
-        return _PYTHON_SCALARS[next(k for k in (bool, int, float, complex) if isinstance(value, k))]
+        base = next(k for k in (bool, int, float, complex) if isinstance(value, k))
+        return _int_type(int(value)) if base is int else _PYTHON_SCALARS[base]
     pointer = _ctypes_pointer_type(value)
     if pointer is not None:
         return pointer
@@ -148,6 +162,8 @@ def type_key(value):
         return (cls, value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous,
                 flags.writeable, flags.aligned)
     if cls in _SCALAR_CLASSES:
+        if cls is int and not -_INT64_END <= value < _INT64_END:
+            return ("type", _int_type(value))  # uint64 (or refused): not int's usual int64
         return cls
     if cls is DeviceArray or cls is HostDeviceArray:
         return value._key

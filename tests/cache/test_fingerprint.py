@@ -277,6 +277,32 @@ def test_three_levels_deep(cells):
     assert collect(kern).digest != fp.digest
 
 
+def test_dependency_tree_puts_what_each_callee_reads_under_it(cells, modules):
+    """`from mod import f, g` and `mod.g`: each callee's reads are listed under it, "via" the name
+    the kernel calls it by (explain()'s tree once showed f's globals under `mod.g`)."""
+    mod = modules.write("treemod", """
+        from cache_support import jit
+        A = 2.0
+        B = 3.0
+        @jit
+        def inner(x):
+            return x * B
+        @jit
+        def f(x):
+            return inner(x) * A
+        @jit
+        def g(x):
+            return x + B
+    """)
+    cells.ns.update(f=mod.f, g=mod.g, treemod=mod)
+    cells.run("def kern(out):\n    out[0] = f(1.0) + g(2.0) + treemod.g(1.0)\n")
+    tree = [(depth, d.name, d.via) for depth, d in collect(jit(cells.ns["kern"])).dependency_tree()]
+    assert tree == [(0, "f", ()), (1, "A", ("f",)), (1, "inner", ("f",)),
+                    (2, "B", ("f", "inner")),
+                    (0, "g", ()), (1, "B", ("g",)),
+                    (0, "treemod.g", ()), (1, "B", ("treemod.g",))]
+
+
 def test_recursion_does_not_loop(cells):
     cells.run("def f(v):\n    return g(v)\n\ndef g(v):\n    return f(v)\n")
     cells.ns["f"], cells.ns["g"] = jit(cells.ns["f"]), jit(cells.ns["g"])

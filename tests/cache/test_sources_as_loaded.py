@@ -201,3 +201,52 @@ def test_a_module_imported_from_bytecode_alone_says_so(modules):
     assert "shipped_compiled.pyc" in hint and "bytecode" in hint
     assert "ship shipped_compiled.py beside it" in hint
     assert "deleted or moved" not in hint
+
+
+HELPER_MODULE = """
+    from gpunb import cuda
+
+    SCALE = 2.0
+
+
+    @cuda.jit(device=True)
+    def helper(x):
+        return x * {body}
+
+
+    @cuda.jit
+    def via_module(out):
+        out[0] = helper(1.0)
+"""
+
+
+def test_a_function_from_before_a_reload_says_so_not_that_the_file_changed(modules):
+    """`from mod import helper`, then the module is edited and reloaded (importlib.reload, or
+    %autoreload, which cannot update GPU functions in place): the old `helper` still compiles
+    the code it was defined with, and one warning says that and what to do - not "changed on
+    disk after the import; reload", which the module was. A function the reload left as it was
+    (via_module) is not warned about, and it calls the module's new helper."""
+    mod = modules.write("reloaded_helper", HELPER_MODULE.format(body="SCALE"))
+    old_kernel = mod.via_module
+    namespace = {"cuda": cuda, "helper": mod.helper}  # a cell's `from reloaded_helper import`
+    exec("def mine(out):\n    out[0] = helper(1.0)\n", namespace)  # noqa: S102 - a cell
+    mine = cuda.jit(namespace["mine"])
+    out = np.zeros(1)
+    mine[1, 1](out)
+    old_kernel[1, 1](out[:1])
+    modules.edit("reloaded_helper", HELPER_MODULE.format(body="SCALE + 100"))
+    importlib.reload(mod)
+    gpunb.cache.invalidate()  # a notebook cell ended
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old_kernel[1, 1](out)
+        assert out[0] == 102.0  # its module's names are the reloaded ones
+        mine[1, 1](out)
+        assert out[0] == 2.0  # the old helper object: the code it was defined with
+    stale = [str(w.message) for w in _stale(caught)]
+    assert len(stale) == 1, stale
+    assert "'helper' is the one module 'reloaded_helper' defined before it was reloaded" \
+        in stale[0]
+    assert "from reloaded_helper import helper" in stale[0] and "reloaded_helper.helper" \
+        in stale[0]
+    assert not any("changed on disk" in text for text in stale)

@@ -154,6 +154,32 @@ def k(out, x):
     _unchanged_launch_is_served(k, [0.5] * 4)
 
 
+def test_two_live_kernels_of_one_name_are_explained_against_their_own_code(nb):
+    """`k_old = k`, then `k` redefined in a later cell: both stay live. When a helper changes,
+    each recompile says the helper changed (not "source of `k`", which is the other function's
+    latest entry of that name), and explain() tells each one's own last event."""
+    nb.run("@cuda.jit(device=True)\ndef helper(v):\n    return v * 10\n\n"
+           "@cuda.jit\ndef k(out, x):\n    out[cuda.threadIdx.x] = helper(x)\n")
+    k_old = nb.ns["k"]
+    assert _run(k_old) == [10.0] * 4
+    nb.run("@cuda.jit\ndef k(out, x):\n    out[cuda.threadIdx.x] = -helper(x)\n")
+    k_new = nb.ns["k"]
+    assert _run(k_new) == [-10.0] * 4
+    nb.run("@cuda.jit(device=True)\ndef helper(v):\n    return v + 100\n")
+    helper_cell = nb.last_label
+    assert _run(k_old) == [101.0] * 4
+    assert _run(k_new) == [-101.0] * 4
+    for kernel in (k_old, k_new):
+        event = _event(kernel)
+        assert event.kind == "miss"
+        assert event.why == f"changed: device function `helper` defined at {helper_cell}, line 1"
+    explained = str(cache.explain(k_old))
+    assert f"key {_event(k_old).key}" in explained
+    assert "next launch recompiles" not in explained
+    _unchanged_launch_is_served(k_old, [101.0] * 4)
+    _unchanged_launch_is_served(k_new, [-101.0] * 4)
+
+
 # ---- gpunb.fuse: a plan is a trace, and the trace froze what the function read -----------------
 
 FUSED = """

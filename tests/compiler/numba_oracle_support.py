@@ -10,10 +10,12 @@ value (bit for bit; NaN equals NaN), or in whether the code compiles at all, is 
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import itertools
 import os
 import re
+import shutil
 import tempfile
 import textwrap
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 _workdir = tempfile.mkdtemp(prefix="gpunb-numba-oracle-")
+atexit.register(shutil.rmtree, _workdir, ignore_errors=True)
 _counter = itertools.count()
 
 HEADER = "import cmath\nimport math\n\nimport numba\nimport numpy as np\n\nfrom gpunb import cuda\n"

@@ -12,8 +12,10 @@ import pytest
 
 import gpunb
 from gpunb import bfloat16, cuda, float16, float32, int64
+from gpunb.backends.cuda.linker import link_offline
 from gpunb.cuda import PerformanceWarning
 from gpunb.examples import hopper_attention, hopper_gemm
+from gpunb.foundation.errors import ToolchainError
 from gpunb.foundation.tensor_types import TensorMap
 
 pytestmark = pytest.mark.slow  # each test compiles asynchronous kernels for the CPU target
@@ -157,20 +159,11 @@ def _ptxas_notes(kernel, argtypes: tuple, threads: int) -> list:
     """ptxas's performance notes for the kernel's sm_90a PTX, by nvJitLink (whose ptxas serialises
     wgmma as the driver's JIT does; the driver's JIT log omits the note)."""
     ptx = _sm90a_ptx(kernel, argtypes, threads)
-    nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
     try:
-        handle = nvjitlink.create(2, ["-arch=sm_90a", "-verbose"])
-    except Exception as exc:  # noqa: BLE001 - the wheel without its shared library
-        pytest.skip(f"nvJitLink cannot start: {exc}")
-    try:
-        data = ptx.encode()
-        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
-        nvjitlink.complete(handle)
-        log = bytearray(nvjitlink.get_info_log_size(handle))
-        nvjitlink.get_info_log(handle, log)
-    finally:
-        nvjitlink.destroy(handle)
-    return [line for line in bytes(log).decode(errors="replace").splitlines()
+        _, log = link_offline(ptx, [], (9, 0), verbose=True)
+    except ToolchainError as exc:  # no nvJitLink, or the wheel without its shared library
+        pytest.skip(str(exc))
+    return [line for line in log.splitlines()
             if "Performance Loss" in line]
 
 

@@ -72,6 +72,50 @@ def test_arch_specific_cc():
     assert ".target sm_100f" in cuda.compile_ptx(empty, (), cc=(10, 0, "f"))[0]
 
 
+def test_every_known_arch_gets_ptx_without_aborting_the_process(ptxas):
+    """LLVM aborts the whole process ("LLVM ERROR: PTX version 8.7 does not support target
+    'sm_121'") when asked for an arch with too old a PTX ISA: sm_121 (DGX Spark) once did. Each
+    arch of the table, and its a/f variants, is emitted in a child process (an abort must not
+    take the test run with it) and checked by ptxas where ptxas knows the arch."""
+    import subprocess
+    import sys
+
+    from gpunb.backends.cuda.target import supported_arches
+
+    arches = [cc for cc in supported_arches()]
+    arches += [(*cc, "a") for cc in arches if cc >= (9, 0) and cc != (8, 8)]
+    arches += [(*cc, "f") for cc in supported_arches() if cc >= (10, 0)]
+    script = ("import sys\nfrom gpunb import cuda\ndef empty():\n    pass\n"
+              f"for cc in {arches!r}:\n"
+              "    ptx = cuda.compile_ptx(empty, (), cc=cc)[0]\n"
+              "    print(cc, [l for l in ptx.splitlines() if l.startswith('.target')][0])\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "not a recognized processor" not in proc.stderr
+    assert len(proc.stdout.splitlines()) == len(arches)
+    assert ".target sm_121" in cuda.compile_ptx(empty, (), cc=(12, 1))[0]
+    ptxas(cuda.compile_ptx(empty, (), cc=(12, 1))[0], "sm_121")
+    ptxas(cuda.compile_ptx(empty, (), cc=(11, 0))[0], "sm_110")
+
+
+def test_a_gpu_newer_than_gpunb_gets_the_newest_ptx_before_it(monkeypatch):
+    """A device (or GPUNB_ARCH) newer than every arch gpunb's LLVM knows compiles PTX for the
+    newest one before it, which the driver JIT-compiles; asked by name, cc= is refused."""
+    from gpunb.foundation.errors import JitOptionError
+
+    monkeypatch.setenv("GPUNB_ARCH", "sm_130")
+    gpunb.set_target("cpu")
+    try:
+        ptx, _ = cuda.compile_ptx_for_current_device(empty, ())
+        assert ".target sm_121" in ptx
+    finally:
+        gpunb.set_target("auto")
+    for cc in ((13, 0), (99, 9), (7, 3)):
+        with pytest.raises(JitOptionError, match="not an architecture gpunb's LLVM writes PTX"):
+            cuda.compile_ptx(empty, (), cc=cc)
+
+
 @pytest.mark.parametrize("bounds, directives", [
     (128, [r".maxntid\s+128,\s+1,\s+1\s*\n"]),
     ((128,), [r".maxntid\s+128,\s+1,\s+1\s*\n"]),

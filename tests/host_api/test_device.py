@@ -72,3 +72,12 @@ def test_gpus_and_context():
 def test_supports_flags():
     dev = cuda.get_current_device()
     assert dev.supports_float16 and dev.supports_bfloat16 and dev.supports_fp8
+
+
+def test_select_device_zero_is_the_cpu_targets_device():
+    """numba-cuda scripts often begin with cuda.select_device(0): on the CPU target that is its
+    one device, not a driver error."""
+    assert cuda.select_device(0) is cuda.get_current_device()
+    assert cuda.select_device(0).id == 0
+    with pytest.raises(ValueError, match="one device"):
+        cuda.select_device(1)

@@ -62,3 +62,73 @@ def test_view_refuses_non_contiguous_last_axis():
     d = cuda.device_array((4, 4), dtype=np.int32)[:, ::2]
     with pytest.raises(ValueError):
         d.view(np.int8)
+
+
+def test_split_yields_unit_stride_views_of_section_elements():
+    d = cuda.to_device(np.arange(10))
+    parts = d.split(3)
+    assert not isinstance(parts, list)  # numba's is a generator
+    parts = list(parts)
+    assert [p.copy_to_host().tolist() for p in parts] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    parts[1][0] = 30  # views: writes reach the array
+    assert d.copy_to_host()[3] == 30
+    with pytest.raises(ValueError, match="only support 1d array"):
+        list(cuda.device_array((2, 2)).split(1))
+    with pytest.raises(ValueError, match="only support unit stride"):
+        list(d[::2].split(1))
+
+
+def test_squeeze_removes_axes_of_length_one_as_numpy_does():
+    host = np.arange(6.0).reshape(1, 6, 1)
+    d = cuda.to_device(host)
+    for axis in (None, 0, 2, -1, (0, 2)):
+        squeezed = d.squeeze(axis=axis)
+        assert squeezed.shape == host.squeeze(axis=axis).shape
+        np.testing.assert_array_equal(squeezed.copy_to_host(), host.squeeze(axis=axis))
+    assert d.squeeze().strides == (8,)
+    d.squeeze()[2] = 42.0
+    assert d.copy_to_host()[0, 2, 0] == 42.0
+    one = cuda.to_device(np.full((1, 1), 5.0)).squeeze()
+    assert one.shape == () and one.copy_to_host()[()] == 5.0  # a 0-d array, not a scalar
+    with pytest.raises(ValueError, match="size not equal to one"):
+        d.squeeze(axis=1)
+    with pytest.raises(np.exceptions.AxisError):
+        d.squeeze(axis=3)
+
+
+def test_getitem_setitem_with_a_stream_and_as_cuda_arg():
+    d = cuda.to_device(np.arange(5, dtype=np.int32))
+    s = cuda.stream()
+    assert d.getitem(slice(1, 3), stream=s).copy_to_host().tolist() == [1, 2]
+    assert d.getitem(4) == 4
+    d.setitem(0, 9, stream=s)
+    d.setitem(slice(1, 3), np.array([7, 8], np.int32))
+    s.synchronize()
+    assert d.copy_to_host().tolist() == [9, 7, 8, 3, 4]
+    assert d.as_cuda_arg().device_pointer == d.gpu_data.device_pointer
+
+
+@pytest.mark.parametrize("make", [cuda.device_array, cuda.pinned_array, cuda.mapped_array,
+                                  cuda.managed_array])
+def test_allocations_refuse_negative_and_non_integer_shapes_and_unknown_orders(make):
+    """cuda.device_array(-1) once gave an array of shape (1,) on the CPU target, (3.5,) was
+    truncated and order='X' ignored; numpy's and numba's errors now."""
+    for shape in (-1, (2, -3)):
+        with pytest.raises(ValueError, match="negative dimensions"):
+            make(shape)
+    for shape in (3.0, (2.5,), "3", np.array([2.0])):
+        with pytest.raises(TypeError, match="integer or tuple of integers"):
+            make(shape)
+    with pytest.raises(ValueError, match="C/F order"):
+        make(3, order="X")
+    assert make((np.int32(2), np.uint8(3))).shape == (2, 3)
+    assert make(np.array([2, 3])).shape == (2, 3) and make(()).shape == ()
+
+
+def test_reshape_takes_one_unknown_dimension_and_no_other_negative():
+    d = cuda.to_device(np.arange(6.0))
+    assert d.reshape(-1, 2).shape == (3, 2) and d.reshape((2, -1, 1)).shape == (2, 3, 1)
+    with pytest.raises(ValueError, match="negative dimensions"):
+        d.reshape(-2, -3)  # its product is the size: accepted as a shape once
+    with pytest.raises(TypeError):
+        d.reshape(3.0, 2)

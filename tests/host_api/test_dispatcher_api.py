@@ -237,3 +237,23 @@ def test_extensions_prepare_arguments():
     out = np.zeros(1, np.int64)
     store[1, 1](out, 21)
     assert out[0] == 42 and calls == ["after", "after"]
+
+
+def test_a_kernel_signature_with_a_return_type_is_refused_when_declared():
+    """numba-cuda's decorator: "CUDA kernel must have void return type", even when the body
+    returns nothing (here it would otherwise compile as void and hide the mistake)."""
+    from gpunb.foundation.errors import KernelReturnError
+
+    def store(out, x):
+        out[0] = x[0]
+
+    with pytest.raises(TypeError, match="must have void return type") as info:
+        cuda.jit("float32(float32[:], float32[:])")(store)
+    assert isinstance(info.value, KernelReturnError)
+    assert info.value.loc is not None and info.value.loc.line > 0
+    with pytest.raises(KernelReturnError, match="void return type"):
+        cuda.jit(store).compile(int32(float32[:], float32[:]))
+    for fine in ("void(float32[:], float32[:])", "(float32[:], float32[:])",
+                 "none(float32[:], float32[:])"):
+        assert len(cuda.jit(fine)(store).signatures) == 1
+    assert cuda.jit("float32(float32)", device=True)(lambda v: v).device

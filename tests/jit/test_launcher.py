@@ -131,3 +131,26 @@ def test_the_launchers_of_one_specialisation_share_its_plan(cpu):
     assert first.spec is second.spec and first.native.plan is second.native.plan
     assert first.kinds == second.kinds == tuple(type_key(a) for a in (out, x, 1.0, 0.0))
     assert (first.native.launch.grid, second.native.launch.grid) == ((2, 1, 1), (4, 1, 1))
+
+
+def test_a_launch_stream_that_is_no_stream_is_refused_on_every_target():
+    """kernel[grid, block, 's'] ran on the CPU target (which ignores streams) and failed only on
+    a GPU; now both refuse it at kernel[...], at the user's line."""
+    from gpunb.foundation.errors import LaunchConfigError
+
+    gpunb.set_target("cpu")
+    try:
+        @cuda.jit
+        def bump(a):
+            a[0] += 1
+
+        a = np.zeros(1)
+        for stream in (cuda.stream(), None, 0, np.int64(0), cuda.default_stream()):
+            bump[1, 1, stream](a)
+        assert a[0] == 5
+        for stream in ("s", 1.5, True, object()):
+            with pytest.raises(LaunchConfigError, match="as the launch's stream") as info:
+                bump[1, 1, stream](a)
+            assert info.value.loc is not None and info.value.loc.filename == __file__
+    finally:
+        gpunb.set_target("auto")

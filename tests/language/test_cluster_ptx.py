@@ -277,3 +277,20 @@ def test_a_constant_block_rank_outside_the_cluster_is_a_compile_error():
         assert "^" in str(info.value)
     ptx, _ = cuda.compile_ptx(remote, (int32[::1],), cc=(9, 0), cluster_dims=(4, 1, 1))
     assert "mapa" in ptx
+
+
+def test_map_shared_rank_of_local_or_global_memory_is_a_compile_error_on_cuda():
+    """mapa of a generic address outside shared memory is undefined on the GPU: refused where
+    the compiler can see the array's memory (a device function's parameter it cannot)."""
+    def local(out):
+        mine = cuda.local.array(4, int32)
+        out[0] = cuda.cg.this_cluster().map_shared_rank(mine, 1)[0]
+
+    def argument(out):
+        out[0] = cuda.cg.this_cluster().map_shared_rank(out[2:], 1)[0]
+
+    for fn, where in ((local, "local memory"), (argument, "global memory")):
+        with pytest.raises(CompileError, match="this array is in the thread's " + where
+                           if fn is local else "this array is in " + where) as info:
+            cuda.compile_ptx(fn, (int32[::1],), cc=(9, 0), cluster_dims=(2, 1, 1))
+        assert "^" in str(info.value)

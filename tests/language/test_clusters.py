@@ -520,10 +520,41 @@ def map_a_global_array(out, g):
     out[0] = peer[0]
 
 
+@cuda.jit(cluster_dims=(2, 1, 1))
+def map_a_local_array(out):
+    mine = cuda.local.array(4, int32)
+    mine[0] = 1
+    out[0] = cuda.cg.this_cluster().map_shared_rank(mine[1:], 1)[0]
+
+
+@cuda.jit(device=True)
+def _first_of_peer(array):  # the array's memory is not known inside a device function
+    return cuda.cg.this_cluster().map_shared_rank(array, 1)[0]
+
+
+@cuda.jit(cluster_dims=(2, 1, 1))
+def map_a_global_array_in_a_device_function(out, g):
+    out[0] = _first_of_peer(g)
+
+
+@pytest.mark.parametrize("kernel, args, where", [
+    (map_a_global_array, (np.zeros(4, np.int32),), r"global memory \(a kernel argument\)"),
+    (map_a_local_array, (), r"the thread's local memory \(cuda.local.array\)")])
+def test_mapping_an_array_known_outside_shared_memory_is_a_compile_error(cpu, kernel, args,
+                                                                         where):
+    with pytest.raises(CompileError, match=r"cluster.map_shared_rank maps shared memory, and "
+                                           r"this array is in " + where) as info:
+        kernel[2, 32](np.zeros(1, np.int32), *args)
+    assert "^" in str(info.value) and "cuda.shared.array" in str(info.value)
+
+
 def test_mapping_an_array_outside_shared_memory_is_reported(cpu):
+    """Where the compiler cannot tell (a device function's parameter), the CPU target checks
+    the address when the call runs."""
     with pytest.raises(AsyncCopyError, match=r"cluster.map_shared_rank: the array is not in the "
                                              r"shared memory of the cluster's blocks"):
-        map_a_global_array[2, 32](np.zeros(1, np.int32), np.zeros(4, np.int32))
+        map_a_global_array_in_a_device_function[2, 32](np.zeros(1, np.int32),
+                                                       np.zeros(4, np.int32))
 
 
 @cuda.jit(cluster_dims=(2, 1, 1))

@@ -5,6 +5,9 @@ test_make_function_to_jit_function.py; the Python functions themselves are the o
 
 from __future__ import annotations
 
+import cmath
+import math
+
 import numpy as np
 import pytest
 
@@ -174,3 +177,52 @@ def test_kernels_take_no_star_args():
 
     with pytest.raises(gpunb.GpunbError, match="no \\*args|args"):
         kernel[1, 1](np.zeros(1), 1)
+
+
+@cuda.jit(device=True)
+def _counted_pair(counter):
+    cuda.atomic.add(counter, 0, 1)
+    return (3, 4)
+
+
+@cuda.jit
+def star_args_evaluated_once(out, counter):
+    out[0] = add3(*_counted_pair(counter), 5)  # a GPU function
+    out[1] = max(*_counted_pair(counter))  # a builtin
+
+
+def test_a_starred_call_is_evaluated_once(target):
+    """numba evaluates `f(*g())` once: g's side effects happen once, whatever f is."""
+    out = np.zeros(2, np.int64)
+    counter = np.zeros(1, np.int64)
+    star_args_evaluated_once[1, 1](out, counter)
+    assert out.tolist() == [12, 4] and counter[0] == 2
+
+
+@cuda.jit
+def star_args_into_builtins(out, z, t):
+    w = complex(*cmath.polar(z[0]))  # numba-cuda's test_complex does this
+    out[0] = w.real
+    out[1] = w.imag
+    out[2] = math.hypot(*t)
+    out[3] = min(*t, 2.5)
+    out[4] = float(*t[:1])
+
+
+def test_star_args_into_builtins(target):
+    out = np.zeros(5)
+    z = np.array([3 - 4j])
+    star_args_into_builtins[1, 1](out, z, (3.0, 4.0))
+    r, phi = cmath.polar(z[0])
+    np.testing.assert_allclose(out, [r, phi, 5.0, 2.5, 3.0], rtol=1e-12)
+
+
+def test_star_args_of_a_non_tuple_is_a_compile_error():
+    @cuda.jit
+    def kernel(out, a):
+        out[0] = max(*a)
+
+    with pytest.raises(gpunb.CompileError, match=r"\*args needs a tuple in GPU code, got "
+                                                 r"float64\[::1\]") as info:
+        kernel[1, 1](np.zeros(1), np.zeros(3))
+    assert "^" in str(info.value)

@@ -369,6 +369,28 @@ def test_debug_divisions_by_zero_raise_zero_division_error_as_numba(target):
 
 
 @cuda.jit(debug=True, opt=False)
+def _divide_by_literal_zero(r, x):
+    r[0] = x[0] / 0.0
+    r[1] = 5
+
+
+@cuda.jit(debug=True, opt=False)
+def _floor_divide_by_literal_zero(r, n):
+    r[0] = n // 0
+
+
+def test_debug_division_by_a_literal_zero_raises_too(target):
+    """The divisor check once skipped every literal divisor, so `x / 0.0` gave inf with
+    debug=True where numba-cuda raises ZeroDivisionError (and stops before the next line)."""
+    r = np.zeros(2)
+    with pytest.raises(ZeroDivisionError, match="float division by zero"):
+        _divide_by_literal_zero[1, 1](r, np.ones(1))
+    assert r.tolist() == [0.0, 0.0]
+    with pytest.raises(ZeroDivisionError, match="integer division by zero"):
+        _floor_divide_by_literal_zero[1, 1](np.zeros(1, np.int64), 7)
+
+
+@cuda.jit(debug=True, opt=False)
 def _tuple_index(ary):
     x = cuda.threadIdx.x
     if x == 2:

@@ -173,6 +173,26 @@ def test_offline_link_resolves_the_call(lto):
         linker.link_offline(ptx, inputs[:1], (9, 0), lto=lto)  # times4's code left out
 
 
+@pytest.mark.parametrize("lto", [False, True])
+def test_offline_link_of_a_kernel_for_sm_90a(lto):
+    """A kernel whose PTX needs the architecture-specific target (wgmma: `.target sm_90a`)
+    links for sm_90a: nvJitLink refuses such PTX for plain sm_90."""
+    _nvrtc_or_skip()
+    from gpunb.backends.cuda import linker
+
+    times2 = cuda.declare_device("times2", "int32(int32)", link=cuda.CUSource(TIMES2))
+
+    def kernel(out, a):
+        cuda.wgmma.fence()
+        out[0] = times2(a[0])
+
+    ptx, _ = cuda.compile_ptx(kernel, "void(int32[::1], int32[::1])", cc=(9, 0))
+    assert ".target sm_90a" in ptx
+    cubin, log = linker.link_offline(ptx, linker.prepare_inputs(times2.link, (9, 0), lto),
+                                     (9, 0), lto=lto, verbose=True)
+    assert cubin[:4] == b"\x7fELF" and "sm_90a" in log
+
+
 def test_linked_cubin_holds_the_foreign_code(tmp_path):
     """nvdisasm reads the linked cubin: the kernel and the foreign function are in it."""
     _nvrtc_or_skip()

@@ -73,6 +73,20 @@ def test_explain_clear_and_dir_call_the_cache(shell, fake_cache, capsys):
     assert capsys.readouterr().out.strip().endswith("fake-cache")
 
 
+def test_explain_and_clear_take_a_modules_kernel_by_its_dotted_name(shell, fake_cache):
+    """Kernels imported as `import kernels` are named `kernels.saxpy`: the magic once looked the
+    whole text up as one name and said it was not a GPU function."""
+    calls, _ = fake_cache
+    run_cell(shell, "%%gpukernel\ndef saxpy(v):\n    v[0] = 1.0\n")
+    run_cell(shell, "import types\nkernels = types.SimpleNamespace(saxpy=saxpy, n=3)")
+    assert run_cell(shell, "%gpucache explain kernels.saxpy").success
+    assert run_cell(shell, "%gpucache clear kernels.saxpy").success
+    assert calls["explain"] == ["saxpy"] and calls["clear"] == ["saxpy"]
+    for wrong in ("kernels.n", "kernels.nothing", "nothing.saxpy"):
+        result = run_cell(shell, f"%gpucache explain {wrong}")
+        assert "is not a GPU function" in str(result.error_in_exec), wrong
+
+
 def test_cache_events_reach_the_comm_and_the_status_table(shell, fake_cache):
     from gpunb.notebook import comm
     from gpunb.notebook.cache_panel import describe_event
@@ -98,3 +112,17 @@ def test_gpucache_on_and_off_call_the_cache(shell, fake_cache, capsys):
     assert "cache off" in capsys.readouterr().out
     run_cell(shell, "%gpucache on")
     assert calls["enabled"] is True
+
+
+def test_explain_of_a_device_function_names_the_kernels_it_is_compiled_into(shell, capsys):
+    """A device function has no cache event of its own: explain said only "not launched or
+    compiled", although `%gpucache status` showed it compiled into saxpy."""
+    run_cell(shell, "import numpy as np")
+    run_cell(shell, "%%gpukernel\ndef scale(x):\n    return x * 2\n\n"
+                    "def saxpy(out):\n    out[0] = scale(out[0])\n")
+    assert run_cell(shell, "out = np.ones(1)\nsaxpy[1, 1](out)").success
+    capsys.readouterr()
+    assert run_cell(shell, "%gpucache explain scale").success
+    text = capsys.readouterr().out
+    assert "a device function has none of its own" in text
+    assert "compiled into: saxpy (%gpucache explain saxpy shows its cache events)" in text

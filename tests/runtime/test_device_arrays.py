@@ -127,6 +127,32 @@ def test_reshape_ravel_transpose_on_device(fake_cuda):
 
 
 
+def test_split_and_squeeze_are_views_of_device_memory(fake_cuda):
+    """numba's DeviceNDArray.split (documented) and squeeze on a DeviceArray: views whose
+    memory is the parent's."""
+    d = memory.to_device(np.arange(10, dtype=np.int64), target="cuda")
+    parts = list(d.split(4))
+    assert [p.shape for p in parts] == [(4,), (4,), (2,)]
+    assert all(isinstance(p, DeviceArray) for p in parts)
+    assert parts[2]._ptr == d._ptr + 8 * 8
+    np.testing.assert_array_equal(parts[2].copy_to_host(), [8, 9])
+    s = memory.to_device(host((1, 4)), target="cuda").squeeze()
+    assert isinstance(s, DeviceArray) and s.shape == (4,) and s.strides == (4,)
+    np.testing.assert_array_equal(s.copy_to_host(), host((1, 4))[0])
+    zero_d = memory.to_device(np.ones((1, 1), np.float32), target="cuda").squeeze()
+    assert isinstance(zero_d, DeviceArray) and zero_d.shape == ()
+
+
+def test_a_negative_shape_is_refused_before_allocating(fake_cuda):
+    from gpunb.runtime.memory import device_array
+
+    with pytest.raises(ValueError, match="negative dimensions"):
+        device_array((4, -1), target="cuda")
+    with pytest.raises(ValueError, match="negative dimensions"):
+        DeviceArray((-2,), dtype=np.float32)
+    assert not [c for c in fake_cuda.calls if c[0] == "cuMemAlloc"]
+
+
 def test_strided_views_copy_only_their_elements(fake_cuda):
     a = host((4, 5, 6))
     d = memory.to_device(a, target="cuda")

@@ -149,6 +149,19 @@ def test_streams_and_events_on_cpu_are_synchronous():
         memory.event(target="cpu").elapsed_time(end)
 
 
+def test_events_without_timing_refuse_elapsed_time_as_on_a_gpu():
+    """A CUDA event made with timing=False keeps no time (the driver refuses elapsed time): the
+    CPU target's refuses too, so a program that runs here does not fail on a GPU."""
+    from gpunb.foundation.errors import LaunchError
+
+    untimed, timed = memory.event(timing=False, target="cpu"), memory.event(target="cpu")
+    untimed.record()
+    timed.record()
+    for start, end in ((untimed, timed), (timed, untimed)):
+        with pytest.raises(LaunchError, match="timing=True"):
+            memory.event_elapsed_time(start, end)
+
+
 def test_pinned_and_mapped_context_managers_on_cpu():
     a = host()
     with memory.pinned(a, target="cpu"):

@@ -89,3 +89,38 @@ def test_unsupported_values_raise_type_error():
         typeof(np.zeros(3, ">f4"))
     with pytest.raises(TypeError):
         typeof(np.zeros(3, np.longdouble))
+
+
+def test_python_ints_past_int64_are_uint64_as_in_numba():
+    """numba types 2**63 .. 2**64 - 1 as uint64 (typeof once said int64, and the launch wrapped
+    2**64 - 1 to -1); past 64 bits is refused. type_key tells them apart from small ints."""
+    import numba
+
+    for value in (2**63 - 1, -2**63, 2**63, 2**64 - 1):
+        assert str(typeof(value)) == str(numba.typeof(value))
+    assert type_key(2**63) != type_key(1) and type_key(2**63) == type_key(2**64 - 1)
+    assert type_key((2**63, 1)) != type_key((1, 1))
+    for value in (2**64, -2**63 - 1):
+        with pytest.raises(TypeError, match="does not fit in 64 bits"):
+            typeof(value)
+
+
+def test_a_large_int_argument_reaches_the_kernel_unwrapped():
+    import gpunb
+    from gpunb import cuda
+    from gpunb.foundation.errors import LaunchError
+
+    gpunb.set_target("cpu")
+    try:
+        @cuda.jit
+        def store(out, v):
+            out[0] = v
+
+        out = np.zeros(1)
+        for value in (1, 2, 2**64 - 1, 3, 2**63, 2**63):  # fast path bound for int64 in between
+            store[1, 1](out, value)
+            assert out[0] == float(value)
+        with pytest.raises(LaunchError, match="does not fit in 64 bits"):
+            store[1, 1](out, 2**64)
+    finally:
+        gpunb.set_target("auto")

@@ -168,6 +168,7 @@ class CpuBackend(Backend):
 
     def emit(self, typed, builder, options: dict, symbol: str, arch) -> KernelArtifact:
         """Stage.HOST_CODE: an object file for this host (and its assembly, for inspection)."""
+        from gpunb.backends.cpu import runtime_lib
         from gpunb.backends.cpu.objects import emit_object
         from gpunb.compiler.pipeline import kernel_signature, slots_of
 
@@ -177,6 +178,8 @@ class CpuBackend(Backend):
         obj, llvm_ir = emit_object(str(builder.module), target.body.name, target.coroutine,
                                    opt=options.get("opt", True) is not False,
                                    fastmath=bool(options.get("fastmath")))
+        # the schedulers it calls travel with it: a disk hit loads them instead of compiling
+        runtime = runtime_lib.objects_called(obj, typed.name) if target.coroutine else ()
         return KernelArtifact(
             name=typed.name, symbol=symbol, target=self.name, arch=arch,
             signature=kernel_signature(typed), param_slots=slots_of(typed), binary=obj,
@@ -193,7 +196,8 @@ class CpuBackend(Backend):
             prints="print" in features, raise_sites=tuple(builder.raise_sites),
             access_sites=tuple(target.access_sites), shared_layout=tuple(target.shared_layout),
             code_sites=tuple(builder.debug.sites) if builder.debug is not None else (),
-            debug_sites=sites, debug_frames=frames, debug_area=area)
+            debug_sites=sites, debug_frames=frames, debug_area=area,
+            runtime_objects=runtime)
 
     def load(self, artifact: KernelArtifact) -> CpuProgram:
         return CpuProgram(artifact)

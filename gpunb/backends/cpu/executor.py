@@ -69,7 +69,8 @@ class LoadedCpuKernel:
         from gpunb.backends.cpu.runtime_lib import link
 
         with LLVM_LOCK:  # loads from several threads at once share LLVM's global context
-            link(artifact.binary, artifact.name)  # the schedulers it calls (once per process)
+            # the schedulers it calls (once per process; from the artifact where it has them)
+            link(artifact.binary, artifact.name, artifact.runtime_objects)
             # MCJIT takes ownership of its target machine and frees it with the engine: never
             # hand it the shared, cached one (a later compile would use a freed machine)
             tm = host_target_machine.__wrapped__()

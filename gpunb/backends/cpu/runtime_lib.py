@@ -15,6 +15,12 @@ is refused with a LaunchError before it is loaded - MCJIT would resolve the miss
 address 0. The disk cache would not hand out such an object anyway: its keys hold the digest of
 gpunb's compiler sources (this module's generators included) and LLVM's version.
 
+A coroutine kernel's artifact carries the objects of the schedulers it calls (objects_called,
+at compile time): a disk hit in a new process loads them as they are (link's `objects`) instead
+of compiling them again (~110-190 ms, the first coroutine kernel of each process). They are code
+from the same cache entry as the kernel's object, under the same trust checks, and made with it,
+so their ABI is the kernel's: the digest check is for names without an object.
+
 A fault in the runtime's code (it reads the runner's records; only the TMA loads it lands
 read user memory) is caught by the guard as one in kernel code is, and names the thread the
 scheduler resumed last; its address lies outside the kernel's line table, so no line.
@@ -36,6 +42,7 @@ PREFIX = "gpunb_rt_"
 # a runtime symbol in an object's string table (names end at a NUL byte there)
 _NAME = re.compile(rb"(gpunb_rt_[a-z_]+?_[0-9a-f]{12})\x00")
 _loaded: dict = {}  # symbol -> (the MCJIT engine holding its code, the entry's address)
+_objects: dict = {}  # variant -> its host object, compiled in this process
 
 
 def variant_name(async_state: bool, record: bool, grid: bool, cluster: bool = False) -> str:
@@ -107,40 +114,79 @@ def _symbol(variant: str) -> str:
     return f"{PREFIX}{variant}_{digest}"
 
 
-def link(binary: bytes, kernel: str) -> None:
-    """Make every runtime symbol the object `binary` calls resolvable, loading each variant the
-    first time; a symbol of another ABI (an object made by another gpunb) is a LaunchError."""
+def called(binary: bytes) -> list:
+    """The runtime symbols the object `binary` calls (none for work-group kernels)."""
     if PREFIX.encode() not in binary:
-        return  # work-group kernels call none
-    for name in set(_NAME.findall(binary)):
-        require(name.decode(), kernel)
+        return []
+    return sorted({name.decode() for name in _NAME.findall(binary)})
+
+
+def objects_called(binary: bytes, kernel: str) -> tuple:
+    """((symbol, host object), ...) of the runtime code `binary` calls, compiled once per
+    process: what a coroutine kernel's artifact carries for its disk hits."""
+    return tuple((name, _object(_checked_variant(name, kernel))) for name in called(binary))
+
+
+def link(binary: bytes, kernel: str, objects: tuple = ()) -> None:
+    """Make every runtime symbol the object `binary` calls resolvable, loading each variant the
+    first time - from `objects` ((symbol, host object), ... : the kernel's artifact's) where it
+    is there, else compiled here; a symbol of another ABI (an object made by another gpunb,
+    without its runtime) is a LaunchError."""
+    names = called(binary)
+    if not names:
+        return
+    given = dict(objects)
+    for name in names:
+        if name in _loaded:
+            continue
+        if name in given:
+            _publish(name, given[name])
+        else:
+            require(name, kernel)
 
 
 def require(name: str, kernel: str) -> None:
     """Load the runtime code `name` stands for (once per process), for `kernel`."""
     if name in _loaded:
         return
+    _publish(name, _object(_checked_variant(name, kernel)))
+
+
+def _checked_variant(name: str, kernel: str) -> str:
+    """The variant `name` stands for, if this gpunb makes it under that name."""
     variant = name[len(PREFIX):].rpartition("_")[0]
     if _features(variant) is None or _symbol(variant) != name:
         raise LaunchError(
             f"CPU kernel '{kernel}' was compiled by another version of gpunb: it calls "
             f"{name}, which this gpunb's runtime does not have", function=kernel,
             hint="compile the kernel again (gpunb.cache.clear() drops stale entries)")
-    _load(variant, name)
+    return variant
 
 
-def _load(variant: str, name: str) -> None:
-    """Compile one variant (O3, loops as written: objects.emit_object) and publish its entry."""
+def _object(variant: str) -> bytes:
+    """One variant's host object (O3, loops as written: objects.emit_object), compiled once
+    per process (threads compiling or loading kernels at once wait for the first)."""
+    from gpunb.backends.cpu.objects import emit_object
+    from gpunb.backends.llvm_lock import LLVM_LOCK
+
+    with LLVM_LOCK:  # LLVM's global context, and the memo below
+        obj = _objects.get(variant)
+        if obj is None:
+            obj = _objects[variant] = emit_object(_variant_ir(variant), "", coroutine=False,
+                                                  widen_loops=False)[0]
+        return obj
+
+
+def _publish(name: str, obj: bytes) -> None:
+    """Load one variant's object into MCJIT and publish its entry under `name`."""
     import llvmlite.binding as llvm
 
-    from gpunb.backends.cpu.objects import emit_object
     from gpunb.backends.cpu.target import host_target_machine
     from gpunb.backends.llvm_lock import LLVM_LOCK
 
     with LLVM_LOCK:  # LLVM's global context; and two threads loading kernels load it once
         if name in _loaded:
             return
-        obj, _ = emit_object(_variant_ir(variant), "", coroutine=False, widen_loops=False)
         # MCJIT owns (and frees) its target machine: never the shared, cached one
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
                                             host_target_machine.__wrapped__())

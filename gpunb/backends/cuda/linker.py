@@ -11,6 +11,7 @@ PTX is linked with them.
 from __future__ import annotations
 
 import ctypes
+import re
 
 from gpunb.foundation.errors import ToolchainError
 
@@ -101,15 +102,23 @@ def _driver_error(err, what: str, error_log: bytearray) -> ForeignLinkError:
 
 
 def link_offline(ptx: str, inputs: list, arch: tuple, *, lto: bool = False,
-                 max_registers=None, lineinfo=False, debug=False, opt=True) -> tuple:
-    """nvJitLink: the kernel's PTX and the inputs -> (cubin, info log); no GPU needed."""
+                 max_registers=None, lineinfo=False, debug=False, opt=True,
+                 verbose: bool = False) -> tuple:
+    """nvJitLink: the kernel's PTX and the inputs -> (cubin, info log); no GPU needed.
+
+    PTX made for the architecture-specific target (`.target sm_90a`: wgmma, setmaxnreg) is
+    linked for that target of `arch`: ptxas refuses it for plain sm_90. `verbose`: the info
+    log also has ptxas's register and spill counts and its performance notes."""
     try:
         from cuda.bindings import nvjitlink
     except ImportError as exc:
         raise ToolchainError(f"nvJitLink is needed to link LTO-IR: {exc}; pip install "
                              "nvidia-nvjitlink, or install the CUDA toolkit") from None
     major, minor = arch
-    options = [f"-arch=sm_{major}{minor}"]
+    suffix = "a" if re.search(rf"^\.target\s+sm_{major}{minor}a\b", ptx, re.M) else ""
+    options = [f"-arch=sm_{major}{minor}{suffix}"]
+    if verbose:
+        options.append("-verbose")
     if lto and any(kind == "ltoir" for kind, _, _ in inputs):  # -lto needs an LTO-IR input
         options.append("-lto")
     if max_registers:
@@ -134,8 +143,8 @@ def link_offline(ptx: str, inputs: list, arch: tuple, *, lto: bool = False,
             nvjitlink.complete(handle)
         except nvjitlink.nvJitLinkError as exc:
             raise ForeignLinkError(f"nvJitLink could not link the kernel with its foreign code "
-                                   f"for sm_{major}{minor} ({exc}):\n{_jitlink_log(handle)}") \
-                from None
+                                   f"for sm_{major}{minor}{suffix} ({exc}):\n"
+                                   f"{_jitlink_log(handle)}") from None
         size = nvjitlink.get_linked_cubin_size(handle)
         cubin = bytearray(size)
         nvjitlink.get_linked_cubin(handle, cubin)

@@ -25,8 +25,11 @@ TRIPLE = "nvptx64-nvidia-cuda"
 # the lowest PTX ISA LLVM accepts for each architecture (what we ask the backend to write);
 # sm_80 asks 7.1, which has mbarrier.test_wait.parity (cuda.mbarrier.wait on Ampere), sm_90
 # 8.0, where LLVM selects the mbarrier expect_tx and counted arrive intrinsics
-_PTX_VERSION = {50: 40, 52: 40, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 71,
-                86: 71, 87: 74, 89: 78, 90: 80, 100: 86, 101: 86, 120: 87}
+# (LLVM 22 aborts the process - "LLVM ERROR: PTX version 8.7 does not support target 'sm_121'" -
+# for a lower one: no entry is below LLVM 22's minimum, measured)
+_PTX_VERSION = {50: 40, 52: 41, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 71,
+                86: 71, 87: 74, 88: 90, 89: 78, 90: 80, 100: 86, 101: 86, 103: 88, 110: 90,
+                120: 87, 121: 88}
 _SREG_NAMES = {"tid": "tid", "ctaid": "ctaid", "ntid": "ntid", "nctaid": "nctaid"}
 _LIBDEVICE_NAMES = {"gamma": "tgamma"}
 _FAST_VARIANTS = {"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "pow"}
@@ -35,6 +38,21 @@ _FAST_VARIANTS = {"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "
 def supported_arches() -> list:
     """The (major, minor) compute capabilities this backend writes PTX for."""
     return [(k // 10, k % 10) for k in sorted(_PTX_VERSION)]
+
+
+def llvm_arch(cc: tuple) -> tuple:
+    """The architecture LLVM writes PTX for: `cc` where the table has it, else the newest one
+    before it (a GPU newer than this table, or GPUNB_ARCH naming one): PTX runs on every later
+    GPU through the driver's JIT, whereas asking LLVM for an arch whose PTX ISA it does not
+    know aborts the process. Arch-specific (a) and family (f) code has no such fallback."""
+    key = cc[0] * 10 + cc[1]
+    if key in _PTX_VERSION:
+        return tuple(cc)
+    older = [k for k in _PTX_VERSION if k <= key]
+    if len(cc) > 2 or not older:
+        raise ValueError(f"gpunb's LLVM writes no PTX for {arch_string(cc)}; it knows "
+                         f"{', '.join(arch_string(a) for a in supported_arches())}")
+    return divmod(max(older), 10)
 
 
 def arch_string(cc: tuple) -> str:
@@ -53,9 +71,8 @@ def _llvm():
 
 def ptx_isa_version(cc: tuple) -> int:
     """The PTX ISA version (78 for 7.8) the modules for this arch declare."""
-    ptx = _PTX_VERSION.get(cc[0] * 10 + cc[1])
-    if ptx is None:
-        ptx = max(v for k, v in _PTX_VERSION.items() if k <= cc[0] * 10 + cc[1])
+    base = llvm_arch(cc)
+    ptx = _PTX_VERSION[base[0] * 10 + base[1]]
     if len(cc) > 2:  # arch- and family-specific targets need newer PTX ISAs
         ptx = max(ptx, 88 if cc[2] == "f" else 80 if cc[0] == 9 else 86)
     return ptx
@@ -66,7 +83,8 @@ def target_machine(cc: tuple, opt: int = 3):
     llvm = _llvm()
     ptx = ptx_isa_version(cc)
     target = llvm.Target.from_triple(TRIPLE)
-    return target.create_target_machine(cpu=arch_string(cc), features=f"+ptx{ptx}", opt=opt)
+    return target.create_target_machine(cpu=arch_string(llvm_arch(cc)), features=f"+ptx{ptx}",
+                                        opt=opt)
 
 
 def add_launch_bounds(module: ir.Module, symbol: str, bounds: tuple) -> None:

@@ -24,6 +24,7 @@ from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.builtins import Builtin
 from gpunb.compiler.builtins.group_ranks import cluster_threads, thread_rank
+from gpunb.compiler.builtins.tensorcore_tiles import memory_space
 from gpunb.compiler.typed import Feature
 from gpunb.foundation import types as t
 
@@ -109,12 +110,21 @@ class MapSharedRank(Builtin):
         return arr
 
     def lower_call(self, low, node, call):
+        space = memory_space(low, node.args[0])
+        if space not in (None, "shared"):  # None: not provable here, checked at run time
+            raise low.error(node.args[0], f"cluster.map_shared_rank maps shared memory, and "
+                            f"this array is in {_SPACE_NAMES[space]}",
+                            hint="pass an array made with cuda.shared.array (or a view of one)")
         b = low.builder
         array = low.expr(node.args[0])
         rank = ops.cast(b, low.expr(node.args[1]), low.type_of(node.args[1]), t.int32)
         data = low.target.map_shared_rank(low, node, b.extract_value(array, 0), rank)
         return b.insert_value(array, data, 0)
 
+
+_SPACE_NAMES = {"global": "global memory (a kernel argument)",
+                "local": "the thread's local memory (cuda.local.array)",
+                "const": "constant memory (cuda.const.array_like)"}
 
 METHODS = {
     "sync": ClusterBarrier("sync", True, True),

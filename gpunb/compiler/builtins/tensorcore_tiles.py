@@ -149,10 +149,16 @@ def check(low, node, failed, message: str) -> None:
     b.position_at_end(ok)
 
 
+_ALLOCATIONS = {"cuda.shared.array": "shared", "cuda.local.array": "local",
+                "cuda.const.array_like": "const"}
+
+
 def memory_space(low, node, depth: int = 0) -> str | None:
     """"shared" or "global" when the view `node` provably lies in that memory (a view of a
-    cuda.shared.array, of a kernel's array argument), else None: the CUDA target then uses the
-    instruction's shared (ld.shared) or global form instead of a generic address."""
+    cuda.shared.array, of a kernel's array argument), "local" or "const" for a view of a
+    cuda.local.array or cuda.const.array_like, else None: the CUDA target then uses the
+    instruction's shared (ld.shared) or global form instead of a generic address, and
+    operations defined on shared memory alone refuse the others at compile time."""
     from gpunb.compiler.typed import BuiltinCall, VarKind
 
     if depth > 12:
@@ -165,8 +171,8 @@ def memory_space(low, node, depth: int = 0) -> str | None:
         call = low.typed.calls.get(node)
         if isinstance(call, BuiltinCall):
             name = getattr(call.builtin, "name", "")
-            if name == "cuda.shared.array":
-                return "shared"
+            if name in _ALLOCATIONS:
+                return _ALLOCATIONS[name]
             if name == "array.reshape" and isinstance(node.func, ast.Attribute):
                 return memory_space(low, node.func.value, depth + 1)
         return None

@@ -16,7 +16,15 @@ from gpunb.compiler import promotion
 from gpunb.compiler.builtins import find_builtin
 from gpunb.compiler.infer import inner
 from gpunb.compiler.infer.core import NeedsConstant
-from gpunb.compiler.typed import BuiltinCall, Cast, Const, GpuCall, RecursiveRef, Typed
+from gpunb.compiler.typed import (
+    BuiltinCall,
+    Cast,
+    Const,
+    GpuCall,
+    RecursiveRef,
+    StarredCall,
+    Typed,
+)
 from gpunb.compiler.values import (
     ConstValue,
     NotConstant,
@@ -55,8 +63,7 @@ class CallTyping:
         starred = next((a for a in node.args if isinstance(a, ast.Starred)), None)
         if starred is not None and not (isinstance(callee, inner.InnerFunction) or
                                         is_gpu_function(callee)):
-            raise self.error(starred, "*args is only supported in calls of GPU functions",
-                             "pass each argument: f(t[0], t[1])")
+            return self.starred_builtin_call(node, callee, starred)
         if isinstance(callee, inner.InnerFunction):
             return inner.call(self, node, callee)
         if is_gpu_function(callee):
@@ -263,10 +270,22 @@ class CallTyping:
             found = self.expr(arg.value)
             if not isinstance(found, t.Tuple):
                 raise self.error(arg, f"*args needs a tuple in GPU code, got {found}")
-            out.extend(self.synthetic(("star", arg, k), lambda k=k, arg=arg: ast.copy_location(
-                ast.Subscript(value=arg.value, slice=ast.Constant(k), ctx=ast.Load()), arg))
-                for k in range(len(found.items)))
+            out.extend(self.synthetic(("star", arg, k), lambda k=k, arg=arg: _star_item(arg, k))
+                       for k in range(len(found.items)))
         return out
+
+    def starred_builtin_call(self, node: ast.Call, callee, starred: ast.Starred) -> t.Type:
+        """`f(*t)` of a builtin (or a conversion) and a tuple t: typed as the call with t's
+        items as its arguments (numba's star-args, the length known when the call is typed)."""
+        if find_builtin(callee) is None and dtype_to_type(callee) is None:
+            raise self.error(starred, "*args is only supported in calls of GPU functions and "
+                             "builtins", "pass each argument: f(t[0], t[1])")
+        args = self.positional_nodes(node)
+        expanded = self.synthetic(("starcall", node, len(args)), lambda: ast.copy_location(
+            ast.Call(func=node.func, args=args, keywords=node.keywords), node))
+        result = self.expr(expanded)
+        self.calls[node] = StarredCall(expanded, result)
+        return result
 
     def synthetic(self, key, make):
         """A node made for a call (kept across passes, so that its facts are the same node's)."""
@@ -490,3 +509,12 @@ def is_namedtuple_class(obj) -> bool:
     """A class made by collections.namedtuple or typing.NamedTuple (numba types calls of it)."""
     return isinstance(obj, type) and issubclass(obj, tuple) and \
         isinstance(getattr(obj, "_fields", None), tuple)
+
+
+def _star_item(arg: ast.Starred, k: int) -> ast.Subscript:
+    """Item k of `*t` as the node `t[k]`, marked (`star_of`) so that lowering evaluates t once
+    for all its items (t may have side effects: `f(*g())`)."""
+    item = ast.copy_location(ast.Subscript(value=arg.value, slice=ast.Constant(k),
+                                           ctx=ast.Load()), arg)
+    item.star_of = arg.value
+    return item

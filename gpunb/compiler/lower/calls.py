@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 
 from llvmlite import ir
 
@@ -15,6 +16,7 @@ from gpunb.compiler.typed import (
     Feature,
     GpuCall,
     RecursiveRef,
+    StarredCall,
     TypedFunction,
 )
 from gpunb.compiler.values import is_compile_time
@@ -22,6 +24,8 @@ from gpunb.foundation import types as t
 
 
 class CallLowering:
+    star_values: dict | None = None  # star_scope's: t -> its value, for `*t` in the call
+
     def expr_Call(self, node: ast.Call):
         call = self.typed.calls[node]
         if isinstance(call, Cast):
@@ -30,11 +34,34 @@ class CallLowering:
             return ops.cast(self.builder, self.expr(call.arg), call.argtype, call.target)
         if isinstance(call, BuiltinCall):
             return call.builtin.lower_call(self, node, call)
-        value = self.call_gpu_function(call)
+        if isinstance(call, StarredCall):
+            with self.star_scope():
+                return self.expr(call.expanded)
+        with self.star_scope():
+            value = self.call_gpu_function(call)
         returned = call.callee.return_type
         if isinstance(returned, t.Optional) and not isinstance(self.type_of(node), t.Optional):
             return self.unwrap_optional(node, value, returned)  # used as its value
         return value
+
+    @contextlib.contextmanager
+    def star_scope(self):
+        """While a call's arguments are lowered: `*t`'s items (infer.calls._star_item) take
+        their values from one evaluation of t."""
+        outer, self.star_values = self.star_values, {}
+        try:
+            yield
+        finally:
+            self.star_values = outer
+
+    def star_tuple(self, source: ast.AST):
+        """The value of `*t`'s t in the call being lowered, evaluated at its first item."""
+        if self.star_values is None:  # (not inside a call: evaluated where it stands)
+            return self.expr(source)
+        found = self.star_values.get(source)
+        if found is None:
+            found = self.star_values[source] = self.expr(source)
+        return found
 
     def call_gpu_function(self, call: GpuCall):
         b = self.builder

@@ -188,7 +188,8 @@ class ExpressionLowering:
             return ops.binary(b, op, ops.cast(b, x, xt, result), y, result, self.math_call,
                               yt, rhs_const)
         if isinstance(op, (ast.Div, ast.FloorDiv, ast.Mod)) and self.mb.options.get("debug") \
-                and rhs_const is None and t.is_number(yt):
+                and (rhs_const is None or rhs_const == 0) and t.is_number(yt):
+            # a literal 0 divisor raises too (numba's check folds to an unconditional raise)
             self.check_divisor(rhs_node, y, yt, result)
         return ops.binary(b, op, ops.cast(b, x, xt, result), ops.cast(b, y, yt, result),
                           result, self.math_call, yt, rhs_const)

@@ -19,7 +19,8 @@ class IndexLowering:
         base_t = self.type_of(node.value)
         b = self.builder
         if isinstance(base_t, t.Tuple):
-            base = self.expr(node.value)
+            star = getattr(node, "star_of", None)  # an item of `*t` in a call
+            base = self.expr(node.value) if star is None else self.star_tuple(star)
             index = self.typed.constants.get(node.slice)
             if isinstance(index, slice):  # t[1:]: a new tuple of the items picked
                 return self.build_tuple([b.extract_value(base, k) for k in

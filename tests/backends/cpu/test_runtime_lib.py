@@ -300,3 +300,63 @@ def test_runtime_names_are_the_same_in_every_process():
     assert outputs.pop().strip() == repr(sorted(
         runtime_lib.scheduler_symbol(a, b, g)
         for a in (False, True) for b in (False, True) for g in (False, True)))
+
+
+def test_a_coroutine_kernels_artifact_carries_its_schedulers_object():
+    import json
+
+    from gpunb.foundation.artifact import KernelArtifact
+
+    kernel = _shifted_sum()
+    _run_shifted(kernel)
+    (spec,) = kernel.specializations.values()
+    artifact = spec.artifact
+    name = runtime_lib.scheduler_symbol(False, False, False)
+    assert [n for n, _ in artifact.runtime_objects] == [name]
+    assert artifact.runtime_objects[0][1][:4] == b"\x7fELF"
+    data = json.loads(json.dumps(artifact.to_json_dict()))  # as the disk cache stores it
+    assert KernelArtifact.from_json_dict(data, artifact.binary) == artifact
+
+
+def test_an_artifact_without_runtime_objects_compiles_the_runtime_it_calls():
+    """Entries cached before artifacts carried the runtime, and names not carried."""
+    out = _fresh_python("""
+        from gpunb.backends.cpu import runtime_lib
+        name = runtime_lib.scheduler_symbol(True, True, True)
+        assert name not in runtime_lib.loaded()
+        runtime_lib.require(name, "k")
+        print(name in runtime_lib.loaded())
+    """)
+    assert out.strip() == "True"
+
+
+def test_a_disk_hit_in_a_new_process_loads_the_runtime_without_compiling_it(tmp_path):
+    (tmp_path / "coro_disk.py").write_text(textwrap.dedent(KERNEL_MODULE))
+    code = f"""
+        import sys
+        import numpy as np
+        from gpunb.backends.cpu import objects, runtime_lib
+
+        runtime_compiles = []
+        emit_object = objects.emit_object
+
+        def counting(text, *args, **kwargs):  # counts the runtime's compiles
+            if text.startswith('; ModuleID = "gpunb_rt_'):
+                runtime_compiles.append(1)
+            return emit_object(text, *args, **kwargs)
+
+        objects.emit_object = counting
+        sys.path.insert(0, {str(tmp_path)!r})
+        import coro_disk
+        x = np.arange(16, dtype=np.float32)
+        out = np.zeros_like(x)
+        coro_disk.kern[1, 16](out, x)
+        assert (out == x[::-1] * 2).all(), out
+        print(len(runtime_compiles), sorted(runtime_lib.loaded()))
+    """
+    env = {"GPUNB_CACHE_DIR": str(tmp_path / "cache"), "GPUNB_CACHE": "1"}
+    first = _fresh_python(code, env).split()
+    second = _fresh_python(code, env).split()
+    name = runtime_lib.scheduler_symbol(False, False, False)
+    assert first[-2:] == ["1", repr([name])]  # compiled with the kernel, stored with it
+    assert second[-2:] == ["0", repr([name])]  # loaded from the kernel's entry
