@@ -202,6 +202,11 @@ def calls_numbas_cuda(out):
 
 numba_cuda_module = pytest.importorskip("numba.cuda")  # numba's own, as an unchanged import
 
+@cuda.jit
+def formats_a_string(out):
+    print("x = %d" % out[0])  # noqa: UP031  # <- error "x
+
+
 WEIGHTS = [0.25, 0.5, 0.25]  # a list: GPU code cannot read it
 
 
@@ -262,6 +267,8 @@ CASES = [
      ["tuple", "numpy array"]),
     (launches_a_kernel, "void(float64[::1])", ["cannot be indexed"], ["dynamic parallelism"]),
     (rebinds_its_array, "void(float64[::1])", ["int64 cannot be indexed"], ["rebound"]),
+    (formats_a_string, "void(int64[::1])", ["unsupported operand types for %"],
+     ["print(\"x =\", x"]),
 ]
 
 
