@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -108,14 +109,18 @@ def _triton_matmul(choices: tuple = TUTORIAL_CONFIGS):
 
 def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = (),
          triton_configs: tuple = TUTORIAL_CONFIGS, rounds: int = 1,
-         warm_s: float = 0.0, ptxas_variants: bool = False, modules: tuple = ()) -> dict:
-    """The GEMM row: every kernel's product checked against cuBLAS's, then `rounds` rounds
-    that each time every kernel once (`repeats` x `iters` launches, CUDA events), in an order
-    that rotates from round to round, after `warm_s` seconds of cuBLAS launches to bring the
-    clocks to their loaded state; a kernel's time is the median of its rounds. A GPU's clock
-    drifts with its temperature and power over a run, so kernels timed one after another (the
-    first at the coolest clock) differ by a few percent that interleaving spreads over all.
-    `modules`: other GEMM modules with hopper_gemm's descriptors() and launch() (e.g.
+         warm_s: float = 0.0, ptxas_variants: bool = False, modules: tuple = (),
+         shuffle: bool = True) -> dict:
+    """The GEMM row: every kernel's product checked against cuBLAS's, then `rounds` rounds that each
+    time every kernel once (`repeats` x `iters` launches, CUDA events), in an order drawn at
+    random for each round (`shuffle`, the default) or rotated from round to round, after
+    `warm_s` seconds of cuBLAS launches to bring the clocks to their loaded state; a kernel's
+    time is the median of its rounds. A GPU's clock drifts with its temperature and power over a
+    run, so kernels timed one after another (the first at the coolest clock) differ by a few
+    percent that interleaving spreads over all. A rotated order keeps each kernel behind the
+    same one in every round (the example behind cuBLAS), which biased the figures by 1-4 %
+    (RESULTS.md, eighth session); `shuffle` draws each round's order at random, seeded by the
+    round. `modules`: other GEMM modules with hopper_gemm's descriptors() and launch() (e.g.
     benchmarks.hopper_gemm_wide), timed as variants; linked like them."""
     import torch
 
@@ -159,7 +164,7 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = ()
         out["triton_config"] = str(getattr(matmul.kernel, "best_config", ""))
     except Exception as exc:  # noqa: BLE001 - a missing or failing peer is reported, not faked
         out["triton_error"] = f"{type(exc).__name__}: {exc}"[:300]
-    times = _interleaved_ms(kernels, iters, repeats, rounds, warm_s)
+    times = _interleaved_ms(kernels, iters, repeats, rounds, warm_s, shuffle)
     errors = {}
     for who, product in products.items():
         product.zero_()
@@ -182,9 +187,10 @@ def gemm(n: int, dtype_name: str, iters: int, repeats: int, variants: tuple = ()
 
 
 def _interleaved_ms(kernels: dict, iters: int, repeats: int, rounds: int,
-                    warm_s: float) -> dict:
+                    warm_s: float, shuffle: bool = False) -> dict:
     """{name: [ms per launch, one per round]}: round r times the kernels in the order rotated
-    by r, each as the median of `repeats` samples of `iters` launches."""
+    by r (or, with `shuffle`, in an order drawn by random.Random(r)), each as the median of
+    `repeats` samples of `iters` launches."""
     import torch
 
     for fn in kernels.values():  # compiled and launched once before any timing
@@ -197,7 +203,10 @@ def _interleaved_ms(kernels: dict, iters: int, repeats: int, rounds: int,
     names = list(kernels)
     times: dict = {name: [] for name in names}
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        order = names[r % len(names):] + names[:r % len(names)]
+        if shuffle:
+            random.Random(r).shuffle(order)
+        for name in order:
             times[name].append(_events_ms(kernels[name], iters, repeats))
     return times
 
@@ -306,8 +315,9 @@ def main(argv=None) -> int:
                         help="time Triton's tutorial kernel at these configurations only "
                              "(default: its four H100 autotune configurations)")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="GEMM: rounds that each time every kernel once, in rotated "
-                             "order; the median of rounds is reported (default 5, 1 --quick)")
+                        help="GEMM: rounds that each time every kernel once, in random "
+                             "order (--rotate: rotated); the median of rounds is reported "
+                             "(default 5, 1 --quick)")
     parser.add_argument("--warm", type=float, default=None, metavar="SECONDS",
                         help="GEMM: seconds of cuBLAS launches before timing (default 2, 0 "
                              "--quick)")
@@ -319,6 +329,15 @@ def main(argv=None) -> int:
                         help="also time a GEMM module with hopper_gemm's descriptors() and "
                              "launch(), e.g. benchmarks.hopper_gemm_wide (repeatable; linked "
                              "by the toolkit's ptxas under --ptxas-variants)")
+    parser.add_argument("--rotate", dest="shuffle", action="store_false",
+                        help="GEMM: time each round's kernels in a rotated order (each kernel "
+                             "always behind the same one, as before the eighth session) "
+                             "instead of the default random order seeded by the round")
+    parser.add_argument("--shuffle", dest="shuffle", action="store_true",
+                        help="GEMM: the default - each round's kernels in a random order "
+                             "(seeded by the round), so that no kernel always follows the same "
+                             "one (RESULTS.md, eighth session: the rotated order is biased)")
+    parser.set_defaults(shuffle=True)
     parser.add_argument("--variant", action="append", default=[],
                         help="also time a hopper_gemm_variants kernel, e.g. s3,tma or "
                              "tma2,l256 (repeatable; see that module's parse)")
@@ -342,7 +361,8 @@ def main(argv=None) -> int:
     if args.only in (None, "gemm"):
         for dtype in ("float16", "bfloat16"):
             results.append(gemm(n, dtype, iters, repeats, tuple(args.variant), triton_configs,
-                                rounds, warm_s, args.ptxas_variants, tuple(args.module)))
+                                rounds, warm_s, args.ptxas_variants, tuple(args.module),
+                                args.shuffle))
             print(json.dumps(results[-1]), flush=True)
     if args.only in (None, "attention"):
         results.append(attention(4, 16, seq, iters, repeats))

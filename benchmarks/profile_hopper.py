@@ -5,7 +5,7 @@ cuBLAS (torch.matmul). Each is launched once after its compile, nothing else run
 
     ncu --clock-control none -k 'regex:^(gemm|matmul_kernel|nvjet|sm90|cutlass)' \\
         --section SpeedOfLight --section WarpStateStats \\
-        python -m benchmarks.profile_hopper [--dtype bfloat16] [--variant tma2 ...]
+        python -m benchmarks.profile_hopper [--dtype bfloat16] [--variant tma2 ...] [--module M ...]
 
 L2 traffic: `--metrics l1tex__m_xbar2l1tex_read_sectors.sum,lts__t_sectors_srcunit_tex_op_read.sum,
 lrc__request_sectors_op_read_coalescing_achieved_type_hardware.sum` gives the sectors the SMs
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 
 
 def main(argv=None) -> None:
@@ -32,6 +33,9 @@ def main(argv=None) -> None:
     parser.add_argument("--n", type=int, default=8192)
     parser.add_argument("--dtype", default="float16")
     parser.add_argument("--variant", action="append", default=[])
+    parser.add_argument("--module", action="append", default=[],
+                        help="also launch a GEMM module with hopper_gemm's descriptors() and "
+                             "launch() (bench_hopper's --module), e.g. benchmarks.gemm6.lanes")
     parser.add_argument("--no-triton", action="store_true")
     parser.add_argument("--ptxas-variants", action="store_true",
                         help="link the variants with the toolkit's ptxas (bench_hopper's flag)")
@@ -49,6 +53,9 @@ def main(argv=None) -> None:
         for spec in args.variant:
             config = hv.parse(spec)
             hv.launch(hv.make_gemm(config), c, a, bt, hv.descriptors(a, bt, c, config))
+        for name in args.module:
+            module = importlib.import_module(name)
+            module.launch(c, a, bt, module.descriptors(a, bt, c))
     if not args.no_triton:
         _triton_matmul(((128, 256, 64, 3, 8),))(a, bt.t().contiguous(), c)
     torch.matmul(a, bt.t())

@@ -86,10 +86,11 @@ def _validate_slowly(griddim, blockdim, device_limits: dict, shared_bytes: int,
     return grid, block
 
 
-def check_shared_bytes(shared_bytes, kernel_name) -> None:
-    """The 4th item of `kernel[grid, block, stream, shared]`: a non-negative integer byte count;
-    LaunchConfigError otherwise, at `kernel[...]` as numba checks, before a backend does
-    arithmetic on it (a str reached the CPU backend's sum with the static size)."""
+def check_stream_and_shared(stream, shared_bytes, kernel_name) -> None:
+    """The 3rd and 4th items of `kernel[grid, block, stream, shared]`: a stream (check_stream)
+    and a non-negative integer byte count; LaunchConfigError otherwise, at `kernel[...]` as
+    numba checks, before a backend does arithmetic on them."""
+    check_stream(stream, kernel_name)
     if isinstance(shared_bytes, (bool, np.bool_)) or \
             not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
         raise LaunchConfigError(f"dynamic shared memory must be a non-negative number of bytes, "
@@ -124,7 +125,7 @@ def check_stream(stream, kernel_name) -> None:
         return
     if any(getattr(stream, attr, None) is not None for attr in ("handle", "ptr", "cuda_stream")):
         return
-    raise LaunchConfigError(f"cannot use {stream!r} ({type(stream).__name__}) as the launch's "
+    raise LaunchConfigError(f"cannot use {type(stream).__name__} {stream!r} as the launch's "
                             "stream", function=kernel_name,
                             hint="kernel[grid, block, stream] takes a stream made by "
                                  "cuda.stream() (or 0 for the default stream); dynamic shared "

@@ -62,6 +62,8 @@ def set_enabled(on: bool | None) -> None:
     noticed (that is the epoch's job, not the cache's)."""
     from gpunb.foundation import config
 
+    if on is not None and not isinstance(on, (bool, int)):  # set_enabled("no") would enable it
+        raise TypeError(f"gpunb.cache.set_enabled: expected True, False or None, got {on!r}")
     config.set_cache_enabled(on)
 
 
@@ -133,6 +135,10 @@ def clear(name=None) -> int:
 
 def prune(max_bytes: int | None = None) -> int:
     """Prune the disk cache to its size cap (or `max_bytes`); the number of entries removed."""
+    if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int)
+                                  or max_bytes < 0):  # -1 once removed every entry
+        raise ValueError(f"gpunb.cache.prune: max_bytes must be a size in bytes (0 or more), "
+                         f"got {max_bytes!r}; clear() removes every entry")
     return default_cache().disk.prune(max_bytes)
 
 
@@ -143,6 +149,9 @@ def explain(kernel) -> str:
     from gpunb.cache.fingerprint import Dependency, collect
     from gpunb.cache.keys import explain_change
 
+    if not isinstance(kernel, str) and not callable(getattr(kernel, "py_func", kernel)):
+        raise TypeError(f"gpunb.cache.explain: expected a GPU function or its name, got "
+                        f"{kernel!r}")
     name = _name_of(kernel)
     fingerprint, error = None, ""
     if not isinstance(kernel, str):

@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
               + (f" of {args.name}" if args.name else ""))
         return 0
     if args.command == "prune":
+        if args.max_bytes is not None and args.max_bytes < 0:
+            parser.error(f"prune --max-bytes {args.max_bytes}: a size in bytes, 0 or more")
         removed = cache.prune(args.max_bytes)
         print(f"pruned {removed} entr{'y' if removed == 1 else 'ies'}")
         return 0

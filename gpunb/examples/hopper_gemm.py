@@ -26,7 +26,9 @@ this imposes:
   peer's producer (`cuda.mbarrier.arrive(bars, PEER + s, block_rank=peer)`), and waits for the
   peer's word before it refills (CUTLASS's consumers arrive on both blocks' barriers
   themselves: 1 % slower here in interleaved rounds on an H200, 7 % in single runs; the
-  producer's thread has nothing else to do while it waits);
+  producer's thread has nothing else to do while it waits). The rule is for the multicast B
+  halves: hopper_gemm_wide loads a stage's A slice, which only its own block reads, before the
+  peer's word (about 1 % faster there; even for this kernel: RESULTS.md, eighth session);
 - the barriers are initialised before any block can reach them from the other:
   `cluster.sync()` after the init (it orders mbarrier.init cluster-wide);
 - no block exits while its peer may still write into it or arrive on its barriers:
@@ -43,7 +45,9 @@ Two tile widths, chosen by the problem. This module's kernel (`gemm`) has 128 x 
 hopper_gemm_wide's has 128 x 320 tiles and a fourth ring stage that holds the tile's epilogue
 (its docstring says how). On an H200 (RESULTS.md, seventh session; 66 clusters resident) the
 wide kernel ran at 643 / 678 TFLOP/s at 8192^3 (FP16 / BF16; Triton 642 / 675, this kernel
-628 / 642), but at 4096^3 at 508 against this kernel's 627. The rule (choose_width): with P
+628 / 642), but at 4096^3 at 508 against this kernel's 627; in the eighth session's shuffled
+rounds at 628-629 / 653-658 against Triton's 637-642 / 662-671 and cuBLAS's 645-650 / 673-674
+(this kernel 622 / 646). The rule (choose_width): with P
 clusters resident, width W needs pairs(W) = ceil(M / 256) * ceil(N / W) tile pairs, run in
 rounds(W) = ceil(pairs(W) / P) waves, each W columns' work long, so its predicted time is
 rounds(W) * W. launch() runs the wide kernel unless its prediction exceeds the narrow one's by

@@ -19,7 +19,14 @@ runs the same scheme with 320 x 128 tiles. Here:
   mbarrier: the two consumers' buffers overlap the other's A rows and the B slice), write their
   outputs into it (three 64 x 64 panels each, in two rounds) and free it after their first
   wgmma of the next tile, once its TMA stores have read it. The producer meanwhile fills the
-  other three stages with the next tile's slices.
+  other three stages with the next tile's slices;
+- the producer loads a stage's A slice as soon as its own consumers have freed the stage, and
+  only the B half it multicasts waits for the peer's consumers too (hopper_gemm's rule for
+  refills concerns the bytes written into both blocks): the A slice has landed by the time
+  the pair agrees, so less of the refill waits for the pair. On an H200 (RESULTS.md, eighth
+  session; 8192^3, FP16 / BF16, rounds in shuffled order) the kernel ran at 628 / 653 TFLOP/s
+  against 619 / 647 for the former producer in one call, 629-632 / 653-658 against 630 / 650
+  in the next (Triton 637 / 671 and 642 / 662): about 1 %, not yet level with Triton.
 
 What it needs: 160 accumulator registers per consumer thread, which only a ptxas that
 allocates the consumer's code with setmaxnreg's 232 registers builds without spilling: one that
@@ -158,16 +165,19 @@ def gemm(c, da, db, dc, M, N, K):  # noqa: N803
                 m0, n0 = pair_origin(pair, M, N)
                 for kt in range(ktiles):
                     s = it % STAGES
-                    if it >= STAGES:  # both blocks' consumers are done with the stage
-                        phase = (it // STAGES - 1) % 2
+                    phase = (it // STAGES - 1) % 2
+                    if it >= STAGES:  # this block's consumers are done with the stage
                         cuda.mbarrier.wait(bars, EMPTY + s, phase)
                         cuda.mbarrier.arrive(bars, PEER + s, block_rank=rank ^ 1)
-                        cuda.mbarrier.wait(bars, PEER + s, phase)
-                    # this block's A, its half of B and the peer's half of B
+                    # the full barrier expects the whole stage: this block's A, its half of B
+                    # and the peer's half. A goes now (only this block reads or writes it);
+                    # the B half, written into both blocks, once the peer's consumers are done
                     cuda.mbarrier.arrive_expect_tx(bars, FULL + s, STAGE * 2)
                     base = s * STAGE
                     cuda.tma.load(smem[base:base + A_TILE], da, (m0 + rank * BM, kt * BK),
                                   bars, FULL + s)
+                    if it >= STAGES:
+                        cuda.mbarrier.wait(bars, PEER + s, phase)
                     half = base + A_TILE + rank * B_HALF
                     cuda.tma.load(smem[half:half + B_HALF], db,
                                   (n0 + rank * (BN // CLUSTER), kt * BK), bars, FULL + s,

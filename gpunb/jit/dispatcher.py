@@ -203,14 +203,13 @@ class Dispatcher(NumbaDispatcherAPI):
                               "[grid, block] or [grid, block, stream, dynamic_shared_bytes]",
                               user_location(), hint="e.g. kernel[blocks, 256](args...)")
         griddim, blockdim = config[0], config[1]
-        from gpunb.backends.launch_config import check_dims, check_shared_bytes, check_stream
+        from gpunb.backends.launch_config import check_dims, check_stream_and_shared
 
         check_dims(griddim, "grid", self.__name__)  # numba checks at kernel[...], not at launch
         check_dims(blockdim, "block", self.__name__)
         stream = config[2] if len(config) > 2 else 0
-        check_stream(stream, self.__name__)
         shared = config[3] if len(config) > 3 else 0
-        check_shared_bytes(shared, self.__name__)
+        check_stream_and_shared(stream, shared, self.__name__)
         if settings.low_occupancy_warnings():  # numba-cuda's warning, opt-in in gpunb
             warn_low_occupancy(griddim)
         return LaunchConfiguration(self, griddim, blockdim, stream, shared)
@@ -231,7 +230,7 @@ class Dispatcher(NumbaDispatcherAPI):
     def forall(self, ntasks: int, tpb: int = 0, stream=0,
                sharedmem: int = 0) -> LaunchConfiguration:
         """A 1-d launch covering `ntasks` threads (block size from occupancy when tpb == 0)."""
-        from gpunb.backends.launch_config import check_shared_bytes, check_stream
+        from gpunb.backends.launch_config import check_stream_and_shared
         from gpunb.jit.options import user_location
 
         if isinstance(ntasks, (bool, np.bool_)) or not isinstance(ntasks, (int, np.integer)):
@@ -244,8 +243,7 @@ class Dispatcher(NumbaDispatcherAPI):
             raise LaunchConfigError(f"forall({ntasks}): the task count must not be negative "
                                     "(Can't create ForAll with negative task count)",
                                     user_location(), function=self.__name__)
-        check_stream(stream, self.__name__)
-        check_shared_bytes(sharedmem, self.__name__)
+        check_stream_and_shared(stream, sharedmem, self.__name__)
         block = tpb or 256
         grid = max(1, -(-ntasks // block))
         return LaunchConfiguration(self, grid, block, stream, sharedmem)
@@ -303,6 +301,8 @@ class Dispatcher(NumbaDispatcherAPI):
             self._fast.clear()
             self._fast_target = target
         params = inspect.signature(self.py_func).parameters
+        if any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params.values()):
+            _refuse_kernel_parameters(self.py_func)  # not "takes 2 arguments (out, args)"
         if len(args) != len(params):
             n = len(params)
             raise LaunchError(
@@ -523,6 +523,26 @@ class Dispatcher(NumbaDispatcherAPI):
     @property
     def signatures(self) -> list:
         return [k[1] for k in self.specializations]
+
+
+def _refuse_kernel_parameters(py_func) -> None:
+    """A kernel with *args, **kwargs, keyword- or positional-only parameters: inference's error
+    (at the def), before a launch counts its arguments against them."""
+    import linecache
+
+    from gpunb.foundation.errors import CompileError, SourceLocation
+
+    code = py_func.__code__
+    line, col = code.co_firstlineno, 0  # the first decorator's line: the caret goes to `def`
+    for n in range(line, line + 50):
+        text = linecache.getline(code.co_filename, n)
+        if text.lstrip().startswith(("def ", "async def ")):
+            line, col = n, len(text) - len(text.lstrip())
+            break
+    raise CompileError("GPU functions take positional parameters and *args only (kernels no "
+                       "*args)", SourceLocation(code.co_filename, line, col),
+                       hint="pass a tuple instead of *args; remove **kwargs and keyword-only "
+                            "parameters", function=py_func.__name__)
 
 
 def _parse_signatures(signatures, py_func) -> list:

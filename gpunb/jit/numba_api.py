@@ -9,6 +9,7 @@ the kernel uses on the GPU of GPUNB_ARCH, which is what code sizing launches by 
 
 from __future__ import annotations
 
+from collections import Counter, namedtuple
 from types import SimpleNamespace
 
 from gpunb.foundation import types as t
@@ -115,10 +116,32 @@ def argument_types(args: tuple) -> tuple:
     return tuple(a if isinstance(a, t.Type) else typeof(a) for a in args)
 
 
+CompileStats = namedtuple("CompileStats", ("cache_path", "cache_hits", "cache_misses"))
+
+
+def note_cache_lookup(dispatcher, argtypes: tuple, hit: bool) -> None:
+    """Count one cache lookup of `dispatcher` for `argtypes` (its `stats`, numba's counters)."""
+    counts = dispatcher.__dict__.get("_cache_counts")
+    if counts is None:
+        counts = dispatcher._cache_counts = (Counter(), Counter())
+    counts[0 if hit else 1][argtypes] += 1
+
+
 class NumbaDispatcherAPI:
     """Mixed into Dispatcher: the numba-cuda names over gpunb's specialisations."""
 
     _specialized = False  # made by specialize(), or cuda.jit with one signature (not a list)
+
+    @property
+    def stats(self) -> CompileStats:
+        """numba's compile statistics: the cache directory (None with the cache off for this
+        function) and Counters of cache hits and misses by argument types - one per lookup, a
+        hit being code found in the cache (memory or disk) instead of compiled."""
+        from gpunb import cache
+
+        counts = self.__dict__.get("_cache_counts") or (Counter(), Counter())
+        enabled = cache.enabled() and self.options.get("cache", True) is not False
+        return CompileStats(cache.cache_dir() if enabled else None, counts[0], counts[1])
 
     def __reduce__(self):
         return reduce_dispatcher(self)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from gpunb.foundation import types as t
+from gpunb.jit.numba_api import note_cache_lookup
 from gpunb.jit.specialization import Specialization
 
 
@@ -48,6 +49,7 @@ def build_specialization(dispatcher, argtypes: tuple, backend, previous=None) ->
     artifact, pending = cache.lookup(dispatcher.__name__, fingerprint, signature, options,
                                      backend.name, arch, previous_key=getattr(
                                          previous, "key", None))
+    note_cache_lookup(dispatcher, argtypes, artifact is not None)
     typed = None
     if artifact is None:
         from gpunb.backends.pipeline import compile

@@ -75,12 +75,17 @@ class KernelCellOptions:
 def parse_arch(arch: str) -> tuple[int, int]:
     """"sm_80" -> (8, 0); "sm_100" -> (10, 0); "sm_90a" -> (9, 0) (foundation/arch.py reads
     every spelling); raises OptionError otherwise."""
+    from gpunb.backends.cuda.target import supported_arches
     from gpunb.foundation.arch import parse_arch as read_arch
 
     try:
-        return read_arch(arch).cc
+        cc = read_arch(arch).cc
     except ValueError as exc:
         raise OptionError(f"arch {arch!r}: {exc}") from None
+    if tuple(cc) not in supported_arches():  # the inspector would show another arch's PTX
+        raise OptionError(f"arch {arch!r}: gpunb's LLVM writes no PTX for it; it knows "
+                          + ", ".join(f"sm_{a}{b}" for a, b in supported_arches()))
+    return cc
 
 
 @magic_arguments()

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cache_support import MiniDispatcher
 
 from gpunb.cache import KernelCache
@@ -58,3 +59,24 @@ def test_status_flags_corrupt_entries(cells, cache_dir):
     victim = next(p for p in cache_dir.iterdir() if p.suffix == ".json")
     victim.write_text("{")
     assert "CORRUPT" in cli(cache_dir, "status")
+
+
+def test_settings_that_make_no_sense_are_refused_not_acted_on(cells, cache_dir, monkeypatch):
+    """prune(-1) (or --max-bytes -1) removed every entry; set_enabled("no") turned the cache on;
+    explain(None) answered with an AttributeError's text as if it were an account."""
+    from gpunb import cache
+
+    monkeypatch.setattr(cache, "_default", [None])
+    _fill(cells, cache_dir)
+    for wrong in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="max_bytes must be a size in bytes"):
+            cache.prune(wrong)
+    env = dict(os.environ, GPUNB_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-m", "gpunb.cache", "prune", "--max-bytes", "-1"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "0 or more" in proc.stderr
+    assert cli(cache_dir, "status").splitlines()[-1].startswith("3 entries")
+    with pytest.raises(TypeError, match="True, False or None"):
+        cache.set_enabled("no")
+    with pytest.raises(TypeError, match="a GPU function or its name"):
+        cache.explain(None)

@@ -321,3 +321,31 @@ def test_a_hit_after_a_redefinition_says_what_changed(nb, cache_dir, tmp_path):
     assert (event.kind, event.source) == ("hit", "disk")
     assert event.why.startswith("changed: device function `helper`"), event.why
     assert "in the cache already" in event.detail
+
+
+def test_stats_count_cache_hits_and_misses_per_signature_as_numba(nb, cache_dir):
+    """numba-cuda's `dispatcher.stats` (cache_path, cache_hits, cache_misses: Counters by
+    argument types, one per lookup) was missing; its caching tests read it."""
+    from gpunb import cache
+
+    text = "@cuda.jit\ndef put(out, x):\n    out[cuda.threadIdx.x] = x\n"
+    nb.run(text)
+    first = nb.ns["put"]
+    _run(first)
+    _run(first)  # no lookup: the specialisation is reused
+    out = np.zeros(2, np.float64)
+    first[1, 2](out, 3)  # int64: a second signature
+    stats = first.stats
+    assert stats.cache_path == str(cache_dir)
+    assert sum(stats.cache_hits.values()) == 0 and sum(stats.cache_misses.values()) == 2
+    assert len(stats.cache_misses) == 2
+    cache.default_cache().forget_memory()  # a new process
+    nb.run(text)
+    second = nb.ns["put"]
+    _run(second)
+    assert sum(second.stats.cache_hits.values()) == 1
+    assert sum(second.stats.cache_misses.values()) == 0
+    nb.run("@cuda.jit(cache=False)\ndef quiet(out, x):\n    out[cuda.threadIdx.x] = x\n")
+    _run(nb.ns["quiet"])
+    assert nb.ns["quiet"].stats.cache_path is None
+    assert sum(nb.ns["quiet"].stats.cache_misses.values()) == 1

@@ -257,3 +257,22 @@ def test_a_kernel_signature_with_a_return_type_is_refused_when_declared():
                  "none(float32[:], float32[:])"):
         assert len(cuda.jit(fine)(store).signatures) == 1
     assert cuda.jit("float32(float32)", device=True)(lambda v: v).device
+
+
+def test_a_kernel_with_star_args_is_refused_at_its_def_whatever_the_argument_count():
+    """With more arguments than named parameters, a kernel `k(out, *args)` once got "takes 2
+    arguments (out, args) but 3 were given"; the error is the one inference gives (kernels take
+    no *args), at the def, for any count."""
+    @cuda.jit
+    def star(out, *args):
+        out[0] = args[0]
+
+    @cuda.jit
+    def keywords(out, **kw):
+        out[0] = 1
+
+    out = np.zeros(1)
+    for kernel, args in ((star, (out, 1.0, 2.0)), (star, (out, 1.0)), (keywords, (out,))):
+        with pytest.raises(CompileError, match=r"kernels no \*args") as info:
+            kernel[1, 1](*args)
+        assert info.value.loc.source_line().lstrip().startswith("def ")

@@ -92,7 +92,7 @@ def test_errors_still_come_from_the_python_path(cpu):
     _warm(config, out, x, 2, 3)
     with pytest.raises(LaunchError, match="takes 4 argument"):
         config(out, x, 2)
-    with pytest.raises(LaunchError, match="cannot be passed as int64"):
+    with pytest.raises(LaunchError, match="does not fit in 64 bits"):
         config(out, x, 2**70, 3)
     with pytest.raises(LaunchError, match="keyword"):
         config(out, x, 2, b=3)

@@ -6,6 +6,7 @@ test_make_function_to_jit_function.py; the Python functions themselves are the o
 from __future__ import annotations
 
 import cmath
+import collections
 import math
 
 import numpy as np
@@ -185,18 +186,23 @@ def _counted_pair(counter):
     return (3, 4)
 
 
+_Pair = collections.namedtuple("_Pair", "x y")
+
+
 @cuda.jit
 def star_args_evaluated_once(out, counter):
     out[0] = add3(*_counted_pair(counter), 5)  # a GPU function
     out[1] = max(*_counted_pair(counter))  # a builtin
+    p = _Pair(*_counted_pair(counter))  # a namedtuple class
+    out[2] = p.x * 10 + p.y
 
 
 def test_a_starred_call_is_evaluated_once(target):
     """numba evaluates `f(*g())` once: g's side effects happen once, whatever f is."""
-    out = np.zeros(2, np.int64)
+    out = np.zeros(3, np.int64)
     counter = np.zeros(1, np.int64)
     star_args_evaluated_once[1, 1](out, counter)
-    assert out.tolist() == [12, 4] and counter[0] == 2
+    assert out.tolist() == [12, 4, 34] and counter[0] == 3
 
 
 @cuda.jit

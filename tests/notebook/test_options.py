@@ -29,6 +29,7 @@ def test_show_all_expands_to_every_tab():
     ("--target gpu", "invalid choice"),
     ("--show asm", "--show asm"),
     ("--arch volta", "expected sm_XY"),
+    ("--arch sm_999", "gpunb's LLVM writes no PTX for it"),  # was accepted: sm_121's PTX shown
     ("--max-registers 4", "16..255"),
     ("--bogus", "unrecognized arguments"),
     ("--show 'ptx", "No closing quotation"),
@@ -41,7 +42,8 @@ def test_bad_options_say_what_is_wrong(line, words):
 
 
 @pytest.mark.parametrize("arch, cc", [("sm_90", (9, 0)), ("sm_86", (8, 6)), ("SM_75", (7, 5)),
-                                      ("sm_90a", (9, 0)), ("sm_100", (10, 0))])
+                                      ("sm_90a", (9, 0)), ("sm_100", (10, 0)),
+                                      ("sm_121", (12, 1))])
 def test_parse_arch(arch, cc):
     assert parse_arch(arch) == cc
 

@@ -140,6 +140,29 @@ def test_views_share_device_memory(on_gpu):
 
 
 @gpu
+def test_split_squeeze_and_stream_indexing_on_a_gpu(on_gpu):
+    """numba's split / squeeze / getitem / setitem with a stream on real device memory, and a
+    Python int past int64 reaching a kernel as uint64 (numba's typeof) on the CUDA target."""
+    d = memory.to_device(np.arange(10, dtype=np.int64))
+    parts = list(d.split(4))
+    assert [p.copy_to_host().tolist() for p in parts] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    s = cuda.stream()
+    d.setitem(slice(0, 2), np.array([7, 8], np.int64), stream=s)
+    s.synchronize()
+    assert d.getitem(slice(0, 3), stream=s).copy_to_host().tolist() == [7, 8, 2]
+    q = memory.to_device(np.arange(6.0).reshape(1, 6, 1)).squeeze()
+    assert q.shape == (6,) and q.copy_to_host().tolist() == list(range(6))
+
+    @cuda.jit
+    def store(out, v):
+        out[0] = v
+
+    out = memory.to_device(np.zeros(1))
+    store[1, 1](out, 2**64 - 1)
+    assert out.copy_to_host()[0] == float(2**64 - 1)
+
+
+@gpu
 def test_memory_is_freed(on_gpu):
     """256 MiB allocated then dropped: the free memory falls and rises again by as much. The
     free memory is the GPU's, which other processes (pytest-xdist workers) change meanwhile:

@@ -62,7 +62,8 @@ class CallTyping:
                                  "pass each keyword argument by name: f(a=x, b=y)")
         starred = next((a for a in node.args if isinstance(a, ast.Starred)), None)
         if starred is not None and not (isinstance(callee, inner.InnerFunction) or
-                                        is_gpu_function(callee)):
+                                        is_gpu_function(callee) or
+                                        is_namedtuple_class(callee)):  # these bind *t
             return self.starred_builtin_call(node, callee, starred)
         if isinstance(callee, inner.InnerFunction):
             return inner.call(self, node, callee)
@@ -505,12 +506,6 @@ def _call_hint(callee) -> str:
            "in GPU code"
 
 
-def is_namedtuple_class(obj) -> bool:
-    """A class made by collections.namedtuple or typing.NamedTuple (numba types calls of it)."""
-    return isinstance(obj, type) and issubclass(obj, tuple) and \
-        isinstance(getattr(obj, "_fields", None), tuple)
-
-
 def _star_item(arg: ast.Starred, k: int) -> ast.Subscript:
     """Item k of `*t` as the node `t[k]`, marked (`star_of`) so that lowering evaluates t once
     for all its items (t may have side effects: `f(*g())`)."""
@@ -518,3 +513,9 @@ def _star_item(arg: ast.Starred, k: int) -> ast.Subscript:
                                            ctx=ast.Load()), arg)
     item.star_of = arg.value
     return item
+
+
+def is_namedtuple_class(obj) -> bool:
+    """A class made by collections.namedtuple or typing.NamedTuple (numba types calls of it)."""
+    return isinstance(obj, type) and issubclass(obj, tuple) and \
+        isinstance(getattr(obj, "_fields", None), tuple)

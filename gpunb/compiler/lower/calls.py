@@ -33,6 +33,9 @@ class CallLowering:
                 return ops.constant(call.target, float(call.arg.value))
             return ops.cast(self.builder, self.expr(call.arg), call.argtype, call.target)
         if isinstance(call, BuiltinCall):
+            if any(getattr(arg, "star_of", None) is not None for arg in call.args):
+                with self.star_scope():  # Point(*t) of a namedtuple class
+                    return call.builtin.lower_call(self, node, call)
             return call.builtin.lower_call(self, node, call)
         if isinstance(call, StarredCall):
             with self.star_scope():
