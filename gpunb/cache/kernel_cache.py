@@ -378,6 +378,7 @@ class KernelCache:
             try:
                 if getattr(artifact, "disk_cache", True):
                     size = self.disk.write(pending.key, body, _blobs_of(artifact), pointer)
+                    body["entry_bytes"] = size  # a later memory hit shows the entry's size
             finally:
                 self._release(pending)  # after the entry is in place: waiters find it
         changes = pending.changes or (_NEW,)

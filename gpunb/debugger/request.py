@@ -71,6 +71,27 @@ def unlinear(index: int, extent: tuple) -> tuple:
     return x, y, index // (extent[0] * extent[1])
 
 
+THREADS_FORMS = ("expected 'all', 'block x,y,z', 'warp W' (of block 0), 'lo-hi' (linear "
+                 "indices) or a thread x,y,z, several joined with ';'")
+
+
+def check_threads_spec(threads: str) -> None:
+    """DebuggerError (THREADS_FORMS) when a --threads spec cannot be read, whatever the launch:
+    its ranges are checked against the launch's grid and block when it comes."""
+    def coords(text: str) -> bool:
+        parts = text.split(",")
+        return len(parts) <= 3 and all(p.strip().isdigit() for p in parts)
+
+    for part in (p.strip().lower() for p in threads.split(";") if p.strip()):
+        word, _, rest = part.partition(" ")
+        lo, dash, hi = part.partition("-")
+        if part == "all" or word == "block" and coords(rest) or \
+                word == "warp" and rest.strip().isdigit() or coords(part) or \
+                dash and lo.strip().isdigit() and hi.strip().isdigit() and int(lo) <= int(hi):
+            continue
+        raise DebuggerError(f"threads {part!r}: {THREADS_FORMS}")
+
+
 def trace_ranges(threads, grid: tuple, block: tuple, kernel: str) -> list[tuple[int, int]]:
     """[lo, hi) ranges of global thread indices from a --threads spec: "all", "block B",
     "warp W" (of block 0), thread tuples, "a-b" ranges of linear thread indices of block 0,
@@ -109,7 +130,9 @@ def _one_range(spec, grid, block, per_block, total, kernel) -> tuple[int, int]:
         start = linear(blk, grid) * per_block
         return start, start + per_block
     if word == "warp":
-        w = int(rest) if rest.strip().isdigit() else -1
+        if not rest.strip().isdigit():
+            raise DebuggerError(f"threads {spec!r}: {THREADS_FORMS}", function=kernel)
+        w = int(rest)
         if not 0 <= w * 32 < per_block:
             raise DebuggerError(f"warp {rest!r} is outside block 0 of '{kernel}' "
                                 f"({per_block} threads: warps 0-{(per_block - 1) // 32})",
@@ -123,6 +146,8 @@ def _one_range(spec, grid, block, per_block, total, kernel) -> tuple[int, int]:
                 raise DebuggerError(f"threads {text!r}: expected lo-hi with lo <= hi < {total} "
                                     f"(the launch's threads)", function=kernel)
             return a, b + 1
+    if not all(part.strip().isdigit() for part in text.split(",")):
+        raise DebuggerError(f"threads {spec!r}: {THREADS_FORMS}", function=kernel)
     thr = dim3(text, "thread")
     check_inside(thr, block, "thread", kernel)
     g = linear(thr, block)

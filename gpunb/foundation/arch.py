@@ -13,6 +13,13 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+# The architectures LLVM's NVPTX backend writes PTX for (sm_50 on), as major * 10 + minor -> the
+# lowest PTX ISA version (x10) it accepts for them: backends/cuda/target.py asks for these, and an
+# architecture outside the table is not one gpunb can write PTX for (check_known)
+PTX_ISA_FOR_ARCH = {50: 40, 52: 41, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63,
+                    80: 71, 86: 71, 87: 74, 88: 90, 89: 78, 90: 80, 100: 86, 101: 86, 103: 88,
+                    110: 90, 120: 87, 121: 88}
+
 _NAME = re.compile(r"^(?:sm_|compute_)?(\d+?)(\d)([af]?)$|^(\d+)\.(\d)([af]?)$")
 
 
@@ -77,3 +84,21 @@ def _from_tuple(value) -> Arch:
         pass
     raise ValueError(f"{tuple(value)!r} is not a compute capability; expected (major, minor), "
                      "e.g. (9, 0), or (9, 0, 'a') for sm_90a")
+
+
+def known_names() -> str:
+    """"sm_50, sm_52, ..., sm_121": the architectures gpunb writes PTX for."""
+    return ", ".join(f"sm_{k}" for k in sorted(PTX_ISA_FOR_ARCH))
+
+
+def check_known(value) -> Arch:
+    """parse_arch(value), refused (ValueError naming the known ones) when it is no architecture
+    gpunb writes PTX for: for an arch asked for by name (%%gpukernel --arch, inspect(arch=),
+    diff_view), where a typo such as sm_999 or sm_77 would otherwise reach LLVM, which warns on
+    stderr and writes PTX no ptxas or driver takes. (A GPU, or GPUNB_ARCH, newer than the table
+    gets the newest arch before it: backends/cuda/target.llvm_arch.)"""
+    arch = parse_arch(value)
+    if arch.major * 10 + arch.minor not in PTX_ISA_FOR_ARCH:
+        raise ValueError(f"{arch.name} is not an architecture gpunb writes PTX for; known: "
+                         f"{known_names()} (an 'a' suffix from sm_90, 'f' from sm_100)")
+    return arch

@@ -98,6 +98,21 @@ class GpunbError(Exception):
     """Base of all gpunb errors."""
 
 
+def launch_interrupted(message: str) -> KeyboardInterrupt:
+    """The KeyboardInterrupt gpunb raises when Ctrl-C stops (or abandons the wait for) a launch:
+    a KeyboardInterrupt as Python's, marked so that the notebook shows its message and the
+    user's lines, not the launcher's frames it passed through (notebook/hooks.py)."""
+    interrupt = KeyboardInterrupt(message)
+    interrupt.gpunb_launch_interrupted = True
+    return interrupt
+
+
+def is_launch_interrupt(value: BaseException) -> bool:
+    """Whether `value` is a launch_interrupted() KeyboardInterrupt."""
+    return isinstance(value, KeyboardInterrupt) and \
+        getattr(value, "gpunb_launch_interrupted", False)
+
+
 class LocatedError(GpunbError):
     """An error with an optional source location, a message and a hint, rendered together."""
 

@@ -16,6 +16,7 @@ from gpunb.debugger.errors import DebuggerError
 from gpunb.debugger.request import DebugRequest
 from gpunb.debugger.session import DebugSession
 from gpunb.foundation import config
+from gpunb.foundation.errors import LaunchError
 
 # dispatcher -> the DebugRequest its launches use (a %%gpukernel --break cell's kernels)
 _requests: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -92,6 +93,11 @@ def trace(launch, *args, threads=None, trace_bytes: int = 64 << 20):
     return session.trace
 
 
+_POST_MORTEM_HINT = ("fix the launch as its error says; %gpudebug (gpunb.post_mortem()) replays a "
+                     "launch that failed inside its kernel: an index out of bounds, a fault, a "
+                     "race")
+
+
 def post_mortem(timeout: float | None = None) -> DebugSession:
     """Run the last failed launch again under the debugger (CPU target), stopping at the thread
     and line where it fails (`%gpudebug` in notebooks; pdb.pm() for kernels).
@@ -112,8 +118,22 @@ def post_mortem(timeout: float | None = None) -> DebugSession:
         raise DebuggerError(f"the failed launch cannot be replayed: its kernel or one of its "
                             f"arrays is gone ({name})",
                             hint="launch it again, then run %gpudebug / gpunb.post_mortem()")
+    if replay.failure.kind in ("DebuggerError", "DebugQuit"):  # a request it could not meet
+        raise DebuggerError(
+            f"the last failed launch of '{dispatcher.__name__}' failed in the debugger itself "
+            f"({replay.failure.describe()}): no thread of it failed, so there is none to stop at",
+            function=dispatcher.__name__, hint=_POST_MORTEM_HINT)
     request = DebugRequest(breakpoints=False, stop_on_error=True)
-    session = start_session(dispatcher, replay.config, args, request, timeout)
+    try:
+        session = start_session(dispatcher, replay.config, args, request, timeout)
+    except LaunchError as exc:  # its configuration or arguments: refused before threads ran
+        if isinstance(exc, DebuggerError):
+            raise
+        first = (getattr(exc, "message", None) or str(exc)).splitlines()[0]
+        raise DebuggerError(
+            f"the failed launch of '{dispatcher.__name__}' fails before any of its threads run "
+            f"({type(exc).__name__}: {first}): there is no failing thread to stop at",
+            function=dispatcher.__name__, hint=_POST_MORTEM_HINT) from None
     if session.state == "stopped" and session.stop.reason in ("error", "raise"):
         return session
     session.abort("post-mortem replay")

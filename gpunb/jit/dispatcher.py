@@ -27,6 +27,8 @@ from gpunb.foundation.errors import (
     LaunchError,
     NoMatchingSignatureError,
     NotAKernelError,
+    is_launch_interrupt,
+    launch_interrupted,
 )
 from gpunb.jit import failures as _failures
 from gpunb.jit.configuration import LaunchConfiguration
@@ -381,6 +383,13 @@ class Dispatcher(NumbaDispatcherAPI):
             except GpunbError as exc:
                 _failures.note_compile_failure(self, target, argtypes, exc)
                 raise
+            except KeyboardInterrupt as exc:  # Ctrl-C while compiling: say so, not where
+                if is_launch_interrupt(exc):
+                    raise
+                raise launch_interrupted(
+                    f"compiling '{self.__name__}' was interrupted (Ctrl-C, SIGINT or the "
+                    "notebook's interrupt); nothing of it is kept: the next launch or compile "
+                    "of it starts again") from None
             self.failed_compiles.pop((target, argtypes), None)
             self.specializations[(target, argtypes)] = spec
             if spec is not found:  # new code (compiled or from the cache), not a kept one
@@ -516,9 +525,10 @@ class Dispatcher(NumbaDispatcherAPI):
         """A KernelReport of this kernel (source, types, LLVM, PTX, SASS, resources, cache);
         after `%load_ext gpunb` it displays as the inspector widget, else as text. `arch`
         (sm_XX) chooses the PTX/SASS architecture (default: `inspection_arch`, the GPU's)."""
+        from gpunb.jit.options import check_inspection_arch
         from gpunb.jit.report import build_report
 
-        return build_report(self, signature, arch or self.inspection_arch)
+        return build_report(self, signature, check_inspection_arch(arch or self.inspection_arch))
 
     @property
     def signatures(self) -> list:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from gpunb.foundation.arch import parse_arch
+from gpunb.foundation.arch import check_known, parse_arch
 from gpunb.foundation.artifact import KernelArtifact
 from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.events import Stage
@@ -26,7 +26,7 @@ def ptx_for(dispatcher, argtypes: tuple, arch=None) -> KernelArtifact:
     from gpunb.compiler.guard import compile_guard
 
     cuda = backends.get("cuda")
-    cc = parse_arch(cuda.default_arch() if arch is None else arch).key
+    cc = (parse_arch(cuda.default_arch()) if arch is None else check_known(arch)).key
     # a kernel's own CUDA artifact serves; a device function's specialisation on the CUDA
     # target is the launchable wrapper made for type checks, not the function's own PTX
     for (target, types), spec in dispatcher.specializations.items():
@@ -67,7 +67,7 @@ def llvm_for(dispatcher, argtypes: tuple, arch=None) -> str:
     from gpunb.compiler.guard import compile_guard
 
     cuda = backends.get("cuda")
-    cc = parse_arch(cuda.default_arch() if arch is None else arch).key
+    cc = (parse_arch(cuda.default_arch()) if arch is None else check_known(arch)).key
     with compile_guard(dispatcher.py_func):
         digest = collect(dispatcher, fresh=True).digest
     options = dict(dispatcher.options)

@@ -269,6 +269,34 @@ def check_target(target, what: str = "target") -> None:
                                   "picks the GPU when there is one")
 
 
+def check_gpu_function(obj, what: str, kernel_only: bool = False) -> None:
+    """JitOptionError at the caller's line when `obj` is not a GPU function (a kernel, with
+    `kernel_only`): the notebook's views take @cuda.jit / %%gpukernel functions, and anything
+    else was an AttributeError from inside them."""
+    if getattr(type(obj), "__gpunb_function__", False) and \
+            not (kernel_only and getattr(obj, "device", False)):
+        return
+    wanted = "a GPU kernel" if kernel_only else "a GPU function"
+    raise JitOptionError(f"{what} needs {wanted} (@cuda.jit or a %%gpukernel cell's def), got "
+                         f"{_describe(obj)}", user_location(),
+                         hint=f"e.g. {what}(saxpy) for a kernel saxpy defined with @cuda.jit")
+
+
+def check_inspection_arch(arch):
+    """inspect()'s / diff_view's arch (sm_XX, or None for the default), refused with a
+    JitOptionError at the caller's line when gpunb cannot write PTX for it - not a report with
+    empty PTX and SASS tabs."""
+    from gpunb.foundation.arch import check_known
+
+    if arch is None:
+        return None
+    try:
+        return check_known(arch).name  # "sm_75" also for 75, "7.5" or (7, 5)
+    except ValueError as exc:
+        raise JitOptionError(f"arch={arch!r}: {exc}", user_location(),
+                             hint="e.g. arch='sm_90'") from None
+
+
 def check_arch(cc) -> tuple:
     """compile_ptx's cc: a (major, minor) compute capability of sm_50 or newer, or numba's
     arch-specific (major, minor, 'a') / family (major, minor, 'f') form of sm_90 and newer

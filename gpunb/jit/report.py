@@ -82,9 +82,12 @@ class KernelReport:
     def text(self, tabs: tuple = ()) -> str:
         """A summary (signature, target, resources, cache, line map), then `tabs` in full."""
         res = ", ".join(f"{k}={v}" for k, v in self.resources.items())
+        if not res:  # say why (no ptxas, a bad GPUNB_ARCH...), not only that they are missing
+            why = self.problems.get("resources") or self.problems.get("ptx") or ""
+            res = f"unknown ({why.splitlines()[0]})" if why.strip() else "unknown"
         out = [f"{self.name} {self.signature}  [runs on {self.target}; PTX for "
                f"{self.arch or '?'}]",
-               f"resources: {res or 'unknown'}",
+               f"resources: {res}",
                f"cache: {self.cache} (compiled in {self.compile_ms:.0f} ms)",
                f"line map: {len(self.mapped_lines)} source line(s) -> "
                f"{sum(len(v) for v in self.line_map.values())} PTX line(s)"]

@@ -11,9 +11,19 @@ class CacheCommandError(ValueError):
     """A %gpucache command that cannot run as written (unknown kernel, missing argument)."""
 
 
+def _at_most(args: list, allowed: tuple, command: str) -> None:
+    """Refuse words a command does not take (a typo'd option was silently ignored)."""
+    extra = [word for word in args if word not in allowed]
+    if extra:
+        takes = f"takes only {' '.join(allowed)}" if allowed else "takes no arguments"
+        raise CacheCommandError(f"{command} {takes}; got {' '.join(extra)}")
+
+
 def _kernel(shell, args: list, command: str):
     if not args:
         raise CacheCommandError(f"which kernel? e.g. %gpucache {command} saxpy")
+    if len(args) > 1:
+        raise CacheCommandError(f"{command} takes one kernel name; got {' '.join(args)}")
     name = args[0]
     head, *attributes = name.split(".")
     value = shell.user_ns.get(head)
@@ -32,6 +42,7 @@ def cmd_status(shell, args: list):
     def snapshot():
         return CacheStatus(shell.user_ns, cache.cache_dir(), cache.enabled())
 
+    _at_most(args, ("--live",), "status")
     if "--live" in args:
         from gpunb.notebook.widgets import in_kernel, widgets_available
 
@@ -76,6 +87,7 @@ def cmd_clear(shell, args: list):
 def cmd_dir(shell, args: list):
     from gpunb import cache
 
+    _at_most(args, (), "dir")
     print(cache.cache_dir())
     return None
 
@@ -83,6 +95,7 @@ def cmd_dir(shell, args: list):
 def cmd_on(shell, args: list):
     from gpunb import cache
 
+    _at_most(args, (), "on")
     cache.set_enabled(True)
     print("gpunb cache on")
     return None
@@ -91,6 +104,7 @@ def cmd_on(shell, args: list):
 def cmd_off(shell, args: list):
     from gpunb import cache
 
+    _at_most(args, (), "off")
     cache.set_enabled(False)
     print("gpunb cache off: every launch with new types compiles (as with GPUNB_CACHE=0)")
     return None

@@ -64,14 +64,14 @@ def register_source(filename: str, text: str, execution_count: int | None,
         filename_map[filename] = execution_count
 
 
-def parse_cell(text: str, filename: str) -> ast.Module:
+def parse_cell(text: str, filename: str, magic: str = "gpukernel") -> ast.Module:
     """Parse the cell; a syntax error becomes a CompileError with the cell's line and a caret."""
     try:
         return ast.parse(text, filename=filename)
     except SyntaxError as exc:
         loc = SourceLocation(filename, exc.lineno or 1, max((exc.offset or 1) - 1, 0))
         raise CompileError(f"syntax error: {exc.msg}", loc,
-                           hint="%%gpukernel cells are Python; fix the syntax and run the cell "
+                           hint=f"%%{magic} cells are Python; fix the syntax and run the cell "
                                 "again") from None
 
 
@@ -100,7 +100,7 @@ def run_cell(body: str, magic_line: str, user_ns: dict, wrap: Callable | None,
     text = cell_text(body, magic_line, magic)
     filename = cell_filename(text, execution_count)
     register_source(filename, text, execution_count, ipython_compiler)
-    module = parse_cell(text, filename)
+    module = parse_cell(text, filename, magic)
     if wrap is None:
         wrap = _identity
     try:

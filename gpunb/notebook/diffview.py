@@ -169,6 +169,12 @@ def diff_view(kernel, against=None, *, signature=None, arch: str | None = None,
     if tab not in TABS:
         raise CompileError(f"diff_view compares one of {', '.join(TABS)}, not {tab!r}",
                            hint="diff_view(kernel, 'sm_80', tab='sass')")
+    from gpunb.jit.options import check_gpu_function
+
+    if not isinstance(kernel, KernelReport):
+        check_gpu_function(kernel, "diff_view")
+    if against is not None and not isinstance(against, (KernelReport, str)):
+        check_gpu_function(against, "diff_view")
     after = kernel if isinstance(kernel, KernelReport) else kernel.inspect(signature, arch)
     names = (after.arch, after.arch)
     if against is None:

@@ -307,5 +307,54 @@ def default_arch() -> str:
 
 
 def launch_explorer(dispatcher, n: int, signature=None, **kwargs) -> LaunchExplorer:
-    """The explorer for `dispatcher` covering `n` threads (compiles for `signature` if needed)."""
+    """The explorer for `dispatcher` covering `n` threads (compiles for `signature` if needed).
+
+    What it is given is checked here, at the caller's line: a bad kernel, size, block, shared
+    memory or arch is a JitOptionError now, not a traceback when the notebook later displays
+    the explorer."""
+    check_explorer_arguments(dispatcher, n, kwargs)
+    if signature is None and not dispatcher.specializations and \
+            not dispatcher.declared_signatures:  # (the compile-time API's hint names inspect_asm)
+        from gpunb.foundation.errors import CompileError, user_location
+
+        raise CompileError(f"'{dispatcher.__name__}' has not been compiled yet: the explorer "
+                           "needs its registers and shared memory", user_location(),
+                           hint=f"launch it once, or pass its argument types: launch_explorer("
+                                f"{dispatcher.__name__}, n, signature='void(float32[::1], "
+                                "int32)')")
     return LaunchExplorer(dispatcher, n, signature, **kwargs)
+
+
+def _count(value, smallest: int) -> bool:
+    """Whether `value` is an integer (not a bool) of at least `smallest`."""
+    import operator
+
+    try:
+        return not isinstance(value, bool) and operator.index(value) >= smallest
+    except TypeError:
+        return False
+
+
+def check_explorer_arguments(dispatcher, n, kwargs: dict) -> None:
+    """JitOptionError for what launch_explorer cannot show: something that is not a GPU kernel,
+    a problem size or block that is not a positive integer, negative shared memory, an arch
+    without an occupancy table."""
+    from gpunb.backends.cuda import occupancy
+    from gpunb.jit.options import JitOptionError, check_gpu_function, user_location
+
+    check_gpu_function(dispatcher, "launch_explorer", kernel_only=True)
+    wrong = [f"{what} is {hint}; got {value!r}" for what, value, smallest, hint in (
+        ("n", n, 1, "the number of threads to cover, a positive integer"),
+        ("block", 1 if kwargs.get("block") is None else kwargs["block"], 1,
+         "threads per block, a positive integer"),
+        ("shared", kwargs.get("shared", 0), 0, "dynamic shared memory in bytes, 0 or more"))
+        if not _count(value, smallest)]
+    if wrong:
+        raise JitOptionError(f"launch_explorer: {'; '.join(wrong)}", user_location(),
+                             hint="e.g. launch_explorer(saxpy, x.size, block=256)")
+    chosen = kwargs.get("arch") or getattr(dispatcher, "inspection_arch", None) or default_arch()
+    try:
+        occupancy.limits_for(chosen)
+    except ValueError as exc:
+        raise JitOptionError(f"launch_explorer: arch {chosen!r}: {exc}", user_location(),
+                             hint="pass one of them, e.g. arch='sm_90'") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from gpunb.foundation.errors import CudaUnavailableError, GpunbError
+from gpunb.foundation.errors import CudaUnavailableError, GpunbError, is_launch_interrupt
 
 
 class CellHooks:
@@ -37,7 +37,7 @@ class CellHooks:
         # and a plain Python error raised by a %%gpukernel cell's code starts at the cell's line
         # (not at the `run_cell_magic(...)` call IPython made of the cell); any other error is
         # shown exactly as IPython shows it
-        self.shell.set_custom_exc((Exception,), show_error)
+        self.shell.set_custom_exc((Exception, KeyboardInterrupt), show_error)
         # one-line notices (the CPU-target fallback) are plain output, not a red stderr box
         from gpunb.foundation.events import EventKind, subscribe
 
@@ -199,7 +199,9 @@ CELL_FILE_ATTR = "__gpunb_cell_file__"  # set by %%gpukernel on errors its cell'
 
 def show_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
     """IPython custom-exception handler for every exception of a cell (see CellHooks.register)."""
-    if isinstance(value, GpunbError):
+    if isinstance(value, GpunbError) or is_launch_interrupt(value):
+        # a stopped launch's KeyboardInterrupt is gpunb's message too: the launcher's frames
+        # between the user's line and the kernel say nothing to the user
         return show_gpunb_error(shell, etype, value, tb, tb_offset)
     cell_file = getattr(value, CELL_FILE_ATTR, None)
     if cell_file is None:

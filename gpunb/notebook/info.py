@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass, field
 
+from gpunb.foundation.arch import parse_arch
 from gpunb.notebook import render
 
 
@@ -57,16 +58,25 @@ class GpuInfo:
 def gather() -> GpuInfo:
     from gpunb.foundation import config
 
-    requested = config.requested_target()
+    # %gpuinfo is where a person looks when something is wrong: a bad setting is a note here
+    # (the error launches and compiles raise), not a traceback instead of the report
+    problems = []
+    try:
+        requested = config.requested_target()
+    except ValueError as exc:
+        requested = "auto"
+        problems.append(f"{exc}; kernels cannot launch until it is fixed")
     info = GpuInfo(target="cpu", requested=requested)
     available = _probe_devices(info)
     info.target = "cuda" if requested == "cuda" or (requested == "auto" and available) else "cpu"
     info.toolchain = toolchain_versions()
     if not available:
-        from gpunb.foundation.arch import parse_arch
-
-        arch = parse_arch(config.default_arch()).name
-        info.notes.append(f"inspector PTX/SASS use {arch} (GPUNB_ARCH)")
+        try:
+            arch = parse_arch(config.default_arch()).name
+            info.notes.append(f"inspector PTX/SASS use {arch} (GPUNB_ARCH)")
+        except ValueError as exc:
+            problems.append(f"{exc}; PTX/SASS cannot be made until it is fixed")
+    info.notes.extend(problems)
     return info
 
 

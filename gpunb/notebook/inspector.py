@@ -18,6 +18,12 @@ def inspector_for(dispatcher, signature=None, arch: str | None = None,
                   tab: str = "ptx") -> Inspector:
     """The inspector for a kernel, compiled for `signature` if needed; `arch` (sm_XX) chooses
     the PTX/SASS architecture (default: the kernel's inspection arch, else the GPU's)."""
+    from gpunb.jit.options import JitOptionError, check_gpu_function, user_location
+
+    check_gpu_function(dispatcher, "inspector_for")
+    if tab not in TABS:
+        raise JitOptionError(f"inspector_for: tab={tab!r} is not one of {', '.join(TABS)}",
+                             user_location(), hint="e.g. tab='sass'")
     return Inspector(dispatcher.inspect(signature, arch), tab=tab)
 
 

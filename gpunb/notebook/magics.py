@@ -6,6 +6,8 @@ functions, and displays a view object that renders as widget, HTML or text as th
 
 from __future__ import annotations
 
+import contextlib
+
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.display import display
@@ -48,25 +50,17 @@ class GpuMagics(Magics):
             options = parse_kernel_options(line)
         except OptionError as exc:
             raise UsageError(str(exc)) from None
-        from gpunb.foundation.errors import GpunbError
-        from gpunb.notebook.cellexec import cell_filename_of
-        from gpunb.notebook.hooks import CELL_FILE_ATTR, current_cell_number
+        from gpunb.notebook.hooks import current_cell_number
 
         wrap = make_wrapper(options)
         number = current_cell_number(self.shell)
+        body = ipython_syntax(self.shell, cell)  # %timeit, !ls, x? work as in any cell
 
         def run():
-            try:
-                return run_cell(cell, line, self.shell.user_ns, wrap, number,
+            __tracebackhide__ = True  # noqa: F841
+            with cell_errors_shown_from(body, line, number):
+                return run_cell(body, line, self.shell.user_ns, wrap, number,
                                 ipython_compiler=self.shell.compile)
-            except GpunbError:
-                raise
-            except Exception as exc:  # the cell's own Python: show it from the cell's line on
-                try:
-                    setattr(exc, CELL_FILE_ATTR, cell_filename_of(cell, line, number))
-                except AttributeError:  # an exception type with __slots__: keep IPython's view
-                    pass
-                raise
 
         def run_watched():  # --timeout: the watchdog's limit while the cell runs
             if options.timeout is None:
@@ -142,6 +136,8 @@ class GpuMagics(Magics):
         """Devices, arch, SMs, memory, driver and toolchain versions, and the target in use."""
         from gpunb.notebook.info import gather
 
+        if line.strip():  # (a stray word was ignored, as if it had chosen something)
+            raise UsageError(f"%gpuinfo takes no arguments; got {line.strip()}")
         display(gather())
 
     # ---- %%gpuprofile -------------------------------------------------------------------------
@@ -166,18 +162,53 @@ class GpuMagics(Magics):
             options = parse_profile_options(line)
         except ProfileOptionError as exc:
             raise UsageError(str(exc)) from None
-        body = self.shell.transform_cell(cell)  # line magics inside the cell still work
+        body = ipython_syntax(self.shell, cell)  # line magics inside the cell still work
+
+        number = current_cell_number(self.shell)
 
         def run():
-            return run_cell(body, line, self.shell.user_ns, None,
-                            current_cell_number(self.shell), magic="gpuprofile",
-                            ipython_compiler=self.shell.compile).value
+            __tracebackhide__ = True  # noqa: F841
+            with cell_errors_shown_from(body, line, number, magic="gpuprofile"):
+                return run_cell(body, line, self.shell.user_ns, None, number,
+                                magic="gpuprofile", ipython_compiler=self.shell.compile).value
 
         value, profile = profile_cell(run, options)
         if comm.panel_connected():  # built only for a panel that reads it
             comm.publish(launches_message(profile))
         display(profile)
         return value
+
+
+def ipython_syntax(shell, cell: str) -> str:
+    """The cell with IPython's syntax (line magics, !shell, x?) turned into Python, line for
+    line: a first line of code keeps IPython's cleanups (which drop leading blank lines and
+    indentation) from moving the cell's lines, so errors name the lines the user sees."""
+    if not any(mark in cell for mark in "%!?"):
+        return cell  # plain Python (nearly every cell): nothing to transform
+    transformed = shell.transform_cell("pass\n" + cell)
+    first, _, rest = transformed.partition("\n")
+    return rest if first == "pass" else cell
+
+
+@contextlib.contextmanager
+def cell_errors_shown_from(cell: str, line: str, number, magic: str = "gpukernel"):
+    """An exception the cell's own Python raises is shown from the cell's line on (hooks.py
+    trims the frames of the magic and of gpunb above it); gpunb's errors show themselves."""
+    __tracebackhide__ = True  # noqa: F841
+    from gpunb.foundation.errors import GpunbError
+    from gpunb.notebook.cellexec import cell_filename_of
+    from gpunb.notebook.hooks import CELL_FILE_ATTR
+
+    try:
+        yield
+    except GpunbError:
+        raise
+    except Exception as exc:
+        try:
+            setattr(exc, CELL_FILE_ATTR, cell_filename_of(cell, line, number, magic))
+        except AttributeError:  # an exception type with __slots__: keep IPython's view
+            pass
+        raise
 
 
 def run_captured(run, options, user_ns: dict):

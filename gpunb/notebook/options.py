@@ -75,16 +75,12 @@ class KernelCellOptions:
 def parse_arch(arch: str) -> tuple[int, int]:
     """"sm_80" -> (8, 0); "sm_100" -> (10, 0); "sm_90a" -> (9, 0) (foundation/arch.py reads
     every spelling); raises OptionError otherwise."""
-    from gpunb.backends.cuda.target import supported_arches
-    from gpunb.foundation.arch import parse_arch as read_arch
+    from gpunb.foundation.arch import check_known as read_arch
 
     try:
         cc = read_arch(arch).cc
     except ValueError as exc:
         raise OptionError(f"arch {arch!r}: {exc}") from None
-    if tuple(cc) not in supported_arches():  # the inspector would show another arch's PTX
-        raise OptionError(f"arch {arch!r}: gpunb's LLVM writes no PTX for it; it knows "
-                          + ", ".join(f"sm_{a}{b}" for a, b in supported_arches()))
     return cc
 
 
@@ -183,6 +179,15 @@ def _check_debugger_options(ns) -> None:
                           "add --break LINE")
     if ns.threads and not ns.trace:
         raise OptionError("%%gpukernel: --threads chooses what --trace records; add --trace")
+    if ns.threads:
+        from gpunb.debugger.errors import DebuggerError
+        from gpunb.debugger.request import check_threads_spec
+
+        try:
+            check_threads_spec(ns.threads)
+        except DebuggerError as exc:
+            raise OptionError(f"%%gpukernel: --threads {ns.threads!r}: "
+                              f"{exc.message.split(': ', 1)[-1]}") from None
     if asked and ns.graph is not None:
         raise OptionError("%%gpukernel: --graph captures the cell's launches without running "
                           "them, and --break/--trace run them in the debugger; use one of them")

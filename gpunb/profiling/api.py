@@ -106,12 +106,24 @@ def sanitize_snapshot(snapshot: Snapshot, tool: str, *, timeout: float = 300.0,
     """Replay `snapshot` under compute-sanitizer; `failure`, the exception the live run raised
     (if any), is named in the report's notes."""
     report = _sanitize_snapshot(snapshot, tool, timeout, keep)
-    if failure is not None:
+    if failure is not None and not report.error:  # (no replay ran otherwise)
         first = str(failure).strip().splitlines()
         report.notes.insert(0, f"the live run raised {type(failure).__name__}: "
                                f"{first[0] if first else ''} - the findings come from the "
                                "replay in a child process")
     return report
+
+
+# what the CPU target does in place of each compute-sanitizer tool (README: Correctness tools)
+CPU_COUNTERPARTS = {
+    "memcheck": "every access is bounds-checked (gpunb.KernelIndexError) on every launch",
+    "racecheck": "%%gpukernel --racecheck (cuda.jit(racecheck=True)) finds data races "
+                 "(gpunb.RaceError)",
+    "synccheck": "barriers threads reach at different lines (a divergent syncthreads) and "
+                 "syncwarp masks are checked on every launch",
+    "initcheck": "%%gpukernel --racecheck (cuda.jit(racecheck=True)) also reports reads of "
+                 "shared memory no thread wrote (gpunb.InitcheckError)",
+}
 
 
 def _sanitize_snapshot(snapshot: Snapshot, tool: str, timeout: float,
@@ -124,8 +136,8 @@ def _sanitize_snapshot(snapshot: Snapshot, tool: str, timeout: float,
                                    + _skipped(snapshot))
         if any(launch["target"] != "cuda" for launch in snapshot.launches):
             return SanitizerReport(tool, error="compute-sanitizer checks GPU launches; these "
-                                   "ran on the CPU target, which checks bounds itself (run "
-                                   "on a GPU, --target cuda, for compute-sanitizer)")
+                                   f"ran on the CPU target, where {CPU_COUNTERPARTS[tool]} "
+                                   "(run on a GPU, --target cuda, for compute-sanitizer)")
         return run_sanitizer(snapshot.path, tool, timeout)
     except ReplayError as exc:
         return SanitizerReport(tool, error=str(exc))

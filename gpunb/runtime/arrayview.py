@@ -94,6 +94,16 @@ def check_order(order: str) -> None:
         raise ValueError(f"must be either C/F order, got order={order!r}")
 
 
+def check_dtype(dtype: np.dtype, what: str) -> None:
+    """Device memory holds numbers, records and fixed-width strings: an object dtype (what
+    np.asarray makes of None, of mixed or ragged lists) would copy Python object pointers,
+    which mean nothing to a kernel (numba would allocate it, and fail at the launch)."""
+    if dtype.hasobject:
+        raise TypeError(f"{what}: an array of Python objects (dtype {dtype}) cannot be put in "
+                        f"device memory; pass numbers - e.g. np.asarray(values, "
+                        f"dtype=np.float32) - not None or a list of mixed or ragged items")
+
+
 def normalize_index(index) -> tuple:
     """Basic indices only (ints, slices, Ellipsis, None); anything else raises IndexError."""
     items = index if isinstance(index, tuple) else (index,)

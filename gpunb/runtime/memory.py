@@ -95,6 +95,7 @@ def to_device(ary, stream=0, copy: bool = True, to=None, *, target: str | None =
     capture.refuse_allocation("cuda.to_device()")
     if _on_host(target):
         host = _as_host(ary)
+        av.check_dtype(host.dtype, "cuda.to_device()")
         return HostDeviceArray(np.array(host, copy=True, order="K") if copy else
                                np.empty_like(host, order="K"), stream)
     if isinstance(ary, DeviceArray) and (ary.is_c_contiguous() or ary.is_f_contiguous()):
@@ -103,6 +104,7 @@ def to_device(ary, stream=0, copy: bool = True, to=None, *, target: str | None =
             device.copy_to_device(ary, stream=stream)  # device to device
         return device
     host = _as_host(ary)
+    av.check_dtype(host.dtype, "cuda.to_device()")
     order = "F" if host.flags.f_contiguous and not host.flags.c_contiguous else "C"
     device = device_array(host.shape, host.dtype, order=order, stream=stream, target="cuda")
     if copy:
@@ -125,6 +127,7 @@ def device_array(shape, dtype=np.float64, strides=None, order: str = "C", stream
     shape = av.normalize_shape(shape)
     av.check_order(order)
     dtype = np.dtype(dtype)
+    av.check_dtype(dtype, "cuda.device_array()")
     if strides is None:
         strides = av.f_strides(shape, dtype.itemsize) if order == "F" else \
             av.c_strides(shape, dtype.itemsize)
@@ -199,6 +202,7 @@ def pinned_array(shape, dtype=np.float64, strides=None, order: str = "C", *,
     shape = av.normalize_shape(shape)
     av.check_order(order)
     dtype = np.dtype(dtype)
+    av.check_dtype(dtype, "cuda.pinned_array()")
     if _on_host(target):
         return _strided_empty(shape, dtype, strides, order)
     return _host_alloc(shape, dtype, strides, order, 0)
@@ -219,6 +223,7 @@ def mapped_array(shape, dtype=np.float64, strides=None, order: str = "C", stream
     shape = av.normalize_shape(shape)
     av.check_order(order)
     dtype = np.dtype(dtype)
+    av.check_dtype(dtype, "cuda.mapped_array()")
     if _on_host(target):
         return _strided_empty(shape, dtype, strides, order)
     flags = CU_MEMHOSTALLOC_DEVICEMAP
@@ -250,6 +255,7 @@ def managed_array(shape, dtype=np.float64, strides=None, order: str = "C", strea
     shape = av.normalize_shape(shape)
     av.check_order(order)
     dtype = np.dtype(dtype)
+    av.check_dtype(dtype, "cuda.managed_array()")
     if _on_host(target):
         return _strided_empty(shape, dtype, strides, order)
     if strides is None:

@@ -62,6 +62,7 @@ def test_hit_and_miss_flow_in_one_process(nb, kernel_cache):
     nb.ns["SCALE"] = 1.0
     assert k.launch().binary == art.binary and k.compiles == 3
     assert k.event.kind == "hit" and k.event.source == "memory"
+    assert k.event.entry_bytes > 0  # %gpucache status showed "0 B" for a memory hit
 
 
 def test_shared_helper_recompiles_both_and_not_the_unrelated_kernel(nb):

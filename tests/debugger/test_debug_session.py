@@ -231,6 +231,24 @@ def test_post_mortem_stops_at_the_failing_thread_and_line():
         s.result()
 
 
+def test_post_mortem_of_a_launch_refused_before_its_threads_ran_says_so():
+    """It re-raised the launch's own error (a block of 2000 threads, a wrong argument count)
+    without a location, as if %gpudebug itself had been launched wrong."""
+    from gpunb import LaunchError
+
+    out = np.zeros(8, np.int64)  # kept: a replay holds its arrays weakly
+    with pytest.raises(LaunchError, match="2000 threads"):
+        fill_index[1, 2000](out)
+    with pytest.raises(DebuggerError, match=r"fails before any of its threads run \(LaunchError: "
+                                            r"a block of \(2000, 1, 1\)") as info:
+        gpunb.post_mortem()
+    assert "replays a launch that failed inside its kernel" in info.value.hint
+    with pytest.raises(LaunchError, match="takes 1 argument"):
+        fill_index[1, 8](out, 5)
+    with pytest.raises(DebuggerError, match="fails before any of its threads run"):
+        gpunb.post_mortem()
+
+
 def test_errors_stop_a_debug_launch_too():
     out = np.zeros(8, np.int64)
     s = gpunb.debug(off_by_one[1, 8], out)

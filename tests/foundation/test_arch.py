@@ -60,3 +60,21 @@ def test_the_other_readers_agree():
         cell_arch("sm_9")
     with pytest.raises(ValueError):
         check_arch((9, 0, "f"))  # a family suffix before sm_100
+
+
+def test_check_known_takes_every_arch_gpunb_writes_ptx_for():
+    from gpunb.foundation.arch import PTX_ISA_FOR_ARCH, check_known
+
+    for key in PTX_ISA_FOR_ARCH:
+        assert check_known(f"sm_{key}") == parse_arch(f"sm_{key}")
+    assert check_known("sm_90a") == Arch(9, 0, "a") and check_known((12, 1, "f")).name == "sm_121f"
+
+
+@pytest.mark.parametrize("typo", ["sm_999", "sm_77", "sm_35", "sm_130", (9, 9)])
+def test_check_known_refuses_what_llvm_would_warn_about(typo):
+    from gpunb.foundation.arch import check_known
+
+    with pytest.raises(ValueError, match=r"not an architecture gpunb writes PTX for; known: "
+                                         r"sm_50, .*sm_121"):
+        check_known(typo)
+

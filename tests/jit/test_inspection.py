@@ -47,3 +47,37 @@ def test_device_function_asm_on_the_cpu_target_matches(cpu):
     fast = cuda.jit(sig, device=True, fastmath=True)(_unary(math.sin))
     ptx = fast.inspect_asm(sig)
     assert ".entry" not in ptx and "sin.approx.ftz.f32 " in ptx
+
+
+def test_inspect_refuses_an_arch_gpunb_cannot_write_ptx_for():
+    """An arch typo was a report with empty PTX/SASS tabs ("resources: unknown") and LLVM's
+    "not a recognized processor" warnings on stderr; now it is an error at the caller's line."""
+    import numpy as np
+    import pytest
+
+    from gpunb.foundation.errors import JitOptionError
+
+    @cuda.jit(target="cpu")
+    def one(o):
+        o[0] = 1.0
+
+    one[1, 1](np.zeros(1))
+    with pytest.raises(JitOptionError, match="arch='sm_999': sm_999 is not an architecture "
+                                             "gpunb writes PTX for") as info:
+        one.inspect(arch="sm_999")
+    assert info.value.loc.line > 0
+    assert ".target sm_75" in one.inspect(arch="sm_75").ptx
+
+
+def test_a_report_without_ptx_says_why_in_its_summary(monkeypatch):
+    """With a bad GPUNB_ARCH the summary read "resources: unknown" and nothing else."""
+    import numpy as np
+
+    @cuda.jit(target="cpu")
+    def one(o):
+        o[0] = 1.0
+
+    one[1, 1](np.zeros(1))
+    monkeypatch.setenv("GPUNB_ARCH", "banana")
+    text = one.inspect().text()
+    assert "resources: unknown (" in text and "GPUNB_ARCH='banana'" in text

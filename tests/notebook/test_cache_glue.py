@@ -7,7 +7,9 @@ typed CacheEvents, so these tests pin what the magics call and read.
 
 from __future__ import annotations
 
+import copy
 import importlib.machinery
+import re
 import sys
 import types
 
@@ -112,6 +114,32 @@ def test_gpucache_on_and_off_call_the_cache(shell, fake_cache, capsys):
     assert "cache off" in capsys.readouterr().out
     run_cell(shell, "%gpucache on")
     assert calls["enabled"] is True
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("stauts", "%gpucache stauts: unknown command"),
+    ("status --lve", "%gpucache status: status takes only --live; got --lve"),
+    ("dir /tmp/elsewhere", "%gpucache dir: dir takes no arguments; got /tmp/elsewhere"),
+    ("off now", "%gpucache off: off takes no arguments; got now"),
+    ("on please", "%gpucache on: on takes no arguments"),
+    ("explain", "which kernel? e.g. %gpucache explain saxpy"),
+    ("explain saxpy extra", "explain takes one kernel name; got saxpy extra"),
+    ("clear saxpy --all", "clear takes one kernel name"),
+    ("clear nosuch", "'nosuch' is not a GPU function in this notebook"),
+])
+def test_a_mistyped_gpucache_line_is_one_usage_error_and_does_nothing(shell, fake_cache, line,
+                                                                      message):
+    """A typo'd option or a stray word was ignored: `%gpucache clear saxpy --all` cleared one
+    kernel, `%gpucache status --lve` showed the static table, `off now` switched it off."""
+    from IPython.core.error import UsageError
+
+    calls, _ = fake_cache
+    run_cell(shell, "%%gpukernel\ndef saxpy(v):\n    v[0] = 1.0\n")
+    before = copy.deepcopy(calls)
+    with pytest.raises(UsageError, match=re.escape(message)) as info:
+        shell.run_line_magic("gpucache", line)
+    assert "usage: %gpucache status [--live]" in str(info.value)
+    assert calls == before  # nothing was cleared, explained or switched
 
 
 def test_explain_of_a_device_function_names_the_kernels_it_is_compiled_into(shell, capsys):

@@ -250,3 +250,25 @@ def test_a_helper_redefined_before_the_kernel_existed_is_not_its_earlier_version
     _run_text(ns, 32, CALLER)
     with pytest.raises(CompileError, match="was not redefined"):
         diff_view(ns["saxpy"], signature=SIG)
+
+
+def test_an_arch_typo_is_an_error_not_an_empty_side(cpu):
+    """diff_view(k, 'sm_999') compared an empty PTX (LLVM warned on stderr) with the real one."""
+    from gpunb.foundation.errors import JitOptionError
+
+    k = _saxpy()
+    k.compile(SIG)
+    with pytest.raises(JitOptionError, match="sm_999 is not an architecture gpunb writes PTX"):
+        diff_view(k, "sm_999")
+
+
+@pytest.mark.parametrize("args", [(42,), ("saxpy",), ("K", 3.5)])
+def test_what_is_not_a_kernel_is_refused(cpu, args):
+    """diff_view(42) / diff_view(k, 3.5) were AttributeErrors from inside diff_view."""
+    from gpunb.foundation.errors import JitOptionError
+
+    k = _saxpy()
+    k.compile(SIG)
+    args = tuple(k if a == "K" else a for a in args)
+    with pytest.raises(JitOptionError, match="diff_view needs a GPU function"):
+        diff_view(*args)

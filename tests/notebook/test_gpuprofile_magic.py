@@ -77,6 +77,52 @@ def test_gpukernel_sanitize_runs_the_cell_and_reports_in_one_line(shell, capsys)
     assert float(shell.user_ns["w"][0]) == 5.0
 
 
+@pytest.mark.parametrize(("tool", "counterpart"), [
+    ("memcheck", "every access is bounds-checked"),
+    ("racecheck", "--racecheck (cuda.jit(racecheck=True)) finds data races"),
+    ("synccheck", "a divergent syncthreads"),
+    ("initcheck", "reads of shared memory no thread wrote"),
+])
+def test_sanitize_on_the_cpu_target_names_the_cpu_targets_own_check(shell, capsys, tool,
+                                                                     counterpart):
+    """Every tool said "the CPU target, which checks bounds itself", also racecheck, whose
+    CPU counterpart (--racecheck) is not on by default."""
+    _setup(shell)
+    capsys.readouterr()
+    run_cell(shell, f"%%gpukernel --sanitize {tool}\nsaxpy[1, 256](w, v, v, 4.0)")
+    text = capsys.readouterr().out
+    assert f"compute-sanitizer {tool}:" in text and counterpart in text, text
+
+
+def test_a_failed_cell_under_sanitize_on_the_cpu_claims_no_replay(shell, capsys):
+    """The report said "the findings come from the replay in a child process" where nothing was
+    replayed (the CPU target)."""
+    result = run_cell(shell, "%%gpukernel --sanitize memcheck\ndef past(o):\n    o[5] = 1\n"
+                             "import numpy as np\nbuf = np.zeros(1)\npast[1, 1](buf)")
+    assert type(result.error_in_exec).__name__ == "KernelIndexError"
+    text = capsys.readouterr().out
+    assert "every access is bounds-checked" in text and "replay in a child process" not in text
+
+
 def test_gpukernel_sanitize_rejects_unknown_tools(shell):
     with pytest.raises(UsageError, match="invalid choice: 'leakcheck'"):
         shell.run_cell_magic("gpukernel", "--sanitize leakcheck", "pass")
+
+
+def test_host_error_in_a_gpuprofile_cell_shows_the_cell_not_the_magic(shell, capsys):
+    import re
+
+    result = run_cell(shell, "%%gpuprofile\nx = 1\nraise ValueError('boom')\n")
+    count = result.execution_count
+    assert isinstance(result.error_in_exec, ValueError)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert f"Cell In[{count}], line 3" in text and "raise ValueError('boom')" in text
+    # no frames of the magic, the profiler or cellexec between the cell and its error
+    assert "gpunb/notebook" not in text and "run_cell_magic" not in text
+
+
+def test_a_syntax_error_in_a_gpuprofile_cell_names_gpuprofile(shell, capsys):
+    result = run_cell(shell, "%%gpuprofile\ndef f(:\n    pass\n")
+    assert type(result.error_in_exec).__name__ == "CompileError"
+    text = capsys.readouterr().out
+    assert "%%gpuprofile cells are Python" in text and "%%gpukernel" not in text

@@ -295,3 +295,15 @@ def test_the_text_form_shows_the_listings_as_the_tabs_do(compiled):
     if insp.report.sass:
         assert tidy_sass(insp.report.sass).splitlines()[-1] in text
         assert "/sources/" not in text
+
+
+def test_inspector_for_refuses_what_it_cannot_show(compiled):
+    """inspector_for(42) was an AttributeError from inside it and tab='bogus' silently showed
+    the PTX tab; arch=75 showed "PTX for 75" (now named sm_75)."""
+    from gpunb.foundation.errors import JitOptionError
+
+    with pytest.raises(JitOptionError, match="inspector_for needs a GPU function"):
+        inspector_for(42)
+    with pytest.raises(JitOptionError, match="tab='bogus' is not one of source, types"):
+        inspector_for(compiled, tab="bogus")
+    assert inspector_for(compiled, arch=75).report.arch == "sm_75"

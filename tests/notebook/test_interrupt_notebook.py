@@ -83,6 +83,8 @@ def test_interrupting_a_notebook_cell(cpu_env):
     assert errors and errors[0]["ename"] == "KeyboardInterrupt", nb.cells[2].outputs
     assert "kernel 'spin' interrupted" in errors[0]["evalue"]
     assert "abandoned" in errors[0]["evalue"]
+    shown = "\n".join(errors[0]["traceback"])  # the message and the cell's line, no launcher
+    assert "spin[4, 64](o)" in shown and "gpunb/" not in shown, shown
     text = "".join(o.get("text", "") for o in nb.cells[3].outputs)
     assert "next 64.0 42" in text, nb.cells[3].outputs
     stopped = float(text.split("stopped after")[1].split()[0])
@@ -112,3 +114,57 @@ def test_gpukernel_timeout_option_is_checked():
     for bad in ("--timeout -1", "--timeout nan", "--timeout soon"):
         with pytest.raises(OptionError):
             parse_kernel_options(bad)
+
+
+def test_an_interrupted_launch_shows_the_message_and_the_cell_line_not_the_launcher(shell,
+                                                                                   capsys):
+    """Ctrl-C stopping a CPU-target launch showed every frame from the launch call down to
+    executor.py; a stopped launch is gpunb's message, shown as its errors are."""
+    import os
+    import re
+    import signal
+    import threading
+
+    from nbhelpers import run_cell
+
+    assert run_cell(shell, SPIN).success
+    capsys.readouterr()
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        result = run_cell(shell, "o = np.zeros(2, np.int64)\nspin[4, 32](o)")
+    finally:
+        timer.cancel()
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "KeyboardInterrupt: kernel 'spin' interrupted" in text
+    assert f"from Cell In[{result.execution_count}], line 2: spin[4, 32](o)" in text
+    assert "gpunb/" not in text and "executor.py" not in text, text
+    assert run_cell(shell, "x = np.zeros(8); add_one[1, 8](x); x.sum()").result == 8.0
+
+
+def test_an_interrupted_compile_says_so_and_the_next_launch_compiles(shell, capsys):
+    """Ctrl-C while a kernel compiled showed a KeyboardInterrupt through the compiler, the
+    cache's store and contextlib; now one message, and nothing half-made is kept."""
+    import re
+    import signal
+
+    from nbhelpers import run_cell
+
+    import gpunb
+
+    def ctrl_c(event):  # Ctrl-C arriving while the compile runs
+        sub.unsubscribe()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    assert run_cell(shell, "%%gpukernel\ndef twice(o):\n    o[cuda.grid(1)] *= 2\n").success
+    sub = gpunb.events.subscribe("stage_started", ctrl_c)
+    capsys.readouterr()
+    result = run_cell(shell, "import numpy as np\nv = np.ones(4)\ntwice[1, 4](v)")
+    sub.unsubscribe()
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "compiling 'twice' was interrupted" in text and "nothing of it is kept" in text
+    assert "gpunb/" not in text, text
+    result = run_cell(shell, "twice[1, 4](v)\nv.tolist()")
+    assert result.result == [2.0, 2.0, 2.0, 2.0]

@@ -29,7 +29,13 @@ def test_show_all_expands_to_every_tab():
     ("--target gpu", "invalid choice"),
     ("--show asm", "--show asm"),
     ("--arch volta", "expected sm_XY"),
-    ("--arch sm_999", "gpunb's LLVM writes no PTX for it"),  # was accepted: sm_121's PTX shown
+    ("--arch sm_999", "sm_999 is not an architecture gpunb writes PTX for; known: sm_50"),
+    ("--arch sm_35", "sm_35 is not an architecture gpunb writes PTX for"),
+    # a --threads typo was a DebuggerError at the first launch, "expected x[,y[,z]]"
+    ("--trace --threads banana", "--threads 'banana': expected 'all', 'block x,y,z', 'warp W'"),
+    ("--trace --threads 'warp x'", "--threads 'warp x': expected 'all'"),
+    ("--trace --threads 5-2", "--threads '5-2': expected"),
+    ("--trace --threads '1,2,3,4'", "--threads '1,2,3,4': expected"),
     ("--max-registers 4", "16..255"),
     ("--bogus", "unrecognized arguments"),
     ("--show 'ptx", "No closing quotation"),
@@ -71,3 +77,9 @@ def test_the_magics_options_are_listed_by_ipython():
     assert "--racecheck" in gpukernel.__doc__ and "--sanitize" in gpukernel.__doc__
     assert "--ncu" in gpuprofile.__doc__
     assert parse_kernel_options("--max-registers 64 --no-cache").max_registers == 64
+
+
+@pytest.mark.parametrize("spec", ["all", "warp 1", "block 2", "block 1,0,0", "0-63", "3",
+                                  "3,1", "warp 0; block 1;0-7"])
+def test_every_threads_form_the_debugger_reads_is_taken(spec):
+    assert parse_kernel_options(f"--trace --threads '{spec}'").threads == spec

@@ -210,6 +210,10 @@ def test_gpuinfo_text(shell, capsys):
     run_cell(shell, "%gpuinfo")
     text = capsys.readouterr().out
     assert "target in use: cpu" in text and "llvmlite" in text and "ptxas" in text
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="%gpuinfo takes no arguments; got --all"):
+        shell.run_line_magic("gpuinfo", "--all")  # was ignored
 
 
 def test_post_run_cell_bumps_the_cache_epoch(shell):
@@ -442,3 +446,55 @@ def test_notices_are_plain_output_once_the_extension_is_loaded(shell, capsys):
     captured = capsys.readouterr()
     assert captured.err.strip() == target.NOTICE and captured.out == ""
     shell.run_line_magic("load_ext", "gpunb")
+
+
+def test_gpudebug_after_a_breakpoint_that_never_stops_does_not_replay_it(shell):
+    """%gpudebug replayed a launch whose only failure was its --break past the cell's end, and
+    said it "ran to its end without error"."""
+    from gpunb import DebuggerError
+
+    result = run_cell(shell, "%%gpukernel --break 99\ndef k(o):\n    o[0] = 1\n\n"
+                             "import numpy as np\nout = np.zeros(1)\nk[1, 1](out)")
+    assert isinstance(result.error_in_exec, DebuggerError)
+    assert "a breakpoint there never stops" in str(result.error_in_exec)
+    result = run_cell(shell, "%gpudebug")
+    assert isinstance(result.error_in_exec, DebuggerError)
+    assert "failed in the debugger itself" in str(result.error_in_exec)
+    assert "no thread of it failed" in str(result.error_in_exec)
+
+
+def test_ipython_syntax_in_a_gpukernel_cell_runs_as_in_any_cell(shell, capsys):
+    """`%timeit kernel[...](...)` or `!nvidia-smi` in a %%gpukernel cell was a syntax error:
+    only %%gpuprofile turned IPython's syntax into Python."""
+    result = run_cell(shell, "%%gpukernel\nimport numpy as np\n\ndef fill(o):\n"
+                             "    o[cuda.grid(1)] = 7\n\no = np.zeros(32)\n"
+                             "%timeit -n 2 -r 1 fill[1, 32](o)\n!echo shell-ok\nfill?\no.sum()")
+    assert result.error_in_exec is None and result.error_before_exec is None
+    assert result.result == 7 * 32
+    text = capsys.readouterr().out
+    assert "per loop" in text and "shell-ok" in text
+
+
+@pytest.mark.parametrize("magic", ["gpukernel", "gpuprofile"])
+def test_errors_name_the_cells_own_line_after_leading_blank_lines(shell, capsys, magic):
+    """IPython's cleanup of a cell drops its leading blank lines: %%gpuprofile named line 3
+    for an error on line 5 of the cell."""
+    result = run_cell(shell, f"%%{magic}\n\n\nx = 1  # %timeit in a comment\n"
+                             "raise ValueError('on line 5')\n")
+    assert isinstance(result.error_in_exec, ValueError)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert f"Cell In[{result.execution_count}], line 5" in text, text
+
+
+@pytest.mark.parametrize(("variable", "value", "words"), [
+    ("GPUNB_ARCH", "banana", "GPUNB_ARCH='banana': 'banana' is not a GPU architecture"),
+    ("GPUNB_TARGET", "gpu", "GPUNB_TARGET='gpu': expected one of auto, cpu, cuda"),
+])
+def test_gpuinfo_reports_a_bad_setting_instead_of_failing(shell, capsys, monkeypatch, variable,
+                                                          value, words):
+    """%gpuinfo, where one looks when something is wrong, was a ValueError traceback."""
+    monkeypatch.setenv(variable, value)
+    result = run_cell(shell, "%gpuinfo")
+    assert result.error_in_exec is None
+    text = capsys.readouterr().out
+    assert "llvmlite" in text and f"note: {words}" in text

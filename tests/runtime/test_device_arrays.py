@@ -11,6 +11,7 @@ import gc
 import numpy as np
 import pytest
 
+from gpunb import cuda
 from gpunb.backends.cuda import driver
 from gpunb.foundation.errors import LaunchError
 from gpunb.runtime import dlpack, memory
@@ -278,3 +279,12 @@ def test_occupancy_tables_fall_back_to_the_device(fake_cuda, monkeypatch):
     monkeypatch.setitem(H100_ATTRIBUTES, "COMPUTE_CAPABILITY_MAJOR", 10)
     occ = occupancy.occupancy("sm_100", 256, 32, 0)  # not in the table: read from the device
     assert occ.arch == "sm_100" and occ.active_blocks_per_sm == 8
+
+
+@pytest.mark.parametrize("make", [lambda: cuda.to_device(None),
+                                  lambda: cuda.to_device(np.array([1, None], dtype=object)),
+                                  lambda: cuda.device_array(3, dtype=object)])
+def test_arrays_of_python_objects_are_refused_on_the_cuda_target(simulated_gpu, make):
+    with pytest.raises(TypeError, match=r"cannot be put in device memory"):
+        make()
+    assert not [c for c in simulated_gpu.calls if c[0] == "cuMemAlloc"]  # nothing allocated

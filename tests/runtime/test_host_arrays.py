@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gpunb import cuda
 from gpunb.runtime import memory
 from gpunb.runtime.devicearray import HostDeviceArray
 
@@ -169,3 +170,29 @@ def test_pinned_and_mapped_context_managers_on_cpu():
     with memory.mapped(a, target="cpu") as m:
         m[0, 0] = 5  # mapped: the device view is the host memory itself
     assert a[0, 0] == 5
+
+
+@pytest.fixture
+def cpu():
+    import gpunb
+
+    gpunb.set_target("cpu")
+    yield
+    gpunb.set_target(None)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: cuda.to_device(None), lambda: cuda.to_device([1, "a", None]),
+    lambda: cuda.to_device(np.array([[1, 2], [3]], dtype=object)),
+    lambda: cuda.device_array(3, dtype=object), lambda: cuda.pinned_array(2, dtype=object),
+    lambda: cuda.mapped_array(2, dtype=object), lambda: cuda.managed_array(2, dtype=object),
+    lambda: cuda.device_array_like(np.array([None]))])
+def test_arrays_of_python_objects_are_refused_when_made(cpu, make):
+    """Not at a launch much later: device memory cannot hold Python objects."""
+    with pytest.raises(TypeError, match=r"an array of Python objects \(dtype object\) cannot "
+                                        r"be put in device memory"):
+        make()
+
+
+def test_fixed_width_strings_are_still_device_arrays(cpu):
+    assert cuda.to_device(np.array(["abc", "de"])).copy_to_host().tolist() == ["abc", "de"]

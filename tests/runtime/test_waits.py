@@ -73,6 +73,9 @@ def test_ctrl_c_ends_a_wait_for_the_gpu(busy_gpu, wait):
     assert message.startswith("interrupted while waiting for the GPU")
     assert "the latest kernel launched: 'spin'" in message
     assert "keeps running on the device" in message and "Kernel > Restart" in message
+    from gpunb.foundation.errors import is_launch_interrupt
+
+    assert is_launch_interrupt(info.value)  # the notebook shows it as gpunb's message
 
 
 def test_the_watchdog_ends_a_wait(busy_gpu):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gpunb.backends.cpu import abi
 from gpunb.foundation.artifact import KernelArtifact
-from gpunb.foundation.errors import LaunchTimeoutError
+from gpunb.foundation.errors import LaunchTimeoutError, launch_interrupted
 
 ABANDONED = ("the launch was abandoned: its threads stopped wherever they were, so what its "
              "output arrays hold is undefined; the next launch of any kernel works")
@@ -26,5 +26,5 @@ def stopped_error(artifact: KernelArtifact, why: int) -> BaseException:
             f"%%gpukernel --timeout); {ABANDONED}",
             hint="look for a loop whose condition never changes (a while loop that no thread "
                  "ends), or raise the limit for kernels that need longer")
-    return KeyboardInterrupt(f"kernel '{name}' interrupted (Ctrl-C, SIGINT or the notebook's "
-                             f"interrupt); {ABANDONED}")
+    return launch_interrupted(f"kernel '{name}' interrupted (Ctrl-C, SIGINT or the notebook's "
+                              f"interrupt); {ABANDONED}")

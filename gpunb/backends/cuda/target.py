@@ -20,6 +20,7 @@ from gpunb.backends.cuda.cluster_ops import CLUSTER_SREGS, ClusterLowering, chec
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
 from gpunb.foundation import types as t
+from gpunb.foundation.arch import PTX_ISA_FOR_ARCH
 
 TRIPLE = "nvptx64-nvidia-cuda"
 # the lowest PTX ISA LLVM accepts for each architecture (what we ask the backend to write);
@@ -27,9 +28,9 @@ TRIPLE = "nvptx64-nvidia-cuda"
 # 8.0, where LLVM selects the mbarrier expect_tx and counted arrive intrinsics
 # (LLVM 22 aborts the process - "LLVM ERROR: PTX version 8.7 does not support target 'sm_121'" -
 # for a lower one: no entry is below LLVM 22's minimum, measured)
-_PTX_VERSION = {50: 40, 52: 41, 53: 42, 60: 50, 61: 50, 62: 50, 70: 60, 72: 61, 75: 63, 80: 71,
-                86: 71, 87: 74, 88: 90, 89: 78, 90: 80, 100: 86, 101: 86, 103: 88, 110: 90,
-                120: 87, 121: 88}
+# (the table is foundation/arch.py's, which also refuses an arch asked for by name that is not
+# in it: --arch, inspect(arch=))
+_PTX_VERSION = PTX_ISA_FOR_ARCH
 _SREG_NAMES = {"tid": "tid", "ctaid": "ctaid", "ntid": "ntid", "nctaid": "nctaid"}
 _LIBDEVICE_NAMES = {"gamma": "tgamma"}
 _FAST_VARIANTS = {"sin", "cos", "tan", "exp", "exp10", "log", "log2", "log10", "pow"}

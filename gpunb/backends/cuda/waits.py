@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import time
 
+from gpunb.foundation.errors import launch_interrupted
+
 SPIN_SECONDS = 0.01
 POLL_SECONDS = 0.001
 
@@ -37,8 +39,8 @@ def wait_until(done, what: str, kernel: str | None = None) -> None:
             if waited > SPIN_SECONDS:
                 time.sleep(min(POLL_SECONDS, waited / 100))
     except KeyboardInterrupt:
-        raise KeyboardInterrupt(f"interrupted while waiting for the GPU ({what})"
-                                f"{_running(kernel)}: {STILL_RUNNING}") from None
+        raise launch_interrupted(f"interrupted while waiting for the GPU ({what})"
+                                 f"{_running(kernel)}: {STILL_RUNNING}") from None
 
 
 STILL_RUNNING = ("the kernel keeps running on the device (the host cannot stop a GPU kernel); "
