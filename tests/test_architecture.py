@@ -39,3 +39,12 @@ def test_modules_stay_small():
         if lines > MAX_LINES:
             large[path.relative_to(REPO).as_posix()] = lines
     assert large == {}, f"modules over {MAX_LINES} lines (split them by responsibility)"
+
+
+def test_test_files_have_unique_names():
+    """pytest imports test files without packages by their base name: two test_x.py in
+    different directories fail collection ("import file mismatch") for the whole run."""
+    seen: dict = {}
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(REPO)))
+    assert not {name: paths for name, paths in seen.items() if len(paths) > 1}

@@ -1,24 +1,20 @@
 """benchmarks/gemm6, the eighth H200 session's variants of the Hopper GEMM (issue 24), and
 bench_hopper's balanced-grid rule: each variant's products on the CPU target - partial tiles,
 and one cluster walking 3 x 3 tile pairs so that every stage (the held epilogue stage too) is
-freed and refilled across tiles - and the variants that change the release protocol under
-racecheck."""
+freed and refilled across tiles. (The variants that lost - lanes_a, split, n64a, a256 - and
+their racecheck tests are in the history: git show 9e73fb8:benchmarks/gemm6/NAME.py.)"""
 
 from __future__ import annotations
 
 import importlib
-import warnings
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import gpunb
 from benchmarks.gemm6.common import grid_clusters
-from gpunb import cuda
-from gpunb.examples import hopper_gemm
 
-VARIANTS = ("before", "twin", "lanes_a", "split", "n64a", "grid64", "a256", "n256")
+VARIANTS = ("before", "twin", "grid64", "n256")
 
 
 @pytest.fixture
@@ -40,31 +36,6 @@ def test_variant_products_on_the_cpu_target(cpu, name):
         module.launch(c, a, b, blocks=blocks)
         exact = a.astype(np.float64) @ b.astype(np.float64).T
         assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -10
-
-
-@pytest.mark.slow  # compiles the kernels recording their accesses
-@pytest.mark.parametrize("name", ["lanes_a", "split", "n64a"])
-def test_variants_run_clean_under_racecheck(name):
-    # lanes_a: consumers arrive on the peer's PEER barrier themselves; split: the B halves may
-    # land before the A thread arms the full barrier; n64a: a different epilogue layout
-    module = importlib.import_module(f"benchmarks.gemm6.{name}")
-    checked = cuda.jit(cluster_dims=(2, 1, 1), launch_bounds=(module.THREADS, 1),
-                       racecheck=True)(module.gemm.py_func)
-    gpunb.set_target("cpu")
-    try:
-        rng = np.random.default_rng(1)
-        m, n, k = 512, 400, 128
-        a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
-        b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
-        c = np.zeros((m, n), ml_dtypes.bfloat16)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # every access checked: no record-limit warning
-            descs = hopper_gemm.descriptors(a, b, c, width=320)
-            checked[2, module.THREADS, 0, module.SMEM_BYTES](c, *descs, m, n, k)
-    finally:
-        gpunb.set_target(None)
-    exact = a.astype(np.float64) @ b.astype(np.float64).T
-    assert np.abs(c.astype(np.float64) - exact).max() <= np.abs(exact).max() * 2.0 ** -7
 
 
 def test_the_balanced_grid_keeps_the_rounds_with_fewer_clusters():
