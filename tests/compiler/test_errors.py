@@ -202,6 +202,29 @@ def calls_numbas_cuda(out):
 
 numba_cuda_module = pytest.importorskip("numba.cuda")  # numba's own, as an unchanged import
 
+@cuda.jit
+def formats_a_string(out):
+    print("x = %d" % out[0])  # noqa: UP031  # <- error "x
+
+
+WEIGHTS = [0.25, 0.5, 0.25]  # a list: GPU code cannot read it
+
+
+@cuda.jit
+def indexes_a_global_list(out):
+    out[0] = WEIGHTS[1]  # <- error WEIGHTS[1]
+
+
+@cuda.jit
+def launches_a_kernel(out):
+    indexes_a_global_list[1, 1](out)  # <- error indexes_a_global_list[1,
+
+
+@cuda.jit
+def rebinds_its_array(out):
+    out = 5
+    out[0] = 1  # <- error out[0]
+
 
 CASES = [
     # kernel, signature, words the message must contain, words the hint must contain
@@ -239,6 +262,13 @@ CASES = [
     # numba's cuda module left in a gpunb kernel said "unsupported operand types: <property>"
     (uses_numbas_cuda, "void(float32[::1])", ["numba's CUDA module"], ["from gpunb import"]),
     (calls_numbas_cuda, "void(float32[::1])", ["numba's CUDA module"], ["from gpunb import"]),
+    # "<list> cannot be indexed" and the like said nothing about what to do
+    (indexes_a_global_list, "void(float64[::1])", ["<list> cannot be indexed"],
+     ["tuple", "numpy array"]),
+    (launches_a_kernel, "void(float64[::1])", ["cannot be indexed"], ["dynamic parallelism"]),
+    (rebinds_its_array, "void(float64[::1])", ["int64 cannot be indexed"], ["rebound"]),
+    (formats_a_string, "void(int64[::1])", ["unsupported operand types for %"],
+     ["print(\"x =\", x"]),
 ]
 
 

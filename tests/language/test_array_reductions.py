@@ -182,3 +182,39 @@ def test_reductions_assemble_for_the_gpu(ptxas):
     for kernel in (k_var, k_nanmax, methods):
         ptxas(kernel.inspect_ptx("void(float64[::1], float64[:, ::1])"), "sm_90")
     ptxas(unrolled.inspect_ptx("void(float64[:, ::1])"), "sm_90")
+
+
+def _python_builtins_over_arrays(out, a):
+    out[0] = sum(a)
+    out[1] = max(a)
+    out[2] = min(a)
+    out[3] = max(a[1:])
+    out[4] = sum(a[::2])
+
+
+@pytest.mark.parametrize("values", [
+    np.array([1.5, np.nan, 0.5], np.float32),  # a later NaN is skipped by max()/min()
+    np.array([np.nan, 1.5, 0.25]),  # a leading NaN stays
+    np.array([3, 1, 2], np.int32), np.array([True, False, True]), np.array([251, 7], np.uint8)],
+    ids=["f32-nan-later", "f64-nan-first", "i32", "bool", "u8"])
+def test_python_sum_max_min_of_a_1d_array(target, numba, values):
+    # "max() needs real numbers, got float64[::1]": numba's builtins iterate the array
+    expected, found = np.zeros(5), np.zeros(5)
+    numba.njit(_python_builtins_over_arrays)(expected, values)
+    cuda.jit(_python_builtins_over_arrays)[1, 1](found, values)
+    np.testing.assert_array_equal(found, expected)
+
+
+def test_python_max_of_an_empty_array_is_numbas_value_error():
+    @cuda.jit(debug=True, opt=False, target="cpu")
+    def largest(out, a):
+        out[0] = max(a)
+
+    with pytest.raises(ValueError, match=r"max\(\) arg is an empty sequence"):
+        largest[1, 1](np.zeros(1), np.zeros(0))
+
+
+def test_python_builtins_over_arrays_assemble(ptxas):
+    from gpunb.foundation.types import float32, float64
+
+    ptxas(cuda.compile_ptx(_python_builtins_over_arrays, (float64[::1], float32[::1]))[0])

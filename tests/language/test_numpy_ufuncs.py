@@ -181,3 +181,56 @@ def test_ptx(ptxas):
     ptx, _ = cuda.compile_ptx(usecase(np.maximum).py_func,
                               "void(float32[:, ::1], float32[::1], float64[:, ::1])")
     ptxas(ptx)
+
+
+def _scalar_absolute(out, x, z):
+    out[0] = np.abs(x[0])
+    out[1] = np.absolute(z[0])
+    out[2] = np.abs(z[1])
+
+
+@pytest.mark.parametrize("ctype", [np.complex64, np.complex128])
+def test_absolute_of_a_complex_scalar(target, ctype):
+    # np.abs(z) of a complex scalar said "numpy.absolute() needs real numbers" (its scalar form
+    # went to math's fabs); numba gives |z| by numpy's 'F->f' loop
+    from numba import njit
+
+    x, z = np.array([-3.0]), np.array([3 - 4j, -1e200 + 1e200j], ctype)
+    expected, found = np.zeros(3), np.zeros(3)
+    njit(_scalar_absolute)(expected, x, z)
+    cuda.jit(_scalar_absolute)[1, 1](found, x, z)
+    np.testing.assert_allclose(found, expected, rtol=1e-6)
+    np.testing.assert_allclose(found[:2], [3.0, 5.0])
+
+
+def _real_ops(out, a, i):
+    for k in range(a.size):
+        out[k, 0] = np.sign(a[k])
+        out[k, 1] = np.signbit(a[k])
+        out[k, 2] = np.floor_divide(a[k], 2.0)
+        out[k, 3] = np.sign(i[k])
+        out[k, 4] = np.floor_divide(i[k], 3)
+        out[k, 5] = np.left_shift(i[k], 2)
+        out[k, 6] = np.right_shift(i[k], 1)
+    np.sign(a, out[:, 7])
+    np.floor_divide(i, 3, out[:, 8])
+
+
+def test_sign_signbit_floor_divide_and_shifts(target):
+    # "cannot call sign from GPU code": numba-cuda's ufunc table has them (scalars and arrays)
+    from numba import njit
+
+    a = np.array([-2.5, -0.0, 0.0, 3.0, np.nan, 7.0])
+    i = np.array([-7, 0, 5, 9, -1, 2], np.int64)
+    expected, found = np.zeros((6, 9)), np.zeros((6, 9))
+    njit(_real_ops)(expected, a, i)
+    cuda.jit(_real_ops)[1, 1](found, a, i)
+    np.testing.assert_array_equal(found, expected)
+    assert found[:, 0].tolist()[:4] == [-1, 0, 0, 1] and np.isnan(found[4, 0])
+
+
+def test_sign_and_shifts_ptx(ptxas):
+    from gpunb.foundation.types import float64, int64
+
+    ptx, _ = cuda.compile_ptx(_real_ops, (float64[:, ::1], float64[::1], int64[::1]))
+    ptxas(ptx)

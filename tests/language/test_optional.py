@@ -386,3 +386,22 @@ def test_the_cuda_target_compiles_an_implicit_none_return(ptxas):
     ptxas(cuda.compile_ptx(kernel, "void(float64[:, ::1], float64[::1])")[0])
     f = _with_device_function("falls_off_the_end", lambda g: cuda.jit(device=True)(g))
     ptxas(cuda.compile_ptx(f, "void(float64[::1], float64[::1])")[0])
+
+
+@cuda.jit(device=True)
+def _bump(a, i):
+    if i < a.size:
+        a[i] += 1
+        return a[i]
+
+
+def test_a_call_as_a_statement_keeps_its_optional(target):
+    # its result is unused: a None there must not be numba's "expected float64, got None"
+    @cuda.jit
+    def kernel(a):
+        _bump(a, 0)
+        _bump(a, 10)  # falls off: None, discarded
+
+    a = np.zeros(2)
+    kernel[1, 1](a)
+    assert a.tolist() == [1.0, 0.0]

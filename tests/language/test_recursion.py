@@ -141,3 +141,28 @@ def test_growing_tuple_does_not_converge():
         @cuda.jit("void()")
         def kernel():
             make_list(100)
+
+
+@cuda.jit(device=True)
+def fact_or_none(n):
+    if n > 1:
+        return n * fact_or_none(n - 1)
+    if n >= 0:
+        return 1
+    # falls off the end: None (numba's Optional), for a negative n
+
+
+def test_recursion_beside_an_implicit_none_return(target):
+    # the recursive call, met before the value returns, was typed None ("unsupported operand
+    # types for *: int64 and none"); numba types it as the Optional the function returns
+    # (numba.njit of the same source: 120 for 5, None for -3)
+    @cuda.jit
+    def kernel(out, x):
+        for i in range(x.size):
+            r = fact_or_none(x[i])
+            out[i] = -1 if r is None else r
+
+    x = np.array([5, 0, -3, 1], np.int64)
+    out = np.zeros(4, np.int64)
+    kernel[1, 1](out, x)
+    assert out.tolist() == [120, 1, -1, 1]

@@ -81,6 +81,8 @@ class MinMax(Builtin):
     def type_call(self, inf, node, argtypes, kwtypes):
         if kwtypes or not argtypes:
             raise inf.error(node, f"{self.name}() takes numbers or one tuple")
+        if len(argtypes) == 1 and _iterable_array(argtypes[0]):  # max(a): over a's items
+            return argtypes[0].dtype
         types, nodes = self.operands(argtypes, node.args)
         if self.datetimes and types and datetimes.involved(*types):
             return _common_datetime(inf, node, types)
@@ -94,6 +96,9 @@ class MinMax(Builtin):
     def lower_call(self, low, node, call):
         b = low.builder
         result = call.result
+        if len(call.argtypes) == 1 and isinstance(call.argtypes[0], t.Array):
+            return _array_extreme(low, node, call.argtypes[0], low.expr(node.args[0]),
+                                  self.name)
         if len(call.argtypes) == 1 and isinstance(call.argtypes[0], t.Tuple):
             tup = low.expr(node.args[0])
             values = [ops.cast(b, b.extract_value(tup, k), it, result)
@@ -110,6 +115,41 @@ class MinMax(Builtin):
                 better = ops.compare(b, op, v, acc, result)
             acc = b.select(better, v, acc)
         return acc
+
+
+def _iterable_array(ty: t.Type) -> bool:
+    """A 1-d array of real numbers: Python's max/min/sum iterate it (numba's builtins)."""
+    return isinstance(ty, t.Array) and ty.ndim == 1 and t.is_number(ty.dtype) and \
+        not isinstance(ty.dtype, t.Complex)
+
+
+def _array_extreme(low, node, arr_t: t.Array, value, name: str):
+    """Python's max(a) / min(a): the first item, replaced by each later one that compares
+    greater (less), so a leading NaN stays and later NaNs are skipped, as numba's max(iterable)
+    does; an empty array raises ValueError."""
+    from gpunb.compiler import arrays
+    from gpunb.compiler.builtins.reductions import for_each
+
+    b, dtype = low.builder, arr_t.dtype
+    size = arrays.attribute(b, arr_t, value, "size", t.int64)
+    empty_bb, ok_bb = low.new_block(f"{name}.empty"), low.new_block(f"{name}.items")
+    b.cbranch(b.icmp_signed("==", size, ir.Constant(dm.i64, 0)), empty_bb, ok_bb)
+    b.position_at_end(empty_bb)
+    low.raise_exception(node, "ValueError", f"{name}() arg is an empty sequence")
+    b.position_at_end(ok_bb)
+    best = low.alloca(dm.value_type(dtype), f"{name}.best")
+    seen = low.alloca(dm.i1, f"{name}.seen")
+    b.store(ir.Constant(dm.i1, 0), seen)
+    op = ast.Gt() if name == "max" else ast.Lt()
+
+    def visit(item):
+        first = b.not_(b.load(seen))
+        better = ops.compare(b, op, item, b.select(first, item, b.load(best)), dtype)
+        b.store(b.select(b.or_(first, better), item, b.load(best)), best)
+        b.store(ir.Constant(dm.i1, 1), seen)
+
+    for_each(low, arr_t, value, visit)
+    return b.load(best)
 
 
 def _common_datetime(inf, node, types) -> t.Type:
@@ -360,9 +400,14 @@ class SumTuple(Builtin):
     name = "sum"
 
     def type_call(self, inf, node, argtypes, kwtypes):
+        if not kwtypes and len(argtypes) == 1 and _iterable_array(argtypes[0]):
+            # sum(a): Python's 0 plus each item (numba's: float32 items sum in float64)
+            return t.unify_numbers(t.int64, argtypes[0].dtype) if not isinstance(
+                argtypes[0].dtype, t.Boolean) else t.int64
         if kwtypes or len(argtypes) != 1 or not isinstance(argtypes[0], t.Tuple) or not all(
                 t.is_number(i) for i in argtypes[0].items) or not argtypes[0].items:
-            raise inf.error(node, "sum() in GPU code takes a non-empty tuple of numbers")
+            raise inf.error(node, "sum() in GPU code takes a non-empty tuple of numbers or a "
+                            "1-d array")
         result = argtypes[0].items[0]
         for item in argtypes[0].items[1:]:
             result = t.unify_numbers(result, item)
@@ -370,6 +415,10 @@ class SumTuple(Builtin):
 
     def lower_call(self, low, node, call):
         b = low.builder
+        if isinstance(call.argtypes[0], t.Array):
+            from gpunb.compiler.builtins.reductions import lower_sum
+
+            return lower_sum(low, node, call.argtypes[0], low.expr(node.args[0]), call.result)
         tup = low.expr(node.args[0])
         items = call.argtypes[0].items
         acc = ops.cast(b, b.extract_value(tup, 0), items[0], call.result)

@@ -30,6 +30,7 @@ from gpunb.compiler import operators as ops
 from gpunb.compiler.builtins import Builtin
 from gpunb.compiler.typed import Typed
 from gpunb.foundation import types as t
+from gpunb.foundation.errors import CompileError
 from gpunb.foundation.kernel_errors import BROADCAST_MESSAGE
 
 _SUPPORTED_CHARS = set("?bBhHiIlLqQfdFD")  # numba's loops: no float16, long double, objects
@@ -118,8 +119,16 @@ _ARITHMETIC = ("add", "subtract", "multiply", "divide", "negative", "positive", 
                "absolute", "conjugate")
 
 
+# numpy's integer and sign ufuncs on real loops: the kinds of input each computes
+_REAL_OPS = {"sign": (t.Integer, t.Float), "floor_divide": (t.Integer, t.Float),
+             "left_shift": (t.Integer,), "right_shift": (t.Integer,), "signbit": (t.Float,)}
+
+
 def has_element_function(name: str, loop: Loop) -> bool:
     """Whether gpunb can compute this loop of the ufunc (complex math exists for some)."""
+    if name in _REAL_OPS:
+        return isinstance(loop.inputs[0], _REAL_OPS[name]) and \
+            not isinstance(loop.inputs[0], t.Boolean)
     if name in _FLOAT_MATH or name in _COMPLEX_MATH:
         kind = loop.inputs[0]
         if isinstance(kind, t.Complex):
@@ -154,11 +163,35 @@ def element(low, name: str, xs: list, loop: Loop):
         return b.fmul(xs[0], ir.Constant(xs[0].type, _ANGLES[name]))
     if name in _ARITHMETIC or name == "divide":
         return _arithmetic(low, name, xs, loop)
+    if name in _REAL_OPS:
+        return _real_op(low, name, xs, loop)
     if isinstance(ty, t.Complex):
         f = cm.FloatOps(b, low.math_call, ty.component)
         re, im = _COMPLEX_MATH[name](f, b.extract_value(xs[0], 0), b.extract_value(xs[0], 1))
         return ops.make_complex(b, re, im, ty)
     return low.math_call(_FLOAT_MATH[name], xs, list(loop.inputs), loop.result)
+
+
+def _real_op(low, name: str, xs: list, loop: Loop):
+    """sign (numpy's: 1, -1, 0, or the NaN itself), signbit, floor_divide and the shifts (as
+    Python's // and << / >> on the loop's type, numba's)."""
+    import ast
+
+    b, ty = low.builder, loop.inputs[0]
+    if name == "signbit":
+        bits = ir.IntType(t.sizeof(ty) * 8)
+        return b.icmp_signed("<", b.bitcast(xs[0], bits), ir.Constant(bits, 0))
+    if name == "sign":
+        x, one = xs[0], ir.Constant(xs[0].type, 1)
+        zero, minus = ir.Constant(x.type, 0), ir.Constant(x.type, -1)
+        above, below = (_compare(b, sym, x, zero, (ty, ty)) for sym in (">", "<"))
+        rest = x if isinstance(ty, t.Float) else zero  # 0 for ±0, the NaN for a NaN
+        return b.select(above, one, b.select(below, minus, b.select(
+            _compare(b, "==", x, zero, (ty, ty)), zero, rest)))
+    op = {"floor_divide": ast.FloorDiv(), "left_shift": ast.LShift(),
+          "right_shift": ast.RShift()}[name]
+    xs = [ops.cast(b, x, it, loop.result) for x, it in zip(xs, loop.inputs, strict=True)]
+    return ops.binary(b, op, xs[0], xs[1], loop.result, low.math_call)
 
 
 def _compare(b, sym: str, x, y, types: tuple):
@@ -293,10 +326,19 @@ class NumpyUfunc(Builtin):
 
     def type_scalar(self, inf, node, argtypes, kwtypes, inputs):
         if self.scalar is not None:
-            typed = self.scalar.type_call(inf, node, argtypes, kwtypes)
-            if isinstance(typed, Typed):
-                return Typed(typed.result, Delegated(typed.data))
-            return Typed(typed, Delegated(None))
+            try:
+                typed = self.scalar.type_call(inf, node, argtypes, kwtypes)
+            except CompileError:
+                # the math function refuses what the ufunc has a loop for (np.abs of a
+                # complex: its 'F->f' loop, |z|): the ufunc's own loop, else that error
+                if self.ufunc.nout != 1 or find_loop(self.ufunc, _strengthen(
+                        inputs, [n in inf.weak for n in node.args[:self.ufunc.nin]]),
+                        ()) is None:
+                    raise
+            else:
+                if isinstance(typed, Typed):
+                    return Typed(typed.result, Delegated(typed.data))
+                return Typed(typed, Delegated(None))
         if self.ufunc.nout != 1:
             raise inf.error(node, f"{self.label()} has {self.ufunc.nout} results: not supported "
                             "in GPU code")
@@ -426,6 +468,7 @@ def _strengthen(argtypes: tuple, weak: list) -> tuple:
 
 
 _NEW_NAMES = (tuple(_COMPARISONS) + _LOGICAL + _BITWISE + _EXTREMES + _ARITHMETIC +
+              tuple(_REAL_OPS) +
               ("divide", "deg2rad", "rad2deg", "exp2", "expm1", "log1p", "rint"))
 
 

@@ -192,7 +192,10 @@ class InferenceCore:
         """The return type a call of this function from its own body is typed with: the one
         assumed last pass, else the join of the returns typed so far (Deferred if none)."""
         if self.assumed_return is None:
-            values = [rt for _, rt in self.return_types if not isinstance(rt, t.NoneType)]
+            values = [rt for _, rt in self.return_types if not isinstance(rt, t.NoneType)] or \
+                [rt for _, rt in self.previous_returns if not isinstance(rt, t.NoneType)]
+            # (the last pass's value returns: falling off the end there adds None to them, it
+            # does not make None the only return when the call comes before them)
             if not values and (self.return_types or self.falls_off):  # only None returns:
                 self.assumed_return = t.none  # a procedure, or a base case returning None
                 return self.assumed_return
@@ -229,6 +232,7 @@ class InferenceCore:
         self.phi_inputs = {}
         self.joins = {}
         self.loop_frames = []
+        self.previous_returns = getattr(self, "return_types", [])
         self.return_types = []
         self.defined_inner = set(self.enclosing_inner)
         self.new_back_edges = {}

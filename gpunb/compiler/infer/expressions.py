@@ -493,6 +493,9 @@ def _array_hint(a, b) -> str | None:
     if isinstance(a, t.Array) or isinstance(b, t.Array):
         return "whole-array arithmetic is not available inside kernels; index elements " \
                "(x[i] * 2), or use gpunb.fuse for elementwise expressions"
+    if _is_string(a) or _is_string(b):  # "x=%d" % x, "-" * 10: no strings are built on a GPU
+        return "strings cannot be formatted or built in GPU code; print() takes the pieces: " \
+               "print(\"x =\", x, \"y =\", y)"
     return None
 
 

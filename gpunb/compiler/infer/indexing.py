@@ -32,7 +32,7 @@ class IndexTyping:
             raise self.error(node, "array types cannot be built inside GPU code")
         if isinstance(base, PyValue) and isinstance(base.obj, enum.EnumMeta):
             return self.enum_by_name(node, base.obj, index)
-        raise self.error(node, f"{base} cannot be indexed")
+        raise self.error(node, f"{base} cannot be indexed", _index_hint(base))
 
     def enum_by_name(self, node, cls, index) -> t.Type:
         """`Color["red"]`: the member named by a constant string, a compile-time constant."""
@@ -195,3 +195,21 @@ def _folded(node, resolve):
         return const_eval(node, resolve)
     except NotConstant:
         return None
+
+
+def _index_hint(base: t.Type) -> str | None:
+    """What to do about a value GPU code cannot index (a global list or dict, a kernel)."""
+    obj = getattr(base, "obj", None)
+    if isinstance(obj, dict):
+        return "a Python dict is not available in GPU code: use module-level constants (one " \
+               "per key), a tuple or a numpy array, or pass the values as arguments"
+    if isinstance(obj, (list, set)):
+        return (f"a Python {type(obj).__name__} is not available in GPU code: make the global a "
+                "tuple (W = (0.25, 0.5, 0.25)) or a numpy array (frozen into the kernel when it "
+                "compiles), or pass an array argument")
+    if getattr(obj, "py_func", None) is not None:
+        return "kernels cannot launch kernels in gpunb (no dynamic parallelism): call a " \
+               "device function, or launch from the host"
+    if isinstance(base, (t.Integer, t.Float, t.Boolean, t.Complex)):
+        return "this is a number, not an array: was an array argument rebound to a number?"
+    return None

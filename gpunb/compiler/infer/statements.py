@@ -55,6 +55,8 @@ class StatementTyping:
     def visit_Expr(self, node: ast.Expr) -> bool:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return False  # a docstring
+        if isinstance(node.value, ast.Call):
+            self.keep_optional.add(node.value)  # `f(x)` as a statement: its result unused
         self.expr(node.value)
         return False
 
