@@ -234,3 +234,53 @@ def test_sign_and_shifts_ptx(ptxas):
 
     ptx, _ = cuda.compile_ptx(_real_ops, (float64[:, ::1], float64[::1], int64[::1]))
     ptxas(ptx)
+
+
+def _composed(out, a, b, e, z, w):
+    for i in range(a.size):
+        out[0, i] = np.logaddexp(a[i], b[i])
+        out[1, i] = np.logaddexp2(a[i], b[i])
+        out[2, i] = np.reciprocal(a[i])
+        out[3, i] = np.ldexp(a[i], e[i])
+        out[4, i] = np.float_power(abs(a[i]), b[i])
+    np.reciprocal(z, w)  # the array form, complex (Smith's 1/z)
+
+
+def test_logaddexp_ldexp_reciprocal_float_power(target):
+    # 'cannot call logaddexp from GPU code': numba-cuda's ufunc table has them; numpy's results
+    # at the edges (equal infinities, a NaN, exponents past the range, huge complex numbers)
+    a = np.array([1.0, -np.inf, np.inf, np.nan, 3.0, -2.0, 0.0])
+    b = np.array([1.0, -np.inf, np.inf, 1.0, -40.0, 5.0, -0.5])
+    e = np.array([1, 3, -2, 5, 2000, -5000, 0], np.int64)
+    z = np.array([1 + 1j, -2j, 3.0, 1e300 + 1e300j])
+    found, w = np.zeros((5, 7)), np.zeros_like(z)
+    cuda.jit(_composed)[1, 1](found, a, b, e, z, w)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        expected = np.stack([np.logaddexp(a, b), np.logaddexp2(a, b), np.reciprocal(a),
+                             np.ldexp(a, e), np.float_power(abs(a), b)])
+    np.testing.assert_allclose(found, expected, rtol=1e-14)
+    np.testing.assert_allclose(w, np.reciprocal(z), rtol=1e-14)
+
+
+def _logaddexps(out, x, y):
+    np.logaddexp(x, y, out[0])
+    np.logaddexp2(x, y, out[1])
+
+
+def test_logaddexp_in_float32(target):
+    a = np.array([1.0, -np.inf, 80.0, np.nan, -100.0], np.float32)
+    b = np.array([1.0, -np.inf, 85.0, 1.0, -101.0], np.float32)
+    found = np.zeros((2, 5), np.float32)
+    cuda.jit(_logaddexps)[1, 1](found, a, b)
+    with np.errstate(all="ignore"):
+        expected = np.stack([np.logaddexp(a, b), np.logaddexp2(a, b)])
+    np.testing.assert_allclose(found, expected, rtol=1e-6)
+
+
+def test_composed_ufuncs_ptx(ptxas):
+    from gpunb.foundation.types import complex128, float64, int64
+
+    ptx, _ = cuda.compile_ptx(_composed, (float64[:, ::1], float64[::1], float64[::1],
+                                          int64[::1], complex128[::1], complex128[::1]))
+    ptxas(ptx)

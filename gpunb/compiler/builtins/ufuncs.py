@@ -124,8 +124,16 @@ _REAL_OPS = {"sign": (t.Integer, t.Float), "floor_divide": (t.Integer, t.Float),
              "left_shift": (t.Integer,), "right_shift": (t.Integer,), "signbit": (t.Float,)}
 
 
+# ufuncs computed from other math, numpy's loops for each (numba-cuda's ufunc table has them):
+# which kinds of first input each computes
+_COMPOSED = {"logaddexp": (t.Float,), "logaddexp2": (t.Float,), "ldexp": (t.Float,),
+             "reciprocal": (t.Float, t.Complex), "float_power": (t.Float, t.Complex)}
+
+
 def has_element_function(name: str, loop: Loop) -> bool:
     """Whether gpunb can compute this loop of the ufunc (complex math exists for some)."""
+    if name in _COMPOSED:
+        return isinstance(loop.inputs[0], _COMPOSED[name])
     if name in _REAL_OPS:
         return isinstance(loop.inputs[0], _REAL_OPS[name]) and \
             not isinstance(loop.inputs[0], t.Boolean)
@@ -165,6 +173,8 @@ def element(low, name: str, xs: list, loop: Loop):
         return _arithmetic(low, name, xs, loop)
     if name in _REAL_OPS:
         return _real_op(low, name, xs, loop)
+    if name in _COMPOSED:
+        return _composed(low, name, xs, loop)
     if isinstance(ty, t.Complex):
         f = cm.FloatOps(b, low.math_call, ty.component)
         re, im = _COMPLEX_MATH[name](f, b.extract_value(xs[0], 0), b.extract_value(xs[0], 1))
@@ -192,6 +202,55 @@ def _real_op(low, name: str, xs: list, loop: Loop):
           "right_shift": ast.RShift()}[name]
     xs = [ops.cast(b, x, it, loop.result) for x, it in zip(xs, loop.inputs, strict=True)]
     return ops.binary(b, op, xs[0], xs[1], loop.result, low.math_call)
+
+
+def _composed(low, name: str, xs: list, loop: Loop):
+    """logaddexp and logaddexp2 as numpy's npy_logaddexp (x + log1p(exp(y - x)) from the larger,
+    x + log 2 for equal x and y: infinities of one sign), ldexp (an int64 exponent clamped to
+    int32's range: beyond it the result over- or underflows either way), reciprocal (complex:
+    Smith's 1/z), float_power (pow in the loop's type, float64 or complex128)."""
+    b, ty = low.builder, loop.inputs[0]
+    if isinstance(ty, t.Complex):
+        f = cm.FloatOps(b, low.math_call, ty.component)
+        z = (b.extract_value(xs[0], 0), b.extract_value(xs[0], 1))
+        if name == "reciprocal":
+            re, im = cm.reciprocal(f, z)
+        else:
+            re, im = cm.power(f, z, (b.extract_value(xs[1], 0), b.extract_value(xs[1], 1)))
+        return ops.make_complex(b, re, im, ty)
+    f = cm.FloatOps(b, low.math_call, ty)
+    if name == "reciprocal":
+        return f.div(f.c(1.0), xs[0])
+    if name == "float_power":
+        return f.call("pow", xs[0], xs[1])
+    if name == "ldexp":
+        e, et = xs[1], loop.inputs[1]
+        if et.bitwidth > 32:
+            e = _clamp_to_i32(b, e)
+        return low.math_call("ldexp", [xs[0], e], [ty, t.int32], ty)
+    x, y = xs
+    two = name == "logaddexp2"
+    log_of_2 = f.c(1.0 if two else math.log(2.0))
+
+    def softplus(v):  # log(1 + e**v) or log2(1 + 2**v), for v <= 0
+        if two:
+            return f.mul(f.call("log1p", f.call("exp2", v)), f.c(1.0 / math.log(2.0)))
+        return f.call("log1p", f.call("exp", v))
+
+    diff = f.sub(x, y)
+    above = b.fcmp_ordered(">", diff, f.c(0.0))
+    below = b.fcmp_ordered("<=", diff, f.c(0.0))
+    from_x = f.add(x, softplus(f.neg(diff)))
+    from_y = f.add(y, softplus(diff))
+    return f.pick(b.fcmp_ordered("==", x, y), f.add(x, log_of_2),
+                  f.pick(above, from_x, f.pick(below, from_y, diff)))  # NaN: the NaN
+
+
+def _clamp_to_i32(b, e):
+    """An i64 exponent clamped to int32's range, as i32."""
+    lo, hi = ir.Constant(e.type, -(1 << 31)), ir.Constant(e.type, (1 << 31) - 1)
+    e = b.select(b.icmp_signed("<", e, lo), lo, e)
+    return b.trunc(b.select(b.icmp_signed(">", e, hi), hi, e), dm.i32)
 
 
 def _compare(b, sym: str, x, y, types: tuple):
@@ -468,7 +527,7 @@ def _strengthen(argtypes: tuple, weak: list) -> tuple:
 
 
 _NEW_NAMES = (tuple(_COMPARISONS) + _LOGICAL + _BITWISE + _EXTREMES + _ARITHMETIC +
-              tuple(_REAL_OPS) +
+              tuple(_REAL_OPS) + tuple(_COMPOSED) +
               ("divide", "deg2rad", "rad2deg", "exp2", "expm1", "log1p", "rint"))
 
 
