@@ -72,6 +72,12 @@ def _folded(node: ast.AST, compute):
     return ast.copy_location(ast.Constant(value=value), node)
 
 
+def never_runs(node: ast.While) -> bool:
+    """`while False:` / `while 0:`: Python's compiler drops the body (numba never sees it),
+    and only the else clause runs; inference does not type the body, lowering emits the else."""
+    return isinstance(node.test, ast.Constant) and not node.test.value
+
+
 def runs_forever(node: ast.While) -> bool:
     """`while True:` / `while 1:`: the loop only ends by break (or return), so its else clause
     never runs; inference does not type that clause and lowering must not emit it."""

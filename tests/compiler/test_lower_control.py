@@ -572,3 +572,28 @@ def test_else_of_a_forever_while_is_never_run(target):
 
 def test_else_of_a_forever_while_ptx(check_ptx):
     check_ptx(_forever_loops_with_else, (types.float64[:],))
+
+
+def _never_loops(a):
+    while False:
+        a[0] = undefined_name  # noqa: F821 - Python's compiler drops this body
+    else:
+        a[1] = 2
+    while 0:
+        cuda.syncthreads()
+    a[2] = 3
+
+
+def test_a_while_false_body_is_dropped_as_python_drops_it(target):
+    # numba never sees it (CPython's compiler removes it); gpunb typed it: a NameError
+    from numba import njit
+
+    got, expected = np.zeros(3), np.zeros(3)
+    cuda.jit(_never_loops)[1, 1](got)
+    njit(_never_loops)(expected)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got, [0, 2, 3])
+
+
+def test_a_while_false_ptx(check_ptx):
+    check_ptx(_never_loops, (types.float64[:],))

@@ -12,7 +12,7 @@ import ast
 import copy
 
 from gpunb.compiler import promotion, scopes
-from gpunb.compiler.folding import runs_forever
+from gpunb.compiler.folding import never_runs, runs_forever
 from gpunb.compiler.kernel_api import intrinsic_name
 from gpunb.compiler.typed import (
     ArraySource,
@@ -28,6 +28,8 @@ from gpunb.foundation import types as t
 
 class LoopTyping:
     def visit_While(self, node: ast.While) -> bool:
+        if never_runs(node):
+            return self.visit_body(node.orelse)
         self.enter_loop(node, self.assigned_in(node.body))
         self.condition(node.test)
         header = dict(self.env)

@@ -9,7 +9,7 @@ from llvmlite import ir
 from gpunb.compiler import arrays, exceptions, scopes
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler.folding import runs_forever
+from gpunb.compiler.folding import never_runs, runs_forever
 from gpunb.compiler.lower.core import CHUNK
 from gpunb.compiler.typed import JoinKind
 from gpunb.foundation import types as t
@@ -209,6 +209,9 @@ class StatementLowering:
         self.join(node, JoinKind.IF)
 
     def visit_While(self, node: ast.While) -> None:
+        if never_runs(node):  # `while False:` - as inference, the else clause alone
+            self.statements(node.orelse)
+            return
         if self.target.polls and _pure(node.test) and _plain(node.body):
             self.two_version_while(node)
             return
