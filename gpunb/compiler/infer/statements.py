@@ -109,9 +109,13 @@ class StatementTyping:
         if isinstance(node.value, (ast.Name, ast.Call)):
             self.keep_optional.add(node.value)  # `return x` returns an Optional as it is
         rt = t.none if node.value is None else self.expr(node.value)
-        if isinstance(rt, t.Array):
-            raise self.error(node, "GPU functions cannot return arrays",
-                             "write into an array argument instead")
+        if isinstance(rt, t.Array):  # a view of an argument, shared or constant memory
+            local = _local_array_behind(self, node.value)
+            if local is not None:
+                raise self.error(node.value, "a GPU function cannot return a view of its own "
+                                 f"cuda.local.array (line {self.source.loc(local).line}): "
+                                 "that memory is this call's, gone when it returns",
+                                 "make the local array in the caller and pass it in")
         if isinstance(rt, PyValue):
             raise self.error(node, f"cannot return {rt}")
         if _holds_fragment(rt):  # its storage is this frame's: gone once a real call returns
@@ -342,6 +346,34 @@ def _store_hint(value: t.Type, slot: t.Type) -> str | None:
         return "store one element at a time, e.g. out[i] = x[i]"
     if isinstance(value, PyValue):
         return "only numbers can be stored into arrays"
+    return None
+
+
+def _local_array_behind(inf, node, depth: int = 0):
+    """The cuda.local.array call that the array expression `node` is a view of (through
+    indexing, .T, reshape and plain assignments to names in this function), or None."""
+    from gpunb.compiler.typed import BuiltinCall
+
+    if depth > 16 or node is None:
+        return None
+    if isinstance(node, ast.Subscript) or isinstance(node, ast.Attribute) and node.attr == "T":
+        return _local_array_behind(inf, node.value, depth + 1)
+    if isinstance(node, ast.Call):
+        call = inf.calls.get(node)
+        name = getattr(getattr(call, "builtin", None), "name", "") \
+            if isinstance(call, BuiltinCall) else ""
+        if name == "cuda.local.array":
+            return node
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("reshape", "ravel", "view"):
+            return _local_array_behind(inf, node.func.value, depth + 1)
+        return None
+    if isinstance(node, ast.Name):
+        for stmt in ast.walk(inf.source.tree):
+            if isinstance(stmt, ast.Assign) and any(isinstance(x, ast.Name) and x.id == node.id
+                                                    for x in stmt.targets):
+                found = _local_array_behind(inf, stmt.value, depth + 1)
+                if found is not None:
+                    return found
     return None
 
 
