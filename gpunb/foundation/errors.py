@@ -69,6 +69,17 @@ def render_caret(loc: SourceLocation) -> str:
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # gpunb/
 _SKIPPED_FILES = ("contextlib.py", "functools.py")
+# libraries that call gpunb for the user (PyTorch's operator dispatch calls a
+# gpunb.torch.custom_op kernel): their frames are not the user's line either
+_SKIPPED_DIRS: list[str] = [_PACKAGE_DIR + os.sep]
+
+
+def skip_frames_under(directory: str) -> None:
+    """Errors point past the frames of `directory` (a library dispatching to gpunb) to the
+    user's line that called it."""
+    directory = os.path.abspath(directory) + os.sep
+    if directory not in _SKIPPED_DIRS:
+        _SKIPPED_DIRS.append(directory)
 
 
 def user_location() -> SourceLocation | None:
@@ -76,7 +87,7 @@ def user_location() -> SourceLocation | None:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep) and \
+        if not os.path.abspath(filename).startswith(tuple(_SKIPPED_DIRS)) and \
                 not filename.endswith(_SKIPPED_FILES):
             return _frame_location(frame)
         frame = frame.f_back

@@ -20,18 +20,22 @@ torch.compile), the CPU target for CPU tensors. `backward=` registers autograd.
 from __future__ import annotations
 
 import inspect
+import os
 from dataclasses import field
 
 import torch
 
 from gpunb.foundation import types as t
-from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.errors import LaunchError, skip_frames_under
 from gpunb.foundation.records import record
 from gpunb.torch.tensors import current_stream_handle, kernel_argument
 
 _PYTHON_SCALARS = {float: float, int: int, bool: bool, "float": float, "int": int,
                    "bool": bool}
 DEFAULT_BLOCK = 256
+# an error of an operator's launch names the user's call of the operator, not torch.library's
+# dispatch frames it passed through
+skip_frames_under(os.path.dirname(torch.__file__))
 
 
 @record
@@ -73,6 +77,9 @@ def custom_op(name: str, kernel=None, *, out_shape=None, launch=None, outputs: i
                                  device_types=device_types)
     op.register_fake(_fake(plan))
     if backward is not None:
+        for given, what in ((backward, "backward"), (setup_context, "setup_context")):
+            if given is not None and not callable(given):
+                raise _usage(name, f"{what}= must be a function, not {type(given).__name__}")
         op.register_autograd(backward, setup_context=setup_context)
     elif setup_context is not None:
         raise _usage(name, "setup_context= was given without backward=")
@@ -105,7 +112,28 @@ def _plan(name, kernel, out_shape, launch, outputs, scalars, mutates_args) -> Op
     if not callable(launch) and launch is not None and (
             not isinstance(launch, tuple) or len(launch) != 2):
         raise _usage(name, "launch= must be (grid, block) or a function returning it")
+    _check_takes(name, "out_shape", out_shape, inputs)
+    _check_takes(name, "launch", launch, params)
     return OpPlan(name, kernel, tuple(annotated), tuple(params[len(inputs):]), out_shape, launch)
+
+
+def _check_takes(name: str, what: str, function, params: list) -> None:
+    """Refuse, at registration, an out_shape= or launch= function that cannot be called with
+    the arguments every call gives it (otherwise each call raises Python's bare TypeError)."""
+    if function is None or not callable(function):
+        return
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+        return
+    try:
+        signature.bind(*params)
+    except TypeError:
+        raise _usage(name, f"{what}= is called with the operator's "
+                           f"{'inputs' if what == 'out_shape' else 'inputs and outputs'} "
+                           f"({', '.join(params)}), but it takes {signature}: "
+                           f"give it one parameter each, e.g. lambda {', '.join(params)}: ...")\
+            from None
 
 
 def _as_kernel(name: str, kernel):
@@ -199,7 +227,10 @@ def _output(plan: OpPlan, item, device) -> torch.Tensor:
     if isinstance(item, torch.Tensor):
         return torch.empty_like(item, memory_format=torch.contiguous_format)
     if isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[1], torch.dtype):
-        return torch.empty(tuple(item[0]), dtype=item[1], device=device)
+        shape = item[0]  # a length, as torch.empty takes it, or a sequence of them
+        shape = (shape,) if isinstance(shape, int) or (
+            isinstance(shape, torch.SymInt)) else tuple(shape)
+        return torch.empty(shape, dtype=item[1], device=device)
     raise _usage(plan.name, "out_shape must describe each output as a tensor it is like or a "
                             f"(shape, dtype) pair, not {type(item).__name__}")
 

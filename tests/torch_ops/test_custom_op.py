@@ -177,3 +177,42 @@ def test_an_output_description_of_the_wrong_kind_is_named():
     op = gt.custom_op("gpunb_tests::bad_shape", bias_gelu, out_shape=lambda x, bias: 3)
     with pytest.raises(gpunb.LaunchError, match="a tensor it is like or a \\(shape, dtype\\)"):
         op(torch.ones(4), torch.ones(4))
+
+
+def _add_one(x, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = x[i] + 1
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"out_shape": lambda x: x}, "out_shape= is called with the operator's inputs (x, bias), "
+                                 "but it takes (x)"),
+    ({"launch": lambda x, bias: (1, 32)}, "launch= is called with the operator's inputs and "
+                                          "outputs (x, bias, out)"),
+    ({"backward": 5}, "backward= must be a function, not int"),
+    ({"backward": lambda ctx, g: g, "setup_context": "ctx"}, "setup_context= must be a function"),
+])
+def test_functions_that_cannot_take_the_arguments_are_refused_at_registration(kwargs, message):
+    # found by hunt-prog: each was accepted, then every call raised Python's bare TypeError
+    # ("<lambda>() takes 1 positional argument but 2 were given") from inside gpunb
+    arguments = {"out_shape": lambda x, bias: x, **kwargs}
+    with pytest.raises(gpunb.LaunchError) as info:
+        gt.custom_op("gpunb_tests::bad_function", bias_gelu, **arguments)
+    assert message in str(info.value)
+
+
+def test_out_shape_may_give_a_length_as_torch_empty_takes_it():
+    # found by hunt-prog: (n, dtype) raised "'int' object is not iterable"
+    op = gt.custom_op("gpunb_tests::length_shape", _add_one,
+                      out_shape=lambda x: (x.shape[0] - 1, torch.float64))
+    assert torch.equal(op(torch.arange(5.0)), torch.arange(1.0, 5.0, dtype=torch.float64))
+
+
+def test_a_failed_launch_names_the_users_call_not_torch_library_frames():
+    # found by hunt-prog: the location was torch/_library/custom_ops.py's `return fn(...)`
+    op = gt.custom_op("gpunb_tests::empty_grid", _add_one, out_shape=lambda x: x,
+                      launch=(0, 32))
+    with pytest.raises(gpunb.LaunchError) as info:
+        op(torch.ones(4))  # the line the error must name
+    assert f"{__file__}\", line {info.tb.tb_lineno}" in str(info.value)
