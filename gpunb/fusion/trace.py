@@ -507,36 +507,66 @@ class Proxy:
     def round(self, decimals: int = 0) -> Proxy:
         return self.__array_function__(np.round, (), (self, decimals), {})
 
-    def sum(self, axis=None, dtype=None, keepdims=False):
-        return reduce(self, "sum", axis, keepdims, dtype)
+    # numpy's parameters, in numpy's order (x.sum(0, None, None, True) is keepdims=True);
+    # out=, initial= and where= are refused by name
+    def sum(self, *args, **kwargs):
+        return _reduce_function("sum", (self, *args), kwargs, method=True)
 
-    def prod(self, axis=None, dtype=None, keepdims=False):
-        return reduce(self, "prod", axis, keepdims, dtype)
+    def prod(self, *args, **kwargs):
+        return _reduce_function("prod", (self, *args), kwargs, method=True)
 
-    def mean(self, axis=None, dtype=None, keepdims=False):
-        return reduce(self, "mean", axis, keepdims, dtype)
+    def mean(self, *args, **kwargs):
+        return _reduce_function("mean", (self, *args), kwargs, method=True)
 
-    def max(self, axis=None, keepdims=False):
-        return reduce(self, "max", axis, keepdims)
+    def max(self, *args, **kwargs):
+        return _reduce_function("max", (self, *args), kwargs, method=True)
 
-    def min(self, axis=None, keepdims=False):
-        return reduce(self, "min", axis, keepdims)
+    def min(self, *args, **kwargs):
+        return _reduce_function("min", (self, *args), kwargs, method=True)
 
-    def all(self, axis=None, keepdims=False):
-        return reduce(self, "all", axis, keepdims)
+    def all(self, *args, **kwargs):
+        return _reduce_function("all", (self, *args), kwargs, method=True)
 
-    def any(self, axis=None, keepdims=False):
-        return reduce(self, "any", axis, keepdims)
+    def any(self, *args, **kwargs):
+        return _reduce_function("any", (self, *args), kwargs, method=True)
+
+    def __round__(self, ndigits=None):
+        return self.round(0 if ndigits is None else ndigits)
+
+    def __setitem__(self, key, value):
+        raise unsupported("assigning into a traced array (x[...] = ...)",
+                          "compute a new array instead, e.g. np.where(mask, value, x)")
+
+    def __getattr__(self, name: str):
+        # only reached for what Proxy lacks: numpy methods and attributes gpunb.fuse cannot
+        # compile (x.std(), x.argmax(), x.reshape(...), x.real) - named at the user's line.
+        # An AttributeError too, so hasattr() and getattr(x, name, default) still work.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise _UnsupportedAttribute(
+            f"gpunb.fuse: x.{name} is not supported inside a fused function; supported on "
+            "traced arrays: operators, .astype, .T, .transpose, .clip, .round, .sum, .prod, "
+            ".mean, .max, .min, .all, .any, .shape, .ndim, .size, .dtype and basic indexing "
+            "- or write a @cuda.jit kernel")
 
 
-def _reduce_function(op: str, args: tuple, kwargs: dict) -> Proxy:
+class _UnsupportedAttribute(TypeError, AttributeError):
+    """The tracer's report (a TypeError, as every report is) of an attribute a traced array
+    lacks, also an AttributeError so that hasattr() keeps working on traced arrays."""
+
+
+def _reduce_function(op: str, args: tuple, kwargs: dict, method: bool = False) -> Proxy:
     names = ("a", "axis", "dtype", "out", "keepdims") if op in ("sum", "prod", "mean") else \
         ("a", "axis", "out", "keepdims")
+    spelled = f"x.{op}" if method else f"np.{op}"
+    if len(args) > len(names):
+        raise unsupported(f"{spelled} with {len(args) - 1} positional arguments",
+                          f"it takes {', '.join(names[1:])}")
     bound = dict(zip(names, args, strict=False))
     bound.update(kwargs)
     if bound.get("out") is not None or set(bound) - set(names):
         extra = sorted(set(bound) - set(names)) or ["out"]
-        raise unsupported(f"np.{op} with {extra}")
+        raise unsupported(f"{spelled} with {extra}")
     return reduce(bound["a"], op, bound.get("axis"), bound.get("keepdims", False),
                   bound.get("dtype"))
 

@@ -504,6 +504,35 @@ def test_unsupported_operations_raise_clear_type_errors(target):
         gpunb.fuse(lambda a, b: a)(x, "text")
 
 
+@pytest.mark.parametrize("func, message", [
+    (lambda a: a.std(), r"x\.std is not supported"),
+    (lambda a: a.argmax(), r"x\.argmax is not supported"),
+    (lambda a: a.reshape(3, 2) + 1, r"x\.reshape is not supported"),
+    (lambda a: a.real, r"x\.real is not supported"),
+    (lambda a: a.__setitem__(0, 1), r"assigning into a traced array"),
+    (lambda a: a.sum(initial=3), r"x\.sum with \['initial'\]"),
+    (lambda a: a.max(where=a > 1), r"x\.max with \['where'\]"),
+    (lambda a: a.sum(0, None, np.empty(1)), r"x\.sum with \['out'\]"),
+])
+def test_unsupported_methods_and_attributes_are_located_fuse_errors(target, func, message):
+    # found by hunt-prog: x.std(), x.argmax(), x.reshape(), x[0] = ... raised a bare
+    # AttributeError "'Proxy' object has no attribute ...", x.sum(initial=) a bare TypeError
+    with pytest.raises(gpunb.CompileError, match=message) as info:
+        gpunb.fuse(func)(np.arange(6.0))
+    assert isinstance(info.value, TypeError) and info.value.loc.filename == __file__
+
+
+def test_reduction_methods_take_numpys_parameters_and_round_is_np_round(target):
+    x = np.arange(12.0).reshape(3, 4) - 5.5
+    kept = gpunb.fuse(lambda a: a.sum(1, None, None, True))(x)  # axis, dtype, out, keepdims
+    assert_same(kept, x.sum(1, None, None, True))
+    assert_same(gpunb.fuse(lambda a: a.max(0, None, True))(x), x.max(0, None, True))
+    assert_same(gpunb.fuse(lambda a: round(a))(x), np.round(x))
+    seen = []
+    gpunb.fuse(lambda a: seen.append((hasattr(a, "std"), hasattr(a, "_x"))) or a)(x)
+    assert seen == [(False, False)]  # hasattr still answers on a traced array
+
+
 def test_unsupported_code_is_a_located_compile_error(target):
     """What gpunb.fuse cannot compile is a gpunb CompileError (still a TypeError, as cupy's)
     naming the fused function's line and column with a caret, with only the user's frames."""
