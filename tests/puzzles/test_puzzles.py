@@ -332,6 +332,33 @@ def test_a_hidden_size_catches_a_kernel_fitted_to_the_shown_sizes():
     assert "never written" in repr(grade)
 
 
+def test_a_kernel_that_bakes_in_a_known_seeds_answers_does_not_pass():
+    # found by hunt-prog: with seed= the inputs are known in advance, so a kernel holding the
+    # expected outputs of that seed (and computing nothing) passed
+    from gpunb.puzzles.model import HIDDEN_SIZES
+
+    puzzle = puzzles.get("map")
+    def draw(seed):  # the grader's draws, in its order: the hidden sizes first
+        rng = np.random.default_rng(seed)
+        return [*puzzle.sizes, *(puzzle.hidden(rng) for _ in range(HIDDEN_SIZES))], rng
+
+    seed = next(s for s in range(1000) if len(set(draw(s)[0])) == 3 + HIDDEN_SIZES)
+    sizes, rng = draw(seed)
+    answers = np.zeros(64 * 64, np.float32)
+    for size in sizes:
+        answers[size * 64:size * 64 + size] = puzzle.reference(puzzle.inputs(size, rng))["out"]
+
+    def map_kernel(out, a):
+        i = cuda.threadIdx.x
+        out[i] = answers[out.size * 64 + i] + a[i] * 0
+
+    grade = puzzles.check("map", map_kernel, seed=seed)
+    assert not grade and grade.seed != seed and grade.kinds == ["values"]
+    assert f"it passed with seed={seed}, but a pass must also hold on inputs drawn afresh" \
+        in repr(grade)
+    assert puzzles.check("map", solutions.SOLUTIONS["map"], seed=seed)  # a right one passes
+
+
 def test_feedback_never_shows_the_whole_expected_output():
     def blocks_2d_kernel(out, a, size):
         pass
