@@ -15,7 +15,7 @@ from gpunb.fusion import graph as g
 from gpunb.fusion.arguments import to_target
 from gpunb.fusion.codegen import BLOCK
 from gpunb.fusion.plan import Plan, Step
-from gpunb.fusion.trace import apply_view
+from gpunb.fusion.views import apply_view
 
 _WEAK_DTYPES = {bool: np.dtype(np.bool_), int: np.dtype(np.int64), float: np.dtype(np.float64)}
 

@@ -11,9 +11,9 @@ import dataclasses
 import operator
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from gpunb.fusion import graph as g
+from gpunb.fusion.views import array_view, expand_ellipsis, fold_axes
 
 _REDUCE_UFUNCS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                   "logical_and": "all", "logical_or": "any"}
@@ -233,12 +233,12 @@ def index(node: g.Node, key) -> Proxy:
                 or isinstance(item, (bool, np.bool_)):
             raise unsupported(f"indexing with {type(item).__name__}",
                               "only basic indexing (integers, slices, np.newaxis, ...) is fused")
-    expanded = _expand_ellipsis(key, node.ndim)
+    expanded = expand_ellipsis(key, node.ndim)
     only_axes = all(item is None or item == slice(None) for item in expanded)
     if node.kind == g.ARRAY and not only_axes:
         hashable = tuple(("slice", i.start, i.stop, i.step) if isinstance(i, slice) else
                          None if i is None else int(i) for i in expanded)
-        return Proxy(_array_view(node, ("index", hashable)))
+        return Proxy(array_view(node, ("index", hashable)))
     if not only_axes:
         raise unsupported("slicing or integer indexing of a computed value",
                           "index the function's array arguments, or only insert axes "
@@ -251,57 +251,6 @@ def index(node: g.Node, key) -> Proxy:
             mapping.append(k)
             k += 1
     return Proxy(remap(node, tuple(mapping)))
-
-
-def _expand_ellipsis(key: tuple, ndim: int) -> tuple:
-    consumed = sum(1 for item in key if item is not None and item is not Ellipsis)
-    if consumed > ndim:
-        raise IndexError(f"too many indices for array: array is {ndim}-dimensional, but "
-                         f"{consumed} were indexed")
-    if sum(1 for item in key if item is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    out = []
-    for item in key:
-        if item is Ellipsis:
-            out.extend([slice(None)] * (ndim - consumed))
-        else:
-            out.append(item)
-    if Ellipsis not in key:
-        out.extend([slice(None)] * (ndim - consumed))
-    return tuple(out)
-
-
-def apply_view(array, view: tuple):
-    """One recorded view operation on a numpy or device array (or a fake one, for shapes)."""
-    kind, detail = view
-    if kind == "index":
-        return array[tuple(slice(*item[1:]) if isinstance(item, tuple) else item
-                           for item in detail)]
-    order = [m for m in detail if m is not None]
-    if order != list(range(array.ndim)):
-        array = array.transpose(order)
-    return array[tuple(slice(None) if m is not None else None for m in detail)]
-
-
-def _array_view(node: g.Node, view: tuple) -> g.Node:
-    """An ARRAY node read through one more view operation (new axes and transposes folded into
-    dims so far are taken first, as a real view)."""
-    leaf = node.value
-    views = leaf.views
-    fake = as_strided(np.zeros(1, node.dtype), leaf.source_shape, (0,) * len(leaf.source_shape))
-    if leaf.dims != tuple(range(len(leaf.source_shape))):
-        views += (("axes", leaf.dims),)
-        fake = apply_view(fake, ("axes", leaf.dims))
-    shape = tuple(apply_view(fake, view).shape)  # numpy's own rules and errors for the key
-    leaf = g.ArrayView(leaf.index, views + (view,), shape, tuple(range(len(shape))))
-    return dataclasses.replace(node, shape=shape, value=leaf)
-
-
-def _fold_axes(node: g.Node, mapping: tuple) -> g.Node:
-    leaf = node.value
-    dims = tuple(None if m is None else leaf.dims[m] for m in mapping)
-    shape = tuple(1 if m is None else node.shape[m] for m in mapping)
-    return dataclasses.replace(node, shape=shape, value=dataclasses.replace(leaf, dims=dims))
 
 
 def remap(node: g.Node, mapping: tuple, memo: dict | None = None) -> g.Node:
@@ -318,7 +267,7 @@ def remap(node: g.Node, mapping: tuple, memo: dict | None = None) -> g.Node:
         shape = (1,) * len(mapping)
         result = node if not mapping else dataclasses.replace(node, shape=shape)
     elif node.kind == g.ARRAY:
-        result = _fold_axes(node, mapping)
+        result = fold_axes(node, mapping)
     else:
         args = []
         for arg in node.args:
@@ -360,6 +309,14 @@ def _compare(ufunc: np.ufunc):
         return apply_ufunc(ufunc, (self, other))
 
     return op
+
+
+def _reduction_method(op: str):
+    def method(self, *args, **kwargs):
+        return _reduce_function(op, (self, *args), kwargs, method=True)
+
+    method.__name__ = method.__qualname__ = op
+    return method
 
 
 class Proxy:
@@ -509,26 +466,8 @@ class Proxy:
 
     # numpy's parameters, in numpy's order (x.sum(0, None, None, True) is keepdims=True);
     # out=, initial= and where= are refused by name
-    def sum(self, *args, **kwargs):
-        return _reduce_function("sum", (self, *args), kwargs, method=True)
-
-    def prod(self, *args, **kwargs):
-        return _reduce_function("prod", (self, *args), kwargs, method=True)
-
-    def mean(self, *args, **kwargs):
-        return _reduce_function("mean", (self, *args), kwargs, method=True)
-
-    def max(self, *args, **kwargs):
-        return _reduce_function("max", (self, *args), kwargs, method=True)
-
-    def min(self, *args, **kwargs):
-        return _reduce_function("min", (self, *args), kwargs, method=True)
-
-    def all(self, *args, **kwargs):
-        return _reduce_function("all", (self, *args), kwargs, method=True)
-
-    def any(self, *args, **kwargs):
-        return _reduce_function("any", (self, *args), kwargs, method=True)
+    sum, prod, mean, max, min, all, any = (  # noqa: A003 - numpy's method names
+        _reduction_method(op) for op in ("sum", "prod", "mean", "max", "min", "all", "any"))
 
     def __round__(self, ndigits=None):
         return self.round(0 if ndigits is None else ndigits)
