@@ -30,8 +30,16 @@ from gpunb.puzzles import (
     exercises_basics,
     exercises_performance,
     exercises_tensor,
+    feedback,
+    grading,
+    method,
+    model,
+    rules,
+    trace,
 )
+from gpunb.puzzles.feedback import Finding
 from gpunb.puzzles.grading import Grade, grade
+from gpunb.puzzles.integrity import Snapshot
 from gpunb.puzzles.method import Method
 from gpunb.puzzles.model import Puzzle, PuzzleList
 from gpunb.puzzles.show import Show
@@ -43,6 +51,8 @@ __all__ = ["Grade", "Method", "Puzzle", "Show", "check", "exercises", "get", "hi
 _CATALOGUES = (catalogue_basics, catalogue_shared, catalogue_tensor, catalogue_lessons,
                catalogue_capstones, exercises_basics, exercises_performance, exercises_tensor)
 _PUZZLES: dict[str, Puzzle] = {p.name: p for c in _CATALOGUES for p in c.PUZZLES}
+# the grader as imported: check() refuses to grade once a cell has replaced part of it
+_AS_IMPORTED = Snapshot([grading, rules, feedback, trace, method, model], _PUZZLES)
 
 
 def list(lesson: str | None = None) -> PuzzleList:  # noqa: A001 - the name users type
@@ -76,7 +86,17 @@ def check(name: str, kernel, seed: int | None = None) -> Grade:
     says which size failed, the first wrong elements and who wrote them, each rule broken and
     what to do. Inputs (and hidden sizes) are drawn at random at every attempt; `seed`
     repeats one (a failed Grade names its seed)."""
-    return grade(get(name), kernel, seed=seed)
+    puzzle = get(name)
+    changed = _AS_IMPORTED.changes()
+    if changed:
+        finding = Finding(
+            "grader_changed",
+            f"the grader was changed after gpunb was imported ({', '.join(changed[:3])}"
+            f"{' ...' if len(changed) > 3 else ''} replaced), so no grade can be given",
+            "restart the kernel and check again without assigning to gpunb.puzzles' "
+            "functions or puzzles")
+        return Grade(name, False, failure=finding.text(), findings=[finding])
+    return grade(puzzle, kernel, seed=seed)
 
 
 def show(name: str, kernel, size=None, seed: int = 0) -> Show:

@@ -199,6 +199,42 @@ def test_changing_an_input_is_reported():
     assert "the kernel changed the input 'a'" in repr(puzzles.check("map", map_kernel))
 
 
+def _ignores_its_input(out, a):
+    i = cuda.threadIdx.x
+    out[i] = a[i] * 0
+
+
+@pytest.mark.parametrize("module, name, replacement", [
+    ("grading", "compare", lambda *args, **kwargs: None),      # finds no wrong value
+    ("rules", "method", lambda *args, **kwargs: []),            # breaks no rule
+    ("grading", "Grade.__bool__", lambda self: True),           # every grade passes
+])
+def test_a_cell_that_replaces_part_of_the_grader_gets_no_grade(monkeypatch, module, name,
+                                                                replacement):
+    # found by hunt-prog: `gpunb.puzzles.grading.compare = lambda *a, **k: None` in a cell made
+    # a kernel that computes nothing pass
+    import importlib
+
+    target = importlib.import_module(f"gpunb.puzzles.{module}")
+    owner, _, attribute = name.rpartition(".")
+    monkeypatch.setattr(getattr(target, owner) if owner else target, attribute, replacement)
+    grade = puzzles.check("map", _ignores_its_input)
+    assert grade.kinds == ["grader_changed"] and not grade.passed
+    assert f"gpunb.puzzles.{module}.{name} replaced" in repr(grade)
+    assert "restart the kernel" in grade.hint
+
+
+def test_an_altered_puzzle_gets_no_grade():
+    puzzle = puzzles.get("map")  # frozen, but object.__setattr__ gets past that
+    original = puzzle.reference
+    object.__setattr__(puzzle, "reference", lambda args: {"out": args["a"] * 0})
+    try:
+        assert "puzzle 'map'" in repr(puzzles.check("map", _ignores_its_input))
+    finally:
+        object.__setattr__(puzzle, "reference", original)
+    assert puzzles.check("map", _ignores_its_input).kinds == ["values"]  # graded again
+
+
 def test_a_ragged_size_catches_a_reduction_that_assumes_full_blocks():
     def block_sum_kernel(out, a, size):
         cache = cuda.shared.array(8, float32)
