@@ -9,6 +9,7 @@ for an empty array, and it works on every dtype the compiler does, on both targe
 
 from __future__ import annotations
 
+import inspect
 import threading
 
 import numpy as np
@@ -18,11 +19,33 @@ from gpunb.ufunc.functions import device_function
 from gpunb.ufunc.kernels import BLOCK, compile_kernel, grid_for, reduce_source
 
 
+def _check_binary(functor) -> None:
+    """Refuse, where cuda.reduce is called, a function that cannot take two values (the
+    running result and the next element): otherwise the error is raised while compiling the
+    generated reduction kernel, at its line, with nothing to say what to do."""
+    from gpunb.foundation.errors import CompileError
+    from gpunb.jit.options import user_location
+
+    func = getattr(functor, "py_func", functor)
+    if not inspect.isfunction(func):
+        return  # device_function names what it needs
+    signature = inspect.signature(func)
+    try:
+        signature.bind(0, 0)
+    except TypeError:
+        raise CompileError(
+            f"cuda.reduce needs a function of two values, but {func.__name__!r} takes "
+            f"{signature}", user_location(),
+            hint="it is called as f(running_result, next_element), e.g. "
+                 "cuda.reduce(lambda a, b: a + b)") from None
+
+
 class Reduce:
     """A reduction with a binary function; keep the object to keep its compiled kernels."""
 
     def __init__(self, functor):
         self._functor = functor
+        _check_binary(functor)
         self._core = device_function(functor, "cuda.reduce")
         self.__name__ = getattr(functor, "__name__", "reduce")
         self._kernels: dict = {}

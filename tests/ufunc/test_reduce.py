@@ -87,6 +87,21 @@ def test_errors(target):
         sum_reduce(np.zeros(3, np.int32), init="x")
 
 
+def test_a_function_that_is_not_binary_is_refused_at_the_users_line():
+    # found by hunt-prog: the error came from compiling the generated kernel ("bad call of
+    # 'lambda_..': too many positional arguments", at the generated source's line)
+    import gpunb
+
+    for functor, takes in ((lambda a: a, "(a)"), (lambda a, b, c: a, "(a, b, c)")):
+        with pytest.raises(gpunb.CompileError) as info:
+            cuda.reduce(functor)  # <- the line
+        assert f"cuda.reduce needs a function of two values, but '<lambda>' takes {takes}" \
+            in str(info.value)
+        assert info.value.loc.line == info.tb.tb_lineno
+        assert "f(running_result, next_element)" in info.value.hint
+    assert cuda.reduce(lambda a, b, c=1: a + b * c)(np.arange(4.0)) == 6.0  # defaults are fine
+
+
 SCALE = 2
 
 
