@@ -70,11 +70,12 @@ def decode_arguments(signature: str, params_address: int) -> list[ArgArray]:
 
     from gpunb.foundation import abi as slots_abi
     from gpunb.foundation import types as t
+    from gpunb.foundation.signature_text import argument_types
     from gpunb.foundation.tensor_types import SIGNATURE_NAMES, TensorMap
 
     try:
-        argtypes = t.parse_signature(signature, SIGNATURE_NAMES).args
-    except (TypeError, ValueError, SyntaxError):
+        argtypes = argument_types(signature, SIGNATURE_NAMES)
+    except TypeError:
         return []
     out = []
     slot = 0
