@@ -202,3 +202,27 @@ def test_argument_arrays_are_named_beside_record_and_bool_parameters():
     session.run_to_end()
     session.result()
     assert out.tolist() == [0, 2, 4, 6]
+
+
+@cuda.jit
+def record_fields(out, recs):
+    i = cuda.grid(1)
+    r = recs[i]
+    pair = (r, i)
+    out[i] = r.x + pair[1]  # STOP
+
+
+def test_p_reads_record_fields_as_the_kernel_writes_them():
+    # `p r.x` was "AttributeError: 'RecordValue' object has no attribute 'x'"
+    recs = np.zeros(4, REC)
+    recs["x"], recs["n"] = np.arange(4), 7
+    session = gpunb.debug(record_fields[1, 4], np.zeros(4), recs,
+                          breaks=[line_of(record_fields, "# STOP")], thread=(2, 0, 0))
+    view = session.view()
+    assert view.evaluate("r.x") == 2.0 and view.evaluate("r['n']") == 7
+    assert view.evaluate("recs[3].x") == 3.0
+    assert view.evaluate("recs.x[1:3]").tolist() == [1.0, 2.0]
+    assert view.evaluate("pair[0].n + pair[1]") == 9
+    with pytest.raises(ValueError, match="read-only"):
+        view.evaluate("recs.x.__setitem__(0, 5)")
+    session.run_to_end()
