@@ -231,6 +231,36 @@ def test_post_mortem_stops_at_the_failing_thread_and_line():
         s.result()
 
 
+def test_post_mortem_replays_a_launch_whose_array_was_made_in_its_own_line():
+    # `off_by_one[2, 32](np.zeros(64, np.int64))`: the failed launch held its arrays weakly, so
+    # the array was gone before %gpudebug ran, and launching again (the hint) changed nothing
+    import gc
+
+    with pytest.raises(KernelIndexError):
+        off_by_one[2, 32](np.zeros(64, np.int64))
+    gc.collect()
+    s = gpunb.post_mortem()
+    assert s.stop.reason == "error" and (s.stop.block, s.stop.thread) == ((1, 0, 0), (31, 0, 0))
+    s.abort("test done")
+
+
+def test_a_failed_launch_holds_only_small_arrays():
+    import gc
+    import weakref
+
+    from gpunb.jit import failures
+
+    big = np.zeros(failures.HELD_ARRAY_BYTES // 8 + 1, np.int64)
+    ref = weakref.ref(big)
+    with pytest.raises(KernelIndexError):
+        off_by_one[1, 32](big[:32])  # a small view of a large array: held weakly (it would
+    del big  # keep all of the array alive)
+    gc.collect()
+    assert ref() is None
+    with pytest.raises(DebuggerError, match="one of its arrays is gone"):
+        gpunb.post_mortem()
+
+
 def test_post_mortem_of_a_launch_refused_before_its_threads_ran_says_so():
     """It re-raised the launch's own error (a block of 2000 threads, a wrong argument count)
     without a location, as if %gpudebug itself had been launched wrong."""
