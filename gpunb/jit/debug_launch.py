@@ -124,8 +124,10 @@ def post_mortem(timeout: float | None = None) -> DebugSession:
             f"({replay.failure.describe()}): no thread of it failed, so there is none to stop at",
             function=dispatcher.__name__, hint=_POST_MORTEM_HINT)
     request = DebugRequest(breakpoints=False, stop_on_error=True)
+    runaway = replay.failure.kind == "LaunchTimeoutError"  # no thread fails: it never ends
     try:
-        session = start_session(dispatcher, replay.config, args, request, timeout)
+        session = start_session(dispatcher, replay.config, args, request,
+                                _runaway_wait(timeout) if runaway else timeout)
     except LaunchError as exc:  # its configuration or arguments: refused before threads ran
         if isinstance(exc, DebuggerError):
             raise
@@ -136,6 +138,8 @@ def post_mortem(timeout: float | None = None) -> DebugSession:
             function=dispatcher.__name__, hint=_POST_MORTEM_HINT) from None
     if session.state == "stopped" and session.stop.reason in ("error", "raise"):
         return session
+    if runaway and not session.finished and _paused(session):
+        return session  # stopped where a thread spins, as Ctrl-C in a debug launch does
     session.abort("post-mortem replay")
     what = f"{type(session.error).__name__}: {getattr(session.error, 'message', '')}" \
         if session.error is not None else "it ran to its end without error"
@@ -145,6 +149,27 @@ def post_mortem(timeout: float | None = None) -> DebugSession:
         hint=f"the failure was: {replay.failure.describe()}; if the kernel writes an array it "
              "also reads, its inputs have changed since - launch it again with fresh inputs "
              "under gpunb.debug(...)")
+
+
+# how long the replay of a launch the watchdog stopped runs before it is paused where it spins
+# (half the watchdog's limit when one is set, so that the watchdog does not end it first)
+RUNAWAY_REPLAY_SECONDS = 2.0
+
+
+def _runaway_wait(timeout: float | None) -> float:
+    limit = config.launch_timeout()
+    wait = RUNAWAY_REPLAY_SECONDS if limit is None else min(RUNAWAY_REPLAY_SECONDS, limit / 2)
+    return wait if timeout is None else min(wait, timeout)
+
+
+def _paused(session: DebugSession) -> bool:
+    """Pause a running replay at the next line a thread reaches; whether it stopped there."""
+    from gpunb.debugger.session import ABANDON_SECONDS
+
+    session.pause()
+    if session.stop is None or session.state != "stopped":
+        session.wait(ABANDON_SECONDS)
+    return session.state == "stopped" and not session.finished
 
 
 def debug_session():

@@ -261,6 +261,32 @@ def test_a_failed_launch_holds_only_small_arrays():
         gpunb.post_mortem()
 
 
+def test_post_mortem_of_a_runaway_launch_pauses_where_it_spins(monkeypatch):
+    # the replay of a launch the watchdog ended ran without end once the limit was gone (a
+    # script hung in gpunb.post_mortem()); it now runs a moment and stops where a thread spins
+    import time
+
+    from debug_kernels import spin_until_told
+
+    from gpunb.foundation.errors import LaunchTimeoutError
+
+    flags = np.zeros(2, np.int64)
+    monkeypatch.setenv("GPUNB_LAUNCH_TIMEOUT", "0.5")
+    with pytest.raises(LaunchTimeoutError):
+        spin_until_told[1, 4](flags)
+    monkeypatch.delenv("GPUNB_LAUNCH_TIMEOUT")
+    started = time.monotonic()
+    s = gpunb.post_mortem()
+    assert time.monotonic() - started < 30
+    assert s.state == "stopped" and s.stop.reason == "pause"
+    line = s.view().focus_state().line
+    assert line in (line_of(spin_until_told, "while flags[0] == 0"),
+                    line_of(spin_until_told, "count += 1"))
+    flags[0] = 1  # the spinning thread sees it: the launch ends
+    event = s.run_to_end()
+    assert isinstance(event, Finished) and event.error is None
+
+
 def test_post_mortem_of_a_launch_refused_before_its_threads_ran_says_so():
     """It re-raised the launch's own error (a block of 2000 threads, a wrong argument count)
     without a location, as if %gpudebug itself had been launched wrong."""
