@@ -287,6 +287,33 @@ def test_post_mortem_of_a_runaway_launch_pauses_where_it_spins(monkeypatch):
     assert isinstance(event, Finished) and event.error is None
 
 
+def test_post_mortem_of_a_race_or_a_fault_says_how_to_stop_at_its_line():
+    # it replayed them, no thread stopped, and the message blamed inputs changed since
+    from gpunb import KernelFaultError, RaceError, cuda
+
+    @cuda.jit(racecheck=True)
+    def rotate(out):
+        s = cuda.shared.array(32, np.float32)
+        i = cuda.threadIdx.x
+        s[i] = i
+        out[i] = s[(i + 1) % 32]
+
+    @cuda.jit(boundscheck=False)
+    def far(out):
+        if cuda.grid(1) == 5:
+            out[10**9] = 1
+
+    for kernel, error, line in ((rotate, RaceError, "out[i] = s[(i + 1) % 32]"),
+                                (far, KernelFaultError, "out[10**9] = 1")):
+        with pytest.raises(error):
+            kernel[1, 32](np.zeros(32, np.float32))
+        with pytest.raises(DebuggerError, match=f"cannot stop at the last failure "
+                                                f"\\({error.__name__}: ") as info:
+            gpunb.post_mortem()
+        assert f"breaks=[{line_of(kernel, line)}]" in info.value.hint
+        assert open_sessions() == []
+
+
 def test_post_mortem_of_a_launch_refused_before_its_threads_ran_says_so():
     """It re-raised the launch's own error (a block of 2000 threads, a wrong argument count)
     without a location, as if %gpudebug itself had been launched wrong."""
