@@ -254,3 +254,21 @@ def test_the_bounds_error_readme_names_is_gpunbs():
         one_past[1, 8](np.zeros(8))
     assert isinstance(info.value, (IndexError, gpunb.LaunchError))
     assert "KernelIndexError" in gpunb.__all__
+
+
+def test_a_race_through_two_names_of_one_array_names_both():
+    # `shift[2, 32](x, x)`: both sides said only 'line 14', the read's name (src) was not
+    # shown, and the hint asked for a barrier where the fix is a separate output array
+    @cuda.jit(racecheck=True)
+    def shift(dst, src):
+        i = cuda.grid(1)
+        if i + 1 < src.size:
+            dst[i] = src[i + 1]
+
+    x = np.arange(64.0)
+    with pytest.raises(gpunb.RaceError) as info:
+        shift[2, 32](x, x)
+    text = str(info.value)
+    assert "a write through dst at line" in text and "a read through src at line" in text
+    assert "dst and src are one memory here" in info.value.hint
+    shift[2, 32](np.zeros(64), x)  # separate arrays: clean
