@@ -319,7 +319,7 @@ def test_post_mortem_of_a_launch_refused_before_its_threads_ran_says_so():
     without a location, as if %gpudebug itself had been launched wrong."""
     from gpunb import LaunchError
 
-    out = np.zeros(8, np.int64)  # kept: a replay holds its arrays weakly
+    out = np.zeros(8, np.int64)
     with pytest.raises(LaunchError, match="2000 threads"):
         fill_index[1, 2000](out)
     with pytest.raises(DebuggerError, match=r"fails before any of its threads run \(LaunchError: "
