@@ -337,6 +337,18 @@ def test_bad_copy_sizes_and_modes_are_compile_errors():
     assert "one element size" in _compile_error(mixed, "void(float64[:])")
 
 
+def test_a_group_count_out_of_range_names_the_range_not_every_number():
+    """wait_group(-1) said 'must be one of 0, 1, 2, ..., 255' (all 256 numbers)."""
+    def minus_one(x):
+        s = cuda.shared.array(16, float32)
+        cuda.cp_async.copy(s, x, 16)
+        cuda.cp_async.wait_group(-1)
+
+    message = _compile_error(minus_one, "void(float32[:])")
+    assert "must be an integer from 0 to 255, got -1" in message
+    assert "0, 1, 2" not in message
+
+
 def test_a_copy_into_a_kernel_argument_is_a_compile_error():
     """cp.async copies global memory into shared memory; a kernel's array arguments are global
     memory, so a destination that is one (or a view of one) can never be right: a CompileError
