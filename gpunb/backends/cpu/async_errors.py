@@ -109,6 +109,13 @@ def _message(reason: int, a: int, b: int, what: str = "") -> tuple[str, str]:
             "every other thread has finished or waits too)",
             "wait for the parity of the phase your arrivals and copies complete: it starts at "
             "0 and flips each time a phase completes"),
+        Reason.TMA_UNAWAITED: (
+            f"the copy of {a} bytes was still in flight when every thread of the block had "
+            f"finished: nothing waited for it (its mbarrier: {mbarrier_text(b)}), so any read of "
+            "its tile saw the old bytes",
+            "announce the load's bytes in the phase it completes, "
+            "cuda.mbarrier.arrive_expect_tx(bars, i, nbytes) (or expect_tx) before "
+            "cuda.mbarrier.wait, so the phase completes only when the tile has landed"),
         Reason.TILE_SHAPE: (f"the shared tile's axis {a} has {b} elements, not the "
                             "descriptor's box", "pass a view of the box's shape"),
         Reason.TILE_NOT_CONTIGUOUS: (f"the shared tile's axis {a} has a stride of {b} bytes; "

@@ -86,6 +86,7 @@ class Reason(enum.IntEnum):
     CLUSTER_REARRIVE = 24  # a second cluster barrier arrive before the phase completes
     CLUSTER_WAIT_UNARRIVED = 25  # a cluster barrier wait without an arrive before it
     CLUSTER_PEER_EXITED = 26  # a remote operation on a block of the cluster that has exited
+    TMA_UNAWAITED = 27  # a TMA load still queued when every thread of the block has finished
 
 
 # ---- small IR helpers ----
