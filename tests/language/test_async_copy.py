@@ -286,6 +286,31 @@ def test_a_phase_that_never_completes_is_named_not_a_hang(cpu):
 
 
 @cuda.jit
+def too_few_arrivals(out):
+    bars = cuda.shared.array(1, uint64)
+    t = cuda.threadIdx.x
+    if t == 0:
+        cuda.mbarrier.init(bars, 0, 64)     # 64 expected, 32 threads arrive
+    cuda.syncthreads()
+    cuda.mbarrier.arrive(bars, 0)
+    cuda.mbarrier.wait(bars, 0, 0)
+    out[t] = 1
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_the_hint_of_a_phase_that_never_completes_says_what_is_missing(cpu):
+    """The hint was always 'wait for the parity of the phase...', even when the parity was
+    right and arrivals (or transaction bytes) were what never came."""
+    with pytest.raises(AsyncCopyError, match="32 of 64 arrivals pending") as info:
+        too_few_arrivals[1, 32](np.zeros(32, np.int32))
+    assert "32 of the 64 arrivals never came" in info.value.hint
+    assert "init the mbarrier with the number of threads" in info.value.hint
+    with pytest.raises(AsyncCopyError, match="parity 1, which never completes") as info:
+        wrong_parity[1, 32](np.zeros(32, np.int32))
+    assert "no thread arrived in this phase" in info.value.hint
+
+
+@cuda.jit
 def uninitialised(out):
     bars = cuda.shared.array(1, uint64)
     cuda.mbarrier.arrive(bars, 0)

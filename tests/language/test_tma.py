@@ -254,6 +254,30 @@ def test_a_load_nobody_waited_for_is_an_error_at_its_line_not_a_stale_tile(cpu):
 
 
 @cuda.jit
+def expects_half_the_box(out, desc):
+    s = cuda.shared.array((16, 64), float16, alignment=1024)
+    bars = cuda.shared.array(1, uint64)
+    t = cuda.threadIdx.x
+    if t == 0:
+        cuda.mbarrier.init(bars, 0, 1)
+    cuda.syncthreads()
+    if t == 0:
+        cuda.mbarrier.arrive_expect_tx(bars, 0, 1024)   # the box is 2048 bytes
+        cuda.tma.load(s, desc, (0, 0), bars, 0)
+    cuda.mbarrier.wait(bars, 0, 0)
+    out[t] = s[0, t]
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_expecting_fewer_bytes_than_the_box_says_so_in_the_hint(cpu):
+    desc = cuda.tma.descriptor(np.ones((16, 64), np.float16), (16, 64))
+    with pytest.raises(AsyncCopyError, match="-1024 transaction bytes pending") as info:
+        expects_half_the_box[1, 32](np.zeros(32, np.float16), desc)
+    assert "brought 1024 bytes more than the phase expected" in info.value.hint
+    assert "the whole box" in info.value.hint
+
+
+@cuda.jit
 def wrong_tile(out, desc, rows):
     s = cuda.shared.array((32, 64), float16, alignment=1024)
     bars = cuda.shared.array(1, uint64)
