@@ -326,6 +326,13 @@ def test_descriptors_the_hardware_refuses_are_refused_on_the_host():
         cuda.tma.descriptor(a, (512, 8), 0)
     with pytest.raises(TensorMapError, match="one size per dimension"):
         cuda.tma.descriptor(a, (16,), 0)
+    # a float size was 'must give one size per dimension' (it does); a float box a TypeError
+    with pytest.raises(TensorMapError, match=r"holds 16\.0 \(float\); box sizes are integers"):
+        cuda.tma.descriptor(a, (16.0, 16), 0)
+    with pytest.raises(TensorMapError, match="must be a tuple of 2 integer sizes"):
+        cuda.tma.descriptor(a, 16.0, 0)
+    with pytest.raises(TensorMapError, match=r"holds True \(bool\)"):
+        cuda.tma.descriptor(a, (True, 16), 0)
     with pytest.raises(TensorMapError, match="whole 16-byte units"):
         cuda.tma.descriptor(a, (16, 4), 0)
     with pytest.raises(TensorMapError, match="last axis is not contiguous"):
