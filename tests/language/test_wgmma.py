@@ -247,6 +247,33 @@ def test_a_short_accumulator_is_reported(cpu):
         short_acc[1, 128](np.zeros(1, np.float32))
 
 
+@cuda.jit
+def unfenced(out):
+    sa = cuda.shared.array(4096, float16, alignment=1024)
+    acc = cuda.local.array(32, float32)
+    for i in range(32):
+        acc[i] = 0
+    cuda.wgmma.mma_async(acc, cuda.wgmma.descriptor(sa, 128), cuda.wgmma.descriptor(sa, 128),
+                         (64, 64, 16), float16)       # no cuda.wgmma.fence() before it
+    cuda.wgmma.commit_group()
+    cuda.wgmma.wait_group(0)
+    out[cuda.threadIdx.x] = acc[0]
+
+
+def test_a_wgmma_without_a_fence_is_reported_at_its_line(cpu):
+    """It ran and gave the right product on the CPU target, where on a GPU the MMA may read
+    stale accumulator registers (the PTX ISA requires wgmma.fence before the first one)."""
+    import inspect
+
+    with pytest.raises(AsyncCopyError, match=r"mma_async: no cuda\.wgmma\.fence\(\) before "
+                                             r"it in this thread") as info:
+        unfenced[1, 128](np.zeros(128, np.float32))
+    lines, first = inspect.getsourcelines(unfenced.py_func)
+    assert info.value.loc.line == first + next(k for k, line in enumerate(lines)
+                                               if "mma_async(" in line)
+    assert "cuda.wgmma.fence()" in info.value.hint
+
+
 def _sig():
     return (float32[:, :], uint8[:], uint8[:], gpunb.int64[:])
 

@@ -137,6 +137,12 @@ def _message(reason: int, a: int, b: int, what: str = "") -> tuple[str, str]:
             "announce the load's bytes in the phase it completes, "
             "cuda.mbarrier.arrive_expect_tx(bars, i, nbytes) (or expect_tx) before "
             "cuda.mbarrier.wait, so the phase completes only when the tile has landed"),
+        Reason.WGMMA_UNFENCED: (
+            "no cuda.wgmma.fence() before it in this thread; the PTX ISA requires one before "
+            "a warpgroup's first wgmma.mma_async (and after the thread writes or reads the "
+            "accumulator or A registers), or the MMA may use stale registers",
+            "call cuda.wgmma.fence() in every thread of the warpgroup before the MMAs "
+            "(CUTLASS's warpgroup_arrive()), e.g. at the top of each K step"),
         Reason.TILE_SHAPE: (f"the shared tile's axis {a} has {b} elements, not the "
                             "descriptor's box", "pass a view of the box's shape"),
         Reason.TILE_NOT_CONTIGUOUS: (f"the shared tile's axis {a} has a stride of {b} bytes; "
