@@ -25,9 +25,8 @@ from llvmlite import ir
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler import promotion
-from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.builtins import Builtin, wgmma_order
 from gpunb.compiler.builtins import async_args as aa
-from gpunb.compiler.builtins import wgmma_order
 from gpunb.compiler.typed import Feature, Typed
 from gpunb.foundation import types as t
 
