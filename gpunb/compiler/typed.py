@@ -126,6 +126,15 @@ class StarredCall:
 
 
 @record
+class InplaceCall:
+    """`a += x` (and the other augmented assignments) of an array `a`: numba's in-place array
+    operator, the ufunc called with `a` as its output - `call`, a synthetic
+    `np.add(a, x, a)`, typed and lowered as written."""
+
+    call: ast.Call
+
+
+@record
 class BuiltinCall:
     """A call of an intrinsic, math function or Python builtin; `data` is the builtin's own
     frozen fact (an array spec, a print format, a folded dimension count...)."""

@@ -4,7 +4,7 @@ thread, surviving barriers), cuda.const.array_like; their PTX address spaces."""
 import numpy as np
 import pytest
 
-from gpunb import cuda, float32, int32
+from gpunb import CompileError, cuda, float32, int32
 
 CONST_TABLE = np.arange(16, dtype=np.float64).reshape(4, 4) ** 2
 TPB = 64
@@ -137,3 +137,23 @@ def test_ptx(check_ptx, kernel, sig, space):
     assert space in ptx
     if space == ".shared":
         assert "ld.shared" in ptx and "st.shared" in ptx and "bar.sync" in ptx
+
+
+def test_const_arrays_are_read_only(target):
+    """As numba-cuda types them (the global array they copy is read-only): a store, an
+    in-place operator or an atomic on constant memory is a CompileError, not a silent no-op
+    on the CPU target and a fault on a GPU."""
+    def store(out):
+        table = cuda.const.array_like(CONST_TABLE)
+        table[0] = 1.0
+        out[0] = table[0]
+
+    def inplace(out):
+        table = cuda.const.array_like(CONST_TABLE)
+        table += 1.0
+        out[0] = table[0]
+
+    for fn in (store, inplace):
+        with pytest.raises(CompileError, match="read-only") as info:
+            cuda.jit(fn)[1, 1](np.zeros(1))
+        assert "^" in str(info.value)

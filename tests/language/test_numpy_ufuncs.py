@@ -284,3 +284,65 @@ def test_composed_ufuncs_ptx(ptxas):
     ptx, _ = cuda.compile_ptx(_composed, (float64[:, ::1], float64[::1], float64[::1],
                                           int64[::1], complex128[::1], complex128[::1]))
     ptxas(ptx)
+
+
+def _inplace(o, x, m):
+    o += 1
+    o[1:3] += x[:2]
+    o[0:2] *= 2.0
+    o //= 1.5
+    m[1, :] -= x  # a row, x broadcast along it
+    m **= 2
+    acc = cuda.local.array(3, np.int64)
+    for i in range(3):
+        acc[i] = i + 1
+    acc <<= 2  # an integer operator on a local array
+    acc |= 1
+    for i in range(3):
+        o[i] += acc[i]
+
+
+def test_inplace_array_operators(target):
+    # numba-cuda registers numpy's in-place array operators (np.add(a, x, a)...): gpunb said
+    # "whole-array arithmetic is not available inside kernels"
+    from numba import njit
+
+    x = np.array([10.0, 20.0, 30.0])
+    o, m = np.zeros(4), np.arange(6.0).reshape(2, 3)
+    o2, m2 = o.copy(), m.copy()
+    cuda.jit(_inplace)[1, 1](o, x, m)
+    njit(_njit_inplace)(o2, x, m2)
+    np.testing.assert_array_equal(o, o2)
+    np.testing.assert_array_equal(m, m2)
+
+
+def _njit_inplace(o, x, m):  # _inplace for the CPU JIT, whose local array is a numpy array
+    o += 1
+    o[1:3] += x[:2]
+    o[0:2] *= 2.0
+    o //= 1.5
+    m[1, :] -= x
+    m **= 2
+    acc = np.empty(3, np.int64)
+    for i in range(3):
+        acc[i] = i + 1
+    acc <<= 2
+    acc |= 1
+    for i in range(3):
+        o[i] += acc[i]
+
+
+def test_inplace_operator_that_would_need_an_unsafe_cast_is_a_compile_error():
+    def adds_a_float_to_ints(a):
+        a += 1.5
+
+    with pytest.raises(CompileError) as info:
+        cuda.jit(adds_a_float_to_ints)[1, 1](np.zeros(3, np.int64))
+    assert "^" in str(info.value) and "int64" in str(info.value)
+
+
+def test_inplace_array_operators_ptx(ptxas):
+    from gpunb.foundation.types import float64
+
+    ptx, _ = cuda.compile_ptx(_inplace, (float64[::1], float64[::1], float64[:, ::1]))
+    ptxas(ptx)

@@ -270,7 +270,9 @@ class ConstArrayLike(Builtin):
         value = inf.const(node.args[0], "the argument of const.array_like")
         if not isinstance(value, np.ndarray):
             raise inf.error(node.args[0], "const.array_like needs a module-level numpy array")
-        return Typed(t.Array(t.from_dtype(value.dtype), value.ndim, "C"),
+        # read-only, as numba-cuda types it (the global array it copies is): constant memory
+        # cannot be written by a kernel (a store there faults on a GPU)
+        return Typed(t.Array(t.from_dtype(value.dtype), value.ndim, "C", readonly=True),
                      np.ascontiguousarray(value))
 
     def lower_call(self, low, node, call):

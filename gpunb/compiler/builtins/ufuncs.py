@@ -121,7 +121,8 @@ _ARITHMETIC = ("add", "subtract", "multiply", "divide", "negative", "positive", 
 
 # numpy's integer and sign ufuncs on real loops: the kinds of input each computes
 _REAL_OPS = {"sign": (t.Integer, t.Float), "floor_divide": (t.Integer, t.Float),
-             "left_shift": (t.Integer,), "right_shift": (t.Integer,), "signbit": (t.Float,)}
+             "left_shift": (t.Integer,), "right_shift": (t.Integer,), "signbit": (t.Float,),
+             "remainder": (t.Integer, t.Float), "power": (t.Integer, t.Float)}
 
 
 # ufuncs computed from other math, numpy's loops for each (numba-cuda's ufunc table has them):
@@ -183,8 +184,8 @@ def element(low, name: str, xs: list, loop: Loop):
 
 
 def _real_op(low, name: str, xs: list, loop: Loop):
-    """sign (numpy's: 1, -1, 0, or the NaN itself), signbit, floor_divide and the shifts (as
-    Python's // and << / >> on the loop's type, numba's)."""
+    """sign (numpy's: 1, -1, 0, or the NaN itself), signbit, floor_divide, remainder, power and
+    the shifts (as Python's //, %, ** and << / >> on the loop's type, numba's)."""
     import ast
 
     b, ty = low.builder, loop.inputs[0]
@@ -199,7 +200,7 @@ def _real_op(low, name: str, xs: list, loop: Loop):
         return b.select(above, one, b.select(below, minus, b.select(
             _compare(b, "==", x, zero, (ty, ty)), zero, rest)))
     op = {"floor_divide": ast.FloorDiv(), "left_shift": ast.LShift(),
-          "right_shift": ast.RShift()}[name]
+          "right_shift": ast.RShift(), "remainder": ast.Mod(), "power": ast.Pow()}[name]
     xs = [ops.cast(b, x, it, loop.result) for x, it in zip(xs, loop.inputs, strict=True)]
     return ops.binary(b, op, xs[0], xs[1], loop.result, low.math_call)
 

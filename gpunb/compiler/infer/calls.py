@@ -168,6 +168,8 @@ class CallTyping:
 
     def callee_object(self, func):
         """The compile-time object a call's func expression names, or None if it is a value."""
+        if isinstance(func, ast.Constant) and isinstance(func.value, np.ufunc):
+            return func.value  # a call made by inference (an in-place array operator)
         if isinstance(func, ast.Name):
             if func.id in self.inner_functions and func.id not in self.locals:
                 return self.inner_functions[func.id]

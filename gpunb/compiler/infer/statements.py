@@ -7,13 +7,14 @@ continue, or an if whose branches all leave), so that what follows is neither ty
 from __future__ import annotations
 
 import ast
+import copy
 import operator
 
 import numpy as np
 
 from gpunb.compiler import exceptions, promotion, scopes
 from gpunb.compiler.hints import READONLY_HINT
-from gpunb.compiler.typed import JoinKind, RaiseSite
+from gpunb.compiler.typed import InplaceCall, JoinKind, RaiseSite
 from gpunb.compiler.values import NotConstant, PyValue, const_eval
 from gpunb.foundation import types as t
 from gpunb.foundation.tensor_types import Fragment
@@ -178,6 +179,8 @@ class StatementTyping:
             self.uses[target] = var
         else:
             current = self.expr(target)
+        if isinstance(current, t.Array):
+            return self.inplace_array_operator(node, current)
         value = self.expr(node.value)
         result = self.binop_type(node, node.op, current, value, False, node.value in self.weak)
         self.record(node, result)
@@ -185,6 +188,30 @@ class StatementTyping:
             self.define(target, target.id, result)
         else:
             self.check_store(target, result, node.value)
+        return False
+
+    def inplace_array_operator(self, node: ast.AugAssign, current: t.Array) -> bool:
+        """`a op= x` of an array: numba's in-place operator, np.<ufunc>(a, x, a) - numpy's
+        loop, broadcasting x against a, the result cast "same_kind" into a."""
+        ufunc = _INPLACE_UFUNCS.get(type(node.op))
+        if ufunc is None:
+            raise self.error(node, f"'{_OP_SYMBOLS.get(type(node.op), '?')}=' is not an "
+                             "in-place operator of arrays", "index the elements: a[i] op= x")
+
+        def make() -> ast.Call:
+            operands = []
+            for _ in range(2):  # the input and the output: the target, read
+                operand = copy.deepcopy(node.target)
+                operand.ctx = ast.Load()
+                operands.append(operand)
+            func = ast.copy_location(ast.Constant(ufunc), node)  # a ufunc: only made here
+            return ast.copy_location(ast.Call(func=func, args=[operands[0], node.value,
+                                                                 operands[1]], keywords=[]), node)
+
+        call = self.synthetic(("inplace", node), make)
+        self.expr(call)
+        self.calls[node] = InplaceCall(call)
+        self.record(node, current)
         return False
 
     def assign(self, target, vt: t.Type, value_node) -> None:
@@ -347,6 +374,14 @@ def _store_hint(value: t.Type, slot: t.Type) -> str | None:
     if isinstance(value, PyValue):
         return "only numbers can be stored into arrays"
     return None
+
+
+_INPLACE_UFUNCS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
+                   ast.Div: np.true_divide, ast.FloorDiv: np.floor_divide, ast.Mod: np.remainder,
+                   ast.Pow: np.power, ast.BitAnd: np.bitwise_and, ast.BitOr: np.bitwise_or,
+                   ast.BitXor: np.bitwise_xor, ast.LShift: np.left_shift,
+                   ast.RShift: np.right_shift}
+_OP_SYMBOLS = {ast.MatMult: "@"}
 
 
 def _local_array_behind(inf, node, depth: int = 0):

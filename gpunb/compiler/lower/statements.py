@@ -11,7 +11,7 @@ from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.folding import never_runs, runs_forever
 from gpunb.compiler.lower.core import CHUNK
-from gpunb.compiler.typed import JoinKind
+from gpunb.compiler.typed import InplaceCall, JoinKind
 from gpunb.foundation import types as t
 
 # calls that only compute (safe to evaluate again, and to lower twice): pure builtins and math
@@ -137,6 +137,10 @@ class StatementLowering:
             self.store_target(node.target, self.expr(node.value), self.type_of(node.value))
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        inplace = self.typed.calls.get(node)
+        if isinstance(inplace, InplaceCall):  # `a += x` of an array: np.add(a, x, a)
+            self.expr(inplace.call)
+            return
         result_t = self.type_of(node)
         target = node.target
         if isinstance(target, ast.Name):
