@@ -28,7 +28,8 @@ from gpunb.foundation.version import VERSION as __version__
 _exec_sources.install()
 
 __all__ = ["AsyncCopyError", "CompileError", "DebugQuit", "DebuggerError", "GpunbError",
-           "GraphError", "InitcheckError", "JitOptionError", "KernelFaultError", "LaunchError",
+           "GraphError", "InitcheckError", "JitOptionError", "KernelFaultError",
+           "KernelIndexError", "LaunchError",
            "LaunchTimeoutError", "RaceError", "SignatureError", "TensorMapError", "ToolchainError",
            "WarpMaskError", "__version__", "access_map", "cuda", "debug", "debug_session",
            "events", "fuse", "graph", "guvectorize", "jit", "last_profile", "last_trace",
@@ -83,6 +84,10 @@ def __getattr__(name: str):
         from gpunb.debugger import errors
 
         return getattr(errors, name)
+    if name == "KernelIndexError":  # the CPU target's bounds checks (a LaunchError, an IndexError)
+        from gpunb.backends.cpu.executor import KernelIndexError
+
+        return KernelIndexError
     if name == "access_map":  # which thread touched which element (CPU target, recording)
         from gpunb.jit.access_map import access_map
 

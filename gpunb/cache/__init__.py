@@ -159,7 +159,10 @@ def explain(kernel) -> str:
             fingerprint = collect(kernel)
         except Exception as exc:  # noqa: BLE001 - explain must always answer
             error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    last = _own_last_event(kernel) or provenance.last_event(name)
+    last = _own_last_event(kernel)
+    if last is None and not getattr(kernel, "device", False):  # a device function has no
+        last = provenance.last_event(name)  # events: another function of its name's are not
+
     body = default_cache().body_of(last.key) if last is not None and last.key else None
     parts = body.get("parts") if body else None
     pending = []

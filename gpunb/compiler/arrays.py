@@ -39,6 +39,12 @@ def contiguous_strides(shape_consts: list[int], itemsize: int, order: str = "C")
     return strides
 
 
+def signed_index(index_type: t.Type) -> bool:
+    """Whether an index of this type was wrapped when negative (numba wraps signed indices
+    only): a bounds check reports an unsigned one as it is, never as a wrapped negative."""
+    return not isinstance(index_type, t.Integer) or index_type.signed
+
+
 def normalise_index(b: ir.IRBuilder, index, index_type: t.Type, extent):
     """Widen to i64 and wrap negative indices (numba's wraparound)."""
     if isinstance(index_type, t.Boolean):

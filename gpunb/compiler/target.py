@@ -112,8 +112,10 @@ class Target:
         it (the GPU) do nothing."""
         return
 
-    def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent) -> None:
-        """Bounds checking hook; targets without it do nothing."""
+    def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent,
+                     signed: bool = True) -> None:
+        """Bounds checking hook (`index` normalised: wrapped if `signed` and negative); targets
+        without it do nothing."""
         return
 
     def check_cluster_query(self, low, node) -> None:

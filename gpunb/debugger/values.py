@@ -129,6 +129,16 @@ class RecordValue:
         buffer = (ctypes.c_char * self.dtype.itemsize).from_address(self.address)
         return np.ndarray((), self.dtype, buffer=buffer)[()]
 
+    def record(self):
+        """A read-only numpy record whose fields read as attributes (`r.x`, as the kernel
+        writes them) and items (`r['x']`), or None where the memory is not readable."""
+        if self.region is None:
+            return None
+        buffer = (ctypes.c_char * self.dtype.itemsize).from_address(self.address)
+        one = np.ndarray((1,), self.dtype, buffer=buffer).view(np.recarray)
+        one.flags.writeable = False
+        return one[0]
+
     def __repr__(self) -> str:
         value = self.numpy()
         return repr(value) if value is not None else f"record at {self.address:#x}"

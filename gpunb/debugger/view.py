@@ -14,7 +14,7 @@ import numpy as np
 from gpunb.debugger import threads as th
 from gpunb.debugger.errors import DebuggerError
 from gpunb.debugger.request import unlinear
-from gpunb.debugger.values import ArrayValue, Variable, same_value
+from gpunb.debugger.values import ArrayValue, RecordValue, Variable, same_value
 from gpunb.foundation.errors import describe_filename
 
 
@@ -159,11 +159,7 @@ class StopView:
         views, numbers as numpy scalars), e.g. `a[i] * 2` or `tile.sum()`."""
         namespace = {"np": np}
         for variable in self.variables():
-            value = variable.value
-            if isinstance(value, ArrayValue):
-                view = value.numpy()
-                value = view if view is not None else value
-            namespace[variable.name] = value
+            namespace[variable.name] = _python_value(variable.value)
         try:
             return eval(compile(expression, "<debugger>", "eval"), {"__builtins__": __builtins__},
                         namespace)
@@ -213,3 +209,20 @@ class StopView:
         return [(n, linecache.getline(site.filename, n).rstrip("\n"), n == site.line)
                 for n in range(first, site.line + context + 1)
                 if linecache.getline(site.filename, n)]
+
+
+def _python_value(value):
+    """A variable as `p` expressions see it: arrays as read-only numpy views (of records with
+    fields as attributes, `recs[i].x`), a record as a numpy record (`r.x`), tuples item by
+    item; what cannot be read stays the debugger's own value (its repr says why)."""
+    if isinstance(value, tuple):
+        return tuple(_python_value(item) for item in value)
+    if isinstance(value, RecordValue):
+        record = value.record()
+        return record if record is not None else value
+    if isinstance(value, ArrayValue):
+        view = value.numpy()
+        if view is None:
+            return value
+        return view.view(np.recarray) if view.dtype.names else view
+    return value

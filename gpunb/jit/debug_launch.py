@@ -94,8 +94,8 @@ def trace(launch, *args, threads=None, trace_bytes: int = 64 << 20):
 
 
 _POST_MORTEM_HINT = ("fix the launch as its error says; %gpudebug (gpunb.post_mortem()) replays a "
-                     "launch that failed inside its kernel: an index out of bounds, a fault, a "
-                     "race")
+                     "launch that failed inside its kernel: an index out of bounds, a raise "
+                     "(debug=True), a launch the watchdog stopped")
 
 
 def post_mortem(timeout: float | None = None) -> DebugSession:
@@ -118,14 +118,17 @@ def post_mortem(timeout: float | None = None) -> DebugSession:
         raise DebuggerError(f"the failed launch cannot be replayed: its kernel or one of its "
                             f"arrays is gone ({name})",
                             hint="launch it again, then run %gpudebug / gpunb.post_mortem()")
+    _refuse_unstoppable(replay.failure, dispatcher.__name__)
     if replay.failure.kind in ("DebuggerError", "DebugQuit"):  # a request it could not meet
         raise DebuggerError(
             f"the last failed launch of '{dispatcher.__name__}' failed in the debugger itself "
             f"({replay.failure.describe()}): no thread of it failed, so there is none to stop at",
             function=dispatcher.__name__, hint=_POST_MORTEM_HINT)
     request = DebugRequest(breakpoints=False, stop_on_error=True)
+    runaway = replay.failure.kind == "LaunchTimeoutError"  # no thread fails: it never ends
     try:
-        session = start_session(dispatcher, replay.config, args, request, timeout)
+        session = start_session(dispatcher, replay.config, args, request,
+                                _runaway_wait(timeout) if runaway else timeout)
     except LaunchError as exc:  # its configuration or arguments: refused before threads ran
         if isinstance(exc, DebuggerError):
             raise
@@ -136,6 +139,8 @@ def post_mortem(timeout: float | None = None) -> DebugSession:
             function=dispatcher.__name__, hint=_POST_MORTEM_HINT) from None
     if session.state == "stopped" and session.stop.reason in ("error", "raise"):
         return session
+    if runaway and not session.finished and _paused(session):
+        return session  # stopped where a thread spins, as Ctrl-C in a debug launch does
     session.abort("post-mortem replay")
     what = f"{type(session.error).__name__}: {getattr(session.error, 'message', '')}" \
         if session.error is not None else "it ran to its end without error"
@@ -145,6 +150,55 @@ def post_mortem(timeout: float | None = None) -> DebugSession:
         hint=f"the failure was: {replay.failure.describe()}; if the kernel writes an array it "
              "also reads, its inputs have changed since - launch it again with fresh inputs "
              "under gpunb.debug(...)")
+
+
+# failures no thread of a replay stops at, and why: what to do instead
+_UNSTOPPABLE = {
+    "RaceError": "a race is found from the launch's record of accesses once it has ended, not "
+                 "at a thread",
+    "InitcheckError": "an uninitialised read is found from the launch's record of accesses "
+                      "once it has ended, not at a thread",
+    "KernelFaultError": "a fault ends the launch where it happens, before the debugger can "
+                        "stop there",
+}
+
+
+def _refuse_unstoppable(failure, kernel: str) -> None:
+    """A DebuggerError for a failure the replay cannot stop at (rather than replaying it and
+    blaming changed inputs), showing how to stop at its line instead."""
+    why = _UNSTOPPABLE.get(failure.kind)
+    if why is None:
+        return
+    line = failure.loc.line if failure.loc is not None else None
+    at = f"breaks=[{line}]" if line else "breaks=[LINE]"
+    fix = f"gpunb.debug({kernel}[grid, block], *args, {at}, thread=(x, y, z)) or %%gpukernel " \
+          f"--break {line or 'LINE'} --thread x,y,z stops a thread there"
+    if failure.kind == "KernelFaultError":
+        fix += "; with bounds checks on (the default) an index out of bounds stops at its line"
+    raise DebuggerError(f"post-mortem debugging (%gpudebug) cannot stop at the last failure "
+                        f"({failure.describe()}): {why}",
+                        function=kernel, hint=fix)
+
+
+# how long the replay of a launch the watchdog stopped runs before it is paused where it spins
+# (half the watchdog's limit when one is set, so that the watchdog does not end it first)
+RUNAWAY_REPLAY_SECONDS = 2.0
+
+
+def _runaway_wait(timeout: float | None) -> float:
+    limit = config.launch_timeout()
+    wait = RUNAWAY_REPLAY_SECONDS if limit is None else min(RUNAWAY_REPLAY_SECONDS, limit / 2)
+    return wait if timeout is None else min(wait, timeout)
+
+
+def _paused(session: DebugSession) -> bool:
+    """Pause a running replay at the next line a thread reaches; whether it stopped there."""
+    from gpunb.debugger.session import ABANDON_SECONDS
+
+    session.pause()
+    if session.stop is None or session.state != "stopped":
+        session.wait(ABANDON_SECONDS)
+    return session.state == "stopped" and not session.finished
 
 
 def debug_session():

@@ -48,7 +48,8 @@ def note_launch_failure(dispatcher, exc: LaunchError, args: tuple | None = None,
     """Remember `exc` as `dispatcher`'s last launch failure (the exception itself is not kept:
     its traceback would hold the launch's arguments alive). With the launch (`kernel[grid,
     block]`) and its arguments, also what replaying it under the debugger needs (%gpudebug):
-    arrays weakly, numbers as they are.
+    numbers as they are, arrays held while they are small (see _kept_arrays), larger ones
+    weakly.
 
     Its launchers launch no more (its launch version moves), so the next launch of this
     function takes the Python path, whose success clears the failure.
@@ -65,7 +66,7 @@ def note_launch_failure(dispatcher, exc: LaunchError, args: tuple | None = None,
         global _last_replay
         _last_replay = Replay(weakref.ref(dispatcher), (launch.grid, launch.block, launch.stream,
                                                         launch.sharedmem),
-                              tuple(_kept(a) for a in args), failure)
+                              _kept_arrays(args), failure)
     dispatcher.version.bump()
     if events.has_subscribers(events.EventKind.FAILED):  # the side panel lists it
         events.publish(events.EventKind.FAILED, events.KernelEvent(
@@ -102,6 +103,38 @@ class Replay:
 
 def last_replay() -> Replay | None:
     return _last_replay
+
+
+# arrays of a failed launch held for %gpudebug, up to this many bytes together: an array made in
+# the launch's own line (`k[1, 32](np.zeros(4))`) has no other reference, and held weakly it was
+# gone before %gpudebug could replay it; larger ones are held weakly, so nothing large is kept
+# alive by a failure
+HELD_ARRAY_BYTES = 64 << 20
+
+
+def _kept_arrays(args: tuple) -> tuple:
+    kept, held = [], 0
+    for value in args:
+        how, item = _kept(value)
+        size = _bytes_kept_alive(value)
+        if how == "weak" and size is not None and held + size <= HELD_ARRAY_BYTES:
+            how, item, held = "value", value, held + size
+        kept.append((how, item))
+    return tuple(kept)
+
+
+def _bytes_kept_alive(value) -> int | None:
+    """The bytes holding `value` keeps alive: a view's whole base chain (a small slice of a
+    large array keeps all of it), None for what is not an array."""
+    size = None
+    while value is not None:
+        nbytes = getattr(value, "nbytes", None)
+        if not isinstance(nbytes, int):
+            break
+        size = max(size or 0, nbytes)
+        base = getattr(value, "base", None)
+        value = base if base is not value else None
+    return size
 
 
 def _kept(value) -> tuple:

@@ -106,11 +106,12 @@ def sanitize_snapshot(snapshot: Snapshot, tool: str, *, timeout: float = 300.0,
     """Replay `snapshot` under compute-sanitizer; `failure`, the exception the live run raised
     (if any), is named in the report's notes."""
     report = _sanitize_snapshot(snapshot, tool, timeout, keep)
-    if failure is not None and not report.error:  # (no replay ran otherwise)
+    if failure is not None:
         first = str(failure).strip().splitlines()
-        report.notes.insert(0, f"the live run raised {type(failure).__name__}: "
-                               f"{first[0] if first else ''} - the findings come from the "
-                               "replay in a child process")
+        note = f"the live run raised {type(failure).__name__}: {first[0] if first else ''}"
+        if not report.error:  # a replay ran (report.error: none could, e.g. the CPU target)
+            note += " - the findings come from the replay in a child process"
+        report.notes.insert(0, note)
     return report
 
 

@@ -53,7 +53,8 @@ def _argument(directory: Path, spec: dict, target: str):
 def replay_launch(directory: Path, index: int, launch: dict, lineinfo: bool, programs: dict):
     """Launch one snapshotted launch; returns its arguments (after the launch)."""
     from gpunb import backends
-    from gpunb.jit.options import parse_signature
+    from gpunb.foundation.signature_text import argument_types
+    from gpunb.foundation.tensor_types import SIGNATURE_NAMES
     from gpunb.runtime.packing import ArgPacker
 
     target = launch["target"]
@@ -62,7 +63,7 @@ def replay_launch(directory: Path, index: int, launch: dict, lineinfo: bool, pro
         artifact = _artifact(directory, name, lineinfo)
         programs[name] = (artifact, backends.get(target).load(artifact))
     artifact, program = programs[name]
-    argtypes = tuple(parse_signature(artifact.signature).args)
+    argtypes = argument_types(artifact.signature, SIGNATURE_NAMES)
     args = [_argument(directory, a, target) for a in launch["args"]]
     packer = ArgPacker(artifact.param_slots, target, launch["kernel"])
     params, writeback = packer.pack(tuple(args), argtypes)

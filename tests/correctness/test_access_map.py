@@ -172,3 +172,20 @@ def test_an_access_to_a_pending_copy_s_memory_is_the_map_s_race():
     assert len(amap.races) == 1 and isinstance(amap.races[0], gpunb.AsyncCopyError)
     assert "read of s[0] at line" in amap.races[0].message
     assert "while the asynchronous copy issued at line" in amap.races[0].message
+
+
+@cuda.jit
+def scaled_when(out, x, flag, factors):
+    i = cuda.grid(1)
+    if flag and i < x.size:
+        out[i] = x[i] * factors[0]
+
+
+def test_arrays_are_mapped_beside_bool_and_tuple_parameters():
+    # a bool parameter made the signature text unreadable (str(boolean) is 'bool'): the map
+    # then held no kernel parameter at all
+    x = np.arange(8, dtype=np.float32)
+    m = gpunb.access_map(scaled_when[1, 8], np.zeros_like(x), x, True, (2.0,))
+    assert {"out", "x"} <= set(m.arrays)
+    assert m["x"].reads.tolist() == [1] * 8
+    assert m["out"].last_writer.tolist() == list(range(8))

@@ -217,3 +217,58 @@ def test_local_arrays_of_threads_in_different_blocks_are_not_races():
     assert gpunb.access_map(private[2, 32], out, 8, False).races == ()
     with pytest.raises(gpunb.RaceError, match=r"data race on out.* \(global memory\)"):
         private[2, 32](out, 8, True)  # the global array is still checked
+
+
+def test_an_unsigned_index_past_the_end_is_reported_as_written():
+    # numba wraps signed indices only; the check un-wrapped every index that looked negative as
+    # an i64, so uint32(0) - uint32(1) (uint64 2**64 - 1) was reported as 'index -9'
+    @cuda.jit
+    def before_first(a):
+        i = np.uint32(cuda.grid(1))
+        a[i - np.uint32(1)] = 1
+
+    @cuda.jit
+    def atomic_before_first(a):
+        i = np.uint64(cuda.grid(1))
+        cuda.atomic.add(a, i - np.uint64(1), 1.0)
+
+    @cuda.jit
+    def negative(a):
+        a[cuda.grid(1) - 40] = 1
+
+    for kernel, index in ((before_first, 2**64 - 1), (atomic_before_first, 2**64 - 1),
+                          (negative, -40)):
+        with pytest.raises(gpunb.KernelIndexError, match=f"index {index} is out of bounds "
+                                                         r"for 'a' with extent 8 \(thread \(0,"):
+            kernel[1, 4](np.zeros(8))
+
+
+def test_the_bounds_error_readme_names_is_gpunbs():
+    # README says an out-of-range index raises KernelIndexError: `except gpunb.KernelIndexError`
+    # was an AttributeError (the class lived in backends/cpu/executor.py only)
+    @cuda.jit
+    def one_past(a):
+        a[cuda.grid(1) + 1] = 1
+
+    with pytest.raises(gpunb.KernelIndexError) as info:
+        one_past[1, 8](np.zeros(8))
+    assert isinstance(info.value, (IndexError, gpunb.LaunchError))
+    assert "KernelIndexError" in gpunb.__all__
+
+
+def test_a_race_through_two_names_of_one_array_names_both():
+    # `shift[2, 32](x, x)`: both sides said only 'line 14', the read's name (src) was not
+    # shown, and the hint asked for a barrier where the fix is a separate output array
+    @cuda.jit(racecheck=True)
+    def shift(dst, src):
+        i = cuda.grid(1)
+        if i + 1 < src.size:
+            dst[i] = src[i + 1]
+
+    x = np.arange(64.0)
+    with pytest.raises(gpunb.RaceError) as info:
+        shift[2, 32](x, x)
+    text = str(info.value)
+    assert "a write through dst at line" in text and "a read through src at line" in text
+    assert "dst and src are one memory here" in info.value.hint
+    shift[2, 32](np.zeros(64), x)  # separate arrays: clean

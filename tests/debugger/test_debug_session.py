@@ -231,12 +231,95 @@ def test_post_mortem_stops_at_the_failing_thread_and_line():
         s.result()
 
 
+def test_post_mortem_replays_a_launch_whose_array_was_made_in_its_own_line():
+    # `off_by_one[2, 32](np.zeros(64, np.int64))`: the failed launch held its arrays weakly, so
+    # the array was gone before %gpudebug ran, and launching again (the hint) changed nothing
+    import gc
+
+    with pytest.raises(KernelIndexError):
+        off_by_one[2, 32](np.zeros(64, np.int64))
+    gc.collect()
+    s = gpunb.post_mortem()
+    assert s.stop.reason == "error" and (s.stop.block, s.stop.thread) == ((1, 0, 0), (31, 0, 0))
+    s.abort("test done")
+
+
+def test_a_failed_launch_holds_only_small_arrays():
+    import gc
+    import weakref
+
+    from gpunb.jit import failures
+
+    big = np.zeros(failures.HELD_ARRAY_BYTES // 8 + 1, np.int64)
+    ref = weakref.ref(big)
+    with pytest.raises(KernelIndexError):
+        off_by_one[1, 32](big[:32])  # a small view of a large array: held weakly (it would
+    del big  # keep all of the array alive)
+    gc.collect()
+    assert ref() is None
+    with pytest.raises(DebuggerError, match="one of its arrays is gone"):
+        gpunb.post_mortem()
+
+
+def test_post_mortem_of_a_runaway_launch_pauses_where_it_spins(monkeypatch):
+    # the replay of a launch the watchdog ended ran without end once the limit was gone (a
+    # script hung in gpunb.post_mortem()); it now runs a moment and stops where a thread spins
+    import time
+
+    from debug_kernels import spin_until_told
+
+    from gpunb.foundation.errors import LaunchTimeoutError
+
+    flags = np.zeros(2, np.int64)
+    monkeypatch.setenv("GPUNB_LAUNCH_TIMEOUT", "0.5")
+    with pytest.raises(LaunchTimeoutError):
+        spin_until_told[1, 4](flags)
+    monkeypatch.delenv("GPUNB_LAUNCH_TIMEOUT")
+    started = time.monotonic()
+    s = gpunb.post_mortem()
+    assert time.monotonic() - started < 30
+    assert s.state == "stopped" and s.stop.reason == "pause"
+    line = s.view().focus_state().line
+    assert line in (line_of(spin_until_told, "while flags[0] == 0"),
+                    line_of(spin_until_told, "count += 1"))
+    flags[0] = 1  # the spinning thread sees it: the launch ends
+    event = s.run_to_end()
+    assert isinstance(event, Finished) and event.error is None
+
+
+def test_post_mortem_of_a_race_or_a_fault_says_how_to_stop_at_its_line():
+    # it replayed them, no thread stopped, and the message blamed inputs changed since
+    from gpunb import KernelFaultError, RaceError, cuda
+
+    @cuda.jit(racecheck=True)
+    def rotate(out):
+        s = cuda.shared.array(32, np.float32)
+        i = cuda.threadIdx.x
+        s[i] = i
+        out[i] = s[(i + 1) % 32]
+
+    @cuda.jit(boundscheck=False)
+    def far(out):
+        if cuda.grid(1) == 5:
+            out[10**9] = 1
+
+    for kernel, error, line in ((rotate, RaceError, "out[i] = s[(i + 1) % 32]"),
+                                (far, KernelFaultError, "out[10**9] = 1")):
+        with pytest.raises(error):
+            kernel[1, 32](np.zeros(32, np.float32))
+        with pytest.raises(DebuggerError, match=f"cannot stop at the last failure "
+                                                f"\\({error.__name__}: ") as info:
+            gpunb.post_mortem()
+        assert f"breaks=[{line_of(kernel, line)}]" in info.value.hint
+        assert open_sessions() == []
+
+
 def test_post_mortem_of_a_launch_refused_before_its_threads_ran_says_so():
     """It re-raised the launch's own error (a block of 2000 threads, a wrong argument count)
     without a location, as if %gpudebug itself had been launched wrong."""
     from gpunb import LaunchError
 
-    out = np.zeros(8, np.int64)  # kept: a replay holds its arrays weakly
+    out = np.zeros(8, np.int64)
     with pytest.raises(LaunchError, match="2000 threads"):
         fill_index[1, 2000](out)
     with pytest.raises(DebuggerError, match=r"fails before any of its threads run \(LaunchError: "

@@ -175,3 +175,54 @@ def test_a_runaway_debug_launch_still_meets_the_watchdog_and_names_its_line():
     lines = (line_of(spin_until_told, "while flags"), line_of(spin_until_told, "count += 1"))
     assert any(f"was at line {n})" in str(s.error) for n in lines), str(s.error)
     fill_index[1, 8](np.zeros(8, np.int64))  # the next launch works
+
+
+REC = np.dtype([("x", np.float32), ("n", np.int32)])
+
+
+@cuda.jit
+def record_and_flag(out, recs, scale, flag):
+    i = cuda.grid(1)
+    if flag:
+        out[i] = recs[i].x * scale  # STOP
+
+
+def test_argument_arrays_are_named_beside_record_and_bool_parameters():
+    # a record array or a bool parameter made the signature text unreadable to the debugger:
+    # every argument array was then labelled "the thread's local memory"
+    recs = np.zeros(4, REC)
+    recs["x"] = np.arange(4)
+    out = np.zeros(4)
+    session = gpunb.debug(record_and_flag[1, 4], out, recs, 2.0, True,
+                          breaks=[line_of(record_and_flag, "# STOP")], thread=(2, 0, 0))
+    values = {v.name: v.value for v in session.view().variables()}
+    assert "argument 'recs'" in repr(values["recs"])
+    assert "argument 'out'" in repr(values["out"])
+    assert values["recs"].numpy()["x"].tolist() == [0, 1, 2, 3]
+    session.run_to_end()
+    session.result()
+    assert out.tolist() == [0, 2, 4, 6]
+
+
+@cuda.jit
+def record_fields(out, recs):
+    i = cuda.grid(1)
+    r = recs[i]
+    pair = (r, i)
+    out[i] = r.x + pair[1]  # STOP
+
+
+def test_p_reads_record_fields_as_the_kernel_writes_them():
+    # `p r.x` was "AttributeError: 'RecordValue' object has no attribute 'x'"
+    recs = np.zeros(4, REC)
+    recs["x"], recs["n"] = np.arange(4), 7
+    session = gpunb.debug(record_fields[1, 4], np.zeros(4), recs,
+                          breaks=[line_of(record_fields, "# STOP")], thread=(2, 0, 0))
+    view = session.view()
+    assert view.evaluate("r.x") == 2.0 and view.evaluate("r['n']") == 7
+    assert view.evaluate("recs[3].x") == 3.0
+    assert view.evaluate("recs.x[1:3]").tolist() == [1.0, 2.0]
+    assert view.evaluate("pair[0].n + pair[1]") == 9
+    with pytest.raises(ValueError, match="read-only"):
+        view.evaluate("recs.x.__setitem__(0, 5)")
+    session.run_to_end()

@@ -154,3 +154,23 @@ def test_explain_of_a_device_function_names_the_kernels_it_is_compiled_into(shel
     text = capsys.readouterr().out
     assert "a device function has none of its own" in text
     assert "compiled into: saxpy (%gpucache explain saxpy shows its cache events)" in text
+
+
+def test_explain_of_a_device_function_shows_no_event_of_a_kernel_of_its_name():
+    """A kernel `scale` compiled earlier (another cell, another test) leaves events under that
+    name; a device function `scale` has none of its own and must not be shown them."""
+    import numpy as np
+
+    import gpunb
+    from gpunb import cuda
+
+    def scale(out):
+        out[0] = 1.0
+
+    cuda.jit(scale)[1, 1](np.zeros(1))  # a kernel named scale, compiled and launched
+
+    def scale(x):  # noqa: F811 - the same name, now a device function
+        return x * 2
+
+    text = gpunb.cache.explain(cuda.jit(device=True)(scale))
+    assert "last event" not in text and "a device function has none of its own" in text

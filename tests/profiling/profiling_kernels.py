@@ -54,3 +54,10 @@ def shared_race(out):
     t = cuda.threadIdx.x
     s[t] = t
     out[t] = s[(t + 1) % 64]
+
+
+@cuda.jit
+def scale_when(out, x, flag, recs):
+    i = cuda.grid(1)
+    if flag and i < x.size:
+        out[i] = x[i] * 3 + recs[i].n

@@ -268,3 +268,12 @@ def test_back_to_back_blocks_keep_the_native_plan_and_cupti_times_every_launch()
         starts = [r.start_ns for r in records]
         assert starts == sorted(starts) and len(set(starts)) == 10 and starts[0] > last_end
         last_end = starts[-1]
+
+
+def test_a_kernel_with_bool_and_record_parameters_is_sanitized():
+    x = np.arange(256.0)
+    out = np.zeros(256)
+    recs = np.zeros(256, np.dtype([("x", np.float32), ("n", np.int32)]))
+    report = gpunb.sanitize(lambda: pk.scale_when[1, 256](out, x, True, recs), "memcheck")
+    assert not report.error, report.error
+    assert report.clean, report.text()

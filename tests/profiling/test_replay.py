@@ -138,3 +138,18 @@ def test_kernels_defined_and_dropped_one_after_another_are_all_kept(tmp_path):
         gc.collect()
     assert len(snapshot.launches) == 12, snapshot.skipped
     assert len({launch["artifact"] for launch in snapshot.launches}) == 12
+
+
+def test_a_kernel_with_bool_and_record_parameters_replays():
+    # the replay read the artifact's signature text with numba's spelling: 'bool' and
+    # 'Record(...)' were a SignatureError, so --sanitize / --ncu could not replay such a kernel
+    from profiling_kernels import scale_when
+
+    x = np.arange(8.0)
+    out = np.zeros(8)
+    recs = np.zeros(8, np.dtype([("x", np.float32), ("n", np.int32)]))
+    recs["n"] = 1
+    _, snapshot, _ = api.capture(lambda: scale_when[1, 8](out, x, True, recs))
+    proc = _replay(snapshot)
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(np.load(snapshot.path / "out_launch0_arg0.npy"), x * 3 + 1)

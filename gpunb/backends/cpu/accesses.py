@@ -70,11 +70,12 @@ def decode_arguments(signature: str, params_address: int) -> list[ArgArray]:
 
     from gpunb.foundation import abi as slots_abi
     from gpunb.foundation import types as t
+    from gpunb.foundation.signature_text import argument_types
     from gpunb.foundation.tensor_types import SIGNATURE_NAMES, TensorMap
 
     try:
-        argtypes = t.parse_signature(signature, SIGNATURE_NAMES).args
-    except (TypeError, ValueError, SyntaxError):
+        argtypes = argument_types(signature, SIGNATURE_NAMES)
+    except TypeError:
         return []
     out = []
     slot = 0
@@ -430,11 +431,16 @@ def race_error(log: AccessLog, race: Race):
         where = f"shared memory of block {block_xyz(home, log.grid)}"
     shown = "" if index is None else "[" + ", ".join(str(i) for i in index) + "]"
 
+    # global memory through two names (an array passed twice, overlapping views); shared
+    # memory reached through two names is a cluster's (map_shared_rank), named by its block
+    aliased = s1[3] != s2[3] and memory != "shared"
+
     def side(rec, site) -> str:
         t = thread_xyz(int(rec["thread"]), log.block)
         blk = block_xyz(int(rec["block"]), log.grid)
+        through = f" through {site[3]}" if aliased else ""
         article = "an" if site[4][:1] in "aeiou" else "a"   # "an atomic", "a read"
-        return f"{article} {site[4]} at line {site[1]} by thread {t} of block {blk}"
+        return f"{article} {site[4]}{through} at line {site[1]} by thread {t} of block {blk}"
 
     same_block = int(first["block"]) == int(second["block"])
     blocks = np.array([int(first["block"]), int(second["block"])])
@@ -456,6 +462,9 @@ def race_error(log: AccessLog, race: Race):
             "the reader's cluster.barrier_wait() before its access) between them" if one_cluster
             else
             "use cuda.atomic.* for elements that several blocks update")
+    if aliased:
+        hint = (f"{s2[3]} and {s1[3]} are one memory here (an array passed twice, or "
+                f"overlapping views of one): write the result to an array of its own; or {hint}")
     loc = SourceLocation(s2[0], s2[1], s2[2])
     return RaceError(msg, loc, hint=hint, function=s2[5], accesses=accesses, array=name,
                      index=index or ())

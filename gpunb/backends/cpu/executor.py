@@ -206,10 +206,13 @@ class LoadedCpuKernel:
 
             return fault_error(art, status, self._text_base(), params_address)
         if status.code == abi.ERROR_INDEX:
-            filename, line, col, what, func = art.error_sites[status.site]
+            site = art.error_sites[status.site]
+            filename, line, col, what, func = site[:5]
             axis = f" along axis {status.axis}" if status.axis else ""
+            unsigned = len(site) > 5 and site[5]  # an unsigned index: its i64 bits as uint64
+            index = status.index + (1 << 64) if unsigned and status.index < 0 else status.index
             return KernelIndexError(
-                f"index {status.index} is out of bounds for '{what}' with extent "
+                f"index {index} is out of bounds for '{what}' with extent "
                 f"{status.extent}{axis} (thread {tuple(status.tid)}, block {tuple(status.ctaid)})",
                 SourceLocation(filename, line, col), function=func if func else art.name,
                 hint="check the index against the array's shape before the access")

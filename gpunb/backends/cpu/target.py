@@ -452,7 +452,8 @@ class CpuTarget(WarpCollectives, Target):
         gv.align = 16
         return gv
 
-    def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent) -> None:
+    def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent,
+                     signed: bool = True) -> None:
         if not self.boundscheck:
             return
         if self.wg is not None and (node, axis) in self.wg.unchecked:
@@ -465,7 +466,8 @@ class CpuTarget(WarpCollectives, Target):
         what = ast.unparse(node.value) if hasattr(node, "value") else "array"
         if isinstance(node, ast.Call):
             what = ast.unparse(node.args[0])
-        self.error_sites.append((src.filename, node.lineno, node.col_offset, what, low.typed.name))
+        self.error_sites.append((src.filename, node.lineno, node.col_offset, what, low.typed.name,
+                                 not signed))
         ok = b.icmp_unsigned("<", index, extent)
         fail = low.fn.append_basic_block("bounds.fail")
         cont = low.fn.append_basic_block("bounds.ok")
@@ -473,9 +475,10 @@ class CpuTarget(WarpCollectives, Target):
         b.position_at_end(fail)
         self.publish_thread(low)
         reporter = reporting.index_error_function(low.mb.module)
-        # report the index as written: a negative one was wrapped by adding the extent
-        written = b.select(b.icmp_signed("<", index, ir.Constant(index.type, 0)),
-                           b.sub(index, extent), index)
+        # report the index as written: a negative one was wrapped by adding the extent (an
+        # unsigned one never was: 2**64 - 1 stays what it is)
+        written = index if not signed else b.select(
+            b.icmp_signed("<", index, ir.Constant(index.type, 0)), b.sub(index, extent), index)
         b.call(reporter, [low.ctx, ir.Constant(dm.i32, site), ir.Constant(dm.i32, axis), written,
                           extent])
         if self.debug is not None:

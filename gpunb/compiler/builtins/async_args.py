@@ -127,7 +127,7 @@ def element_address(low, node, arr_node, arr_t: t.Array, index_node, index_t):
     b = low.builder
     data, shape, strides = arrays.parts(b, low.expr(arr_node), arr_t.ndim)
     index = arrays.normalise_index(b, low.expr(index_node), index_t, shape[0])
-    low.target.check_bounds(low, node, arr_t, 0, index, shape[0])
+    low.target.check_bounds(low, node, arr_t, 0, index, shape[0], arrays.signed_index(index_t))
     return arrays.element_pointer(b, arr_t, data, shape, strides, [index])
 
 

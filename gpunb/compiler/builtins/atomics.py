@@ -81,7 +81,8 @@ class Atomic(Builtin):
             indices = []
             for k, (value, ty) in enumerate(items):
                 wrapped = arrays.normalise_index(b, value, ty, shape[k])
-                low.target.check_bounds(low, node, arr_t, k, wrapped, shape[k])
+                low.target.check_bounds(low, node, arr_t, k, wrapped, shape[k],
+                                        arrays.signed_index(ty))
                 indices.append(wrapped)
         pointer = arrays.element_pointer(b, arr_t, data, shape, strides, indices)
         low.target.record_access(low, node, pointer, "atomic")

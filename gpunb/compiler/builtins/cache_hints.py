@@ -89,7 +89,8 @@ class CacheHinted(Builtin):
         for axis, item_t in enumerate(items):
             value = b.extract_value(index, axis) if isinstance(index_t, t.Tuple) else index
             idx = arrays.normalise_index(b, value, item_t, shape[axis])
-            low.target.check_bounds(low, node, arr_t, axis, idx, shape[axis])
+            low.target.check_bounds(low, node, arr_t, axis, idx, shape[axis],
+                                    arrays.signed_index(item_t))
             indices.append(idx)
         pointer = arrays.element_pointer(b, arr_t, data, shape, strides, indices)
         low.target.record_access(low, node, pointer, "write" if self.store else "read")

@@ -56,7 +56,8 @@ class IndexLowering:
             self.raise_exception(node, "IndexError", "tuple index out of range")
             b.position_at_end(ok)
         else:
-            self.target.check_bounds(self, node, base_t, 0, index, ir.Constant(index.type, n))
+            self.target.check_bounds(self, node, base_t, 0, index, ir.Constant(index.type, n),
+                                     arrays.signed_index(self.type_of(node.slice)))
         return b.load(b.gep(storage, [ir.Constant(dm.i32, 0), index]))
 
     def index_parts(self, node, base_t: t.Array, base) -> list:
@@ -75,7 +76,8 @@ class IndexLowering:
                 elif part.position is not None:
                     value = b.extract_value(value, part.position)
                 idx = arrays.normalise_index(b, value, part.type, shape[axis])
-                self.target.check_bounds(self, node, base_t, axis, idx, shape[axis])
+                self.target.check_bounds(self, node, base_t, axis, idx, shape[axis],
+                                         arrays.signed_index(part.type))
                 out.append(("int", idx))
                 continue
             bounds = [None if s is None else
