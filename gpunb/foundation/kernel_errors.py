@@ -66,6 +66,25 @@ _TENSOR_CORE_CHECKS = ("wmma.", "cuda.mma_sync", "cuda.ldmatrix", "cuda.stmatrix
 _TENSOR_CORE_HINT = ("the CPU target checks tensor-core operands and warps as the PTX ISA "
                      "requires them (a GPU with debug=True checks the tiles too); on a GPU this "
                      "is undefined behaviour: wrong results, a hang or a misaligned-address error")
+# what to change, by a phrase of the check's message (the generic hint alone said only why)
+_TENSOR_CORE_FIXES = (
+    ("needs all 32 lanes", "launch blocks of a multiple of 32 threads and let every lane of the "
+                           "warp reach the call (no return before it)"),
+    ("the tile must be a", "pass a view of exactly the fragment's tile, e.g. "
+                           "a[r:r + 16, k:k + 16]"),
+    ("must be contiguous (", "pass a C-ordered array with row_major (Fortran-ordered with "
+                             "col_major), or declare the fragment with the other layout"),
+    ("leading dimension must be a multiple of 16", "make the array's rows (its columns for "
+     "col_major) a multiple of 16 bytes long - 8 float16, 16 int8, 4 float32 elements - padding "
+     "them if needed, and start the tile at such a boundary"),
+    ("the 8-element row a lane addresses", "give each lane the start of an 8-element row inside "
+     "the array, at a multiple of 8 elements, in an array whose rows are a multiple of 16 bytes"),
+)
+
+
+def _tensor_core_hint(message: str) -> str:
+    fix = next((f for phrase, f in _TENSOR_CORE_FIXES if phrase in message), None)
+    return f"{fix}. Why: {_TENSOR_CORE_HINT}" if fix else _TENSOR_CORE_HINT
 
 
 def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchError:
@@ -78,7 +97,7 @@ def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchE
             "raising thread just ends, as in numba.cuda")
     hint = _ALWAYS_CHECKED.get(message, hint)
     if message.startswith(_TENSOR_CORE_CHECKS):
-        hint = _TENSOR_CORE_HINT
+        hint = _tensor_core_hint(message)
     # numba-cuda's words too, for those who search for them
     numba_words = (f"In function '{function}', file {filename}, line {line}, "
                    f"tid={list(tid)} ctaid={list(ctaid)}" + (f": {message}" if message else ""))

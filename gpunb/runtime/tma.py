@@ -162,10 +162,18 @@ def _element_type(dtype) -> t.Type:
 
 
 def _box(box, rank: int) -> tuple:
-    box = (box,) if isinstance(box, (int, np.integer)) else tuple(box)
-    if len(box) != rank or not all(isinstance(b, (int, np.integer)) for b in box):
+    example = f"e.g. box=({', '.join(['64'] * rank)})"
+    try:
+        box = (box,) if isinstance(box, (int, np.integer)) else tuple(box)
+    except TypeError:  # a float, None...: not a size, nor a sequence of them
+        raise _fail(f"the box {box!r} must be a tuple of {rank} integer sizes", example) from None
+    if len(box) != rank:
         raise _fail(f"the box {box!r} must give one size per dimension of the {rank}-d array",
-                    f"e.g. box=({', '.join(['64'] * rank)})")
+                    example)
+    wrong = [b for b in box if isinstance(b, bool) or not isinstance(b, (int, np.integer))]
+    if wrong:
+        raise _fail(f"the box {box!r} holds {wrong[0]!r} ({type(wrong[0]).__name__}); box "
+                    "sizes are integers", f"{example}; int(...) a computed size")
     return tuple(int(b) for b in box)
 
 

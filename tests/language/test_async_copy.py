@@ -286,6 +286,31 @@ def test_a_phase_that_never_completes_is_named_not_a_hang(cpu):
 
 
 @cuda.jit
+def too_few_arrivals(out):
+    bars = cuda.shared.array(1, uint64)
+    t = cuda.threadIdx.x
+    if t == 0:
+        cuda.mbarrier.init(bars, 0, 64)     # 64 expected, 32 threads arrive
+    cuda.syncthreads()
+    cuda.mbarrier.arrive(bars, 0)
+    cuda.mbarrier.wait(bars, 0, 0)
+    out[t] = 1
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_the_hint_of_a_phase_that_never_completes_says_what_is_missing(cpu):
+    """The hint was always 'wait for the parity of the phase...', even when the parity was
+    right and arrivals (or transaction bytes) were what never came."""
+    with pytest.raises(AsyncCopyError, match="32 of 64 arrivals pending") as info:
+        too_few_arrivals[1, 32](np.zeros(32, np.int32))
+    assert "32 of the 64 arrivals never came" in info.value.hint
+    assert "init the mbarrier with the number of threads" in info.value.hint
+    with pytest.raises(AsyncCopyError, match="parity 1, which never completes") as info:
+        wrong_parity[1, 32](np.zeros(32, np.int32))
+    assert "no thread arrived in this phase" in info.value.hint
+
+
+@cuda.jit
 def uninitialised(out):
     bars = cuda.shared.array(1, uint64)
     cuda.mbarrier.arrive(bars, 0)
@@ -335,6 +360,18 @@ def test_bad_copy_sizes_and_modes_are_compile_errors():
     assert "must be one of 4, 8, 16, got 12" in _compile_error(twelve, "void(float32[:])")
     assert "cache='cg' copies 16 bytes only" in _compile_error(cg_eight, "void(float32[:])")
     assert "one element size" in _compile_error(mixed, "void(float64[:])")
+
+
+def test_a_group_count_out_of_range_names_the_range_not_every_number():
+    """wait_group(-1) said 'must be one of 0, 1, 2, ..., 255' (all 256 numbers)."""
+    def minus_one(x):
+        s = cuda.shared.array(16, float32)
+        cuda.cp_async.copy(s, x, 16)
+        cuda.cp_async.wait_group(-1)
+
+    message = _compile_error(minus_one, "void(float32[:])")
+    assert "must be an integer from 0 to 255, got -1" in message
+    assert "0, 1, 2" not in message
 
 
 def test_a_copy_into_a_kernel_argument_is_a_compile_error():

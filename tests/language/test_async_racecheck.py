@@ -74,6 +74,24 @@ def test_a_read_before_the_phase_completes_is_a_race():
 
 
 @cuda.jit(racecheck=True)
+def init_without_barrier(out):
+    bars = cuda.shared.array(1, uint64)
+    if cuda.threadIdx.x == 0:
+        cuda.mbarrier.init(bars, 0, 32)
+    cuda.mbarrier.arrive(bars, 0)           # no syncthreads after the init
+    cuda.mbarrier.wait(bars, 0, 0)
+    out[cuda.threadIdx.x] = 1
+
+
+def test_an_arrive_racing_the_init_is_named_with_an_article_that_fits():
+    """The message said 'a atomic at line ...'."""
+    with pytest.raises(RaceError, match=r"data race on bars\[0\]") as info:
+        init_without_barrier[1, 32](np.zeros(32, np.int32))
+    assert "an atomic at line" in str(info.value)
+    assert "a atomic" not in str(info.value)
+
+
+@cuda.jit(racecheck=True)
 def ring(out, items, release_late):
     """Warp 0's lane 0 produces values into a 2-slot ring, warp 1's lane 0 consumes them: full
     and empty mbarriers order every slot's write, read and rewrite (no syncthreads). Without

@@ -172,9 +172,15 @@ def test_tile_checked_at_run_time_on_the_cpu():
             _runtime_tile[1, 32](np.zeros((32, 1), np.float32), a, a, 12)
         assert isinstance(info.value, LaunchError)
         assert info.value.loc.line == _marked_line(_runtime_tile)
+        # each hint says what to change, not only why the check exists
+        assert info.value.hint.startswith("pass a view of exactly the fragment's tile")
         misaligned = np.zeros((16, 20), np.float16)  # rows of 40 bytes
-        with pytest.raises(ValueError, match="multiple of 16 bytes"):
+        with pytest.raises(ValueError, match="multiple of 16 bytes") as info:
             _runtime_tile[1, 32](np.zeros((32, 1), np.float32), misaligned, a, 16)
+        assert "a multiple of 16 bytes long - 8 float16" in info.value.hint
+        with pytest.raises(LaunchError, match="needs all 32 lanes") as info:
+            _runtime_tile[1, 16](np.zeros((32, 1), np.float32), a, a, 16)
+        assert info.value.hint.startswith("launch blocks of a multiple of 32 threads")
     finally:
         gpunb.set_target(None)
 

@@ -218,6 +218,65 @@ def test_a_wait_on_the_wrong_phase_then_reading_the_tile_is_reported(cpu):
         read_too_early[1, 32](np.zeros(32, np.float16), desc)
 
 
+def _load_without_expect(out, desc):
+    s = cuda.shared.array((16, 64), float16, alignment=1024)
+    bars = cuda.shared.array(1, uint64)
+    t = cuda.threadIdx.x
+    if t == 0:
+        cuda.mbarrier.init(bars, 0, 1)
+    cuda.syncthreads()
+    if t == 0:
+        cuda.tma.load(s, desc, (0, 0), bars, 0)   # no arrive_expect_tx: the arrive completes
+        cuda.mbarrier.arrive(bars, 0)             # the phase before the tile lands
+    cuda.mbarrier.wait(bars, 0, 0)
+    out[t] = s[0, t]
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_a_load_nobody_waited_for_is_an_error_at_its_line_not_a_stale_tile(cpu):
+    """Without arrive_expect_tx the phase completed on the arrive alone, every thread read the
+    old tile (zeros) and the launch succeeded; the load is now an error at its line, and with
+    racecheck the read that came too early is named instead."""
+    import inspect
+
+    desc = cuda.tma.descriptor(np.ones((16, 64), np.float16), (16, 64))
+    plain = cuda.jit(_load_without_expect)
+    with pytest.raises(AsyncCopyError, match=r"cuda\.tma\.load: the copy of 2048 bytes was "
+                                             r"still in flight .* nothing waited for it") as info:
+        plain[1, 32](np.zeros(32, np.float16), desc)
+    lines, first = inspect.getsourcelines(_load_without_expect)
+    assert info.value.loc.line == first + next(k for k, line in enumerate(lines)
+                                               if "cuda.tma.load(" in line)
+    assert "arrive_expect_tx" in info.value.hint
+    checked = cuda.jit(racecheck=True)(_load_without_expect)
+    with pytest.raises(AsyncCopyError, match=r"read of s\[.*asynchronous copy issued at line"):
+        checked[1, 32](np.zeros(32, np.float16), desc)
+
+
+@cuda.jit
+def expects_half_the_box(out, desc):
+    s = cuda.shared.array((16, 64), float16, alignment=1024)
+    bars = cuda.shared.array(1, uint64)
+    t = cuda.threadIdx.x
+    if t == 0:
+        cuda.mbarrier.init(bars, 0, 1)
+    cuda.syncthreads()
+    if t == 0:
+        cuda.mbarrier.arrive_expect_tx(bars, 0, 1024)   # the box is 2048 bytes
+        cuda.tma.load(s, desc, (0, 0), bars, 0)
+    cuda.mbarrier.wait(bars, 0, 0)
+    out[t] = s[0, t]
+
+
+@pytest.mark.slow  # compiles CPU-target kernels (coroutines)
+def test_expecting_fewer_bytes_than_the_box_says_so_in_the_hint(cpu):
+    desc = cuda.tma.descriptor(np.ones((16, 64), np.float16), (16, 64))
+    with pytest.raises(AsyncCopyError, match="-1024 transaction bytes pending") as info:
+        expects_half_the_box[1, 32](np.zeros(32, np.float16), desc)
+    assert "brought 1024 bytes more than the phase expected" in info.value.hint
+    assert "the whole box" in info.value.hint
+
+
 @cuda.jit
 def wrong_tile(out, desc, rows):
     s = cuda.shared.array((32, 64), float16, alignment=1024)
@@ -267,6 +326,13 @@ def test_descriptors_the_hardware_refuses_are_refused_on_the_host():
         cuda.tma.descriptor(a, (512, 8), 0)
     with pytest.raises(TensorMapError, match="one size per dimension"):
         cuda.tma.descriptor(a, (16,), 0)
+    # a float size was 'must give one size per dimension' (it does); a float box a TypeError
+    with pytest.raises(TensorMapError, match=r"holds 16\.0 \(float\); box sizes are integers"):
+        cuda.tma.descriptor(a, (16.0, 16), 0)
+    with pytest.raises(TensorMapError, match="must be a tuple of 2 integer sizes"):
+        cuda.tma.descriptor(a, 16.0, 0)
+    with pytest.raises(TensorMapError, match=r"holds True \(bool\)"):
+        cuda.tma.descriptor(a, (True, 16), 0)
     with pytest.raises(TensorMapError, match="whole 16-byte units"):
         cuda.tma.descriptor(a, (16, 4), 0)
     with pytest.raises(TensorMapError, match="last axis is not contiguous"):

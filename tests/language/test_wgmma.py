@@ -239,12 +239,86 @@ def short_acc(out):
     acc = cuda.local.array(8, float32)
     cuda.wgmma.mma_async(acc, cuda.wgmma.descriptor(sa, 128), cuda.wgmma.descriptor(sa, 128),
                          (64, 64, 16), float16)
+    cuda.wgmma.commit_group()
+    cuda.wgmma.wait_group(0)
     out[0] = acc[0]
 
 
 def test_a_short_accumulator_is_reported(cpu):
     with pytest.raises(AsyncCopyError, match="accumulator holds 8 values, the fragment has 32"):
         short_acc[1, 128](np.zeros(1, np.float32))
+
+
+@cuda.jit
+def unfenced(out):
+    sa = cuda.shared.array(4096, float16, alignment=1024)
+    acc = cuda.local.array(32, float32)
+    for i in range(32):
+        acc[i] = 0
+    cuda.wgmma.mma_async(acc, cuda.wgmma.descriptor(sa, 128), cuda.wgmma.descriptor(sa, 128),
+                         (64, 64, 16), float16)       # no cuda.wgmma.fence() before it
+    cuda.wgmma.commit_group()
+    cuda.wgmma.wait_group(0)
+    out[cuda.threadIdx.x] = acc[0]
+
+
+def test_a_wgmma_without_a_fence_is_reported_at_its_line(cpu):
+    """It ran and gave the right product on the CPU target, where on a GPU the MMA may read
+    stale accumulator registers (the PTX ISA requires wgmma.fence before the first one)."""
+    import inspect
+
+    with pytest.raises(AsyncCopyError, match=r"mma_async: no cuda\.wgmma\.fence\(\) before "
+                                             r"it in this thread") as info:
+        unfenced[1, 128](np.zeros(128, np.float32))
+    lines, first = inspect.getsourcelines(unfenced.py_func)
+    assert info.value.loc.line == first + next(k for k, line in enumerate(lines)
+                                               if "mma_async(" in line)
+    assert "cuda.wgmma.fence()" in info.value.hint
+
+
+def test_the_accumulator_touched_before_wait_group_is_a_compile_error():
+    """Reading acc after mma_async with no wait_group between (or with none at all) gave the
+    right product on the CPU target, which computes D at the call; on a GPU the registers are
+    still being written. A wait_group in between, or an MMA chained on the same acc, is fine."""
+    def read_early(out):
+        sa = cuda.shared.array(4096, float16, alignment=1024)
+        acc = cuda.local.array(32, float32)
+        cuda.wgmma.fence()
+        cuda.wgmma.mma_async(acc, cuda.wgmma.descriptor(sa, 128),
+                             cuda.wgmma.descriptor(sa, 128), (64, 64, 16), float16)
+        cuda.wgmma.commit_group()
+        out[cuda.threadIdx.x] = acc[0]
+        cuda.wgmma.wait_group(0)
+
+    def never_waits(out):
+        sa = cuda.shared.array(4096, float16, alignment=1024)
+        acc = cuda.local.array(32, float32)
+        cuda.wgmma.fence()
+        cuda.wgmma.mma_async(acc, cuda.wgmma.descriptor(sa, 128),
+                             cuda.wgmma.descriptor(sa, 128), (64, 64, 16), float16)
+        for i in range(32):
+            out[cuda.threadIdx.x * 32 + i] = acc[i]
+
+    def chained_then_waited(out):
+        sa = cuda.shared.array(4096, float16, alignment=1024)
+        acc = cuda.local.array(32, float32)
+        cuda.wgmma.fence()
+        for k in range(2):
+            cuda.wgmma.mma_async(acc, cuda.wgmma.descriptor(sa, 128) + 2 * k,
+                                 cuda.wgmma.descriptor(sa, 128), (64, 64, 16), float16)
+            cuda.wgmma.mma_async(acc, cuda.wgmma.descriptor(sa, 128),
+                                 cuda.wgmma.descriptor(sa, 128), (64, 64, 16), float16)
+        cuda.wgmma.commit_group()
+        cuda.wgmma.wait_group(0)
+        out[cuda.threadIdx.x] = acc[0]
+
+    for fn in (read_early, never_waits):
+        with pytest.raises(CompileError, match=r"'acc' is the accumulator of the "
+                                               r"cuda\.wgmma\.mma_async at line \d+, which the "
+                                               r"tensor cores may still be writing") as info:
+            cuda.compile_ptx(fn, (float32[:],), cc=(9, 0, "a"))
+        assert "acc[" in str(info.value) and "wait_group(0)" in info.value.hint
+    cuda.compile_ptx(chained_then_waited, (float32[:],), cc=(9, 0, "a"))
 
 
 def _sig():

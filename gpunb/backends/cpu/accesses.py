@@ -439,7 +439,8 @@ def race_error(log: AccessLog, race: Race):
         t = thread_xyz(int(rec["thread"]), log.block)
         blk = block_xyz(int(rec["block"]), log.grid)
         through = f" through {site[3]}" if aliased else ""
-        return f"a {site[4]}{through} at line {site[1]} by thread {t} of block {blk}"
+        article = "an" if site[4][:1] in "aeiou" else "a"   # "an atomic", "a read"
+        return f"{article} {site[4]}{through} at line {site[1]} by thread {t} of block {blk}"
 
     same_block = int(first["block"]) == int(second["block"])
     blocks = np.array([int(first["block"]), int(second["block"])])

@@ -26,6 +26,29 @@ def mbarrier_text(state: int) -> str:
             f"{state >> MB_COUNT_BITS & mask} arrivals pending, {tx} transaction bytes pending")
 
 
+def _never_completes_hint(state: int) -> str:
+    """What to change when a wait's phase never completes, from the mbarrier's bits: bytes
+    that overshot or never came, or arrivals that never came."""
+    state &= (1 << 64) - 1
+    mask = (1 << MB_COUNT_BITS) - 1
+    tx = state >> MB_TX_SHIFT & ((1 << MB_TX_BITS) - 1)
+    tx -= (tx >> (MB_TX_BITS - 1)) << MB_TX_BITS
+    pending, expected = state & mask, state >> MB_COUNT_BITS & mask
+    if tx < 0:
+        return (f"the copies brought {-tx} bytes more than the phase expected: pass "
+                "arrive_expect_tx / expect_tx the bytes they bring (a TMA load: the whole box, "
+                "box elements x itemsize, out-of-bounds elements included)")
+    if tx > 0 and pending == 0:
+        return (f"{tx} expected bytes never came: expect only the bytes of the copies issued "
+                "on this mbarrier in this phase")
+    if pending and pending == expected:
+        return ("no thread arrived in this phase: wait for the parity of the phase your "
+                "arrivals and copies complete (it starts at 0 and flips each time a phase "
+                "completes; arrivals beyond the init count complete further phases)")
+    return (f"{pending} of the {expected} arrivals never came: init the mbarrier with the "
+            "number of threads (or arrive counts) that arrive in each phase")
+
+
 def _not_shared(what: str, offset: int, limit: int) -> tuple[str, str]:
     """NOT_SHARED in words: which operand, and whether it is elsewhere (global or local
     memory: its "shared offset" would mean nothing) or runs past the block's shared memory."""
@@ -106,9 +129,20 @@ def _message(reason: int, a: int, b: int, what: str = "") -> tuple[str, str]:
                                "expect at most 2**20 - 1 bytes per phase"),
         Reason.MBAR_NEVER_COMPLETES: (
             f"waits for the phase of parity {a}, which never completes ({mbarrier_text(b)}; "
-            "every other thread has finished or waits too)",
-            "wait for the parity of the phase your arrivals and copies complete: it starts at "
-            "0 and flips each time a phase completes"),
+            "every other thread has finished or waits too)", _never_completes_hint(b)),
+        Reason.TMA_UNAWAITED: (
+            f"the copy of {a} bytes was still in flight when every thread of the block had "
+            f"finished: nothing waited for it (its mbarrier: {mbarrier_text(b)}), so any read of "
+            "its tile saw the old bytes",
+            "announce the load's bytes in the phase it completes, "
+            "cuda.mbarrier.arrive_expect_tx(bars, i, nbytes) (or expect_tx) before "
+            "cuda.mbarrier.wait, so the phase completes only when the tile has landed"),
+        Reason.WGMMA_UNFENCED: (
+            "no cuda.wgmma.fence() before it in this thread; the PTX ISA requires one before "
+            "a warpgroup's first wgmma.mma_async (and after the thread writes or reads the "
+            "accumulator or A registers), or the MMA may use stale registers",
+            "call cuda.wgmma.fence() in every thread of the warpgroup before the MMAs "
+            "(CUTLASS's warpgroup_arrive()), e.g. at the top of each K step"),
         Reason.TILE_SHAPE: (f"the shared tile's axis {a} has {b} elements, not the "
                             "descriptor's box", "pass a view of the box's shape"),
         Reason.TILE_NOT_CONTIGUOUS: (f"the shared tile's axis {a} has a stride of {b} bytes; "

@@ -339,7 +339,9 @@ class CpuAsyncOps:
     # ---- wgmma -----------------------------------------------------------------------------------
 
     def wgmma_fence(self, low, node) -> None:
-        return  # registers and shared memory are one memory here
+        # registers and shared memory are one memory here: only remember that the thread
+        # fenced, as the PTX ISA requires before its first wgmma.mma_async
+        st.store(low.builder, st.i32(1), st.area(low.builder, low.ctx), st.AREA_WG_FENCED)
 
     def wgmma_commit(self, low, node) -> None:
         # mma_async computed its D at the rendezvous; the count says which group a wgmma is
@@ -363,6 +365,9 @@ class CpuAsyncOps:
         site = self.site(low, node, "cuda.wgmma.mma_async")
         self.check(low, b.icmp_signed("<", acc_len, st.i64(spec.acc_count)), site,
                    st.Reason.ACC_SHORT, acc_len, st.i64(spec.acc_count))
+        state = st.area(b, low.ctx)
+        unfenced = b.icmp_signed("==", st.load(b, state, st.AREA_WG_FENCED, dm.i32), st.i32(0))
+        self.check(low, unfenced, site, st.Reason.WGMMA_UNFENCED)
         state = st.area(b, low.ctx)
         epoch = st.load(b, state, st.AREA_WG_EPOCH, dm.i32)
         parity = b.and_(epoch, st.i32(1))

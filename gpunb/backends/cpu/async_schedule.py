@@ -67,8 +67,15 @@ def _at_rendezvous(sched, lo, hi, site):
 
 
 def land_copies(sched, record: bool, round_bb) -> None:
-    """Idle: do every queued TMA load of the group; when any landed, run another round."""
+    """Idle: do every queued TMA load of the group; when any landed, run another round. When
+    every thread of the group has finished, a load still queued is one nobody waited for: an
+    error at its line (on a GPU its reads saw the old tile, or the block exited under it)."""
     b = sched.b
+    sched.put("live", st.i32(0))
+    sched.for_live(st.i32(0), sched.n, "tmalive",
+                   lambda i: sched.put("live", b.add(sched.get("live"), st.i32(1))))
+    with b.if_then(b.icmp_signed("==", sched.get("live"), st.i32(0))):
+        b.call(tma.unawaited_function(b.module), [sched.ctxs, sched.n])
     landed = b.call(tma.drain_block_function(b.module, record), [sched.ctxs, sched.n])
     again = sched.fn.append_basic_block("idle.landed")
     still = sched.fn.append_basic_block("idle.still")

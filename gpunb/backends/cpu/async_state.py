@@ -36,6 +36,7 @@ AREA_WG_EPOCH = 24  # i32: wgmma rendezvous passed (the parity picks the A slot)
 AREA_WG_GROUPS = 28  # i32: wgmma.commit_group calls so far (racecheck: which group a wgmma is in)
 AREA_SHARED_BYTES = 32  # i64: the block's shared memory size (descriptor checks)
 AREA_COPY_SERIAL = 40  # i32: TMA copies issued so far (racecheck: names each copy)
+AREA_WG_FENCED = 44  # i32: 1 once the thread has passed a cuda.wgmma.fence()
 AREA_A_SLOTS = 64  # 2 x 16 bytes: this lane's wgmma A registers, by rendezvous parity
 CP_CAPACITY, CP_ENTRY = 64, 40
 BULK_CAPACITY, BULK_ENTRY = 32, 64
@@ -86,6 +87,8 @@ class Reason(enum.IntEnum):
     CLUSTER_REARRIVE = 24  # a second cluster barrier arrive before the phase completes
     CLUSTER_WAIT_UNARRIVED = 25  # a cluster barrier wait without an arrive before it
     CLUSTER_PEER_EXITED = 26  # a remote operation on a block of the cluster that has exited
+    TMA_UNAWAITED = 27  # a TMA load still queued when every thread of the block has finished
+    WGMMA_UNFENCED = 28  # a wgmma.mma_async by a thread that never passed a wgmma.fence()
 
 
 # ---- small IR helpers ----

@@ -216,6 +216,37 @@ def complete_function(module: ir.Module, record: bool) -> ir.Function:
     return fn
 
 
+def unawaited_function(module: ir.Module) -> ir.Function:
+    """void gpunb_tma_unawaited(ctxs, i32 n): every thread of [0, n) has finished, so a load
+    still queued was waited for by nobody (typically its mbarrier phase completed without its
+    bytes: no arrive_expect_tx, and the reads after the wait saw the old tile). Each such load
+    is an error at its line (the first error of the launch wins); a = its bytes, b = its
+    mbarrier's bits."""
+    fn, b = st.new_function(module, "gpunb_tma_unawaited", dm.void, [dm.ptr, dm.i32])
+    if b is None:
+        return fn
+    ctxs, n = fn.args
+    error = st.error_function(module)
+    with st.loop(b, st.i32(0), n, "thread") as i:
+        ctx = st.at(b, ctxs, b.mul(b.zext(i, dm.i64), st.i64(abi.CTX_SIZE)))
+        state = st.area(b, ctx)
+        pending = st.load(b, state, st.AREA_BULK_COUNT, dm.i32)
+        with b.if_then(b.icmp_signed(">", pending, st.i32(0))):
+            with st.loop(b, st.i32(0), st.i32(st.BULK_CAPACITY), "entry") as k:
+                entry = _entry(b, state, k)
+                load = b.icmp_signed("==", st.load(b, entry, B_KIND, dm.i32), st.i32(LOAD))
+                with b.if_then(load):
+                    tmap = st.load(b, entry, B_TMAP, dm.ptr)
+                    _, total = _box_extents(b, tmap)
+                    nbytes = b.mul(total, b.zext(st.load(b, tmap, D_ITEMSIZE, dm.i32), dm.i64))
+                    bar = st.load(b, entry, B_BAR, dm.ptr)
+                    b.call(error, [ctx, st.load(b, entry, B_SITE, dm.i32),
+                                   st.i32(int(st.Reason.TMA_UNAWAITED)), nbytes,
+                                   b.load(bar, typ=dm.i64)])
+    b.ret_void()
+    return fn
+
+
 def drain_block_function(module: ir.Module, record: bool) -> ir.Function:
     """i32 gpunb_tma_drain(ctxs, i32 n): the scheduler's idle step - do every queued TMA load
     of threads [0, n) (finished threads' too: their copies still land); returns how many."""

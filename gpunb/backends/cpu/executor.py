@@ -130,6 +130,11 @@ class LoadedCpuKernel:
             _flush_prints(prints, min(status.print_len, PRINT_BUFFER_BYTES),
                           status.print_len > PRINT_BUFFER_BYTES)
         if status.code != abi.ERROR_NONE:
+            if records is not None and _found_at_the_end(status):
+                # a TMA load nobody waited for: a read of its tile names the line that read
+                # too early, which says more than the load's own line
+                self._check_accesses(records, status, grid, block, dynamic_shared,
+                                     params_address)
             raise self.error_from_status(status, params_address)
         if launch.cancel != abi.CANCEL_NONE:
             from gpunb.backends.cpu.stops import stopped_error
@@ -244,6 +249,14 @@ class LoadedCpuKernel:
 
             return async_error(art, status)
         return LaunchError(f"CPU kernel '{art.name}' failed with status {status.code}")
+
+
+def _found_at_the_end(status: abi.Status) -> bool:
+    """An error found when every thread had finished (a TMA load still in flight), which the
+    access log of the same run may explain better."""
+    from gpunb.backends.cpu.async_state import Reason
+
+    return status.code == abi.ERROR_ASYNC and status.count == Reason.TMA_UNAWAITED
 
 
 class LoadedDebugKernel(LoadedCpuKernel):

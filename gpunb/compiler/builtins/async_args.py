@@ -71,9 +71,15 @@ def const_int(inf, bound: Bound, param: str, what: str, allowed=None, default=No
         raise inf.error(node, f"{what} must be an integer, got {value!r}")
     value = int(value)
     if allowed is not None and value not in allowed:
-        shown = ", ".join(str(a) for a in allowed)
-        raise inf.error(node, f"{what} must be one of {shown}, got {value}")
+        raise inf.error(node, f"{what} must be {_allowed_text(allowed)}, got {value}")
     return value
+
+
+def _allowed_text(allowed) -> str:
+    """'one of 4, 8, 16', or 'an integer from 0 to 255' for a range (not all 256 numbers)."""
+    if isinstance(allowed, range) and allowed.step == 1 and len(allowed) > 1:
+        return f"an integer from {allowed.start} to {allowed.stop - 1}"
+    return "one of " + ", ".join(str(a) for a in allowed)
 
 
 def const_flag(inf, bound: Bound, param: str, what: str) -> bool:

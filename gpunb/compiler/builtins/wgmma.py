@@ -25,7 +25,7 @@ from llvmlite import ir
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler import promotion
-from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.builtins import Builtin, wgmma_order
 from gpunb.compiler.builtins import async_args as aa
 from gpunb.compiler.typed import Feature, Typed
 from gpunb.foundation import types as t
@@ -148,6 +148,13 @@ class MmaAsync(Builtin):
             raise inf.error(bound.node("b"), f"{self.name}: b must be a descriptor (uint64), "
                             f"got {bound.type('b')}", "make one with cuda.wgmma.descriptor")
         self._check_a(inf, bound, spec, ab_t)
+        early = wgmma_order.access_before_wait(inf.source.tree, node)
+        if early is not None:
+            raise inf.error(early, f"'{early.id}' is the accumulator of the cuda.wgmma.mma_async "
+                            f"at line {node.lineno}, which the tensor cores may still be "
+                            "writing: it is the thread's again only after "
+                            "cuda.wgmma.wait_group", "call cuda.wgmma.commit_group() and "
+                            "cuda.wgmma.wait_group(0) after the MMAs, before this access")
         aa.integer_operand(inf, bound, "scale_d", f"scale_d of {self.name}")
         inf.require(Feature.ASYNC)
         inf.require(Feature.SM90A)
