@@ -129,9 +129,11 @@ def test_each_reduction_like_numba(target, numba, name):
         out = np.zeros(1, np.asarray(want).dtype)
         kernel[1, 1](out, a)
         got = out[0]
-        if label == "2d_F" and isinstance(want, float):
-            # numba versions differ in the order they sum an F-ordered array (0.68's njit in
-            # memory order, as gpunb; the device's older numba in C order): an ulp or two
+        if isinstance(want, float) and not np.isnan(want) and (label == "2d_F" or
+                                                              target == "cuda"):
+            # an ulp or two: numba versions sum an F-ordered array in different orders (0.68's
+            # njit in memory order, as gpunb; the H200 host's numba in C order), and ptxas
+            # contracts var's (x - mean) ** 2 sums into FMAs (5.222222222222224 for ...222)
             assert got == pytest.approx(want, rel=4 * np.finfo(np.float64).eps), (name, got)
             continue
         assert (np.isnan(got) and np.isnan(want)) or got == want, (name, label, got, want)
