@@ -160,8 +160,11 @@ def explain(kernel) -> str:
         except Exception as exc:  # noqa: BLE001 - explain must always answer
             error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     last = _own_last_event(kernel)
-    if last is None and not getattr(kernel, "device", False):  # a device function has no
-        last = provenance.last_event(name)  # events: another function of its name's are not
+    if last is None and not callable(getattr(kernel, "cache_info", None)):
+        # a name, or a plain function: the latest event of that name; a GPU function's own
+        # events are its specialisations' (none for a device function: another function of
+        # its name's are not its own)
+        last = provenance.last_event(name)
 
     body = default_cache().body_of(last.key) if last is not None and last.key else None
     parts = body.get("parts") if body else None

@@ -169,8 +169,13 @@ def test_explain_of_a_device_function_shows_no_event_of_a_kernel_of_its_name():
 
     cuda.jit(scale)[1, 1](np.zeros(1))  # a kernel named scale, compiled and launched
 
-    def scale(x):  # noqa: F811 - the same name, now a device function
+    def scale(x):  # noqa: F811 - the same name, now a function kernels call
         return x * 2
 
-    text = gpunb.cache.explain(cuda.jit(device=True)(scale))
-    assert "last event" not in text and "a device function has none of its own" in text
+    for helper in (cuda.jit(device=True)(scale), cuda.jit(scale)):  # %%gpukernel's: the latter
+        def caller(out):
+            out[0] = helper(out[0])
+
+        cuda.jit(caller)[1, 1](np.ones(1))
+        text = gpunb.cache.explain(helper)
+        assert "last event" not in text and "a device function has none of its own" in text
