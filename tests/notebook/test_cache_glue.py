@@ -172,10 +172,12 @@ def test_explain_of_a_device_function_shows_no_event_of_a_kernel_of_its_name():
     def scale(x):  # noqa: F811 - the same name, now a function kernels call
         return x * 2
 
-    for helper in (cuda.jit(device=True)(scale), cuda.jit(scale)):  # %%gpukernel's: the latter
+    def caller_of(helper):
         def caller(out):
             out[0] = helper(out[0])
+        return cuda.jit(caller)
 
-        cuda.jit(caller)[1, 1](np.ones(1))
+    for helper in (cuda.jit(device=True)(scale), cuda.jit(scale)):  # %%gpukernel's: the latter
+        caller_of(helper)[1, 1](np.ones(1))
         text = gpunb.cache.explain(helper)
         assert "last event" not in text and "a device function has none of its own" in text
