@@ -11,7 +11,9 @@ import importlib
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from .shims import errors
 from .shims.missing import importing_test_module
 
 _GPUNB_DIR = None
+ENV_CACHE_BASE = "NUMBA_CUDA_SUITE_CACHE"  # where each test's own gpunb cache dir is made
 
 
 def pytest_addoption(parser) -> None:
@@ -124,6 +127,26 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 def pytest_runtest_logstart(nodeid, location) -> None:
     _log.write(event="start", nodeid=nodeid)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Each test compiles into an empty gpunb cache of its own, as each of numba's cache tests
+    starts with an empty `__pycache__` in a fresh copy of its module: gpunb's cache is keyed by
+    content, so a kernel that an earlier test (or an earlier run, or the user) compiled from the
+    same text would otherwise be a hit where the test counts a miss. Processes the test starts
+    inherit the directory, as numba's subprocesses find the test's __pycache__."""
+    base = os.environ.get(ENV_CACHE_BASE)
+    if not base:
+        yield
+        return
+    os.makedirs(base, mode=0o700, exist_ok=True)
+    directory = tempfile.mkdtemp(prefix="test-", dir=base)
+    os.environ["GPUNB_CACHE_DIR"] = directory
+    try:
+        yield
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -64,6 +64,10 @@ def child_env(opts: RunOptions) -> dict:
         env["GPUNB_CPU_THREADS"] = str(opts.cpu_threads)
     env["PYTHONFAULTHANDLER"] = "1"
     env["PYTHONPYCACHEPREFIX"] = str(opts.out_dir / "pycache")  # nothing written into the checkout
+    # gpunb's cache: one empty directory per test under this one (plugin.pytest_runtest_protocol),
+    # never the user's: no result depends on what an earlier run or the user compiled
+    env["NUMBA_CUDA_SUITE_CACHE"] = str(opts.out_dir.resolve() / "gpunb-cache")
+    env["GPUNB_CACHE_DIR"] = str(opts.out_dir.resolve() / "gpunb-cache" / "session")
     return env
 
 
