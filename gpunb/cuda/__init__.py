@@ -116,7 +116,7 @@ _sys.modules[__name__ + ".wmma"] = wmma
 # numba.cuda's submodules under their attribute names (`cuda.devicearray` is cudadrv's)
 _SUBMODULES = {name: name for name in ("libdevice", "libdevicefuncs", "types", "random", "np",
                                        "kernels", "cudadrv", "compiler", "api", "typing", "misc",
-                                       "vector_types")}
+                                       "vector_types", "args")}
 _SUBMODULES["devicearray"] = "cudadrv.devicearray"
 _UFUNC_NAMES = ("vectorize", "guvectorize", "reduce", "Reduce")
 _LINKABLE_NAMES = ("LinkableCode", "CUSource", "PTXSource", "Cubin", "Fatbin", "Archive", "Object",

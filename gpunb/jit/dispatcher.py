@@ -25,13 +25,13 @@ from gpunb.foundation.errors import (
     GpunbError,
     LaunchConfigError,
     LaunchError,
-    NoMatchingSignatureError,
     NotAKernelError,
     is_launch_interrupt,
     launch_interrupted,
 )
 from gpunb.jit import failures as _failures
 from gpunb.jit.configuration import LaunchConfiguration
+from gpunb.jit.declared import match_declared
 from gpunb.jit.launcher import LaunchVersion, bump_all
 from gpunb.jit.numba_api import NumbaDispatcherAPI, warn_low_occupancy
 from gpunb.jit.specialization import Specialization
@@ -334,45 +334,7 @@ class Dispatcher(NumbaDispatcherAPI):
     def _match_declared(self, argtypes: tuple) -> tuple:
         if not self.declared_signatures:
             return argtypes
-        chosen = self._best_declared(argtypes)
-        if chosen is None and any(_is_unaligned_array(a) for a in argtypes):
-            # numba types every numpy array as aligned (its typeof ignores the flag), so a
-            # declared float64[:] takes a view at an odd offset; gpunb compiles that signature
-            # with this argument unaligned, its loads and stores only as wide as is safe
-            chosen = self._best_declared(tuple(_as_aligned(a) for a in argtypes))
-            if chosen is not None:
-                return tuple(_unaligned_like(declared, given)
-                             for declared, given in zip(chosen, argtypes, strict=True))
-        if chosen is not None:
-            return chosen
-        sigs = ", ".join(str(s) for s in self.declared_signatures)
-        hint = f"declared: {sigs}"
-        if any(isinstance(a, t.Array) and a.readonly for a in argtypes):
-            hint += "; a read-only numpy array matches no declared signature (as in numba): " \
-                    "pass a writeable copy, e.g. np.array(ary)"
-        raise NoMatchingSignatureError(
-            f"No matching definition for argument type(s) {', '.join(map(str, argtypes))}: no "
-            f"declared signature of '{self.__name__}' accepts them", hint=hint)
-
-    def _best_declared(self, argtypes: tuple) -> tuple | None:
-        """The declared signature's argument types numba would pick for these, None if none."""
-        from gpunb.compiler.promotion import rating
-
-        # numba's choice: the best conversion rating (exact, then safe, then unsafe); two best
-        # of equal rating are ambiguous. (int64, float64) picks (float64, float64) over
-        # (float32, float32)
-        rated = sorted((r, k) for k, s in enumerate(self.declared_signatures)
-                       if len(s.args) == len(argtypes)
-                       and (r := rating(argtypes, tuple(s.args))) is not None)
-        if len(rated) > 1 and rated[0][0] == rated[1][0] and rated[0][0] != (0, 0, 0):
-            best = [self.declared_signatures[k] for r, k in rated if r == rated[0][0]]
-            raise NoMatchingSignatureError(
-                f"Ambiguous overloading for <function {self.__name__}> "
-                f"({', '.join(map(str, argtypes))}):\n" +
-                "\n".join(f"({', '.join(map(str, s.args))}) -> none" for s in best[:2]),
-                hint="pass arguments of one declared signature's exact types, e.g. "
-                     "np.float32(x)")
-        return tuple(self.declared_signatures[rated[0][1]].args) if rated else None
+        return match_declared(self.__name__, self.declared_signatures, argtypes)
 
     def specialization_for(self, argtypes: tuple, target: str | None = None) -> Specialization:
         """Compile (or fetch) the specialisation for these kernel-language argument types."""
@@ -593,17 +555,3 @@ def _annotation_signature(py_func):
         return None
     return t.Signature(None, tuple(types))
 
-
-def _is_unaligned_array(ty) -> bool:
-    return isinstance(ty, t.Array) and not ty.aligned
-
-
-def _as_aligned(ty):
-    return t.Array(ty.dtype, ty.ndim, ty.layout, ty.readonly) if _is_unaligned_array(ty) else ty
-
-
-def _unaligned_like(declared, given):
-    """The declared type, unaligned where the argument given is an unaligned array."""
-    if _is_unaligned_array(given) and isinstance(declared, t.Array):
-        return t.Array(declared.dtype, declared.ndim, declared.layout, declared.readonly, False)
-    return declared

@@ -37,3 +37,9 @@ class Out(ArgHint):
 
 class InOut(ArgHint):
     """Copied to the kernel and back (what a bare host array gets)."""
+
+
+def wrap_arg(value, default=InOut):
+    """`value` if it is already a hint, else `default(value)`: numba-cuda's helper for dispatcher
+    extensions whose `prepare_args` choose how a bare array travels (`wrap_arg(a, cuda.In)`)."""
+    return value if isinstance(value, ArgHint) else default(value)

@@ -239,6 +239,31 @@ def test_extensions_prepare_arguments():
     assert out[0] == 42 and calls == ["after", "after"]
 
 
+def test_an_extension_wraps_bare_arrays_with_cuda_args_wrap_arg():
+    """numba-cuda's `numba.cuda.args.wrap_arg(value, default=cuda.In)`: an extension that makes
+    every bare array copy-in-only; an array already hinted keeps its own hint."""
+    from gpunb.cuda.args import ArgHint, In, InOut, wrap_arg
+
+    class DefaultIn:
+        def prepare_args(self, ty, val, **kwargs):
+            return ty, wrap_arg(val, default=cuda.In)
+
+    @cuda.jit(extensions=[DefaultIn()])
+    def set_three(arr):
+        arr[0] = 3
+
+    host = np.zeros(1, np.int64)
+    set_three[1, 1](host)
+    assert host[0] == 0  # copied in, not back
+    set_three[1, 1](cuda.InOut(host))
+    assert host[0] == 3  # the caller's own hint is kept
+    wrapped = wrap_arg(host)
+    assert isinstance(wrapped, InOut) and wrapped.value is host  # numba's default: InOut
+    hinted = In(host)
+    assert wrap_arg(hinted) is hinted and isinstance(hinted, ArgHint)
+    assert cuda.args.wrap_arg is wrap_arg
+
+
 def test_a_kernel_signature_with_a_return_type_is_refused_when_declared():
     """numba-cuda's decorator: "CUDA kernel must have void return type", even when the body
     returns nothing (here it would otherwise compile as void and hide the mistake)."""
