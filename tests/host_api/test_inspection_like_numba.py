@@ -12,7 +12,7 @@ import pytest
 
 from gpunb import cuda
 from gpunb.foundation.errors import InvalidConfigWarning
-from gpunb.foundation.types import float64, int32
+from gpunb.foundation.types import float32, float64, int32
 
 SIG = (int32[::1],)
 CALL = re.compile(r"call [a-zA-Z0-9]* @")
@@ -113,3 +113,79 @@ def test_debug_true_puts_dwarf_sections_in_the_ptx(ptxas):
     ptxas(ptx)  # and ptxas accepts it
     plain = cuda.jit(sig, opt=False)(kernel_func).inspect_asm(sig)
     assert not re.search(r"\.section\s+\.debug_info", plain)
+
+
+def _local_variable(llvm_ir: str, name: str) -> tuple[str, str]:
+    """(metadata id, fields) of the DILocalVariable named `name`."""
+    found = re.search(rf'^!(\d+) = !DILocalVariable\(([^)]*name: "{name}"[^)]*)\)', llvm_ir,
+                      re.MULTILINE)
+    assert found, f"no DILocalVariable {name}:\n{llvm_ir}"
+    return found.group(1), found.group(2)
+
+
+def _type_of(llvm_ir: str, fields: str) -> str:
+    type_id = re.search(r"type: !(\d+)", fields).group(1)
+    return re.search(rf"^!{type_id} = (.*)$", llvm_ir, re.MULTILINE).group(1)
+
+
+def test_debug_true_describes_parameters_and_locals_for_a_debugger(ptxas):
+    """numba-cuda's debug=True variables (cuda-gdb's `info locals`): each scalar parameter a
+    DILocalVariable with its number, declared on its stack slot; each scalar local one with
+    arg 0 whose values llvm.dbg.value follows; their DIBasicTypes; the subroutine's types; a
+    name holding several types described as numba's union of them."""
+    sig = (int32, float32, int32[::1])
+
+    def described(n, scale, out):
+        same = n == 3
+        total = 0
+        for i in range(n):
+            total += i
+        poly = 100
+        poly = 2.5
+        out[0] = total + int(scale) + int(same) + int(poly)
+
+    kernel = cuda.jit(sig, debug=True, opt=False)(described)
+    llvm_ir = kernel.inspect_llvm(sig)
+    for number, name, basic in ((1, "n", 'DW_ATE_signed, name: "int32", size: 32'),
+                                (2, "scale", 'DW_ATE_float, name: "float32", size: 32')):
+        md, fields = _local_variable(llvm_ir, name)
+        assert f"arg: {number}," in fields and basic in _type_of(llvm_ir, fields)
+        assert re.search(rf'call void @"llvm\.dbg\.declare"\(metadata i32\* %"{name}", '
+                         rf"metadata !{md}, metadata !\d+\)", llvm_ir.replace("float*", "i32*"))
+    md, fields = _local_variable(llvm_ir, "same")
+    assert "arg: 0," in fields and "DW_ATE_boolean" in _type_of(llvm_ir, fields)
+    assert re.search(rf'call void @"llvm\.dbg\.value"\(metadata i1 [^,]+, metadata !{md},',
+                     llvm_ir)
+    md, fields = _local_variable(llvm_ir, "total")
+    assert len(re.findall(rf"llvm\.dbg\.value\"\([^)]*metadata !{md},", llvm_ir)) >= 2
+    assert not re.search(rf'llvm\.dbg\.declare"\([^)]*metadata !{md},', llvm_ir)
+    _, fields = _local_variable(llvm_ir, "poly")
+    assert "DW_TAG_union_type" in _type_of(llvm_ir, fields)
+    subroutine = re.search(r"!DISubroutineType\(types: !(\d+)\)", llvm_ir).group(1)
+    assert re.search(rf"^!{subroutine} = !{{ null, !\d+, !\d+, null }}", llvm_ir, re.MULTILINE)
+    ptx = kernel.inspect_asm(sig)
+    assert re.search(r"\.section\s+\.debug_info\s+{", ptx)
+    ptxas(ptx)  # ptxas accepts the variables' DWARF
+    plain = cuda.jit(sig, opt=False)(described).inspect_llvm(sig)
+    assert "DILocalVariable" not in plain and "llvm.dbg.value" not in plain  # debug=True only
+
+
+@pytest.mark.gpu
+def test_a_debug_kernel_with_described_variables_loads_and_runs_on_the_gpu():
+    import gpunb
+
+    gpunb.set_target("cuda")
+    try:
+        @cuda.jit(debug=True, opt=False)
+        def summed(n, out):
+            total = 0
+            for i in range(n):
+                total += i
+            flag = total > 10
+            out[0] = total + int(flag)
+
+        out = np.zeros(1, np.int64)
+        summed[1, 1](6, out)
+        assert out[0] == 16
+    finally:
+        gpunb.set_target(None)

@@ -50,8 +50,9 @@ class SiteDebugInfo(DebugInfo):
             found = self.files[""] = self.make_file("gpunb-code-sites", "")
         return found
 
-    def subprogram(self, fn: ir.Function, source):
-        # its prologue's rows say the def line's site (a stack overflow faults there)
+    def subprogram(self, fn: ir.Function, source, signature=None):
+        # its prologue's rows say the def line's site (a stack overflow faults there); no
+        # variables or types here (line tables only), so the signature is not described
         return self.make_subprogram(fn, source, self.def_site(source, source.name) + 1)
 
     def def_site(self, source, function: str) -> int:

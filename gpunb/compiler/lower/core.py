@@ -16,7 +16,7 @@ from llvmlite import ir
 from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler.typed import JoinKind, TypedFunction, Var
+from gpunb.compiler.typed import JoinKind, TypedFunction, Var, VarKind
 from gpunb.compiler.values import is_compile_time
 from gpunb.foundation import types as t
 from gpunb.foundation.abi import signature_slots
@@ -44,6 +44,7 @@ class LoweringCore:
         self.exit_block = None
         self.return_slot = None
         self.subprogram = None
+        self.describes_variables = False  # this function's own (not an inlined callee's)
         self.is_kernel = False
         self.current_line = typed.source.first_line
 
@@ -58,8 +59,10 @@ class LoweringCore:
         n_extra = len(self.target.extra_params())
         self.ctx = self.fn.args[0] if n_extra else None
         if self.mb.debug is not None:
-            self.subprogram = self.mb.debug.subprogram(self.fn, self.typed.source)
+            self.subprogram = self.mb.debug.subprogram(
+                self.fn, self.typed.source, (self.typed.return_type, self.typed.argtypes))
             self.builder.debug_metadata = self.mb.debug.entry(self)
+            self.describes_variables = self.mb.debug.full  # debug=True: what cuda-gdb shows
         if not isinstance(self.typed.return_type, t.NoneType):
             self.return_slot = self.alloca(dm.value_type(self.typed.return_type), "retval")
             self.start_return_slot()
@@ -103,6 +106,21 @@ class LoweringCore:
         for var, argtype, value in zip(self.typed.params, self.typed.argtypes, values,
                                        strict=True):
             self.store_var(var, value, argtype)
+        if self.describes_variables:  # each parameter lives in its stack slot (numba-cuda's)
+            for number, var in enumerate(self.typed.params, start=1):
+                described = self.debug_variable(var, number)
+                if described is not None and self.slot(var) is not None:
+                    self.mb.debug.declare(self.builder, self.slot(var), described)
+
+    def debug_variable(self, var: Var, arg: int = 0):
+        """The debugger's variable for `var`'s name (every type the name holds), or None."""
+        types = tuple(dict.fromkeys(
+            vt for v, vt in self.typed.var_types.items() if v.name == var.name
+            and vt is not None and not isinstance(vt, t.NoneType) and not is_compile_time(vt)))
+        if not var.name.isidentifier() or not types:
+            return None
+        line = getattr(var.site, "lineno", self.typed.source.first_line)
+        return self.mb.debug.variable(self.subprogram, var.name, types, line, arg)
 
     def lower_body(self) -> None:
         self.statements(self.typed.source.tree.body)
@@ -145,6 +163,10 @@ class LoweringCore:
         b = self.builder
         value = ops.cast(b, value, value_type, vt)
         b.store(value, slot)
+        if self.describes_variables and var.kind is not VarKind.PARAM:
+            described = self.debug_variable(var)
+            if described is not None:
+                self.mb.debug.value(b, value, described)
         if self.target.instrumented:
             self.target.debug_define(self, var, value)
         self.flow(var, value, vt)
