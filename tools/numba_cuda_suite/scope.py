@@ -113,6 +113,8 @@ TESTS: list[tuple[str, str, str]] = [
      "numba config variable CUDA_DEBUGINFO_DEFAULT"),
     ("test_debuginfo.py::*::test_no_if_op_bools_declared", OUT,
      f"numba's private _dbg_optnone option ({_INTERNALS})"),
+    ("test_inspect.py::*::test_inspect_lto_asm", GPU,
+     "links a CUDA C source (declare_device link=) into the kernel"),
     ("test_inspect.py::*::test_monotyped", OUT, _FILECHECK),
     ("test_inspect.py::*::test_polytyped", OUT, _FILECHECK),
     ("test_dispatcher.py::TestLaunchBounds::*", OUT,
