@@ -56,6 +56,12 @@ class GUFunc:
     def __repr__(self) -> str:
         return f"<gpunb cuda.guvectorize {self.__name__} {self.signature!r}>"
 
+    def __reduce__(self):
+        from gpunb.ufunc.vectorize import rebuild_ufunc
+
+        return (rebuild_ufunc, (type(self), self._core, (self.signature,),
+                                tuple(self._loops.items()), self._lazy))
+
     def add(self, sig) -> None:
         """Add (and type-check) a loop such as "void(float32[:], float32[:, :])"."""
         sig = type_signature(sig, "cuda.guvectorize")

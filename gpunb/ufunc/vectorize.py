@@ -50,6 +50,12 @@ class UFunc:
     def __repr__(self) -> str:
         return f"<gpunb cuda.vectorize {self.__name__} loops: {loops.describe(self._loops)}>"
 
+    def __reduce__(self):
+        # by value, as numba pickles its ufuncs: the scalar function goes as its device
+        # function does (cloudpickle, with its source text); the loops travel, not the kernels
+        return (rebuild_ufunc, (type(self), self._core, ((), self.identity),
+                                tuple(self._loops.items()), self._lazy))
+
     @property
     def types(self) -> list:
         """The loops, as numpy writes them ("ff->f")."""
@@ -273,3 +279,15 @@ def _safe(name: str) -> str:
 
 
 __all__ = ["UFunc"]
+
+
+def rebuild_ufunc(cls, core, arguments: tuple, loop_items: tuple, lazy: bool):
+    """pickle's constructor of a UFunc or GUFunc (`cls`): made again around the unpickled
+    device function `core` (`arguments` after it: no signatures and the identity, or the
+    layout), its loops restored as they were (numba's: a signature list stays fixed, a lazy
+    ufunc stays lazy)."""
+    made = cls(core, *arguments)
+    made.py_func = core.py_func
+    made._loops = collections.OrderedDict(loop_items)
+    made._lazy = lazy
+    return made

@@ -275,3 +275,33 @@ def test_type_errors_at_decoration():
             return a + undefined_name  # noqa: F821
 
     assert "undefined_name" in str(info.value)
+
+
+def test_a_vectorized_local_function_pickles_by_value_as_numba():
+    """numba-cuda's test_pickling_vectorize: a ufunc of a local function survives two pickle
+    round trips with its loops (a fixed signature list stays fixed); a gufunc too."""
+    import pickle
+
+    @cuda.vectorize(["intp(intp)", "float64(float64)"])
+    def doubled(x):
+        return x * 2
+
+    ary = np.arange(10, dtype=np.intp)
+    expected = doubled(ary)
+    once = pickle.loads(pickle.dumps(doubled))
+    twice = pickle.loads(pickle.dumps(once))
+    for copy in (once, twice):
+        np.testing.assert_equal(copy(ary), expected)
+        assert copy.types == doubled.types and copy.__name__ == "doubled"
+        with pytest.raises(TypeError, match="no loop"):
+            copy(np.arange(3, dtype=np.complex128))  # still only the declared loops
+
+    @cuda.guvectorize(["void(float64[:], float64[:])"], "(n)->()")
+    def total(a, out):
+        s = 0.0
+        for v in a:
+            s += v
+        out[0] = s
+
+    rows = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_equal(pickle.loads(pickle.dumps(total))(rows), [3.0, 12.0])
