@@ -146,6 +146,18 @@ class NumbaDispatcherAPI:
     def __reduce__(self):
         return reduce_dispatcher(self)
 
+    def recompile(self) -> None:
+        """numba's recompile(): every specialisation compiled so far is made again from the
+        function and the globals as they are now (numba keeps code that read a changed global
+        until this is called; gpunb notices the change at the next launch, so here it only
+        forces the work). Launchers bound before it bind again."""
+        with self._lock:
+            compiled = list(self.specializations)
+            self.specializations.clear()
+        self.forget_target()
+        for target, argtypes in compiled:
+            self.specialization_for(argtypes, target)
+
     @property
     def specialized(self) -> bool:
         """True for a dispatcher fixed to one signature (numba-cuda's meaning)."""

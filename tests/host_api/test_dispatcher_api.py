@@ -301,3 +301,38 @@ def test_a_kernel_with_star_args_is_refused_at_its_def_whatever_the_argument_cou
         with pytest.raises(CompileError, match=r"kernels no \*args") as info:
             kernel[1, 1](*args)
         assert info.value.loc.source_line().lstrip().startswith("def ")
+
+
+RECOMPILE_SCALE = 2
+
+
+@cuda.jit
+def _scaled(out, x):
+    out[0] = x * RECOMPILE_SCALE
+
+
+def test_recompile_makes_every_compiled_signature_again_as_numba():
+    """numba's Dispatcher.recompile(): the compiled signatures are compiled again, from the
+    globals as they are now, and launches (also through a configuration made before) use the
+    new code."""
+    global RECOMPILE_SCALE
+    out = np.zeros(1, np.float64)
+    launch = _scaled[1, 1]
+    launch(out, 3)
+    launch(out, 1.5)
+    before = set(_scaled.overloads)
+    old = dict(_scaled.specializations)
+    try:
+        RECOMPILE_SCALE = 10
+        _scaled.recompile()
+        assert set(_scaled.overloads) == before  # the same signatures, nothing else
+        assert all(_scaled.specializations[k] is not old[k] for k in old)  # made again
+        launch(out, 3)
+        assert out[0] == 30
+        _scaled[1, 1](out, 1.5)
+        assert out[0] == 15
+    finally:
+        RECOMPILE_SCALE = 2
+        _scaled.recompile()
+    launch(out, 3)
+    assert out[0] == 6
