@@ -4,7 +4,7 @@ cap, so a kernel that draws more power per flop runs at a lower clock. Per kerne
 per GEMM (CUDA events), the median SM clock and power over its loops, and from them the SM
 cycles and the energy one GEMM takes. Kernels alternate in shuffled rounds, as bench_hopper's.
 
-    python3 -m benchmarks.gemm7.clocks [--module benchmarks.gemm7.mixed ...] [--seconds 0.8]
+    python3 -m benchmarks.gemm7.clocks [--module benchmarks.gemm7.uniform ...] [--seconds 0.8]
 """
 
 from __future__ import annotations

@@ -76,6 +76,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunb import cuda, float32, int32, uint32, uint64
+from gpunb.examples import hopper_gemm_plan as hopper_plan
 from gpunb.examples import hopper_gemm_wide
 
 BM, BN, BK, STAGES = 128, 256, 64, 4
@@ -244,28 +245,30 @@ _KERNELS = {BN: (gemm, SMEM_BYTES), hopper_gemm_wide.BN: (hopper_gemm_wide.gemm,
 
 def choose_width(M: int, N: int, clusters: int | None) -> int:  # noqa: N803
     """The tile width for C (M, N) on a GPU holding `clusters` clusters at once (None: all of
-    them, as on the CPU target): 320 unless its waves of tile pairs take more than WIDE_SLACK
-    times the 256-wide kernel's predicted time (the module docstring says why)."""
-    def predicted(width: int) -> int:
-        pairs = -(-M // (CLUSTER * BM)) * -(-N // width)
-        return -(-pairs // (clusters or pairs)) * width
-
-    narrow, wide = WIDTHS
-    return wide if predicted(wide) <= WIDE_SLACK * predicted(narrow) else narrow
+    them, as on the CPU target): 320 (the wide kernel and its plan of 320- and 256-wide
+    tiles) unless its busiest cluster's work exceeds WIDE_SLACK times the 256-wide kernel's
+    (the module docstring says why)."""
+    pairs = -(-M // (CLUSTER * BM)) * -(-N // BN)
+    narrow = -(-pairs // (clusters or pairs)) * BN
+    wide = hopper_plan.busiest(hopper_plan.plan(-(-M // (CLUSTER * BM)), N, clusters or
+                                                hopper_plan.tiles(M, N)))
+    return WIDTHS[1] if wide <= WIDE_SLACK * narrow else WIDTHS[0]
 
 
 def descriptors(a, b, c, width: int | None = None) -> tuple:
     """TMA descriptors of A (M, K) and B (N, K) for the boxes of the kernel of tile `width`
     (default: choose_width's for these shapes and this GPU) - A's tiles, half of B's: each
-    block of a pair loads one half for both - and of C (M, N) for the epilogue's panels (TMA
-    skips what falls outside C: partial tiles need no guards). B's box, (width / 2, BK), tells
-    launch() the width they were made for."""
+    block of a pair loads one half for both; the 320-wide kernel's plan has 256-wide tiles
+    too, so for it B's second descriptor has their half - and of C (M, N) for the epilogue's
+    panels (TMA skips what falls outside C: partial tiles need no guards). B's first box,
+    (width / 2, BK), tells launch() the width they were made for."""
     if width is None:
         width = choose_width(a.shape[0], b.shape[0], resident_clusters(a))
     if width not in WIDTHS:
         raise ValueError(f"hopper_gemm has tiles {WIDTHS[0]} or {WIDTHS[1]} wide, not {width!r}")
-    return (cuda.tma.descriptor(a, (BM, BK), 128),
-            cuda.tma.descriptor(b, (width // CLUSTER, BK), 128),
+    bs = tuple(cuda.tma.descriptor(b, (w // CLUSTER, BK), 128) for w in WIDTHS[::-1]
+               if w <= width)
+    return (cuda.tma.descriptor(a, (BM, BK), 128), *bs,
             cuda.tma.descriptor(c, (PANEL, PANEL), 128))
 
 
@@ -282,17 +285,40 @@ def launch(c, a, b, descs=None, blocks: int | None = None, width: int | None = N
         raise ValueError(f"these descriptors are for {descs[1].box[0] * CLUSTER}-wide tiles, "
                          f"not {width}: make them with descriptors(a, b, c, width={width})")
     width = descs[1].box[0] * CLUSTER
-    if width not in _KERNELS:
+    if width not in _KERNELS or len(descs) != 3 + (width == WIDTHS[1]):
         raise ValueError(f"B's descriptor has a box of {descs[1].box}, no tile width of this "
                          "GEMM's: make the descriptors with hopper_gemm.descriptors(a, b, c)")
     kernel, smem = _KERNELS[width]
-    pairs = -(-M // (CLUSTER * BM)) * -(-N // width)
-    args = (c, *descs, M, N, K)
-    if blocks is None:
-        clusters = pairs if isinstance(a, np.ndarray) else min(pairs, _kernel_clusters(kernel,
-                                                                                        smem, args))
-        blocks = CLUSTER * clusters
+    if width == WIDTHS[0]:
+        pairs = -(-M // (CLUSTER * BM)) * -(-N // width)
+        args = (c, *descs, M, N, K)
+        if blocks is None:
+            clusters = pairs if isinstance(a, np.ndarray) else min(
+                pairs, _kernel_clusters(kernel, smem, args))
+            blocks = CLUSTER * clusters
+    else:
+        if blocks is None:
+            blocks = CLUSTER * (hopper_plan.tiles(M, N) if isinstance(a, np.ndarray)
+                                else resident_clusters(a))
+        args = (c, *descs[:-1], descs[-1], _device_plan(a, M, N, blocks // CLUSTER), M, N, K)
     kernel[blocks, THREADS, 0, smem](*args)
+
+
+_PLANS: dict = {}  # (row pairs, N, clusters, device) -> the plan as a device array
+
+
+def _device_plan(a, M: int, N: int, clusters: int):  # noqa: N803
+    """hopper_gemm_plan's plan for C (M, N) on `clusters` clusters, on `a`'s side (numpy for
+    the CPU target, else a device array made once per shape and device)."""
+    m_pairs = -(-M // (CLUSTER * BM))
+    if isinstance(a, np.ndarray):
+        return hopper_plan.plan(m_pairs, N, clusters)
+    key = (m_pairs, N, clusters, cuda.get_current_device().id)
+    found = _PLANS.get(key)
+    if found is None:
+        found = _PLANS[key] = cuda.to_device(np.ascontiguousarray(
+            hopper_plan.plan(m_pairs, N, clusters)))
+    return found
 
 
 _RESIDENT: dict = {}  # (kernel, device, argument types) -> clusters resident at once
