@@ -41,24 +41,23 @@ stmatrix into a 128-byte-swizzled buffer of two 64 x 64 panels (bank-conflict fr
 its threads stores each panel with a TMA store that is left in flight while the warpgroup goes
 on to its next tile (two rounds of two panels: 4 stages and the buffers fit in 227 KiB).
 
-Two tile widths, chosen by the problem. This module's kernel (`gemm`) has 128 x 256 tiles;
-hopper_gemm_wide's has 128 x 320 tiles and a fourth ring stage that holds the tile's epilogue
-(its docstring says how). On an H200 (RESULTS.md, seventh session; 66 clusters resident) the
-wide kernel ran at 643 / 678 TFLOP/s at 8192^3 (FP16 / BF16; Triton 642 / 675, this kernel
-628 / 642), but at 4096^3 at 508 against this kernel's 627; in the eighth session's shuffled
-rounds at 628-629 / 653-658 against Triton's 637-642 / 662-671 and cuBLAS's 645-650 / 673-674
-(this kernel 622 / 646). The rule (choose_width): with P
-clusters resident, width W needs pairs(W) = ceil(M / 256) * ceil(N / W) tile pairs, run in
-rounds(W) = ceil(pairs(W) / P) waves, each W columns' work long, so its predicted time is
-rounds(W) * W. launch() runs the wide kernel unless its prediction exceeds the narrow one's by
-more than WIDE_SLACK (4 %; ties go to 320, the deeper ring):
-- 8192^3: 832 pairs in 13 rounds of 320 against 1024 in 16 of 256, 4160 against 4096 (1.6 %
-  more), yet the wide kernel measured 2-6 % faster, i.e. 3.6-7.3 % better than its prediction
-  (its deeper ring absorbs the pair's jitter; its stages do 25 % more work for 17 % more
-  bytes): 320;
-- 4096^3: 208 pairs in 4 rounds of 320 against 256 in 4 of 256, 1280 against 1024 (its last
-  wave is 79 % full): 256;
-- the CPU target runs every pair at once (one round each): 256.
+Two kernels, chosen by the problem. This module's kernel (`gemm`) has 128 x 256 tiles;
+hopper_gemm_wide's has 128 x 320 tiles, a fourth ring stage that holds the tile's epilogue,
+and walks a host-made plan (hopper_gemm_plan) that mixes 320- and 256-wide tiles so that its
+busiest cluster has the least work (its docstring says how). On an H200 (66 clusters
+resident; RESULTS.md, ninth session, 21 shuffled rounds) the wide kernel with its plan ran at
+632 / 653 TFLOP/s at 8192^3 (FP16 / BF16) against Triton's tutorial matmul's 626 / 655 and
+cuBLAS's 638 / 666 - round by round 100.7 % / 100.0 % of Triton - where with 320-wide tiles
+only it ran at 616 / 634; at 4096^3 at 579 / 609 against this kernel's 579 / 597. The rule
+(choose_width): with P clusters resident, this kernel needs pairs = ceil(M / 256) *
+ceil(N / 256) tile pairs in ceil(pairs / P) rounds of 256 columns' work; the wide kernel's
+busiest cluster does hopper_gemm_plan.busiest columns' work. launch() runs the wide kernel
+unless its work exceeds the narrow one's by more than WIDE_SLACK (4 %; ties go to the wide
+kernel, the deeper ring):
+- 8192^3: 4032 columns (12 x 320 + 2 x 256) against 16 rounds of 256, 4096: 320;
+- 4096^3: 1024 (8 tiles of 320, 246 of 256) against 4 rounds of 256: a tie, 320 (measured
+  level in FP16, 2-3 % faster in BF16 in two calls; 320-wide tiles only: 1280, 19 % slower);
+- the CPU target runs every tile at once (one each): 256 where the plan has a 320-wide tile.
 The wide kernel's 160 accumulator registers per consumer thread need setmaxnreg's 232, which
 ptxas grants only when it builds the whole program (README); this kernel's 128 fit in the 168
 that a 384-thread kernel has anyway.
