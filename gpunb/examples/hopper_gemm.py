@@ -54,7 +54,7 @@ ceil(N / 256) tile pairs in ceil(pairs / P) rounds of 256 columns' work; the wid
 busiest cluster does hopper_gemm_plan.busiest columns' work. launch() runs the wide kernel
 unless its work exceeds the narrow one's by more than WIDE_SLACK (4 %; ties go to the wide
 kernel, the deeper ring):
-- 8192^3: 4032 columns (12 x 320 + 2 x 256) against 16 rounds of 256, 4096: 320;
+- 8192^3: 4032 columns (11 x 320 + 2 x 256) against 16 rounds of 256, 4096: 320;
 - 4096^3: 1024 (8 tiles of 320, 246 of 256) against 4 rounds of 256: a tie, 320 (measured
   level in FP16, 2-3 % faster in BF16 in two calls; 320-wide tiles only: 1280, 19 % slower);
 - the CPU target runs every tile at once (one each): 256 where the plan has a 320-wide tile.

@@ -11,7 +11,7 @@ four 320-wide tiles cover what five 256-wide ones do, so trading one for the oth
 bands moves work between the rounds' ends; the plan takes the trade after which a greedy
 assignment (the 320-wide tiles round-robin, then each 256-wide one to the cluster with the
 least work so far) has the least work in the busiest cluster: 4032 columns at 8192^3 on 66
-clusters (12 x 320 + 2 x 256 in the busiest), the least that whole 64-column units allow. On
+clusters (11 x 320 + 2 x 256 in the busiest), the least that whole 64-column units allow. On
 an H200 that ran 2.4-2.8 % faster than the 13 rounds of 320 (RESULTS.md, ninth session).
 
 Work is counted in 64-column units of a tile pair's K loop: a 320-wide tile is 5, a 256-wide
