@@ -57,9 +57,9 @@ class ArrayBase:
     def _numba_type_(self):
         """The kernel type a launch gives this array (numba's magic attribute: a C or F layout
         only when contiguous and not broadcast)."""
-        from gpunb.runtime.typeof import typeof  # typeof imports the array classes
+        from gpunb.foundation import types as t
 
-        return typeof(self)
+        return t.Array(t.from_dtype(self.dtype), self.ndim, self._layout)  # as typeof gives
 
     @property
     def T(self):

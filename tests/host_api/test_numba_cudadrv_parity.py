@@ -57,6 +57,10 @@ def test_alloc_size_and_launch_layout(target):
     assert cuda.to_device(np.zeros(10, order="F"))._numba_type_.layout == "C"
     strided = c[:, ::2]
     assert strided._numba_type_.layout == "A"
+    from gpunb.runtime.typeof import typeof
+
+    for d in (c, f, strided):
+        assert d._numba_type_ == typeof(d)  # the type a launch gives it
     assert strided.alloc_size == (1 * 80 + 4 * 16 + 8)  # the bytes its elements span
     assert cuda.device_array(0).alloc_size == 0
 
