@@ -63,13 +63,13 @@ def _makespan(wide: int, narrow: int, clusters: int) -> int:
     return low
 
 
-def _bands(m_pairs: int, counts: list) -> tuple[list, list]:
-    """The (row pair, first column, wide) tiles of each width in band order: GROUP_M row
+def _bands(m_pairs: int, counts: list, group_m: int) -> tuple[list, list]:
+    """The (row pair, first column, wide) tiles of each width in band order: `group_m` row
     pairs walk the columns together. counts[row pair] = (wide, narrow) tiles in it."""
     wides: list = []
     narrows: list = []
-    for first in range(0, m_pairs, GROUP_M):
-        band = range(first, min(first + GROUP_M, m_pairs))
+    for first in range(0, m_pairs, group_m):
+        band = range(first, min(first + group_m, m_pairs))
         for j in range(max(counts[p][0] for p in band)):
             wides += [(p, j * WIDE, 1) for p in band if j < counts[p][0]]
         for j in range(max(counts[p][1] for p in band)):
@@ -79,14 +79,14 @@ def _bands(m_pairs: int, counts: list) -> tuple[list, list]:
 
 
 @lru_cache(maxsize=64)
-def plan(m_pairs: int, n: int, clusters: int) -> np.ndarray:
+def plan(m_pairs: int, n: int, clusters: int, group_m: int = GROUP_M) -> np.ndarray:
     """int32 (clusters, slots, 2): per cluster its tiles in order, each (first row of C,
     first column * 2 + 1 if 320 wide else + 0), then (-1, 0) where its list ends. `m_pairs`:
-    C's 256-row bands; `n`: its columns; `clusters`: the persistent grid's. Do not modify it
-    (cached)."""
-    if m_pairs < 1 or n < 1 or clusters < 1:
-        raise ValueError(f"a tile plan needs rows, columns and clusters, got {m_pairs} row "
-                         f"pairs, {n} columns, {clusters} clusters")
+    C's 256-row bands; `n`: its columns; `clusters`: the persistent grid's; `group_m`: row
+    pairs per band of the L2 order. Do not modify it (cached)."""
+    if m_pairs < 1 or n < 1 or clusters < 1 or group_m < 1:
+        raise ValueError(f"a tile plan needs rows, columns, clusters and bands, got {m_pairs} "
+                         f"row pairs, {n} columns, {clusters} clusters, bands of {group_m}")
     wide, narrow = column_split(n)
     trades = min(range(m_pairs * (wide // 4) + 1), key=lambda k: (
         _makespan(m_pairs * wide - 4 * k, m_pairs * narrow + 5 * k, clusters), k))
@@ -94,7 +94,7 @@ def plan(m_pairs: int, n: int, clusters: int) -> np.ndarray:
     for p in range(m_pairs):
         mine = trades // m_pairs + (p < trades % m_pairs)
         counts.append((wide - 4 * mine, narrow + 5 * mine))
-    wides, narrows = _bands(m_pairs, counts)
+    wides, narrows = _bands(m_pairs, counts, group_m)
     loads = [(0, c) for c in range(clusters)]
     lists: list = [[] for _ in range(clusters)]
     for tiles, units in ((wides, W_UNITS), (narrows, N_UNITS)):

@@ -27,11 +27,12 @@ def _tiles(table: np.ndarray) -> list:
     return out
 
 
+@pytest.mark.parametrize("group_m", [1, 8, 16])
 @pytest.mark.parametrize("m_pairs, n, clusters", [
     (32, 8192, 66), (16, 4096, 66), (16, 4096, 60), (3, 904, 1), (1, 800, 3), (2, 1280, 3),
     (5, 1000, 7), (8, 2056, 66), (64, 16384, 66), (7, 64, 5), (9, 3000, 13)])
-def test_every_column_of_every_band_is_covered_once(m_pairs, n, clusters):
-    table = hp.plan(m_pairs, n, clusters)
+def test_every_column_of_every_band_is_covered_once(m_pairs, n, clusters, group_m):
+    table = hp.plan(m_pairs, n, clusters, group_m)
     assert table.shape[0] == clusters and table.dtype == np.int32
     tiles = _tiles(table)
     for band in range(m_pairs):
@@ -87,7 +88,7 @@ def test_the_plan_is_cached_and_read_only():
         table[0, 0, 0] = 5
 
 
-@pytest.mark.parametrize("args", [(0, 8192, 66), (4, 0, 66), (4, 8192, 0)])
+@pytest.mark.parametrize("args", [(0, 8192, 66), (4, 0, 66), (4, 8192, 0), (4, 8192, 66, 0)])
 def test_an_empty_problem_or_grid_is_refused(args):
-    with pytest.raises(ValueError, match="a tile plan needs rows, columns and clusters"):
+    with pytest.raises(ValueError, match="a tile plan needs rows, columns, clusters and bands"):
         hp.plan(*args)
