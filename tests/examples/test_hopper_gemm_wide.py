@@ -126,10 +126,12 @@ def test_the_width_rule_matches_the_h200_measurements():
     assert hopper_gemm.choose_width(4096, 4096, 60) == 320  # 1152 against 5 x 256
     # one wide tile against two narrow ones in one round: 320 > 1.04 x 256
     assert hopper_gemm.choose_width(256, 320, 66) == 256
-    # every pair at once (the CPU target): one round each, the narrower is sooner done - unless
-    # the plan has only 256-wide tiles (400 columns: 2 x 256), a tie: the deeper ring
+    # every pair at once (the CPU target; or few enough pairs): one round of 256 is the least
+    # any plan can do, and the 256-wide kernel compiles faster
     assert hopper_gemm.choose_width(8192, 8192, None) == 256
-    assert hopper_gemm.choose_width(136, 400, None) == 320
+    assert hopper_gemm.choose_width(136, 400, None) == 256
+    assert hopper_gemm.choose_width(2048, 2048, 66) == 256  # 64 pairs on 66 clusters
+    assert hopper_gemm.choose_width(2048, 2304, 66) == 320  # 72 pairs: 2 rounds, plan 320
     assert hopper_gemm.resident_clusters(np.zeros((4, 4), np.float16)) is None
 
 
