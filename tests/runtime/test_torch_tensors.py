@@ -142,3 +142,14 @@ def test_cuda_tensors_of_every_dtype_on_the_gpu():
         warnings.simplefilter("ignore")  # numba's "host array copied" performance warning
         _scale[1, 32](host, out, np.float32(2.0))
     assert torch.equal(out, (host.float() * 2).to(torch.bfloat16))
+
+
+def test_tma_descriptors_of_tensors_read_the_tensor():
+    """cuda.tma.descriptor of a bfloat16 tensor: its own geometry (DLPack before; on the CPU
+    target a CPU tensor describes host memory as a numpy array does)."""
+    t = torch.zeros((64, 128), dtype=torch.bfloat16)
+    tm = cuda.tma.descriptor(t, (16, 64), 128)
+    same = cuda.tma.descriptor(t.view(torch.int16).numpy().view(ml_dtypes.bfloat16), (16, 64),
+                               128)
+    assert (tm.target, tm.shape, tm.strides, str(tm.type)) == \
+        (same.target, same.shape, same.strides, str(same.type))
