@@ -45,6 +45,7 @@ class LoweringCore:
         self.return_slot = None
         self.subprogram = None
         self.describes_variables = False  # this function's own (not an inlined callee's)
+        self.name_types: dict | None = None
         self.is_kernel = False
         self.current_line = typed.source.first_line
 
@@ -114,9 +115,12 @@ class LoweringCore:
 
     def debug_variable(self, var: Var, arg: int = 0):
         """The debugger's variable for `var`'s name (every type the name holds), or None."""
-        types = tuple(dict.fromkeys(
-            vt for v, vt in self.typed.var_types.items() if v.name == var.name
-            and vt is not None and not isinstance(vt, t.NoneType) and not is_compile_time(vt)))
+        if self.name_types is None:  # name -> the types its values take, once per function
+            self.name_types = {}
+            for v, vt in self.typed.var_types.items():
+                if vt is not None and not isinstance(vt, t.NoneType) and not is_compile_time(vt):
+                    self.name_types.setdefault(v.name, {})[vt] = None
+        types = tuple(self.name_types.get(var.name, ()))
         if not var.name.isidentifier() or not types:
             return None
         line = getattr(var.site, "lineno", self.typed.source.first_line)
