@@ -597,3 +597,29 @@ def test_a_while_false_body_is_dropped_as_python_drops_it(target):
 
 def test_a_while_false_ptx(check_ptx):
     check_ptx(_never_loops, (types.float64[:],))
+
+
+@cuda.jit(device=True)
+def _returns_on_both_branches(a, b):
+    if a:
+        if b:
+            return 1
+        else:
+            return 2
+        return b * 3  # dead: both branches above returned (inference does not type it)
+    return 0
+
+
+@cuda.jit
+def _call_both_branches(out, a, b):
+    out[0] = _returns_on_both_branches(a, b)
+
+
+def test_code_after_an_if_whose_branches_all_return_is_dead_not_a_crash(ptxas):
+    """It was lowered into a block nothing reaches, its expressions untyped: an internal
+    compiler error (KeyError on the node) instead of a kernel."""
+    out = np.zeros(1, np.int64)
+    for a, b, expect in ((1, 1, 1), (1, 0, 2), (0, 1, 0)):
+        _call_both_branches[1, 1](out, a, b)
+        assert out[0] == expect
+    ptxas(_call_both_branches.inspect_asm((types.int64[::1], types.int64, types.int64)))

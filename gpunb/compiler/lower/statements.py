@@ -200,16 +200,22 @@ class StatementLowering:
         else_bb = self.new_block("if.else") if node.orelse else None
         end_bb = self.new_block("if.end")
         self.builder.cbranch(cond, then_bb, else_bb or end_bb)
+        reached = else_bb is None  # whether any path falls through to the code after the if
         self.builder.position_at_end(then_bb)
         self.statements(node.body)
         if not self.builder.block.is_terminated:
             self.builder.branch(end_bb)
+            reached = True
         if else_bb is not None:
             self.builder.position_at_end(else_bb)
             self.statements(node.orelse)
             if not self.builder.block.is_terminated:
                 self.builder.branch(end_bb)
+                reached = True
         self.builder.position_at_end(end_bb)
+        if not reached:  # every branch returned (or raised): what follows is dead, and untyped
+            self.builder.unreachable()
+            return
         self.join(node, JoinKind.IF)
 
     def visit_While(self, node: ast.While) -> None:
