@@ -44,6 +44,9 @@ class VarKind(str, enum.Enum):
     PARAM = "param"  # an argument, defined at entry
     DEF = "def"  # an assignment (or a loop target, or the target of `x += ...`)
     PHI = "phi"  # where control flow joins
+    # a read of a local that no assignment reaches on its path: numba compiles it (its SSA gives
+    # an undefined value); run, it raises Python's UnboundLocalError (lowering's unbound_read)
+    UNBOUND = "unbound"
 
 
 class JoinKind(str, enum.Enum):

@@ -96,6 +96,10 @@ def kernel_exception(artifact: KernelArtifact, site: int, tid, ctaid) -> LaunchE
     hint = ("reported because the kernel was compiled with debug=True; without it the "
             "raising thread just ends, as in numba.cuda")
     hint = _ALWAYS_CHECKED.get(message, hint)
+    if exc_name == "UnboundLocalError":  # a read no assignment reaches (lower.unbound_read)
+        hint = ("assign the variable on every path that reaches this line; the CPU target always "
+                "checks it (Python raises this UnboundLocalError too), a GPU without debug=True "
+                "ends the thread (numba-cuda reads an undefined value)")
     if message.startswith(_TENSOR_CORE_CHECKS):
         hint = _tensor_core_hint(message)
     # numba-cuda's words too, for those who search for them

@@ -26,7 +26,7 @@ from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
 from gpunb.compiler.lower import FunctionLowerer
 from gpunb.compiler.lower import module as lower_module
-from gpunb.compiler.typed import JoinKind, TypedFunction
+from gpunb.compiler.typed import JoinKind, TypedFunction, VarKind
 from gpunb.compiler.values import is_compile_time
 from gpunb.foundation import types as t
 
@@ -108,6 +108,8 @@ class WorkGroupLowerer(FunctionLowerer):
             wg.in_join = False
 
     def load_var(self, var):
+        if var.kind is VarKind.UNBOUND:  # no assignment reaches this read: UnboundLocalError
+            return self.unbound_read(var.site, var)
         wg = self.wg
         remat = wg.plan.rematerialise.get(var)
         if remat is not None and wg.layout is not None and wg.thread is not None and \

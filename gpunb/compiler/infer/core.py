@@ -21,7 +21,7 @@ from gpunb.compiler import typed as ty
 from gpunb.compiler.frontend import KernelSource
 from gpunb.compiler.infer import inner
 from gpunb.compiler.typed import Feature, JoinKind, Var, VarKind
-from gpunb.compiler.values import PyValue
+from gpunb.compiler.values import ConstValue, PyValue
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import CompileError, KernelReturnError
 
@@ -291,8 +291,7 @@ class InferenceCore:
         """The Var that reaches a read of local `name`, and its type (Deferred if unknown)."""
         var = self.env.get(name)
         if var is None:
-            raise self.error(node, f"local variable '{name}' is used before it is assigned",
-                             "assign it before this line on every path")
+            var = self.unbound_read(node, name)
         found = self.var_types.get(var)
         if found is None:
             raise Deferred(node, var)
@@ -301,6 +300,21 @@ class InferenceCore:
                              "on another, and they meet here",
                              "give the variable one type on every path (or use another name)")
         return var, found
+
+    def unbound_read(self, node: ast.AST, name: str) -> Var:
+        """A read of local `name` where no assignment reaches on this path. numba compiles it
+        (its SSA gives an undefined value) and so does gpunb, typed as the name's assignments
+        elsewhere (one type): run, the read raises Python's UnboundLocalError."""
+        known = {vt.type if isinstance(vt, ConstValue) else vt
+                 for v, vt in self.var_types.items()
+                 if v.name == name and v.kind is not VarKind.UNBOUND
+                 and isinstance(vt, t.Type) and not isinstance(vt, PyValue)}
+        if len(known) != 1:
+            raise self.error(node, f"local variable '{name}' is used before it is assigned",
+                             "assign it before this line on every path")
+        var = Var(name, VarKind.UNBOUND, node)
+        self.set_type(var, known.pop())
+        return var
 
     # ---- joins ---------------------------------------------------------------------------------
 

@@ -183,6 +183,8 @@ class LoweringCore:
                 b.store(ops.cast(b, value, vt, self.var_type(phi)), phi_slot)
 
     def load_var(self, var: Var):
+        if var.kind is VarKind.UNBOUND:  # no assignment reaches this read (its site)
+            return self.unbound_read(var.site, var)
         slot = self.slot(var)
         return None if slot is None else self.builder.load(slot)
 

@@ -101,6 +101,16 @@ class ExpressionLowering:
             return self.unwrap_optional(node, self.load_var(var), vt)
         return self.load_var(var)
 
+    def unbound_read(self, node: ast.AST, var):
+        """A read no assignment reaches: Python's UnboundLocalError when it runs (reported as
+        a raise is: always on the CPU target, with debug=True on a GPU, where without it the
+        thread ends, as numba-cuda's raise); the rest of the statement lowers in a dead block."""
+        self.raise_exception(node, "UnboundLocalError",
+                             f"cannot access local variable '{var.name}' where it is not "
+                             "associated with a value", report=self.target.checks_always)
+        self.builder.position_at_end(self.new_block("unbound.after"))
+        return ir.Constant(dm.value_type(self.var_type(var)), ir.Undefined)
+
     def unwrap_optional(self, node, value, vt: t.Optional):
         """An Optional used as its value: a None ends the thread with numba's TypeError."""
         b = self.builder
