@@ -99,3 +99,22 @@ def test_the_ptx_of_an_unassigned_read_is_accepted(ptxas):
     from gpunb.foundation.types import int64
 
     ptxas(maybe_counts.inspect_asm((int64[::1], int64)))
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_read_ends_the_thread_or_raises_with_debug():
+    import gpunb
+
+    gpunb.set_target("cuda")
+    try:
+        result = np.array([7])
+        maybe_counts[1, 1](result, 1)
+        assert result[0] == 0
+        result[0] = 7
+        maybe_counts[1, 1](result, 0)  # without debug=True: the thread ends at the read
+        assert result[0] == 7
+        checked = cuda.jit(debug=True, opt=False)(maybe_counts.py_func)
+        with pytest.raises(UnboundLocalError, match="'c'"):
+            checked[1, 1](result, 0)
+    finally:
+        gpunb.set_target(None)
