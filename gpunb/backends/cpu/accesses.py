@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpunb.backends.cpu import abi
+from gpunb.compiler.builtins import atomics
 
 RECORD_DTYPE = np.dtype(list(abi.RECORD_FIELDS))
 assert RECORD_DTYPE.itemsize == abi.RECORD_SIZE
@@ -477,7 +478,7 @@ def find_uninitialised_read(log: AccessLog):
     shared = np.flatnonzero(recs["space"] == abi.SPACE_SHARED)
     if not len(shared):
         return None
-    kinds = np.array([s[4] != "write" for s in log.sites] or [True])
+    kinds = np.array([_reads_old_value(s) for s in log.sites] or [True])
     key_block, key_addr = log.home[shared], recs["address"][shared]
     order = np.lexsort((shared, key_addr, key_block))
     first = np.r_[True, (key_block[order][1:] != key_block[order][:-1]) |
@@ -485,6 +486,25 @@ def find_uninitialised_read(log: AccessLog):
     firsts = shared[order[first]]
     bad = firsts[kinds[recs["site"][firsts]]]
     return recs[int(bad.min())] if len(bad) else None
+
+
+def _reads_old_value(site: tuple) -> bool:
+    """Whether an access at this site reads the element: reads, and every atomic but exch
+    (it writes without looking: the element is initialised after it, as after a store)."""
+    return site[4] != "write" and _role(site) not in atomics.WRITE_ONLY_ROLES
+
+
+def _role(site: tuple) -> str:
+    return site[6] if len(site) > 6 else ""
+
+
+def _what(site: tuple) -> str:
+    """An access as a message names it: "read", "write", "cuda.atomic.add"..."""
+    role = _role(site)
+    if role.startswith(atomics.ROLE_PREFIX):
+        name = role[len(atomics.ROLE_PREFIX):]
+        return "cuda.atomic.cas" if role == atomics.CAS_FAILED_ROLE else f"cuda.atomic.{name}"
+    return site[4]
 
 
 def copy_roles(log: AccessLog) -> np.ndarray:
@@ -548,7 +568,9 @@ def initcheck_error(log: AccessLog, rec):
     thread = thread_xyz(int(rec["thread"]), log.block)
     block = block_xyz(int(rec["block"]), log.grid)
     return InitcheckError(
-        f"{site[4]} of {site[3]}{shown} (shared memory) by thread {thread} of block {block} "
-        "before any thread of the block wrote it; on a GPU it holds whatever was there",
+        f"{_what(site)} of {site[3]}{shown} (shared memory) by thread {thread} of block "
+        f"{block} before any thread of the block wrote it; on a GPU it holds whatever was "
+        "there" + ("" if site[4] == "read" else
+                   " (an atomic reads the old value; only cuda.atomic.exch does not)"),
         SourceLocation(site[0], site[1], site[2]), function=site[5],
         hint="write every shared element before reading it (then cuda.syncthreads())")
