@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpunb.backends.cpu import abi
+from gpunb.backends.cpu import abi, fence_sync
 from gpunb.compiler.builtins import atomics
 
 RECORD_DTYPE = np.dtype(list(abi.RECORD_FIELDS))
@@ -252,10 +252,14 @@ class Race:
     order: object = None
 
 
+READ, WRITE, ATOMIC, ATOMIC_READ = 0, 1, 2, 3  # _site_kinds: ATOMIC_READ, a failed CAS
+
+
 def _site_kinds(log: AccessLog) -> np.ndarray:
-    """Per record: 0 read, 1 write, 2 atomic."""
-    site_kind = np.array([{"write": 1, "atomic": 2}.get(s[4], 0) for s in log.sites] or [0],
-                         np.int8)
+    """Per record: READ, WRITE, ATOMIC or ATOMIC_READ (a compare-and-swap that did not swap)."""
+    site_kind = np.array([ATOMIC_READ if _role(s) == atomics.CAS_FAILED_ROLE else
+                          {"write": WRITE, "atomic": ATOMIC}.get(s[4], READ)
+                          for s in log.sites] or [0], np.int8)
     return site_kind[log.records["site"]]
 
 
@@ -282,8 +286,8 @@ def find_race(log: AccessLog, order=None) -> Race | None:
     loc_block = np.where(recs["space"] == abi.SPACE_SHARED, log.home, -1)
     who = recs["block"].astype(np.int64) * log.threads_per_block() + recs["thread"] \
         if order is None else order.entity
-    keep = list(_candidates((recs["space"], loc_block, recs["address"]), who, kind != 0,
-                            kind == 2))
+    keep = list(_candidates((recs["space"], loc_block, recs["address"]), who,
+                            (kind == WRITE) | (kind == ATOMIC), kind >= ATOMIC))
     if not keep:
         return None
     subset = np.sort(np.concatenate(keep))
@@ -297,14 +301,15 @@ def find_race(log: AccessLog, order=None) -> Race | None:
 def _find_in(log: AccessLog, subset: np.ndarray, kind: np.ndarray, order) -> tuple | None:
     """find_race on the records of candidate addresses: a pair of their indices, or None."""
     recs = log.records[subset]
-    f = {"write": kind != 0, "atomic": kind == 2, "index": subset,
+    f = {"write": (kind == WRITE) | (kind == ATOMIC), "atomic": kind >= ATOMIC,
+         "index": subset,
          "block": recs["block"].astype(np.int64),
          "thread": recs["thread"].astype(np.int64),
          "bar": recs["bar_epoch"].astype(np.int64), "wep": recs["warp_epoch"].astype(np.int64),
          "grid": recs["grid_epoch"].astype(np.int64),
          "space": recs["space"].astype(np.int64), "address": recs["address"]}
     f["gthread"] = f["block"] * log.threads_per_block() + f["thread"]
-    f["group"] = log.group(f["block"])
+    f["group"] = log.group(f["block"]) if order is None else order.group(f["block"])
     f["warp"] = f["block"] * 64 + f["thread"] // 32
     f["order"] = order
     f["who"] = f["gthread"] if order is None else order.entity[subset]
@@ -312,6 +317,7 @@ def _find_in(log: AccessLog, subset: np.ndarray, kind: np.ndarray, order) -> tup
     shared = f["space"] == abi.SPACE_SHARED
     location_block = np.where(shared, log.home[subset], -1)
     base_keys = (f["space"], location_block, f["address"])
+    f["location"] = _location_ids(base_keys)
     if order is not None:  # mbarriers and agents order across barrier epochs too: whole groups
         return _check_all(list(_candidates(base_keys, f["who"], f["write"], f["atomic"])), f)
     # within a block: same barrier epoch; a warp's own accesses also split by warp epoch
@@ -382,6 +388,7 @@ def _check_all(groups: list, f: dict):
         keep = f["write"][a] & (f["who"][a] != f["who"][b]) & ~(f["atomic"][a] & f["atomic"][b])
         a, b = a[keep], b[keep]
         bad = ~_pairs_ordered(a, b, f)
+        bad[bad] = ~fence_sync.observed(a[bad], b[bad], f, _pairs_ordered)
         if bad.any():
             late = np.maximum(a[bad], b[bad])
             k = int(np.argmin(late))
@@ -405,6 +412,14 @@ def _pairs_ordered(a: np.ndarray, b: np.ndarray, f: dict) -> np.ndarray:
     return ordered
 
 
+def _location_ids(keys: tuple) -> np.ndarray:
+    """Per record, a number naming its location (records of one location share it)."""
+    order, starts, ends = _groups(keys)
+    out = np.empty(len(order), np.int64)
+    out[order] = np.repeat(np.arange(len(starts)), ends - starts)
+    return out
+
+
 def _check_group(idx: np.ndarray, f: dict):
     """The first unordered conflicting pair among these records of one address, or None."""
     for w in idx[f["write"][idx]]:
@@ -413,6 +428,7 @@ def _check_group(idx: np.ndarray, f: dict):
             continue
         ordered = _pairs_ordered(np.full(len(other), w), other, f)
         bad = other[~ordered & ~(f["atomic"][other] & f["atomic"][w])]
+        bad = bad[~fence_sync.observed(np.full(len(bad), w), bad, f, _pairs_ordered)]
         if len(bad):
             return tuple(sorted((int(w), int(bad[0]))))
     return None

@@ -555,6 +555,14 @@ class CpuTarget(WarpCollectives, Target):
         fn = self.intrinsic(m, fname, args[0].type, [a.type for a in args])
         return b.call(fn, args)
 
+    def threadfence(self, low, scope: str) -> None:
+        low.builder.fence("seq_cst")
+        if self.record:  # racecheck orders threads of different blocks through it and atomics
+            code = {"block": abi.FENCE_BLOCK, "device": abi.FENCE_DEVICE,
+                    "system": abi.FENCE_SYSTEM}[scope]
+            instrument.record_sync(low.builder, low.ctx, abi.SYNC_THREADFENCE,
+                                   ir.Constant(dm.i32, code))
+
     def atomic(self, low, op: str, pointer, value, dtype: t.Type):
         return low.builder.atomic_rmw(op, pointer, value, "seq_cst")
 
