@@ -175,3 +175,21 @@ def test_a_barrier_before_the_fence_publishes_every_threads_writes():
     gather[blocks, threads](slots, np.zeros(1, np.int32), out)
     want = [sum(b + t for b in range(blocks)) for t in range(threads)]
     np.testing.assert_array_equal(out, want)
+
+
+def test_too_many_publishing_threads_say_so(monkeypatch):
+    from gpunb.backends.cpu import fence_sync
+
+    monkeypatch.setattr(fence_sync, "MAX_PUBLISHERS", 4)
+
+    @cuda.jit(racecheck=True)
+    def everyone(out, count):
+        i = cuda.grid(1)
+        out[i] = i
+        cuda.threadfence()
+        cuda.atomic.add(count, 0, 1)
+        cuda.syncthreads()
+        out[i] += 1
+
+    with pytest.warns(UserWarning, match="threads publish through cuda.threadfence"):
+        everyone[2, 8](np.zeros(16), np.zeros(1, np.int32))
