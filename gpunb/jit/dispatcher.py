@@ -31,7 +31,7 @@ from gpunb.foundation.errors import (
     launch_interrupted,
 )
 from gpunb.jit import failures as _failures
-from gpunb.jit.configuration import LaunchConfiguration
+from gpunb.jit.configuration import LaunchConfiguration, key_kinds
 from gpunb.jit.launcher import LaunchVersion, bump_all
 from gpunb.jit.numba_api import NumbaDispatcherAPI, warn_low_occupancy
 from gpunb.jit.specialization import Specialization
@@ -170,12 +170,16 @@ class Dispatcher(NumbaDispatcherAPI):
 
     def __getitem__(self, config) -> LaunchConfiguration:
         # a loop launching kernel[grid, block] reuses one config object (no validation, no
-        # allocation); unhashable configs (lists) take the long way
+        # allocation); unhashable configs (lists) take the long way. A key equal as values is
+        # not enough: (2.0, 32) == (2, 32), so the types must be the ones it was made for
         try:
             found = self._configs.get(config)
         except TypeError:
             found = None
-        if found is not None:
+        if found is not None and (found.key is config or (  # the same tuple object, or
+                type(config) is tuple and len(config) == 2 and
+                type(config[0]) is int is type(config[1])) or  # two ints: always valid, or
+                key_kinds(config) == found.key_kinds):
             return found
         try:
             made = self._make_config(config)
@@ -189,6 +193,7 @@ class Dispatcher(NumbaDispatcherAPI):
             if len(self._configs) >= CONFIGS_KEPT:
                 del self._configs[next(iter(self._configs))]  # the oldest
             self._configs[config] = made
+            made.key, made.key_kinds = config, key_kinds(config)
         except TypeError:
             pass
         return made
