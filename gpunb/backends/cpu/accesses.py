@@ -317,7 +317,7 @@ def _find_in(log: AccessLog, subset: np.ndarray, kind: np.ndarray, order) -> tup
     shared = f["space"] == abi.SPACE_SHARED
     location_block = np.where(shared, log.home[subset], -1)
     base_keys = (f["space"], location_block, f["address"])
-    f["location"] = _location_ids(base_keys)
+    f["location_keys"] = base_keys  # (fence_sync.observed numbers them when it needs to)
     if order is not None:  # mbarriers and agents order across barrier epochs too: whole groups
         return _check_all(list(_candidates(base_keys, f["who"], f["write"], f["atomic"])), f)
     # within a block: same barrier epoch; a warp's own accesses also split by warp epoch
@@ -410,14 +410,6 @@ def _pairs_ordered(a: np.ndarray, b: np.ndarray, f: dict) -> np.ndarray:
         near = np.flatnonzero(same_group)
         ordered[near] |= f["order"].ordered(f["index"][a[near]], f["index"][b[near]])
     return ordered
-
-
-def _location_ids(keys: tuple) -> np.ndarray:
-    """Per record, a number naming its location (records of one location share it)."""
-    order, starts, ends = _groups(keys)
-    out = np.empty(len(order), np.int64)
-    out[order] = np.repeat(np.arange(len(starts)), ends - starts)
-    return out
 
 
 def _check_group(idx: np.ndarray, f: dict):

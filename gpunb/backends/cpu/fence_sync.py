@@ -78,12 +78,14 @@ def _site_kind(site: tuple) -> int:
 def location_keys(log) -> np.ndarray:
     """One integer per record naming its memory location (shared: of its home block)."""
     recs = log.records
-    shared = recs["space"] == abi.SPACE_SHARED
-    # a global address is a host pointer (positive); a shared one an offset in its block's
-    # shared memory (below 2**32): negative keys, by block
-    home = np.asarray(log.home, np.int64)
-    return np.where(shared, -(home << 32) - recs["address"].astype(np.int64) - 1,
-                    recs["address"].astype(np.int64))
+    return _numbers(recs["space"], log.home, recs["address"])
+
+
+def _numbers(space: np.ndarray, home: np.ndarray, address: np.ndarray) -> np.ndarray:
+    """A global address is a host pointer (positive); a shared one an offset in its block's
+    shared memory (below 2**32): negative numbers, by block."""
+    home, address = np.asarray(home, np.int64), np.asarray(address).astype(np.int64)
+    return np.where(space == abi.SPACE_SHARED, -(home << 32) - address - 1, address)
 
 
 class FenceSync:
@@ -141,6 +143,7 @@ def observed(a: np.ndarray, b: np.ndarray, f: dict, pairs_ordered) -> np.ndarray
     for n in np.flatnonzero(f["atomic"][first] & ~f["atomic"][then]).tolist():
         x, p = int(first[n]), int(then[n])
         if "atomics_at" not in f:
+            f["location"] = _numbers(*f["location_keys"])
             atomic = np.flatnonzero(f["atomic"])
             f["atomics_at"] = {loc: atomic[f["location"][atomic] == loc]
                                for loc in np.unique(f["location"][atomic]).tolist()}
