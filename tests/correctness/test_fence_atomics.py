@@ -78,6 +78,9 @@ def test_without_the_writers_fence_it_races():
         _last_block(0, 1, reset=False)
     assert info.value.array == "partial"
     assert "different blocks" in str(info.value)
+    assert "and no a cuda.threadfence()" not in str(info.value)
+    assert "no cuda.threadfence() before an atomic write" in str(info.value)
+    assert info.value.hint.startswith("publish with cuda.threadfence() after the write")
 
 
 def test_a_block_scope_fence_does_not_order_other_blocks():
@@ -193,3 +196,26 @@ def test_too_many_publishing_threads_say_so(monkeypatch):
 
     with pytest.warns(UserWarning, match="threads publish through cuda.threadfence"):
         everyone[2, 8](np.zeros(16), np.zeros(1, np.int32))
+
+
+@pytest.mark.parametrize("fenced", [True, False])
+def test_a_spinlock_between_warps_of_one_block_needs_block_fences(fenced):
+    @cuda.jit(racecheck=True)
+    def locked(lock, total):
+        if cuda.threadIdx.x % 32 == 0:
+            while cuda.atomic.cas(lock, 0, 0, 1) != 0:
+                pass
+            if fenced:
+                cuda.threadfence_block()  # enough within a block
+            total[0] = total[0] + 1
+            if fenced:
+                cuda.threadfence_block()
+            cuda.atomic.exch(lock, 0, 0)
+
+    total = np.zeros(1, np.float32)
+    if fenced:
+        locked[1, 128](np.zeros(1, np.int32), total)
+        assert total[0] == 4
+    else:
+        with pytest.raises(gpunb.RaceError, match="no cuda.syncthreads"):
+            locked[1, 128](np.zeros(1, np.int32), total)

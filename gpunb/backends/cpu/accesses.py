@@ -458,8 +458,14 @@ def race_error(log: AccessLog, race: Race):
            "they are in different blocks of one cluster, and neither a cluster barrier nor "
            "an mbarrier phase orders them" if one_cluster else
            "they are in different blocks, which nothing orders")
-    if same_block and race.order is not None:
+    fenced = race.order is not None and race.order.grid_wide  # the kernel uses threadfences
+    if same_block and race.order is not None and not fenced:
         why += ", nor an mbarrier phase that one arrived on and the other waited for"
+    if fenced:
+        release = ("cuda.threadfence() before an atomic write that the other side's atomic "
+                   "saw (then a fence or barrier of its own)")
+        why = f"{why}, nor a {release}" if same_block or one_cluster else \
+            f"they are in different blocks, and no {release} orders them"
     msg = (f"data race on {name}{shown} ({where}): {side(second, s2)} and "
            f"{side(first, s1)}; {why}")
     accesses = tuple((site[4], site[1], thread_xyz(int(r["thread"]), log.block),
@@ -471,6 +477,10 @@ def race_error(log: AccessLog, race: Race):
             "the reader's cluster.barrier_wait() before its access) between them" if one_cluster
             else
             "use cuda.atomic.* for elements that several blocks update")
+    if fenced:
+        hint = ("publish with cuda.threadfence() after the write and before the atomic that "
+                "signals it; read after an atomic that saw the signal and a cuda.threadfence() "
+                "(or cuda.syncthreads()) - or " + hint)
     if aliased:
         hint = (f"{s2[3]} and {s1[3]} are one memory here (an array passed twice, or "
                 f"overlapping views of one): write the result to an array of its own; or {hint}")
