@@ -219,3 +219,37 @@ def test_a_spinlock_between_warps_of_one_block_needs_block_fences(fenced):
     else:
         with pytest.raises(gpunb.RaceError, match="no cuda.syncthreads"):
             locked[1, 128](np.zeros(1, np.int32), total)
+
+
+def test_cluster_barriers_still_order_in_a_kernel_that_fences():
+    # a fence makes the replay grid-wide: each cluster's barrier phases stay its own
+    @cuda.jit(cluster_dims=(4, 1, 1), racecheck=True)
+    def neighbours(out, scratch, count):
+        c = cuda.cg.this_cluster()
+        t, blk, n = cuda.threadIdx.x, cuda.blockIdx.x, cuda.blockDim.x
+        nxt = blk - c.block_rank() + (c.block_rank() + 1) % c.num_blocks()
+        if t == 0:  # a ticket, acquired by the barrier after it
+            cuda.threadfence()
+            cuda.atomic.add(count, 0, 1)
+        cuda.syncthreads()
+        scratch[blk * n + t] = blk * 1000 + t
+        c.sync()
+        out[blk * n + t] = scratch[nxt * n + (n - 1 - t)]
+        c.sync()
+
+    from gpunb.backends.cpu import happens_before
+
+    built = []
+    build = happens_before.build
+
+    def noted(log):
+        built.append(build(log))
+        return built[-1]
+
+    blocks, n = 8, 32
+    out, count = np.zeros(blocks * n, np.int64), np.zeros(1, np.int32)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(happens_before, "build", noted)
+        neighbours[blocks, n](out, np.zeros(blocks * n, np.int64), count)
+    assert count[0] == blocks and out[0] == 1 * 1000 + n - 1
+    assert built and built[0].grid_wide  # the replay this test is about
