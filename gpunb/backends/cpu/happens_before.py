@@ -280,6 +280,8 @@ def _build(log) -> Order | None:
         groups[0] = _replay(log, blocks, events, value, kind, agents, issue, fences,
                             fence_plan)
         return Order(log, agents, agent_of, groups, fences, grid_wide=True)
+    if (kind == abi.SYNC_THREADFENCE).all():
+        return None  # fences that order nothing here: barriers suffice, as without them
     sync_group = log.group(sync["block"])
     for key in np.unique(sync_group):
         events = np.flatnonzero(sync_group == key)
