@@ -274,6 +274,42 @@ def test_mutual_recursion_matches_numba(target):
                      "doubles": "int64"}
 
 
+@cuda.jit(device=True)
+def head_of_cycle(n):  # int64 from its base case, float64 once the cycle is typed
+    if n <= 0:
+        return 1
+    x = passes_through(n - 1)
+    y = calls_the_cycle(n - 1)  # typed after passes_through, on the same assumption
+    return x * 0.5 + y
+
+
+@cuda.jit(device=True)
+def passes_through(n):
+    return head_of_cycle(n)
+
+
+@cuda.jit(device=True)
+def calls_the_cycle(n):
+    return passes_through(n)
+
+
+def test_a_function_reusing_one_typed_on_an_assumption_is_typed_again(target):
+    # calls_the_cycle used passes_through's int64 typing, made on head_of_cycle's first
+    # assumption: kept, it stored a double into an i64 (an internal compiler error)
+    @cuda.jit
+    def kernel(out, n):
+        out[0] = head_of_cycle(n)
+        out[1] = calls_the_cycle(n)
+
+    def python(n):
+        return 1 if n <= 0 else python(n - 1) * 1.5
+
+    out = np.zeros(2)
+    for n in range(5):
+        kernel[1, 1](out, n)
+        assert list(out) == [python(n), python(n)], n
+
+
 def test_mutual_recursion_is_a_real_call_in_ptx(ptxas):
     from gpunb.foundation.types import float64, int64
 

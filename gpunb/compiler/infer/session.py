@@ -29,8 +29,9 @@ class InferenceSession:
         self.done: dict = {}
         self.in_progress: dict = {}  # key -> the inferer typing that function now
         self.recursive_refs: dict = {}  # key -> RecursiveRefs made for it
-        # id(inferer) -> keys of functions typed with its assumed return type (a cycle through
-        # them): forgotten when that assumption changes (forget_assumed)
+        # key of a function being typed -> keys of functions typed on its assumed return type
+        # (a cycle through them, or a caller of one of those): forgotten when that assumption
+        # changes (forget_assumed)
         self.assumed_by: dict = {}
 
     def infer(self, py_func, argtypes: tuple, is_kernel: bool = False, call_node=None,
@@ -39,6 +40,8 @@ class InferenceSession:
                _closure_key(py_func), declared_return)
         found = self.done.get(key)
         if found is not None:
+            if self.assumed_by:
+                self._typed_on_assumptions(key)
             return found
         active = self.in_progress.get(key)
         if active is not None:
@@ -52,7 +55,7 @@ class InferenceSession:
             del self.in_progress[key]
         for ref in self.recursive_refs.pop(key, ()):
             ref.bind(typed)
-        self.assumed_by.pop(id(inferer), None)
+        self.assumed_by.pop(key, None)
         self.done[key] = typed
         return typed
 
@@ -73,15 +76,24 @@ class InferenceSession:
         for member in cycle:
             self.in_progress[member].recursive = True
         if declared_return is None and len(cycle) > 1:
-            self.assumed_by.setdefault(id(active), set()).update(cycle[1:])
+            self.assumed_by.setdefault(key, set()).update(cycle[1:])
         ref = RecursiveRef(active.source.name, return_type, active.argtypes)
         self.recursive_refs.setdefault(key, []).append(ref)
         return ref
 
     def forget_assumed(self, inferer) -> None:
         """`inferer`'s assumed return type changed: the functions typed on it are typed again."""
-        for key in self.assumed_by.pop(id(inferer), ()):
+        head = next((k for k, v in self.in_progress.items() if v is inferer), None)
+        for key in self.assumed_by.pop(head, ()):
             self.done.pop(key, None)
+
+    def _typed_on_assumptions(self, key) -> None:
+        """A function typed on a head's assumption is used again: the functions typing now
+        (those called from the head on) depend on that assumption too."""
+        chain = list(self.in_progress)
+        for head, keys in self.assumed_by.items():
+            if key in keys and head in self.in_progress:
+                keys.update(chain[chain.index(head) + 1:])
 
 
 def _closure_key(py_func) -> tuple:
