@@ -12,6 +12,7 @@ No encoding uses `repr` of an arbitrary object: reprs carry addresses and change
 
 from __future__ import annotations
 
+import enum
 import struct
 import sys
 import types
@@ -64,7 +65,9 @@ def encode(value, gpu, epoch_marker=None) -> str:
     np = sys.modules.get("numpy")
     if np is not None and (cls.__module__ == "numpy" or isinstance(value, _numpy_types(np))):
         return _numpy(value, np, epoch_marker)
-    if isinstance(value, _SCALARS):  # subclasses: IntEnum members, str enums, ...
+    if isinstance(value, enum.Enum):
+        return _enum_member(value, gpu, epoch_marker)
+    if isinstance(value, _SCALARS):  # subclasses of int, str, ...
         base = next(b for b in _SCALARS if isinstance(value, b))
         return f"{qualified_name(cls)}:{_scalar_text(base(value))}"
     if isinstance(value, tuple):  # namedtuples and other tuple subclasses
@@ -87,6 +90,17 @@ def encode(value, gpu, epoch_marker=None) -> str:
     if foreign is not None:  # kernels capture another library's GPU array by its address
         return foreign
     return f"object:{qualified_name(cls)}"
+
+
+def _enum_member(member, gpu, epoch_marker) -> str:
+    """An Enum member by its class's layout, its name and its value: kernels hold a plain Enum's
+    member as its position in the class (`c == Color.GREEN` compares positions), so a class whose
+    members were reordered, added or removed (a cell run again, another process's definition)
+    must give another key; an IntEnum member computes with its value."""
+    cls = type(member)
+    names = ",".join(m.name for m in cls)
+    return (f"enum:{qualified_name(cls)}[{names}]:{member.name}="
+            f"{encode(member.value, gpu, epoch_marker)}")
 
 
 def _cuda_array(value) -> str | None:

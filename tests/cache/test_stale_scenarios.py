@@ -439,3 +439,42 @@ def test_nan_and_minus_nan_globals_have_their_own_keys(nb):
     ns = _new_process(text.format(x="-float('nan')"))
     assert _run(ns["sign"], np.float64) == [-1.0] * 4
     assert _event(ns["sign"], np.float64).kind == "miss"
+
+
+ENUM_KERNEL = """
+import enum
+
+class Color(enum.Enum):
+    {members}
+
+@cuda.jit
+def is_green(out, c):
+    out[cuda.threadIdx.x] = c == Color.GREEN
+"""
+
+
+def _is_green(kernel, member) -> list:
+    out = np.zeros(4, dtype=np.int64)
+    kernel[1, 4](out, member)
+    return out.tolist()
+
+
+def test_an_enum_whose_members_were_reordered_gets_its_own_key(nb):
+    """A plain Enum member is compiled in as its position in the class, but every member was
+    keyed as `object:Color`: after `Color` was redefined with GREEN first (a cell run again,
+    or another process's definition), `c == Color.GREEN` was a hit on the code comparing with
+    position 1, and GREEN came out 0 and RED 1."""
+    nb.run(ENUM_KERNEL.format(members="RED = 1\n    GREEN = 2"))
+    k = nb.ns["is_green"]
+    assert _is_green(k, nb.ns["Color"].GREEN) == [1] * 4
+    nb.run("class Color(enum.Enum):\n    GREEN = 2\n    RED = 1\n")  # the same live kernel
+    assert _is_green(k, nb.ns["Color"].GREEN) == [1] * 4
+    assert _is_green(k, nb.ns["Color"].RED) == [0] * 4
+    assert k.cache_info()[-1]["event"].why.startswith("changed: global `Color.GREEN`")
+    ns = _new_process(ENUM_KERNEL.format(members="BLUE = 3\n    GREEN = 2\n    RED = 1"))
+    assert _is_green(ns["is_green"], ns["Color"].GREEN) == [1] * 4
+    assert _is_green(ns["is_green"], ns["Color"].BLUE) == [0] * 4
+    assert ns["is_green"].cache_info()[-1]["event"].kind == "miss"
+    ns = _new_process(ENUM_KERNEL.format(members="GREEN = 2\n    RED = 1"))  # as compiled above
+    assert _is_green(ns["is_green"], ns["Color"].GREEN) == [1] * 4
+    assert ns["is_green"].cache_info()[-1]["event"].outcome == "hit (disk)"
