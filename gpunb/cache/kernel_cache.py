@@ -72,7 +72,11 @@ class Lookup:
 
 
 def _pointer(fingerprint: FunctionFingerprint, signature: str, target: str) -> str:
-    return f"{fingerprint.qualname}\0{signature}\0{target}"
+    """Names "this function's previous entry", which a miss is explained against: the module
+    is part of it, so `k` of pkg/b.py is new, not `k` of pkg/a.py changed (notebook cells all
+    define their functions in `__main__`, so a cell's `k` is told against the last `k`)."""
+    module = getattr(fingerprint.py_func, "__module__", None) or ""
+    return f"{module}\0{fingerprint.qualname}\0{signature}\0{target}"
 
 
 class KernelCache:

@@ -9,7 +9,9 @@ function objects), so the next lookup reads the disk entry written earlier.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -478,3 +480,31 @@ def test_an_enum_whose_members_were_reordered_gets_its_own_key(nb):
     ns = _new_process(ENUM_KERNEL.format(members="GREEN = 2\n    RED = 1"))  # as compiled above
     assert _is_green(ns["is_green"], ns["Color"].GREEN) == [1] * 4
     assert ns["is_green"].cache_info()[-1]["event"].outcome == "hit (disk)"
+
+
+def test_kernels_of_one_name_in_two_modules_are_told_apart(nb, package):
+    """`k` of one module was explained against the last entry of any `k`: the first launch of
+    kern_pkg.b.k said 'changed: source of `k`' (it is new), and after kern_pkg.helpers was edited
+    and kern_pkg.a reloaded, a.k's recompile blamed its own source, not the edited helper."""
+    package("kern_pkg", {
+        "__init__": "",
+        "helpers": HELPERS.format(inc="1.0"),
+        "a": "from gpunb import cuda\nfrom .helpers import helper\n\n@cuda.jit\n"
+             "def k(out, x):\n    out[cuda.threadIdx.x] = helper(x)\n",
+        "b": "from gpunb import cuda\n\n@cuda.jit\ndef k(out, x):\n"
+             "    out[cuda.threadIdx.x] = x - 1.0\n"})
+    nb.run("import kern_pkg.a, kern_pkg.b, kern_pkg.helpers\n")
+    pkg = nb.ns["kern_pkg"]
+    assert _run(pkg.a.k) == [2.0] * 4
+    assert _run(pkg.b.k) == [0.0] * 4
+    assert _event(pkg.b.k).outcome == "miss (new)"
+    helpers = pkg.helpers.__file__
+    with open(helpers, "w") as file:
+        file.write(HELPERS.format(inc="10.0"))
+    later = time.time_ns() + 2_000_000_000
+    os.utime(helpers, ns=(later, later))
+    importlib.reload(pkg.helpers)
+    importlib.reload(pkg.a)
+    assert _run(pkg.a.k) == [11.0] * 4
+    assert _event(pkg.a.k).why.startswith("changed: device function `helper`"), \
+        _event(pkg.a.k).why
