@@ -82,6 +82,9 @@ def encode(value, gpu, epoch_marker=None) -> str:
         return f"class:{qualified_name(value)}"
     if cls.__module__.startswith("gpunb."):
         return _gpunb_object(value)
+    numba_type = _numba_type(value)
+    if numba_type is not None:
+        return numba_type
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         return f"builtin:{getattr(value, '__module__', None) or '?'}.{value.__qualname__}"
     if isinstance(value, types.FunctionType):
@@ -101,6 +104,16 @@ def _enum_member(member, gpu, epoch_marker) -> str:
     names = ",".join(m.name for m in cls)
     return (f"enum:{qualified_name(cls)}[{names}]:{member.name}="
             f"{encode(member.value, gpu, epoch_marker)}")
+
+
+def _numba_type(value) -> str | None:
+    """numba's own type objects (`DT = numba.float32`: kernels take them as dtypes and casts)
+    by their canonical name, which numba interns types by: as `object:<class>` float32 and
+    float64 (both of class Float) shared a key."""
+    if not type(value).__module__.startswith("numba."):
+        return None
+    name = getattr(value, "name", None)
+    return f"numba-type:{qualified_name(type(value))}:{name}" if isinstance(name, str) else None
 
 
 def _cuda_array(value) -> str | None:
@@ -228,6 +241,8 @@ def preview(value) -> str:
         text = repr(value)
     elif isinstance(value, types.ModuleType):
         return f"module {value.__name__}"
+    elif _numba_type(value) is not None:
+        text = f"numba {value.name}"  # `DT = numba.float32` -> numba.float64 names both
     else:
         np = sys.modules.get("numpy")
         if np is not None and isinstance(value, np.generic):

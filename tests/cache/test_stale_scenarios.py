@@ -508,3 +508,36 @@ def test_kernels_of_one_name_in_two_modules_are_told_apart(nb, package):
     assert _run(pkg.a.k) == [11.0] * 4
     assert _event(pkg.a.k).why.startswith("changed: device function `helper`"), \
         _event(pkg.a.k).why
+
+
+NUMBA_DTYPE_KERNEL = """
+import numba
+
+DT = numba.{dtype}
+
+@cuda.jit
+def widen(out, x):
+    a = cuda.local.array(1, DT)
+    a[0] = x
+    out[cuda.threadIdx.x] = a[0] + DT(x)
+"""
+
+
+def test_numba_type_objects_are_keyed_by_name(nb):
+    """numba's own types read as globals (`DT = numba.float32` as a dtype and a cast) were keyed
+    as `object:numba.core.types.scalars.Float`, so float32 and float64 shared a key: after
+    `DT = numba.float64` the launch was 'hit (memory, re-checked)' on the float32 code, and a
+    process with DT = numba.float64 got the float32 code from disk."""
+    pytest.importorskip("numba")
+    nb.run(NUMBA_DTYPE_KERNEL.format(dtype="float32"))
+    k = nb.ns["widen"]
+    in_float32 = float(np.float32(0.1)) * 2
+    assert _run(k, np.float64, 0.1) == [in_float32] * 4
+    nb.run("DT = numba.float64\n")
+    assert _run(k, np.float64, 0.1) == [0.2] * 4
+    assert _event(k, np.float64).why == \
+        "changed: global `DT` defined at module __main__: numba float32 -> numba float64"
+    ns = _new_process(NUMBA_DTYPE_KERNEL.format(dtype="float32"))
+    assert _run(ns["widen"], np.float64, 0.1) == [in_float32] * 4
+    ns = _new_process(NUMBA_DTYPE_KERNEL.format(dtype="float64"))
+    assert _run(ns["widen"], np.float64, 0.1) == [0.2] * 4
