@@ -79,6 +79,10 @@ def encode(value, gpu, epoch_marker=None) -> str:
             defaults = getattr(value, "_field_defaults", None) or {}
             return (f"class:{qualified_name(value)}{value._fields!r}" +
                     _sequence("", tuple(defaults.items()), gpu, epoch_marker))
+        if issubclass(value, enum.Enum):  # kernels look members up by name: `Color['GREEN']`
+            members = ",".join(f"{name}={member.name}:{encode(member.value, gpu, epoch_marker)}"
+                               for name, member in value.__members__.items())
+            return f"class:{qualified_name(value)}[{members}]"
         return f"class:{qualified_name(value)}"
     if cls.__module__.startswith("gpunb."):
         return _gpunb_object(value)

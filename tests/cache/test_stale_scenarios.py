@@ -541,3 +541,20 @@ def test_numba_type_objects_are_keyed_by_name(nb):
     assert _run(ns["widen"], np.float64, 0.1) == [in_float32] * 4
     ns = _new_process(NUMBA_DTYPE_KERNEL.format(dtype="float64"))
     assert _run(ns["widen"], np.float64, 0.1) == [0.2] * 4
+
+
+def test_an_enum_member_looked_up_by_name_follows_the_class(nb):
+    """`Color['GREEN']` reads the class itself, which was keyed by its name alone: after
+    GREEN's value changed the launch was 'hit (memory, re-checked)' on the old value (and a
+    process with the new class got the old code from disk)."""
+    text = ("import enum\nclass Color(enum.IntEnum):\n    RED = 1\n    GREEN = {green}\n"
+            "    LIME = {green}\n"
+            "@cuda.jit\ndef green(out, x):\n    out[cuda.threadIdx.x] = Color['LIME'] + x\n")
+    nb.run(text.format(green=2))
+    k = nb.ns["green"]
+    assert _run(k) == [3.0] * 4
+    nb.run("class Color(enum.IntEnum):\n    RED = 1\n    GREEN = 5\n    LIME = 5\n")
+    assert _run(k) == [6.0] * 4
+    assert _event(k).why.startswith("changed: global `Color`")
+    ns = _new_process(text.format(green=7))
+    assert _run(ns["green"]) == [8.0] * 4
