@@ -9,6 +9,7 @@ function objects), so the next lookup reads the disk entry written earlier.
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import sys
 import time
@@ -558,3 +559,52 @@ def test_an_enum_member_looked_up_by_name_follows_the_class(nb):
     assert _event(k).why.startswith("changed: global `Color`")
     ns = _new_process(text.format(green=7))
     assert _run(ns["green"]) == [8.0] * 4
+
+
+PROPERTY_KERNEL = """
+import math
+
+class Params:
+    def __init__(self):
+        self.n = 1.5
+
+    @property
+    def scale(self):
+        return self.n * 2
+
+P = Params()
+
+@cuda.jit
+def scaled(out, x):
+    out[cuda.threadIdx.x] = math.copysign(x, P.scale) * abs(P.scale)
+"""
+
+
+def test_a_property_answering_new_equal_objects_keeps_the_fast_path(nb, modules):
+    """A property (or a module's __getattr__) answers each read with a new float: checked by
+    identity, every launch re-fingerprinted the kernel (378 us instead of 5) and recorded a
+    'hit (memory, re-checked)' event. An equal value now passes; a changed one (-0.0 after 0.0
+    included, which compare equal) still recompiles."""
+    nb.run(PROPERTY_KERNEL)
+    lazy = modules.write("lazy_consts", "def __getattr__(name):\n"
+                                        "    if name == 'OFFSET':\n"
+                                        "        return 0.5 + 0.25\n"
+                                        "    raise AttributeError(name)\n")
+    nb.ns["lazy_consts"] = lazy
+    nb.run("@cuda.jit\ndef shifted(out, x):\n"
+           "    out[cuda.threadIdx.x] = x + lazy_consts.OFFSET\n")
+    k, shifted = nb.ns["scaled"], nb.ns["shifted"]
+    assert _run(k) == [3.0] * 4
+    assert _run(shifted) == [1.75] * 4
+    before = len(cache.events())
+    _unchanged_launch_is_served(k, [3.0] * 4)
+    _unchanged_launch_is_served(shifted, [1.75] * 4)
+    assert len(cache.events()) == before  # no re-check recorded: nothing was re-checked
+    nb.ns["P"].n = 2.0
+    assert _run(k) == [4.0] * 4
+    assert _event(k).why.endswith("3.0 -> 4.0")
+    nb.ns["P"].n = 0.0
+    assert _run(k) == [0.0] * 4
+    nb.ns["P"].n = -0.0
+    assert _run(k, value=2.0) == [-0.0] * 4
+    assert math.copysign(1.0, _run(k, value=2.0)[0]) == -1.0
