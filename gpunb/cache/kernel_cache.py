@@ -21,8 +21,10 @@ as a hit with the time waited (compile_once.py).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import weakref
 
 from gpunb.cache import provenance
 from gpunb.cache.fingerprint import Dependency, FunctionFingerprint
@@ -79,6 +81,18 @@ def _pointer(fingerprint: FunctionFingerprint, signature: str, target: str) -> s
     return f"{module}\0{fingerprint.qualname}\0{signature}\0{target}"
 
 
+_caches: weakref.WeakSet = weakref.WeakSet()  # every KernelCache, for _after_fork_in_child
+
+
+def _after_fork_in_child() -> None:
+    for cache in list(_caches):
+        cache._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class KernelCache:
     """Memory tier in front of a disk tier at one directory; see the module docstring."""
 
@@ -99,6 +113,14 @@ class KernelCache:
         self.bodies: dict[str, dict] = {}  # key -> metadata body, for explanations
         self.pending: dict[str, Lookup] = {}
         self.claims = None  # compile_once.ThreadClaims, made on the first miss
+        self._lock = threading.RLock()
+        _caches.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: the threads that held keys (or the lock) are not there; waiting
+        for them took the whole GPUNB_CACHE_WAIT_SECONDS (300 s) before compiling. A key
+        the parent process is compiling is still waited for through its lock file."""
+        self.claims = None
         self._lock = threading.RLock()
 
     # ---- lookup --------------------------------------------------------------------------------

@@ -18,11 +18,11 @@ from __future__ import annotations
 import functools
 import keyword
 import re
-import threading
 
 import numpy as np
 
 from gpunb.cache.fingerprint import still_valid
+from gpunb.foundation import forksafe
 from gpunb.fusion.arguments import prepare, result_kind, signature
 from gpunb.fusion.codegen import BLOCK
 
@@ -39,7 +39,7 @@ class FusedFunction:
         self.func = func
         self.kernel_name = _identifier(kernel_name or func.__name__)
         self._plans: dict = {}
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self._watch: tuple = _NOT_CHECKED  # the fingerprint's watch list
         self._digest: str | None = None
         self.last_launches: tuple = ()  # ((kernel name, grid, block), ...) of the latest call

@@ -17,10 +17,10 @@ from __future__ import annotations
 import collections
 import inspect
 import math
-import threading
 
 import numpy as np
 
+from gpunb.foundation import forksafe
 from gpunb.foundation import types as t
 from gpunb.ufunc import arrays
 from gpunb.ufunc.functions import device_function
@@ -48,7 +48,7 @@ class GUFunc:
         # input dtypes -> (output dtypes, argument types of the signature)
         self._loops: collections.OrderedDict = collections.OrderedDict()
         self._kernels: dict = {}
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         for sig in signatures:
             self.add(sig)
         self._lazy = not signatures

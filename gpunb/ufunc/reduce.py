@@ -10,10 +10,10 @@ for an empty array, and it works on every dtype the compiler does, on both targe
 from __future__ import annotations
 
 import inspect
-import threading
 
 import numpy as np
 
+from gpunb.foundation import forksafe
 from gpunb.ufunc import arrays
 from gpunb.ufunc.functions import device_function
 from gpunb.ufunc.kernels import BLOCK, compile_kernel, grid_for, reduce_source
@@ -49,7 +49,7 @@ class Reduce:
         self._core = device_function(functor, "cuda.reduce")
         self.__name__ = getattr(functor, "__name__", "reduce")
         self._kernels: dict = {}
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     def __repr__(self) -> str:
         return f"<gpunb cuda.Reduce {self.__name__}>"
