@@ -77,6 +77,14 @@ class FusedFunction:
         each has inspect_ptx(), inspect_types(), resource_usage() ... once it has run."""
         return [step.kernel for step in self._plan_for(args, kwargs)[0].steps]
 
+    def compiled_kernels(self) -> list:
+        """The kernels (GPU functions) every call so far compiled, for `%gpucache status`,
+        `explain` and `clear`."""
+        out: list = []
+        for plan in list(self._plans.values()):
+            out.extend(s.kernel for s in plan.steps if all(s.kernel is not k for k in out))
+        return out
+
     def sources(self, *args, **kwargs) -> list:
         """The generated Python source of each kernel a call with these arguments launches."""
         return [step.source.text for step in self._plan_for(args, kwargs)[0].steps]

@@ -247,6 +247,11 @@ class GUFunc:
         grid = grid_for(kernel, launch_args, n, target)
         kernel[grid, BLOCK, stream](*launch_args)
 
+    def compiled_kernels(self) -> list:
+        """The kernels (GPU functions) compiled for this gufunc so far, for `%gpucache status`,
+        `explain` and `clear`."""
+        return list(self._kernels.values())
+
     def _kernel(self, loop: tuple, scalar_args: tuple, loop_ndim: int):
         key = (loop, scalar_args, loop_ndim)
         kernel = self._kernels.get(key)

@@ -105,6 +105,11 @@ class Reduce:
         kernel[1, BLOCK, stream](partials, out, np.int64(blocks), init, np.bool_(use_init))
         return out
 
+    def compiled_kernels(self) -> list:
+        """The kernels (GPU functions) compiled for this reduction so far, for `%gpucache status`,
+        `explain` and `clear`."""
+        return list(self._kernels.values())
+
     def _kernel(self, dtype: np.dtype):
         with self._lock:
             kernel = self._kernels.get(dtype)

@@ -108,6 +108,11 @@ class UFunc:
                             "(convert with .astype) or add a signature")
         return chosen, self._loops[chosen]
 
+    def compiled_kernels(self) -> list:
+        """The kernels (GPU functions) compiled for this ufunc so far, for `%gpucache status`,
+        `explain` and `clear`."""
+        return list(self._kernels.values())
+
     def _kernel(self, loop: tuple, scalar_positions: tuple, ndim: int):
         key = (loop, scalar_positions, ndim)
         kernel = self._kernels.get(key)
