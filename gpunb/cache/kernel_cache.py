@@ -424,15 +424,17 @@ class KernelCache:
 
     # ---- maintenance ---------------------------------------------------------------------------
 
-    def clear(self, name: str | None = None) -> int:
-        """Remove the entries of one function (by name or qualname), or all; the count removed."""
+    def clear(self, name: str | None = None, module: str | None = None) -> int:
+        """Remove the entries of one function (by name or qualname; with `module`, only those
+        its module defined: `k` of pkg/a.py, not `k` of pkg/b.py), or all; the count removed."""
         with self._lock:
-            removed = self.memory.remove_function(name)
+            removed = self.memory.remove_function(name, module)
             if name is None:
                 self.latest.clear()
                 self.bodies.clear()
         keys = [e.key for e in self.disk.entries()
-                if name is None or e.function == name or e.function.rpartition(".")[2] == name]
+                if name is None or (e.function == name or e.function.rpartition(".")[2] == name)
+                and (module is None or e.module in ("", module))]
         return max(removed, self.disk.remove(keys) if keys else 0)
 
     def forget_memory(self) -> None:
@@ -518,6 +520,7 @@ def _body(pending: Lookup, fp: FunctionFingerprint, artifact, compile_ms: float)
         data.pop(field, None)  # stored as blobs
     return {
         "function": pending.function, "qualname": fp.qualname, "signature": pending.signature,
+        "module": getattr(fp.py_func, "__module__", None) or "",
         "target": pending.target, "arch": pending.parts.get("arch"), "parts": pending.parts,
         "code_digest": fp.code_digest, "defined_at": fp.defined_at,
         "dependencies": [d.to_json() for d in fp.dependencies],

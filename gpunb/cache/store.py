@@ -82,10 +82,11 @@ _warned_dirs: set = set()  # (directory, what) of the warnings already given
 StoredEntry = namedtuple("StoredEntry", "key body blobs size")
 StoredEntry.__doc__ = "A verified disk entry: metadata body and blobs ({ext: bytes}, all of BLOBS)."
 EntryInfo = namedtuple("EntryInfo", "key function signature target size last_used defined_at "
-                                    "problem", defaults=("",))
+                                    "problem module", defaults=("", ""))
 EntryInfo.__doc__ = ("One entry as listed by status/prune/clear (metadata only); last_used is "
                      "the JSON's mtime, touched on every disk hit; problem is non-empty when the "
-                     "entry does not verify.")
+                     "entry does not verify; module is the defining module's name ('' in entries "
+                     "of older gpunbs).")
 
 
 class MemoryStore:
@@ -107,9 +108,10 @@ class MemoryStore:
         while len(self.items) > self.max_entries:
             self.items.popitem(last=False)
 
-    def remove_function(self, name: str | None) -> int:
+    def remove_function(self, name: str | None, module: str | None = None) -> int:
         keys = [k for k, (_, body) in self.items.items()
-                if name is None or body.get("function") == name or body.get("name") == name]
+                if name is None or (body.get("function") == name or body.get("name") == name)
+                and module in (None, body.get("module"))]
         for k in keys:
             del self.items[k]
         return len(keys)
@@ -493,7 +495,8 @@ class DiskStore:
                 continue
             out.append(EntryInfo(stem, str(body.get("function", "?")),
                                  str(body.get("signature", "?")), str(body.get("target", "?")),
-                                 size, st.st_mtime, str(body.get("defined_at", "")), problem))
+                                 size, st.st_mtime, str(body.get("defined_at", "")), problem,
+                                 str(body.get("module", ""))))
         return out
 
     def remove(self, keys) -> int:

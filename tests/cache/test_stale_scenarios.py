@@ -608,3 +608,30 @@ def test_a_property_answering_new_equal_objects_keeps_the_fast_path(nb, modules)
     nb.ns["P"].n = -0.0
     assert _run(k, value=2.0) == [-0.0] * 4
     assert math.copysign(1.0, _run(k, value=2.0)[0]) == -1.0
+
+
+def test_clearing_a_modules_kernel_keeps_a_kernel_of_its_name_elsewhere(nb, package):
+    """`%gpucache clear mymod.k` (gpunb.cache.clear(kernel)) removed the entries of every
+    function named k, another module's and the notebook's too: their next process compiled
+    them again. Given the GPU function, only its module's go; given a name, every k's."""
+    package("clear_pkg", {
+        "__init__": "",
+        "a": "from gpunb import cuda\n\n@cuda.jit\ndef k(out, x):\n"
+             "    out[cuda.threadIdx.x] = x + 1.0\n",
+        "b": "from gpunb import cuda\n\n@cuda.jit\ndef k(out, x):\n"
+             "    out[cuda.threadIdx.x] = x - 1.0\n"})
+    nb.run("import clear_pkg.a, clear_pkg.b\n"
+           "@cuda.jit\ndef k(out, x):\n    out[cuda.threadIdx.x] = x * 5.0\n")
+    pkg, mine = nb.ns["clear_pkg"], nb.ns["k"]
+    assert _run(pkg.a.k) == [2.0] * 4 and _run(pkg.b.k) == [0.0] * 4 and _run(mine) == [5.0] * 4
+    assert cache.clear(pkg.b.k) == 1
+    cache.default_cache().forget_memory()  # a new process: the modules and the cell again
+    importlib.reload(pkg.a)
+    importlib.reload(pkg.b)
+    mine = nb.run("@cuda.jit\ndef k(out, x):\n    out[cuda.threadIdx.x] = x * 5.0\n")["k"]
+    for kernel, expected in ((pkg.a.k, [2.0] * 4), (pkg.b.k, [0.0] * 4), (mine, [5.0] * 4)):
+        assert _run(kernel) == expected
+    assert _event(pkg.a.k).outcome == "hit (disk)"
+    assert _event(mine).outcome == "hit (disk)"
+    assert _event(pkg.b.k).kind == "miss"
+    assert cache.clear("k") == 3  # by name: every k
