@@ -250,7 +250,9 @@ def preview(value) -> str:
     else:
         np = sys.modules.get("numpy")
         if np is not None and isinstance(value, np.generic):
-            text = f"{value.dtype.name}({value!r})" if value.dtype.fields is None else ""
+            # numpy 2's repr is `np.float32(1.5)`: shown as float32(1.5)
+            item = value.item() if value.dtype.kind in "biufc" else value
+            text = f"{value.dtype.name}({item!r})" if value.dtype.fields is None else ""
         elif np is not None and isinstance(value, np.ndarray):
             if value.size > 8 or value.dtype.fields is not None or value.dtype.hasobject:
                 return f"array {value.dtype} {value.shape}"
