@@ -247,6 +247,11 @@ def preview(value) -> str:
         return f"module {value.__name__}"
     elif _numba_type(value) is not None:
         text = f"numba {value.name}"  # `DT = numba.float32` -> numba.float64 names both
+    elif isinstance(value, enum.Enum):  # its position is content: the class's order shown
+        members = ", ".join(m.name for m in type(value))
+        text = f"{type(value).__name__}.{value.name} = {value.value!r} of ({members})"
+    elif isinstance(value, type) and issubclass(value, enum.Enum):
+        text = f"{value.__name__}({', '.join(f'{m.name}={m.value!r}' for m in value)})"
     else:
         np = sys.modules.get("numpy")
         if np is not None and isinstance(value, np.generic):
