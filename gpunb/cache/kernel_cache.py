@@ -142,7 +142,12 @@ class KernelCache:
         specialisations within this process, where the toolchain cannot change: it skips the
         identity (hashing compiler sources and libdevice costs a new process ~60 ms unstamped)."""
         if not enabled:
-            return {"cache": "disabled"}
+            from gpunb.cache.toolchain_id import remembered_identity
+
+            # known already (the cache was on earlier in this process): the real one, so that
+            # `%gpucache off` keeps every live kernel's key and recompiles none of them
+            known = remembered_identity(target)
+            return known if known is not None else {"cache": "disabled"}
         from gpunb.cache.toolchain_id import toolchain_identity
 
         # an untrusted (or uncreatable) directory is not read at all, its stamp included

@@ -637,3 +637,24 @@ def test_clearing_a_modules_kernel_keeps_a_kernel_of_its_name_elsewhere(nb, pack
     assert _event(mine).outcome == "hit (disk)"
     assert _event(pkg.b.k).kind == "miss"
     assert cache.clear("k") == 3  # by name: every k
+
+
+def test_turning_the_cache_off_recompiles_nothing_that_did_not_change(nb):
+    """`%gpucache off` (set_enabled(False)) made every live kernel compile again at its next
+    launch after a cell, though nothing had changed: keys made with the cache off left out the
+    toolchain, so none matched a specialisation's key. A real change still recompiles, and
+    nothing is stored while the cache is off."""
+    nb.run("N = 2.0\n@cuda.jit\ndef scale(out, x):\n    out[cuda.threadIdx.x] = x * N\n")
+    k = nb.ns["scale"]
+    assert _run(k) == [2.0] * 4
+    cache.set_enabled(False)
+    try:
+        nb.run("unrelated = 1\n")
+        cache.invalidate()  # a cell ended
+        _unchanged_launch_is_served(k, [2.0] * 4)
+        nb.run("N = 3.0\n")
+        assert _run(k) == [3.0] * 4
+        assert _event(k).outcome == "miss (disabled)"
+    finally:
+        cache.set_enabled(None)
+    assert len(cache.default_cache().disk.entries()) == 1  # only the compile made while on
