@@ -311,6 +311,8 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--only", choices=("gemm", "attention", "compile"))
+    parser.add_argument("--n", type=int, default=None,
+                        help="GEMM: M = N = K (default 8192, 2048 --quick)")
     parser.add_argument("--triton", action="append", default=[], metavar="BMxBNxBK:S:W",
                         help="time Triton's tutorial kernel at these configurations only "
                              "(default: its four H100 autotune configurations)")
@@ -351,6 +353,7 @@ def main(argv=None) -> int:
             raise SystemExit(f"--variant {spec!r}: {err}") from None
     triton_configs = tuple(_triton_config(spec) for spec in args.triton) or TUTORIAL_CONFIGS
     n, seq = (2048, 1024) if args.quick else (8192, 4096)
+    n = args.n or n
     iters, repeats = (3, 3) if args.quick else (10, 5)
     rounds = args.rounds or (1 if args.quick else 5)
     warm_s = args.warm if args.warm is not None else (0.0 if args.quick else 2.0)

@@ -5,9 +5,8 @@ it in one run: `--module benchmarks.gemm6.before`."""
 
 from __future__ import annotations
 
-from benchmarks.gemm6.common import launch_kernel
+from benchmarks.gemm6.common import launch_kernel, uniform_descriptors
 from gpunb import cuda, float32, uint32, uint64
-from gpunb.examples import hopper_gemm
 
 BM, BN, BK, STAGES = 128, 320, 64, 4
 HALF_N = BN // 2  # each consumer multiplies its 64 rows by two m64n160 halves of the slice
@@ -197,8 +196,8 @@ def gemm(c, da, db, dc, M, N, K):  # noqa: N803
 
 
 def descriptors(a, b, c) -> tuple:
-    """hopper_gemm's descriptors for 320-wide tiles."""
-    return hopper_gemm.descriptors(a, b, c, width=BN)
+    """The descriptors for 320-wide tiles."""
+    return uniform_descriptors(a, b, c, BN)
 
 
 def launch(c, a, b, descs=None, blocks: int | None = None) -> None:

@@ -7,8 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpunb import cuda
 from gpunb.examples import hopper_gemm
-from gpunb.examples.hopper_gemm import CLUSTER, THREADS
+from gpunb.examples.hopper_gemm import BK, BM, CLUSTER, THREADS
+
+
+def uniform_descriptors(a, b, c, width: int = 320) -> tuple:
+    """A's tiles, B's (width / 2) x BK halves and C's 64 x 64 panels: the descriptors of a
+    kernel whose tiles are all `width` wide (hopper_gemm.descriptors gives the 320-wide
+    example, whose plan has 256-wide tiles too, a second B descriptor since the ninth
+    session)."""
+    return (cuda.tma.descriptor(a, (BM, BK), 128), cuda.tma.descriptor(b, (width // CLUSTER, BK),
+                                                                        128),
+            cuda.tma.descriptor(c, (64, 64), 128))
 
 
 def grid_clusters(pairs: int, resident: int, balanced: bool) -> int:
@@ -28,7 +39,7 @@ def launch_kernel(kernel, smem: int, c, a, b, descs=None, blocks: int | None = N
     M, K = a.shape  # noqa: N806
     N = b.shape[0]  # noqa: N806
     if descs is None:
-        descs = hopper_gemm.descriptors(a, b, c, width=width)
+        descs = uniform_descriptors(a, b, c, width)
     args = (c, *descs, M, N, K)
     pairs = -(-M // (CLUSTER * hopper_gemm.BM)) * -(-N // width)
     if blocks is None:

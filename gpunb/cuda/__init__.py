@@ -80,12 +80,18 @@ from gpunb.compiler.kernel_api import (  # noqa: F401 - re-exported kernel langu
     wmma,
 )
 from gpunb.cuda.api import (  # noqa: F401 - re-exported host API
+    cuda_error,
     declare_device,
     detect,
     is_available,
     is_bfloat16_supported,
+    is_float16_supported,
     is_fp8_supported,
     is_fp16_supported,
+    is_supported_version,
+    profile_start,
+    profile_stop,
+    profiling,
     select_device,
     synchronize,
 )

@@ -1,7 +1,14 @@
 """numba.cuda.api under gpunb: the host API functions numba-cuda defines there (declare_device,
-device and number-format queries, synchronize); `gpunb.cuda` re-exports them."""
+device and number-format queries, the profiler switch, synchronize); `gpunb.cuda` re-exports
+them."""
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+# CUDA driver major versions gpunb is built and tested against (cuda-bindings 12 and 13)
+_SUPPORTED_DRIVER_MAJORS = (12, 13)
 
 
 def declare_device(name: str, sig, link=None, use_cooperative: bool = False, abi: str = "numba"):
@@ -38,6 +45,12 @@ def _device_supports(cc: tuple) -> bool:
     from gpunb.backends.cuda import driver
 
     return tuple(driver.current_device().compute_capability) >= cc
+
+
+def is_float16_supported() -> bool:
+    """numba-cuda's spelling: float16 is supported on every device numba-cuda runs on (5.3+),
+    and on the CPU target."""
+    return is_fp16_supported()
 
 
 def is_fp16_supported() -> bool:
@@ -106,3 +119,62 @@ def synchronize() -> None:
         from gpunb.backends.cuda import driver
 
         driver.synchronize()
+
+
+def is_supported_version() -> bool:
+    """numba-cuda's question "is this CUDA version one the library is tested with": on a GPU,
+    whether the driver's CUDA major version is one gpunb is built and tested against (other
+    versions may still work); on the CPU target, where no CUDA version is involved, True."""
+    from gpunb.runtime.target import active_target
+
+    if active_target() != "cuda":
+        return True
+    from gpunb.backends.cuda import driver
+
+    return driver.driver_version()[0] in _SUPPORTED_DRIVER_MAJORS
+
+
+def cuda_error() -> str | None:
+    """numba-cuda's: None when the CUDA driver initialised (or gpunb runs on the CPU target by
+    choice), else the reason it could not, as a sentence."""
+    from gpunb.backends.cuda import driver
+
+    try:
+        driver.init()
+    except Exception as exc:  # noqa: BLE001 - whatever stopped the driver is the answer
+        return str(exc) or type(exc).__name__
+    return None
+
+
+def profile_start() -> None:
+    """Start collecting in an attached profiler (Nsight Systems' / Nsight Compute's
+    --capture-range=cudaProfilerApi): cuProfilerStart. On the CPU target no CUDA profiler can be
+    attached, so there is nothing to start."""
+    _profiler_call("cuProfilerStart")
+
+
+def profile_stop() -> None:
+    """Stop collecting in an attached profiler (cuProfilerStop); nothing on the CPU target."""
+    _profiler_call("cuProfilerStop")
+
+
+@contextlib.contextmanager
+def profiling() -> Iterator[None]:
+    """`with cuda.profiling(): ...` - profile_start() on entry, profile_stop() on exit (also
+    when the block raises, unlike numba-cuda's, so a failed block does not leave collection on)."""
+    profile_start()
+    try:
+        yield
+    finally:
+        profile_stop()
+
+
+def _profiler_call(name: str) -> None:
+    from gpunb.runtime.target import active_target
+
+    if active_target() != "cuda":
+        return
+    from gpunb.backends.cuda import driver
+
+    driver.ensure_context()
+    driver.check(getattr(driver.cuda_driver(), name)(), name)

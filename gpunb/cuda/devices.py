@@ -8,6 +8,8 @@ that sizes launches from the device, or chooses a path by compute capability, ru
 
 from __future__ import annotations
 
+from gpunb.foundation.memory_info import MemoryInfo
+
 
 def _on_gpu() -> bool:
     from gpunb.runtime.target import active_target
@@ -32,10 +34,10 @@ class _GpuContext:
     def __init__(self, device):
         self.device = device
 
-    def get_memory_info(self) -> tuple:
+    def get_memory_info(self) -> MemoryInfo:
         from gpunb.backends.cuda import driver
 
-        return driver.memory_info()
+        return MemoryInfo(*driver.memory_info())
 
     def get_ipc_handle(self, memory):
         """numba-cuda's: an IPC handle of device memory (`devarr.gpu_data`) for another process

@@ -41,24 +41,25 @@ stmatrix into a 128-byte-swizzled buffer of two 64 x 64 panels (bank-conflict fr
 its threads stores each panel with a TMA store that is left in flight while the warpgroup goes
 on to its next tile (two rounds of two panels: 4 stages and the buffers fit in 227 KiB).
 
-Two tile widths, chosen by the problem. This module's kernel (`gemm`) has 128 x 256 tiles;
-hopper_gemm_wide's has 128 x 320 tiles and a fourth ring stage that holds the tile's epilogue
-(its docstring says how). On an H200 (RESULTS.md, seventh session; 66 clusters resident) the
-wide kernel ran at 643 / 678 TFLOP/s at 8192^3 (FP16 / BF16; Triton 642 / 675, this kernel
-628 / 642), but at 4096^3 at 508 against this kernel's 627; in the eighth session's shuffled
-rounds at 628-629 / 653-658 against Triton's 637-642 / 662-671 and cuBLAS's 645-650 / 673-674
-(this kernel 622 / 646). The rule (choose_width): with P
-clusters resident, width W needs pairs(W) = ceil(M / 256) * ceil(N / W) tile pairs, run in
-rounds(W) = ceil(pairs(W) / P) waves, each W columns' work long, so its predicted time is
-rounds(W) * W. launch() runs the wide kernel unless its prediction exceeds the narrow one's by
-more than WIDE_SLACK (4 %; ties go to 320, the deeper ring):
-- 8192^3: 832 pairs in 13 rounds of 320 against 1024 in 16 of 256, 4160 against 4096 (1.6 %
-  more), yet the wide kernel measured 2-6 % faster, i.e. 3.6-7.3 % better than its prediction
-  (its deeper ring absorbs the pair's jitter; its stages do 25 % more work for 17 % more
-  bytes): 320;
-- 4096^3: 208 pairs in 4 rounds of 320 against 256 in 4 of 256, 1280 against 1024 (its last
-  wave is 79 % full): 256;
-- the CPU target runs every pair at once (one round each): 256.
+Two kernels, chosen by the problem. This module's kernel (`gemm`) has 128 x 256 tiles;
+hopper_gemm_wide's has 128 x 320 tiles, a fourth ring stage that holds the tile's epilogue,
+and walks a host-made plan (hopper_gemm_plan) that mixes 320- and 256-wide tiles so that its
+busiest cluster has the least work (its docstring says how). On an H200 (66 clusters
+resident; RESULTS.md, ninth session, 21 shuffled rounds) the wide kernel with its plan ran at
+632 / 653 TFLOP/s at 8192^3 (FP16 / BF16) against Triton's tutorial matmul's 626 / 655 and
+cuBLAS's 638 / 666 - round by round 100.7 % / 100.0 % of Triton - where with 320-wide tiles
+only it ran at 616 / 634; at 4096^3 at 579 / 609 against this kernel's 579 / 597. The rule
+(choose_width): with P clusters resident, this kernel needs pairs = ceil(M / 256) *
+ceil(N / 256) tile pairs in ceil(pairs / P) rounds of 256 columns' work; the wide kernel's
+busiest cluster does hopper_gemm_plan.busiest columns' work. launch() runs the wide kernel
+unless its work exceeds the narrow one's by more than WIDE_SLACK (4 %; ties go to the wide
+kernel, the deeper ring):
+- 8192^3: 4032 columns (11 x 320 + 2 x 256) against 16 rounds of 256, 4096: 320;
+- 4096^3: 1024 (8 tiles of 320, 246 of 256) against 4 rounds of 256: a tie, 320 (measured
+  level in FP16, 2-3 % faster in BF16 in two calls; 320-wide tiles only: 1280, 19 % slower);
+- where every tile pair of the 256-wide kernel runs at once (one round; the CPU target runs
+  all of them at once): 256 - no plan finishes sooner, and this kernel compiles faster (27 k
+  characters of PTX against the two-width kernel's 47 k).
 The wide kernel's 160 accumulator registers per consumer thread need setmaxnreg's 232, which
 ptxas grants only when it builds the whole program (README); this kernel's 128 fit in the 168
 that a 384-thread kernel has anyway.
@@ -76,6 +77,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpunb import cuda, float32, int32, uint32, uint64
+from gpunb.examples import hopper_gemm_plan as hopper_plan
 from gpunb.examples import hopper_gemm_wide
 
 BM, BN, BK, STAGES = 128, 256, 64, 4
@@ -244,28 +246,32 @@ _KERNELS = {BN: (gemm, SMEM_BYTES), hopper_gemm_wide.BN: (hopper_gemm_wide.gemm,
 
 def choose_width(M: int, N: int, clusters: int | None) -> int:  # noqa: N803
     """The tile width for C (M, N) on a GPU holding `clusters` clusters at once (None: all of
-    them, as on the CPU target): 320 unless its waves of tile pairs take more than WIDE_SLACK
-    times the 256-wide kernel's predicted time (the module docstring says why)."""
-    def predicted(width: int) -> int:
-        pairs = -(-M // (CLUSTER * BM)) * -(-N // width)
-        return -(-pairs // (clusters or pairs)) * width
-
-    narrow, wide = WIDTHS
-    return wide if predicted(wide) <= WIDE_SLACK * predicted(narrow) else narrow
+    them, as on the CPU target): 256 where its tile pairs all run at once (no plan does
+    better than one 256-wide round, and this kernel compiles faster); else 320 (the wide
+    kernel and its plan of 320- and 256-wide tiles) unless its busiest cluster's work exceeds
+    WIDE_SLACK times the 256-wide kernel's rounds (the module docstring says why)."""
+    pairs = -(-M // (CLUSTER * BM)) * -(-N // BN)
+    if clusters is None or pairs <= clusters:
+        return WIDTHS[0]
+    narrow = -(-pairs // clusters) * BN
+    wide = hopper_plan.busiest(hopper_plan.plan(-(-M // (CLUSTER * BM)), N, clusters))
+    return WIDTHS[1] if wide <= WIDE_SLACK * narrow else WIDTHS[0]
 
 
 def descriptors(a, b, c, width: int | None = None) -> tuple:
     """TMA descriptors of A (M, K) and B (N, K) for the boxes of the kernel of tile `width`
     (default: choose_width's for these shapes and this GPU) - A's tiles, half of B's: each
-    block of a pair loads one half for both - and of C (M, N) for the epilogue's panels (TMA
-    skips what falls outside C: partial tiles need no guards). B's box, (width / 2, BK), tells
-    launch() the width they were made for."""
+    block of a pair loads one half for both; the 320-wide kernel's plan has 256-wide tiles
+    too, so for it B's second descriptor has their half - and of C (M, N) for the epilogue's
+    panels (TMA skips what falls outside C: partial tiles need no guards). B's first box,
+    (width / 2, BK), tells launch() the width they were made for."""
     if width is None:
         width = choose_width(a.shape[0], b.shape[0], resident_clusters(a))
     if width not in WIDTHS:
         raise ValueError(f"hopper_gemm has tiles {WIDTHS[0]} or {WIDTHS[1]} wide, not {width!r}")
-    return (cuda.tma.descriptor(a, (BM, BK), 128),
-            cuda.tma.descriptor(b, (width // CLUSTER, BK), 128),
+    bs = tuple(cuda.tma.descriptor(b, (w // CLUSTER, BK), 128) for w in WIDTHS[::-1]
+               if w <= width)
+    return (cuda.tma.descriptor(a, (BM, BK), 128), *bs,
             cuda.tma.descriptor(c, (PANEL, PANEL), 128))
 
 
@@ -282,17 +288,40 @@ def launch(c, a, b, descs=None, blocks: int | None = None, width: int | None = N
         raise ValueError(f"these descriptors are for {descs[1].box[0] * CLUSTER}-wide tiles, "
                          f"not {width}: make them with descriptors(a, b, c, width={width})")
     width = descs[1].box[0] * CLUSTER
-    if width not in _KERNELS:
+    if width not in _KERNELS or len(descs) != 3 + (width == WIDTHS[1]):
         raise ValueError(f"B's descriptor has a box of {descs[1].box}, no tile width of this "
                          "GEMM's: make the descriptors with hopper_gemm.descriptors(a, b, c)")
     kernel, smem = _KERNELS[width]
-    pairs = -(-M // (CLUSTER * BM)) * -(-N // width)
-    args = (c, *descs, M, N, K)
-    if blocks is None:
-        clusters = pairs if isinstance(a, np.ndarray) else min(pairs, _kernel_clusters(kernel,
-                                                                                        smem, args))
-        blocks = CLUSTER * clusters
+    if width == WIDTHS[0]:
+        pairs = -(-M // (CLUSTER * BM)) * -(-N // width)
+        args = (c, *descs, M, N, K)
+        if blocks is None:
+            clusters = pairs if isinstance(a, np.ndarray) else min(
+                pairs, _kernel_clusters(kernel, smem, args))
+            blocks = CLUSTER * clusters
+    else:
+        if blocks is None:
+            blocks = CLUSTER * (hopper_plan.tiles(M, N) if isinstance(a, np.ndarray)
+                                else resident_clusters(a))
+        args = (c, *descs[:-1], descs[-1], _device_plan(a, M, N, blocks // CLUSTER), M, N, K)
     kernel[blocks, THREADS, 0, smem](*args)
+
+
+_PLANS: dict = {}  # (row pairs, N, clusters, device) -> the plan as a device array
+
+
+def _device_plan(a, M: int, N: int, clusters: int):  # noqa: N803
+    """hopper_gemm_plan's plan for C (M, N) on `clusters` clusters, on `a`'s side (numpy for
+    the CPU target, else a device array made once per shape and device)."""
+    m_pairs = -(-M // (CLUSTER * BM))
+    if isinstance(a, np.ndarray):
+        return hopper_plan.plan(m_pairs, N, clusters)
+    key = (m_pairs, N, clusters, cuda.get_current_device().id)
+    found = _PLANS.get(key)
+    if found is None:
+        found = _PLANS[key] = cuda.to_device(np.ascontiguousarray(
+            hopper_plan.plan(m_pairs, N, clusters)))
+    return found
 
 
 _RESIDENT: dict = {}  # (kernel, device, argument types) -> clusters resident at once

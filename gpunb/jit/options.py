@@ -16,6 +16,7 @@ from gpunb.foundation.errors import (  # noqa: F401 - user_location: its callers
     SourceLocation,
     user_location,
 )
+from gpunb.foundation.pointer_types import CPointer, voidptr
 
 FASTMATH_FLAGS = frozenset({"contract", "arcp", "nnan", "ninf", "nsz", "afn", "reassoc", "fast"})
 TARGETS = ("cpu", "cuda", "auto")
@@ -47,6 +48,10 @@ def _describe(obj) -> str:
     return f"{type(obj).__name__} {name!r}" if name else f"{obj!r:.60} ({type(obj).__name__})"
 
 
+# numba's string signatures may name C pointers: 'float32(CPointer(float32), int32)'
+_POINTER_NAMES = {"CPointer": CPointer, "voidptr": voidptr}
+
+
 def parse_signature(sig, what: str = "signature"):
     """A Signature from a string, a Signature or a tuple of types; SignatureError otherwise."""
     from gpunb.foundation import types as t
@@ -62,7 +67,7 @@ def parse_signature(sig, what: str = "signature"):
         return t.Signature(None, sig)
     if isinstance(sig, str):
         try:
-            parsed = t.parse_signature(sig)
+            parsed = t.parse_signature(sig, _POINTER_NAMES)
         except (TypeError, ValueError, SyntaxError) as exc:
             detail = str(exc).split(": ", 1)[-1]
             raise SignatureError(f"cannot read the {what} {sig!r}: {detail}", user_location(),

@@ -47,6 +47,21 @@ class ArrayBase:
         return self.shape[0]
 
     @property
+    def alloc_size(self) -> int:
+        """numba's DeviceNDArray.alloc_size: the bytes this array's elements span (0 for an
+        empty array)."""
+        low, high = av.span(self.shape, self.strides, self.itemsize)
+        return high - low
+
+    @property
+    def _numba_type_(self):
+        """The kernel type a launch gives this array (numba's magic attribute: a C or F layout
+        only when contiguous and not broadcast)."""
+        from gpunb.foundation import types as t
+
+        return t.Array(t.from_dtype(self.dtype), self.ndim, self._layout)  # as typeof gives
+
+    @property
     def T(self):
         return self.transpose()
 
@@ -65,7 +80,12 @@ class ArrayBase:
         return viewed.shape, viewed.strides
 
     def ravel(self, order: str = "C"):
-        """A 1-d view of a contiguous array (numba raises for non-contiguous arrays too)."""
+        """A 1-d view of a contiguous array (numba raises for non-contiguous arrays too); order
+        "A" reads an F-contiguous array in F order, any other in C order, as numpy's."""
+        if order not in ("C", "F", "A"):
+            raise ValueError(f"ravel: order must be 'C', 'F' or 'A', not {order!r}")
+        if order == "A":
+            order = "F" if self._f_contiguous and not self._c_contiguous else "C"
         return self.reshape(self.size, order=order)
 
     def _on_stream(self, stream):

@@ -186,11 +186,12 @@ def span(shape: tuple, strides: tuple, itemsize: int) -> tuple:
 
 def transposed(shape: tuple, strides: tuple, axes=None) -> tuple:
     ndim = len(shape)
+    if len(axes or ()) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]  # a.transpose(None), a.transpose((1, 0)): np.transpose calls these
     if axes is None or axes == ():
         axes = tuple(reversed(range(ndim)))
-    elif len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-        axes = tuple(axes[0])
-    axes = tuple(operator.index(a) % ndim if ndim else 0 for a in axes)
-    if sorted(axes) != list(range(ndim)):
-        raise ValueError(f"axes {axes} don't match an array of {ndim} dimensions")
-    return tuple(shape[a] for a in axes), tuple(strides[a] for a in axes)
+    given = tuple(operator.index(a) for a in axes)
+    normal = tuple(a % ndim if ndim and -ndim <= a < ndim else a for a in given)
+    if sorted(normal) != list(range(ndim)):
+        raise ValueError(f"invalid axes list {given}")  # numba-cuda's words
+    return tuple(shape[a] for a in normal), tuple(strides[a] for a in normal)

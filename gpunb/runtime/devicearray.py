@@ -30,6 +30,15 @@ from gpunb.runtime.copies import copy_dtod, copy_dtoh, copy_htod, copy_peer, cop
 from gpunb.runtime.streams import Stream, stream_handle, sync_producer_stream
 
 
+def _refuse_no_copy(copy) -> None:
+    """NumPy 2's `np.array(a, copy=False)` asks for a view: a device array's data reaches the
+    host only by a copy, so refuse it as numpy and numba-cuda do (ValueError)."""
+    if copy is False:
+        raise ValueError("`copy=False` is not supported. A copy is always created (device "
+                         "memory reaches numpy only as a copy): use np.asarray(a) or "
+                         "a.copy_to_host()")
+
+
 class DeviceArray(ArrayBase):
     """An n-dimensional array in GPU memory (numba: DeviceNDArray)."""
 
@@ -142,6 +151,7 @@ class DeviceArray(ArrayBase):
         copy_dtod(self._ptr, source._ptr, self.nbytes, stream)
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        _refuse_no_copy(copy)
         host = self.copy_to_host()
         return host if dtype is None else host.astype(dtype, copy=False)
 

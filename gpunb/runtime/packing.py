@@ -25,6 +25,7 @@ from gpunb.foundation import types as t
 from gpunb.foundation.errors import LaunchError, PerformanceWarning
 from gpunb.foundation.pointer_types import Pointer, pointer_address
 from gpunb.foundation.tensor_types import TensorMap
+from gpunb.runtime import torch_tensors
 from gpunb.runtime.arghints import ArgHint
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.scalar_args import convert as _convert
@@ -300,6 +301,11 @@ class ArgPacker:
             return value._slots
         if isinstance(value, HostDeviceArray):
             value = value._array
+        geo = torch_tensors.geometry(value)
+        if geo is not None:
+            if not geo.on_cuda:
+                return self._copy_host_array(torch_tensors.host_view(value, geo), index)
+            return (geo.pointer,) + geo.shape + geo.strides
         cai = getattr(value, "__cuda_array_interface__", None)
         if cai is not None:
             return _interface_slots(cai)
@@ -320,8 +326,11 @@ class ArgPacker:
             return self._cpu_array_slots(value.value, index)
         if isinstance(value, HostDeviceArray):
             return value._slots
-        if isinstance(value, DeviceArray) or hasattr(value, "__cuda_array_interface__") and \
-                not isinstance(value, np.ndarray):
+        geo = torch_tensors.geometry(value)
+        if geo is not None and not geo.on_cuda:
+            return (geo.pointer,) + geo.shape + geo.strides
+        if isinstance(value, DeviceArray) or geo is not None or \
+                hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray):
             raise self._arg_error(
                 index, f"is a CUDA device array ({type(value).__name__}), but this kernel runs on "
                 "the CPU target", hint="copy it to the host first (d.copy_to_host(), "

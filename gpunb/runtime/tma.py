@@ -120,6 +120,11 @@ def _array_facts(array) -> tuple:
         array = array._array
     if isinstance(array, np.ndarray):
         return "cpu", array.shape, array.strides, array.ctypes.data, array.dtype
+    from gpunb.runtime import torch_tensors
+
+    geo = torch_tensors.geometry(array)  # a plain torch tensor, bfloat16 and fp8 included
+    if geo is not None:
+        return "cuda" if geo.on_cuda else "cpu", geo.shape, geo.strides, geo.pointer, geo.dtype
     desc = None
     if isinstance(array, DeviceArray) or hasattr(type(array), "__cuda_array_interface__"):
         try:

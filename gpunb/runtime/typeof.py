@@ -13,6 +13,7 @@ import numpy as np
 from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
 from gpunb.runtime import arrayview as av
+from gpunb.runtime import torch_tensors
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 
 _PYTHON_SCALARS = {bool: t.boolean, int: t.int64, float: t.float64, complex: t.complex128}
@@ -47,6 +48,9 @@ def typeof(value) -> t.Type:
         names = getattr(type(value), "_fields", ())  # a namedtuple keeps its field names
         return t.Tuple(tuple(typeof(item) for item in value),
                        tuple(names) if len(names) == len(value) else ())
+    geo = torch_tensors.geometry(value)
+    if geo is not None:  # a plain torch tensor: its own attributes, not CAI/DLPack
+        return _geometry_type(geo.shape, geo.strides, geo.dtype)
     desc = _interface_of(value)
     if desc is not None:
         if hasattr(value, "__dlpack__") and _opaque(desc):
@@ -142,12 +146,20 @@ def _opaque(desc: dict) -> bool:
 
 
 def _dlpack_type(value) -> t.Array:
+    """The type of a DLPack exporter's array; TypeError (a LaunchError at the launch) when the
+    export fails - the exporter's own reason, e.g. torch's "Can't export tensors that require
+    gradient, use tensor.detach()"."""
     from gpunb.runtime import dlpack
 
-    device_type = value.__dlpack_device__()[0] if hasattr(value, "__dlpack_device__") else 1
-    if device_type in (dlpack.kDLCPU, dlpack.kDLCUDAHost):
-        return _numpy_array_type(np.from_dlpack(value))
-    tensor = dlpack.import_capsule(value.__dlpack__(stream=-1))  # released when dropped
+    try:
+        device_type = value.__dlpack_device__()[0] if hasattr(value, "__dlpack_device__") else 1
+        if device_type in (dlpack.kDLCPU, dlpack.kDLCUDAHost):
+            return _numpy_array_type(np.from_dlpack(value))
+        capsule = value.__dlpack__(stream=-1)
+    except Exception as exc:  # noqa: BLE001 - an exporter's refusal can be any exception
+        raise TypeError(f"exporting {type(value).__name__} through __dlpack__ raised "
+                        f"{type(exc).__name__}: {exc}") from None
+    tensor = dlpack.import_capsule(capsule)  # released when dropped
     return _geometry_type(tensor.shape, tensor.strides, tensor.dtype)
 
 
@@ -185,4 +197,8 @@ def _slow_key(value):
     # the type itself (correct by construction, just not as cheap)
     if isinstance(value, (DeviceArray, HostDeviceArray)):
         return value._key
+    geo = torch_tensors.geometry(value)
+    if geo is not None:  # what _geometry_type reads, without making the type
+        return (torch_tensors.TensorGeometry, geo.dtype, len(geo.shape),
+                av.contiguity(geo.shape, geo.strides, geo.dtype.itemsize))
     return ("type", typeof(value))

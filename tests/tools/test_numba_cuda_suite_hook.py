@@ -56,3 +56,30 @@ def test_upstream_helper_modules_import_beside_numba_cudas_redirector(tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().endswith("helper imported")
+
+
+PACKAGES_CHILD = textwrap.dedent('''
+    import importlib
+    from numba_cuda_suite import hook
+    hook.install()
+    for name in ("cudadrv", "doc_examples", "doc_examples.ffi"):
+        module = importlib.import_module(f"numba.cuda.tests.{name}.test_probe")
+        print(name, module.VALUE)
+''')
+
+
+def test_cudadrv_and_doc_example_tests_import_from_the_checkout(tmp_path):
+    """`--subdir cudadrv|doc_examples`: their test modules load from the upstream tree without
+    running the packages' __init__ (which imports numba-cuda's own test loader)."""
+    tests = tmp_path / "tests"
+    for sub in ("cudadrv", "doc_examples", "doc_examples/ffi"):
+        (tests / sub).mkdir(parents=True)
+        (tests / sub / "__init__.py").write_text("from numba.cuda.tests import load_testsuite\n")
+        (tests / sub / "test_probe.py").write_text(f"VALUE = {sub!r}\n")
+    env = dict(os.environ, NUMBA_CUDA_SUITE_TESTS=str(tests),
+               PYTHONPATH=os.pathsep.join([str(ROOT / "tools"), str(ROOT)]))
+    done = subprocess.run([sys.executable, "-c", PACKAGES_CHILD], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[-4:-1] == ["cudadrv cudadrv", "doc_examples doc_examples",
+                                              "doc_examples.ffi doc_examples/ffi"]

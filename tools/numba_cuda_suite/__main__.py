@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--check", action="store_true",
                      help="exit 1 unless the targets hold (pass rate, wrong results, "
                           "internal errors: report.TARGETS)")
+    run.add_argument("--subdir", default="cudapy",
+                     help="which directory of numba-cuda's tests: cudapy (default), cudadrv, "
+                          "doc_examples")
     run.add_argument("files", nargs="*", help="test file names (default: all test_*.py)")
     show = sub.add_parser("report", help="print the summary of a results.json")
     show.add_argument("results")
@@ -50,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args) -> int:
     tests_dir = runner.find_tests_dir(args.src)
-    cudapy = tests_dir / "cudapy"
+    cudapy = tests_dir / args.subdir
     names = args.files or sorted(p.name for p in cudapy.glob("test_*.py"))
     names = [n if n.endswith(".py") else f"{n}.py" for n in names]
     out = Path(args.out).resolve()

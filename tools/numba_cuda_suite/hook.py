@@ -37,6 +37,9 @@ MODULES: dict[str, tuple[str, str]] = {
     "numba.cuda.testing": ("shim", "shims.testing"),
     "numba.cuda.tests": ("package", ""),
     "numba.cuda.tests.cudapy": ("package", "cudapy"),
+    "numba.cuda.tests.cudadrv": ("package", "cudadrv"),
+    "numba.cuda.tests.doc_examples": ("package", "doc_examples"),
+    "numba.cuda.tests.doc_examples.ffi": ("package", "doc_examples/ffi"),
     "numba.cuda.tests.support": ("shim", "shims.support"),
     # numba's settings (tests set them; gpunb reads its own config) and numba's exception
     # names mapped to the gpunb classes raised for the same mistakes

@@ -14,6 +14,7 @@ from __future__ import annotations
 from gpunb.backends.cpu.backend import LIMITS
 from gpunb.backends.cpu.executor import MAX_COOPERATIVE_THREADS
 from gpunb.foundation import config
+from gpunb.foundation.memory_info import MemoryInfo
 
 NAME = "gpunb CPU target"
 UUID = "GPU-00000000-0000-0000-0000-000000000000"
@@ -112,14 +113,14 @@ class CpuContext:
     def device(self) -> CpuDevice:
         return DEVICE
 
-    def get_memory_info(self) -> tuple:
+    def get_memory_info(self) -> MemoryInfo:
         """(free, total) bytes: the host's available and total physical memory."""
         import os
 
         page = os.sysconf("SC_PAGE_SIZE")
         total = page * os.sysconf("SC_PHYS_PAGES")
         free = page * os.sysconf("SC_AVPHYS_PAGES")
-        return free, total
+        return MemoryInfo(free, total)
 
     def synchronize(self) -> None:
         """CPU launches finish before they return."""

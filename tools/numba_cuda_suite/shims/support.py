@@ -4,7 +4,9 @@ override_config patches the config the tests see (shims.config), not real numba'
 from __future__ import annotations
 
 import contextlib
+import unittest
 
+import numpy as np
 from numba.tests.support import (  # noqa: F401 - re-exported for the upstream tests
     CheckWarningsMixin,
     MemoryLeakMixin,
@@ -21,6 +23,10 @@ from numba.tests.support import (  # noqa: F401 - re-exported for the upstream t
 )
 
 from . import config
+
+# numba-cuda's support module's numpy facts (cudadrv/test_cuda_ndarray imports them)
+IS_NUMPY_2 = tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 0)
+skip_if_numpy_2 = unittest.skipIf(IS_NUMPY_2, "Not supported on numpy 2.0+")
 
 
 @contextlib.contextmanager

@@ -1,0 +1,104 @@
+"""PyTorch tensors as launch arguments, read from the tensor itself (data_ptr, shape, stride).
+
+Why: a tensor used to be typed and packed through its exchange protocols. A CUDA tensor's
+`__cuda_array_interface__` is a dict torch builds at every read (twice per launch: once to type,
+once to pack); bfloat16 and fp8 tensors have no interface at all (numpy has no typestr for
+them), so they went through `__dlpack__`, a capsule per read: 36-248 us of host time per
+argument per launch on an H200 against ~8 us for float16 (RESULTS.md, ninth H200 session),
+which bounded every bfloat16 GEMM under ~0.2 ms. On the CPU target `np.from_dlpack` refuses
+bfloat16 outright ("Unsupported dtype in DLTensor"). Reading the tensor's own attributes costs
+a few hundred nanoseconds each and knows every dtype.
+
+Only plain tensors take this path: class exactly `torch.Tensor`, strided layout, no pending
+conjugate/negation bit, not requiring grad, a dtype numpy (or ml_dtypes) names, aligned data.
+Everything else (subclasses with __torch_function__, sparse/nested/quantized tensors, tensors
+that require grad) keeps going through the protocols, whose exporters refuse what they cannot
+describe with torch's own message. torch is never imported here: a tensor argument means the
+caller imported it.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import NamedTuple
+
+import numpy as np
+
+
+class TensorGeometry(NamedTuple):
+    """What a launch needs of a tensor: element dtype, shape, strides in bytes, address, device."""
+
+    dtype: np.dtype
+    shape: tuple
+    strides: tuple
+    pointer: int
+    on_cuda: bool
+
+
+_tensor_class: type | None = None  # torch.Tensor, once torch is imported
+_dtypes: dict = {}  # torch dtype -> numpy dtype
+_strided = None  # torch.strided
+
+
+def _torch_ready() -> bool:
+    """Learn torch's tensor class and dtypes once torch is imported (never import it)."""
+    global _tensor_class, _strided
+    if _tensor_class is not None:
+        return True
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "Tensor"):
+        return False
+    names = {"bool": "bool", "uint8": "uint8", "int8": "int8", "int16": "int16",
+             "int32": "int32", "int64": "int64", "uint16": "uint16", "uint32": "uint32",
+             "uint64": "uint64", "float16": "float16", "float32": "float32",
+             "float64": "float64", "complex64": "complex64", "complex128": "complex128"}
+    for name, np_name in names.items():
+        if hasattr(torch, name):
+            _dtypes[getattr(torch, name)] = np.dtype(np_name)
+    try:
+        import ml_dtypes
+    except ImportError:  # bfloat16/fp8 tensors then keep the protocol path (and its message)
+        ml_dtypes = None
+    if ml_dtypes is not None:
+        for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"):
+            if hasattr(torch, name) and hasattr(ml_dtypes, name):
+                _dtypes[getattr(torch, name)] = np.dtype(getattr(ml_dtypes, name))
+    _strided = torch.strided
+    _tensor_class = torch.Tensor
+    return True
+
+
+def is_tensor_class(cls: type) -> bool:
+    """Whether `cls` is exactly torch.Tensor (cheap: a tensor means torch is imported)."""
+    if _tensor_class is None and not (cls.__name__ == "Tensor" and _torch_ready()):
+        return False
+    return cls is _tensor_class
+
+
+def geometry(value) -> TensorGeometry | None:
+    """The geometry of a plain torch tensor, or None for anything this path leaves to the
+    exchange protocols (see the module docstring)."""
+    if not is_tensor_class(value.__class__):
+        return None
+    if value.requires_grad or value.layout is not _strided or value.is_conj() or value.is_neg():
+        return None
+    dtype = _dtypes.get(value.dtype)
+    if dtype is None:
+        return None
+    itemsize = dtype.itemsize
+    pointer = value.data_ptr() if value.numel() else 0
+    if pointer % itemsize:
+        return None  # a byte view at an odd offset: the protocols say what they make of it
+    shape = tuple(value.shape)
+    strides = tuple([s * itemsize for s in value.stride()])
+    return TensorGeometry(dtype, shape, strides, pointer, value.is_cuda)
+
+
+def host_view(value, geo: TensorGeometry) -> np.ndarray:
+    """A numpy view of a CPU tensor's elements, any dtype (torch's .numpy() refuses bfloat16
+    and fp8: viewed through the integer type of their size, then as the ml_dtypes type)."""
+    torch = sys.modules["torch"]
+    if geo.dtype.kind in "biufc" and not geo.dtype.type.__module__.startswith("ml_dtypes"):
+        return value.numpy()
+    as_int = {1: torch.uint8, 2: torch.int16}[geo.dtype.itemsize]
+    return value.view(as_int).numpy().view(geo.dtype)
