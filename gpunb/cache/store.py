@@ -30,6 +30,7 @@ import contextlib
 import errno
 import os
 import re
+import threading
 import time
 from collections import OrderedDict, namedtuple
 
@@ -63,6 +64,15 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no advisory locks, writes stay atomic
     fcntl = None
+
+# Held while a thread of this process holds the writers' flock, and taken before a fork: an
+# flock belongs to the open file, which a child forked meanwhile shares; the child never closes
+# it, so its own first store waited forever for itself (and the parent's next one for the
+# child to exit).
+_HOLDING_FLOCK = threading.RLock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_HOLDING_FLOCK.acquire, after_in_parent=_HOLDING_FLOCK.release,
+                        after_in_child=_HOLDING_FLOCK.release)
 
 __all__ = ["BLOBS", "FORMAT_VERSION", "CacheDirWarning", "CorruptEntry", "DiskStore", "EntryInfo",
            "FormatMismatch", "MemoryStore", "StoredEntry", "Untrusted", "atomic_write", "digest",
@@ -245,18 +255,19 @@ class DiskStore:
             yield
             return
         path = os.path.join(self.directory, ".lock")
-        try:
-            fd = self._open_lock_file(path)
-        except OSError as exc:
-            if exc.errno not in _NOT_A_FILE:
-                raise
-            clear_path(path)  # a directory or a link where the lock file belongs: once more
-            fd = self._open_lock_file(path)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
+        with _HOLDING_FLOCK:
+            try:
+                fd = self._open_lock_file(path)
+            except OSError as exc:
+                if exc.errno not in _NOT_A_FILE:
+                    raise
+                clear_path(path)  # a directory or a link where the lock file belongs: again
+                fd = self._open_lock_file(path)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing releases the lock
 
     def _open_lock_file(self, path: str) -> int:
         flags = os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
