@@ -3,6 +3,10 @@
 All four launch the same work back to back on the default stream: gpunb's fast path
 (`kernel[1, 32](out, x, a)`), numba-cuda's, CuPy's RawKernel and ElementwiseKernel, and a bare
 cuLaunchKernel of hand-written PTX with a prebuilt parameter array - the floor.
+
+A second row launches the same kernel on PyTorch CUDA tensors (gpunb and numba-cuda; float32,
+and bfloat16 where numba-cuda has no way in: torch gives bfloat16 tensors no
+__cuda_array_interface__), against gpunb's own launch on device arrays.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from benchmarks.common import (
 )
 
 FIGURE = "launch overhead, 3 args"
+FIGURE_TORCH = "launch overhead, 3 args, torch tensors"
 TARGET_US = 5.0
 
 
@@ -58,6 +63,45 @@ def _numba(workdir: Path, calls: int, repeats: int) -> Cell:
     seconds = per_call_seconds(lambda: kernel[1, 32](out, x, a), cuda.synchronize, calls, repeats)
     assert (out.copy_to_host() == 2.0).all(), "numba-cuda: wrong result"
     return cell(seconds * 1e6, "{:.2f} us")
+
+
+def _torch_args(dtype_name: str):
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    return (torch.zeros(32, dtype=dtype, device="cuda"), torch.ones(32, dtype=dtype, device="cuda"),
+            np.float32(2.0))
+
+
+def _gpunb_torch(workdir: Path, calls: int, repeats: int) -> Cell:
+    import torch
+
+    import gpunb
+    from benchmarks.kernelsrc import load_kernels
+
+    gpunb.set_target("cuda")
+    kernel = load_kernels("gpunb", workdir).scale3
+    timed = {}
+    for name in ("float32", "bfloat16"):
+        out, x, a = _torch_args(name)
+        timed[name] = per_call_seconds(lambda out=out, x=x, a=a: kernel[1, 32](out, x, a),
+                                       torch.cuda.synchronize, calls, repeats)
+        assert bool((out.float() == 2.0).all()), f"gpunb ({name} tensors): wrong result"
+    return cell(timed["float32"] * 1e6, "{:.2f} us",
+                f"float32; bfloat16 {timed['bfloat16'] * 1e6:.2f} us")
+
+
+def _numba_torch(workdir: Path, calls: int, repeats: int) -> Cell:
+    import torch
+
+    from benchmarks.kernelsrc import load_kernels
+
+    kernel = load_kernels("numba", workdir).scale3
+    out, x, a = _torch_args("float32")
+    seconds = per_call_seconds(lambda: kernel[1, 32](out, x, a), torch.cuda.synchronize, calls,
+                               repeats)
+    assert bool((out == 2.0).all()), "numba-cuda (torch tensors): wrong result"
+    return cell(seconds * 1e6, "{:.2f} us", "float32 (bfloat16 tensors: no way in)")
 
 
 def _cupy(calls: int, repeats: int) -> Cell:
@@ -102,11 +146,18 @@ def run(opts: Options) -> list[Row]:
         nb = attempt(lambda: _numba(workdir, calls, repeats),
                      missing_module("numba.cuda", "numba-cuda"))
         cp = attempt(lambda: _cupy(calls, repeats), missing_module("cupy", "cupy-cuda12x"))
+        no_torch = missing_module("torch", "torch")
+        gp_t = attempt(lambda: _gpunb_torch(workdir, calls, repeats), no_torch)
+        nb_t = attempt(lambda: _numba_torch(workdir, calls, repeats),
+                       no_torch or missing_module("numba.cuda", "numba-cuda"))
     anchor = f"<= {TARGET_US:g} us; bare {bare.text}"
     notes = ["anchor: a bare cuLaunchKernel of hand-written PTX (DESIGN: 4.15 us, CuPy 6.6, "
              "numba-cuda 35); host time per launch, median over repeats of "
              f"{calls} back-to-back launches + one sync"]
     if bare.value is None:
         notes.append(f"bare cuLaunchKernel: {bare.note}")
+    torch_row = Row(FIGURE_TORCH, "us", gp_t, nb_t, na("CuPy kernels take CuPy arrays"),
+                    f"gpunb on device arrays {gp.text}", "n/a (no target)",
+                    ("the same kernel and grid; host time per launch as above",))
     return [Row(FIGURE, "us", gp, nb, cp, anchor, verdict_at_most(gp.value, TARGET_US, "us"),
-                tuple(notes))]
+                tuple(notes)), torch_row]

@@ -11,14 +11,13 @@ types or a changed dependency.
 from __future__ import annotations
 
 import inspect
-import threading
 import weakref
 
 import numpy as np
 
 from gpunb.cache.fingerprint import still_valid
 from gpunb.foundation import config as settings
-from gpunb.foundation import events
+from gpunb.foundation import events, forksafe
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import (
     CompileError,
@@ -58,7 +57,7 @@ class _LiveDispatchers:
         self._subscription = None
         # reentrant: a dispatcher dying in a garbage collection that runs while this thread
         # holds the lock (an allocation inside it) drops itself through _drop in this thread
-        self._lock = threading.RLock()
+        self._lock = forksafe.lock(reentrant=True)
 
     def add(self, dispatcher: Dispatcher) -> None:
         key = id(dispatcher)
@@ -137,7 +136,7 @@ class Dispatcher(NumbaDispatcherAPI):
         self._fast: dict = {}  # the arguments' type keys -> specialisation (the active target's)
         self._fast_target = None
         self._configs: dict = {}
-        self._lock = threading.RLock()
+        self._lock = forksafe.lock(reentrant=True)  # held while compiling
         self.specializations: dict = {}  # (target, argtypes) -> Specialization
         # (target, argtypes) -> (error type name, message, SourceLocation or None) of the last
         # compile that failed for them, until one succeeds: `%gpucache status` names it (not the
