@@ -63,6 +63,7 @@ def main() -> int:
     out = cuda.device_array(1024, np.float32)
     a = np.float32(2.0)
     three, config = scale3[1, 32], four[4, 256]
+    blocks, threads = 1, 32  # variables: the tuple is built at each call
     for _ in range(4):
         three(out, x, a)
         config(out, x, y, a)
@@ -73,6 +74,9 @@ def main() -> int:
     args = (out, x, y, a)
     rows = [
         ("scale3[1, 32](out, x, a)  (3 args)", best_us(lambda: scale3[1, 32](out, x, a))),
+        # variables make a new tuple each call: the configuration cache compares its items
+        ("scale3[blocks, threads](out, x, a)  (3 args)",
+         best_us(lambda: scale3[blocks, threads](out, x, a))),
         ("config(out, x, a), config reused (3 args)", best_us(lambda: three(out, x, a))),
         ("config(out, x, y, a), config reused (4 args)", best_us(lambda: config(out, x, y, a))),
         ("machine code alone (4 args)", best_us(lambda: native(args))),

@@ -129,8 +129,12 @@ def _name_of(kernel) -> str | None:
 
 
 def clear(name=None) -> int:
-    """Remove cached entries of one function (a name or the GPU function itself), or all."""
-    return default_cache().clear(_name_of(name))
+    """Remove cached entries of one function (a name: every function of that name; the GPU
+    function itself: those of its module only), or all."""
+    module = None
+    if name is not None and not isinstance(name, str):
+        module = getattr(getattr(name, "py_func", name), "__module__", None)
+    return default_cache().clear(_name_of(name), module)
 
 
 def prune(max_bytes: int | None = None) -> int:

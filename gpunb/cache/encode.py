@@ -12,6 +12,7 @@ No encoding uses `repr` of an arbitrary object: reprs carry addresses and change
 
 from __future__ import annotations
 
+import enum
 import struct
 import sys
 import types
@@ -64,7 +65,9 @@ def encode(value, gpu, epoch_marker=None) -> str:
     np = sys.modules.get("numpy")
     if np is not None and (cls.__module__ == "numpy" or isinstance(value, _numpy_types(np))):
         return _numpy(value, np, epoch_marker)
-    if isinstance(value, _SCALARS):  # subclasses: IntEnum members, str enums, ...
+    if isinstance(value, enum.Enum):
+        return _enum_member(value, gpu, epoch_marker)
+    if isinstance(value, _SCALARS):  # subclasses of int, str, ...
         base = next(b for b in _SCALARS if isinstance(value, b))
         return f"{qualified_name(cls)}:{_scalar_text(base(value))}"
     if isinstance(value, tuple):  # namedtuples and other tuple subclasses
@@ -76,9 +79,16 @@ def encode(value, gpu, epoch_marker=None) -> str:
             defaults = getattr(value, "_field_defaults", None) or {}
             return (f"class:{qualified_name(value)}{value._fields!r}" +
                     _sequence("", tuple(defaults.items()), gpu, epoch_marker))
+        if issubclass(value, enum.Enum):  # kernels look members up by name: `Color['GREEN']`
+            members = ",".join(f"{name}={member.name}:{encode(member.value, gpu, epoch_marker)}"
+                               for name, member in value.__members__.items())
+            return f"class:{qualified_name(value)}[{members}]"
         return f"class:{qualified_name(value)}"
     if cls.__module__.startswith("gpunb."):
         return _gpunb_object(value)
+    numba_type = _numba_type(value)
+    if numba_type is not None:
+        return numba_type
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         return f"builtin:{getattr(value, '__module__', None) or '?'}.{value.__qualname__}"
     if isinstance(value, types.FunctionType):
@@ -87,6 +97,27 @@ def encode(value, gpu, epoch_marker=None) -> str:
     if foreign is not None:  # kernels capture another library's GPU array by its address
         return foreign
     return f"object:{qualified_name(cls)}"
+
+
+def _enum_member(member, gpu, epoch_marker) -> str:
+    """An Enum member by its class's layout, its name and its value: kernels hold a plain Enum's
+    member as its position in the class (`c == Color.GREEN` compares positions), so a class whose
+    members were reordered, added or removed (a cell run again, another process's definition)
+    must give another key; an IntEnum member computes with its value."""
+    cls = type(member)
+    names = ",".join(m.name for m in cls)
+    return (f"enum:{qualified_name(cls)}[{names}]:{member.name}="
+            f"{encode(member.value, gpu, epoch_marker)}")
+
+
+def _numba_type(value) -> str | None:
+    """numba's own type objects (`DT = numba.float32`: kernels take them as dtypes and casts)
+    by their canonical name, which numba interns types by: as `object:<class>` float32 and
+    float64 (both of class Float) shared a key."""
+    if not type(value).__module__.startswith("numba."):
+        return None
+    name = getattr(value, "name", None)
+    return f"numba-type:{qualified_name(type(value))}:{name}" if isinstance(name, str) else None
 
 
 def _cuda_array(value) -> str | None:
@@ -214,10 +245,19 @@ def preview(value) -> str:
         text = repr(value)
     elif isinstance(value, types.ModuleType):
         return f"module {value.__name__}"
+    elif _numba_type(value) is not None:
+        text = f"numba {value.name}"  # `DT = numba.float32` -> numba.float64 names both
+    elif isinstance(value, enum.Enum):  # its position is content: the class's order shown
+        members = ", ".join(m.name for m in type(value))
+        text = f"{type(value).__name__}.{value.name} = {value.value!r} of ({members})"
+    elif isinstance(value, type) and issubclass(value, enum.Enum):
+        text = f"{value.__name__}({', '.join(f'{m.name}={m.value!r}' for m in value)})"
     else:
         np = sys.modules.get("numpy")
         if np is not None and isinstance(value, np.generic):
-            text = f"{value.dtype.name}({value!r})" if value.dtype.fields is None else ""
+            # numpy 2's repr is `np.float32(1.5)`: shown as float32(1.5)
+            item = value.item() if value.dtype.kind in "biufc" else value
+            text = f"{value.dtype.name}({item!r})" if value.dtype.fields is None else ""
         elif np is not None and isinstance(value, np.ndarray):
             if value.size > 8 or value.dtype.fields is not None or value.dtype.hasobject:
                 return f"array {value.dtype} {value.shape}"

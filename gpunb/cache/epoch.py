@@ -10,17 +10,16 @@ trigger and content as the decision, when a fingerprint is recomputed in a new e
 from __future__ import annotations
 
 import os
-import threading
 
 from gpunb.cache.encode import blake2b
-from gpunb.foundation import loaded_sources
+from gpunb.foundation import forksafe, loaded_sources
 from gpunb.foundation.user_warnings import StaleSourceWarning  # noqa: F401 - re-exported
 
 # A dict, not a global int, so that a watch entry (_state.get, "epoch", <int object>) is checked by
 # the same `get(name) is obj` loop as every global: a bump stores a new int object, so the identity
 # check fails exactly when the epoch moved on (values only grow, so no old object ever returns).
 _state: dict = {"epoch": 0}
-_lock = threading.Lock()
+_lock = forksafe.lock()  # (a child forked while a thread held it: free)
 
 # path -> (size, mtime_ns, content digest) as first seen; content digest decides, stat triggers.
 _files: dict[str, tuple[int, int, str]] = {}

@@ -23,7 +23,7 @@ import weakref
 from dataclasses import dataclass, field, replace
 
 from gpunb.cache import epoch
-from gpunb.cache.encode import blake2b, encode, is_constant, preview
+from gpunb.cache.encode import _scalar_text, blake2b, encode, is_constant, preview
 from gpunb.foundation import loaded_sources
 from gpunb.foundation.memo import RecentlyUsed
 from gpunb.foundation.pyobjects import MISSING, closure_cell, is_gpu_function
@@ -141,9 +141,35 @@ def still_valid(watch) -> bool:
     entry, a third faster. `MISSING` is the object recorded for a name that was unbound.
     """
     for get, name, obj in watch:
-        if get(name, MISSING) is not obj:
+        seen = get(name, MISSING)
+        if seen is not obj and not same_constant(seen, obj):
             return False
     return True
+
+
+_BY_VALUE = frozenset({int, bool, str, bytes})
+_BY_TEXT = frozenset({float, complex})  # -0.0 == 0.0, yet copysign tells them apart
+
+
+def same_constant(seen, obj) -> bool:
+    """Whether `seen` is a new object holding the constant `obj` holds, as its key encodes it.
+
+    A property (`params.scale`) or a module's `__getattr__` answers each read with a new object:
+    by identity alone every launch of a kernel reading one took the slow path (hundreds of
+    microseconds) and recorded a "re-checked" event. Only reached when identity fails."""
+    cls = type(obj)
+    if type(seen) is not cls:
+        return False
+    if cls in _BY_VALUE:
+        return seen == obj
+    if cls in _BY_TEXT:
+        return _scalar_text(seen) == _scalar_text(obj)
+    if cls is tuple:
+        return len(seen) == len(obj) and all(
+            a is b or same_constant(a, b) for a, b in zip(seen, obj, strict=True))
+    if cls.__module__ == "numpy" and getattr(obj, "shape", None) == ():  # numpy scalars
+        return seen.dtype == obj.dtype and seen.tobytes() == obj.tobytes()
+    return False
 
 
 # ---- per code object: parse once ---------------------------------------------------------------
@@ -528,7 +554,10 @@ class _Builder:
                     where = f"module {value.__name__}"
                 else:
                     where = describe_namespace(value.__dict__)
-                    entries.append((value.__dict__, attr, nxt))
+                    # an attribute the module's __getattr__ answers (PEP 562) is not in its dict
+                    namespace = value.__dict__ if attr in value.__dict__ or nxt is MISSING \
+                        else _AttrView(value)
+                    entries.append((namespace, attr, nxt))
             elif not _is_stable(value):
                 entries.append((_AttrView(value), attr, nxt))
             value = nxt

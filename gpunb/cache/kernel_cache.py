@@ -21,8 +21,10 @@ as a hit with the time waited (compile_once.py).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import weakref
 
 from gpunb.cache import provenance
 from gpunb.cache.fingerprint import Dependency, FunctionFingerprint
@@ -72,7 +74,23 @@ class Lookup:
 
 
 def _pointer(fingerprint: FunctionFingerprint, signature: str, target: str) -> str:
-    return f"{fingerprint.qualname}\0{signature}\0{target}"
+    """Names "this function's previous entry", which a miss is explained against: the module
+    is part of it, so `k` of pkg/b.py is new, not `k` of pkg/a.py changed (notebook cells all
+    define their functions in `__main__`, so a cell's `k` is told against the last `k`)."""
+    module = getattr(fingerprint.py_func, "__module__", None) or ""
+    return f"{module}\0{fingerprint.qualname}\0{signature}\0{target}"
+
+
+_caches: weakref.WeakSet = weakref.WeakSet()  # every KernelCache, for _after_fork_in_child
+
+
+def _after_fork_in_child() -> None:
+    for cache in list(_caches):
+        cache._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class KernelCache:
@@ -96,6 +114,14 @@ class KernelCache:
         self.pending: dict[str, Lookup] = {}
         self.claims = None  # compile_once.ThreadClaims, made on the first miss
         self._lock = threading.RLock()
+        _caches.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: the threads that held keys (or the lock) are not there; waiting
+        for them took the whole GPUNB_CACHE_WAIT_SECONDS (300 s) before compiling. A key
+        the parent process is compiling is still waited for through its lock file."""
+        self.claims = None
+        self._lock = threading.RLock()
 
     # ---- lookup --------------------------------------------------------------------------------
 
@@ -116,7 +142,12 @@ class KernelCache:
         specialisations within this process, where the toolchain cannot change: it skips the
         identity (hashing compiler sources and libdevice costs a new process ~60 ms unstamped)."""
         if not enabled:
-            return {"cache": "disabled"}
+            from gpunb.cache.toolchain_id import remembered_identity
+
+            # known already (the cache was on earlier in this process): the real one, so that
+            # `%gpucache off` keeps every live kernel's key and recompiles none of them
+            known = remembered_identity(target)
+            return known if known is not None else {"cache": "disabled"}
         from gpunb.cache.toolchain_id import toolchain_identity
 
         # an untrusted (or uncreatable) directory is not read at all, its stamp included
@@ -398,15 +429,17 @@ class KernelCache:
 
     # ---- maintenance ---------------------------------------------------------------------------
 
-    def clear(self, name: str | None = None) -> int:
-        """Remove the entries of one function (by name or qualname), or all; the count removed."""
+    def clear(self, name: str | None = None, module: str | None = None) -> int:
+        """Remove the entries of one function (by name or qualname; with `module`, only those
+        its module defined: `k` of pkg/a.py, not `k` of pkg/b.py), or all; the count removed."""
         with self._lock:
-            removed = self.memory.remove_function(name)
+            removed = self.memory.remove_function(name, module)
             if name is None:
                 self.latest.clear()
                 self.bodies.clear()
         keys = [e.key for e in self.disk.entries()
-                if name is None or e.function == name or e.function.rpartition(".")[2] == name]
+                if name is None or (e.function == name or e.function.rpartition(".")[2] == name)
+                and (module is None or e.module in ("", module))]
         return max(removed, self.disk.remove(keys) if keys else 0)
 
     def forget_memory(self) -> None:
@@ -492,6 +525,7 @@ def _body(pending: Lookup, fp: FunctionFingerprint, artifact, compile_ms: float)
         data.pop(field, None)  # stored as blobs
     return {
         "function": pending.function, "qualname": fp.qualname, "signature": pending.signature,
+        "module": getattr(fp.py_func, "__module__", None) or "",
         "target": pending.target, "arch": pending.parts.get("arch"), "parts": pending.parts,
         "code_digest": fp.code_digest, "defined_at": fp.defined_at,
         "dependencies": [d.to_json() for d in fp.dependencies],

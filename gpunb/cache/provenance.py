@@ -7,16 +7,16 @@ knows about IPython.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import deque
 
+from gpunb.foundation import forksafe
 from gpunb.foundation.events import CacheEvent, EventKind, in_internal_work, publish
 
 _LOG_SIZE = 2048
 
 _log: deque = deque(maxlen=_LOG_SIZE)
-_lock = threading.Lock()
+_lock = forksafe.lock()  # (a child forked while a thread held it: free)
 
 
 def record(event: CacheEvent) -> CacheEvent:

@@ -30,6 +30,7 @@ import contextlib
 import errno
 import os
 import re
+import threading
 import time
 from collections import OrderedDict, namedtuple
 
@@ -64,6 +65,15 @@ try:
 except ImportError:  # pragma: no cover - Windows: no advisory locks, writes stay atomic
     fcntl = None
 
+# Held while a thread of this process holds the writers' flock, and taken before a fork: an
+# flock belongs to the open file, which a child forked meanwhile shares; the child never closes
+# it, so its own first store waited forever for itself (and the parent's next one for the
+# child to exit).
+_HOLDING_FLOCK = threading.RLock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_HOLDING_FLOCK.acquire, after_in_parent=_HOLDING_FLOCK.release,
+                        after_in_child=_HOLDING_FLOCK.release)
+
 __all__ = ["BLOBS", "FORMAT_VERSION", "CacheDirWarning", "CorruptEntry", "DiskStore", "EntryInfo",
            "FormatMismatch", "MemoryStore", "StoredEntry", "Untrusted", "atomic_write", "digest",
            "encode_metadata", "split_metadata"]
@@ -82,10 +92,11 @@ _warned_dirs: set = set()  # (directory, what) of the warnings already given
 StoredEntry = namedtuple("StoredEntry", "key body blobs size")
 StoredEntry.__doc__ = "A verified disk entry: metadata body and blobs ({ext: bytes}, all of BLOBS)."
 EntryInfo = namedtuple("EntryInfo", "key function signature target size last_used defined_at "
-                                    "problem", defaults=("",))
+                                    "problem module", defaults=("", ""))
 EntryInfo.__doc__ = ("One entry as listed by status/prune/clear (metadata only); last_used is "
                      "the JSON's mtime, touched on every disk hit; problem is non-empty when the "
-                     "entry does not verify.")
+                     "entry does not verify; module is the defining module's name ('' in entries "
+                     "of older gpunbs).")
 
 
 class MemoryStore:
@@ -107,9 +118,10 @@ class MemoryStore:
         while len(self.items) > self.max_entries:
             self.items.popitem(last=False)
 
-    def remove_function(self, name: str | None) -> int:
+    def remove_function(self, name: str | None, module: str | None = None) -> int:
         keys = [k for k, (_, body) in self.items.items()
-                if name is None or body.get("function") == name or body.get("name") == name]
+                if name is None or (body.get("function") == name or body.get("name") == name)
+                and module in (None, body.get("module"))]
         for k in keys:
             del self.items[k]
         return len(keys)
@@ -243,18 +255,19 @@ class DiskStore:
             yield
             return
         path = os.path.join(self.directory, ".lock")
-        try:
-            fd = self._open_lock_file(path)
-        except OSError as exc:
-            if exc.errno not in _NOT_A_FILE:
-                raise
-            clear_path(path)  # a directory or a link where the lock file belongs: once more
-            fd = self._open_lock_file(path)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
+        with _HOLDING_FLOCK:
+            try:
+                fd = self._open_lock_file(path)
+            except OSError as exc:
+                if exc.errno not in _NOT_A_FILE:
+                    raise
+                clear_path(path)  # a directory or a link where the lock file belongs: again
+                fd = self._open_lock_file(path)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing releases the lock
 
     def _open_lock_file(self, path: str) -> int:
         flags = os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -493,7 +506,8 @@ class DiskStore:
                 continue
             out.append(EntryInfo(stem, str(body.get("function", "?")),
                                  str(body.get("signature", "?")), str(body.get("target", "?")),
-                                 size, st.st_mtime, str(body.get("defined_at", "")), problem))
+                                 size, st.st_mtime, str(body.get("defined_at", "")), problem,
+                                 str(body.get("module", ""))))
         return out
 
     def remove(self, keys) -> int:

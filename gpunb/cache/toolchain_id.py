@@ -185,6 +185,15 @@ def toolchain_identity(target: str, directory: str | None = None,
     return dict(identity)
 
 
+def remembered_identity(target: str) -> dict[str, str] | None:
+    """The identity toolchain_identity() found for `target` earlier in this process (it is the
+    same whichever directory stamped it), or None: nothing is asked or read."""
+    for (memo_target, _, _), identity in list(_identity_memo.items()):
+        if memo_target == target:
+            return dict(identity)
+    return None
+
+
 def host_arch() -> str:
     """The CPU target's arch as cache keys name it (the CPU backend's `cache_arch`)."""
     from gpunb.backends.cpu.backend import host_arch as backend_host_arch

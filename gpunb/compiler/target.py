@@ -107,9 +107,11 @@ class Target:
     def hinted_store(self, low, pointer, dtype: t.Type, value, hint: str) -> None:
         arrays.store_element(low.builder, dtype, pointer, value)
 
-    def record_access(self, low, node, pointer, kind: str) -> None:
-        """Access recording hook ("read", "write" or "atomic" at `pointer`); targets without
-        it (the GPU) do nothing."""
+    def record_access(self, low, node, pointer, kind: str, role: str = "",
+                      succeeded=None) -> None:
+        """Access recording hook ("read", "write" or "atomic" at `pointer`; `role` says more,
+        e.g. which atomic; `succeeded`, an i1, tells a compare-and-swap that wrote from one
+        that only read); targets without it (the GPU) do nothing."""
         return
 
     def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent,

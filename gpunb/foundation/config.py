@@ -122,7 +122,14 @@ def cache_dir() -> str:
             "GPUNB_CACHE_DIR is set but empty; using the default cache directory "
             f"{_default_cache_dir()} (unset it, or set it to a directory)", "empty-dir")
     elif explicit:
-        return os.path.abspath(os.path.expanduser(explicit))
+        expanded = os.path.expanduser(explicit)
+        if not expanded.startswith("~"):
+            return os.path.abspath(expanded)
+        # "~nosuchuser/x" stays unexpanded: abspath would make a "~nosuchuser" folder here
+        _warn_cache_setting(
+            f"GPUNB_CACHE_DIR={explicit!r} names a home directory that does not exist; using "
+            f"the default cache directory {_default_cache_dir()} (set it to an existing "
+            "user's ~ or to an absolute path)", "unknown-home")
     return _default_cache_dir()
 
 

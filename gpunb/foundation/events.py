@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from gpunb.foundation import forksafe
+
 
 class NamedEnum(str, enum.Enum):
     """An enum whose members read as their values: `kind == "hit"`, f"{kind}" and JSON all give
@@ -297,7 +299,7 @@ class CacheEvent:
 
 # ---- subscriptions -----------------------------------------------------------------------------
 
-_lock = threading.Lock()
+_lock = forksafe.lock()  # (a child forked while a thread held it: free)
 _table: dict = {}  # EventKind -> tuple of Subscriptions (replaced whole, read without the lock)
 # the same dict, public for the launch hooks (jit/launch_hooks.py), which look a kind up
 # themselves rather than call has_subscribers and publish; never mutate it, subscribe() does

@@ -18,11 +18,11 @@ from __future__ import annotations
 import functools
 import keyword
 import re
-import threading
 
 import numpy as np
 
 from gpunb.cache.fingerprint import still_valid
+from gpunb.foundation import forksafe
 from gpunb.fusion.arguments import prepare, result_kind, signature
 from gpunb.fusion.codegen import BLOCK
 
@@ -39,7 +39,7 @@ class FusedFunction:
         self.func = func
         self.kernel_name = _identifier(kernel_name or func.__name__)
         self._plans: dict = {}
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self._watch: tuple = _NOT_CHECKED  # the fingerprint's watch list
         self._digest: str | None = None
         self.last_launches: tuple = ()  # ((kernel name, grid, block), ...) of the latest call
@@ -76,6 +76,14 @@ class FusedFunction:
         """The gpunb kernels (Dispatchers) a call with these arguments launches, in order;
         each has inspect_ptx(), inspect_types(), resource_usage() ... once it has run."""
         return [step.kernel for step in self._plan_for(args, kwargs)[0].steps]
+
+    def compiled_kernels(self) -> list:
+        """The kernels (GPU functions) every call so far compiled, for `%gpucache status`,
+        `explain` and `clear`."""
+        out: list = []
+        for plan in list(self._plans.values()):
+            out.extend(s.kernel for s in plan.steps if all(s.kernel is not k for k in out))
+        return out
 
     def sources(self, *args, **kwargs) -> list:
         """The generated Python source of each kernel a call with these arguments launches."""

@@ -15,8 +15,26 @@ import functools
 import weakref
 
 from gpunb.backends.cuda import graphs as cuda_graphs
-from gpunb.foundation.errors import GraphError
+from gpunb.foundation.errors import GraphError, user_location
 from gpunb.runtime.capture import CapturedCopy
+
+
+def is_default_stream(stream) -> bool:
+    """Whether a stream object (any target's, numba's, CuPy's, PyTorch's) or an int is a
+    default stream: the legacy, the per-thread or stream 0."""
+    flag = getattr(stream, "is_default", None)
+    if isinstance(flag, bool):
+        return flag
+    from gpunb.backends.cuda.launch import stream_handle
+
+    return stream_handle(stream) in (0, 1, 2)
+
+
+def default_stream_error() -> GraphError:
+    """Capture on a default stream: CUDA refuses it, and so does the CPU target."""
+    return GraphError("a CUDA graph cannot be captured on the default stream", user_location(),
+                      hint="leave stream= out (the graph makes a stream of its own) or "
+                           "pass a stream made for it: cuda.stream()")
 
 
 class CudaEngine:
@@ -28,9 +46,7 @@ class CudaEngine:
         self.stream = stream
         self.handle = int(stream.handle)
         if self.handle in (0, 1, 2):
-            raise GraphError("a CUDA graph cannot be captured on the default stream",
-                             hint="leave stream= out (the graph makes a stream of its own) or "
-                                  "pass a stream made for it: cuda.stream()")
+            raise default_stream_error()
         self.capture_id = 0
         self.graph = 0
         self.graph_exec = 0

@@ -20,7 +20,7 @@ import numpy as np
 from gpunb.foundation import events
 from gpunb.foundation.errors import GraphError, LaunchError
 from gpunb.graphs import updates
-from gpunb.graphs.engines import CpuEngine, CudaEngine
+from gpunb.graphs.engines import CpuEngine, CudaEngine, default_stream_error, is_default_stream
 from gpunb.graphs.memory import MemoryWatch
 from gpunb.graphs.table import graph_nodes, html_table, text_table
 from gpunb.runtime import capture as capture_state
@@ -227,6 +227,8 @@ def _engine_for(target: str, stream):
     if target != "cuda":
         from gpunb.runtime.streams import CpuStream
 
+        if stream is not None and is_default_stream(stream):
+            raise default_stream_error()  # refused on every target, as CUDA refuses it
         return CpuEngine(CpuStream())
     from gpunb.backends.cuda import driver
     from gpunb.runtime.streams import Stream

@@ -34,7 +34,7 @@ class LaunchConfiguration:
     the ones it was bound for)."""
 
     __slots__ = ("dispatcher", "grid", "block", "stream", "sharedmem", "_native", "_python",
-                 "_python_launches", "_callbacks")
+                 "_python_launches", "_callbacks", "key", "key_kinds")
 
     def __init__(self, dispatcher, griddim, blockdim, stream, sharedmem):
         self.dispatcher = dispatcher
@@ -46,6 +46,9 @@ class LaunchConfiguration:
         self._python: Launcher | None = None
         self._python_launches = 0  # since its last native launcher was bound
         self._callbacks = None  # numba-cuda's pre_launch_callbacks (see the property)
+        # the `kernel[...]` key it was made for and its types (dispatcher.__getitem__: a key
+        # equal as values is not enough, 2.0 == 2)
+        self.key = self.key_kinds = None
 
     @property
     def launcher(self) -> Launcher | None:
@@ -199,3 +202,11 @@ def _refuse_keywords(dispatcher, kwargs: dict) -> None:
                       f"{', '.join(kwargs)}", user_location(), function=dispatcher.__name__,
                       hint="kernels take every argument positionally, in order: "
                            f"{dispatcher.__name__}[grid, block]({params})")
+
+
+def key_kinds(config) -> object:
+    """The types in a `kernel[...]` key, nested tuples followed: keys equal as values (2.0 and
+    2, True and 1) differ in them, and numba refuses the floats and bools."""
+    if type(config) is not tuple:
+        return type(config)
+    return tuple(key_kinds(item) if type(item) is tuple else type(item) for item in config)

@@ -11,14 +11,13 @@ types or a changed dependency.
 from __future__ import annotations
 
 import inspect
-import threading
 import weakref
 
 import numpy as np
 
 from gpunb.cache.fingerprint import still_valid
 from gpunb.foundation import config as settings
-from gpunb.foundation import events
+from gpunb.foundation import events, forksafe
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import (
     CompileError,
@@ -30,7 +29,7 @@ from gpunb.foundation.errors import (
     launch_interrupted,
 )
 from gpunb.jit import failures as _failures
-from gpunb.jit.configuration import LaunchConfiguration
+from gpunb.jit.configuration import LaunchConfiguration, key_kinds
 from gpunb.jit.declared import match_declared
 from gpunb.jit.launcher import LaunchVersion, bump_all
 from gpunb.jit.numba_api import NumbaDispatcherAPI, warn_low_occupancy
@@ -58,7 +57,7 @@ class _LiveDispatchers:
         self._subscription = None
         # reentrant: a dispatcher dying in a garbage collection that runs while this thread
         # holds the lock (an allocation inside it) drops itself through _drop in this thread
-        self._lock = threading.RLock()
+        self._lock = forksafe.lock(reentrant=True)
 
     def add(self, dispatcher: Dispatcher) -> None:
         key = id(dispatcher)
@@ -137,7 +136,7 @@ class Dispatcher(NumbaDispatcherAPI):
         self._fast: dict = {}  # the arguments' type keys -> specialisation (the active target's)
         self._fast_target = None
         self._configs: dict = {}
-        self._lock = threading.RLock()
+        self._lock = forksafe.lock(reentrant=True)  # held while compiling
         self.specializations: dict = {}  # (target, argtypes) -> Specialization
         # (target, argtypes) -> (error type name, message, SourceLocation or None) of the last
         # compile that failed for them, until one succeeds: `%gpucache status` names it (not the
@@ -170,12 +169,16 @@ class Dispatcher(NumbaDispatcherAPI):
 
     def __getitem__(self, config) -> LaunchConfiguration:
         # a loop launching kernel[grid, block] reuses one config object (no validation, no
-        # allocation); unhashable configs (lists) take the long way
+        # allocation); unhashable configs (lists) take the long way. A key equal as values is
+        # not enough: (2.0, 32) == (2, 32), so the types must be the ones it was made for
         try:
             found = self._configs.get(config)
         except TypeError:
             found = None
-        if found is not None:
+        if found is not None and (found.key is config or (  # the same tuple object, or
+                type(config) is tuple and len(config) == 2 and
+                type(config[0]) is int is type(config[1])) or  # two ints: always valid, or
+                key_kinds(config) == found.key_kinds):
             return found
         try:
             made = self._make_config(config)
@@ -189,6 +192,7 @@ class Dispatcher(NumbaDispatcherAPI):
             if len(self._configs) >= CONFIGS_KEPT:
                 del self._configs[next(iter(self._configs))]  # the oldest
             self._configs[config] = made
+            made.key, made.key_kinds = config, key_kinds(config)
         except TypeError:
             pass
         return made

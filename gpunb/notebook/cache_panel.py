@@ -16,9 +16,20 @@ HEADERS = ("function", "signature", "target", "last event", "why", "compile ms",
 
 
 def find_kernels(namespace: dict) -> dict:
-    """name -> Dispatcher for every GPU function bound in a namespace (the user's, usually)."""
-    return {name: value for name, value in list(namespace.items())
-            if getattr(type(value), "__gpunb_function__", False) and not name.startswith("_")}
+    """name -> Dispatcher for every GPU function bound in a namespace (the user's, usually),
+    and `name: kernel` for each kernel a ufunc, reduction or fused function bound there
+    compiled (their compiled_kernels())."""
+    found = {}
+    for name, value in list(namespace.items()):
+        if name.startswith("_"):
+            continue
+        if getattr(type(value), "__gpunb_function__", False):
+            found[name] = value
+        elif not isinstance(value, type) and callable(getattr(type(value), "compiled_kernels",
+                                                              None)):
+            for kernel in value.compiled_kernels():
+                found[f"{name}: {kernel.__name__}"] = kernel
+    return found
 
 
 def defined_in(dispatcher) -> str:

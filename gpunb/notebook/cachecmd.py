@@ -29,9 +29,22 @@ def _kernel(shell, args: list, command: str):
     value = shell.user_ns.get(head)
     for attribute in attributes:  # `%gpucache explain mymod.saxpy`: a module's kernel
         value = getattr(value, attribute, None)
-    if value is None or not getattr(type(value), "__gpunb_function__", False):
+    if value is None or not getattr(type(value), "__gpunb_function__", False) and \
+            not callable(getattr(type(value), "compiled_kernels", None)):
         raise CacheCommandError(f"{name!r} is not a GPU function in this notebook")
     return name, value
+
+
+def _compiled_by(name: str, value) -> list | None:
+    """The kernels a ufunc, reduction or fused function compiled (None for a GPU function);
+    a CacheCommandError when it has compiled none yet."""
+    if getattr(type(value), "__gpunb_function__", False):
+        return None
+    kernels = value.compiled_kernels()
+    if not kernels:
+        raise CacheCommandError(f"{name!r} ({type(value).__name__}) has compiled no kernel yet: "
+                                "call it, then ask again")
+    return kernels
 
 
 def cmd_status(shell, args: list):
@@ -56,6 +69,9 @@ def cmd_explain(shell, args: list):
     from gpunb.notebook.cache_panel import Explanation, failure_rows
 
     name, kernel = _kernel(shell, args, "explain")
+    made = _compiled_by(name, kernel)
+    if made is not None:  # a ufunc, reduction or fused function: each kernel it compiled
+        return Explanation(name, "\n".join(f"{name}: {cache.explain(k)}" for k in made))
     explained = str(cache.explain(kernel))
     own = getattr(kernel, "cache_info", None)
     if callable(own) and not own():  # a device function: its code is in its callers' entries
@@ -76,7 +92,8 @@ def cmd_clear(shell, args: list):
 
     if args:
         name, kernel = _kernel(shell, args, "clear")
-        cache.clear(kernel)
+        for each in _compiled_by(name, kernel) or [kernel]:
+            cache.clear(each)
         print(f"cleared the cache entries of {name}")
     else:
         cache.clear()

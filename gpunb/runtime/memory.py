@@ -485,19 +485,19 @@ def stream(*, target: str | None = None):
 
 
 def default_stream(*, target: str | None = None):
-    return CpuStream() if _on_host(target) else Stream(0)
+    return CpuStream(is_default=True) if _on_host(target) else Stream(0)
 
 
 def legacy_default_stream(*, target: str | None = None):
     from gpunb.runtime.streams import CU_STREAM_LEGACY
 
-    return CpuStream() if _on_host(target) else Stream(CU_STREAM_LEGACY)
+    return CpuStream(is_default=True) if _on_host(target) else Stream(CU_STREAM_LEGACY)
 
 
 def per_thread_default_stream(*, target: str | None = None):
     from gpunb.runtime.streams import CU_STREAM_PER_THREAD
 
-    return CpuStream() if _on_host(target) else Stream(CU_STREAM_PER_THREAD)
+    return CpuStream(is_default=True) if _on_host(target) else Stream(CU_STREAM_PER_THREAD)
 
 
 def external_stream(ptr: int) -> Stream:

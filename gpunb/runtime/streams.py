@@ -180,11 +180,15 @@ def _destroy_event(cu, handle) -> None:
 
 
 class CpuStream:
-    """The CPU target's stream: work runs synchronously at launch, so nothing is ever pending."""
+    """The CPU target's stream: work runs synchronously at launch, so nothing is ever pending.
+    `is_default`: it stands for a default stream (cuda.default_stream() and the like), which a
+    graph cannot be captured on, as on a GPU."""
 
     handle = 0
     external = False
-    is_default = True
+
+    def __init__(self, is_default: bool = False):
+        self.is_default = is_default
 
     def synchronize(self) -> None:
         capture.refuse_synchronize("stream.synchronize()")  # as on a GPU
@@ -209,7 +213,7 @@ class CpuStream:
         return 0
 
     def __repr__(self) -> str:
-        return "<gpunb CPU stream (synchronous)>"
+        return f"<gpunb CPU {'default ' if self.is_default else ''}stream (synchronous)>"
 
 
 class CpuEvent:

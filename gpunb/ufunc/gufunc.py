@@ -17,10 +17,10 @@ from __future__ import annotations
 import collections
 import inspect
 import math
-import threading
 
 import numpy as np
 
+from gpunb.foundation import forksafe
 from gpunb.foundation import types as t
 from gpunb.ufunc import arrays
 from gpunb.ufunc.functions import device_function
@@ -48,7 +48,7 @@ class GUFunc:
         # input dtypes -> (output dtypes, argument types of the signature)
         self._loops: collections.OrderedDict = collections.OrderedDict()
         self._kernels: dict = {}
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         for sig in signatures:
             self.add(sig)
         self._lazy = not signatures
@@ -252,6 +252,11 @@ class GUFunc:
         launch_args = [*views, np.int64(n)]
         grid = grid_for(kernel, launch_args, n, target)
         kernel[grid, BLOCK, stream](*launch_args)
+
+    def compiled_kernels(self) -> list:
+        """The kernels (GPU functions) compiled for this gufunc so far, for `%gpucache status`,
+        `explain` and `clear`."""
+        return list(self._kernels.values())
 
     def _kernel(self, loop: tuple, scalar_args: tuple, loop_ndim: int):
         key = (loop, scalar_args, loop_ndim)

@@ -10,10 +10,10 @@ for an empty array, and it works on every dtype the compiler does, on both targe
 from __future__ import annotations
 
 import inspect
-import threading
 
 import numpy as np
 
+from gpunb.foundation import forksafe
 from gpunb.ufunc import arrays
 from gpunb.ufunc.functions import device_function
 from gpunb.ufunc.kernels import BLOCK, compile_kernel, grid_for, reduce_source
@@ -49,7 +49,7 @@ class Reduce:
         self._core = device_function(functor, "cuda.reduce")
         self.__name__ = getattr(functor, "__name__", "reduce")
         self._kernels: dict = {}
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     def __repr__(self) -> str:
         return f"<gpunb cuda.Reduce {self.__name__}>"
@@ -104,6 +104,11 @@ class Reduce:
         out = arrays.empty((1,), dtype, target, stream)
         kernel[1, BLOCK, stream](partials, out, np.int64(blocks), init, np.bool_(use_init))
         return out
+
+    def compiled_kernels(self) -> list:
+        """The kernels (GPU functions) compiled for this reduction so far, for `%gpucache status`,
+        `explain` and `clear`."""
+        return list(self._kernels.values())
 
     def _kernel(self, dtype: np.dtype):
         with self._lock:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import collections
 import inspect
-import threading
 
 import numpy as np
 
+from gpunb.foundation import forksafe
 from gpunb.foundation.errors import CompileError
 from gpunb.ufunc import arrays, loops
 from gpunb.ufunc.functions import device_function
@@ -40,7 +40,7 @@ class UFunc:
         self.nout = 1
         self._loops: collections.OrderedDict = collections.OrderedDict()
         self._kernels: dict = {}
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self._lazy = True
         for sig in signatures:
             self.add(sig)
@@ -113,6 +113,11 @@ class UFunc:
                             f"{loops.describe(self._loops)}. Pass arrays of a declared type "
                             "(convert with .astype) or add a signature")
         return chosen, self._loops[chosen]
+
+    def compiled_kernels(self) -> list:
+        """The kernels (GPU functions) compiled for this ufunc so far, for `%gpucache status`,
+        `explain` and `clear`."""
+        return list(self._kernels.values())
 
     def _kernel(self, loop: tuple, scalar_positions: tuple, ndim: int):
         key = (loop, scalar_positions, ndim)

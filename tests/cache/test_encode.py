@@ -93,3 +93,13 @@ def test_namedtuple_classes_encode_their_fields_and_defaults():
     assert encode(first, gpu) != encode(namedtuple("P", "x y", defaults=[7.0]), gpu)
     assert encode(first, gpu) != encode(namedtuple("P", "x z", defaults=[7]), gpu)
     assert encode(first, gpu) != encode(namedtuple("P", "x y"), gpu)
+
+
+def test_previews_of_numpy_scalars_name_the_dtype_once():
+    """Explanations read `S: float32(1.5) -> float64(2.25)`; numpy 2's repr gave
+    `float32(np.float32(1.5))`."""
+    from gpunb.cache.encode import preview
+
+    assert preview(np.float32(1.5)) == "float32(1.5)"
+    assert preview(np.int8(-3)) == "int8(-3)"
+    assert preview(np.bool_(True)) == "bool(True)"

@@ -9,7 +9,10 @@ function objects), so the next lookup reads the disk entry written earlier.
 from __future__ import annotations
 
 import importlib
+import math
+import os
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -439,3 +442,219 @@ def test_nan_and_minus_nan_globals_have_their_own_keys(nb):
     ns = _new_process(text.format(x="-float('nan')"))
     assert _run(ns["sign"], np.float64) == [-1.0] * 4
     assert _event(ns["sign"], np.float64).kind == "miss"
+
+
+ENUM_KERNEL = """
+import enum
+
+class Color(enum.Enum):
+    {members}
+
+@cuda.jit
+def is_green(out, c):
+    out[cuda.threadIdx.x] = c == Color.GREEN
+"""
+
+
+def _is_green(kernel, member) -> list:
+    out = np.zeros(4, dtype=np.int64)
+    kernel[1, 4](out, member)
+    return out.tolist()
+
+
+def test_an_enum_whose_members_were_reordered_gets_its_own_key(nb):
+    """A plain Enum member is compiled in as its position in the class, but every member was
+    keyed as `object:Color`: after `Color` was redefined with GREEN first (a cell run again,
+    or another process's definition), `c == Color.GREEN` was a hit on the code comparing with
+    position 1, and GREEN came out 0 and RED 1."""
+    nb.run(ENUM_KERNEL.format(members="RED = 1\n    GREEN = 2"))
+    k = nb.ns["is_green"]
+    assert _is_green(k, nb.ns["Color"].GREEN) == [1] * 4
+    nb.run("class Color(enum.Enum):\n    GREEN = 2\n    RED = 1\n")  # the same live kernel
+    assert _is_green(k, nb.ns["Color"].GREEN) == [1] * 4
+    assert _is_green(k, nb.ns["Color"].RED) == [0] * 4
+    assert k.cache_info()[-1]["event"].why.endswith(
+        "Color.GREEN = 2 of (RED, GREEN) -> Color.GREEN = 2 of (GREEN, RED)")
+    ns = _new_process(ENUM_KERNEL.format(members="BLUE = 3\n    GREEN = 2\n    RED = 1"))
+    assert _is_green(ns["is_green"], ns["Color"].GREEN) == [1] * 4
+    assert _is_green(ns["is_green"], ns["Color"].BLUE) == [0] * 4
+    assert ns["is_green"].cache_info()[-1]["event"].kind == "miss"
+    ns = _new_process(ENUM_KERNEL.format(members="GREEN = 2\n    RED = 1"))  # as compiled above
+    assert _is_green(ns["is_green"], ns["Color"].GREEN) == [1] * 4
+    assert ns["is_green"].cache_info()[-1]["event"].outcome == "hit (disk)"
+
+
+def test_kernels_of_one_name_in_two_modules_are_told_apart(nb, package):
+    """`k` of one module was explained against the last entry of any `k`: the first launch of
+    kern_pkg.b.k said 'changed: source of `k`' (it is new), and after kern_pkg.helpers was edited
+    and kern_pkg.a reloaded, a.k's recompile blamed its own source, not the edited helper."""
+    package("kern_pkg", {
+        "__init__": "",
+        "helpers": HELPERS.format(inc="1.0"),
+        "a": "from gpunb import cuda\nfrom .helpers import helper\n\n@cuda.jit\n"
+             "def k(out, x):\n    out[cuda.threadIdx.x] = helper(x)\n",
+        "b": "from gpunb import cuda\n\n@cuda.jit\ndef k(out, x):\n"
+             "    out[cuda.threadIdx.x] = x - 1.0\n"})
+    nb.run("import kern_pkg.a, kern_pkg.b, kern_pkg.helpers\n")
+    pkg = nb.ns["kern_pkg"]
+    assert _run(pkg.a.k) == [2.0] * 4
+    assert _run(pkg.b.k) == [0.0] * 4
+    assert _event(pkg.b.k).outcome == "miss (new)"
+    helpers = pkg.helpers.__file__
+    with open(helpers, "w") as file:
+        file.write(HELPERS.format(inc="10.0"))
+    later = time.time_ns() + 2_000_000_000
+    os.utime(helpers, ns=(later, later))
+    importlib.reload(pkg.helpers)
+    importlib.reload(pkg.a)
+    assert _run(pkg.a.k) == [11.0] * 4
+    assert _event(pkg.a.k).why.startswith("changed: device function `helper`"), \
+        _event(pkg.a.k).why
+
+
+NUMBA_DTYPE_KERNEL = """
+import numba
+
+DT = numba.{dtype}
+
+@cuda.jit
+def widen(out, x):
+    a = cuda.local.array(1, DT)
+    a[0] = x
+    out[cuda.threadIdx.x] = a[0] + DT(x)
+"""
+
+
+def test_numba_type_objects_are_keyed_by_name(nb):
+    """numba's own types read as globals (`DT = numba.float32` as a dtype and a cast) were keyed
+    as `object:numba.core.types.scalars.Float`, so float32 and float64 shared a key: after
+    `DT = numba.float64` the launch was 'hit (memory, re-checked)' on the float32 code, and a
+    process with DT = numba.float64 got the float32 code from disk."""
+    pytest.importorskip("numba")
+    nb.run(NUMBA_DTYPE_KERNEL.format(dtype="float32"))
+    k = nb.ns["widen"]
+    in_float32 = float(np.float32(0.1)) * 2
+    assert _run(k, np.float64, 0.1) == [in_float32] * 4
+    nb.run("DT = numba.float64\n")
+    assert _run(k, np.float64, 0.1) == [0.2] * 4
+    assert _event(k, np.float64).why == \
+        "changed: global `DT` defined at module __main__: numba float32 -> numba float64"
+    ns = _new_process(NUMBA_DTYPE_KERNEL.format(dtype="float32"))
+    assert _run(ns["widen"], np.float64, 0.1) == [in_float32] * 4
+    ns = _new_process(NUMBA_DTYPE_KERNEL.format(dtype="float64"))
+    assert _run(ns["widen"], np.float64, 0.1) == [0.2] * 4
+
+
+def test_an_enum_member_looked_up_by_name_follows_the_class(nb):
+    """`Color['GREEN']` reads the class itself, which was keyed by its name alone: after
+    GREEN's value changed the launch was 'hit (memory, re-checked)' on the old value (and a
+    process with the new class got the old code from disk)."""
+    text = ("import enum\nclass Color(enum.IntEnum):\n    RED = 1\n    GREEN = {green}\n"
+            "    LIME = {green}\n"
+            "@cuda.jit\ndef green(out, x):\n    out[cuda.threadIdx.x] = Color['LIME'] + x\n")
+    nb.run(text.format(green=2))
+    k = nb.ns["green"]
+    assert _run(k) == [3.0] * 4
+    nb.run("class Color(enum.IntEnum):\n    RED = 1\n    GREEN = 5\n    LIME = 5\n")
+    assert _run(k) == [6.0] * 4
+    assert _event(k).why.startswith("changed: global `Color`")
+    assert _event(k).why.endswith("Color(RED=1, GREEN=2) -> Color(RED=1, GREEN=5)")
+    ns = _new_process(text.format(green=7))
+    assert _run(ns["green"]) == [8.0] * 4
+
+
+PROPERTY_KERNEL = """
+import math
+
+class Params:
+    def __init__(self):
+        self.n = 1.5
+
+    @property
+    def scale(self):
+        return self.n * 2
+
+P = Params()
+
+@cuda.jit
+def scaled(out, x):
+    out[cuda.threadIdx.x] = math.copysign(x, P.scale) * abs(P.scale)
+"""
+
+
+def test_a_property_answering_new_equal_objects_keeps_the_fast_path(nb, modules):
+    """A property (or a module's __getattr__) answers each read with a new float: checked by
+    identity, every launch re-fingerprinted the kernel (378 us instead of 5) and recorded a
+    'hit (memory, re-checked)' event. An equal value now passes; a changed one (-0.0 after 0.0
+    included, which compare equal) still recompiles."""
+    nb.run(PROPERTY_KERNEL)
+    lazy = modules.write("lazy_consts", "def __getattr__(name):\n"
+                                        "    if name == 'OFFSET':\n"
+                                        "        return 0.5 + 0.25\n"
+                                        "    raise AttributeError(name)\n")
+    nb.ns["lazy_consts"] = lazy
+    nb.run("@cuda.jit\ndef shifted(out, x):\n"
+           "    out[cuda.threadIdx.x] = x + lazy_consts.OFFSET\n")
+    k, shifted = nb.ns["scaled"], nb.ns["shifted"]
+    assert _run(k) == [3.0] * 4
+    assert _run(shifted) == [1.75] * 4
+    before = len(cache.events())
+    _unchanged_launch_is_served(k, [3.0] * 4)
+    _unchanged_launch_is_served(shifted, [1.75] * 4)
+    assert len(cache.events()) == before  # no re-check recorded: nothing was re-checked
+    nb.ns["P"].n = 2.0
+    assert _run(k) == [4.0] * 4
+    assert _event(k).why.endswith("3.0 -> 4.0")
+    nb.ns["P"].n = 0.0
+    assert _run(k) == [0.0] * 4
+    nb.ns["P"].n = -0.0
+    assert _run(k, value=2.0) == [-0.0] * 4
+    assert math.copysign(1.0, _run(k, value=2.0)[0]) == -1.0
+
+
+def test_clearing_a_modules_kernel_keeps_a_kernel_of_its_name_elsewhere(nb, package):
+    """`%gpucache clear mymod.k` (gpunb.cache.clear(kernel)) removed the entries of every
+    function named k, another module's and the notebook's too: their next process compiled
+    them again. Given the GPU function, only its module's go; given a name, every k's."""
+    package("clear_pkg", {
+        "__init__": "",
+        "a": "from gpunb import cuda\n\n@cuda.jit\ndef k(out, x):\n"
+             "    out[cuda.threadIdx.x] = x + 1.0\n",
+        "b": "from gpunb import cuda\n\n@cuda.jit\ndef k(out, x):\n"
+             "    out[cuda.threadIdx.x] = x - 1.0\n"})
+    nb.run("import clear_pkg.a, clear_pkg.b\n"
+           "@cuda.jit\ndef k(out, x):\n    out[cuda.threadIdx.x] = x * 5.0\n")
+    pkg, mine = nb.ns["clear_pkg"], nb.ns["k"]
+    assert _run(pkg.a.k) == [2.0] * 4 and _run(pkg.b.k) == [0.0] * 4 and _run(mine) == [5.0] * 4
+    assert cache.clear(pkg.b.k) == 1
+    cache.default_cache().forget_memory()  # a new process: the modules and the cell again
+    importlib.reload(pkg.a)
+    importlib.reload(pkg.b)
+    mine = nb.run("@cuda.jit\ndef k(out, x):\n    out[cuda.threadIdx.x] = x * 5.0\n")["k"]
+    for kernel, expected in ((pkg.a.k, [2.0] * 4), (pkg.b.k, [0.0] * 4), (mine, [5.0] * 4)):
+        assert _run(kernel) == expected
+    assert _event(pkg.a.k).outcome == "hit (disk)"
+    assert _event(mine).outcome == "hit (disk)"
+    assert _event(pkg.b.k).kind == "miss"
+    assert cache.clear("k") == 3  # by name: every k
+
+
+def test_turning_the_cache_off_recompiles_nothing_that_did_not_change(nb):
+    """`%gpucache off` (set_enabled(False)) made every live kernel compile again at its next
+    launch after a cell, though nothing had changed: keys made with the cache off left out the
+    toolchain, so none matched a specialisation's key. A real change still recompiles, and
+    nothing is stored while the cache is off."""
+    nb.run("N = 2.0\n@cuda.jit\ndef scale(out, x):\n    out[cuda.threadIdx.x] = x * N\n")
+    k = nb.ns["scale"]
+    assert _run(k) == [2.0] * 4
+    cache.set_enabled(False)
+    try:
+        nb.run("unrelated = 1\n")
+        cache.invalidate()  # a cell ended
+        _unchanged_launch_is_served(k, [2.0] * 4)
+        nb.run("N = 3.0\n")
+        assert _run(k) == [3.0] * 4
+        assert _event(k).outcome == "miss (disabled)"
+    finally:
+        cache.set_enabled(None)
+    assert len(cache.default_cache().disk.entries()) == 1  # only the compile made while on

@@ -26,6 +26,7 @@ from gpunb.compiler.builtins import (
     tensorcore_mma,
     tensorcore_wmma,
     tma,
+    ufunc_math,
     ufuncs,
     vectors,
     warp,
@@ -37,7 +38,8 @@ def _eager_table() -> dict:
     """Every module's entries in one dict, in the historical order of assembly."""
     table: dict = {}
     for part in (cuda_intrinsics.BUILTINS, atomics.BUILTINS, mathfuncs.BUILTINS,
-                 pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS, complexfuncs.BUILTINS,
+                 ufunc_math.BUILTINS, pybuiltins.BUILTINS, warp.BUILTINS, groups.BUILTINS,
+                 complexfuncs.BUILTINS,
                  operator_funcs.BUILTINS, cache_hints.BUILTINS, reductions.BUILTINS,
                  bf16funcs.BUILTINS, fp8funcs.BUILTINS, vectors.BUILTINS, pointers.BUILTINS,
                  tensorcore_wmma.BUILTINS, tensorcore_mma.BUILTINS, inline_ptx.BUILTINS):

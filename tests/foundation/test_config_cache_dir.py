@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import sys
 
 import platformdirs
@@ -45,3 +46,18 @@ def test_relative_home_falls_back_to_platformdirs(monkeypatch):
 def test_explicit_dir_wins(monkeypatch, tmp_path):
     monkeypatch.setenv("GPUNB_CACHE_DIR", str(tmp_path / "here"))
     assert config.cache_dir() == str(tmp_path / "here")
+
+
+def test_unknown_users_home_is_not_made_in_the_working_directory(monkeypatch, tmp_path):
+    """GPUNB_CACHE_DIR="~nosuchuser/x": expanduser leaves it as it is, and abspath made a
+    "~nosuchuser" folder in the current directory; now a warning and the default directory."""
+    from gpunb.foundation.user_warnings import CacheDirWarning
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GPUNB_CACHE_DIR", "~gpunb-no-such-user-x/cache")
+    with pytest.warns(CacheDirWarning, match="home directory that does not exist"):
+        found = config.cache_dir()
+    assert found == config._default_cache_dir()
+    assert "~" not in found and not list(tmp_path.iterdir())
+    monkeypatch.setenv("GPUNB_CACHE_DIR", "~/gpunb-test-cache")  # the user's own ~ still works
+    assert config.cache_dir() == str(pathlib.Path.home() / "gpunb-test-cache")

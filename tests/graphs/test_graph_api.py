@@ -294,3 +294,23 @@ def test_the_graph_lists_its_nodes_as_text_and_html(target):
     assert (node.kind, node.name, node.grid, node.block) == ("kernel", "axpb", (1, 1, 1),
                                                              (8, 1, 1))
     assert node.arguments[2] == "a: float32"
+
+
+@pytest.mark.parametrize("which", ["default_stream", "legacy_default_stream",
+                                   "per_thread_default_stream", "zero"])
+def test_no_target_captures_on_a_default_stream(target, which):
+    # the CPU target accepted a capture on cuda.default_stream() that CUDA refuses
+    _, k_inc = kernels()
+    d = cuda.to_device(np.zeros(8, np.float32))
+    stream = 0 if which == "zero" else getattr(cuda, which)()
+    with pytest.raises(gpunb.GraphError, match="cannot be captured on the default stream") as info:
+        with gpunb.graph(stream=stream):
+            k_inc[1, 8](d)
+    assert info.value.loc is not None and info.value.loc.filename == __file__
+    assert "cuda.stream()" in info.value.hint
+    assert (host(d) == 0).all()  # nothing ran, nothing was captured
+    mine = cuda.stream()  # a stream made for the graph is fine, and the thread captures again
+    with gpunb.graph(stream=mine) as g:
+        k_inc[1, 8](d)
+    g.replay()
+    assert (host(d) == 1).all()

@@ -181,3 +181,33 @@ def test_explain_of_a_device_function_shows_no_event_of_a_kernel_of_its_name():
         caller_of(helper)[1, 1](np.ones(1))
         text = gpunb.cache.explain(helper)
         assert "last event" not in text and "a device function has none of its own" in text
+
+
+def test_ufuncs_reductions_and_fused_functions_show_in_gpucache(shell, capsys):
+    """cuda.vectorize, cuda.reduce and gpunb.fuse compile kernels through the cache, yet
+    `%gpucache status` said 'no GPU functions in this namespace yet' and `%gpucache explain
+    addc` 'is not a GPU function in this notebook': each now shows the kernels it compiled."""
+    run_cell(shell, "import numpy as np\nC = 1.0")
+    run_cell(shell, "@cuda.vectorize(['float64(float64)'])\ndef addc(x):\n    return x + C")
+    run_cell(shell, "red = cuda.reduce(lambda a, b: a + b)")
+    capsys.readouterr()
+    assert not run_cell(shell, "%gpucache explain addc").success  # nothing compiled yet
+    assert "has compiled no kernel yet: call it" in capsys.readouterr().err
+    assert run_cell(shell, "print(addc(np.ones(2)), red(np.ones(8)))").success
+    assert run_cell(shell, "@gpunb.fuse\ndef twice(x):\n    return x * 2\n"
+                           "print(twice(np.ones(2)))").success
+    capsys.readouterr()
+    assert run_cell(shell, "%gpucache status").success
+    status = capsys.readouterr().out
+    for row in ("addc: vectorized_addc", "red: reduce__lambda__float64", "twice: twice"):
+        assert row in status, status
+    run_cell(shell, "C = 2.0")
+    assert run_cell(shell, "print(addc(np.ones(2)))").success
+    capsys.readouterr()
+    assert run_cell(shell, "%gpucache explain addc").success
+    text = capsys.readouterr().out
+    assert text.startswith("addc: vectorized_addc: defined at")
+    assert "why: changed: global `C` defined at module __main__ (read via __core__): " \
+           "1.0 -> 2.0" in text
+    assert run_cell(shell, "%gpucache clear red").success
+    assert "cleared the cache entries of red" in capsys.readouterr().out

@@ -132,6 +132,10 @@ SPACE_SYNC = 2
 # a remote arrive, a multicast's complete_tx), and a shared access's address is its offset from
 # the cluster's rank-0 block's shared memory (accesses.AccessLog decodes both)
 SYNC_CLUSTER_ARRIVE, SYNC_CLUSTER_WAIT = 13, 14
+# cuda.threadfence*(): the object is its scope (fence_sync.py: with atomics, it orders threads
+# of different blocks, the CUDA memory model's release and acquire patterns)
+SYNC_THREADFENCE = 15
+FENCE_BLOCK, FENCE_DEVICE, FENCE_SYSTEM = 0, 1, 2
 SYNC_KIND_SHIFT, SYNC_DONE_BIT, SYNC_EXTRA_SHIFT = 32, 40, 41
 
 

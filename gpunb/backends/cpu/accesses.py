@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpunb.backends.cpu import abi
+from gpunb.backends.cpu import abi, fence_sync
+from gpunb.compiler.builtins import atomics
 
 RECORD_DTYPE = np.dtype(list(abi.RECORD_FIELDS))
 assert RECORD_DTYPE.itemsize == abi.RECORD_SIZE
@@ -251,10 +252,14 @@ class Race:
     order: object = None
 
 
+READ, WRITE, ATOMIC, ATOMIC_READ = 0, 1, 2, 3  # _site_kinds: ATOMIC_READ, a failed CAS
+
+
 def _site_kinds(log: AccessLog) -> np.ndarray:
-    """Per record: 0 read, 1 write, 2 atomic."""
-    site_kind = np.array([{"write": 1, "atomic": 2}.get(s[4], 0) for s in log.sites] or [0],
-                         np.int8)
+    """Per record: READ, WRITE, ATOMIC or ATOMIC_READ (a compare-and-swap that did not swap)."""
+    site_kind = np.array([ATOMIC_READ if _role(s) == atomics.CAS_FAILED_ROLE else
+                          {"write": WRITE, "atomic": ATOMIC}.get(s[4], READ)
+                          for s in log.sites] or [0], np.int8)
     return site_kind[log.records["site"]]
 
 
@@ -281,8 +286,8 @@ def find_race(log: AccessLog, order=None) -> Race | None:
     loc_block = np.where(recs["space"] == abi.SPACE_SHARED, log.home, -1)
     who = recs["block"].astype(np.int64) * log.threads_per_block() + recs["thread"] \
         if order is None else order.entity
-    keep = list(_candidates((recs["space"], loc_block, recs["address"]), who, kind != 0,
-                            kind == 2))
+    keep = list(_candidates((recs["space"], loc_block, recs["address"]), who,
+                            (kind == WRITE) | (kind == ATOMIC), kind >= ATOMIC))
     if not keep:
         return None
     subset = np.sort(np.concatenate(keep))
@@ -296,14 +301,15 @@ def find_race(log: AccessLog, order=None) -> Race | None:
 def _find_in(log: AccessLog, subset: np.ndarray, kind: np.ndarray, order) -> tuple | None:
     """find_race on the records of candidate addresses: a pair of their indices, or None."""
     recs = log.records[subset]
-    f = {"write": kind != 0, "atomic": kind == 2, "index": subset,
+    f = {"write": (kind == WRITE) | (kind == ATOMIC), "atomic": kind >= ATOMIC,
+         "index": subset,
          "block": recs["block"].astype(np.int64),
          "thread": recs["thread"].astype(np.int64),
          "bar": recs["bar_epoch"].astype(np.int64), "wep": recs["warp_epoch"].astype(np.int64),
          "grid": recs["grid_epoch"].astype(np.int64),
          "space": recs["space"].astype(np.int64), "address": recs["address"]}
     f["gthread"] = f["block"] * log.threads_per_block() + f["thread"]
-    f["group"] = log.group(f["block"])
+    f["group"] = log.group(f["block"]) if order is None else order.group(f["block"])
     f["warp"] = f["block"] * 64 + f["thread"] // 32
     f["order"] = order
     f["who"] = f["gthread"] if order is None else order.entity[subset]
@@ -311,6 +317,7 @@ def _find_in(log: AccessLog, subset: np.ndarray, kind: np.ndarray, order) -> tup
     shared = f["space"] == abi.SPACE_SHARED
     location_block = np.where(shared, log.home[subset], -1)
     base_keys = (f["space"], location_block, f["address"])
+    f["location_keys"] = base_keys  # (fence_sync.observed numbers them when it needs to)
     if order is not None:  # mbarriers and agents order across barrier epochs too: whole groups
         return _check_all(list(_candidates(base_keys, f["who"], f["write"], f["atomic"])), f)
     # within a block: same barrier epoch; a warp's own accesses also split by warp epoch
@@ -381,6 +388,7 @@ def _check_all(groups: list, f: dict):
         keep = f["write"][a] & (f["who"][a] != f["who"][b]) & ~(f["atomic"][a] & f["atomic"][b])
         a, b = a[keep], b[keep]
         bad = ~_pairs_ordered(a, b, f)
+        bad[bad] = ~fence_sync.observed(a[bad], b[bad], f, _pairs_ordered)
         if bad.any():
             late = np.maximum(a[bad], b[bad])
             k = int(np.argmin(late))
@@ -412,6 +420,7 @@ def _check_group(idx: np.ndarray, f: dict):
             continue
         ordered = _pairs_ordered(np.full(len(other), w), other, f)
         bad = other[~ordered & ~(f["atomic"][other] & f["atomic"][w])]
+        bad = bad[~fence_sync.observed(np.full(len(bad), w), bad, f, _pairs_ordered)]
         if len(bad):
             return tuple(sorted((int(w), int(bad[0]))))
     return None
@@ -449,8 +458,14 @@ def race_error(log: AccessLog, race: Race):
            "they are in different blocks of one cluster, and neither a cluster barrier nor "
            "an mbarrier phase orders them" if one_cluster else
            "they are in different blocks, which nothing orders")
-    if same_block and race.order is not None:
+    fenced = race.order is not None and race.order.grid_wide  # the kernel uses threadfences
+    if same_block and race.order is not None and not fenced:
         why += ", nor an mbarrier phase that one arrived on and the other waited for"
+    if fenced:
+        release = ("cuda.threadfence() before an atomic write that the other side's atomic "
+                   "saw (then a fence or barrier of its own)")
+        why = f"{why}, nor a {release}" if same_block or one_cluster else \
+            f"they are in different blocks, and no {release} orders them"
     msg = (f"data race on {name}{shown} ({where}): {side(second, s2)} and "
            f"{side(first, s1)}; {why}")
     accesses = tuple((site[4], site[1], thread_xyz(int(r["thread"]), log.block),
@@ -462,6 +477,10 @@ def race_error(log: AccessLog, race: Race):
             "the reader's cluster.barrier_wait() before its access) between them" if one_cluster
             else
             "use cuda.atomic.* for elements that several blocks update")
+    if fenced:
+        hint = ("publish with cuda.threadfence() after the write and before the atomic that "
+                "signals it; read after an atomic that saw the signal and a cuda.threadfence() "
+                "(or cuda.syncthreads()) - or " + hint)
     if aliased:
         hint = (f"{s2[3]} and {s1[3]} are one memory here (an array passed twice, or "
                 f"overlapping views of one): write the result to an array of its own; or {hint}")
@@ -477,7 +496,7 @@ def find_uninitialised_read(log: AccessLog):
     shared = np.flatnonzero(recs["space"] == abi.SPACE_SHARED)
     if not len(shared):
         return None
-    kinds = np.array([s[4] != "write" for s in log.sites] or [True])
+    kinds = np.array([_reads_old_value(s) for s in log.sites] or [True])
     key_block, key_addr = log.home[shared], recs["address"][shared]
     order = np.lexsort((shared, key_addr, key_block))
     first = np.r_[True, (key_block[order][1:] != key_block[order][:-1]) |
@@ -485,6 +504,25 @@ def find_uninitialised_read(log: AccessLog):
     firsts = shared[order[first]]
     bad = firsts[kinds[recs["site"][firsts]]]
     return recs[int(bad.min())] if len(bad) else None
+
+
+def _reads_old_value(site: tuple) -> bool:
+    """Whether an access at this site reads the element: reads, and every atomic but exch
+    (it writes without looking: the element is initialised after it, as after a store)."""
+    return site[4] != "write" and _role(site) not in atomics.WRITE_ONLY_ROLES
+
+
+def _role(site: tuple) -> str:
+    return site[6] if len(site) > 6 else ""
+
+
+def _what(site: tuple) -> str:
+    """An access as a message names it: "read", "write", "cuda.atomic.add"..."""
+    role = _role(site)
+    if role.startswith(atomics.ROLE_PREFIX):
+        name = role[len(atomics.ROLE_PREFIX):]
+        return "cuda.atomic.cas" if role == atomics.CAS_FAILED_ROLE else f"cuda.atomic.{name}"
+    return site[4]
 
 
 def copy_roles(log: AccessLog) -> np.ndarray:
@@ -548,7 +586,9 @@ def initcheck_error(log: AccessLog, rec):
     thread = thread_xyz(int(rec["thread"]), log.block)
     block = block_xyz(int(rec["block"]), log.grid)
     return InitcheckError(
-        f"{site[4]} of {site[3]}{shown} (shared memory) by thread {thread} of block {block} "
-        "before any thread of the block wrote it; on a GPU it holds whatever was there",
+        f"{_what(site)} of {site[3]}{shown} (shared memory) by thread {thread} of block "
+        f"{block} before any thread of the block wrote it; on a GPU it holds whatever was "
+        "there" + ("" if site[4] == "read" else
+                   " (an atomic reads the old value; only cuda.atomic.exch does not)"),
         SourceLocation(site[0], site[1], site[2]), function=site[5],
         hint="write every shared element before reading it (then cuda.syncthreads())")

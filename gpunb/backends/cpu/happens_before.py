@@ -22,6 +22,10 @@ destination, completes on the destination's; mbarriers are named (block, offset)
 barrier epochs, so that a peer that acquires a clock knows which of the block's epochs are
 behind it (the same-block epoch rule of accesses.py, carried across blocks).
 
+Threadfences: a fence before an atomic write and an atomic read before a fence or barrier
+order threads of any blocks (fence_sync.py); a launch that has them is replayed as one group,
+the whole grid, each block with a component counting its barrier epochs.
+
 Not modelled: ordering through warp synchronisation combined with mbarriers (a warp's
 collectives order its own lanes only, by warp epochs).
 """
@@ -32,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpunb.backends.cpu import abi
+from gpunb.backends.cpu import abi, fence_sync
 
 LOAD, STORE, WGMMA = 1, 2, 3  # agent kinds (TMA load, TMA store: async_tma's kinds; wgmma)
 WARPGROUP = 128
@@ -69,6 +73,7 @@ class _Group:
     bars: dict = field(default_factory=dict)  # (block, offset) -> [pending join, [phases]]
     cluster: dict = field(default_factory=dict)  # cluster barrier phase -> its arrivals' join
     agent_rows: dict = field(default_factory=dict)  # agent -> table row of its clock
+    pending: dict = field(default_factory=dict)  # (block, thread) -> what its atomics saw
     zero: int = 0
     matrix: np.ndarray = None  # the table as one array, once replayed
 
@@ -110,6 +115,9 @@ class _Group:
         known = self.block_known(blk)
         for who in [w for w in self.rows if w[0] == blk]:
             np.maximum(known, self.rows.pop(who), out=known)
+        # what a thread's atomic reads saw, the barrier acquires (fence_sync.py)
+        for who in [w for w in self.pending if w[0] == blk]:
+            np.maximum(known, self.pending.pop(who), out=known)
         if ("b", blk) in self.comps:
             known[self.comps[("b", blk)]] = epoch
         self.epoch[blk] = epoch
@@ -123,8 +131,10 @@ class Order:
     agents' completions (barrier and warp epochs between two threads' accesses of one block
     are accesses.py's)."""
 
-    def __init__(self, log, agents: list, agent_of: np.ndarray, groups: dict, fences: dict):
+    def __init__(self, log, agents: list, agent_of: np.ndarray, groups: dict, fences: dict,
+                 grid_wide: bool = False):
         recs = log.records
+        self.grid_wide = grid_wide
         tpb = log.threads_per_block()
         n_threads = tpb * int(np.prod(log.grid))
         self.log, self.agents, self.agent_of, self.fences = log, agents, agent_of, fences
@@ -139,7 +149,7 @@ class Order:
         width = max(g.matrix.shape[1] for g in groups.values())
         self.matrix = np.zeros((sum(len(g.matrix) for g in groups.values()), width), np.int32)
         offset = 0
-        group_of = log.group(recs["block"])
+        group_of = self.group(recs["block"])
         for key, state in groups.items():  # one table for all groups: rows move down
             self.matrix[offset:offset + len(state.matrix), :state.matrix.shape[1]] = state.matrix
             self._row[group_of == key] += offset
@@ -147,6 +157,12 @@ class Order:
         self._agent_kind = np.array([a.kind for a in agents] or [0], np.int64)
         self._agent_issue = np.array([a.issue_at for a in agents] or [0], np.int64)
         self._agent_thread = np.array([a.thread for a in agents] or [0], np.int64)
+
+    def group(self, blocks: np.ndarray) -> np.ndarray:
+        """The group whose replay holds each block: its cluster (log.group), or one group of
+        the whole grid when threadfences order blocks (fence_sync.py)."""
+        blocks = np.asarray(blocks, np.int64)
+        return np.zeros_like(blocks) if self.grid_wide else self.log.group(blocks)
 
     def _per_record(self):
         """Per record: its entity's component (-1: none), its releases so far (its epoch as a
@@ -159,7 +175,7 @@ class Order:
         n_agents = max(len(self.agents), 1)
         blocks = np.unique(recs["block"]).astype(np.int64)
         blocks_of: dict = {}
-        for blk, key in zip(blocks, self.log.group(blocks), strict=True):
+        for blk, key in zip(blocks, self.group(blocks), strict=True):
             blocks_of.setdefault(int(key), []).append(int(blk))
         for key, state in self.groups.items():
             by_agent, agent_row = np.full(n_agents, -1, np.int64), np.zeros(n_agents, np.int64)
@@ -257,12 +273,38 @@ def _build(log) -> Order | None:
     agents, brackets, issue = _agents(log, value, kind)
     agent_of = _agent_of_records(len(log.records), brackets)
     groups, fences = {}, {}
+    fence_plan = _fence_plan(log, kind)
+    if fence_plan:  # fences and atomics order any two threads: one replay of the whole grid
+        blocks = np.unique(np.r_[sync["block"], log.records["block"]]).astype(np.int64)
+        events = np.arange(len(sync))
+        groups[0] = _replay(log, blocks, events, value, kind, agents, issue, fences,
+                            fence_plan)
+        return Order(log, agents, agent_of, groups, fences, grid_wide=True)
+    if (kind == abi.SYNC_THREADFENCE).all():
+        return None  # fences that order nothing here: barriers suffice, as without them
     sync_group = log.group(sync["block"])
     for key in np.unique(sync_group):
         events = np.flatnonzero(sync_group == key)
         blocks = np.unique(sync["block"][events]).astype(np.int64)
         groups[int(key)] = _replay(log, blocks, events, value, kind, agents, issue, fences)
     return Order(log, agents, agent_of, groups, fences)
+
+
+def _fence_plan(log, kind: np.ndarray) -> tuple:
+    """fence_sync.plan's (kinds, publishers) when threadfences and atomics order threads
+    (else ()); past fence_sync.MAX_PUBLISHERS releasing threads, a warning and ()."""
+    if not (kind == abi.SYNC_THREADFENCE).any():
+        return ()
+    kinds, publishers = fence_sync.plan(log, kind)
+    if len(publishers) > fence_sync.MAX_PUBLISHERS:
+        import warnings
+
+        warnings.warn(f"racecheck of '{log.kernel}': {len(publishers)} threads publish through "
+                      "cuda.threadfence() and atomics, more than racecheck follows "
+                      f"({fence_sync.MAX_PUBLISHERS}); a race it reports between blocks may be "
+                      "ordered by them: launch a smaller grid to check it", stacklevel=2)
+        return ()
+    return (kinds, publishers) if kinds.any() else ()
 
 
 def _agents(log, value, kind) -> tuple:
@@ -306,16 +348,17 @@ def _agent_of_records(n: int, brackets: list) -> np.ndarray:
     return out
 
 
-def _components(log, events, kind, agents, blocks) -> dict:
+def _components(log, events, kind, agents, blocks, publishers: set) -> dict:
     """The group's clock components: each thread that releases (arrives on an mbarrier or at
-    the cluster barrier, issues a copy), each agent, and (a cluster) each block's barriers."""
+    the cluster barrier, issues a copy, fences before an atomic write), each agent, and (a
+    cluster, or the grid) each block's barriers."""
     sync = log.sync
     releasing = events[(kind[events] == abi.SYNC_MB_ARRIVE) |
                        (kind[events] == abi.SYNC_COPY_ISSUE) |
                        (kind[events] == abi.SYNC_CLUSTER_ARRIVE)]
-    pairs = np.unique(np.stack([sync["block"][releasing].astype(np.int64),
-                                sync["thread"][releasing].astype(np.int64)], axis=1), axis=0)
-    comps = {("t", int(blk), int(t)): k for k, (blk, t) in enumerate(pairs)}
+    pairs = set(zip(sync["block"][releasing].astype(int).tolist(),
+                    sync["thread"][releasing].astype(int).tolist(), strict=True)) | publishers
+    comps = {("t", blk, t): k for k, (blk, t) in enumerate(sorted(pairs))}
     mine = set(int(b) for b in blocks)
     for a, agent in enumerate(agents):
         if agent.block in mine:
@@ -340,10 +383,13 @@ def _mbarrier_keys(log, events, obj) -> list:
     return list(zip(blocks.tolist(), offsets.tolist(), strict=True))
 
 
-def _replay(log, blocks, events, value, kind, agents, issue, fences) -> _Group:
-    """Replay one group's synchronisation records in order: its clock table."""
+def _replay(log, blocks, events, value, kind, agents, issue, fences,
+            grid_wide: tuple = ()) -> _Group:
+    """Replay one group's synchronisation records in order (and, grid-wide, the accesses at
+    atomics' locations between them: fence_sync.py): its clock table."""
     sync, at = log.sync, log.sync_at
-    comps = _components(log, events, kind, agents, blocks)
+    kinds, publishers = grid_wide or (np.zeros(0, np.int8), set())
+    comps = _components(log, events, kind, agents, blocks, publishers)
     state = _Group(comps, max(len(comps), 1))
     state.zero = state.add(np.zeros(state.width, np.int32))
     obj, extra = value & 0xFFFFFFFF, value >> abi.SYNC_EXTRA_SHIFT
@@ -351,13 +397,22 @@ def _replay(log, blocks, events, value, kind, agents, issue, fences) -> _Group:
     bar_keys = _mbarrier_keys(log, events, obj)
     barriers = sorted((pos, int(blk), epoch) for blk in blocks
                       for pos, epoch in _barriers(log, int(blk)))
-    ctx = {"landing": None, "wg_agents": {}, "acquired": {}, "next_barrier": 0}
-    for n, k in enumerate(events):
-        blk, pos = int(sync["block"][k]), int(at[k])
+    ctx = {"landing": None, "wg_agents": {}, "acquired": {}, "next_barrier": 0,
+           "fences": fence_sync.FenceSync(log, kinds), "group": log.group}
+    recs = log.records
+    for n, k, index in _steps(at, events, np.flatnonzero(kinds)):
+        # a sync record at `at` comes before access record `at`, a barrier just before the
+        # first access record of its epoch
+        pos = int(at[k]) if index < 0 else index + 1
         while ctx["next_barrier"] < len(barriers) and barriers[ctx["next_barrier"]][0] < pos:
             _, b_blk, epoch = barriers[ctx["next_barrier"]]
             state.barrier(b_blk, epoch)  # between the last event and this one
             ctx["next_barrier"] += 1
+        if index >= 0:
+            state.barrier(int(recs["block"][index]), int(recs["bar_epoch"][index]))
+            ctx["fences"].access(state, index)
+            continue
+        blk = int(sync["block"][k])
         state.barrier(blk, int(sync["bar_epoch"][k]))
         _event(state, (blk, int(sync["thread"][k])), pos, int(kind[k]), bar_keys[n],
                (int(obj[k]), int(extra[k]), bool(done[k])), (agents, issue, fences, ctx))
@@ -365,6 +420,19 @@ def _replay(log, blocks, events, value, kind, agents, issue, fences) -> _Group:
         state.barrier(b_blk, epoch)
     state.matrix = np.array(state.table, np.int32)
     return state
+
+
+def _steps(at, events, accesses: np.ndarray):
+    """(n, sync record, -1) per event and (-1, -1, access record) per access of `accesses`,
+    merged in execution order (sync record k lies just before access record at[k])."""
+    keys = np.r_[2 * at[events].astype(np.int64) - 1, 2 * accesses.astype(np.int64)]
+    order = np.argsort(keys, kind="stable")
+    n_events = len(events)
+    for m in order.tolist():
+        if m < n_events:
+            yield m, int(events[m]), -1
+        else:
+            yield -1, -1, int(accesses[m - n_events])
 
 
 def _event(state: _Group, who: tuple, pos: int, what: int, bar_key: tuple, fields: tuple,
@@ -389,11 +457,15 @@ def _event(state: _Group, who: tuple, pos: int, what: int, bar_key: tuple, field
         if phases:  # the latest completed phase (its parity is the one waited for)
             state.acquire(who, phases[-1], pos)
     elif what == abi.SYNC_CLUSTER_ARRIVE:
-        phase = state.cluster.setdefault(obj, np.zeros(state.width, np.int32))
+        key = (int(ctx["group"](np.array([blk]))[0]), obj)  # a grid-wide replay: its cluster's
+        phase = state.cluster.setdefault(key, np.zeros(state.width, np.int32))
         np.maximum(phase, state.release(who, pos), out=phase)
     elif what == abi.SYNC_CLUSTER_WAIT:
-        if obj in state.cluster:  # every live thread's arrival for the phase came before
-            state.acquire(who, state.cluster[obj], pos)
+        key = (int(ctx["group"](np.array([blk]))[0]), obj)
+        if key in state.cluster:  # every live thread's arrival for the phase came before
+            state.acquire(who, state.cluster[key], pos)
+    elif what == abi.SYNC_THREADFENCE:
+        ctx["fences"].fence(state, who, obj, pos)
     elif what == abi.SYNC_COPY_ISSUE:
         a = issue[(blk, thread, obj, "c")]
         clock = state.release(who, pos)

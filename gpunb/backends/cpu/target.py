@@ -27,6 +27,7 @@ from llvmlite import ir
 from gpunb.backends.cpu import abi, cluster_ops, instrument, reporting
 from gpunb.backends.cpu.warp_ops import WarpCollectives
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.builtins import atomics
 from gpunb.compiler.target import LLVM_MATH_INTRINSICS, Target, llvm_math
 from gpunb.foundation import types as t
 
@@ -486,10 +487,24 @@ class CpuTarget(WarpCollectives, Target):
         b.branch(low.mb.kernel_exit)
         b.position_at_end(cont)
 
-    def record_access(self, low, node, pointer, kind: str) -> None:
-        """Racecheck / access maps: log this access (address, site, thread, epochs)."""
+    def record_access(self, low, node, pointer, kind: str, role: str = "",
+                      succeeded=None) -> None:
+        """Racecheck / access maps: log this access (address, site, thread, epochs). A role
+        goes into the site (abi.atomic_role: which atomic); with `succeeded` (a
+        compare-and-swap, recorded after it) the record names one of two sites, the role's
+        or atomics.CAS_FAILED_ROLE's (a failed swap only read)."""
         if not self.record:
             return
+        site = self._access_site(low, node, kind, role)
+        b = low.builder
+        site_value = ir.Constant(dm.i32, site)
+        if succeeded is not None:
+            failed = self._access_site(low, node, kind, atomics.CAS_FAILED_ROLE)
+            site_value = b.select(succeeded, site_value, ir.Constant(dm.i32, failed))
+        b.call(instrument.record_function(low.mb.module),
+               [low.ctx, site_value, b.bitcast(pointer, dm.ptr)])
+
+    def _access_site(self, low, node, kind: str, role: str) -> int:
         import ast
 
         what = "array"
@@ -497,13 +512,10 @@ class CpuTarget(WarpCollectives, Target):
             what = ast.unparse(node.value)
         elif isinstance(node, ast.Call) and node.args:
             what = ast.unparse(node.args[0])
-        site = len(self.access_sites)
         src = low.typed.source
         self.access_sites.append((src.filename, node.lineno, node.col_offset, what, kind,
-                                  low.typed.name))
-        b = low.builder
-        b.call(instrument.record_function(low.mb.module),
-               [low.ctx, ir.Constant(dm.i32, site), b.bitcast(pointer, dm.ptr)])
+                                  low.typed.name) + ((role,) if role else ()))
+        return len(self.access_sites) - 1
 
     def end_thread(self, low, site: int | None) -> None:
         """Device functions are inlined here, so the kernel's exit block ends the thread from
@@ -542,6 +554,14 @@ class CpuTarget(WarpCollectives, Target):
             return b.call(fn, args)
         fn = self.intrinsic(m, fname, args[0].type, [a.type for a in args])
         return b.call(fn, args)
+
+    def threadfence(self, low, scope: str) -> None:
+        low.builder.fence("seq_cst")
+        if self.record:  # racecheck orders threads of different blocks through it and atomics
+            code = {"block": abi.FENCE_BLOCK, "device": abi.FENCE_DEVICE,
+                    "system": abi.FENCE_SYSTEM}[scope]
+            instrument.record_sync(low.builder, low.ctx, abi.SYNC_THREADFENCE,
+                                   ir.Constant(dm.i32, code))
 
     def atomic(self, low, op: str, pointer, value, dtype: t.Type):
         return low.builder.atomic_rmw(op, pointer, value, "seq_cst")

@@ -25,10 +25,10 @@ from __future__ import annotations
 import ctypes
 import functools
 import string
-import threading
 
 from gpunb.backends.native_launch import layout as L
 from gpunb.backends.native_launch.builtins import CompiledFunction
+from gpunb.foundation import forksafe
 
 _KEY_NAME = "_key"  # gpunb arrays' interned type key and parameter-slot tuple (runtime/)
 _SLOTS_NAME = "_slots"
@@ -366,7 +366,7 @@ class PlanCode:
         return self._function.builtin(bytes(binding), keep)
 
 
-_lock = threading.Lock()  # (a launch and the background loader may ask at once: one compile)
+_lock = forksafe.lock()  # (a launch and the background loader may ask at once: one compile)
 
 
 def plan_code() -> PlanCode:

@@ -57,13 +57,13 @@ _GROUPS = (
     ("cuda.inline_ptx", ("inline_ptx",)),
     ("cuda.", ("cuda_intrinsics", "warp", "cache_hints", "vectors")),
     ("cmath.", ("complexfuncs",)),
-    ("math.", ("mathfuncs",)),
+    ("math.", ("mathfuncs", "ufunc_math")),
     ("operator.", ("operator_funcs",)),
     ("builtins.", ("pybuiltins", "complexfuncs", "printing")),
     ("numpy.", ("mathfuncs", "pybuiltins", "reductions", "ufuncs")),
 )
 # the whole table's order of assembly: a later module's entry replaces an earlier one's
-_ORDER = ("cuda_intrinsics", "atomics", "mathfuncs", "pybuiltins", "warp", "groups",
+_ORDER = ("cuda_intrinsics", "atomics", "mathfuncs", "ufunc_math", "pybuiltins", "warp", "groups",
           "complexfuncs", "operator_funcs", "cache_hints", "reductions", "bf16funcs",
           "fp8funcs", "vectors", "pointers", "printing", "ufuncs", "async_copy", "tma", "wgmma",
           "tensorcore_wmma", "tensorcore_mma", "inline_ptx")

@@ -13,6 +13,19 @@ from gpunb.foundation import types as t
 
 _ATOMIC_TYPES = (t.int32, t.uint32, t.int64, t.uint64, t.float32, t.float64)
 
+# the role of an atomic's access site (the CPU target's records): "atomic_<name>", e.g.
+# "atomic_add"; a compare-and-swap that did not swap is recorded under CAS_FAILED_ROLE (it only
+# read). Every atomic reads the old value except exch, whose result is the only thing that
+# depends on it: it initialises the element (initcheck) as a plain write does.
+ROLE_PREFIX = "atomic_"
+CAS_FAILED_ROLE = "atomic_cas_failed"
+WRITE_ONLY_ROLES = frozenset({"atomic_exch"})
+
+
+def role_of(name: str) -> str:
+    """The site role of cuda.atomic.<name>."""
+    return ROLE_PREFIX + name.rsplit(".", 1)[-1]
+
 
 class Atomic(Builtin):
     """`op` names the LLVM atomicrmw operation per element kind (signed, unsigned, float)."""
@@ -85,16 +98,27 @@ class Atomic(Builtin):
                                         arrays.signed_index(ty))
                 indices.append(wrapped)
         pointer = arrays.element_pointer(b, arr_t, data, shape, strides, indices)
-        low.target.record_access(low, node, pointer, "atomic")
         values = [ops.cast(b, low.expr(n), low.type_of(n), arr_t.dtype)
                   for n in node.args[-self.n_values:]]
         op = self.op_for(arr_t.dtype)
-        if op == "cas":
-            return low.target.atomic_cas(low, pointer, values[0], values[1], arr_t.dtype)
+        if op == "cas":  # recorded after the swap: whether it wrote or only read
+            old = low.target.atomic_cas(low, pointer, values[0], values[1], arr_t.dtype)
+            low.target.record_access(low, node, pointer, "atomic", role_of(self.name),
+                                     succeeded=_same_bits(b, old, values[0]))
+            return old
+        low.target.record_access(low, node, pointer, "atomic", role_of(self.name))
         if op in ("fmax_ordered", "fmin_ordered"):
             return _ordered_float_extreme(low, pointer, values[0], arr_t.dtype,
                                           op == "fmax_ordered")
         return low.target.atomic(low, op, pointer, values[0], arr_t.dtype)
+
+
+def _same_bits(b: ir.IRBuilder, old, expected):
+    """Whether a compare-and-swap found `expected` (bit for bit, as cmpxchg compares)."""
+    if isinstance(old.type, (ir.FloatType, ir.DoubleType)):
+        bits = ir.IntType(64 if isinstance(old.type, ir.DoubleType) else 32)
+        old, expected = b.bitcast(old, bits), b.bitcast(expected, bits)
+    return b.icmp_unsigned("==", old, expected)
 
 
 def _ordered_float_extreme(low, pointer, value, dtype: t.Float, is_max: bool):

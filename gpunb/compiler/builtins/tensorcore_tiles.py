@@ -11,6 +11,7 @@ from llvmlite import ir
 
 from gpunb.compiler import arrays
 from gpunb.compiler import datamodel as dm
+from gpunb.compiler.memory_spaces import Views, one_space
 from gpunb.compiler.values import NotConstant
 from gpunb.foundation import types as t
 
@@ -149,48 +150,11 @@ def check(low, node, failed, message: str) -> None:
     b.position_at_end(ok)
 
 
-_ALLOCATIONS = {"cuda.shared.array": "shared", "cuda.local.array": "local",
-                "cuda.const.array_like": "const"}
-
-
-def memory_space(low, node, depth: int = 0) -> str | None:
+def memory_space(low, node) -> str | None:
     """"shared" or "global" when the view `node` provably lies in that memory (a view of a
-    cuda.shared.array, of a kernel's array argument), "local" or "const" for a view of a
-    cuda.local.array or cuda.const.array_like, else None: the CUDA target then uses the
-    instruction's shared (ld.shared) or global form instead of a generic address, and
-    operations defined on shared memory alone refuse the others at compile time."""
-    from gpunb.compiler.typed import BuiltinCall, VarKind
-
-    if depth > 12:
-        return None
-    if isinstance(node, ast.Subscript):
-        return memory_space(low, node.value, depth + 1)
-    if isinstance(node, ast.Attribute) and node.attr == "T":
-        return memory_space(low, node.value, depth + 1)
-    if isinstance(node, ast.Call):
-        call = low.typed.calls.get(node)
-        if isinstance(call, BuiltinCall):
-            name = getattr(call.builtin, "name", "")
-            if name in _ALLOCATIONS:
-                return _ALLOCATIONS[name]
-            if name == "array.reshape" and isinstance(node.func, ast.Attribute):
-                return memory_space(low, node.func.value, depth + 1)
-        return None
-    if not isinstance(node, ast.Name):
-        return None
-    var = low.typed.uses.get(node)
-    if var is None:
-        return None
-    if var.kind is VarKind.PARAM:
-        return "global" if low.is_kernel else None
-    if var.kind is not VarKind.DEF:
-        return None
-    value = _assigned_values(low.typed).get(var.site)
-    return None if value is None else memory_space(low, value, depth + 1)
-
-
-def _assigned_values(typed) -> dict:
-    """Assignment target Name node -> the value assigned (plain `x = value` only), per function."""
-    return {stmt.targets[0]: stmt.value for stmt in ast.walk(typed.source.tree)
-            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and
-            isinstance(stmt.targets[0], ast.Name)}
+    cuda.shared.array, of a kernel's array argument: on every path, a name assigned in two
+    branches included), "local" or "const" for a view of a cuda.local.array or
+    cuda.const.array_like, else None: the CUDA target then uses the instruction's shared
+    (ld.shared) or global form instead of a generic address, and operations defined on shared
+    memory alone refuse the others at compile time (memory_spaces.py walks the views)."""
+    return one_space(Views.of_typed(low.typed).origins(node))

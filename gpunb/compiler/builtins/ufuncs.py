@@ -27,7 +27,7 @@ from gpunb.compiler import arrays
 from gpunb.compiler import complexmath as cm
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
-from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.builtins import Builtin, ufunc_math
 from gpunb.compiler.typed import Typed
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import CompileError
@@ -41,7 +41,7 @@ class Loop:
     """The numpy loop a call runs: the types its inputs are converted to, and its result."""
 
     inputs: tuple
-    result: t.Type
+    result: t.Type  # a Tuple of the results for a ufunc of several (np.divmod)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,9 @@ def find_loop(ufunc: np.ufunc, inputs: tuple, outputs: tuple = ()) -> Loop | Non
             continue
         if not all(can_cast(c, d, "same_kind") for d, c in zip(out_dtypes, outs, strict=False)):
             continue
-        return Loop(tuple(t.from_dtype(np.dtype(c)) for c in ins), t.from_dtype(np.dtype(outs[0])))
+        results = tuple(t.from_dtype(np.dtype(c)) for c in outs)
+        return Loop(tuple(t.from_dtype(np.dtype(c)) for c in ins),
+                    results[0] if len(results) == 1 else t.Tuple(results))
     return None
 
 
@@ -129,12 +131,22 @@ _REAL_OPS = {"sign": (t.Integer, t.Float), "floor_divide": (t.Integer, t.Float),
 # which kinds of first input each computes
 _COMPOSED = {"logaddexp": (t.Float,), "logaddexp2": (t.Float,), "ldexp": (t.Float,),
              "reciprocal": (t.Float, t.Complex), "float_power": (t.Float, t.Complex)}
+# ufunc_math's element functions: the kinds of input each computes
+_INTEGER_MATH = {"gcd": (t.Integer,), "lcm": (t.Integer,), "spacing": (t.Float,)}
+# ufuncs of two results: the element functions of each
+_PAIRS = {"divmod": ("floor_divide", "remainder")}
 
 
 def has_element_function(name: str, loop: Loop) -> bool:
     """Whether gpunb can compute this loop of the ufunc (complex math exists for some)."""
     if name in _COMPOSED:
         return isinstance(loop.inputs[0], _COMPOSED[name])
+    if name in _INTEGER_MATH:
+        return isinstance(loop.inputs[0], _INTEGER_MATH[name]) and \
+            not isinstance(loop.inputs[0], t.Boolean)
+    if name in _PAIRS:
+        return all(has_element_function(part, Loop(loop.inputs, result)) for part, result in
+                   zip(_PAIRS[name], loop.result.items, strict=True))
     if name in _REAL_OPS:
         return isinstance(loop.inputs[0], _REAL_OPS[name]) and \
             not isinstance(loop.inputs[0], t.Boolean)
@@ -175,7 +187,15 @@ def element(low, name: str, xs: list, loop: Loop):
     if name in _REAL_OPS:
         return _real_op(low, name, xs, loop)
     if name in _COMPOSED:
-        return _composed(low, name, xs, loop)
+        return ufunc_math.composed(low, name, xs, loop)
+    if name in _INTEGER_MATH:
+        f = getattr(ufunc_math, name)
+        return f(low, xs[0], ty) if name == "spacing" else f(low, xs[0], xs[1], ty)
+    if name in _PAIRS:
+        value = ir.Constant(dm.value_type(loop.result), ir.Undefined)
+        for k, (part, result) in enumerate(zip(_PAIRS[name], loop.result.items, strict=True)):
+            value = b.insert_value(value, element(low, part, xs, Loop(loop.inputs, result)), k)
+        return value
     if isinstance(ty, t.Complex):
         f = cm.FloatOps(b, low.math_call, ty.component)
         re, im = _COMPLEX_MATH[name](f, b.extract_value(xs[0], 0), b.extract_value(xs[0], 1))
@@ -203,55 +223,6 @@ def _real_op(low, name: str, xs: list, loop: Loop):
           "right_shift": ast.RShift(), "remainder": ast.Mod(), "power": ast.Pow()}[name]
     xs = [ops.cast(b, x, it, loop.result) for x, it in zip(xs, loop.inputs, strict=True)]
     return ops.binary(b, op, xs[0], xs[1], loop.result, low.math_call)
-
-
-def _composed(low, name: str, xs: list, loop: Loop):
-    """logaddexp and logaddexp2 as numpy's npy_logaddexp (x + log1p(exp(y - x)) from the larger,
-    x + log 2 for equal x and y: infinities of one sign), ldexp (an int64 exponent clamped to
-    int32's range: beyond it the result over- or underflows either way), reciprocal (complex:
-    Smith's 1/z), float_power (pow in the loop's type, float64 or complex128)."""
-    b, ty = low.builder, loop.inputs[0]
-    if isinstance(ty, t.Complex):
-        f = cm.FloatOps(b, low.math_call, ty.component)
-        z = (b.extract_value(xs[0], 0), b.extract_value(xs[0], 1))
-        if name == "reciprocal":
-            re, im = cm.reciprocal(f, z)
-        else:
-            re, im = cm.power(f, z, (b.extract_value(xs[1], 0), b.extract_value(xs[1], 1)))
-        return ops.make_complex(b, re, im, ty)
-    f = cm.FloatOps(b, low.math_call, ty)
-    if name == "reciprocal":
-        return f.div(f.c(1.0), xs[0])
-    if name == "float_power":
-        return f.call("pow", xs[0], xs[1])
-    if name == "ldexp":
-        e, et = xs[1], loop.inputs[1]
-        if et.bitwidth > 32:
-            e = _clamp_to_i32(b, e)
-        return low.math_call("ldexp", [xs[0], e], [ty, t.int32], ty)
-    x, y = xs
-    two = name == "logaddexp2"
-    log_of_2 = f.c(1.0 if two else math.log(2.0))
-
-    def softplus(v):  # log(1 + e**v) or log2(1 + 2**v), for v <= 0
-        if two:
-            return f.mul(f.call("log1p", f.call("exp2", v)), f.c(1.0 / math.log(2.0)))
-        return f.call("log1p", f.call("exp", v))
-
-    diff = f.sub(x, y)
-    above = b.fcmp_ordered(">", diff, f.c(0.0))
-    below = b.fcmp_ordered("<=", diff, f.c(0.0))
-    from_x = f.add(x, softplus(f.neg(diff)))
-    from_y = f.add(y, softplus(diff))
-    return f.pick(b.fcmp_ordered("==", x, y), f.add(x, log_of_2),
-                  f.pick(above, from_x, f.pick(below, from_y, diff)))  # NaN: the NaN
-
-
-def _clamp_to_i32(b, e):
-    """An i64 exponent clamped to int32's range, as i32."""
-    lo, hi = ir.Constant(e.type, -(1 << 31)), ir.Constant(e.type, (1 << 31) - 1)
-    e = b.select(b.icmp_signed("<", e, lo), lo, e)
-    return b.trunc(b.select(b.icmp_signed(">", e, hi), hi, e), dm.i32)
 
 
 def _compare(b, sym: str, x, y, types: tuple):
@@ -367,7 +338,8 @@ class NumpyUfunc(Builtin):
             if outs:
                 raise inf.error(node, f"{self.label()} got its output both as an argument and "
                                 "as out=")
-            outs = [kwtypes["out"]]
+            out = kwtypes["out"]  # out=(q, r) for a ufunc of several results
+            outs = list(out.items) if isinstance(out, t.Tuple) else [out]
         if len(argtypes) < uf.nin or len(outs) > uf.nout:
             raise inf.error(node, f"{self.label()} takes {uf.nin} input(s) and at most "
                             f"{uf.nout} output(s), got {len(argtypes) + len(kwtypes)} arguments")
@@ -399,7 +371,7 @@ class NumpyUfunc(Builtin):
                 if isinstance(typed, Typed):
                     return Typed(typed.result, Delegated(typed.data))
                 return Typed(typed, Delegated(None))
-        if self.ufunc.nout != 1:
+        if self.ufunc.nout != 1 and self.ufunc.__name__ not in _PAIRS:
             raise inf.error(node, f"{self.label()} has {self.ufunc.nout} results: not supported "
                             "in GPU code")
         weak = [n in inf.weak for n in node.args[:self.ufunc.nin]]
@@ -407,23 +379,32 @@ class NumpyUfunc(Builtin):
         return Typed(loop.result, loop)
 
     def type_array(self, inf, node, inputs, outs, out_keyword):
-        if self.ufunc.nout != 1:
-            raise inf.error(node, f"{self.label()} has {self.ufunc.nout} results: not supported "
+        nout = self.ufunc.nout
+        if nout != 1 and self.ufunc.__name__ not in _PAIRS:
+            raise inf.error(node, f"{self.label()} has {nout} results: not supported "
                             "in GPU code")
+        if len(outs) != nout:
+            raise inf.error(node, f"{self.label()} has {nout} results: give an output array "
+                            f"for each ({len(outs)} given)",
+                            f"np.{self.ufunc.__name__}(x, y, q, r) or out=(q, r)")
         out = outs[0]
-        if not isinstance(out, t.Array) or not t.is_number(out.dtype):
-            raise inf.error(node, f"the output of {self.label()} must be an array of numbers, "
-                            f"got {out}")
-        if out.readonly:
-            raise inf.error(node, f"the output of {self.label()} is read-only ({out})")
+        for o in outs:
+            if not isinstance(o, t.Array) or not t.is_number(o.dtype):
+                raise inf.error(node, f"the output of {self.label()} must be an array of "
+                                f"numbers, got {o}")
+            if o.readonly:
+                raise inf.error(node, f"the output of {self.label()} is read-only ({o})")
+            if o.ndim != out.ndim:
+                raise inf.error(node, f"the outputs of {self.label()} differ in dimensions "
+                                f"({out.ndim} and {o.ndim})")
         for a in inputs:
             if isinstance(a, t.Array) and a.ndim > out.ndim:
                 raise inf.error(node, f"{self.label()}: an input of {a.ndim} dimensions does not "
                                 f"broadcast to an output of {out.ndim}",
                                 "give the output at least as many dimensions as each input")
         elements = tuple(a.dtype if isinstance(a, t.Array) else a for a in inputs)
-        loop = self.choose(inf, node, elements, (out.dtype,))
-        return Typed(out, ArrayForm(loop, out_keyword))
+        loop = self.choose(inf, node, elements, tuple(o.dtype for o in outs))
+        return Typed(out if nout == 1 else t.Tuple(tuple(outs)), ArrayForm(loop, out_keyword))
 
     def choose(self, inf, node, inputs: tuple, outputs: tuple) -> Loop:
         loop = find_loop(self.ufunc, inputs, outputs)
@@ -456,14 +437,26 @@ class NumpyUfunc(Builtin):
             out_value, out_t = low.expr(out_node), low.type_of(out_node)
         else:
             out_value, out_t = values[nin], call.argtypes[nin]
+            if self.ufunc.nout > 1:
+                out_t = t.Tuple(tuple(call.argtypes[nin:]))
+                out_value = ir.Constant(dm.value_type(out_t), ir.Undefined)
+                for k, v in enumerate(values[nin:]):
+                    out_value = b.insert_value(out_value, v, k)
+        outs = [(b.extract_value(out_value, k), o) for k, o in enumerate(out_t.items)] \
+            if isinstance(out_t, t.Tuple) else [(out_value, out_t)]
         ins = list(zip(values[:nin], call.argtypes[:nin], strict=True))
-        self.lower_loop(low, node, ins, out_value, out_t, form.loop)
+        self.lower_loop(low, node, ins, outs, form.loop)
         return out_value
 
-    def lower_loop(self, low, node, ins: list, out_value, out_t: t.Array, loop: Loop) -> None:
-        """for every index of `out`: out[index] = f(inputs broadcast at index)."""
+    def lower_loop(self, low, node, ins: list, outs: list, loop: Loop) -> None:
+        """for every index of the outputs: out[index] = f(inputs broadcast at index) (with
+        several results, each output gets its own)."""
         b = low.builder
-        out_data, out_shape, out_strides = arrays.parts(b, out_value, out_t.ndim)
+        out_t = outs[0][1]
+        out_parts = [arrays.parts(b, value, ty.ndim) for value, ty in outs]
+        out_shape = out_parts[0][1]
+        for parts in out_parts[1:]:
+            self.check_same_shape(low, node, parts[1], out_shape)
         sources = []
         for value, ty in ins:
             if not isinstance(ty, t.Array):
@@ -494,12 +487,28 @@ class NumpyUfunc(Builtin):
                 item = arrays.load_element(b, ty.dtype, pointer, arrays.access_alignment(ty))
                 xs.append(ops.cast(b, item, ty.dtype, it))
             result = element(low, self.ufunc.__name__, xs, loop)
-            pointer = arrays.element_pointer(b, out_t, out_data, out_shape, out_strides, index)
-            arrays.store_element(b, out_t.dtype, pointer,
-                                 ops.cast(b, result, loop.result, out_t.dtype),
-                                 arrays.access_alignment(out_t))
+            results = [(result, loop.result)] if len(outs) == 1 else \
+                [(b.extract_value(result, k), r) for k, r in enumerate(loop.result.items)]
+            for (value, ty), (_, o_t), (data, shape, strides) in zip(results, outs, out_parts,
+                                                                     strict=True):
+                pointer = arrays.element_pointer(b, o_t, data, shape, strides, index)
+                arrays.store_element(b, o_t.dtype, pointer, ops.cast(b, value, ty, o_t.dtype),
+                                     arrays.access_alignment(o_t))
 
         low.loop_nest([out_shape[axis] for axis in order], body)
+
+    def check_same_shape(self, low, node, shape: list, out_shape: list) -> None:
+        """The outputs of a ufunc of several results have one shape (checked at run time)."""
+        b = low.builder
+        bad = ir.Constant(dm.i1, 0)
+        for extent, out_extent in zip(shape, out_shape, strict=True):
+            bad = b.or_(bad, b.icmp_signed("!=", extent, out_extent))
+        fail, ok = low.new_block("ufunc.outs"), low.new_block("ufunc.outs_ok")
+        b.cbranch(bad, fail, ok)
+        b.position_at_end(fail)
+        low.raise_exception(node, "ValueError", "the output arrays have different shapes",
+                            report=True)
+        b.position_at_end(ok)
 
     def check_broadcast(self, low, node, shape: list, out_shape: list) -> None:
         """numpy's rule, checked at run time: each input extent is 1 or the output's."""
@@ -528,7 +537,7 @@ def _strengthen(argtypes: tuple, weak: list) -> tuple:
 
 
 _NEW_NAMES = (tuple(_COMPARISONS) + _LOGICAL + _BITWISE + _EXTREMES + _ARITHMETIC +
-              tuple(_REAL_OPS) + tuple(_COMPOSED) +
+              tuple(_REAL_OPS) + tuple(_COMPOSED) + tuple(_INTEGER_MATH) + tuple(_PAIRS) +
               ("divide", "deg2rad", "rad2deg", "exp2", "expm1", "log1p", "rint"))
 
 

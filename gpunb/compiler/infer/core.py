@@ -20,6 +20,7 @@ from gpunb.compiler import promotion, scopes
 from gpunb.compiler import typed as ty
 from gpunb.compiler.frontend import KernelSource
 from gpunb.compiler.infer import inner
+from gpunb.compiler.infer.session import DeferredCycle
 from gpunb.compiler.typed import Feature, JoinKind, Var, VarKind
 from gpunb.compiler.values import ConstValue, PyValue
 from gpunb.foundation import types as t
@@ -188,9 +189,11 @@ class InferenceCore:
         raise self.error(self.source.tree, "types of local variables did not settle",
                          "give variables one type, e.g. initialise with 0.0 not 0")
 
-    def assumed_return_type(self, call_node) -> t.Type:
+    def assumed_return_type(self, call_node, across: bool = False) -> t.Type:
         """The return type a call of this function from its own body is typed with: the one
-        assumed last pass, else the join of the returns typed so far (Deferred if none)."""
+        assumed last pass, else the join of the returns typed so far (Deferred if none; a call
+        from another function of a cycle, `across`: DeferredCycle, which this function's
+        statement that led there catches)."""
         if self.assumed_return is None:
             values = [rt for _, rt in self.return_types if not isinstance(rt, t.NoneType)] or \
                 [rt for _, rt in self.previous_returns if not isinstance(rt, t.NoneType)]
@@ -200,7 +203,7 @@ class InferenceCore:
                 self.assumed_return = t.none  # a procedure, or a base case returning None
                 return self.assumed_return
             if not values:
-                raise Deferred(call_node, None)
+                raise DeferredCycle(self) if across else Deferred(call_node, None)
             joined = values[0]
             for rt in values[1:]:
                 joined = promotion.join(joined, rt) or joined
@@ -222,6 +225,7 @@ class InferenceCore:
         if found != self.assumed_return:
             self.assumed_return = found
             self.changed = True
+            self.session.forget_assumed(self)
 
     def begin_pass(self) -> None:
         self.changed = False
@@ -247,7 +251,11 @@ class InferenceCore:
             try:
                 if self.visit(stmt):
                     return True
-            except Deferred as deferred:
+            except (Deferred, DeferredCycle) as deferred:
+                if isinstance(deferred, DeferredCycle):
+                    if deferred.owner is not self:
+                        raise  # to the function whose return the cycle needs
+                    deferred = Deferred(stmt, None)
                 self.deferred.append(deferred)
                 if isinstance(stmt, (ast.Return, ast.Raise)):
                     return True  # it ends the block however its value types

@@ -6,6 +6,16 @@ from gpunb.compiler.frontend import load_source
 from gpunb.compiler.typed import RecursiveRef
 
 
+class DeferredCycle(Exception):  # noqa: N818 - control flow, as core.Deferred
+    """A function in a cycle of calls (f -> g -> f) reached `owner`, which has no return typed
+    yet to assume for the call: the statement of `owner` that started the cycle waits for its
+    next pass (numba types mutual recursion from the returns that do not recurse)."""
+
+    def __init__(self, owner):
+        super().__init__(owner.source.name)
+        self.owner = owner
+
+
 class InferenceSession:
     """Shared by one compilation: memoises device-function specialisations, detects recursion.
 
@@ -19,6 +29,10 @@ class InferenceSession:
         self.done: dict = {}
         self.in_progress: dict = {}  # key -> the inferer typing that function now
         self.recursive_refs: dict = {}  # key -> RecursiveRefs made for it
+        # key of a function being typed -> keys of functions typed on its assumed return type
+        # (a cycle through them, or a caller of one of those): forgotten when that assumption
+        # changes (forget_assumed)
+        self.assumed_by: dict = {}
 
     def infer(self, py_func, argtypes: tuple, is_kernel: bool = False, call_node=None,
               caller=None, declared_return=None):
@@ -26,6 +40,8 @@ class InferenceSession:
                _closure_key(py_func), declared_return)
         found = self.done.get(key)
         if found is not None:
+            if self.assumed_by:
+                self._typed_on_assumptions(key)
             return found
         active = self.in_progress.get(key)
         if active is not None:
@@ -39,26 +55,45 @@ class InferenceSession:
             del self.in_progress[key]
         for ref in self.recursive_refs.pop(key, ()):
             ref.bind(typed)
+        self.assumed_by.pop(key, None)
         self.done[key] = typed
         return typed
 
     def recursive_call(self, key, active, caller, call_node, declared_return):
-        """A function calling itself: a RecursiveRef whose return type is the declared one, or
-        the one its other returns give (the inferer re-types until that assumption holds).
-        Only self-recursion: a cycle through other functions needs declared signatures."""
-        if caller is not active:
-            if declared_return is None:
-                raise caller.error(call_node, f"recursive call of GPU function "
-                                   f"'{active.source.name}' through another function",
-                                   "declare the signatures of the functions in the cycle, e.g. "
-                                   "@cuda.jit(\"int64(int64)\", device=True)")
+        """A function calling itself, directly or through others (mutual recursion, as numba's
+        njit types it): a RecursiveRef whose return type is the declared one, or the one the
+        function's other returns give (the inferer re-types until that assumption holds).
+        Every function of the cycle becomes a real call; those between the function and this
+        call are typed on its assumption, and typed again when it changes."""
+        if declared_return is not None:
             return_type = declared_return
+        elif caller is active:
+            return_type = active.assumed_return_type(call_node)
         else:
-            return_type = declared_return or active.assumed_return_type(call_node)
+            return_type = active.assumed_return_type(call_node, across=True)
+        cycle = list(self.in_progress)
+        cycle = cycle[cycle.index(key):]
+        for member in cycle:
+            self.in_progress[member].recursive = True
+        if declared_return is None and len(cycle) > 1:
+            self.assumed_by.setdefault(key, set()).update(cycle[1:])
         ref = RecursiveRef(active.source.name, return_type, active.argtypes)
         self.recursive_refs.setdefault(key, []).append(ref)
-        active.recursive = True
         return ref
+
+    def forget_assumed(self, inferer) -> None:
+        """`inferer`'s assumed return type changed: the functions typed on it are typed again."""
+        head = next((k for k, v in self.in_progress.items() if v is inferer), None)
+        for key in self.assumed_by.pop(head, ()):
+            self.done.pop(key, None)
+
+    def _typed_on_assumptions(self, key) -> None:
+        """A function typed on a head's assumption is used again: the functions typing now
+        (those called from the head on) depend on that assumption too."""
+        chain = list(self.in_progress)
+        for head, keys in self.assumed_by.items():
+            if key in keys and head in self.in_progress:
+                keys.update(chain[chain.index(head) + 1:])
 
 
 def _closure_key(py_func) -> tuple:

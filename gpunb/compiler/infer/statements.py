@@ -14,6 +14,7 @@ import numpy as np
 
 from gpunb.compiler import exceptions, promotion, scopes
 from gpunb.compiler.hints import READONLY_HINT
+from gpunb.compiler.memory_spaces import Views, local_allocation
 from gpunb.compiler.typed import InplaceCall, JoinKind, RaiseSite
 from gpunb.compiler.values import NotConstant, PyValue, const_eval
 from gpunb.foundation import types as t
@@ -111,7 +112,8 @@ class StatementTyping:
             self.keep_optional.add(node.value)  # `return x` returns an Optional as it is
         rt = t.none if node.value is None else self.expr(node.value)
         if isinstance(rt, t.Array):  # a view of an argument, shared or constant memory
-            local = _local_array_behind(self, node.value)
+            # on any path: a view that may be of the local array is refused
+            local = local_allocation(Views.of_inferer(self).origins(node.value))
             if local is not None:
                 raise self.error(node.value, "a GPU function cannot return a view of its own "
                                  f"cuda.local.array (line {self.source.loc(local).line}): "
@@ -382,34 +384,6 @@ _INPLACE_UFUNCS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply,
                    ast.BitXor: np.bitwise_xor, ast.LShift: np.left_shift,
                    ast.RShift: np.right_shift}
 _OP_SYMBOLS = {ast.MatMult: "@"}
-
-
-def _local_array_behind(inf, node, depth: int = 0):
-    """The cuda.local.array call that the array expression `node` is a view of (through
-    indexing, .T, reshape and plain assignments to names in this function), or None."""
-    from gpunb.compiler.typed import BuiltinCall
-
-    if depth > 16 or node is None:
-        return None
-    if isinstance(node, ast.Subscript) or isinstance(node, ast.Attribute) and node.attr == "T":
-        return _local_array_behind(inf, node.value, depth + 1)
-    if isinstance(node, ast.Call):
-        call = inf.calls.get(node)
-        name = getattr(getattr(call, "builtin", None), "name", "") \
-            if isinstance(call, BuiltinCall) else ""
-        if name == "cuda.local.array":
-            return node
-        if isinstance(node.func, ast.Attribute) and node.func.attr in ("reshape", "ravel", "view"):
-            return _local_array_behind(inf, node.func.value, depth + 1)
-        return None
-    if isinstance(node, ast.Name):
-        for stmt in ast.walk(inf.source.tree):
-            if isinstance(stmt, ast.Assign) and any(isinstance(x, ast.Name) and x.id == node.id
-                                                    for x in stmt.targets):
-                found = _local_array_behind(inf, stmt.value, depth + 1)
-                if found is not None:
-                    return found
-    return None
 
 
 def _holds_fragment(ty: t.Type) -> bool:

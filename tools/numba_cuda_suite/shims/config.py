@@ -32,14 +32,19 @@ CUDA_DEBUG_POLY = 0
 CUDA_DEBUG_POLY_USE_TYPED_CONST = 0
 
 # numba's setting -> gpunb's environment variable of the same meaning
-SETTINGS = {"CUDA_LOW_OCCUPANCY_WARNINGS": "GPUNB_LOW_OCCUPANCY_WARNINGS"}
+SETTINGS = {"CUDA_LOW_OCCUPANCY_WARNINGS": "GPUNB_LOW_OCCUPANCY_WARNINGS",
+            # header directories for NVRTC, a path list in both ("a:b")
+            "CUDA_NVRTC_EXTRA_SEARCH_PATHS": "GPUNB_NVRTC_INCLUDE"}
+_FLAGS = {"CUDA_LOW_OCCUPANCY_WARNINGS"}  # settings that are on/off (others pass as text)
 
 
 class _Config(types.ModuleType):
     def __setattr__(self, name, value):
         super().__setattr__(name, value)
-        if name in SETTINGS:
+        if name in _FLAGS:
             os.environ[SETTINGS[name]] = "1" if value else "0"
+        elif name in SETTINGS:
+            os.environ[SETTINGS[name]] = str(value or "")
 
 
 sys.modules[__name__].__class__ = _Config
