@@ -274,7 +274,7 @@ gpunb.set_target("cuda")
 a = cuda.to_device(np.ones((256, 256), np.float16))
 b = cuda.to_device(np.ones((256, 256), np.float16))
 c = cuda.device_array((256, 256), np.float16)
-descs = hopper_gemm.descriptors(a, b, c)
+descs = hopper_gemm.descriptors(a, b, c, width=WIDTH)
 cuda.synchronize()
 t0 = time.perf_counter()
 hopper_gemm.launch(c, a, b, descs)
@@ -287,8 +287,9 @@ print(first, time.perf_counter() - t0, float(c.copy_to_host()[0, 0]))
 """
 
 
-def compile_time() -> dict:
-    """The GEMM kernel's cold compile + first launch, in a fresh process with an empty cache."""
+def compile_time(width: int = 256) -> dict:
+    """The GEMM kernel's cold compile + first launch, in a fresh process with an empty cache:
+    the 128 x 256 kernel, or (width=320) the planned kernel holding both tile widths' code."""
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, GPUNB_CACHE_DIR=cache, PYTHONPATH=str(REPO) + os.pathsep +
                    os.environ.get("PYTHONPATH", ""))
@@ -296,13 +297,15 @@ def compile_time() -> dict:
         for _ in range(2):  # a new cache each time: both are cold
             for entry in os.listdir(cache):
                 subprocess.run(["rm", "-rf", os.path.join(cache, entry)], check=True)
-            done = subprocess.run([sys.executable, "-c", _COMPILE_TASK], env=env, text=True,
+            task = _COMPILE_TASK.replace("WIDTH", str(width))
+            done = subprocess.run([sys.executable, "-c", task], env=env, text=True,
                                   capture_output=True, timeout=300)
             if done.returncode:
-                return {"figure": "cold compile, wgmma GEMM", "error": done.stderr[-500:]}
+                return {"figure": f"cold compile, wgmma GEMM ({width})",
+                        "error": done.stderr[-500:]}
             first, again, value = (float(x) for x in done.stdout.split())
             samples.append(first - again)
-    return {"figure": "cold compile + first launch, wgmma GEMM (context excluded)",
+    return {"figure": f"cold compile + first launch, wgmma GEMM {width}-wide (context excluded)",
             "seconds": min(samples), "samples": samples, "check": value}
 
 
@@ -360,7 +363,7 @@ def main(argv=None) -> int:
     results = []
     started = time.time()
     if args.only in (None, "compile"):
-        results.append(compile_time())
+        results += [compile_time(256), compile_time(320)]
     if args.only in (None, "gemm"):
         for dtype in ("float16", "bfloat16"):
             results.append(gemm(n, dtype, iters, repeats, tuple(args.variant), triton_configs,

@@ -24,6 +24,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gpunb.runtime import arrayview as av
+
 
 class TensorGeometry(NamedTuple):
     """What a launch needs of a tensor: element dtype, shape, strides in bytes, address, device."""
@@ -75,12 +77,34 @@ def is_tensor_class(cls: type) -> bool:
     return cls is _tensor_class
 
 
+def _readable(value) -> bool:
+    """Whether this path may read the tensor (see the module docstring)."""
+    return not (value.requires_grad or value.layout is not _strided or value.is_conj() or
+                value.is_neg())
+
+
+def type_facts(value) -> tuple | None:
+    """(numpy dtype, ndim, layout) of a plain tensor - all its kernel type depends on - read
+    with fewer calls than geometry() (the launch's type key needs no address or shape when
+    torch says the tensor is C-contiguous); None where geometry() is None."""
+    if not is_tensor_class(value.__class__) or not _readable(value):
+        return None
+    dtype = _dtypes.get(value.dtype)
+    if dtype is None:
+        return None
+    ndim = value.dim()
+    if value.is_contiguous():
+        return dtype, ndim, "C"
+    shape = tuple(value.shape)
+    strides = tuple([s * dtype.itemsize for s in value.stride()])
+    c, f = av.contiguity(shape, strides, dtype.itemsize)
+    return dtype, ndim, av.layout_of(ndim, c, f)
+
+
 def geometry(value) -> TensorGeometry | None:
     """The geometry of a plain torch tensor, or None for anything this path leaves to the
     exchange protocols (see the module docstring)."""
-    if not is_tensor_class(value.__class__):
-        return None
-    if value.requires_grad or value.layout is not _strided or value.is_conj() or value.is_neg():
+    if not is_tensor_class(value.__class__) or not _readable(value):
         return None
     dtype = _dtypes.get(value.dtype)
     if dtype is None:

@@ -197,8 +197,7 @@ def _slow_key(value):
     # the type itself (correct by construction, just not as cheap)
     if isinstance(value, (DeviceArray, HostDeviceArray)):
         return value._key
-    geo = torch_tensors.geometry(value)
-    if geo is not None:  # what _geometry_type reads, without making the type
-        return (torch_tensors.TensorGeometry, geo.dtype, len(geo.shape),
-                av.contiguity(geo.shape, geo.strides, geo.dtype.itemsize))
+    facts = torch_tensors.type_facts(value)
+    if facts is not None:  # (dtype, ndim, layout): what typeof gives it, without making it
+        return (torch_tensors.TensorGeometry, *facts)
     return ("type", typeof(value))

@@ -153,3 +153,17 @@ def test_tma_descriptors_of_tensors_read_the_tensor():
                                128)
     assert (tm.target, tm.shape, tm.strides, str(tm.type)) == \
         (same.target, same.shape, same.strides, str(same.type))
+
+
+def test_type_facts_agree_with_geometry_for_every_layout():
+    """The launch key's short read (type_facts) and the packing's (geometry) must give the same
+    type, including C-contiguous tensors torch answers for without strides."""
+    base = torch.zeros((4, 6, 5))
+    views = [base, base.transpose(0, 2), base[:, ::2], base[0], base[:, :1, :], base[..., 0],
+             torch.zeros((1, 7)), torch.zeros((7, 1)).t(), torch.zeros(0), torch.tensor(3.0),
+             base.permute(2, 0, 1).contiguous().permute(1, 2, 0)]
+    for view in views:
+        dtype, ndim, layout = torch_tensors.type_facts(view)
+        assert typeof(view) == typeof(view.numpy())
+        assert (ndim, layout) == (typeof(view).ndim, typeof(view).layout), view.shape
+    assert torch_tensors.type_facts(torch.ones(2, requires_grad=True)) is None
