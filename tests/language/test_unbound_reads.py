@@ -8,7 +8,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import gpunb
 from gpunb import CompileError, LaunchError, cuda
+
+
+@pytest.fixture(autouse=True)
+def cpu_target():
+    """The CPU target, where the read always raises (on a GPU it raises only with debug=True:
+    test_on_a_gpu_... sets the CUDA target itself). A GPU machine's default is the GPU."""
+    gpunb.set_target("cpu")
+    yield
+    gpunb.set_target(None)
 
 
 @cuda.jit
@@ -103,8 +113,6 @@ def test_the_ptx_of_an_unassigned_read_is_accepted(ptxas):
 
 @pytest.mark.gpu
 def test_on_a_gpu_the_read_ends_the_thread_or_raises_with_debug():
-    import gpunb
-
     gpunb.set_target("cuda")
     try:
         result = np.array([7])
