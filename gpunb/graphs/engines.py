@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import weakref
 
+from gpunb.backends.cuda import capture_releases
 from gpunb.backends.cuda import graphs as cuda_graphs
 from gpunb.foundation.errors import GraphError, user_location
 from gpunb.runtime.capture import CapturedCopy
@@ -51,10 +52,18 @@ class CudaEngine:
         self.graph = 0
         self.graph_exec = 0
         self._finalizer = None
+        self._open = False  # between begin and end/abandon
 
     def begin(self) -> None:
         cuda_graphs.begin_capture(self.handle)
+        self._open = True
+        capture_releases.capture_began()  # finalizers hold their releases until it ends
         self.capture_id = cuda_graphs.capture_state(self.handle)[1]
+
+    def _closed(self) -> None:
+        if self._open:
+            self._open = False
+            capture_releases.capture_ended()
 
     def add_launch(self, launch) -> None:
         launch.spec.launch(launch.grid, launch.block, launch.shared_bytes, launch.stream,
@@ -65,7 +74,10 @@ class CudaEngine:
         copy.node = cuda_graphs.last_node(self.handle)  # the copy was issued on the stream
 
     def end(self) -> None:
-        self.graph = cuda_graphs.end_capture(self.handle)
+        try:
+            self.graph = cuda_graphs.end_capture(self.handle)
+        finally:
+            self._closed()
         self._finalizer = weakref.finalize(self, cuda_graphs.destroy, self.graph, 0)
         self.graph_exec = cuda_graphs.instantiate(self.graph)
         self._finalizer.detach()
@@ -74,7 +86,10 @@ class CudaEngine:
         self._finalizer.atexit = False  # the driver frees everything at exit; it may be gone
 
     def abandon(self) -> None:
-        cuda_graphs.abandon_capture(self.handle)
+        try:
+            cuda_graphs.abandon_capture(self.handle)
+        finally:
+            self._closed()
 
     def replay(self, stream_handle: int) -> None:
         cuda_graphs.launch(self.graph_exec, stream_handle)
