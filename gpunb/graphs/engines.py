@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import weakref
 
-from gpunb.backends.cuda import capture_releases
 from gpunb.backends.cuda import graphs as cuda_graphs
 from gpunb.foundation.errors import GraphError, user_location
 from gpunb.runtime.capture import CapturedCopy
@@ -52,18 +51,10 @@ class CudaEngine:
         self.graph = 0
         self.graph_exec = 0
         self._finalizer = None
-        self._open = False  # between begin and end/abandon
 
     def begin(self) -> None:
         cuda_graphs.begin_capture(self.handle)
-        self._open = True
-        capture_releases.capture_began()  # finalizers hold their releases until it ends
         self.capture_id = cuda_graphs.capture_state(self.handle)[1]
-
-    def _closed(self) -> None:
-        if self._open:
-            self._open = False
-            capture_releases.capture_ended()
 
     def add_launch(self, launch) -> None:
         launch.spec.launch(launch.grid, launch.block, launch.shared_bytes, launch.stream,
@@ -74,10 +65,7 @@ class CudaEngine:
         copy.node = cuda_graphs.last_node(self.handle)  # the copy was issued on the stream
 
     def end(self) -> None:
-        try:
-            self.graph = cuda_graphs.end_capture(self.handle)
-        finally:
-            self._closed()
+        self.graph = cuda_graphs.end_capture(self.handle)
         self._finalizer = weakref.finalize(self, cuda_graphs.destroy, self.graph, 0)
         self.graph_exec = cuda_graphs.instantiate(self.graph)
         self._finalizer.detach()
@@ -86,10 +74,7 @@ class CudaEngine:
         self._finalizer.atexit = False  # the driver frees everything at exit; it may be gone
 
     def abandon(self) -> None:
-        try:
-            cuda_graphs.abandon_capture(self.handle)
-        finally:
-            self._closed()
+        cuda_graphs.abandon_capture(self.handle)
 
     def replay(self, stream_handle: int) -> None:
         cuda_graphs.launch(self.graph_exec, stream_handle)

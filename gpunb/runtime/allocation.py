@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import weakref
 
-from gpunb.backends.cuda import capture_releases, driver
+from gpunb.backends.cuda import driver
 from gpunb.runtime import capture
 
 
@@ -101,8 +101,6 @@ def dead_memory_error(what: str, device_id: int):
 
 
 def _free_device(cu, ptr: int, token=None) -> None:
-    if capture_releases.release_later(_free_device, cu, ptr, token):
-        return  # freed when the open graph capture ends (a free inside one invalidates it)
     if token is not None and not token.alive:
         return  # freed with its context (the address may belong to a new array by now)
     try:
@@ -115,8 +113,6 @@ def _free_device(cu, ptr: int, token=None) -> None:
 
 
 def _free_device_async(cu, ptr: int, token=None) -> None:
-    if capture_releases.release_later(_free_device_async, cu, ptr, token):
-        return
     if token is not None and not token.alive:
         return
     try:

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from gpunb.backends.cuda import capture_releases, driver
+from gpunb.backends.cuda import driver
 from gpunb.runtime import arrayview as av
 from gpunb.runtime import capture, dlpack
 from gpunb.runtime.devicearray import (
@@ -281,8 +281,6 @@ def managed_array(shape, dtype=np.float64, strides=None, order: str = "C", strea
 
 
 def _free_managed(cu, ptr: int) -> None:
-    if capture_releases.release_later(_free_managed, cu, ptr):
-        return  # freed when the open graph capture ends
     try:
         cu.cuMemFree(ptr)
     except Exception:  # noqa: BLE001 - a destroyed context frees its allocations itself
@@ -350,8 +348,6 @@ def _host_alloc(shape, dtype, strides, order, flags: int) -> np.ndarray:
 
 
 def _free_host(cu, ptr: int) -> None:
-    if capture_releases.release_later(_free_host, cu, ptr):
-        return
     try:
         cu.cuMemFreeHost(ptr)
     except Exception:  # noqa: BLE001 - a destroyed context frees its host allocations itself

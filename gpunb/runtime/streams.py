@@ -10,7 +10,7 @@ import contextlib
 import time
 import weakref
 
-from gpunb.backends.cuda import capture_releases, driver, graphs
+from gpunb.backends.cuda import driver, graphs
 from gpunb.backends.cuda.launch import stream_handle
 from gpunb.foundation.errors import LaunchError
 from gpunb.runtime import capture, stream_callbacks
@@ -114,8 +114,6 @@ class Stream:
 
 
 def _destroy_stream(cu, handle) -> None:
-    if capture_releases.release_later(_destroy_stream, cu, handle):
-        return
     try:
         cu.cuStreamDestroy(handle)
     except Exception:  # noqa: BLE001 - a destroyed context has no streams left to free
@@ -175,8 +173,6 @@ class Event:
 
 
 def _destroy_event(cu, handle) -> None:
-    if capture_releases.release_later(_destroy_event, cu, handle):
-        return
     try:
         cu.cuEventDestroy(handle)
     except Exception:  # noqa: BLE001 - see _destroy_stream

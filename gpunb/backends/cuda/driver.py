@@ -395,13 +395,6 @@ def synchronize() -> None:
         return check(result, what, kernel)
 
     waits.wait_until(waits.stream_done(cuda_driver(), checked, 0), "cuda.synchronize()", kernel)
-    from gpunb.backends.cuda import capture_releases
-
-    if capture_releases.capturing():
-        # another thread captures a graph (this one's synchronize was refused before it got
-        # here): the driver refuses cuCtxSynchronize while any stream of the context captures
-        # and invalidates that capture, so wait for the default stream only (done above)
-        return
     check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize", last_launch.kernel)
 
 

@@ -10,7 +10,7 @@ ints; every failure goes through driver.check.
 
 from __future__ import annotations
 
-from gpunb.backends.cuda import capture_releases, driver
+from gpunb.backends.cuda import driver
 
 # the driver version from which kernels may be loaded while a stream captures (CUDA 12.3): a
 # first launch inside a capture compiles and loads its module there
@@ -119,8 +119,6 @@ def kernel_node_shape(node: int) -> tuple:
 
 def destroy(graph: int, graph_exec: int) -> None:
     """Free an executable graph and its graph (at garbage collection: errors are dropped)."""
-    if capture_releases.release_later(destroy, graph, graph_exec):
-        return
     cu = driver.cuda_driver()
     try:
         if graph_exec:

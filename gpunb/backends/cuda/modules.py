@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import weakref
 
-from gpunb.backends.cuda import capture_releases, driver, whole_program
+from gpunb.backends.cuda import driver, whole_program
 from gpunb.foundation.arch import parse_arch as _parse_arch
 from gpunb.foundation.errors import ToolchainError
 
@@ -127,8 +127,6 @@ def load_module(cubin: bytes) -> Module:
 
 
 def _unload_module(cu, handle, token) -> None:
-    if capture_releases.release_later(_unload_module, cu, handle, token):
-        return  # unloaded when the open graph capture ends (an unload inside one invalidates it)
     if token is not None and not token.alive:
         return  # its context was reset: the module went with it (the handle may be reused)
     try:
