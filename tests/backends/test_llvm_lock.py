@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+from fork_child_wait import WAIT_FOR_CHILD
 
 CHILD = textwrap.dedent("""
     import os, sys, threading, time
@@ -39,18 +40,7 @@ CHILD = textwrap.dedent("""
         add_one[1, 4](out)
         os._exit(0 if out.tolist() == [1.0] * 4 else 1)
     thread.join()
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            print("child exit", os.waitstatus_to_exitcode(status))
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        print("child hung")
-""")
+""") + WAIT_FOR_CHILD
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
