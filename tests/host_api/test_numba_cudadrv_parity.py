@@ -76,7 +76,9 @@ def test_version_and_feature_queries(target):
     assert cuda.is_float16_supported() is True
     assert cuda.is_supported_version() is True  # the CPU target, or a CUDA 12/13 driver
     error = cuda.cuda_error()
-    assert error is None if target == "cuda" else isinstance(error, (str, type(None)))
+    # None exactly when the driver initialised (with a device); else the reason, as a sentence
+    assert (error is None) == cuda.is_available()
+    assert error is None or (isinstance(error, str) and error)
 
 
 def test_profiling_context_stops_when_the_block_raises(target):
