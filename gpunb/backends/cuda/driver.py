@@ -394,8 +394,9 @@ def synchronize() -> None:
     def checked(result, what):
         return check(result, what, kernel)
 
-    waits.wait_until(waits.stream_done(cuda_driver(), checked, 0), "cuda.synchronize()", kernel)
-    check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize", last_launch.kernel)
+    cu = cuda_driver()
+    waits.wait_until(waits.stream_done(cu, checked, 0), "cuda.synchronize()", kernel, cu)
+    check(cu.cuCtxSynchronize(), "cuCtxSynchronize", last_launch.kernel)
 
 
 def memory_info() -> tuple:

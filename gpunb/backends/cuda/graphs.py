@@ -10,7 +10,7 @@ ints; every failure goes through driver.check.
 
 from __future__ import annotations
 
-from gpunb.backends.cuda import driver
+from gpunb.backends.cuda import capture_safe, driver
 
 # the driver version from which kernels may be loaded while a stream captures (CUDA 12.3): a
 # first launch inside a capture compiles and loads its module there
@@ -121,8 +121,8 @@ def destroy(graph: int, graph_exec: int) -> None:
     """Free an executable graph and its graph (at garbage collection: errors are dropped)."""
     cu = driver.cuda_driver()
     try:
-        if graph_exec:
-            cu.cuGraphExecDestroy(graph_exec)
+        if graph_exec:  # (the collector may run this inside a capture: capture_safe.py)
+            capture_safe.relaxed(cu, cu.cuGraphExecDestroy, graph_exec)
         if graph:
             cu.cuGraphDestroy(graph)
     except Exception:  # noqa: BLE001 - a destroyed context took them along
