@@ -54,6 +54,7 @@ class Stream:
         flags = cu.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else \
             cu.CUstream_flags.CU_STREAM_DEFAULT
         handle = driver.check(cu.cuStreamCreate(int(flags)), "cuStreamCreate")
+        capture_safe.stream_created(int(handle))  # cuda.synchronize() around a capture waits for it
         return cls(int(handle), _owned_handle=handle)
 
     @property
@@ -115,6 +116,7 @@ class Stream:
 
 
 def _destroy_stream(cu, handle) -> None:
+    capture_safe.stream_destroyed(int(handle))
     try:
         cu.cuStreamDestroy(handle)
     except Exception:  # noqa: BLE001 - a destroyed context has no streams left to free

@@ -94,6 +94,31 @@ def test_garbage_collected_on_another_thread_during_a_capture():
     assert (d.copy_to_host() == 3).all()
 
 
+def test_synchronize_on_another_thread_during_a_capture_waits_for_its_work():
+    k_inc = cuda.jit(inc)
+    mine = cuda.to_device(np.zeros(256, np.float32))
+    theirs = cuda.to_device(np.zeros(1 << 22, np.float32))
+    k_inc[1, 256](mine)
+    seen = []
+
+    def other():
+        for _ in range(20):  # enough work that a synchronize that did not wait would see it
+            k_inc[(1 << 22) // 256, 256](theirs)
+        cuda.synchronize()
+        seen.append(float(theirs.copy_to_host()[-1]))
+
+    with gpunb.graph() as g:
+        k_inc[1, 256](mine)
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+        k_inc[1, 256](mine)
+    assert seen == [20.0]
+    g.replay()
+    cuda.synchronize()
+    assert (mine.copy_to_host() == 3).all()
+
+
 def test_garbage_collected_inside_torch_cuda_graph_global_capture():
     torch = pytest.importorskip("torch")
     import gpunb.torch as gt

@@ -87,6 +87,53 @@ def test_garbage_collected_inside_another_librarys_global_capture(simulated_gpu)
     assert all(ref() is None for ref in refs) and fake.refused == []
 
 
+def test_synchronize_on_another_thread_while_one_captures_waits_stream_by_stream(simulated_gpu):
+    fake = simulated_gpu
+    k_inc = cuda.jit(inc)
+    d = cuda.to_device(np.zeros(8, np.float32))
+    k_inc[1, 8](d)
+    mine = cuda.stream()  # a stream gpunb made: waited for
+    done, failed = [], []
+
+    def other():
+        try:
+            cuda.synchronize()
+            done.append(True)
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            failed.append(exc)
+
+    with gpunb.graph() as g:
+        k_inc[1, 8](d)
+        before = len(fake.calls)
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+        during = fake.calls[before:]
+        k_inc[1, 8](d)
+    assert failed == [] and done == [True] and fake.refused == []
+    assert "cuCtxSynchronize" not in [name for name, _ in during]
+    queried = [int(args[0] or 0) for name, args in during if name == "cuStreamQuery"]
+    assert 0 in queried and int(mine.handle) in queried
+    assert int(g.stream.handle) not in queried  # the capturing stream runs nothing
+    cuda.synchronize()  # no capture open: the context-wide wait, as before
+    assert fake.calls[-1][0] == "cuCtxSynchronize"
+
+
+def test_synchronize_leaves_the_legacy_stream_alone_while_a_blocking_stream_captures(
+        simulated_gpu):
+    fake = simulated_gpu
+    k_inc = cuda.jit(inc)
+    d = cuda.to_device(np.zeros(8, np.float32))
+    blocking = cuda.stream()  # CUDA's default: ordered with the legacy stream
+    with gpunb.graph(stream=blocking) as g:
+        k_inc[1, 8](d)
+        worker = threading.Thread(target=cuda.synchronize)
+        worker.start()
+        worker.join()
+    assert fake.refused == [] and g.launches  # the capture ended, valid
+    assert not fake.captures
+
+
 def test_stream_synchronize_during_another_threads_global_capture(simulated_gpu):
     fake = simulated_gpu
     cu = fake

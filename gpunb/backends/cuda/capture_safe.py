@@ -12,16 +12,25 @@ random. With the calling thread's mode RELAXED (cuThreadExchangeStreamCaptureMod
 those calls succeeds and the capture stays valid: `relaxed()` makes each release so, and waits
 poll under `relax()`.
 
-What no mode allows: the legacy default stream while a blocking stream captures
-(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT); `legacy_stream_usable()` asks the driver with a query that
-invalidates nothing. The driver module is passed in (`cu`): this module sits below driver.py.
+Two things no mode allows: cuCtxSynchronize while any stream of the context captures, and the
+legacy default stream while a blocking stream captures (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT).
+For the first, gpunb's own open captures are counted here (driver.synchronize waits stream by
+stream while one is open); for the second, `legacy_stream_usable()` asks the driver with a
+query that invalidates nothing. The driver module is passed in (`cu`): this module sits below
+driver.py.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 CU_STREAM_LEGACY = 1
+CU_STREAM_PER_THREAD = 2
+
+_lock = threading.Lock()
+_capturing: set = set()  # handles of the streams gpunb's captures are open on, any thread
+_streams: set = set()  # handles of the streams gpunb created and has not destroyed
 
 
 def relax(cu):
@@ -59,3 +68,53 @@ def legacy_stream_usable(cu) -> bool:
     except Exception:  # noqa: BLE001 - no driver to ask: nothing captures
         return True
     return result[0] != cu.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+
+
+def capture_began(stream: int) -> None:
+    with _lock:
+        _capturing.add(int(stream))
+
+
+def capture_ended(stream: int) -> None:
+    """The capture on `stream` ended (its graph made, invalidated or abandoned)."""
+    with _lock:
+        _capturing.discard(int(stream))
+
+
+def capturing_streams() -> frozenset:
+    """The streams gpunb's open captures are on (any thread)."""
+    return frozenset(_capturing) if _capturing else frozenset()
+
+
+def stream_created(handle: int) -> None:
+    with _lock:
+        _streams.add(int(handle))
+
+
+def stream_destroyed(handle: int) -> None:
+    with _lock:
+        _streams.discard(int(handle))
+
+
+def created_streams() -> tuple:
+    """The streams gpunb created that still exist (what a synchronize around an open capture
+    waits for, besides the default streams)."""
+    with _lock:
+        return tuple(_streams)
+
+
+def streams_outside(cu, capturing: frozenset) -> list:
+    """The streams cuda.synchronize() waits for while `capturing` streams capture: the legacy
+    default stream (whose wait covers every blocking stream) unless a blocking stream captures,
+    this thread's per-thread default stream, and the streams gpunb made that do not capture.
+    (Streams other libraries made are not known here: their non-blocking streams are not
+    waited for in that window.)"""
+    streams = [0] if legacy_stream_usable(cu) else []
+    streams.append(CU_STREAM_PER_THREAD)
+    for handle in created_streams():
+        if handle in capturing:
+            continue
+        result = cu.cuStreamGetCaptureInfo(handle)
+        if not result[0] and int(result[1]) == 0:  # CU_STREAM_CAPTURE_STATUS_NONE
+            streams.append(handle)
+    return streams

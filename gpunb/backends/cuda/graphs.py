@@ -22,19 +22,24 @@ def begin_capture(stream: int) -> None:
     cu = driver.cuda_driver()
     mode = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
     driver.check(cu.cuStreamBeginCapture(stream, mode), "cuStreamBeginCapture")
+    capture_safe.capture_began(stream)
 
 
 def end_capture(stream: int) -> int:
     """End the capture of `stream`: the captured graph's handle. A capture that an operation
     invalidated raises (the stream no longer captures either way)."""
     cu = driver.cuda_driver()
-    return int(driver.check(cu.cuStreamEndCapture(stream), "cuStreamEndCapture"))
+    try:
+        return int(driver.check(cu.cuStreamEndCapture(stream), "cuStreamEndCapture"))
+    finally:
+        capture_safe.capture_ended(stream)
 
 
 def abandon_capture(stream: int) -> None:
     """End a capture whose graph is not wanted (the block failed): whatever it captured is
     destroyed, invalidated or not, and the stream takes work again."""
     cu = driver.cuda_driver()
+    capture_safe.capture_ended(stream)
     try:
         result = cu.cuStreamEndCapture(stream)
     except Exception:  # noqa: BLE001 - a destroyed context: nothing is left to end
