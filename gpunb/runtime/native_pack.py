@@ -10,11 +10,12 @@ A `NativePlan` is made once per specialisation and argument kinds, from the argu
 launch, and never changes. It accepts an argument of the kind seen: its exact class, and for a
 gpunb array its interned type key, for a numpy array its dtype object, ndim and flags, for a
 plain PyTorch tensor on the target's device its dtype, ndim, kernel layout and what else
-runtime/torch_tensors.py reads (backends/native_launch/tensor_code.py reads them at each launch);
-numbers are read from the object. `bind` makes the builtin `f(args) -> int` for one launch configuration
-(a Program's `NativeLaunch`) at one dispatcher version with one watch list: the builtin a native
-`jit.launcher.Launcher` calls. Nothing here launches on its own or raises from machine code: a
-declined launch takes the Python path, which checks everything and raises the right error.
+runtime/torch_tensors.py reads (backends/native_launch/tensor_code.py reads them at each
+launch); numbers are read from the object. `bind` makes the builtin `f(args) -> int` for one
+launch configuration (a Program's `NativeLaunch`) at one dispatcher version with one watch
+list: the builtin a native `jit.launcher.Launcher` calls. Nothing here launches on its own or
+raises from machine code: a declined launch takes the Python path, which checks everything and
+raises the right error.
 """
 
 from __future__ import annotations
@@ -212,7 +213,8 @@ def _tensor_kind(value, ty: t.Array, target: str) -> tuple:
 def _tensor_facts(facts: torch_tensors.PlanFacts) -> layout.TensorFacts:
     return layout.TensorFacts(strided=id(facts.strided), size_class=id(facts.size_class),
                               device_flag=id(facts.device_flag), itemsize=facts.itemsize,
-                              layout=layout.LAYOUT_CODES[facts.layout])
+                              layout=layout.LAYOUT_CODES[facts.layout],
+                              complex=int(facts.dtype.is_complex))
 
 
 def _fill(record: layout.ArgRecord, kind: tuple, slots: tuple):

@@ -61,7 +61,8 @@ class TensorFacts(ctypes.Structure):
                 ("size_class", U64),  # torch.Size: what `tensor.shape` is
                 ("device_flag", U64),  # an interned str, "is_cuda" or "is_cpu"
                 ("itemsize", I64),
-                ("layout", I64)]  # LAYOUT_CODES' value of the kernel type's layout
+                ("layout", I64),  # LAYOUT_CODES' value of the kernel type's layout
+                ("complex", I64)]  # 1: a complex dtype, the only kind a conjugate bit is on
 
 
 LAYOUT_CODES = {"C": 0, "F": 1, "A": 2}  # the kernel layouts as TensorFacts.layout holds them

@@ -3,8 +3,9 @@ that plan_code.py compiles into the same module.
 
 Why through the tensor's own attributes: torch does not promise the layout of its C structures,
 so the code reads what Python code reads (`dtype`, `requires_grad`, `layout`, `is_cuda` or
-`is_cpu`, `is_neg()`, `is_conj()`, `shape`, `stride()`, `data_ptr()`), each one C-API call into
-torch's C getters and methods (no Python frame runs), compared with the facts the plan holds.
+`is_cpu`, `is_neg()`, `is_conj()` for complex dtypes, `shape`, `stride()`, `data_ptr()`), each
+one C-API call into torch's C getters and methods (no Python frame runs), compared with the
+facts the plan holds.
 It accepts exactly the tensors runtime/torch_tensors.geometry reads and the Python path would pack
 the same way for this kernel type: a plain tensor not requiring grad, strided, no pending
 negation or conjugation bit, of the dtype seen, on the target's device, of the ndim and kernel
@@ -50,9 +51,13 @@ def _checks() -> str:
              ("device", attr("%device_flag"), "$TRUE"),
              ("neg", method("$NEG_NAME"), "$FALSE"),
              ("conj", method("$CONJ_NAME"), "$FALSE")]
-    nexts = [label for label, *_ in steps[1:]] + ["shape"]
-    return "".join(_compare(label, fetch, want, then)
-                   for (label, fetch, want), then in zip(steps, nexts, strict=True))
+    nexts = [label for label, *_ in steps[1:5]] + ["conj_gate", "shape"]
+    gate = """conj_gate:
+  br i1 %is_complex, label %conj, label %shape
+"""  # (torch.conj of a real tensor is the tensor: only complex ones carry the bit)
+    blocks = [_compare(label, fetch, want, then)
+              for (label, fetch, want), then in zip(steps, nexts, strict=True)]
+    return "".join(blocks[:5]) + gate + blocks[5]
 
 
 def _contiguity(name: str, first: str, step: str, stop: str) -> str:
@@ -111,6 +116,9 @@ entry:
   %itemsize = load i64, ptr %itemsize_p, align 1
   %want_layout_p = getelementptr i8, ptr %facts, i64 $T_LAYOUT
   %want_layout = load i64, ptr %want_layout_p, align 1
+  %complex_p = getelementptr i8, ptr %facts, i64 $T_COMPLEX
+  %complex = load i64, ptr %complex_p, align 1
+  %is_complex = icmp ne i64 %complex, 0
   br label %dtype
 """
 
