@@ -218,6 +218,33 @@ def test_the_dispatcher_launches_cpu_tensors_natively(cpu_target):
     assert torch.equal(bf16.float(), (x * 0.5).to(torch.bfloat16).float())
 
 
+def test_cpu_tensors_on_the_cuda_target_keep_the_copying_python_path(simulated_gpu,
+                                                                    monkeypatch):
+    """On the simulated driver, native launches calling a recording function: CPU tensors are
+    copied in and back by the Python path at every launch (never a native launcher), while
+    device arrays of the same kernel launch natively."""
+    from gpunb.backends.cuda import launch
+
+    calls = []
+    recorder = ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_uint64] + [ctypes.c_uint32] * 7 +
+                                [ctypes.c_uint64] * 3)(lambda *args: calls.append(args) or 0)
+    address = ctypes.cast(recorder, ctypes.c_void_p).value
+    monkeypatch.setattr(launch, "driver_launch_address", lambda: address)
+    kernel = cuda.jit(_scale.py_func)
+    config = kernel[1, 32]
+    out, x = torch.zeros(32), torch.arange(32, dtype=torch.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the host-copy performance warning
+        for _ in range(4):
+            config(out, x, np.float32(2.0))
+    assert calls == [] and config.launcher is None
+    assert len(simulated_gpu.launches) == 4
+    d_out, d_x = cuda.to_device(out.numpy()), cuda.to_device(x.numpy())
+    for _ in range(3):
+        config(d_out, d_x, np.float32(2.0))
+    assert config.launcher is not None and len(calls) >= 1
+
+
 # ---- on the GPU -----------------------------------------------------------------------------
 
 @pytest.mark.gpu
