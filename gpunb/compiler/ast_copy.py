@@ -17,9 +17,27 @@ import ast
 def copy_tree(node):
     """A copy of `node` (an AST node, a list of nodes, or an immutable leaf, returned as is)."""
     if isinstance(node, list):
-        return [copy_tree(item) for item in node]
-    if not isinstance(node, ast.AST) or isinstance(node, ast.expr_context):
-        return node  # constants, identifiers, None; Load/Store/Del are stateless singletons
+        return [_copy_node(item) if isinstance(item, _AST) else copy_tree(item) for item in node]
+    if not isinstance(node, _AST):
+        return node  # constants, identifiers, None
+    return _copy_node(node)
+
+
+_AST = ast.AST
+_CONTEXT = ast.expr_context
+
+
+def _copy_node(node: ast.AST) -> ast.AST:
+    if isinstance(node, _CONTEXT):
+        return node  # Load/Store/Del are stateless singletons
     made = node.__class__.__new__(node.__class__)
-    made.__dict__.update({name: copy_tree(value) for name, value in node.__dict__.items()})
+    fields = made.__dict__
+    for name, value in node.__dict__.items():
+        # leaves (positions, names, constants) inline: most of a tree's values are leaves
+        if isinstance(value, _AST):
+            value = _copy_node(value)
+        elif isinstance(value, list):
+            value = [_copy_node(item) if isinstance(item, _AST) else copy_tree(item)
+                     for item in value]
+        fields[name] = value
     return made
