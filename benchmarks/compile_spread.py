@@ -4,6 +4,7 @@
     python -m benchmarks.compile_spread --repeat 9 --only ptx
     python -m benchmarks.compile_spread --kernels saxpy,histogram --numba
     python -m benchmarks.compile_spread --json out.json
+    python -m benchmarks.compile_spread --against /path/to/other/checkout   # before/after
 
 Each figure is the median over `--repeat` fresh processes (package byte-compiled first, disk
 cache off, GPUNB_CACHE_DIR empty) of one kernel of benchmarks/everyday_kernels.py compiled for
@@ -13,7 +14,9 @@ kernels' module import, so the first compile's own imports are counted, as a use
 cell pays them. `cpu_ms` is the process's CPU time (all threads, user + system) over the
 compile, the figure to compare on a shared, noisy machine; `wall_ms` beside it; `stages` are
 the STAGE_FINISHED events' ms. `--numba` adds numba.cuda.compile_ptx of the same source where
-numba's CUDA target can compile (NVVM found), else says why not.
+numba's CUDA target can compile (NVVM found), else says why not. `--against DIR` measures the
+gpunb of another checkout too (DIR/gpunb, e.g. `git worktree add /tmp/before main`), its runs
+interleaved with this tree's so that the machine's load drifts over both alike.
 """
 
 from __future__ import annotations
@@ -31,8 +34,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CHILD = textwrap.dedent("""
     import json, sys, time
-    tool, mode, name, workdir = sys.argv[1:5]
-    from benchmarks.everyday_kernels import SIGNATURES, load_kernels
+    tool, mode, name, workdir, bench = sys.argv[1:6]
+    sys.path.insert(0, bench)  # this checkout's benchmarks, whichever gpunb is measured
+    from everyday_kernels import SIGNATURES, load_kernels
     stages = {}
     if tool == "gpunb":
         import gpunb
@@ -58,20 +62,23 @@ CHILD = textwrap.dedent("""
         size = 0
     cpu_ms = (time.process_time() - cpu0) * 1e3
     wall_ms = (time.perf_counter() - wall0) * 1e3
-    print(json.dumps({"cpu_ms": cpu_ms, "wall_ms": wall_ms, "stages": stages, "lines": size}))
+    print(json.dumps({"cpu_ms": cpu_ms, "wall_ms": wall_ms, "stages": stages, "lines": size,
+                      "gpunb": sys.modules["gpunb"].__file__ if tool == "gpunb" else ""}))
 """)
 
 
-def child_env(tmp: str) -> dict:
+def child_env(tmp: str, tree: str) -> dict:
     return dict(os.environ, GPUNB_CACHE="0", GPUNB_NOTICES="0",
                 GPUNB_CACHE_DIR=os.path.join(tmp, "cache"),
-                PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
+                PYTHONPATH=os.pathsep.join(p for p in (tree, os.environ.get("PYTHONPATH")) if p))
 
 
-def one_run(tool: str, mode: str, name: str, tmp: str) -> dict:
+def one_run(tool: str, mode: str, name: str, tmp: str, tree: str = REPO) -> dict:
     work = tempfile.mkdtemp(dir=tmp)
-    done = subprocess.run([sys.executable, "-c", CHILD, tool, mode, name, work],
-                          env=child_env(work), capture_output=True, text=True)
+    bench = os.path.join(REPO, "benchmarks")
+    done = subprocess.run([sys.executable, "-c", CHILD, tool, mode, name, work, bench],
+                          env=child_env(work, tree), capture_output=True, text=True,
+                          cwd=work)  # (not this checkout: `-c` puts the cwd first on sys.path)
     if done.returncode:
         lines = [ln for ln in done.stderr.splitlines() if "Error" in ln] or ["?"]
         return {"error": lines[-1].strip()[:160]}
@@ -101,19 +108,24 @@ def main(argv: list[str]) -> int:
     modes = option(argv, "--only", "ptx,cpu").split(",")
     names = option(argv, "--kernels", ",".join(SIGNATURES)).split(",")
     tools = ["gpunb", "numba"] if "--numba" in argv else ["gpunb"]
-    compileall.compile_dir(os.path.join(REPO, "gpunb"), quiet=1)
+    trees = {"gpunb": REPO}
+    if "--against" in argv:
+        trees["before"] = os.path.abspath(option(argv, "--against", ""))
+        tools.insert(1, "before")
+    for tree in set(trees.values()):
+        compileall.compile_dir(os.path.join(tree, "gpunb"), quiet=1)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for mode in modes:
-            for tool in tools:
-                if tool == "numba" and mode != "ptx":
-                    continue
-                for name in names:
-                    # interleaved repeats would be fairer across load drift; per-kernel
-                    # blocks keep one kernel's runs close together in time instead
-                    runs = [one_run(tool, mode, name, tmp) for _ in range(repeat)]
-                    result = median_of(runs)
-                    results[f"{tool}:{mode}:{name}"] = result
+            for name in names:
+                measured = [tool for tool in tools if tool != "numba" or mode == "ptx"]
+                runs: dict = {tool: [] for tool in measured}
+                for _ in range(repeat):  # the tools' runs interleaved: load drifts alike
+                    for tool in measured:
+                        lib = "numba" if tool == "numba" else "gpunb"
+                        runs[tool].append(one_run(lib, mode, name, tmp, trees.get(tool, REPO)))
+                for tool in measured:
+                    result = results[f"{tool}:{mode}:{name}"] = median_of(runs[tool])
                     print(format_row(tool, mode, name, result), flush=True)
         summary(results, modes, tools)
     if "--json" in argv:
@@ -124,9 +136,9 @@ def main(argv: list[str]) -> int:
 
 def format_row(tool: str, mode: str, name: str, r: dict) -> str:
     if "error" in r:
-        return f"{tool:5} {mode:3} {name:16} failed: {r['error']}"
+        return f"{tool:6} {mode:3} {name:16} failed: {r['error']}"
     stages = " ".join(f"{k}={v:.0f}" for k, v in r["stages"].items())
-    return (f"{tool:5} {mode:3} {name:16} cpu {r['cpu_ms']:7.1f} ms  wall {r['wall_ms']:7.1f} ms"
+    return (f"{tool:6} {mode:3} {name:16} cpu {r['cpu_ms']:7.1f} ms  wall {r['wall_ms']:7.1f} ms"
             f"  [{stages}]")
 
 
