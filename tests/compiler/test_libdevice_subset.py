@@ -6,6 +6,9 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
+import pytest
+
 from gpunb import cuda
 from gpunb.backends.cuda import libdevice_subset
 from gpunb.backends.cuda import target as cuda_target
@@ -98,3 +101,26 @@ def test_ptx_is_the_same_as_with_the_whole_library(monkeypatch, ptxas):
             assert _without_call_numbers(subset) == _without_call_numbers(whole), \
                 (fn.__name__, sig, fastmath)
     ptxas(subset, "sm_90")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_math_kernels_run_on_the_gpu_with_the_subset(dtype):
+    """Kernels linked with the subset load and compute what numpy does (a math function per
+    term; each one's libdevice code and its helpers must all be there)."""
+    import gpunb
+
+    x = np.linspace(0.1, 3.0, 1000).astype(dtype)
+    expected = (np.sin(x) + np.cos(x) * np.tan(x) + np.vectorize(math.erf)(x)
+                + np.vectorize(math.lgamma)(x) + np.arctan2(x, 2.0) + x ** 1.5
+                + np.hypot(x, 3.0) + np.log1p(x) + np.vectorize(math.gamma)(x))
+    gpunb.set_target("cuda")
+    try:
+        kernel = cuda.jit(many_math)
+        out = np.zeros_like(x)
+        kernel[(x.size + 127) // 128, 128](out, x)
+        cuda.synchronize()
+    finally:
+        gpunb.set_target(None)
+    rtol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, expected.astype(dtype), rtol=rtol)
