@@ -16,6 +16,7 @@ from gpunb.compiler import promotion
 from gpunb.compiler.builtins import find_builtin
 from gpunb.compiler.infer import inner
 from gpunb.compiler.infer.core import NeedsConstant
+from gpunb.compiler.infer.overloads import BoundOverloadedMethod
 from gpunb.compiler.typed import (
     BuiltinCall,
     Cast,
@@ -34,6 +35,7 @@ from gpunb.compiler.values import (
     dtype_to_type,
 )
 from gpunb.compiler.values import missing as is_missing
+from gpunb.foundation import extending
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import CompileError, did_you_mean
 from gpunb.foundation.pyobjects import (
@@ -51,6 +53,8 @@ class CallTyping:
             if found is not None:
                 return found
         callee = self.callee_object(node.func)
+        if isinstance(callee, BoundOverloadedMethod):  # value.method() of an @overload_method
+            return self.overloaded_method_call(node, callee)
         if callee is None:
             ftype = self.expr(node.func)
             raise self.error(node.func, f"{ftype} is not callable in GPU code",
@@ -63,6 +67,7 @@ class CallTyping:
         starred = next((a for a in node.args if isinstance(a, ast.Starred)), None)
         if starred is not None and not (isinstance(callee, inner.InnerFunction) or
                                         is_gpu_function(callee) or
+                                        extending.has_overloads(callee) or
                                         is_namedtuple_class(callee)):  # these bind *t
             return self.starred_builtin_call(node, callee, starred)
         if isinstance(callee, inner.InnerFunction):
@@ -75,15 +80,10 @@ class CallTyping:
         if is_namedtuple_class(callee):
             return self.namedtuple_call(node, callee)
         builtin = find_builtin(callee)
+        if extending.has_overloads(callee):
+            return self.builtin_or_overload(node, callee, builtin)
         if builtin is not None:
-            argtypes = [self.expr(a) for a in node.args]
-            kwtypes = {kw.arg: self.expr(kw.value) for kw in node.keywords}
-            typed = builtin.type_call(self, node, argtypes, kwtypes)
-            result, data = (typed.result, typed.data) if isinstance(typed, Typed) else \
-                (typed, None)
-            self.calls[node] = BuiltinCall(builtin, tuple(node.args), tuple(argtypes), result,
-                                           data)
-            return result
+            return self.builtin_call(node, builtin)
         if callee is np.dtype:  # np.dtype("int16"): a compile-time dtype, as np.int16 is
             return PyValue(self.const(node, "the argument of np.dtype(...)"))
         target = dtype_to_type(callee)
@@ -99,6 +99,27 @@ class CallTyping:
             if isinstance(node.func, ast.Name) else ""  # numba's words, for those who search
         raise self.error(node.func, f"{untyped}cannot call {name} from GPU code",
                          _call_hint(callee))
+
+    def builtin_call(self, node: ast.Call, builtin) -> t.Type:
+        argtypes = [self.expr(a) for a in node.args]
+        kwtypes = {kw.arg: self.expr(kw.value) for kw in node.keywords}
+        typed = builtin.type_call(self, node, argtypes, kwtypes)
+        result, data = (typed.result, typed.data) if isinstance(typed, Typed) else (typed, None)
+        self.calls[node] = BuiltinCall(builtin, tuple(node.args), tuple(argtypes), result, data)
+        return result
+
+    def builtin_or_overload(self, node: ast.Call, callee, builtin) -> t.Type:
+        """A function given @overloads: a builtin of the language keeps its own typing for the
+        types it takes (numba's builtins come first), the overloads extend it to others."""
+        if builtin is None:
+            return self.overloaded_function_call(node, callee)
+        try:
+            return self.builtin_call(node, builtin)
+        except CompileError as error:
+            try:
+                return self.overloaded_function_call(node, callee)
+            except CompileError:
+                raise error from None
 
     def namedtuple_call(self, node: ast.Call, cls: type) -> t.Type:
         """`Point(1.0, y=2.0)`: a namedtuple built in GPU code, its fields typed as passed."""
@@ -204,7 +225,8 @@ class CallTyping:
                 from gpunb.compiler.builtins.arraymethods import METHODS
                 from gpunb.compiler.builtins.reductions import METHOD_BUILTINS
 
-                return METHOD_BUILTINS.get(func.attr) or METHODS.get(func.attr)
+                return METHOD_BUILTINS.get(func.attr) or METHODS.get(func.attr) or \
+                    self.overloaded_method(base, func.attr)
             if t.is_number(base) and not isinstance(base, t.Boolean) and \
                     func.attr == "conjugate":
                 from gpunb.compiler.builtins.pybuiltins import CONJUGATE
@@ -219,6 +241,7 @@ class CallTyping:
                     raise self.error(func, f"{base} has no method '{func.attr}'",
                                      f"{base} has {names} and size")
                 return method
+            return self.overloaded_method(base, func.attr)
         return None
 
     # ---- GPU functions and inner functions -----------------------------------------------------
