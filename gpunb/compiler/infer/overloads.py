@@ -16,7 +16,7 @@ import inspect
 from dataclasses import dataclass
 
 from gpunb.compiler.overload_types import Omitted, reads_numba_types, shown, type_matches
-from gpunb.compiler.typed import GpuCall
+from gpunb.compiler.typed import GpuCall, RecursiveRef
 from gpunb.compiler.values import ConstValue, NotConstant, const_eval
 from gpunb.foundation import extending
 from gpunb.foundation import types as t
@@ -193,7 +193,8 @@ class OverloadTyping:
         if declared is not None and len(declared) == len(argtypes):
             argtypes = list(declared)
         callee = self.infer_callee(node, impl, args, tuple(argtypes))
-        self.callees[(impl.__code__, callee.argtypes)] = callee
+        if not isinstance(callee, RecursiveRef):  # (a self-call is not a callee to collect)
+            self.callees[(impl.__code__, callee.argtypes)] = callee
         options = overload.jit_options
         inline = self.inlines(node, overload.inline, impl) if overload.inline != "never" \
             else False
