@@ -73,8 +73,9 @@ def overload(func, jit_options=None, strict: bool = True, inline="never",
                                        inline, bool(prefer_literal), dict(jit_options or {})))
         numba_ext = _numba_core() if target in ("generic", "cpu") else None
         if numba_ext is not None:
-            numba_ext.overload(func, jit_options=jit_options, strict=strict, inline=inline,
-                               prefer_literal=prefer_literal, target=target)(generator)
+            numba_ext.overload(func, jit_options=dict(jit_options or {}), strict=strict,
+                               inline=inline, prefer_literal=prefer_literal,
+                               target=target)(generator)
         return generator
 
     return decorate

@@ -89,7 +89,8 @@ def function_overloads(func) -> tuple:
     those registered through numba's own @overload."""
     found = _functions.get(id(func))
     own = tuple(found[1]) if found is not None and found[0] is func else ()
-    return own + _numba_overloads(func)
+    mine = {id(o.generator) for o in own}  # gpunb's 'generic' ones are numba's too
+    return own + tuple(o for o in _numba_overloads(func) if id(o.generator) not in mine)
 
 
 def has_overloads(func) -> bool:
