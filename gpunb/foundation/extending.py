@@ -157,7 +157,8 @@ def _from_numba_template(func, template) -> Overload | None:
     memo = _numba_converted.get(id(template))
     if memo is not None and memo[0] is template:
         return memo[1]
-    target = (getattr(template, "metadata", None) or {}).get("target", "cpu")
+    # numba's own @overload leaves the target out: "generic" (every target, kernels too)
+    target = (getattr(template, "metadata", None) or {}).get("target", "generic")
     generator = getattr(template, "_overload_func", None)
     if target not in KERNEL_TARGETS or generator is None:
         return None

@@ -600,3 +600,44 @@ def test_overloads_on_the_gpu():
                                       [9, 1.75, 4, 13, 2, 5, 2, 1.0, 3.5, 120])
     finally:
         gpunb.set_target(None)
+
+
+# ---- dead branches of `flag is True` (the closure-constant idiom of implementations) ----------
+
+_FLAG = True
+
+
+def test_identity_test_of_a_constant_bool_prunes_the_dead_branch(target):
+    @cuda.jit
+    def kernel(result, b):
+        if _FLAG is True:  # the other branch would leave b a tuple: pruned, as numba does
+            b = b[0]
+        result[0] = b
+
+    r = np.zeros(1, np.int64)
+    kernel[1, 1](r, (2,))
+    assert r[0] == 2
+
+
+def test_overload_closure_constant_selects_the_branch(target):
+    def first_or_self(a, b=None):
+        pass
+
+    @overload(first_or_self)
+    def ol(a, b=None):
+        b_is_tuple = isinstance(b, types.Tuple)
+
+        def impl(a, b=None):
+            if b_is_tuple is not False:
+                b = b[0]
+            return b
+        return impl
+
+    @cuda.jit
+    def kernel(result, a, b, c):
+        result[0] = first_or_self(a, b)
+        result[1] = first_or_self(a, c)
+
+    r = np.zeros(2, np.int64)
+    kernel[1, 1](r, 1, (2,), 5)
+    assert list(r) == [2, 5]
