@@ -641,3 +641,23 @@ def test_overload_closure_constant_selects_the_branch(target):
     r = np.zeros(2, np.int64)
     kernel[1, 1](r, 1, (2,), 5)
     assert list(r) == [2, 5]
+
+
+def test_inner_function_passed_to_an_overload(target):
+    def apply(arg, func):
+        return func(arg)
+
+    @overload(apply)
+    def ov_apply(arg, func):
+        return lambda arg, func: func(arg)
+
+    @cuda.jit
+    def kernel(out, a):
+        def mul10(x):
+            return x * 10
+
+        out[0] = apply(a, mul10)
+
+    out = np.zeros(1, np.int64)
+    kernel[1, 1](out, 10)
+    assert out[0] == 100

@@ -15,9 +15,10 @@ import ast
 import inspect
 from dataclasses import dataclass
 
+from gpunb.compiler.infer import inner
 from gpunb.compiler.overload_types import Omitted, reads_numba_types, shown, type_matches
 from gpunb.compiler.typed import GpuCall, RecursiveRef
-from gpunb.compiler.values import ConstValue, NotConstant, const_eval
+from gpunb.compiler.values import ConstValue, NotConstant, PyValue, const_eval
 from gpunb.foundation import extending
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import CompileError
@@ -78,8 +79,8 @@ class OverloadTyping:
                 raise self.error(kw, "**kwargs is not supported in GPU code",
                                  "pass each keyword argument by name: f(a=x, b=y)")
         positional = self.expand_starred(positional)
-        pos_types = [self.expr(a) for a in positional]
-        kw_types = {kw.arg: self.expr(kw.value) for kw in keywords}
+        pos_types = [self.argument_type(a) for a in positional]
+        kw_types = {kw.arg: self.argument_type(kw.value) for kw in keywords}
         declined = []
         for overload in candidates:
             try:
@@ -91,6 +92,13 @@ class OverloadTyping:
                          "tried " + "; ".join(declined) + ". Each overload's generator returns "
                          "an implementation for the argument types it supports and None for "
                          "others: add one for these types, or convert the arguments")
+
+    def argument_type(self, arg) -> t.Type:
+        """An argument's type; an inner function passed escapes as a function (bind_call's
+        rule: numba passes closures to functions as functions of their own)."""
+        if inner.passed_as_value(self, arg):
+            return self.record(arg, PyValue(inner.escape(self, arg, self.inner_functions[arg.id])))
+        return self.expr(arg)
 
     def expand_starred(self, positional: list) -> list:
         if not any(isinstance(a, ast.Starred) for a in positional):
@@ -133,10 +141,10 @@ class OverloadTyping:
         argument types; _NotThisOverload when it gives none."""
         if overload.implements is not None:
             return overload.implements, None
-        typed = [literal.get(a) if with_literals and a in literal else self.expr(a)
+        typed = [literal.get(a) if with_literals and a in literal else self.argument_type(a)
                  for a in positional]
         kw_typed = {kw.arg: literal.get(kw.value) if with_literals and kw.value in literal
-                    else self.expr(kw.value) for kw in keywords}
+                    else self.argument_type(kw.value) for kw in keywords}
         memo = self.session.overload_impls
         key = (id(overload), tuple(typed), tuple(sorted(kw_typed.items(), key=lambda i: i[0])))
         if key not in memo:
