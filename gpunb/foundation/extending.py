@@ -9,6 +9,7 @@ decorator again (a notebook cell run twice) replaces the earlier one instead of 
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -137,8 +138,7 @@ def _numba_overloads(func) -> tuple:
     if len(registry) != _numba_index["size"]:  # numba's registry only grows
         by_id: dict = {}
         for obj, ftype in list(registry):
-            if getattr(ftype, "templates", None) and any(
-                    getattr(tpl, "_overload_func", None) is not None for tpl in ftype.templates):
+            if any(_users_overload(tpl) for tpl in getattr(ftype, "templates", None) or ()):
                 by_id.setdefault(id(obj), (obj, []))[1].append(ftype)
         _numba_index.update(size=len(registry), by_id=by_id)
     found = _numba_index["by_id"].get(id(func))
@@ -151,6 +151,16 @@ def _numba_overloads(func) -> tuple:
             if converted is not None:
                 out.append(converted)
     return tuple(out)
+
+
+def _users_overload(template) -> bool:
+    """An @overload made outside numba's own package: numba implements Python and numpy
+    (`float`, `len`, np.*) with overloads of its own, which the kernel language has itself."""
+    generator = getattr(template, "_overload_func", None)
+    filename = getattr(getattr(generator, "__code__", None), "co_filename", None)
+    numba = sys.modules.get("numba")
+    package = os.path.dirname(getattr(numba, "__file__", None) or "") + os.sep
+    return isinstance(filename, str) and package != os.sep and not filename.startswith(package)
 
 
 def _from_numba_template(func, template) -> Overload | None:

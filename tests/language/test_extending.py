@@ -661,3 +661,22 @@ def test_inner_function_passed_to_an_overload(target):
     out = np.zeros(1, np.int64)
     kernel[1, 1](out, 10)
     assert out[0] == 100
+
+
+def test_numba_own_overloads_of_python_builtins_are_not_the_kernels(target):
+    """numba implements float(), len(), ... with overloads in its own package; once numba has
+    typed some njit code they are in its registry, and the kernel language keeps its own."""
+    numba = pytest.importorskip("numba")
+    from gpunb.foundation import extending
+
+    numba.njit(lambda x: float(x) + len((x, x)))(1)
+    assert not extending.has_overloads(float) and not extending.has_overloads(len)
+
+    @cuda.jit
+    def kernel(out):
+        out[0] = float("nan")
+        out[1] = len((1, 2))
+
+    out = np.zeros(2)
+    kernel[1, 1](out)
+    assert np.isnan(out[0]) and out[1] == 2

@@ -80,13 +80,13 @@ class CallTyping:
         if is_namedtuple_class(callee):
             return self.namedtuple_call(node, callee)
         builtin = find_builtin(callee)
+        target = dtype_to_type(callee) if builtin is None else None
         if extending.has_overloads(callee):
-            return self.builtin_or_overload(node, callee, builtin)
+            return self.native_or_overload(node, callee, builtin, target)
         if builtin is not None:
             return self.builtin_call(node, builtin)
         if callee is np.dtype:  # np.dtype("int16"): a compile-time dtype, as np.int16 is
             return PyValue(self.const(node, "the argument of np.dtype(...)"))
-        target = dtype_to_type(callee)
         if target is not None:
             return self.conversion(node, callee, target)
         name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
@@ -108,13 +108,16 @@ class CallTyping:
         self.calls[node] = BuiltinCall(builtin, tuple(node.args), tuple(argtypes), result, data)
         return result
 
-    def builtin_or_overload(self, node: ast.Call, callee, builtin) -> t.Type:
-        """A function given @overloads: a builtin of the language keeps its own typing for the
-        types it takes (numba's builtins come first), the overloads extend it to others."""
-        if builtin is None:
+    def native_or_overload(self, node: ast.Call, callee, builtin, target) -> t.Type:
+        """A function given @overloads: a builtin or conversion of the language (float(x),
+        np.float32(x)) keeps its own typing for the types it takes, as numba's builtins come
+        first; the overloads extend it to others."""
+        if builtin is None and target is None:
             return self.overloaded_function_call(node, callee)
         try:
-            return self.builtin_call(node, builtin)
+            if builtin is not None:
+                return self.builtin_call(node, builtin)
+            return self.conversion(node, callee, target)
         except CompileError as error:
             try:
                 return self.overloaded_function_call(node, callee)
