@@ -680,3 +680,20 @@ def test_numba_own_overloads_of_python_builtins_are_not_the_kernels(target):
     out = np.zeros(2)
     kernel[1, 1](out)
     assert np.isnan(out[0]) and out[1] == 2
+
+
+def test_cache_key_is_the_generators_content_not_its_identity():
+    """Two processes (here: two namespaces) defining the same overload get the same kernel key
+    (a disk hit); a different generator body gives another."""
+    def key_with(body: str) -> str:
+        namespace = {"overload": overload, "cuda": cuda}
+        exec("def stub(x):\n    pass\n\n"
+             "@overload(stub)\n"
+             "def ol_stub(x):\n"
+             f"    return lambda x: {body}\n\n"
+             "def kernel(out):\n"
+             "    out[0] = stub(1)\n", namespace)
+        return fingerprint.collect(cuda.jit(namespace["kernel"]), fresh=True).digest
+
+    assert key_with("x + 1") == key_with("x + 1")
+    assert key_with("x + 1") != key_with("x + 2")
