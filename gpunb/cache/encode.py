@@ -59,10 +59,10 @@ def encode(value, gpu, epoch_marker=None) -> str:
         return f"{cls.__name__}:{_scalar_text(value)}"
     if cls is tuple or cls is list:
         return _sequence(cls.__name__, value, gpu, epoch_marker)
+    if extending.has_overloads(value):  # (before its own body: overloads are what is called)
+        return overloaded(value, gpu)
     if is_gpu_function(value):
         return gpu(value)
-    if extending.has_overloads(value):
-        return overloaded(value, gpu)
     if cls is types.ModuleType or isinstance(value, types.ModuleType):
         return f"module:{value.__name__}"
     np = sys.modules.get("numpy")

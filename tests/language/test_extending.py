@@ -697,3 +697,24 @@ def test_cache_key_is_the_generators_content_not_its_identity():
 
     assert key_with("x + 1") == key_with("x + 1")
     assert key_with("x + 1") != key_with("x + 2")
+
+
+def test_overloads_of_a_gpu_function_stub_are_what_kernels_call(target):
+    """In a %%gpukernel cell every def is a GPU function, the stub too: the overloads
+    registered on it are what a call compiles, and what the kernel's key holds."""
+    @cuda.jit(device=True)
+    def stub(x):
+        raise NotImplementedError
+
+    @overload(stub)
+    def ol_stub(x):
+        return lambda x: x + 40
+
+    @cuda.jit
+    def kernel(out):
+        out[0] = stub(2)
+
+    out = np.zeros(1, np.int64)
+    kernel[1, 1](out)
+    assert out[0] == 42
+    assert "stub" in {d.name for d in fingerprint.collect(kernel).dependencies}

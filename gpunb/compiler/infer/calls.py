@@ -72,7 +72,7 @@ class CallTyping:
             return self.starred_builtin_call(node, callee, starred)
         if isinstance(callee, inner.InnerFunction):
             return inner.call(self, node, callee)
-        if is_gpu_function(callee):
+        if is_gpu_function(callee) and not extending.has_overloads(callee):
             found = self.call_gpu_function(node, callee)
             if isinstance(found, t.Optional) and node not in self.keep_optional:
                 return found.type  # used as its value: lowering checks it is not None
