@@ -61,6 +61,8 @@ def encode(value, gpu, epoch_marker=None) -> str:
         return _sequence(cls.__name__, value, gpu, epoch_marker)
     if extending.has_overloads(value):  # (before its own body: overloads are what is called)
         return overloaded(value, gpu)
+    if isinstance(value, extending.Intrinsic):  # its typing function and codegen, by content
+        return f"intrinsic-defn:{value.prefer_literal}:{gpu(value._defn)}"
     if is_gpu_function(value):
         return gpu(value)
     if cls is types.ModuleType or isinstance(value, types.ModuleType):

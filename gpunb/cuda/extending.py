@@ -5,10 +5,11 @@ A generator receives the argument types and returns a Python implementation, whi
 compiles like a device function (compiler/infer/overloads.py). Overloads are part of the
 kernels' cache keys: registering one again (a cell run twice) recompiles the kernels using it.
 
-Not here: numba's `@intrinsic`, `type_callable` / `lower_builtin`, data models and typing
-templates. Their code runs inside numba's own lowering (its BaseContext, cgutils, data models
-of numba types), which gpunb's compiler does not have; kernels reach LLVM-level code through
-`cuda.inline_ptx` and foreign functions through `cuda.declare_device`.
+`@intrinsic` too, for scalar and pointer values (whose LLVM form gpunb and numba share). Not
+here: `type_callable` / `lower_builtin`, data models and typing templates: their code runs
+inside numba's own lowering (its BaseContext, data models of numba types), which gpunb's
+compiler does not have; kernels reach PTX through `cuda.inline_ptx` and foreign functions
+through `cuda.declare_device`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from gpunb.foundation import types as _t
 from gpunb.foundation.errors import JitOptionError
 from gpunb.jit.options import user_location
 
-__all__ = ["overload", "overload_attribute", "overload_method", "register_jitable"]
+__all__ = ["intrinsic", "overload", "overload_attribute", "overload_method",
+           "register_jitable"]
 
 
 def _check_target(target) -> str:
@@ -140,8 +142,30 @@ def _member(kind: str, typ, attr: str, target: str, kwargs: dict):
     return decorate
 
 
+def intrinsic(*args, **kwargs):
+    """numba's @intrinsic: `defn(typingctx, *argument types)` returns (signature, codegen) or
+    None; `codegen(context, builder, signature, args)` writes the call's LLVM IR with llvmlite
+    into the kernel (integers, floats, bools and typed pointers; compiler/user_intrinsics.py).
+    Usable as `@intrinsic` or `@intrinsic(prefer_literal=True)`."""
+    prefer_literal = bool(kwargs.pop("prefer_literal", False))
+    kwargs.pop("target", None)  # numba-cuda's target="cuda": the kernel language's
+    if kwargs:
+        raise JitOptionError(f"unknown @intrinsic option(s): {', '.join(sorted(kwargs))}",
+                             user_location(), hint="@intrinsic takes prefer_literal")
+
+    def wrap(defn):
+        from gpunb.cache import epoch
+
+        epoch.bump()  # a redefinition is a new object: kernels re-check what they read
+        return _registry.Intrinsic(defn, prefer_literal)
+
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return wrap(args[0])
+    return wrap
+
+
 def __getattr__(name: str):
-    if name in ("intrinsic", "type_callable", "lower_builtin", "register_model",
+    if name in ("type_callable", "lower_builtin", "register_model",
                 "make_attribute_wrapper", "typeof_impl", "models", "core_models",
                 "overload_classmethod"):
         raise AttributeError(

@@ -180,3 +180,27 @@ def _from_numba_template(func, template) -> Overload | None:
                         bool(getattr(template, "prefer_literal", False)), jit_options)
     _numba_converted[id(template)] = (template, overload)
     return overload
+
+
+# ---- @intrinsic ----------------------------------------------------------------------------------
+
+class Intrinsic:
+    """numba's @intrinsic: `defn(typingctx, *argument types) -> (signature, codegen)` or None;
+    `codegen(context, builder, signature, args)` emits the call's LLVM IR with llvmlite
+    (compiler/user_intrinsics.py: scalar and pointer arguments and results)."""
+
+    __gpunb_user_intrinsic__ = True
+
+    def __init__(self, defn, prefer_literal: bool = False):
+        import functools
+
+        self._defn = defn
+        self.prefer_literal = bool(prefer_literal)
+        functools.update_wrapper(self, defn)
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"the @intrinsic {self.__name__} works in kernels and device functions "
+                        "only (its code is LLVM IR emitted while compiling them)")
+
+    def __repr__(self) -> str:
+        return f"<intrinsic {self.__qualname__}>"

@@ -12,6 +12,7 @@ from gpunb import CompileError, cuda
 from gpunb.cache import fingerprint
 from gpunb.cuda import types
 from gpunb.cuda.extending import (
+    intrinsic,
     overload,
     overload_attribute,
     overload_method,
@@ -496,7 +497,7 @@ def test_bad_registrations_are_refused():
     with pytest.raises(AttributeError, match="numba's low-level extension API"):
         from gpunb.cuda import extending
 
-        extending.intrinsic  # noqa: B018 - the access is the test
+        extending.type_callable  # noqa: B018 - the access is the test
 
 
 # ---- cache keys ------------------------------------------------------------------------------
@@ -718,3 +719,147 @@ def test_overloads_of_a_gpu_function_stub_are_what_kernels_call(target):
     kernel[1, 1](out)
     assert out[0] == 42
     assert "stub" in {d.name for d in fingerprint.collect(kernel).dependencies}
+
+
+# ---- @intrinsic ------------------------------------------------------------------------------
+
+
+@intrinsic
+def _add_one(typingctx, x):
+    if isinstance(x, types.Integer):
+        def codegen(context, builder, sig, args):
+            return builder.add(args[0], context.get_constant(sig.return_type, 1))
+        return x(x), codegen
+    return None
+
+
+@intrinsic
+def _popcount(typingctx, x):
+    if isinstance(x, types.Integer):
+        def codegen(context, builder, sig, args):
+            ty = context.get_value_type(sig.args[0])
+            fn = builder.module.declare_intrinsic("llvm.ctpop", [ty])
+            return builder.call(fn, args)
+        return x(x), codegen
+    return None
+
+
+@intrinsic
+def _nothing(typingctx, a):
+    def codegen(context, builder, sig, args):
+        pass
+    return types.void(types.int32), codegen
+
+
+def _uses_intrinsics(out, i):
+    out[0] = _add_one(i)
+    out[1] = _popcount(i)
+    _nothing(1)
+
+
+def test_intrinsics_in_a_kernel(target):
+    out = np.zeros(2, np.int64)
+    cuda.jit(_uses_intrinsics)[1, 1](out, 41)
+    assert list(out) == [42, 3]
+
+
+def test_intrinsic_with_numba_types():
+    numba_types = pytest.importorskip("numba.core.types")
+
+    @intrinsic
+    def fmax_ir(typingctx, a, b):
+        if isinstance(a, numba_types.Float) and a == b:
+            def codegen(context, builder, sig, args):
+                bigger = builder.fcmp_ordered(">", args[0], args[1])
+                return builder.select(bigger, args[0], args[1])
+            return numba_types.float64(a, b), codegen
+        return None
+
+    @cuda.jit
+    def kernel(out, x):
+        out[0] = fmax_ir(x, 2.5)
+
+    out = np.zeros(1)
+    kernel[1, 1](out, 1.0)
+    assert out[0] == 2.5
+
+
+def test_intrinsic_errors():
+    @intrinsic
+    def forgets_the_value(typingctx, a):
+        def codegen(context, builder, sig, args):
+            pass
+        return types.int32(types.int32), codegen
+
+    @intrinsic
+    def on_arrays(typingctx, a):
+        def codegen(context, builder, sig, args):
+            return args[0]
+        return a(a), codegen
+
+    @cuda.jit
+    def k1(out):
+        out[0] = forgets_the_value(1)
+
+    @cuda.jit
+    def k2(out):
+        out[0] = on_arrays(out)[0]
+
+    @cuda.jit
+    def k3(out):
+        out[0] = _add_one(1.5)
+
+    with pytest.raises(CompileError, match="non-void function returns None"):
+        k1[1, 1](np.zeros(1))
+    with pytest.raises(CompileError, match="is not one gpunb can lower"):
+        k2[1, 1](np.zeros(1))
+    with pytest.raises(CompileError, match=r"no implementation for @intrinsic _add_one with "
+                       r"\(float64\)") as info:
+        k3[1, 1](np.zeros(1))
+    assert "out[0] = _add_one(1.5)" in str(info.value)
+    with pytest.raises(TypeError, match="works in kernels and device functions only"):
+        _add_one(1)
+
+
+def test_intrinsic_keeps_its_function_facts():
+    @intrinsic
+    def documented(typingctx, a: int):
+        """documented's docstring"""
+        return None
+
+    assert documented.__name__ == "documented"
+    assert documented.__doc__ == "documented's docstring"
+    assert documented.__module__ == __name__
+
+
+def test_intrinsic_codegen_is_part_of_the_key():
+    def key_with(op: str) -> str:
+        namespace = {"intrinsic": intrinsic, "cuda": cuda}
+        exec("@intrinsic\n"
+             "def op(typingctx, x):\n"
+             "    def codegen(context, builder, sig, args):\n"
+             f"        return builder.{op}(args[0], args[0])\n"
+             "    return x(x), codegen\n\n"
+             "def kernel(out, i):\n"
+             "    out[0] = op(i)\n", namespace)
+        return fingerprint.collect(cuda.jit(namespace["kernel"]), fresh=True).digest
+
+    assert key_with("add") == key_with("add")
+    assert key_with("add") != key_with("mul")
+
+
+def test_cuda_lowering_of_intrinsics_is_accepted_by_ptxas(ptxas):
+    ptx, _ = cuda.compile_ptx(_uses_intrinsics, (types.int64[::1], types.int64), cc=(8, 0))
+    assert "popc.b64" in ptx
+    ptxas(ptx, "sm_80")
+
+
+@pytest.mark.gpu
+def test_intrinsics_on_the_gpu():
+    gpunb.set_target("cuda")
+    try:
+        out = cuda.to_device(np.zeros(2, np.int64))
+        cuda.jit(_uses_intrinsics)[1, 1](out, 41)
+        assert list(out.copy_to_host()) == [42, 3]
+    finally:
+        gpunb.set_target(None)

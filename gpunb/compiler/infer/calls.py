@@ -55,6 +55,8 @@ class CallTyping:
         callee = self.callee_object(node.func)
         if isinstance(callee, BoundOverloadedMethod):  # value.method() of an @overload_method
             return self.overloaded_method_call(node, callee)
+        if isinstance(callee, extending.Intrinsic):
+            return self.intrinsic_call(node, callee)
         if callee is None:
             ftype = self.expr(node.func)
             raise self.error(node.func, f"{ftype} is not callable in GPU code",

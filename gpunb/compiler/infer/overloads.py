@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from gpunb.compiler.infer import inner
 from gpunb.compiler.overload_types import Omitted, reads_numba_types, shown, type_matches
-from gpunb.compiler.typed import GpuCall, RecursiveRef
+from gpunb.compiler.typed import BuiltinCall, GpuCall, RecursiveRef
 from gpunb.compiler.values import ConstValue, NotConstant, PyValue, const_eval
 from gpunb.foundation import extending
 from gpunb.foundation import types as t
@@ -68,6 +68,50 @@ class OverloadTyping:
             return None
         return self.resolve_overloads(node, found, [node.value], f"{base}.{node.attr}", node,
                                       keywords=())
+
+    def intrinsic_call(self, node: ast.Call, intrinsic) -> t.Type:
+        """A call of an @intrinsic: its typing function with the argument types (literal ones
+        first when it prefers literals), then its codegen at lowering."""
+        from gpunb.compiler.user_intrinsics import UserIntrinsic, as_gpunb, unsupported
+
+        if node.keywords:
+            raise self.error(node, f"@intrinsic {intrinsic.__name__} takes positional "
+                             "arguments only")
+        positional = self.expand_starred(list(node.args))
+        plain = [self.argument_type(a) for a in positional]
+        literal = self.literal_nodes(positional, ())
+        attempts = [True, False] if intrinsic.prefer_literal else [False, True]
+        numba = reads_numba_types(intrinsic._defn)
+        for with_literals in attempts if literal else [False]:
+            typed = [literal.get(a, ty) if with_literals else ty
+                     for a, ty in zip(positional, plain, strict=True)]
+            found = intrinsic._defn(None, *shown(tuple(typed), numba))
+            if found is None:
+                continue
+            signature, codegen = found
+            sig = as_gpunb(signature)
+            if not isinstance(sig, t.Signature) or not callable(codegen):
+                raise self.error(node, f"the typing function of @intrinsic "
+                                 f"{intrinsic.__name__} returned {found!r}",
+                                 "return (signature, codegen), or None when the types are "
+                                 "not supported")
+            bad = [ty for ty in (*sig.args, sig.return_type) if unsupported(ty) and not (
+                ty is sig.return_type and isinstance(ty, t.NoneType))]
+            if bad or len(sig.args) != len(positional):
+                raise self.error(node, f"@intrinsic {intrinsic.__name__}'s signature {sig} "
+                                 "is not one gpunb can lower" if bad else
+                                 f"@intrinsic {intrinsic.__name__}'s signature {sig} takes "
+                                 f"{len(sig.args)} arguments, the call passes "
+                                 f"{len(positional)}", "intrinsics take and return integers, "
+                                 "floats, bools and typed pointers (gpunb's arrays, tuples and "
+                                 "records are not laid out as numba's data models)")
+            self.calls[node] = BuiltinCall(UserIntrinsic(intrinsic, signature, codegen),
+                                           tuple(positional), tuple(sig.args), sig.return_type)
+            return sig.return_type
+        shown_types = ", ".join(map(str, plain))
+        raise self.error(node.func, f"no implementation for @intrinsic {intrinsic.__name__} "
+                         f"with ({shown_types})", "its typing function returned None for "
+                         "these types")
 
     # ---- resolution --------------------------------------------------------------------------
 
