@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import weakref
 
-from gpunb.backends.cuda import driver
+from gpunb.backends.cuda import capture_safe, driver
 from gpunb.runtime import capture
 
 
@@ -101,13 +101,15 @@ def dead_memory_error(what: str, device_id: int):
 
 
 def _free_device(cu, ptr: int, token=None) -> None:
+    """The finalizer's cuMemFree, in this thread's relaxed capture mode (capture_safe.py: the
+    collector may run it inside anyone's graph capture)."""
     if token is not None and not token.alive:
         return  # freed with its context (the address may belong to a new array by now)
     try:
-        (err,) = cu.cuMemFree(ptr)
+        (err,) = capture_safe.relaxed(cu, cu.cuMemFree, ptr)
         if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # collected in a thread without one
             driver.ensure_context()
-            cu.cuMemFree(ptr)
+            capture_safe.relaxed(cu, cu.cuMemFree, ptr)
     except Exception:  # noqa: BLE001 - a destroyed or corrupt context: nothing left to free
         pass
 
@@ -115,11 +117,16 @@ def _free_device(cu, ptr: int, token=None) -> None:
 def _free_device_async(cu, ptr: int, token=None) -> None:
     if token is not None and not token.alive:
         return
+    if not capture_safe.legacy_stream_usable(cu):
+        # a blocking stream captures: a free ordered on the legacy stream would invalidate it
+        # in any mode, so free it now (cuMemFree takes pool memory too)
+        _free_device(cu, ptr, token)
+        return
     try:
-        (err,) = cu.cuMemFreeAsync(ptr, cu.CUstream(0))
+        (err,) = capture_safe.relaxed(cu, cu.cuMemFreeAsync, ptr, cu.CUstream(0))
         if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
             driver.ensure_context()
-            cu.cuMemFreeAsync(ptr, cu.CUstream(0))
+            capture_safe.relaxed(cu, cu.cuMemFreeAsync, ptr, cu.CUstream(0))
     except Exception:  # noqa: BLE001 - as _free_device
         pass
 

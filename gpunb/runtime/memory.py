@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from gpunb.backends.cuda import driver
+from gpunb.backends.cuda import capture_safe, driver
 from gpunb.runtime import arrayview as av
 from gpunb.runtime import capture, dlpack
 from gpunb.runtime.devicearray import (
@@ -282,7 +282,7 @@ def managed_array(shape, dtype=np.float64, strides=None, order: str = "C", strea
 
 def _free_managed(cu, ptr: int) -> None:
     try:
-        cu.cuMemFree(ptr)
+        capture_safe.relaxed(cu, cu.cuMemFree, ptr)  # (the collector may run it in a capture)
     except Exception:  # noqa: BLE001 - a destroyed context frees its allocations itself
         pass
 
@@ -349,7 +349,7 @@ def _host_alloc(shape, dtype, strides, order, flags: int) -> np.ndarray:
 
 def _free_host(cu, ptr: int) -> None:
     try:
-        cu.cuMemFreeHost(ptr)
+        capture_safe.relaxed(cu, cu.cuMemFreeHost, ptr)  # (the collector may run it in a capture)
     except Exception:  # noqa: BLE001 - a destroyed context frees its host allocations itself
         pass
 

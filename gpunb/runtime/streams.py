@@ -10,7 +10,7 @@ import contextlib
 import time
 import weakref
 
-from gpunb.backends.cuda import driver, graphs
+from gpunb.backends.cuda import capture_safe, driver, graphs
 from gpunb.backends.cuda.launch import stream_handle
 from gpunb.foundation.errors import LaunchError
 from gpunb.runtime import capture, stream_callbacks
@@ -54,6 +54,7 @@ class Stream:
         flags = cu.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else \
             cu.CUstream_flags.CU_STREAM_DEFAULT
         handle = driver.check(cu.cuStreamCreate(int(flags)), "cuStreamCreate")
+        capture_safe.stream_created(int(handle))  # cuda.synchronize() around a capture waits for it
         return cls(int(handle), _owned_handle=handle)
 
     @property
@@ -67,15 +68,16 @@ class Stream:
 
         capture.refuse_synchronize("stream.synchronize()")
         driver.ensure_context()
-        waits.wait_until(waits.stream_done(driver.cuda_driver(), driver.check, self.handle),
-                         "stream.synchronize()", driver.last_launch.kernel)
+        cu = driver.cuda_driver()
+        waits.wait_until(waits.stream_done(cu, driver.check, self.handle),
+                         "stream.synchronize()", driver.last_launch.kernel, cu)
 
     def query(self) -> bool:
         """True when all work queued on this stream has finished (does not wait)."""
         capture.refuse_synchronize("stream.query()")
         driver.ensure_context()
         cu = driver.cuda_driver()
-        (err,) = cu.cuStreamQuery(self.handle)
+        (err,) = capture_safe.relaxed(cu, cu.cuStreamQuery, self.handle)  # (as waits poll)
         if err == cu.CUresult.CUDA_ERROR_NOT_READY:
             return False
         driver.check((err,), "cuStreamQuery")
@@ -114,6 +116,7 @@ class Stream:
 
 
 def _destroy_stream(cu, handle) -> None:
+    capture_safe.stream_destroyed(int(handle))
     try:
         cu.cuStreamDestroy(handle)
     except Exception:  # noqa: BLE001 - a destroyed context has no streams left to free
@@ -142,8 +145,9 @@ class Event:
         from gpunb.backends.cuda import waits
 
         capture.refuse_synchronize("event.synchronize()")
-        waits.wait_until(waits.event_done(driver.cuda_driver(), driver.check, self.handle),
-                         "event.synchronize()", driver.last_launch.kernel)
+        cu = driver.cuda_driver()
+        waits.wait_until(waits.event_done(cu, driver.check, self.handle),
+                         "event.synchronize()", driver.last_launch.kernel, cu)
 
     def wait(self, stream=0) -> None:
         """Make `stream` wait for this event (no host blocking)."""
@@ -154,7 +158,7 @@ class Event:
         """True when the work before the recorded point has finished."""
         capture.refuse_synchronize("event.query()")
         cu = driver.cuda_driver()
-        (err,) = cu.cuEventQuery(self.handle)
+        (err,) = capture_safe.relaxed(cu, cu.cuEventQuery, self.handle)  # (as waits poll)
         if err == cu.CUresult.CUDA_ERROR_NOT_READY:
             return False
         driver.check((err,), "cuEventQuery")

@@ -118,6 +118,36 @@ def geometry(value) -> TensorGeometry | None:
     return TensorGeometry(dtype, shape, strides, pointer, value.is_cuda)
 
 
+class PlanFacts(NamedTuple):
+    """What a native launch plan compares a tensor argument with (runtime/native_pack.py)."""
+
+    dtype: object  # the torch dtype object
+    ndim: int
+    layout: str  # the kernel layout, "C", "F" or "A"
+    itemsize: int
+    strided: object  # torch.strided
+    size_class: type  # torch.Size, the class of `tensor.shape`
+    device_flag: str  # the tensor's attribute that is True on the target's device
+
+
+# the attribute saying a tensor lives where a target's kernels read memory directly
+DEVICE_FLAGS = {"cuda": "is_cuda", "cpu": "is_cpu"}
+
+
+def plan_facts(value, target: str) -> PlanFacts | None:
+    """The facts of a plain tensor on `target`'s own device that a native plan checks each
+    launch; None for anything else (a CPU tensor on the CUDA target is copied in and back, a
+    CUDA tensor on the CPU target refused: the Python path's work)."""
+    geo = geometry(value)
+    flag = DEVICE_FLAGS.get(target)
+    if geo is None or flag is None or getattr(value, flag) is not True:
+        return None
+    c, f = av.contiguity(geo.shape, geo.strides, geo.dtype.itemsize)
+    layout = av.layout_of(len(geo.shape), c, f)
+    return PlanFacts(value.dtype, len(geo.shape), layout, geo.dtype.itemsize, _strided,
+                     type(value.shape), flag)
+
+
 def host_view(value, geo: TensorGeometry) -> np.ndarray:
     """A numpy view of a CPU tensor's elements, any dtype (torch's .numpy() refuses bfloat16
     and fp8: viewed through the integer type of their size, then as the ml_dtypes type)."""
