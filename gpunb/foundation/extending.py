@@ -153,10 +153,24 @@ def _numba_overloads(func) -> tuple:
     return tuple(out)
 
 
+def _jitable_function(generator):
+    """The function numba's own register_jitable wraps (its generator, `ov_wrap`, is numba's
+    code and returns `fn` for every type), or None."""
+    code = getattr(generator, "__code__", None)
+    if code is None or not generator.__qualname__.startswith("register_jitable.") or \
+            "fn" not in code.co_freevars:
+        return None
+    try:
+        return generator.__closure__[code.co_freevars.index("fn")].cell_contents
+    except (ValueError, TypeError):
+        return None
+
+
 def _users_overload(template) -> bool:
     """An @overload made outside numba's own package: numba implements Python and numpy
     (`float`, `len`, np.*) with overloads of its own, which the kernel language has itself."""
     generator = getattr(template, "_overload_func", None)
+    generator = _jitable_function(generator) or generator
     filename = getattr(getattr(generator, "__code__", None), "co_filename", None)
     numba = sys.modules.get("numba")
     package = os.path.dirname(getattr(numba, "__file__", None) or "") + os.sep
@@ -175,9 +189,11 @@ def _from_numba_template(func, template) -> Overload | None:
     inline = getattr(getattr(template, "_inline", None), "_inline", "never")
     jit_options = {k: v for k, v in dict(getattr(template, "_jit_options", {}) or {}).items()
                    if k not in ("no_cpython_wrapper", "nopython", "inline")}
-    overload = Overload("function", func, "", generator, target,
+    jitable = _jitable_function(generator)
+    overload = Overload("function", func, "", jitable or generator, target,
                         bool(getattr(template, "_strict", True)), inline,
-                        bool(getattr(template, "prefer_literal", False)), jit_options)
+                        bool(getattr(template, "prefer_literal", False)), jit_options,
+                        implements=jitable)
     _numba_converted[id(template)] = (template, overload)
     return overload
 

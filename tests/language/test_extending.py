@@ -863,3 +863,20 @@ def test_intrinsics_on_the_gpu():
         assert list(out.copy_to_host()) == [42, 3]
     finally:
         gpunb.set_target(None)
+
+
+def test_numba_register_jitable_functions_are_callable(target):
+    numba_extending = pytest.importorskip("numba.extending")
+
+    @numba_extending.register_jitable
+    def plus_ten(x):
+        return x + 10
+
+    @cuda.jit
+    def kernel(out):
+        out[0] = plus_ten(32)
+
+    out = np.zeros(1, np.int64)
+    kernel[1, 1](out)
+    assert out[0] == 42
+    assert plus_ten(1) == 11
