@@ -301,7 +301,7 @@ class ArgPacker:
             return value._slots
         if isinstance(value, HostDeviceArray):
             value = value._array
-        geo = torch_tensors.geometry(value)
+        geo = self._tensor_geometry(value, index)
         if geo is not None:
             if not geo.on_cuda:
                 return self._copy_host_array(torch_tensors.host_view(value, geo), index)
@@ -326,7 +326,7 @@ class ArgPacker:
             return self._cpu_array_slots(value.value, index)
         if isinstance(value, HostDeviceArray):
             return value._slots
-        geo = torch_tensors.geometry(value)
+        geo = self._tensor_geometry(value, index)
         if geo is not None and not geo.on_cuda:
             return (geo.pointer,) + geo.shape + geo.strides
         if isinstance(value, DeviceArray) or geo is not None or \
@@ -340,6 +340,14 @@ class ArgPacker:
         if hasattr(value, "__dlpack__"):
             return self._dlpack_slots(value, index, on_cpu=True)
         raise self._arg_error(index, f"cannot pass a {type(value).__name__} as an array")
+
+    def _tensor_geometry(self, value, index: int):
+        """torch_tensors.geometry, its refusal of a tensor without reachable data (checked at
+        every launch: a launch of the same type may pass a tensor freed since) named here."""
+        try:
+            return torch_tensors.geometry(value)
+        except TypeError as exc:
+            raise self._arg_error(index, f"cannot be passed: {exc}") from None
 
     def _dlpack_slots(self, value, index: int, on_cpu: bool) -> tuple:
         from gpunb.runtime import dlpack

@@ -86,8 +86,18 @@ def _readable(value) -> bool:
 def type_facts(value) -> tuple | None:
     """(numpy dtype, ndim, layout) of a plain tensor - all its kernel type depends on - read
     with fewer calls than geometry() (the launch's type key needs no address or shape when
-    torch says the tensor is C-contiguous); None where geometry() is None."""
-    if not is_tensor_class(value.__class__) or not _readable(value):
+    torch says the tensor is C-contiguous); None where geometry() is None. TypeError where
+    torch refuses a read (the launch then types it with geometry(), which says why)."""
+    if not is_tensor_class(value.__class__):
+        return None
+    try:
+        return _type_facts(value)
+    except Exception as exc:  # noqa: BLE001 - torch refuses reads of tensors without storage
+        raise TypeError(_refused_read(exc)) from None
+
+
+def _type_facts(value) -> tuple | None:
+    if not _readable(value):
         return None
     dtype = _dtypes.get(value.dtype)
     if dtype is None:
@@ -103,8 +113,24 @@ def type_facts(value) -> tuple | None:
 
 def geometry(value) -> TensorGeometry | None:
     """The geometry of a plain torch tensor, or None for anything this path leaves to the
-    exchange protocols (see the module docstring)."""
-    if not is_tensor_class(value.__class__) or not _readable(value):
+    exchange protocols (see the module docstring). TypeError (a LaunchError naming the
+    argument, at a launch) for a tensor whose data a kernel cannot reach: torch refuses to
+    read it (a torch.func transform's wrapper, a nested tensor), or it has elements but no
+    memory (a meta tensor, a storage resized to 0, a functionalized wrapper) - where the
+    kernel would read address 0."""
+    if not is_tensor_class(value.__class__):
+        return None
+    try:
+        geo = _geometry(value)
+    except Exception as exc:  # noqa: BLE001 - torch's refusals are RuntimeErrors, mostly
+        raise TypeError(_refused_read(exc)) from None
+    if geo is not None and geo.pointer == 0 and 0 not in geo.shape:
+        raise TypeError(_no_memory(value))
+    return geo
+
+
+def _geometry(value) -> TensorGeometry | None:
+    if not _readable(value):
         return None
     dtype = _dtypes.get(value.dtype)
     if dtype is None:
@@ -116,6 +142,22 @@ def geometry(value) -> TensorGeometry | None:
     shape = tuple(value.shape)
     strides = tuple([s * itemsize for s in value.stride()])
     return TensorGeometry(dtype, shape, strides, pointer, value.is_cuda)
+
+
+def _refused_read(exc: Exception) -> str:
+    return (f"the tensor's data is not given out by torch ({type(exc).__name__}: "
+            f"{str(exc).strip()}): a tensor inside a torch.func transform (vmap, grad) or a "
+            "nested tensor is not plain memory a kernel can read; launch the kernel on plain "
+            "tensors (outside the transform; a nested tensor's .values() or .unbind())")
+
+
+def _no_memory(value) -> str:
+    what = "a meta tensor (shapes only)" if value.is_meta else \
+        "a tensor whose storage holds no memory (freed with untyped_storage().resize_(0), or a" \
+        " functionalized or fake tensor's wrapper)"
+    return (f"the tensor is {what}: it has {value.numel()} elements but no data, so the "
+            "kernel would read and write address 0; pass a tensor with memory (e.g. "
+            "torch.empty_like(t, device='cpu') or device='cuda')")
 
 
 class PlanFacts(NamedTuple):

@@ -10,7 +10,8 @@ It accepts exactly the tensors runtime/torch_tensors.geometry reads and the Pyth
 the same way for this kernel type: a plain tensor not requiring grad, strided, no pending
 negation or conjugation bit, of the dtype seen, on the target's device, of the ndim and kernel
 layout seen (numpy's contiguity rules, as typeof applies them), its data aligned to its element
-size. Anything else declines (1), and a raising attribute (a tensor without storage, say) fails
+size and not at address 0 (elements without memory: a meta tensor, a freed storage). Anything
+else declines (1), and a raising attribute (a tensor without storage, say) fails
 (2, its exception left for the caller to clear): the Python path then says what is wrong.
 
 `@tensor_arg(arg, record, dest)` returns 0 once it has written the data pointer (0 for an empty
@@ -224,7 +225,9 @@ address_check:
 aligned:
   %misaligned = urem i64 %address_v, %itemsize
   %is_aligned = icmp eq i64 %misaligned, 0
-  br i1 %is_aligned, label %store_pointer, label %decline
+  %has_memory = icmp ne i64 %address_v, 0
+  %usable = and i1 %is_aligned, %has_memory
+  br i1 %usable, label %store_pointer, label %decline
 store_pointer:
   %address = phi i64 [0, %pointer], [%address_v, %aligned]
   store i64 %address, ptr %dest, align 1
