@@ -12,9 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import struct
-import sys
 import threading
-import warnings
 import weakref
 
 import numpy as np
@@ -22,10 +20,10 @@ import numpy as np
 from gpunb.backends.cuda import driver
 from gpunb.foundation import abi, enum_types
 from gpunb.foundation import types as t
-from gpunb.foundation.errors import LaunchError, PerformanceWarning
+from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.pointer_types import Pointer, pointer_address
 from gpunb.foundation.tensor_types import TensorMap
-from gpunb.runtime import torch_tensors
+from gpunb.runtime import host_copy_warning, torch_tensors
 from gpunb.runtime.arghints import ArgHint
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.scalar_args import convert as _convert
@@ -305,6 +303,9 @@ class ArgPacker:
         if geo is not None:
             if not geo.on_cuda:
                 return self._copy_host_array(torch_tensors.host_view(value, geo), index)
+            wrong = torch_tensors.wrong_gpu(value, driver.current_token().device_id)
+            if wrong is not None:  # another GPU's address: illegal in this context
+                raise self._arg_error(index, *wrong)
             return (geo.pointer,) + geo.shape + geo.strides
         cai = getattr(value, "__cuda_array_interface__", None)
         if cai is not None:
@@ -342,8 +343,7 @@ class ArgPacker:
         raise self._arg_error(index, f"cannot pass a {type(value).__name__} as an array")
 
     def _tensor_geometry(self, value, index: int):
-        """torch_tensors.geometry, its refusal of a tensor without reachable data (checked at
-        every launch: a launch of the same type may pass a tensor freed since) named here."""
+        """torch_tensors.geometry; its refusal (no reachable data) named, at every launch."""
         try:
             return torch_tensors.geometry(value)
         except TypeError as exc:
@@ -392,7 +392,7 @@ class ArgPacker:
 
         if not self._warned_host_copy:
             self._warned_host_copy = True
-            _warn_host_copy(self.kernel)
+            host_copy_warning.warn_host_copy(self.kernel)
         device = to_device(host, target="cuda")
         self._sync_after_copies = True
         if host.flags.writeable:
@@ -580,28 +580,3 @@ def _store_record(target, source) -> None:
     if isinstance(target, np.void) and target.dtype.names:
         for name in target.dtype.names:
             target[name] = source[name]
-
-
-def _warn_host_copy(kernel: str | None) -> None:
-    """numba-cuda's NumbaPerformanceWarning text first (users grep for it), then gpunb's
-    advice; once per kernel (numba-cuda warns at every launch)."""
-    from gpunb.foundation import config
-
-    if not config.notices_enabled():
-        return
-    name = f"'{kernel}'" if kernel else "a kernel"
-    warnings.warn(
-        "Host array used in CUDA kernel will incur copy overhead to/from device: host numpy "
-        f"arrays passed to {name} are copied to the GPU and back on every launch; move them "
-        "once with cuda.to_device(ary) and copy results back with .copy_to_host() (shown once "
-        "per kernel)", PerformanceWarning, stacklevel=_user_stacklevel())
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel of the first frame outside gpunb, so the warning points at user code."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("gpunb"):
-        frame = frame.f_back
-        level += 1
-    return level

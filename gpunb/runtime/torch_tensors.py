@@ -170,24 +170,38 @@ class PlanFacts(NamedTuple):
     strided: object  # torch.strided
     size_class: type  # torch.Size, the class of `tensor.shape`
     device_flag: str  # the tensor's attribute that is True on the target's device
+    ordinal: int  # its get_device() where several GPUs are seen (the context's GPU), else -1
 
 
 # the attribute saying a tensor lives where a target's kernels read memory directly
 DEVICE_FLAGS = {"cuda": "is_cuda", "cpu": "is_cpu"}
 
 
-def plan_facts(value, target: str) -> PlanFacts | None:
-    """The facts of a plain tensor on `target`'s own device that a native plan checks each
-    launch; None for anything else (a CPU tensor on the CUDA target is copied in and back, a
-    CUDA tensor on the CPU target refused: the Python path's work)."""
+def plan_facts(value, target: str, ordinal: int = -1) -> PlanFacts | None:
+    """The facts of a plain tensor on `target`'s own device (for CUDA where the process sees
+    several GPUs, the GPU `ordinal`, the launch context's; -1: any) that a native plan checks
+    each launch; None for anything else (a CPU tensor on the CUDA target is copied in and
+    back, a CUDA tensor on the CPU target or on another GPU refused: the Python path's work)."""
     geo = geometry(value)
     flag = DEVICE_FLAGS.get(target)
-    if geo is None or flag is None or getattr(value, flag) is not True:
+    if geo is None or flag is None or getattr(value, flag) is not True or \
+            ordinal >= 0 and value.get_device() != ordinal:
         return None
     c, f = av.contiguity(geo.shape, geo.strides, geo.dtype.itemsize)
     layout = av.layout_of(len(geo.shape), c, f)
     return PlanFacts(value.dtype, len(geo.shape), layout, geo.dtype.itemsize, _strided,
-                     type(value.shape), flag)
+                     type(value.shape), flag, ordinal)
+
+
+def wrong_gpu(value, ordinal: int) -> tuple | None:
+    """For a CUDA tensor on another GPU than `ordinal` (the launch context's), whose data
+    would be an illegal address there: (what to say, the hint); None where it is on it."""
+    there = value.get_device()
+    if there == ordinal:
+        return None
+    return (f"is a tensor on cuda:{there}, but this launch runs on GPU {ordinal}",
+            f"launch inside `with cuda.gpus[{there}]:` (where the tensor is), or move it: "
+            f"t.to('cuda:{ordinal}')")
 
 
 def host_view(value, geo: TensorGeometry) -> np.ndarray:

@@ -138,3 +138,77 @@ def test_a_tma_descriptor_of_a_meta_tensor_is_refused():
 
     with pytest.raises(TensorMapError, match="meta tensor"):
         cuda.tma.descriptor(torch.empty((64, 128), device="meta"), (16, 64), 128)
+
+
+# ---- the device ordinal: a CUDA tensor on another GPU than the launch's context ----------------
+
+def _bound_plan(x):
+    types = (typeof(x),)
+    packer = ArgPacker(abi.signature_slots(types), target="cpu", kernel="k")
+    packer.pack((x,), types)
+    version = LaunchVersion()
+    plan = NativePlan(packer, types, (x,))
+    return plan, plan.bind(NativeLaunch((1, 1, 1), (1, 1, 1), 0, 0), version.word,
+                           version.value, (), object())
+
+
+def test_the_machine_code_compares_get_device_with_the_plans_ordinal():
+    """Where the process sees several GPUs a plan holds its context's GPU and compares each
+    tensor's get_device() with it; otherwise (-1, and always on the CPU target) it calls
+    nothing. Here a CPU-target plan is told GPU 1 (get_device() of a CPU tensor is -1); the
+    CUDA case, a cuda:1 tensor on a GPU 0 context, needs two GPUs:
+    test_a_tensor_on_another_gpu_is_refused_on_both_paths."""
+    x = torch.zeros(8)
+    plan, f = _bound_plan(x)
+    facts = plan._more[0]
+    assert facts.ordinal == -1 and f((x,)) == PACKED
+    facts.ordinal = 1
+    assert f((x,)) == DECLINED and sys.exc_info() == (None, None, None)
+    x.get_device = lambda: 1  # (an instance attribute: what the method call finds first)
+    assert f((x,)) == PACKED
+    facts.ordinal = -1
+    assert f((torch.zeros(8),)) == PACKED
+
+
+def test_a_get_device_that_raises_or_lies_declines_without_a_pending_exception():
+    x = torch.zeros(8)
+    plan, f = _bound_plan(x)
+    plan._more[0].ordinal = 0
+    x.get_device = lambda: 0
+    raising = torch.zeros(8)
+    raising.get_device = lambda: (_ for _ in ()).throw(RuntimeError("no device"))
+    not_int = torch.zeros(8)
+    not_int.get_device = lambda: "cpu"
+    other = torch.zeros(8)
+    other.get_device = lambda: 1
+    minus_one = torch.zeros(8)  # -1, the value PyLong_AsLongLong also gives on an error
+    for tensor in (raising, not_int, other, minus_one):
+        assert f((tensor,)) == DECLINED and sys.exc_info() == (None, None, None)
+        assert f((x,)) == PACKED
+
+
+@pytest.mark.gpu
+def test_a_tensor_on_another_gpu_is_refused_on_both_paths():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    gpunb.set_target("cuda")
+    out0 = torch.zeros(32, device="cuda:0")
+    x0 = torch.arange(32, dtype=torch.float32, device="cuda:0")
+    x1 = x0.to("cuda:1")
+    config = _scale[1, 32]
+    with pytest.raises(LaunchError, match=r"argument 2 is a tensor on cuda:1, but this launch "
+                                          r"runs on GPU 0"):
+        config(out0, x1, np.float32(2.0))  # the Python path
+    for _ in range(3):
+        config(out0, x0, np.float32(2.0))
+    assert config.launcher is not None and config.launcher.native is not None
+    with pytest.raises(LaunchError, match="cuda:1"):
+        config(out0, x1, np.float32(2.0))  # declined by the machine code, refused by Python
+    torch.cuda.synchronize()
+    assert torch.equal(out0, x0 * 2)
+    with cuda.gpus[1]:
+        out1 = torch.zeros(32, device="cuda:1")
+        for _ in range(3):
+            _scale[1, 32](out1, x1, np.float32(3.0))
+        torch.cuda.synchronize(1)
+    assert torch.equal(out1.cpu(), x0.cpu() * 3)
