@@ -318,10 +318,11 @@ class ArgPacker:
 
     def _cpu_array_slots(self, value, index: int) -> tuple:
         if isinstance(value, ArgHint):
-            if not isinstance(value.value, np.ndarray):
-                return self._cpu_array_slots(value.value, index)
+            host = self._hinted_host(value.value, index)
+            if not isinstance(host, np.ndarray):
+                return self._cpu_array_slots(host, index)
             if not value.copy_out:  # cuda.In: the kernel's writes must not reach the array
-                copy = value.value.copy()
+                copy = host.copy()
                 self._keep_alive(copy)
                 return (copy.ctypes.data,) + copy.shape + copy.strides
             return self._cpu_array_slots(value.value, index)
@@ -341,6 +342,13 @@ class ArgPacker:
         if hasattr(value, "__dlpack__"):
             return self._dlpack_slots(value, index, on_cpu=True)
         raise self._arg_error(index, f"cannot pass a {type(value).__name__} as an array")
+
+    def _hinted_host(self, value, index: int):
+        """A CPU torch tensor under cuda.In/Out/InOut as the numpy view of its memory, copied
+        as the hint says like any host array; anything else as it is."""
+        geo = self._tensor_geometry(value, index)
+        return torch_tensors.host_view(value, geo) if geo is not None and not geo.on_cuda \
+            else value
 
     def _tensor_geometry(self, value, index: int):
         """torch_tensors.geometry; its refusal (no reachable data) named, at every launch."""
@@ -371,7 +379,7 @@ class ArgPacker:
         """cuda.In / Out / InOut of a host array on the GPU: copies in the directions named."""
         from gpunb.runtime.memory import device_array_like, to_device
 
-        host = hint.value
+        host = self._hinted_host(hint.value, index)
         if not isinstance(host, np.ndarray):  # a device array needs no copies
             return self._cuda_array_slots(host, index)
         device = to_device(host, target="cuda") if hint.copy_in else \
