@@ -322,7 +322,7 @@ class ArgPacker:
             if not isinstance(host, np.ndarray):
                 return self._cpu_array_slots(host, index)
             if not value.copy_out:  # cuda.In: the kernel's writes must not reach the array
-                copy = host.copy()
+                copy = host.copy(order="K")  # (the layout the kernel was typed for: F stays F)
                 self._keep_alive(copy)
                 return (copy.ctypes.data,) + copy.shape + copy.strides
             return self._cpu_array_slots(value.value, index)

@@ -79,3 +79,22 @@ def test_a_cpu_tensor_is_copied_as_the_same_numpy_array_on_the_gpu(simulated_gpu
     assert any("HtoD" in name for name in seen["numpy"]) == (hint is not cuda.Out)
     assert any("DtoH" in name for name in seen["numpy"]) == (hint is not cuda.In)
 
+
+def _copy_2d(out, a):
+    i, j = cuda.grid(2)
+    if i < a.shape[0] and j < a.shape[1]:
+        out[i, j] = a[i, j]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4)),
+    lambda: np.arange(24, dtype=np.float32).reshape(3, 8)[:, ::2],
+    lambda: torch.arange(12, dtype=torch.float32).reshape(4, 3).t(),
+], ids=["numpy F", "numpy A", "torch F"])
+def test_in_of_an_array_that_is_not_c_contiguous_reads_its_own_elements(cpu_target, make):
+    """cuda.In's copy on the CPU target keeps the array's layout: a C-ordered copy of an
+    F-ordered array, passed to a kernel typed for F, read the elements transposed."""
+    a = make()
+    out = np.zeros((3, 4), np.float32)
+    cuda.jit(_copy_2d)[(1, 1), (4, 4)](out, cuda.In(a))
+    assert (out == np.asarray(a)).all()
