@@ -84,10 +84,12 @@ def _readable(value) -> bool:
 
 
 def type_facts(value) -> tuple | None:
-    """(numpy dtype, ndim, layout) of a plain tensor - all its kernel type depends on - read
-    with fewer calls than geometry() (the launch's type key needs no address or shape when
-    torch says the tensor is C-contiguous); None where geometry() is None. TypeError where
-    torch refuses a read (the launch then types it with geometry(), which says why)."""
+    """(numpy dtype, ndim, layout) of a plain tensor with element-aligned data - all its
+    kernel type depends on - read with fewer calls than geometry() (the launch's type key needs
+    no shape or strides when torch says the tensor is C-contiguous); None where geometry() is
+    None or the data is not aligned (the key is then the type itself, an unaligned one).
+    TypeError where torch refuses a read (the launch then types it with geometry(), which
+    says why)."""
     if not is_tensor_class(value.__class__):
         return None
     try:
@@ -100,8 +102,8 @@ def _type_facts(value) -> tuple | None:
     if not _readable(value):
         return None
     dtype = _dtypes.get(value.dtype)
-    if dtype is None:
-        return None
+    if dtype is None or value.data_ptr() % dtype.itemsize:
+        return None  # (at an odd address typeof gives an unaligned type: keyed by that type)
     ndim = value.dim()
     if value.is_contiguous():
         return dtype, ndim, "C"

@@ -212,3 +212,32 @@ def test_a_tensor_on_another_gpu_is_refused_on_both_paths():
             _scale[1, 32](out1, x1, np.float32(3.0))
         torch.cuda.synchronize(1)
     assert torch.equal(out1.cpu(), x0.cpu() * 3)
+
+
+# ---- the launch's type key of a tensor at an odd address ---------------------------------------
+
+def _misaligned(count: int) -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # frombuffer's "not writable" warning
+        return torch.frombuffer(bytearray(4 * count + 4), dtype=torch.float32, offset=2,
+                                count=count)
+
+
+@pytest.mark.parametrize("order", ["aligned first", "misaligned first"])
+def test_a_misaligned_tensor_gets_its_own_specialisation(order):
+    """typeof gives a float32 tensor at an odd address an unaligned array type; the launch's
+    type key gave it the key of an aligned one, so after an aligned launch a misaligned
+    tensor ran the code compiled for aligned data (on a GPU: a misaligned address that ends
+    the context) - and the other way round aligned data the slower unaligned code."""
+    kernel = cuda.jit(_scale.py_func)
+    aligned, odd = torch.arange(8, dtype=torch.float32), _misaligned(8)
+    odd.copy_(aligned)
+    tensors = [aligned, odd] if order == "aligned first" else [odd, aligned]
+    for x in tensors:
+        out = torch.zeros(8)
+        for _ in range(3):
+            kernel[1, 8](out, x, np.float32(2.0))
+        spec, _, _ = kernel.specialization_for_launch((out, x, np.float32(2.0)))
+        assert spec.argtypes[1] == typeof(x), order
+        assert torch.equal(out, aligned * 2)
+    assert len(kernel.specializations) == 2
