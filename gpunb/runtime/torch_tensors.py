@@ -162,6 +162,19 @@ def _no_memory(value) -> str:
             "torch.empty_like(t, device='cpu') or device='cuda')")
 
 
+def memory_address(value) -> int | None:
+    """Where a torch tensor's memory is now (data_ptr()), for any tensor class; None for
+    anything else or where torch does not say. A tensor's memory can move while the object
+    lives (resize_, set_, .data =, a storage resized to 0): what a graph that holds its address
+    compares at each replay (graphs/memory.py)."""
+    if not _torch_ready() or not isinstance(value, _tensor_class):
+        return None
+    try:
+        return value.data_ptr()
+    except Exception:  # noqa: BLE001 - a tensor without storage: nothing to compare
+        return None
+
+
 class PlanFacts(NamedTuple):
     """What a native launch plan compares a tensor argument with (runtime/native_pack.py)."""
 
