@@ -31,7 +31,7 @@ def sync_producer_stream(handle) -> None:
         return  # nothing runs while a graph is captured: its replay is ordered on its stream
     if graphs.capture_state(int(handle))[0] != "none":
         return  # a stream that captures (torch.cuda.graph, CuPy): its work does not run now
-    Stream(int(handle)).synchronize()
+    Stream(int(handle))._wait("stream.synchronize()")  # (its capture state just asked)
 
 
 class Stream:
@@ -64,14 +64,17 @@ class Stream:
     def synchronize(self) -> None:
         """Wait until all work queued on this stream has finished (Ctrl-C and the watchdog can
         end the wait: backends/cuda/waits.py)."""
-        from gpunb.backends.cuda import waits
-
         capture.refuse_synchronize("stream.synchronize()")
         driver.ensure_context()
+        self._refuse_while_capturing(driver.cuda_driver(), "stream.synchronize()")
+        self._wait("stream.synchronize()")
+
+    def _wait(self, what: str) -> None:
+        from gpunb.backends.cuda import waits
+
         cu = driver.cuda_driver()
-        self._refuse_while_capturing(cu, "stream.synchronize()")
-        waits.wait_until(waits.stream_done(cu, driver.check, self.handle),
-                         "stream.synchronize()", driver.last_launch.kernel, cu)
+        waits.wait_until(waits.stream_done(cu, driver.check, self.handle), what,
+                         driver.last_launch.kernel, cu)
 
     def query(self) -> bool:
         """True when all work queued on this stream has finished (does not wait)."""
