@@ -89,6 +89,8 @@ class CallTyping:
             return self.builtin_call(node, builtin)
         if callee is np.dtype:  # np.dtype("int16"): a compile-time dtype, as np.int16 is
             return PyValue(self.const(node, "the argument of np.dtype(...)"))
+        if callee is slice:
+            return PyValue(self.slice_object(node))
         if target is not None:
             return self.conversion(node, callee, target)
         name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
@@ -317,6 +319,31 @@ class CallTyping:
         result = self.expr(expanded)
         self.calls[node] = StarredCall(expanded, result)
         return result
+
+    def slice_object(self, node: ast.Call) -> slice:
+        """slice(stop) / slice(start, stop[, step]) of compile-time integers or None: a slice
+        object known when compiling (what a global slice is), usable as an index (a[s], t[s])
+        and as s.start / s.stop / s.step."""
+        if node.keywords or not 1 <= len(node.args) <= 3:
+            raise self.error(node, "slice() takes 1 to 3 positional arguments",
+                             "write slice(stop), slice(start, stop) or slice(start, stop, step)")
+        bounds = []
+        for arg in node.args:
+            try:
+                value = const_eval(arg, self.resolve_constant)
+            except NotConstant:
+                raise self.error(arg, "a slice object's bounds must be known at compile time "
+                                 "in GPU code", "index with the bounds themselves, e.g. "
+                                 "a[i:i + 4], when they are known only at run time") from None
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise self.error(arg, f"slice bounds must be integers or None, got {value!r}")
+            bounds.append(value)
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise self.error(node.args[2], "slice step cannot be zero",
+                             "use a step of 1 or more (or negative to go backwards)")
+        # one object per call site and bounds: a PyValue is its object's identity, and the
+        # types of a pass must equal the last pass's
+        return self.synthetic(("slice()", node, *bounds), lambda: slice(*bounds))
 
     def synthetic(self, key, make):
         """A node made for a call (kept across passes, so that its facts are the same node's)."""
