@@ -40,12 +40,17 @@ class DeviceAllocation:
             capture.refuse_allocation("a device array")
             cu = driver.cuda_driver()
             free = _free_device
-            if stream_ordered and _has_memory_pools(self.device_id):
-                handle = driver.check(cu.cuMemAllocAsync(self.nbytes, cu.CUstream(0)),
-                                      f"cuMemAllocAsync({self.nbytes} bytes)")
+            # relaxed capture mode (capture_safe.py): an allocation while another library
+            # captures in global mode - torch.cuda.graph, in this thread or another - is then
+            # no error that invalidates that capture (torch's own allocator allocates so)
+            if stream_ordered and _has_memory_pools(self.device_id) and \
+                    capture_safe.legacy_stream_usable(cu):
+                handle = driver.check(
+                    capture_safe.relaxed(cu, cu.cuMemAllocAsync, self.nbytes, cu.CUstream(0)),
+                    f"cuMemAllocAsync({self.nbytes} bytes)")
                 free = _free_device_async
-            else:
-                handle = driver.check(cu.cuMemAlloc(self.nbytes),
+            else:  # (also while a blocking stream captures: the legacy stream is refused then)
+                handle = driver.check(capture_safe.relaxed(cu, cu.cuMemAlloc, self.nbytes),
                                       f"cuMemAlloc({self.nbytes} bytes)")
             self.ptr = int(handle)
             finalizer = weakref.finalize(self, free, cu, self.ptr, self.token)

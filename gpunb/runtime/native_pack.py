@@ -200,7 +200,13 @@ def _tensor_kind(value, ty: t.Array, target: str) -> tuple:
     where it is a plain tensor on the target's device, of exactly the compiled type."""
     from gpunb.runtime.typeof import typeof
 
-    facts = torch_tensors.plan_facts(value, target)
+    ordinal = -1  # (no tensor on another GPU to tell apart: get_device() is not called)
+    if target == "cuda" and value.is_cuda:
+        from gpunb.backends.cuda import driver
+
+        if driver.device_count() > 1:
+            ordinal = driver.current_token().device_id  # the context the plan launches in
+    facts = torch_tensors.plan_facts(value, target, ordinal)
     if facts is None:
         raise Unsupported("this tensor is passed the Python way (copied, or refused)")
     if not layout.tuple_layout_holds(value.shape):  # the code reads torch.Size as a tuple
@@ -214,7 +220,7 @@ def _tensor_facts(facts: torch_tensors.PlanFacts) -> layout.TensorFacts:
     return layout.TensorFacts(strided=id(facts.strided), size_class=id(facts.size_class),
                               device_flag=id(facts.device_flag), itemsize=facts.itemsize,
                               layout=layout.LAYOUT_CODES[facts.layout],
-                              complex=int(facts.dtype.is_complex))
+                              complex=int(facts.dtype.is_complex), ordinal=facts.ordinal)
 
 
 def _fill(record: layout.ArgRecord, kind: tuple, slots: tuple):

@@ -12,7 +12,7 @@ import weakref
 
 from gpunb.backends.cuda import capture_safe, driver, graphs
 from gpunb.backends.cuda.launch import stream_handle
-from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.errors import GraphError, LaunchError, user_location
 from gpunb.runtime import capture, stream_callbacks
 
 CU_STREAM_LEGACY = 1
@@ -31,7 +31,7 @@ def sync_producer_stream(handle) -> None:
         return  # nothing runs while a graph is captured: its replay is ordered on its stream
     if graphs.capture_state(int(handle))[0] != "none":
         return  # a stream that captures (torch.cuda.graph, CuPy): its work does not run now
-    Stream(int(handle)).synchronize()
+    Stream(int(handle))._wait("stream.synchronize()")  # (its capture state just asked)
 
 
 class Stream:
@@ -64,24 +64,40 @@ class Stream:
     def synchronize(self) -> None:
         """Wait until all work queued on this stream has finished (Ctrl-C and the watchdog can
         end the wait: backends/cuda/waits.py)."""
-        from gpunb.backends.cuda import waits
-
         capture.refuse_synchronize("stream.synchronize()")
         driver.ensure_context()
+        self._refuse_while_capturing(driver.cuda_driver(), "stream.synchronize()")
+        self._wait("stream.synchronize()")
+
+    def _wait(self, what: str) -> None:
+        from gpunb.backends.cuda import waits
+
         cu = driver.cuda_driver()
-        waits.wait_until(waits.stream_done(cu, driver.check, self.handle),
-                         "stream.synchronize()", driver.last_launch.kernel, cu)
+        waits.wait_until(waits.stream_done(cu, driver.check, self.handle), what,
+                         driver.last_launch.kernel, cu)
 
     def query(self) -> bool:
         """True when all work queued on this stream has finished (does not wait)."""
         capture.refuse_synchronize("stream.query()")
         driver.ensure_context()
         cu = driver.cuda_driver()
+        self._refuse_while_capturing(cu, "stream.query()")
         (err,) = capture_safe.relaxed(cu, cu.cuStreamQuery, self.handle)  # (as waits poll)
         if err == cu.CUresult.CUDA_ERROR_NOT_READY:
             return False
         driver.check((err,), "cuStreamQuery")
         return True
+
+    def _refuse_while_capturing(self, cu, what: str) -> None:
+        """GraphError for a wait on this stream while it captures a graph (another thread's
+        gpunb.graph(), torch.cuda.graph...): the driver would refuse it and end that capture."""
+        if capture_safe.stream_captures(cu, self.handle):
+            raise GraphError(
+                f"{what}: this stream captures a graph (on another thread, or for another "
+                "library), so its work does not run until a replay; the driver would refuse "
+                "the wait and end that capture", user_location(),
+                hint="wait after the capture ends (after the `with gpunb.graph():` block or "
+                     "torch.cuda.graph), or wait for the stream the replay runs on")
 
     @contextlib.contextmanager
     def auto_synchronize(self):
@@ -200,6 +216,17 @@ class CpuStream:
     def query(self) -> bool:
         capture.refuse_synchronize("stream.query()")
         return True
+
+    def _refuse_while_capturing(self, cu, what: str) -> None:
+        """GraphError for a wait on this stream while it captures a graph (another thread's
+        gpunb.graph(), torch.cuda.graph...): the driver would refuse it and end that capture."""
+        if capture_safe.stream_captures(cu, self.handle):
+            raise GraphError(
+                f"{what}: this stream captures a graph (on another thread, or for another "
+                "library), so its work does not run until a replay; the driver would refuse "
+                "the wait and end that capture", user_location(),
+                hint="wait after the capture ends (after the `with gpunb.graph():` block or "
+                     "torch.cuda.graph), or wait for the stream the replay runs on")
 
     @contextlib.contextmanager
     def auto_synchronize(self):

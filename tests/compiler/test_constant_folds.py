@@ -53,39 +53,36 @@ def test_constant_reads_compute_what_njit_computes(target):
     assert expected[2] == 0  # the case the int64 check is for
 
 
+def _divide(out, i, x):
+    out[i, 0] = x // 7
+    out[i, 1] = x % 7
+    out[i, 2] = x // -7
+    out[i, 3] = x % -7
+    out[i, 4] = x // 1
+    out[i, 5] = x % 1
+    out[i, 6] = x // 128
+    out[i, 7] = x % -128
+    out[i, 8] = x // -9223372036854775808
+    out[i, 9] = x % -9223372036854775808
+    out[i, 10] = x // -1  # not a plain divisor: the checked path
+    out[i, 11] = x % 2
+
+
+_divide_on_gpu = cuda.jit(device=True)(_divide)
+_divide_njit = njit(_divide)
+
+
+@cuda.jit
 def _divisions(out, a):
     i = cuda.grid(1)
     if i < a.size:
-        x = a[i]
-        out[i, 0] = x // 7
-        out[i, 1] = x % 7
-        out[i, 2] = x // -7
-        out[i, 3] = x % -7
-        out[i, 4] = x // 1
-        out[i, 5] = x % 1
-        out[i, 6] = x // 128
-        out[i, 7] = x % -128
-        out[i, 8] = x // -9223372036854775808
-        out[i, 9] = x % -9223372036854775808
-        out[i, 10] = x // -1  # not a plain divisor: the checked path
-        out[i, 11] = x % 2
+        _divide_on_gpu(out, i, a[i])
 
 
+@njit
 def _njit_divisions(out, a):
     for i in range(a.size):
-        x = a[i]
-        out[i, 0] = x // 7
-        out[i, 1] = x % 7
-        out[i, 2] = x // -7
-        out[i, 3] = x % -7
-        out[i, 4] = x // 1
-        out[i, 5] = x % 1
-        out[i, 6] = x // 128
-        out[i, 7] = x % -128
-        out[i, 8] = x // -9223372036854775808
-        out[i, 9] = x % -9223372036854775808
-        out[i, 10] = x // -1
-        out[i, 11] = x % 2
+        _divide_njit(out, i, a[i])
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint32])
@@ -95,9 +92,9 @@ def test_division_by_constants_matches_njit(target, dtype):
               info.max - 1, info.max]
     a = np.array([v for v in values if info.min <= v <= info.max], dtype)
     expected = np.zeros((a.size, 12), np.float64)
-    njit(_njit_divisions)(expected, a)
+    _njit_divisions(expected, a)
     got = np.zeros((a.size, 12), np.float64)
-    cuda.jit(_divisions)[1, 32](got, a)
+    _divisions[1, 32](got, a)
     np.testing.assert_array_equal(got, expected)
 
 

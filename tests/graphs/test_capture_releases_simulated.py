@@ -174,3 +174,41 @@ def test_relaxed_restores_the_threads_mode_also_when_the_call_fails(simulated_gp
     assert seen == [modes.CU_STREAM_CAPTURE_MODE_RELAXED]
     previous = cu.cuThreadExchangeStreamCaptureMode(modes.CU_STREAM_CAPTURE_MODE_GLOBAL)[1]
     assert previous == modes.CU_STREAM_CAPTURE_MODE_GLOBAL
+
+
+def test_the_capturing_stream_synchronized_from_another_thread_is_refused_not_invalidated(
+        simulated_gpu):
+    """Querying or synchronizing a stream that captures is invalid in every mode (CUDA's
+    programming guide) and invalidates the capture: another thread's stream.synchronize() /
+    query() of it - gpunb's capture or another library's - is a GraphError saying so."""
+    fake = simulated_gpu
+    cu = fake
+    k_inc = cuda.jit(inc)
+    d = cuda.to_device(np.zeros(8, np.float32))
+    k_inc[1, 8](d)
+    errors = []
+
+    def other(stream):
+        for wait in (stream.synchronize, stream.query):
+            try:
+                wait()
+            except gpunb.GraphError as exc:
+                errors.append(str(exc))
+
+    with gpunb.graph() as g:
+        k_inc[1, 8](d)
+        worker = threading.Thread(target=other, args=(g.stream,))
+        worker.start()
+        worker.join()
+        k_inc[1, 8](d)
+    assert fake.refused == [] and len(g.launches) == 2
+    assert len(errors) == 2 and all("captures a graph" in e for e in errors)
+    foreign = int(cu.cuStreamCreate(1)[1])
+    mode = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL
+    assert cu.cuStreamBeginCapture(foreign, mode)[0] == cu.CUresult.CUDA_SUCCESS
+    worker = threading.Thread(target=other, args=(cuda.external_stream(foreign),))
+    worker.start()
+    worker.join()
+    assert cu.cuStreamEndCapture(foreign)[0] == cu.CUresult.CUDA_SUCCESS
+    assert fake.refused == [] and len(errors) == 4
+    g.stream.synchronize()  # after the capture: a wait as usual

@@ -233,7 +233,20 @@ class FakeDriver(FakeGraphs):
 
     def cuStreamQuery(self, stream):
         return self._no_context("cuStreamQuery", (stream,)) or self._implicit(stream) or \
+            self._of_capturing("cuStreamQuery", stream) or \
             self._unsafe("cuStreamQuery", (stream,)) or self._call("cuStreamQuery", (stream,))
+
+    def _of_capturing(self, name: str, stream) -> tuple | None:
+        """A query of a stream that captures, in any mode and thread: invalid ("it does not
+        represent items scheduled for execution", CUDA's programming guide), that capture
+        invalidated."""
+        capture = self.captures.get(int(stream or 0)) if int(stream or 0) > 2 else None
+        if capture is None:
+            return None
+        capture["invalidated"] = True
+        self.calls.append((name, (stream,)))
+        self.refused.append(name)
+        return (real.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,)
 
     def cuStreamDestroy(self, stream):
         return self._call("cuStreamDestroy", (stream,))

@@ -86,6 +86,23 @@ def capturing_streams() -> frozenset:
     return frozenset(_capturing) if _capturing else frozenset()
 
 
+def stream_captures(cu, stream: int) -> bool:
+    """Whether `stream` (a created one: the default streams never capture a whole graph of
+    gpunb's) is capturing now - for gpunb (counted here) or another library (asked of the
+    driver, which invalidates nothing). Querying or synchronizing it would be invalid then:
+    its work does not run until a replay, and the driver refuses and ends that capture."""
+    handle = int(stream)
+    if handle in (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD):
+        return False
+    if handle in _capturing:
+        return True
+    try:
+        result = cu.cuStreamGetCaptureInfo(handle)
+    except Exception:  # noqa: BLE001 - no driver to ask: nothing captures
+        return False
+    return not result[0] and int(result[1]) != 0  # ACTIVE, or INVALIDATED and not yet ended
+
+
 def stream_created(handle: int) -> None:
     with _lock:
         _streams.add(int(handle))

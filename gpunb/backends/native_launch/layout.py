@@ -62,7 +62,8 @@ class TensorFacts(ctypes.Structure):
                 ("device_flag", U64),  # an interned str, "is_cuda" or "is_cpu"
                 ("itemsize", I64),
                 ("layout", I64),  # LAYOUT_CODES' value of the kernel type's layout
-                ("complex", I64)]  # 1: a complex dtype, the only kind a conjugate bit is on
+                ("complex", I64),  # 1: a complex dtype, the only kind a conjugate bit is on
+                ("ordinal", I64)]  # the context's GPU where get_device() is compared, else -1
 
 
 LAYOUT_CODES = {"C": 0, "F": 1, "A": 2}  # the kernel layouts as TensorFacts.layout holds them

@@ -3,14 +3,17 @@ that plan_code.py compiles into the same module.
 
 Why through the tensor's own attributes: torch does not promise the layout of its C structures,
 so the code reads what Python code reads (`dtype`, `requires_grad`, `layout`, `is_cuda` or
-`is_cpu`, `is_neg()`, `is_conj()` for complex dtypes, `shape`, `stride()`, `data_ptr()`), each
+`is_cpu`, `is_neg()`, `is_conj()` for complex dtypes, `get_device()` where several GPUs are
+seen, `shape`, `stride()`, `data_ptr()`), each
 one C-API call into torch's C getters and methods (no Python frame runs), compared with the
 facts the plan holds.
 It accepts exactly the tensors runtime/torch_tensors.geometry reads and the Python path would pack
 the same way for this kernel type: a plain tensor not requiring grad, strided, no pending
-negation or conjugation bit, of the dtype seen, on the target's device, of the ndim and kernel
+negation or conjugation bit, of the dtype seen, on the target's device (where the process sees
+several GPUs, the launch context's: get_device()), of the ndim and kernel
 layout seen (numpy's contiguity rules, as typeof applies them), its data aligned to its element
-size. Anything else declines (1), and a raising attribute (a tensor without storage, say) fails
+size and not at address 0 (elements without memory: a meta tensor, a freed storage). Anything
+else declines (1), and a raising attribute (a tensor without storage, say) fails
 (2, its exception left for the caller to clear): the Python path then says what is wrong.
 
 `@tensor_arg(arg, record, dest)` returns 0 once it has written the data pointer (0 for an empty
@@ -24,7 +27,7 @@ from __future__ import annotations
 # module constants, so the str objects whose addresses are compiled in stay alive
 NAMES = {"DTYPE_NAME": "dtype", "GRAD_NAME": "requires_grad", "LAYOUT_NAME": "layout",
          "NEG_NAME": "is_neg", "CONJ_NAME": "is_conj", "SHAPE_NAME": "shape",
-         "STRIDE_NAME": "stride", "DATA_PTR_NAME": "data_ptr"}
+         "STRIDE_NAME": "stride", "DATA_PTR_NAME": "data_ptr", "GET_DEVICE_NAME": "get_device"}
 
 
 def _compare(label: str, fetch: str, want: str, then: str) -> str:
@@ -51,13 +54,39 @@ def _checks() -> str:
              ("device", attr("%device_flag"), "$TRUE"),
              ("neg", method("$NEG_NAME"), "$FALSE"),
              ("conj", method("$CONJ_NAME"), "$FALSE")]
-    nexts = [label for label, *_ in steps[1:5]] + ["conj_gate", "shape"]
+    nexts = [label for label, *_ in steps[1:5]] + ["conj_gate", "ordinal_gate"]
     gate = """conj_gate:
-  br i1 %is_complex, label %conj, label %shape
+  br i1 %is_complex, label %conj, label %ordinal_gate
 """  # (torch.conj of a real tensor is the tensor: only complex ones carry the bit)
     blocks = [_compare(label, fetch, want, then)
               for (label, fetch, want), then in zip(steps, nexts, strict=True)]
-    return "".join(blocks[:5]) + gate + blocks[5]
+    return "".join(blocks[:5]) + gate + blocks[5] + _ORDINAL
+
+
+# get_device(): the tensor's GPU, compared with the plan's ordinal - a tensor on another GPU
+# than the launch context's would be an illegal address there. Only where the process sees
+# several GPUs (the ordinal is -1 otherwise, and on the CPU target, where is_cpu says all):
+# the call costs ~0.2 us per tensor
+_ORDINAL = """ordinal_gate:
+  %several_gpus = icmp sge i64 %want_ordinal, 0
+  br i1 %several_gpus, label %ordinal, label %shape
+ordinal:
+  %ordinal_obj = call ptr @method0(ptr %arg, ptr $GET_DEVICE_NAME)
+  %ordinal_null = icmp eq ptr %ordinal_obj, null
+  br i1 %ordinal_null, label %fail, label %ordinal_got
+ordinal_got:
+  %ordinal_v = call i64 @as_i64(ptr %ordinal_obj)
+  call void @decref(ptr %ordinal_obj)
+  %ordinal_m1 = icmp eq i64 %ordinal_v, -1
+  br i1 %ordinal_m1, label %ordinal_check, label %ordinal_compare
+ordinal_check:
+  %ordinal_err = call ptr @err_occurred()
+  %ordinal_clean = icmp eq ptr %ordinal_err, null
+  br i1 %ordinal_clean, label %ordinal_compare, label %fail
+ordinal_compare:
+  %ordinal_ok = icmp eq i64 %ordinal_v, %want_ordinal
+  br i1 %ordinal_ok, label %shape, label %decline
+"""
 
 
 def _contiguity(name: str, first: str, step: str, stop: str) -> str:
@@ -116,6 +145,8 @@ entry:
   %itemsize = load i64, ptr %itemsize_p, align 1
   %want_layout_p = getelementptr i8, ptr %facts, i64 $T_LAYOUT
   %want_layout = load i64, ptr %want_layout_p, align 1
+  %want_ordinal_p = getelementptr i8, ptr %facts, i64 $T_ORDINAL
+  %want_ordinal = load i64, ptr %want_ordinal_p, align 1
   %complex_p = getelementptr i8, ptr %facts, i64 $T_COMPLEX
   %complex = load i64, ptr %complex_p, align 1
   %is_complex = icmp ne i64 %complex, 0
@@ -224,7 +255,9 @@ address_check:
 aligned:
   %misaligned = urem i64 %address_v, %itemsize
   %is_aligned = icmp eq i64 %misaligned, 0
-  br i1 %is_aligned, label %store_pointer, label %decline
+  %has_memory = icmp ne i64 %address_v, 0
+  %usable = and i1 %is_aligned, %has_memory
+  br i1 %usable, label %store_pointer, label %decline
 store_pointer:
   %address = phi i64 [0, %pointer], [%address_v, %aligned]
   store i64 %address, ptr %dest, align 1

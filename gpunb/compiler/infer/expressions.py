@@ -214,6 +214,9 @@ class ExpressionTyping:
             return t.int64
         if isinstance(base, t.Tuple) and attr in base.names:  # a namedtuple's field
             return base.items[base.names.index(attr)]
+        found = self.overloaded_attribute(node, base)  # an @overload_attribute of the type
+        if found is not None:
+            return found
         raise self.error(node, f"{base} has no attribute '{attr}' in GPU code",
                          _attribute_hint(base))
 

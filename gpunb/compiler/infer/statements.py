@@ -357,9 +357,7 @@ def constant_condition(node, resolve):
         left = constant_condition(node.left, resolve)
         for op, right_node in zip(node.ops, node.comparators, strict=True):
             right = constant_condition(right_node, resolve)
-            if type(op) not in _COMPARE or not _COMPARE[type(op)](left, right):
-                if type(op) not in _COMPARE:
-                    raise NotConstant
+            if not _compare_constants(op, left, right):
                 return False
             left = right
         return True
@@ -372,6 +370,19 @@ def constant_condition(node, resolve):
     if not isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
         raise NotConstant
     return value
+
+
+def _compare_constants(op, left, right) -> bool:
+    """`a < b` of two constants; `flag is True` / `is not` of two bools (the closure-constant
+    idiom of overload implementations, `if is_tuple is True:`, which numba prunes): other
+    identity tests say nothing about values, so they are not known at compile time."""
+    if isinstance(op, (ast.Is, ast.IsNot)):
+        if not all(isinstance(v, (bool, np.bool_)) for v in (left, right)):
+            raise NotConstant
+        return (bool(left) is bool(right)) == isinstance(op, ast.Is)
+    if type(op) not in _COMPARE:
+        raise NotConstant
+    return bool(_COMPARE[type(op)](left, right))
 
 
 def _store_hint(value: t.Type, slot: t.Type) -> str | None:
