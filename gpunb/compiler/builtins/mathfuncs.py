@@ -103,8 +103,10 @@ class MathFunction(Builtin):
 
     def choose(self, args: tuple, literals: tuple):
         if self.numpy_style:
-            if self.base == "fabs" and all(isinstance(a, t.Integer) for a in args):
-                return args, args[0]  # np.abs has integer loops: it keeps an integer's type
+            if self.name == "numpy.absolute" and isinstance(args[0], (t.Integer, t.Boolean)):
+                # np.abs has integer and bool loops: it keeps the type ('b->b', '?->?');
+                # np.fabs has none (an integer computes in a float)
+                return args, args[0]
             if self.kind == "to_int" or self.kind in ("unary", "binary", "predicate", "angle"):
                 return numpy_loop(args, self.kind)
         cases = CASES.get(self.base)
@@ -149,6 +151,8 @@ class MathFunction(Builtin):
             return low.math_call("frexp", xs, [ft], result)
         if self.kind == "modf":
             return modf(low, xs[0], ft, result)
+        if isinstance(ft, t.Boolean):  # np.abs of a bool: numpy's '?->?' loop
+            return xs[0]
         if isinstance(ft, t.Integer):  # np.abs of an integer
             return abs_integer(b, xs[0]) if ft.signed else xs[0]
         if self.base == "pow" and isinstance(params[1], t.Integer):
@@ -178,6 +182,8 @@ def modf(low, x, ft: t.Float, result: t.Tuple):
 def _compute_type(param: t.Type, result: t.Type) -> t.Type:
     if not isinstance(param, t.Integer) or param == t.int32:  # int32: ldexp's and powi's exponent
         return param
+    if isinstance(result, t.Integer):
+        return result  # np.abs's integer loops compute in the integer's own type
     if isinstance(result, t.Float):
         return result
     return t.float64  # (int64,) -> bool predicates: an integer is finite and not NaN
