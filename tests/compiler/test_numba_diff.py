@@ -37,7 +37,40 @@ REGRESSIONS = {
     "np_abs_bool_and_fabs_of_int": _case(
         "_r0 = np.abs(p0)\n_r1 = np.fabs(p1)\n_r2 = np.fabs(p2)", p0=True, p1=np.int16(-3),
         p2=np.uint8(7)),
+    # cmath: numba converts bool and 8/16-bit integers to complex64 (gpunb gave complex128);
+    # log10, tanh and acosh give complex128 for complex64 (numba's parts are float64)
+    "cmath_converts_as_numba": _case(
+        "_r0 = cmath.exp(p0)\n_r1 = cmath.sqrt(p1)\n_r2 = cmath.isnan(p2)\n"
+        "_r3 = cmath.exp(p3)\n_r4 = cmath.log(p0, p3)\n_r5 = cmath.log10(p4)\n"
+        "_r6 = cmath.tanh(p4)\n_r7 = cmath.acosh(p4)\n_r8 = cmath.phase(p4)\n"
+        "_r9 = cmath.polar(p4)[1]\n_r10 = cmath.exp(p5)",
+        p0=np.int8(2), p1=True, p2=np.uint64(7), p3=np.uint16(3),
+        p4=np.complex128(0.5 - 2j), p5=np.int32(-1)),
+    # numba has no cmath.phase/polar/log10/sinh/cosh/tanh/acosh of a real number, and rect
+    # takes floats only: gpunb accepted them all
+    **{f"cmath_{fn}_of_real_refused": _case(f"_r0 = cmath.{fn}(p0)", p0=np.float64(0.5))
+       for fn in ("phase", "log10", "sinh", "cosh", "tanh", "acosh")},
+    "cmath_polar_of_int_refused": _case("_r0 = cmath.polar(p0)[0]", p0=np.int32(3)),
+    "cmath_rect_of_int_refused": _case("_r0 = cmath.rect(p0, p1)", p0=np.int16(1),
+                                       p1=np.float64(0.5)),
 }
+
+
+def test_cmath_of_complex64_types_as_numba():
+    """numba's types; the values up to float32 rounding: numba computes complex64 log10/tanh/
+    acosh with float64 parts, gpunb in complex64 (float64 is slow on a GPU), widened at the
+    end."""
+    from numba_oracle_support import load, run_gpunb, run_numba
+
+    case = _case("_r0 = cmath.log10(p0)\n_r1 = cmath.tanh(p0)\n_r2 = cmath.acosh(p0)\n"
+                 "_r3 = cmath.sinh(p0)\n_r4 = cmath.phase(p0)", p0=np.complex64(1.5 + 0.5j))
+    module = load(case.source())
+    ref = run_numba(module, case)
+    got = run_gpunb(module, case, [np.dtype(ty) for ty in ref.types])
+    assert ref.types == ["complex128", "complex128", "complex128", "complex64", "float32"]
+    assert got.types == ref.types
+    np.testing.assert_allclose(np.array(got.values, np.complex128),
+                               np.array(ref.values, np.complex128), rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))
