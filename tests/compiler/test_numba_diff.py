@@ -37,6 +37,12 @@ REGRESSIONS = {
     "np_abs_bool_and_fabs_of_int": _case(
         "_r0 = np.abs(p0)\n_r1 = np.fabs(p1)\n_r2 = np.fabs(p2)", p0=True, p1=np.int16(-3),
         p2=np.uint8(7)),
+    # np.floor/ceil/trunc of an integer or bool computed in a float (numpy >= 2.3 has
+    # integer and bool loops, 'l->l': numba gives the integer back, in its type)
+    "np_floor_of_integer_keeps_type": _case(
+        "_r0 = np.floor(p0)\n_r1 = np.ceil(p1)\n_r2 = np.trunc(p2)\n_r3 = np.floor(p3)\n"
+        "_r4 = np.rint(p0)\n_r5 = np.floor(p4)", p0=np.int64(-3), p1=np.uint8(200), p2=True,
+        p3=np.int16(-7), p4=np.float32(-2.5)),
     # cmath: numba converts bool and 8/16-bit integers to complex64 (gpunb gave complex128);
     # log10, tanh and acosh give complex128 for complex64 (numba's parts are float64)
     "cmath_converts_as_numba": _case(

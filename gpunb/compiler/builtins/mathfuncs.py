@@ -107,6 +107,8 @@ class MathFunction(Builtin):
                 # np.abs has integer and bool loops: it keeps the type ('b->b', '?->?');
                 # np.fabs has none (an integer computes in a float)
                 return args, args[0]
+            if self.kind == "to_int" and _keeps_type(self.base, args[0]):
+                return args, args[0]
             if self.kind == "to_int" or self.kind in ("unary", "binary", "predicate", "angle"):
                 return numpy_loop(args, self.kind)
         cases = CASES.get(self.base)
@@ -153,8 +155,8 @@ class MathFunction(Builtin):
             return modf(low, xs[0], ft, result)
         if isinstance(ft, t.Boolean):  # np.abs of a bool: numpy's '?->?' loop
             return xs[0]
-        if isinstance(ft, t.Integer):  # np.abs of an integer
-            return abs_integer(b, xs[0]) if ft.signed else xs[0]
+        if isinstance(ft, t.Integer):  # np.abs of an integer; np.floor/ceil/trunc: itself
+            return abs_integer(b, xs[0]) if ft.signed and self.base == "fabs" else xs[0]
         if self.base == "pow" and isinstance(params[1], t.Integer):
             xs[1] = ops.cast(b, xs[1], params[1], ft)  # powi: the exponent as a float
         return low.math_call(self.base, xs, [ft] * len(xs), ft)
@@ -177,6 +179,17 @@ def modf(low, x, ft: t.Float, result: t.Tuple):
     frac = low.math_call("copysign", [frac, x], [ft, ft], ft)
     out = ir.Constant(dm.value_type(result), ir.Undefined)
     return b.insert_value(b.insert_value(out, frac, 0), whole, 1)
+
+
+def _keeps_type(name: str, arg: t.Type) -> bool:
+    """numpy's np.floor/ceil/trunc have integer and bool loops since numpy 2.3 ('l->l'): an
+    integer rounds to itself, in its own type (numba follows numpy's loop list)."""
+    import numpy as np
+
+    if not isinstance(arg, (t.Integer, t.Boolean)):
+        return False
+    char = t.to_dtype(arg).char
+    return f"{char}->{char}" in getattr(np, name).types
 
 
 def _compute_type(param: t.Type, result: t.Type) -> t.Type:
