@@ -43,6 +43,13 @@ REGRESSIONS = {
         "_r0 = np.floor(p0)\n_r1 = np.ceil(p1)\n_r2 = np.trunc(p2)\n_r3 = np.floor(p3)\n"
         "_r4 = np.rint(p0)\n_r5 = np.floor(p4)", p0=np.int64(-3), p1=np.uint8(200), p2=True,
         p3=np.int16(-7), p4=np.float32(-2.5)),
+    # np.remainder computed C99's remainder (np.remainder(5.0, 3.0) was -1.0, numpy's is 2.0)
+    # and, like np.power, gave a float for integers (numpy's 'll->l' loops: numba's int64)
+    "np_remainder_and_power_of_integers": _case(
+        "_r0 = np.remainder(p0, p1)\n_r1 = np.remainder(p2, p3)\n_r2 = np.remainder(p4, p5)\n"
+        "_r3 = np.power(p2, p3)\n_r4 = np.power(p4, p5)\n_r5 = np.remainder(p0, p3)\n"
+        "_r6 = np.power(p6, p3)", p0=np.float64(5.0), p1=np.float64(-3.0), p2=np.int64(-5),
+        p3=np.int64(3), p4=np.int8(-7), p5=np.int8(2), p6=np.uint16(3)),
     # cmath: numba converts bool and 8/16-bit integers to complex64 (gpunb gave complex128);
     # log10, tanh and acosh give complex128 for complex64 (numba's parts are float64)
     "cmath_converts_as_numba": _case(
@@ -77,6 +84,26 @@ def test_cmath_of_complex64_types_as_numba():
     assert got.types == ref.types
     np.testing.assert_allclose(np.array(got.values, np.complex128),
                                np.array(ref.values, np.complex128), rtol=1e-6)
+
+
+def test_np_fmod_of_integers_types_as_numba_computes_as_numpy():
+    """np.fmod of integers gave a float; numba's type is the integer's (numpy's 'll->l' loop)
+    but its value is an unsigned remainder (numba's np_int_fmod_impl is np_int_urem_impl:
+    fmod(-5, 3) is 2 there); gpunb computes numpy's value, C's % (-2), 0 for a zero divisor
+    (README: Typing)."""
+    from numba_oracle_support import load, run_gpunb, run_numba
+
+    values = [(-5, 3), (5, -3), (7, 0), (-128, -1), (100, 7)]
+    for dtype in (np.int8, np.int64, np.uint32):
+        for x, y in values:
+            x, y = (x % 256, y % 256) if dtype is np.uint32 else (x, y)
+            case = _case("_r0 = np.fmod(p0, p1)", p0=dtype(x), p1=dtype(y))
+            module = load(case.source())
+            ref = run_numba(module, case)
+            got = run_gpunb(module, case, [np.dtype(dtype)])
+            assert got.types == ref.types == [np.dtype(dtype).name], (x, y, got, ref)
+            with np.errstate(all="ignore"):
+                assert got.values[0] == np.fmod(dtype(x), dtype(y)), (dtype, x, y, got)
 
 
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))

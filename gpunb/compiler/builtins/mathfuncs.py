@@ -253,3 +253,5 @@ BUILTINS["numpy.degrees"] = MathFunction("numpy.degrees", "angle", "degrees")
 BUILTINS["numpy.radians"] = MathFunction("numpy.radians", "angle", "radians")
 del BUILTINS["numpy.gamma"], BUILTINS["numpy.lgamma"], BUILTINS["numpy.erf"], \
     BUILTINS["numpy.erfc"]
+# np.remainder is Python's % (the sign of the divisor: numpy's loops), not C99's remainder
+del BUILTINS["numpy.remainder"]

@@ -109,6 +109,17 @@ def spacing(low, x, ty: t.Float):
     return b.select(infinite, ir.Constant(x.type, float("nan")), step)
 
 
+def integer_fmod(b: ir.IRBuilder, x, y, ty: t.Integer):
+    """numpy's integer np.fmod: C's %, with the sign of x (-5 fmod 3 is -2); 0 for a zero
+    divisor (numpy's result, with its warning) and for MIN fmod -1 (srem would overflow)."""
+    zero, one = ir.Constant(x.type, 0), ir.Constant(x.type, 1)
+    by_zero = b.icmp_unsigned("==", y, zero)
+    if not ty.signed:
+        return b.select(by_zero, zero, b.urem(x, b.select(by_zero, one, y)))
+    unit = b.or_(by_zero, b.icmp_signed("==", y, ir.Constant(x.type, -1)))  # x % +-1 is 0
+    return b.select(unit, zero, b.srem(x, b.select(unit, one, y)))
+
+
 def _absolute(b: ir.IRBuilder, x, ty: t.Integer):
     if isinstance(ty, t.Boolean) or not ty.signed:
         return x

@@ -139,6 +139,8 @@ _PAIRS = {"divmod": ("floor_divide", "remainder")}
 
 def has_element_function(name: str, loop: Loop) -> bool:
     """Whether gpunb can compute this loop of the ufunc (complex math exists for some)."""
+    if name == "fmod" and isinstance(loop.inputs[0], t.Integer):
+        return True  # numpy's integer loops ('ll->l')
     if name in _COMPOSED:
         return isinstance(loop.inputs[0], _COMPOSED[name])
     if name in _INTEGER_MATH:
@@ -167,6 +169,8 @@ def element(low, name: str, xs: list, loop: Loop):
     """One element of ufunc `name` on values already of the loop's input types."""
     b = low.builder
     ty = loop.inputs[0]
+    if name == "fmod" and isinstance(ty, t.Integer):
+        return ufunc_math.integer_fmod(b, xs[0], xs[1], ty)
     if name in _COMPARISONS:
         return _compare(b, _COMPARISONS[name], xs[0], xs[1], loop.inputs)
     if name in _LOGICAL:
@@ -357,7 +361,7 @@ class NumpyUfunc(Builtin):
         return self.type_array(inf, node, inputs, outs, "out" in kwtypes)
 
     def type_scalar(self, inf, node, argtypes, kwtypes, inputs):
-        if self.scalar is not None:
+        if self.scalar is not None and not self.integer_loop(inputs):
             try:
                 typed = self.scalar.type_call(inf, node, argtypes, kwtypes)
             except CompileError:
@@ -377,6 +381,17 @@ class NumpyUfunc(Builtin):
         weak = [n in inf.weak for n in node.args[:self.ufunc.nin]]
         loop = self.choose(inf, node, _strengthen(inputs, weak), ())
         return Typed(loop.result, loop)
+
+    def integer_loop(self, inputs: tuple) -> bool:
+        """Integers and bools take numpy's integer loop where the ufunc has one that gpunb
+        computes (np.power, np.fmod, np.remainder: 'll->l'), as numba does, before the math
+        function of the same name (which computes in a float)."""
+        if self.ufunc.nout != 1 or not all(isinstance(a, (t.Integer, t.Boolean))
+                                           for a in inputs):
+            return False
+        loop = find_loop(self.ufunc, inputs, ())
+        return loop is not None and isinstance(loop.result, t.Integer) and \
+            has_element_function(self.ufunc.__name__, loop)
 
     def type_array(self, inf, node, inputs, outs, out_keyword):
         nout = self.ufunc.nout
