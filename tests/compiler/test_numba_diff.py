@@ -59,6 +59,12 @@ REGRESSIONS = {
         "_r3 = np.power(p2, p3)\n_r4 = np.power(p4, p5)\n_r5 = np.remainder(p0, p3)\n"
         "_r6 = np.power(p6, p3)", p0=np.float64(5.0), p1=np.float64(-3.0), p2=np.int64(-5),
         p3=np.int64(3), p4=np.int8(-7), p5=np.int8(2), p6=np.uint16(3)),
+    # np.isnan/isinf/isfinite of a complex number was refused (numpy's 'D->?' loops)
+    "np_isnan_of_complex": _case(
+        "_r0 = np.isnan(p0)\n_r1 = np.isinf(p0)\n_r2 = np.isfinite(p0)\n_r3 = np.isnan(p1)\n"
+        "_r4 = np.isinf(p1)\n_r5 = np.isfinite(p1)\n_r6 = np.isfinite(p2)\n_r7 = np.isnan(p3)",
+        p0=np.complex128(complex(1.5, np.nan)), p1=np.complex64(complex(-np.inf, 2.0)),
+        p2=np.complex128(3 - 4j), p3=np.int16(5)),
     # cmath: numba converts bool and 8/16-bit integers to complex64 (gpunb gave complex128);
     # log10, tanh and acosh give complex128 for complex64 (numba's parts are float64)
     "cmath_converts_as_numba": _case(

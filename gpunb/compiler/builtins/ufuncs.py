@@ -114,6 +114,7 @@ _ANGLES = {"deg2rad": math.pi / 180.0, "radians": math.pi / 180.0,
            "rad2deg": 180.0 / math.pi, "degrees": 180.0 / math.pi}
 _COMPARISONS = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<=",
                 "equal": "==", "not_equal": "!="}
+_PREDICATES = ("isnan", "isinf", "isfinite")
 _LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
 _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "invert")
 _EXTREMES = ("maximum", "minimum", "fmax", "fmin")
@@ -141,6 +142,8 @@ def has_element_function(name: str, loop: Loop) -> bool:
     """Whether gpunb can compute this loop of the ufunc (complex math exists for some)."""
     if name == "fmod" and isinstance(loop.inputs[0], t.Integer):
         return True  # numpy's integer loops ('ll->l')
+    if name in _PREDICATES:
+        return True  # every loop: 'D->?' tests both parts, an integer is finite
     if name in _COMPOSED:
         return isinstance(loop.inputs[0], _COMPOSED[name])
     if name in _INTEGER_MATH:
@@ -171,6 +174,8 @@ def element(low, name: str, xs: list, loop: Loop):
     ty = loop.inputs[0]
     if name == "fmod" and isinstance(ty, t.Integer):
         return ufunc_math.integer_fmod(b, xs[0], xs[1], ty)
+    if name in _PREDICATES:
+        return _predicate(low, name, xs[0], ty)
     if name in _COMPARISONS:
         return _compare(b, _COMPARISONS[name], xs[0], xs[1], loop.inputs)
     if name in _LOGICAL:
@@ -205,6 +210,22 @@ def element(low, name: str, xs: list, loop: Loop):
         re, im = _COMPLEX_MATH[name](f, b.extract_value(xs[0], 0), b.extract_value(xs[0], 1))
         return ops.make_complex(b, re, im, ty)
     return low.math_call(_FLOAT_MATH[name], xs, list(loop.inputs), loop.result)
+
+
+def _predicate(low, name: str, x, ty: t.Type):
+    """np.isnan / isinf / isfinite: of a complex, either part NaN or infinite (isfinite: both
+    parts finite), as numpy's 'D->?' loops; an integer or a bool is finite."""
+    b = low.builder
+    if isinstance(ty, t.Complex):
+        parts = [_predicate(low, name, b.extract_value(x, k), ty.component) for k in (0, 1)]
+        return b.and_(*parts) if name == "isfinite" else b.or_(*parts)
+    if not isinstance(ty, t.Float):
+        return ir.Constant(dm.i1, int(name == "isfinite"))
+    if name == "isnan":
+        return b.fcmp_unordered("uno", x, x)
+    magnitude = low.math_call("fabs", [x], [ty], ty)
+    return b.fcmp_ordered("==" if name == "isinf" else "<", magnitude,
+                          ir.Constant(x.type, math.inf))
 
 
 def _real_op(low, name: str, xs: list, loop: Loop):
@@ -553,6 +574,7 @@ def _strengthen(argtypes: tuple, weak: list) -> tuple:
 
 _NEW_NAMES = (tuple(_COMPARISONS) + _LOGICAL + _BITWISE + _EXTREMES + _ARITHMETIC +
               tuple(_REAL_OPS) + tuple(_COMPOSED) + tuple(_INTEGER_MATH) + tuple(_PAIRS) +
+              _PREDICATES +
               ("divide", "deg2rad", "rad2deg", "exp2", "expm1", "log1p", "rint"))
 
 
