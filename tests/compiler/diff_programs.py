@@ -15,7 +15,9 @@ shift counts masked to 0..63, integer powers with small exponents.
 Left out on purpose (documented differences, or no reference): a bare float literal beside a
 float (gpunb's weak literals, README "Typing"); math.floor/ceil/trunc and math.pow(float32, int)
 (numba-cuda's tables keep float32, njit's give int64 / float64); round(float32, n) (numba-cuda
-rounds through float64, njit in float32); float16 (njit has no float16 arithmetic); complex **
+rounds through float64, njit in float32); float16 (njit has no float16 arithmetic);
+np.floor_divide of floats and np.fmod of integers (gpunb: numpy's values; numba: floor(x / y),
+an unsigned remainder); np.reciprocal of integers (gpunb has none); complex **
 (njit: CPython's _Py_c_pow, numba-cuda: its own float32 cpow, gpunb: CPython's complex_pow,
 squaring integral exponents - three answers in the last bits); cmath of complex64 other than
 exp/sin/cos and the predicates (njit computes them with float64 steps), whose argument is
@@ -263,8 +265,8 @@ class Builder:
             if fn == "negative" and ka == "B":
                 a, kind = f"int({a})", "I"
             return f"np.{fn}({a})", kind if kind != "B" or fn in ("abs", "absolute") else "I"
-        if fn == "reciprocal":
-            return f"np.{fn}({a})", ka if ka in "FC" else ka
+        if fn == "reciprocal":  # of integers: not in gpunb (numba's is float64 1/x cast back)
+            return (f"np.{fn}({a})", ka) if ka in "FC" else (f"np.negative({a})", ka)
         return f"np.{fn}({a})", "C" if ka == "C" else "F"
 
     def _np2(self, scope, depth):
@@ -283,6 +285,10 @@ class Builder:
                                       "copysign", "logaddexp", "fmin", "fmax", "minimum",
                                       "maximum", "power"):
             fn = "multiply"
+        if fn == "fmod" and not {ka, kb} & {"F", "C"}:
+            fn = "remainder"  # of integers: numpy's value here, numba's unsigned rem (README)
+        if fn == "floor_divide" and {ka, kb} & {"F", "C"}:
+            fn = "subtract"  # of floats: numpy's value here, numba's floor(x / y) (README)
         if fn == "power" and ka not in "FC" and kb not in "FC":
             b = f"({b} & 7)"
         kind = arith(ka, kb)

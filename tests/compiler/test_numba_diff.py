@@ -25,7 +25,7 @@ from numba_oracle_support import HEADER, Case, compare, load  # noqa: E402
 # Seeds whose programs cover the builder's forms (loops with break / continue / else, while,
 # unpacking, local arrays, complex parts, numpy and math functions) and agree with numba;
 # GPUNB_DIFF_SEEDS=0-499 (or 3,17,42) runs those instead (a search: every mismatch fails).
-SEEDS = [0, 1, 2]
+SEEDS = [400, 425, 437, 506, 579, 584, 603, 609]
 
 
 def _case(body: str, **params) -> Case:
