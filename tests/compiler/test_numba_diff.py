@@ -11,6 +11,7 @@ of 500 seeds.
 
 from __future__ import annotations
 
+import cmath
 import os
 import textwrap
 
@@ -184,3 +185,60 @@ def test_generated_programs_compile_to_ptx_for_sm80(ptxas):
     module = load(source)
     ptx, _ = cuda.compile_ptx(module.batch, sig, cc=(8, 0))
     ptxas(ptx, "sm_80")
+
+
+def _fixed_functions(out_i, out_f, out_b, out_c, flags, zs, i8, i32, u16, f64, c64, c128):
+    out_i[0] = np.abs(i8)
+    out_i[1] = np.fmod(i32, i8)
+    out_i[2] = np.power(u16, u16)
+    out_i[3] = np.floor(i32)
+    out_i[4] = np.remainder(i32, i8)
+    out_f[0] = np.remainder(f64, 3.0)
+    out_f[1] = np.fabs(i8)
+    out_b[0] = np.isnan(c64)
+    out_b[1] = np.isinf(c128)
+    out_b[2] = np.isfinite(c64)
+    np.isnan(zs, flags)
+    out_c[0] = cmath.exp(i8)
+    out_c[1] = cmath.log10(c64)
+    out_c[2] = cmath.tanh(c64) + cmath.acosh(c128)
+
+
+def test_fixed_functions_compile_to_ptx(ptxas):
+    """The lowering of every fix above, for sm_80 through ptxas."""
+    from gpunb import cuda
+
+    sig = ("void(int64[::1], float64[::1], boolean[::1], complex128[::1], boolean[::1], "
+           "complex64[::1], int8, int32, uint16, float64, complex64, complex128)")
+    ptx, _ = cuda.compile_ptx(_fixed_functions, sig, cc=(8, 0))
+    ptxas(ptx, "sm_80")
+
+
+def _run_fixed_functions(target: str) -> list:
+    from gpunb import cuda
+
+    kernel = cuda.jit(target=target)(_fixed_functions)
+    outs = [np.zeros(5, np.int64), np.zeros(2), np.zeros(3, np.bool_), np.zeros(3, np.complex128),
+            np.zeros(3, np.bool_)]
+    zs = np.array([1 + 1j, complex(np.nan, 0), complex(0, np.inf)], np.complex64)
+    kernel[1, 1](*outs, zs, np.int8(-7), np.int32(-20), np.uint16(3), np.float64(-5.5),
+                 np.complex64(1 + 2j), np.complex128(complex(np.inf, 1)))
+    return outs
+
+
+def test_fixed_functions_values_on_the_cpu_target():
+    ints, floats, flags, zs, nan_flags = _run_fixed_functions("cpu")
+    assert ints.tolist() == [7, np.fmod(-20, -7), 27, -20, np.remainder(-20, -7)]
+    assert floats.tolist() == [np.remainder(-5.5, 3.0), 7.0]
+    assert flags.tolist() == [False, True, True] and nan_flags.tolist() == [False, True, False]
+    np.testing.assert_allclose(zs[:2], [cmath.exp(-7), cmath.log10(1 + 2j)], rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_fixed_functions_agree_on_the_gpu():
+    """The same kernel on CUDA: integers and flags exactly, math up to libdevice's rounding."""
+    cpu, gpu = _run_fixed_functions("cpu"), _run_fixed_functions("cuda")
+    for k in (0, 2, 4):
+        assert gpu[k].tolist() == cpu[k].tolist()
+    np.testing.assert_allclose(gpu[1], cpu[1], rtol=1e-12)
+    np.testing.assert_allclose(gpu[3], cpu[3], rtol=1e-6)
