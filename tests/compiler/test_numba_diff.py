@@ -66,6 +66,11 @@ REGRESSIONS = {
         "_r4 = np.isinf(p1)\n_r5 = np.isfinite(p1)\n_r6 = np.isfinite(p2)\n_r7 = np.isnan(p3)",
         p0=np.complex128(complex(1.5, np.nan)), p1=np.complex64(complex(-np.inf, 2.0)),
         p2=np.complex128(3 - 4j), p3=np.int16(5)),
+    # np.real / np.imag were "cannot call real from GPU code" (numba: x.real, x.imag)
+    "np_real_imag_of_numbers": _case(
+        "_r0 = np.real(p0)\n_r1 = np.imag(p0)\n_r2 = np.real(p1)\n_r3 = np.imag(p1)\n"
+        "_r4 = np.imag(p2)\n_r5 = np.real(p3)", p0=np.complex64(1 + 2j), p1=np.float32(3),
+        p2=np.int16(5), p3=np.complex128(-0.0 - 7j)),
     # cmath: numba converts bool and 8/16-bit integers to complex64 (gpunb gave complex128);
     # log10, tanh and acosh give complex128 for complex64 (numba's parts are float64)
     "cmath_converts_as_numba": _case(
@@ -201,7 +206,7 @@ def _fixed_functions(out_i, out_f, out_b, out_c, flags, zs, i8, i32, u16, f64, c
     np.isnan(zs, flags)
     out_c[0] = cmath.exp(i8)
     out_c[1] = cmath.log10(c64)
-    out_c[2] = cmath.tanh(c64) + cmath.acosh(c128)
+    out_c[2] = cmath.tanh(c64) + cmath.acosh(c128) + np.real(c64) + np.imag(zs)[0]
 
 
 def test_fixed_functions_compile_to_ptx(ptxas):
@@ -242,3 +247,18 @@ def test_fixed_functions_agree_on_the_gpu():
         assert gpu[k].tolist() == cpu[k].tolist()
     np.testing.assert_allclose(gpu[1], cpu[1], rtol=1e-12)
     np.testing.assert_allclose(gpu[3], cpu[3], rtol=1e-6)
+
+
+def _real_imag_views(z, out):
+    for i in range(z.size):
+        out[i] = np.imag(z)[i] - np.real(z)[i]
+    np.real(z)[0] = 5.0  # numba's views write through
+
+
+def test_np_real_imag_of_arrays_are_views():
+    from gpunb import cuda
+
+    z = np.array([1 + 2j, -3 + 0.5j], np.complex64)
+    out = np.zeros(2, np.float32)
+    cuda.jit(target="cpu")(_real_imag_views)[1, 1](z, out)
+    assert out.tolist() == [1.0, 3.5] and z[0] == 5 + 2j
