@@ -71,6 +71,11 @@ REGRESSIONS = {
         "_r0 = np.real(p0)\n_r1 = np.imag(p0)\n_r2 = np.real(p1)\n_r3 = np.imag(p1)\n"
         "_r4 = np.imag(p2)\n_r5 = np.real(p3)", p0=np.complex64(1 + 2j), p1=np.float32(3),
         p2=np.int16(5), p3=np.complex128(-0.0 - 7j)),
+    # np.sign of a complex number was refused (numpy 2 and numba: z / |z|, 0 for 0)
+    "np_sign_of_complex": _case(
+        "_r0 = np.sign(p0)\n_r1 = np.sign(p1)\n_r2 = np.sign(p2)\n_r3 = np.sign(p3)",
+        p0=np.complex128(-3 + 4j), p1=np.complex64(0j), p2=np.complex64(1e-30 + 2e-30j),
+        p3=np.complex128(complex(np.inf, 1))),
     # cmath: numba converts bool and 8/16-bit integers to complex64 (gpunb gave complex128);
     # log10, tanh and acosh give complex128 for complex64 (numba's parts are float64)
     "cmath_converts_as_numba": _case(
@@ -206,7 +211,8 @@ def _fixed_functions(out_i, out_f, out_b, out_c, flags, zs, i8, i32, u16, f64, c
     np.isnan(zs, flags)
     out_c[0] = cmath.exp(i8)
     out_c[1] = cmath.log10(c64)
-    out_c[2] = cmath.tanh(c64) + cmath.acosh(c128) + np.real(c64) + np.imag(zs)[0]
+    out_c[2] = cmath.tanh(c64) + cmath.acosh(c128) + np.real(c64) + np.imag(zs)[0] + \
+        np.sign(c128)
 
 
 def test_fixed_functions_compile_to_ptx(ptxas):

@@ -123,7 +123,7 @@ _ARITHMETIC = ("add", "subtract", "multiply", "divide", "negative", "positive", 
 
 
 # numpy's integer and sign ufuncs on real loops: the kinds of input each computes
-_REAL_OPS = {"sign": (t.Integer, t.Float), "floor_divide": (t.Integer, t.Float),
+_REAL_OPS = {"sign": (t.Integer, t.Float, t.Complex), "floor_divide": (t.Integer, t.Float),
              "left_shift": (t.Integer,), "right_shift": (t.Integer,), "signbit": (t.Float,),
              "remainder": (t.Integer, t.Float), "power": (t.Integer, t.Float)}
 
@@ -237,6 +237,8 @@ def _real_op(low, name: str, xs: list, loop: Loop):
     if name == "signbit":
         bits = ir.IntType(t.sizeof(ty) * 8)
         return b.icmp_signed("<", b.bitcast(xs[0], bits), ir.Constant(bits, 0))
+    if name == "sign" and isinstance(ty, t.Complex):
+        return _complex_sign(low, xs[0], ty)
     if name == "sign":
         x, one = xs[0], ir.Constant(xs[0].type, 1)
         zero, minus = ir.Constant(x.type, 0), ir.Constant(x.type, -1)
@@ -248,6 +250,20 @@ def _real_op(low, name: str, xs: list, loop: Loop):
           "right_shift": ast.RShift(), "remainder": ast.Mod(), "power": ast.Pow()}[name]
     xs = [ops.cast(b, x, it, loop.result) for x, it in zip(xs, loop.inputs, strict=True)]
     return ops.binary(b, op, xs[0], xs[1], loop.result, low.math_call)
+
+
+def _complex_sign(low, z, ct: t.Complex):
+    """numpy 2's sign of a complex number, as numba computes it: z / |z| (a complex division),
+    0 for 0."""
+    import ast
+
+    b, ft = low.builder, ct.component
+    size = low.math_call("hypot", [b.extract_value(z, 0), b.extract_value(z, 1)], [ft, ft], ft)
+    zero = ir.Constant(size.type, 0.0)
+    quotient = ops.binary(b, ast.Div(), z, ops.make_complex(b, size, zero, ct), ct,
+                          low.math_call)
+    return b.select(b.fcmp_ordered("==", size, zero), ops.make_complex(b, zero, zero, ct),
+                    quotient)
 
 
 def _compare(b, sym: str, x, y, types: tuple):
