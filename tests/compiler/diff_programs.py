@@ -17,7 +17,7 @@ float (gpunb's weak literals, README "Typing"); math.floor/ceil/trunc and math.p
 (numba-cuda's tables keep float32, njit's give int64 / float64); round(float32, n) (numba-cuda
 rounds through float64, njit in float32); float16 (njit has no float16 arithmetic);
 np.floor_divide of floats and np.fmod of integers (gpunb: numpy's values; numba: floor(x / y),
-an unsigned remainder); np.reciprocal of integers (gpunb has none); complex **
+an unsigned remainder); np.reciprocal of a bool (gpunb has none); complex **
 (njit: CPython's _Py_c_pow, numba-cuda: its own float32 cpow, gpunb: CPython's complex_pow,
 squaring integral exponents - three answers in the last bits); cmath of complex64 other than
 exp/sin/cos and the predicates (njit computes them with float64 steps), whose argument is
@@ -126,6 +126,8 @@ class Builder:
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
         self.names = 0
+        self.local_dtype = self.pick(["int8", "uint8", "int32", "uint64", "float32", "float64",
+                                      "complex64", "bool_"])
 
     # ---- helpers ----------------------------------------------------------------------------
     def pick(self, items):
@@ -159,6 +161,8 @@ class Builder:
                 return self.pick(names)
             if self.chance(0.15):
                 return f"la[{self.rng.randrange(4)}]", "I"
+            if self.chance(0.1):
+                return f"lf[{self.rng.randrange(3)}]", kind_of(self.local_dtype)
             return self.literal(operand)
         form = self.pick(["binary"] * 6 + ["unary", "compare", "compare", "cast", "cast",
                                            "math1", "math2", "np1", "np2", "np2", "minmax",
@@ -265,8 +269,8 @@ class Builder:
             if fn == "negative" and ka == "B":
                 a, kind = f"int({a})", "I"
             return f"np.{fn}({a})", kind if kind != "B" or fn in ("abs", "absolute") else "I"
-        if fn == "reciprocal":  # of integers: not in gpunb (numba's is float64 1/x cast back)
-            return (f"np.{fn}({a})", ka) if ka in "FC" else (f"np.negative({a})", ka)
+        if fn == "reciprocal":  # of a bool: not in gpunb
+            return (f"np.{fn}({a})", ka) if ka != "B" else (f"np.negative(int({a}))", "I")
         return f"np.{fn}({a})", "C" if ka == "C" else "F"
 
     def _np2(self, scope, depth):
@@ -353,7 +357,7 @@ class Builder:
     def statements(self, scope: Scope, depth: int, in_loop: bool) -> list:
         lines: list = []
         for _ in range(self.rng.randint(1, 3 if depth else 6)):
-            forms = ["assign"] * 4 + ["aug", "aug", "unpack", "store"]
+            forms = ["assign"] * 4 + ["aug", "aug", "unpack", "store", "lstore"]
             if depth < 2:
                 forms += ["if", "for", "while"]
             if in_loop:
@@ -370,6 +374,8 @@ class Builder:
                 value, kind = self.expr(scope)
                 lines.append(f"la[{self.rng.randrange(4)}] = {guarded(value, kind, 'int32')}"
                              if kind in "FC" else f"la[{self.rng.randrange(4)}] = {value}")
+            elif form == "lstore":
+                lines.append(self.local_store(scope))
             elif form == "if":
                 lines += self.if_statement(scope, depth, in_loop)
             elif form == "for" and len(scope.loop_vars) < 3:
@@ -383,6 +389,21 @@ class Builder:
                 lines.append(f"{name} = {value}")
                 scope.variables[name] = kind
         return lines
+
+    def local_store(self, scope: Scope) -> str:
+        """A store (or + - * in place) into the local array `lf` of the program's dtype: the
+        value converted as numba converts it on a store."""
+        value, kind = self.expr(scope, 1)
+        target, index = kind_of(self.local_dtype), self.rng.randrange(3)
+        if kind == "C" and target != "C":
+            value, kind = f"({value}).real", "F"
+        if target in "IU":
+            if kind != target and kind not in "B":
+                value = guarded(value, "F" if kind in "FIU" else kind, self.local_dtype) \
+                    if kind == "F" else f"({value} & 127)"
+            return f"lf[{index}] = {value}"
+        op = self.pick(["", "+", "-", "*"]) if target != "B" else ""
+        return f"lf[{index}] {op}= {value}"
 
     def augassign(self, scope: Scope) -> str:
         name, kind = self.pick(sorted(scope.variables.items()))
@@ -464,7 +485,9 @@ class Builder:
         params.update(n=self.rng.randint(0, 3), z=0)
         scope = Scope({f"p{i}": kind_of(t) for i, t in enumerate(types)})
         scope.loop_vars.update(n="I")  # read only: loops count to it
-        lines = ["la = local_array(4, np.int64)", "for _k in range(4):", "    la[_k] = _k - 1"]
+        lines = ["la = local_array(4, np.int64)", "for _k in range(4):", "    la[_k] = _k - 1",
+                 f"lf = local_array(3, np.{self.local_dtype})", "for _k in range(3):",
+                 "    lf[_k] = _k"]
         lines += self.statements(scope, 0, False)
         results = []
         for name in sorted(n for n in scope.variables if n.startswith("v")):
@@ -472,6 +495,9 @@ class Builder:
             results.append(f"_r{len(results)}")
         lines.append(f"_r{len(results)} = la[0] + la[1] + la[2] + la[3]")
         results.append(f"_r{len(results)}")
+        for k in range(3):
+            lines.append(f"_r{len(results)} = lf[{k}]")
+            results.append(f"_r{len(results)}")
         return DiffCase("\n".join(lines), params, tuple(results))
 
 

@@ -76,6 +76,12 @@ REGRESSIONS = {
         "_r0 = np.sign(p0)\n_r1 = np.sign(p1)\n_r2 = np.sign(p2)\n_r3 = np.sign(p3)",
         p0=np.complex128(-3 + 4j), p1=np.complex64(0j), p2=np.complex64(1e-30 + 2e-30j),
         p3=np.complex128(complex(np.inf, 1))),
+    # np.reciprocal of an integer was refused (numpy's and numba's integer loops: 1 / x)
+    "np_reciprocal_of_integers": _case(
+        "_r0 = np.reciprocal(p0)\n_r1 = np.reciprocal(p1)\n_r2 = np.reciprocal(p2)\n"
+        "_r3 = np.reciprocal(p3)\n_r4 = np.reciprocal(p4)\n_r5 = np.reciprocal(p5)\n"
+        "_r6 = np.reciprocal(p6)", p0=np.int8(-1), p1=np.int64(0), p2=np.int32(0),
+        p3=np.int16(0), p4=np.uint8(1), p5=np.int64(7), p6=np.uint32(0)),
     # cmath: numba converts bool and 8/16-bit integers to complex64 (gpunb gave complex128);
     # log10, tanh and acosh give complex128 for complex64 (numba's parts are float64)
     "cmath_converts_as_numba": _case(
@@ -202,7 +208,7 @@ def _fixed_functions(out_i, out_f, out_b, out_c, flags, zs, i8, i32, u16, f64, c
     out_i[1] = np.fmod(i32, i8)
     out_i[2] = np.power(u16, u16)
     out_i[3] = np.floor(i32)
-    out_i[4] = np.remainder(i32, i8)
+    out_i[4] = np.remainder(i32, i8) + np.reciprocal(i8)
     out_f[0] = np.remainder(f64, 3.0)
     out_f[1] = np.fabs(i8)
     out_b[0] = np.isnan(c64)

@@ -120,6 +120,22 @@ def integer_fmod(b: ir.IRBuilder, x, y, ty: t.Integer):
     return b.select(unit, zero, b.srem(x, b.select(unit, one, y)))
 
 
+def integer_reciprocal(b: ir.IRBuilder, x, ty: t.Integer):
+    """numpy's integer np.reciprocal, 1 / x: 1 for 1, -1 for -1, 0 past them; for 0 what
+    numpy's loop and numba leave (1.0 / 0 converted back): the smallest int32 / int64, 0 for
+    the narrower and the unsigned types."""
+    zero, one = ir.Constant(x.type, 0), ir.Constant(x.type, 1)
+    out = b.select(b.icmp_unsigned("==", x, one), one, zero)
+    if not ty.signed:
+        return out
+    minus_one = ir.Constant(x.type, -1)
+    out = b.select(b.icmp_signed("==", x, minus_one), minus_one, out)
+    if ty.bitwidth >= 32:
+        smallest = ir.Constant(x.type, -(1 << (ty.bitwidth - 1)))
+        out = b.select(b.icmp_signed("==", x, zero), smallest, out)
+    return out
+
+
 def _absolute(b: ir.IRBuilder, x, ty: t.Integer):
     if isinstance(ty, t.Boolean) or not ty.signed:
         return x

@@ -140,7 +140,7 @@ _PAIRS = {"divmod": ("floor_divide", "remainder")}
 
 def has_element_function(name: str, loop: Loop) -> bool:
     """Whether gpunb can compute this loop of the ufunc (complex math exists for some)."""
-    if name == "fmod" and isinstance(loop.inputs[0], t.Integer):
+    if name in ("fmod", "reciprocal") and isinstance(loop.inputs[0], t.Integer):
         return True  # numpy's integer loops ('ll->l')
     if name in _PREDICATES:
         return True  # every loop: 'D->?' tests both parts, an integer is finite
@@ -174,6 +174,8 @@ def element(low, name: str, xs: list, loop: Loop):
     ty = loop.inputs[0]
     if name == "fmod" and isinstance(ty, t.Integer):
         return ufunc_math.integer_fmod(b, xs[0], xs[1], ty)
+    if name == "reciprocal" and isinstance(ty, t.Integer):
+        return ufunc_math.integer_reciprocal(b, xs[0], ty)
     if name in _PREDICATES:
         return _predicate(low, name, xs[0], ty)
     if name in _COMPARISONS:
