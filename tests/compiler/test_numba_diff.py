@@ -177,7 +177,7 @@ def _batch_source(cases: list) -> tuple:
         kernel_params += [f"a{k}_{n}" for n in names]
         kernel_calls.append(f"    p{k}({', '.join(f'a{k}_{n}' for n in names)})")
         sig += [f"{'bool_' if ty == 'bool' else ty}[::1]" for ty in types]
-        sig += [str(numba.typeof(v)) for v in case.params.values()]
+        sig += [str(numba.typeof(v)).replace("bool", "boolean") for v in case.params.values()]
     parts.append(f"\n\ndef batch({', '.join(kernel_params)}):\n" + "\n".join(kernel_calls))
     return "".join(parts) + "\n", f"void({', '.join(sig)})"
 

@@ -177,7 +177,7 @@ def element(low, name: str, xs: list, loop: Loop):
     if name == "reciprocal" and isinstance(ty, t.Integer):
         return ufunc_math.integer_reciprocal(b, xs[0], ty)
     if name in _PREDICATES:
-        return _predicate(low, name, xs[0], ty)
+        return ufunc_math.predicate(low, name, xs[0], ty)
     if name in _COMPARISONS:
         return _compare(b, _COMPARISONS[name], xs[0], xs[1], loop.inputs)
     if name in _LOGICAL:
@@ -214,22 +214,6 @@ def element(low, name: str, xs: list, loop: Loop):
     return low.math_call(_FLOAT_MATH[name], xs, list(loop.inputs), loop.result)
 
 
-def _predicate(low, name: str, x, ty: t.Type):
-    """np.isnan / isinf / isfinite: of a complex, either part NaN or infinite (isfinite: both
-    parts finite), as numpy's 'D->?' loops; an integer or a bool is finite."""
-    b = low.builder
-    if isinstance(ty, t.Complex):
-        parts = [_predicate(low, name, b.extract_value(x, k), ty.component) for k in (0, 1)]
-        return b.and_(*parts) if name == "isfinite" else b.or_(*parts)
-    if not isinstance(ty, t.Float):
-        return ir.Constant(dm.i1, int(name == "isfinite"))
-    if name == "isnan":
-        return b.fcmp_unordered("uno", x, x)
-    magnitude = low.math_call("fabs", [x], [ty], ty)
-    return b.fcmp_ordered("==" if name == "isinf" else "<", magnitude,
-                          ir.Constant(x.type, math.inf))
-
-
 def _real_op(low, name: str, xs: list, loop: Loop):
     """sign (numpy's: 1, -1, 0, or the NaN itself), signbit, floor_divide, remainder, power and
     the shifts (as Python's //, %, ** and << / >> on the loop's type, numba's)."""
@@ -240,7 +224,7 @@ def _real_op(low, name: str, xs: list, loop: Loop):
         bits = ir.IntType(t.sizeof(ty) * 8)
         return b.icmp_signed("<", b.bitcast(xs[0], bits), ir.Constant(bits, 0))
     if name == "sign" and isinstance(ty, t.Complex):
-        return _complex_sign(low, xs[0], ty)
+        return ufunc_math.complex_sign(low, xs[0], ty)
     if name == "sign":
         x, one = xs[0], ir.Constant(xs[0].type, 1)
         zero, minus = ir.Constant(x.type, 0), ir.Constant(x.type, -1)
@@ -252,20 +236,6 @@ def _real_op(low, name: str, xs: list, loop: Loop):
           "right_shift": ast.RShift(), "remainder": ast.Mod(), "power": ast.Pow()}[name]
     xs = [ops.cast(b, x, it, loop.result) for x, it in zip(xs, loop.inputs, strict=True)]
     return ops.binary(b, op, xs[0], xs[1], loop.result, low.math_call)
-
-
-def _complex_sign(low, z, ct: t.Complex):
-    """numpy 2's sign of a complex number, as numba computes it: z / |z| (a complex division),
-    0 for 0."""
-    import ast
-
-    b, ft = low.builder, ct.component
-    size = low.math_call("hypot", [b.extract_value(z, 0), b.extract_value(z, 1)], [ft, ft], ft)
-    zero = ir.Constant(size.type, 0.0)
-    quotient = ops.binary(b, ast.Div(), z, ops.make_complex(b, size, zero, ct), ct,
-                          low.math_call)
-    return b.select(b.fcmp_ordered("==", size, zero), ops.make_complex(b, zero, zero, ct),
-                    quotient)
 
 
 def _compare(b, sym: str, x, y, types: tuple):
