@@ -87,8 +87,11 @@ def _gpunb_torch(workdir: Path, calls: int, repeats: int) -> Cell:
         timed[name] = per_call_seconds(lambda out=out, x=x, a=a: kernel[1, 32](out, x, a),
                                        torch.cuda.synchronize, calls, repeats)
         assert bool((out.float() == 2.0).all()), f"gpunb ({name} tensors): wrong result"
+    launcher = kernel[1, 32].launcher
+    native = launcher is not None and launcher.native.plan.kinds[0][0] == "tensor"
     return cell(timed["float32"] * 1e6, "{:.2f} us",
-                f"float32; bfloat16 {timed['bfloat16'] * 1e6:.2f} us")
+                f"float32; bfloat16 {timed['bfloat16'] * 1e6:.2f} us; through "
+                f"{'the native launcher' if native else 'the Python path'}")
 
 
 def _numba_torch(workdir: Path, calls: int, repeats: int) -> Cell:

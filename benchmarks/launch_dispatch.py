@@ -90,6 +90,8 @@ def main() -> int:
         rows.append(("a launch a subscriber observes (4 args)",
                      best_us(lambda: config(out, x, y, a), calls=500)))
 
+    rows += _torch_rows(three)
+
     def first_in_block() -> float:
         with gpunb.events.record_launches([]):
             started = time.perf_counter()
@@ -104,6 +106,41 @@ def main() -> int:
     for name, us in rows:
         print(f"  {name:<{width}}  {us:7.2f} us")
     return 0
+
+
+def _torch_rows(three) -> list:
+    """scale3's configuration on torch tensors beside the same on gpunb's or numpy's arrays:
+    CUDA tensors on the CUDA launch path (where torch has a GPU: torch allocates, the stand-in
+    launch function takes the pointers), CPU tensors on the CPU target (the launch runs the
+    kernel's 32 threads there: the numpy row is the comparison)."""
+    try:
+        import torch
+    except ImportError:
+        return [("torch tensors", float("nan"))]
+    import gpunb
+
+    a, rows = np.float32(2.0), []
+    if torch.cuda.is_available():
+        out, x = torch.zeros(1024, device="cuda"), torch.ones(1024, device="cuda")
+        for _ in range(4):
+            three(out, x, a)
+        native = three.launcher is not None and three.launcher.native.plan.kinds[0][0] == \
+            "tensor"
+        rows.append((f"config(out, x, a) on torch CUDA tensors{'' if native else ' (no native)'}",
+                     best_us(lambda: three(out, x, a))))
+    gpunb.set_target("cpu")
+    try:
+        on_cpu = three.dispatcher[1, 32]
+        arrays = {"numpy arrays": (np.zeros(32, np.float32), np.ones(32, np.float32)),
+                  "torch CPU tensors": (torch.zeros(32), torch.ones(32))}
+        for label, (out, x) in arrays.items():
+            for _ in range(4):
+                on_cpu(out, x, a)
+            rows.append((f"CPU target: config(out, x, a) on {label}",
+                         best_us(lambda out=out, x=x: on_cpu(out, x, a), calls=500)))
+    finally:
+        gpunb.set_target("cuda")
+    return rows
 
 
 if __name__ == "__main__":

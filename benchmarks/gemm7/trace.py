@@ -36,10 +36,9 @@ def _now():
     return cuda.inline_ptx("mov.u64 %0, %%clock64;", "=l")
 
 
-def _mainloop_for(width: int):
+def _mainloop_for(n_first: int, n_second: int):
     """hopper_gemm_wide's consumer K loop with stamps (trace row `g`, when `on`)."""
-    half_n = width // 2
-    b1 = half_n * w.BK * 2 // 16
+    b1 = n_first * w.BK * 2 // 16
 
     @cuda.jit(device=True, forceinline=True)
     def mainloop(c, acc0, acc1, a_desc, b_desc, bars, it, ktiles, held, trace, g, on):
@@ -55,10 +54,10 @@ def _mainloop_for(width: int):
             cuda.wgmma.fence()
             for kk in range(w.BK // 16):
                 cuda.wgmma.mma_async(acc0, a_desc + stage + 2 * kk, b_desc + stage + 2 * kk,
-                                     (64, half_n, 16), c.dtype, scale_d=kt + kk > 0)
+                                     (64, n_first, 16), c.dtype, scale_d=kt + kk > 0)
                 cuda.wgmma.mma_async(acc1, a_desc + stage + 2 * kk,
                                      b_desc + stage + b1 + 2 * kk,
-                                     (64, half_n, 16), c.dtype, scale_d=kt + kk > 0)
+                                     (64, n_second, 16), c.dtype, scale_d=kt + kk > 0)
             cuda.wgmma.commit_group()
             cuda.wgmma.wait_group(1)
             if on:
@@ -76,8 +75,8 @@ def _mainloop_for(width: int):
     return mainloop
 
 
-_loop_wide, _loop_narrow = _mainloop_for(w.BN), _mainloop_for(NARROW)
-_store_wide, _store_narrow = w._store_wide, w._store_narrow
+_loop_wide = _mainloop_for(w.HALF_N, w.HALF_N)
+_loop_narrow = _mainloop_for(w.HALF_N, NARROW - w.HALF_N)
 
 
 @cuda.jit(launch_bounds=(w.THREADS, 1), cluster_dims=(w.CLUSTER, 1, 1))
@@ -160,10 +159,7 @@ def gemm_traced(c, da, dbw, dbn, dc, plan, M, N, K, trace, tiles, traced):  # no
             if on:
                 tiles[group, t, 1] = _now()
             row0 = m0 + rank * w.BM + (group - 1) * 64
-            if wide:
-                rnd = _store_wide(dc, acc0, acc1, smem, bars, row0, n0, rnd, held)
-            else:
-                rnd = _store_narrow(dc, acc0, acc1, smem, bars, row0, n0, rnd, held)
+            rnd = w._store(dc, acc0, acc1, smem, bars, row0, n0, rnd, held, wide)
             if on:
                 tiles[group, t, 2] = _now()
                 tiles[group, t, 3] = wide

@@ -17,6 +17,7 @@ import struct
 import sys
 import types
 
+from gpunb.foundation import extending
 from gpunb.foundation.memo import RecentlyUsed
 from gpunb.foundation.pyobjects import MISSING, is_gpu_function
 
@@ -58,6 +59,10 @@ def encode(value, gpu, epoch_marker=None) -> str:
         return f"{cls.__name__}:{_scalar_text(value)}"
     if cls is tuple or cls is list:
         return _sequence(cls.__name__, value, gpu, epoch_marker)
+    if extending.has_overloads(value):  # (before its own body: overloads are what is called)
+        return overloaded(value, gpu)
+    if isinstance(value, extending.Intrinsic):  # its typing function and codegen, by content
+        return f"intrinsic-defn:{value.prefer_literal}:{gpu(value._defn)}"
     if is_gpu_function(value):
         return gpu(value)
     if cls is types.ModuleType or isinstance(value, types.ModuleType):
@@ -99,6 +104,23 @@ def encode(value, gpu, epoch_marker=None) -> str:
     return f"object:{qualified_name(cls)}"
 
 
+def overloaded(func, gpu) -> str:
+    """A function given @overload / register_jitable: what kernels compile for a call of it is
+    what its registrations generate, so each generator (or the jitable function itself) is
+    fingerprinted like a GPU function, with the options that shape its code."""
+    parts = [f"{o.options_text()}={gpu(o.implements or o.generator)}"
+             for o in extending.function_overloads(func)]
+    return f"overloaded:{qualified_name(func)}[{';'.join(parts)}]"
+
+
+def member_overloads(attr: str, gpu) -> str:
+    """The @overload_method / @overload_attribute registrations of a name (a kernel reading
+    `.attr` of any value may resolve to one of them): "" when there is none."""
+    parts = [f"{o.options_text()}:{encode(o.key, gpu)}={gpu(o.generator)}"
+             for kind in ("method", "attribute") for o in extending.member_overloads(kind, attr)]
+    return f"member-overloads:{attr}[{';'.join(parts)}]" if parts else ""
+
+
 def _enum_member(member, gpu, epoch_marker) -> str:
     """An Enum member by its class's layout, its name and its value: kernels hold a plain Enum's
     member as its position in the class (`c == Color.GREEN` compares positions), so a class whose
@@ -133,6 +155,31 @@ def _cuda_array(value) -> str | None:
 
     return (f"cuda-array:{os.getpid()}:{desc.get('data')}:{desc.get('shape')}:"
             f"{desc.get('strides')}:{desc.get('typestr')}:{desc.get('descr')}")
+
+
+_BY_VALUE = frozenset({int, bool, str, bytes})
+_BY_TEXT = frozenset({float, complex})  # -0.0 == 0.0, yet copysign tells them apart
+
+
+def same_constant(seen, obj) -> bool:
+    """Whether `seen` is a new object holding the constant `obj` holds, as its key encodes it.
+
+    A property (`params.scale`) or a module's `__getattr__` answers each read with a new object:
+    by identity alone every launch of a kernel reading one took the slow path (hundreds of
+    microseconds) and recorded a "re-checked" event. Only reached when identity fails."""
+    cls = type(obj)
+    if type(seen) is not cls:
+        return False
+    if cls in _BY_VALUE:
+        return seen == obj
+    if cls in _BY_TEXT:
+        return _scalar_text(seen) == _scalar_text(obj)
+    if cls is tuple:
+        return len(seen) == len(obj) and all(
+            a is b or same_constant(a, b) for a, b in zip(seen, obj, strict=True))
+    if cls.__module__ == "numpy" and getattr(obj, "shape", None) == ():  # numpy scalars
+        return seen.dtype == obj.dtype and seen.tobytes() == obj.tobytes()
+    return False
 
 
 def _scalar_text(value) -> str:

@@ -23,7 +23,14 @@ import weakref
 from dataclasses import dataclass, field, replace
 
 from gpunb.cache import epoch
-from gpunb.cache.encode import _scalar_text, blake2b, encode, is_constant, preview
+from gpunb.cache.encode import (
+    blake2b,
+    encode,
+    is_constant,
+    member_overloads,
+    preview,
+    same_constant,
+)
 from gpunb.foundation import loaded_sources
 from gpunb.foundation.memo import RecentlyUsed
 from gpunb.foundation.pyobjects import MISSING, closure_cell, is_gpu_function
@@ -147,42 +154,21 @@ def still_valid(watch) -> bool:
     return True
 
 
-_BY_VALUE = frozenset({int, bool, str, bytes})
-_BY_TEXT = frozenset({float, complex})  # -0.0 == 0.0, yet copysign tells them apart
-
-
-def same_constant(seen, obj) -> bool:
-    """Whether `seen` is a new object holding the constant `obj` holds, as its key encodes it.
-
-    A property (`params.scale`) or a module's `__getattr__` answers each read with a new object:
-    by identity alone every launch of a kernel reading one took the slow path (hundreds of
-    microseconds) and recorded a "re-checked" event. Only reached when identity fails."""
-    cls = type(obj)
-    if type(seen) is not cls:
-        return False
-    if cls in _BY_VALUE:
-        return seen == obj
-    if cls in _BY_TEXT:
-        return _scalar_text(seen) == _scalar_text(obj)
-    if cls is tuple:
-        return len(seen) == len(obj) and all(
-            a is b or same_constant(a, b) for a, b in zip(seen, obj, strict=True))
-    if cls.__module__ == "numpy" and getattr(obj, "shape", None) == ():  # numpy scalars
-        return seen.dtype == obj.dtype and seen.tobytes() == obj.tobytes()
-    return False
-
-
 # ---- per code object: parse once ---------------------------------------------------------------
 
 class _CodeFacts:
     """What one code object's source says (internal, so a plain class: no dataclass import cost)."""
 
-    __slots__ = ("code_digest", "chains", "filename", "first_line", "last_line", "positions")
+    __slots__ = ("code_digest", "chains", "filename", "first_line", "last_line", "positions",
+                 "attrs")
 
     def __init__(self, code_digest: str, chains: tuple, filename: str, first_line: int,
-                 last_line: int, positions: tuple):
+                 last_line: int, positions: tuple, attrs: tuple = ()):
         self.code_digest = code_digest
         self.chains = chains  # sorted global reads: ("N",), ("cuda", "threadIdx", "x")
+        # sorted attribute names read from any value (`a.foo`): @overload_method/_attribute
+        # registrations of these names can be what the code calls
+        self.attrs = attrs
         self.filename = filename
         self.first_line = first_line
         self.last_line = last_line
@@ -211,7 +197,8 @@ def _code_facts(py_func) -> _CodeFacts:
         # so a parse cached by code object may name the other file
         code.co_filename, code.co_firstlineno,
         code.co_firstlineno + (getattr(tree, "end_lineno", None) or source.first_line)
-        - source.first_line, node_positions(tree, source.first_line))
+        - source.first_line, node_positions(tree, source.first_line),
+        tuple(sorted({n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)})))
     if os.path.isabs(facts.filename) and facts.filename.endswith(".py"):
         # a new code object from a tracked file: the module was (re)loaded, so its current text
         # is the imported one again
@@ -484,12 +471,15 @@ class _Builder:
             # what a callee reads is "read via" the name this function calls it by (`mod.f`,
             # an alias), unless the chain held several functions (a tuple): their own names
             single = len(self.callees) == 1 and dep.kind == "gpu function"
-            for callee in self.callees:
-                for entry in callee.watch[1:]:
-                    watch.setdefault((id(entry[0].__self__), entry[1]), entry)
-                via = dep.name if single else callee.name
-                nested.extend(replace(d, via=(via, *d.via)) for d in callee.dependencies)
-                locations.extend(loc for loc in callee.locations if loc not in locations)
+            self._take_callees(dep.name if single else None, watch, nested, locations)
+        for attr in facts.attrs:  # methods and attributes given overloads
+            self.callees = []
+            token = member_overloads(attr, self._gpu_token)
+            if token:
+                name = f"overloads of .{attr}"
+                deps[name] = Dependency(name, "global", "gpunb.cuda.extending", _short(token))
+                tokens.append(token)
+                self._take_callees(None, watch, nested, locations)
         for dep, token in self._defaults(defined_at, facts):
             deps[f"{dep.kind} {dep.name}"] = dep
             tokens.append(token)
@@ -500,6 +490,16 @@ class _Builder:
             tuple(deps.values()) + tuple(nested),
             (epoch.watch_entry(), *watch.values()), epoch.current(), tuple(locations),
             py_func, py_func.__code__, (py_func.__defaults__, py_func.__kwdefaults__), options)
+
+    def _take_callees(self, via, watch: dict, nested: list, locations: list) -> None:
+        """What the callees met while encoding one read read in turn: their watch entries,
+        dependencies (read via `via`, else each callee's own name) and source locations."""
+        for callee in self.callees:
+            for entry in callee.watch[1:]:
+                watch.setdefault((id(entry[0].__self__), entry[1]), entry)
+            name = via or callee.name
+            nested.extend(replace(d, via=(name, *d.via)) for d in callee.dependencies)
+            locations.extend(loc for loc in callee.locations if loc not in locations)
 
     def _gpu_token(self, func) -> str:
         inner, options = _unwrap(func)

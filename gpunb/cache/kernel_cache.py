@@ -22,6 +22,7 @@ as a hit with the time waited (compile_once.py).
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import weakref
@@ -75,10 +76,27 @@ class Lookup:
 
 def _pointer(fingerprint: FunctionFingerprint, signature: str, target: str) -> str:
     """Names "this function's previous entry", which a miss is explained against: the module
-    is part of it, so `k` of pkg/b.py is new, not `k` of pkg/a.py changed (notebook cells all
-    define their functions in `__main__`, so a cell's `k` is told against the last `k`)."""
+    is part of it, so `k` of pkg/b.py is new, not `k` of pkg/a.py changed. Notebook cells all
+    define their functions in `__main__`, so a cell's `k` is told against the last `k` of the
+    same program: the notebook (or script) running as `__main__` is part of it too, or the
+    first `k` of b.ipynb was explained against a.ipynb's `k` found in the shared disk cache."""
     module = getattr(fingerprint.py_func, "__module__", None) or ""
+    if module == "__main__":
+        module = f"__main__:{_main_program()}"
     return f"{module}\0{fingerprint.qualname}\0{signature}\0{target}"
+
+
+def _main_program() -> str:
+    """Which program `__main__` is: the notebook a Jupyter server started this kernel for (its
+    path in JPY_SESSION_NAME, which jupyter_server sets and ipykernel shows as `__session__`),
+    VS Code's notebook (`__vsc_ipynb_file__`), or the script run (`__main__.__file__`); empty
+    in an interactive session nothing names (IPython in a terminal, a kernel started alone)."""
+    session = os.environ.get("JPY_SESSION_NAME")
+    if session:
+        return session
+    main = sys.modules.get("__main__")
+    named = getattr(main, "__vsc_ipynb_file__", None) or getattr(main, "__file__", None)
+    return named if isinstance(named, str) else ""
 
 
 _caches: weakref.WeakSet = weakref.WeakSet()  # every KernelCache, for _after_fork_in_child

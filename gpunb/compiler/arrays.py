@@ -29,6 +29,26 @@ def parts(b: ir.IRBuilder, value, ndim: int):
     return data, shape, strides
 
 
+class LazyParts:
+    """An array value's extents (`shape[k]`) or strides (`strides[k]`), each extracted from
+    the array's struct when first read, then kept: an element access of a C-contiguous array
+    reads no stride and, with a constant index, no extent either, where extracting them all
+    put up to five instructions per access into the IR for LLVM to parse and delete (a third
+    of a GEMM epilogue's IR). Read only in code that the first read dominates (one
+    subscript's lowering, whose index expressions rejoin before the next one starts)."""
+
+    __slots__ = ("b", "value", "field", "found")
+
+    def __init__(self, b: ir.IRBuilder, value, field: int):
+        self.b, self.value, self.field, self.found = b, value, field, {}
+
+    def __getitem__(self, k: int):
+        part = self.found.get(k)
+        if part is None:
+            part = self.found[k] = self.b.extract_value(self.value, [self.field, k])
+        return part
+
+
 def contiguous_strides(shape_consts: list[int], itemsize: int, order: str = "C") -> list[int]:
     strides = [0] * len(shape_consts)
     acc = itemsize
@@ -46,7 +66,8 @@ def signed_index(index_type: t.Type) -> bool:
 
 
 def normalise_index(b: ir.IRBuilder, index, index_type: t.Type, extent):
-    """Widen to i64 and wrap negative indices (numba's wraparound)."""
+    """Widen to i64 and wrap negative indices (numba's wraparound). `extent` is the axis's
+    extent, or a function giving it (called only when a wrap is emitted)."""
     if isinstance(index_type, t.Boolean):
         return b.zext(index, dm.i64)
     if index_type.bitwidth < 64:
@@ -59,6 +80,8 @@ def normalise_index(b: ir.IRBuilder, index, index_type: t.Type, extent):
     if isinstance(index, ir.Constant) and isinstance(index.constant, int) and \
             0 <= index.constant < 1 << (index.type.width - 1):
         return index
+    if callable(extent):
+        extent = extent()
     negative = b.icmp_signed("<", index, ir.Constant(dm.i64, 0))
     return b.select(negative, b.add(index, extent), index)
 

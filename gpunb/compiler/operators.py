@@ -8,6 +8,7 @@ in the unified type.
 from __future__ import annotations
 
 import ast
+import operator
 
 import numpy as np
 from llvmlite import ir
@@ -196,6 +197,9 @@ _BF16_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}  # the oth
 
 def int_binary(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None, math_call=None):
     signed = ty.signed
+    folded = _folded_int(op, x, y, ty)
+    if folded is not None:
+        return folded
     zero = ir.Constant(x.type, 0)
     if isinstance(op, ast.Add):
         return b.add(x, y)
@@ -212,6 +216,8 @@ def int_binary(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None, math_ca
     if isinstance(op, (ast.LShift, ast.RShift)):
         return shift(b, op, x, y, ty, rhs_const)
     if isinstance(op, (ast.FloorDiv, ast.Mod)):
+        if _plain_divisor(y, ty):
+            return _floor_div_by_constant(b, op, x, y, signed)
         is_zero = b.icmp_unsigned("==", y, zero)
         safe_y = b.select(is_zero, ir.Constant(x.type, 1), y)
         if signed:
@@ -236,6 +242,50 @@ def int_binary(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None, math_ca
     if isinstance(op, ast.Pow):
         return power(b, x, y, ty, ty, rhs_const, math_call)
     raise TypeError(f"operator {type(op).__name__} on {ty}")
+
+
+_WRAPPING = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+             ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor}
+
+
+def _folded_int(op, x, y, ty: t.Integer):
+    """x op y of two constants (index arithmetic on folded reads: `4 * j + 1`), wrapped to the
+    type's width as the instruction would: the IR then carries the number, and an index
+    known non-negative needs no wraparound. Only the operations whose wrapped result is
+    exact in two's complement; the others are left to LLVM."""
+    fn = _WRAPPING.get(type(op))
+    if fn is None or not (isinstance(x, ir.Constant) and isinstance(y, ir.Constant)) or \
+            type(x.constant) is not int or type(y.constant) is not int:
+        return None
+    width = ty.bitwidth
+    value = fn(x.constant, y.constant) & ((1 << width) - 1)
+    if ty.signed and value >= 1 << (width - 1):
+        value -= 1 << width
+    return ir.Constant(x.type, value)
+
+
+def _plain_divisor(y, ty: t.Integer) -> bool:
+    """A divisor known when lowering that is neither 0 nor -1 (`i // 128`, `k % 8`): the
+    checks for those two are left out, which cut a quarter of the LLVM IR of a GEMM kernel
+    full of index arithmetic (LLVM would fold them, after parsing and optimising them)."""
+    if not isinstance(y, ir.Constant) or type(y.constant) is not int:
+        return False
+    c, width = y.constant, ty.bitwidth
+    if ty.signed:
+        return -(1 << (width - 1)) <= c < (1 << (width - 1)) and c not in (0, -1)
+    return 0 < c < (1 << width)
+
+
+def _floor_div_by_constant(b: ir.IRBuilder, op, x, y, signed: bool):
+    """x // y or x % y rounding towards minus infinity, as Python does, for a plain divisor."""
+    if not signed:
+        return b.udiv(x, y) if isinstance(op, ast.FloorDiv) else b.urem(x, y)
+    zero = ir.Constant(x.type, 0)
+    r = b.srem(x, y)
+    adjust = b.and_(b.icmp_signed("!=", r, zero), b.icmp_signed("<", b.xor(r, y), zero))
+    if isinstance(op, ast.FloorDiv):
+        return b.sub(b.sdiv(x, y), b.zext(adjust, x.type))
+    return b.select(adjust, b.add(r, y), r)
 
 
 def shift(b: ir.IRBuilder, op, x, y, ty: t.Integer, rhs_const=None):

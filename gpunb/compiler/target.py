@@ -116,8 +116,8 @@ class Target:
 
     def check_bounds(self, low, node, arr: t.Array, axis: int, index, extent,
                      signed: bool = True) -> None:
-        """Bounds checking hook (`index` normalised: wrapped if `signed` and negative); targets
-        without it do nothing."""
+        """Bounds checking hook (`index` normalised: wrapped if `signed` and negative;
+        `extent` the axis's extent or a function giving it); targets without it do nothing."""
         return
 
     def check_cluster_query(self, low, node) -> None:

@@ -65,6 +65,11 @@ class ConstValue(t.Type):
     def __str__(self) -> str:
         return f"Literal[{self.type}]({self.value!r})"
 
+    @property
+    def literal_value(self):
+        """numba's Literal.literal_value (what an overload's generator reads)."""
+        return self.value
+
 
 def is_compile_time(ty: t.Type) -> bool:
     """Whether values of this type exist only at compile time (no register, no parameter)."""

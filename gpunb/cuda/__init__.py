@@ -142,7 +142,7 @@ def __getattr__(name: str):
 
         return getattr(linkable, name)
     if name == "PerformanceWarning":  # gpunb's warning for host arrays copied per launch
-        from gpunb.runtime.packing import PerformanceWarning
+        from gpunb.foundation.errors import PerformanceWarning
 
         return PerformanceWarning
     if name == "InvalidConfigWarning":

@@ -49,9 +49,52 @@ UniTuple = _UniTupleKind("UniTuple", (), {"__doc__": "numba's homogeneous tuple 
 RawPointer = Pointer  # numba's voidptr is RawPointer('void*')
 
 
+class _TypeClass(type):
+    """One of numba's abstract type classes, for `isinstance(ty, types.Number)` in an
+    overload's generator: a class whose instances are the gpunb types its test accepts."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return cls._accepts(obj)
+
+
+def _type_class(name: str, accepts, doc: str) -> type:
+    return _TypeClass(name, (), {"__doc__": doc, "_accepts": staticmethod(accepts)})
+
+
+def _literal_of(kinds):
+    from gpunb.compiler.values import ConstValue
+
+    return lambda obj: isinstance(obj, ConstValue) and isinstance(obj.type, kinds)
+
+
+Number = _type_class("Number", lambda obj: isinstance(obj, (_types.Integer, _types.Float,
+                                                            _types.Complex)),
+                     "numba's Number: integers, floats and complex numbers")
+Buffer = _type_class("Buffer", lambda obj: isinstance(obj, _types.Array), "numba's Buffer")
+BaseTuple = _type_class("BaseTuple", lambda obj: isinstance(obj, _types.Tuple),
+                        "numba's BaseTuple: every tuple type")
+Literal = _type_class("Literal", _literal_of(_types.Type),
+                      "numba's Literal: a constant argument offered by its value")
+IntegerLiteral = _type_class("IntegerLiteral", _literal_of(_types.Integer),
+                             "numba's IntegerLiteral (literal_value: the int)")
+BooleanLiteral = _type_class("BooleanLiteral", _literal_of(_types.Boolean),
+                             "numba's BooleanLiteral (literal_value: the bool)")
+
+
+def unliteral(ty):
+    """numba's types.unliteral: a literal type's plain type (any other type as is)."""
+    from gpunb.compiler.values import ConstValue
+
+    return ty.type if isinstance(ty, ConstValue) else ty
+
+
 def __getattr__(name: str):
     if name.startswith("_"):
         raise AttributeError(name)
+    if name == "Omitted":  # numba's: an argument an overload's call did not pass
+        from gpunb.compiler.overload_types import Omitted
+
+        return Omitted
     try:
         return getattr(_types, name)
     except AttributeError:

@@ -27,11 +27,13 @@ runs the same scheme with 320 x 128 tiles. Here:
 - each cluster walks its own list of tiles, `plan[cluster]` (hopper_gemm_plan: global memory,
   two int32 per tile read by every thread), some 320 and some 256 wide: a 256-wide tile loads
   its B halves through a second descriptor (a TMA box is fixed per descriptor: 128 x 64),
-  expects 48 KiB on the stage's full barrier, its consumers issue m64n128 wgmma into the first
-  64 of their accumulators' 80 registers and store 4 panels instead of 5; the stages keep their
-  320-wide size. The branch on the width is uniform per tile; the kernel holds both widths'
-  code. At 8192^3 the plan pads nothing (24 x 320 + 2 x 256 columns per band) and its busiest
-  cluster does 4032 columns of work against the 4160 of 13 rounds of 320-wide tiles: on an
+  expects 48 KiB on the stage's full barrier, its consumers issue an m64n160 and an m64n96
+  wgmma per step (columns 0-159 into the first accumulator, as a 320-wide tile does, 160-255
+  into the second's first 48 registers) and store 4 panels instead of 5 through the same
+  epilogue code; the stages keep their 320-wide size. The branch on the width is uniform per
+  tile; the kernel holds both widths' K loops and one epilogue. At 8192^3 the plan pads
+  nothing (24 x 320 + 2 x 256 columns per band) and its busiest cluster does 4032 columns of
+  work against the 4160 of 13 rounds of 320-wide tiles: on an
   H200 (RESULTS.md, ninth session; FP16 / BF16, 21 shuffled rounds) 643 / 660 and 631 / 646
   TFLOP/s against 628 / 645 and 617 / 632 for the 320-only plan in two calls (2.4-2.8 % round
   by round), Triton's tutorial matmul 633 / 661 and 636 / 652, cuBLAS 645 / 671 and 641 / 657.
@@ -72,19 +74,24 @@ _PAIRS = (0, 1, 2, 3)  # stmatrix.x4 writes two 8-column chunks: four per panel
 
 
 def _store_for(width: int):
-    """The epilogue of a `width`-wide tile (a compile-time constant: the accumulators' indices
-    must be): store(dc, acc0, acc1, smem, bars, row0, n0, rnd, slot) writes the consumer's
-    64 x width outputs (acc0: the first width / 2 columns, acc1: the rest) to C at (row0, n0)
-    through its buffer in ring stage `slot`: per round, wait until the buffer's last TMA stores
-    have read it, stmatrix up to three panels into it (chunk c of row r at c ^ (r % 8): the
-    TMA's 128-byte swizzle), then one thread stores them with TMA once all 128 have written.
-    Returns the round count `rnd` for the barriers' phases."""
+    """The epilogue of tiles up to `width` wide (the accumulators' indices are compile-time
+    constants): store(dc, acc0, acc1, smem, bars, row0, n0, rnd, slot, wide) writes the
+    consumer's 64 x width outputs (acc0: the first width / 2 columns, acc1: the rest) to C at
+    (row0, n0) through its buffer in ring stage `slot` - or, for a 256-wide tile (`wide`
+    False: its K loop leaves columns 0-159 in acc0 and 160-255 in acc1, as a 320-wide one
+    does), its first 256 columns: the panels past them are skipped at run time. Per round,
+    wait until the buffer's last TMA stores have read it, stmatrix up to three panels into it
+    (chunk c of row r at c ^ (r % 8): the TMA's 128-byte swizzle), then one thread stores them
+    with TMA once all 128 have written. Returns the round count `rnd` for the barriers'
+    phases. (One epilogue for both widths: a second one, for the 256-wide tiles, made the
+    kernel's cold compile a third longer.)"""
     half_n = width // 2
     n_panels = width // PANEL
+    narrow_panels = NARROW // PANEL
     rounds = tuple(range(-(-n_panels // PANELS)))
 
     @cuda.jit(device=True, forceinline=True)
-    def store(dc, acc0, acc1, smem, bars, row0, n0, rnd, slot):
+    def store(dc, acc0, acc1, smem, bars, row0, n0, rnd, slot, wide):
         tid = cuda.threadIdx.x
         me = tid // 128 - 1
         lead = tid % 128 == 0
@@ -93,6 +100,7 @@ def _store_for(width: int):
         half = lane // 16  # ... and which of the two 8-column chunks
         base = slot * STAGE + me * C_BUF
         buf = smem[base:base + C_BUF].reshape(PANELS * PANEL, PANEL)
+        panels = n_panels if wide else narrow_panels
         for r in cuda.literal_unroll(rounds):
             if rnd > 0:
                 if lead:
@@ -101,25 +109,28 @@ def _store_for(width: int):
                 cuda.mbarrier.wait(bars, FREE + me, (rnd - 1) % 2)
             for p in cuda.literal_unroll(_PANEL_RANGE):
                 if r * PANELS + p < n_panels:
-                    for jj in cuda.literal_unroll(_PAIRS):
-                        j = (r * PANELS + p) * 8 + 2 * jj  # the first 8-column chunk of the tile
-                        chunk = (2 * jj + half) ^ (row % 8)
-                        if j < half_n // 8:
-                            cuda.stmatrix(buf, (p * PANEL + row, chunk * 8),
-                                          (acc0[4 * j], acc0[4 * j + 1], acc0[4 * j + 2],
-                                           acc0[4 * j + 3], acc0[4 * j + 4], acc0[4 * j + 5],
-                                           acc0[4 * j + 6], acc0[4 * j + 7]))
-                        else:
-                            q = j - half_n // 8
-                            cuda.stmatrix(buf, (p * PANEL + row, chunk * 8),
-                                          (acc1[4 * q], acc1[4 * q + 1], acc1[4 * q + 2],
-                                           acc1[4 * q + 3], acc1[4 * q + 4], acc1[4 * q + 5],
-                                           acc1[4 * q + 6], acc1[4 * q + 7]))
+                    if r * PANELS + p < narrow_panels or wide:
+                        for jj in cuda.literal_unroll(_PAIRS):
+                            j = (r * PANELS + p) * 8 + 2 * jj  # the tile's 8-column chunk
+                            chunk = (2 * jj + half) ^ (row % 8)
+                            if j < half_n // 8:
+                                cuda.stmatrix(buf, (p * PANEL + row, chunk * 8),
+                                              (acc0[4 * j], acc0[4 * j + 1], acc0[4 * j + 2],
+                                               acc0[4 * j + 3], acc0[4 * j + 4],
+                                               acc0[4 * j + 5], acc0[4 * j + 6],
+                                               acc0[4 * j + 7]))
+                            else:
+                                q = j - half_n // 8
+                                cuda.stmatrix(buf, (p * PANEL + row, chunk * 8),
+                                              (acc1[4 * q], acc1[4 * q + 1], acc1[4 * q + 2],
+                                               acc1[4 * q + 3], acc1[4 * q + 4],
+                                               acc1[4 * q + 5], acc1[4 * q + 6],
+                                               acc1[4 * q + 7]))
             cuda.fence_proxy_async()  # the TMA (async proxy) reads what these stores wrote
             cuda.mbarrier.arrive(bars, WRITTEN + me)
             if lead:
                 cuda.mbarrier.wait(bars, WRITTEN + me, rnd % 2)
-                for p in range(min(PANELS, n_panels - r * PANELS)):
+                for p in range(max(0, min(PANELS, panels - r * PANELS))):
                     cuda.tma.store(dc, (row0, n0 + (r * PANELS + p) * PANEL),
                                    buf[p * PANEL:(p + 1) * PANEL, :])
                 cuda.tma.commit_group()
@@ -129,15 +140,18 @@ def _store_for(width: int):
     return store
 
 
-def _mainloop_for(width: int):
-    """The consumer's K loop over one `width`-wide tile (a constant: the wgmma shape is):
+def _mainloop_for(n_first: int, n_second: int):
+    """The consumer's K loop over one tile (the wgmma shapes are compile-time constants):
     mainloop(c, acc0, acc1, a_desc, b_desc, bars, it, ktiles, held) waits for each stage to
-    land, issues two m64n(width / 2)k16 wgmma per 16-deep step, keeps one group in flight and
-    frees the stage of the group before (the tile's first stage frees the last tile's held
-    stage instead, once its TMA stores have read it); the tile's last group is waited for.
-    Returns `it`, the K-slices so far (the ring's stages and phases run on across tiles)."""
-    half_n = width // 2
-    b1 = half_n * BK * 2 // 16  # the second half's offset in a B slice, in 16-byte units
+    land, issues an m64n(n_first)k16 wgmma into acc0 and an m64n(n_second)k16 into acc1 (the
+    B slice's next n_second rows) per 16-deep step, keeps one group in flight and frees the
+    stage of the group before (the tile's first stage frees the last tile's held stage
+    instead, once its TMA stores have read it); the tile's last group is waited for. Returns
+    `it`, the K-slices so far (the ring's stages and phases run on across tiles). A 320-wide
+    tile is 160 + 160 columns; a 256-wide one 160 + 96, so that its accumulators hold the
+    columns where a 320-wide tile's do (acc0 0-159, acc1 from 160) and one epilogue stores
+    both."""
+    b1 = n_first * BK * 2 // 16  # the second wgmma's rows in a B slice, in 16-byte units
 
     @cuda.jit(device=True, forceinline=True)
     def mainloop(c, acc0, acc1, a_desc, b_desc, bars, it, ktiles, held):
@@ -149,10 +163,10 @@ def _mainloop_for(width: int):
             cuda.wgmma.fence()
             for kk in range(BK // 16):
                 cuda.wgmma.mma_async(acc0, a_desc + stage + 2 * kk, b_desc + stage + 2 * kk,
-                                     (64, half_n, 16), c.dtype, scale_d=kt + kk > 0)
+                                     (64, n_first, 16), c.dtype, scale_d=kt + kk > 0)
                 cuda.wgmma.mma_async(acc1, a_desc + stage + 2 * kk,
                                      b_desc + stage + b1 + 2 * kk,
-                                     (64, half_n, 16), c.dtype, scale_d=kt + kk > 0)
+                                     (64, n_second, 16), c.dtype, scale_d=kt + kk > 0)
             cuda.wgmma.commit_group()
             # one group stays in flight; the one before it is done: its stage is free
             cuda.wgmma.wait_group(1)
@@ -169,8 +183,9 @@ def _mainloop_for(width: int):
     return mainloop
 
 
-_store_wide, _store_narrow = _store_for(BN), _store_for(NARROW)
-_loop_wide, _loop_narrow = _mainloop_for(BN), _mainloop_for(NARROW)
+_store = _store_for(BN)
+_loop_wide = _mainloop_for(HALF_N, HALF_N)  # 320 = 160 + 160 columns
+_loop_narrow = _mainloop_for(HALF_N, NARROW - HALF_N)  # 256 = 160 + 96
 
 
 @cuda.jit(device=True, forceinline=True)
@@ -261,10 +276,7 @@ def gemm(c, da, dbw, dbn, dc, plan, M, N, K):  # noqa: N803
                 cuda.mbarrier.arrive(bars, DRAINED)
             cuda.mbarrier.wait(bars, DRAINED, t % 2)  # both consumers are done reading it
             row0 = m0 + rank * BM + (group - 1) * 64
-            if wide:
-                rnd = _store_wide(dc, acc0, acc1, smem, bars, row0, n0, rnd, held)
-            else:
-                rnd = _store_narrow(dc, acc0, acc1, smem, bars, row0, n0, rnd, held)
+            rnd = _store(dc, acc0, acc1, smem, bars, row0, n0, rnd, held, wide)
         if tid % 128 == 0:  # the last TMA stores are complete before the block exits
             cuda.tma.wait_group(0)
     cluster.sync()  # the peer no longer writes into this block or arrives on its barriers

@@ -38,8 +38,14 @@ def prepare(value, target: str) -> tuple:
 
 
 def _foreign(value, target: str) -> tuple:
-    from gpunb.runtime import memory
+    from gpunb.runtime import memory, torch_tensors
 
+    try:
+        geo = torch_tensors.geometry(value)
+    except TypeError as exc:  # a tensor without reachable memory (meta, torch.func wrappers)
+        raise TypeError(f"gpunb.fuse: {exc}") from None
+    if geo is not None and not geo.on_cuda:  # a CPU tensor's memory as numpy, any dtype (numpy's
+        return torch_tensors.host_view(value, geo), "numpy"  # from_dlpack refuses bfloat16, fp8)
     module = type(value).__module__.split(".")[0]
     kind = module if module in FOREIGN_KINDS else "device"
     if hasattr(value, "__cuda_array_interface__"):

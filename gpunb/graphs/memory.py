@@ -5,7 +5,9 @@ CPU target's replay holds the same). It must not keep the arrays alive - a graph
 every buffer it ever saw - and must not replay into memory that was freed and perhaps handed to
 a new array. So each argument's memory owner (runtime/capture.memory_owner: the allocation, the
 root of a view chain) is held by a weak reference; when one dies, the next replay raises
-GraphError naming the argument, until `update` gives that argument other memory.
+GraphError naming the argument, until `update` gives that argument other memory. A torch
+tensor's memory can also move or be freed while the tensor lives (resize_, set_, .data =, a
+storage resized to 0): its address at the capture is compared at each replay too.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import weakref
 
 from gpunb.foundation.errors import GraphError
 from gpunb.runtime.capture import memory_owner
+from gpunb.runtime.torch_tensors import memory_address
 
 
 class _Strong:
@@ -35,6 +38,7 @@ class MemoryWatch:
         self._watched: dict = {}  # (item index, position) -> (reference, description)
         self._refs: dict = {}  # id(owner) -> its reference (one per owner, however often used)
         self._died = False  # set by a reference's callback: the next check looks
+        self._addresses: dict = {}  # (item index, position) -> a tensor owner's data_ptr()
 
     def watch(self, key: tuple, value, description: str) -> None:
         """Watch the memory `value` uses as `key` (an item's position), called `description`."""
@@ -43,9 +47,15 @@ class MemoryWatch:
         if ref is None or ref() is not owner:
             ref = self._reference(owner)
         self._watched[key] = (ref, description)
+        address = memory_address(owner)
+        if address is None:
+            self._addresses.pop(key, None)
+        else:
+            self._addresses[key] = address
 
     def forget(self, key: tuple) -> None:
         self._watched.pop(key, None)
+        self._addresses.pop(key, None)
 
     def _reference(self, owner):
         key = id(owner)
@@ -67,6 +77,8 @@ class MemoryWatch:
 
     def check(self, action: str) -> None:
         """GraphError if memory a replay would use was freed (`action`: what was asked)."""
+        if self._addresses:
+            self._check_addresses(action)
         if not self._died:
             return
         dead = [description for ref, description in self._watched.values() if ref() is None]
@@ -80,3 +92,22 @@ class MemoryWatch:
                          hint="keep the arrays a graph uses alive while you replay it (a "
                               "variable that holds them), give the graph new ones with "
                               "g.update(...), or capture again")
+
+    def _check_addresses(self, action: str) -> None:
+        """GraphError if a torch tensor's memory is no longer where it was captured."""
+        moved = []
+        for key, address in self._addresses.items():
+            ref, description = self._watched[key]
+            owner = ref()
+            if owner is not None and memory_address(owner) != address:
+                moved.append(description)
+        if moved:
+            more = f" (and {len(moved) - 3} more)" if len(moved) > 3 else ""
+            raise GraphError(
+                f"{action}: the memory of {'; '.join(moved[:3])}{more} moved after the capture "
+                "(the tensor was resized to more elements, given other memory with set_ or "
+                ".data =, or its storage freed), so the graph would read or write memory that "
+                "is no longer that tensor's",
+                hint="keep a graph's tensors where they are while you replay it (copy into them "
+                     "with t.copy_(...) rather than replacing their memory), give the graph the "
+                     "tensor again with g.update(...), or capture again")

@@ -127,13 +127,16 @@ def _bytes_kept_alive(value) -> int | None:
     """The bytes holding `value` keeps alive: a view's whole base chain (a small slice of a
     large array keeps all of it), None for what is not an array."""
     size = None
-    while value is not None:
-        nbytes = getattr(value, "nbytes", None)
-        if not isinstance(nbytes, int):
-            break
-        size = max(size or 0, nbytes)
-        base = getattr(value, "base", None)
-        value = base if base is not value else None
+    try:
+        while value is not None:
+            nbytes = getattr(value, "nbytes", None)
+            if not isinstance(nbytes, int):
+                break
+            size = max(size or 0, nbytes)
+            base = getattr(value, "base", None)
+            value = base if base is not value else None
+    except Exception:  # noqa: BLE001 - an argument whose attributes raise (a tensor subclass's
+        return None  # __torch_function__): held weakly; the launch's own error is what counts
     return size
 
 

@@ -417,7 +417,7 @@ def warn_low_occupancy(griddim) -> None:
     GPUNB_LOW_OCCUPANCY_WARNINGS=1): most such grids leave most of a GPU idle."""
     import warnings
 
-    from gpunb.runtime.packing import PerformanceWarning
+    from gpunb.foundation.errors import PerformanceWarning
 
     dims = griddim if isinstance(griddim, (tuple, list)) else (griddim,)
     size = 1

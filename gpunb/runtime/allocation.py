@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import weakref
 
-from gpunb.backends.cuda import driver
+from gpunb.backends.cuda import capture_safe, driver
 from gpunb.runtime import capture
 
 
@@ -40,12 +40,17 @@ class DeviceAllocation:
             capture.refuse_allocation("a device array")
             cu = driver.cuda_driver()
             free = _free_device
-            if stream_ordered and _has_memory_pools(self.device_id):
-                handle = driver.check(cu.cuMemAllocAsync(self.nbytes, cu.CUstream(0)),
-                                      f"cuMemAllocAsync({self.nbytes} bytes)")
+            # relaxed capture mode (capture_safe.py): an allocation while another library
+            # captures in global mode - torch.cuda.graph, in this thread or another - is then
+            # no error that invalidates that capture (torch's own allocator allocates so)
+            if stream_ordered and _has_memory_pools(self.device_id) and \
+                    capture_safe.legacy_stream_usable(cu):
+                handle = driver.check(
+                    capture_safe.relaxed(cu, cu.cuMemAllocAsync, self.nbytes, cu.CUstream(0)),
+                    f"cuMemAllocAsync({self.nbytes} bytes)")
                 free = _free_device_async
-            else:
-                handle = driver.check(cu.cuMemAlloc(self.nbytes),
+            else:  # (also while a blocking stream captures: the legacy stream is refused then)
+                handle = driver.check(capture_safe.relaxed(cu, cu.cuMemAlloc, self.nbytes),
                                       f"cuMemAlloc({self.nbytes} bytes)")
             self.ptr = int(handle)
             finalizer = weakref.finalize(self, free, cu, self.ptr, self.token)
@@ -101,13 +106,15 @@ def dead_memory_error(what: str, device_id: int):
 
 
 def _free_device(cu, ptr: int, token=None) -> None:
+    """The finalizer's cuMemFree, in this thread's relaxed capture mode (capture_safe.py: the
+    collector may run it inside anyone's graph capture)."""
     if token is not None and not token.alive:
         return  # freed with its context (the address may belong to a new array by now)
     try:
-        (err,) = cu.cuMemFree(ptr)
+        (err,) = capture_safe.relaxed(cu, cu.cuMemFree, ptr)
         if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:  # collected in a thread without one
             driver.ensure_context()
-            cu.cuMemFree(ptr)
+            capture_safe.relaxed(cu, cu.cuMemFree, ptr)
     except Exception:  # noqa: BLE001 - a destroyed or corrupt context: nothing left to free
         pass
 
@@ -115,11 +122,16 @@ def _free_device(cu, ptr: int, token=None) -> None:
 def _free_device_async(cu, ptr: int, token=None) -> None:
     if token is not None and not token.alive:
         return
+    if not capture_safe.legacy_stream_usable(cu):
+        # a blocking stream captures: a free ordered on the legacy stream would invalidate it
+        # in any mode, so free it now (cuMemFree takes pool memory too)
+        _free_device(cu, ptr, token)
+        return
     try:
-        (err,) = cu.cuMemFreeAsync(ptr, cu.CUstream(0))
+        (err,) = capture_safe.relaxed(cu, cu.cuMemFreeAsync, ptr, cu.CUstream(0))
         if err == cu.CUresult.CUDA_ERROR_INVALID_CONTEXT:
             driver.ensure_context()
-            cu.cuMemFreeAsync(ptr, cu.CUstream(0))
+            capture_safe.relaxed(cu, cu.cuMemFreeAsync, ptr, cu.CUstream(0))
     except Exception:  # noqa: BLE001 - as _free_device
         pass
 

@@ -48,8 +48,8 @@ def _wait_for_kernels(what: str) -> None:
     where Ctrl-C and the watchdog can end it (backends/cuda/waits.py); one query when idle."""
     from gpunb.backends.cuda import waits
 
-    waits.wait_until(waits.stream_done(driver.cuda_driver(), driver.check, 0), what,
-                     driver.last_launch.kernel)
+    cu = driver.cuda_driver()
+    waits.wait_until(waits.stream_done(cu, driver.check, 0), what, driver.last_launch.kernel, cu)
 
 
 def copy_dtod(dst: int, src: int, nbytes: int, stream=0) -> None:

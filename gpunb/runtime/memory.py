@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from gpunb.backends.cuda import driver
+from gpunb.backends.cuda import capture_safe, driver
 from gpunb.runtime import arrayview as av
 from gpunb.runtime import capture, dlpack
 from gpunb.runtime.devicearray import (
@@ -266,8 +266,8 @@ def managed_array(shape, dtype=np.float64, strides=None, order: str = "C", strea
     driver.ensure_context()
     cu = driver.cuda_driver()
     flags = CU_MEM_ATTACH_GLOBAL if attach_global else CU_MEM_ATTACH_HOST
-    ptr = int(driver.check(cu.cuMemAllocManaged(nbytes, flags),
-                           f"cuMemAllocManaged({nbytes} bytes)"))
+    ptr = int(driver.check(capture_safe.relaxed(cu, cu.cuMemAllocManaged, nbytes, flags),
+                           f"cuMemAllocManaged({nbytes} bytes)"))  # (relaxed: as allocation.py)
     block = type("_ManagedBlock", (ctypes.c_uint8 * nbytes,), {}).from_address(ptr)
     finalizer = weakref.finalize(block, _free_managed, cu, ptr)
     finalizer.atexit = False
@@ -282,7 +282,7 @@ def managed_array(shape, dtype=np.float64, strides=None, order: str = "C", strea
 
 def _free_managed(cu, ptr: int) -> None:
     try:
-        cu.cuMemFree(ptr)
+        capture_safe.relaxed(cu, cu.cuMemFree, ptr)  # (the collector may run it in a capture)
     except Exception:  # noqa: BLE001 - a destroyed context frees its allocations itself
         pass
 
@@ -337,7 +337,9 @@ def _host_alloc(shape, dtype, strides, order, flags: int) -> np.ndarray:
     nbytes = max(high - low, 1)
     driver.ensure_context()
     cu = driver.cuda_driver()
-    ptr = int(driver.check(cu.cuMemHostAlloc(nbytes, flags), f"cuMemHostAlloc({nbytes} bytes)"))
+    # relaxed capture mode: no error while another library captures (as allocation.py)
+    ptr = int(driver.check(capture_safe.relaxed(cu, cu.cuMemHostAlloc, nbytes, flags),
+                           f"cuMemHostAlloc({nbytes} bytes)"))
     block = type("_PageLockedBlock", (ctypes.c_uint8 * nbytes,), {}).from_address(ptr)
     finalizer = weakref.finalize(block, _free_host, cu, ptr)
     finalizer.atexit = False
@@ -349,7 +351,7 @@ def _host_alloc(shape, dtype, strides, order, flags: int) -> np.ndarray:
 
 def _free_host(cu, ptr: int) -> None:
     try:
-        cu.cuMemFreeHost(ptr)
+        capture_safe.relaxed(cu, cu.cuMemFreeHost, ptr)  # (the collector may run it in a capture)
     except Exception:  # noqa: BLE001 - a destroyed context frees its host allocations itself
         pass
 

@@ -8,11 +8,14 @@ cost a fraction of it, so a repeated `kernel[grid, block](args)` costs one call.
 
 A `NativePlan` is made once per specialisation and argument kinds, from the arguments of a
 launch, and never changes. It accepts an argument of the kind seen: its exact class, and for a
-gpunb array its interned type key, for a numpy array its dtype object, ndim and flags; numbers
-are read from the object. `bind` makes the builtin `f(args) -> int` for one launch configuration
-(a Program's `NativeLaunch`) at one dispatcher version with one watch list: the builtin a native
-`jit.launcher.Launcher` calls. Nothing here launches on its own or raises from machine code: a
-declined launch takes the Python path, which checks everything and raises the right error.
+gpunb array its interned type key, for a numpy array its dtype object, ndim and flags, for a
+plain PyTorch tensor on the target's device its dtype, ndim, kernel layout and what else
+runtime/torch_tensors.py reads (backends/native_launch/tensor_code.py reads them at each
+launch); numbers are read from the object. `bind` makes the builtin `f(args) -> int` for one
+launch configuration (a Program's `NativeLaunch`) at one dispatcher version with one watch
+list: the builtin a native `jit.launcher.Launcher` calls. Nothing here launches on its own or
+raises from machine code: a declined launch takes the Python path, which checks everything and
+raises the right error.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import numpy as np
 from gpunb.backends.base import NativeLaunch
 from gpunb.backends.native_launch import layout
 from gpunb.foundation import types as t
+from gpunb.runtime import torch_tensors
 
 
 class Unsupported(Exception):
@@ -92,7 +96,7 @@ class NativePlan:
     """The checks and packing of `argtypes`-typed arguments of the kinds seen in `args`, into
     `packer`'s buffer (its thread's). Unsupported when the kinds cannot be packed natively."""
 
-    __slots__ = ("kinds", "packer", "_records", "_header", "_code", "_watched")
+    __slots__ = ("kinds", "packer", "_records", "_more", "_header", "_code", "_watched")
 
     def __init__(self, packer, argtypes: tuple, args: tuple):
         from gpunb.backends.native_launch.plan_code import plan_code
@@ -102,8 +106,9 @@ class NativePlan:
                            for value, ty, owned in zip(args, argtypes, slots, strict=True))
         self.packer = packer
         self._records = (layout.ArgRecord * max(1, len(argtypes)))()
-        for record, kind, owned in zip(self._records, self.kinds, slots, strict=False):
-            _fill(record, kind, owned)
+        self._more = [_fill(record, kind, owned)  # (what records point at: kept with them)
+                      for record, kind, owned in zip(self._records, self.kinds, slots,
+                                                     strict=False)]
         self._header = layout.PlanHeader(owner_thread=packer.owner_thread, nargs=len(argtypes),
                                          args=ctypes.addressof(self._records),
                                          params=packer.params_address)
@@ -160,6 +165,8 @@ def _kind(value, ty: t.Type, formats: list, target: str) -> tuple:
         if cls is (DeviceArray if target == "cuda" else HostDeviceArray):
             # gpunb's arrays: an interned type key and a slot tuple, both made with the array
             return ("slots", cls, value._key, ty.ndim)
+        if torch_tensors.is_tensor_class(cls):
+            return _tensor_kind(value, ty, target)
         if cls is np.ndarray and target == "cpu":
             from gpunb.runtime.typeof import typeof
 
@@ -188,8 +195,37 @@ def _kind(value, ty: t.Type, formats: list, target: str) -> tuple:
     raise Unsupported(f"a {cls.__name__} argument is passed the Python way")
 
 
-def _fill(record: layout.ArgRecord, kind: tuple, slots: tuple) -> None:
-    """One ArgRecord for an argument of `kind` whose parameter slots are `slots`."""
+def _tensor_kind(value, ty: t.Array, target: str) -> tuple:
+    """A torch tensor's kind: read by the machine code through its attributes (tensor_code.py)
+    where it is a plain tensor on the target's device, of exactly the compiled type."""
+    from gpunb.runtime.typeof import typeof
+
+    ordinal = -1  # (no tensor on another GPU to tell apart: get_device() is not called)
+    if target == "cuda" and value.is_cuda:
+        from gpunb.backends.cuda import driver
+
+        if driver.device_count() > 1:
+            ordinal = driver.current_token().device_id  # the context the plan launches in
+    facts = torch_tensors.plan_facts(value, target, ordinal)
+    if facts is None:
+        raise Unsupported("this tensor is passed the Python way (copied, or refused)")
+    if not layout.tuple_layout_holds(value.shape):  # the code reads torch.Size as a tuple
+        raise Unsupported("torch.Size is not laid out as a tuple in this process")
+    if typeof(value) != ty:
+        raise Unsupported("the tensor's type differs from the compiled one")
+    return ("tensor", value.__class__, facts)
+
+
+def _tensor_facts(facts: torch_tensors.PlanFacts) -> layout.TensorFacts:
+    return layout.TensorFacts(strided=id(facts.strided), size_class=id(facts.size_class),
+                              device_flag=id(facts.device_flag), itemsize=facts.itemsize,
+                              layout=layout.LAYOUT_CODES[facts.layout],
+                              complex=int(facts.dtype.is_complex), ordinal=facts.ordinal)
+
+
+def _fill(record: layout.ArgRecord, kind: tuple, slots: tuple):
+    """One ArgRecord for an argument of `kind` whose parameter slots are `slots`; returns what
+    the record points at that must live as long as it (a TensorFacts), or None."""
     addresses = [address for address, _ in slots]
     sizes = [struct.calcsize("<" + fmt) for _, fmt in slots]
     op = kind[0]
@@ -206,6 +242,12 @@ def _fill(record: layout.ArgRecord, kind: tuple, slots: tuple) -> None:
         raise Unsupported("the array's slots are not contiguous")
     elif op == "slots":
         record.op, record.extra, record.count = layout.OP_SLOTS, id(kind[2]), 1 + 2 * kind[3]
+    elif op == "tensor":
+        facts = kind[2]
+        more = _tensor_facts(facts)
+        record.op, record.extra, record.count = layout.OP_TENSOR, id(facts.dtype), facts.ndim
+        record.aux = ctypes.addressof(more)
+        return more
     else:
         _, dtype, ndim, flags = kind
         record.op, record.cls, record.extra = layout.OP_NDARRAY, id(np.ndarray), id(dtype)

@@ -12,9 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import struct
-import sys
 import threading
-import warnings
 import weakref
 
 import numpy as np
@@ -22,10 +20,10 @@ import numpy as np
 from gpunb.backends.cuda import driver
 from gpunb.foundation import abi, enum_types
 from gpunb.foundation import types as t
-from gpunb.foundation.errors import LaunchError, PerformanceWarning
+from gpunb.foundation.errors import LaunchError
 from gpunb.foundation.pointer_types import Pointer, pointer_address
 from gpunb.foundation.tensor_types import TensorMap
-from gpunb.runtime import torch_tensors
+from gpunb.runtime import host_copy_warning, torch_tensors
 from gpunb.runtime.arghints import ArgHint
 from gpunb.runtime.devicearray import DeviceArray, HostDeviceArray
 from gpunb.runtime.scalar_args import convert as _convert
@@ -301,10 +299,13 @@ class ArgPacker:
             return value._slots
         if isinstance(value, HostDeviceArray):
             value = value._array
-        geo = torch_tensors.geometry(value)
+        geo = self._tensor_geometry(value, index)
         if geo is not None:
             if not geo.on_cuda:
                 return self._copy_host_array(torch_tensors.host_view(value, geo), index)
+            wrong = torch_tensors.wrong_gpu(value, driver.current_token().device_id)
+            if wrong is not None:  # another GPU's address: illegal in this context
+                raise self._arg_error(index, *wrong)
             return (geo.pointer,) + geo.shape + geo.strides
         cai = getattr(value, "__cuda_array_interface__", None)
         if cai is not None:
@@ -317,16 +318,17 @@ class ArgPacker:
 
     def _cpu_array_slots(self, value, index: int) -> tuple:
         if isinstance(value, ArgHint):
-            if not isinstance(value.value, np.ndarray):
-                return self._cpu_array_slots(value.value, index)
+            host = self._hinted_host(value.value, index)
+            if not isinstance(host, np.ndarray):
+                return self._cpu_array_slots(host, index)
             if not value.copy_out:  # cuda.In: the kernel's writes must not reach the array
-                copy = value.value.copy()
+                copy = host.copy(order="K")  # (the layout the kernel was typed for: F stays F)
                 self._keep_alive(copy)
                 return (copy.ctypes.data,) + copy.shape + copy.strides
             return self._cpu_array_slots(value.value, index)
         if isinstance(value, HostDeviceArray):
             return value._slots
-        geo = torch_tensors.geometry(value)
+        geo = self._tensor_geometry(value, index)
         if geo is not None and not geo.on_cuda:
             return (geo.pointer,) + geo.shape + geo.strides
         if isinstance(value, DeviceArray) or geo is not None or \
@@ -340,6 +342,20 @@ class ArgPacker:
         if hasattr(value, "__dlpack__"):
             return self._dlpack_slots(value, index, on_cpu=True)
         raise self._arg_error(index, f"cannot pass a {type(value).__name__} as an array")
+
+    def _hinted_host(self, value, index: int):
+        """A CPU torch tensor under cuda.In/Out/InOut as the numpy view of its memory, copied
+        as the hint says like any host array; anything else as it is."""
+        geo = self._tensor_geometry(value, index)
+        return torch_tensors.host_view(value, geo) if geo is not None and not geo.on_cuda \
+            else value
+
+    def _tensor_geometry(self, value, index: int):
+        """torch_tensors.geometry; its refusal (no reachable data) named, at every launch."""
+        try:
+            return torch_tensors.geometry(value)
+        except TypeError as exc:
+            raise self._arg_error(index, f"cannot be passed: {exc}") from None
 
     def _dlpack_slots(self, value, index: int, on_cpu: bool) -> tuple:
         from gpunb.runtime import dlpack
@@ -363,7 +379,7 @@ class ArgPacker:
         """cuda.In / Out / InOut of a host array on the GPU: copies in the directions named."""
         from gpunb.runtime.memory import device_array_like, to_device
 
-        host = hint.value
+        host = self._hinted_host(hint.value, index)
         if not isinstance(host, np.ndarray):  # a device array needs no copies
             return self._cuda_array_slots(host, index)
         device = to_device(host, target="cuda") if hint.copy_in else \
@@ -384,7 +400,7 @@ class ArgPacker:
 
         if not self._warned_host_copy:
             self._warned_host_copy = True
-            _warn_host_copy(self.kernel)
+            host_copy_warning.warn_host_copy(self.kernel)
         device = to_device(host, target="cuda")
         self._sync_after_copies = True
         if host.flags.writeable:
@@ -572,28 +588,3 @@ def _store_record(target, source) -> None:
     if isinstance(target, np.void) and target.dtype.names:
         for name in target.dtype.names:
             target[name] = source[name]
-
-
-def _warn_host_copy(kernel: str | None) -> None:
-    """numba-cuda's NumbaPerformanceWarning text first (users grep for it), then gpunb's
-    advice; once per kernel (numba-cuda warns at every launch)."""
-    from gpunb.foundation import config
-
-    if not config.notices_enabled():
-        return
-    name = f"'{kernel}'" if kernel else "a kernel"
-    warnings.warn(
-        "Host array used in CUDA kernel will incur copy overhead to/from device: host numpy "
-        f"arrays passed to {name} are copied to the GPU and back on every launch; move them "
-        "once with cuda.to_device(ary) and copy results back with .copy_to_host() (shown once "
-        "per kernel)", PerformanceWarning, stacklevel=_user_stacklevel())
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel of the first frame outside gpunb, so the warning points at user code."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("gpunb"):
-        frame = frame.f_back
-        level += 1
-    return level

@@ -10,9 +10,9 @@ import contextlib
 import time
 import weakref
 
-from gpunb.backends.cuda import driver, graphs
+from gpunb.backends.cuda import capture_safe, driver, graphs
 from gpunb.backends.cuda.launch import stream_handle
-from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.errors import GraphError, LaunchError, user_location
 from gpunb.runtime import capture, stream_callbacks
 
 CU_STREAM_LEGACY = 1
@@ -31,7 +31,7 @@ def sync_producer_stream(handle) -> None:
         return  # nothing runs while a graph is captured: its replay is ordered on its stream
     if graphs.capture_state(int(handle))[0] != "none":
         return  # a stream that captures (torch.cuda.graph, CuPy): its work does not run now
-    Stream(int(handle)).synchronize()
+    Stream(int(handle))._wait("stream.synchronize()")  # (its capture state just asked)
 
 
 class Stream:
@@ -54,6 +54,7 @@ class Stream:
         flags = cu.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else \
             cu.CUstream_flags.CU_STREAM_DEFAULT
         handle = driver.check(cu.cuStreamCreate(int(flags)), "cuStreamCreate")
+        capture_safe.stream_created(int(handle))  # cuda.synchronize() around a capture waits for it
         return cls(int(handle), _owned_handle=handle)
 
     @property
@@ -63,23 +64,40 @@ class Stream:
     def synchronize(self) -> None:
         """Wait until all work queued on this stream has finished (Ctrl-C and the watchdog can
         end the wait: backends/cuda/waits.py)."""
-        from gpunb.backends.cuda import waits
-
         capture.refuse_synchronize("stream.synchronize()")
         driver.ensure_context()
-        waits.wait_until(waits.stream_done(driver.cuda_driver(), driver.check, self.handle),
-                         "stream.synchronize()", driver.last_launch.kernel)
+        self._refuse_while_capturing(driver.cuda_driver(), "stream.synchronize()")
+        self._wait("stream.synchronize()")
+
+    def _wait(self, what: str) -> None:
+        from gpunb.backends.cuda import waits
+
+        cu = driver.cuda_driver()
+        waits.wait_until(waits.stream_done(cu, driver.check, self.handle), what,
+                         driver.last_launch.kernel, cu)
 
     def query(self) -> bool:
         """True when all work queued on this stream has finished (does not wait)."""
         capture.refuse_synchronize("stream.query()")
         driver.ensure_context()
         cu = driver.cuda_driver()
-        (err,) = cu.cuStreamQuery(self.handle)
+        self._refuse_while_capturing(cu, "stream.query()")
+        (err,) = capture_safe.relaxed(cu, cu.cuStreamQuery, self.handle)  # (as waits poll)
         if err == cu.CUresult.CUDA_ERROR_NOT_READY:
             return False
         driver.check((err,), "cuStreamQuery")
         return True
+
+    def _refuse_while_capturing(self, cu, what: str) -> None:
+        """GraphError for a wait on this stream while it captures a graph (another thread's
+        gpunb.graph(), torch.cuda.graph...): the driver would refuse it and end that capture."""
+        if capture_safe.stream_captures(cu, self.handle):
+            raise GraphError(
+                f"{what}: this stream captures a graph (on another thread, or for another "
+                "library), so its work does not run until a replay; the driver would refuse "
+                "the wait and end that capture", user_location(),
+                hint="wait after the capture ends (after the `with gpunb.graph():` block or "
+                     "torch.cuda.graph), or wait for the stream the replay runs on")
 
     @contextlib.contextmanager
     def auto_synchronize(self):
@@ -114,6 +132,7 @@ class Stream:
 
 
 def _destroy_stream(cu, handle) -> None:
+    capture_safe.stream_destroyed(int(handle))
     try:
         cu.cuStreamDestroy(handle)
     except Exception:  # noqa: BLE001 - a destroyed context has no streams left to free
@@ -142,8 +161,9 @@ class Event:
         from gpunb.backends.cuda import waits
 
         capture.refuse_synchronize("event.synchronize()")
-        waits.wait_until(waits.event_done(driver.cuda_driver(), driver.check, self.handle),
-                         "event.synchronize()", driver.last_launch.kernel)
+        cu = driver.cuda_driver()
+        waits.wait_until(waits.event_done(cu, driver.check, self.handle),
+                         "event.synchronize()", driver.last_launch.kernel, cu)
 
     def wait(self, stream=0) -> None:
         """Make `stream` wait for this event (no host blocking)."""
@@ -154,7 +174,7 @@ class Event:
         """True when the work before the recorded point has finished."""
         capture.refuse_synchronize("event.query()")
         cu = driver.cuda_driver()
-        (err,) = cu.cuEventQuery(self.handle)
+        (err,) = capture_safe.relaxed(cu, cu.cuEventQuery, self.handle)  # (as waits poll)
         if err == cu.CUresult.CUDA_ERROR_NOT_READY:
             return False
         driver.check((err,), "cuEventQuery")
@@ -196,6 +216,17 @@ class CpuStream:
     def query(self) -> bool:
         capture.refuse_synchronize("stream.query()")
         return True
+
+    def _refuse_while_capturing(self, cu, what: str) -> None:
+        """GraphError for a wait on this stream while it captures a graph (another thread's
+        gpunb.graph(), torch.cuda.graph...): the driver would refuse it and end that capture."""
+        if capture_safe.stream_captures(cu, self.handle):
+            raise GraphError(
+                f"{what}: this stream captures a graph (on another thread, or for another "
+                "library), so its work does not run until a replay; the driver would refuse "
+                "the wait and end that capture", user_location(),
+                hint="wait after the capture ends (after the `with gpunb.graph():` block or "
+                     "torch.cuda.graph), or wait for the stream the replay runs on")
 
     @contextlib.contextmanager
     def auto_synchronize(self):

@@ -122,7 +122,10 @@ def _array_facts(array) -> tuple:
         return "cpu", array.shape, array.strides, array.ctypes.data, array.dtype
     from gpunb.runtime import torch_tensors
 
-    geo = torch_tensors.geometry(array)  # a plain torch tensor, bfloat16 and fp8 included
+    try:
+        geo = torch_tensors.geometry(array)  # a plain torch tensor, bfloat16 and fp8 included
+    except TypeError as exc:  # a tensor without reachable data (meta, freed storage, vmap)
+        raise _fail(f"cuda.tma.descriptor: {exc}") from None
     if geo is not None:
         return "cuda" if geo.on_cuda else "cpu", geo.shape, geo.strides, geo.pointer, geo.dtype
     desc = None

@@ -84,14 +84,26 @@ def _readable(value) -> bool:
 
 
 def type_facts(value) -> tuple | None:
-    """(numpy dtype, ndim, layout) of a plain tensor - all its kernel type depends on - read
-    with fewer calls than geometry() (the launch's type key needs no address or shape when
-    torch says the tensor is C-contiguous); None where geometry() is None."""
-    if not is_tensor_class(value.__class__) or not _readable(value):
+    """(numpy dtype, ndim, layout) of a plain tensor with element-aligned data - all its
+    kernel type depends on - read with fewer calls than geometry() (the launch's type key needs
+    no shape or strides when torch says the tensor is C-contiguous); None where geometry() is
+    None or the data is not aligned (the key is then the type itself, an unaligned one).
+    TypeError where torch refuses a read (the launch then types it with geometry(), which
+    says why)."""
+    if not is_tensor_class(value.__class__):
+        return None
+    try:
+        return _type_facts(value)
+    except Exception as exc:  # noqa: BLE001 - torch refuses reads of tensors without storage
+        raise TypeError(_refused_read(exc)) from None
+
+
+def _type_facts(value) -> tuple | None:
+    if not _readable(value):
         return None
     dtype = _dtypes.get(value.dtype)
-    if dtype is None:
-        return None
+    if dtype is None or value.data_ptr() % dtype.itemsize:
+        return None  # (at an odd address typeof gives an unaligned type: keyed by that type)
     ndim = value.dim()
     if value.is_contiguous():
         return dtype, ndim, "C"
@@ -103,8 +115,24 @@ def type_facts(value) -> tuple | None:
 
 def geometry(value) -> TensorGeometry | None:
     """The geometry of a plain torch tensor, or None for anything this path leaves to the
-    exchange protocols (see the module docstring)."""
-    if not is_tensor_class(value.__class__) or not _readable(value):
+    exchange protocols (see the module docstring). TypeError (a LaunchError naming the
+    argument, at a launch) for a tensor whose data a kernel cannot reach: torch refuses to
+    read it (a torch.func transform's wrapper, a nested tensor), or it has elements but no
+    memory (a meta tensor, a storage resized to 0, a functionalized wrapper) - where the
+    kernel would read address 0."""
+    if not is_tensor_class(value.__class__):
+        return None
+    try:
+        geo = _geometry(value)
+    except Exception as exc:  # noqa: BLE001 - torch's refusals are RuntimeErrors, mostly
+        raise TypeError(_refused_read(exc)) from None
+    if geo is not None and geo.pointer == 0 and 0 not in geo.shape:
+        raise TypeError(_no_memory(value))
+    return geo
+
+
+def _geometry(value) -> TensorGeometry | None:
+    if not _readable(value):
         return None
     dtype = _dtypes.get(value.dtype)
     if dtype is None:
@@ -116,6 +144,79 @@ def geometry(value) -> TensorGeometry | None:
     shape = tuple(value.shape)
     strides = tuple([s * itemsize for s in value.stride()])
     return TensorGeometry(dtype, shape, strides, pointer, value.is_cuda)
+
+
+def _refused_read(exc: Exception) -> str:
+    return (f"the tensor's data is not given out by torch ({type(exc).__name__}: "
+            f"{str(exc).strip()}): a tensor inside a torch.func transform (vmap, grad) or a "
+            "nested tensor is not plain memory a kernel can read; launch the kernel on plain "
+            "tensors (outside the transform; a nested tensor's .values() or .unbind())")
+
+
+def _no_memory(value) -> str:
+    what = "a meta tensor (shapes only)" if value.is_meta else \
+        "a tensor whose storage holds no memory (freed with untyped_storage().resize_(0), or a" \
+        " functionalized or fake tensor's wrapper)"
+    return (f"the tensor is {what}: it has {value.numel()} elements but no data, so the "
+            "kernel would read and write address 0; pass a tensor with memory (e.g. "
+            "torch.empty_like(t, device='cpu') or device='cuda')")
+
+
+def memory_address(value) -> int | None:
+    """Where a torch tensor's memory is now (data_ptr()), for any tensor class; None for
+    anything else or where torch does not say. A tensor's memory can move while the object
+    lives (resize_, set_, .data =, a storage resized to 0): what a graph that holds its address
+    compares at each replay (graphs/memory.py)."""
+    if not _torch_ready() or not isinstance(value, _tensor_class):
+        return None
+    try:
+        return value.data_ptr()
+    except Exception:  # noqa: BLE001 - a tensor without storage: nothing to compare
+        return None
+
+
+class PlanFacts(NamedTuple):
+    """What a native launch plan compares a tensor argument with (runtime/native_pack.py)."""
+
+    dtype: object  # the torch dtype object
+    ndim: int
+    layout: str  # the kernel layout, "C", "F" or "A"
+    itemsize: int
+    strided: object  # torch.strided
+    size_class: type  # torch.Size, the class of `tensor.shape`
+    device_flag: str  # the tensor's attribute that is True on the target's device
+    ordinal: int  # its get_device() where several GPUs are seen (the context's GPU), else -1
+
+
+# the attribute saying a tensor lives where a target's kernels read memory directly
+DEVICE_FLAGS = {"cuda": "is_cuda", "cpu": "is_cpu"}
+
+
+def plan_facts(value, target: str, ordinal: int = -1) -> PlanFacts | None:
+    """The facts of a plain tensor on `target`'s own device (for CUDA where the process sees
+    several GPUs, the GPU `ordinal`, the launch context's; -1: any) that a native plan checks
+    each launch; None for anything else (a CPU tensor on the CUDA target is copied in and
+    back, a CUDA tensor on the CPU target or on another GPU refused: the Python path's work)."""
+    geo = geometry(value)
+    flag = DEVICE_FLAGS.get(target)
+    if geo is None or flag is None or getattr(value, flag) is not True or \
+            ordinal >= 0 and value.get_device() != ordinal:
+        return None
+    c, f = av.contiguity(geo.shape, geo.strides, geo.dtype.itemsize)
+    layout = av.layout_of(len(geo.shape), c, f)
+    return PlanFacts(value.dtype, len(geo.shape), layout, geo.dtype.itemsize, _strided,
+                     type(value.shape), flag, ordinal)
+
+
+def wrong_gpu(value, ordinal: int) -> tuple | None:
+    """For a CUDA tensor on another GPU than `ordinal` (the launch context's), whose data
+    would be an illegal address there: (what to say, the hint); None where it is on it."""
+    there = value.get_device()
+    if there == ordinal:
+        return None
+    return (f"is a tensor on cuda:{there}, but this launch runs on GPU {ordinal}",
+            f"launch inside `with cuda.gpus[{there}]:` (where the tensor is), or move it: "
+            f"t.to('cuda:{ordinal}')")
 
 
 def host_view(value, geo: TensorGeometry) -> np.ndarray:

@@ -1,10 +1,10 @@
 """The user's scalar, core or binary function as a gpunb device function.
 
-numba-cuda accepts lambdas here (`cuda.reduce(lambda a, b: a + b)` is its documented spelling);
-gpunb compiles source text, and a lambda's text is an expression inside another statement. So a
-lambda is rewritten as the equivalent def (same parameters, `return <body>`), placed at the
-lambda's line in a pseudo-file registered with linecache, with the lambda's globals and the
-values of its closure.
+numba-cuda accepts lambdas here (`cuda.reduce(lambda a, b: a + b)` is its documented spelling).
+The compiler reads a lambda where it stands when it can single it out on its lines (errors then
+point at the user's line and column); otherwise the lambda is rewritten as the equivalent def
+(same parameters, `return <body>`), placed at the lambda's line in a pseudo-file registered with
+linecache, with the lambda's globals and the values of its closure.
 """
 
 from __future__ import annotations
@@ -28,9 +28,22 @@ def device_function(func, what: str):
         raise CompileError(f"{what} needs a Python function, got {type(func).__name__}",
                            user_location(), hint="pass a def (or a lambda) of the scalar "
                                                  "operation")
-    if func.__name__ == "<lambda>":
+    if func.__name__ == "<lambda>" and not _reads_in_place(func):
         func = def_from_lambda(func, what)
     return jit(device=True)(func)
+
+
+def _reads_in_place(func) -> bool:
+    """Whether the compiler reads the lambda where it stands (its errors then point at the
+    user's line and column); a lambda it cannot single out there (on the continuation line of
+    a call, say) is rewritten as a def instead."""
+    from gpunb.compiler.frontend import load_source
+
+    try:
+        load_source(func)
+    except CompileError:
+        return False
+    return True
 
 
 def def_from_lambda(func, what: str):

@@ -658,3 +658,27 @@ def test_turning_the_cache_off_recompiles_nothing_that_did_not_change(nb):
     finally:
         cache.set_enabled(None)
     assert len(cache.default_cache().disk.entries()) == 1  # only the compile made while on
+
+
+NOTEBOOK_KERNEL = """
+@cuda.jit
+def k(out, x):
+    out[cuda.threadIdx.x] = x * {factor}
+"""
+
+
+def test_kernels_of_one_name_in_two_notebooks_are_told_apart(nb, monkeypatch):
+    """Every notebook defines its kernels in __main__: the first `k` of b.ipynb (another kernel
+    process, the same disk cache) was explained as 'changed: source of `k`' against a.ipynb's
+    `k`; it is new. A restarted a.ipynb still reads its `k` against its own last one."""
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/u/a.ipynb")
+    ns = _new_process(NOTEBOOK_KERNEL.format(factor="2.0"))
+    assert _run(ns["k"]) == [2.0] * 4
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/u/b.ipynb")
+    ns = _new_process(NOTEBOOK_KERNEL.format(factor="3.0"))
+    assert _run(ns["k"]) == [3.0] * 4
+    assert _event(ns["k"]).outcome == "miss (new)", _event(ns["k"]).why
+    monkeypatch.setenv("JPY_SESSION_NAME", "/home/u/a.ipynb")
+    ns = _new_process(NOTEBOOK_KERNEL.format(factor="5.0"))
+    assert _run(ns["k"]) == [10.0 / 2] * 4
+    assert _event(ns["k"]).why.startswith("changed: source of `k`"), _event(ns["k"]).why

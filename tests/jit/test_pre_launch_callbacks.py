@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gpunb import cuda
-from gpunb.runtime.packing import PerformanceWarning
+from gpunb.foundation.errors import PerformanceWarning
 
 
 @cuda.jit

@@ -1,6 +1,7 @@
-"""README's kernel-language snippets (Tensor cores; Asynchronous copies, TMA and wgmma), each
-pasted alone into a fresh namespace as a newcomer would paste it into a fresh notebook: they run
-as written on the CPU target (and, marked `gpu`, on the device)."""
+"""README's kernel-language snippets (Extending the kernel language; Tensor cores; Asynchronous
+copies, TMA and wgmma), each pasted alone into a fresh namespace as a newcomer would paste it
+into a fresh notebook: they run as written on the CPU target (and, marked `gpu`, on the
+device)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SECTIONS = {
+    "extending": "## Extending the kernel language: `@overload`, `register_jitable`, methods "
+                 "and attributes\n",
     "tensor cores": "## Tensor cores\n",
     "async copies": "## Asynchronous copies, TMA and wgmma (Ampere and Hopper)\n",
     # the watchdog stopping a spinning kernel, a fault told as KernelFaultError (CPU target)

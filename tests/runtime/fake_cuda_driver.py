@@ -54,6 +54,7 @@ class FakeDriver(FakeGraphs):
         # calling thread (cuCtxSetCurrent), as the real driver's do; off: any thread may call
         self.strict_contexts = False
         self._current = threading.local()
+        self.refused: list = []  # names of the calls refused for a capture (fake_cuda_graphs)
         self._init_graphs()
 
     def __getattr__(self, name):
@@ -123,6 +124,9 @@ class FakeDriver(FakeGraphs):
 
     # ---- memory ----
     def cuMemAlloc(self, nbytes):
+        refused = self._unsafe("cuMemAlloc", (nbytes,))
+        if refused:
+            return refused + (None,)
         buffer = ctypes.create_string_buffer(nbytes)
         ptr = ctypes.addressof(buffer)
         result = self._call("cuMemAlloc", (nbytes,), real.CUdeviceptr(ptr))
@@ -131,6 +135,9 @@ class FakeDriver(FakeGraphs):
         return result
 
     def cuMemFree(self, ptr):
+        refused = self._unsafe("cuMemFree", (ptr,))
+        if refused:
+            return refused
         self.freed.append(int(ptr))
         self.allocations.pop(int(ptr), None)
         return self._call("cuMemFree", (ptr,))
@@ -225,8 +232,21 @@ class FakeDriver(FakeGraphs):
         return self._call("cuStreamSynchronize", (stream,))
 
     def cuStreamQuery(self, stream):
-        return self._no_context("cuStreamQuery", (stream,)) or \
-            self._call("cuStreamQuery", (stream,))
+        return self._no_context("cuStreamQuery", (stream,)) or self._implicit(stream) or \
+            self._of_capturing("cuStreamQuery", stream) or \
+            self._unsafe("cuStreamQuery", (stream,)) or self._call("cuStreamQuery", (stream,))
+
+    def _of_capturing(self, name: str, stream) -> tuple | None:
+        """A query of a stream that captures, in any mode and thread: invalid ("it does not
+        represent items scheduled for execution", CUDA's programming guide), that capture
+        invalidated."""
+        capture = self.captures.get(int(stream or 0)) if int(stream or 0) > 2 else None
+        if capture is None:
+            return None
+        capture["invalidated"] = True
+        self.calls.append((name, (stream,)))
+        self.refused.append(name)
+        return (real.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,)
 
     def cuStreamDestroy(self, stream):
         return self._call("cuStreamDestroy", (stream,))
@@ -245,7 +265,7 @@ class FakeDriver(FakeGraphs):
         return self._call("cuEventSynchronize", (event,))
 
     def cuEventQuery(self, event):
-        return self._call("cuEventQuery", (event,))
+        return self._unsafe("cuEventQuery", (event,)) or self._call("cuEventQuery", (event,))
 
     def cuEventElapsedTime(self, start, end):
         ms = self.events[int(end)] - self.events[int(start)]
@@ -278,7 +298,8 @@ class FakeDriver(FakeGraphs):
         return self._call("cuModuleLoadData", (image,), real.CUmodule(0x7000))
 
     def cuModuleUnload(self, module):
-        return self._call("cuModuleUnload", (module,))
+        return self._unsafe("cuModuleUnload", (module,)) or \
+            self._call("cuModuleUnload", (module,))
 
     def cuModuleGetFunction(self, module, name):
         return self._call("cuModuleGetFunction", (module, name), real.CUfunction(0x7100))

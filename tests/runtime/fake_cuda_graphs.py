@@ -7,11 +7,19 @@ and invalidate the capture (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT / _UNSUPPORTED); 
 invalidated capture fails and leaves the stream usable; a replay runs the nodes in order
 (launches are appended to `launches`, copies are made); SetParams swaps a node's kernelParams.
 Results are shaped like cuda.bindings 13's.
+
+Capture-interaction modes, as measured on the H200 (driver 580): a thread whose mode
+(cuThreadExchangeStreamCaptureMode; GLOBAL by default) is not RELAXED may not make the
+"potentially unsafe" calls (`_unsafe`: frees, unloads, cuGraphExecDestroy, allocations, stream
+and event queries) while it captures itself, nor, in GLOBAL mode, while another thread captures
+in GLOBAL mode: refused with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, those captures invalidated.
+cuCtxSynchronize is refused while any stream captures, whatever the mode.
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 
 from cuda.bindings import driver as real
 
@@ -31,6 +39,7 @@ class FakeGraphs:
         self.pinned: dict = {}  # host address -> buffer (cuMemHostAlloc)
         self.stream_flags: dict = {}  # stream -> its cuStreamCreate flags
         self._next = 0
+        self._modes = threading.local()  # .mode: this thread's capture-interaction mode
 
     def _handle(self, base: int) -> int:
         self._next += 1
@@ -57,12 +66,39 @@ class FakeGraphs:
         capture["nodes"].append(node)
         return OK
 
+    def _unsafe(self, name: str, args: tuple) -> tuple | None:
+        """The driver's refusal of a potentially unsafe call from this thread (see the module
+        docstring), the captures that forbid it invalidated; None when it is allowed."""
+        modes = real.CUstreamCaptureMode
+        mine = getattr(self._modes, "mode", modes.CU_STREAM_CAPTURE_MODE_GLOBAL)
+        if mine == modes.CU_STREAM_CAPTURE_MODE_RELAXED:
+            return None
+        me = threading.get_ident()
+        forbidding = [c for c in self.captures.values()
+                      if c["mode"] != modes.CU_STREAM_CAPTURE_MODE_RELAXED and (
+                          c["thread"] == me or (mine == modes.CU_STREAM_CAPTURE_MODE_GLOBAL and
+                                                c["mode"] == modes.CU_STREAM_CAPTURE_MODE_GLOBAL))]
+        if not forbidding:
+            return None
+        for capture in forbidding:
+            capture["invalidated"] = True
+        self.calls.append((name, args))
+        self.refused.append(name)
+        return (real.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,)
+
+    def cuThreadExchangeStreamCaptureMode(self, mode):
+        previous = getattr(self._modes, "mode",
+                           real.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL)
+        self._modes.mode = mode
+        return (OK, previous)
+
     # ---- capture ----
     def cuStreamBeginCapture(self, stream, mode):
         self.calls.append(("cuStreamBeginCapture", (stream, mode)))
         if int(stream) in (0, 1, 2) or self._capturing(stream) is not None:
             return (real.CUresult.CUDA_ERROR_INVALID_VALUE,)
-        self.captures[int(stream)] = {"id": self._handle(0), "nodes": [], "invalidated": False}
+        self.captures[int(stream)] = {"id": self._handle(0), "nodes": [], "invalidated": False,
+                                      "thread": threading.get_ident(), "mode": mode}
         return (OK,)
 
     def cuStreamEndCapture(self, stream):
@@ -77,6 +113,10 @@ class FakeGraphs:
         return (OK, real.CUgraph(graph))
 
     def cuStreamGetCaptureInfo(self, stream):
+        if int(stream or 0) in (0, 1) and any(not self.stream_flags.get(s, 0) & 1
+                                              for s in self.captures):
+            # the legacy stream while a blocking stream captures: an answer, nothing invalidated
+            return (real.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, None, 0, None, [], None, 0)
         capture = self._capturing(stream)
         if capture is None:
             return (OK, _STATUS.CU_STREAM_CAPTURE_STATUS_NONE, 0, None, [], None, 0)
@@ -144,17 +184,26 @@ class FakeGraphs:
         return (OK,)
 
     def cuGraphExecDestroy(self, graph_exec):
+        refused = self._unsafe("cuGraphExecDestroy", (graph_exec,))
+        if refused:
+            return refused
         self.calls.append(("cuGraphExecDestroy", (graph_exec,)))
         self.execs.pop(int(graph_exec), None)
         return (OK,)
 
     # ---- page-locked host memory ----
     def cuMemHostAlloc(self, nbytes, flags):
+        refused = self._unsafe("cuMemHostAlloc", (nbytes, flags))
+        if refused:
+            return refused + (None,)
         buffer = ctypes.create_string_buffer(max(int(nbytes), 1))
         self.pinned[ctypes.addressof(buffer)] = buffer
         return self._call("cuMemHostAlloc", (nbytes, flags), ctypes.addressof(buffer))
 
     def cuMemFreeHost(self, ptr):
+        refused = self._unsafe("cuMemFreeHost", (ptr,))
+        if refused:
+            return refused
         self.pinned.pop(int(ptr), None)
         return self._call("cuMemFreeHost", (ptr,))
 

@@ -12,10 +12,10 @@ from gpunb.backends.cuda import launch
 from gpunb.backends.launch_config import validate_config
 from gpunb.foundation import abi
 from gpunb.foundation import types as t
-from gpunb.foundation.errors import LaunchError
+from gpunb.foundation.errors import LaunchError, PerformanceWarning
 from gpunb.runtime import memory
 from gpunb.runtime.devicearray import HostDeviceArray
-from gpunb.runtime.packing import ArgPacker, PerformanceWarning
+from gpunb.runtime.packing import ArgPacker
 
 _READ = {"ptr": ctypes.c_uint64, "i8": ctypes.c_int8, "i16": ctypes.c_int16,
          "i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float,

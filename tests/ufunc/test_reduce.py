@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpunb import cuda
+from gpunb import CompileError, cuda
 
 sum_reduce = cuda.Reduce(lambda a, b: a + b)
 
@@ -117,3 +117,16 @@ def test_lambda_on_a_shared_line_is_found(target):
     first, second = cuda.reduce(lambda a, b: a + b), cuda.reduce(lambda a, b: a * b)
     A = np.arange(1, 6, dtype=np.float64)
     assert first(A) == 15.0 and second(A, init=1) == 120.0
+
+
+def test_an_error_in_a_lambda_points_at_its_cell_line_and_column(target):
+    # code run from a string (a notebook cell, exec): the error was reported in gpunb's own
+    # rewrite of the lambda as a def ('<gpunb lambda ...>', line 5, `return a + b.foo`)
+    cell = "x = 1\n\nr = cuda.reduce(lambda a, b: a + b.foo)\n"
+    namespace = {"cuda": cuda}
+    exec(compile(cell, "<cell 7>", "exec"), namespace)  # noqa: S102 - the cell's own text
+    with pytest.raises(CompileError) as info:
+        namespace["r"](np.arange(4.0))
+    loc = info.value.loc
+    assert (loc.filename, loc.line, loc.col) == ("<cell 7>", 3, cell.splitlines()[2].index("b.foo"))
+    assert "r = cuda.reduce(lambda a, b: a + b.foo)" in str(info.value)

@@ -462,6 +462,7 @@ class CpuTarget(WarpCollectives, Target):
         import ast
 
         b = low.builder
+        extent = extent() if callable(extent) else extent  # (the lowering's lazy extent)
         site = len(self.error_sites)
         src = low.typed.source
         what = ast.unparse(node.value) if hasattr(node, "value") else "array"

@@ -14,6 +14,7 @@ import os
 import threading
 from dataclasses import dataclass
 
+from gpunb.backends.cuda import capture_safe
 from gpunb.backends.cuda.driver_hints import FIND, HINTS, RESTART, STICKY_ERRORS
 from gpunb.backends.cuda.last_launch import LastLaunch
 from gpunb.foundation import events
@@ -385,7 +386,9 @@ def on_reset(listener) -> None:
 def synchronize() -> None:
     """Wait for all work on the current device (cuCtxSynchronize); surfaces async errors. The
     default stream's work (where kernels launch unless told otherwise) is waited for first in
-    a way Ctrl-C and the watchdog can end (waits.py)."""
+    a way Ctrl-C and the watchdog can end (waits.py). While a gpunb capture is open on another
+    thread, where cuCtxSynchronize would invalidate it, the wait goes stream by stream
+    (capture_safe.streams_outside: all but the capturing ones, which run nothing)."""
     from gpunb.backends.cuda import waits
 
     ensure_context()
@@ -394,8 +397,15 @@ def synchronize() -> None:
     def checked(result, what):
         return check(result, what, kernel)
 
-    waits.wait_until(waits.stream_done(cuda_driver(), checked, 0), "cuda.synchronize()", kernel)
-    check(cuda_driver().cuCtxSynchronize(), "cuCtxSynchronize", last_launch.kernel)
+    cu = cuda_driver()
+    capturing = capture_safe.capturing_streams()
+    if capturing:
+        for stream in capture_safe.streams_outside(cu, capturing):
+            waits.wait_until(waits.stream_done(cu, checked, stream), "cuda.synchronize()",
+                             kernel, cu)
+        return
+    waits.wait_until(waits.stream_done(cu, checked, 0), "cuda.synchronize()", kernel, cu)
+    check(cu.cuCtxSynchronize(), "cuCtxSynchronize", last_launch.kernel)
 
 
 def memory_info() -> tuple:

@@ -10,7 +10,7 @@ ints; every failure goes through driver.check.
 
 from __future__ import annotations
 
-from gpunb.backends.cuda import driver
+from gpunb.backends.cuda import capture_safe, driver
 
 # the driver version from which kernels may be loaded while a stream captures (CUDA 12.3): a
 # first launch inside a capture compiles and loads its module there
@@ -22,19 +22,24 @@ def begin_capture(stream: int) -> None:
     cu = driver.cuda_driver()
     mode = cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
     driver.check(cu.cuStreamBeginCapture(stream, mode), "cuStreamBeginCapture")
+    capture_safe.capture_began(stream)
 
 
 def end_capture(stream: int) -> int:
     """End the capture of `stream`: the captured graph's handle. A capture that an operation
     invalidated raises (the stream no longer captures either way)."""
     cu = driver.cuda_driver()
-    return int(driver.check(cu.cuStreamEndCapture(stream), "cuStreamEndCapture"))
+    try:
+        return int(driver.check(cu.cuStreamEndCapture(stream), "cuStreamEndCapture"))
+    finally:
+        capture_safe.capture_ended(stream)
 
 
 def abandon_capture(stream: int) -> None:
     """End a capture whose graph is not wanted (the block failed): whatever it captured is
     destroyed, invalidated or not, and the stream takes work again."""
     cu = driver.cuda_driver()
+    capture_safe.capture_ended(stream)
     try:
         result = cu.cuStreamEndCapture(stream)
     except Exception:  # noqa: BLE001 - a destroyed context: nothing is left to end
@@ -121,8 +126,8 @@ def destroy(graph: int, graph_exec: int) -> None:
     """Free an executable graph and its graph (at garbage collection: errors are dropped)."""
     cu = driver.cuda_driver()
     try:
-        if graph_exec:
-            cu.cuGraphExecDestroy(graph_exec)
+        if graph_exec:  # (the collector may run this inside a capture: capture_safe.py)
+            capture_safe.relaxed(cu, cu.cuGraphExecDestroy, graph_exec)
         if graph:
             cu.cuGraphDestroy(graph)
     except Exception:  # noqa: BLE001 - a destroyed context took them along

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import weakref
 
-from gpunb.backends.cuda import driver, whole_program
+from gpunb.backends.cuda import capture_safe, driver, whole_program
 from gpunb.foundation.arch import parse_arch as _parse_arch
 from gpunb.foundation.errors import ToolchainError
 
@@ -130,7 +130,8 @@ def _unload_module(cu, handle, token) -> None:
     if token is not None and not token.alive:
         return  # its context was reset: the module went with it (the handle may be reused)
     try:
-        cu.cuModuleUnload(handle)
+        # (the collector may run this inside a capture: capture_safe.py)
+        capture_safe.relaxed(cu, cu.cuModuleUnload, handle)
     except Exception:  # noqa: BLE001 - a destroyed context or a finished driver: nothing to free
         pass
 

@@ -16,15 +16,30 @@ from __future__ import annotations
 
 import time
 
+from gpunb.backends.cuda import capture_safe
 from gpunb.foundation.errors import launch_interrupted
 
 SPIN_SECONDS = 0.01
 POLL_SECONDS = 0.001
 
 
-def wait_until(done, what: str, kernel: str | None = None) -> None:
+def wait_until(done, what: str, kernel: str | None = None, cu=None) -> None:
     """Return once `done()` (a query: True when the work waited for has finished) is true;
-    `kernel`: the latest kernel launched, named if the wait is interrupted."""
+    `kernel`: the latest kernel launched, named if the wait is interrupted. With `cu` (the
+    driver module) the queries run in this thread's relaxed capture mode: a query of a stream
+    or event that does not capture is then no error while another library captures in global
+    mode (torch.cuda.graph), where the driver would refuse it and invalidate that capture."""
+    if cu is None:
+        _wait(done, what, kernel)
+        return
+    previous = capture_safe.relax(cu)
+    try:
+        _wait(done, what, kernel)
+    finally:
+        capture_safe.restore(cu, previous)
+
+
+def _wait(done, what: str, kernel: str | None) -> None:
     if done():
         return
     from gpunb.foundation import config

@@ -5,6 +5,8 @@
   of the object headers against live objects;
 - plan_code.py: the plan follower, one function per process that checks a launch's arguments,
   packs them and calls cuLaunchKernel (what a native `jit.launcher.Launcher` runs);
+- tensor_code.py: the follower's reading of a PyTorch tensor argument (its attributes and
+  methods, through the C API: torch does not promise its C layout);
 - trampoline.py: the cuLaunchKernel call the Python launch path makes (backends/cuda/launch.py);
 - builtins.py: an LLVM IR function compiled by MCJIT, called from Python as a builtin.
 

@@ -36,17 +36,37 @@ class PlanHeader(ctypes.Structure):
 
 class ArgRecord(ctypes.Structure):
     """How one argument is checked and packed: `op` (OP_* below), its exact class, and per op a
-    key/dtype object, a count and numpy flags, and where its parameter slots start."""
+    key/dtype object, a count, numpy flags and the address of more facts (`aux`), and where its
+    parameter slots start."""
 
     _fields_ = [("op", I64), ("cls", U64), ("extra", U64), ("count", I64), ("flags", I64),
-                ("dest", U64)]
+                ("aux", U64), ("dest", U64)]
 
 
 # ArgRecord.op: RAW copies `count` bytes of the object's value; INT64 is PyLong_AsLongLong;
 # BOOL compares with True; SLOTS checks a gpunb array's interned `_key` and copies its `_slots`
 # tuple (`count` items); NDARRAY checks a numpy header's dtype object, ndim and flags and copies
-# data pointer, shape and strides
-OP_RAW, OP_INT64, OP_BOOL, OP_SLOTS, OP_NDARRAY = 1, 2, 3, 4, 5
+# data pointer, shape and strides; TENSOR reads a torch tensor through its own attributes and
+# methods (dtype object `extra`, ndim `count`, the rest in the TensorFacts at `aux`: see
+# tensor_code.py) and writes data pointer, shape and strides as NDARRAY does
+OP_RAW, OP_INT64, OP_BOOL, OP_SLOTS, OP_NDARRAY, OP_TENSOR = 1, 2, 3, 4, 5, 6
+
+
+class TensorFacts(ctypes.Structure):
+    """What a torch tensor argument must show beyond its dtype and ndim: torch's objects (known
+    only once torch is imported, so never compiled into the code), the name of the boolean
+    attribute that says it is on the target's device, its element size and kernel layout."""
+
+    _fields_ = [("strided", U64),  # torch.strided: the layout object
+                ("size_class", U64),  # torch.Size: what `tensor.shape` is
+                ("device_flag", U64),  # an interned str, "is_cuda" or "is_cpu"
+                ("itemsize", I64),
+                ("layout", I64),  # LAYOUT_CODES' value of the kernel type's layout
+                ("complex", I64),  # 1: a complex dtype, the only kind a conjugate bit is on
+                ("ordinal", I64)]  # the context's GPU where get_device() is compared, else -1
+
+
+LAYOUT_CODES = {"C": 0, "F": 1, "A": 2}  # the kernel layouts as TensorFacts.layout holds them
 # numpy's C_CONTIGUOUS | F_CONTIGUOUS | ALIGNED | WRITEABLE: the flags a plan compares
 NPY_FLAGS = 0x1 | 0x2 | 0x100 | 0x400
 
@@ -155,6 +175,18 @@ def numpy_flags(array: np.ndarray) -> int:
     """The NPY_FLAGS bits of `array`, as the generated code reads them from its header."""
     flags = array.flags
     return sum(bit for name, bit in _FLAG_BITS.items() if getattr(flags, name))
+
+
+def tuple_layout_holds(sample: tuple) -> bool:
+    """Whether `sample`, a tuple or an instance of a tuple subclass made in C (torch.Size),
+    holds its size and items where a tuple does (checked before code reads one so)."""
+    try:
+        head = TupleHead.from_address(id(sample))
+        items = (U64 * len(sample)).from_address(id(sample) + TUPLE_ITEMS)
+        return head.type == id(type(sample)) and head.size == len(sample) and \
+            list(items) == [id(item) for item in sample]
+    except Exception:  # noqa: BLE001 - any surprise means: not read so
+        return False
 
 
 def object_layouts_hold() -> bool:

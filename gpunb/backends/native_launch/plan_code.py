@@ -9,7 +9,8 @@ launches at, the watch list, the launch configuration. It
 - declines (layout.DECLINED) unless it runs on the plan's thread, the version word still reads
   the bound value, every watched name is still bound to the object seen (PyDict_GetItem and an
   identity compare per entry), the argument count matches and each argument is of the kind seen;
-- writes every argument into its parameter slots (layout.py's OP_* say how);
+- writes every argument into its parameter slots (layout.py's OP_* say how; a torch tensor is
+  read by tensor_code.py's function, compiled into the same module);
 - returns layout.PACKED where the binding has no launch function (the caller runs the program), or
   stores the kernel function into the last-launch word, calls the launch function with the
   bound configuration, the GIL released, and returns its CUresult.
@@ -27,6 +28,7 @@ import functools
 import string
 
 from gpunb.backends.native_launch import layout as L
+from gpunb.backends.native_launch import tensor_code
 from gpunb.backends.native_launch.builtins import CompiledFunction
 from gpunb.foundation import forksafe
 
@@ -112,7 +114,12 @@ dispatch:
                                   i64 $OP_INT64, label %int64
                                   i64 $OP_BOOL, label %bool
                                   i64 $OP_SLOTS, label %slots
-                                  i64 $OP_NDARRAY, label %ndarray]
+                                  i64 $OP_NDARRAY, label %ndarray
+                                  i64 $OP_TENSOR, label %tensor]
+tensor:
+  %tensor_status = call i64 @tensor_arg(ptr %arg, ptr %rec, ptr %dest)
+  switch i64 %tensor_status, label %fail [i64 0, label %argnext
+                                          i64 1, label %decline]
 raw:
   br label %rawloop
 rawloop:
@@ -306,13 +313,15 @@ _FUNCTIONS = {"tid": ("i64", "", "PyThread_get_thread_ident"),
               "err_occurred": ("ptr", "", "PyErr_Occurred"),
               "err_clear": ("void", "", "PyErr_Clear"),
               "from_long": ("ptr", "i64", "PyLong_FromLong"),
+              "vectorcall_method": ("ptr", "ptr, ptr, i64, ptr", "PyObject_VectorcallMethod"),
               "save_thread": ("ptr", "", "PyEval_SaveThread"),
               "restore_thread": ("void", "ptr", "PyEval_RestoreThread")}
 
 
 # the structures whose field offsets the IR names: `$B_PLAN` is Binding.plan's offset
 _STRUCTURES = {"B": L.Binding, "P": L.PlanHeader, "A": L.ArgRecord, "W": L.WatchEntry,
-               "NP": L.NumpyArrayHead, "OB": L.ObjectHead, "TUPLE": L.TupleHead}
+               "NP": L.NumpyArrayHead, "OB": L.ObjectHead, "TUPLE": L.TupleHead,
+               "T": L.TensorFacts}
 
 
 def _offsets() -> dict:
@@ -326,8 +335,8 @@ def _offsets() -> dict:
     names.update(BYTES_DATA=L.BYTES_DATA, TUPLE_ITEMS=L.TUPLE_ITEMS, VALUE_DATA=L.VALUE_DATA,
                  ARG_SIZE=ctypes.sizeof(L.ArgRecord), WATCH_SIZE=ctypes.sizeof(L.WatchEntry),
                  OP_RAW=L.OP_RAW, OP_INT64=L.OP_INT64, OP_BOOL=L.OP_BOOL, OP_SLOTS=L.OP_SLOTS,
-                 OP_NDARRAY=L.OP_NDARRAY, NPY_FLAGS=L.NPY_FLAGS, PACKED=L.PACKED,
-                 DECLINED=L.DECLINED)
+                 OP_NDARRAY=L.OP_NDARRAY, OP_TENSOR=L.OP_TENSOR, NPY_FLAGS=L.NPY_FLAGS,
+                 PACKED=L.PACKED, DECLINED=L.DECLINED)
     return names
 
 
@@ -337,9 +346,12 @@ def _source() -> str:
     def pointer(address: int) -> str:
         return f"inttoptr (i64 {address} to ptr)"
 
-    objects = {"TRUE": pointer(id(True)), "TUPLE": pointer(id(tuple)),
-               "KEY_NAME": pointer(id(_KEY_NAME)), "SLOTS_NAME": pointer(id(_SLOTS_NAME))}
-    text = _IR.substitute(_offsets(), **objects)
+    objects = {"TRUE": pointer(id(True)), "FALSE": pointer(id(False)),
+               "TUPLE": pointer(id(tuple)), "KEY_NAME": pointer(id(_KEY_NAME)),
+               "SLOTS_NAME": pointer(id(_SLOTS_NAME)),
+               **{key: pointer(id(name)) for key, name in tensor_code.NAMES.items()}}
+    text = string.Template(_IR.template + tensor_code.TENSOR_IR).substitute(_offsets(),
+                                                                             **objects)
     for name, (ret, params, symbol) in _FUNCTIONS.items():
         address = ctypes.cast(getattr(ctypes.pythonapi, symbol), ctypes.c_void_p).value
         args = [f"{ty} %a{k}" for k, ty in enumerate(filter(None, params.split(", ")))]

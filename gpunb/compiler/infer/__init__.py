@@ -13,6 +13,7 @@ from gpunb.compiler.infer.core import InferenceCore, NeedsConstant
 from gpunb.compiler.infer.expressions import ExpressionTyping
 from gpunb.compiler.infer.indexing import IndexTyping
 from gpunb.compiler.infer.loops import LoopTyping
+from gpunb.compiler.infer.overloads import OverloadTyping
 from gpunb.compiler.infer.session import InferenceSession
 from gpunb.compiler.infer.statements import StatementTyping
 from gpunb.compiler.typed import TypedFunction
@@ -20,7 +21,7 @@ from gpunb.foundation.errors import CompileError
 
 
 class Inferer(StatementTyping, LoopTyping, ExpressionTyping, IndexTyping, CallTyping,
-              InferenceCore):
+              OverloadTyping, InferenceCore):
     """Types one function for one tuple of argument types (see the mixins for each part)."""
 
 

@@ -16,6 +16,7 @@ from gpunb.compiler import promotion
 from gpunb.compiler.builtins import find_builtin
 from gpunb.compiler.infer import inner
 from gpunb.compiler.infer.core import NeedsConstant
+from gpunb.compiler.infer.overloads import BoundOverloadedMethod
 from gpunb.compiler.typed import (
     BuiltinCall,
     Cast,
@@ -34,6 +35,7 @@ from gpunb.compiler.values import (
     dtype_to_type,
 )
 from gpunb.compiler.values import missing as is_missing
+from gpunb.foundation import extending
 from gpunb.foundation import types as t
 from gpunb.foundation.errors import CompileError, did_you_mean
 from gpunb.foundation.pyobjects import (
@@ -51,6 +53,10 @@ class CallTyping:
             if found is not None:
                 return found
         callee = self.callee_object(node.func)
+        if isinstance(callee, BoundOverloadedMethod):  # value.method() of an @overload_method
+            return self.overloaded_method_call(node, callee)
+        if isinstance(callee, extending.Intrinsic):
+            return self.intrinsic_call(node, callee)
         if callee is None:
             ftype = self.expr(node.func)
             raise self.error(node.func, f"{ftype} is not callable in GPU code",
@@ -63,11 +69,12 @@ class CallTyping:
         starred = next((a for a in node.args if isinstance(a, ast.Starred)), None)
         if starred is not None and not (isinstance(callee, inner.InnerFunction) or
                                         is_gpu_function(callee) or
+                                        extending.has_overloads(callee) or
                                         is_namedtuple_class(callee)):  # these bind *t
             return self.starred_builtin_call(node, callee, starred)
         if isinstance(callee, inner.InnerFunction):
             return inner.call(self, node, callee)
-        if is_gpu_function(callee):
+        if is_gpu_function(callee) and not extending.has_overloads(callee):
             found = self.call_gpu_function(node, callee)
             if isinstance(found, t.Optional) and node not in self.keep_optional:
                 return found.type  # used as its value: lowering checks it is not None
@@ -75,18 +82,15 @@ class CallTyping:
         if is_namedtuple_class(callee):
             return self.namedtuple_call(node, callee)
         builtin = find_builtin(callee)
+        target = dtype_to_type(callee) if builtin is None else None
+        if extending.has_overloads(callee):
+            return self.native_or_overload(node, callee, builtin, target)
         if builtin is not None:
-            argtypes = [self.expr(a) for a in node.args]
-            kwtypes = {kw.arg: self.expr(kw.value) for kw in node.keywords}
-            typed = builtin.type_call(self, node, argtypes, kwtypes)
-            result, data = (typed.result, typed.data) if isinstance(typed, Typed) else \
-                (typed, None)
-            self.calls[node] = BuiltinCall(builtin, tuple(node.args), tuple(argtypes), result,
-                                           data)
-            return result
+            return self.builtin_call(node, builtin)
         if callee is np.dtype:  # np.dtype("int16"): a compile-time dtype, as np.int16 is
             return PyValue(self.const(node, "the argument of np.dtype(...)"))
-        target = dtype_to_type(callee)
+        if callee is slice:
+            return PyValue(self.slice_object(node))
         if target is not None:
             return self.conversion(node, callee, target)
         name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
@@ -99,6 +103,30 @@ class CallTyping:
             if isinstance(node.func, ast.Name) else ""  # numba's words, for those who search
         raise self.error(node.func, f"{untyped}cannot call {name} from GPU code",
                          _call_hint(callee))
+
+    def builtin_call(self, node: ast.Call, builtin) -> t.Type:
+        argtypes = [self.expr(a) for a in node.args]
+        kwtypes = {kw.arg: self.expr(kw.value) for kw in node.keywords}
+        typed = builtin.type_call(self, node, argtypes, kwtypes)
+        result, data = (typed.result, typed.data) if isinstance(typed, Typed) else (typed, None)
+        self.calls[node] = BuiltinCall(builtin, tuple(node.args), tuple(argtypes), result, data)
+        return result
+
+    def native_or_overload(self, node: ast.Call, callee, builtin, target) -> t.Type:
+        """A function given @overloads: a builtin or conversion of the language (float(x),
+        np.float32(x)) keeps its own typing for the types it takes, as numba's builtins come
+        first; the overloads extend it to others."""
+        if builtin is None and target is None:
+            return self.overloaded_function_call(node, callee)
+        try:
+            if builtin is not None:
+                return self.builtin_call(node, builtin)
+            return self.conversion(node, callee, target)
+        except CompileError as error:
+            try:
+                return self.overloaded_function_call(node, callee)
+            except CompileError:
+                raise error from None
 
     def namedtuple_call(self, node: ast.Call, cls: type) -> t.Type:
         """`Point(1.0, y=2.0)`: a namedtuple built in GPU code, its fields typed as passed."""
@@ -204,7 +232,8 @@ class CallTyping:
                 from gpunb.compiler.builtins.arraymethods import METHODS
                 from gpunb.compiler.builtins.reductions import METHOD_BUILTINS
 
-                return METHOD_BUILTINS.get(func.attr) or METHODS.get(func.attr)
+                return METHOD_BUILTINS.get(func.attr) or METHODS.get(func.attr) or \
+                    self.overloaded_method(base, func.attr)
             if t.is_number(base) and not isinstance(base, t.Boolean) and \
                     func.attr == "conjugate":
                 from gpunb.compiler.builtins.pybuiltins import CONJUGATE
@@ -219,6 +248,7 @@ class CallTyping:
                     raise self.error(func, f"{base} has no method '{func.attr}'",
                                      f"{base} has {names} and size")
                 return method
+            return self.overloaded_method(base, func.attr)
         return None
 
     # ---- GPU functions and inner functions -----------------------------------------------------
@@ -289,6 +319,31 @@ class CallTyping:
         result = self.expr(expanded)
         self.calls[node] = StarredCall(expanded, result)
         return result
+
+    def slice_object(self, node: ast.Call) -> slice:
+        """slice(stop) / slice(start, stop[, step]) of compile-time integers or None: a slice
+        object known when compiling (what a global slice is), usable as an index (a[s], t[s])
+        and as s.start / s.stop / s.step."""
+        if node.keywords or not 1 <= len(node.args) <= 3:
+            raise self.error(node, "slice() takes 1 to 3 positional arguments",
+                             "write slice(stop), slice(start, stop) or slice(start, stop, step)")
+        bounds = []
+        for arg in node.args:
+            try:
+                value = const_eval(arg, self.resolve_constant)
+            except NotConstant:
+                raise self.error(arg, "a slice object's bounds must be known at compile time "
+                                 "in GPU code", "index with the bounds themselves, e.g. "
+                                 "a[i:i + 4], when they are known only at run time") from None
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise self.error(arg, f"slice bounds must be integers or None, got {value!r}")
+            bounds.append(value)
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise self.error(node.args[2], "slice step cannot be zero",
+                             "use a step of 1 or more (or negative to go backwards)")
+        # one object per call site and bounds: a PyValue is its object's identity, and the
+        # types of a pass must equal the last pass's
+        return self.synthetic(("slice()", node, *bounds), lambda: slice(*bounds))
 
     def synthetic(self, key, make):
         """A node made for a call (kept across passes, so that its facts are the same node's)."""

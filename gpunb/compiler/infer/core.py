@@ -108,7 +108,9 @@ class InferenceCore:
         self.capture_refs: dict = {}
         # definitions whose value is a compile-time constant (`N = 100`): usable where a
         # constant is needed (cuda.shared.array(N, ...)), as numba's literal types are
-        self.var_constants: dict = {}  # (Call node, name) -> synthetic Name passed to an inner fn
+        self.var_constants: dict = {}  # Var -> its compile-time value
+        self.exact_constants: set = set()  # Vars whose constant is the value they hold
+        self.folded_reads: set = set()  # Name reads lowered as their Var's constant value
         self.back_edges: dict = {}  # header phi -> Vars its back edges carried (last pass)
         self.recursive = False  # it calls itself (session.recursive_call sets this)
         self.unrolled: dict = {}  # For node -> its literal_unroll copies (target, body)

@@ -93,6 +93,7 @@ class ExpressionTyping:
             if isinstance(found, ConstValue):  # a literal bound at the call site
                 self.constants[node] = found.value
                 return found.type
+            self.fold_read(node, var, found)
             if isinstance(found, t.Optional) and node not in self.keep_optional:
                 return found.type  # used as its value: lowering checks it is not None
             return found
@@ -105,6 +106,21 @@ class ExpressionTyping:
         if builtin is not None and builtin.is_value:
             return self.builtin_value(node, builtin)
         return self.global_value_type(node, value)
+
+    def fold_read(self, node: ast.Name, var, found: t.Type) -> None:
+        """A read of a variable whose definition is a compile-time number (`j = 8 * p + 2`
+        with p a literal_unroll item): lowered as that number, so that index arithmetic on it
+        reaches LLVM folded (no wraparound select for a known non-negative index). Only where
+        the value is exactly what the typed definition holds; a pass that no longer finds the
+        read constant (a loop's phi reaches it) takes the fold back."""
+        value = self.var_constants.get(var, _UNKNOWN) if var in self.exact_constants else \
+            _UNKNOWN
+        if value is not _UNKNOWN and _holds_exactly(found, value):
+            self.constants[node] = value
+            self.folded_reads.add(node)
+        elif node in self.folded_reads:
+            self.folded_reads.discard(node)
+            self.constants.pop(node, None)
 
     def builtin_value(self, node, builtin: Builtin) -> t.Type:
         found = builtin.type_value(self, node)
@@ -198,6 +214,9 @@ class ExpressionTyping:
             return t.int64
         if isinstance(base, t.Tuple) and attr in base.names:  # a namedtuple's field
             return base.items[base.names.index(attr)]
+        found = self.overloaded_attribute(node, base)  # an @overload_attribute of the type
+        if found is not None:
+            return found
         raise self.error(node, f"{base} has no attribute '{attr}' in GPU code",
                          _attribute_hint(base))
 
@@ -502,3 +521,17 @@ def _array_hint(a, b) -> str | None:
 def _is_string(ty: t.Type) -> bool:
     """A constant string: a literal, or a global or argument holding one."""
     return isinstance(ty, t.StringLiteral) or isinstance(getattr(ty, "obj", None), (str, bytes))
+
+
+_UNKNOWN = object()
+
+
+def _holds_exactly(found: t.Type, value) -> bool:
+    """Whether a value of type `found` (an integer or a bool: a float's constant would be
+    computed by Python's libm, not the target's) is exactly the Python number `value`."""
+    if isinstance(found, t.Boolean):
+        return type(value) is bool
+    if isinstance(found, t.Integer) and type(value) in (int, bool):
+        low = -(1 << (found.bitwidth - 1)) if found.signed else 0
+        return low <= value < low + (1 << found.bitwidth)
+    return False

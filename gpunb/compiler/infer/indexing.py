@@ -82,6 +82,8 @@ class IndexTyping:
                 raise self.error(index, "a tuple of mixed types needs a constant index",
                                  "index it with a literal or a module-level constant") from None
             return base.items[0]
+        if isinstance(i, slice):  # a slice object known at compile time: t[s]
+            return self.tuple_slice_object(index, base, i)
         self.record(index, t.int64)
         if not isinstance(i, int) or isinstance(i, bool):
             raise self.error(index, "tuple indices must be integers",
@@ -92,6 +94,14 @@ class IndexTyping:
                              f"the tuple has {len(base.items)} items: use an index from "
                              f"{-len(base.items)} to {len(base.items) - 1}")
         return base.items[i]
+
+    def tuple_slice_object(self, index, base: t.Tuple, picked: slice) -> t.Type:
+        bounds = (picked.start, picked.stop, picked.step)
+        if not all(b is None or isinstance(b, int) for b in bounds) or picked.step == 0:
+            raise self.error(index, "tuple slice bounds must be integer constants (step not 0)")
+        self.record(index, PyValue(picked))
+        self.constants[index] = picked
+        return t.Tuple(base.items[picked])
 
     def tuple_slice_type(self, index: ast.Slice, base: t.Tuple) -> t.Type:
         """t[1:], t[::-1]: numba slices tuples at compile time, so the bounds are constants."""
@@ -138,6 +148,13 @@ class IndexTyping:
                     layout_kept = layout_kept and (len(parts) == 1 and item.step is None)
                 continue
             found = self.expr(item)
+            if isinstance(found, PyValue) and isinstance(found.obj, slice):
+                # a slice object known at compile time (a global, slice(1, 5)): its bounds
+                item = self.constant_slice(item, found.obj)
+                parts.append(self.slice_part(item))
+                if found.obj != slice(None):
+                    layout_kept = layout_kept and (len(parts) == 1 and item.step is None)
+                continue
             if isinstance(found, t.Tuple) and all(isinstance(i, (t.Integer, t.Boolean))
                                                   for i in found.items):
                 # a[idx] with idx = (i, j): each item indexes one axis, as numba allows
@@ -172,6 +189,23 @@ class IndexTyping:
             return element
         layout = base.layout if base.layout == "C" and layout_kept else "A"
         return base.derived(base.ndim - n_int, layout)
+
+    def constant_slice(self, item, value: slice) -> ast.Slice:
+        """The `lo:hi:step` node of a slice object known at compile time, standing where the
+        object is read (made once: its nodes keep their types across passes)."""
+        bad = [b for b in (value.start, value.stop, value.step)
+               if b is not None and (not isinstance(b, int) or isinstance(b, bool))]
+        if bad:
+            raise self.error(item, f"slice bounds must be integers or None, got {bad[0]!r}")
+        if value.step == 0:
+            raise self.error(item, "slice step cannot be zero")
+
+        def make() -> ast.Slice:
+            bound = [None if b is None else ast.copy_location(ast.Constant(b), item)
+                     for b in (value.start, value.stop, value.step)]
+            return ast.copy_location(ast.Slice(*bound), item)
+
+        return self.synthetic(("slice object", item, value.start, value.stop, value.step), make)
 
     def slice_part(self, item: ast.Slice) -> SliceIndex:
         bounds = []

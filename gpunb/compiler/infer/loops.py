@@ -9,9 +9,9 @@ the normal exit (with its else clause) and every break join.
 from __future__ import annotations
 
 import ast
-import copy
 
 from gpunb.compiler import promotion, scopes
+from gpunb.compiler.ast_copy import copy_tree
 from gpunb.compiler.folding import never_runs, runs_forever
 from gpunb.compiler.kernel_api import intrinsic_name
 from gpunb.compiler.typed import (
@@ -76,16 +76,20 @@ class LoopTyping:
                              "loop over a tuple of values, e.g. literal_unroll((a, 1.5, b))")
         copies = self.unroll_copies(node, len(seq.items))
         self.loops[node] = LoopPlan((), seq, tuple_seq=it.args[0], copies=copies)
+        values = self.unrolled_values(it.args[0], len(seq.items))
         frame = _unrolled_frame(node)
         self.loop_frames.append(frame)
         ends = [self.env]
-        for (target, body), item in zip(copies, seq.items, strict=True):
+        for k, ((target, body), item) in enumerate(zip(copies, seq.items, strict=True)):
             start = self.merge(body[0], JoinKind.HEADER, ends + frame.continues)
             frame.continues = []
             if start is None:
                 break
             self.env = start
             self.assign(target, item, None)
+            if values is not None and isinstance(target, ast.Name):
+                self.var_constants[self.defs[target]] = values[k]
+                self.exact_constants.add(self.defs[target])
             ends = [None if self.visit_body(body) else self.env]
         self.loop_frames.pop()
         normal = self.merge(node, JoinKind.HEADER, ends + frame.continues)
@@ -100,12 +104,26 @@ class LoopTyping:
         self.env = merged
         return False
 
+    def unrolled_values(self, seq_node, n: int) -> tuple | None:
+        """The items of literal_unroll's tuple when all are numbers known at compile time
+        (`for p in literal_unroll(PANELS)` over a global tuple, or a literal one): each copy's
+        target is then a constant, as a literal is in numba, so conditions on it
+        (`if p * 8 < WIDTH:`) prune their dead branch before typing, copy by copy."""
+        try:
+            values = const_eval(seq_node, self.resolve_constant)
+        except NotConstant:
+            return None
+        if not isinstance(values, tuple) or len(values) != n or not all(
+                isinstance(v, (bool, int, float)) for v in values):
+            return None
+        return values
+
     def unroll_copies(self, node: ast.For, n: int) -> tuple:
         """n copies of (target, body), made once per loop and kept across passes."""
         found = self.unrolled.get(node)
         if found is None or len(found) != n:
             found = self.unrolled[node] = tuple(
-                (copy.deepcopy(node.target), [copy.deepcopy(s) for s in node.body])
+                (copy_tree(node.target), copy_tree(node.body))
                 for _ in range(n))
         return found
 

@@ -33,6 +33,9 @@ class InferenceSession:
         # (a cycle through them, or a caller of one of those): forgotten when that assumption
         # changes (forget_assumed)
         self.assumed_by: dict = {}
+        # (id(overload), argument types) -> what its generator gave (infer/overloads.py): one
+        # call per compilation and types, as numba calls a template once per signature
+        self.overload_impls: dict = {}
 
     def infer(self, py_func, argtypes: tuple, is_kernel: bool = False, call_node=None,
               caller=None, declared_return=None):

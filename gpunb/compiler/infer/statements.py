@@ -142,20 +142,28 @@ class StatementTyping:
         vt = self.expr(node.value)
         for target in node.targets:
             self.assign(target, vt, node.value)
-            if isinstance(target, ast.Name) and (t.is_number(vt) or isinstance(vt, t.Tuple)):
-                self.remember_constant(target, node.value)
+            if isinstance(target, ast.Name):
+                self.remember_constant(target, node.value, vt)
         return False
 
-    def remember_constant(self, target, value_node) -> None:
+    def remember_constant(self, target: ast.Name, value_node, vt: t.Type) -> None:
         """Note a definition whose value is known at compile time (`N = 100`, `shape = (4, 4)`):
-        numba types it as a literal, so it may be used where a constant is needed."""
-        if not isinstance(target, ast.Name):
-            return
+        numba types it as a literal, so it may be used where a constant is needed. An integer
+        computed exactly (exact_constants) is also what reads of it are lowered as."""
+        var = self.defs[target]
         try:
+            if not (t.is_number(vt) or isinstance(vt, t.Tuple)):
+                raise NotConstant
             value = const_eval(value_node, self.resolve_constant)
-        except NotConstant:
+        except NotConstant:  # (a pass that knew more, before a loop's phi, may have noted one)
+            self.var_constants.pop(var, None)
+            self.exact_constants.discard(var)
             return
-        self.var_constants[self.defs[target]] = value
+        self.var_constants[var] = value
+        if isinstance(value, int) and _integer_steps_exact(value_node, self.resolve_constant):
+            self.exact_constants.add(var)
+        else:
+            self.exact_constants.discard(var)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> bool:
         if node.value is None:
@@ -349,9 +357,7 @@ def constant_condition(node, resolve):
         left = constant_condition(node.left, resolve)
         for op, right_node in zip(node.ops, node.comparators, strict=True):
             right = constant_condition(right_node, resolve)
-            if type(op) not in _COMPARE or not _COMPARE[type(op)](left, right):
-                if type(op) not in _COMPARE:
-                    raise NotConstant
+            if not _compare_constants(op, left, right):
                 return False
             left = right
         return True
@@ -364,6 +370,19 @@ def constant_condition(node, resolve):
     if not isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
         raise NotConstant
     return value
+
+
+def _compare_constants(op, left, right) -> bool:
+    """`a < b` of two constants; `flag is True` / `is not` of two bools (the closure-constant
+    idiom of overload implementations, `if is_tuple is True:`, which numba prunes): other
+    identity tests say nothing about values, so they are not known at compile time."""
+    if isinstance(op, (ast.Is, ast.IsNot)):
+        if not all(isinstance(v, (bool, np.bool_)) for v in (left, right)):
+            raise NotConstant
+        return (bool(left) is bool(right)) == isinstance(op, ast.Is)
+    if type(op) not in _COMPARE:
+        raise NotConstant
+    return bool(_COMPARE[type(op)](left, right))
 
 
 def _store_hint(value: t.Type, slot: t.Type) -> str | None:
@@ -390,3 +409,21 @@ def _holds_fragment(ty: t.Type) -> bool:
     if isinstance(ty, t.Tuple):
         return any(_holds_fragment(item) for item in ty.items)
     return isinstance(ty, Fragment)
+
+
+_INT64 = range(-(1 << 63), 1 << 63)
+
+
+def _integer_steps_exact(value_node, resolve) -> bool:
+    """Whether every integer operation of a constant definition stays within int64, the type
+    the typed code computes it in (literals and constants are int64; numba widens smaller
+    integers to it): Python's unbounded `a * 4 // 4` is then what the kernel computes too."""
+    for node in ast.walk(value_node):
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            try:
+                step = const_eval(node, resolve)
+            except NotConstant:
+                return False
+            if isinstance(step, int) and step not in _INT64:
+                return False
+    return True

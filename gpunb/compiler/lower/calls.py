@@ -27,6 +27,9 @@ class CallLowering:
     star_values: dict | None = None  # star_scope's: t -> its value, for `*t` in the call
 
     def expr_Call(self, node: ast.Call):
+        call = self.typed.calls.get(node)
+        if call is None and is_compile_time(self.type_of(node)):
+            return None  # a compile-time object made by the call (slice(1, 5), np.dtype(...))
         call = self.typed.calls[node]
         if isinstance(call, Cast):
             if isinstance(call.argtype, t.StringLiteral):  # float("nan"): checked by inference

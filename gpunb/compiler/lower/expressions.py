@@ -10,6 +10,7 @@ from llvmlite import ir
 from gpunb.compiler import arrays, datetimes
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
+from gpunb.compiler.typed import GpuCall
 from gpunb.compiler.values import ArrayCTypes, PyValue, foreign_array
 from gpunb.foundation import enum_types
 from gpunb.foundation import types as t
@@ -140,6 +141,8 @@ class ExpressionLowering:
     def expr_Attribute(self, node: ast.Attribute):
         found = self.type_of(node)
         call = self.typed.calls.get(node)
+        if isinstance(call, GpuCall):  # an @overload_attribute: its implementation, called
+            return self.call_gpu_function(call)
         if call is not None:  # a builtin value such as cuda.threadIdx.x
             return call.builtin.lower_value(self, node, found)
         if isinstance(found, PyValue):

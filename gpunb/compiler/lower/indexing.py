@@ -60,11 +60,12 @@ class IndexLowering:
                                      arrays.signed_index(self.type_of(node.slice)))
         return b.load(b.gep(storage, [ir.Constant(dm.i32, 0), index]))
 
-    def index_parts(self, node, base_t: t.Array, base) -> list:
+    def index_parts(self, node, base_t: t.Array, base, shape=None) -> list:
         """("int", i) and ("slice", lo, hi, step) per indexed axis, from the IndexPlan; each
-        integer index normalised (negative from the end) and offered to the bounds check."""
+        integer index normalised (negative from the end) and offered to the bounds check.
+        `shape`: the array's LazyParts extents, when the caller reads them too."""
         b = self.builder
-        shape = [b.extract_value(base, [1, k]) for k in range(base_t.ndim)]
+        shape = arrays.LazyParts(b, base, 1) if shape is None else shape
         out, values = [], {}
         for axis, part in enumerate(self.typed.indexes[node].parts):
             if isinstance(part, IntIndex):
@@ -75,8 +76,10 @@ class IndexLowering:
                     value = arrays.load_element(b, part.type, b.extract_value(value, 0), None)
                 elif part.position is not None:
                     value = b.extract_value(value, part.position)
-                idx = arrays.normalise_index(b, value, part.type, shape[axis])
-                self.target.check_bounds(self, node, base_t, axis, idx, shape[axis],
+                idx = arrays.normalise_index(b, value, part.type,
+                                             lambda axis=axis: shape[axis])
+                self.target.check_bounds(self, node, base_t, axis, idx,
+                                         lambda axis=axis: shape[axis],
                                          arrays.signed_index(part.type))
                 out.append(("int", idx))
                 continue
@@ -100,8 +103,10 @@ class IndexLowering:
             index = ops.cast(b, self.expr(node.slice), self.type_of(node.slice), t.int64)
             return (b.gep(base, [index], source_etype=dm.memory_type(base_t.dtype)),
                     base_t.dtype, None)
-        data, shape, strides = arrays.parts(b, base, base_t.ndim)
-        indices = [p[1] for p in self.index_parts(node, base_t, base)]
+        shape = arrays.LazyParts(b, base, 1)
+        indices = [p[1] for p in self.index_parts(node, base_t, base, shape)]
+        data = b.extract_value(base, 0)
+        strides = arrays.LazyParts(b, base, 2)
         return (arrays.element_pointer(b, base_t, data, shape, strides, indices), base_t.dtype,
                 arrays.access_alignment(base_t))
 
