@@ -82,6 +82,11 @@ REGRESSIONS = {
         "_r3 = np.reciprocal(p3)\n_r4 = np.reciprocal(p4)\n_r5 = np.reciprocal(p5)\n"
         "_r6 = np.reciprocal(p6)", p0=np.int8(-1), p1=np.int64(0), p2=np.int32(0),
         p3=np.int16(0), p4=np.uint8(1), p5=np.int64(7), p6=np.uint32(0)),
+    # np.positive of a complex number was an internal compiler error (KeyError: 'positive')
+    "np_positive_of_complex": _case(
+        "_r0 = np.positive(p0)\n_r1 = np.positive(p1)\n_r2 = np.conjugate(p0)\n"
+        "_r3 = np.positive(p2)", p0=np.complex64(1 - 2j), p1=np.complex128(3 + 4j),
+        p2=np.int8(-5)),
     # cmath: numba converts bool and 8/16-bit integers to complex64 (gpunb gave complex128);
     # log10, tanh and acosh give complex128 for complex64 (numba's parts are float64)
     "cmath_converts_as_numba": _case(
@@ -218,7 +223,7 @@ def _fixed_functions(out_i, out_f, out_b, out_c, flags, zs, i8, i32, u16, f64, c
     out_c[0] = cmath.exp(i8)
     out_c[1] = cmath.log10(c64)
     out_c[2] = cmath.tanh(c64) + cmath.acosh(c128) + np.real(c64) + np.imag(zs)[0] + \
-        np.sign(c128)
+        np.sign(c128) + np.positive(c64)
 
 
 def test_fixed_functions_compile_to_ptx(ptxas):

@@ -300,8 +300,8 @@ def _arithmetic(low, name: str, xs: list, loop: Loop):
         return low.math_call("hypot", [b.extract_value(z, 0), b.extract_value(z, 1)],
                              [ct.component] * 2, ct.component)
     xs = [ops.cast(b, x, it, ty) for x, it in zip(xs, loop.inputs, strict=True)]
-    if name in ("positive", "conjugate") and not isinstance(ty, t.Complex):
-        return xs[0]
+    if name == "positive" or name == "conjugate" and not isinstance(ty, t.Complex):
+        return xs[0]  # +z is z, complex or not
     if name == "conjugate":
         return b.insert_value(xs[0], b.fneg(b.extract_value(xs[0], 1)), 1)
     if name == "negative":
