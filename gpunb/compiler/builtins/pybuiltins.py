@@ -375,8 +375,6 @@ BUILTINS = {
     "builtins.pow": Pow(),
     "builtins.range": NotInKernels("range", "range() can only be used in `for i in range(...)`"),
     "numpy.abs": Abs(),
-    "numpy.minimum": MinMax("min"),
-    "numpy.maximum": MinMax("max"),
     "numpy.isnat": IsNaT(),
     "numpy.real": RealImag("real"),
     "numpy.imag": RealImag("imag"),
