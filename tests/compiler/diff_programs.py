@@ -323,7 +323,8 @@ class Builder:
 
     def _ifexp(self, scope, depth):
         cond, _ = self._compare(scope, depth)
-        (a, ka), (b, kb) = self.expr(scope, depth), self.expr(scope, depth)
+        # operands: a bare float literal there is weak in gpunb (README), np.float64 is not
+        (a, ka), (b, kb) = self.operand(scope, depth), self.operand(scope, depth)
         return f"({a} if {cond} else {b})", join(ka, kb)
 
     def _boolop(self, scope, depth):
