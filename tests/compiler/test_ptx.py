@@ -144,16 +144,18 @@ def test_flush_denormals_marks_every_definition_and_the_module():
 
 
 def test_libdevice_linked_only_when_used(monkeypatch):
-    import gpunb.backends.cuda.target as cuda_target
+    from gpunb.backends.cuda import libdevice_subset
 
     loads = []
-    real = cuda_target._libdevice_bytes
+    real = libdevice_subset._libdevice_bytes
 
     def counting():
         loads.append(1)
         return real()
 
-    monkeypatch.setattr(cuda_target, "_libdevice_bytes", counting)
+    monkeypatch.setattr(libdevice_subset, "_libdevice_bytes", counting)
+    # an earlier test's compile may have kept the subset uses_math needs: start without it
+    monkeypatch.setattr(libdevice_subset, "_subsets", {})
     saxpy_ptx, _ = cuda.compile_ptx(saxpy, "void(float32[::1], float32[::1], float32[::1], "
                                            "float32)")
     assert loads == []  # no math: libdevice is not even read

@@ -101,7 +101,8 @@ def test_loads_through_c_pointers(target, operator, hint):
     assert f"ld.global.{hint}.b16" in ptx
     x = np.arange(5, dtype=np.int16)
     r = np.zeros_like(x)
-    cuda.jit(sig)(f_ptr)[1, 1](x.ctypes.data, r, 5)
+    held = _memory_for(target, x)  # a GPU reads device memory through a pointer, not the host's
+    cuda.jit(sig)(f_ptr)[1, 1](_address(held), r, 5)
     np.testing.assert_array_equal(r, x)
 
 
@@ -114,5 +115,20 @@ def test_stores_through_c_pointers(target):
     ptx, _ = cuda.compile_ptx(f_ptr, sig)
     assert "st.global.cg.b64" in ptx
     out, values = np.zeros(4), np.arange(4.0)
-    cuda.jit(sig)(f_ptr)[1, 1](out.ctypes.data, values, 4)
+    held = _memory_for(target, out)
+    cuda.jit(sig)(f_ptr)[1, 1](_address(held), values, 4)
+    if held is not out:
+        out = held.copy_to_host()
     np.testing.assert_array_equal(out, values)
+
+
+def _memory_for(target: str, host: np.ndarray):
+    """What a kernel on `target` can read through a raw pointer: the host array itself on the
+    CPU target, a device copy on the CUDA target."""
+    return cuda.to_device(host) if target == "cuda" else host
+
+
+def _address(memory) -> int:
+    if isinstance(memory, np.ndarray):
+        return memory.ctypes.data
+    return memory.__cuda_array_interface__["data"][0]

@@ -63,7 +63,10 @@ def test_void_pointer_views_match_numpy(target, view):
 
     src = np.arange(6, dtype=np.int32)
     out = np.zeros((2, 3), np.int32)
-    read[1, 1](ctypes.c_void_p(src.ctypes.data), out)
+    # a GPU reads device memory through a pointer, not the host's
+    held = cuda.to_device(src) if target == "cuda" else src
+    address = held.__cuda_array_interface__["data"][0] if target == "cuda" else src.ctypes.data
+    read[1, 1](ctypes.c_void_p(address), out)
     expected = view(ctypes.c_void_p(src.ctypes.data), (2, 3), np.int32)
     np.testing.assert_array_equal(out, expected)
     order = "C" if view is carray else "F"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import sys
 import threading
 
 from gpunb.backends.cpu import abi
@@ -342,14 +343,7 @@ def _check_runtime_helpers(artifact: KernelArtifact) -> None:
     import llvmlite.binding as llvm
 
     if not _helpers_loaded:
-        import ctypes.util
-
-        library = ctypes.util.find_library("gcc_s")
-        if library:
-            try:
-                llvm.load_library_permanently(library)
-            except RuntimeError:
-                pass
+        _load_gcc_s(llvm)
         _helpers_loaded = True
     for name in RUNTIME_HELPERS:  # an undefined symbol's name is in the object's string table
         if name.encode() in artifact.binary and not llvm.address_of_symbol(name):
@@ -358,6 +352,31 @@ def _check_runtime_helpers(artifact: KernelArtifact) -> None:
                               function=artifact.name,
                               hint="install libgcc_s from GCC 12 or newer, or convert through "
                                    "float32 (float16(float32(x)))")
+
+
+# the name the dynamic linker knows libgcc_s by, where it is standard; ctypes.util.find_library
+# finds the same name by running `ldconfig -p` (and importing subprocess, locale and tempfile
+# first): ~10-25 ms of every CPU-target process's first kernel load, a disk hit's included
+_GCC_S_SONAMES = {"linux": "libgcc_s.so.1"}
+
+
+def _load_gcc_s(llvm) -> None:
+    """libgcc_s into the process (its symbols visible to the kernels' objects), when present."""
+    soname = _GCC_S_SONAMES.get(sys.platform)
+    if soname is not None:
+        try:
+            llvm.load_library_permanently(soname)
+            return
+        except RuntimeError:
+            pass  # not where the dynamic linker looks: ask as before
+    import ctypes.util
+
+    library = ctypes.util.find_library("gcc_s")
+    if library:
+        try:
+            llvm.load_library_permanently(library)
+        except RuntimeError:
+            pass
 
 
 def _flush_prints(buffer, used: int, truncated: bool) -> None:

@@ -350,11 +350,18 @@ def plan_region(low, items: list, rid: int) -> HoistPlan | None:
 # ---- the test, emitted at block level ----------------------------------------------------------
 
 class _Checked:
-    """64-bit arithmetic that remembers whether anything overflowed."""
+    """64-bit arithmetic that remembers whether anything overflowed.
+
+    Operations whose result is known are not emitted (x * 1, x + 0, x * 0, two constants in
+    range) and an operation already emitted on the same operands is reused: the forms of a
+    region's facts share their coefficients (the `i` of `x[i]`, `y[i]` and `out[i]`), and the
+    test emitted for each of them again was IR that LLVM's -O3 spent time deleting (saxpy's
+    test: 44 checked operations, 13 now; its module 859 -> 735 lines). The same i1."""
 
     def __init__(self, b: ir.IRBuilder):
         self.b = b
         self.overflow = ir.Constant(dm.i1, 0)
+        self.done: dict = {}  # (op, a, c) -> the result emitted for it
         module = b.module
         self.fns = {}
         for op in ("sadd", "ssub", "smul"):
@@ -366,9 +373,17 @@ class _Checked:
             self.fns[op] = fn
 
     def _op(self, op: str, a, c):
+        known = _known_result(op, a, c)
+        if known is not None:
+            return known
+        key = (op, a, c)
+        found = self.done.get(key)
+        if found is not None:
+            return found
         pair = self.b.call(self.fns[op], [a, c])
         self.overflow = self.b.or_(self.overflow, self.b.extract_value(pair, 1))
-        return self.b.extract_value(pair, 0)
+        result = self.done[key] = self.b.extract_value(pair, 0)
+        return result
 
     def add(self, a, c):
         return self._op("sadd", a, c)
@@ -382,6 +397,35 @@ class _Checked:
 
 def _i64(v: int):
     return ir.Constant(dm.i64, v)
+
+
+_I64_RANGE = range(-(1 << 63), 1 << 63)
+_EXACT = {"sadd": lambda x, y: x + y, "ssub": lambda x, y: x - y, "smul": lambda x, y: x * y}
+
+
+def _constant_of(value) -> int | None:
+    if isinstance(value, ir.Constant) and isinstance(value.constant, int):
+        return value.constant
+    return None
+
+
+def _known_result(op: str, a, c):
+    """The result of a checked op that cannot overflow and needs no instruction, else None."""
+    x, y = _constant_of(a), _constant_of(c)
+    if x is not None and y is not None:
+        exact = _EXACT[op](x, y)
+        return _i64(exact) if exact in _I64_RANGE else None  # (an overflow: emitted, fails)
+    if op == "smul":
+        if x == 1 or y == 0:
+            return c
+        if y == 1 or x == 0:
+            return a
+        return None
+    if y == 0:  # x + 0, x - 0
+        return a
+    if op == "sadd" and x == 0:
+        return c
+    return None
 
 
 class Precheck:

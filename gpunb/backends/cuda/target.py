@@ -452,14 +452,6 @@ _ASM_REGISTER = {16: "h", 32: "r", 64: "l"}  # PTX inline-asm constraint per reg
 # ---- build: LLVM IR -> optimised IR -> PTX ---------------------------------------------------
 
 
-@functools.cache
-def _libdevice_bytes() -> bytes:
-    from gpunb.backends.cuda.toolchain import libdevice_path
-
-    with open(libdevice_path(), "rb") as f:
-        return f.read()
-
-
 _reflect_lock = threading.Lock()
 _prec_sqrt_told: int | None = None  # the value LLVM was last told (None: never told)
 
@@ -501,15 +493,14 @@ def emit_ptx(module_text: str, cc: tuple, *, opt: bool = True, fastmath: bool = 
         module_text = re.sub(r"= (fadd|fsub|fmul) (half|float|double) ", r"= \1 contract \2 ",
                              module_text)
     mod = llvm.parse_assembly(module_text)
-    uses_libdevice = "__nv_" in module_text
-    if uses_libdevice:
-        lib = llvm.parse_bitcode(_libdevice_bytes())
-        lib.triple = TRIPLE
-        lib.data_layout = mod.data_layout
-        mod.link_in(lib)
     # opt=False: no IR passes and no codegen optimisation either (NVPTX's codegen runs SROA
     # from -O1 on), as numba-cuda's NVVM at -opt=0: locals stay in local memory
     tm = target_machine(tuple(cc), 3 if opt else 0)
+    uses_libdevice = "__nv_" in module_text
+    if uses_libdevice:  # only the functions it calls: libdevice_subset.py says why
+        from gpunb.backends.cuda.libdevice_subset import link_libdevice
+
+        link_libdevice(mod, tm)
     with _reflect_answers(not fastmath) if uses_libdevice else contextlib.nullcontext():
         _optimise(mod, tm, 3 if opt else 0, keep=kernel_symbols)
         ptx = tm.emit_assembly(mod)  # (NVPTX's codegen runs the reflect pass too)

@@ -337,7 +337,15 @@ class InferenceCore:
         if len(envs) == 1:
             return dict(envs[0])
         out = {}
+        first, others = envs[0], envs[1:]
         for name in {n for e in envs for n in e}:
+            # most names reach a join unchanged (the same Var from every predecessor): decided
+            # without hashing records, since every join visits every name in scope (the cost
+            # of a long kernel's ifs grew with ifs x variables)
+            value = first.get(name)
+            if value is not None and all(e.get(name) is value for e in others):
+                out[name] = value
+                continue
             reaching = [e.get(name) for e in envs]
             distinct = {v for v in reaching if v is not None}
             if len(distinct) == 1 and None not in reaching:

@@ -76,9 +76,10 @@ class LoweringCore:
             self.builder.store(ops.to_optional(self.builder, None, t.none, ret), self.return_slot)
 
     def alloca(self, llty: ir.Type, name: str = ""):
+        # a builder starts at the block's end: the place after the last alloca, found without
+        # position_after's list.index (a scan of the block per alloca: quadratic in a long
+        # kernel's variables); the block gets its branch in finish()
         b = ir.IRBuilder(self.alloca_block)
-        if self.alloca_block.instructions:
-            b.position_after(self.alloca_block.instructions[-1])
         if self.alloca_block.is_terminated:
             b.position_before(self.alloca_block.terminator)
         return b.alloca(llty, name=name)

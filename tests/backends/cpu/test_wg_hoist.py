@@ -245,3 +245,55 @@ def test_uniform_step_of_either_sign(step):
     np.testing.assert_array_equal(a, b)
     expect = [x[n - 1 - i::-1][::-step].sum() if step < 0 else 0.0 for i in range(n)]
     np.testing.assert_allclose(a, expect, rtol=1e-6)
+
+
+def _lowered_module_text(fn, argtypes: tuple) -> str:
+    """The CPU target's module before LLVM's passes (what -O3 is handed)."""
+    from gpunb import backends
+    from gpunb.backends.pipeline import compile as run_compile
+    from gpunb.foundation.events import Stage
+
+    compiled = run_compile(fn, argtypes, {}, backends.get("cpu"), stop_after=Stage.LLVM)
+    return str(compiled.builder.module)
+
+
+def test_the_block_test_emits_each_checked_operation_once():
+    """saxpy's three accesses and its guard share the form of `i`: each checked product or
+    sum of the test is emitted once, none on operands whose result is known (x * 1, x + 0,
+    two constants). Before, each fact emitted its forms again: 44 checked operations where
+    13 compute the same i1."""
+    from gpunb.foundation import types as t
+
+    arr = t.Array(t.float32, 1, "C")
+    text = _lowered_module_text(saxpy, (arr, arr, arr, t.float32))
+    calls = re.findall(r'call \{i64, i1\} @"llvm\.(s\w+)\.with\.overflow\.i64"\((.*?)\)', text)
+    assert calls, "the block test was not emitted"
+    assert len(calls) == len(set(calls)), "a checked operation emitted twice"
+    for op, operands in calls:
+        a, c = (o.split()[1] for o in operands.split(", "))
+        constants = [int(v) for v in (a, c) if re.fullmatch(r"-?\d+", v)]
+        assert len(constants) < 2, (op, operands)
+        assert not (op == "smul" and {0, 1} & set(constants)), (op, operands)
+        assert not (op in ("sadd", "ssub") and c == "0") and not (op == "sadd" and a == "0")
+
+
+def test_known_results_of_checked_operations():
+    from llvmlite import ir
+
+    from gpunb.backends.cpu.wg_hoist import _known_result
+
+    def const(v):
+        return ir.Constant(ir.IntType(64), v)
+
+    x = ir.Argument(ir.Function(ir.Module(), ir.FunctionType(ir.VoidType(), [ir.IntType(64)]),
+                                "f"), ir.IntType(64))
+    assert _known_result("smul", const(1), x) is x and _known_result("smul", x, const(1)) is x
+    assert _known_result("smul", x, const(0)).constant == 0
+    assert _known_result("sadd", const(0), x) is x and _known_result("ssub", x, const(0)) is x
+    assert _known_result("ssub", const(0), x) is None  # -x: may overflow (x = -2**63)
+    assert _known_result("smul", x, const(2)) is None
+    assert _known_result("sadd", const(3), const(4)).constant == 7
+    assert _known_result("ssub", const(3), const(4)).constant == -1
+    # a constant result outside int64 is left to the emitted operation, which reports it
+    assert _known_result("smul", const(1 << 62), const(4)) is None
+    assert _known_result("sadd", const((1 << 63) - 1), const(1)) is None
