@@ -13,7 +13,9 @@ from llvmlite import ir
 from gpunb.compiler import complexmath as cm
 from gpunb.compiler import datamodel as dm
 from gpunb.compiler import operators as ops
+from gpunb.compiler import promotion
 from gpunb.compiler.builtins import Builtin
+from gpunb.compiler.typed import Typed
 from gpunb.foundation import types as t
 
 
@@ -23,6 +25,25 @@ def _as_complex(ty: t.Type) -> t.Complex:
     if isinstance(ty, t.Float) and ty.bitwidth <= 32:
         return t.complex64
     return t.complex128
+
+
+# numba's cmath typing: these are @overload'ed for complex arguments only (a real one has no
+# implementation); the others are templates over (complex64, complex128) that take any number,
+# converted as numba rates it (bool, 8- and 16-bit integers and float32 to complex64)
+_COMPLEX_ONLY = frozenset({"log10", "phase", "polar", "cosh", "sinh", "tanh", "acosh"})
+# numba's implementations of these mix float64 constants into the parts (log10's LN_10, tanh's
+# 1.0 / cosh, acosh's LN_4): a complex64 argument gives complex128
+_WIDENED = frozenset({"log10", "tanh", "acosh"})
+_CASES = [(t.complex64,), (t.complex128,)]
+
+
+def _numba_complex(inf, node, name: str, argtypes: list) -> t.Complex:
+    """The complex type numba's template computes `argtypes` in (all in one type)."""
+    chosen = promotion.best_match(tuple(argtypes), [c * len(argtypes) for c in _CASES])
+    if chosen is None:
+        raise inf.error(node, f"{name}() has no form for ({', '.join(map(str, argtypes))})",
+                        "it takes complex64 or complex128 numbers")
+    return _CASES[chosen][0]
 
 
 class ComplexFunction(Builtin):
@@ -35,19 +56,33 @@ class ComplexFunction(Builtin):
             arity = 2  # cmath.log(z, base) = log(z) / log(base)
         if kwtypes or len(argtypes) != arity or not all(t.is_number(a) for a in argtypes):
             raise inf.error(node, f"{self.name}() takes {arity} number(s)")
-        if self.op == "log" and arity == 2:
-            return t.unify_numbers(_as_complex(argtypes[0]), _as_complex(argtypes[1]))
         if self.op == "rect":
-            ft = t.unify_numbers(argtypes[0], argtypes[1])
-            return _as_complex(ft if isinstance(ft, t.Float) else t.float64)
-        ct = _as_complex(argtypes[0])
+            if not all(isinstance(a, t.Float) for a in argtypes):  # numba: floats only
+                raise inf.error(node, f"cmath.rect() takes two floats, got "
+                                f"({', '.join(map(str, argtypes))})",
+                                "convert them: cmath.rect(float(r), float(phi))")
+            return _as_complex(t.unify_numbers(argtypes[0], argtypes[1]))
+        if self.op in _COMPLEX_ONLY and not isinstance(argtypes[0], t.Complex):
+            raise inf.error(node, f"{self.name}() takes a complex number, got {argtypes[0]}",
+                            f"convert it: {self.name}(complex(x))")
+        if self.op in _COMPLEX_ONLY or isinstance(argtypes[0], t.BFloat16):
+            ct = _as_complex(argtypes[0])
+        else:
+            ct = _numba_complex(inf, node, self.name, argtypes)
+        if self.op == "log" and arity == 2:
+            return ct
+        if self.op in _WIDENED and ct == t.complex64:
+            # numba's type; computed in complex64 all the same (float64 is slow on a GPU) and
+            # widened at the end, so the last bits can differ from numba's
+            return Typed(t.complex128, ct)
+        # lowering computes in `ct`, the complex type numba converts the argument to
         if self.result == "real":
-            return ct.component
+            return Typed(ct.component, ct)
         if self.result == "bool":
-            return t.boolean
+            return Typed(t.boolean, ct)
         if self.result == "polar":
-            return t.Tuple((ct.component, ct.component))
-        return ct
+            return Typed(t.Tuple((ct.component, ct.component)), ct)
+        return Typed(ct, ct)
 
     def lower_call(self, low, node, call):
         b = low.builder
@@ -63,7 +98,7 @@ class ComplexFunction(Builtin):
             logs = [self.complex_log(low, ops.cast(b, low.expr(n), at, ct), ct)
                     for n, at in zip(node.args, call.argtypes, strict=True)]
             return ops.binary(b, ast.Div(), logs[0], logs[1], ct, low.math_call)
-        ct = _as_complex(call.argtypes[0])
+        ct = call.data
         ft = ct.component
         z = ops.cast(b, low.expr(node.args[0]), call.argtypes[0], ct)
         a, y = b.extract_value(z, 0), b.extract_value(z, 1)
@@ -93,7 +128,7 @@ class ComplexFunction(Builtin):
             return b.or_(test(a), test(y))
         if op in _ALGORITHMS:
             re, im = _ALGORITHMS[op](cm.FloatOps(b, m, ft), a, y)
-            return ops.make_complex(b, re, im, ct)
+            return ops.cast(b, ops.make_complex(b, re, im, ct), ct, call.result)
         raise low.error(node, f"{self.name} is not supported")
 
 

@@ -103,8 +103,12 @@ class MathFunction(Builtin):
 
     def choose(self, args: tuple, literals: tuple):
         if self.numpy_style:
-            if self.base == "fabs" and all(isinstance(a, t.Integer) for a in args):
-                return args, args[0]  # np.abs has integer loops: it keeps an integer's type
+            if self.name == "numpy.absolute" and isinstance(args[0], (t.Integer, t.Boolean)):
+                # np.abs has integer and bool loops: it keeps the type ('b->b', '?->?');
+                # np.fabs has none (an integer computes in a float)
+                return args, args[0]
+            if self.kind == "to_int" and _keeps_type(self.base, args[0]):
+                return args, args[0]
             if self.kind == "to_int" or self.kind in ("unary", "binary", "predicate", "angle"):
                 return numpy_loop(args, self.kind)
         cases = CASES.get(self.base)
@@ -149,8 +153,10 @@ class MathFunction(Builtin):
             return low.math_call("frexp", xs, [ft], result)
         if self.kind == "modf":
             return modf(low, xs[0], ft, result)
-        if isinstance(ft, t.Integer):  # np.abs of an integer
-            return abs_integer(b, xs[0]) if ft.signed else xs[0]
+        if isinstance(ft, t.Boolean):  # np.abs of a bool: numpy's '?->?' loop
+            return xs[0]
+        if isinstance(ft, t.Integer):  # np.abs of an integer; np.floor/ceil/trunc: itself
+            return abs_integer(b, xs[0]) if ft.signed and self.base == "fabs" else xs[0]
         if self.base == "pow" and isinstance(params[1], t.Integer):
             xs[1] = ops.cast(b, xs[1], params[1], ft)  # powi: the exponent as a float
         return low.math_call(self.base, xs, [ft] * len(xs), ft)
@@ -175,9 +181,22 @@ def modf(low, x, ft: t.Float, result: t.Tuple):
     return b.insert_value(b.insert_value(out, frac, 0), whole, 1)
 
 
+def _keeps_type(name: str, arg: t.Type) -> bool:
+    """numpy's np.floor/ceil/trunc have integer and bool loops since numpy 2.3 ('l->l'): an
+    integer rounds to itself, in its own type (numba follows numpy's loop list)."""
+    import numpy as np
+
+    if not isinstance(arg, (t.Integer, t.Boolean)):
+        return False
+    char = t.to_dtype(arg).char
+    return f"{char}->{char}" in getattr(np, name).types
+
+
 def _compute_type(param: t.Type, result: t.Type) -> t.Type:
     if not isinstance(param, t.Integer) or param == t.int32:  # int32: ldexp's and powi's exponent
         return param
+    if isinstance(result, t.Integer):
+        return result  # np.abs's integer loops compute in the integer's own type
     if isinstance(result, t.Float):
         return result
     return t.float64  # (int64,) -> bool predicates: an integer is finite and not NaN
@@ -234,3 +253,5 @@ BUILTINS["numpy.degrees"] = MathFunction("numpy.degrees", "angle", "degrees")
 BUILTINS["numpy.radians"] = MathFunction("numpy.radians", "angle", "radians")
 del BUILTINS["numpy.gamma"], BUILTINS["numpy.lgamma"], BUILTINS["numpy.erf"], \
     BUILTINS["numpy.erfc"]
+# np.remainder is Python's % (the sign of the divisor: numpy's loops), not C99's remainder
+del BUILTINS["numpy.remainder"]

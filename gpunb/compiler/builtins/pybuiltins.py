@@ -303,6 +303,42 @@ class Conjugate(Builtin):
         return b.insert_value(value, b.fneg(b.extract_value(value, 1)), 1)
 
 
+class RealImag(Builtin):
+    """np.real(x) / np.imag(x): numba's overloads return x.real / x.imag, so they type and
+    lower as the attribute does (a number's part; a complex array's view of its parts)."""
+
+    def __init__(self, part: str):
+        self.part, self.name = part, f"numpy.{part}"
+
+    def type_call(self, inf, node, argtypes, kwtypes):
+        ok = len(argtypes) == 1 and not kwtypes and (
+            isinstance(argtypes[0], (t.Complex, t.Integer, t.Float)) or
+            isinstance(argtypes[0], t.Array) and (
+                isinstance(argtypes[0].dtype, t.Complex) or
+                self.part == "real" and isinstance(argtypes[0].dtype, (t.Integer, t.Float))))
+        if not ok:
+            raise inf.error(node, f"np.{self.part}() takes one number or array of numbers, got "
+                            f"({', '.join(map(str, argtypes))})")
+        a = argtypes[0]
+        if isinstance(a, t.Array):
+            if isinstance(a.dtype, t.Complex):
+                return t.Array(a.dtype.component, a.ndim, "A", a.readonly, a.aligned)
+            return a
+        return a.component if isinstance(a, t.Complex) else a
+
+    def lower_call(self, low, node, call):
+        from gpunb.compiler import arrays
+
+        b, a = low.builder, call.argtypes[0]
+        value = low.expr(node.args[0])
+        if isinstance(a, t.Array):
+            return value if call.result == a else arrays.attribute(b, a, value, self.part,
+                                                                    call.result)
+        if isinstance(a, t.Complex):
+            return b.extract_value(value, 0 if self.part == "real" else 1)
+        return value if self.part == "real" else ops.constant(a, 0)
+
+
 class NotInKernels(Builtin):
     def __init__(self, name: str, hint: str):
         self.name, self.hint = name, hint
@@ -339,9 +375,9 @@ BUILTINS = {
     "builtins.pow": Pow(),
     "builtins.range": NotInKernels("range", "range() can only be used in `for i in range(...)`"),
     "numpy.abs": Abs(),
-    "numpy.minimum": MinMax("min"),
-    "numpy.maximum": MinMax("max"),
     "numpy.isnat": IsNaT(),
+    "numpy.real": RealImag("real"),
+    "numpy.imag": RealImag("imag"),
     **debugging.BUILTINS,
 }
 

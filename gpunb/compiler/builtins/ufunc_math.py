@@ -1,6 +1,7 @@
 """Element code of the numpy ufuncs computed from other operations (ufuncs.py calls it on values
-of the loop's types): logaddexp, ldexp, reciprocal, float_power, gcd, lcm, spacing; and
-math.gcd, numba's way."""
+of the loop's types): logaddexp, ldexp, reciprocal, float_power, gcd, lcm, spacing, the
+predicates (isnan, isinf, isfinite), the sign of a complex number, integer fmod and reciprocal;
+and math.gcd, numba's way."""
 
 from __future__ import annotations
 
@@ -107,6 +108,61 @@ def spacing(low, x, ty: t.Float):
     infinite = b.fcmp_ordered("==", low.math_call("fabs", [x], [ty], ty),
                               ir.Constant(x.type, float("inf")))
     return b.select(infinite, ir.Constant(x.type, float("nan")), step)
+
+
+def predicate(low, name: str, x, ty: t.Type):
+    """np.isnan / isinf / isfinite: of a complex, either part NaN or infinite (isfinite: both
+    parts finite), as numpy's 'D->?' loops; an integer or a bool is finite."""
+    b = low.builder
+    if isinstance(ty, t.Complex):
+        parts = [predicate(low, name, b.extract_value(x, k), ty.component) for k in (0, 1)]
+        return b.and_(*parts) if name == "isfinite" else b.or_(*parts)
+    if not isinstance(ty, t.Float):
+        return ir.Constant(dm.i1, int(name == "isfinite"))
+    if name == "isnan":
+        return b.fcmp_unordered("uno", x, x)
+    magnitude = low.math_call("fabs", [x], [ty], ty)
+    return b.fcmp_ordered("==" if name == "isinf" else "<", magnitude,
+                          ir.Constant(x.type, math.inf))
+
+
+def complex_sign(low, z, ct: t.Complex):
+    """numpy 2's sign of a complex number, as numba computes it: z / |z| (a complex division),
+    0 for 0."""
+    b, ft = low.builder, ct.component
+    size = low.math_call("hypot", [b.extract_value(z, 0), b.extract_value(z, 1)], [ft, ft], ft)
+    zero = ir.Constant(size.type, 0.0)
+    quotient = ops.binary(b, ast.Div(), z, ops.make_complex(b, size, zero, ct), ct,
+                          low.math_call)
+    return b.select(b.fcmp_ordered("==", size, zero), ops.make_complex(b, zero, zero, ct),
+                    quotient)
+
+
+def integer_fmod(b: ir.IRBuilder, x, y, ty: t.Integer):
+    """numpy's integer np.fmod: C's %, with the sign of x (-5 fmod 3 is -2); 0 for a zero
+    divisor (numpy's result, with its warning) and for MIN fmod -1 (srem would overflow)."""
+    zero, one = ir.Constant(x.type, 0), ir.Constant(x.type, 1)
+    by_zero = b.icmp_unsigned("==", y, zero)
+    if not ty.signed:
+        return b.select(by_zero, zero, b.urem(x, b.select(by_zero, one, y)))
+    unit = b.or_(by_zero, b.icmp_signed("==", y, ir.Constant(x.type, -1)))  # x % +-1 is 0
+    return b.select(unit, zero, b.srem(x, b.select(unit, one, y)))
+
+
+def integer_reciprocal(b: ir.IRBuilder, x, ty: t.Integer):
+    """numpy's integer np.reciprocal, 1 / x: 1 for 1, -1 for -1, 0 past them; for 0 what
+    numpy's loop and numba leave (1.0 / 0 converted back): the smallest int32 / int64, 0 for
+    the narrower and the unsigned types."""
+    zero, one = ir.Constant(x.type, 0), ir.Constant(x.type, 1)
+    out = b.select(b.icmp_unsigned("==", x, one), one, zero)
+    if not ty.signed:
+        return out
+    minus_one = ir.Constant(x.type, -1)
+    out = b.select(b.icmp_signed("==", x, minus_one), minus_one, out)
+    if ty.bitwidth >= 32:
+        smallest = ir.Constant(x.type, -(1 << (ty.bitwidth - 1)))
+        out = b.select(b.icmp_signed("==", x, zero), smallest, out)
+    return out
 
 
 def _absolute(b: ir.IRBuilder, x, ty: t.Integer):

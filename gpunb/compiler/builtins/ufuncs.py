@@ -114,6 +114,7 @@ _ANGLES = {"deg2rad": math.pi / 180.0, "radians": math.pi / 180.0,
            "rad2deg": 180.0 / math.pi, "degrees": 180.0 / math.pi}
 _COMPARISONS = {"greater": ">", "greater_equal": ">=", "less": "<", "less_equal": "<=",
                 "equal": "==", "not_equal": "!="}
+_PREDICATES = ("isnan", "isinf", "isfinite")
 _LOGICAL = ("logical_and", "logical_or", "logical_xor", "logical_not")
 _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "invert")
 _EXTREMES = ("maximum", "minimum", "fmax", "fmin")
@@ -122,7 +123,7 @@ _ARITHMETIC = ("add", "subtract", "multiply", "divide", "negative", "positive", 
 
 
 # numpy's integer and sign ufuncs on real loops: the kinds of input each computes
-_REAL_OPS = {"sign": (t.Integer, t.Float), "floor_divide": (t.Integer, t.Float),
+_REAL_OPS = {"sign": (t.Integer, t.Float, t.Complex), "floor_divide": (t.Integer, t.Float),
              "left_shift": (t.Integer,), "right_shift": (t.Integer,), "signbit": (t.Float,),
              "remainder": (t.Integer, t.Float), "power": (t.Integer, t.Float)}
 
@@ -139,6 +140,10 @@ _PAIRS = {"divmod": ("floor_divide", "remainder")}
 
 def has_element_function(name: str, loop: Loop) -> bool:
     """Whether gpunb can compute this loop of the ufunc (complex math exists for some)."""
+    if name in ("fmod", "reciprocal") and isinstance(loop.inputs[0], t.Integer):
+        return True  # numpy's integer loops ('ll->l')
+    if name in _PREDICATES:
+        return True  # every loop: 'D->?' tests both parts, an integer is finite
     if name in _COMPOSED:
         return isinstance(loop.inputs[0], _COMPOSED[name])
     if name in _INTEGER_MATH:
@@ -167,6 +172,12 @@ def element(low, name: str, xs: list, loop: Loop):
     """One element of ufunc `name` on values already of the loop's input types."""
     b = low.builder
     ty = loop.inputs[0]
+    if name == "fmod" and isinstance(ty, t.Integer):
+        return ufunc_math.integer_fmod(b, xs[0], xs[1], ty)
+    if name == "reciprocal" and isinstance(ty, t.Integer):
+        return ufunc_math.integer_reciprocal(b, xs[0], ty)
+    if name in _PREDICATES:
+        return ufunc_math.predicate(low, name, xs[0], ty)
     if name in _COMPARISONS:
         return _compare(b, _COMPARISONS[name], xs[0], xs[1], loop.inputs)
     if name in _LOGICAL:
@@ -212,6 +223,8 @@ def _real_op(low, name: str, xs: list, loop: Loop):
     if name == "signbit":
         bits = ir.IntType(t.sizeof(ty) * 8)
         return b.icmp_signed("<", b.bitcast(xs[0], bits), ir.Constant(bits, 0))
+    if name == "sign" and isinstance(ty, t.Complex):
+        return ufunc_math.complex_sign(low, xs[0], ty)
     if name == "sign":
         x, one = xs[0], ir.Constant(xs[0].type, 1)
         zero, minus = ir.Constant(x.type, 0), ir.Constant(x.type, -1)
@@ -287,8 +300,8 @@ def _arithmetic(low, name: str, xs: list, loop: Loop):
         return low.math_call("hypot", [b.extract_value(z, 0), b.extract_value(z, 1)],
                              [ct.component] * 2, ct.component)
     xs = [ops.cast(b, x, it, ty) for x, it in zip(xs, loop.inputs, strict=True)]
-    if name in ("positive", "conjugate") and not isinstance(ty, t.Complex):
-        return xs[0]
+    if name == "positive" or name == "conjugate" and not isinstance(ty, t.Complex):
+        return xs[0]  # +z is z, complex or not
     if name == "conjugate":
         return b.insert_value(xs[0], b.fneg(b.extract_value(xs[0], 1)), 1)
     if name == "negative":
@@ -357,7 +370,7 @@ class NumpyUfunc(Builtin):
         return self.type_array(inf, node, inputs, outs, "out" in kwtypes)
 
     def type_scalar(self, inf, node, argtypes, kwtypes, inputs):
-        if self.scalar is not None:
+        if self.scalar is not None and not self.integer_loop(inputs):
             try:
                 typed = self.scalar.type_call(inf, node, argtypes, kwtypes)
             except CompileError:
@@ -377,6 +390,17 @@ class NumpyUfunc(Builtin):
         weak = [n in inf.weak for n in node.args[:self.ufunc.nin]]
         loop = self.choose(inf, node, _strengthen(inputs, weak), ())
         return Typed(loop.result, loop)
+
+    def integer_loop(self, inputs: tuple) -> bool:
+        """Integers and bools take numpy's integer loop where the ufunc has one that gpunb
+        computes (np.power, np.fmod, np.remainder: 'll->l'), as numba does, before the math
+        function of the same name (which computes in a float)."""
+        if self.ufunc.nout != 1 or not all(isinstance(a, (t.Integer, t.Boolean))
+                                           for a in inputs):
+            return False
+        loop = find_loop(self.ufunc, inputs, ())
+        return loop is not None and isinstance(loop.result, t.Integer) and \
+            has_element_function(self.ufunc.__name__, loop)
 
     def type_array(self, inf, node, inputs, outs, out_keyword):
         nout = self.ufunc.nout
@@ -538,6 +562,7 @@ def _strengthen(argtypes: tuple, weak: list) -> tuple:
 
 _NEW_NAMES = (tuple(_COMPARISONS) + _LOGICAL + _BITWISE + _EXTREMES + _ARITHMETIC +
               tuple(_REAL_OPS) + tuple(_COMPOSED) + tuple(_INTEGER_MATH) + tuple(_PAIRS) +
+              _PREDICATES +
               ("divide", "deg2rad", "rad2deg", "exp2", "expm1", "log1p", "rint"))
 
 
