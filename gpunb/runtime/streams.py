@@ -217,17 +217,6 @@ class CpuStream:
         capture.refuse_synchronize("stream.query()")
         return True
 
-    def _refuse_while_capturing(self, cu, what: str) -> None:
-        """GraphError for a wait on this stream while it captures a graph (another thread's
-        gpunb.graph(), torch.cuda.graph...): the driver would refuse it and end that capture."""
-        if capture_safe.stream_captures(cu, self.handle):
-            raise GraphError(
-                f"{what}: this stream captures a graph (on another thread, or for another "
-                "library), so its work does not run until a replay; the driver would refuse "
-                "the wait and end that capture", user_location(),
-                hint="wait after the capture ends (after the `with gpunb.graph():` block or "
-                     "torch.cuda.graph), or wait for the stream the replay runs on")
-
     @contextlib.contextmanager
     def auto_synchronize(self):
         yield self
