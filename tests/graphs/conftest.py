@@ -14,3 +14,13 @@ def cpu():
     gpunb.set_target("cpu")
     yield "cpu"
     gpunb.set_target(None)
+
+
+@pytest.fixture
+def on_the_gpu():
+    """The CUDA target, for the gpu-marked capture tests (pytest.mark.usefixtures)."""
+    import gpunb
+
+    gpunb.set_target("cuda")
+    yield "cuda"
+    gpunb.set_target(None)

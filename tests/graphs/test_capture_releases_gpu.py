@@ -13,30 +13,12 @@ import weakref
 
 import numpy as np
 import pytest
+from capture_kernels import inc, twice
 
 import gpunb
 from gpunb import cuda
 
-pytestmark = pytest.mark.gpu
-
-
-def inc(x):
-    i = cuda.grid(1)
-    if i < x.size:
-        x[i] += 1
-
-
-def twice(x):
-    i = cuda.grid(1)
-    if i < x.size:
-        x[i] *= 2
-
-
-@pytest.fixture(autouse=True)
-def on_the_gpu():
-    gpunb.set_target("cuda")
-    yield
-    gpunb.set_target(None)
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("on_the_gpu")]
 
 
 def cyclic_garbage() -> list:

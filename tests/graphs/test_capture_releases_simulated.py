@@ -13,22 +13,11 @@ import weakref
 
 import numpy as np
 import pytest
+from capture_kernels import inc, twice
 
 import gpunb
 from gpunb import cuda
 from gpunb.backends.cuda import capture_safe
-
-
-def inc(x):
-    i = cuda.grid(1)
-    if i < x.size:
-        x[i] += 1
-
-
-def twice(x):
-    i = cuda.grid(1)
-    if i < x.size:
-        x[i] *= 2
 
 
 def cyclic_garbage() -> tuple:

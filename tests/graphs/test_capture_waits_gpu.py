@@ -10,24 +10,12 @@ import threading
 
 import numpy as np
 import pytest
+from capture_kernels import inc
 
 import gpunb
 from gpunb import cuda
 
-pytestmark = pytest.mark.gpu
-
-
-def inc(x):
-    i = cuda.grid(1)
-    if i < x.size:
-        x[i] += 1
-
-
-@pytest.fixture(autouse=True)
-def on_the_gpu():
-    gpunb.set_target("cuda")
-    yield
-    gpunb.set_target(None)
+pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("on_the_gpu")]
 
 
 def _wait_elsewhere(stream) -> list:
