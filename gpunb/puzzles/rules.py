@@ -167,8 +167,9 @@ def _shared_flow(puzzle: Puzzle, trace, rules) -> list[Finding]:
     if rules.shared_flow != FLOW_BETWEEN:
         return []
     crossing = trace.shared_reads_from_others()
-    # a block where one thread alone stored shared values (a size-1 input) has nothing to share
-    sharing = _blocks_writing(puzzle, trace) & (trace.shared_writers() > 1)
+    # a block where one thread alone brought data into shared memory (a size-1 input: the
+    # other threads store padding zeros at most) has nothing to share
+    sharing = _blocks_writing(puzzle, trace) & (trace.shared_loaders() > 1)
     idle = np.flatnonzero(sharing & (crossing == 0))
     if len(idle):
         return [Finding(

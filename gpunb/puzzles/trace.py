@@ -208,11 +208,14 @@ class Trace:
             return len(writers)
         return int(np.bincount(writers // tpb).max())
 
-    def shared_writers(self) -> np.ndarray:
-        """Per block: how many of its threads wrote shared memory."""
+    def shared_loaders(self) -> np.ndarray:
+        """Per block: how many of its threads read global memory and wrote shared memory (the
+        threads that bring data in for others; a thread storing only padding zeros is not
+        one)."""
         tpb = self.log.threads_per_block()
         wrote = self.per_thread(self.shared & (self.kind != READ)) > 0
-        return wrote.reshape(-1, tpb).sum(axis=1)
+        loaded = self.per_thread(~self.shared & (self.kind != WRITE)) > 0
+        return (wrote & loaded).reshape(-1, tpb).sum(axis=1)
 
     def shared_reads_from_others(self) -> np.ndarray:
         """Per block: shared-memory reads of a value another thread of the block wrote."""

@@ -559,3 +559,11 @@ def test_prefetching_past_the_last_tile_is_reported_at_the_copy():
 def test_the_double_buffer_statement_names_its_method():
     text = repr(puzzles.get("cp_async_double_buffer"))
     assert "method: every global read through cuda.cp_async.copy" in text
+
+
+def test_a_hidden_size_of_one_element_asks_for_no_sharing():
+    # seed 2948006733 draws conv1d's hidden size (1, 1): thread 0 alone loads `a` and `b`, the
+    # other threads store padding zeros, and the one output needs no neighbour's value - the
+    # reference solution was failed for "no thread read a value another thread stored"
+    grade = puzzles.check("conv1d", solutions.SOLUTIONS["conv1d"], seed=2948006733)
+    assert grade.passed, repr(grade)
