@@ -186,3 +186,17 @@ def test_ast_copy_keeps_positions_and_shares_only_leaves():
                    if not isinstance(n, ast.expr_context))
     copied[0].value.right.value = 2.5  # changing the copy leaves the original alone
     assert body[0].value.right.value == 1.5
+
+
+def test_ast_copy_survives_cycles_and_keeps_sharing():
+    # a pass may leave an attribute pointing back into the tree: the copier recursed until
+    # RecursionError ('too deeply nested to compile', seen in CI by test order); deepcopy's
+    # memo semantics now: each node copied once, cycles and sharing kept
+    tree = ast.parse("x = a + b\n")
+    stmt = tree.body[0]
+    stmt.value.back = stmt  # a cycle
+    shared = stmt.value.left
+    stmt.value.also = shared  # one node reached twice
+    (made,) = copy_tree([stmt])
+    assert made is not stmt and made.value.back is made
+    assert made.value.also is made.value.left and made.value.left is not shared
