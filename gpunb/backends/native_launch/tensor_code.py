@@ -45,6 +45,26 @@ def _compare(label: str, fetch: str, want: str, then: str) -> str:
 """
 
 
+def _int_method(label: str, name: str, convert: str, then: str) -> str:
+    """Blocks `label`.. calling the tensor's method `name` with no arguments and reading the
+    result as an integer (`convert`: @as_i64 or @as_u64) into %{label}_v, then going to `then`;
+    a NULL result, or -1 with an exception set, fails."""
+    return f"""{label}:
+  %{label}_obj = call ptr @method0(ptr %arg, ptr {name})
+  %{label}_null = icmp eq ptr %{label}_obj, null
+  br i1 %{label}_null, label %fail, label %{label}_got
+{label}_got:
+  %{label}_v = call i64 @{convert}(ptr %{label}_obj)
+  call void @decref(ptr %{label}_obj)
+  %{label}_m1 = icmp eq i64 %{label}_v, -1
+  br i1 %{label}_m1, label %{label}_check, label %{then}
+{label}_check:
+  %{label}_err = call ptr @err_occurred()
+  %{label}_clean = icmp eq ptr %{label}_err, null
+  br i1 %{label}_clean, label %{then}, label %fail
+"""
+
+
 def _checks() -> str:
     attr = "call ptr @getattr(ptr %arg, ptr {})".format
     method = "call ptr @method0(ptr %arg, ptr {})".format
@@ -70,19 +90,7 @@ def _checks() -> str:
 _ORDINAL = """ordinal_gate:
   %several_gpus = icmp sge i64 %want_ordinal, 0
   br i1 %several_gpus, label %ordinal, label %shape
-ordinal:
-  %ordinal_obj = call ptr @method0(ptr %arg, ptr $GET_DEVICE_NAME)
-  %ordinal_null = icmp eq ptr %ordinal_obj, null
-  br i1 %ordinal_null, label %fail, label %ordinal_got
-ordinal_got:
-  %ordinal_v = call i64 @as_i64(ptr %ordinal_obj)
-  call void @decref(ptr %ordinal_obj)
-  %ordinal_m1 = icmp eq i64 %ordinal_v, -1
-  br i1 %ordinal_m1, label %ordinal_check, label %ordinal_compare
-ordinal_check:
-  %ordinal_err = call ptr @err_occurred()
-  %ordinal_clean = icmp eq ptr %ordinal_err, null
-  br i1 %ordinal_clean, label %ordinal_compare, label %fail
+""" + _int_method("ordinal", "$GET_DEVICE_NAME", "as_i64", "ordinal_compare") + """\
 ordinal_compare:
   %ordinal_ok = icmp eq i64 %ordinal_v, %want_ordinal
   br i1 %ordinal_ok, label %shape, label %decline
@@ -238,28 +246,16 @@ _TAIL = """layout_known:
   %layout_ok = icmp eq i64 %layout, %want_layout
   br i1 %layout_ok, label %pointer, label %decline
 pointer:
-  br i1 %empty, label %store_pointer, label %read_pointer
-read_pointer:
-  %address_obj = call ptr @method0(ptr %arg, ptr $DATA_PTR_NAME)
-  %address_null = icmp eq ptr %address_obj, null
-  br i1 %address_null, label %fail, label %address_got
-address_got:
-  %address_v = call i64 @as_u64(ptr %address_obj)
-  call void @decref(ptr %address_obj)
-  %address_m1 = icmp eq i64 %address_v, -1
-  br i1 %address_m1, label %address_check, label %aligned
-address_check:
-  %address_err = call ptr @err_occurred()
-  %address_clean = icmp eq ptr %address_err, null
-  br i1 %address_clean, label %aligned, label %fail
+  br i1 %empty, label %store_pointer, label %data_ptr
+""" + _int_method("data_ptr", "$DATA_PTR_NAME", "as_u64", "aligned") + """\
 aligned:
-  %misaligned = urem i64 %address_v, %itemsize
+  %misaligned = urem i64 %data_ptr_v, %itemsize
   %is_aligned = icmp eq i64 %misaligned, 0
-  %has_memory = icmp ne i64 %address_v, 0
+  %has_memory = icmp ne i64 %data_ptr_v, 0
   %usable = and i1 %is_aligned, %has_memory
   br i1 %usable, label %store_pointer, label %decline
 store_pointer:
-  %address = phi i64 [0, %pointer], [%address_v, %aligned]
+  %address = phi i64 [0, %pointer], [%data_ptr_v, %aligned]
   store i64 %address, ptr %dest, align 1
   ret i64 0
 decline_both:
